@@ -1,0 +1,131 @@
+# treasury-server: one non-recursive Makefile.
+#   make run     install missing Debian packages, build, start on ./var (embedded default)
+#   make test    everything CI runs: build, generated-code drift, spec lint, unit, codegen and
+#                HTTP tests, then the unit and HTTP tests again under ASan+UBSan
+#   make V=1     show commands;  make SAN=1  build with sanitizers
+.DEFAULT_GOAL := all
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+PYTHON   := /usr/bin/python3
+CC       ?= cc
+VERSION  := 0.1.0
+
+ifeq ($(SAN),1)
+BUILD    ?= build/san
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+OPT      := -O1 -g
+else ifeq ($(CHECK),1)
+BUILD    ?= build/check
+SANFLAGS :=
+OPT      := -O2 -g
+else
+BUILD    ?= build
+SANFLAGS :=
+OPT      := -O2 -g
+endif
+# Test builds validate every response against its schema (architecture.md §3).
+ifneq ($(SAN)$(CHECK),)
+DEFS     := -DTREASURY_CHECK_RESPONSES
+endif
+
+WARN     := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes -Wshadow \
+            -Wcast-qual -Wpointer-arith
+CFLAGS   := -std=c11 $(OPT) $(WARN) -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+            -DTREASURY_VERSION='"$(VERSION)"' $(DEFS) $(SANFLAGS) -I. -MMD -MP
+LDFLAGS  := $(SANFLAGS)
+LDLIBS   := -lmicrohttpd -ljwt -lsqlite3 -lcrypto -lpthread -lm
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+# ---- sources ---------------------------------------------------------------------------
+SPEC      := $(wildcard openapi/*.yaml)
+CODEGEN   := $(wildcard codegen/*.py codegen/templates/*.j2)
+RUNTIME   := $(filter-out runtime/main.c,$(wildcard runtime/*.c))
+HANDLERS  := $(wildcard handlers/*.c)
+GENERATED := $(wildcard generated/*.c)
+SERVER_SRC := runtime/main.c $(RUNTIME) $(HANDLERS) $(GENERATED)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/obj/%.o)
+BIN       := $(BUILD)/treasury-server
+
+UNIT_SRC  := $(wildcard tests/unit/test_*.c)
+UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+# Unit tests link the runtime modules they need (everything but main and the server glue).
+UNIT_LINK := $(filter-out $(BUILD)/obj/runtime/server.o,$(RUNTIME:%.c=$(BUILD)/obj/%.o))
+
+# ---- build -----------------------------------------------------------------------------
+all: $(BIN)
+
+$(BIN): $(SERVER_OBJ)
+	@mkdir -p $(@D)
+	@echo "  LD      $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	@if [ "$(V)" != 1 ]; then echo "  CC      $<"; fi
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_LINK)
+	@mkdir -p $(@D)
+	@if [ "$(V)" != 1 ]; then echo "  CC/LD   $@"; fi
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# ---- generated code -----------------------------------------------------------------------
+# generated/ is committed; `make generate` rewrites only files whose bytes change.
+generate:
+	$(Q)$(PYTHON) codegen/generate.py --spec openapi/openapi.yaml --out generated
+
+check-generated:
+	@rm -rf $(BUILD)/gen-check && mkdir -p $(BUILD)/gen-check
+	$(Q)$(PYTHON) codegen/generate.py --spec openapi/openapi.yaml --out $(BUILD)/gen-check
+	$(Q)if diff -r generated $(BUILD)/gen-check > $(BUILD)/gen-check.diff; then \
+	    echo "generated/ matches openapi/ and codegen/"; \
+	else \
+	    cat $(BUILD)/gen-check.diff | head -50; \
+	    echo "ERROR: generated/ does not agree with openapi/ + codegen/. Fix: make generate"; exit 1; \
+	fi
+
+# ---- dependencies ---------------------------------------------------------------------------
+DEB_PACKAGES := gcc make pkg-config libmicrohttpd-dev libjwt-dev libsqlite3-dev libssl-dev \
+                python3-jinja2 python3-yaml python3-pytest python3-jwt wrk openssl curl
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
+	if [ -n "$$missing" ]; then \
+	    echo "installing:$$missing"; \
+	    SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	    $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; \
+	fi
+
+node_modules/.stamp: package.json package-lock.json
+	$(Q)npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# ---- run ------------------------------------------------------------------------------------
+run: deps
+	$(Q)$(MAKE) --no-print-directory $(BIN)
+	./$(BIN) $(ARGS)
+
+# ---- tests ----------------------------------------------------------------------------------
+lint-spec: node_modules/.stamp
+	$(Q)npx --no-install spectral lint openapi/openapi.yaml --ruleset openapi/.spectral.yaml --fail-severity=warn
+
+unit: $(UNIT_BIN)
+	$(Q)tests/run-unit.sh $(UNIT_BIN)
+
+test: deps
+	$(Q)tests/run-all.sh
+
+clean:
+	rm -rf build
+
+.PHONY: all generate check-generated deps run lint-spec unit test clean
+
+-include $(SERVER_OBJ:.o=.d) $(UNIT_BIN:%=%.d) $(UNIT_LINK:.o=.d)

@@ -1,0 +1,16 @@
+/* Operator commands that work on the data directory without the HTTP API: the first-start
+ * bootstrap and `treasury-server admin ...`. Storage must already be open. */
+#ifndef RUNTIME_ADMIN_H
+#define RUNTIME_ADMIN_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* With no workspace yet, creates the first one and its owner in one transaction, from
+ * TREASURY_WORKSPACE_NAME, TREASURY_ADMIN_EMAIL and TREASURY_ADMIN_PASSWORD (a generated
+ * password is printed once to out). Does nothing when a workspace exists. 0 / -1 with err. */
+int admin_bootstrap(FILE *out, char *err, size_t errlen);
+/* argv[0] is "admin". Returns the process exit code: 0 ok, 1 failure, 2 usage error. */
+int admin_main(int argc, char **argv, FILE *out, FILE *errout);
+
+#endif

@@ -1,0 +1,177 @@
+/* Flags and their TREASURY_* environment equivalents. One table drives parsing, --help and the
+ * environment lookup, so a new flag is one line here. */
+#include "runtime/config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef TREASURY_VERSION
+#define TREASURY_VERSION "0.1.0"
+#endif
+
+enum kind { K_PATH, K_STR, K_PORT, K_INT, K_LOGFMT };
+
+struct flag {
+    const char *name; /* without "--" */
+    const char *env;
+    enum kind kind;
+    size_t offset;
+    size_t size;
+    const char *help;
+};
+
+#define F(name, env, kind, field, help) \
+    { name, env, kind, offsetof(struct config, field), sizeof(((struct config *)0)->field), help }
+
+static const struct flag flags[] = {
+    F("data-dir", "TREASURY_DATA_DIR", K_PATH, data_dir, "data directory (database, keys, certificate) [./var]"),
+    F("listen", "TREASURY_LISTEN", K_STR, listen, "address to listen on [127.0.0.1]"),
+    F("https-port", "TREASURY_HTTPS_PORT", K_PORT, https_port, "HTTPS port [8443]"),
+    F("http-port", "TREASURY_HTTP_PORT", K_PORT, http_port, "plain-HTTP port answering 400 \"use HTTPS\"; 0 disables [8080]"),
+    F("threads", "TREASURY_THREADS", K_INT, threads, "worker threads [number of cores]"),
+    F("tls-cert", "TREASURY_TLS_CERT", K_PATH, tls_cert, "PEM certificate [<data-dir>/tls.crt, self-signed on first start]"),
+    F("tls-key", "TREASURY_TLS_KEY", K_PATH, tls_key, "PEM private key [<data-dir>/tls.key]"),
+    F("log-format", "TREASURY_LOG_FORMAT", K_LOGFMT, log_format, "json or text [json]"),
+    F("public-url", "TREASURY_PUBLIC_URL", K_STR, public_url, "external base URL, the token issuer [https://<listen>:<https-port>]"),
+    F("trusted-proxy", "TREASURY_TRUSTED_PROXY", K_STR, trusted_proxy, "peer address whose X-Forwarded-Proto: https counts as HTTPS [none]"),
+    F("max-connections", "TREASURY_MAX_CONNECTIONS", K_INT, max_connections, "concurrent connection limit [1024]"),
+    F("rate-limit", "TREASURY_RATE_LIMIT", K_INT, rate_limit, "default requests per minute per workspace [1000]"),
+};
+
+#define NFLAGS (sizeof flags / sizeof flags[0])
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: treasury-server [flags]\n"
+            "       treasury-server [--data-dir DIR] admin <command> [args]   (operator commands; admin --help)\n"
+            "\n"
+            "Serves the treasury API over HTTPS. Flags (each also read from its environment variable):\n");
+    for (size_t i = 0; i < NFLAGS; i++)
+        fprintf(out, "  --%-16s %-26s %s\n", flags[i].name, flags[i].env, flags[i].help);
+    fprintf(out, "  --%-16s %-26s %s\n", "help", "", "print this help and exit");
+    fprintf(out, "  --%-16s %-26s %s\n", "version", "", "print the version and exit");
+}
+
+static int set(struct config *c, const struct flag *f, const char *value, const char *origin,
+               FILE *err)
+{
+    char *field = (char *)c + f->offset;
+    char *end = NULL;
+    long v;
+    switch (f->kind) {
+    case K_PATH:
+    case K_STR:
+        if (strlen(value) >= f->size || (f->kind == K_PATH && value[0] == '\0')) {
+            fprintf(err, "treasury-server: %s %s: value empty or too long\n", origin, f->name);
+            return -1;
+        }
+        memcpy(field, value, strlen(value) + 1);
+        return 0;
+    case K_PORT:
+    case K_INT:
+        errno = 0;
+        v = strtol(value, &end, 10);
+        if (errno || end == value || *end != '\0' || v < 0 ||
+            v > (f->kind == K_PORT ? 65535 : 100000) || (f->kind == K_INT && v == 0)) {
+            fprintf(err, "treasury-server: %s %s: invalid value '%s'\n", origin, f->name, value);
+            return -1;
+        }
+        *(int *)(void *)field = (int)v;
+        return 0;
+    case K_LOGFMT:
+        if (strcmp(value, "json") == 0)
+            *(enum log_format *)(void *)field = LOG_FORMAT_JSON;
+        else if (strcmp(value, "text") == 0)
+            *(enum log_format *)(void *)field = LOG_FORMAT_TEXT;
+        else {
+            fprintf(err, "treasury-server: %s %s: expected json or text, got '%s'\n", origin,
+                    f->name, value);
+            return -1;
+        }
+        return 0;
+    }
+    return -1;
+}
+
+static const struct flag *find(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NFLAGS; i++)
+        if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
+            return &flags[i];
+    return NULL;
+}
+
+enum config_result config_parse(struct config *c, int argc, char **argv, FILE *out, FILE *err)
+{
+    memset(c, 0, sizeof *c);
+    strcpy(c->data_dir, "./var");
+    strcpy(c->listen, "127.0.0.1");
+    c->https_port = 8443;
+    c->http_port = 8080;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    c->threads = cores > 0 ? (int)cores : 2;
+    c->log_format = LOG_FORMAT_JSON;
+    c->max_connections = 1024;
+    c->rate_limit = 1000;
+
+    for (size_t i = 0; i < NFLAGS; i++) {
+        const char *v = getenv(flags[i].env);
+        if (v && *v && set(c, &flags[i], v, flags[i].env, err) != 0)
+            return CONFIG_USAGE;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "admin") == 0) {
+            c->subcommand_argc = i;
+            break;
+        }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(out);
+            return CONFIG_EXIT_OK;
+        }
+        if (strcmp(a, "--version") == 0) {
+            fprintf(out, "treasury-server %s\n", TREASURY_VERSION);
+            return CONFIG_EXIT_OK;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(err, "treasury-server: unexpected argument '%s' (see --help)\n", a);
+            return CONFIG_USAGE;
+        }
+        const char *name = a + 2;
+        const char *eq = strchr(name, '=');
+        const struct flag *f = find(name, eq ? (size_t)(eq - name) : strlen(name));
+        if (!f) {
+            fprintf(err, "treasury-server: unknown flag '%s' (see --help)\n", a);
+            return CONFIG_USAGE;
+        }
+        const char *value = eq ? eq + 1 : NULL;
+        if (!value) {
+            if (i + 1 >= argc) {
+                fprintf(err, "treasury-server: flag --%s needs a value\n", f->name);
+                return CONFIG_USAGE;
+            }
+            value = argv[++i];
+        }
+        if (set(c, f, value, "flag", err) != 0)
+            return CONFIG_USAGE;
+    }
+    if (c->https_port == 0) {
+        fprintf(err, "treasury-server: --https-port must be 1..65535\n");
+        return CONFIG_USAGE;
+    }
+    if ((c->tls_cert[0] == '\0') != (c->tls_key[0] == '\0')) {
+        fprintf(err, "treasury-server: --tls-cert and --tls-key must be given together\n");
+        return CONFIG_USAGE;
+    }
+    if (c->public_url[0] == '\0') {
+        const char *fmt = strchr(c->listen, ':') ? "https://[%s]:%d" : "https://%s:%d";
+        const char *host = strcmp(c->listen, "0.0.0.0") == 0 ? "127.0.0.1" : c->listen;
+        snprintf(c->public_url, sizeof c->public_url, fmt, host, c->https_port);
+    }
+    return CONFIG_OK;
+}

@@ -1,0 +1,35 @@
+/* Server configuration: command-line flags, each with a TREASURY_* environment equivalent
+ * (flag wins over environment, environment over default). */
+#ifndef RUNTIME_CONFIG_H
+#define RUNTIME_CONFIG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "runtime/log.h"
+
+#define CONFIG_PATH_MAX 1024
+
+struct config {
+    char data_dir[CONFIG_PATH_MAX];
+    char listen[64];
+    int https_port;
+    int http_port; /* 0 disables the plain-HTTP "use HTTPS" listener */
+    int threads;
+    char tls_cert[CONFIG_PATH_MAX]; /* empty: <data_dir>/tls.crt, created on first start */
+    char tls_key[CONFIG_PATH_MAX];
+    enum log_format log_format;
+    char public_url[256];    /* token issuer; default https://<listen>:<https_port> */
+    char trusted_proxy[64];  /* peer address whose X-Forwarded-Proto: https counts as HTTPS */
+    int max_connections;
+    int rate_limit;          /* default requests per minute per workspace */
+    int subcommand_argc;     /* argv index where "admin ..." starts, 0 when none */
+};
+
+enum config_result { CONFIG_OK = 0, CONFIG_EXIT_OK = 1, CONFIG_USAGE = 2 };
+
+/* Fills c from defaults, environment and argv. Prints --help / --version to out and errors to
+ * err. CONFIG_EXIT_OK: help or version was printed; CONFIG_USAGE: bad flag (exit 2). */
+enum config_result config_parse(struct config *c, int argc, char **argv, FILE *out, FILE *err);
+
+#endif

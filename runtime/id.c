@@ -1,0 +1,133 @@
+/* Random resource ids ("ben_" + 26 Crockford base32 characters of 128 random bits) and opaque
+ * base64url secrets, both from the OpenSSL CSPRNG. */
+#include "runtime/id.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/rand.h>
+
+#define ID_CHARS 26
+#define SECRET_MAX 64
+
+/* Crockford's alphabet without I, L, O, U, in lower case. */
+static const char b32[] = "0123456789abcdefghjkmnpqrstvwxyz";
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static void random_bytes(unsigned char *buf, size_t n)
+{
+    /* Ids and secrets must never be guessable; without entropy there is no safe fallback. */
+    if (RAND_bytes(buf, (int)n) != 1) {
+        fprintf(stderr, "id: RAND_bytes failed\n");
+        abort();
+    }
+}
+
+/* 128 bits as 26 base32 digits (130 bits, the top two zero), most significant first. */
+static void encode128(const unsigned char in[16], char out[ID_CHARS])
+{
+    uint64_t hi = 0, lo = 0;
+    for (int i = 0; i < 8; i++) {
+        hi = hi << 8 | in[i];
+        lo = lo << 8 | in[8 + i];
+    }
+    for (int i = ID_CHARS - 1; i >= 0; i--) {
+        out[i] = b32[lo & 31];
+        lo = lo >> 5 | hi << 59;
+        hi >>= 5;
+    }
+}
+
+int id_new_buf(char *buf, size_t n, const char *prefix)
+{
+    size_t plen = strlen(prefix);
+    if (n < plen + 1 + ID_CHARS + 1) {
+        if (n)
+            buf[0] = '\0';
+        return -1;
+    }
+    unsigned char raw[16];
+    random_bytes(raw, sizeof raw);
+    memcpy(buf, prefix, plen);
+    buf[plen] = '_';
+    encode128(raw, buf + plen + 1);
+    buf[plen + 1 + ID_CHARS] = '\0';
+    return 0;
+}
+
+char *id_new(struct arena *a, const char *prefix)
+{
+    size_t n = strlen(prefix) + 1 + ID_CHARS + 1;
+    char *buf = arena_alloc(a, n);
+    if (id_new_buf(buf, n, prefix) != 0)
+        abort(); /* unreachable: the buffer is sized for it */
+    return buf;
+}
+
+static bool is_b32(char c)
+{
+    return c && strchr(b32, c) != NULL;
+}
+
+/* Any id drawn from our alphabet passes, even one above 2^128 (a first digit past '7'): a
+ * well-formed id we never issued should answer 404, not a validation error. */
+bool id_valid(const char *s, const char *prefix)
+{
+    if (!s)
+        return false;
+    size_t plen;
+    if (prefix) {
+        plen = strlen(prefix);
+        if (strncmp(s, prefix, plen) != 0)
+            return false;
+    } else {
+        /* No prefix given: any lower-case letter run. */
+        plen = 0;
+        while (s[plen] >= 'a' && s[plen] <= 'z')
+            plen++;
+        if (plen == 0)
+            return false;
+    }
+    if (s[plen] != '_')
+        return false;
+    const char *body = s + plen + 1;
+    for (int i = 0; i < ID_CHARS; i++)
+        if (!is_b32(body[i]))
+            return false;
+    return body[ID_CHARS] == '\0';
+}
+
+char *id_secret(struct arena *a, size_t bytes)
+{
+    unsigned char raw[SECRET_MAX];
+    if (bytes > SECRET_MAX) {
+        fprintf(stderr, "id: secret of %zu bytes requested, at most %d\n", bytes, SECRET_MAX);
+        abort();
+    }
+    if (bytes)
+        random_bytes(raw, bytes);
+    char *out = arena_alloc(a, (bytes * 4 + 2) / 3 + 1);
+    char *o = out;
+    size_t i = 0;
+    for (; i + 3 <= bytes; i += 3) {
+        uint32_t v = (uint32_t)raw[i] << 16 | (uint32_t)raw[i + 1] << 8 | raw[i + 2];
+        *o++ = b64url[v >> 18 & 63];
+        *o++ = b64url[v >> 12 & 63];
+        *o++ = b64url[v >> 6 & 63];
+        *o++ = b64url[v & 63];
+    }
+    if (bytes - i == 1) {
+        uint32_t v = (uint32_t)raw[i] << 16;
+        *o++ = b64url[v >> 18 & 63];
+        *o++ = b64url[v >> 12 & 63];
+    } else if (bytes - i == 2) {
+        uint32_t v = (uint32_t)raw[i] << 16 | (uint32_t)raw[i + 1] << 8;
+        *o++ = b64url[v >> 18 & 63];
+        *o++ = b64url[v >> 12 & 63];
+        *o++ = b64url[v >> 6 & 63];
+    }
+    *o = '\0';
+    return out;
+}

@@ -1,0 +1,174 @@
+/* Composition root: configuration, data directory, storage, keys, first-start bootstrap, then
+ * the server until SIGINT/SIGTERM. The only runtime file that knows the generated tables. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "generated/routes.h"
+#include "generated/scopes.h"
+#include "runtime/admin.h"
+#include "runtime/auth.h"
+#include "runtime/config.h"
+#include "runtime/keys.h"
+#include "runtime/log.h"
+#include "runtime/password.h"
+#include "runtime/ratelimit.h"
+#include "runtime/server.h"
+#include "runtime/storage.h"
+#include "runtime/token.h"
+
+#define ERRLEN 512
+
+static struct token_key signing_key;
+
+static int ensure_data_dir(const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            snprintf(err, errlen, "data directory %s is not a directory", dir);
+            return -1;
+        }
+        return 0;
+    }
+    if (mkdir(dir, 0700) != 0) {
+        snprintf(err, errlen, "cannot create data directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int open_storage(const struct config *c, char *err, size_t errlen)
+{
+    char path[CONFIG_PATH_MAX + 32];
+    char why[ERRLEN] = "";
+    if (ensure_data_dir(c->data_dir, err, errlen) != 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/treasury.db", c->data_dir);
+    if (storage_open(path, why, sizeof why) != 0) {
+        snprintf(err, errlen, "cannot open database %s: %s", path, why);
+        return -1;
+    }
+    return 0;
+}
+
+static void apply_password_cost(void)
+{
+    const char *v = getenv("TREASURY_SCRYPT_LOG2N");
+    if (v && *v)
+        password_set_cost(atoi(v));
+}
+
+static int run_server(const struct config *c)
+{
+    char err[ERRLEN] = "";
+    char cert_path[CONFIG_PATH_MAX + 16], key_path[CONFIG_PATH_MAX + 16];
+    char *cert_pem = NULL, *key_pem = NULL;
+    char fp[160];
+    bool created = false;
+    int rc = 1;
+    sigset_t stop_signals;
+
+    log_init(c->log_format);
+    apply_password_cost();
+    if (open_storage(c, err, sizeof err) != 0)
+        goto out;
+    if (keys_signing_key(c->data_dir, &signing_key, &created, err, sizeof err) != 0)
+        goto out;
+    if (created)
+        log_info("created JWT signing key %s/jwt-signing.key (kid %s)", c->data_dir,
+                 signing_key.kid);
+    snprintf(signing_key.issuer, sizeof signing_key.issuer, "%s", c->public_url);
+    snprintf(signing_key.audience, sizeof signing_key.audience, "treasury-api");
+    signing_key.leeway_seconds = 30;
+
+    if (c->tls_cert[0]) {
+        snprintf(cert_path, sizeof cert_path, "%s", c->tls_cert);
+        snprintf(key_path, sizeof key_path, "%s", c->tls_key);
+    } else {
+        if (keys_ensure_tls(c->data_dir, &created, err, sizeof err) != 0)
+            goto out;
+        snprintf(cert_path, sizeof cert_path, "%s/tls.crt", c->data_dir);
+        snprintf(key_path, sizeof key_path, "%s/tls.key", c->data_dir);
+        if (created)
+            log_info("created self-signed TLS certificate %s for localhost, 127.0.0.1, ::1",
+                     cert_path);
+    }
+    cert_pem = keys_read_file(cert_path, NULL, err, sizeof err);
+    if (!cert_pem)
+        goto out;
+    key_pem = keys_read_file(key_path, NULL, err, sizeof err);
+    if (!key_pem)
+        goto out;
+    if (keys_cert_fingerprint(cert_path, fp, sizeof fp, err, sizeof err) != 0)
+        goto out;
+    log_info("TLS certificate %s SHA-256 fingerprint %s", cert_path, fp);
+
+    if (admin_bootstrap(stdout, err, sizeof err) != 0)
+        goto out;
+    fflush(stdout);
+    if (routes_init(err, sizeof err) != 0)
+        goto out;
+    auth_init(&signing_key, &scopes_mask, SCOPE_WORKSPACE_ADMIN, scopes_all());
+    ratelimit_init(c->rate_limit);
+
+    /* Block the stop signals in every thread (libmicrohttpd's inherit the mask) and wait for
+     * them here, so shutdown runs in ordinary code, not in a signal handler. */
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (server_start(c, cert_pem, key_pem, &routes_match, err, sizeof err) != 0)
+        goto out;
+    if (c->http_port)
+        log_info("listening on %s (plain HTTP on %s:%d answers 400 use_https)", c->public_url,
+                 c->listen, c->http_port);
+    else
+        log_info("listening on %s", c->public_url);
+
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    log_info("received %s, draining in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    server_stop();
+    log_info("stopped");
+    rc = 0;
+out:
+    if (rc != 0)
+        log_error("%s", err);
+    storage_close();
+    free(cert_pem);
+    free(key_pem);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct config c;
+    char err[ERRLEN] = "";
+    switch (config_parse(&c, argc, argv, stdout, stderr)) {
+    case CONFIG_EXIT_OK:
+        return 0;
+    case CONFIG_USAGE:
+        return 2;
+    case CONFIG_OK:
+        break;
+    }
+    if (c.subcommand_argc) {
+        log_init(LOG_FORMAT_TEXT);
+        apply_password_cost();
+        if (open_storage(&c, err, sizeof err) != 0) {
+            fprintf(stderr, "treasury-server: %s\n", err);
+            return 1;
+        }
+        int rc = admin_main(argc - c.subcommand_argc, argv + c.subcommand_argc, stdout, stderr);
+        storage_close();
+        return rc;
+    }
+    return run_server(&c);
+}

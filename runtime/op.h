@@ -1,0 +1,53 @@
+/* An operation descriptor: what the generated route table tells the runtime about one
+ * operation. The table itself is generated (generated/routes.c); the runtime knows no API. */
+#ifndef RUNTIME_OP_H
+#define RUNTIME_OP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct req;
+
+/* Generated glue: params -> typed request -> handler -> typed response -> JSON.
+ * Returns 0 (response or problem recorded on r) or -1 (unexpected failure -> 500). */
+typedef int op_dispatch_fn(struct req *r);
+
+struct op {
+    const char *operation_id;   /* "beneficiaries_create" style, from operationId */
+    const char *method;         /* "GET", "POST", ... */
+    const char *base;           /* server prefix: "/v1", or "" for path items overriding servers with "/" */
+    const char *path;           /* template without the server prefix: "/beneficiaries/{id}" */
+    const char *tag;
+    bool is_public;             /* security: [] */
+    uint64_t scopes;            /* all of these scope bits are required (generated/scopes.h) */
+    const char *scopes_text;    /* space-separated, for WWW-Authenticate scope="..." */
+    bool idempotent;            /* x-idempotent (default: true for POST/PUT/PATCH) */
+    const char *rate_limit_class; /* x-rate-limit-class, default "default" */
+    size_t max_body_bytes;      /* x-max-body-bytes, default 65536; 0 when no request body */
+    bool planned;               /* x-status: planned -> answered 501 by the dispatcher */
+    bool has_body;
+    bool body_required;
+    const int *statuses;        /* documented response statuses, 0-terminated */
+    op_dispatch_fn *dispatch;
+};
+
+#define ROUTE_MAX_PARAMS 8
+
+struct route_match {
+    const struct op *op;
+    int n_params;
+    const char *names[ROUTE_MAX_PARAMS];  /* static, from the template */
+    const char *values[ROUTE_MAX_PARAMS]; /* live in the request arena */
+};
+
+enum route_result { ROUTE_FOUND = 0, ROUTE_NOT_FOUND = 1, ROUTE_METHOD_NOT_ALLOWED = 2 };
+
+struct arena;
+
+/* The generated matcher's type (generated/routes.h: routes_match), handed to the server by
+ * main.c so runtime/ never includes generated/. */
+typedef enum route_result route_match_fn(struct arena *a, const char *method, const char *path,
+                                         struct route_match *m, char *allow, size_t allow_len);
+
+#endif

@@ -1,0 +1,26 @@
+/* Password hashing with scrypt (OpenSSL EVP_PBE_scrypt), PHC-style encoded string with its own
+ * parameters and salt; constant-time comparison; a dummy verification for unknown accounts so
+ * timing does not reveal which emails exist. */
+#ifndef RUNTIME_PASSWORD_H
+#define RUNTIME_PASSWORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define PASSWORD_HASH_MAX 160
+#define PASSWORD_MIN_LEN 12
+#define PASSWORD_MAX_LEN 256
+
+/* Cost for new hashes: N = 2^log2n (default 17 per OWASP; tests lower it with
+ * TREASURY_SCRYPT_LOG2N, accepted range 10..20). r = 8, p = 1. */
+void password_set_cost(int log2n);
+/* "$scrypt$ln=17,r=8,p=1$<salt b64>$<hash b64>" into out (PASSWORD_HASH_MAX). 0 / -1. */
+int password_hash(const char *password, char *out, size_t outlen);
+/* Recomputes with the encoded parameters; constant-time compare. False on any malformed input. */
+bool password_verify(const char *password, const char *encoded);
+/* Same work as a verification against a fixed hash; always false. */
+bool password_verify_dummy(const char *password);
+/* Printable random password of len chars (len < outlen) for generated admin passwords. 0 / -1. */
+int password_generate(char *out, size_t outlen, size_t len);
+
+#endif

@@ -1,0 +1,114 @@
+/* Problem documents (RFC 9457): titles are fixed per code, `status` always equals the HTTP
+ * status, and no detail ever carries SQL, paths or stack traces (callers write them). */
+#include "runtime/problem.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/jsonw.h"
+
+#define PROBLEM_TYPE_PREFIX "urn:treasury:problem:"
+
+/* code, title */
+#define PROBLEM_CODES(X)                                              \
+    X("use_https", "HTTPS required")                                  \
+    X("malformed_json", "Malformed JSON body")                        \
+    X("invalid_request", "Invalid request")                           \
+    X("invalid_cursor", "Invalid pagination cursor")                  \
+    X("unauthorized", "Authentication required")                      \
+    X("invalid_token", "Invalid access token")                        \
+    X("invalid_credentials", "Invalid email or password")             \
+    X("insufficient_scope", "Insufficient scope")                     \
+    X("not_found", "Resource not found")                              \
+    X("method_not_allowed", "Method not allowed")                     \
+    X("conflict", "Conflict with the resource's current state")       \
+    X("duplicate_external_id", "Duplicate external_id")               \
+    X("precondition_failed", "Precondition failed")                   \
+    X("payload_too_large", "Request body too large")                  \
+    X("unsupported_media_type", "Unsupported media type")             \
+    X("validation_failed", "Request validation failed")               \
+    X("rate_limited", "Too many requests")                            \
+    X("internal_error", "Internal server error")                      \
+    X("response_schema_violation", "Internal server error")           \
+    X("not_implemented", "Not implemented")                           \
+    X("unavailable", "Service unavailable")
+
+struct code_title {
+    const char *code;
+    const char *title;
+};
+
+#define ROW(c, t) { c, t },
+static const struct code_title titles[] = { PROBLEM_CODES(ROW) };
+#undef ROW
+
+const char *problem_reason(int status)
+{
+    switch (status) {
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 412: return "Precondition Failed";
+    case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
+    case 422: return "Unprocessable Content";
+    case 428: return "Precondition Required";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    default: return status >= 500 ? "Server Error" : "Client Error";
+    }
+}
+
+const char *problem_title(const char *code, int status)
+{
+    for (size_t i = 0; i < sizeof titles / sizeof titles[0]; i++)
+        if (strcmp(titles[i].code, code) == 0)
+            return titles[i].title;
+    return problem_reason(status);
+}
+
+char *problem_render(int status, const char *code, const char *detail, const char *instance,
+                     const char *request_id, const struct verr_list *errors, size_t *len)
+{
+    struct jsonw w;
+    char type[128];
+    snprintf(type, sizeof type, PROBLEM_TYPE_PREFIX "%s", code);
+    jsonw_init(&w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "type");
+    jsonw_string(&w, type);
+    jsonw_key(&w, "title");
+    jsonw_string(&w, problem_title(code, status));
+    jsonw_key(&w, "status");
+    jsonw_int(&w, status);
+    jsonw_key(&w, "detail");
+    jsonw_string(&w, detail ? detail : problem_title(code, status));
+    jsonw_key(&w, "instance");
+    jsonw_string(&w, instance ? instance : "/");
+    jsonw_key(&w, "code");
+    jsonw_string(&w, code);
+    jsonw_key(&w, "request_id");
+    jsonw_string(&w, request_id ? request_id : "");
+    if (errors && errors->count > 0) {
+        jsonw_key(&w, "errors");
+        jsonw_array_begin(&w);
+        for (int i = 0; i < errors->count; i++) {
+            jsonw_object_begin(&w);
+            jsonw_key(&w, "pointer");
+            jsonw_string(&w, errors->items[i].pointer);
+            jsonw_key(&w, "code");
+            jsonw_string(&w, errors->items[i].code);
+            jsonw_key(&w, "detail");
+            jsonw_string(&w, errors->items[i].detail);
+            jsonw_object_end(&w);
+        }
+        jsonw_array_end(&w);
+    }
+    jsonw_object_end(&w);
+    return jsonw_take(&w, len);
+}

@@ -1,0 +1,18 @@
+/* RFC 9457 problem documents: the closed list of runtime problem codes with their titles, and
+ * the serializer every error response goes through. */
+#ifndef RUNTIME_PROBLEM_H
+#define RUNTIME_PROBLEM_H
+
+#include <stddef.h>
+
+#include "runtime/verr.h"
+
+/* Stable title for a code; codes outside the list get the status's reason phrase, which is
+ * equally stable because a code always comes with one status. */
+const char *problem_title(const char *code, int status);
+const char *problem_reason(int status);
+/* {"type","title","status","detail","instance","code","request_id"[,"errors"]}; malloc'd. */
+char *problem_render(int status, const char *code, const char *detail, const char *instance,
+                     const char *request_id, const struct verr_list *errors, size_t *len);
+
+#endif

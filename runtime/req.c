@@ -1,0 +1,74 @@
+/* Request accessors and response builders shared by the server, the generated dispatchers and
+ * the handlers. */
+#include "runtime/req.h"
+
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char *req_header(const struct req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *req_query(const struct req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *req_path_param(const struct req *r, const char *name)
+{
+    for (int i = 0; i < r->match.n_params; i++)
+        if (strcmp(r->match.names[i], name) == 0)
+            return r->match.values[i];
+    return NULL;
+}
+
+void req_set_header(struct req *r, const char *name, const char *value)
+{
+    for (int i = 0; i < r->n_resp_headers; i++) {
+        if (strcasecmp(r->resp_headers[i].name, name) == 0) {
+            r->resp_headers[i].value = arena_strdup(&r->arena, value);
+            return;
+        }
+    }
+    if (r->n_resp_headers == REQ_MAX_HEADERS)
+        abort(); /* a programming error: the list of headers we send is fixed and short */
+    r->resp_headers[r->n_resp_headers].name = arena_strdup(&r->arena, name);
+    r->resp_headers[r->n_resp_headers].value = arena_strdup(&r->arena, value);
+    r->n_resp_headers++;
+}
+
+void req_set_json(struct req *r, int status, char *body, size_t len)
+{
+    free(r->resp_body);
+    r->status = status;
+    r->resp_body = body;
+    r->resp_len = len;
+    r->content_type = "application/json";
+    r->problem = false;
+}
+
+void req_problem(struct req *r, int status, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    r->problem_detail = arena_vprintf(&r->arena, fmt, ap);
+    va_end(ap);
+    free(r->resp_body);
+    r->resp_body = NULL;
+    r->resp_len = 0;
+    r->status = status;
+    r->problem = true;
+    r->problem_code = code;
+    r->with_errors = false;
+    r->content_type = "application/problem+json";
+}
+
+void req_problem_validation(struct req *r, int status, const char *detail)
+{
+    req_problem(r, status ? status : 422, "validation_failed", "%s", detail);
+    r->with_errors = true;
+}

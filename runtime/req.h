@@ -1,0 +1,89 @@
+/* One HTTP request as the generated dispatchers and the handlers see it: the arena, the
+ * matched operation and parameters, the authenticated principal, and the response being built.
+ * Everything reachable from a struct req lives in r->arena unless a field says otherwise. */
+#ifndef RUNTIME_REQ_H
+#define RUNTIME_REQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/arena.h"
+#include "runtime/op.h"
+#include "runtime/verr.h"
+
+struct MHD_Connection;
+
+struct principal {
+    bool authenticated;
+    const char *user_id;      /* "usr_..." (JWT sub) */
+    const char *workspace_id; /* "wsp_..." (JWT wid) */
+    const char *session_id;   /* JWT sid */
+    const char *token_id;     /* JWT jti */
+    uint64_t scopes;          /* granted scope bits, workspace:admin already expanded */
+};
+
+#define REQ_MAX_HEADERS 24
+
+struct req_header {
+    const char *name;
+    const char *value;
+};
+
+struct req {
+    struct arena arena;
+    struct MHD_Connection *conn;
+    const char *method;
+    const char *path;        /* full URL path as received (e.g. "/v1/beneficiaries/ben_...") */
+    const char *request_id;  /* X-Request-ID when given and valid, else generated "req_..." */
+    struct route_match match;
+    const struct op *op;
+    struct principal principal;
+    const char *body; /* NUL-terminated copy of the request body; NULL when none */
+    size_t body_len;
+    struct verr_list verr;
+
+    /* Response being built. */
+    int status;               /* 0 until set */
+    char *resp_body;          /* malloc'd; ownership passes to libmicrohttpd */
+    size_t resp_len;
+    const char *content_type; /* static string */
+    struct req_header resp_headers[REQ_MAX_HEADERS];
+    int n_resp_headers;
+    bool problem; /* the response is a problem document */
+    const char *problem_code;   /* also in the access log */
+    const char *problem_detail; /* lives in the arena */
+    bool with_errors;           /* include verr as errors[] */
+
+    /* Runtime bookkeeping (server.c). */
+    bool tls;             /* arrived over HTTPS (or a trusted proxy said so) */
+    const char *peer;     /* client address, text */
+    double started_ms;    /* monotonic start */
+    char *upload;         /* malloc'd body accumulator */
+    size_t upload_len, upload_cap;
+    bool upload_too_large;
+    bool queued;
+    int route_result;     /* enum route_result, matched on the first call */
+    char allow[128];      /* Allow header value for 405 */
+};
+
+/* First value of a request header / query argument, NULL when absent. Lives in MHD's memory
+ * for the life of the request. */
+const char *req_header(const struct req *r, const char *name);
+const char *req_query(const struct req *r, const char *name);
+/* Path parameter captured by the router, NULL when the template has no such name. */
+const char *req_path_param(const struct req *r, const char *name);
+/* Adds a response header; name and value are copied into the arena. */
+void req_set_header(struct req *r, const char *name, const char *value);
+/* Sets an application/json response; takes ownership of the malloc'd body. */
+void req_set_json(struct req *r, int status, char *body, size_t len);
+
+/* Records an RFC 9457 problem response (application/problem+json) with `code` and a
+ * printf-style detail; the body is built when the response is sent. Handlers return 0 after
+ * calling it. Validation errors collected in r->verr are included as `errors[]`. */
+void req_problem(struct req *r, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Problem with the collected r->verr as errors[] (status 422 unless given otherwise). */
+void req_problem_validation(struct req *r, int status, const char *detail);
+
+#endif

@@ -1,0 +1,486 @@
+/* libmicrohttpd glue: listening sockets, TLS, the per-request lifecycle (route, authenticate,
+ * rate-limit, read the body with its cap, dispatch in one transaction, respond, log). */
+#include "runtime/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/auth.h"
+#include "runtime/id.h"
+#include "runtime/log.h"
+#include "runtime/problem.h"
+#include "runtime/ratelimit.h"
+#include "runtime/req.h"
+#include "runtime/storage.h"
+
+/* TLS 1.2+ with AEAD ciphers and forward secrecy only (GnuTLS priority syntax). */
+#define TLS_PRIORITIES                                                                  \
+    "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:" \
+    "+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA"
+#define CONNECTION_MEMORY (64 * 1024)
+#define CONNECTION_TIMEOUT_S 30
+#define DRAIN_TIMEOUT_MS 10000
+
+enum listener { LISTENER_HTTPS, LISTENER_HTTP };
+
+static struct MHD_Daemon *https_daemon, *http_daemon;
+static int https_fd = -1, http_fd = -1;
+static route_match_fn *route_match;
+static const struct config *cfg;
+static atomic_int in_flight;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = '\0';
+    log_warn("libmicrohttpd: %s", msg);
+}
+
+static const char *peer_of(struct MHD_Connection *conn, struct arena *a)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    char buf[INET6_ADDRSTRLEN] = "-";
+    if (ci && ci->client_addr) {
+        const struct sockaddr *sa = ci->client_addr;
+        if (sa->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, buf,
+                      sizeof buf);
+        else if (sa->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, buf,
+                      sizeof buf);
+    }
+    return arena_strdup(a, buf);
+}
+
+static bool is_uuid_header(const char *s)
+{
+    if (!s || strlen(s) != 36)
+        return false;
+    for (int i = 0; i < 36; i++) {
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? s[i] != '-' : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+                                   (s[i] >= 'A' && s[i] <= 'F')))
+            return false;
+    }
+    return true;
+}
+
+static bool is_json_content_type(const char *ct)
+{
+    if (!ct)
+        return false;
+    while (*ct == ' ')
+        ct++;
+    size_t n = strcspn(ct, "; ");
+    return n == strlen("application/json") && strncasecmp(ct, "application/json", n) == 0;
+}
+
+static void rate_limit_headers(struct req *r, const struct ratelimit_verdict *v)
+{
+    char buf[160];
+    snprintf(buf, sizeof buf, "%lld", (long long)v->limit);
+    req_set_header(r, "X-RateLimit-Limit", buf);
+    snprintf(buf, sizeof buf, "%lld", (long long)v->remaining);
+    req_set_header(r, "X-RateLimit-Remaining", buf);
+    snprintf(buf, sizeof buf, "%lld", (long long)v->reset_epoch);
+    req_set_header(r, "X-RateLimit-Reset", buf);
+    snprintf(buf, sizeof buf, "\"default\";q=%lld;w=60", (long long)v->limit);
+    req_set_header(r, "RateLimit-Policy", buf);
+    snprintf(buf, sizeof buf, "\"default\";r=%lld;t=%lld", (long long)v->remaining,
+             (long long)v->reset_seconds);
+    req_set_header(r, "RateLimit", buf);
+    if (!v->allowed) {
+        snprintf(buf, sizeof buf, "%lld", (long long)v->reset_seconds);
+        req_set_header(r, "Retry-After", buf);
+    }
+}
+
+/* Counts the request against its workspace (or client address when unauthenticated) and
+ * records a 429 when over. Returns false when limited. */
+static bool count_request(struct req *r)
+{
+    char key[96];
+    if (r->principal.authenticated)
+        snprintf(key, sizeof key, "w:%s", r->principal.workspace_id);
+    else
+        snprintf(key, sizeof key, "ip:%s", r->peer);
+    struct ratelimit_verdict v;
+    ratelimit_check(key, ratelimit_default(), (int64_t)time(NULL), &v);
+    rate_limit_headers(r, &v);
+    if (!v.allowed) {
+        req_problem(r, 429, "rate_limited",
+                    "Rate limit of %lld requests per minute exceeded; retry in %lld s.",
+                    (long long)v.limit, (long long)v.reset_seconds);
+        return false;
+    }
+    return true;
+}
+
+static void run_operation(struct req *r)
+{
+    bool write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
+    if (storage_begin(write) != 0) {
+        req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
+        return;
+    }
+    int rc = r->op->dispatch(r);
+    if (rc != 0) {
+        storage_rollback();
+        log_error("operation %s failed (request %s)", r->op->operation_id, r->request_id);
+        req_problem(r, 500, "internal_error",
+                    "The server failed to complete the request; nothing was changed.");
+        return;
+    }
+    if (r->status >= 200 && r->status < 400) {
+        if (storage_commit() != 0) {
+            log_error("commit failed for %s (request %s)", r->op->operation_id, r->request_id);
+            req_problem(r, 500, "internal_error",
+                        "The server could not durably store the change; nothing was changed.");
+        }
+        return;
+    }
+    storage_rollback();
+}
+
+static void process(struct req *r, enum listener l)
+{
+    const char *rid = req_header(r, "X-Request-ID");
+    r->request_id = is_uuid_header(rid) ? arena_strdup(&r->arena, rid) : id_new(&r->arena, "req");
+
+    if (!r->tls) {
+        const char *fwd = req_header(r, "X-Forwarded-Proto");
+        if (l == LISTENER_HTTP && cfg->trusted_proxy[0] && strcmp(r->peer, cfg->trusted_proxy) == 0 &&
+            fwd && strcasecmp(fwd, "https") == 0) {
+            r->tls = true;
+        } else {
+            count_request(r);
+            req_problem(r, 400, "use_https",
+                        "This API is served over HTTPS only; repeat the request with https://.");
+            return;
+        }
+    }
+    enum route_result rr = (enum route_result)r->route_result;
+    if (rr != ROUTE_FOUND) {
+        if (!count_request(r))
+            return;
+        if (rr == ROUTE_METHOD_NOT_ALLOWED) {
+            req_problem(r, 405, "method_not_allowed", "%s is not allowed on %s; allowed: %s.",
+                        r->method, r->path, r->allow);
+            req_set_header(r, "Allow", r->allow);
+        } else {
+            req_problem(r, 404, "not_found", "No operation is served at %s.", r->path);
+        }
+        return;
+    }
+    r->op = r->match.op;
+    if (!r->op->is_public && auth_check(r) != 0) {
+        count_request(r);
+        return;
+    }
+    if (!count_request(r))
+        return;
+    if (r->upload_too_large && r->op->has_body) {
+        req_problem(r, 413, "payload_too_large", "The request body exceeds %zu bytes.",
+                    r->op->max_body_bytes);
+        return;
+    }
+    if (r->op->has_body) {
+        if (!is_json_content_type(req_header(r, "Content-Type"))) {
+            req_problem(r, 415, "unsupported_media_type",
+                        "Send the request body as Content-Type: application/json.");
+            return;
+        }
+        r->body = r->upload;
+        r->body_len = r->upload_len;
+    }
+    run_operation(r);
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
+{
+    if (r->problem) {
+        size_t len = 0;
+        r->resp_body = problem_render(r->status, r->problem_code, r->problem_detail, r->path,
+                                      r->request_id, r->with_errors ? &r->verr : NULL, &len);
+        r->resp_len = len;
+    }
+    struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(
+        r->resp_len, r->resp_body, r->resp_body ? &free : NULL);
+    if (!resp)
+        return MHD_NO;
+    r->resp_body = NULL; /* libmicrohttpd owns it now */
+    if (r->content_type && r->resp_len > 0)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
+    MHD_add_response_header(resp, "X-Request-ID", r->request_id ? r->request_id : "-");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    if (r->tls)
+        MHD_add_response_header(resp, "Strict-Transport-Security", "max-age=31536000");
+    for (int i = 0; i < r->n_resp_headers; i++)
+        MHD_add_response_header(resp, r->resp_headers[i].name, r->resp_headers[i].value);
+    enum MHD_Result ok = MHD_queue_response(conn, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    r->queued = true;
+    return ok;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size, void **ctx)
+{
+    (void)version;
+    enum listener l = (enum listener)(intptr_t)cls;
+    struct req *r = *ctx;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r)
+            return MHD_NO;
+        atomic_fetch_add(&in_flight, 1);
+        arena_init(&r->arena);
+        verr_init(&r->verr, &r->arena);
+        r->started_ms = now_ms();
+        r->conn = conn;
+        r->method = arena_strdup(&r->arena, method);
+        r->path = arena_strdup(&r->arena, url);
+        r->peer = peer_of(conn, &r->arena);
+        r->tls = l == LISTENER_HTTPS;
+        *ctx = r;
+        r->route_result = (int)route_match(&r->arena, r->method, r->path, &r->match, r->allow,
+                                           sizeof r->allow);
+        /* A body announced beyond the operation's cap is refused before it is read; the
+         * connection closes, which is what a client streaming megabytes should get. */
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        if (cl && r->route_result == ROUTE_FOUND && r->match.op->has_body &&
+            strtoull(cl, NULL, 10) > r->match.op->max_body_bytes) {
+            r->upload_too_large = true;
+            process(r, l);
+            return send_response(conn, r);
+        }
+        return MHD_YES; /* queueing on the first call would force Connection: close */
+    }
+    if (r->queued)
+        return MHD_YES;
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        /* Bodies of unmatched routes and bodyless operations are read and dropped. */
+        size_t cap = r->route_result == ROUTE_FOUND ? r->match.op->max_body_bytes : 0;
+        if (r->upload_too_large || r->upload_len + n > cap) {
+            r->upload_too_large = true;
+            return MHD_YES;
+        }
+        if (r->upload_len + n + 1 > r->upload_cap) {
+            size_t want = r->upload_cap ? r->upload_cap * 2 : 4096;
+            while (want < r->upload_len + n + 1)
+                want *= 2;
+            char *grown = realloc(r->upload, want);
+            if (!grown)
+                return MHD_NO;
+            r->upload = grown;
+            r->upload_cap = want;
+        }
+        memcpy(r->upload + r->upload_len, upload_data, n);
+        r->upload_len += n;
+        r->upload[r->upload_len] = '\0';
+        return MHD_YES;
+    }
+    process(r, l);
+    if (r->status == 0) {
+        log_error("operation %s set no response (request %s)",
+                  r->op ? r->op->operation_id : "-", r->request_id);
+        req_problem(r, 500, "internal_error", "The server produced no response.");
+    }
+    return send_response(conn, r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    struct req *r = *ctx;
+    if (!r)
+        return;
+    *ctx = NULL;
+    char route[512];
+    if (r->op)
+        snprintf(route, sizeof route, "%s%s", r->op->base, r->op->path);
+    else
+        snprintf(route, sizeof route, "-");
+    struct log_access a = {
+        .method = r->method,
+        .route = route,
+        .status = r->status,
+        .ms = now_ms() - r->started_ms,
+        .request_id = r->request_id ? r->request_id : "-",
+        .workspace = r->principal.authenticated ? r->principal.workspace_id : NULL,
+        .user = r->principal.authenticated ? r->principal.user_id : NULL,
+        .code = r->problem ? r->problem_code : NULL,
+        .peer = r->peer,
+    };
+    log_access(&a);
+    free(r->upload);
+    free(r->resp_body);
+    arena_release(&r->arena);
+    free(r);
+    atomic_fetch_sub(&in_flight, 1);
+}
+
+/* Binds ourselves so a port in use is reported as such (libmicrohttpd only says "failed"). */
+static int open_listener(const char *addr, int port, char *err, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    memset(&ss, 0, sizeof ss);
+    int family = strchr(addr, ':') ? AF_INET6 : AF_INET;
+    if (family == AF_INET6) {
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)(void *)&ss;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET6, addr, &s6->sin6_addr) != 1)
+            goto bad_addr;
+        sl = sizeof *s6;
+    } else {
+        struct sockaddr_in *s4 = (struct sockaddr_in *)(void *)&ss;
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)port);
+        if (inet_pton(AF_INET, addr, &s4->sin_addr) != 1)
+            goto bad_addr;
+        sl = sizeof *s4;
+    }
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (family == AF_INET6)
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&ss, sl) != 0) {
+        int e = errno;
+        close(fd);
+        if (e == EADDRINUSE)
+            snprintf(err, errlen, "port %d on %s is already in use", port, addr);
+        else
+            snprintf(err, errlen, "cannot bind %s:%d: %s", addr, port, strerror(e));
+        return -1;
+    }
+    if (listen(fd, 1024) != 0) {
+        snprintf(err, errlen, "listen %s:%d: %s", addr, port, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+bad_addr:
+    snprintf(err, errlen, "invalid listen address '%s'", addr);
+    return -1;
+}
+
+static struct MHD_Daemon *start_daemon(enum listener l, int fd, const struct config *c,
+                                       const char *cert_pem, const char *key_pem)
+{
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                         MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+    if (strchr(c->listen, ':'))
+        flags |= MHD_USE_IPv6;
+    unsigned int threads = l == LISTENER_HTTPS ? (unsigned)c->threads : 1;
+    if (l == LISTENER_HTTPS) {
+        flags |= MHD_USE_TLS;
+        return MHD_start_daemon(
+            flags, 0, NULL, NULL, &on_request, (void *)(intptr_t)l, MHD_OPTION_LISTEN_SOCKET, fd,
+            MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_HTTPS_MEM_CERT, cert_pem,
+            MHD_OPTION_HTTPS_MEM_KEY, key_pem, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+            MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+            MHD_OPTION_NOTIFY_COMPLETED, &on_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER,
+            &mhd_log, NULL, MHD_OPTION_END);
+    }
+    return MHD_start_daemon(flags, 0, NULL, NULL, &on_request, (void *)(intptr_t)l,
+                            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                            (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_LIMIT, 256u,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
+                            MHD_OPTION_NOTIFY_COMPLETED, &on_completed, NULL,
+                            MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, NULL, MHD_OPTION_END);
+}
+
+int server_start(const struct config *c, const char *cert_pem, const char *key_pem,
+                 route_match_fn *match, char *err, size_t errlen)
+{
+    cfg = c;
+    route_match = match;
+    https_fd = open_listener(c->listen, c->https_port, err, errlen);
+    if (https_fd < 0)
+        return -1;
+    if (c->http_port) {
+        http_fd = open_listener(c->listen, c->http_port, err, errlen);
+        if (http_fd < 0)
+            goto fail;
+    }
+    https_daemon = start_daemon(LISTENER_HTTPS, https_fd, c, cert_pem, key_pem);
+    if (!https_daemon) {
+        snprintf(err, errlen, "cannot start the HTTPS server (check the TLS certificate and key)");
+        goto fail;
+    }
+    if (c->http_port) {
+        http_daemon = start_daemon(LISTENER_HTTP, http_fd, c, NULL, NULL);
+        if (!http_daemon) {
+            snprintf(err, errlen, "cannot start the plain-HTTP listener");
+            goto fail;
+        }
+    }
+    return 0;
+fail:
+    server_stop();
+    return -1;
+}
+
+void server_stop(void)
+{
+    /* Stop accepting first, then give in-flight requests time to finish and be answered. */
+    if (https_daemon)
+        MHD_quiesce_daemon(https_daemon);
+    if (http_daemon)
+        MHD_quiesce_daemon(http_daemon);
+    double deadline = now_ms() + DRAIN_TIMEOUT_MS;
+    while (atomic_load(&in_flight) > 0 && now_ms() < deadline) {
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    if (http_daemon)
+        MHD_stop_daemon(http_daemon);
+    if (https_daemon)
+        MHD_stop_daemon(https_daemon);
+    http_daemon = https_daemon = NULL;
+    if (http_fd >= 0)
+        close(http_fd);
+    if (https_fd >= 0)
+        close(https_fd);
+    http_fd = https_fd = -1;
+}

@@ -1,0 +1,645 @@
+/* SQLite storage: the database file, one lazily opened connection per thread with its own
+ * prepared-statement cache, transactions, and the migrations applied by storage_open(). */
+#include "runtime/storage.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/format.h"
+#include "runtime/log.h"
+#include "runtime/migrations.h"
+
+#define BUSY_TIMEOUT_MS 5000
+#define CACHE_INITIAL_SLOTS 64 /* power of two; grows at half full */
+#define SQL_EXCERPT 100
+
+struct cached {
+    char *sql; /* own copy: a caller may build SQL in a buffer it later reuses */
+    uint64_t hash;
+    sqlite3_stmt *stmt;
+};
+
+struct conn {
+    sqlite3 *db;
+    struct cached *slots; /* open addressing, linear probing */
+    size_t nslots, used;
+    struct conn *next;
+};
+
+static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct conn *conns; /* every thread's connection, so storage_close() reaches them all */
+static char *db_path;
+static int schema_version;
+/* Bumped by storage_close(): a thread-local connection from an earlier open is stale and must
+ * not be touched (it has been freed), so it is recognised without dereferencing it. */
+static atomic_uint generation;
+
+static _Thread_local struct conn *my_conn;
+static _Thread_local unsigned my_generation;
+
+/* The SQL text only (values are always bound, never inlined), folded onto one log line. */
+static void sql_excerpt(const char *sql, char *buf, size_t n)
+{
+    size_t j = 0;
+    bool space = false;
+    const char *p = sql;
+    for (; *p && j + 5 < n; p++) {
+        if (isspace((unsigned char)*p)) {
+            space = j > 0;
+            continue;
+        }
+        if (space) {
+            buf[j++] = ' ';
+            space = false;
+        }
+        buf[j++] = *p;
+    }
+    while (*p && isspace((unsigned char)*p))
+        p++;
+    if (*p) {
+        memcpy(buf + j, "...", 3);
+        j += 3;
+    }
+    buf[j] = '\0';
+}
+
+static void db_error(sqlite3 *db, const char *what, const char *sql)
+{
+    char ex[SQL_EXCERPT];
+    sql_excerpt(sql ? sql : "", ex, sizeof ex);
+    log_error("storage: %s failed: %s (code %d)%s%s", what,
+              db ? sqlite3_errmsg(db) : "no connection", db ? sqlite3_extended_errcode(db) : 0,
+              sql ? " for: " : "", ex);
+}
+
+/* Runs sql without a result; on failure the message goes to err, or to the log without err. */
+static int exec_sql(sqlite3 *db, const char *sql, char *err, size_t errlen)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (rc == SQLITE_OK)
+        return 0;
+    if (err) {
+        snprintf(err, errlen, "%s", msg ? msg : sqlite3_errstr(rc));
+    } else {
+        char ex[SQL_EXCERPT];
+        sql_excerpt(sql, ex, sizeof ex);
+        log_error("storage: exec failed: %s (code %d) for: %s", msg ? msg : sqlite3_errstr(rc), rc,
+                  ex);
+    }
+    sqlite3_free(msg);
+    return -1;
+}
+
+/* First column of the first row of a one-off query, as text. */
+static int query_text(sqlite3 *db, const char *sql, char *out, size_t n, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int ret = -1;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "%s: %s", sql, sqlite3_errmsg(db));
+        goto out;
+    }
+    rc = sqlite3_step(st);
+    if (rc != SQLITE_ROW) {
+        snprintf(err, errlen, "%s: %s", sql, rc == SQLITE_DONE ? "no result" : sqlite3_errmsg(db));
+        goto out;
+    }
+    const unsigned char *v = sqlite3_column_text(st, 0);
+    snprintf(out, n, "%s", v ? (const char *)v : "");
+    ret = 0;
+out:
+    sqlite3_finalize(st);
+    return ret;
+}
+
+/* Applies one PRAGMA and reads it back: a pragma SQLite does not understand or cannot honour
+ * (WAL on a read-only medium) is otherwise silently ignored. */
+static int pragma_set(sqlite3 *db, const char *set, const char *get, const char *want, char *err,
+                      size_t errlen)
+{
+    char got[32];
+    if (exec_sql(db, set, err, errlen) != 0)
+        return -1;
+    if (query_text(db, get, got, sizeof got, err, errlen) != 0)
+        return -1;
+    if (strcmp(got, want) != 0) {
+        snprintf(err, errlen, "%s left \"%s\", expected \"%s\"", set, got, want);
+        return -1;
+    }
+    return 0;
+}
+
+/* Applied to every connection, in this order, and read back. */
+static const struct {
+    const char *set, *get, *want;
+} pragmas[] = {
+    {"PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal"},
+    {"PRAGMA synchronous = FULL", "PRAGMA synchronous", "2"}, /* a 2xx means durable */
+    {"PRAGMA foreign_keys = ON", "PRAGMA foreign_keys", "1"},
+};
+
+static void conn_close(struct conn *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->nslots; i++) {
+        if (!c->slots[i].sql)
+            continue;
+        sqlite3_finalize(c->slots[i].stmt);
+        free(c->slots[i].sql);
+    }
+    free(c->slots);
+    if (c->db) {
+        int rc = sqlite3_close(c->db);
+        if (rc != SQLITE_OK) {
+            /* A caller still holds its own unfinalized statements: let SQLite close the
+             * handle once they are gone instead of leaking it. */
+            log_error("storage: close failed: %s (code %d)", sqlite3_errstr(rc), rc);
+            sqlite3_close_v2(c->db);
+        }
+    }
+    free(c);
+}
+
+/* create: only storage_open() may create the file; a thread opening later must find the
+ * migrated database, not an empty one someone deleted it for. */
+static struct conn *conn_open(const char *path, bool create, char *err, size_t errlen)
+{
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->nslots = CACHE_INITIAL_SLOTS;
+    c->slots = calloc(c->nslots, sizeof *c->slots);
+    if (!c->slots) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    int rc = sqlite3_open_v2(path, &c->db, flags, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "%s", c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    rc = sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "busy_timeout: %s", sqlite3_errmsg(c->db));
+        goto fail;
+    }
+    /* busy_timeout first: switching to WAL needs a lock another process may hold. */
+    for (size_t i = 0; i < sizeof pragmas / sizeof pragmas[0]; i++) {
+        if (pragma_set(c->db, pragmas[i].set, pragmas[i].get, pragmas[i].want, err, errlen) != 0)
+            goto fail;
+    }
+    return c;
+fail:
+    conn_close(c);
+    return NULL;
+}
+
+static struct conn *existing(void)
+{
+    if (my_conn && my_generation == atomic_load(&generation))
+        return my_conn;
+    return NULL;
+}
+
+static struct conn *current(void)
+{
+    char err[256] = "";
+    struct conn *c = existing();
+    if (c)
+        return c;
+
+    pthread_mutex_lock(&conns_lock);
+    unsigned gen = atomic_load(&generation);
+    char *path = db_path ? strdup(db_path) : NULL;
+    bool opened = db_path != NULL;
+    pthread_mutex_unlock(&conns_lock);
+    if (!opened) {
+        log_error("storage: used before storage_open() or after storage_close()");
+        return NULL;
+    }
+    if (!path) {
+        log_error("storage: out of memory");
+        return NULL;
+    }
+    c = conn_open(path, false, err, sizeof err);
+    free(path);
+    if (!c) {
+        log_error("storage: cannot open a connection: %s", err);
+        return NULL;
+    }
+    pthread_mutex_lock(&conns_lock);
+    if (gen != atomic_load(&generation)) {
+        pthread_mutex_unlock(&conns_lock);
+        conn_close(c);
+        log_error("storage: closed while opening a connection");
+        return NULL;
+    }
+    c->next = conns;
+    conns = c;
+    pthread_mutex_unlock(&conns_lock);
+    my_conn = c;
+    my_generation = gen;
+    return c;
+}
+
+sqlite3 *storage_db(void)
+{
+    struct conn *c = current();
+    return c ? c->db : NULL;
+}
+
+/* FNV-1a over the text. */
+static uint64_t hash_sql(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3u;
+    }
+    return h;
+}
+
+static struct cached *find_slot(struct cached *slots, size_t nslots, const char *sql, uint64_t h)
+{
+    size_t mask = nslots - 1;
+    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+        struct cached *e = &slots[i];
+        if (!e->sql || (e->hash == h && strcmp(e->sql, sql) == 0))
+            return e;
+    }
+}
+
+/* Doubles the table; entries move, statements stay prepared. No eviction: a statement handed
+ * out may still be stepping, and a program's set of SQL texts is finite. */
+static int cache_grow(struct conn *c)
+{
+    size_t n = c->nslots * 2;
+    struct cached *slots = calloc(n, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i < c->nslots; i++) {
+        if (c->slots[i].sql)
+            *find_slot(slots, n, c->slots[i].sql, c->slots[i].hash) = c->slots[i];
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->nslots = n;
+    return 0;
+}
+
+static bool only_space(const char *s)
+{
+    for (; *s; s++) {
+        if (!isspace((unsigned char)*s) && *s != ';')
+            return false;
+    }
+    return true;
+}
+
+sqlite3_stmt *storage_prepare(const char *sql)
+{
+    struct conn *c = current();
+    if (!c)
+        return NULL;
+    uint64_t h = hash_sql(sql);
+    struct cached *e = find_slot(c->slots, c->nslots, sql, h);
+    if (e->sql) {
+        /* reset's result repeats the last step's error, which that step already reported. */
+        sqlite3_reset(e->stmt);
+        if (sqlite3_clear_bindings(e->stmt) != SQLITE_OK) {
+            db_error(c->db, "clear bindings", sql);
+            return NULL;
+        }
+        return e->stmt;
+    }
+
+    sqlite3_stmt *st = NULL;
+    const char *tail = NULL;
+    int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, &tail);
+    if (rc != SQLITE_OK) {
+        db_error(c->db, "prepare", sql);
+        return NULL;
+    }
+    /* Only the first statement would ever run; refuse rather than drop the rest silently. */
+    if (!st || (tail && !only_space(tail))) {
+        sqlite3_finalize(st);
+        char ex[SQL_EXCERPT];
+        sql_excerpt(sql, ex, sizeof ex);
+        log_error("storage: prepare failed: expected exactly one statement in: %s", ex);
+        return NULL;
+    }
+    char *copy = strdup(sql);
+    if (!copy || ((c->used + 1) * 2 > c->nslots && cache_grow(c) != 0)) {
+        free(copy);
+        sqlite3_finalize(st);
+        log_error("storage: out of memory caching a statement");
+        return NULL;
+    }
+    e = find_slot(c->slots, c->nslots, sql, h);
+    e->sql = copy;
+    e->hash = h;
+    e->stmt = st;
+    c->used++;
+    return st;
+}
+
+/* A statement left mid-iteration keeps its read snapshot alive; end them all before the
+ * transaction boundary so every request starts and ends clean. */
+static void reset_busy(struct conn *c)
+{
+    for (size_t i = 0; i < c->nslots; i++) {
+        if (c->slots[i].sql && sqlite3_stmt_busy(c->slots[i].stmt))
+            sqlite3_reset(c->slots[i].stmt);
+    }
+}
+
+static int step_done(struct conn *c, const char *sql)
+{
+    sqlite3_stmt *st = storage_prepare(sql);
+    if (!st)
+        return -1;
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE) {
+        db_error(c->db, "step", sql);
+        sqlite3_reset(st);
+        return -1;
+    }
+    sqlite3_reset(st);
+    return 0;
+}
+
+int storage_begin(bool write)
+{
+    struct conn *c = current();
+    if (!c)
+        return -1;
+    if (!sqlite3_get_autocommit(c->db)) {
+        log_error("storage: begin while a transaction is already open");
+        return -1;
+    }
+    reset_busy(c);
+    return step_done(c, write ? "BEGIN IMMEDIATE" : "BEGIN");
+}
+
+int storage_commit(void)
+{
+    struct conn *c = existing();
+    if (!c || sqlite3_get_autocommit(c->db)) {
+        log_error("storage: commit without an open transaction");
+        return -1;
+    }
+    reset_busy(c);
+    if (step_done(c, "COMMIT") == 0)
+        return 0;
+    /* Not committed: leave the connection clean for the next request. */
+    storage_rollback();
+    return -1;
+}
+
+void storage_rollback(void)
+{
+    struct conn *c = existing();
+    if (!c || sqlite3_get_autocommit(c->db))
+        return;
+    reset_busy(c);
+    if (step_done(c, "ROLLBACK") != 0) {
+        /* The cached statement could not even be prepared (out of memory); try directly. */
+        exec_sql(c->db, "ROLLBACK", NULL, 0);
+    }
+}
+
+bool storage_in_tx(void)
+{
+    struct conn *c = existing();
+    return c && !sqlite3_get_autocommit(c->db);
+}
+
+int storage_schema_version(void)
+{
+    return schema_version;
+}
+
+static const struct migration *known_migration(int version)
+{
+    for (size_t i = 0; i < migrations_count; i++) {
+        if (migrations_list[i].version == version)
+            return &migrations_list[i];
+    }
+    return NULL;
+}
+
+static int check_migration_list(char *err, size_t errlen)
+{
+    int prev = 0;
+    for (size_t i = 0; i < migrations_count; i++) {
+        const struct migration *m = &migrations_list[i];
+        if (m->version <= prev || !m->name || !*m->name || !m->sql) {
+            snprintf(err, errlen, "migration list is malformed at entry %zu", i);
+            return -1;
+        }
+        prev = m->version;
+    }
+    return 0;
+}
+
+/* Refuses a database written by a newer binary, or one whose history differs from ours. */
+static int check_applied(sqlite3 *db, int latest, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int ret = -1, rc;
+    rc = sqlite3_prepare_v2(db, "SELECT version, name FROM schema_migrations ORDER BY version", -1,
+                            &st, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "reading schema_migrations: %s", sqlite3_errmsg(db));
+        goto out;
+    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int v = sqlite3_column_int(st, 0);
+        const char *name = (const char *)sqlite3_column_text(st, 1);
+        const struct migration *m = known_migration(v);
+        if (v > latest) {
+            snprintf(err, errlen,
+                     "database schema version %d is newer than this binary supports (%d); "
+                     "run a newer treasury-server",
+                     v, latest);
+            goto out;
+        }
+        if (!m || !name || strcmp(name, m->name) != 0) {
+            snprintf(err, errlen,
+                     "database migration %d is \"%s\" but this binary's is \"%s\"; "
+                     "the database belongs to a different build",
+                     v, name ? name : "", m ? m->name : "(none)");
+            goto out;
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        snprintf(err, errlen, "reading schema_migrations: %s", sqlite3_errmsg(db));
+        goto out;
+    }
+    ret = 0;
+out:
+    sqlite3_finalize(st);
+    return ret;
+}
+
+static int is_applied(sqlite3 *db, int version, bool *applied, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int ret = -1;
+    int rc =
+        sqlite3_prepare_v2(db, "SELECT 1 FROM schema_migrations WHERE version = ?", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, 1, version);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+            *applied = rc == SQLITE_ROW;
+            ret = 0;
+        }
+    }
+    if (ret != 0)
+        snprintf(err, errlen, "reading schema_migrations: %s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return ret;
+}
+
+static int record_migration(sqlite3 *db, const struct migration *m, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    char now[40];
+    int ret = -1;
+    format_now_rfc3339(now, sizeof now);
+    int rc = sqlite3_prepare_v2(
+        db, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", -1, &st,
+        NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_int(st, 1, m->version);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_DONE)
+        ret = 0;
+    else
+        snprintf(err, errlen, "recording the migration: %s", sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    return ret;
+}
+
+/* Each migration in its own write transaction, re-checked inside it, so two processes starting
+ * at once (server and an admin command) neither apply one twice nor see a half-applied one. */
+static int apply_one(sqlite3 *db, const struct migration *m, int latest, char *err, size_t errlen)
+{
+    char why[256] = "";
+    bool applied = false;
+    if (exec_sql(db, "BEGIN IMMEDIATE", why, sizeof why) != 0)
+        goto fail;
+    if (check_applied(db, latest, err, errlen) != 0) {
+        exec_sql(db, "ROLLBACK", NULL, 0);
+        return -1;
+    }
+    if (is_applied(db, m->version, &applied, why, sizeof why) != 0)
+        goto fail_rollback;
+    if (applied)
+        return exec_sql(db, "ROLLBACK", err, errlen);
+    if (exec_sql(db, m->sql, why, sizeof why) != 0 ||
+        record_migration(db, m, why, sizeof why) != 0 ||
+        exec_sql(db, "COMMIT", why, sizeof why) != 0)
+        goto fail_rollback;
+    log_info("storage: applied migration %d (%s)", m->version, m->name);
+    return 0;
+fail_rollback:
+    if (!sqlite3_get_autocommit(db))
+        exec_sql(db, "ROLLBACK", NULL, 0);
+fail:
+    snprintf(err, errlen, "migration %d (%s) failed: %s", m->version, m->name, why);
+    return -1;
+}
+
+static int migrate(sqlite3 *db, int *version, char *err, size_t errlen)
+{
+    char v[32];
+    int latest = migrations_count ? migrations_list[migrations_count - 1].version : 0;
+    if (check_migration_list(err, errlen) != 0)
+        return -1;
+    if (exec_sql(db,
+                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                 "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+                 err, errlen) != 0)
+        return -1;
+    for (size_t i = 0; i < migrations_count; i++) {
+        if (apply_one(db, &migrations_list[i], latest, err, errlen) != 0)
+            return -1;
+    }
+    /* Also with an empty list, so a newer database is refused by every build. */
+    if (check_applied(db, latest, err, errlen) != 0)
+        return -1;
+    if (query_text(db, "SELECT coalesce(max(version), 0) FROM schema_migrations", v, sizeof v, err,
+                   errlen) != 0)
+        return -1;
+    *version = atoi(v);
+    return 0;
+}
+
+int storage_open(const char *path, char *err, size_t errlen)
+{
+    int version = 0;
+    pthread_mutex_lock(&conns_lock);
+    bool already = db_path != NULL;
+    pthread_mutex_unlock(&conns_lock);
+    if (already) {
+        snprintf(err, errlen, "storage is already open");
+        return -1;
+    }
+    struct conn *c = conn_open(path, true, err, errlen);
+    if (!c)
+        return -1;
+    if (migrate(c->db, &version, err, errlen) != 0) {
+        conn_close(c);
+        return -1;
+    }
+    char *copy = strdup(path);
+    if (!copy) {
+        conn_close(c);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    pthread_mutex_lock(&conns_lock);
+    db_path = copy;
+    schema_version = version;
+    c->next = conns;
+    conns = c;
+    my_conn = c;
+    my_generation = atomic_load(&generation);
+    pthread_mutex_unlock(&conns_lock);
+    return 0;
+}
+
+void storage_close(void)
+{
+    pthread_mutex_lock(&conns_lock);
+    struct conn *list = conns;
+    conns = NULL;
+    free(db_path);
+    db_path = NULL;
+    schema_version = 0;
+    atomic_fetch_add(&generation, 1);
+    pthread_mutex_unlock(&conns_lock);
+    my_conn = NULL;
+    while (list) {
+        struct conn *next = list->next;
+        conn_close(list);
+        list = next;
+    }
+}

@@ -1,0 +1,370 @@
+/* JWT access tokens (RFC 7519 / RFC 9068), HS256 only. Issued with jsonw; verified by hand
+ * (split, base64url, HMAC-SHA256, constant-time compare, claim checks) so no library default
+ * can skip the signature or accept another algorithm (RFC 8725 §3.1). */
+#include "runtime/token.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/arena.h"
+#include "runtime/json.h"
+#include "runtime/jsonw.h"
+
+#define SIG_BYTES 32
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static size_t b64url_len(size_t n)
+{
+    return n / 3 * 4 + (n % 3 ? n % 3 + 1 : 0);
+}
+
+/* Unpadded base64url; out needs b64url_len(n) + 1 bytes. */
+static void b64url(const unsigned char *in, size_t n, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)in[i] << 16;
+        if (i + 1 < n)
+            v |= (unsigned)in[i + 1] << 8;
+        if (i + 2 < n)
+            v |= in[i + 2];
+        out[o++] = b64[(v >> 18) & 63];
+        out[o++] = b64[(v >> 12) & 63];
+        if (i + 1 < n)
+            out[o++] = b64[(v >> 6) & 63];
+        if (i + 2 < n)
+            out[o++] = b64[v & 63];
+    }
+    out[o] = '\0';
+}
+
+static int b64val(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '-')
+        return 62;
+    if (c == '_')
+        return 63;
+    return -1;
+}
+
+/* Strict: alphabet only, no padding, canonical trailing bits (one token, one encoding).
+ * out needs n * 3 / 4 + 1 bytes; a NUL is appended for convenience. */
+static int unb64url(const char *in, size_t n, unsigned char *out, size_t *outlen)
+{
+    unsigned v = 0;
+    int bits = 0;
+    size_t o = 0;
+    if (n % 4 == 1)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        int d = b64val(in[i]);
+        if (d < 0)
+            return -1;
+        v = (v << 6) | (unsigned)d;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (unsigned char)(v >> bits);
+        }
+    }
+    if (bits && (v & ((1u << bits) - 1)) != 0)
+        return -1;
+    out[o] = '\0';
+    *outlen = o;
+    return 0;
+}
+
+static void sign(const struct token_key *k, const char *msg, size_t n, unsigned char out[SIG_BYTES])
+{
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), k->secret, TOKEN_KEY_BYTES, (const unsigned char *)msg, n, out, &len);
+}
+
+static char *encode_json(char *json, size_t n)
+{
+    char *s = malloc(b64url_len(n) + 1);
+    if (s)
+        b64url((const unsigned char *)json, n, s);
+    return s;
+}
+
+int token_issue(const struct token_key *k, const struct token_claims *c, char **out)
+{
+    struct jsonw w;
+    char *hjson = NULL, *pjson = NULL, *h = NULL, *p = NULL, *tok = NULL;
+    size_t hn = 0, pn = 0;
+    unsigned char sig[SIG_BYTES];
+    int rc = -1;
+
+    *out = NULL;
+    jsonw_init(&w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "alg");
+    jsonw_string(&w, "HS256");
+    jsonw_key(&w, "typ");
+    jsonw_string(&w, "at+jwt");
+    jsonw_key(&w, "kid");
+    jsonw_string(&w, k->kid);
+    jsonw_object_end(&w);
+    hjson = jsonw_take(&w, &hn);
+
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "iss");
+    jsonw_string(&w, k->issuer);
+    jsonw_key(&w, "aud");
+    jsonw_string(&w, k->audience);
+    jsonw_key(&w, "sub");
+    jsonw_string(&w, c->sub);
+    jsonw_key(&w, "wid");
+    jsonw_string(&w, c->wid);
+    jsonw_key(&w, "sid");
+    jsonw_string(&w, c->sid);
+    jsonw_key(&w, "jti");
+    jsonw_string(&w, c->jti);
+    jsonw_key(&w, "scope");
+    jsonw_string(&w, c->scope);
+    jsonw_key(&w, "iat");
+    jsonw_int(&w, c->iat);
+    jsonw_key(&w, "nbf");
+    jsonw_int(&w, c->nbf);
+    if (c->exp != 0) {
+        jsonw_key(&w, "exp");
+        jsonw_int(&w, c->exp);
+    }
+    jsonw_object_end(&w);
+    pjson = jsonw_take(&w, &pn);
+    if (!hjson || !pjson)
+        goto out;
+
+    h = encode_json(hjson, hn);
+    p = encode_json(pjson, pn);
+    if (!h || !p)
+        goto out;
+    size_t hl = strlen(h), pl = strlen(p), sl = b64url_len(SIG_BYTES);
+    size_t total = hl + 1 + pl + 1 + sl;
+    if (total > TOKEN_MAX_BYTES)
+        goto out; /* would be refused by token_verify anyway */
+    tok = malloc(total + 1);
+    if (!tok)
+        goto out;
+    memcpy(tok, h, hl);
+    tok[hl] = '.';
+    memcpy(tok + hl + 1, p, pl);
+    sign(k, tok, hl + 1 + pl, sig);
+    tok[hl + 1 + pl] = '.';
+    b64url(sig, SIG_BYTES, tok + hl + 1 + pl + 1);
+    *out = tok;
+    tok = NULL;
+    rc = 0;
+out:
+    OPENSSL_cleanse(sig, sizeof sig);
+    jsonw_release(&w);
+    free(hjson);
+    free(pjson);
+    free(h);
+    free(p);
+    free(tok);
+    return rc;
+}
+
+static bool str_is(const struct json_value *v, const char *s)
+{
+    return v && v->type == JSON_STRING && v->len == strlen(s) && memcmp(v->s, s, v->len) == 0;
+}
+
+static bool aud_ok(const struct json_value *aud, const char *ours)
+{
+    if (str_is(aud, ours))
+        return true;
+    if (!aud || aud->type != JSON_ARRAY)
+        return false;
+    for (size_t i = 0; i < aud->count; i++)
+        if (str_is(aud->items[i], ours))
+            return true;
+    return false;
+}
+
+/* 1 present and integral, 0 absent, -1 present but not an int64. */
+static int get_int(const struct json_value *obj, const char *name, int64_t *out)
+{
+    const struct json_value *v = json_get(obj, name);
+    if (!v)
+        return 0;
+    if (v->type != JSON_NUMBER || json_number_to_int64(v, out) != JSON_INT_OK)
+        return -1;
+    return 1;
+}
+
+/* a + b clamped to the int64 range, so huge exp/nbf values cannot wrap around. */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b)
+        return INT64_MIN;
+    return a + b;
+}
+
+static enum token_result copy_claim(const struct json_value *obj, const char *name, char *dst,
+                                    size_t cap, bool allow_empty)
+{
+    const struct json_value *v = json_get(obj, name);
+    if (!v || v->type != JSON_STRING || (!allow_empty && v->len == 0))
+        return TOKEN_MISSING_CLAIM;
+    if (v->len >= cap)
+        return TOKEN_MALFORMED;
+    memcpy(dst, v->s, v->len);
+    dst[v->len] = '\0';
+    return TOKEN_OK;
+}
+
+static enum token_result check_claims(const struct token_key *k, const struct json_value *pl,
+                                      int64_t now, struct token_claims *c)
+{
+    enum token_result r;
+    int64_t exp = 0, nbf = 0, iat = 0;
+    int has;
+    int64_t leeway = k->leeway_seconds > 0 ? k->leeway_seconds : 0;
+
+    if (!str_is(json_get(pl, "iss"), k->issuer))
+        return TOKEN_BAD_ISSUER;
+    if (!aud_ok(json_get(pl, "aud"), k->audience))
+        return TOKEN_BAD_AUDIENCE;
+
+    if (get_int(pl, "exp", &exp) != 1)
+        return TOKEN_MISSING_CLAIM;
+    if (now >= sat_add(exp, leeway))
+        return TOKEN_EXPIRED;
+    has = get_int(pl, "nbf", &nbf);
+    if (has < 0)
+        return TOKEN_MALFORMED;
+    if (has && nbf > sat_add(now, leeway))
+        return TOKEN_NOT_YET_VALID;
+    if (get_int(pl, "iat", &iat) != 1)
+        return TOKEN_MISSING_CLAIM;
+    if (iat > sat_add(now, leeway))
+        return TOKEN_NOT_YET_VALID;
+
+    memset(c, 0, sizeof *c);
+    if ((r = copy_claim(pl, "sub", c->sub, sizeof c->sub, false)) != TOKEN_OK ||
+        (r = copy_claim(pl, "wid", c->wid, sizeof c->wid, false)) != TOKEN_OK ||
+        (r = copy_claim(pl, "sid", c->sid, sizeof c->sid, false)) != TOKEN_OK ||
+        (r = copy_claim(pl, "jti", c->jti, sizeof c->jti, false)) != TOKEN_OK ||
+        (r = copy_claim(pl, "scope", c->scope, sizeof c->scope, true)) != TOKEN_OK)
+        return r;
+    c->iat = iat;
+    c->nbf = has ? nbf : 0;
+    c->exp = exp;
+    return TOKEN_OK;
+}
+
+enum token_result token_verify(const struct token_key *k, const char *token, int64_t now,
+                               struct token_claims *c)
+{
+    struct arena a;
+    struct token_claims tmp;
+    struct json_value *hdr = NULL, *pl = NULL;
+    struct json_error jerr;
+    unsigned char *hbuf, *pbuf, *sbuf;
+    unsigned char expect[SIG_BYTES];
+    size_t hn, pn, sn;
+    enum token_result r = TOKEN_MALFORMED;
+
+    arena_init(&a);
+    if (!token)
+        goto out;
+    size_t n = strnlen(token, TOKEN_MAX_BYTES + 1);
+    if (n > TOKEN_MAX_BYTES)
+        goto out;
+    const char *d1 = memchr(token, '.', n);
+    const char *d2 = d1 ? memchr(d1 + 1, '.', n - (size_t)(d1 + 1 - token)) : NULL;
+    if (!d2 || memchr(d2 + 1, '.', n - (size_t)(d2 + 1 - token)))
+        goto out;
+    size_t hl = (size_t)(d1 - token), pll = (size_t)(d2 - d1 - 1);
+    size_t sl = n - (size_t)(d2 + 1 - token);
+    if (hl == 0 || pll == 0)
+        goto out;
+
+    hbuf = arena_alloc(&a, hl * 3 / 4 + 1);
+    pbuf = arena_alloc(&a, pll * 3 / 4 + 1);
+    sbuf = arena_alloc(&a, sl * 3 / 4 + 1);
+    if (unb64url(token, hl, hbuf, &hn) != 0 || unb64url(d1 + 1, pll, pbuf, &pn) != 0 ||
+        unb64url(d2 + 1, sl, sbuf, &sn) != 0)
+        goto out;
+
+    if (json_parse(&a, (const char *)hbuf, hn, &hdr, &jerr) != 0 || hdr->type != JSON_OBJECT)
+        goto out;
+    /* The one algorithm we issue; never the header's choice (RFC 8725 §3.1). */
+    if (!str_is(json_get(hdr, "alg"), "HS256")) {
+        r = TOKEN_BAD_ALG;
+        goto out;
+    }
+    /* Explicit typing keeps other JWT kinds out (RFC 9068 §4, RFC 8725 §3.11). */
+    const struct json_value *typ = json_get(hdr, "typ");
+    if (!str_is(typ, "at+jwt") && !str_is(typ, "application/at+jwt")) {
+        r = TOKEN_BAD_TYP;
+        goto out;
+    }
+    /* We implement no extensions, so any "crit" must be refused (RFC 7515 §4.1.11). kid, jku,
+     * x5u and jwk are ignored: the key is always ours (RFC 8725 §3.10). */
+    if (json_get(hdr, "crit"))
+        goto out;
+
+    if (sn != SIG_BYTES) {
+        r = TOKEN_BAD_SIGNATURE;
+        goto out;
+    }
+    sign(k, token, (size_t)(d2 - token), expect);
+    if (CRYPTO_memcmp(expect, sbuf, SIG_BYTES) != 0) {
+        r = TOKEN_BAD_SIGNATURE;
+        goto out;
+    }
+
+    if (json_parse(&a, (const char *)pbuf, pn, &pl, &jerr) != 0 || pl->type != JSON_OBJECT)
+        goto out;
+    r = check_claims(k, pl, now, &tmp);
+    if (r == TOKEN_OK)
+        *c = tmp;
+out:
+    OPENSSL_cleanse(expect, sizeof expect);
+    arena_release(&a);
+    return r;
+}
+
+const char *token_result_str(enum token_result r)
+{
+    /* Shown to clients in WWW-Authenticate error_description: short, no quotes. */
+    switch (r) {
+    case TOKEN_OK:
+        return "ok";
+    case TOKEN_MALFORMED:
+        return "malformed token";
+    case TOKEN_BAD_ALG:
+        return "unsupported algorithm";
+    case TOKEN_BAD_TYP:
+        return "wrong token type";
+    case TOKEN_BAD_SIGNATURE:
+        return "bad signature";
+    case TOKEN_EXPIRED:
+        return "token expired";
+    case TOKEN_NOT_YET_VALID:
+        return "token not yet valid";
+    case TOKEN_BAD_ISSUER:
+        return "wrong issuer";
+    case TOKEN_BAD_AUDIENCE:
+        return "wrong audience";
+    case TOKEN_MISSING_CLAIM:
+        return "missing or invalid claim";
+    }
+    return "invalid token";
+}

@@ -1,0 +1,51 @@
+/* Access tokens: JWT (RFC 7519/9068) signed HS256 with the data-dir key, issued and verified
+ * here. libjwt 1.10.2 checks only the signature, and only when given a key, so this module
+ * always passes the key, requires alg == HS256, and checks typ, iss, aud, exp, nbf, iat itself. */
+#ifndef RUNTIME_TOKEN_H
+#define RUNTIME_TOKEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TOKEN_KEY_BYTES 32
+#define TOKEN_MAX_BYTES 8192 /* longer bearer tokens are refused unparsed */
+
+struct token_key {
+    unsigned char secret[TOKEN_KEY_BYTES];
+    char kid[32];           /* "k1"-style id, written in the JWT header */
+    char issuer[256];       /* iss, e.g. "https://127.0.0.1:8443" */
+    char audience[64];      /* aud, "treasury-api" */
+    int64_t leeway_seconds; /* clock skew allowed on exp/nbf/iat, 30 */
+};
+
+struct token_claims {
+    char sub[64];  /* user id */
+    char wid[64];  /* workspace id */
+    char sid[64];  /* session id */
+    char jti[64];  /* token id */
+    char scope[1024]; /* space-separated scopes */
+    int64_t iat, nbf, exp; /* exp == 0: no expiry (not issued yet; reserved for service accounts) */
+};
+
+enum token_result {
+    TOKEN_OK = 0,
+    TOKEN_MALFORMED,     /* not three base64url parts, bad JSON, too long, non-UTF-8 */
+    TOKEN_BAD_ALG,       /* header alg is not HS256 (none, HS512, RS256...) */
+    TOKEN_BAD_TYP,       /* header typ is not at+jwt */
+    TOKEN_BAD_SIGNATURE,
+    TOKEN_EXPIRED,
+    TOKEN_NOT_YET_VALID, /* nbf or iat in the future beyond leeway */
+    TOKEN_BAD_ISSUER,
+    TOKEN_BAD_AUDIENCE,
+    TOKEN_MISSING_CLAIM, /* sub, wid, sid, jti, iat, exp or scope absent or wrong type */
+};
+
+/* Signs claims; *out is malloc'd (caller frees). 0 / -1. */
+int token_issue(const struct token_key *k, const struct token_claims *c, char **out);
+/* Verifies everything listed above against now (Unix seconds) and fills *c on TOKEN_OK. */
+enum token_result token_verify(const struct token_key *k, const char *token, int64_t now,
+                               struct token_claims *c);
+const char *token_result_str(enum token_result r);
+
+#endif

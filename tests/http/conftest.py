@@ -1,0 +1,379 @@
+"""Fixtures for the HTTP tests: a live treasury-server on 127.0.0.1 with a fresh data directory.
+
+`server` (one per test module) and `make_server` (a factory, servers stopped after the test)
+start build/treasury-server (or $TREASURY_SERVER_BIN) on free ports, wait for its
+"listening on https://" line, and at teardown stop it with SIGTERM and require exit code 0 and
+a log free of sanitizer reports."""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from client import Client
+from helpers import check_every_response
+
+Client.response_hook = staticmethod(check_every_response)
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("TREASURY_SERVER_BIN") or REPO / "build" / "treasury-server")
+ADMIN_EMAIL = "admin@example.com"
+# Distinctive so the access-log test can grep for it.
+ADMIN_PASSWORD = "Adm1n-pw-7c41e2d9-not-in-logs"
+USER_PASSWORD = "Us3r-pw-5b90aa13-not-in-logs"
+READY_TIMEOUT = 15.0
+STOP_TIMEOUT = 20.0
+SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
+                   "runtime error:", "ThreadSanitizer")
+
+
+def binary_path():
+    return BIN
+
+
+def require_binary():
+    if not BIN.is_file() or not os.access(BIN, os.X_OK):
+        pytest.fail("%s does not exist or is not executable: build it with `make` "
+                    "(or point TREASURY_SERVER_BIN at a binary)" % BIN, pytrace=False)
+    return BIN
+
+
+def free_ports(n):
+    """n distinct ports free right now on 127.0.0.1 (held open together so they differ)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def base_env(**extra):
+    """The caller's environment without any TREASURY_* setting, plus cheap scrypt."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TREASURY_")}
+    env["TREASURY_SCRYPT_LOG2N"] = "10"
+    for k, v in extra.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = str(v)
+    return env
+
+
+def run_cli(args, env=None, timeout=30, **kw):
+    """Runs the binary to completion (subcommands, --help, start-up failures)."""
+    return subprocess.run([str(require_binary())] + [str(a) for a in args],
+                          env=env if env is not None else base_env(), capture_output=True,
+                          text=True, timeout=timeout, **kw)
+
+
+class Server:
+    """One server process. Attributes: https_port, http_port, base (https://127.0.0.1:PORT),
+    data_dir, log_path (stderr), stdout_path, admin_email, admin_password."""
+
+    def __init__(self, root, admin_password=ADMIN_PASSWORD, admin_email=None, https_port=None,
+                 http_port=None, log_format="json", threads=2, extra_args=(), extra_env=None,
+                 use_env=False, data_dir=None):
+        self.root = Path(root)
+        self.data_dir = Path(data_dir) if data_dir else self.root / "data"
+        ports = free_ports(2)
+        self.https_port = https_port or ports[0]
+        self.http_port = ports[1] if http_port is None else http_port
+        self.log_path = self.root / "server.stderr.log"
+        self.stdout_path = self.root / "server.stdout.log"
+        self.admin_email = admin_email or ADMIN_EMAIL
+        self.admin_password = admin_password
+        self.log_format = log_format
+        self.threads = threads
+        self.extra_args = list(extra_args)
+        self.extra_env = dict(extra_env or {})
+        self.use_env = use_env
+        self.proc = None
+        self.exit_codes = []
+        self._log_offset = 0
+        self._stdout_offset = 0
+        self._clients = []
+        self._token = None
+
+    # ---- process ------------------------------------------------------------------------
+    @property
+    def base(self):
+        return "https://127.0.0.1:%d" % self.https_port
+
+    @property
+    def issuer(self):
+        return self.base
+
+    @property
+    def ca(self):
+        return str(self.data_dir / "tls.crt")
+
+    def env(self, **extra):
+        e = base_env(TREASURY_ADMIN_PASSWORD=self.admin_password)
+        if self.admin_email != ADMIN_EMAIL:
+            e["TREASURY_ADMIN_EMAIL"] = self.admin_email
+        e.update({k: str(v) for k, v in self.extra_env.items()})
+        for k, v in extra.items():
+            if v is None:
+                e.pop(k, None)
+            else:
+                e[k] = str(v)
+        return e
+
+    def argv(self):
+        settings = [("data-dir", self.data_dir), ("listen", "127.0.0.1"),
+                    ("https-port", self.https_port), ("http-port", self.http_port),
+                    ("threads", self.threads), ("log-format", self.log_format)]
+        if self.use_env:
+            return [str(require_binary())] + self.extra_args
+        args = [str(require_binary())]
+        for k, v in settings:
+            args += ["--" + k, str(v)]
+        return args + self.extra_args
+
+    def start(self, wait=True):
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        env = self.env()
+        if self.use_env:
+            env.update(TREASURY_DATA_DIR=str(self.data_dir), TREASURY_LISTEN="127.0.0.1",
+                       TREASURY_HTTPS_PORT=str(self.https_port),
+                       TREASURY_HTTP_PORT=str(self.http_port),
+                       TREASURY_THREADS=str(self.threads),
+                       TREASURY_LOG_FORMAT=self.log_format)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self._stdout_offset = self.stdout_path.stat().st_size if self.stdout_path.exists() else 0
+        with open(self.log_path, "ab") as err, open(self.stdout_path, "ab") as out:
+            self.proc = subprocess.Popen(self.argv(), env=env, stdout=out, stderr=err,
+                                         stdin=subprocess.DEVNULL, cwd=str(self.root))
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=READY_TIMEOUT):
+        want = "listening on https://127.0.0.1:%d" % self.https_port
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if want in self.log_text(since_start=True):
+                return
+            rc = self.proc.poll()
+            if rc is not None:
+                raise AssertionError("server exited with %d before it was ready; stderr:\n%s" %
+                                     (rc, self.log_text(since_start=True)[-4000:]))
+            time.sleep(0.02)
+        self.proc.kill()
+        self.proc.wait()
+        raise AssertionError("no %r line within %.0f s; stderr:\n%s" %
+                             (want, timeout, self.log_text(since_start=True)[-4000:]))
+
+    @property
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
+        """Stops the server with sig and returns its exit code (kills it after timeout)."""
+        for c in self._clients:
+            c.close()
+        self._clients = []
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                self.exit_codes.append("killed")
+                raise AssertionError("server did not stop within %.0f s of %s" %
+                                     (timeout, signal.Signals(sig).name))
+        rc = self.proc.returncode
+        self.exit_codes.append(rc)
+        return rc
+
+    def restart(self):
+        rc = self.stop()
+        assert rc == 0, "exit code %r on SIGTERM" % rc
+        self._token = None
+        return self.start()
+
+    # ---- output -------------------------------------------------------------------------
+    def log_text(self, since_start=False):
+        if not self.log_path.exists():
+            return ""
+        data = self.log_path.read_bytes()
+        if since_start:
+            data = data[self._log_offset:]
+        return data.decode("utf-8", "replace")
+
+    def stdout_text(self, since_start=False):
+        if not self.stdout_path.exists():
+            return ""
+        data = self.stdout_path.read_bytes()
+        if since_start:
+            data = data[self._stdout_offset:]
+        return data.decode("utf-8", "replace")
+
+    def log_records(self):
+        """Every stderr line parsed as JSON (a line that is not JSON fails the test)."""
+        out = []
+        for line in self.log_text().splitlines():
+            if not line.strip():
+                continue
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                raise AssertionError("stderr line is not JSON: %r" % line)
+        return out
+
+    def access_records(self, request_id=None, wait_for=1, timeout=3.0):
+        """Access-log records (msg == "access"), optionally for one request id. Waits briefly
+        for them: the line is written when the response has been sent."""
+        deadline = time.monotonic() + timeout
+        while True:
+            recs = [r for r in self.log_records()
+                    if isinstance(r, dict) and r.get("msg") == "access"
+                    and (request_id is None or r.get("request_id") == request_id)]
+            if len(recs) >= wait_for or time.monotonic() > deadline:
+                return recs
+            time.sleep(0.05)
+
+    def sanitizer_report(self):
+        text = self.log_text()
+        return [m for m in SANITIZER_MARKS if m in text]
+
+    # ---- HTTP ---------------------------------------------------------------------------
+    def client(self, token=None, **kw):
+        c = Client("127.0.0.1", self.https_port, cafile=self.ca, token=token, **kw)
+        self._clients.append(c)
+        return c
+
+    def plain_client(self):
+        c = Client("127.0.0.1", self.http_port, tls=False)
+        self._clients.append(c)
+        return c
+
+    def login_response(self, email=None, password=None, **extra):
+        body = {"email": email or self.admin_email,
+                "password": self.admin_password if password is None else password}
+        body.update(extra)
+        with Client("127.0.0.1", self.https_port, cafile=self.ca) as c:
+            return c.post("/v1/api/login", json=body)
+
+    def login(self, email=None, password=None, **extra):
+        r = self.login_response(email, password, **extra)
+        assert r.status == 200, "login failed: %r" % r
+        return r.json()
+
+    @property
+    def token(self):
+        """The bootstrap owner's access token (cached)."""
+        if self._token is None:
+            self._token = self.login()["access_token"]
+        return self._token
+
+    def admin_client(self):
+        return self.client(token=self.token)
+
+    # ---- operator subcommands -----------------------------------------------------------
+    def admin(self, *args, check=True, **env):
+        """Runs `treasury-server --data-dir D admin ARGS...` with this server's environment."""
+        r = run_cli(["--data-dir", self.data_dir, "admin"] + list(args), env=self.env(**env))
+        if check:
+            assert r.returncode == 0, "admin %s failed (%d): %s%s" % (
+                " ".join(map(str, args)), r.returncode, r.stdout, r.stderr)
+        return r
+
+    def create_workspace(self, name, owner_email, password=ADMIN_PASSWORD):
+        r = self.admin("create-workspace", "--name", name, "--owner-email", owner_email,
+                       TREASURY_ADMIN_PASSWORD=password)
+        m = re.search(r"\bwsp_[0-9a-z]{26}\b", r.stdout)
+        assert m, "no workspace id in create-workspace output: %r" % r.stdout
+        return m.group(0)
+
+    def create_user(self, workspace_id, email, role, password=USER_PASSWORD):
+        return self.admin("create-user", "--workspace", workspace_id, "--email", email,
+                          "--role", role, TREASURY_USER_PASSWORD=password)
+
+    def new_workspace(self, name=None):
+        """A fresh workspace with its own owner; returns (workspace_id, owner token, client)."""
+        tag = uuid.uuid4().hex[:10]
+        email = "owner-%s@example.com" % tag
+        wid = self.create_workspace(name or "ws-" + tag, email, password=USER_PASSWORD)
+        tok = self.login(email, USER_PASSWORD, workspace_id=wid)
+        assert tok["workspace_id"] == wid
+        return wid, tok["access_token"], self.client(token=tok["access_token"])
+
+
+class Servers:
+    """Starts servers and, at close, stops every one still running, requiring exit 0."""
+
+    def __init__(self, tmp_path_factory):
+        self.tmp = tmp_path_factory
+        self.started = []
+
+    def __call__(self, **kw):
+        require_binary()
+        s = Server(self.tmp.mktemp("srv"), **kw)
+        self.started.append(s)
+        return s.start()
+
+    def close(self):
+        problems = []
+        for s in self.started:
+            try:
+                if s.running:
+                    rc = s.stop()
+                    if rc != 0:
+                        problems.append("server on %d exited with %r on SIGTERM; stderr tail:\n%s"
+                                        % (s.https_port, rc, s.log_text()[-2000:]))
+            except AssertionError as e:
+                problems.append(str(e))
+            marks = s.sanitizer_report()
+            if marks:
+                problems.append("sanitizer report in %s: %s\n%s" %
+                                (s.log_path, marks, s.log_text()[-4000:]))
+        self.started = []
+        if problems:
+            pytest.fail("\n".join(problems), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def server_bin():
+    return require_binary()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, server_bin):
+    """One server per test module, shared by its tests."""
+    servers = Servers(tmp_path_factory)
+    s = servers()
+    yield s
+    servers.close()
+
+
+@pytest.fixture
+def make_server(tmp_path_factory, server_bin):
+    """Factory: make_server(**Server kwargs) starts a server (wait=False: just build it)."""
+    servers = Servers(tmp_path_factory)
+
+    def make(wait=True, **kw):
+        s = Server(tmp_path_factory.mktemp("srv"), **kw)
+        servers.started.append(s)
+        if wait:
+            s.start()
+        return s
+
+    yield make
+    servers.close()

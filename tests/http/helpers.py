@@ -1,0 +1,220 @@
+"""Shared checks and builders for the HTTP tests: RFC 9457 problem checks, rate-limit header
+checks, beneficiary bodies, and JWT forging with the data-dir signing key."""
+
+import base64
+import json
+import re
+import time
+import uuid
+from pathlib import Path
+
+import jwt  # PyJWT, Debian's python3-jwt
+
+BEN_ID = re.compile(r"^ben_[0-9a-z]{26}$")
+WSP_ID = re.compile(r"^wsp_[0-9a-z]{26}$")
+TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+ETAG = re.compile(r'^"v([1-9][0-9]*)"$')
+INTEGER = re.compile(r"^-?[0-9]+$")
+
+# The spec (common.yaml BadRequest; listBeneficiaries documents 400 but no 422) answers an
+# invalid query parameter with 400 `invalid_request` carrying errors[] with /query/<name>.
+QUERY_PARAM_STATUS = 400
+QUERY_PARAM_CODE = "invalid_request"
+
+# Text that must never reach a client: internals, SQL, stack traces, source locations.
+LEAK_PATTERNS = [re.compile(p, re.I) for p in (
+    r"sqlite", r"\.c:\d+", r"traceback", r"stack trace", r"\bselect\b.+\bfrom\b",
+    r"insert into", r"segmentation", r"/tmp/", r"/work/", r"/home/", r"assert(ion)? fail",
+)]
+
+UNKNOWN_BEN = "ben_" + "0" * 26
+
+
+def media_type(resp):
+    ct = resp.header("Content-Type") or ""
+    return ct.split(";")[0].strip().lower()
+
+
+def assert_rate_limit_headers(resp):
+    """X-RateLimit-Limit/-Remaining/-Reset present as integers (values: the rate-limit issue)."""
+    for name in ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"):
+        v = resp.header(name)
+        assert v is not None, "%s missing on %d response: %r" % (name, resp.status, resp)
+        assert INTEGER.match(v.strip()), "%s is not an integer: %r" % (name, v)
+
+
+def assert_no_leak(resp):
+    text = resp.body.decode("utf-8", "replace")
+    for p in LEAK_PATTERNS:
+        assert not p.search(text), "response body leaks internals (%s): %s" % (p.pattern, text)
+
+
+def check_every_response(resp):
+    """Installed as Client.response_hook: no 5xx ever, and every 4xx is a problem document
+    whose status equals the HTTP status."""
+    assert resp.status < 500, "server error: %r" % resp
+    if resp.status >= 400:
+        assert media_type(resp) == "application/problem+json", \
+            "error not served as problem+json: %r" % resp
+        try:
+            body = resp.json()
+        except ValueError:
+            raise AssertionError("problem body is not JSON: %r" % resp)
+        assert isinstance(body, dict) and body.get("status") == resp.status, \
+            "problem status %r != HTTP %d" % (body.get("status") if isinstance(body, dict)
+                                             else body, resp.status)
+        assert_no_leak(resp)
+
+
+def assert_problem(resp, status, code=None, instance=None):
+    """Checks an RFC 9457 problem response and returns the parsed body."""
+    assert resp.status == status, "expected %d, got %r" % (status, resp)
+    assert media_type(resp) == "application/problem+json", \
+        "problem served as %r: %r" % (resp.header("Content-Type"), resp)
+    try:
+        body = resp.json()
+    except ValueError:
+        raise AssertionError("problem body is not JSON: %r" % resp)
+    assert isinstance(body, dict), body
+    for k in ("type", "title", "status", "detail", "instance", "code", "request_id"):
+        assert k in body, "problem lacks %r: %r" % (k, body)
+    for k in ("type", "title", "detail", "instance", "code", "request_id"):
+        assert isinstance(body[k], str), "%s is not a string: %r" % (k, body)
+    assert body["status"] == resp.status and type(body["status"]) is int, body
+    assert body["title"], body
+    assert re.match(r"^[a-z][a-z0-9_]*$", body["code"]), body
+    if code is not None:
+        assert body["code"] == code, "expected code %r, got %r" % (code, body)
+    assert body["request_id"] == resp.header("X-Request-ID"), \
+        "request_id %r != X-Request-ID %r" % (body["request_id"], resp.header("X-Request-ID"))
+    if instance is not None:
+        assert body["instance"] == instance, body
+    if "errors" in body:
+        assert isinstance(body["errors"], list)
+        for e in body["errors"]:
+            assert set(("pointer", "code", "detail")) <= set(e), e
+            assert e["pointer"] == "" or e["pointer"].startswith("/"), e
+    assert_no_leak(resp)
+    assert_rate_limit_headers(resp)
+    return body
+
+
+def assert_validation(resp, expected, status=422, code="validation_failed", exact=True):
+    """expected: {pointer: violation code or None (any code) or a tuple of acceptable codes}.
+    With exact, errors[] holds those pointers and nothing else."""
+    body = assert_problem(resp, status, code)
+    errs = body.get("errors")
+    assert isinstance(errs, list) and errs, "no errors[] in %r" % body
+    got = {}
+    for e in errs:
+        got.setdefault(e["pointer"], []).append(e["code"])
+    for ptr, want in expected.items():
+        assert ptr in got, "no error at %r; errors: %r" % (ptr, errs)
+        if want is not None:
+            wants = want if isinstance(want, tuple) else (want,)
+            assert any(c in wants for c in got[ptr]), \
+                "error at %r has code %r, expected %r" % (ptr, got[ptr], wants)
+    if exact:
+        assert set(got) == set(expected), "errors at %r, expected exactly %r: %r" % (
+            sorted(got), sorted(expected), errs)
+    return body
+
+
+def assert_json(resp, status):
+    assert resp.status == status, "expected %d, got %r" % (status, resp)
+    assert media_type(resp) == "application/json", resp
+    assert_rate_limit_headers(resp)
+    return resp.json()
+
+
+def new_request_id():
+    return str(uuid.uuid4())
+
+
+# ---- beneficiaries -----------------------------------------------------------------------
+
+def beneficiary(**over):
+    """A valid create body (German IBAN, valid BIC); keyword arguments replace fields, a value
+    of None removes the field."""
+    body = {
+        "name": "ACME GmbH",
+        "account_holder_name": "ACME GmbH",
+        "account_identification": {"scheme": "IBAN", "identification": "DE89370400440532013000"},
+        "bank": {"bic": "COBADEFFXXX", "name": "Commerzbank", "country": "DE"},
+        "currency": "EUR",
+        "country": "DE",
+        "email": "payables@acme.example",
+        "metadata": {"erp_vendor_id": "V-10042"},
+    }
+    for k, v in over.items():
+        if v is None:
+            body.pop(k, None)
+        else:
+            body[k] = v
+    return body
+
+
+def create_beneficiary(client, **over):
+    r = client.post("/v1/beneficiaries", json=beneficiary(**over))
+    assert r.status == 201, "create failed: %r" % r
+    return r.json()
+
+
+# ---- tokens ------------------------------------------------------------------------------
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def b64url_decode(s):
+    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+
+def jwt_parts(token):
+    """(header dict, payload dict) of a JWT, unverified."""
+    h, p, _ = token.split(".")
+    return json.loads(b64url_decode(h)), json.loads(b64url_decode(p))
+
+
+def signing_key(data_dir):
+    """The HMAC key: the 32 raw bytes that jwt-signing.key holds as 64 hex characters."""
+    text = (Path(data_dir) / "jwt-signing.key").read_text().strip()
+    assert re.fullmatch(r"[0-9a-fA-F]{64}", text), "jwt-signing.key is not 64 hex chars"
+    return bytes.fromhex(text)
+
+
+class Forger:
+    """Builds tokens like the server's, from a real login token, with one thing changed."""
+
+    def __init__(self, real_token, key):
+        self.header, self.claims = jwt_parts(real_token)
+        self.key = key
+
+    def claims_now(self, **over):
+        now = int(time.time())
+        c = dict(self.claims)
+        c.update(iat=now, exp=now + 3600, jti=str(uuid.uuid4()))
+        for k, v in over.items():
+            if v is None:
+                c.pop(k, None)
+            else:
+                c[k] = v
+        return c
+
+    def make(self, key=None, alg="HS256", header=None, **claims):
+        h = {"typ": self.header.get("typ"), "kid": self.header.get("kid")}
+        h.update(header or {})
+        h = {k: v for k, v in h.items() if v is not None}
+        return jwt.encode(self.claims_now(**claims), self.key if key is None else key,
+                          algorithm=alg, headers=h)
+
+    def raw(self, header, payload_bytes, key=None, alg_sign="HS256"):
+        """Hand-made token: any header, any payload bytes, HMAC-SHA256 (or no) signature."""
+        import hashlib
+        import hmac
+        signing_input = (b64url(json.dumps(header).encode()) + "." + b64url(payload_bytes))
+        if alg_sign is None:
+            return signing_input + "."
+        digest = {"HS256": hashlib.sha256, "HS512": hashlib.sha512}[alg_sign]
+        sig = hmac.new(self.key if key is None else key, signing_input.encode(), digest).digest()
+        return signing_input + "." + b64url(sig)

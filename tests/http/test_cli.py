@@ -1,0 +1,321 @@
+"""The binary's command line: --help/--version, flag and environment errors, refusals to start,
+first-start bootstrap (keys, certificate, owner, generated password), clean stop, and the
+operator subcommands."""
+
+import hashlib
+import json
+import os
+import re
+import signal
+import socket
+import ssl
+import stat
+import subprocess
+import time
+
+import pytest
+
+from client import Client
+from conftest import ADMIN_EMAIL, ADMIN_PASSWORD, USER_PASSWORD, base_env, free_ports, run_cli
+from helpers import WSP_ID, assert_json, assert_problem, signing_key
+
+FLAGS = ("--data-dir", "--listen", "--https-port", "--http-port", "--threads", "--tls-cert",
+         "--tls-key", "--log-format", "--help", "--version")
+
+
+def start_and_expect_failure(make_server, timeout=15, **kw):
+    """Starts a server that must refuse to start; returns (exit code, stderr)."""
+    s = make_server(wait=False, **kw)
+    s.start(wait=False)
+    try:
+        rc = s.proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        s.proc.kill()
+        s.proc.wait()
+        pytest.fail("server started although it should have refused; stderr:\n" + s.log_text())
+    return rc, s.log_text()
+
+
+# ---- flags ---------------------------------------------------------------------------------
+
+def test_help_exits_zero_and_lists_every_flag(server_bin):
+    r = run_cli(["--help"])
+    assert r.returncode == 0, r
+    for f in FLAGS:
+        assert f in r.stdout, "--help does not mention %s:\n%s" % (f, r.stdout)
+    assert "TREASURY_DATA_DIR" in r.stdout and "TREASURY_HTTPS_PORT" in r.stdout
+
+
+def test_version_prints_a_version_and_exits_zero(server_bin):
+    r = run_cli(["--version"])
+    assert r.returncode == 0, r
+    assert re.search(r"\b\d+\.\d+\.\d+\b", r.stdout), r.stdout
+
+
+@pytest.mark.parametrize("args, mention", [
+    (["--no-such-flag"], "no-such-flag"),
+    (["--log-format", "xml"], "log-format"),
+    (["--https-port", "70000"], "https-port"),
+    (["--threads", "many"], "threads"),
+    (["--https-port"], "https-port"),
+    (["stray-argument"], "stray-argument"),
+])
+def test_bad_flag_exits_2_with_a_message_naming_it(server_bin, args, mention, tmp_path):
+    r = run_cli(["--data-dir", tmp_path / "d"] + args)
+    assert r.returncode == 2, r
+    assert mention in r.stderr, r.stderr
+    assert not (tmp_path / "d").exists(), "a bad flag must not touch the data directory"
+
+
+def test_bad_environment_value_exits_2_naming_the_variable(server_bin, tmp_path):
+    env = base_env(TREASURY_HTTPS_PORT="not-a-port", TREASURY_DATA_DIR=str(tmp_path / "d"))
+    r = run_cli([], env=env)
+    assert r.returncode == 2, r
+    assert "TREASURY_HTTPS_PORT" in r.stderr, r.stderr
+
+
+# ---- refusals to start ---------------------------------------------------------------------
+
+def test_https_port_in_use_refuses_to_start_naming_the_port(make_server):
+    port = free_ports(1)[0]
+    blocker = socket.socket()
+    blocker.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    blocker.bind(("127.0.0.1", port))
+    blocker.listen(1)
+    try:
+        rc, err = start_and_expect_failure(make_server, https_port=port)
+    finally:
+        blocker.close()
+    assert rc != 0
+    assert str(port) in err, err
+    assert "listening on" not in err
+
+
+def test_http_port_in_use_refuses_to_start_naming_the_port(make_server):
+    port = free_ports(1)[0]
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", port))
+    blocker.listen(1)
+    try:
+        rc, err = start_and_expect_failure(make_server, http_port=port)
+    finally:
+        blocker.close()
+    assert rc != 0
+    assert str(port) in err, err
+
+
+def test_unreadable_tls_cert_refuses_to_start(make_server, tmp_path):
+    missing = tmp_path / "no-such-dir" / "server.crt"
+    rc, err = start_and_expect_failure(
+        make_server, extra_args=["--tls-cert", str(missing), "--tls-key", str(tmp_path / "k.pem")])
+    assert rc != 0
+    assert str(missing) in err, err
+
+
+def test_garbage_tls_cert_refuses_to_start(make_server, tmp_path):
+    cert = tmp_path / "garbage.crt"
+    key = tmp_path / "garbage.key"
+    cert.write_text("-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n")
+    key.write_text("nope\n")
+    os.chmod(key, 0o600)
+    rc, err = start_and_expect_failure(
+        make_server, extra_args=["--tls-cert", str(cert), "--tls-key", str(key)])
+    assert rc != 0
+    assert str(cert) in err or str(key) in err, err
+
+
+def test_database_that_cannot_be_opened_refuses_to_start(make_server, tmp_path):
+    data = tmp_path / "data"
+    (data / "treasury.db").mkdir(parents=True)  # a directory where the database file goes
+    os.chmod(data, 0o700)
+    rc, err = start_and_expect_failure(make_server, data_dir=data)
+    assert rc != 0
+    assert "database" in err.lower(), err
+
+
+def test_data_dir_that_is_a_file_refuses_to_start(make_server, tmp_path):
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    rc, err = start_and_expect_failure(make_server, data_dir=f)
+    assert rc != 0
+    assert str(f) in err, err
+
+
+# ---- first start ---------------------------------------------------------------------------
+
+def test_first_start_creates_signing_key_0600_with_32_random_bytes(make_server):
+    s = make_server()
+    path = s.data_dir / "jwt-signing.key"
+    mode = stat.S_IMODE(path.stat().st_mode)
+    assert mode == 0o600, oct(mode)
+    key = signing_key(s.data_dir)
+    assert len(key) == 32 and len(set(key)) > 8
+    assert (s.data_dir / "treasury.db").is_file()
+
+
+def test_first_start_creates_a_self_signed_cert_with_a_private_key_only_the_owner_reads(make_server):
+    s = make_server()
+    assert (s.data_dir / "tls.crt").is_file()
+    key_mode = stat.S_IMODE((s.data_dir / "tls.key").stat().st_mode)
+    assert key_mode & 0o077 == 0, "tls.key is readable by others: %o" % key_mode
+
+
+def test_first_start_logs_the_certificate_fingerprint(make_server):
+    s = make_server()
+    der = ssl.PEM_cert_to_DER_cert((s.data_dir / "tls.crt").read_text())
+    fp = hashlib.sha256(der).hexdigest()
+    printed = s.log_text() + s.stdout_text()
+    assert fp in re.sub(r"[^0-9a-f]", "", printed.lower()), \
+        "SHA-256 fingerprint %s not printed:\n%s" % (fp, printed)
+
+
+def test_certificate_is_valid_for_localhost_as_well_as_127_0_0_1(make_server):
+    s = make_server()
+    with Client("127.0.0.1", s.https_port, cafile=s.ca, server_hostname="localhost") as c:
+        assert c.get("/healthz").status == 200
+    with Client("127.0.0.1", s.https_port, cafile=s.ca) as c:
+        assert c.get("/healthz").status == 200
+
+
+def test_certificate_is_not_valid_for_another_name(make_server):
+    s = make_server()
+    with Client("127.0.0.1", s.https_port, cafile=s.ca, server_hostname="example.com") as c:
+        with pytest.raises(ssl.SSLCertVerificationError):
+            c.get("/healthz")
+
+
+def test_first_start_without_admin_password_prints_a_generated_one_once(make_server):
+    s = make_server(admin_password=None)
+    out = s.stdout_text()
+    m = re.search(r"password for %s: (\S+)" % re.escape(ADMIN_EMAIL), out)
+    assert m, "no generated password on stdout:\n%s" % out
+    generated = m.group(1)
+    assert len(generated) >= 12
+    assert generated not in s.log_text(), "the generated password reached the log"
+    tok = s.login(ADMIN_EMAIL, generated)
+    assert WSP_ID.match(tok["workspace_id"])
+    s.restart()
+    assert generated not in s.stdout_text(since_start=True)
+    assert "password" not in s.stdout_text(since_start=True).lower()
+    assert s.login(ADMIN_EMAIL, generated)["workspace_id"] == tok["workspace_id"]
+
+
+def test_admin_email_comes_from_the_environment(make_server):
+    s = make_server(admin_email="ops@treasury.example")
+    assert s.login("ops@treasury.example", ADMIN_PASSWORD)["access_token"]
+    r = s.login_response(ADMIN_EMAIL, ADMIN_PASSWORD)
+    assert_problem(r, 401, "invalid_credentials")
+
+
+def test_environment_variables_configure_the_server(make_server):
+    s = make_server(use_env=True, log_format="text")
+    with s.client() as c:
+        assert assert_json(c.get("/healthz"), 200) == {"status": "ok", "database": "ok"}
+    with s.plain_client() as c:
+        assert_problem(c.get("/healthz"), 400, "use_https")
+    # --log-format text via TREASURY_LOG_FORMAT: the ready line is not JSON.
+    line = next(l for l in s.log_text().splitlines() if "listening on https://" in l)
+    with pytest.raises(ValueError):
+        json.loads(line)
+
+
+def test_flag_wins_over_environment(make_server, tmp_path):
+    s = make_server(wait=False, extra_env={"TREASURY_HTTPS_PORT": "1"})
+    s.start()  # --https-port is on the command line, so port 1 (privileged) is never tried
+    with s.client() as c:
+        assert c.get("/healthz").status == 200
+
+
+def test_http_port_zero_disables_the_plain_listener(make_server):
+    s = make_server(http_port=0)
+    with s.client() as c:
+        assert c.get("/healthz").status == 200
+    assert "plain HTTP" not in next(l for l in s.log_text().splitlines()
+                                    if "listening on https://" in l)
+
+
+def test_json_log_lines_are_each_one_json_object(make_server):
+    s = make_server()
+    with s.client() as c:
+        c.get("/healthz")
+    recs = s.log_records()
+    assert recs and all(isinstance(r, dict) for r in recs)
+    assert any("listening on https://127.0.0.1:%d" % s.https_port in r.get("msg", "") for r in recs)
+
+
+# ---- stopping ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_stop_signal_exits_zero(make_server, sig):
+    s = make_server()
+    with s.client() as c:
+        assert c.get("/healthz").status == 200
+    assert s.stop(sig) == 0
+    assert s.sanitizer_report() == []
+
+
+def test_in_flight_keepalive_connection_does_not_block_shutdown(make_server):
+    s = make_server()
+    c = s.client()
+    assert c.get("/healthz").status == 200  # idle keep-alive connection stays open
+    t0 = time.monotonic()
+    assert s.stop() == 0
+    assert time.monotonic() - t0 < 15
+
+
+# ---- operator subcommands ------------------------------------------------------------------
+
+def test_admin_create_workspace_then_list_workspaces_shows_it(make_server):
+    s = make_server()
+    wid = s.create_workspace("Second Ltd", "second@example.com", password=USER_PASSWORD)
+    assert WSP_ID.match(wid)
+    r = s.admin("list-workspaces")
+    assert wid in r.stdout and "Second Ltd" in r.stdout
+    first = s.login()["workspace_id"]
+    assert first in r.stdout
+    js = json.loads(s.admin("list-workspaces", "--json").stdout)
+    assert {w["id"] for w in js} == {first, wid}
+    tok = s.login("second@example.com", USER_PASSWORD)
+    assert tok["workspace_id"] == wid
+
+
+def test_admin_create_workspace_generates_and_prints_a_password_when_none_is_given(server):
+    s = server
+    r = s.admin("create-workspace", "--name", "Gen", "--owner-email", "gen@example.com",
+                TREASURY_ADMIN_PASSWORD=None)
+    m = re.search(r"password for gen@example\.com: (\S+)", r.stdout)
+    assert m, r.stdout
+    assert s.login("gen@example.com", m.group(1))["access_token"]
+
+
+def test_admin_create_user_viewer_gets_only_read_scopes(server):
+    s = server
+    wid = s.login()["workspace_id"]
+    s.create_user(wid, "viewer@example.com", "viewer")
+    tok = s.login("viewer@example.com", USER_PASSWORD)
+    scopes = tok["scope"].split()
+    assert scopes and all(x.endswith(":read") for x in scopes), scopes
+    assert "payments:read" in scopes and "payments:write" not in scopes
+
+
+@pytest.mark.parametrize("args", [
+    ["create-user", "--workspace", "WSP", "--email", "x@example.com", "--role", "superuser"],
+    ["create-user", "--workspace", "not-a-workspace", "--email", "x@example.com", "--role", "viewer"],
+    ["create-user", "--workspace", "WSP", "--email", "not-an-email", "--role", "viewer"],
+    ["create-workspace", "--name", "No owner"],
+    ["no-such-command"],
+])
+def test_admin_subcommand_usage_errors_exit_2(server, args):
+    s = server
+    wid = s.login()["workspace_id"]
+    r = s.admin(*[wid if a == "WSP" else a for a in args], check=False)
+    assert r.returncode == 2, r
+    assert r.stderr.strip(), "usage error without a message"
+
+
+def test_admin_create_user_in_unknown_workspace_fails(server):
+    s = server
+    r = s.admin("create-user", "--workspace", "wsp_" + "0" * 26, "--email", "x@example.com",
+                "--role", "viewer", check=False)
+    assert r.returncode == 1, r
+    assert "wsp_" + "0" * 26 in r.stderr

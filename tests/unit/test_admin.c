@@ -1,0 +1,431 @@
+/* Unit tests for runtime/admin.c: bootstrap and the `admin` subcommands against a real
+ * database in a temporary directory, output captured in memory. */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "runtime/admin.h"
+#include "runtime/log.h"
+#include "runtime/password.h"
+#include "runtime/storage.h"
+#include "tests/unit/unit.h"
+
+#define OUT_MAX 8192
+
+static char dir[64];
+static char path[128];
+static char out[OUT_MAX];
+static char err[OUT_MAX];
+
+static void clear_env(void)
+{
+    unsetenv("TREASURY_WORKSPACE_NAME");
+    unsetenv("TREASURY_ADMIN_EMAIL");
+    unsetenv("TREASURY_ADMIN_PASSWORD");
+    unsetenv("TREASURY_USER_PASSWORD");
+}
+
+static void setup(void)
+{
+    char why[256] = "";
+    clear_env();
+    snprintf(dir, sizeof dir, "/tmp/test_admin.XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    snprintf(path, sizeof path, "%s/treasury.db", dir);
+    if (storage_open(path, why, sizeof why) != 0) {
+        fprintf(stderr, "storage_open: %s\n", why);
+        exit(1);
+    }
+}
+
+static void teardown(void)
+{
+    char p[160];
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    storage_close();
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(p, sizeof p, "%s%s", path, suffixes[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+    clear_env();
+}
+
+/* Copies a memstream's text into a fixed buffer the checks can read; fclose() publishes the
+ * final buffer and length. */
+static void take(char **buf, size_t *len, FILE *f, char *dst)
+{
+    fclose(f);
+    size_t n = *len < OUT_MAX - 1 ? *len : OUT_MAX - 1;
+    memcpy(dst, *buf, n);
+    dst[n] = '\0';
+    free(*buf);
+}
+
+/* admin_main with the NULL-terminated arguments after "admin"; stdout/stderr into out/err. */
+static int run(const char *first, ...)
+{
+    char *argv[16];
+    int argc = 0;
+    va_list ap;
+    char *obuf = NULL, *ebuf = NULL;
+    size_t olen = 0, elen = 0;
+    argv[argc++] = (char *)(uintptr_t) "admin";
+    va_start(ap, first);
+    for (const char *a = first; a && argc < 15; a = va_arg(ap, const char *))
+        argv[argc++] = (char *)(uintptr_t)a;
+    va_end(ap);
+    argv[argc] = NULL;
+    FILE *o = open_memstream(&obuf, &olen);
+    FILE *e = open_memstream(&ebuf, &elen);
+    int rc = admin_main(argc, argv, o, e);
+    take(&obuf, &olen, o, out);
+    take(&ebuf, &elen, e, err);
+    return rc;
+}
+
+static int bootstrap(void)
+{
+    char *obuf = NULL;
+    size_t olen = 0;
+    FILE *o = open_memstream(&obuf, &olen);
+    int rc = admin_bootstrap(o, err, sizeof err);
+    take(&obuf, &olen, o, out);
+    return rc;
+}
+
+static long long count(const char *sql)
+{
+    sqlite3_stmt *st = storage_prepare(sql);
+    if (!st || sqlite3_step(st) != SQLITE_ROW)
+        return -1;
+    long long v = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return v;
+}
+
+/* First column of the first row for one text parameter, into buf. */
+static const char *lookup(const char *sql, const char *param, char *buf, size_t n)
+{
+    sqlite3_stmt *st = storage_prepare(sql);
+    if (!st)
+        return NULL;
+    if (param)
+        sqlite3_bind_text(st, 1, param, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return NULL;
+    }
+    const unsigned char *t = sqlite3_column_text(st, 0);
+    snprintf(buf, n, "%s", t ? (const char *)t : "");
+    sqlite3_reset(st);
+    return buf;
+}
+
+/* The first "wsp_..." id in text. */
+static const char *workspace_in(const char *text, char *buf, size_t n)
+{
+    const char *p = strstr(text, "wsp_");
+    if (!p)
+        return NULL;
+    size_t len = 4 + strspn(p + 4, "0123456789abcdefghjkmnpqrstvwxyzABCDEFGHJKMNPQRSTVWXYZ");
+    snprintf(buf, n, "%.*s", (int)len, p);
+    return buf;
+}
+
+/* The password after "generated password for EMAIL: ". */
+static const char *generated_password(const char *email, char *buf, size_t n)
+{
+    char marker[300];
+    snprintf(marker, sizeof marker, "generated password for %s: ", email);
+    const char *p = strstr(out, marker);
+    if (!p)
+        return NULL;
+    p += strlen(marker);
+    snprintf(buf, n, "%.*s", (int)strcspn(p, "\n"), p);
+    return buf;
+}
+
+static bool password_is(const char *email_norm, const char *password)
+{
+    char hash[PASSWORD_HASH_MAX];
+    if (!lookup("SELECT password_hash FROM users WHERE email_norm = ?", email_norm, hash,
+                sizeof hash))
+        return false;
+    return password_verify(password, hash);
+}
+
+static void test_bootstrap_creates_one_workspace_and_owner_with_generated_password(void)
+{
+    char pw[64], ws[64], buf[64];
+    setup();
+    CHECK(bootstrap() == 0);
+    CHECK(count("SELECT count(*) FROM workspaces") == 1);
+    CHECK(count("SELECT count(*) FROM users") == 1);
+    CHECK(count("SELECT count(*) FROM members WHERE role = 'owner'") == 1);
+    CHECK_STR(lookup("SELECT name FROM workspaces", NULL, buf, sizeof buf), "Default workspace");
+    CHECK(workspace_in(out, ws, sizeof ws) != NULL);
+    CHECK_STR(lookup("SELECT id FROM workspaces", NULL, buf, sizeof buf), ws);
+    CHECK(generated_password("admin@example.com", pw, sizeof pw) != NULL);
+    CHECK(strlen(pw) == 20);
+    CHECK(password_is("admin@example.com", pw));
+    CHECK_STR(lookup("SELECT status FROM users", NULL, buf, sizeof buf), "active");
+    teardown();
+}
+
+static void test_second_bootstrap_does_nothing(void)
+{
+    setup();
+    CHECK(bootstrap() == 0);
+    CHECK(bootstrap() == 0);
+    CHECK_STR(out, "");
+    CHECK(count("SELECT count(*) FROM workspaces") == 1);
+    CHECK(count("SELECT count(*) FROM users") == 1);
+    CHECK(!storage_in_tx());
+    teardown();
+}
+
+static void test_bootstrap_takes_name_email_and_password_from_environment(void)
+{
+    char buf[128];
+    setup();
+    setenv("TREASURY_WORKSPACE_NAME", "Acme Treasury", 1);
+    setenv("TREASURY_ADMIN_EMAIL", "Root@Acme.Test", 1);
+    setenv("TREASURY_ADMIN_PASSWORD", "correct horse battery", 1);
+    CHECK(bootstrap() == 0);
+    CHECK(strstr(out, "generated password") == NULL);
+    CHECK(strstr(out, "correct horse battery") == NULL);
+    CHECK_STR(lookup("SELECT name FROM workspaces", NULL, buf, sizeof buf), "Acme Treasury");
+    CHECK_STR(
+        lookup("SELECT email FROM users WHERE email_norm = ?", "root@acme.test", buf, sizeof buf),
+        "Root@Acme.Test");
+    CHECK(password_is("root@acme.test", "correct horse battery"));
+    teardown();
+}
+
+static void test_bootstrap_refuses_a_short_password_and_creates_nothing(void)
+{
+    setup();
+    setenv("TREASURY_ADMIN_PASSWORD", "short", 1);
+    CHECK(bootstrap() == -1);
+    CHECK(strstr(err, "TREASURY_ADMIN_PASSWORD") != NULL);
+    CHECK(count("SELECT count(*) FROM workspaces") == 0);
+    CHECK(count("SELECT count(*) FROM users") == 0);
+    CHECK(!storage_in_tx());
+    teardown();
+}
+
+static void test_bootstrap_refuses_a_bad_admin_email(void)
+{
+    setup();
+    setenv("TREASURY_ADMIN_EMAIL", "not-an-email", 1);
+    CHECK(bootstrap() == -1);
+    CHECK(strstr(err, "TREASURY_ADMIN_EMAIL") != NULL);
+    CHECK(count("SELECT count(*) FROM workspaces") == 0);
+    teardown();
+}
+
+static void test_create_workspace_with_a_new_owner(void)
+{
+    char ws[64], pw[64], buf[64];
+    setup();
+    CHECK(run("create-workspace", "--name", "Operations", "--owner-email", "Ops@Example.com",
+              NULL) == 0);
+    CHECK(workspace_in(out, ws, sizeof ws) != NULL);
+    CHECK_STR(lookup("SELECT name FROM workspaces WHERE id = ?", ws, buf, sizeof buf),
+              "Operations");
+    CHECK(generated_password("Ops@Example.com", pw, sizeof pw) != NULL);
+    CHECK(password_is("ops@example.com", pw));
+    CHECK_STR(lookup("SELECT role FROM members WHERE workspace_id = ?", ws, buf, sizeof buf),
+              "owner");
+    teardown();
+}
+
+static void test_create_workspace_makes_an_existing_user_owner_without_new_password(void)
+{
+    char ws[64];
+    setup();
+    CHECK(bootstrap() == 0);
+    CHECK(run("create-workspace", "--name=Second", "--owner-email=ADMIN@example.com", NULL) == 0);
+    CHECK(strstr(out, "generated password") == NULL);
+    CHECK(strstr(out, "existing user") != NULL);
+    CHECK(workspace_in(out, ws, sizeof ws) != NULL);
+    CHECK(count("SELECT count(*) FROM users") == 1);
+    CHECK(count("SELECT count(*) FROM workspaces") == 2);
+    CHECK(count("SELECT count(*) FROM members WHERE role = 'owner'") == 2);
+    teardown();
+}
+
+static void test_create_user_adds_a_viewer_with_the_environment_password(void)
+{
+    char ws[64], buf[64];
+    setup();
+    CHECK(bootstrap() == 0);
+    CHECK(workspace_in(out, ws, sizeof ws) != NULL);
+    setenv("TREASURY_USER_PASSWORD", "viewer password 1", 1);
+    CHECK(run("create-user", "--workspace", ws, "--email", "viewer@example.com", "--role", "viewer",
+              NULL) == 0);
+    CHECK(strstr(out, "generated password") == NULL);
+    CHECK(password_is("viewer@example.com", "viewer password 1"));
+    CHECK_STR(lookup("SELECT m.role FROM members m JOIN users u ON u.id = m.user_id "
+                     "WHERE u.email_norm = ?",
+                     "viewer@example.com", buf, sizeof buf),
+              "viewer");
+    teardown();
+}
+
+static void test_create_user_generates_and_prints_a_password_once(void)
+{
+    char ws[64], pw[64];
+    setup();
+    CHECK(bootstrap() == 0);
+    CHECK(workspace_in(out, ws, sizeof ws) != NULL);
+    CHECK(run("create-user", "--workspace", ws, "--email", "new@example.com", "--role", "owner",
+              NULL) == 0);
+    CHECK(generated_password("new@example.com", pw, sizeof pw) != NULL);
+    CHECK(password_is("new@example.com", pw));
+    teardown();
+}
+
+static void test_create_user_refuses_a_duplicate_membership(void)
+{
+    char ws[64];
+    setup();
+    CHECK(bootstrap() == 0);
+    CHECK(workspace_in(out, ws, sizeof ws) != NULL);
+    CHECK(run("create-user", "--workspace", ws, "--email", "v@example.com", "--role", "viewer",
+              NULL) == 0);
+    CHECK(run("create-user", "--workspace", ws, "--email", "V@EXAMPLE.COM", "--role", "owner",
+              NULL) == 1);
+    CHECK(strstr(err, "already a member") != NULL);
+    CHECK(count("SELECT count(*) FROM members") == 2);
+    CHECK(count("SELECT count(*) FROM members WHERE role = 'viewer'") == 1);
+    CHECK(!storage_in_tx());
+    teardown();
+}
+
+static void test_create_user_rejects_a_bad_email(void)
+{
+    char ws[64];
+    setup();
+    CHECK(bootstrap() == 0);
+    CHECK(workspace_in(out, ws, sizeof ws) != NULL);
+    CHECK(run("create-user", "--workspace", ws, "--email", "nobody-at-example", "--role", "viewer",
+              NULL) == 2);
+    CHECK(strstr(err, "not a valid email") != NULL);
+    CHECK(count("SELECT count(*) FROM users") == 1);
+    teardown();
+}
+
+static void test_create_user_rejects_an_unknown_role_or_workspace(void)
+{
+    setup();
+    CHECK(bootstrap() == 0);
+    CHECK(run("create-user", "--workspace", "wsp_01hv3k0000000000000000000z", "--email",
+              "a@example.com", "--role", "viewer", NULL) == 1);
+    CHECK(strstr(err, "no workspace") != NULL);
+    CHECK(run("create-user", "--workspace", "nope", "--email", "a@example.com", "--role", "viewer",
+              NULL) == 2);
+    CHECK(run("create-user", "--workspace", "wsp_01hv3k0000000000000000000z", "--email",
+              "a@example.com", "--role", "admin", NULL) == 2);
+    CHECK(strstr(err, "owner or viewer") != NULL);
+    CHECK(count("SELECT count(*) FROM users") == 1);
+    teardown();
+}
+
+static void test_create_workspace_rejects_bad_names(void)
+{
+    char long_name[160];
+    setup();
+    memset(long_name, 'x', 141);
+    long_name[141] = '\0';
+    CHECK(run("create-workspace", "--name", long_name, "--owner-email", "a@example.com", NULL) ==
+          2);
+    CHECK(run("create-workspace", "--name", "", "--owner-email", "a@example.com", NULL) == 2);
+    CHECK(run("create-workspace", "--name", "tab\there", "--owner-email", "a@example.com", NULL) ==
+          2);
+    long_name[140] = '\0';
+    CHECK(run("create-workspace", "--name", long_name, "--owner-email", "a@example.com", NULL) ==
+          0);
+    CHECK(count("SELECT count(*) FROM workspaces") == 1);
+    teardown();
+}
+
+static void test_list_workspaces_prints_a_table_and_json(void)
+{
+    char ws[64];
+    setup();
+    CHECK(bootstrap() == 0);
+    CHECK(workspace_in(out, ws, sizeof ws) != NULL);
+    setenv("TREASURY_USER_PASSWORD", "viewer password 1", 1);
+    CHECK(run("create-user", "--workspace", ws, "--email", "v@example.com", "--role", "viewer",
+              NULL) == 0);
+    CHECK(run("list-workspaces", NULL) == 0);
+    CHECK(strncmp(out, "ID", 2) == 0);
+    CHECK(strstr(out, "NAME") != NULL && strstr(out, "CREATED_AT") != NULL &&
+          strstr(out, "MEMBERS") != NULL);
+    CHECK(strstr(out, ws) != NULL);
+    CHECK(strstr(out, "Default workspace") != NULL);
+    CHECK(strstr(out, "  2\n") != NULL);
+    CHECK(run("list-workspaces", "--json", NULL) == 0);
+    CHECK(out[0] == '[');
+    CHECK(strstr(out, ws) != NULL);
+    CHECK(strstr(out, "\"name\":\"Default workspace\"") != NULL);
+    CHECK(strstr(out, "\"members\":2") != NULL);
+    CHECK(!storage_in_tx());
+    teardown();
+}
+
+static void test_usage_errors_exit_2_and_help_exits_0(void)
+{
+    setup();
+    CHECK(run(NULL) == 2);
+    CHECK(strstr(err, "usage:") != NULL);
+    CHECK(run("frobnicate", NULL) == 2);
+    CHECK(strstr(err, "unknown command") != NULL);
+    CHECK(run("create-workspace", "--name", "X", NULL) == 2);
+    CHECK(strstr(err, "--owner-email is required") != NULL);
+    CHECK(run("create-workspace", "--name", "X", "--owner-email", "a@example.com", "--colour",
+              "red", NULL) == 2);
+    CHECK(strstr(err, "unknown option") != NULL);
+    CHECK(run("create-workspace", "--name", "X", "--name", "Y", "--owner-email", "a@example.com",
+              NULL) == 2);
+    CHECK(run("create-workspace", "--name", NULL) == 2);
+    CHECK(run("list-workspaces", "extra", NULL) == 2);
+    CHECK(run("--help", NULL) == 0);
+    CHECK(strstr(out, "create-workspace") != NULL);
+    CHECK(run("create-user", "--help", NULL) == 0);
+    CHECK(strstr(out, "--role owner|viewer") != NULL);
+    CHECK(run("list-workspaces", "--help", NULL) == 0);
+    CHECK(count("SELECT count(*) FROM workspaces") == 0);
+    teardown();
+}
+
+int main(void)
+{
+    static const struct unit_test tests[] = {
+        UNIT_TEST(test_bootstrap_creates_one_workspace_and_owner_with_generated_password),
+        UNIT_TEST(test_second_bootstrap_does_nothing),
+        UNIT_TEST(test_bootstrap_takes_name_email_and_password_from_environment),
+        UNIT_TEST(test_bootstrap_refuses_a_short_password_and_creates_nothing),
+        UNIT_TEST(test_bootstrap_refuses_a_bad_admin_email),
+        UNIT_TEST(test_create_workspace_with_a_new_owner),
+        UNIT_TEST(test_create_workspace_makes_an_existing_user_owner_without_new_password),
+        UNIT_TEST(test_create_user_adds_a_viewer_with_the_environment_password),
+        UNIT_TEST(test_create_user_generates_and_prints_a_password_once),
+        UNIT_TEST(test_create_user_refuses_a_duplicate_membership),
+        UNIT_TEST(test_create_user_rejects_a_bad_email),
+        UNIT_TEST(test_create_user_rejects_an_unknown_role_or_workspace),
+        UNIT_TEST(test_create_workspace_rejects_bad_names),
+        UNIT_TEST(test_list_workspaces_prints_a_table_and_json),
+        UNIT_TEST(test_usage_errors_exit_2_and_help_exits_0),
+    };
+    log_init(LOG_FORMAT_TEXT);
+    password_set_cost(10);
+    return unit_run("admin", tests, sizeof tests / sizeof tests[0]);
+}

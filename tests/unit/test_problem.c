@@ -1,0 +1,70 @@
+/* Problem documents: RFC 9457 members, status echo, validation errors. */
+#include "runtime/problem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/json.h"
+#include "tests/unit/unit.h"
+
+static void test_problem_has_every_member_and_status_matches(void)
+{
+    struct arena a;
+    arena_init(&a);
+    size_t len = 0;
+    char *body = problem_render(404, "not_found", "No beneficiary ben_x.", "/v1/beneficiaries/ben_x",
+                                "req_1", NULL, &len);
+    struct json_value *v = NULL;
+    struct json_error e;
+    CHECK(json_parse(&a, body, len, &v, &e) == 0);
+    CHECK_STR(json_get(v, "type")->s, "urn:treasury:problem:not_found");
+    CHECK_STR(json_get(v, "title")->s, "Resource not found");
+    CHECK_STR(json_get(v, "status")->s, "404");
+    CHECK_STR(json_get(v, "detail")->s, "No beneficiary ben_x.");
+    CHECK_STR(json_get(v, "instance")->s, "/v1/beneficiaries/ben_x");
+    CHECK_STR(json_get(v, "code")->s, "not_found");
+    CHECK_STR(json_get(v, "request_id")->s, "req_1");
+    CHECK(json_get(v, "errors") == NULL);
+    free(body);
+    arena_release(&a);
+}
+
+static void test_validation_problem_lists_every_error(void)
+{
+    struct arena a;
+    arena_init(&a);
+    struct verr_list l;
+    verr_init(&l, &a);
+    verr_add(&l, "", "name", "required", "name is required");
+    verr_add(&l, "/bank", "bic", "format", "not a BIC");
+    size_t len = 0;
+    char *body = problem_render(422, "validation_failed", "2 errors", "/v1/x", "req_2", &l, &len);
+    struct json_value *v = NULL;
+    struct json_error e;
+    CHECK(json_parse(&a, body, len, &v, &e) == 0);
+    const struct json_value *errs = json_get(v, "errors");
+    CHECK(errs && errs->count == 2);
+    if (errs && errs->count == 2) {
+        CHECK_STR(json_get(errs->items[0], "pointer")->s, "/name");
+        CHECK_STR(json_get(errs->items[1], "pointer")->s, "/bank/bic");
+        CHECK_STR(json_get(errs->items[1], "code")->s, "format");
+    }
+    free(body);
+    arena_release(&a);
+}
+
+static void test_unknown_code_gets_the_reason_phrase_as_title(void)
+{
+    CHECK_STR(problem_title("beneficiary_archived", 409), "Conflict");
+    CHECK_STR(problem_title("rate_limited", 429), "Too many requests");
+}
+
+int main(void)
+{
+    static const struct unit_test tests[] = {
+        UNIT_TEST(test_problem_has_every_member_and_status_matches),
+        UNIT_TEST(test_validation_problem_lists_every_error),
+        UNIT_TEST(test_unknown_code_gets_the_reason_phrase_as_title),
+    };
+    return unit_run("problem", tests, sizeof tests / sizeof tests[0]);
+}

@@ -1,0 +1,404 @@
+/* Unit tests for runtime/storage.c and the migrations: each test opens a database in its own
+ * temporary directory. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/log.h"
+#include "runtime/migrations.h"
+#include "runtime/storage.h"
+#include "tests/unit/unit.h"
+
+static char dir[64];
+static char path[128];
+
+static int latest_version(void)
+{
+    return migrations_list[migrations_count - 1].version;
+}
+
+static void remove_db(void)
+{
+    char p[160];
+    static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(p, sizeof p, "%s%s", path, suffixes[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+/* A new empty directory per test, so no test sees another's rows. */
+static void fresh_path(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/test_storage.XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    snprintf(path, sizeof path, "%s/treasury.db", dir);
+}
+
+static int open_fresh(void)
+{
+    char err[256] = "";
+    fresh_path();
+    int rc = storage_open(path, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "  storage_open: %s\n", err);
+    return rc;
+}
+
+static void done(void)
+{
+    storage_close();
+    remove_db();
+}
+
+static long long query_int(const char *sql)
+{
+    sqlite3_stmt *st = storage_prepare(sql);
+    if (!st || sqlite3_step(st) != SQLITE_ROW)
+        return -1;
+    long long v = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return v;
+}
+
+static const char *query_text(const char *sql, char *buf, size_t n)
+{
+    sqlite3_stmt *st = storage_prepare(sql);
+    if (!st || sqlite3_step(st) != SQLITE_ROW)
+        return NULL;
+    const unsigned char *t = sqlite3_column_text(st, 0);
+    snprintf(buf, n, "%s", t ? (const char *)t : "(null)");
+    sqlite3_reset(st);
+    return buf;
+}
+
+static int insert_workspace(const char *id, const char *name)
+{
+    sqlite3_stmt *st =
+        storage_prepare("INSERT INTO workspaces (id, name, created_at, updated_at) "
+                        "VALUES (?, ?, '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z')");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static void test_open_creates_database_with_every_table(void)
+{
+    struct stat sb;
+    CHECK(open_fresh() == 0);
+    CHECK(stat(path, &sb) == 0);
+    CHECK(storage_schema_version() == latest_version());
+    CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                    "('workspaces', 'users', 'members', 'sessions', 'beneficiaries', "
+                    "'schema_migrations')") == 6);
+    CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
+                    "name = 'beneficiaries_list_idx'") == 1);
+    done();
+}
+
+static void test_migrations_are_applied_once_across_reopens(void)
+{
+    char err[256] = "";
+    CHECK(open_fresh() == 0);
+    storage_close();
+    CHECK(storage_open(path, err, sizeof err) == 0);
+    CHECK(query_int("SELECT count(*) FROM schema_migrations") == (long long)migrations_count);
+    CHECK(query_int("SELECT max(version) FROM schema_migrations") == latest_version());
+    CHECK(storage_schema_version() == latest_version());
+    done();
+}
+
+static void test_reopen_keeps_committed_data(void)
+{
+    char err[256] = "", buf[64];
+    CHECK(open_fresh() == 0);
+    CHECK(storage_begin(true) == 0);
+    CHECK(insert_workspace("wsp_a", "Kept") == 0);
+    CHECK(storage_commit() == 0);
+    storage_close();
+    CHECK(storage_open(path, err, sizeof err) == 0);
+    CHECK_STR(query_text("SELECT name FROM workspaces WHERE id = 'wsp_a'", buf, sizeof buf),
+              "Kept");
+    done();
+}
+
+static void test_connection_uses_wal_full_sync_and_busy_timeout(void)
+{
+    char buf[32];
+    CHECK(open_fresh() == 0);
+    CHECK_STR(query_text("PRAGMA journal_mode", buf, sizeof buf), "wal");
+    CHECK(query_int("PRAGMA synchronous") == 2);
+    CHECK(query_int("PRAGMA foreign_keys") == 1);
+    CHECK(query_int("PRAGMA busy_timeout") == 5000);
+    done();
+}
+
+static void test_foreign_keys_are_enforced(void)
+{
+    CHECK(open_fresh() == 0);
+    sqlite3_stmt *st = storage_prepare(
+        "INSERT INTO members (workspace_id, user_id, role, created_at) "
+        "VALUES ('wsp_missing', 'usr_missing', 'owner', '2024-01-01T00:00:00.000Z')");
+    CHECK(st != NULL);
+    if (st) {
+        CHECK(sqlite3_step(st) == SQLITE_CONSTRAINT);
+        CHECK(sqlite3_extended_errcode(storage_db()) == SQLITE_CONSTRAINT_FOREIGNKEY);
+        sqlite3_reset(st);
+    }
+    CHECK(query_int("SELECT count(*) FROM members") == 0);
+    done();
+}
+
+static void test_users_email_norm_must_be_lower_case(void)
+{
+    CHECK(open_fresh() == 0);
+    sqlite3_stmt *st = storage_prepare(
+        "INSERT INTO users (id, email, email_norm, password_hash, created_at, updated_at) "
+        "VALUES ('usr_a', 'A@X.TEST', 'A@X.TEST', 'h', 'now', 'now')");
+    CHECK(st != NULL);
+    if (st) {
+        CHECK(sqlite3_step(st) == SQLITE_CONSTRAINT);
+        sqlite3_reset(st);
+    }
+    done();
+}
+
+static void test_prepare_returns_the_same_statement_reset_and_unbound(void)
+{
+    char sql[] = "SELECT ?1, ?1 IS NULL";
+    char copy[sizeof sql];
+    CHECK(open_fresh() == 0);
+    sqlite3_stmt *a = storage_prepare("SELECT ?1, ?1 IS NULL");
+    CHECK(a != NULL);
+    if (!a) {
+        done();
+        return;
+    }
+    CHECK(sqlite3_bind_int(a, 1, 42) == SQLITE_OK);
+    CHECK(sqlite3_step(a) == SQLITE_ROW);
+    CHECK(sqlite3_column_int(a, 0) == 42);
+    CHECK(sqlite3_stmt_busy(a));
+    /* The same text from another buffer is the same cached statement. */
+    memcpy(copy, sql, sizeof sql);
+    sqlite3_stmt *b = storage_prepare(copy);
+    CHECK(a == b);
+    CHECK(!sqlite3_stmt_busy(b));
+    CHECK(sqlite3_step(b) == SQLITE_ROW);
+    CHECK(sqlite3_column_int(b, 1) == 1); /* binding cleared */
+    sqlite3_reset(b);
+    /* Different text in the reused buffer is a different statement. */
+    snprintf(copy, sizeof copy, "SELECT 7");
+    CHECK(storage_prepare(copy) != a);
+    done();
+}
+
+static void test_prepare_cache_keeps_statements_past_its_initial_size(void)
+{
+    char sql[64];
+    sqlite3_stmt *first[200];
+    bool same = true;
+    CHECK(open_fresh() == 0);
+    for (int i = 0; i < 200; i++) {
+        snprintf(sql, sizeof sql, "SELECT %d", i);
+        first[i] = storage_prepare(sql);
+        CHECK(first[i] != NULL);
+    }
+    for (int i = 0; i < 200; i++) {
+        snprintf(sql, sizeof sql, "SELECT %d", i);
+        sqlite3_stmt *st = storage_prepare(sql);
+        same = same && st == first[i] && sqlite3_step(st) == SQLITE_ROW &&
+               sqlite3_column_int(st, 0) == i;
+    }
+    CHECK(same);
+    done();
+}
+
+static void test_prepare_refuses_more_than_one_statement(void)
+{
+    CHECK(open_fresh() == 0);
+    CHECK(storage_prepare("SELECT 1; SELECT 2") == NULL);
+    CHECK(storage_prepare("SELECT 1;  ") != NULL);
+    CHECK(storage_prepare("SELECT nope FROM nowhere") == NULL);
+    done();
+}
+
+static void test_rollback_discards_changes(void)
+{
+    CHECK(open_fresh() == 0);
+    storage_rollback(); /* safe without a transaction */
+    CHECK(!storage_in_tx());
+    CHECK(storage_begin(true) == 0);
+    CHECK(storage_in_tx());
+    CHECK(insert_workspace("wsp_gone", "Gone") == 0);
+    CHECK(query_int("SELECT count(*) FROM workspaces") == 1);
+    storage_rollback();
+    CHECK(!storage_in_tx());
+    CHECK(query_int("SELECT count(*) FROM workspaces") == 0);
+    done();
+}
+
+static void test_begin_inside_a_transaction_fails(void)
+{
+    CHECK(open_fresh() == 0);
+    CHECK(storage_begin(false) == 0);
+    CHECK(storage_begin(true) == -1);
+    CHECK(storage_in_tx());
+    CHECK(storage_commit() == 0);
+    CHECK(storage_commit() == -1);
+    done();
+}
+
+static void test_commit_resets_statements_left_mid_iteration(void)
+{
+    CHECK(open_fresh() == 0);
+    CHECK(storage_begin(true) == 0);
+    CHECK(insert_workspace("wsp_1", "One") == 0);
+    CHECK(insert_workspace("wsp_2", "Two") == 0);
+    sqlite3_stmt *st = storage_prepare("SELECT id FROM workspaces");
+    CHECK(st && sqlite3_step(st) == SQLITE_ROW);
+    CHECK(storage_commit() == 0);
+    CHECK(st && !sqlite3_stmt_busy(st));
+    done();
+}
+
+struct thread_result {
+    sqlite3 *db;
+    long long workspaces;
+    long long foreign_keys;
+    char journal[16];
+};
+
+static void *reader(void *arg)
+{
+    struct thread_result *r = arg;
+    r->db = storage_db();
+    if (storage_begin(false) == 0) {
+        r->workspaces = query_int("SELECT count(*) FROM workspaces");
+        r->foreign_keys = query_int("PRAGMA foreign_keys");
+        query_text("PRAGMA journal_mode", r->journal, sizeof r->journal);
+        storage_commit();
+    }
+    return NULL;
+}
+
+static void test_each_thread_gets_its_own_configured_connection(void)
+{
+    struct thread_result r = {NULL, -1, -1, ""};
+    pthread_t t;
+    CHECK(open_fresh() == 0);
+    CHECK(storage_begin(true) == 0);
+    CHECK(insert_workspace("wsp_t", "Threaded") == 0);
+    CHECK(storage_commit() == 0);
+    CHECK(pthread_create(&t, NULL, reader, &r) == 0);
+    pthread_join(t, NULL);
+    CHECK(r.db != NULL && r.db != storage_db());
+    CHECK(r.workspaces == 1);
+    CHECK(r.foreign_keys == 1);
+    CHECK_STR(r.journal, "wal");
+    done(); /* closes the exited thread's connection too (ASan reports a leak otherwise) */
+}
+
+static void test_storage_is_unusable_after_close(void)
+{
+    CHECK(open_fresh() == 0);
+    done();
+    CHECK(storage_db() == NULL);
+    CHECK(storage_begin(true) == -1);
+    CHECK(!storage_in_tx());
+    storage_rollback();
+}
+
+static void test_newer_schema_database_is_refused(void)
+{
+    char err[256] = "";
+    CHECK(open_fresh() == 0);
+    sqlite3_stmt *st = storage_prepare(
+        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', 'now')");
+    CHECK(st != NULL);
+    if (st) {
+        sqlite3_bind_int(st, 1, latest_version() + 1);
+        CHECK(sqlite3_step(st) == SQLITE_DONE);
+        sqlite3_reset(st);
+    }
+    storage_close();
+    CHECK(storage_open(path, err, sizeof err) == -1);
+    CHECK(strstr(err, "newer") != NULL);
+    CHECK(storage_db() == NULL);
+    storage_close(); /* harmless after a failed open */
+    remove_db();
+}
+
+static void test_database_with_another_migration_history_is_refused(void)
+{
+    char err[256] = "";
+    CHECK(open_fresh() == 0);
+    CHECK(query_int("SELECT count(*) FROM schema_migrations") >= 1);
+    sqlite3_stmt *st =
+        storage_prepare("UPDATE schema_migrations SET name = 'something else' WHERE version = 1");
+    CHECK(st && sqlite3_step(st) == SQLITE_DONE);
+    storage_close();
+    CHECK(storage_open(path, err, sizeof err) == -1);
+    CHECK(strstr(err, "different build") != NULL);
+    storage_close();
+    remove_db();
+}
+
+static void test_open_twice_is_refused(void)
+{
+    char err[256] = "";
+    CHECK(open_fresh() == 0);
+    CHECK(storage_open(path, err, sizeof err) == -1);
+    CHECK(strstr(err, "already open") != NULL);
+    done();
+}
+
+static void test_open_reports_a_file_that_is_not_a_database(void)
+{
+    char err[256] = "";
+    fresh_path();
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("this is not an SQLite database, just some text long enough to be a header\n", f);
+        fclose(f);
+    }
+    CHECK(storage_open(path, err, sizeof err) == -1);
+    CHECK(err[0] != '\0');
+    storage_close();
+    remove_db();
+}
+
+int main(void)
+{
+    static const struct unit_test tests[] = {
+        UNIT_TEST(test_open_creates_database_with_every_table),
+        UNIT_TEST(test_migrations_are_applied_once_across_reopens),
+        UNIT_TEST(test_reopen_keeps_committed_data),
+        UNIT_TEST(test_connection_uses_wal_full_sync_and_busy_timeout),
+        UNIT_TEST(test_foreign_keys_are_enforced),
+        UNIT_TEST(test_users_email_norm_must_be_lower_case),
+        UNIT_TEST(test_prepare_returns_the_same_statement_reset_and_unbound),
+        UNIT_TEST(test_prepare_cache_keeps_statements_past_its_initial_size),
+        UNIT_TEST(test_prepare_refuses_more_than_one_statement),
+        UNIT_TEST(test_rollback_discards_changes),
+        UNIT_TEST(test_begin_inside_a_transaction_fails),
+        UNIT_TEST(test_commit_resets_statements_left_mid_iteration),
+        UNIT_TEST(test_each_thread_gets_its_own_configured_connection),
+        UNIT_TEST(test_storage_is_unusable_after_close),
+        UNIT_TEST(test_newer_schema_database_is_refused),
+        UNIT_TEST(test_database_with_another_migration_history_is_refused),
+        UNIT_TEST(test_open_twice_is_refused),
+        UNIT_TEST(test_open_reports_a_file_that_is_not_a_database),
+    };
+    log_init(LOG_FORMAT_TEXT);
+    return unit_run("storage", tests, sizeof tests / sizeof tests[0]);
+}
