@@ -112,6 +112,10 @@ def ident(s):
 
 
 def upper(s):
+    """Upper-case constant part: 'pending_approval' -> PENDING_APPROVAL,
+    'SortCodeAccountNumber' -> SORT_CODE_ACCOUNT_NUMBER, 'at+jwt' -> AT_JWT."""
+    s = re.sub(r'([A-Z]+)([A-Z][a-z])', r'\1_\2', s)
+    s = re.sub(r'([a-z0-9])([A-Z])', r'\1_\2', s)
     return re.sub(r'[^A-Za-z0-9]+', '_', s).strip('_').upper() or 'EMPTY'
 
 
@@ -157,8 +161,12 @@ def comment_text(s, limit=100):
 
 def first_sentence(s):
     s = ' '.join(str(s or '').split())
-    m = re.match(r'(.+?[.:;])(\s|$)', s)
+    m = re.match(r'(.+?[.])(\s|$)', s)
     return m.group(1) if m else s
+
+
+def plural(n, word):
+    return '%d %s%s' % (n, word, '' if n == 1 else ('es' if word.endswith('s') else 's'))
 
 
 def int_literal(n):
@@ -194,9 +202,14 @@ def _emit_set(chars, negate):
     specials = {c for c in chars if chr(c) in ']-^'}
     rest = sorted(chars - specials)
     runs, i = [], 0
+    def group(c):   # ranges stay inside one of 0-9, A-Z, a-z: portable across locales
+        ch = chr(c)
+        return '0' if ch.isdigit() else 'A' if ch.isupper() else 'a' if ch.islower() else ch
+
     while i < len(rest):
         j = i
-        while j + 1 < len(rest) and rest[j + 1] == rest[j] + 1:
+        while j + 1 < len(rest) and rest[j + 1] == rest[j] + 1 and \
+                group(rest[j + 1]) == group(rest[i]) and group(rest[i]) in '0Aa':
             j += 1
         if j - i >= 2:
             runs.append(chr(rest[i]) + '-' + chr(rest[j]))
@@ -282,10 +295,6 @@ def translate_pattern(p):
         raise ValueError('pattern must be a string')
     if any(ord(c) > 126 or (ord(c) < 32 and c not in '\t') for c in p):
         raise ValueError('only printable ASCII is supported in patterns')
-    try:
-        re.compile(p)
-    except re.error as e:
-        raise ValueError('invalid regular expression: %s' % e)
     out = []
     i, n = 0, len(p)
     atom = False  # a quantifier may follow
@@ -372,6 +381,10 @@ def translate_pattern(p):
         out.append(c)
         atom = True
         i += 1
+    try:   # what the translation let through must also be a well-formed expression
+        re.compile(p)
+    except re.error as e:
+        raise ValueError('invalid regular expression: %s' % e)
     return ''.join(out)
 
 
@@ -858,10 +871,42 @@ class Model:
             self.build_path(path, item, root / 'paths' / path, seen_ids)
         if self.errors:
             raise SpecError(self.errors)
+        if not self.ops:
+            self.fail(root / 'paths', 'the document has no operations')
         self.check_routes()
         self.apis = sorted({op.api for op in self.ops})
         self.ops.sort(key=lambda o: (o.api, o.full_path, METHODS.index(o.method.lower())))
         self.node_list = sorted(self.nodes.values(), key=lambda n: n.cname)
+        self.build_routes()
+        n = len(self.scopes)
+        self.scopes_all = 'UINT64_MAX' if n == 64 else '(UINT64_C(1) << %d) - 1' % n \
+            if n else 'UINT64_C(0)'
+
+    def build_routes(self):
+        """The route table: one entry per distinct template, in match precedence order
+        (fewer segments first; at the first differing segment a literal beats a parameter)."""
+        self.route_ops = sorted(self.ops, key=lambda o: (o.full_path,
+                                                         METHODS.index(o.method.lower())))
+        for i, op in enumerate(self.route_ops):
+            op.index = i
+        groups = {}
+        for op in self.route_ops:
+            groups.setdefault(op.full_path, []).append(op)
+        routes = []
+        for full, ops in groups.items():
+            segs = []
+            for s in full.split('/')[1:]:
+                if s.startswith('{'):
+                    segs.append({'literal': None, 'name': s[1:-1]})
+                else:
+                    segs.append({'literal': s, 'name': None})
+            routes.append({'path': full, 'segs': segs, 'ops': [o.index for o in ops],
+                           'allow': ', '.join(o.method for o in ops),
+                           'key': (len(segs), tuple((0, s['literal']) if s['literal'] is not None
+                                                    else (1, '') for s in segs))})
+        routes.sort(key=lambda r: r['key'])
+        self.routes = routes
+        self.max_segs = max([len(r['segs']) for r in routes] + [1])
 
     def build_scopes(self, root):
         xs = self.doc.get('x-scopes', {})
@@ -1137,7 +1182,7 @@ class Model:
         node.type_detail = detail + (' or null' if node.nullable else '')
 
     def fill_string(self, node, eff, loc, _):
-        self.set_type(node, 'string', 'v->type == JSON_STRING', 'must be a string')
+        self.set_type(node, 'string', '(v->type == JSON_STRING)', 'must be a string')
         node.kind = 'enum' if 'enum' in eff else 'string'
         ch = node.checks
         lo, hi = eff.get('minLength'), eff.get('maxLength')
@@ -1198,7 +1243,7 @@ class Model:
 
     def fill_integer(self, node, eff, loc, _):
         node.kind = 'integer'
-        self.set_type(node, 'integer', 'v->type == JSON_NUMBER', 'must be an integer')
+        self.set_type(node, 'integer', '(v->type == JSON_NUMBER)', 'must be an integer')
         lo = hi = None
         lo_x = hi_x = False
         if 'minimum' in eff:
@@ -1253,7 +1298,7 @@ class Model:
 
     def fill_number(self, node, eff, loc, _):
         node.kind = 'number'
-        self.set_type(node, 'number', 'v->type == JSON_NUMBER', 'must be a number')
+        self.set_type(node, 'number', '(v->type == JSON_NUMBER)', 'must be a number')
         for k, op, code, sym in (('minimum', 'num_min', 'minimum', '>='),
                                  ('exclusiveMinimum', 'num_min', 'minimum', '>'),
                                  ('maximum', 'num_max', 'maximum', '<='),
@@ -1290,7 +1335,7 @@ class Model:
 
     def fill_array(self, node, eff, loc, _):
         node.kind = 'array'
-        self.set_type(node, 'array', 'v->type == JSON_ARRAY', 'must be an array')
+        self.set_type(node, 'array', '(v->type == JSON_ARRAY)', 'must be an array')
         items = eff.get('items', {})
         if not isinstance(items, dict):
             self.fail(loc / 'items', 'items must be one schema')
@@ -1304,10 +1349,10 @@ class Model:
         hi = self.count_keyword(eff, 'maxItems', loc)
         if lo is not None:
             node.checks.append({'op': 'min_items', 'value': lo,
-                                'detail': 'must have at least %d items' % lo})
+                                'detail': 'must have at least %s' % plural(lo, 'item')})
         if hi is not None:
             node.checks.append({'op': 'max_items', 'value': hi,
-                                'detail': 'must have at most %d items' % hi})
+                                'detail': 'must have at most %s' % plural(hi, 'item')})
         u = eff.get('uniqueItems', False)
         if not isinstance(u, bool):
             self.fail(loc / 'uniqueItems', 'uniqueItems must be a boolean')
@@ -1316,7 +1361,7 @@ class Model:
         self.register(node)
 
     def fill_object(self, node, eff, loc, proplocs):
-        self.set_type(node, 'object', 'v->type == JSON_OBJECT', 'must be an object')
+        self.set_type(node, 'object', '(v->type == JSON_OBJECT)', 'must be an object')
         props = eff.get('properties') or {}
         if not isinstance(props, dict):
             self.fail(loc / 'properties', 'properties must be a mapping')
@@ -1336,10 +1381,10 @@ class Model:
         hi = self.count_keyword(eff, 'maxProperties', loc)
         if lo is not None:
             node.checks.append({'op': 'min_props', 'value': lo,
-                                'detail': 'must have at least %d properties' % lo})
+                                'detail': 'must have at least %s' % ('1 property' if lo == 1 else '%d properties' % lo)})
         if hi is not None:
             node.checks.append({'op': 'max_props', 'value': hi,
-                                'detail': 'must have at most %d properties' % hi})
+                                'detail': 'must have at most %s' % ('1 property' if hi == 1 else '%d properties' % hi)})
         if addl is False:
             node.addl = False
         elif isinstance(addl, dict) and (set(addl) - ANNOTATIONS):
@@ -1369,6 +1414,7 @@ class Model:
             f = Field(pn, fc, child, pn in required, ro, wo, loc=ploc)
             if has_default:
                 f.default = self.default_literal(child, default, ploc)
+                f.default_json = json.dumps(default)
             self.add_members(members, f, ploc)
             f.comment = self.field_comment(f)
             node.fields.append(f)
@@ -1400,7 +1446,7 @@ class Model:
         if f.write_only:
             parts.append('write-only')
         if f.default is not None:
-            parts.append('default %s' % f.default)
+            parts.append('default %s' % f.default_json)
         n = f.node
         if n.component:
             parts.append(n.component)
@@ -1430,7 +1476,7 @@ class Model:
 
     def fill_oneof(self, node, eff, loc):
         node.kind = 'oneof'
-        self.set_type(node, 'object', 'v->type == JSON_OBJECT', 'must be an object')
+        self.set_type(node, 'object', '(v->type == JSON_OBJECT)', 'must be an object')
         extra = set(eff) - ANNOTATIONS - SITE_FLAGS - {'type', 'oneOf', 'discriminator'}
         if extra:
             self.fail(loc / sorted(extra)[0], 'keyword %s next to oneOf is not supported'
@@ -1458,7 +1504,7 @@ class Model:
                 self.fail(loc / 'discriminator' / 'mapping' / key,
                           'mapping target %s is not a oneOf member' % tname)
             mapped.append(tname)
-            cname = ident(key)
+            cname = snake(key)
             if cname in seen_c or cname == 'kind':
                 self.fail(loc / 'discriminator' / 'mapping' / key,
                           'mapping key %s gives a duplicate C member %s' % (key, cname))
@@ -1710,6 +1756,7 @@ class Model:
                     self.fail(ploc / 'schema' / 'default', 'a required parameter cannot have a '
                                                            'default')
                 f.default = self.default_literal(node, default, ploc / 'schema')
+                f.default_json = json.dumps(default)
             self.add_members(members, f, ploc)
             f.where = where
             f.getter = {'path': 'req_path_param', 'query': 'req_query',
@@ -1719,7 +1766,7 @@ class Model:
                             'number': 'NUMBER', 'boolean': 'BOOLEAN'}[node.kind]
             f.comment = comment_text('%s %s, %s%s' % (where, name,
                                                       'required' if required else 'optional',
-                                                      ', default %s' % f.default
+                                                      ', default %s' % f.default_json
                                                       if f.default else ''))
             op.params.append(f)
         for v in tvars:
@@ -1845,6 +1892,9 @@ class Model:
                     continue
                 if hname.lower() in RESERVED_HEADERS:
                     self.fail(hloc0, 'header %s is set by the runtime' % hname)
+                if resp.kind == 'problem':
+                    self.fail(hloc0, 'header %s on a problem response can never be sent by a '
+                                     'handler; mark it x-set-by: runtime' % hname)
                 if h.get('style', 'simple') != 'simple' or h.get('explode', False):
                     self.fail(hloc, 'only the default header style is supported')
                 if 'schema' not in h:
@@ -1915,8 +1965,6 @@ class Model:
                 self.fail(op.loc, '%s %s is ambiguous with %s' % (op.method, op.full_path,
                                                                    seen[key]))
             seen[key] = op.loc
-            if op.path == '/' and op.base:
-                pass
 
 
 class Op:

@@ -413,21 +413,21 @@ static struct MHD_Daemon *start_daemon(enum listener l, int fd, const struct con
     if (l == LISTENER_HTTPS) {
         flags |= MHD_USE_TLS;
         return MHD_start_daemon(
-            flags, 0, NULL, NULL, &on_request, (void *)(intptr_t)l, MHD_OPTION_LISTEN_SOCKET, fd,
+            flags, 0, NULL, NULL, &on_request, (void *)(intptr_t)l, MHD_OPTION_EXTERNAL_LOGGER,
+            &mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
             MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_HTTPS_MEM_CERT, cert_pem,
             MHD_OPTION_HTTPS_MEM_KEY, key_pem, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
             MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
             MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-            MHD_OPTION_NOTIFY_COMPLETED, &on_completed, NULL, MHD_OPTION_EXTERNAL_LOGGER,
-            &mhd_log, NULL, MHD_OPTION_END);
+            MHD_OPTION_NOTIFY_COMPLETED, &on_completed, NULL, MHD_OPTION_END);
     }
     return MHD_start_daemon(flags, 0, NULL, NULL, &on_request, (void *)(intptr_t)l,
+                            MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, NULL,
                             MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                             (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_LIMIT, 256u,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-                            MHD_OPTION_NOTIFY_COMPLETED, &on_completed, NULL,
-                            MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, NULL, MHD_OPTION_END);
+                            MHD_OPTION_NOTIFY_COMPLETED, &on_completed, NULL, MHD_OPTION_END);
 }
 
 int server_start(const struct config *c, const char *cert_pem, const char *key_pem,

@@ -31,7 +31,7 @@ USER_PASSWORD = "Us3r-pw-5b90aa13-not-in-logs"
 READY_TIMEOUT = 15.0
 STOP_TIMEOUT = 20.0
 SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
-                   "runtime error:", "ThreadSanitizer")
+                   "runtime error:", "ThreadSanitizer", "RESPONSE SCHEMA VIOLATION")
 
 
 def binary_path():

@@ -1,0 +1,828 @@
+"""C statements for the model built by spec.py: validator, decoder and encoder bodies, struct
+member declarations and dispatcher bodies, as lists of lines. The templates print them inside
+the file skeletons; every decision about what the code does is made in spec.py."""
+from spec import c_string as lit
+from spec import ctype, comment_text
+
+
+class W:
+    """Indented line writer."""
+
+    def __init__(self, ind=1):
+        self.lines = []
+        self.ind = ind
+
+    def __call__(self, s=''):
+        if s.startswith('#'):
+            self.lines.append(s)
+        else:
+            self.lines.append(('    ' * self.ind + s) if s else '')
+
+    def open(self, head):
+        self(head + ' {')
+        self.ind += 1
+
+    def close(self, tail=''):
+        self.ind -= 1
+        self('}' + tail)
+
+    def switch(self, expr):
+        self(expr + ' {')
+
+    def end_switch(self):
+        self('}')
+
+    def mid(self, s):
+        self.ind -= 1
+        self('} ' + s + ' {')
+        self.ind += 1
+
+
+def add_err(w, l, base, token, code, detail, token_expr=None):
+    """verr_add() call; detail is a fixed text, passed through "%s". token is a JSON name
+    (printed as a literal); token_expr a C expression."""
+    tok = token_expr or (lit(token) if token is not None else 'NULL')
+    w('verr_add(%s, %s, %s, %s, "%%s", %s);' % (l, base, tok, lit(code), lit(detail)))
+
+
+# ---- struct members ------------------------------------------------------------------------
+
+def member_decls(f):
+    """Declarations of one Field inside a struct: value, count, is_null, has_."""
+    n = f.node
+    c = ' /* %s */' % f.comment if f.comment else ''
+    out = []
+    if n.kind == 'array':
+        out.append('%s*%s;%s' % (ctype(n.items, 'elem'), f.cname, c))
+        out.append('size_t %s_count;' % f.cname)
+    elif n.kind == 'map':
+        out.append('struct %s_entry *%s;%s' % (n.cname, f.cname, c))
+        out.append('size_t %s_count;' % f.cname)
+    else:
+        out.append('%s%s;%s' % (ctype(n, 'field'), f.cname, c))
+    if f.nullable:
+        out.append('bool %s_is_null;' % f.cname)
+    if f.optional:
+        out.append('bool has_%s;' % f.cname)
+    return out
+
+
+def struct_decls(node):
+    if node.kind == 'oneof':
+        out = ['enum %s_kind kind; /* which member below is set */' % node.cname]
+        for v in node.variants:
+            out.append('struct %s *%s; /* %s: %s = "%s" */'
+                       % (v.node.cname, v.cname, v.const, node.disc_prop, v.key))
+        return out
+    out = []
+    for f in node.fields:
+        out.extend(member_decls(f))
+    if node.addl is not None and node.addl is not False:
+        out.append('struct %s_entry *additional; /* properties not listed above */'
+                   % node.cname)
+        out.append('size_t additional_count;')
+    return out
+
+
+def entry_decls(node):
+    """struct <name>_entry members for a map node or an object with additionalProperties."""
+    value = node.value if node.kind == 'map' else node.addl
+    return ['const char *key;', '%svalue;' % ctype(value, 'entry')]
+
+
+# ---- validators ----------------------------------------------------------------------------
+
+def validate_call(node, v, ptr, l='l', mode='mode'):
+    return 'validate_%s(%s, %s, %s, %s);' % (node.cname, v, ptr, mode, l)
+
+
+def validate_body(n):
+    w = W()
+    uses_mode = n.kind in ('object', 'array', 'map', 'oneof')
+    if not uses_mode:
+        w('(void)mode;')
+    if n.nullable:
+        w('if (v->type == JSON_NULL)')
+        w('    return;')
+    if n.json_type_test:
+        w.open('if (!%s)' % n.json_type_test)
+        add_err(w, 'l', 'ptr', None, 'type', n.type_detail)
+        w('return;')
+        w.close()
+    getattr(globals()['_V'], n.kind)(w, n)
+    return w.lines
+
+
+class _V:
+    @staticmethod
+    def _string_checks(w, n):
+        for c in n.checks:
+            op = c['op']
+            if op == 'length':
+                w('size_t len = json_utf8_codepoints(v->s, v->len);')
+                if c['min'] is not None:
+                    w('if (len < %d)' % c['min'])
+                    w.ind += 1
+                    add_err(w, 'l', 'ptr', None, 'min_length',
+                            'must be at least %d character%s long' % (c['min'], '' if c['min'] == 1 else 's'))
+                    w.ind -= 1
+                if c['max'] is not None:
+                    w('if (len > %d)' % c['max'])
+                    w.ind += 1
+                    add_err(w, 'l', 'ptr', None, 'max_length',
+                            'must be at most %d character%s long' % (c['max'], '' if c['max'] == 1 else 's'))
+                    w.ind -= 1
+            elif op == 'pattern':
+                w('if (!pattern_match(%d, v->s)) /* %s */' % (c['index'],
+                                                               comment_text(c['source'])))
+                w.ind += 1
+                add_err(w, 'l', 'ptr', None, 'pattern', c['detail'])
+                w.ind -= 1
+            elif op == 'format':
+                w('if (!%s(v->s))' % c['func'])
+                w.ind += 1
+                add_err(w, 'l', 'ptr', None, 'format', c['detail'])
+                w.ind -= 1
+            elif op == 'const_string':
+                w('if (strcmp(v->s, %s) != 0)' % lit(c['value']))
+                w.ind += 1
+                add_err(w, 'l', 'ptr', None, 'const', c['detail'])
+                w.ind -= 1
+            elif op == 'enum_string':
+                w('if (%s_parse(v->s) == 0)' % n.cname)
+                w.ind += 1
+                add_err(w, 'l', 'ptr', None, 'enum', c['detail'])
+                w.ind -= 1
+            else:
+                raise AssertionError(op)
+
+    string = _string_checks
+    enum = _string_checks
+
+    @staticmethod
+    def integer(w, n):
+        lo = [c for c in n.checks if c['op'] == 'int_min' and c['code'] == 'minimum']
+        hi = [c for c in n.checks if c['op'] == 'int_max' and c['code'] == 'maximum']
+        w('int64_t n = 0;')
+        w('switch (json_number_to_int64(v, &n)) {')
+        w('case JSON_INT_OK:')
+        w('    break;')
+        w('case JSON_INT_NOT_INTEGER:')
+        w.ind += 1
+        add_err(w, 'l', 'ptr', None, 'type', 'must be an integer')
+        w('return;')
+        w.ind -= 1
+        w('default:')
+        w.ind += 1
+        w('if (v->s[0] == \'-\')')
+        w.ind += 1
+        add_err(w, 'l', 'ptr', None, 'minimum',
+                lo[0]['detail'] if lo else 'is below the 64-bit integer range')
+        w.ind -= 1
+        w('else')
+        w.ind += 1
+        add_err(w, 'l', 'ptr', None, 'maximum',
+                hi[0]['detail'] if hi else 'is above the 64-bit integer range')
+        w.ind -= 1
+        w('return;')
+        w.ind -= 1
+        w('}')
+        for c in n.checks:
+            op = c['op']
+            if op == 'int_min':
+                w('if (n %s %s)' % ('<=' if c['excl'] else '<', c['value']))
+            elif op == 'int_max':
+                w('if (n %s %s)' % ('>=' if c['excl'] else '>', c['value']))
+            elif op == 'multiple_of':
+                w('if (n %% %s != 0)' % c['value'])
+            elif op == 'enum_int':
+                w('if (%s)' % ' && '.join('n != %s' % x for x in c['values']))
+            else:
+                raise AssertionError(op)
+            code = c.get('code') or {'multiple_of': 'multiple_of', 'enum_int': 'enum'}[op]
+            w.ind += 1
+            add_err(w, 'l', 'ptr', None, code, c['detail'])
+            w.ind -= 1
+
+    @staticmethod
+    def number(w, n):
+        w('double d = json_number_to_double(v);')
+        w.open('if (d != d || d > DBL_MAX || d < -DBL_MAX)')
+        add_err(w, 'l', 'ptr', None, 'type', 'must be a finite number')
+        w('return;')
+        w.close()
+        for c in n.checks:
+            if c['op'] == 'num_min':
+                w('if (d %s %s)' % ('<=' if c['excl'] else '<', c['value']))
+            else:
+                w('if (d %s %s)' % ('>=' if c['excl'] else '>', c['value']))
+            w.ind += 1
+            add_err(w, 'l', 'ptr', None, c['code'], c['detail'])
+            w.ind -= 1
+
+    @staticmethod
+    def boolean(w, n):
+        for c in n.checks:
+            w('if (v->type != %s)' % ('JSON_TRUE' if c['value'] else 'JSON_FALSE'))
+            w.ind += 1
+            add_err(w, 'l', 'ptr', None, 'const', c['detail'])
+            w.ind -= 1
+
+    @staticmethod
+    def _count_checks(w, n):
+        for c in n.checks:
+            op = c['op']
+            if op in ('min_items', 'min_props'):
+                w('if (v->count < %d)' % c['value'])
+            elif op in ('max_items', 'max_props'):
+                w('if (v->count > %d)' % c['value'])
+            elif op == 'unique_items':
+                w('if (!schemas_items_unique(v))')
+            else:
+                raise AssertionError(op)
+            code = {'min_items': 'min_items', 'max_items': 'max_items',
+                    'min_props': 'min_properties', 'max_props': 'max_properties',
+                    'unique_items': 'unique_items'}[op]
+            w.ind += 1
+            add_err(w, 'l', 'ptr', None, code, c['detail'])
+            w.ind -= 1
+
+    @staticmethod
+    def array(w, n):
+        _V._count_checks(w, n)
+        if not n.items.trivial:
+            w('for (size_t i = 0; i < v->count; i++)')
+            w('    ' + validate_call(n.items, 'v->items[i]', 'verr_index(l->arena, ptr, i)'))
+        else:
+            w('(void)mode;')
+
+    @staticmethod
+    def map(w, n):
+        _V._count_checks(w, n)
+        if not n.value.trivial:
+            w('for (size_t i = 0; i < v->count; i++)')
+            w('    ' + validate_call(n.value, 'v->members[i].value',
+                                     'verr_child(l->arena, ptr, v->members[i].key)'))
+        else:
+            w('(void)mode;')
+
+    @staticmethod
+    def any(w, n):
+        _V._count_checks(w, n)
+        if n.addl is False:
+            w('for (size_t i = 0; i < v->count; i++)')
+            w.ind += 1
+            add_err(w, 'l', 'ptr', None, 'additional_property',
+                    'is not a property of this object', token_expr='v->members[i].key')
+            w.ind -= 1
+
+    @staticmethod
+    def object(w, n):
+        req = [f for f in n.fields if f.required]
+        idx = {f.json_name: i for i, f in enumerate(req)}
+        if req:
+            w('bool seen[%d] = { false };' % len(req))
+        _V._count_checks(w, n)
+        w.open('for (size_t i = 0; i < v->count; i++)')
+        w('const struct json_member *m = &v->members[i];')
+        first = True
+        for f in n.fields:
+            cond = 'strcmp(m->key, %s) == 0' % lit(f.json_name)
+            if first:
+                w.open('if (%s)' % cond)
+                first = False
+            else:
+                w.mid('else if (%s)' % cond)
+            if f.json_name in idx:
+                w('seen[%d] = true;' % idx[f.json_name])
+            if f.read_only or f.write_only:
+                mode = 'VALIDATE_REQUEST' if f.read_only else 'VALIDATE_RESPONSE'
+                code = 'read_only' if f.read_only else 'write_only'
+                detail = 'is read-only' if f.read_only else 'is write-only and never returned'
+                w.open('if (mode == %s)' % mode)
+                add_err(w, 'l', 'ptr', None, code, detail, token_expr='m->key')
+                w('continue;')
+                w.close()
+            if not f.node.trivial:
+                w(validate_call(f.node, 'm->value', 'verr_child(l->arena, ptr, m->key)'))
+        if n.addl is False:
+            w.mid('else')
+            add_err(w, 'l', 'ptr', None, 'additional_property',
+                    'is not a property of this object', token_expr='m->key')
+        elif n.addl is not None and not n.addl.trivial:
+            w.mid('else')
+            w(validate_call(n.addl, 'm->value', 'verr_child(l->arena, ptr, m->key)'))
+        w.close()
+        w.close()
+        for f in req:
+            cond = '!seen[%d]' % idx[f.json_name]
+            if f.read_only:
+                cond += ' && mode == VALIDATE_RESPONSE'
+            elif f.write_only:
+                cond += ' && mode == VALIDATE_REQUEST'
+            w('if (%s)' % cond)
+            w.ind += 1
+            add_err(w, 'l', 'ptr', f.json_name, 'required', 'is required')
+            w.ind -= 1
+
+    @staticmethod
+    def oneof(w, n):
+        w('const struct json_value *d = json_get(v, %s);' % lit(n.disc_prop))
+        w.open('if (!d)')
+        add_err(w, 'l', 'ptr', n.disc_prop, 'required', 'is required')
+        w('return;')
+        w.close()
+        first = True
+        for v in n.variants:
+            cond = 'd->type == JSON_STRING && strcmp(d->s, %s) == 0' % lit(v.key)
+            w(('if (%s)' if first else 'else if (%s)') % cond)
+            w('    ' + validate_call(v.node, 'v', 'ptr'))
+            first = False
+        w('else')
+        w.ind += 1
+        add_err(w, 'l', 'ptr', n.disc_prop, 'one_of',
+                'must be one of: ' + ', '.join(v.key for v in n.variants))
+        w.ind -= 1
+
+
+# ---- decoders ------------------------------------------------------------------------------
+
+def member(ptr, name):
+    """ptr->name, written pv.name when ptr is (&pv)."""
+    if ptr.startswith('(&') and ptr.endswith(')'):
+        return '%s.%s' % (ptr[2:-1], name)
+    return '%s->%s' % (ptr, name)
+
+
+def decode_value(w, n, role, dst, src):
+    """dst = the value of the JSON value *src (src is a pointer expression)."""
+    k = n.kind
+    if src.startswith('&'):
+        src = '(' + src + ')'
+    if k == 'string':
+        w('%s = %s;' % (dst, member(src, 's')))
+    elif k == 'integer':
+        w('(void)json_number_to_int64(%s, &%s);' % (src[1:-1] if src.startswith('(&') else src, dst))
+    elif k == 'number':
+        w('%s = json_number_to_double(%s);' % (dst, src))
+    elif k == 'boolean':
+        w('%s = %s == JSON_TRUE;' % (dst, member(src, 'type')))
+    elif k == 'enum':
+        w('%s = %s_parse(%s);' % (dst, n.cname, member(src, 's')))
+    elif k == 'any':
+        w('%s = %s;' % (dst, src))
+    elif k in ('object', 'oneof'):
+        if role == 'elem':
+            w('if (decode_%s(a, %s, &%s) != 0)' % (n.cname, src, dst))
+            w('    return -1;')
+        else:
+            w('%s = arena_alloc(a, sizeof *%s);' % (dst, dst))
+            w('if (decode_%s(a, %s, %s) != 0)' % (n.cname, src, dst))
+            w('    return -1;')
+    elif k == 'array':
+        w('if (%s->type != JSON_ARRAY)' % src)
+        w('    return -1;')
+        w('%s_count = %s->count;' % (dst, src))
+        w('%s = arena_alloc(a, (%s->count + 1) * sizeof *%s);' % (dst, src, dst))
+        w.open('for (size_t j = 0; j < %s->count; j++)' % src)
+        decode_value(w, n.items, 'elem', '%s[j]' % dst, '%s->items[j]' % src)
+        w.close()
+    elif k == 'map':
+        w('if (%s->type != JSON_OBJECT)' % src)
+        w('    return -1;')
+        w('%s_count = %s->count;' % (dst, src))
+        w('%s = arena_alloc(a, (%s->count + 1) * sizeof *%s);' % (dst, src, dst))
+        w.open('for (size_t j = 0; j < %s->count; j++)' % src)
+        w('%s[j].key = %s->members[j].key;' % (dst, src))
+        decode_value(w, n.value, 'entry', '%s[j].value' % dst, '%s->members[j].value' % src)
+        w.close()
+    else:
+        raise AssertionError(k)
+
+
+def decode_field(w, f, out, src):
+    if f.optional:
+        w('%shas_%s = true;' % (out, f.cname))
+    if f.nullable:
+        w('if (%s->type == JSON_NULL)' % src)
+        w('    %s%s_is_null = true;' % (out, f.cname))
+        w.open('else')
+        decode_value(w, f.node, 'field', out + f.cname, src)
+        w.close()
+    else:
+        decode_value(w, f.node, 'field', out + f.cname, src)
+
+
+def apply_defaults(w, fields, out):
+    for f in fields:
+        if f.default is not None and f.optional:
+            w.open('if (!%shas_%s)' % (out, f.cname))
+            w('%s%s = %s;' % (out, f.cname, f.default))
+            w('%shas_%s = true;' % (out, f.cname))
+            w.close()
+
+
+def decode_body(n):
+    w = W()
+    if n.kind == 'oneof':
+        w('const struct json_value *d = json_get(v, %s);' % lit(n.disc_prop))
+        w('if (!d || d->type != JSON_STRING)')
+        w('    return -1;')
+        for v in n.variants:
+            w.open('if (strcmp(d->s, %s) == 0)' % lit(v.key))
+            w('out->kind = %s;' % v.const)
+            w('out->%s = arena_alloc(a, sizeof *out->%s);' % (v.cname, v.cname))
+            w('return decode_%s(a, v, out->%s);' % (v.node.cname, v.cname))
+            w.close()
+        w('return -1;')
+        return w.lines
+    addl = n.addl if n.addl is not None and n.addl is not False else None
+    w('(void)a;')
+    w('if (v->type != JSON_OBJECT)')
+    w('    return -1;')
+    if addl:
+        w('out->additional = arena_alloc(a, (v->count + 1) * sizeof *out->additional);')
+    w.open('for (size_t i = 0; i < v->count; i++)')
+    w('const struct json_member *m = &v->members[i];')
+    first = True
+    for f in n.fields:
+        cond = 'strcmp(m->key, %s) == 0' % lit(f.json_name)
+        if first:
+            w.open('if (%s)' % cond)
+            first = False
+        else:
+            w.mid('else if (%s)' % cond)
+        decode_field(w, f, 'out->', 'm->value')
+    if addl:
+        w.mid('else')
+        w('out->additional[out->additional_count].key = m->key;')
+        decode_value(w, addl, 'entry', 'out->additional[out->additional_count].value',
+                     'm->value')
+        w('out->additional_count++;')
+    w.close()
+    w.close()
+    apply_defaults(w, n.fields, 'out->')
+    w('return 0;')
+    return w.lines
+
+
+# ---- encoders ------------------------------------------------------------------------------
+
+def encode_value(w, n, role, src):
+    k = n.kind
+    if k == 'string':
+        w('jsonw_string(w, %s);' % src)
+    elif k == 'integer':
+        w('jsonw_int(w, %s);' % src)
+    elif k == 'number':
+        w('jsonw_double(w, %s);' % src)
+    elif k == 'boolean':
+        w('jsonw_bool(w, %s);' % src)
+    elif k == 'enum':
+        w('jsonw_string(w, %s_str(%s));' % (n.cname, src))
+    elif k == 'any':
+        w('if (%s)' % src)
+        w('    jsonw_value(w, %s);' % src)
+        w('else')
+        w('    jsonw_null(w);')
+    elif k in ('object', 'oneof'):
+        if role == 'elem':
+            w('encode_%s(w, &%s);' % (n.cname, src))
+        else:
+            w('if (%s)' % src)
+            w('    encode_%s(w, %s);' % (n.cname, src))
+            w('else')
+            w('    jsonw_null(w);')
+    elif k == 'array':
+        w('jsonw_array_begin(w);')
+        w.open('for (size_t j = 0; j < %s_count; j++)' % src)
+        encode_value(w, n.items, 'elem', '%s[j]' % src)
+        w.close()
+        w('jsonw_array_end(w);')
+    elif k == 'map':
+        w('jsonw_object_begin(w);')
+        w.open('for (size_t j = 0; j < %s_count; j++)' % src)
+        w('jsonw_key(w, %s[j].key);' % src)
+        encode_value(w, n.value, 'entry', '%s[j].value' % src)
+        w.close()
+        w('jsonw_object_end(w);')
+    else:
+        raise AssertionError(k)
+
+
+def encode_field(w, f, src):
+    if f.nullable:
+        w('if (%s_is_null)' % src)
+        w('    jsonw_null(w);')
+        w.open('else')
+        encode_value(w, f.node, 'field', src)
+        w.close()
+    else:
+        encode_value(w, f.node, 'field', src)
+
+
+def encode_body(n):
+    w = W()
+    if n.kind == 'oneof':
+        w.switch('switch (in->kind)')
+        for v in n.variants:
+            w('case %s:' % v.const)
+            w.ind += 1
+            w.open('if (in->%s)' % v.cname)
+            w('encode_%s(w, in->%s);' % (v.node.cname, v.cname))
+            w('return;')
+            w.close()
+            w('break;')
+            w.ind -= 1
+        w('default:')
+        w('    break;')
+        w.end_switch()
+        w('jsonw_null(w);')
+        return w.lines
+    w('jsonw_object_begin(w);')
+    for f in n.fields:
+        if f.write_only:
+            continue
+        src = 'in->' + f.cname
+        if f.required:
+            w('jsonw_key(w, %s);' % lit(f.json_name))
+            encode_field(w, f, src)
+            continue
+        conds = ['in->has_%s' % f.cname]
+        if f.nullable:
+            conds.append('%s_is_null' % src)
+        if f.is_pointer:
+            conds.append('%s != NULL' % src)
+        w.open('if (%s)' % ' || '.join(conds))
+        w('jsonw_key(w, %s);' % lit(f.json_name))
+        encode_field(w, f, src)
+        w.close()
+    if n.addl is not None and n.addl is not False:
+        w.open('for (size_t i = 0; i < in->additional_count; i++)')
+        w('jsonw_key(w, in->additional[i].key);')
+        encode_value(w, n.addl, 'entry', 'in->additional[i].value')
+        w.close()
+    w('jsonw_object_end(w);')
+    return w.lines
+
+
+# ---- operations ----------------------------------------------------------------------------
+
+def request_decls(op):
+    out = []
+    for p in op.params:
+        out.extend(member_decls(p))
+    if op.body:
+        out.append('%sbody; /* %s */' % (ctype(op.body.node, 'field'), op.body.comment))
+    if not out:
+        out.append('int unused; /* this operation takes no parameters and no body */')
+    return out
+
+
+def response_decls(op):
+    ok = [str(r.status) for r in op.responses if r.kind != 'problem']
+    probs = [str(s) for s in op.problem_statuses]
+    out = ['int status; /* %s; problems (%s) via req_problem() */'
+           % (', '.join(ok), ', '.join(probs) or 'none')]
+    for r in op.json_responses:
+        out.append('%s%s; /* %s */' % (ctype(r.field.node, 'field'), r.field.cname,
+                                         r.field.comment))
+    for h in op.headers:
+        if h.kind == 'integer':
+            out.append('int64_t %s; /* %s */' % (h.cname, h.comment))
+            out.append('bool has_%s;' % h.cname)
+        else:
+            out.append('const char *%s; /* %s; NULL = not sent */' % (h.cname, h.comment))
+    return out
+
+
+def status_cond(var, statuses):
+    return ' || '.join('%s == %d' % (var, s) for s in sorted(statuses))
+
+
+def dispatch_body(op):
+    w = W()
+    if op.planned:
+        w('req_problem(r, 501, "not_implemented", "%%s is planned and not built yet.", %s);'
+          % lit('%s %s (%s)' % (op.method, op.full_path, op.operation_id)))
+        w('return 0;')
+        return w.lines
+    h = op.handler
+    w('struct %s_request in;' % h)
+    w('struct %s_response out;' % h)
+    if op.params:
+        w('struct json_value pv;')
+        w('const char *text;')
+    if op.body:
+        w('struct json_value *doc = NULL;')
+        w('struct json_error jerr;')
+    w()
+    w('memset(&in, 0, sizeof in);')
+    w('memset(&out, 0, sizeof out);')
+    for p in op.params:
+        ptr = lit(p.pointer)
+        w('text = %s(r, %s);' % (p.getter, lit(p.json_name)))
+        w.open('if (!text)')
+        if p.required:
+            add_err(w, '&r->verr', ptr, None, 'required', 'is required')
+        elif p.default is not None:
+            w('in.%s = %s;' % (p.cname, p.default))
+            w('in.has_%s = true;' % p.cname)
+        else:
+            w('/* absent: has_%s stays false */' % p.cname)
+        w.mid('else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_%s) != 0)' % p.param_type)
+        add_err(w, '&r->verr', ptr, None, 'type', p.node.type_detail if p.param_type != 'STRING'
+                else 'must be valid UTF-8 text')
+        w.mid('else')
+        if not p.node.trivial:
+            w(validate_call(p.node, '&pv', ptr, l='&r->verr', mode='VALIDATE_REQUEST'))
+        decode_value(w, p.node, 'field', 'in.' + p.cname, '&pv')
+        if p.optional:
+            w('in.has_%s = true;' % p.cname)
+        w.close()
+    if op.params:
+        w.open('if (r->verr.count > 0)')
+        w('req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",')
+        w('            r->verr.count, r->verr.count == 1 ? "" : "s");')
+        w('r->with_errors = true;')
+        w('return 0;')
+        w.close()
+    if op.body:
+        b = op.body.node
+        w.open('if (!r->body || r->body_len == 0)')
+        if op.body_required:
+            add_err(w, '&r->verr', '""', None, 'required', 'a request body is required')
+            w('req_problem_validation(r, 422, "The request body is missing.");')
+            w('return 0;')
+        else:
+            w('/* optional body absent: in.body stays NULL */')
+        w.mid('else')
+        w.open('if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0)')
+        w('req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at '
+          'byte %zu.",')
+        w('            jerr.msg, jerr.offset);')
+        w('return 0;')
+        w.close()
+        if not b.trivial:
+            w(validate_call(b, 'doc', '""', l='&r->verr', mode='VALIDATE_REQUEST'))
+        w.open('if (r->verr.count > 0)')
+        w('req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s '
+          'invalid field%s.",')
+        w('                                           r->verr.count, r->verr.truncated ? "+" '
+          ': "",')
+        w('                                           r->verr.count == 1 ? "" : "s"));')
+        w('return 0;')
+        w.close()
+        if b.kind == 'any':
+            w('in.body = doc;')
+        else:
+            w('in.body = arena_alloc(&r->arena, sizeof *in.body);')
+            w('if (decode_%s(&r->arena, doc, in.body) != 0)' % b.cname)
+            w('    return -1;')
+        w.close()
+    w()
+    w('if (%s(r, &in, &out) != 0)' % h)
+    w('    return -1;')
+    w.open('if (r->status == 0)')
+    w.switch('switch (out.status)')
+    for r in op.responses:
+        if r.kind == 'problem':
+            continue
+        w('case %d:' % r.status)
+        w.ind += 1
+        if r.kind == 'empty':
+            w('req_set_json(r, %d, NULL, 0);' % r.status)
+        else:
+            fld = 'out.' + r.field.cname
+            w.open('if (!%s)' % fld)
+            w('log_error("%%s answered %d without %s", %s);' % (r.status, r.field.cname,
+                                                              lit(op.operation_id)))
+            w('return -1;')
+            w.close()
+            w('{')
+            w.ind += 1
+            w('struct jsonw jw;')
+            w('size_t len = 0;')
+            w('char *buf;')
+            w()
+            w('jsonw_init(&jw);')
+            if r.field.node.kind == 'any':
+                w('jsonw_value(&jw, %s);' % fld)
+            else:
+                w('encode_%s(&jw, %s);' % (r.field.node.cname, fld))
+            w('buf = jsonw_take(&jw, &len);')
+            w('jsonw_release(&jw);')
+            w('req_set_json(r, %d, buf, len);' % r.status)
+            w.close()
+        w('break;')
+        w.ind -= 1
+    w('default:')
+    w.ind += 1
+    w('log_error("%%s answered status %%d, which is not a documented success status", %s,'
+      % lit(op.operation_id))
+    w('          out.status);')
+    w('return -1;')
+    w.ind -= 1
+    w.end_switch()
+    for hd in op.headers:
+        cond = status_cond('r->status', hd.statuses)
+        if hd.kind == 'integer':
+            w.open('if (out.has_%s && (%s))' % (hd.cname, cond))
+            w('char hb[24];')
+            w()
+            w('snprintf(hb, sizeof hb, "%%lld", (long long)out.%s);' % hd.cname)
+            w('req_set_header(r, %s, hb);' % lit(hd.json_name))
+            w.close()
+        else:
+            w('if (out.%s && (%s))' % (hd.cname, cond))
+            w('    req_set_header(r, %s, out.%s);' % (lit(hd.json_name), hd.cname))
+    w.close()
+    w('#ifdef TREASURY_CHECK_RESPONSES')
+    w('check_%s(r);' % h)
+    w('#endif')
+    w('return 0;')
+    return w.lines
+
+
+def check_body(op):
+    """Test builds: the response just built (or set by the handler) against the spec."""
+    w = W()
+    w('struct verr_list l;')
+    if op.json_responses:
+        w('struct json_value *doc = NULL;')
+        w('struct json_error jerr;')
+    if any(h for h in op.headers):
+        w('struct json_value hv;')
+        w('const char *hval;')
+    w()
+    w('verr_init(&l, &r->arena);')
+    w.switch('switch (r->status)')
+    for r in op.responses:
+        w('case %d:' % r.status)
+        w.ind += 1
+        if r.kind == 'problem':
+            w('if (!r->problem)')
+            w.ind += 1
+            add_err(w, '&l', '""', None, 'type', 'status %d is documented as a problem document'
+                    % r.status)
+            w.ind -= 1
+            w('break;')
+            w.ind -= 1
+            continue
+        w.open('if (r->problem)')
+        add_err(w, '&l', '""', None, 'type', 'status %d is documented without a problem '
+                                             'document' % r.status)
+        w('break;')
+        w.close()
+        if r.kind == 'empty':
+            w('if (r->resp_len > 0)')
+            w.ind += 1
+            add_err(w, '&l', '""', None, 'type', 'status %d has no body' % r.status)
+            w.ind -= 1
+        else:
+            w('if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, '
+              '&jerr) != 0)')
+            w('    verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, '
+              'jerr.offset);')
+            if not r.field.node.trivial:
+                w('else')
+                w('    ' + validate_call(r.field.node, 'doc', '""', l='&l',
+                                         mode='VALIDATE_RESPONSE'))
+        for hd in op.headers:
+            if r.status not in hd.statuses:
+                continue
+            ptr = lit('/header/' + hd.json_name)
+            w('hval = resp_header(r, %s);' % lit(hd.json_name))
+            if r.status in hd.required_statuses:
+                w('if (!hval)')
+                w.ind += 1
+                add_err(w, '&l', ptr, None, 'required', 'is required')
+                w.ind -= 1
+                w('else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_%s) != 0)'
+                  % ('INTEGER' if hd.kind == 'integer' else 'STRING'))
+            else:
+                w('if (hval && schemas_param_value(&hv, hval, SCHEMAS_PARAM_%s) != 0)'
+                  % ('INTEGER' if hd.kind == 'integer' else 'STRING'))
+            w.ind += 1
+            add_err(w, '&l', ptr, None, 'type', hd.node.type_detail)
+            w.ind -= 1
+            if not hd.node.trivial:
+                w('else if (hval)')
+                w('    ' + validate_call(hd.node, '&hv', ptr, l='&l', mode='VALIDATE_RESPONSE'))
+        w('break;')
+        w.ind -= 1
+    w('default:')
+    w('    verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);')
+    w('    break;')
+    w.end_switch()
+    w('if (l.count == 0)')
+    w('    return;')
+    w('for (int i = 0; i < l.count; i++)')
+    w('    fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s '
+      'detail=%s\\n",')
+    w('            %s, r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);'
+      % lit(op.operation_id))
+    w('req_problem(r, 500, "response_schema_violation", "The response of %s does not match '
+      'the API description.",')
+    w('            %s);' % lit(op.operation_id))
+    return w.lines
