@@ -13,6 +13,7 @@
 #include "runtime/admin.h"
 #include "runtime/auth.h"
 #include "runtime/config.h"
+#include "runtime/cursor.h"
 #include "runtime/keys.h"
 #include "runtime/log.h"
 #include "runtime/password.h"
@@ -21,7 +22,7 @@
 #include "runtime/storage.h"
 #include "runtime/token.h"
 
-#define ERRLEN 512
+#define ERRLEN 2048 /* room for a data-dir path (CONFIG_PATH_MAX) and a reason */
 
 static struct token_key signing_key;
 
@@ -45,7 +46,7 @@ static int ensure_data_dir(const char *dir, char *err, size_t errlen)
 static int open_storage(const struct config *c, char *err, size_t errlen)
 {
     char path[CONFIG_PATH_MAX + 32];
-    char why[ERRLEN] = "";
+    char why[512] = "";
     if (ensure_data_dir(c->data_dir, err, errlen) != 0)
         return -1;
     snprintf(path, sizeof path, "%s/treasury.db", c->data_dir);
@@ -85,6 +86,7 @@ static int run_server(const struct config *c)
     snprintf(signing_key.issuer, sizeof signing_key.issuer, "%s", c->public_url);
     snprintf(signing_key.audience, sizeof signing_key.audience, "treasury-api");
     signing_key.leeway_seconds = 30;
+    cursor_init(signing_key.secret, sizeof signing_key.secret);
 
     if (c->tls_cert[0]) {
         snprintf(cert_path, sizeof cert_path, "%s", c->tls_cert);

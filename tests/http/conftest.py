@@ -23,7 +23,7 @@ from helpers import check_every_response
 Client.response_hook = staticmethod(check_every_response)
 
 REPO = Path(__file__).resolve().parents[2]
-BIN = Path(os.environ.get("TREASURY_SERVER_BIN") or REPO / "build" / "treasury-server")
+BIN = Path(os.environ.get("TREASURY_SERVER_BIN") or REPO / "build" / "treasury-server").resolve()
 ADMIN_EMAIL = "admin@example.com"
 # Distinctive so the access-log test can grep for it.
 ADMIN_PASSWORD = "Adm1n-pw-7c41e2d9-not-in-logs"

@@ -688,6 +688,13 @@ static void test_dispatch_rejects_every_bad_param_with_400(void)
     query("limit", "1.5");
     CHECK(run() == 0);
     CHECK_ERR(&R.verr, "/query/limit", "type");
+    const char *not_plain_decimal[] = {"1e1", "10.0", "010", "+5", "0x10"};
+    for (size_t i = 0; i < sizeof not_plain_decimal / sizeof *not_plain_decimal; i++) {
+        request("GET", "/v1/things", NULL);
+        query("limit", not_plain_decimal[i]);
+        CHECK(run() == 0);
+        CHECK_ERR(&R.verr, "/query/limit", "type");
+    }
     request("GET", "/v1/things", NULL);
     query("limit", " 5");
     CHECK(run() == 0);

@@ -44,6 +44,10 @@ int schemas_param_value(struct json_value *out, const char *text, enum schemas_p
             p++;
     else
         return -1;
+    /* A parameter's integer is written in plain decimal: "1e2" or "20.0" are refused as text
+     * even though a JSON body may hold them as integers. */
+    if (t == SCHEMAS_PARAM_INTEGER)
+        return *p == '\0' ? 0 : -1;
     if (*p == '.') {
         p++;
         if (!(*p >= '0' && *p <= '9'))
