@@ -21,25 +21,27 @@ struct flag {
     enum kind kind;
     size_t offset;
     size_t size;
+    long max; /* K_PORT, K_INT: largest accepted value */
     const char *help;
 };
 
-#define F(name, env, kind, field, help) \
-    { name, env, kind, offsetof(struct config, field), sizeof(((struct config *)0)->field), help }
+#define F(name, env, kind, field, max, help)                                                  \
+    { name, env, kind, offsetof(struct config, field), sizeof(((struct config *)0)->field), max, \
+      help }
 
 static const struct flag flags[] = {
-    F("data-dir", "TREASURY_DATA_DIR", K_PATH, data_dir, "data directory (database, keys, certificate) [./var]"),
-    F("listen", "TREASURY_LISTEN", K_STR, listen, "address to listen on [127.0.0.1]"),
-    F("https-port", "TREASURY_HTTPS_PORT", K_PORT, https_port, "HTTPS port [8443]"),
-    F("http-port", "TREASURY_HTTP_PORT", K_PORT, http_port, "plain-HTTP port answering 400 \"use HTTPS\"; 0 disables [8080]"),
-    F("threads", "TREASURY_THREADS", K_INT, threads, "worker threads [number of cores]"),
-    F("tls-cert", "TREASURY_TLS_CERT", K_PATH, tls_cert, "PEM certificate [<data-dir>/tls.crt, self-signed on first start]"),
-    F("tls-key", "TREASURY_TLS_KEY", K_PATH, tls_key, "PEM private key [<data-dir>/tls.key]"),
-    F("log-format", "TREASURY_LOG_FORMAT", K_LOGFMT, log_format, "json or text [json]"),
-    F("public-url", "TREASURY_PUBLIC_URL", K_STR, public_url, "external base URL, the token issuer [https://<listen>:<https-port>]"),
-    F("trusted-proxy", "TREASURY_TRUSTED_PROXY", K_STR, trusted_proxy, "peer address whose X-Forwarded-Proto: https counts as HTTPS [none]"),
-    F("max-connections", "TREASURY_MAX_CONNECTIONS", K_INT, max_connections, "concurrent connection limit [1024]"),
-    F("rate-limit", "TREASURY_RATE_LIMIT", K_INT, rate_limit, "default requests per minute per workspace [1000]"),
+    F("data-dir", "TREASURY_DATA_DIR", K_PATH, data_dir, 0, "data directory (database, keys, certificate) [./var]"),
+    F("listen", "TREASURY_LISTEN", K_STR, listen, 0, "address to listen on [127.0.0.1]"),
+    F("https-port", "TREASURY_HTTPS_PORT", K_PORT, https_port, 65535, "HTTPS port [8443]"),
+    F("http-port", "TREASURY_HTTP_PORT", K_PORT, http_port, 65535, "plain-HTTP port answering 400 \"use HTTPS\"; 0 disables [8080]"),
+    F("threads", "TREASURY_THREADS", K_INT, threads, 1024, "worker threads [number of cores]"),
+    F("tls-cert", "TREASURY_TLS_CERT", K_PATH, tls_cert, 0, "PEM certificate [<data-dir>/tls.crt, self-signed on first start]"),
+    F("tls-key", "TREASURY_TLS_KEY", K_PATH, tls_key, 0, "PEM private key [<data-dir>/tls.key]"),
+    F("log-format", "TREASURY_LOG_FORMAT", K_LOGFMT, log_format, 0, "json or text [json]"),
+    F("public-url", "TREASURY_PUBLIC_URL", K_STR, public_url, 0, "external base URL, the token issuer [https://<listen>:<https-port>]"),
+    F("trusted-proxy", "TREASURY_TRUSTED_PROXY", K_STR, trusted_proxy, 0, "peer address whose X-Forwarded-Proto: https counts as HTTPS [none]"),
+    F("max-connections", "TREASURY_MAX_CONNECTIONS", K_INT, max_connections, 100000, "concurrent connection limit [1024]"),
+    F("rate-limit", "TREASURY_RATE_LIMIT", K_INT, rate_limit, 1000000000, "default requests per minute per workspace [1000]"),
 };
 
 #define NFLAGS (sizeof flags / sizeof flags[0])
@@ -77,7 +79,7 @@ static int set(struct config *c, const struct flag *f, const char *value, const 
         errno = 0;
         v = strtol(value, &end, 10);
         if (errno || end == value || *end != '\0' || v < 0 ||
-            v > (f->kind == K_PORT ? 65535 : 100000) || (f->kind == K_INT && v == 0)) {
+            v > f->max || (f->kind == K_INT && v == 0)) {
             fprintf(err, "treasury-server: %s %s: invalid value '%s'\n", origin, f->name, value);
             return -1;
         }

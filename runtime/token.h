@@ -1,6 +1,7 @@
 /* Access tokens: JWT (RFC 7519/9068) signed HS256 with the data-dir key, issued and verified
- * here. libjwt 1.10.2 checks only the signature, and only when given a key, so this module
- * always passes the key, requires alg == HS256, and checks typ, iss, aud, exp, nbf, iat itself. */
+ * here with OpenSSL's HMAC rather than Debian's libjwt 1.10.2, whose jwt_decode() skips the
+ * signature without a key and checks no claim: this module accepts HS256 only and checks typ,
+ * signature (constant time), iss, aud, exp, nbf and iat itself (RFC 8725 §3.1, §3.11). */
 #ifndef RUNTIME_TOKEN_H
 #define RUNTIME_TOKEN_H
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make test`: every stage CI runs, in order, each counted; ends with "total: N passed, N failed".
-# Stages: release build, generated-code drift, spec lint, codegen tests, unit + HTTP tests on a
+# Stages: generated-code drift, builds, spec lint, codegen tests, unit + HTTP tests on a
 # response-checking build, then unit + HTTP tests again under ASan+UBSan.
 set -u
 cd "$(dirname "$0")/.."
@@ -37,9 +37,11 @@ count_suite() { # name, command...: a stage whose log ends with "N passed[, N fa
     [ "$f" = 0 ] || failures+=("$name")
 }
 
+# Drift first: the builds below regenerate generated/ from the spec, which would hide a commit
+# whose generated/ does not match its openapi/ and codegen/.
+count_check check-generated $MAKE check-generated
 count_check build $MAKE all CHECK=1
 count_check build-release $MAKE all
-count_check check-generated $MAKE check-generated
 count_check lint-spec $MAKE lint-spec
 count_suite codegen $PY -m pytest -q -p no:cacheprovider tests/codegen
 count_suite unit $MAKE unit CHECK=1

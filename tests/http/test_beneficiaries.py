@@ -2,6 +2,8 @@
 archive (204, then 409 on change), external_id uniqueness, business-rule 422s, and schema
 validation that reports every violation with a JSON Pointer."""
 
+import contextlib
+import sqlite3
 import uuid
 
 import pytest
@@ -20,6 +22,17 @@ def c(server):
 @pytest.fixture(scope="module")
 def wid(server):
     return server.login()["workspace_id"]
+
+
+@contextlib.contextmanager
+def db_connection(server):
+    """A short write to the live server's database (WAL allows a second connection)."""
+    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    try:
+        with db:
+            yield db
+    finally:
+        db.close()
 
 
 def ext():
@@ -182,9 +195,9 @@ def test_patch_validates_the_merged_result_aba_without_routing_number(c):
     ben = create_beneficiary(c, external_id=None)  # IBAN with a BIC, no routing number
     r = c.patch(PATH + "/" + ben["id"],
                 json={"account_identification": {"scheme": "ABA", "identification": "12345678"}})
-    body = assert_problem(r, 422)
-    assert any(e["code"] == "routing_number_required" for e in body.get("errors", [])) or \
-        body["code"] == "routing_number_required", body
+    assert_validation(r, {"/bank/routing_number": "routing_number_required"})
+    got = c.get(PATH + "/" + ben["id"]).json()
+    assert got == ben, "a refused update changed the beneficiary"
 
 
 # ---- archive -------------------------------------------------------------------------------
@@ -275,16 +288,52 @@ def test_aba_scheme_requires_a_routing_number(c):
     r = c.post(PATH, json=beneficiary(
         account_identification={"scheme": "ABA", "identification": "000123456789"},
         bank={"name": "Some US bank"}, currency="USD", country="US", external_id=None))
-    body = assert_problem(r, 422)
-    codes = [e["code"] for e in body.get("errors", [])] + [body["code"]]
-    assert "routing_number_required" in codes, body
+    assert_validation(r, {"/bank/routing_number": "routing_number_required"})
 
 
 def test_counterparty_id_is_rejected_for_now(c):
     r = c.post(PATH, json=beneficiary(counterparty_id="cpty_" + "1" * 26, external_id=None))
-    body = assert_problem(r, 422)
-    codes = [e["code"] for e in body.get("errors", [])] + [body["code"]]
-    assert "counterparty_not_found" in codes, body
+    assert_validation(r, {"/counterparty_id": "counterparty_not_found"})
+
+
+def test_business_rule_violations_are_reported_together(c):
+    r = c.post(PATH, json=beneficiary(
+        account_identification={"scheme": "ABA", "identification": "000123456789"}, bank=None,
+        counterparty_id="cpty_" + "1" * 26, currency="USD", country="US", external_id=None))
+    assert_validation(r, {"/bank/routing_number": "routing_number_required",
+                          "/counterparty_id": "counterparty_not_found"})
+
+
+def test_changing_where_money_goes_resets_verification_and_approval(make_server):
+    """A PATCH that changes the account, bank, currency or country re-opens verification and
+    approval; other changes, or writing the same values, keep them. The statuses are set out of
+    band here (there is no approval API yet), in the database of the stopped server."""
+    s = make_server()
+    c = s.admin_client()
+    keep = create_beneficiary(c, external_id=None)
+    moved = create_beneficiary(c, external_id=None)
+    assert s.stop() == 0
+    db = sqlite3.connect(str(s.data_dir / "treasury.db"))
+    with db:
+        db.execute("UPDATE beneficiaries SET verification_status = 'verified', "
+                   "approval_status = 'approved' WHERE id IN (?, ?)", (keep["id"], moved["id"]))
+    db.close()
+    s.start()
+    c = s.client(token=s.token)
+    got = assert_json(c.patch(PATH + "/" + keep["id"], json={
+        "name": "Renamed", "beneficiary_type": "trusted", "metadata": {"x": "y"},
+        "currency": keep["currency"], "bank": keep["bank"]}), 200)
+    assert (got["verification_status"], got["approval_status"]) == ("verified", "approved"), got
+    for change in ({"currency": "CHF"}, {"country": "AT"}, {"bank": {"bic": "DEUTDEFF"}},
+                   {"account_identification": {"scheme": "IBAN",
+                                               "identification": "GB82WEST12345698765432"}}):
+        with db_connection(s) as db:
+            db.execute("UPDATE beneficiaries SET verification_status = 'verified', "
+                       "approval_status = 'approved' WHERE id = ?", (moved["id"],))
+        got = assert_json(c.patch(PATH + "/" + moved["id"], json=change), 200)
+        assert (got["verification_status"], got["approval_status"]) == \
+            ("unverified", "pending_approval"), (change, got)
+
 
 
 # ---- schema validation ---------------------------------------------------------------------
