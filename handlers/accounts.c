@@ -15,12 +15,19 @@
 #include "runtime/id.h"
 #include "runtime/log.h"
 #include "runtime/password.h"
+#include "runtime/ratelimit.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
 
 #define REFRESH_TOKEN_BYTES 32
 #define SESSION_LIFETIME_S (30 * 86400)
 #define EMAIL_MAX 256
+/* Failed-login guard per account (on top of the per-address `auth` quota): 10 failures in a
+ * row are allowed, then one attempt per LOGIN_FAILURE_PERIOD_S / LOGIN_FAILURES = 90 s, the
+ * wait growing back to nothing as the account stays quiet. Unknown emails are counted the
+ * same way, so the guard reveals nothing about which accounts exist. */
+#define LOGIN_FAILURES 10
+#define LOGIN_FAILURE_PERIOD_S 900
 
 struct login_user {
     char id[ID_MAX];
@@ -156,6 +163,18 @@ static int exec_texts(const char *sql, const char *const *v, int n)
     return 0;
 }
 
+/* The guard's key: a hash of the normalized email, so any email fits in a quota key. */
+static void failure_key(const char *email_norm, char *key, size_t n)
+{
+    unsigned char d[32];
+    unsigned int len = 0;
+    char h[65];
+    if (EVP_Digest(email_norm, strlen(email_norm), d, &len, EVP_sha256(), NULL) != 1)
+        memset(d, 0, sizeof d);
+    hex(d, 16, h);
+    snprintf(key, n, "login-fail:%s", h);
+}
+
 static void invalid_credentials(struct req *r)
 {
     req_problem(r, 401, "invalid_credentials", "The email or password is incorrect.");
@@ -171,6 +190,21 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
 
     memset(&u, 0, sizeof u);
     lower_ascii(b->email, email_norm, sizeof email_norm);
+
+    /* Every attempt spends one from the account's failure quota up front (exact however many
+     * arrive at once); a proven password gives it back below. */
+    char guard[RATELIMIT_KEY_MAX + 1];
+    struct ratelimit_verdict v;
+    failure_key(email_norm, guard, sizeof guard);
+    ratelimit_check(guard, LOGIN_FAILURES, LOGIN_FAILURE_PERIOD_S, ratelimit_now_ns(), &v);
+    if (!v.allowed) {
+        /* The headers describe the quota that refused the request, not the address's. */
+        ratelimit_set_headers(r, "login_failures", &v);
+        req_problem(r, 429, "rate_limited",
+                    "Too many failed logins for this account; retry in %lld s.",
+                    (long long)v.retry_after);
+        return 0;
+    }
     if (find_user(email_norm, &u, &found) != 0)
         return -1;
     /* scrypt takes a large part of a second at production cost: do it without holding the
@@ -196,6 +230,8 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
         invalid_credentials(r);
         return 0;
     }
+
+    ratelimit_refund(guard, LOGIN_FAILURES, LOGIN_FAILURE_PERIOD_S, ratelimit_now_ns());
 
     /* Only now, with the credentials proven, may the answer depend on the account. */
     if (b->has_otp) {

@@ -3,6 +3,7 @@
  * in one transaction; a generated password is printed once, only after the commit. */
 #include "runtime/admin.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,6 +23,7 @@
 #define GENERATED_PASSWORD_LEN 20
 #define DEFAULT_WORKSPACE_NAME "Default workspace"
 #define DEFAULT_ADMIN_EMAIL "admin@example.com"
+#define RATE_LIMIT_MAX 1000000000 /* as the column's CHECK and --rate-limit */
 
 /* What a command created, reported after its transaction committed. */
 struct outcome {
@@ -484,8 +486,73 @@ static int cmd_create_user(struct option *opts, FILE *out, FILE *errout)
     return rc;
 }
 
+struct set_rate_limit_args {
+    const char *workspace_id;
+    long long per_minute; /* 0: back to the server's default */
+};
+
+static int set_rate_limit_body(void *arg, char *err, size_t errlen)
+{
+    struct set_rate_limit_args *a = arg;
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    sqlite3_stmt *st = storage_prepare(
+        "UPDATE workspaces SET rate_limit_per_minute = ?, updated_at = ? WHERE id = ?");
+    if (!st) {
+        snprintf(err, errlen, "database error (logged above)");
+        return -1;
+    }
+    if (a->per_minute > 0)
+        sqlite3_bind_int64(st, 1, a->per_minute);
+    else
+        sqlite3_bind_null(st, 1);
+    sqlite3_bind_text(st, 2, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, a->workspace_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        db_failed("setting the rate limit");
+        snprintf(err, errlen, "database error (logged above)");
+        return -1;
+    }
+    if (sqlite3_changes(storage_db()) != 1) {
+        snprintf(err, errlen, "no workspace %s (see list-workspaces)", a->workspace_id);
+        return -1;
+    }
+    return 0;
+}
+
+static int cmd_set_rate_limit(struct option *opts, FILE *out, FILE *errout)
+{
+    struct set_rate_limit_args a = {.workspace_id = opts[0].value};
+    const char *v = opts[1].value;
+    if (!id_valid(a.workspace_id, "wsp"))
+        return fail(errout, "set-rate-limit", EXIT_USAGE,
+                    "--workspace \"%s\" is not a workspace id (wsp_...)", a.workspace_id);
+    if (strcmp(v, "default") != 0) {
+        char *end = NULL;
+        errno = 0;
+        a.per_minute = strtoll(v, &end, 10);
+        if (errno || end == v || *end || a.per_minute < 1 || a.per_minute > RATE_LIMIT_MAX)
+            return fail(errout, "set-rate-limit", EXIT_USAGE,
+                        "--per-minute must be 1 to %d or \"default\", not \"%s\"",
+                        RATE_LIMIT_MAX, v);
+    }
+    int rc = in_write_tx("set-rate-limit", errout, set_rate_limit_body, &a);
+    if (rc == EXIT_SUCCESS) {
+        if (a.per_minute > 0)
+            fprintf(out, "workspace %s: %lld requests per minute\n", a.workspace_id,
+                    a.per_minute);
+        else
+            fprintf(out, "workspace %s: the server's default rate limit\n", a.workspace_id);
+        fputs("A running server applies the change within a second.\n", out);
+    }
+    return rc;
+}
+
 static const char list_sql[] = "SELECT w.id, w.name, w.created_at, "
-                               "(SELECT count(*) FROM members m WHERE m.workspace_id = w.id) "
+                               "(SELECT count(*) FROM members m WHERE m.workspace_id = w.id), "
+                               "w.rate_limit_per_minute "
                                "FROM workspaces w ORDER BY w.created_at, w.id";
 
 /* Control characters (possible in names set through the API) would garble the terminal. */
@@ -533,6 +600,11 @@ static int list_json(sqlite3_stmt *st, FILE *out)
         jsonw_string(&w, column_text(st, 2));
         jsonw_key(&w, "members");
         jsonw_int(&w, sqlite3_column_int64(st, 3));
+        jsonw_key(&w, "rate_limit_per_minute"); /* null: the server's default */
+        if (sqlite3_column_type(st, 4) == SQLITE_NULL)
+            jsonw_null(&w);
+        else
+            jsonw_int(&w, sqlite3_column_int64(st, 4));
         jsonw_object_end(&w);
     }
     jsonw_array_end(&w);
@@ -568,12 +640,16 @@ static int list_table(sqlite3_stmt *st, FILE *out)
     print_cell(out, "ID", wid + 2);
     print_cell(out, "NAME", wname + 2);
     print_cell(out, "CREATED_AT", wcreated + 2);
-    fputs("MEMBERS\n", out);
+    fputs("MEMBERS  RATE_LIMIT\n", out);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         print_cell(out, column_text(st, 0), wid + 2);
         print_cell(out, column_text(st, 1), wname + 2);
         print_cell(out, column_text(st, 2), wcreated + 2);
-        fprintf(out, "%lld\n", (long long)sqlite3_column_int64(st, 3));
+        fprintf(out, "%-7lld  ", (long long)sqlite3_column_int64(st, 3));
+        if (sqlite3_column_type(st, 4) == SQLITE_NULL)
+            fputs("default\n", out);
+        else
+            fprintf(out, "%lld/min\n", (long long)sqlite3_column_int64(st, 4));
     }
     if (rc != SQLITE_DONE)
         return db_failed("listing workspaces");
@@ -630,6 +706,17 @@ static const struct command commands[] = {
       {"email", false, NULL, false},
       {"role", false, NULL, false},
       {NULL, false, NULL, false}}},
+    {"set-rate-limit",
+     "usage: treasury-server admin set-rate-limit --workspace WORKSPACE_ID "
+     "--per-minute N|default\n"
+     "\n"
+     "Gives the workspace its own request quota (1 to 1000000000 requests per minute) instead\n"
+     "of the server's --rate-limit, or `default` to go back to it. A running server applies\n"
+     "the change within a second; list-workspaces shows every workspace's quota.\n",
+     cmd_set_rate_limit,
+     {{"workspace", false, NULL, false},
+      {"per-minute", false, NULL, false},
+      {NULL, false, NULL, false}}},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -644,6 +731,7 @@ static void print_usage(FILE *f)
           "  create-workspace --name NAME --owner-email EMAIL\n"
           "  list-workspaces [--json]\n"
           "  create-user --workspace WORKSPACE_ID --email EMAIL --role owner|viewer\n"
+          "  set-rate-limit --workspace WORKSPACE_ID --per-minute N|default\n"
           "\n"
           "Run `treasury-server admin COMMAND --help` for details.\n"
           "Exit status: 0 success, 1 failure, 2 usage error.\n",

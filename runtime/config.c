@@ -42,6 +42,7 @@ static const struct flag flags[] = {
     F("trusted-proxy", "TREASURY_TRUSTED_PROXY", K_STR, trusted_proxy, 0, "peer address whose X-Forwarded-Proto: https counts as HTTPS [none]"),
     F("max-connections", "TREASURY_MAX_CONNECTIONS", K_INT, max_connections, 100000, "concurrent connection limit [1024]"),
     F("rate-limit", "TREASURY_RATE_LIMIT", K_INT, rate_limit, 1000000000, "default requests per minute per workspace [1000]"),
+    F("auth-rate-limit", "TREASURY_AUTH_RATE_LIMIT", K_INT, auth_rate_limit, 1000000000, "login attempts per minute per client address [30]"),
 };
 
 #define NFLAGS (sizeof flags / sizeof flags[0])
@@ -120,6 +121,7 @@ enum config_result config_parse(struct config *c, int argc, char **argv, FILE *o
     c->log_format = LOG_FORMAT_JSON;
     c->max_connections = 1024;
     c->rate_limit = 1000;
+    c->auth_rate_limit = 30;
 
     for (size_t i = 0; i < NFLAGS; i++) {
         const char *v = getenv(flags[i].env);

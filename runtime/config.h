@@ -23,6 +23,7 @@ struct config {
     char trusted_proxy[64];  /* peer address whose X-Forwarded-Proto: https counts as HTTPS */
     int max_connections;
     int rate_limit;          /* default requests per minute per workspace */
+    int auth_rate_limit;     /* x-rate-limit-class auth: attempts per minute per client address */
     int subcommand_argc;     /* argv index where "admin ..." starts, 0 when none */
 };
 

@@ -14,6 +14,7 @@
 #include "runtime/auth.h"
 #include "runtime/config.h"
 #include "runtime/cursor.h"
+#include "runtime/housekeeping.h"
 #include "runtime/keys.h"
 #include "runtime/log.h"
 #include "runtime/password.h"
@@ -117,6 +118,11 @@ static int run_server(const struct config *c)
         goto out;
     auth_init(&signing_key, &scopes_mask, SCOPE_WORKSPACE_ADMIN, scopes_all());
     ratelimit_init(c->rate_limit);
+    /* Quotas spent before a restart still count: a restart is no way around a limit. */
+    if (ratelimit_restore(ratelimit_now_ns()) != 0 || ratelimit_load_overrides() != 0) {
+        snprintf(err, sizeof err, "cannot load the rate-limit state from the database");
+        goto out;
+    }
 
     /* Block the stop signals in every thread (libmicrohttpd's inherit the mask) and wait for
      * them here, so shutdown runs in ordinary code, not in a signal handler. */
@@ -126,8 +132,14 @@ static int run_server(const struct config *c)
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (server_start(c, cert_pem, key_pem, &routes_match, err, sizeof err) != 0)
+    if (housekeeping_start() != 0) {
+        snprintf(err, sizeof err, "cannot start the housekeeping thread");
         goto out;
+    }
+    if (server_start(c, cert_pem, key_pem, &routes_match, err, sizeof err) != 0) {
+        housekeeping_stop();
+        goto out;
+    }
     if (c->http_port)
         log_info("listening on %s (plain HTTP on %s:%d answers 400 use_https)", c->public_url,
                  c->listen, c->http_port);
@@ -138,6 +150,7 @@ static int run_server(const struct config *c)
     sigwait(&stop_signals, &sig);
     log_info("received %s, draining in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
     server_stop();
+    housekeeping_stop();
     log_info("stopped");
     rc = 0;
 out:

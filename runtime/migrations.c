@@ -73,8 +73,38 @@ static const char initial_sql[] =
     "CREATE INDEX beneficiaries_list_idx\n"
     "    ON beneficiaries (workspace_id, created_at DESC, id DESC);\n";
 
+/* Rate limits and idempotent retries (runtime/ratelimit.c, runtime/idempotency.c).
+ * A workspace's quota is the server's configured default unless an operator set its own
+ * (`admin set-rate-limit`): the column becomes a nullable override instead of a copy of a
+ * default that could never follow a change of the configuration. */
+static const char ratelimit_idempotency_sql[] =
+    "ALTER TABLE workspaces DROP COLUMN rate_limit_per_minute;\n"
+    "ALTER TABLE workspaces ADD COLUMN rate_limit_per_minute INTEGER\n"
+    "    CHECK (rate_limit_per_minute IS NULL OR rate_limit_per_minute BETWEEN 1 AND 1000000000);\n"
+    "CREATE TABLE ratelimit_state (\n"
+    "    key TEXT PRIMARY KEY,\n"
+    "    tat_ns INTEGER NOT NULL\n"
+    ");\n"
+    "CREATE TABLE idempotency_keys (\n"
+    "    workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+    "    user_id TEXT NOT NULL,\n"
+    "    method TEXT NOT NULL,\n"
+    "    path TEXT NOT NULL,\n"
+    "    key TEXT NOT NULL,\n"
+    "    fingerprint TEXT NOT NULL,\n"
+    "    status INTEGER NOT NULL,\n"
+    "    content_type TEXT,\n"
+    "    headers TEXT NOT NULL,\n"
+    "    body BLOB NOT NULL,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    expires_at TEXT NOT NULL,\n"
+    "    PRIMARY KEY (workspace_id, user_id, method, path, key)\n"
+    ");\n"
+    "CREATE INDEX idempotency_keys_expiry_idx ON idempotency_keys (expires_at);\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
+    {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

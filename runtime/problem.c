@@ -27,6 +27,8 @@
     X("payload_too_large", "Request body too large")                  \
     X("unsupported_media_type", "Unsupported media type")             \
     X("validation_failed", "Request validation failed")               \
+    X("idempotency_key_reused", "Idempotency key reused")             \
+    X("idempotency_request_in_progress", "Request still in progress")  \
     X("rate_limited", "Too many requests")                            \
     X("internal_error", "Internal server error")                      \
     X("response_schema_violation", "Internal server error")           \

@@ -1,28 +1,56 @@
-/* Fixed-window counters in a mutex-guarded open-addressing table; exact under concurrency
- * because every check is one locked read-modify-write. Stale windows are reused in place. */
+/* GCRA quotas in a sharded, fixed-size table of per-key timestamps, checkpointed to SQLite.
+ *
+ * Per key we keep TAT, the theoretical arrival time: the moment the bucket would be full again.
+ * With emission interval E = period / limit and capacity C = limit * E, a request at time t is
+ * allowed when max(TAT, t) + E - t <= C, and then TAT becomes max(TAT, t) + E. So a full bucket
+ * admits exactly `limit` requests at once, and one more every E afterwards; nothing resets at
+ * a window edge, so there is no double burst at a boundary. Times are wall-clock nanoseconds so
+ * that checkpoints stay meaningful across a restart. */
 #include "runtime/ratelimit.h"
 
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#define SLOTS 4096 /* power of two; keys beyond this evict the oldest window in their probe run */
-#define PROBE 16
-#define KEY_MAX 72
-#define WINDOW 60
+#include "runtime/log.h"
+#include "runtime/req.h"
+#include "runtime/storage.h"
+
+#define SHARDS 32           /* power of two; a key's shard is chosen by its hash */
+#define SLOTS_PER_SHARD 1024 /* power of two */
+#define PROBE 16            /* slots looked at per key; a full run evicts the fullest bucket */
+#define NS_PER_S INT64_C(1000000000)
 
 struct slot {
-    char key[KEY_MAX];
-    int64_t window_start;
-    int64_t count;
+    char key[RATELIMIT_KEY_MAX + 1]; /* "" = unused */
+    int64_t tat;                     /* ns; <= now means the bucket is full */
+    int64_t override;                /* the key's own limit, 0 for none */
+    unsigned override_gen;
+    bool dirty; /* changed since the last checkpoint */
 };
 
-static struct slot slots[SLOTS];
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+struct shard {
+    _Alignas(64) pthread_mutex_t lock; /* own cache line: shards never share one */
+    struct slot slots[SLOTS_PER_SHARD];
+};
+
+static struct shard shards[SHARDS];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int64_t default_limit = 1000;
+static unsigned override_gen; /* touched only by the reload (one thread) */
+
+static void init_locks(void)
+{
+    for (int i = 0; i < SHARDS; i++)
+        pthread_mutex_init(&shards[i].lock, NULL);
+}
 
 void ratelimit_init(int64_t default_per_minute)
 {
-    default_limit = default_per_minute;
+    pthread_once(&once, init_locks);
+    default_limit = default_per_minute > 0 ? default_per_minute : 1;
 }
 
 int64_t ratelimit_default(void)
@@ -30,48 +58,346 @@ int64_t ratelimit_default(void)
     return default_limit;
 }
 
-static uint64_t hash(const char *s)
+int64_t ratelimit_now_ns(void)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 }
 
-void ratelimit_check(const char *key, int64_t limit, int64_t now, struct ratelimit_verdict *v)
+static uint64_t hash(const char *s)
 {
-    int64_t window = now - now % WINDOW;
-    uint64_t h = hash(key);
-    pthread_mutex_lock(&lock);
-    struct slot *s = NULL, *oldest = NULL;
-    for (int i = 0; i < PROBE; i++) {
-        struct slot *c = &slots[(h + (uint64_t)i) & (SLOTS - 1)];
-        if (strncmp(c->key, key, KEY_MAX - 1) == 0 && c->key[0]) {
-            s = c;
-            break;
+    uint64_t h = UINT64_C(1469598103934665603); /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+    return h ^ (h >> 29);
+}
+
+static struct shard *shard_of(uint64_t h)
+{
+    return &shards[(h >> 48) & (SHARDS - 1)];
+}
+
+/* The key's slot in its (locked) shard, created when absent. Creation takes an unused slot,
+ * else one whose bucket is full (the same as having no state), else the fullest bucket of
+ * the probe run. NULL only for keys too long to store. */
+static struct slot *find(struct shard *sh, const char *key, uint64_t h, int64_t now, bool create)
+{
+    if (strlen(key) > RATELIMIT_KEY_MAX)
+        return NULL;
+    struct slot *unused = NULL, *idle = NULL, *victim = NULL;
+    for (unsigned i = 0; i < PROBE; i++) {
+        struct slot *s = &sh->slots[(h + i) & (SLOTS_PER_SHARD - 1)];
+        if (!s->key[0]) {
+            if (!unused)
+                unused = s;
+            continue;
         }
-        if (!oldest || c->window_start < oldest->window_start)
-            oldest = c;
+        if (strcmp(s->key, key) == 0)
+            return s;
+        if (s->override)
+            continue;
+        if (!idle && s->tat <= now)
+            idle = s;
+        if (!victim || s->tat < victim->tat)
+            victim = s;
     }
-    if (!s) {
-        s = oldest;
-        strncpy(s->key, key, KEY_MAX - 1);
-        s->key[KEY_MAX - 1] = '\0';
-        s->window_start = window;
-        s->count = 0;
+    if (!create)
+        return NULL;
+    struct slot *s = unused ? unused : idle ? idle : victim;
+    if (!s) /* a probe run of overrides only: take its first slot; the reload restores it */
+        s = &sh->slots[h & (SLOTS_PER_SHARD - 1)];
+    memset(s, 0, sizeof *s);
+    memcpy(s->key, key, strlen(key) + 1);
+    return s;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return a <= 0 ? 0 : (a + b - 1) / b;
+}
+
+void ratelimit_check(const char *key, int64_t limit, int64_t period_s, int64_t now,
+                     struct ratelimit_verdict *v)
+{
+    pthread_once(&once, init_locks);
+    uint64_t h = hash(key);
+    struct shard *sh = shard_of(h);
+
+    pthread_mutex_lock(&sh->lock);
+    struct slot *s = find(sh, key, h, now, true);
+    if (s && s->override)
+        limit = s->override;
+    if (limit < 1)
+        limit = 1;
+    int64_t e = period_s * NS_PER_S / limit;
+    if (e < 1)
+        e = 1;
+    int64_t cap = e * limit;
+    int64_t tat = s ? s->tat : now + cap; /* an unstorable key is refused, never unlimited */
+    if (tat < now)
+        tat = now;
+    v->allowed = tat + e - now <= cap;
+    if (v->allowed) {
+        tat += e;
+        s->tat = tat;
+        s->dirty = true;
     }
-    if (s->window_start != window) {
-        s->window_start = window;
-        s->count = 0;
-    }
-    v->allowed = s->count < limit;
-    if (v->allowed)
-        s->count++;
+    pthread_mutex_unlock(&sh->lock);
+
     v->limit = limit;
-    v->remaining = limit - s->count;
-    pthread_mutex_unlock(&lock);
-    v->reset_epoch = window + WINDOW;
-    v->reset_seconds = v->reset_epoch - now;
-    if (v->reset_seconds < 1)
-        v->reset_seconds = 1;
+    v->period_s = period_s;
+    v->remaining = (cap - (tat - now)) / e;
+    if (v->remaining < 0)
+        v->remaining = 0;
+    if (v->remaining > limit)
+        v->remaining = limit;
+    v->reset_epoch = ceil_div(tat, NS_PER_S);
+    v->reset_seconds = v->reset_epoch - now / NS_PER_S;
+    v->retry_after = v->allowed ? 0 : ceil_div(tat + e - cap - now, NS_PER_S);
+    if (!v->allowed && v->retry_after < 1)
+        v->retry_after = 1;
+}
+
+void ratelimit_refund(const char *key, int64_t limit, int64_t period_s, int64_t now)
+{
+    pthread_once(&once, init_locks);
+    uint64_t h = hash(key);
+    struct shard *sh = shard_of(h);
+    pthread_mutex_lock(&sh->lock);
+    struct slot *s = find(sh, key, h, now, false);
+    if (s) {
+        if (s->override)
+            limit = s->override;
+        int64_t e = period_s * NS_PER_S / (limit < 1 ? 1 : limit);
+        if (s->tat > now) {
+            s->tat -= e < 1 ? 1 : e;
+            s->dirty = true;
+        }
+    }
+    pthread_mutex_unlock(&sh->lock);
+}
+
+/* ---- overrides ---------------------------------------------------------------------------- */
+
+void ratelimit_overrides_begin(void)
+{
+    override_gen++;
+}
+
+void ratelimit_set_override(const char *key, int64_t limit)
+{
+    pthread_once(&once, init_locks);
+    uint64_t h = hash(key);
+    struct shard *sh = shard_of(h);
+    pthread_mutex_lock(&sh->lock);
+    struct slot *s = find(sh, key, h, INT64_MIN, true);
+    if (s) {
+        s->override = limit > 0 ? limit : 0;
+        s->override_gen = override_gen;
+    }
+    pthread_mutex_unlock(&sh->lock);
+}
+
+void ratelimit_overrides_end(void)
+{
+    pthread_once(&once, init_locks);
+    for (int i = 0; i < SHARDS; i++) {
+        struct shard *sh = &shards[i];
+        pthread_mutex_lock(&sh->lock);
+        for (int j = 0; j < SLOTS_PER_SHARD; j++) {
+            struct slot *s = &sh->slots[j];
+            if (s->override && s->override_gen != override_gen)
+                s->override = 0;
+        }
+        pthread_mutex_unlock(&sh->lock);
+    }
+}
+
+void ratelimit_set_headers(struct req *r, const char *policy, const struct ratelimit_verdict *v)
+{
+    char buf[160];
+    snprintf(buf, sizeof buf, "%lld", (long long)v->limit);
+    req_set_header(r, "X-RateLimit-Limit", buf);
+    snprintf(buf, sizeof buf, "%lld", (long long)v->remaining);
+    req_set_header(r, "X-RateLimit-Remaining", buf);
+    snprintf(buf, sizeof buf, "%lld", (long long)v->reset_epoch);
+    req_set_header(r, "X-RateLimit-Reset", buf);
+    snprintf(buf, sizeof buf, "\"%s\";q=%lld;w=%lld", policy, (long long)v->limit,
+             (long long)v->period_s);
+    req_set_header(r, "RateLimit-Policy", buf);
+    snprintf(buf, sizeof buf, "\"%s\";r=%lld;t=%lld", policy, (long long)v->remaining,
+             (long long)v->reset_seconds);
+    req_set_header(r, "RateLimit", buf);
+    if (!v->allowed) {
+        snprintf(buf, sizeof buf, "%lld", (long long)v->retry_after);
+        req_set_header(r, "Retry-After", buf);
+    }
+}
+
+void ratelimit_workspace_key(char *buf, size_t n, const char *workspace_id)
+{
+    snprintf(buf, n, "w:%s", workspace_id);
+}
+
+int ratelimit_load_overrides(void)
+{
+    char key[RATELIMIT_KEY_MAX + 1];
+    if (storage_begin(false) != 0)
+        return -1;
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT id, rate_limit_per_minute FROM workspaces WHERE rate_limit_per_minute IS NOT NULL");
+    if (!st) {
+        storage_rollback();
+        return -1;
+    }
+    ratelimit_overrides_begin();
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(st, 0);
+        if (!id)
+            continue;
+        ratelimit_workspace_key(key, sizeof key, id);
+        ratelimit_set_override(key, sqlite3_column_int64(st, 1));
+    }
+    sqlite3_reset(st);
+    storage_rollback();
+    if (rc != SQLITE_DONE) {
+        log_error("ratelimit: loading workspace quotas failed: %s", sqlite3_errmsg(storage_db()));
+        return -1; /* keep the overrides we had */
+    }
+    ratelimit_overrides_end();
+    return 0;
+}
+
+void ratelimit_reset(void)
+{
+    pthread_once(&once, init_locks);
+    for (int i = 0; i < SHARDS; i++) {
+        pthread_mutex_lock(&shards[i].lock);
+        memset(shards[i].slots, 0, sizeof shards[i].slots);
+        pthread_mutex_unlock(&shards[i].lock);
+    }
+}
+
+/* ---- persistence -------------------------------------------------------------------------- */
+
+struct saved {
+    char key[RATELIMIT_KEY_MAX + 1];
+    int64_t tat;
+};
+
+static void mark_dirty(const struct saved *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = hash(list[i].key);
+        struct shard *sh = shard_of(h);
+        pthread_mutex_lock(&sh->lock);
+        struct slot *s = find(sh, list[i].key, h, INT64_MIN, false);
+        if (s)
+            s->dirty = true;
+        pthread_mutex_unlock(&sh->lock);
+    }
+}
+
+static int write_saved(const struct saved *list, size_t n, int64_t now)
+{
+    sqlite3_stmt *up = NULL, *del = NULL;
+    if (storage_begin(true) != 0)
+        return -1;
+    up = storage_prepare("INSERT INTO ratelimit_state (key, tat_ns) VALUES (?, ?) "
+                         "ON CONFLICT (key) DO UPDATE SET tat_ns = excluded.tat_ns");
+    del = storage_prepare("DELETE FROM ratelimit_state WHERE key = ? OR tat_ns <= ?");
+    if (!up || !del)
+        goto fail;
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_stmt *st = list[i].tat > now ? up : del;
+        sqlite3_bind_text(st, 1, list[i].key, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, list[i].tat > now ? list[i].tat : now);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE)
+            goto fail;
+    }
+    return storage_commit();
+fail:
+    log_error("ratelimit: checkpoint failed: %s", sqlite3_errmsg(storage_db()));
+    storage_rollback();
+    return -1;
+}
+
+int ratelimit_checkpoint(int64_t now)
+{
+    pthread_once(&once, init_locks);
+    struct saved *list = NULL;
+    size_t n = 0, cap = 0;
+    int rc = -1;
+    for (int i = 0; i < SHARDS; i++) {
+        struct shard *sh = &shards[i];
+        pthread_mutex_lock(&sh->lock);
+        for (int j = 0; j < SLOTS_PER_SHARD; j++) {
+            struct slot *s = &sh->slots[j];
+            if (!s->key[0] || !s->dirty)
+                continue;
+            if (n == cap) {
+                size_t want = cap ? cap * 2 : 256;
+                struct saved *grown = realloc(list, want * sizeof *list);
+                if (!grown) {
+                    pthread_mutex_unlock(&sh->lock);
+                    goto out;
+                }
+                list = grown;
+                cap = want;
+            }
+            memcpy(list[n].key, s->key, sizeof s->key);
+            list[n].tat = s->tat;
+            n++;
+            s->dirty = false;
+        }
+        pthread_mutex_unlock(&sh->lock);
+    }
+    if (n == 0) {
+        rc = 0;
+        goto out;
+    }
+    rc = write_saved(list, n, now);
+    if (rc != 0)
+        mark_dirty(list, n); /* try again at the next checkpoint */
+out:
+    free(list);
+    return rc;
+}
+
+int ratelimit_restore(int64_t now)
+{
+    pthread_once(&once, init_locks);
+    if (storage_begin(false) != 0)
+        return -1;
+    sqlite3_stmt *st = storage_prepare("SELECT key, tat_ns FROM ratelimit_state WHERE tat_ns > ?");
+    if (!st) {
+        storage_rollback();
+        return -1;
+    }
+    sqlite3_bind_int64(st, 1, now);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *key = (const char *)sqlite3_column_text(st, 0);
+        int64_t tat = sqlite3_column_int64(st, 1);
+        if (!key)
+            continue;
+        uint64_t h = hash(key);
+        struct shard *sh = shard_of(h);
+        pthread_mutex_lock(&sh->lock);
+        struct slot *s = find(sh, key, h, now, true);
+        if (s && tat > s->tat)
+            s->tat = tat;
+        pthread_mutex_unlock(&sh->lock);
+    }
+    sqlite3_reset(st);
+    storage_rollback();
+    if (rc != SQLITE_DONE) {
+        log_error("ratelimit: restore failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    return 0;
 }

@@ -55,6 +55,14 @@ struct req {
     const char *problem_detail; /* lives in the arena */
     bool with_errors;           /* include verr as errors[] */
 
+    /* Idempotency (runtime/idempotency.c). */
+    const char *idem_key;          /* the client's key when this request is idempotent */
+    const char *idem_header;       /* the header it came in: Idempotency-Key or X-Request-ID */
+    char idem_fingerprint[65];     /* SHA-256 hex of the canonical body */
+    unsigned char idem_claim[32];  /* SHA-256 of scope + key, claimed in this process */
+    bool idem_claimed;
+    bool replayed;                 /* answered from a stored record */
+
     /* Runtime bookkeeping (server.c). */
     bool tls;             /* arrived over HTTPS (or a trusted proxy said so) */
     const char *peer;     /* client address, text */

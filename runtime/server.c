@@ -19,6 +19,7 @@
 
 #include "runtime/auth.h"
 #include "runtime/id.h"
+#include "runtime/idempotency.h"
 #include "runtime/log.h"
 #include "runtime/problem.h"
 #include "runtime/ratelimit.h"
@@ -99,47 +100,58 @@ static bool is_json_content_type(const char *ct)
     return n == strlen("application/json") && strncasecmp(ct, "application/json", n) == 0;
 }
 
-static void rate_limit_headers(struct req *r, const struct ratelimit_verdict *v)
+/* The client address as a quota key: an IPv6 client is counted by its /64, the block one
+ * subscriber usually holds, so rotating addresses inside it is no way around the limit. */
+static void address_key(const struct req *r, const char *prefix, char *key, size_t n)
 {
-    char buf[160];
-    snprintf(buf, sizeof buf, "%lld", (long long)v->limit);
-    req_set_header(r, "X-RateLimit-Limit", buf);
-    snprintf(buf, sizeof buf, "%lld", (long long)v->remaining);
-    req_set_header(r, "X-RateLimit-Remaining", buf);
-    snprintf(buf, sizeof buf, "%lld", (long long)v->reset_epoch);
-    req_set_header(r, "X-RateLimit-Reset", buf);
-    snprintf(buf, sizeof buf, "\"default\";q=%lld;w=60", (long long)v->limit);
-    req_set_header(r, "RateLimit-Policy", buf);
-    snprintf(buf, sizeof buf, "\"default\";r=%lld;t=%lld", (long long)v->remaining,
-             (long long)v->reset_seconds);
-    req_set_header(r, "RateLimit", buf);
-    if (!v->allowed) {
-        snprintf(buf, sizeof buf, "%lld", (long long)v->reset_seconds);
-        req_set_header(r, "Retry-After", buf);
+    struct in6_addr a6;
+    if (strchr(r->peer, ':') && inet_pton(AF_INET6, r->peer, &a6) == 1 &&
+        !IN6_IS_ADDR_V4MAPPED(&a6)) {
+        char text[INET6_ADDRSTRLEN];
+        memset(a6.s6_addr + 8, 0, 8);
+        inet_ntop(AF_INET6, &a6, text, sizeof text);
+        snprintf(key, n, "%s%s/64", prefix, text);
+        return;
     }
+    snprintf(key, n, "%s%s", prefix, r->peer);
 }
 
-/* Counts the request against its workspace (or client address when unauthenticated) and
- * records a 429 when over. Returns false when limited. */
+/* Counts the request against its quota and records a 429 when over. Returns false when
+ * limited. Policies: `auth` operations (login) per client address with their own tight quota;
+ * everything else per workspace once authenticated, per client address before. */
 static bool count_request(struct req *r)
 {
-    char key[96];
-    if (r->principal.authenticated)
-        snprintf(key, sizeof key, "w:%s", r->principal.workspace_id);
-    else
-        snprintf(key, sizeof key, "ip:%s", r->peer);
+    char key[RATELIMIT_KEY_MAX + 1];
+    const char *policy = "default";
+    int64_t limit = ratelimit_default();
+    if (r->op && strcmp(r->op->rate_limit_class, "auth") == 0) {
+        policy = "auth";
+        limit = cfg->auth_rate_limit;
+        address_key(r, "auth:", key, sizeof key);
+    } else if (r->principal.authenticated) {
+        ratelimit_workspace_key(key, sizeof key, r->principal.workspace_id);
+    } else {
+        address_key(r, "ip:", key, sizeof key);
+    }
     struct ratelimit_verdict v;
-    ratelimit_check(key, ratelimit_default(), (int64_t)time(NULL), &v);
-    rate_limit_headers(r, &v);
+    ratelimit_check(key, limit, RATELIMIT_WINDOW_S, ratelimit_now_ns(), &v);
+    ratelimit_set_headers(r, policy, &v);
     if (!v.allowed) {
         req_problem(r, 429, "rate_limited",
                     "Rate limit of %lld requests per minute exceeded; retry in %lld s.",
-                    (long long)v.limit, (long long)v.reset_seconds);
+                    (long long)v.limit, (long long)v.retry_after);
         return false;
     }
     return true;
 }
 
+static void internal_error(struct req *r, const char *detail)
+{
+    req_problem(r, 500, "internal_error", "%s", detail);
+}
+
+/* The operation inside one transaction: a replay of a stored idempotent answer, or the handler;
+ * a successful idempotent answer is stored in the same transaction as the handler's writes. */
 static void run_operation(struct req *r)
 {
     bool write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
@@ -147,19 +159,33 @@ static void run_operation(struct req *r)
         req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
         return;
     }
+    if (r->idem_key) {
+        int found = idempotency_lookup(r);
+        if (found != 0) {
+            storage_rollback();
+            if (found < 0)
+                internal_error(r, "The server failed to complete the request; nothing was changed.");
+            return;
+        }
+    }
+    int first_header = r->n_resp_headers;
     int rc = r->op->dispatch(r);
     if (rc != 0) {
         storage_rollback();
         log_error("operation %s failed (request %s)", r->op->operation_id, r->request_id);
-        req_problem(r, 500, "internal_error",
-                    "The server failed to complete the request; nothing was changed.");
+        internal_error(r, "The server failed to complete the request; nothing was changed.");
         return;
     }
-    if (r->status >= 200 && r->status < 400) {
+    if (r->status >= 200 && r->status < 400 && !r->problem) {
+        if (r->idem_key && r->status < 300 && idempotency_store(r, first_header) != 0) {
+            storage_rollback();
+            internal_error(r, "The server failed to complete the request; nothing was changed.");
+            return;
+        }
         if (storage_commit() != 0) {
             log_error("commit failed for %s (request %s)", r->op->operation_id, r->request_id);
-            req_problem(r, 500, "internal_error",
-                        "The server could not durably store the change; nothing was changed.");
+            internal_error(r, "The server could not durably store the change; nothing was "
+                              "changed.");
         }
         return;
     }
@@ -217,7 +243,10 @@ static void process(struct req *r, enum listener l)
         r->body = r->upload;
         r->body_len = r->upload_len;
     }
+    if (r->op->idempotent && r->principal.authenticated && idempotency_prepare(r) != 0)
+        return;
     run_operation(r);
+    idempotency_finish(r);
 }
 
 static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)

@@ -371,12 +371,38 @@ static void test_list_workspaces_prints_a_table_and_json(void)
           strstr(out, "MEMBERS") != NULL);
     CHECK(strstr(out, ws) != NULL);
     CHECK(strstr(out, "Default workspace") != NULL);
-    CHECK(strstr(out, "  2\n") != NULL);
+    CHECK(strstr(out, "  2        default\n") != NULL);
     CHECK(run("list-workspaces", "--json", NULL) == 0);
     CHECK(out[0] == '[');
     CHECK(strstr(out, ws) != NULL);
     CHECK(strstr(out, "\"name\":\"Default workspace\"") != NULL);
     CHECK(strstr(out, "\"members\":2") != NULL);
+    CHECK(strstr(out, "\"rate_limit_per_minute\":null") != NULL);
+    CHECK(!storage_in_tx());
+    teardown();
+}
+
+static void test_set_rate_limit_gives_a_workspace_its_own_quota_and_back(void)
+{
+    char ws[64];
+    setup();
+    CHECK(bootstrap() == 0);
+    CHECK(workspace_in(out, ws, sizeof ws) != NULL);
+    CHECK(run("set-rate-limit", "--workspace", ws, "--per-minute", "5000", NULL) == 0);
+    CHECK(strstr(out, "5000 requests per minute") != NULL);
+    CHECK(count("SELECT rate_limit_per_minute FROM workspaces") == 5000);
+    CHECK(run("list-workspaces", NULL) == 0);
+    CHECK(strstr(out, "5000/min") != NULL);
+    CHECK(run("set-rate-limit", "--workspace", ws, "--per-minute", "default", NULL) == 0);
+    CHECK(count("SELECT count(*) FROM workspaces WHERE rate_limit_per_minute IS NULL") == 1);
+    CHECK(run("set-rate-limit", "--workspace", ws, "--per-minute", "0", NULL) == 2);
+    CHECK(run("set-rate-limit", "--workspace", ws, "--per-minute", "1000000001", NULL) == 2);
+    CHECK(run("set-rate-limit", "--workspace", ws, "--per-minute", "12x", NULL) == 2);
+    CHECK(run("set-rate-limit", "--workspace", "acme", "--per-minute", "10", NULL) == 2);
+    CHECK(run("set-rate-limit", "--workspace", "wsp_00000000000000000000000000", "--per-minute",
+              "10", NULL) == 1);
+    CHECK(strstr(err, "no workspace") != NULL);
+    CHECK(count("SELECT count(*) FROM workspaces WHERE rate_limit_per_minute IS NULL") == 1);
     CHECK(!storage_in_tx());
     teardown();
 }
@@ -423,6 +449,7 @@ int main(void)
         UNIT_TEST(test_create_user_rejects_an_unknown_role_or_workspace),
         UNIT_TEST(test_create_workspace_rejects_bad_names),
         UNIT_TEST(test_list_workspaces_prints_a_table_and_json),
+        UNIT_TEST(test_set_rate_limit_gives_a_workspace_its_own_quota_and_back),
         UNIT_TEST(test_usage_errors_exit_2_and_help_exits_0),
     };
     log_init(LOG_FORMAT_TEXT);

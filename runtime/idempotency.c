@@ -1,0 +1,379 @@
+/* Idempotency records in the idempotency_keys table, and the in-process claims that turn a
+ * concurrent retry into 409 instead of a second execution. The record is written inside the
+ * request's own transaction, so a crash leaves either the write and its record, or neither. */
+#include "runtime/idempotency.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "runtime/format.h"
+#include "runtime/json.h"
+#include "runtime/jsonw.h"
+#include "runtime/log.h"
+#include "runtime/storage.h"
+
+#define CLAIM_BUCKETS 256
+
+/* ---- in-process claims: a set of scope hashes --------------------------------------------- */
+
+struct claim {
+    unsigned char id[32];
+    struct claim *next;
+};
+
+static pthread_mutex_t claims_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct claim *claims[CLAIM_BUCKETS];
+
+static bool claim(const unsigned char id[32])
+{
+    struct claim **b = &claims[id[0]];
+    bool ok = true;
+    pthread_mutex_lock(&claims_lock);
+    for (struct claim *c = *b; c; c = c->next) {
+        if (memcmp(c->id, id, 32) == 0) {
+            ok = false;
+            break;
+        }
+    }
+    if (ok) {
+        struct claim *c = malloc(sizeof *c);
+        if (c) {
+            memcpy(c->id, id, 32);
+            c->next = *b;
+            *b = c;
+        } else {
+            ok = false;
+        }
+    }
+    pthread_mutex_unlock(&claims_lock);
+    return ok;
+}
+
+static void unclaim(const unsigned char id[32])
+{
+    pthread_mutex_lock(&claims_lock);
+    for (struct claim **p = &claims[id[0]]; *p; p = &(*p)->next) {
+        if (memcmp((*p)->id, id, 32) == 0) {
+            struct claim *dead = *p;
+            *p = dead->next;
+            free(dead);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&claims_lock);
+}
+
+/* ---- fingerprints ------------------------------------------------------------------------- */
+
+static int sha256(const void *data, size_t n, unsigned char out[32])
+{
+    unsigned int len = 0;
+    return EVP_Digest(data, n, out, &len, EVP_sha256(), NULL) == 1 && len == 32 ? 0 : -1;
+}
+
+static void hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static const struct json_member *members_sorted(struct arena *a, const struct json_value *v)
+{
+    struct json_member *m = arena_alloc(a, (v->count ? v->count : 1) * sizeof *m);
+    memcpy(m, v->members, v->count * sizeof *m);
+    for (size_t i = 1; i < v->count; i++) { /* insertion sort: objects are small */
+        struct json_member x = m[i];
+        size_t j = i;
+        while (j > 0 && strcmp(m[j - 1].key, x.key) > 0) {
+            m[j] = m[j - 1];
+            j--;
+        }
+        m[j] = x;
+    }
+    return m;
+}
+
+/* The canonical form: members sorted by key at every depth, no insignificant whitespace,
+ * strings escaped one way, numbers as written (1 and 1.0 stay different requests). */
+static void canonical(struct arena *a, struct jsonw *w, const struct json_value *v)
+{
+    if (v->type == JSON_ARRAY) {
+        jsonw_array_begin(w);
+        for (size_t i = 0; i < v->count; i++)
+            canonical(a, w, v->items[i]);
+        jsonw_array_end(w);
+    } else if (v->type == JSON_OBJECT) {
+        const struct json_member *m = members_sorted(a, v);
+        jsonw_object_begin(w);
+        for (size_t i = 0; i < v->count; i++) {
+            jsonw_key(w, m[i].key);
+            canonical(a, w, m[i].value);
+        }
+        jsonw_object_end(w);
+    } else {
+        jsonw_value(w, v);
+    }
+}
+
+/* SHA-256 of the canonical body; of the raw bytes when it is not JSON (such a request is
+ * refused before its handler runs, so it is never stored, but it must still not match). */
+static int fingerprint(struct req *r, char out[65])
+{
+    unsigned char d[32];
+    struct json_value *v = NULL;
+    struct json_error err;
+    const char *body = r->body ? r->body : "";
+    if (r->body_len > 0 && json_parse(&r->arena, body, r->body_len, &v, &err) == 0) {
+        struct jsonw w;
+        size_t len = 0;
+        jsonw_init(&w);
+        canonical(&r->arena, &w, v);
+        char *text = jsonw_take(&w, &len);
+        jsonw_release(&w);
+        int rc = text ? sha256(text, len, d) : -1;
+        free(text);
+        if (rc != 0)
+            return -1;
+    } else {
+        char raw[] = "raw:";
+        EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+        unsigned int len = 0;
+        int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+                 EVP_DigestUpdate(ctx, raw, sizeof raw - 1) == 1 &&
+                 EVP_DigestUpdate(ctx, body, r->body_len) == 1 &&
+                 EVP_DigestFinal_ex(ctx, d, &len) == 1;
+        EVP_MD_CTX_free(ctx);
+        if (!ok)
+            return -1;
+    }
+    hex(d, sizeof d, out);
+    return 0;
+}
+
+/* ---- the request's key -------------------------------------------------------------------- */
+
+int idempotency_prepare(struct req *r)
+{
+    const char *name = "Idempotency-Key";
+    const char *key = req_header(r, name);
+    if (!key) {
+        name = "X-Request-ID";
+        key = req_header(r, name);
+    }
+    if (!key)
+        return 0;
+    if (!format_is_uuid(key) || strlen(key) != 36) {
+        verr_add(&r->verr, "/header", name, "format", "%s",
+                 "must be a UUID (8-4-4-4-12 hexadecimal digits)");
+        req_problem(r, 400, "invalid_request",
+                    "%s must be a UUID to make this request idempotent; send a new UUID for "
+                    "each distinct request and the same one when retrying it.",
+                    name);
+        r->with_errors = true;
+        return -1;
+    }
+    char *k = arena_strdup(&r->arena, key);
+    for (char *p = k; *p; p++) /* one key however its hex digits are cased */
+        if (*p >= 'A' && *p <= 'F')
+            *p = (char)(*p - 'A' + 'a');
+    if (fingerprint(r, r->idem_fingerprint) != 0)
+        return -1;
+    char *scope = arena_printf(&r->arena, "%s\n%s\n%s\n%s\n%s", r->principal.workspace_id,
+                               r->principal.user_id, r->method, r->path, k);
+    if (sha256(scope, strlen(scope), r->idem_claim) != 0)
+        return -1;
+    if (!claim(r->idem_claim)) {
+        req_problem(r, 409, "idempotency_request_in_progress",
+                    "A request with this %s is still being processed; retry it shortly.", name);
+        return -1;
+    }
+    r->idem_claimed = true;
+    r->idem_key = k;
+    r->idem_header = name;
+    return 0;
+}
+
+void idempotency_finish(struct req *r)
+{
+    if (r->idem_claimed) {
+        unclaim(r->idem_claim);
+        r->idem_claimed = false;
+    }
+}
+
+static void bind_scope(sqlite3_stmt *st, const struct req *r)
+{
+    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->principal.user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->method, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, r->path, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, r->idem_key, -1, SQLITE_STATIC);
+}
+
+/* Stored headers are a JSON array of [name, value] pairs. */
+static int replay_headers(struct req *r, const char *text)
+{
+    struct json_value *v = NULL;
+    struct json_error err;
+    if (json_parse(&r->arena, text, strlen(text), &v, &err) != 0 || v->type != JSON_ARRAY)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_value *h = v->items[i];
+        if (h->type != JSON_ARRAY || h->count != 2 || h->items[0]->type != JSON_STRING ||
+            h->items[1]->type != JSON_STRING)
+            return -1;
+        req_set_header(r, h->items[0]->s, h->items[1]->s);
+    }
+    return 0;
+}
+
+int idempotency_lookup(struct req *r)
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT fingerprint, status, content_type, headers, body FROM idempotency_keys "
+        "WHERE workspace_id = ? AND user_id = ? AND method = ? AND path = ? AND key = ? "
+        "AND expires_at > ?");
+    if (!st)
+        return -1;
+    bind_scope(st, r);
+    sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st), ret = 0;
+    if (rc == SQLITE_DONE)
+        goto out;
+    if (rc != SQLITE_ROW) {
+        log_error("idempotency: lookup failed: %s", sqlite3_errmsg(storage_db()));
+        ret = -1;
+        goto out;
+    }
+    ret = 1;
+    const char *fp = (const char *)sqlite3_column_text(st, 0);
+    if (!fp || strcmp(fp, r->idem_fingerprint) != 0) {
+        req_problem(r, 422, "idempotency_key_reused",
+                    "This %s was already used for a request with a different body; use a new "
+                    "key for a new request.",
+                    r->idem_header);
+        goto out;
+    }
+    const char *ctype = (const char *)sqlite3_column_text(st, 2);
+    const char *headers = (const char *)sqlite3_column_text(st, 3);
+    const void *body = sqlite3_column_blob(st, 4);
+    size_t len = (size_t)sqlite3_column_bytes(st, 4);
+    char *copy = NULL;
+    if (len > 0) {
+        copy = malloc(len + 1);
+        if (!copy) {
+            ret = -1;
+            goto out;
+        }
+        memcpy(copy, body, len);
+        copy[len] = '\0';
+    }
+    if (replay_headers(r, headers ? headers : "[]") != 0) {
+        log_error("idempotency: stored headers of a record are unreadable");
+        free(copy);
+        ret = -1;
+        goto out;
+    }
+    req_set_json(r, sqlite3_column_int(st, 1), copy, len);
+    r->content_type = ctype && strcmp(ctype, "application/json") == 0 ? "application/json" : NULL;
+    req_set_header(r, "Idempotent-Replayed", "true");
+    r->replayed = true;
+out:
+    sqlite3_reset(st);
+    return ret;
+}
+
+int idempotency_store(struct req *r, int first_header)
+{
+    struct jsonw w;
+    size_t len = 0;
+    char now[40], expires[40];
+    int ret = -1;
+
+    jsonw_init(&w);
+    jsonw_array_begin(&w);
+    for (int i = first_header; i < r->n_resp_headers; i++) {
+        jsonw_array_begin(&w);
+        jsonw_string(&w, r->resp_headers[i].name);
+        jsonw_string(&w, r->resp_headers[i].value);
+        jsonw_array_end(&w);
+    }
+    jsonw_array_end(&w);
+    char *headers = jsonw_take(&w, &len);
+    jsonw_release(&w);
+
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    format_time_rfc3339(ms, now, sizeof now);
+    format_time_rfc3339(ms + (int64_t)IDEMPOTENCY_RETENTION_S * 1000, expires, sizeof expires);
+    /* A record that expired but was not purged yet gives way to the new one. */
+    sqlite3_stmt *st = storage_prepare(
+        "INSERT INTO idempotency_keys (workspace_id, user_id, method, path, key, fingerprint, "
+        "status, content_type, headers, body, created_at, expires_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (workspace_id, user_id, method, path, key) DO UPDATE SET "
+        "fingerprint = excluded.fingerprint, status = excluded.status, "
+        "content_type = excluded.content_type, headers = excluded.headers, "
+        "body = excluded.body, created_at = excluded.created_at, "
+        "expires_at = excluded.expires_at");
+    if (!st || !headers)
+        goto out;
+    bind_scope(st, r);
+    sqlite3_bind_text(st, 6, r->idem_fingerprint, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 7, r->status);
+    if (r->content_type && r->resp_len > 0)
+        sqlite3_bind_text(st, 8, r->content_type, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 8);
+    sqlite3_bind_text(st, 9, headers, -1, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 10, r->resp_body ? r->resp_body : "", (int)r->resp_len, SQLITE_STATIC);
+    sqlite3_bind_text(st, 11, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 12, expires, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_DONE)
+        ret = 0;
+    else
+        log_error("idempotency: storing the record failed: %s", sqlite3_errmsg(storage_db()));
+    sqlite3_reset(st);
+out:
+    free(headers);
+    return ret;
+}
+
+int idempotency_purge(int64_t now_ms, int max_rows)
+{
+    char now[40];
+    format_time_rfc3339(now_ms, now, sizeof now);
+    if (storage_begin(true) != 0)
+        return -1;
+    sqlite3_stmt *st = storage_prepare(
+        "DELETE FROM idempotency_keys WHERE (workspace_id, user_id, method, path, key) IN "
+        "(SELECT workspace_id, user_id, method, path, key FROM idempotency_keys "
+        "WHERE expires_at <= ? LIMIT ?)");
+    if (!st) {
+        storage_rollback();
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, max_rows);
+    int rc = sqlite3_step(st);
+    int n = sqlite3_changes(storage_db());
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        log_error("idempotency: purge failed: %s", sqlite3_errmsg(storage_db()));
+        storage_rollback();
+        return -1;
+    }
+    return storage_commit() == 0 ? n : -1;
+}

@@ -1,0 +1,33 @@
+/* Idempotent retries (draft-ietf-httpapi-idempotency-key-header): on an operation marked
+ * x-idempotent, a client UUID in Idempotency-Key or X-Request-ID makes a retry safe. The first
+ * successful answer is stored in the same transaction as the handler's writes and replayed for
+ * the same key and body; another body answers 422; a retry while the first runs answers 409.
+ * Keys are scoped by (workspace, user, method, path) and kept IDEMPOTENCY_RETENTION_S. */
+#ifndef RUNTIME_IDEMPOTENCY_H
+#define RUNTIME_IDEMPOTENCY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/req.h"
+
+#define IDEMPOTENCY_RETENTION_S (24 * 3600)
+
+/* Before the transaction: reads the key (none: the request is simply not idempotent), refuses
+ * a malformed one (400), fingerprints the canonical body and claims the key in this process
+ * (409 while another request holds it). 0 = go on; -1 = a problem was recorded on r. */
+int idempotency_prepare(struct req *r);
+/* Inside the transaction, before the handler: 1 when r was answered from the stored record
+ * (the replayed response, or 422 for another body), 0 when the handler must run, -1 on a
+ * database failure. */
+int idempotency_lookup(struct req *r);
+/* Inside the transaction, after a successful handler: stores status, body and the headers the
+ * operation set (those from index first_header on). 0 / -1. */
+int idempotency_store(struct req *r, int first_header);
+/* Releases the in-process claim; call once for every request whose prepare() claimed a key. */
+void idempotency_finish(struct req *r);
+/* Deletes up to max_rows records that expired before now_ms; the number deleted, or -1. Runs
+ * in its own short transaction so a large backlog never holds the write lock for long. */
+int idempotency_purge(int64_t now_ms, int max_rows);
+
+#endif
