@@ -138,8 +138,14 @@ test: deps
 # Throughput of the release build over HTTPS with wrk, quoted against GET /healthz measured in
 # the same run (tests/bench/bench.py); about half a minute.
 bench: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory all $(BUILD)/bench/ratelimit_bench
+	$(Q)$(BUILD)/bench/ratelimit_bench
 	$(Q)$(PYTHON) tests/bench/bench.py
+
+$(BUILD)/bench/ratelimit_bench: tests/bench/ratelimit_bench.c $(UNIT_LINK)
+	@mkdir -p $(@D)
+	@if [ "$(V)" != 1 ]; then echo "  CC/LD   $@"; fi
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 clean:
 	rm -rf build

@@ -70,7 +70,14 @@ static uint64_t hash(const char *s)
     uint64_t h = UINT64_C(1469598103934665603); /* FNV-1a */
     for (; *s; s++)
         h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
-    return h ^ (h >> 29);
+    /* MurmurHash3's finalizer: FNV leaves the high bits (the shard) nearly equal for keys
+     * that differ in their last character, such as two workspaces' ids. */
+    h ^= h >> 33;
+    h *= UINT64_C(0xff51afd7ed558ccd);
+    h ^= h >> 33;
+    h *= UINT64_C(0xc4ceb9fe1a85ec53);
+    h ^= h >> 33;
+    return h;
 }
 
 static struct shard *shard_of(uint64_t h)
