@@ -3,7 +3,6 @@
  * access token carrying the scopes of the user's role in that workspace. */
 #include "generated/accounts_api.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 
 #include "generated/scopes.h"
 #include "runtime/auth.h"
+#include "runtime/digest.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
 #include "runtime/log.h"
@@ -34,28 +34,6 @@ struct login_user {
     char password_hash[PASSWORD_HASH_MAX];
     bool active;
 };
-
-static void hex(const unsigned char *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
-/* Refresh tokens are 256-bit random secrets, so a plain SHA-256 is the right storage form:
- * the database never holds a usable token, and lookup stays an index probe. */
-static int refresh_token_hash(const char *token, char out[65])
-{
-    unsigned char d[32];
-    unsigned int n = 0;
-    if (EVP_Digest(token, strlen(token), d, &n, EVP_sha256(), NULL) != 1 || n != sizeof d)
-        return -1;
-    hex(d, sizeof d, out);
-    return 0;
-}
 
 static void lower_ascii(const char *in, char *out, size_t n)
 {
@@ -163,16 +141,14 @@ static int exec_texts(const char *sql, const char *const *v, int n)
     return 0;
 }
 
-/* The guard's key: a hash of the normalized email, so any email fits in a quota key. */
-static void failure_key(const char *email_norm, char *key, size_t n)
+/* The guard's key: a digest of the normalized email, so any email fits in a quota key. */
+static int failure_key(const char *email_norm, char *key, size_t n)
 {
-    unsigned char d[32];
-    unsigned int len = 0;
-    char h[65];
-    if (EVP_Digest(email_norm, strlen(email_norm), d, &len, EVP_sha256(), NULL) != 1)
-        memset(d, 0, sizeof d);
-    hex(d, 16, h);
-    snprintf(key, n, "login-fail:%s", h);
+    char h[DIGEST_HEX_LEN + 1];
+    if (digest_sha256_hex(email_norm, strlen(email_norm), h) != 0)
+        return -1;
+    snprintf(key, n, "login-fail:%.32s", h);
+    return 0;
 }
 
 static void invalid_credentials(struct req *r)
@@ -195,7 +171,8 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
      * arrive at once); a proven password gives it back below. */
     char guard[RATELIMIT_KEY_MAX + 1];
     struct ratelimit_verdict v;
-    failure_key(email_norm, guard, sizeof guard);
+    if (failure_key(email_norm, guard, sizeof guard) != 0)
+        return -1;
     ratelimit_check(guard, LOGIN_FAILURES, LOGIN_FAILURE_PERIOD_S, ratelimit_now_ns(), &v);
     if (!v.allowed) {
         /* The headers describe the quota that refused the request, not the address's. */
@@ -262,10 +239,12 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
         lifetime = 86400; /* the column is bounded by the admin API; never trust it blindly */
 
     char *refresh = id_secret(&r->arena, REFRESH_TOKEN_BYTES);
-    char refresh_hash[65], now[40], expires[40];
+    /* Refresh tokens are 256-bit random secrets, so a plain SHA-256 is the right storage
+     * form: the database never holds a usable token, and lookup stays an index probe. */
+    char refresh_hash[DIGEST_HEX_LEN + 1], now[40], expires[40];
     char *session_id = id_new(&r->arena, "ses");
     int64_t t = (int64_t)time(NULL);
-    if (refresh_token_hash(refresh, refresh_hash) != 0)
+    if (digest_sha256_hex(refresh, strlen(refresh), refresh_hash) != 0)
         return -1;
     format_now_rfc3339(now, sizeof now);
     format_time_rfc3339((t + SESSION_LIFETIME_S) * 1000, expires, sizeof expires);

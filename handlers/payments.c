@@ -392,6 +392,26 @@ static void precondition_failed(struct req *r, const char *if_match, int64_t ver
                 version);
 }
 
+/* The caller's beneficiary for an operation on it: answers 404 when there is none and 412
+ * when if_match (NULL: unconditional) names another version. 1 = go on with *b, 0 = answered,
+ * -1 = failure. */
+static int load_current(struct req *r, const char *id, const char *if_match,
+                        struct beneficiary *b)
+{
+    switch (load(r, id, b)) {
+    case LOAD_MISSING:
+        not_found(r, id);
+        return 0;
+    case LOAD_FAILED:
+        return -1;
+    }
+    if (if_match && !if_match_ok(if_match, b->version)) {
+        precondition_failed(r, if_match, b->version);
+        return 0;
+    }
+    return 1;
+}
+
 static bool same(const char *a, const char *b)
 {
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
@@ -532,13 +552,9 @@ int payments_get_beneficiary(struct req *r, const struct payments_get_beneficiar
                              struct payments_get_beneficiary_response *out)
 {
     struct beneficiary *b = arena_alloc(&r->arena, sizeof *b);
-    switch (load(r, in->id, b)) {
-    case LOAD_MISSING:
-        not_found(r, in->id);
-        return 0;
-    case LOAD_FAILED:
-        return -1;
-    }
+    int found = load_current(r, in->id, NULL, b);
+    if (found <= 0)
+        return found;
     out->status = 200;
     out->body_200 = b;
     out->etag = etag_of(r, b->version);
@@ -550,17 +566,9 @@ int payments_update_beneficiary(struct req *r, const struct payments_update_bene
 {
     const struct beneficiary_update *u = in->body;
     struct beneficiary before, *b = arena_alloc(&r->arena, sizeof *b);
-    switch (load(r, in->id, b)) {
-    case LOAD_MISSING:
-        not_found(r, in->id);
-        return 0;
-    case LOAD_FAILED:
-        return -1;
-    }
-    if (in->has_if_match && !if_match_ok(in->if_match, b->version)) {
-        precondition_failed(r, in->if_match, b->version);
-        return 0;
-    }
+    int found = load_current(r, in->id, in->has_if_match ? in->if_match : NULL, b);
+    if (found <= 0)
+        return found;
     if (b->status == BENEFICIARY_STATUS_ARCHIVED) {
         req_problem(r, 409, "beneficiary_archived",
                     "Beneficiary %s is archived and can no longer be changed.", b->id);
@@ -624,17 +632,9 @@ int payments_delete_beneficiary(struct req *r, const struct payments_delete_bene
                                 struct payments_delete_beneficiary_response *out)
 {
     struct beneficiary *b = arena_alloc(&r->arena, sizeof *b);
-    switch (load(r, in->id, b)) {
-    case LOAD_MISSING:
-        not_found(r, in->id);
-        return 0;
-    case LOAD_FAILED:
-        return -1;
-    }
-    if (in->has_if_match && !if_match_ok(in->if_match, b->version)) {
-        precondition_failed(r, in->if_match, b->version);
-        return 0;
-    }
+    int found = load_current(r, in->id, in->has_if_match ? in->if_match : NULL, b);
+    if (found <= 0)
+        return found;
     out->status = 204;
     if (b->status == BENEFICIARY_STATUS_ARCHIVED)
         return 0; /* archiving is idempotent: nothing changes, no new version */

@@ -3,7 +3,6 @@
  * request's own transaction, so a crash leaves either the write and its record, or neither. */
 #include "runtime/idempotency.h"
 
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "runtime/digest.h"
 #include "runtime/format.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
@@ -70,22 +70,6 @@ static void unclaim(const unsigned char id[32])
 
 /* ---- fingerprints ------------------------------------------------------------------------- */
 
-static int sha256(const void *data, size_t n, unsigned char out[32])
-{
-    unsigned int len = 0;
-    return EVP_Digest(data, n, out, &len, EVP_sha256(), NULL) == 1 && len == 32 ? 0 : -1;
-}
-
-static void hex(const unsigned char *in, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
 static const struct json_member *members_sorted(struct arena *a, const struct json_value *v)
 {
     struct json_member *m = arena_alloc(a, (v->count ? v->count : 1) * sizeof *m);
@@ -126,37 +110,26 @@ static void canonical(struct arena *a, struct jsonw *w, const struct json_value 
 
 /* SHA-256 of the canonical body; of the raw bytes when it is not JSON (such a request is
  * refused before its handler runs, so it is never stored, but it must still not match). */
-static int fingerprint(struct req *r, char out[65])
+static int fingerprint(struct req *r, char out[DIGEST_HEX_LEN + 1])
 {
-    unsigned char d[32];
     struct json_value *v = NULL;
     struct json_error err;
-    const char *body = r->body ? r->body : "";
-    if (r->body_len > 0 && json_parse(&r->arena, body, r->body_len, &v, &err) == 0) {
-        struct jsonw w;
-        size_t len = 0;
-        jsonw_init(&w);
-        canonical(&r->arena, &w, v);
-        char *text = jsonw_take(&w, &len);
-        jsonw_release(&w);
-        int rc = text ? sha256(text, len, d) : -1;
-        free(text);
-        if (rc != 0)
-            return -1;
-    } else {
-        char raw[] = "raw:";
-        EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-        unsigned int len = 0;
-        int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
-                 EVP_DigestUpdate(ctx, raw, sizeof raw - 1) == 1 &&
-                 EVP_DigestUpdate(ctx, body, r->body_len) == 1 &&
-                 EVP_DigestFinal_ex(ctx, d, &len) == 1;
-        EVP_MD_CTX_free(ctx);
-        if (!ok)
-            return -1;
+    if (r->body_len == 0 || json_parse(&r->arena, r->body, r->body_len, &v, &err) != 0) {
+        char *raw = arena_alloc(&r->arena, r->body_len + 4);
+        memcpy(raw, "raw:", 4);
+        if (r->body_len)
+            memcpy(raw + 4, r->body, r->body_len);
+        return digest_sha256_hex(raw, r->body_len + 4, out);
     }
-    hex(d, sizeof d, out);
-    return 0;
+    struct jsonw w;
+    size_t len = 0;
+    jsonw_init(&w);
+    canonical(&r->arena, &w, v);
+    char *text = jsonw_take(&w, &len);
+    jsonw_release(&w);
+    int rc = text ? digest_sha256_hex(text, len, out) : -1;
+    free(text);
+    return rc;
 }
 
 /* ---- the request's key -------------------------------------------------------------------- */
@@ -189,7 +162,7 @@ int idempotency_prepare(struct req *r)
         return -1;
     char *scope = arena_printf(&r->arena, "%s\n%s\n%s\n%s\n%s", r->principal.workspace_id,
                                r->principal.user_id, r->method, r->path, k);
-    if (sha256(scope, strlen(scope), r->idem_claim) != 0)
+    if (digest_sha256(scope, strlen(scope), r->idem_claim) != 0)
         return -1;
     if (!claim(r->idem_claim)) {
         req_problem(r, 409, "idempotency_request_in_progress",
