@@ -264,7 +264,10 @@ def test_kill_9_during_idempotent_creates_then_retries_leave_each_exactly_once(m
     threads = [threading.Thread(target=stream) for _ in range(4)]
     for t in threads:
         t.start()
+    deadline = time.monotonic() + 30
     while len(acknowledged) < 40:
+        assert time.monotonic() < deadline and any(t.is_alive() for t in threads), \
+            "the create stream stalled before the kill"
         time.sleep(0.005)
     s.stop(sig=signal.SIGKILL)
     for t in threads:
