@@ -681,6 +681,7 @@ def dispatch_body(op):
             w('    return -1;')
         w.close()
     w()
+    w('r->handler_ran = true; /* from here on, the answer is the operation\'s own */')
     w('if (%s(r, &in, &out) != 0)' % h)
     w('    return -1;')
     w.open('if (r->status == 0)')

@@ -112,6 +112,7 @@ int dispatch_accounts_login(struct req *r)
             return -1;
     }
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (accounts_login(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {

@@ -73,6 +73,7 @@ int dispatch_meta_get_health(struct req *r)
     memset(&in, 0, sizeof in);
     memset(&out, 0, sizeof out);
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (meta_get_health(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {
@@ -164,6 +165,7 @@ int dispatch_meta_get_openapi(struct req *r)
     memset(&in, 0, sizeof in);
     memset(&out, 0, sizeof out);
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (meta_get_openapi(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {

@@ -140,6 +140,7 @@ int dispatch_payments_list_beneficiaries(struct req *r)
         return 0;
     }
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (payments_list_beneficiaries(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {
@@ -294,6 +295,7 @@ int dispatch_payments_create_beneficiary(struct req *r)
             return -1;
     }
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (payments_create_beneficiary(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {
@@ -427,6 +429,7 @@ int dispatch_payments_get_beneficiary(struct req *r)
         return 0;
     }
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (payments_get_beneficiary(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {
@@ -611,6 +614,7 @@ int dispatch_payments_update_beneficiary(struct req *r)
             return -1;
     }
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (payments_update_beneficiary(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {
@@ -743,6 +747,7 @@ int dispatch_payments_delete_beneficiary(struct req *r)
         return 0;
     }
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (payments_delete_beneficiary(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {

@@ -18,6 +18,7 @@
 #include "runtime/storage.h"
 
 #define CLAIM_BUCKETS 256
+#define PROBLEM_TYPE "application/problem+json"
 
 /* ---- in-process claims: a set of scope hashes --------------------------------------------- */
 
@@ -167,6 +168,7 @@ int idempotency_prepare(struct req *r)
     if (!claim(r->idem_claim)) {
         req_problem(r, 409, "idempotency_request_in_progress",
                     "A request with this %s is still being processed; retry it shortly.", name);
+        req_set_header(r, "Retry-After", "1");
         return -1;
     }
     r->idem_claimed = true;
@@ -209,6 +211,48 @@ static int replay_headers(struct req *r, const char *text)
     return 0;
 }
 
+static int replay_body(struct req *r, int status, const char *ctype, const char *body,
+                       size_t len)
+{
+    char *copy = NULL;
+    if (len > 0) {
+        copy = malloc(len + 1);
+        if (!copy)
+            return -1;
+        memcpy(copy, body, len);
+        copy[len] = '\0';
+    }
+    req_set_json(r, status, copy, len);
+    r->content_type = ctype && strcmp(ctype, "application/json") == 0 ? "application/json" : NULL;
+    return 0;
+}
+
+/* A problem is stored as {code, detail, errors} and rendered again for this request, so its
+ * request_id and instance are this request's, as for every problem. */
+static int replay_problem(struct req *r, int status, const char *body, size_t len)
+{
+    struct json_value *v = NULL;
+    struct json_error err;
+    if (json_parse(&r->arena, body ? body : "", len, &v, &err) != 0 || v->type != JSON_OBJECT)
+        return -1;
+    const struct json_value *code = json_get(v, "code"), *detail = json_get(v, "detail"),
+                            *errors = json_get(v, "errors");
+    if (!code || code->type != JSON_STRING || !detail || detail->type != JSON_STRING ||
+        (errors && errors->type != JSON_ARRAY))
+        return -1;
+    for (size_t i = 0; errors && i < errors->count; i++) {
+        const struct json_value *e = errors->items[i], *p = json_get(e, "pointer"),
+                                *c = json_get(e, "code"), *d = json_get(e, "detail");
+        if (!p || !c || !d || p->type != JSON_STRING || c->type != JSON_STRING ||
+            d->type != JSON_STRING)
+            return -1;
+        verr_add(&r->verr, p->s, NULL, c->s, "%s", d->s);
+    }
+    req_problem(r, status, code->s, "%s", detail->s);
+    r->with_errors = errors != NULL;
+    return 0;
+}
+
 int idempotency_lookup(struct req *r)
 {
     char now[40];
@@ -240,26 +284,17 @@ int idempotency_lookup(struct req *r)
     }
     const char *ctype = (const char *)sqlite3_column_text(st, 2);
     const char *headers = (const char *)sqlite3_column_text(st, 3);
-    const void *body = sqlite3_column_blob(st, 4);
+    const char *body = sqlite3_column_blob(st, 4);
     size_t len = (size_t)sqlite3_column_bytes(st, 4);
-    char *copy = NULL;
-    if (len > 0) {
-        copy = malloc(len + 1);
-        if (!copy) {
-            ret = -1;
-            goto out;
-        }
-        memcpy(copy, body, len);
-        copy[len] = '\0';
-    }
-    if (replay_headers(r, headers ? headers : "[]") != 0) {
-        log_error("idempotency: stored headers of a record are unreadable");
-        free(copy);
+    int status = sqlite3_column_int(st, 1);
+    if (replay_headers(r, headers ? headers : "[]") != 0 ||
+        (ctype && strcmp(ctype, PROBLEM_TYPE) == 0
+             ? replay_problem(r, status, body, len)
+             : replay_body(r, status, ctype, body, len)) != 0) {
+        log_error("idempotency: a stored record is unreadable");
         ret = -1;
         goto out;
     }
-    req_set_json(r, sqlite3_column_int(st, 1), copy, len);
-    r->content_type = ctype && strcmp(ctype, "application/json") == 0 ? "application/json" : NULL;
     req_set_header(r, "Idempotent-Replayed", "true");
     r->replayed = true;
 out:
@@ -285,6 +320,34 @@ int idempotency_store(struct req *r, int first_header)
     jsonw_array_end(&w);
     char *headers = jsonw_take(&w, &len);
     jsonw_release(&w);
+    char *problem = NULL;
+    size_t problem_len = 0;
+    if (r->problem) {
+        jsonw_init(&w);
+        jsonw_object_begin(&w);
+        jsonw_key(&w, "code");
+        jsonw_string(&w, r->problem_code);
+        jsonw_key(&w, "detail");
+        jsonw_string(&w, r->problem_detail ? r->problem_detail : "");
+        if (r->with_errors) {
+            jsonw_key(&w, "errors");
+            jsonw_array_begin(&w);
+            for (int i = 0; i < r->verr.count; i++) {
+                jsonw_object_begin(&w);
+                jsonw_key(&w, "pointer");
+                jsonw_string(&w, r->verr.items[i].pointer);
+                jsonw_key(&w, "code");
+                jsonw_string(&w, r->verr.items[i].code);
+                jsonw_key(&w, "detail");
+                jsonw_string(&w, r->verr.items[i].detail);
+                jsonw_object_end(&w);
+            }
+            jsonw_array_end(&w);
+        }
+        jsonw_object_end(&w);
+        problem = jsonw_take(&w, &problem_len);
+        jsonw_release(&w);
+    }
 
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -301,17 +364,23 @@ int idempotency_store(struct req *r, int first_header)
         "content_type = excluded.content_type, headers = excluded.headers, "
         "body = excluded.body, created_at = excluded.created_at, "
         "expires_at = excluded.expires_at");
-    if (!st || !headers)
+    if (!st || !headers || (r->problem && !problem))
         goto out;
     bind_scope(st, r);
     sqlite3_bind_text(st, 6, r->idem_fingerprint, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 7, r->status);
-    if (r->content_type && r->resp_len > 0)
+    if (r->problem)
+        sqlite3_bind_text(st, 8, PROBLEM_TYPE, -1, SQLITE_STATIC);
+    else if (r->content_type && r->resp_len > 0)
         sqlite3_bind_text(st, 8, r->content_type, -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(st, 8);
     sqlite3_bind_text(st, 9, headers, -1, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 10, r->resp_body ? r->resp_body : "", (int)r->resp_len, SQLITE_STATIC);
+    if (r->problem)
+        sqlite3_bind_blob(st, 10, problem, (int)problem_len, SQLITE_STATIC);
+    else
+        sqlite3_bind_blob(st, 10, r->resp_body ? r->resp_body : "", (int)r->resp_len,
+                          SQLITE_STATIC);
     sqlite3_bind_text(st, 11, now, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 12, expires, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_DONE)
@@ -321,6 +390,7 @@ int idempotency_store(struct req *r, int first_header)
     sqlite3_reset(st);
 out:
     free(headers);
+    free(problem);
     return ret;
 }
 

@@ -1,8 +1,10 @@
 /* Idempotent retries (draft-ietf-httpapi-idempotency-key-header): on an operation marked
- * x-idempotent, a client UUID in Idempotency-Key or X-Request-ID makes a retry safe. The first
- * successful answer is stored in the same transaction as the handler's writes and replayed for
- * the same key and body; another body answers 422; a retry while the first runs answers 409.
- * Keys are scoped by (workspace, user, method, path) and kept IDEMPOTENCY_RETENTION_S. */
+ * x-idempotent, a client UUID in Idempotency-Key or X-Request-ID makes a retry safe. The answer
+ * of the operation itself (success, or a 4xx its handler chose) is stored and replayed for the
+ * same key and body; another body answers 422; a retry while the first runs answers 409. A
+ * request refused before its handler (parameters, schema, auth, quota) or failing with a 5xx
+ * is not stored, so it can be fixed or retried. A success is stored in the same transaction as
+ * the handler's writes. Keys are scoped by (workspace, user, method, path), kept 24 h. */
 #ifndef RUNTIME_IDEMPOTENCY_H
 #define RUNTIME_IDEMPOTENCY_H
 
@@ -21,8 +23,9 @@ int idempotency_prepare(struct req *r);
  * (the replayed response, or 422 for another body), 0 when the handler must run, -1 on a
  * database failure. */
 int idempotency_lookup(struct req *r);
-/* Inside the transaction, after a successful handler: stores status, body and the headers the
- * operation set (those from index first_header on). 0 / -1. */
+/* Inside a write transaction, after the handler answered: stores status, body (a problem as
+ * its code, detail and errors) and the headers the operation set (those from index
+ * first_header on). 0 / -1. */
 int idempotency_store(struct req *r, int first_header);
 /* Releases the in-process claim; call once for every request whose prepare() claimed a key. */
 void idempotency_finish(struct req *r);

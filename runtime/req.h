@@ -62,6 +62,8 @@ struct req {
     unsigned char idem_claim[32];  /* SHA-256 of scope + key, claimed in this process */
     bool idem_claimed;
     bool replayed;                 /* answered from a stored record */
+    bool handler_ran;              /* parameters and body were valid and the handler was called
+                                      (set by the generated dispatcher) */
 
     /* Runtime bookkeeping (server.c). */
     bool tls;             /* arrived over HTTPS (or a trusted proxy said so) */

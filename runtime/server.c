@@ -190,6 +190,16 @@ static void run_operation(struct req *r)
         return;
     }
     storage_rollback();
+    /* The handler's own refusal (404, 409, 412, a business 422) is the answer to this key too;
+     * nothing was written, so its record gets a transaction of its own. */
+    if (r->idem_key && r->handler_ran && r->status < 500) {
+        if (storage_begin(true) != 0 || idempotency_store(r, first_header) != 0 ||
+            storage_commit() != 0) {
+            storage_rollback();
+            log_warn("idempotency: could not store the %d answer of request %s; a retry will "
+                     "run again", r->status, r->request_id);
+        }
+    }
 }
 
 static void process(struct req *r, enum listener l)

@@ -1,7 +1,8 @@
 """Idempotent retries (runtime/idempotency.c): X-Request-ID or Idempotency-Key on POST/PATCH
-replays the first successful answer for the same body, refuses another body (422), answers 409
-while the first still runs, is scoped by workspace, user, method and path, never stores a
-refused request, survives a restart, and under kill -9 leaves every resource exactly once."""
+replays the operation's first answer (success or its handler's own refusal) for the same body,
+refuses another body (422), answers 409 while the first still runs, is scoped by workspace,
+user, method and path, never stores a request refused before its handler, survives a restart,
+and under kill -9 leaves every resource exactly once."""
 
 import contextlib
 import http.client
@@ -105,14 +106,44 @@ def test_a_refused_request_is_not_stored_so_the_fixed_one_runs(server):
     assert names(c) == ["fixed"]
 
 
-def test_a_handler_conflict_is_not_stored_either(server):
+def test_the_handlers_own_refusal_is_the_answer_replayed(server):
+    """A 4xx the operation itself chose (here a 409 on a taken external_id) is the key's
+    answer: the retry replays it, rendered for the retry (its own request_id), even after
+    the conflict went away."""
     _, _, c = server.new_workspace()
-    create_beneficiary(c, name="holder", external_id="EXT-1")
+    holder = create_beneficiary(c, name="holder", external_id="EXT-1")
     key = new_request_id()
-    assert_problem(post(c, beneficiary(name="dup", external_id="EXT-1"), key), 409,
-                   "duplicate_external_id")
-    assert_problem(post(c, beneficiary(name="dup", external_id="EXT-1"), key), 409,
-                   "duplicate_external_id")
+    first = post(c, beneficiary(name="dup", external_id="EXT-1"), key, "Idempotency-Key")
+    a = assert_problem(first, 409, "duplicate_external_id")
+    assert first.header("Idempotent-Replayed") is None
+    assert c.patch(PATH + "/" + holder["id"], json={"external_id": None}).status == 200
+    again = post(c, beneficiary(name="dup", external_id="EXT-1"), key, "Idempotency-Key")
+    b = assert_problem(again, 409, "duplicate_external_id")  # request_id == X-Request-ID
+    assert again.header("Idempotent-Replayed") == "true"
+    assert (a["detail"], a["instance"]) == (b["detail"], b["instance"])
+    assert names(c) == ["holder"]
+
+
+def test_a_business_rule_refusal_is_replayed_with_its_errors(server):
+    _, _, c = server.new_workspace()
+    key = new_request_id()
+    body = beneficiary(account_identification={"scheme": "ABA", "identification": "123456789"},
+                       bank=None, currency="USD", country="US")
+    first = assert_validation(post(c, body, key), {"/bank/routing_number":
+                                                   "routing_number_required"})
+    again = post(c, body, key)
+    assert again.header("Idempotent-Replayed") == "true"
+    assert assert_validation(again, {"/bank/routing_number": "routing_number_required"})[
+        "errors"] == first["errors"]
+
+
+def test_a_not_found_patch_is_replayed(server):
+    _, _, c = server.new_workspace()
+    key = new_request_id()
+    for replayed in (None, "true"):
+        r = c.patch(PATH + "/" + UNKNOWN_BEN, json={"name": "x"}, headers={"X-Request-ID": key})
+        assert_problem(r, 404, "not_found")
+        assert r.header("Idempotent-Replayed") == replayed
 
 
 def test_keys_are_scoped_per_workspace_and_user(server):
@@ -187,6 +218,7 @@ def test_twenty_concurrent_identical_retries_create_one_beneficiary(server):
     for r in results:
         if r.status != 201:
             assert_problem(r, 409, "idempotency_request_in_progress")
+            assert r.header("Retry-After") == "1"
     assert created, [r.status for r in results]
     assert len({r.json()["id"] for r in created}) == 1
     assert sum(1 for r in created if r.header("Idempotent-Replayed") is None) == 1

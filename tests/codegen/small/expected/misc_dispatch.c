@@ -61,6 +61,7 @@ int dispatch_misc_get_health(struct req *r)
     memset(&in, 0, sizeof in);
     memset(&out, 0, sizeof out);
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (misc_get_health(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {

@@ -141,6 +141,7 @@ int dispatch_things_list_things(struct req *r)
         return 0;
     }
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (things_list_things(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {
@@ -283,6 +284,7 @@ int dispatch_things_create_thing(struct req *r)
             return -1;
     }
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (things_create_thing(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {
@@ -424,6 +426,7 @@ int dispatch_things_get_thing(struct req *r)
         return 0;
     }
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (things_get_thing(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {
@@ -567,6 +570,7 @@ int dispatch_things_replace_thing(struct req *r)
             return -1;
     }
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (things_replace_thing(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {
@@ -667,6 +671,7 @@ int dispatch_things_delete_thing(struct req *r)
         return 0;
     }
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (things_delete_thing(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {
@@ -778,6 +783,7 @@ int dispatch_things_add_shape(struct req *r)
             return -1;
     }
 
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (things_add_shape(r, &in, &out) != 0)
         return -1;
     if (r->status == 0) {
