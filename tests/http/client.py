@@ -123,6 +123,9 @@ class Client:
             try:
                 conn.request(method, path, body=body, headers=hdrs)
             except (BrokenPipeError, ConnectionResetError) as e:
+                if conn.sock is None:  # refused while connecting: there is nothing to read
+                    self.close()
+                    raise
                 # The server may answer early (413) and close while we still send: read it.
                 try:
                     return self._read(conn)
