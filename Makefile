@@ -27,7 +27,7 @@ OPT      := -O2 -g
 endif
 # Test builds validate every response against its schema (architecture.md §3).
 ifneq ($(SAN)$(CHECK),)
-DEFS     := -DTREASURY_CHECK_RESPONSES
+DEFS     := -DTREASURY_CHECK_RESPONSES -DTREASURY_TEST_CLOCK
 endif
 
 WARN     := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes -Wshadow \

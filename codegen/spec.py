@@ -15,6 +15,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 METHODS = ['get', 'post', 'put', 'patch', 'delete']
 JSON_MEDIA = 'application/json'
+FORM_MEDIA = 'application/x-www-form-urlencoded'
 PROBLEM_MEDIA = 'application/problem+json'
 MAX_SCOPES = 64
 ROUTE_MAX_PARAMS = 8          # runtime/op.h
@@ -58,7 +59,8 @@ INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 
 OPERATION_KEYS = {'tags', 'summary', 'description', 'operationId', 'parameters', 'requestBody',
                   'responses', 'security', 'deprecated', 'externalDocs'}
-OPERATION_EXTENSIONS = {'x-idempotent', 'x-rate-limit-class', 'x-max-body-bytes', 'x-status'}
+OPERATION_EXTENSIONS = {'x-idempotent', 'x-rate-limit-class', 'x-max-body-bytes', 'x-status',
+                        'x-any-scope'}
 PATH_ITEM_KEYS = {'summary', 'description', 'parameters', 'servers'}
 PARAM_KEYS = {'name', 'in', 'required', 'description', 'schema', 'example', 'examples',
               'deprecated', 'style', 'explode', 'allowEmptyValue'}
@@ -1635,6 +1637,8 @@ class Model:
         op.scopes = []
         if not sec:
             op.is_public = True
+            if 'x-any-scope' in o:
+                self.fail(loc / 'x-any-scope', 'x-any-scope on a public operation')
             return
         op.is_public = False
         if len(sec) != 1:
@@ -1661,6 +1665,17 @@ class Model:
                                                               'root x-scopes' % sc)
         if len(set(scopes)) != len(scopes):
             self.fail(loc / 'security' / 0 / scheme, 'a scope is listed twice')
+        # A token without any scope requirement must be a deliberate choice (the user's own
+        # sessions, logout), so an empty list needs x-any-scope: true, and only then.
+        any_scope = o.get('x-any-scope', False)
+        if not isinstance(any_scope, bool):
+            self.fail(loc / 'x-any-scope', 'x-any-scope must be a boolean')
+        if not scopes and not any_scope:
+            self.fail(loc / 'security' / 0 / scheme, 'a protected operation must require at '
+                                                     'least one scope (or say x-any-scope: '
+                                                     'true)')
+        if scopes and any_scope:
+            self.fail(loc / 'x-any-scope', 'x-any-scope: true with scopes listed')
         op.scopes = [self.scope_by_name[sc] for sc in scopes]
 
     def build_extensions(self, op, o, loc):
@@ -1778,6 +1793,7 @@ class Model:
     def build_body(self, op, o, loc):
         op.body = None
         op.body_required = False
+        op.form_body = False
         if 'requestBody' not in o:
             op.max_body_bytes = op.x_max_body or 0
             if op.x_max_body:
@@ -1795,9 +1811,10 @@ class Model:
             if k not in REQUEST_BODY_KEYS:
                 self.fail(rloc / k, 'unsupported request body key %s' % k)
         content = rb.get('content')
-        if not isinstance(content, dict) or list(content) != [JSON_MEDIA]:
-            self.fail(rloc / 'content', 'a request body must have exactly the media type %s'
-                      % JSON_MEDIA)
+        if not isinstance(content, dict) or JSON_MEDIA not in content or \
+                set(content) - {JSON_MEDIA, FORM_MEDIA}:
+            self.fail(rloc / 'content', 'a request body must have the media type %s (and may '
+                                        'also accept %s)' % (JSON_MEDIA, FORM_MEDIA))
         mt = content[JSON_MEDIA]
         mloc = rloc / 'content' / JSON_MEDIA
         if not isinstance(mt, dict) or 'schema' not in mt:
@@ -1812,11 +1829,34 @@ class Model:
         node = self.node_of(mt['schema'], mloc / 'schema', name)
         if node.kind not in ('object', 'oneof', 'any') or node.nullable:
             self.fail(mloc / 'schema', 'a request body must be an object schema')
+        op.form_body = FORM_MEDIA in content
+        if op.form_body:
+            self.check_form_body(node, content, rloc / 'content' / FORM_MEDIA, mt)
         op.body = Field('body', 'body', node, required)
         op.body.comment = 'request body (%s)' % ('required' if required else 'optional; NULL '
                                                  'when absent')
         op.body_required = required
         op.max_body_bytes = op.x_max_body or DEFAULT_MAX_BODY
+
+    def check_form_body(self, node, content, floc, json_mt):
+        """A form body (RFC 6749 clients send one) is the JSON body's schema with every value a
+        string: the runtime turns the pairs into a JSON object of strings before validation,
+        so both media types share one schema, one validator and one typed struct."""
+        fm = content[FORM_MEDIA]
+        if not isinstance(fm, dict) or fm.get('schema') != json_mt.get('schema'):
+            self.fail(floc / 'schema', 'the %s schema must be the same as the %s one'
+                      % (FORM_MEDIA, JSON_MEDIA))
+        for k in fm:
+            if k not in MEDIA_KEYS:
+                self.fail(floc / k, 'unsupported media type key %s' % k)
+        if node.kind != 'object' or node.addl is not False:
+            self.fail(floc / 'schema', 'a form body must be an object with '
+                                       'additionalProperties: false')
+        for f in node.fields:
+            if f.node.kind not in ('string', 'enum') or f.node.type_name != 'string' or \
+                    f.node.nullable:
+                self.fail(floc / 'schema', 'a form body can only hold string properties '
+                                           '(%s is not one)' % f.json_name)
 
     def build_responses(self, op, o, loc):
         rs = o.get('responses')

@@ -14,6 +14,47 @@
 #include "generated/schemas.h"
 #include "runtime/req.h"
 
+/* POST /v1/accounts/auth/oauth/refresh (refreshToken): Exchange a refresh token for a new token pair */
+struct accounts_refresh_token_request {
+    struct refresh_request *body; /* request body (required) */
+};
+
+struct accounts_refresh_token_response {
+    int status; /* 200; problems (400, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct login_response *body_200; /* status 200: The new token pair; the refresh token sent is now used. */
+};
+
+int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_request *in,
+                          struct accounts_refresh_token_response *out);
+
+/* GET /v1/accounts/sessions (listSessions): List my active sessions */
+struct accounts_list_sessions_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+};
+
+struct accounts_list_sessions_response {
+    int status; /* 200; problems (400, 401, 429, 500, 503) via req_problem() */
+    struct session_page *body_200; /* status 200: One page of sessions. */
+};
+
+int accounts_list_sessions(struct req *r, const struct accounts_list_sessions_request *in,
+                          struct accounts_list_sessions_response *out);
+
+/* DELETE /v1/accounts/sessions/{id} (revokeSession): Revoke one of my sessions */
+struct accounts_revoke_session_request {
+    const char *id; /* path id, required */
+};
+
+struct accounts_revoke_session_response {
+    int status; /* 204; problems (400, 401, 404, 429, 500, 503) via req_problem() */
+};
+
+int accounts_revoke_session(struct req *r, const struct accounts_revoke_session_request *in,
+                           struct accounts_revoke_session_response *out);
+
 /* POST /v1/api/login (login): Log in with email and password */
 struct accounts_login_request {
     struct login_request *body; /* request body (required) */
@@ -26,5 +67,17 @@ struct accounts_login_response {
 
 int accounts_login(struct req *r, const struct accounts_login_request *in,
                   struct accounts_login_response *out);
+
+/* POST /v1/api/logout (logout): Log out (revoke the current session) */
+struct accounts_logout_request {
+    int unused; /* this operation takes no parameters and no body */
+};
+
+struct accounts_logout_response {
+    int status; /* 204; problems (400, 401, 429, 500, 503) via req_problem() */
+};
+
+int accounts_logout(struct req *r, const struct accounts_logout_request *in,
+                   struct accounts_logout_response *out);
 
 #endif

@@ -7,12 +7,18 @@
 struct req;
 
 int dispatch_meta_get_health(struct req *r);
+int dispatch_accounts_refresh_token(struct req *r);
+int dispatch_accounts_list_sessions(struct req *r);
+int dispatch_accounts_revoke_session(struct req *r);
 int dispatch_accounts_login(struct req *r);
+int dispatch_accounts_logout(struct req *r);
 int dispatch_payments_list_beneficiaries(struct req *r);
 int dispatch_payments_create_beneficiary(struct req *r);
 int dispatch_payments_get_beneficiary(struct req *r);
 int dispatch_payments_update_beneficiary(struct req *r);
 int dispatch_payments_delete_beneficiary(struct req *r);
 int dispatch_meta_get_openapi(struct req *r);
+int dispatch_workspace_get_workspace(struct req *r);
+int dispatch_workspace_update_workspace_settings(struct req *r);
 
 #endif

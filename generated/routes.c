@@ -11,16 +11,22 @@
 #include "generated/scopes.h"
 #include "runtime/pattern.h"
 
-#define MAX_SEGS 3
+#define MAX_SEGS 5
 
 static const int statuses_0[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_1[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_2[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_3[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_4[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_5[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_6[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
-static const int statuses_7[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_1[] = { 200, 400, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_2[] = { 200, 400, 401, 429, 500, 503, 0 };
+static const int statuses_3[] = { 204, 400, 401, 404, 429, 500, 503, 0 };
+static const int statuses_4[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_5[] = { 204, 400, 401, 429, 500, 503, 0 };
+static const int statuses_6[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_7[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_8[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_9[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_10[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
+static const int statuses_11[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_12[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_13[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -37,9 +43,67 @@ const struct op routes_ops[] = {
         .max_body_bytes = 0,
         .planned = false,
         .has_body = false,
+        .form_body = false,
         .body_required = false,
         .statuses = statuses_0,
         .dispatch = dispatch_meta_get_health,
+    },
+    {
+        .operation_id = "refreshToken",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/accounts/auth/oauth/refresh",
+        .tag = "accounts",
+        .is_public = true,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "auth",
+        .max_body_bytes = 4096,
+        .planned = false,
+        .has_body = true,
+        .form_body = true,
+        .body_required = true,
+        .statuses = statuses_1,
+        .dispatch = dispatch_accounts_refresh_token,
+    },
+    {
+        .operation_id = "listSessions",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/accounts/sessions",
+        .tag = "accounts",
+        .is_public = false,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_2,
+        .dispatch = dispatch_accounts_list_sessions,
+    },
+    {
+        .operation_id = "revokeSession",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/accounts/sessions/{id}",
+        .tag = "accounts",
+        .is_public = false,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_3,
+        .dispatch = dispatch_accounts_revoke_session,
     },
     {
         .operation_id = "login",
@@ -55,9 +119,29 @@ const struct op routes_ops[] = {
         .max_body_bytes = 4096,
         .planned = false,
         .has_body = true,
+        .form_body = false,
         .body_required = true,
-        .statuses = statuses_1,
+        .statuses = statuses_4,
         .dispatch = dispatch_accounts_login,
+    },
+    {
+        .operation_id = "logout",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/api/logout",
+        .tag = "accounts",
+        .is_public = false,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_5,
+        .dispatch = dispatch_accounts_logout,
     },
     {
         .operation_id = "listBeneficiaries",
@@ -73,8 +157,9 @@ const struct op routes_ops[] = {
         .max_body_bytes = 0,
         .planned = false,
         .has_body = false,
+        .form_body = false,
         .body_required = false,
-        .statuses = statuses_2,
+        .statuses = statuses_6,
         .dispatch = dispatch_payments_list_beneficiaries,
     },
     {
@@ -91,8 +176,9 @@ const struct op routes_ops[] = {
         .max_body_bytes = 65536,
         .planned = false,
         .has_body = true,
+        .form_body = false,
         .body_required = true,
-        .statuses = statuses_3,
+        .statuses = statuses_7,
         .dispatch = dispatch_payments_create_beneficiary,
     },
     {
@@ -109,8 +195,9 @@ const struct op routes_ops[] = {
         .max_body_bytes = 0,
         .planned = false,
         .has_body = false,
+        .form_body = false,
         .body_required = false,
-        .statuses = statuses_4,
+        .statuses = statuses_8,
         .dispatch = dispatch_payments_get_beneficiary,
     },
     {
@@ -127,8 +214,9 @@ const struct op routes_ops[] = {
         .max_body_bytes = 65536,
         .planned = false,
         .has_body = true,
+        .form_body = false,
         .body_required = true,
-        .statuses = statuses_5,
+        .statuses = statuses_9,
         .dispatch = dispatch_payments_update_beneficiary,
     },
     {
@@ -145,8 +233,9 @@ const struct op routes_ops[] = {
         .max_body_bytes = 0,
         .planned = false,
         .has_body = false,
+        .form_body = false,
         .body_required = false,
-        .statuses = statuses_6,
+        .statuses = statuses_10,
         .dispatch = dispatch_payments_delete_beneficiary,
     },
     {
@@ -163,9 +252,48 @@ const struct op routes_ops[] = {
         .max_body_bytes = 0,
         .planned = false,
         .has_body = false,
+        .form_body = false,
         .body_required = false,
-        .statuses = statuses_7,
+        .statuses = statuses_11,
         .dispatch = dispatch_meta_get_openapi,
+    },
+    {
+        .operation_id = "getWorkspace",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/workspace",
+        .tag = "workspace",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_READ,
+        .scopes_text = "workspace:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_12,
+        .dispatch = dispatch_workspace_get_workspace,
+    },
+    {
+        .operation_id = "updateWorkspaceSettings",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/workspace/settings",
+        .tag = "workspace",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_13,
+        .dispatch = dispatch_workspace_update_workspace_settings,
     },
 };
 
@@ -187,26 +315,56 @@ static const size_t ops_0[] = { 0, };
 /* /v1/beneficiaries */
 static const char *const segs_1[] = { "v1", "beneficiaries", };
 static const char *const names_1[] = { NULL, NULL, };
-static const size_t ops_1[] = { 2, 3, };
+static const size_t ops_1[] = { 6, 7, };
 /* /v1/openapi.json */
 static const char *const segs_2[] = { "v1", "openapi.json", };
 static const char *const names_2[] = { NULL, NULL, };
-static const size_t ops_2[] = { 7, };
+static const size_t ops_2[] = { 11, };
+/* /v1/workspace */
+static const char *const segs_3[] = { "v1", "workspace", };
+static const char *const names_3[] = { NULL, NULL, };
+static const size_t ops_3[] = { 12, };
+/* /v1/accounts/sessions */
+static const char *const segs_4[] = { "v1", "accounts", "sessions", };
+static const char *const names_4[] = { NULL, NULL, NULL, };
+static const size_t ops_4[] = { 2, };
 /* /v1/api/login */
-static const char *const segs_3[] = { "v1", "api", "login", };
-static const char *const names_3[] = { NULL, NULL, NULL, };
-static const size_t ops_3[] = { 1, };
+static const char *const segs_5[] = { "v1", "api", "login", };
+static const char *const names_5[] = { NULL, NULL, NULL, };
+static const size_t ops_5[] = { 4, };
+/* /v1/api/logout */
+static const char *const segs_6[] = { "v1", "api", "logout", };
+static const char *const names_6[] = { NULL, NULL, NULL, };
+static const size_t ops_6[] = { 5, };
 /* /v1/beneficiaries/{id} */
-static const char *const segs_4[] = { "v1", "beneficiaries", NULL, };
-static const char *const names_4[] = { NULL, NULL, "id", };
-static const size_t ops_4[] = { 4, 5, 6, };
+static const char *const segs_7[] = { "v1", "beneficiaries", NULL, };
+static const char *const names_7[] = { NULL, NULL, "id", };
+static const size_t ops_7[] = { 8, 9, 10, };
+/* /v1/workspace/settings */
+static const char *const segs_8[] = { "v1", "workspace", "settings", };
+static const char *const names_8[] = { NULL, NULL, NULL, };
+static const size_t ops_8[] = { 13, };
+/* /v1/accounts/sessions/{id} */
+static const char *const segs_9[] = { "v1", "accounts", "sessions", NULL, };
+static const char *const names_9[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_9[] = { 3, };
+/* /v1/accounts/auth/oauth/refresh */
+static const char *const segs_10[] = { "v1", "accounts", "auth", "oauth", "refresh", };
+static const char *const names_10[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_10[] = { 1, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
     { 2, segs_1, names_1, ops_1, 2, "GET, POST" },
     { 2, segs_2, names_2, ops_2, 1, "GET" },
-    { 3, segs_3, names_3, ops_3, 1, "POST" },
-    { 3, segs_4, names_4, ops_4, 3, "GET, PATCH, DELETE" },
+    { 2, segs_3, names_3, ops_3, 1, "GET" },
+    { 3, segs_4, names_4, ops_4, 1, "GET" },
+    { 3, segs_5, names_5, ops_5, 1, "POST" },
+    { 3, segs_6, names_6, ops_6, 1, "POST" },
+    { 3, segs_7, names_7, ops_7, 3, "GET, PATCH, DELETE" },
+    { 3, segs_8, names_8, ops_8, 1, "PUT" },
+    { 4, segs_9, names_9, ops_9, 1, "DELETE" },
+    { 5, segs_10, names_10, ops_10, 1, "POST" },
 };
 
 struct seg {

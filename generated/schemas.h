@@ -54,6 +54,14 @@ enum verification_status {
 const char *verification_status_str(enum verification_status v);
 enum verification_status verification_status_parse(const char *s);
 
+/* workspace_rate_limit_source: `default`: the server's configured quota; `workspace`: this workspace's own, set by an operator. */
+enum workspace_rate_limit_source {
+    WORKSPACE_RATE_LIMIT_SOURCE_DEFAULT = 1,
+    WORKSPACE_RATE_LIMIT_SOURCE_WORKSPACE = 2,
+};
+const char *workspace_rate_limit_source_str(enum workspace_rate_limit_source v);
+enum workspace_rate_limit_source workspace_rate_limit_source_parse(const char *s);
+
 /* AccountIdentification: which oneOf member is set, by scheme */
 enum account_identification_kind {
     ACCOUNT_IDENTIFICATION_KIND_IBAN = 1, /* IBAN */
@@ -78,8 +86,14 @@ struct login_request;
 struct login_response;
 struct money;
 struct problem;
+struct refresh_request;
+struct session;
+struct session_page;
 struct sort_code_account_number_identification;
 struct validation_error;
+struct workspace;
+struct workspace_rate_limit;
+struct workspace_settings;
 
 struct metadata_entry {
     const char *key;
@@ -261,6 +275,36 @@ struct problem {
     bool has_errors;
 };
 
+/* RefreshRequest: A refresh token to exchange (RFC 6749 §6 field names; `grant_type` may be sent as OAuth clients do). */
+struct refresh_request {
+    const char *grant_type; /* optional */
+    bool has_grant_type;
+    const char *refresh_token; /* required, write-only */
+    const char *scope; /* optional */
+    bool has_scope;
+};
+
+/* Session: A login of the user in one workspace, kept across refreshes (a refresh-token family). */
+struct session {
+    const char *id; /* required, SessionId */
+    const char *object; /* required */
+    const char *workspace_id; /* required, WorkspaceId */
+    bool current; /* required */
+    const char *created_at; /* required, Timestamp */
+    const char *last_used_at; /* optional, Timestamp */
+    bool has_last_used_at;
+    const char *expires_at; /* required, Timestamp */
+};
+
+/* SessionPage: One page of sessions, newest first. */
+struct session_page {
+    struct session *data; /* required */
+    size_t data_count;
+    bool has_more; /* required, HasMore */
+    const char *next_cursor; /* required, nullable, NextCursor */
+    bool next_cursor_is_null;
+};
+
 /* SortCodeAccountNumberIdentification: UK sort code and account number. */
 struct sort_code_account_number_identification {
     const char *scheme; /* required */
@@ -272,6 +316,29 @@ struct validation_error {
     const char *pointer; /* required */
     const char *code; /* required */
     const char *detail; /* required */
+};
+
+/* Workspace: A workspace (tenant); every resource belongs to exactly one. */
+struct workspace {
+    const char *id; /* required, WorkspaceId */
+    const char *object; /* required */
+    const char *name; /* required */
+    struct workspace_settings *settings; /* required, WorkspaceSettings */
+    struct workspace_rate_limit *rate_limit; /* required, WorkspaceRateLimit */
+    int64_t version; /* required, ResourceVersion */
+    const char *created_at; /* required, Timestamp */
+    const char *updated_at; /* required, Timestamp */
+};
+
+/* WorkspaceRateLimit: The request quota of the workspace's tokens (rate-limit policy `default`). */
+struct workspace_rate_limit {
+    int64_t requests_per_minute; /* required */
+    enum workspace_rate_limit_source source; /* required */
+};
+
+/* WorkspaceSettings: The workspace's settings, replaced as a whole. */
+struct workspace_settings {
+    int64_t token_lifetime_seconds; /* required, TokenLifetime */
 };
 
 /* ---- JSON <-> structs: decode_*() expect a value its validate_*() accepted; 0 or -1 ---- */
@@ -304,10 +371,22 @@ int decode_money(struct arena *a, const struct json_value *v, struct money *out)
 void encode_money(struct jsonw *w, const struct money *in);
 int decode_problem(struct arena *a, const struct json_value *v, struct problem *out);
 void encode_problem(struct jsonw *w, const struct problem *in);
+int decode_refresh_request(struct arena *a, const struct json_value *v, struct refresh_request *out);
+void encode_refresh_request(struct jsonw *w, const struct refresh_request *in);
+int decode_session(struct arena *a, const struct json_value *v, struct session *out);
+void encode_session(struct jsonw *w, const struct session *in);
+int decode_session_page(struct arena *a, const struct json_value *v, struct session_page *out);
+void encode_session_page(struct jsonw *w, const struct session_page *in);
 int decode_sort_code_account_number_identification(struct arena *a, const struct json_value *v, struct sort_code_account_number_identification *out);
 void encode_sort_code_account_number_identification(struct jsonw *w, const struct sort_code_account_number_identification *in);
 int decode_validation_error(struct arena *a, const struct json_value *v, struct validation_error *out);
 void encode_validation_error(struct jsonw *w, const struct validation_error *in);
+int decode_workspace(struct arena *a, const struct json_value *v, struct workspace *out);
+void encode_workspace(struct jsonw *w, const struct workspace *in);
+int decode_workspace_rate_limit(struct arena *a, const struct json_value *v, struct workspace_rate_limit *out);
+void encode_workspace_rate_limit(struct jsonw *w, const struct workspace_rate_limit *in);
+int decode_workspace_settings(struct arena *a, const struct json_value *v, struct workspace_settings *out);
+void encode_workspace_settings(struct jsonw *w, const struct workspace_settings *in);
 
 /* ---- validators: every violation under ptr is added to l (mode: enum validate_mode) ---- */
 
@@ -382,17 +461,35 @@ void validate_problem_request_id(const struct json_value *v, const char *ptr, in
 void validate_problem_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_title(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_refresh_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_refresh_request_grant_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_refresh_request_refresh_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_refresh_request_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_resource_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_session(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_session_current(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_session_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_session_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_session_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_session_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_sort_code_account_number_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_sort_code_account_number_identification_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_sort_code_account_number_identification_scheme(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_timestamp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_token_lifetime(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_validation_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_validation_error_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_validation_error_detail(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_validation_error_pointer(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_verification_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_rate_limit(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_rate_limit_requests_per_minute(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_rate_limit_source(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_settings(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 
 /* ---- helpers shared by the generated code ---- */
 

@@ -101,6 +101,28 @@ enum verification_status verification_status_parse(const char *s)
     return (enum verification_status)0;
 }
 
+const char *workspace_rate_limit_source_str(enum workspace_rate_limit_source v)
+{
+    switch (v) {
+    case WORKSPACE_RATE_LIMIT_SOURCE_DEFAULT:
+        return "default";
+    case WORKSPACE_RATE_LIMIT_SOURCE_WORKSPACE:
+        return "workspace";
+    }
+    return NULL;
+}
+
+enum workspace_rate_limit_source workspace_rate_limit_source_parse(const char *s)
+{
+    if (!s)
+        return (enum workspace_rate_limit_source)0;
+    if (strcmp(s, "default") == 0)
+        return WORKSPACE_RATE_LIMIT_SOURCE_DEFAULT;
+    if (strcmp(s, "workspace") == 0)
+        return WORKSPACE_RATE_LIMIT_SOURCE_WORKSPACE;
+    return (enum workspace_rate_limit_source)0;
+}
+
 int decode_aba_account_identification(struct arena *a, const struct json_value *v, struct aba_account_identification *out)
 {
     (void)a;
@@ -910,6 +932,138 @@ void encode_problem(struct jsonw *w, const struct problem *in)
     jsonw_object_end(w);
 }
 
+int decode_refresh_request(struct arena *a, const struct json_value *v, struct refresh_request *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "grant_type") == 0) {
+            out->has_grant_type = true;
+            out->grant_type = m->value->s;
+        } else if (strcmp(m->key, "refresh_token") == 0) {
+            out->refresh_token = m->value->s;
+        } else if (strcmp(m->key, "scope") == 0) {
+            out->has_scope = true;
+            out->scope = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_refresh_request(struct jsonw *w, const struct refresh_request *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_grant_type || in->grant_type != NULL) {
+        jsonw_key(w, "grant_type");
+        jsonw_string(w, in->grant_type);
+    }
+    if (in->has_scope || in->scope != NULL) {
+        jsonw_key(w, "scope");
+        jsonw_string(w, in->scope);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_session(struct arena *a, const struct json_value *v, struct session *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            out->workspace_id = m->value->s;
+        } else if (strcmp(m->key, "current") == 0) {
+            out->current = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "last_used_at") == 0) {
+            out->has_last_used_at = true;
+            out->last_used_at = m->value->s;
+        } else if (strcmp(m->key, "expires_at") == 0) {
+            out->expires_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_session(struct jsonw *w, const struct session *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "workspace_id");
+    jsonw_string(w, in->workspace_id);
+    jsonw_key(w, "current");
+    jsonw_bool(w, in->current);
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    if (in->has_last_used_at || in->last_used_at != NULL) {
+        jsonw_key(w, "last_used_at");
+        jsonw_string(w, in->last_used_at);
+    }
+    jsonw_key(w, "expires_at");
+    jsonw_string(w, in->expires_at);
+    jsonw_object_end(w);
+}
+
+int decode_session_page(struct arena *a, const struct json_value *v, struct session_page *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->data_count = m->value->count;
+            out->data = arena_alloc(a, (m->value->count + 1) * sizeof *out->data);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_session(a, m->value->items[j], &out->data[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "has_more") == 0) {
+            out->has_more = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            if (m->value->type == JSON_NULL)
+                out->next_cursor_is_null = true;
+            else {
+                out->next_cursor = m->value->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_session_page(struct jsonw *w, const struct session_page *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "data");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->data_count; j++) {
+        encode_session(w, &in->data[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "has_more");
+    jsonw_bool(w, in->has_more);
+    jsonw_key(w, "next_cursor");
+    if (in->next_cursor_is_null)
+        jsonw_null(w);
+    else {
+        jsonw_string(w, in->next_cursor);
+    }
+    jsonw_object_end(w);
+}
+
 int decode_sort_code_account_number_identification(struct arena *a, const struct json_value *v, struct sort_code_account_number_identification *out)
 {
     (void)a;
@@ -963,5 +1117,113 @@ void encode_validation_error(struct jsonw *w, const struct validation_error *in)
     jsonw_string(w, in->code);
     jsonw_key(w, "detail");
     jsonw_string(w, in->detail);
+    jsonw_object_end(w);
+}
+
+int decode_workspace(struct arena *a, const struct json_value *v, struct workspace *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "settings") == 0) {
+            out->settings = arena_alloc(a, sizeof *out->settings);
+            if (decode_workspace_settings(a, m->value, out->settings) != 0)
+                return -1;
+        } else if (strcmp(m->key, "rate_limit") == 0) {
+            out->rate_limit = arena_alloc(a, sizeof *out->rate_limit);
+            if (decode_workspace_rate_limit(a, m->value, out->rate_limit) != 0)
+                return -1;
+        } else if (strcmp(m->key, "version") == 0) {
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->updated_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_workspace(struct jsonw *w, const struct workspace *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "name");
+    jsonw_string(w, in->name);
+    jsonw_key(w, "settings");
+    if (in->settings)
+        encode_workspace_settings(w, in->settings);
+    else
+        jsonw_null(w);
+    jsonw_key(w, "rate_limit");
+    if (in->rate_limit)
+        encode_workspace_rate_limit(w, in->rate_limit);
+    else
+        jsonw_null(w);
+    jsonw_key(w, "version");
+    jsonw_int(w, in->version);
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    jsonw_key(w, "updated_at");
+    jsonw_string(w, in->updated_at);
+    jsonw_object_end(w);
+}
+
+int decode_workspace_rate_limit(struct arena *a, const struct json_value *v, struct workspace_rate_limit *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "requests_per_minute") == 0) {
+            (void)json_number_to_int64(m->value, &out->requests_per_minute);
+        } else if (strcmp(m->key, "source") == 0) {
+            out->source = workspace_rate_limit_source_parse(m->value->s);
+        }
+    }
+    return 0;
+}
+
+void encode_workspace_rate_limit(struct jsonw *w, const struct workspace_rate_limit *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "requests_per_minute");
+    jsonw_int(w, in->requests_per_minute);
+    jsonw_key(w, "source");
+    jsonw_string(w, workspace_rate_limit_source_str(in->source));
+    jsonw_object_end(w);
+}
+
+int decode_workspace_settings(struct arena *a, const struct json_value *v, struct workspace_settings *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "token_lifetime_seconds") == 0) {
+            (void)json_number_to_int64(m->value, &out->token_lifetime_seconds);
+        }
+    }
+    return 0;
+}
+
+void encode_workspace_settings(struct jsonw *w, const struct workspace_settings *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "token_lifetime_seconds");
+    jsonw_int(w, in->token_lifetime_seconds);
     jsonw_object_end(w);
 }

@@ -152,7 +152,7 @@ void validate_aba_account_identification_identification(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 17)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 17 characters long");
-    if (!pattern_match(11, v->s)) /* ^[0-9]{4,17}$ */
+    if (!pattern_match(12, v->s)) /* ^[0-9]{4,17}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4,17}$");
 }
 
@@ -313,7 +313,7 @@ void validate_bank_details_routing_number(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 9)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 9 characters long");
-    if (!pattern_match(13, v->s)) /* ^[0-9]{9}$ */
+    if (!pattern_match(14, v->s)) /* ^[0-9]{9}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{9}$");
 }
 
@@ -354,7 +354,7 @@ void validate_bban_account_identification_identification(const struct json_value
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(12, v->s)) /* ^[A-Z0-9]{1,30}$ */
+    if (!pattern_match(13, v->s)) /* ^[A-Z0-9]{1,30}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{1,30}$");
 }
 
@@ -602,7 +602,7 @@ void validate_beneficiary_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(7, v->s)) /* ^ben_[0-9a-z]{26}$ */
+    if (!pattern_match(8, v->s)) /* ^ben_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ben_[0-9a-z]{26}$");
 }
 
@@ -751,7 +751,7 @@ void validate_beneficiary_update_counterparty_id(const struct json_value *v, con
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(8, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(9, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -787,7 +787,7 @@ void validate_beneficiary_update_external_id(const struct json_value *v, const c
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(9, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -817,7 +817,7 @@ void validate_counterparty_id(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(8, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(9, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -864,7 +864,7 @@ void validate_external_id(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(9, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -889,7 +889,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(15, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(16, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -904,7 +904,7 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(14, v->s)) /* ^/v1/ */
+    if (!pattern_match(15, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
 }
 
@@ -1339,7 +1339,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(15, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(16, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -1545,6 +1545,79 @@ void validate_problem_type(const struct json_value *v, const char *ptr, int mode
         verr_add(l, ptr, NULL, "format", "%s", "must be an absolute URI");
 }
 
+/* RefreshRequest (openapi/accounts.yaml) */
+void validate_refresh_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "grant_type") == 0) {
+            validate_refresh_request_grant_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "refresh_token") == 0) {
+            seen[0] = true;
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_refresh_request_refresh_token(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scope") == 0) {
+            validate_refresh_request_scope(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0] && mode == VALIDATE_REQUEST)
+        verr_add(l, ptr, "refresh_token", "required", "%s", "is required");
+}
+
+/* refresh_request_grant_type (openapi/accounts.yaml) */
+void validate_refresh_request_grant_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "refresh_token") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"refresh_token\"");
+}
+
+/* refresh_request_refresh_token (openapi/accounts.yaml) */
+void validate_refresh_request_refresh_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 256)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
+    if (!pattern_match(5, v->s)) /* ^[A-Za-z0-9_-]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
+}
+
+/* refresh_request_scope (openapi/accounts.yaml) */
+void validate_refresh_request_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 1024)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
+    if (!pattern_match(6, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
+}
+
 /* ResourceVersion (openapi/common.yaml) */
 void validate_resource_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -1571,6 +1644,131 @@ void validate_resource_version(const struct json_value *v, const char *ptr, int 
         verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
     if (n > INT64_C(2147483647))
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 2147483647");
+}
+
+/* Session (openapi/accounts.yaml) */
+void validate_session(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[6] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            validate_session_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_session_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            seen[2] = true;
+            validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "current") == 0) {
+            seen[3] = true;
+            validate_session_current(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[4] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "last_used_at") == 0) {
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "expires_at") == 0) {
+            seen[5] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "workspace_id", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "current", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "expires_at", "required", "%s", "is required");
+}
+
+/* session_current (openapi/accounts.yaml) */
+void validate_session_current(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* SessionId (openapi/accounts.yaml) */
+void validate_session_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(7, v->s)) /* ^ses_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ses_[0-9a-z]{26}$");
+}
+
+/* session_object (openapi/accounts.yaml) */
+void validate_session_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "session") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"session\"");
+}
+
+/* SessionPage (openapi/accounts.yaml) */
+void validate_session_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            seen[0] = true;
+            validate_session_page_data(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "has_more") == 0) {
+            seen[1] = true;
+            validate_has_more(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            seen[2] = true;
+            validate_next_cursor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "data", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "has_more", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "next_cursor", "required", "%s", "is required");
+}
+
+/* session_page_data (openapi/accounts.yaml) */
+void validate_session_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 100)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 100 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_session(v->items[i], verr_index(l->arena, ptr, i), mode, l);
 }
 
 /* SortCodeAccountNumberIdentification (openapi/payments.yaml) */
@@ -1610,7 +1808,7 @@ void validate_sort_code_account_number_identification_identification(const struc
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(10, v->s)) /* ^[0-9]{14}$ */
+    if (!pattern_match(11, v->s)) /* ^[0-9]{14}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{14}$");
 }
 
@@ -1639,6 +1837,34 @@ void validate_timestamp(const struct json_value *v, const char *ptr, int mode, s
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 35 characters long");
     if (!format_is_date_time(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be an RFC 3339 date-time with offset");
+}
+
+/* TokenLifetime (openapi/workspace.yaml) */
+void validate_token_lifetime(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 900");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 86400");
+        return;
+    }
+    if (n < INT64_C(900))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 900");
+    if (n > INT64_C(86400))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 86400");
 }
 
 /* ValidationError (openapi/common.yaml) */
@@ -1723,6 +1949,60 @@ void validate_verification_status(const struct json_value *v, const char *ptr, i
         verr_add(l, ptr, NULL, "enum", "%s", "must be one of: unverified, pending_verification, verified");
 }
 
+/* Workspace (openapi/workspace.yaml) */
+void validate_workspace(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[8] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_workspace_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            seen[2] = true;
+            validate_workspace_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "settings") == 0) {
+            seen[3] = true;
+            validate_workspace_settings(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "rate_limit") == 0) {
+            seen[4] = true;
+            validate_workspace_rate_limit(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            seen[5] = true;
+            validate_resource_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[6] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            seen[7] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "settings", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "rate_limit", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "version", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[7])
+        verr_add(l, ptr, "updated_at", "required", "%s", "is required");
+}
+
 /* WorkspaceId (openapi/common.yaml) */
 void validate_workspace_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -1736,4 +2016,116 @@ void validate_workspace_id(const struct json_value *v, const char *ptr, int mode
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
     if (!pattern_match(1, v->s)) /* ^wsp_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^wsp_[0-9a-z]{26}$");
+}
+
+/* workspace_name (openapi/workspace.yaml) */
+void validate_workspace_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 140)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
+}
+
+/* workspace_object (openapi/workspace.yaml) */
+void validate_workspace_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "workspace") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"workspace\"");
+}
+
+/* WorkspaceRateLimit (openapi/workspace.yaml) */
+void validate_workspace_rate_limit(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[2] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "requests_per_minute") == 0) {
+            seen[0] = true;
+            validate_workspace_rate_limit_requests_per_minute(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "source") == 0) {
+            seen[1] = true;
+            validate_workspace_rate_limit_source(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "requests_per_minute", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "source", "required", "%s", "is required");
+}
+
+/* workspace_rate_limit_requests_per_minute (openapi/workspace.yaml) */
+void validate_workspace_rate_limit_requests_per_minute(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 1000000000");
+        return;
+    }
+    if (n < INT64_C(1))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+    if (n > INT64_C(1000000000))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 1000000000");
+}
+
+/* workspace_rate_limit_source (openapi/workspace.yaml) */
+void validate_workspace_rate_limit_source(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (workspace_rate_limit_source_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: default, workspace");
+}
+
+/* WorkspaceSettings (openapi/workspace.yaml) */
+void validate_workspace_settings(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "token_lifetime_seconds") == 0) {
+            seen[0] = true;
+            validate_token_lifetime(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "token_lifetime_seconds", "required", "%s", "is required");
 }

@@ -1,20 +1,24 @@
-/* The accounts API: password login (POST /v1/api/login). Verifies the credentials with scrypt,
- * picks the workspace, opens a session holding the hashed refresh token and issues the JWT
- * access token carrying the scopes of the user's role in that workspace. */
+/* The accounts API: password login, refresh-token rotation, logout and the user's sessions.
+ * A login opens a session (a refresh-token family, the `sid` claim) in one workspace; its
+ * access tokens carry the scopes of the user's role there. Refresh tokens are single use:
+ * presenting a used one revokes the session (RFC 9700 §4.14.2). Revocations reach the bearer
+ * check through runtime/revocation.c, without a database round trip per request. */
 #include "generated/accounts_api.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "generated/scopes.h"
 #include "runtime/auth.h"
+#include "runtime/clock.h"
 #include "runtime/digest.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
 #include "runtime/log.h"
 #include "runtime/password.h"
+#include "runtime/cursor.h"
+#include "runtime/revocation.h"
 #include "runtime/ratelimit.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
@@ -151,6 +155,134 @@ static int failure_key(const char *email_norm, char *key, size_t n)
     return 0;
 }
 
+/* A new refresh token of session sid: stored hashed (a 256-bit random secret, so a plain
+ * SHA-256 suffices: the database never holds a usable token) in the family's history and as
+ * the session's current token. Result lives in r->arena; NULL on failure. */
+static char *new_refresh_token(struct req *r, const char *sid, const char *now)
+{
+    char *token = id_secret(&r->arena, REFRESH_TOKEN_BYTES);
+    char hash[DIGEST_HEX_LEN + 1];
+    if (digest_sha256_hex(token, strlen(token), hash) != 0)
+        return NULL;
+    const char *row[] = {hash, sid, now};
+    const char *current[] = {hash, sid};
+    if (exec_texts("INSERT INTO refresh_tokens (token_hash, session_id, created_at) "
+                   "VALUES (?, ?, ?)",
+                   row, 3) != 0 ||
+        exec_texts("UPDATE sessions SET refresh_token_hash = ? WHERE id = ?", current, 2) != 0)
+        return NULL;
+    return token;
+}
+
+/* Signs an access token of the session and returns the login-shaped answer (in r->arena). */
+static struct login_response *token_pair(struct req *r, const char *user_id, const char *wid,
+                                         const char *sid, const char *scope, int64_t lifetime,
+                                         const char *refresh)
+{
+    struct token_claims c;
+    int64_t t = clock_now_s();
+    memset(&c, 0, sizeof c);
+    snprintf(c.sub, sizeof c.sub, "%s", user_id);
+    snprintf(c.wid, sizeof c.wid, "%s", wid);
+    snprintf(c.sid, sizeof c.sid, "%s", sid);
+    snprintf(c.scope, sizeof c.scope, "%s", scope);
+    if (id_new_buf(c.jti, sizeof c.jti, "tok") != 0)
+        return NULL;
+    c.iat = c.nbf = t;
+    c.exp = t + lifetime;
+    char *access = NULL;
+    if (token_issue(auth_key(), &c, &access) != 0)
+        return NULL;
+    struct login_response *resp = arena_alloc(&r->arena, sizeof *resp);
+    resp->access_token = arena_strdup(&r->arena, access);
+    free(access);
+    resp->refresh_token = refresh;
+    resp->expires_in = lifetime;
+    resp->token_type = "Bearer";
+    resp->scope = arena_strdup(&r->arena, scope);
+    resp->workspace_id = arena_strdup(&r->arena, wid);
+    return resp;
+}
+
+static bool has_scope(const char *list, const char *name, size_t n)
+{
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, " ");
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        p += len;
+        while (*p == ' ')
+            p++;
+    }
+    return false;
+}
+
+/* The scopes of want that are also in allowed, in want's order. */
+static void scope_intersection(const char *want, const char *allowed, char *out, size_t n)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (const char *p = want; *p;) {
+        size_t k = strcspn(p, " ");
+        if (k > 0 && has_scope(allowed, p, k) && len + k + 2 <= n)
+            len += (size_t)snprintf(out + len, n - len, "%s%.*s", len ? " " : "", (int)k, p);
+        p += k;
+        while (*p == ' ')
+            p++;
+    }
+}
+
+/* The first scope of want not in allowed (into out), or false when want is a subset. */
+static bool scope_beyond(const char *want, const char *allowed, char *out, size_t n)
+{
+    for (const char *p = want; *p;) {
+        size_t k = strcspn(p, " ");
+        if (k > 0 && !has_scope(allowed, p, k)) {
+            snprintf(out, n, "%.*s", (int)k, p);
+            return true;
+        }
+        p += k;
+        while (*p == ' ')
+            p++;
+    }
+    return false;
+}
+
+static void publish_revocation(struct req *r)
+{
+    revocation_add(r->on_commit_arg, clock_now_s() + REVOCATION_TOKEN_LIFETIME_S);
+}
+
+/* Marks session sid revoked (reason: logout, revoked, refresh_token_reuse, ...) and, once the
+ * transaction commits, refuses its tokens from the very next request. 1 when it was active,
+ * 0 when there was no such active session of user_id in wid, -1 on failure. */
+static int revoke_session(struct req *r, const char *sid, const char *user_id, const char *wid,
+                          const char *reason)
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    sqlite3_stmt *st = storage_prepare(
+        "UPDATE sessions SET revoked_at = ?, revoked_reason = ? "
+        "WHERE id = ? AND user_id = ? AND workspace_id = ? AND revoked_at IS NULL");
+    if (!st)
+        return -1;
+    const char *v[] = {now, reason, sid, user_id, wid};
+    for (int i = 0; i < 5; i++)
+        sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    int changed = sqlite3_changes(storage_db());
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        log_error("sessions: revoking failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    if (changed == 0)
+        return 0;
+    r->on_commit = publish_revocation;
+    r->on_commit_arg = arena_strdup(&r->arena, sid);
+    return 1;
+}
+
 static void invalid_credentials(struct req *r)
 {
     req_problem(r, 401, "invalid_credentials", "The email or password is incorrect.");
@@ -238,48 +370,293 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
     if (lifetime < 900 || lifetime > 86400)
         lifetime = 86400; /* the column is bounded by the admin API; never trust it blindly */
 
-    char *refresh = id_secret(&r->arena, REFRESH_TOKEN_BYTES);
-    /* Refresh tokens are 256-bit random secrets, so a plain SHA-256 is the right storage
-     * form: the database never holds a usable token, and lookup stays an index probe. */
-    char refresh_hash[DIGEST_HEX_LEN + 1], now[40], expires[40];
+    char now[40], expires[40];
     char *session_id = id_new(&r->arena, "ses");
-    int64_t t = (int64_t)time(NULL);
-    if (digest_sha256_hex(refresh, strlen(refresh), refresh_hash) != 0)
-        return -1;
+    char scope[1024];
+    role_scopes(role, scope, sizeof scope);
     format_now_rfc3339(now, sizeof now);
-    format_time_rfc3339((t + SESSION_LIFETIME_S) * 1000, expires, sizeof expires);
-    const char *session[] = {session_id, wid, u.id, refresh_hash, now, expires};
+    format_time_rfc3339((clock_now_s() + SESSION_LIFETIME_S) * 1000, expires, sizeof expires);
+    /* The session row first (refresh_tokens refers to it); its current-token column is
+     * filled by new_refresh_token() right after. */
+    const char *session[] = {session_id, wid, u.id, session_id, now, expires, scope};
     if (exec_texts("INSERT INTO sessions (id, workspace_id, user_id, refresh_token_hash, "
-                   "created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-                   session, 6) != 0)
+                   "created_at, expires_at, scope) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   session, 7) != 0)
         return -1;
     const char *seen[] = {now, u.id};
     if (exec_texts("UPDATE users SET last_login_at = ? WHERE id = ?", seen, 2) != 0)
         return -1;
-
-    struct token_claims c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.sub, sizeof c.sub, "%s", u.id);
-    snprintf(c.wid, sizeof c.wid, "%s", wid);
-    snprintf(c.sid, sizeof c.sid, "%s", session_id);
-    if (id_new_buf(c.jti, sizeof c.jti, "tok") != 0)
+    char *refresh = new_refresh_token(r, session_id, now);
+    if (!refresh)
         return -1;
-    role_scopes(role, c.scope, sizeof c.scope);
-    c.iat = c.nbf = t;
-    c.exp = t + lifetime;
-    char *access = NULL;
-    if (token_issue(auth_key(), &c, &access) != 0)
+    struct login_response *resp = token_pair(r, u.id, wid, session_id, scope, lifetime, refresh);
+    if (!resp)
         return -1;
-
-    struct login_response *resp = arena_alloc(&r->arena, sizeof *resp);
-    resp->access_token = arena_strdup(&r->arena, access);
-    free(access);
-    resp->refresh_token = refresh;
-    resp->expires_in = lifetime;
-    resp->token_type = "Bearer";
-    resp->scope = arena_strdup(&r->arena, c.scope);
-    resp->workspace_id = arena_strdup(&r->arena, wid);
     out->status = 200;
     out->body_200 = resp;
+    return 0;
+}
+
+/* ---- refresh ------------------------------------------------------------------------------ */
+
+struct family {
+    char session_id[ID_MAX];
+    char workspace_id[ID_MAX];
+    char user_id[ID_MAX];
+    char scope[1024];
+    char expires_at[40];
+    bool used;    /* this refresh token was presented before */
+    bool revoked; /* the session was revoked */
+};
+
+/* The session a refresh token belongs to. 0 with *found, -1 on failure. */
+static int find_family(const char *hash, struct family *f, bool *found)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT s.id, s.workspace_id, s.user_id, s.scope, s.expires_at, rt.used_at, "
+        "s.revoked_at FROM refresh_tokens rt JOIN sessions s ON s.id = rt.session_id "
+        "WHERE rt.token_hash = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    *found = rc == SQLITE_ROW;
+    if (*found) {
+        copy_column(st, 0, f->session_id, sizeof f->session_id);
+        copy_column(st, 1, f->workspace_id, sizeof f->workspace_id);
+        copy_column(st, 2, f->user_id, sizeof f->user_id);
+        copy_column(st, 3, f->scope, sizeof f->scope);
+        copy_column(st, 4, f->expires_at, sizeof f->expires_at);
+        f->used = sqlite3_column_type(st, 5) != SQLITE_NULL;
+        f->revoked = sqlite3_column_type(st, 6) != SQLITE_NULL;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        log_error("refresh: lookup failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    return 0;
+}
+
+/* The role of an active user in the workspace and the workspace's token lifetime. 0 with
+ * *found (false when the user is gone, not active, or no longer a member), -1 on failure. */
+static int find_standing(const char *user_id, const char *wid, char *role, size_t role_len,
+                         int64_t *lifetime, bool *found)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT m.role, w.token_lifetime_seconds FROM members m "
+        "JOIN users u ON u.id = m.user_id JOIN workspaces w ON w.id = m.workspace_id "
+        "WHERE m.user_id = ? AND m.workspace_id = ? AND u.status = 'active'");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, wid, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    *found = rc == SQLITE_ROW;
+    if (*found) {
+        copy_column(st, 0, role, role_len);
+        *lifetime = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        log_error("refresh: membership lookup failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    return 0;
+}
+
+static void invalid_grant(struct req *r, const char *detail)
+{
+    req_problem(r, 400, "invalid_grant", "%s", detail);
+}
+
+int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_request *in,
+                           struct accounts_refresh_token_response *out)
+{
+    const struct refresh_request *b = in->body;
+    char hash[DIGEST_HEX_LEN + 1], now[40], role[16], scope[1024], beyond[128];
+    struct family f;
+    bool found = false;
+    int64_t lifetime = 86400;
+
+    memset(&f, 0, sizeof f);
+    if (digest_sha256_hex(b->refresh_token, strlen(b->refresh_token), hash) != 0 ||
+        find_family(hash, &f, &found) != 0)
+        return -1;
+    if (!found) {
+        invalid_grant(r, "The refresh token is not valid; log in again.");
+        return 0;
+    }
+    if (f.revoked) {
+        invalid_grant(r, "The session of this refresh token has ended; log in again.");
+        return 0;
+    }
+    if (f.used) {
+        /* A used token coming back means two parties hold the family: end it for both. */
+        if (revoke_session(r, f.session_id, f.user_id, f.workspace_id, "refresh_token_reuse") < 0)
+            return -1;
+        r->keep_writes = true;
+        log_warn("refresh token reuse in session %s: session revoked", f.session_id);
+        invalid_grant(r, "This refresh token was already used; its session has been revoked. "
+                         "Log in again.");
+        return 0;
+    }
+    format_now_rfc3339(now, sizeof now);
+    if (strcmp(f.expires_at, now) <= 0) {
+        invalid_grant(r, "The session of this refresh token has expired; log in again.");
+        return 0;
+    }
+    if (find_standing(f.user_id, f.workspace_id, role, sizeof role, &lifetime, &found) != 0)
+        return -1;
+    if (!found) {
+        if (revoke_session(r, f.session_id, f.user_id, f.workspace_id, "membership_ended") < 0)
+            return -1;
+        r->keep_writes = true;
+        invalid_grant(r, "The user can no longer use this workspace; the session has ended.");
+        return 0;
+    }
+    if (b->has_scope && scope_beyond(b->scope, f.scope, beyond, sizeof beyond)) {
+        req_problem(r, 400, "invalid_scope",
+                    "The scope %s was not granted to this session; ask for a subset of: %s.",
+                    beyond, f.scope);
+        return 0;
+    }
+    /* Never more than the session was granted, nor than the role grants today. */
+    char granted[1024];
+    role_scopes(role, granted, sizeof granted);
+    scope_intersection(b->has_scope ? b->scope : f.scope, granted, scope, sizeof scope);
+    if (lifetime < 900 || lifetime > 86400)
+        lifetime = 86400;
+
+    sqlite3_stmt *st = storage_prepare(
+        "UPDATE refresh_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st), changed = sqlite3_changes(storage_db());
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE || changed != 1) {
+        log_error("refresh: marking the token used failed (changed %d)", changed);
+        return -1;
+    }
+    const char *seen[] = {now, f.session_id};
+    if (exec_texts("UPDATE sessions SET last_used_at = ? WHERE id = ?", seen, 2) != 0)
+        return -1;
+    char *refresh = new_refresh_token(r, f.session_id, now);
+    if (!refresh)
+        return -1;
+    struct login_response *resp =
+        token_pair(r, f.user_id, f.workspace_id, f.session_id, scope, lifetime, refresh);
+    if (!resp)
+        return -1;
+    out->status = 200;
+    out->body_200 = resp;
+    return 0;
+}
+
+/* ---- logout and sessions ------------------------------------------------------------------ */
+
+int accounts_logout(struct req *r, const struct accounts_logout_request *in,
+                    struct accounts_logout_response *out)
+{
+    (void)in;
+    const struct principal *p = &r->principal;
+    if (revoke_session(r, p->session_id, p->user_id, p->workspace_id, "logout") < 0)
+        return -1;
+    out->status = 204; /* also when the session was already gone: the caller is logged out */
+    return 0;
+}
+
+int accounts_revoke_session(struct req *r, const struct accounts_revoke_session_request *in,
+                            struct accounts_revoke_session_response *out)
+{
+    const struct principal *p = &r->principal;
+    int rc = id_valid(in->id, "ses")
+                 ? revoke_session(r, in->id, p->user_id, p->workspace_id, "revoked")
+                 : 0;
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        req_problem(r, 404, "not_found", "You have no active session %s in this workspace.",
+                    in->id);
+        return 0;
+    }
+    out->status = 204;
+    return 0;
+}
+
+int accounts_list_sessions(struct req *r, const struct accounts_list_sessions_request *in,
+                           struct accounts_list_sessions_response *out)
+{
+    const struct principal *p = &r->principal;
+    const char *filters = arena_printf(&r->arena, "sessions&u=%s&w=%s", p->user_id,
+                                       p->workspace_id);
+    char *after_created = NULL, *after_id = NULL, now[40];
+    if (in->has_cursor &&
+        cursor_decode(&r->arena, in->cursor, filters, &after_created, &after_id) != 0) {
+        req_problem(r, 400, "invalid_cursor",
+                    "The cursor is invalid, or was issued to someone else; start again "
+                    "without it.");
+        return 0;
+    }
+    format_now_rfc3339(now, sizeof now);
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT id, workspace_id, created_at, last_used_at, expires_at FROM sessions "
+        "WHERE user_id = ?1 AND workspace_id = ?2 AND revoked_at IS NULL AND expires_at > ?3 "
+        "AND (?4 IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?5)) "
+        "ORDER BY created_at DESC, id DESC LIMIT ?6");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, p->user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, p->workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
+    if (after_created) {
+        sqlite3_bind_text(st, 4, after_created, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, after_id, -1, SQLITE_STATIC);
+    }
+    sqlite3_bind_int64(st, 6, in->limit + 1);
+
+    struct session_page *page = arena_alloc(&r->arena, sizeof *page);
+    page->data = arena_alloc(&r->arena, (size_t)(in->limit + 1) * sizeof *page->data);
+    size_t n = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if ((int64_t)n == in->limit) {
+            page->has_more = true;
+            break;
+        }
+        struct session *s = &page->data[n++];
+        char buf[64];
+        copy_column(st, 0, buf, sizeof buf);
+        s->id = arena_strdup(&r->arena, buf);
+        s->object = "session";
+        copy_column(st, 1, buf, sizeof buf);
+        s->workspace_id = arena_strdup(&r->arena, buf);
+        s->current = p->session_id && strcmp(s->id, p->session_id) == 0;
+        copy_column(st, 2, buf, sizeof buf);
+        s->created_at = arena_strdup(&r->arena, buf);
+        if (sqlite3_column_type(st, 3) != SQLITE_NULL) {
+            copy_column(st, 3, buf, sizeof buf);
+            s->last_used_at = arena_strdup(&r->arena, buf);
+            s->has_last_used_at = true;
+        }
+        copy_column(st, 4, buf, sizeof buf);
+        s->expires_at = arena_strdup(&r->arena, buf);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        log_error("sessions: listing failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    page->data_count = n;
+    if (page->has_more) {
+        const struct session *last = &page->data[n - 1];
+        page->next_cursor = cursor_encode(&r->arena, filters, last->created_at, last->id);
+    } else {
+        page->next_cursor_is_null = true;
+    }
+    out->status = 200;
+    out->body_200 = page;
     return 0;
 }

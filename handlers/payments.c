@@ -3,7 +3,6 @@
  * (version / ETag / If-Match) and archived rather than deleted, because payments refer to them. */
 #include "generated/payments_api.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,11 +45,6 @@ static void bind_opt(sqlite3_stmt *st, int i, const char *v)
         sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(st, i);
-}
-
-static char *etag_of(struct req *r, int64_t version)
-{
-    return arena_printf(&r->arena, "\"v%" PRId64 "\"", version);
 }
 
 /* ---- account identification: one scheme + identification pair in the row ---------------- */
@@ -377,21 +371,6 @@ static int refuse_invalid(struct req *r, const struct beneficiary *b)
     return 0;
 }
 
-/* If-Match holds `"v<n>"` (the dispatcher checked the pattern). True when it names version. */
-static bool if_match_ok(const char *if_match, int64_t version)
-{
-    char want[32];
-    snprintf(want, sizeof want, "\"v%" PRId64 "\"", version);
-    return strcmp(if_match, want) == 0;
-}
-
-static void precondition_failed(struct req *r, const char *if_match, int64_t version)
-{
-    req_problem(r, 412, "precondition_failed",
-                "If-Match %s does not match the current version \"v%" PRId64 "\".", if_match,
-                version);
-}
-
 /* The caller's beneficiary for an operation on it: answers 404 when there is none and 412
  * when if_match (NULL: unconditional) names another version. 1 = go on with *b, 0 = answered,
  * -1 = failure. */
@@ -405,8 +384,8 @@ static int load_current(struct req *r, const char *id, const char *if_match,
     case LOAD_FAILED:
         return -1;
     }
-    if (if_match && !if_match_ok(if_match, b->version)) {
-        precondition_failed(r, if_match, b->version);
+    if (if_match && !req_if_match(if_match, b->version)) {
+        req_precondition_failed(r, if_match, b->version);
         return 0;
     }
     return 1;
@@ -544,7 +523,7 @@ int payments_create_beneficiary(struct req *r, const struct payments_create_bene
     out->status = 201;
     out->body_201 = b;
     out->location = arena_printf(&r->arena, BEN_PATH "/%s", b->id);
-    out->etag = etag_of(r, b->version);
+    out->etag = req_etag(r, b->version);
     return 0;
 }
 
@@ -557,7 +536,7 @@ int payments_get_beneficiary(struct req *r, const struct payments_get_beneficiar
         return found;
     out->status = 200;
     out->body_200 = b;
-    out->etag = etag_of(r, b->version);
+    out->etag = req_etag(r, b->version);
     return 0;
 }
 
@@ -624,7 +603,7 @@ int payments_update_beneficiary(struct req *r, const struct payments_update_bene
         return -1;
     out->status = 200;
     out->body_200 = b;
-    out->etag = etag_of(r, b->version);
+    out->etag = req_etag(r, b->version);
     return 0;
 }
 

@@ -7,6 +7,9 @@
 #include <strings.h>
 #include <time.h>
 
+#include "runtime/clock.h"
+#include "runtime/revocation.h"
+
 static const struct token_key *key;
 static auth_scope_mask_fn *mask_of;
 static uint64_t admin_scope, every_scope;
@@ -80,9 +83,15 @@ int auth_check(struct req *r)
     while (*tok == ' ')
         tok++;
     struct token_claims c;
-    enum token_result tr = token_verify(key, tok, (int64_t)time(NULL), &c);
+    enum token_result tr = token_verify(key, tok, clock_now_s(), &c);
     if (tr != TOKEN_OK) {
         refuse(r, token_result_str(tr));
+        return -1;
+    }
+    /* Revoked sessions (logout, refresh-token reuse) and tokens: an in-memory check, no
+     * database round trip (runtime/revocation.c). */
+    if (revocation_contains(c.sid) || revocation_contains(c.jti)) {
+        refuse(r, "the token has been revoked");
         return -1;
     }
     struct principal *p = &r->principal;

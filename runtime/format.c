@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/clock.h"
+
 /* ---- reference data ---------------------------------------------------------------------- */
 
 struct currency {
@@ -307,11 +309,31 @@ void format_time_rfc3339(int64_t unix_ms, char *buf, size_t n)
              (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (int)ms);
 }
 
+/* Howard Hinnant's days_from_civil, the inverse of civil_from_days above. */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+bool format_time_parse(const char *s, int64_t *unix_ms)
+{
+    int y, mo, d, h, mi, sec, ms, used = 0;
+    if (!s || strlen(s) != 24 ||
+        sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &y, &mo, &d, &h, &mi, &sec, &ms, &used) != 7 ||
+        used != 24 || !format_is_date_time(s))
+        return false;
+    *unix_ms = ((days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec) * 1000) + ms;
+    return true;
+}
+
 void format_now_rfc3339(char *buf, size_t n)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    format_time_rfc3339((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, buf, n);
+    format_time_rfc3339(clock_now_ms(), buf, n);
 }
 
 /* ---- identifiers ------------------------------------------------------------------------- */

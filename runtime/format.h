@@ -21,5 +21,8 @@ int format_currency_exponent(const char *code);
 /* Current UTC time as RFC 3339 with milliseconds and 'Z'. buf >= 32 bytes. */
 void format_now_rfc3339(char *buf, size_t n);
 void format_time_rfc3339(int64_t unix_ms, char *buf, size_t n);
+/* Parses the form format_time_rfc3339() writes ("2025-03-14T09:26:53.589Z", UTC, ms) back to
+ * Unix milliseconds. False for any other text. */
+bool format_time_parse(const char *s, int64_t *unix_ms);
 
 #endif

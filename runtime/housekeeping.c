@@ -9,9 +9,11 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "runtime/clock.h"
 #include "runtime/idempotency.h"
 #include "runtime/log.h"
 #include "runtime/ratelimit.h"
+#include "runtime/revocation.h"
 #include "runtime/storage.h"
 
 #define PERIOD_S 1
@@ -38,11 +40,12 @@ static int64_t data_version(void)
 
 void housekeeping_run_once(void)
 {
-    int64_t now = ratelimit_now_ns();
+    int64_t now = clock_now_ns();
     ratelimit_checkpoint(now);
     int64_t dv = data_version();
     if (dv < 0 || dv != last_data_version) {
-        if (ratelimit_load_overrides() == 0)
+        /* Both reload fully, so a failed round is simply tried again next second. */
+        if (ratelimit_load_overrides() == 0 && revocation_load(now / 1000000000) == 0)
             last_data_version = dv;
     }
     int n;

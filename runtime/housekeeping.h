@@ -1,6 +1,6 @@
 /* The server's background thread: once a second it checkpoints the rate-limit state, reloads
- * operator-set workspace quotas when the database changed, and purges expired idempotency
- * records in small batches. Nothing here runs on a request's path. */
+ * operator-set workspace quotas and revoked sessions when the database changed, and purges
+ * expired idempotency records in small batches. Nothing here runs on a request's path. */
 #ifndef RUNTIME_HOUSEKEEPING_H
 #define RUNTIME_HOUSEKEEPING_H
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
+#include "runtime/clock.h"
 #include "runtime/digest.h"
 #include "runtime/format.h"
 #include "runtime/json.h"
@@ -349,9 +349,7 @@ int idempotency_store(struct req *r, int first_header)
         jsonw_release(&w);
     }
 
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t ms = clock_now_ms();
     format_time_rfc3339(ms, now, sizeof now);
     format_time_rfc3339(ms + (int64_t)IDEMPOTENCY_RETENTION_S * 1000, expires, sizeof expires);
     /* A record that expired but was not purged yet gives way to the new one. */

@@ -12,6 +12,7 @@
 #include "generated/scopes.h"
 #include "runtime/admin.h"
 #include "runtime/auth.h"
+#include "runtime/clock.h"
 #include "runtime/config.h"
 #include "runtime/cursor.h"
 #include "runtime/housekeeping.h"
@@ -19,6 +20,7 @@
 #include "runtime/log.h"
 #include "runtime/password.h"
 #include "runtime/ratelimit.h"
+#include "runtime/revocation.h"
 #include "runtime/server.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
@@ -79,6 +81,10 @@ static int run_server(const struct config *c)
     apply_password_cost();
     if (open_storage(c, err, sizeof err) != 0)
         goto out;
+    if (clock_init(c->data_dir) != 0) {
+        snprintf(err, sizeof err, "cannot set up the test clock in %s", c->data_dir);
+        goto out;
+    }
     if (keys_signing_key(c->data_dir, &signing_key, &created, err, sizeof err) != 0)
         goto out;
     if (created)
@@ -121,6 +127,10 @@ static int run_server(const struct config *c)
     /* Quotas spent before a restart still count: a restart is no way around a limit. */
     if (ratelimit_restore(ratelimit_now_ns()) != 0 || ratelimit_load_overrides() != 0) {
         snprintf(err, sizeof err, "cannot load the rate-limit state from the database");
+        goto out;
+    }
+    if (revocation_load(clock_now_s()) != 0) {
+        snprintf(err, sizeof err, "cannot load the revoked sessions from the database");
         goto out;
     }
 

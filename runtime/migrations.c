@@ -102,9 +102,28 @@ static const char ratelimit_idempotency_sql[] =
     ");\n"
     "CREATE INDEX idempotency_keys_expiry_idx ON idempotency_keys (expires_at);\n";
 
+/* Sessions as refresh-token families (RFC 9700 §4.14.2): every refresh token ever issued is
+ * kept (hashed) with the moment it was used, so presenting a used one is recognised as reuse
+ * and revokes its session. A session remembers the scope originally granted; a refresh may
+ * narrow it, never widen it. Workspaces get a version for ETag / If-Match on their settings. */
+static const char sessions_refresh_sql[] =
+    "ALTER TABLE sessions ADD COLUMN scope TEXT NOT NULL DEFAULT '';\n"
+    "ALTER TABLE sessions ADD COLUMN last_used_at TEXT;\n"
+    "ALTER TABLE sessions ADD COLUMN revoked_reason TEXT;\n"
+    "CREATE TABLE refresh_tokens (\n"
+    "    token_hash TEXT PRIMARY KEY,\n"
+    "    session_id TEXT NOT NULL REFERENCES sessions(id),\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    used_at TEXT\n"
+    ");\n"
+    "CREATE INDEX refresh_tokens_session_idx ON refresh_tokens (session_id);\n"
+    "CREATE INDEX sessions_revoked_idx ON sessions (revoked_at);\n"
+    "ALTER TABLE workspaces ADD COLUMN version INTEGER NOT NULL DEFAULT 1;\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
+    {3, "sessions_refresh", sessions_refresh_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

@@ -27,6 +27,7 @@ struct op {
     size_t max_body_bytes;      /* x-max-body-bytes, default 65536; 0 when no request body */
     bool planned;               /* x-status: planned -> answered 501 by the dispatcher */
     bool has_body;
+    bool form_body;             /* also accepts application/x-www-form-urlencoded (string values) */
     bool body_required;
     const int *statuses;        /* documented response statuses, 0-terminated */
     op_dispatch_fn *dispatch;

@@ -18,6 +18,8 @@
     X("unauthorized", "Authentication required")                      \
     X("invalid_token", "Invalid access token")                        \
     X("invalid_credentials", "Invalid email or password")             \
+    X("invalid_grant", "Invalid grant")                               \
+    X("invalid_scope", "Invalid scope")                               \
     X("insufficient_scope", "Insufficient scope")                     \
     X("not_found", "Resource not found")                              \
     X("method_not_allowed", "Method not allowed")                     \

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/clock.h"
 #include "runtime/log.h"
 #include "runtime/req.h"
 #include "runtime/storage.h"
@@ -60,9 +61,7 @@ int64_t ratelimit_default(void)
 
 int64_t ratelimit_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+    return clock_now_ns();
 }
 
 static uint64_t hash(const char *s)

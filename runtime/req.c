@@ -2,7 +2,9 @@
  * the handlers. */
 #include "runtime/req.h"
 
+#include <inttypes.h>
 #include <microhttpd.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,4 +73,23 @@ void req_problem_validation(struct req *r, int status, const char *detail)
 {
     req_problem(r, status ? status : 422, "validation_failed", "%s", detail);
     r->with_errors = true;
+}
+
+char *req_etag(struct req *r, int64_t version)
+{
+    return arena_printf(&r->arena, "\"v%" PRId64 "\"", version);
+}
+
+bool req_if_match(const char *if_match, int64_t version)
+{
+    char want[32];
+    snprintf(want, sizeof want, "\"v%" PRId64 "\"", version);
+    return if_match && strcmp(if_match, want) == 0;
+}
+
+void req_precondition_failed(struct req *r, const char *if_match, int64_t version)
+{
+    req_problem(r, 412, "precondition_failed",
+                "If-Match %s does not match the current version \"v%" PRId64 "\".", if_match,
+                version);
 }

@@ -65,6 +65,13 @@ struct req {
     bool handler_ran;              /* parameters and body were valid and the handler was called
                                       (set by the generated dispatcher) */
 
+    /* Set by handlers. */
+    bool keep_writes; /* commit even though the answer is a problem (the refusal itself changed
+                         state, e.g. a reused refresh token revokes its session) */
+    void (*on_commit)(struct req *r); /* runs once the transaction committed, before the
+                                         response is sent (publish in-memory state) */
+    const char *on_commit_arg;
+
     /* Runtime bookkeeping (server.c). */
     bool tls;             /* arrived over HTTPS (or a trusted proxy said so) */
     const char *peer;     /* client address, text */
@@ -95,5 +102,13 @@ void req_problem(struct req *r, int status, const char *code, const char *fmt, .
     __attribute__((format(printf, 4, 5)));
 /* Problem with the collected r->verr as errors[] (status 422 unless given otherwise). */
 void req_problem_validation(struct req *r, int status, const char *detail);
+
+/* Optimistic concurrency (architecture.md §6): a resource's ETag is "v<version>" (result lives
+ * in r->arena); If-Match (already checked against the IfMatch pattern) matches when it names
+ * exactly that version. */
+char *req_etag(struct req *r, int64_t version);
+bool req_if_match(const char *if_match, int64_t version);
+/* 412 precondition_failed for an If-Match naming another version. */
+void req_precondition_failed(struct req *r, const char *if_match, int64_t version);
 
 #endif

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "runtime/auth.h"
+#include "runtime/form.h"
 #include "runtime/id.h"
 #include "runtime/idempotency.h"
 #include "runtime/log.h"
@@ -90,14 +91,43 @@ static bool is_uuid_header(const char *s)
     return true;
 }
 
-static bool is_json_content_type(const char *ct)
+/* Whether the Content-Type's media type (parameters such as charset ignored) is want. */
+static bool is_media_type(const char *ct, const char *want)
 {
     if (!ct)
         return false;
     while (*ct == ' ')
         ct++;
     size_t n = strcspn(ct, "; ");
-    return n == strlen("application/json") && strncasecmp(ct, "application/json", n) == 0;
+    return n == strlen(want) && strncasecmp(ct, want, n) == 0;
+}
+
+/* The body as the dispatcher reads it: JSON as sent, or a form turned into a JSON object of
+ * strings for the operations that accept one. false when a problem was recorded. */
+static bool take_body(struct req *r)
+{
+    const char *ct = req_header(r, "Content-Type");
+    if (is_media_type(ct, "application/json")) {
+        r->body = r->upload;
+        r->body_len = r->upload_len;
+        return true;
+    }
+    if (r->op->form_body && is_media_type(ct, "application/x-www-form-urlencoded")) {
+        char *json = NULL;
+        const char *why = NULL;
+        if (form_to_json(&r->arena, r->upload ? r->upload : "", r->upload_len, &json,
+                         &r->body_len, &why) != 0) {
+            req_problem(r, 400, "invalid_request", "The form body is malformed: %s.", why);
+            return false;
+        }
+        r->body = json;
+        return true;
+    }
+    req_problem(r, 415, "unsupported_media_type",
+                r->op->form_body ? "Send the request body as Content-Type: application/json or "
+                                   "application/x-www-form-urlencoded."
+                                 : "Send the request body as Content-Type: application/json.");
+    return false;
 }
 
 /* The client address as a quota key: an IPv6 client is counted by its /64, the block one
@@ -176,6 +206,16 @@ static void run_operation(struct req *r)
         internal_error(r, "The server failed to complete the request; nothing was changed.");
         return;
     }
+    if (r->keep_writes && r->problem && r->status < 500) {
+        if (storage_commit() != 0) {
+            log_error("commit failed for %s (request %s)", r->op->operation_id, r->request_id);
+            internal_error(r, "The server could not durably store the change; nothing was "
+                              "changed.");
+        } else if (r->on_commit) {
+            r->on_commit(r);
+        }
+        return;
+    }
     if (r->status >= 200 && r->status < 400 && !r->problem) {
         if (r->idem_key && r->status < 300 && idempotency_store(r, first_header) != 0) {
             storage_rollback();
@@ -186,6 +226,8 @@ static void run_operation(struct req *r)
             log_error("commit failed for %s (request %s)", r->op->operation_id, r->request_id);
             internal_error(r, "The server could not durably store the change; nothing was "
                               "changed.");
+        } else if (r->on_commit) {
+            r->on_commit(r);
         }
         return;
     }
@@ -245,13 +287,8 @@ static void process(struct req *r, enum listener l)
         return;
     }
     if (r->op->has_body) {
-        if (!is_json_content_type(req_header(r, "Content-Type"))) {
-            req_problem(r, 415, "unsupported_media_type",
-                        "Send the request body as Content-Type: application/json.");
+        if (!take_body(r))
             return;
-        }
-        r->body = r->upload;
-        r->body_len = r->upload_len;
     }
     if (r->op->idempotent && r->principal.authenticated && idempotency_prepare(r) != 0)
         return;

@@ -1,6 +1,7 @@
 // Checks an operation's `security` against our conventions: `[]` (public) or exactly one
-// requirement object naming a declared scheme, with at least one scope, each declared in the
-// root `x-scopes` map (the only place scopes are declared).
+// requirement object naming a declared scheme, with at least one scope (none only with
+// `x-any-scope: true`), each declared in the root `x-scopes` map (the only place scopes are
+// declared).
 import { createRulesetFunction } from '@stoplight/spectral-core';
 
 export default createRulesetFunction(
@@ -29,8 +30,16 @@ export default createRulesetFunction(
       errors.push({ message: `Security scheme "${name}" is not in components.securitySchemes.`, path: [...at, 0, name] });
     }
     const wanted = Array.isArray(req[name]) ? req[name] : [];
-    if (wanted.length === 0) {
-      errors.push({ message: 'A protected operation must require at least one scope.', path: [...at, 0, name] });
+    // The operation object holding this security: an empty scope list is allowed only when it
+    // says so with `x-any-scope: true` (any valid token, e.g. logout or the user's sessions).
+    let op = resolved;
+    for (const k of at.slice(0, -1)) op = op && op[k];
+    const anyScope = op && op['x-any-scope'] === true;
+    if (wanted.length === 0 && !anyScope) {
+      errors.push({ message: 'A protected operation must require at least one scope (or say x-any-scope: true).', path: [...at, 0, name] });
+    }
+    if (wanted.length > 0 && anyScope) {
+      errors.push({ message: 'x-any-scope: true with scopes listed.', path: [...at, 0, name] });
     }
     wanted.forEach((s, i) => {
       if (!Object.prototype.hasOwnProperty.call(scopes, s)) {

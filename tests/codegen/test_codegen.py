@@ -27,7 +27,7 @@ CFLAGS = ['-std=c11', '-D_POSIX_C_SOURCE=200809L', '-D_DEFAULT_SOURCE', '-Wall',
           '-Werror', '-Wmissing-prototypes', '-Wstrict-prototypes', '-Wshadow', '-Wcast-qual',
           '-Wpointer-arith']
 RUNTIME = ['runtime/json.c', 'runtime/jsonw.c', 'runtime/verr.c', 'runtime/format.c',
-           'runtime/arena.c', 'runtime/pattern.c']
+           'runtime/clock.c', 'runtime/arena.c', 'runtime/pattern.c']
 
 
 def generate(spec_path, out, cwd=REPO, env=None):

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import socket
+import struct
 import subprocess
 import time
 import uuid
@@ -288,6 +289,16 @@ class Server:
 
     def admin_client(self):
         return self.client(token=self.token)
+
+    # ---- test clock ----------------------------------------------------------------------
+    def move_clock(self, seconds):
+        """Moves the server's clock (test builds: -DTREASURY_TEST_CLOCK) to `seconds` from real
+        time; takes effect on the server's very next reading. Skips on a release build."""
+        path = self.data_dir / "test-clock-offset"
+        if not path.exists():
+            pytest.skip("the server binary has no test clock (a release build)")
+        with open(path, "r+b") as f:
+            f.write(struct.pack("<q", int(seconds)))
 
     # ---- operator subcommands -----------------------------------------------------------
     def admin(self, *args, check=True, **env):

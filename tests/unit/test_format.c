@@ -196,6 +196,24 @@ static void test_time_rfc3339_renders_utc_with_milliseconds(void)
     CHECK_STR(buf, "9999-12-31T23:59:59.999Z");
 }
 
+static void test_time_parse_reads_back_what_rfc3339_renders(void)
+{
+    static const int64_t instants[] = {0, INT64_C(1795333151123), INT64_C(951782400000),
+                                       INT64_C(1709251199999), INT64_C(253402300799999), -1};
+    char buf[32];
+    int64_t ms = 42;
+    for (size_t i = 0; i < sizeof instants / sizeof *instants; i++) {
+        format_time_rfc3339(instants[i], buf, sizeof buf);
+        CHECK(format_time_parse(buf, &ms) && ms == instants[i]);
+    }
+    static const char *const bad[] = {"", "2025-03-14", "2025-03-14T09:26:53Z",
+                                      "2025-03-14T09:26:53.589+01:00", "2025-02-30T00:00:00.000Z",
+                                      "2025-03-14T09:26:53.589Zx", "2025-03-14 09:26:53.589Z"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        CHECK(!format_time_parse(bad[i], &ms));
+    CHECK(!format_time_parse(NULL, &ms));
+}
+
 static void test_now_rfc3339_is_a_valid_utc_date_time(void)
 {
     char buf[32];
@@ -340,6 +358,7 @@ static void test_country_is_an_assigned_iso_3166_code(void)
 int main(void)
 {
     static const struct unit_test tests[] = {
+        UNIT_TEST(test_time_parse_reads_back_what_rfc3339_renders),
         UNIT_TEST(test_iban_accepts_registry_examples_of_every_country),
         UNIT_TEST(test_iban_rejects_bad_check_digits),
         UNIT_TEST(test_iban_rejects_wrong_length_for_country),

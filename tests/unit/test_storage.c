@@ -99,7 +99,8 @@ static void test_open_creates_database_with_every_table(void)
     CHECK(storage_schema_version() == latest_version());
     CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
                     "('workspaces', 'users', 'members', 'sessions', 'beneficiaries', "
-                    "'schema_migrations', 'ratelimit_state', 'idempotency_keys')") == 8);
+                    "'schema_migrations', 'ratelimit_state', 'idempotency_keys', "
+                    "'refresh_tokens')") == 9);
     CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
                     "name = 'beneficiaries_list_idx'") == 1);
     done();

@@ -1,0 +1,109 @@
+/* The workspace API: the caller's workspace (read from its token's `wid`), its settings and
+ * the request quota that applies to it. */
+#include "generated/workspace_api.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/format.h"
+#include "runtime/log.h"
+#include "runtime/ratelimit.h"
+#include "runtime/storage.h"
+
+static const char *text(struct req *r, sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    return arena_strdup(&r->arena, t ? (const char *)t : "");
+}
+
+/* The token's workspace. 1 found, 0 not (deleted under a live token: 404), -1 failure. */
+static int load(struct req *r, struct workspace *w)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT id, name, token_lifetime_seconds, rate_limit_per_minute, version, created_at, "
+        "updated_at FROM workspaces WHERE id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        memset(w, 0, sizeof *w);
+        w->id = text(r, st, 0);
+        w->object = "workspace";
+        w->name = text(r, st, 1);
+        w->settings = arena_alloc(&r->arena, sizeof *w->settings);
+        w->settings->token_lifetime_seconds = sqlite3_column_int64(st, 2);
+        w->rate_limit = arena_alloc(&r->arena, sizeof *w->rate_limit);
+        if (sqlite3_column_type(st, 3) == SQLITE_NULL) {
+            w->rate_limit->requests_per_minute = ratelimit_default();
+            w->rate_limit->source = WORKSPACE_RATE_LIMIT_SOURCE_DEFAULT;
+        } else {
+            w->rate_limit->requests_per_minute = sqlite3_column_int64(st, 3);
+            w->rate_limit->source = WORKSPACE_RATE_LIMIT_SOURCE_WORKSPACE;
+        }
+        w->version = sqlite3_column_int64(st, 4);
+        w->created_at = text(r, st, 5);
+        w->updated_at = text(r, st, 6);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        log_error("workspace: load failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    if (rc == SQLITE_DONE)
+        req_problem(r, 404, "not_found", "The workspace %s no longer exists.",
+                    r->principal.workspace_id);
+    return rc == SQLITE_ROW;
+}
+
+int workspace_get_workspace(struct req *r, const struct workspace_get_workspace_request *in,
+                            struct workspace_get_workspace_response *out)
+{
+    (void)in;
+    struct workspace *w = arena_alloc(&r->arena, sizeof *w);
+    int found = load(r, w);
+    if (found <= 0)
+        return found;
+    out->status = 200;
+    out->body_200 = w;
+    out->etag = req_etag(r, w->version);
+    return 0;
+}
+
+int workspace_update_workspace_settings(
+    struct req *r, const struct workspace_update_workspace_settings_request *in,
+    struct workspace_update_workspace_settings_response *out)
+{
+    struct workspace *w = arena_alloc(&r->arena, sizeof *w);
+    int found = load(r, w);
+    if (found <= 0)
+        return found;
+    if (in->has_if_match && !req_if_match(in->if_match, w->version)) {
+        req_precondition_failed(r, in->if_match, w->version);
+        return 0;
+    }
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    sqlite3_stmt *st = storage_prepare(
+        "UPDATE workspaces SET token_lifetime_seconds = ?, version = version + 1, updated_at = ? "
+        "WHERE id = ? AND version = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, in->body->token_lifetime_seconds);
+    sqlite3_bind_text(st, 2, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, w->id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, w->version);
+    int rc = sqlite3_step(st), changed = sqlite3_changes(storage_db());
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE || changed != 1) {
+        log_error("workspace: update failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    w->settings->token_lifetime_seconds = in->body->token_lifetime_seconds;
+    w->version++;
+    w->updated_at = arena_strdup(&r->arena, now);
+    out->status = 200;
+    out->body_200 = w;
+    out->etag = req_etag(r, w->version);
+    return 0;
+}

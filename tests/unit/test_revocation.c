@@ -1,0 +1,104 @@
+/* Unit tests for runtime/revocation.c: membership, expiry, and loading revoked sessions from
+ * the database. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "runtime/format.h"
+#include "runtime/revocation.h"
+#include "runtime/storage.h"
+#include "tests/unit/unit.h"
+
+static void test_nothing_is_revoked_at_first(void)
+{
+    revocation_reset();
+    CHECK(!revocation_contains("ses_a"));
+    CHECK(!revocation_contains(""));
+    CHECK(!revocation_contains(NULL));
+}
+
+static void test_added_ids_are_revoked_and_others_not(void)
+{
+    char id[32];
+    revocation_reset();
+    for (int i = 0; i < 5000; i++) {
+        snprintf(id, sizeof id, "ses_%d", i);
+        revocation_add(id, 2000000000);
+    }
+    CHECK(revocation_contains("ses_0") && revocation_contains("ses_4999"));
+    CHECK(!revocation_contains("ses_5000") && !revocation_contains("ses_"));
+    revocation_add("ses_0", 1); /* an earlier expiry never shortens an entry */
+    CHECK(revocation_contains("ses_0"));
+}
+
+static void test_too_long_ids_are_ignored(void)
+{
+    char id[REVOCATION_ID_MAX + 8];
+    memset(id, 'x', sizeof id - 1);
+    id[sizeof id - 1] = '\0';
+    revocation_reset();
+    revocation_add(id, 2000000000);
+    CHECK(!revocation_contains(id));
+}
+
+static void test_load_adds_recent_revocations_and_drops_expired_entries(void)
+{
+    char dir[] = "/tmp/treasury-revocation-XXXXXX", path[64], err[256], recent[40], old[40];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/t.db", dir);
+    CHECK(storage_open(path, err, sizeof err) == 0);
+    int64_t now = 1800000000;
+    format_time_rfc3339((now - 3600) * 1000, recent, sizeof recent);
+    format_time_rfc3339((now - 3 * 86400) * 1000, old, sizeof old);
+    CHECK(storage_begin(true) == 0);
+    sqlite3_exec(storage_db(),
+                 "INSERT INTO workspaces (id, name, created_at, updated_at) "
+                 "VALUES ('wsp_1', 'w', 'x', 'x');"
+                 "INSERT INTO users (id, email, email_norm, password_hash, created_at, updated_at) "
+                 "VALUES ('usr_1', 'a@b.c', 'a@b.c', 'h', 'x', 'x');",
+                 NULL, NULL, NULL);
+    const char *rows[][3] = {{"ses_recent", recent, "h1"}, {"ses_old", old, "h2"},
+                             {"ses_live", NULL, "h3"}};
+    for (int i = 0; i < 3; i++) {
+        sqlite3_stmt *st = storage_prepare(
+            "INSERT INTO sessions (id, workspace_id, user_id, refresh_token_hash, created_at, "
+            "expires_at, revoked_at) VALUES (?, 'wsp_1', 'usr_1', ?, 'x', 'x', ?)");
+        sqlite3_bind_text(st, 1, rows[i][0], -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, rows[i][2], -1, SQLITE_STATIC);
+        if (rows[i][1])
+            sqlite3_bind_text(st, 3, rows[i][1], -1, SQLITE_STATIC);
+        CHECK(sqlite3_step(st) == SQLITE_DONE);
+        sqlite3_reset(st);
+    }
+    CHECK(storage_commit() == 0);
+
+    revocation_reset();
+    revocation_add("ses_gone", now - 1); /* its tokens expired a second ago */
+    CHECK(revocation_load(now) == 0);
+    CHECK(revocation_contains("ses_recent"));
+    CHECK(!revocation_contains("ses_old"));
+    CHECK(!revocation_contains("ses_live"));
+    CHECK(!revocation_contains("ses_gone"));
+    /* Loaded entries expire a token lifetime after their revocation, not after the load. */
+    CHECK(revocation_load(now - 3600 + REVOCATION_TOKEN_LIFETIME_S + 1) == 0);
+    CHECK(!revocation_contains("ses_recent"));
+    storage_close();
+    char f[80];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(f, sizeof f, "%s%s", path, suffix[i]);
+        unlink(f);
+    }
+    rmdir(dir);
+}
+
+int main(void)
+{
+    static const struct unit_test tests[] = {
+        UNIT_TEST(test_nothing_is_revoked_at_first),
+        UNIT_TEST(test_added_ids_are_revoked_and_others_not),
+        UNIT_TEST(test_too_long_ids_are_ignored),
+        UNIT_TEST(test_load_adds_recent_revocations_and_drops_expired_entries),
+    };
+    return unit_run("revocation", tests, sizeof tests / sizeof tests[0]);
+}
