@@ -180,6 +180,18 @@ static void internal_error(struct req *r, const char *detail)
     req_problem(r, 500, "internal_error", "%s", detail);
 }
 
+/* Commits the request's transaction (a 2xx is only ever sent after this succeeded), then lets
+ * the handler publish in-memory state that must follow the commit. */
+static void commit(struct req *r)
+{
+    if (storage_commit() != 0) {
+        log_error("commit failed for %s (request %s)", r->op->operation_id, r->request_id);
+        internal_error(r, "The server could not durably store the change; nothing was changed.");
+    } else if (r->on_commit) {
+        r->on_commit(r);
+    }
+}
+
 /* The operation inside one transaction: a replay of a stored idempotent answer, or the handler;
  * a successful idempotent answer is stored in the same transaction as the handler's writes. */
 static void run_operation(struct req *r)
@@ -207,13 +219,7 @@ static void run_operation(struct req *r)
         return;
     }
     if (r->keep_writes && r->problem && r->status < 500) {
-        if (storage_commit() != 0) {
-            log_error("commit failed for %s (request %s)", r->op->operation_id, r->request_id);
-            internal_error(r, "The server could not durably store the change; nothing was "
-                              "changed.");
-        } else if (r->on_commit) {
-            r->on_commit(r);
-        }
+        commit(r);
         return;
     }
     if (r->status >= 200 && r->status < 400 && !r->problem) {
@@ -222,13 +228,7 @@ static void run_operation(struct req *r)
             internal_error(r, "The server failed to complete the request; nothing was changed.");
             return;
         }
-        if (storage_commit() != 0) {
-            log_error("commit failed for %s (request %s)", r->op->operation_id, r->request_id);
-            internal_error(r, "The server could not durably store the change; nothing was "
-                              "changed.");
-        } else if (r->on_commit) {
-            r->on_commit(r);
-        }
+        commit(r);
         return;
     }
     storage_rollback();
