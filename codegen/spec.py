@@ -860,6 +860,7 @@ class Model:
         if self.errors:
             raise SpecError(self.errors)
         self.build_scopes(root)
+        self.build_roles(root)
         self.base = self.server_base(doc.get('servers'), root / 'servers')
         comps = doc['components']
         schemas = comps.get('schemas', {})
@@ -927,6 +928,36 @@ class Model:
             self.scopes.append({'name': n, 'macro': macro, 'bit': i,
                                 'description': comment_text(xs[n])})
         self.scope_by_name = {s['name']: s for s in self.scopes}
+
+    def build_roles(self, root):
+        """Built-in roles (root x-roles, in source order): key -> {name, description,
+        scopes}. Every scope must be declared; the generated table gives each role's scopes in
+        catalogue order and as a mask."""
+        xr = self.doc.get('x-roles', {})
+        if not isinstance(xr, dict):
+            self.fail(root / 'x-roles', 'x-roles must map role keys to {name, description, '
+                                        'scopes}')
+        self.roles = []
+        for key, r in xr.items():
+            loc = root / 'x-roles' / key
+            if not re.match(r'^[a-z][a-z0-9_]{1,39}$', str(key)):
+                self.fail(loc, 'role keys are lower-case words like treasurer')
+            if not isinstance(r, dict) or set(r) - {'name', 'description', 'scopes'} or \
+                    not isinstance(r.get('name'), str) or \
+                    not isinstance(r.get('description', ''), str) or \
+                    not isinstance(r.get('scopes'), list):
+                self.fail(loc, 'a role is {name: text, description: text, scopes: [names]}')
+            for i, sc in enumerate(r['scopes']):
+                if sc not in self.scope_by_name:
+                    self.fail(loc / 'scopes' / i, 'scope %s is not declared in the root '
+                                                  'x-scopes' % sc)
+            if len(set(r['scopes'])) != len(r['scopes']):
+                self.fail(loc / 'scopes', 'a scope is listed twice')
+            granted = [sc for sc in self.scopes if sc['name'] in r['scopes']]
+            self.roles.append({'key': key, 'name': r['name'],
+                               'description': ' '.join(str(r.get('description', '')).split()),
+                               'scopes': ' '.join(sc['name'] for sc in granted),
+                               'mask': ' | '.join(sc['macro'] for sc in granted) or '0'})
 
     def server_base(self, servers, loc):
         if servers is None:

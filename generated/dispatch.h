@@ -10,6 +10,8 @@ int dispatch_meta_get_health(struct req *r);
 int dispatch_accounts_refresh_token(struct req *r);
 int dispatch_accounts_list_sessions(struct req *r);
 int dispatch_accounts_revoke_session(struct req *r);
+int dispatch_admin_list_roles(struct req *r);
+int dispatch_admin_put_role(struct req *r);
 int dispatch_accounts_login(struct req *r);
 int dispatch_accounts_logout(struct req *r);
 int dispatch_payments_list_beneficiaries(struct req *r);

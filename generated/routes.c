@@ -17,16 +17,18 @@ static const int statuses_0[] = { 200, 400, 429, 500, 503, 0 };
 static const int statuses_1[] = { 200, 400, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_2[] = { 200, 400, 401, 429, 500, 503, 0 };
 static const int statuses_3[] = { 204, 400, 401, 404, 429, 500, 503, 0 };
-static const int statuses_4[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_5[] = { 204, 400, 401, 429, 500, 503, 0 };
-static const int statuses_6[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_7[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_8[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_9[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_10[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
-static const int statuses_11[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_12[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_13[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_4[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_5[] = { 200, 201, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_6[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_7[] = { 204, 400, 401, 429, 500, 503, 0 };
+static const int statuses_8[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_9[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_10[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_11[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_12[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
+static const int statuses_13[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_14[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_15[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -106,6 +108,44 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_accounts_revoke_session,
     },
     {
+        .operation_id = "listRoles",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/admin/roles",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_4,
+        .dispatch = dispatch_admin_list_roles,
+    },
+    {
+        .operation_id = "putRole",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/admin/roles/{id}",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_5,
+        .dispatch = dispatch_admin_put_role,
+    },
+    {
         .operation_id = "login",
         .method = "POST",
         .base = "/v1",
@@ -121,7 +161,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_4,
+        .statuses = statuses_6,
         .dispatch = dispatch_accounts_login,
     },
     {
@@ -140,7 +180,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_5,
+        .statuses = statuses_7,
         .dispatch = dispatch_accounts_logout,
     },
     {
@@ -159,7 +199,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_6,
+        .statuses = statuses_8,
         .dispatch = dispatch_payments_list_beneficiaries,
     },
     {
@@ -178,7 +218,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_7,
+        .statuses = statuses_9,
         .dispatch = dispatch_payments_create_beneficiary,
     },
     {
@@ -197,7 +237,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_8,
+        .statuses = statuses_10,
         .dispatch = dispatch_payments_get_beneficiary,
     },
     {
@@ -216,7 +256,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_9,
+        .statuses = statuses_11,
         .dispatch = dispatch_payments_update_beneficiary,
     },
     {
@@ -235,7 +275,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_10,
+        .statuses = statuses_12,
         .dispatch = dispatch_payments_delete_beneficiary,
     },
     {
@@ -254,7 +294,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_11,
+        .statuses = statuses_13,
         .dispatch = dispatch_meta_get_openapi,
     },
     {
@@ -273,7 +313,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_12,
+        .statuses = statuses_14,
         .dispatch = dispatch_workspace_get_workspace,
     },
     {
@@ -292,7 +332,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_13,
+        .statuses = statuses_15,
         .dispatch = dispatch_workspace_update_workspace_settings,
     },
 };
@@ -315,43 +355,51 @@ static const size_t ops_0[] = { 0, };
 /* /v1/beneficiaries */
 static const char *const segs_1[] = { "v1", "beneficiaries", };
 static const char *const names_1[] = { NULL, NULL, };
-static const size_t ops_1[] = { 6, 7, };
+static const size_t ops_1[] = { 8, 9, };
 /* /v1/openapi.json */
 static const char *const segs_2[] = { "v1", "openapi.json", };
 static const char *const names_2[] = { NULL, NULL, };
-static const size_t ops_2[] = { 11, };
+static const size_t ops_2[] = { 13, };
 /* /v1/workspace */
 static const char *const segs_3[] = { "v1", "workspace", };
 static const char *const names_3[] = { NULL, NULL, };
-static const size_t ops_3[] = { 12, };
+static const size_t ops_3[] = { 14, };
 /* /v1/accounts/sessions */
 static const char *const segs_4[] = { "v1", "accounts", "sessions", };
 static const char *const names_4[] = { NULL, NULL, NULL, };
 static const size_t ops_4[] = { 2, };
-/* /v1/api/login */
-static const char *const segs_5[] = { "v1", "api", "login", };
+/* /v1/admin/roles */
+static const char *const segs_5[] = { "v1", "admin", "roles", };
 static const char *const names_5[] = { NULL, NULL, NULL, };
 static const size_t ops_5[] = { 4, };
-/* /v1/api/logout */
-static const char *const segs_6[] = { "v1", "api", "logout", };
+/* /v1/api/login */
+static const char *const segs_6[] = { "v1", "api", "login", };
 static const char *const names_6[] = { NULL, NULL, NULL, };
-static const size_t ops_6[] = { 5, };
+static const size_t ops_6[] = { 6, };
+/* /v1/api/logout */
+static const char *const segs_7[] = { "v1", "api", "logout", };
+static const char *const names_7[] = { NULL, NULL, NULL, };
+static const size_t ops_7[] = { 7, };
 /* /v1/beneficiaries/{id} */
-static const char *const segs_7[] = { "v1", "beneficiaries", NULL, };
-static const char *const names_7[] = { NULL, NULL, "id", };
-static const size_t ops_7[] = { 8, 9, 10, };
+static const char *const segs_8[] = { "v1", "beneficiaries", NULL, };
+static const char *const names_8[] = { NULL, NULL, "id", };
+static const size_t ops_8[] = { 10, 11, 12, };
 /* /v1/workspace/settings */
-static const char *const segs_8[] = { "v1", "workspace", "settings", };
-static const char *const names_8[] = { NULL, NULL, NULL, };
-static const size_t ops_8[] = { 13, };
+static const char *const segs_9[] = { "v1", "workspace", "settings", };
+static const char *const names_9[] = { NULL, NULL, NULL, };
+static const size_t ops_9[] = { 15, };
 /* /v1/accounts/sessions/{id} */
-static const char *const segs_9[] = { "v1", "accounts", "sessions", NULL, };
-static const char *const names_9[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_9[] = { 3, };
+static const char *const segs_10[] = { "v1", "accounts", "sessions", NULL, };
+static const char *const names_10[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_10[] = { 3, };
+/* /v1/admin/roles/{id} */
+static const char *const segs_11[] = { "v1", "admin", "roles", NULL, };
+static const char *const names_11[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_11[] = { 5, };
 /* /v1/accounts/auth/oauth/refresh */
-static const char *const segs_10[] = { "v1", "accounts", "auth", "oauth", "refresh", };
-static const char *const names_10[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_10[] = { 1, };
+static const char *const segs_12[] = { "v1", "accounts", "auth", "oauth", "refresh", };
+static const char *const names_12[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_12[] = { 1, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
@@ -359,12 +407,14 @@ static const struct route routes[] = {
     { 2, segs_2, names_2, ops_2, 1, "GET" },
     { 2, segs_3, names_3, ops_3, 1, "GET" },
     { 3, segs_4, names_4, ops_4, 1, "GET" },
-    { 3, segs_5, names_5, ops_5, 1, "POST" },
+    { 3, segs_5, names_5, ops_5, 1, "GET" },
     { 3, segs_6, names_6, ops_6, 1, "POST" },
-    { 3, segs_7, names_7, ops_7, 3, "GET, PATCH, DELETE" },
-    { 3, segs_8, names_8, ops_8, 1, "PUT" },
-    { 4, segs_9, names_9, ops_9, 1, "DELETE" },
-    { 5, segs_10, names_10, ops_10, 1, "POST" },
+    { 3, segs_7, names_7, ops_7, 1, "POST" },
+    { 3, segs_8, names_8, ops_8, 3, "GET, PATCH, DELETE" },
+    { 3, segs_9, names_9, ops_9, 1, "PUT" },
+    { 4, segs_10, names_10, ops_10, 1, "DELETE" },
+    { 4, segs_11, names_11, ops_11, 1, "PUT" },
+    { 5, segs_12, names_12, ops_12, 1, "POST" },
 };
 
 struct seg {

@@ -87,6 +87,9 @@ struct login_response;
 struct money;
 struct problem;
 struct refresh_request;
+struct role;
+struct role_definition;
+struct role_list;
 struct session;
 struct session_page;
 struct sort_code_account_number_identification;
@@ -284,6 +287,39 @@ struct refresh_request {
     bool has_scope;
 };
 
+/* Role: A role and the scopes it grants. */
+struct role {
+    const char *key; /* required, RoleKey */
+    const char *object; /* required */
+    const char *name; /* required */
+    const char *description; /* optional */
+    bool has_description;
+    const char **scopes; /* required */
+    size_t scopes_count;
+    bool system; /* required */
+    int64_t version; /* optional, ResourceVersion */
+    bool has_version;
+    const char *created_at; /* optional, Timestamp */
+    bool has_created_at;
+    const char *updated_at; /* optional, Timestamp */
+    bool has_updated_at;
+};
+
+/* RoleDefinition: A custom role as the client defines it; replaced as a whole. */
+struct role_definition {
+    const char *name; /* required */
+    const char *description; /* optional */
+    bool has_description;
+    const char **scopes; /* required */
+    size_t scopes_count;
+};
+
+/* RoleList: Every role of the workspace (at most the built-ins and 100 custom roles). */
+struct role_list {
+    struct role *data; /* required */
+    size_t data_count;
+};
+
 /* Session: A login of the user in one workspace, kept across refreshes (a refresh-token family). */
 struct session {
     const char *id; /* required, SessionId */
@@ -373,6 +409,12 @@ int decode_problem(struct arena *a, const struct json_value *v, struct problem *
 void encode_problem(struct jsonw *w, const struct problem *in);
 int decode_refresh_request(struct arena *a, const struct json_value *v, struct refresh_request *out);
 void encode_refresh_request(struct jsonw *w, const struct refresh_request *in);
+int decode_role(struct arena *a, const struct json_value *v, struct role *out);
+void encode_role(struct jsonw *w, const struct role *in);
+int decode_role_definition(struct arena *a, const struct json_value *v, struct role_definition *out);
+void encode_role_definition(struct jsonw *w, const struct role_definition *in);
+int decode_role_list(struct arena *a, const struct json_value *v, struct role_list *out);
+void encode_role_list(struct jsonw *w, const struct role_list *in);
 int decode_session(struct arena *a, const struct json_value *v, struct session *out);
 void encode_session(struct jsonw *w, const struct session *in);
 int decode_session_page(struct arena *a, const struct json_value *v, struct session_page *out);
@@ -466,6 +508,20 @@ void validate_refresh_request_grant_type(const struct json_value *v, const char 
 void validate_refresh_request_refresh_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_refresh_request_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_resource_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_role(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_role_definition(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_role_definition_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_role_definition_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_role_definition_scopes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_role_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_role_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_role_list(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_role_list_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_role_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_role_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_role_scopes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_role_system(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_scope_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_session(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_session_current(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_session_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

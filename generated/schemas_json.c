@@ -966,6 +966,158 @@ void encode_refresh_request(struct jsonw *w, const struct refresh_request *in)
     jsonw_object_end(w);
 }
 
+int decode_role(struct arena *a, const struct json_value *v, struct role *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "key") == 0) {
+            out->key = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "description") == 0) {
+            out->has_description = true;
+            out->description = m->value->s;
+        } else if (strcmp(m->key, "scopes") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->scopes_count = m->value->count;
+            out->scopes = arena_alloc(a, (m->value->count + 1) * sizeof *out->scopes);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->scopes[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "system") == 0) {
+            out->system = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "version") == 0) {
+            out->has_version = true;
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->has_created_at = true;
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->has_updated_at = true;
+            out->updated_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_role(struct jsonw *w, const struct role *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "key");
+    jsonw_string(w, in->key);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "name");
+    jsonw_string(w, in->name);
+    if (in->has_description || in->description != NULL) {
+        jsonw_key(w, "description");
+        jsonw_string(w, in->description);
+    }
+    jsonw_key(w, "scopes");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->scopes_count; j++) {
+        jsonw_string(w, in->scopes[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "system");
+    jsonw_bool(w, in->system);
+    if (in->has_version) {
+        jsonw_key(w, "version");
+        jsonw_int(w, in->version);
+    }
+    if (in->has_created_at || in->created_at != NULL) {
+        jsonw_key(w, "created_at");
+        jsonw_string(w, in->created_at);
+    }
+    if (in->has_updated_at || in->updated_at != NULL) {
+        jsonw_key(w, "updated_at");
+        jsonw_string(w, in->updated_at);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_role_definition(struct arena *a, const struct json_value *v, struct role_definition *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "description") == 0) {
+            out->has_description = true;
+            out->description = m->value->s;
+        } else if (strcmp(m->key, "scopes") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->scopes_count = m->value->count;
+            out->scopes = arena_alloc(a, (m->value->count + 1) * sizeof *out->scopes);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->scopes[j] = m->value->items[j]->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_role_definition(struct jsonw *w, const struct role_definition *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "name");
+    jsonw_string(w, in->name);
+    if (in->has_description || in->description != NULL) {
+        jsonw_key(w, "description");
+        jsonw_string(w, in->description);
+    }
+    jsonw_key(w, "scopes");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->scopes_count; j++) {
+        jsonw_string(w, in->scopes[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_object_end(w);
+}
+
+int decode_role_list(struct arena *a, const struct json_value *v, struct role_list *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->data_count = m->value->count;
+            out->data = arena_alloc(a, (m->value->count + 1) * sizeof *out->data);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_role(a, m->value->items[j], &out->data[j]) != 0)
+                    return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_role_list(struct jsonw *w, const struct role_list *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "data");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->data_count; j++) {
+        encode_role(w, &in->data[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_object_end(w);
+}
+
 int decode_session(struct arena *a, const struct json_value *v, struct session *out)
 {
     (void)a;

@@ -889,7 +889,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(16, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(18, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -904,7 +904,7 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(15, v->s)) /* ^/v1/ */
+    if (!pattern_match(17, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
 }
 
@@ -1339,7 +1339,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(16, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(18, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -1644,6 +1644,253 @@ void validate_resource_version(const struct json_value *v, const char *ptr, int 
         verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
     if (n > INT64_C(2147483647))
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 2147483647");
+}
+
+/* Role (openapi/admin.yaml) */
+void validate_role(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[5] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "key") == 0) {
+            seen[0] = true;
+            validate_role_key(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_role_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            seen[2] = true;
+            validate_role_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "description") == 0) {
+            validate_role_description(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scopes") == 0) {
+            seen[3] = true;
+            validate_role_scopes(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "system") == 0) {
+            seen[4] = true;
+            validate_role_system(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            validate_resource_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "key", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "scopes", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "system", "required", "%s", "is required");
+}
+
+/* RoleDefinition (openapi/admin.yaml) */
+void validate_role_definition(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[2] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            seen[0] = true;
+            validate_role_definition_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "description") == 0) {
+            validate_role_definition_description(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scopes") == 0) {
+            seen[1] = true;
+            validate_role_definition_scopes(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "scopes", "required", "%s", "is required");
+}
+
+/* role_definition_description (openapi/admin.yaml) */
+void validate_role_definition_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 500)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 500 characters long");
+}
+
+/* role_definition_name (openapi/admin.yaml) */
+void validate_role_definition_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 80)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 80 characters long");
+}
+
+/* role_definition_scopes (openapi/admin.yaml) */
+void validate_role_definition_scopes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_items", "%s", "must have at least 1 item");
+    if (v->count > 64)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 64 items");
+    if (!schemas_items_unique(v))
+        verr_add(l, ptr, NULL, "unique_items", "%s", "must not contain duplicates");
+    for (size_t i = 0; i < v->count; i++)
+        validate_scope_name(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* role_description (openapi/admin.yaml) */
+void validate_role_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 500)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 500 characters long");
+}
+
+/* RoleKey (openapi/admin.yaml) */
+void validate_role_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 2)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (!pattern_match(15, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
+}
+
+/* RoleList (openapi/admin.yaml) */
+void validate_role_list(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            seen[0] = true;
+            validate_role_list_data(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "data", "required", "%s", "is required");
+}
+
+/* role_list_data (openapi/admin.yaml) */
+void validate_role_list_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 200)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 200 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_role(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* role_name (openapi/admin.yaml) */
+void validate_role_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 80)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 80 characters long");
+}
+
+/* role_object (openapi/admin.yaml) */
+void validate_role_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "role") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"role\"");
+}
+
+/* role_scopes (openapi/admin.yaml) */
+void validate_role_scopes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 64)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 64 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_scope_name(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* role_system (openapi/admin.yaml) */
+void validate_role_system(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* ScopeName (openapi/admin.yaml) */
+void validate_scope_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+    if (!pattern_match(16, v->s)) /* ^[a-z]+:[a-z]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
 }
 
 /* Session (openapi/accounts.yaml) */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "generated/scopes.h"
+#include "handlers/admin.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
 #include "runtime/digest.h"
@@ -110,23 +111,18 @@ static int find_membership(const char *user_id, const char *wanted, char *wid, s
     return 0;
 }
 
-/* Scopes a role grants, space-separated in catalogue order. Until roles and permissions arrive
- * (admin API), `owner` holds every scope and `viewer` every read scope. */
-static void role_scopes(const char *role, char *out, size_t n)
+/* The scopes role grants in workspace wid, space-separated in catalogue order (every scope
+ * for workspace:admin). An unknown role (a custom role since deleted) grants nothing. */
+static int role_scopes(const char *wid, const char *role, char *out, size_t n)
 {
-    size_t len = 0;
-    bool owner = strcmp(role, "owner") == 0;
-    out[0] = '\0';
-    for (int i = 0; i < scopes_count; i++) {
-        const char *s = scopes_names[i];
-        size_t sl = strlen(s);
-        bool read = sl > 5 && strcmp(s + sl - 5, ":read") == 0;
-        if (!owner && !read)
-            continue;
-        if (len + sl + 2 > n)
-            break;
-        len += (size_t)snprintf(out + len, n - len, "%s%s", len ? " " : "", s);
-    }
+    uint64_t mask = 0;
+    int found = admin_role_mask(wid, role, &mask);
+    if (found < 0)
+        return -1;
+    if (!found)
+        log_warn("role %s of workspace %s does not exist: it grants no scope", role, wid);
+    scopes_text(found ? mask : 0, out, n);
+    return 0;
 }
 
 static int exec_texts(const char *sql, const char *const *v, int n)
@@ -351,7 +347,7 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
         r->with_errors = true;
         return 0;
     }
-    char wid[ID_MAX], role[16];
+    char wid[ID_MAX], role[48];
     int64_t lifetime = 86400;
     if (find_membership(u.id, b->has_workspace_id ? b->workspace_id : NULL, wid, sizeof wid, role,
                         sizeof role, &lifetime, &found) != 0)
@@ -373,7 +369,8 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
     char now[40], expires[40];
     char *session_id = id_new(&r->arena, "ses");
     char scope[1024];
-    role_scopes(role, scope, sizeof scope);
+    if (role_scopes(wid, role, scope, sizeof scope) != 0)
+        return -1;
     format_now_rfc3339(now, sizeof now);
     format_time_rfc3339((clock_now_s() + SESSION_LIFETIME_S) * 1000, expires, sizeof expires);
     /* The session row first (refresh_tokens refers to it); its current-token column is
@@ -474,7 +471,7 @@ int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_re
                            struct accounts_refresh_token_response *out)
 {
     const struct refresh_request *b = in->body;
-    char hash[DIGEST_HEX_LEN + 1], now[40], role[16], scope[1024], beyond[128];
+    char hash[DIGEST_HEX_LEN + 1], now[40], role[48], scope[1024], beyond[128];
     struct family f;
     bool found = false;
     int64_t lifetime = 86400;
@@ -523,7 +520,8 @@ int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_re
     }
     /* Never more than the session was granted, nor than the role grants today. */
     char granted[1024];
-    role_scopes(role, granted, sizeof granted);
+    if (role_scopes(f.workspace_id, role, granted, sizeof granted) != 0)
+        return -1;
     scope_intersection(b->has_scope ? b->scope : f.scope, granted, scope, sizeof scope);
     if (lifetime < 900 || lifetime > 86400)
         lifetime = 86400;

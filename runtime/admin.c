@@ -464,6 +464,30 @@ static int create_user_body(void *arg, char *err, size_t errlen)
     return add_member(a->workspace_id, a->role, &a->o, err, errlen);
 }
 
+static admin_builtin_role_fn *builtin_role;
+
+void admin_init(admin_builtin_role_fn *fn)
+{
+    builtin_role = fn;
+}
+
+/* A built-in role, or a role of the workspace's own. */
+static bool role_exists(const char *workspace_id, const char *role)
+{
+    if (builtin_role ? builtin_role(role)
+                     : strcmp(role, "owner") == 0 || strcmp(role, "viewer") == 0)
+        return true;
+    bool found = false;
+    const char *key[] = {workspace_id, role};
+    if (storage_begin(false) != 0)
+        return false;
+    if (query_row("finding the role", "SELECT key FROM roles WHERE workspace_id = ? AND key = ?",
+                  key, 2, &found, NULL, 0) != 0)
+        found = false;
+    storage_rollback();
+    return found;
+}
+
 static int cmd_create_user(struct option *opts, FILE *out, FILE *errout)
 {
     struct create_user_args a = {
@@ -474,8 +498,11 @@ static int cmd_create_user(struct option *opts, FILE *out, FILE *errout)
     if (!format_is_email(a.email) || strlen(a.email) >= EMAIL_MAX)
         return fail(errout, "create-user", EXIT_USAGE,
                     "--email \"%s\" is not a valid email address", a.email);
-    if (strcmp(a.role, "owner") != 0 && strcmp(a.role, "viewer") != 0)
-        return fail(errout, "create-user", EXIT_USAGE, "--role must be owner or viewer, not \"%s\"",
+    if (!role_exists(a.workspace_id, a.role))
+        return fail(errout, "create-user", EXIT_USAGE,
+                    "--role \"%s\" is neither a built-in role (owner, admin, treasurer, "
+                    "approver, accountant, auditor, viewer, ...) nor one of the workspace's own "
+                    "(GET /v1/admin/roles lists them)",
                     a.role);
     int rc = in_write_tx("create-user", errout, create_user_body, &a);
     if (rc == EXIT_SUCCESS) {
@@ -697,9 +724,11 @@ static const struct command commands[] = {
      {{"json", true, NULL, false}, {NULL, false, NULL, false}}},
     {"create-user",
      "usage: treasury-server admin create-user --workspace WORKSPACE_ID --email EMAIL "
-     "--role owner|viewer\n"
+     "--role ROLE\n"
      "\n"
-     "Adds EMAIL to the workspace with the role. An existing user keeps their password;\n"
+     "Adds EMAIL to the workspace with the role: a built-in role (owner, admin, treasurer,\n"
+     "approver, accountant, auditor, viewer) or one of the workspace's own.\n"
+     "An existing user keeps their password;\n"
      "a new user gets TREASURY_USER_PASSWORD, or a generated password printed once.\n",
      cmd_create_user,
      {{"workspace", false, NULL, false},
@@ -730,7 +759,7 @@ static void print_usage(FILE *f)
           "commands:\n"
           "  create-workspace --name NAME --owner-email EMAIL\n"
           "  list-workspaces [--json]\n"
-          "  create-user --workspace WORKSPACE_ID --email EMAIL --role owner|viewer\n"
+          "  create-user --workspace WORKSPACE_ID --email EMAIL --role ROLE\n"
           "  set-rate-limit --workspace WORKSPACE_ID --per-minute N|default\n"
           "\n"
           "Run `treasury-server admin COMMAND --help` for details.\n"

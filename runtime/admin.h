@@ -3,8 +3,14 @@
 #ifndef RUNTIME_ADMIN_H
 #define RUNTIME_ADMIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+
+/* Tells the commands which role keys are built in (the generated x-roles table; runtime/
+ * knows no API). Without it only "owner" and "viewer" are. */
+typedef bool admin_builtin_role_fn(const char *key);
+void admin_init(admin_builtin_role_fn *builtin_role);
 
 /* With no workspace yet, creates the first one and its owner in one transaction, from
  * TREASURY_WORKSPACE_NAME, TREASURY_ADMIN_EMAIL and TREASURY_ADMIN_PASSWORD (a generated

@@ -29,6 +29,11 @@
 
 static struct token_key signing_key;
 
+static bool builtin_role(const char *key)
+{
+    return scopes_role(key) != NULL;
+}
+
 static int ensure_data_dir(const char *dir, char *err, size_t errlen)
 {
     struct stat st;
@@ -184,6 +189,7 @@ int main(int argc, char **argv)
     case CONFIG_OK:
         break;
     }
+    admin_init(&builtin_role);
     if (c.subcommand_argc) {
         log_init(LOG_FORMAT_TEXT);
         apply_password_cost();

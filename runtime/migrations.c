@@ -120,10 +120,40 @@ static const char sessions_refresh_sql[] =
     "CREATE INDEX sessions_revoked_idx ON sessions (revoked_at);\n"
     "ALTER TABLE workspaces ADD COLUMN version INTEGER NOT NULL DEFAULT 1;\n";
 
+/* Roles that grant scopes: the built-in ones are in the spec (x-roles, generated/scopes.c);
+ * workspaces add their own here. members.role loses its CHECK (owner|viewer): a role is now
+ * any built-in key or a custom role of the member's workspace, checked by the code that
+ * assigns it. SQLite cannot drop a CHECK, so members is rebuilt. */
+static const char roles_sql[] =
+    "CREATE TABLE roles (\n"
+    "    workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+    "    key TEXT NOT NULL,\n"
+    "    name TEXT NOT NULL,\n"
+    "    description TEXT,\n"
+    "    scopes TEXT NOT NULL,\n"
+    "    version INTEGER NOT NULL,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    updated_at TEXT NOT NULL,\n"
+    "    PRIMARY KEY (workspace_id, key)\n"
+    ");\n"
+    "CREATE TABLE members_rebuilt (\n"
+    "    workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+    "    user_id TEXT NOT NULL REFERENCES users(id),\n"
+    "    role TEXT NOT NULL,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    PRIMARY KEY (workspace_id, user_id)\n"
+    ");\n"
+    "INSERT INTO members_rebuilt (workspace_id, user_id, role, created_at)\n"
+    "    SELECT workspace_id, user_id, role, created_at FROM members;\n"
+    "DROP TABLE members;\n"
+    "ALTER TABLE members_rebuilt RENAME TO members;\n"
+    "CREATE INDEX members_user_idx ON members (user_id);\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
     {3, "sessions_refresh", sessions_refresh_sql},
+    {4, "roles", roles_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

@@ -20,6 +20,8 @@
     X("invalid_credentials", "Invalid email or password")             \
     X("invalid_grant", "Invalid grant")                               \
     X("invalid_scope", "Invalid scope")                               \
+    X("role_is_builtin", "Built-in role")                             \
+    X("role_limit_reached", "Too many roles")                         \
     X("insufficient_scope", "Insufficient scope")                     \
     X("not_found", "Resource not found")                              \
     X("method_not_allowed", "Method not allowed")                     \

@@ -332,9 +332,28 @@ static void test_create_user_rejects_an_unknown_role_or_workspace(void)
     CHECK(run("create-user", "--workspace", "nope", "--email", "a@example.com", "--role", "viewer",
               NULL) == 2);
     CHECK(run("create-user", "--workspace", "wsp_01hv3k0000000000000000000z", "--email",
-              "a@example.com", "--role", "admin", NULL) == 2);
-    CHECK(strstr(err, "owner or viewer") != NULL);
+              "a@example.com", "--role", "superuser", NULL) == 2);
+    CHECK(strstr(err, "neither a built-in role") != NULL);
     CHECK(count("SELECT count(*) FROM users") == 1);
+    teardown();
+}
+
+static void test_create_user_accepts_a_custom_role_of_the_workspace(void)
+{
+    char ws[64], sql[256];
+    setup();
+    CHECK(bootstrap() == 0);
+    CHECK(workspace_in(out, ws, sizeof ws) != NULL);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO roles (workspace_id, key, name, scopes, version, created_at, "
+             "updated_at) VALUES ('%s', 'fx_desk', 'FX desk', 'rates:read', 1, 'x', 'x')",
+             ws);
+    CHECK(sqlite3_exec(storage_db(), sql, NULL, NULL, NULL) == SQLITE_OK);
+    setenv("TREASURY_USER_PASSWORD", "fx desk password 1", 1);
+    CHECK(run("create-user", "--workspace", ws, "--email", "fx@example.com", "--role", "fx_desk",
+              NULL) == 0);
+    CHECK(count("SELECT count(*) FROM members WHERE role = 'fx_desk'") == 1);
+    CHECK(!storage_in_tx());
     teardown();
 }
 
@@ -426,7 +445,7 @@ static void test_usage_errors_exit_2_and_help_exits_0(void)
     CHECK(run("--help", NULL) == 0);
     CHECK(strstr(out, "create-workspace") != NULL);
     CHECK(run("create-user", "--help", NULL) == 0);
-    CHECK(strstr(out, "--role owner|viewer") != NULL);
+    CHECK(strstr(out, "--role ROLE") != NULL);
     CHECK(run("list-workspaces", "--help", NULL) == 0);
     CHECK(count("SELECT count(*) FROM workspaces") == 0);
     teardown();
@@ -447,6 +466,7 @@ int main(void)
         UNIT_TEST(test_create_user_refuses_a_duplicate_membership),
         UNIT_TEST(test_create_user_rejects_a_bad_email),
         UNIT_TEST(test_create_user_rejects_an_unknown_role_or_workspace),
+        UNIT_TEST(test_create_user_accepts_a_custom_role_of_the_workspace),
         UNIT_TEST(test_create_workspace_rejects_bad_names),
         UNIT_TEST(test_list_workspaces_prints_a_table_and_json),
         UNIT_TEST(test_set_rate_limit_gives_a_workspace_its_own_quota_and_back),

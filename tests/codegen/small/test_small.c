@@ -597,6 +597,23 @@ static void test_scope_table(void)
     CHECK_STR(scopes_names[0], "things:read");
 }
 
+static void test_role_table(void)
+{
+    char text[64];
+    CHECK(scopes_roles_count == 2);
+    CHECK_STR(scopes_roles[0].key, "editor"); /* source order */
+    CHECK(scopes_role("editor")->mask == (SCOPE_THINGS_READ | SCOPE_THINGS_WRITE));
+    CHECK_STR(scopes_role("editor")->scopes, "things:read things:write"); /* catalogue order */
+    CHECK_STR(scopes_role("reader")->description, "");
+    CHECK(scopes_role("writer") == NULL && scopes_role(NULL) == NULL);
+    scopes_text(SCOPE_THINGS_WRITE | SCOPE_WORKSPACE_ADMIN, text, sizeof text);
+    CHECK_STR(text, "things:write workspace:admin");
+    scopes_text(0, text, sizeof text);
+    CHECK_STR(text, "");
+    scopes_text(scopes_all(), text, 20); /* what does not fit is left out, never cut */
+    CHECK_STR(text, "things:read");
+}
+
 /* ---- dispatchers -------------------------------------------------------------------------- */
 
 static struct req R;
@@ -859,6 +876,7 @@ int main(void)
         UNIT_TEST(test_routes_answer_405_with_allow_and_404_otherwise),
         UNIT_TEST(test_operation_descriptors_carry_spec_and_defaults),
         UNIT_TEST(test_scope_table),
+        UNIT_TEST(test_role_table),
         UNIT_TEST(test_dispatch_decodes_params_with_defaults),
         UNIT_TEST(test_dispatch_rejects_every_bad_param_with_400),
         UNIT_TEST(test_dispatch_body_errors),
