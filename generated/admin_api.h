@@ -45,4 +45,107 @@ struct admin_put_role_response {
 int admin_put_role(struct req *r, const struct admin_put_role_request *in,
                   struct admin_put_role_response *out);
 
+/* GET /v1/admin/service-accounts (listServiceAccounts): List service accounts */
+struct admin_list_service_accounts_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+};
+
+struct admin_list_service_accounts_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
+    struct service_account_page *body_200; /* status 200: One page of service accounts. */
+};
+
+int admin_list_service_accounts(struct req *r, const struct admin_list_service_accounts_request *in,
+                               struct admin_list_service_accounts_response *out);
+
+/* POST /v1/admin/service-accounts (createServiceAccount): Create a service account */
+struct admin_create_service_account_request {
+    struct service_account_create *body; /* request body (required) */
+};
+
+struct admin_create_service_account_response {
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct service_account *body_201; /* status 201: Created. */
+    const char *location; /* header Location on 201; NULL = not sent */
+    const char *etag; /* header ETag on 201; NULL = not sent */
+};
+
+int admin_create_service_account(struct req *r, const struct admin_create_service_account_request *in,
+                                struct admin_create_service_account_response *out);
+
+/* GET /v1/admin/service-accounts/{id} (getServiceAccount): Get a service account */
+struct admin_get_service_account_request {
+    const char *id; /* path id, required */
+};
+
+struct admin_get_service_account_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
+    struct service_account *body_200; /* status 200: The service account. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int admin_get_service_account(struct req *r, const struct admin_get_service_account_request *in,
+                             struct admin_get_service_account_response *out);
+
+/* POST /v1/admin/service-accounts/{id}/disable (disableServiceAccount): Disable a service account */
+struct admin_disable_service_account_request {
+    const char *id; /* path id, required */
+};
+
+struct admin_disable_service_account_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 503) via req_problem() */
+    struct service_account *body_200; /* status 200: The service account, now `disabled`. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int admin_disable_service_account(struct req *r, const struct admin_disable_service_account_request *in,
+                                 struct admin_disable_service_account_response *out);
+
+/* GET /v1/admin/service-accounts/{id}/tokens (listServiceAccountTokens): List a service account's tokens */
+struct admin_list_service_account_tokens_request {
+    const char *id; /* path id, required */
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+};
+
+struct admin_list_service_account_tokens_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
+    struct service_account_token_page *body_200; /* status 200: One page of tokens. */
+};
+
+int admin_list_service_account_tokens(struct req *r, const struct admin_list_service_account_tokens_request *in,
+                                     struct admin_list_service_account_tokens_response *out);
+
+/* POST /v1/admin/service-accounts/{id}/tokens (createServiceAccountToken): Issue a token to a service account */
+struct admin_create_service_account_token_request {
+    const char *id; /* path id, required */
+    struct service_account_token_create *body; /* request body (required) */
+};
+
+struct admin_create_service_account_token_response {
+    int status; /* 201; problems (400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct service_account_token_issued *body_201; /* status 201: Issued; the token is shown this once. */
+};
+
+int admin_create_service_account_token(struct req *r, const struct admin_create_service_account_token_request *in,
+                                      struct admin_create_service_account_token_response *out);
+
+/* DELETE /v1/admin/service-accounts/{id}/tokens/{token_id} (revokeServiceAccountToken): Revoke a service account's token */
+struct admin_revoke_service_account_token_request {
+    const char *id; /* path id, required */
+    const char *token_id; /* path token_id, required */
+};
+
+struct admin_revoke_service_account_token_response {
+    int status; /* 204; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
+};
+
+int admin_revoke_service_account_token(struct req *r, const struct admin_revoke_service_account_token_request *in,
+                                      struct admin_revoke_service_account_token_response *out);
+
 #endif

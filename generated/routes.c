@@ -11,7 +11,7 @@
 #include "generated/scopes.h"
 #include "runtime/pattern.h"
 
-#define MAX_SEGS 5
+#define MAX_SEGS 6
 
 static const int statuses_0[] = { 200, 400, 429, 500, 503, 0 };
 static const int statuses_1[] = { 200, 400, 413, 415, 422, 429, 500, 503, 0 };
@@ -19,16 +19,23 @@ static const int statuses_2[] = { 200, 400, 401, 429, 500, 503, 0 };
 static const int statuses_3[] = { 204, 400, 401, 404, 429, 500, 503, 0 };
 static const int statuses_4[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_5[] = { 200, 201, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_6[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_7[] = { 204, 400, 401, 429, 500, 503, 0 };
-static const int statuses_8[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_9[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_6[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_7[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_8[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_9[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
 static const int statuses_10[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_11[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_12[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
-static const int statuses_13[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_14[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_15[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_11[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_12[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_13[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_14[] = { 204, 400, 401, 429, 500, 503, 0 };
+static const int statuses_15[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_16[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_17[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_18[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_19[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
+static const int statuses_20[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_21[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_22[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -146,6 +153,139 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_admin_put_role,
     },
     {
+        .operation_id = "listServiceAccounts",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/admin/service-accounts",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_6,
+        .dispatch = dispatch_admin_list_service_accounts,
+    },
+    {
+        .operation_id = "createServiceAccount",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/admin/service-accounts",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_7,
+        .dispatch = dispatch_admin_create_service_account,
+    },
+    {
+        .operation_id = "getServiceAccount",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/admin/service-accounts/{id}",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_8,
+        .dispatch = dispatch_admin_get_service_account,
+    },
+    {
+        .operation_id = "disableServiceAccount",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/admin/service-accounts/{id}/disable",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_9,
+        .dispatch = dispatch_admin_disable_service_account,
+    },
+    {
+        .operation_id = "listServiceAccountTokens",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/admin/service-accounts/{id}/tokens",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_10,
+        .dispatch = dispatch_admin_list_service_account_tokens,
+    },
+    {
+        .operation_id = "createServiceAccountToken",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/admin/service-accounts/{id}/tokens",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_11,
+        .dispatch = dispatch_admin_create_service_account_token,
+    },
+    {
+        .operation_id = "revokeServiceAccountToken",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/admin/service-accounts/{id}/tokens/{token_id}",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_12,
+        .dispatch = dispatch_admin_revoke_service_account_token,
+    },
+    {
         .operation_id = "login",
         .method = "POST",
         .base = "/v1",
@@ -161,7 +301,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_6,
+        .statuses = statuses_13,
         .dispatch = dispatch_accounts_login,
     },
     {
@@ -180,7 +320,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_7,
+        .statuses = statuses_14,
         .dispatch = dispatch_accounts_logout,
     },
     {
@@ -199,7 +339,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_8,
+        .statuses = statuses_15,
         .dispatch = dispatch_payments_list_beneficiaries,
     },
     {
@@ -218,7 +358,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_9,
+        .statuses = statuses_16,
         .dispatch = dispatch_payments_create_beneficiary,
     },
     {
@@ -237,7 +377,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_10,
+        .statuses = statuses_17,
         .dispatch = dispatch_payments_get_beneficiary,
     },
     {
@@ -256,7 +396,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_11,
+        .statuses = statuses_18,
         .dispatch = dispatch_payments_update_beneficiary,
     },
     {
@@ -275,7 +415,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_12,
+        .statuses = statuses_19,
         .dispatch = dispatch_payments_delete_beneficiary,
     },
     {
@@ -294,7 +434,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_13,
+        .statuses = statuses_20,
         .dispatch = dispatch_meta_get_openapi,
     },
     {
@@ -313,7 +453,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_14,
+        .statuses = statuses_21,
         .dispatch = dispatch_workspace_get_workspace,
     },
     {
@@ -332,7 +472,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_15,
+        .statuses = statuses_22,
         .dispatch = dispatch_workspace_update_workspace_settings,
     },
 };
@@ -355,15 +495,15 @@ static const size_t ops_0[] = { 0, };
 /* /v1/beneficiaries */
 static const char *const segs_1[] = { "v1", "beneficiaries", };
 static const char *const names_1[] = { NULL, NULL, };
-static const size_t ops_1[] = { 8, 9, };
+static const size_t ops_1[] = { 15, 16, };
 /* /v1/openapi.json */
 static const char *const segs_2[] = { "v1", "openapi.json", };
 static const char *const names_2[] = { NULL, NULL, };
-static const size_t ops_2[] = { 13, };
+static const size_t ops_2[] = { 20, };
 /* /v1/workspace */
 static const char *const segs_3[] = { "v1", "workspace", };
 static const char *const names_3[] = { NULL, NULL, };
-static const size_t ops_3[] = { 14, };
+static const size_t ops_3[] = { 21, };
 /* /v1/accounts/sessions */
 static const char *const segs_4[] = { "v1", "accounts", "sessions", };
 static const char *const names_4[] = { NULL, NULL, NULL, };
@@ -372,34 +512,54 @@ static const size_t ops_4[] = { 2, };
 static const char *const segs_5[] = { "v1", "admin", "roles", };
 static const char *const names_5[] = { NULL, NULL, NULL, };
 static const size_t ops_5[] = { 4, };
-/* /v1/api/login */
-static const char *const segs_6[] = { "v1", "api", "login", };
+/* /v1/admin/service-accounts */
+static const char *const segs_6[] = { "v1", "admin", "service-accounts", };
 static const char *const names_6[] = { NULL, NULL, NULL, };
-static const size_t ops_6[] = { 6, };
-/* /v1/api/logout */
-static const char *const segs_7[] = { "v1", "api", "logout", };
+static const size_t ops_6[] = { 6, 7, };
+/* /v1/api/login */
+static const char *const segs_7[] = { "v1", "api", "login", };
 static const char *const names_7[] = { NULL, NULL, NULL, };
-static const size_t ops_7[] = { 7, };
+static const size_t ops_7[] = { 13, };
+/* /v1/api/logout */
+static const char *const segs_8[] = { "v1", "api", "logout", };
+static const char *const names_8[] = { NULL, NULL, NULL, };
+static const size_t ops_8[] = { 14, };
 /* /v1/beneficiaries/{id} */
-static const char *const segs_8[] = { "v1", "beneficiaries", NULL, };
-static const char *const names_8[] = { NULL, NULL, "id", };
-static const size_t ops_8[] = { 10, 11, 12, };
+static const char *const segs_9[] = { "v1", "beneficiaries", NULL, };
+static const char *const names_9[] = { NULL, NULL, "id", };
+static const size_t ops_9[] = { 17, 18, 19, };
 /* /v1/workspace/settings */
-static const char *const segs_9[] = { "v1", "workspace", "settings", };
-static const char *const names_9[] = { NULL, NULL, NULL, };
-static const size_t ops_9[] = { 15, };
+static const char *const segs_10[] = { "v1", "workspace", "settings", };
+static const char *const names_10[] = { NULL, NULL, NULL, };
+static const size_t ops_10[] = { 22, };
 /* /v1/accounts/sessions/{id} */
-static const char *const segs_10[] = { "v1", "accounts", "sessions", NULL, };
-static const char *const names_10[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_10[] = { 3, };
-/* /v1/admin/roles/{id} */
-static const char *const segs_11[] = { "v1", "admin", "roles", NULL, };
+static const char *const segs_11[] = { "v1", "accounts", "sessions", NULL, };
 static const char *const names_11[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_11[] = { 5, };
+static const size_t ops_11[] = { 3, };
+/* /v1/admin/roles/{id} */
+static const char *const segs_12[] = { "v1", "admin", "roles", NULL, };
+static const char *const names_12[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_12[] = { 5, };
+/* /v1/admin/service-accounts/{id} */
+static const char *const segs_13[] = { "v1", "admin", "service-accounts", NULL, };
+static const char *const names_13[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_13[] = { 8, };
 /* /v1/accounts/auth/oauth/refresh */
-static const char *const segs_12[] = { "v1", "accounts", "auth", "oauth", "refresh", };
-static const char *const names_12[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_12[] = { 1, };
+static const char *const segs_14[] = { "v1", "accounts", "auth", "oauth", "refresh", };
+static const char *const names_14[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_14[] = { 1, };
+/* /v1/admin/service-accounts/{id}/disable */
+static const char *const segs_15[] = { "v1", "admin", "service-accounts", NULL, "disable", };
+static const char *const names_15[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_15[] = { 9, };
+/* /v1/admin/service-accounts/{id}/tokens */
+static const char *const segs_16[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
+static const char *const names_16[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_16[] = { 10, 11, };
+/* /v1/admin/service-accounts/{id}/tokens/{token_id} */
+static const char *const segs_17[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
+static const char *const names_17[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
+static const size_t ops_17[] = { 12, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
@@ -408,13 +568,18 @@ static const struct route routes[] = {
     { 2, segs_3, names_3, ops_3, 1, "GET" },
     { 3, segs_4, names_4, ops_4, 1, "GET" },
     { 3, segs_5, names_5, ops_5, 1, "GET" },
-    { 3, segs_6, names_6, ops_6, 1, "POST" },
+    { 3, segs_6, names_6, ops_6, 2, "GET, POST" },
     { 3, segs_7, names_7, ops_7, 1, "POST" },
-    { 3, segs_8, names_8, ops_8, 3, "GET, PATCH, DELETE" },
-    { 3, segs_9, names_9, ops_9, 1, "PUT" },
-    { 4, segs_10, names_10, ops_10, 1, "DELETE" },
-    { 4, segs_11, names_11, ops_11, 1, "PUT" },
-    { 5, segs_12, names_12, ops_12, 1, "POST" },
+    { 3, segs_8, names_8, ops_8, 1, "POST" },
+    { 3, segs_9, names_9, ops_9, 3, "GET, PATCH, DELETE" },
+    { 3, segs_10, names_10, ops_10, 1, "PUT" },
+    { 4, segs_11, names_11, ops_11, 1, "DELETE" },
+    { 4, segs_12, names_12, ops_12, 1, "PUT" },
+    { 4, segs_13, names_13, ops_13, 1, "GET" },
+    { 5, segs_14, names_14, ops_14, 1, "POST" },
+    { 5, segs_15, names_15, ops_15, 1, "POST" },
+    { 5, segs_16, names_16, ops_16, 2, "GET, POST" },
+    { 6, segs_17, names_17, ops_17, 1, "DELETE" },
 };
 
 struct seg {

@@ -45,6 +45,22 @@ enum beneficiary_type {
 const char *beneficiary_type_str(enum beneficiary_type v);
 enum beneficiary_type beneficiary_type_parse(const char *s);
 
+/* service_account_status: `disabled` is final: its tokens are refused and no new ones are issued. */
+enum service_account_status {
+    SERVICE_ACCOUNT_STATUS_ACTIVE = 1,
+    SERVICE_ACCOUNT_STATUS_DISABLED = 2,
+};
+const char *service_account_status_str(enum service_account_status v);
+enum service_account_status service_account_status_parse(const char *s);
+
+/* service_account_token_status: `revoked`: refused on every request. */
+enum service_account_token_status {
+    SERVICE_ACCOUNT_TOKEN_STATUS_ACTIVE = 1,
+    SERVICE_ACCOUNT_TOKEN_STATUS_REVOKED = 2,
+};
+const char *service_account_token_status_str(enum service_account_token_status v);
+enum service_account_token_status service_account_token_status_parse(const char *s);
+
 /* VerificationStatus: Whether the bank details were confirmed to belong to the account holder (micro-deposits, prenote... */
 enum verification_status {
     VERIFICATION_STATUS_UNVERIFIED = 1,
@@ -90,6 +106,13 @@ struct refresh_request;
 struct role;
 struct role_definition;
 struct role_list;
+struct service_account;
+struct service_account_create;
+struct service_account_page;
+struct service_account_token;
+struct service_account_token_create;
+struct service_account_token_issued;
+struct service_account_token_page;
 struct session;
 struct session_page;
 struct sort_code_account_number_identification;
@@ -320,6 +343,87 @@ struct role_list {
     size_t data_count;
 };
 
+/* ServiceAccount: A non-human principal of the workspace, holding a role. */
+struct service_account {
+    const char *id; /* required, ServiceAccountId */
+    const char *object; /* required */
+    const char *workspace_id; /* required, WorkspaceId */
+    const char *name; /* required */
+    const char *description; /* optional */
+    bool has_description;
+    const char *role; /* required, RoleKey */
+    enum service_account_status status; /* required */
+    int64_t version; /* required, ResourceVersion */
+    const char *created_at; /* required, Timestamp */
+    const char *updated_at; /* required, Timestamp */
+    const char *disabled_at; /* optional, Timestamp */
+    bool has_disabled_at;
+};
+
+/* ServiceAccountCreate: A new service account. */
+struct service_account_create {
+    const char *name; /* required */
+    const char *description; /* optional */
+    bool has_description;
+    const char *role; /* required, RoleKey */
+};
+
+/* ServiceAccountPage: One page of service accounts, newest first. */
+struct service_account_page {
+    struct service_account *data; /* required */
+    size_t data_count;
+    bool has_more; /* required, HasMore */
+    const char *next_cursor; /* required, nullable, NextCursor */
+    bool next_cursor_is_null;
+};
+
+/* ServiceAccountToken: A token issued to a service account (never its text). */
+struct service_account_token {
+    const char *id; /* required, ServiceAccountTokenId */
+    const char *object; /* required */
+    const char *service_account_id; /* required, ServiceAccountId */
+    const char *name; /* optional */
+    bool has_name;
+    const char *scope; /* required */
+    enum service_account_token_status status; /* required */
+    const char *created_at; /* required, Timestamp */
+    const char *revoked_at; /* optional, Timestamp */
+    bool has_revoked_at;
+};
+
+/* ServiceAccountTokenCreate: The scopes of a new token, each granted by the account's role. */
+struct service_account_token_create {
+    const char *name; /* optional */
+    bool has_name;
+    const char **scopes; /* required */
+    size_t scopes_count;
+};
+
+/* ServiceAccountTokenIssued: A new token with its text, shown this once. */
+struct service_account_token_issued {
+    const char *id; /* required, ServiceAccountTokenId */
+    const char *object; /* required */
+    const char *service_account_id; /* required, ServiceAccountId */
+    const char *name; /* optional */
+    bool has_name;
+    const char *scope; /* required */
+    enum service_account_token_status status; /* required */
+    const char *created_at; /* required, Timestamp */
+    const char *revoked_at; /* optional, Timestamp */
+    bool has_revoked_at;
+    const char *access_token; /* required */
+    const char *token_type; /* required */
+};
+
+/* ServiceAccountTokenPage: One page of a service account's tokens, newest first. */
+struct service_account_token_page {
+    struct service_account_token *data; /* required */
+    size_t data_count;
+    bool has_more; /* required, HasMore */
+    const char *next_cursor; /* required, nullable, NextCursor */
+    bool next_cursor_is_null;
+};
+
 /* Session: A login of the user in one workspace, kept across refreshes (a refresh-token family). */
 struct session {
     const char *id; /* required, SessionId */
@@ -415,6 +519,20 @@ int decode_role_definition(struct arena *a, const struct json_value *v, struct r
 void encode_role_definition(struct jsonw *w, const struct role_definition *in);
 int decode_role_list(struct arena *a, const struct json_value *v, struct role_list *out);
 void encode_role_list(struct jsonw *w, const struct role_list *in);
+int decode_service_account(struct arena *a, const struct json_value *v, struct service_account *out);
+void encode_service_account(struct jsonw *w, const struct service_account *in);
+int decode_service_account_create(struct arena *a, const struct json_value *v, struct service_account_create *out);
+void encode_service_account_create(struct jsonw *w, const struct service_account_create *in);
+int decode_service_account_page(struct arena *a, const struct json_value *v, struct service_account_page *out);
+void encode_service_account_page(struct jsonw *w, const struct service_account_page *in);
+int decode_service_account_token(struct arena *a, const struct json_value *v, struct service_account_token *out);
+void encode_service_account_token(struct jsonw *w, const struct service_account_token *in);
+int decode_service_account_token_create(struct arena *a, const struct json_value *v, struct service_account_token_create *out);
+void encode_service_account_token_create(struct jsonw *w, const struct service_account_token_create *in);
+int decode_service_account_token_issued(struct arena *a, const struct json_value *v, struct service_account_token_issued *out);
+void encode_service_account_token_issued(struct jsonw *w, const struct service_account_token_issued *in);
+int decode_service_account_token_page(struct arena *a, const struct json_value *v, struct service_account_token_page *out);
+void encode_service_account_token_page(struct jsonw *w, const struct service_account_token_page *in);
 int decode_session(struct arena *a, const struct json_value *v, struct session *out);
 void encode_session(struct jsonw *w, const struct session *in);
 int decode_session_page(struct arena *a, const struct json_value *v, struct session_page *out);
@@ -522,6 +640,31 @@ void validate_role_object(const struct json_value *v, const char *ptr, int mode,
 void validate_role_scopes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_role_system(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_scope_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_create_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_create_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_token_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_token_create_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_token_create_scopes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_token_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_token_issued(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_token_issued_access_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_token_issued_token_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_token_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_token_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_token_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_token_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_token_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_service_account_token_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_session(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_session_current(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_session_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -75,6 +75,50 @@ enum beneficiary_type beneficiary_type_parse(const char *s)
     return (enum beneficiary_type)0;
 }
 
+const char *service_account_status_str(enum service_account_status v)
+{
+    switch (v) {
+    case SERVICE_ACCOUNT_STATUS_ACTIVE:
+        return "active";
+    case SERVICE_ACCOUNT_STATUS_DISABLED:
+        return "disabled";
+    }
+    return NULL;
+}
+
+enum service_account_status service_account_status_parse(const char *s)
+{
+    if (!s)
+        return (enum service_account_status)0;
+    if (strcmp(s, "active") == 0)
+        return SERVICE_ACCOUNT_STATUS_ACTIVE;
+    if (strcmp(s, "disabled") == 0)
+        return SERVICE_ACCOUNT_STATUS_DISABLED;
+    return (enum service_account_status)0;
+}
+
+const char *service_account_token_status_str(enum service_account_token_status v)
+{
+    switch (v) {
+    case SERVICE_ACCOUNT_TOKEN_STATUS_ACTIVE:
+        return "active";
+    case SERVICE_ACCOUNT_TOKEN_STATUS_REVOKED:
+        return "revoked";
+    }
+    return NULL;
+}
+
+enum service_account_token_status service_account_token_status_parse(const char *s)
+{
+    if (!s)
+        return (enum service_account_token_status)0;
+    if (strcmp(s, "active") == 0)
+        return SERVICE_ACCOUNT_TOKEN_STATUS_ACTIVE;
+    if (strcmp(s, "revoked") == 0)
+        return SERVICE_ACCOUNT_TOKEN_STATUS_REVOKED;
+    return (enum service_account_token_status)0;
+}
+
 const char *verification_status_str(enum verification_status v)
 {
     switch (v) {
@@ -1115,6 +1159,364 @@ void encode_role_list(struct jsonw *w, const struct role_list *in)
         encode_role(w, &in->data[j]);
     }
     jsonw_array_end(w);
+    jsonw_object_end(w);
+}
+
+int decode_service_account(struct arena *a, const struct json_value *v, struct service_account *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            out->workspace_id = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "description") == 0) {
+            out->has_description = true;
+            out->description = m->value->s;
+        } else if (strcmp(m->key, "role") == 0) {
+            out->role = m->value->s;
+        } else if (strcmp(m->key, "status") == 0) {
+            out->status = service_account_status_parse(m->value->s);
+        } else if (strcmp(m->key, "version") == 0) {
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->updated_at = m->value->s;
+        } else if (strcmp(m->key, "disabled_at") == 0) {
+            out->has_disabled_at = true;
+            out->disabled_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_service_account(struct jsonw *w, const struct service_account *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "workspace_id");
+    jsonw_string(w, in->workspace_id);
+    jsonw_key(w, "name");
+    jsonw_string(w, in->name);
+    if (in->has_description || in->description != NULL) {
+        jsonw_key(w, "description");
+        jsonw_string(w, in->description);
+    }
+    jsonw_key(w, "role");
+    jsonw_string(w, in->role);
+    jsonw_key(w, "status");
+    jsonw_string(w, service_account_status_str(in->status));
+    jsonw_key(w, "version");
+    jsonw_int(w, in->version);
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    jsonw_key(w, "updated_at");
+    jsonw_string(w, in->updated_at);
+    if (in->has_disabled_at || in->disabled_at != NULL) {
+        jsonw_key(w, "disabled_at");
+        jsonw_string(w, in->disabled_at);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_service_account_create(struct arena *a, const struct json_value *v, struct service_account_create *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "description") == 0) {
+            out->has_description = true;
+            out->description = m->value->s;
+        } else if (strcmp(m->key, "role") == 0) {
+            out->role = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_service_account_create(struct jsonw *w, const struct service_account_create *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "name");
+    jsonw_string(w, in->name);
+    if (in->has_description || in->description != NULL) {
+        jsonw_key(w, "description");
+        jsonw_string(w, in->description);
+    }
+    jsonw_key(w, "role");
+    jsonw_string(w, in->role);
+    jsonw_object_end(w);
+}
+
+int decode_service_account_page(struct arena *a, const struct json_value *v, struct service_account_page *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->data_count = m->value->count;
+            out->data = arena_alloc(a, (m->value->count + 1) * sizeof *out->data);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_service_account(a, m->value->items[j], &out->data[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "has_more") == 0) {
+            out->has_more = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            if (m->value->type == JSON_NULL)
+                out->next_cursor_is_null = true;
+            else {
+                out->next_cursor = m->value->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_service_account_page(struct jsonw *w, const struct service_account_page *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "data");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->data_count; j++) {
+        encode_service_account(w, &in->data[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "has_more");
+    jsonw_bool(w, in->has_more);
+    jsonw_key(w, "next_cursor");
+    if (in->next_cursor_is_null)
+        jsonw_null(w);
+    else {
+        jsonw_string(w, in->next_cursor);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_service_account_token(struct arena *a, const struct json_value *v, struct service_account_token *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "service_account_id") == 0) {
+            out->service_account_id = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->has_name = true;
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "scope") == 0) {
+            out->scope = m->value->s;
+        } else if (strcmp(m->key, "status") == 0) {
+            out->status = service_account_token_status_parse(m->value->s);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "revoked_at") == 0) {
+            out->has_revoked_at = true;
+            out->revoked_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_service_account_token(struct jsonw *w, const struct service_account_token *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "service_account_id");
+    jsonw_string(w, in->service_account_id);
+    if (in->has_name || in->name != NULL) {
+        jsonw_key(w, "name");
+        jsonw_string(w, in->name);
+    }
+    jsonw_key(w, "scope");
+    jsonw_string(w, in->scope);
+    jsonw_key(w, "status");
+    jsonw_string(w, service_account_token_status_str(in->status));
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    if (in->has_revoked_at || in->revoked_at != NULL) {
+        jsonw_key(w, "revoked_at");
+        jsonw_string(w, in->revoked_at);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_service_account_token_create(struct arena *a, const struct json_value *v, struct service_account_token_create *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            out->has_name = true;
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "scopes") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->scopes_count = m->value->count;
+            out->scopes = arena_alloc(a, (m->value->count + 1) * sizeof *out->scopes);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->scopes[j] = m->value->items[j]->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_service_account_token_create(struct jsonw *w, const struct service_account_token_create *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_name || in->name != NULL) {
+        jsonw_key(w, "name");
+        jsonw_string(w, in->name);
+    }
+    jsonw_key(w, "scopes");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->scopes_count; j++) {
+        jsonw_string(w, in->scopes[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_object_end(w);
+}
+
+int decode_service_account_token_issued(struct arena *a, const struct json_value *v, struct service_account_token_issued *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "service_account_id") == 0) {
+            out->service_account_id = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->has_name = true;
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "scope") == 0) {
+            out->scope = m->value->s;
+        } else if (strcmp(m->key, "status") == 0) {
+            out->status = service_account_token_status_parse(m->value->s);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "revoked_at") == 0) {
+            out->has_revoked_at = true;
+            out->revoked_at = m->value->s;
+        } else if (strcmp(m->key, "access_token") == 0) {
+            out->access_token = m->value->s;
+        } else if (strcmp(m->key, "token_type") == 0) {
+            out->token_type = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_service_account_token_issued(struct jsonw *w, const struct service_account_token_issued *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "service_account_id");
+    jsonw_string(w, in->service_account_id);
+    if (in->has_name || in->name != NULL) {
+        jsonw_key(w, "name");
+        jsonw_string(w, in->name);
+    }
+    jsonw_key(w, "scope");
+    jsonw_string(w, in->scope);
+    jsonw_key(w, "status");
+    jsonw_string(w, service_account_token_status_str(in->status));
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    if (in->has_revoked_at || in->revoked_at != NULL) {
+        jsonw_key(w, "revoked_at");
+        jsonw_string(w, in->revoked_at);
+    }
+    jsonw_key(w, "access_token");
+    jsonw_string(w, in->access_token);
+    jsonw_key(w, "token_type");
+    jsonw_string(w, in->token_type);
+    jsonw_object_end(w);
+}
+
+int decode_service_account_token_page(struct arena *a, const struct json_value *v, struct service_account_token_page *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->data_count = m->value->count;
+            out->data = arena_alloc(a, (m->value->count + 1) * sizeof *out->data);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_service_account_token(a, m->value->items[j], &out->data[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "has_more") == 0) {
+            out->has_more = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            if (m->value->type == JSON_NULL)
+                out->next_cursor_is_null = true;
+            else {
+                out->next_cursor = m->value->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_service_account_token_page(struct jsonw *w, const struct service_account_token_page *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "data");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->data_count; j++) {
+        encode_service_account_token(w, &in->data[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "has_more");
+    jsonw_bool(w, in->has_more);
+    jsonw_key(w, "next_cursor");
+    if (in->next_cursor_is_null)
+        jsonw_null(w);
+    else {
+        jsonw_string(w, in->next_cursor);
+    }
     jsonw_object_end(w);
 }
 

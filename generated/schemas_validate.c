@@ -889,7 +889,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(18, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(20, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -904,7 +904,7 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(17, v->s)) /* ^/v1/ */
+    if (!pattern_match(19, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
 }
 
@@ -1339,7 +1339,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(18, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(20, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -1891,6 +1891,533 @@ void validate_scope_name(const struct json_value *v, const char *ptr, int mode, 
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
     if (!pattern_match(16, v->s)) /* ^[a-z]+:[a-z]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
+}
+
+/* ServiceAccount (openapi/admin.yaml) */
+void validate_service_account(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[9] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            validate_service_account_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_service_account_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            seen[2] = true;
+            validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            seen[3] = true;
+            validate_service_account_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "description") == 0) {
+            validate_service_account_description(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "role") == 0) {
+            seen[4] = true;
+            validate_role_key(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "status") == 0) {
+            seen[5] = true;
+            validate_service_account_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            seen[6] = true;
+            validate_resource_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[7] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            seen[8] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "disabled_at") == 0) {
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "workspace_id", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "role", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "version", "required", "%s", "is required");
+    if (!seen[7])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[8])
+        verr_add(l, ptr, "updated_at", "required", "%s", "is required");
+}
+
+/* ServiceAccountCreate (openapi/admin.yaml) */
+void validate_service_account_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[2] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            seen[0] = true;
+            validate_service_account_create_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "description") == 0) {
+            validate_service_account_create_description(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "role") == 0) {
+            seen[1] = true;
+            validate_role_key(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "role", "required", "%s", "is required");
+}
+
+/* service_account_create_description (openapi/admin.yaml) */
+void validate_service_account_create_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 500)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 500 characters long");
+}
+
+/* service_account_create_name (openapi/admin.yaml) */
+void validate_service_account_create_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 80)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 80 characters long");
+}
+
+/* service_account_description (openapi/admin.yaml) */
+void validate_service_account_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 500)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 500 characters long");
+}
+
+/* ServiceAccountId (openapi/admin.yaml) */
+void validate_service_account_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 29)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 29 characters long");
+    if (!pattern_match(17, v->s)) /* ^sa_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sa_[0-9a-z]{26}$");
+}
+
+/* service_account_name (openapi/admin.yaml) */
+void validate_service_account_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 80)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 80 characters long");
+}
+
+/* service_account_object (openapi/admin.yaml) */
+void validate_service_account_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "service_account") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"service_account\"");
+}
+
+/* ServiceAccountPage (openapi/admin.yaml) */
+void validate_service_account_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            seen[0] = true;
+            validate_service_account_page_data(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "has_more") == 0) {
+            seen[1] = true;
+            validate_has_more(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            seen[2] = true;
+            validate_next_cursor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "data", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "has_more", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "next_cursor", "required", "%s", "is required");
+}
+
+/* service_account_page_data (openapi/admin.yaml) */
+void validate_service_account_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 100)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 100 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_service_account(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* service_account_status (openapi/admin.yaml) */
+void validate_service_account_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (service_account_status_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: active, disabled");
+}
+
+/* ServiceAccountToken (openapi/admin.yaml) */
+void validate_service_account_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[6] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            validate_service_account_token_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_service_account_token_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "service_account_id") == 0) {
+            seen[2] = true;
+            validate_service_account_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            validate_service_account_token_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scope") == 0) {
+            seen[3] = true;
+            validate_service_account_token_scope(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "status") == 0) {
+            seen[4] = true;
+            validate_service_account_token_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[5] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "revoked_at") == 0) {
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "service_account_id", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "scope", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+}
+
+/* ServiceAccountTokenCreate (openapi/admin.yaml) */
+void validate_service_account_token_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            validate_service_account_token_create_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scopes") == 0) {
+            seen[0] = true;
+            validate_service_account_token_create_scopes(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "scopes", "required", "%s", "is required");
+}
+
+/* service_account_token_create_name (openapi/admin.yaml) */
+void validate_service_account_token_create_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 80)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 80 characters long");
+}
+
+/* service_account_token_create_scopes (openapi/admin.yaml) */
+void validate_service_account_token_create_scopes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_items", "%s", "must have at least 1 item");
+    if (v->count > 64)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 64 items");
+    if (!schemas_items_unique(v))
+        verr_add(l, ptr, NULL, "unique_items", "%s", "must not contain duplicates");
+    for (size_t i = 0; i < v->count; i++)
+        validate_scope_name(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* ServiceAccountTokenId (openapi/admin.yaml) */
+void validate_service_account_token_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(18, v->s)) /* ^sat_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sat_[0-9a-z]{26}$");
+}
+
+/* ServiceAccountTokenIssued (openapi/admin.yaml) */
+void validate_service_account_token_issued(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[8] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            validate_service_account_token_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_service_account_token_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "service_account_id") == 0) {
+            seen[2] = true;
+            validate_service_account_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            validate_service_account_token_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scope") == 0) {
+            seen[3] = true;
+            validate_service_account_token_scope(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "status") == 0) {
+            seen[4] = true;
+            validate_service_account_token_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[5] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "revoked_at") == 0) {
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "access_token") == 0) {
+            seen[6] = true;
+            validate_service_account_token_issued_access_token(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "token_type") == 0) {
+            seen[7] = true;
+            validate_service_account_token_issued_token_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "service_account_id", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "scope", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "access_token", "required", "%s", "is required");
+    if (!seen[7])
+        verr_add(l, ptr, "token_type", "required", "%s", "is required");
+}
+
+/* service_account_token_issued_access_token (openapi/admin.yaml) */
+void validate_service_account_token_issued_access_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 8192)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
+    if (!pattern_match(4, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$");
+}
+
+/* service_account_token_issued_token_type (openapi/admin.yaml) */
+void validate_service_account_token_issued_token_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "Bearer") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"Bearer\"");
+}
+
+/* service_account_token_name (openapi/admin.yaml) */
+void validate_service_account_token_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 80)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 80 characters long");
+}
+
+/* service_account_token_object (openapi/admin.yaml) */
+void validate_service_account_token_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "service_account_token") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"service_account_token\"");
+}
+
+/* ServiceAccountTokenPage (openapi/admin.yaml) */
+void validate_service_account_token_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            seen[0] = true;
+            validate_service_account_token_page_data(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "has_more") == 0) {
+            seen[1] = true;
+            validate_has_more(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            seen[2] = true;
+            validate_next_cursor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "data", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "has_more", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "next_cursor", "required", "%s", "is required");
+}
+
+/* service_account_token_page_data (openapi/admin.yaml) */
+void validate_service_account_token_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 100)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 100 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_service_account_token(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* service_account_token_scope (openapi/admin.yaml) */
+void validate_service_account_token_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 1024)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
+    if (!pattern_match(6, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
+}
+
+/* service_account_token_status (openapi/admin.yaml) */
+void validate_service_account_token_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (service_account_token_status_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: active, revoked");
 }
 
 /* Session (openapi/accounts.yaml) */

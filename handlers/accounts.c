@@ -560,7 +560,10 @@ int accounts_logout(struct req *r, const struct accounts_logout_request *in,
 {
     (void)in;
     const struct principal *p = &r->principal;
-    if (revoke_session(r, p->session_id, p->user_id, p->workspace_id, "logout") < 0)
+    /* A service account's token is its own session: logging out revokes that token. */
+    bool service = strncmp(p->user_id, TOKEN_SERVICE_PREFIX, strlen(TOKEN_SERVICE_PREFIX)) == 0;
+    if ((service ? admin_revoke_service_token(r, p->workspace_id, p->user_id, p->token_id)
+                 : revoke_session(r, p->session_id, p->user_id, p->workspace_id, "logout")) < 0)
         return -1;
     out->status = 204; /* also when the session was already gone: the caller is logged out */
     return 0;

@@ -1,17 +1,26 @@
-/* The admin control API: roles. Built-in roles come from the spec (x-roles, generated into
- * generated/scopes.c) and cannot change; a workspace adds its own with PUT /admin/roles/{key},
- * stored with their scopes in catalogue order. */
+/* The admin control API: roles and service accounts. Built-in roles come from the spec
+ * (x-roles, generated into generated/scopes.c) and cannot change; a workspace adds its own with
+ * PUT /admin/roles/{key}, stored with their scopes in catalogue order. Service accounts hold a
+ * role; their tokens carry a subset of its scopes, never expire, and are revoked through
+ * runtime/revocation.c (token id, or the account id for all of them). */
 #include "generated/admin_api.h"
 
 #include "handlers/admin.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "generated/scopes.h"
+#include "runtime/auth.h"
+#include "runtime/clock.h"
+#include "runtime/cursor.h"
 #include "runtime/format.h"
+#include "runtime/id.h"
 #include "runtime/log.h"
+#include "runtime/revocation.h"
 #include "runtime/storage.h"
+#include "runtime/token.h"
 
 #define CUSTOM_ROLES_MAX 100
 #define SCOPES_TEXT_MAX 1024
@@ -258,5 +267,420 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
     else
         out->body_201 = role;
     out->etag = req_etag(r, role->version);
+    return 0;
+}
+
+/* ---- service accounts --------------------------------------------------------------------- */
+
+#define SA_COLUMNS                                                                            \
+    "id, workspace_id, name, description, role, status, version, created_at, updated_at, "    \
+    "disabled_at"
+#define SAT_COLUMNS "id, service_account_id, name, scope, created_at, revoked_at"
+
+static void row_to_service_account(struct req *r, sqlite3_stmt *st, struct service_account *sa)
+{
+    memset(sa, 0, sizeof *sa);
+    sa->id = text(r, st, 0);
+    sa->object = "service_account";
+    sa->workspace_id = text(r, st, 1);
+    sa->name = text(r, st, 2);
+    sa->description = text(r, st, 3);
+    sa->has_description = sa->description != NULL;
+    sa->role = text(r, st, 4);
+    sa->status = service_account_status_parse(text(r, st, 5));
+    sa->version = sqlite3_column_int64(st, 6);
+    sa->created_at = text(r, st, 7);
+    sa->updated_at = text(r, st, 8);
+    sa->disabled_at = text(r, st, 9);
+    sa->has_disabled_at = sa->disabled_at != NULL;
+}
+
+static void row_to_token(struct req *r, sqlite3_stmt *st, struct service_account_token *t)
+{
+    memset(t, 0, sizeof *t);
+    t->id = text(r, st, 0);
+    t->object = "service_account_token";
+    t->service_account_id = text(r, st, 1);
+    t->name = text(r, st, 2);
+    t->has_name = t->name != NULL;
+    t->scope = text(r, st, 3);
+    t->created_at = text(r, st, 4);
+    t->revoked_at = text(r, st, 5);
+    t->has_revoked_at = t->revoked_at != NULL;
+    t->status = t->revoked_at ? SERVICE_ACCOUNT_TOKEN_STATUS_REVOKED
+                              : SERVICE_ACCOUNT_TOKEN_STATUS_ACTIVE;
+}
+
+/* The workspace's service account: 1 found, 0 answered 404, -1 failure. */
+static int load_service_account(struct req *r, const char *id, struct service_account *sa)
+{
+    sqlite3_stmt *st = storage_prepare("SELECT " SA_COLUMNS " FROM service_accounts "
+                                       "WHERE id = ? AND workspace_id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        row_to_service_account(r, st, sa);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        log_error("service accounts: load failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    if (rc == SQLITE_DONE)
+        req_problem(r, 404, "not_found", "No service account %s in this workspace.", id);
+    return rc == SQLITE_ROW;
+}
+
+static int exec_bound(sqlite3_stmt *st, const char *what)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        log_error("service accounts: %s failed: %s", what, sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    return 0;
+}
+
+static void publish_forever(struct req *r)
+{
+    revocation_add(r->on_commit_arg, INT64_MAX);
+}
+
+int admin_list_service_accounts(struct req *r,
+                                const struct admin_list_service_accounts_request *in,
+                                struct admin_list_service_accounts_response *out)
+{
+    const char *filters = arena_printf(&r->arena, "sa&w=%s", r->principal.workspace_id);
+    char *after_created = NULL, *after_id = NULL;
+    if (in->has_cursor &&
+        cursor_decode(&r->arena, in->cursor, filters, &after_created, &after_id) != 0) {
+        req_problem(r, 400, "invalid_cursor", "The cursor is invalid; start again without it.");
+        return 0;
+    }
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT " SA_COLUMNS " FROM service_accounts WHERE workspace_id = ?1 "
+        "AND (?2 IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
+        "ORDER BY created_at DESC, id DESC LIMIT ?4");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    if (after_created) {
+        sqlite3_bind_text(st, 2, after_created, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, after_id, -1, SQLITE_STATIC);
+    }
+    sqlite3_bind_int64(st, 4, in->limit + 1);
+    struct service_account_page *page = arena_alloc(&r->arena, sizeof *page);
+    page->data = arena_alloc(&r->arena, (size_t)(in->limit + 1) * sizeof *page->data);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if ((int64_t)page->data_count == in->limit) {
+            page->has_more = true;
+            break;
+        }
+        row_to_service_account(r, st, &page->data[page->data_count++]);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        log_error("service accounts: listing failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    if (page->has_more) {
+        const struct service_account *last = &page->data[page->data_count - 1];
+        page->next_cursor = cursor_encode(&r->arena, filters, last->created_at, last->id);
+    } else {
+        page->next_cursor_is_null = true;
+    }
+    out->status = 200;
+    out->body_200 = page;
+    return 0;
+}
+
+int admin_create_service_account(struct req *r,
+                                 const struct admin_create_service_account_request *in,
+                                 struct admin_create_service_account_response *out)
+{
+    const struct service_account_create *c = in->body;
+    uint64_t mask = 0;
+    int known = admin_role_mask(r->principal.workspace_id, c->role, &mask);
+    if (known < 0)
+        return -1;
+    if (!known) {
+        verr_add(&r->verr, "/role", NULL, "unknown_role",
+                 "%s is neither a built-in role nor one of this workspace's", c->role);
+        req_problem_validation(r, 422, "The service account's role does not exist.");
+        return 0;
+    }
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    char *id = id_new(&r->arena, "sa");
+    sqlite3_stmt *st = storage_prepare(
+        "INSERT INTO service_accounts (id, workspace_id, name, description, role, status, "
+        "version, created_by, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, 'active', 1, ?, ?, ?)");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, c->name, -1, SQLITE_STATIC);
+    if (c->has_description)
+        sqlite3_bind_text(st, 4, c->description, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 4);
+    sqlite3_bind_text(st, 5, c->role, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, r->principal.user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, now, -1, SQLITE_STATIC);
+    if (exec_bound(st, "create") != 0)
+        return -1;
+    struct service_account *sa = arena_alloc(&r->arena, sizeof *sa);
+    if (load_service_account(r, id, sa) != 1)
+        return -1;
+    out->status = 201;
+    out->body_201 = sa;
+    out->location = arena_printf(&r->arena, "/v1/admin/service-accounts/%s", id);
+    out->etag = req_etag(r, sa->version);
+    return 0;
+}
+
+int admin_get_service_account(struct req *r, const struct admin_get_service_account_request *in,
+                              struct admin_get_service_account_response *out)
+{
+    struct service_account *sa = arena_alloc(&r->arena, sizeof *sa);
+    int found = load_service_account(r, in->id, sa);
+    if (found <= 0)
+        return found;
+    out->status = 200;
+    out->body_200 = sa;
+    out->etag = req_etag(r, sa->version);
+    return 0;
+}
+
+int admin_disable_service_account(struct req *r,
+                                  const struct admin_disable_service_account_request *in,
+                                  struct admin_disable_service_account_response *out)
+{
+    struct service_account *sa = arena_alloc(&r->arena, sizeof *sa);
+    int found = load_service_account(r, in->id, sa);
+    if (found <= 0)
+        return found;
+    if (sa->status == SERVICE_ACCOUNT_STATUS_ACTIVE) {
+        char now[40];
+        format_now_rfc3339(now, sizeof now);
+        sqlite3_stmt *st = storage_prepare(
+            "UPDATE service_accounts SET status = 'disabled', version = version + 1, "
+            "updated_at = ?1, disabled_at = ?1 WHERE id = ?2 AND workspace_id = ?3");
+        if (!st)
+            return -1;
+        sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, sa->id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, r->principal.workspace_id, -1, SQLITE_STATIC);
+        if (exec_bound(st, "disable") != 0)
+            return -1;
+        st = storage_prepare("UPDATE service_account_tokens SET revoked_at = ? "
+                             "WHERE service_account_id = ? AND revoked_at IS NULL");
+        if (!st)
+            return -1;
+        sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, sa->id, -1, SQLITE_STATIC);
+        if (exec_bound(st, "revoking its tokens") != 0 ||
+            load_service_account(r, in->id, sa) != 1)
+            return -1;
+        /* The account id is every one of its tokens' subject: one entry refuses them all. */
+        r->on_commit = publish_forever;
+        r->on_commit_arg = sa->id;
+    }
+    out->status = 200;
+    out->body_200 = sa;
+    out->etag = req_etag(r, sa->version);
+    return 0;
+}
+
+int admin_list_service_account_tokens(struct req *r,
+                                      const struct admin_list_service_account_tokens_request *in,
+                                      struct admin_list_service_account_tokens_response *out)
+{
+    struct service_account *sa = arena_alloc(&r->arena, sizeof *sa);
+    int found = load_service_account(r, in->id, sa);
+    if (found <= 0)
+        return found;
+    const char *filters = arena_printf(&r->arena, "sat&sa=%s", sa->id);
+    char *after_created = NULL, *after_id = NULL;
+    if (in->has_cursor &&
+        cursor_decode(&r->arena, in->cursor, filters, &after_created, &after_id) != 0) {
+        req_problem(r, 400, "invalid_cursor", "The cursor is invalid; start again without it.");
+        return 0;
+    }
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT " SAT_COLUMNS " FROM service_account_tokens WHERE service_account_id = ?1 "
+        "AND (?2 IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
+        "ORDER BY created_at DESC, id DESC LIMIT ?4");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, sa->id, -1, SQLITE_STATIC);
+    if (after_created) {
+        sqlite3_bind_text(st, 2, after_created, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, after_id, -1, SQLITE_STATIC);
+    }
+    sqlite3_bind_int64(st, 4, in->limit + 1);
+    struct service_account_token_page *page = arena_alloc(&r->arena, sizeof *page);
+    page->data = arena_alloc(&r->arena, (size_t)(in->limit + 1) * sizeof *page->data);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if ((int64_t)page->data_count == in->limit) {
+            page->has_more = true;
+            break;
+        }
+        row_to_token(r, st, &page->data[page->data_count++]);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        log_error("service accounts: listing tokens failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    if (page->has_more) {
+        const struct service_account_token *last = &page->data[page->data_count - 1];
+        page->next_cursor = cursor_encode(&r->arena, filters, last->created_at, last->id);
+    } else {
+        page->next_cursor_is_null = true;
+    }
+    out->status = 200;
+    out->body_200 = page;
+    return 0;
+}
+
+int admin_create_service_account_token(
+    struct req *r, const struct admin_create_service_account_token_request *in,
+    struct admin_create_service_account_token_response *out)
+{
+    const struct service_account_token_create *c = in->body;
+    struct service_account *sa = arena_alloc(&r->arena, sizeof *sa);
+    int found = load_service_account(r, in->id, sa);
+    if (found <= 0)
+        return found;
+    if (sa->status != SERVICE_ACCOUNT_STATUS_ACTIVE) {
+        req_problem(r, 409, "service_account_disabled",
+                    "Service account %s is disabled; it gets no new tokens.", sa->id);
+        return 0;
+    }
+    uint64_t allowed = 0, mask = 0;
+    if (admin_role_mask(r->principal.workspace_id, sa->role, &allowed) < 0)
+        return -1;
+    for (size_t i = 0; i < c->scopes_count; i++) {
+        uint64_t bit = scopes_mask(c->scopes[i]);
+        const char *index = arena_printf(&r->arena, "%zu", i);
+        if (!bit)
+            verr_add(&r->verr, "/scopes", index, "unknown_scope", "%s is not a scope of this API",
+                     c->scopes[i]);
+        else if (!(allowed & bit))
+            verr_add(&r->verr, "/scopes", index, "scope_not_allowed",
+                     "the account's role %s does not grant %s", sa->role, c->scopes[i]);
+        mask |= bit;
+    }
+    if (r->verr.count > 0) {
+        req_problem_validation(r, 422, "The token asks for scopes its account may not have.");
+        return 0;
+    }
+    struct service_account_token_issued *t = arena_alloc(&r->arena, sizeof *t);
+    char scopes[SCOPES_TEXT_MAX], now[40];
+    scopes_text(mask, scopes, sizeof scopes);
+    format_now_rfc3339(now, sizeof now);
+    t->id = id_new(&r->arena, "sat");
+    t->object = "service_account_token";
+    t->service_account_id = sa->id;
+    t->name = c->has_name ? c->name : NULL;
+    t->has_name = c->has_name;
+    t->scope = arena_strdup(&r->arena, scopes);
+    t->status = SERVICE_ACCOUNT_TOKEN_STATUS_ACTIVE;
+    t->created_at = arena_strdup(&r->arena, now);
+    t->token_type = "Bearer";
+
+    sqlite3_stmt *st = storage_prepare(
+        "INSERT INTO service_account_tokens (id, service_account_id, workspace_id, name, scope, "
+        "created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, t->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, sa->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->principal.workspace_id, -1, SQLITE_STATIC);
+    if (t->has_name)
+        sqlite3_bind_text(st, 4, t->name, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 4);
+    sqlite3_bind_text(st, 5, t->scope, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, r->principal.user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, now, -1, SQLITE_STATIC);
+    if (exec_bound(st, "issuing a token") != 0)
+        return -1;
+
+    struct token_claims claims;
+    memset(&claims, 0, sizeof claims);
+    snprintf(claims.sub, sizeof claims.sub, "%s", sa->id);
+    snprintf(claims.wid, sizeof claims.wid, "%s", r->principal.workspace_id);
+    snprintf(claims.sid, sizeof claims.sid, "%s", t->id); /* a token is its own "session" */
+    snprintf(claims.jti, sizeof claims.jti, "%s", t->id);
+    snprintf(claims.scope, sizeof claims.scope, "%s", t->scope);
+    claims.iat = claims.nbf = clock_now_s();
+    claims.exp = 0; /* never expires: revocable instead */
+    char *jwt = NULL;
+    if (token_issue(auth_key(), &claims, &jwt) != 0)
+        return -1;
+    t->access_token = arena_strdup(&r->arena, jwt);
+    free(jwt);
+    out->status = 201;
+    out->body_201 = t;
+    return 0;
+}
+
+int admin_revoke_service_token(struct req *r, const char *workspace_id,
+                               const char *service_account_id, const char *token_id)
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    sqlite3_stmt *st = storage_prepare(
+        "UPDATE service_account_tokens SET revoked_at = ? WHERE id = ? AND "
+        "service_account_id = ? AND workspace_id = ? AND revoked_at IS NULL");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, token_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, service_account_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, workspace_id, -1, SQLITE_STATIC);
+    if (exec_bound(st, "revoking a token") != 0)
+        return -1;
+    if (sqlite3_changes(storage_db()) == 0)
+        return 0;
+    r->on_commit = publish_forever;
+    r->on_commit_arg = arena_strdup(&r->arena, token_id);
+    return 1;
+}
+
+int admin_revoke_service_account_token(
+    struct req *r, const struct admin_revoke_service_account_token_request *in,
+    struct admin_revoke_service_account_token_response *out)
+{
+    sqlite3_stmt *st = storage_prepare("SELECT revoked_at FROM service_account_tokens WHERE "
+                                       "id = ? AND service_account_id = ? AND workspace_id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, in->token_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, in->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->principal.workspace_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        log_error("service accounts: token lookup failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    if (rc == SQLITE_DONE) {
+        req_problem(r, 404, "not_found", "Service account %s has no token %s.", in->id,
+                    in->token_id);
+        return 0;
+    }
+    if (admin_revoke_service_token(r, r->principal.workspace_id, in->id, in->token_id) < 0)
+        return -1;
+    out->status = 204; /* also when it was revoked already */
     return 0;
 }

@@ -1,5 +1,6 @@
-/* What the other APIs may ask of the admin API: the scopes a role grants. Declared here so
- * handlers/accounts.c never reaches into the roles table itself. */
+/* What the other APIs may ask of the admin API: the scopes a role grants, and revoking a
+ * service-account token. Declared here so handlers/accounts.c never reaches into the admin
+ * tables itself. */
 #ifndef HANDLERS_ADMIN_H
 #define HANDLERS_ADMIN_H
 
@@ -9,5 +10,12 @@
  * scope: a built-in role (spec x-roles) or one of the workspace's own, read in the caller's
  * transaction. 1 found, 0 no such role, -1 database failure. */
 int admin_role_mask(const char *workspace_id, const char *role, uint64_t *mask);
+
+struct req;
+/* Revokes a service-account token of the workspace (logout with a service token): refused from
+ * the next request once the caller's transaction commits. 1 revoked, 0 no such active token,
+ * -1 failure. */
+int admin_revoke_service_token(struct req *r, const char *workspace_id,
+                               const char *service_account_id, const char *token_id);
 
 #endif

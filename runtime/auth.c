@@ -88,9 +88,11 @@ int auth_check(struct req *r)
         refuse(r, token_result_str(tr));
         return -1;
     }
-    /* Revoked sessions (logout, refresh-token reuse) and tokens: an in-memory check, no
-     * database round trip (runtime/revocation.c). */
-    if (revocation_contains(c.sid) || revocation_contains(c.jti)) {
+    /* Revoked sessions (logout, refresh-token reuse), tokens (service-account tokens) and
+     * principals (disabled service accounts): an in-memory check, no database round trip
+     * (runtime/revocation.c). */
+    if (revocation_contains(c.sid) || revocation_contains(c.jti) ||
+        revocation_contains(c.sub)) {
         refuse(r, "the token has been revoked");
         return -1;
     }

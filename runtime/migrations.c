@@ -149,11 +149,44 @@ static const char roles_sql[] =
     "ALTER TABLE members_rebuilt RENAME TO members;\n"
     "CREATE INDEX members_user_idx ON members (user_id);\n";
 
+/* Service accounts: non-human principals of a workspace, holding a role; their tokens carry
+ * an explicit subset of the role's scopes, never expire and are revoked one by one (or all at
+ * once by disabling the account). A token is stored by id only: its text is shown once. */
+static const char service_accounts_sql[] =
+    "CREATE TABLE service_accounts (\n"
+    "    id TEXT PRIMARY KEY,\n"
+    "    workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+    "    name TEXT NOT NULL,\n"
+    "    description TEXT,\n"
+    "    role TEXT NOT NULL,\n"
+    "    status TEXT NOT NULL CHECK (status IN ('active', 'disabled')),\n"
+    "    version INTEGER NOT NULL,\n"
+    "    created_by TEXT NOT NULL,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    updated_at TEXT NOT NULL,\n"
+    "    disabled_at TEXT\n"
+    ");\n"
+    "CREATE INDEX service_accounts_list_idx\n"
+    "    ON service_accounts (workspace_id, created_at DESC, id DESC);\n"
+    "CREATE TABLE service_account_tokens (\n"
+    "    id TEXT PRIMARY KEY,\n"
+    "    service_account_id TEXT NOT NULL REFERENCES service_accounts(id),\n"
+    "    workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+    "    name TEXT,\n"
+    "    scope TEXT NOT NULL,\n"
+    "    created_by TEXT NOT NULL,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    revoked_at TEXT\n"
+    ");\n"
+    "CREATE INDEX service_account_tokens_list_idx\n"
+    "    ON service_account_tokens (service_account_id, created_at DESC, id DESC);\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
     {3, "sessions_refresh", sessions_refresh_sql},
     {4, "roles", roles_sql},
+    {5, "service_accounts", service_accounts_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

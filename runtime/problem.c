@@ -22,6 +22,7 @@
     X("invalid_scope", "Invalid scope")                               \
     X("role_is_builtin", "Built-in role")                             \
     X("role_limit_reached", "Too many roles")                         \
+    X("service_account_disabled", "Service account disabled")         \
     X("insufficient_scope", "Insufficient scope")                     \
     X("not_found", "Resource not found")                              \
     X("method_not_allowed", "Method not allowed")                     \

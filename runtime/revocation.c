@@ -146,9 +146,22 @@ int revocation_load(int64_t now_s)
         revocation_add(id, revoked_s + REVOCATION_TOKEN_LIFETIME_S);
     }
     sqlite3_reset(st);
+    /* Service-account tokens never expire, so their revocations (and disabled accounts) are
+     * kept for good. */
+    sqlite3_stmt *forever = rc == SQLITE_DONE
+        ? storage_prepare("SELECT id FROM service_account_tokens WHERE revoked_at IS NOT NULL "
+                          "UNION ALL SELECT id FROM service_accounts WHERE status = 'disabled'")
+        : NULL;
+    if (forever) {
+        while ((rc = sqlite3_step(forever)) == SQLITE_ROW)
+            revocation_add((const char *)sqlite3_column_text(forever, 0), INT64_MAX);
+        sqlite3_reset(forever);
+    } else if (rc == SQLITE_DONE) {
+        rc = SQLITE_ERROR;
+    }
     storage_rollback();
     if (rc != SQLITE_DONE) {
-        log_error("revocation: loading revoked sessions failed: %s", sqlite3_errmsg(storage_db()));
+        log_error("revocation: loading revocations failed: %s", sqlite3_errmsg(storage_db()));
         return -1;
     }
     prune(now_s, false);

@@ -14,12 +14,14 @@
 /* How long after its revocation a session can still have unexpired access tokens. */
 #define REVOCATION_TOKEN_LIFETIME_S (86400 + 60)
 
-/* Adds id (a session id "ses_...", or a token id) until until_s (Unix seconds). */
+/* Adds id (a session id "ses_...", a token id or a principal id) until until_s (Unix
+ * seconds; INT64_MAX for ever). */
 void revocation_add(const char *id, int64_t until_s);
 /* True when id is revoked. One relaxed load when nothing is revoked at all. */
 bool revocation_contains(const char *id);
-/* Adds every session revoked in the last REVOCATION_TOKEN_LIFETIME_S and drops entries whose
- * time has passed, in a read transaction. 0 / -1. */
+/* Adds every session revoked in the last REVOCATION_TOKEN_LIFETIME_S, every revoked
+ * service-account token and every disabled service account (those for good: their tokens do
+ * not expire), and drops entries whose time has passed, in a read transaction. 0 / -1. */
 int revocation_load(int64_t now_s);
 /* Forgets everything (tests). */
 void revocation_reset(void);

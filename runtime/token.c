@@ -241,9 +241,15 @@ static enum token_result check_claims(const struct token_key *k, const struct js
     if (!aud_ok(json_get(pl, "aud"), k->audience))
         return TOKEN_BAD_AUDIENCE;
 
-    if (get_int(pl, "exp", &exp) != 1)
+    /* Mutually exclusive rules per kind of token (RFC 8725 §3.12): a user's token must
+     * expire; a service account's ("sa_" subject, issued by an admin and revocable) may not. */
+    const struct json_value *sub = json_get(pl, "sub");
+    bool service = sub && sub->type == JSON_STRING && sub->len > 3 &&
+                   memcmp(sub->s, TOKEN_SERVICE_PREFIX, 3) == 0;
+    has = get_int(pl, "exp", &exp);
+    if (has < 0 || (has == 0 && !service))
         return TOKEN_MISSING_CLAIM;
-    if (now >= sat_add(exp, leeway))
+    if (has && now >= sat_add(exp, leeway))
         return TOKEN_EXPIRED;
     has = get_int(pl, "nbf", &nbf);
     if (has < 0)

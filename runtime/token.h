@@ -11,6 +11,8 @@
 
 #define TOKEN_KEY_BYTES 32
 #define TOKEN_MAX_BYTES 8192 /* longer bearer tokens are refused unparsed */
+/* Subjects of service accounts: their tokens may have no exp (all others must). */
+#define TOKEN_SERVICE_PREFIX "sa_"
 
 struct token_key {
     unsigned char secret[TOKEN_KEY_BYTES];
@@ -26,7 +28,7 @@ struct token_claims {
     char sid[64];  /* session id */
     char jti[64];  /* token id */
     char scope[1024]; /* space-separated scopes */
-    int64_t iat, nbf, exp; /* exp == 0: no expiry (not issued yet; reserved for service accounts) */
+    int64_t iat, nbf, exp; /* exp == 0: no expiry, allowed only for service accounts (sa_ sub) */
 };
 
 enum token_result {

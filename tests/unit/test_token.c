@@ -234,6 +234,31 @@ static void test_issued_token_without_exp_is_refused(void)
     free(t);
 }
 
+static void test_service_account_token_without_exp_verifies_and_user_token_never(void)
+{
+    struct token_claims in = {.iat = NOW, .nbf = NOW, .exp = 0}, out;
+    char *t = NULL;
+    setup();
+    snprintf(in.sub, sizeof in.sub, TOKEN_SERVICE_PREFIX "01abc");
+    snprintf(in.wid, sizeof in.wid, "w");
+    snprintf(in.sid, sizeof in.sid, "sat_1");
+    snprintf(in.jti, sizeof in.jti, "sat_1");
+    CHECK(token_issue(&key, &in, &t) == 0);
+    CHECK(token_verify(&key, t, NOW + 10 * 365 * 86400, &out) == TOKEN_OK);
+    CHECK(out.exp == 0);
+    free(t);
+    /* the exemption is the subject's kind, not a claim anyone could add */
+    CHECK(verify_claims(claims("exp", NULL, NULL)) == TOKEN_MISSING_CLAIM);
+    CHECK(verify_claims(claims("exp", "sub", "\"usr_sa_1\"")) == TOKEN_MISSING_CLAIM);
+    CHECK(verify_claims(claims("exp", "sub", "\"sa_1\"")) == TOKEN_OK);
+    CHECK(verify_claims(claims(NULL, "sub", "\"sa_1\"")) == TOKEN_OK);
+    /* a service token that does carry exp is held to it */
+    in.exp = NOW - 100;
+    CHECK(token_issue(&key, &in, &t) == 0);
+    CHECK(token_verify(&key, t, NOW, &out) == TOKEN_EXPIRED);
+    free(t);
+}
+
 static void test_hand_made_token_with_standard_claims_verifies(void)
 {
     struct token_claims c;
@@ -702,6 +727,7 @@ int main(void)
         UNIT_TEST(test_issued_token_verifies_with_same_claims),
         UNIT_TEST(test_issued_header_names_alg_typ_and_kid),
         UNIT_TEST(test_issued_token_without_exp_is_refused),
+        UNIT_TEST(test_service_account_token_without_exp_verifies_and_user_token_never),
         UNIT_TEST(test_hand_made_token_with_standard_claims_verifies),
         UNIT_TEST(test_alg_none_is_refused),
         UNIT_TEST(test_other_algorithms_are_refused),
