@@ -55,6 +55,19 @@ struct accounts_revoke_session_response {
 int accounts_revoke_session(struct req *r, const struct accounts_revoke_session_request *in,
                            struct accounts_revoke_session_response *out);
 
+/* POST /v1/api/complete-signup (completeSignup): Complete a signup with an invitation token */
+struct accounts_complete_signup_request {
+    struct complete_signup_request *body; /* request body (required) */
+};
+
+struct accounts_complete_signup_response {
+    int status; /* 200; problems (400, 401, 410, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct login_response *body_200; /* status 200: Signed up and logged in to the invitation's workspace. */
+};
+
+int accounts_complete_signup(struct req *r, const struct accounts_complete_signup_request *in,
+                            struct accounts_complete_signup_response *out);
+
 /* POST /v1/api/login (login): Log in with email and password */
 struct accounts_login_request {
     struct login_request *body; /* request body (required) */

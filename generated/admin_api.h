@@ -148,4 +148,33 @@ struct admin_revoke_service_account_token_response {
 int admin_revoke_service_account_token(struct req *r, const struct admin_revoke_service_account_token_request *in,
                                       struct admin_revoke_service_account_token_response *out);
 
+/* GET /v1/admin/users (listUsers): List the workspace's users */
+struct admin_list_users_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+};
+
+struct admin_list_users_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
+    struct user_page *body_200; /* status 200: One page of users. */
+};
+
+int admin_list_users(struct req *r, const struct admin_list_users_request *in,
+                    struct admin_list_users_response *out);
+
+/* POST /v1/admin/users/invite (inviteUser): Invite someone to the workspace */
+struct admin_invite_user_request {
+    struct invitation_create *body; /* request body (required) */
+};
+
+struct admin_invite_user_response {
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct invitation_issued *body_201; /* status 201: Invited; the token is shown this once. */
+};
+
+int admin_invite_user(struct req *r, const struct admin_invite_user_request *in,
+                     struct admin_invite_user_response *out);
+
 #endif

@@ -19,6 +19,9 @@ int dispatch_admin_disable_service_account(struct req *r);
 int dispatch_admin_list_service_account_tokens(struct req *r);
 int dispatch_admin_create_service_account_token(struct req *r);
 int dispatch_admin_revoke_service_account_token(struct req *r);
+int dispatch_admin_list_users(struct req *r);
+int dispatch_admin_invite_user(struct req *r);
+int dispatch_accounts_complete_signup(struct req *r);
 int dispatch_accounts_login(struct req *r);
 int dispatch_accounts_logout(struct req *r);
 int dispatch_payments_list_beneficiaries(struct req *r);
@@ -28,6 +31,7 @@ int dispatch_payments_update_beneficiary(struct req *r);
 int dispatch_payments_delete_beneficiary(struct req *r);
 int dispatch_meta_get_openapi(struct req *r);
 int dispatch_workspace_get_workspace(struct req *r);
+int dispatch_workspace_list_members(struct req *r);
 int dispatch_workspace_update_workspace_settings(struct req *r);
 
 #endif

@@ -26,16 +26,20 @@ static const int statuses_9[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0
 static const int statuses_10[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
 static const int statuses_11[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_12[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_13[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_14[] = { 204, 400, 401, 429, 500, 503, 0 };
-static const int statuses_15[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_16[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_17[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_18[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_19[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
-static const int statuses_20[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_21[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_22[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_13[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_14[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_15[] = { 200, 400, 401, 410, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_16[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_17[] = { 204, 400, 401, 429, 500, 503, 0 };
+static const int statuses_18[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_19[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_20[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_21[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_22[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
+static const int statuses_23[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_24[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_25[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_26[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -286,6 +290,63 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_admin_revoke_service_account_token,
     },
     {
+        .operation_id = "listUsers",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/admin/users",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_13,
+        .dispatch = dispatch_admin_list_users,
+    },
+    {
+        .operation_id = "inviteUser",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/admin/users/invite",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_14,
+        .dispatch = dispatch_admin_invite_user,
+    },
+    {
+        .operation_id = "completeSignup",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/api/complete-signup",
+        .tag = "accounts",
+        .is_public = true,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "auth",
+        .max_body_bytes = 4096,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_15,
+        .dispatch = dispatch_accounts_complete_signup,
+    },
+    {
         .operation_id = "login",
         .method = "POST",
         .base = "/v1",
@@ -301,7 +362,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_13,
+        .statuses = statuses_16,
         .dispatch = dispatch_accounts_login,
     },
     {
@@ -320,7 +381,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_14,
+        .statuses = statuses_17,
         .dispatch = dispatch_accounts_logout,
     },
     {
@@ -339,7 +400,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_15,
+        .statuses = statuses_18,
         .dispatch = dispatch_payments_list_beneficiaries,
     },
     {
@@ -358,7 +419,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_16,
+        .statuses = statuses_19,
         .dispatch = dispatch_payments_create_beneficiary,
     },
     {
@@ -377,7 +438,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_17,
+        .statuses = statuses_20,
         .dispatch = dispatch_payments_get_beneficiary,
     },
     {
@@ -396,7 +457,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_18,
+        .statuses = statuses_21,
         .dispatch = dispatch_payments_update_beneficiary,
     },
     {
@@ -415,7 +476,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_19,
+        .statuses = statuses_22,
         .dispatch = dispatch_payments_delete_beneficiary,
     },
     {
@@ -434,7 +495,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_20,
+        .statuses = statuses_23,
         .dispatch = dispatch_meta_get_openapi,
     },
     {
@@ -453,8 +514,27 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_21,
+        .statuses = statuses_24,
         .dispatch = dispatch_workspace_get_workspace,
+    },
+    {
+        .operation_id = "listMembers",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/workspace/members",
+        .tag = "workspace",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_READ,
+        .scopes_text = "workspace:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_25,
+        .dispatch = dispatch_workspace_list_members,
     },
     {
         .operation_id = "updateWorkspaceSettings",
@@ -472,7 +552,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_22,
+        .statuses = statuses_26,
         .dispatch = dispatch_workspace_update_workspace_settings,
     },
 };
@@ -495,15 +575,15 @@ static const size_t ops_0[] = { 0, };
 /* /v1/beneficiaries */
 static const char *const segs_1[] = { "v1", "beneficiaries", };
 static const char *const names_1[] = { NULL, NULL, };
-static const size_t ops_1[] = { 15, 16, };
+static const size_t ops_1[] = { 18, 19, };
 /* /v1/openapi.json */
 static const char *const segs_2[] = { "v1", "openapi.json", };
 static const char *const names_2[] = { NULL, NULL, };
-static const size_t ops_2[] = { 20, };
+static const size_t ops_2[] = { 23, };
 /* /v1/workspace */
 static const char *const segs_3[] = { "v1", "workspace", };
 static const char *const names_3[] = { NULL, NULL, };
-static const size_t ops_3[] = { 21, };
+static const size_t ops_3[] = { 24, };
 /* /v1/accounts/sessions */
 static const char *const segs_4[] = { "v1", "accounts", "sessions", };
 static const char *const names_4[] = { NULL, NULL, NULL, };
@@ -516,50 +596,66 @@ static const size_t ops_5[] = { 4, };
 static const char *const segs_6[] = { "v1", "admin", "service-accounts", };
 static const char *const names_6[] = { NULL, NULL, NULL, };
 static const size_t ops_6[] = { 6, 7, };
-/* /v1/api/login */
-static const char *const segs_7[] = { "v1", "api", "login", };
+/* /v1/admin/users */
+static const char *const segs_7[] = { "v1", "admin", "users", };
 static const char *const names_7[] = { NULL, NULL, NULL, };
 static const size_t ops_7[] = { 13, };
-/* /v1/api/logout */
-static const char *const segs_8[] = { "v1", "api", "logout", };
+/* /v1/api/complete-signup */
+static const char *const segs_8[] = { "v1", "api", "complete-signup", };
 static const char *const names_8[] = { NULL, NULL, NULL, };
-static const size_t ops_8[] = { 14, };
-/* /v1/beneficiaries/{id} */
-static const char *const segs_9[] = { "v1", "beneficiaries", NULL, };
-static const char *const names_9[] = { NULL, NULL, "id", };
-static const size_t ops_9[] = { 17, 18, 19, };
-/* /v1/workspace/settings */
-static const char *const segs_10[] = { "v1", "workspace", "settings", };
+static const size_t ops_8[] = { 15, };
+/* /v1/api/login */
+static const char *const segs_9[] = { "v1", "api", "login", };
+static const char *const names_9[] = { NULL, NULL, NULL, };
+static const size_t ops_9[] = { 16, };
+/* /v1/api/logout */
+static const char *const segs_10[] = { "v1", "api", "logout", };
 static const char *const names_10[] = { NULL, NULL, NULL, };
-static const size_t ops_10[] = { 22, };
+static const size_t ops_10[] = { 17, };
+/* /v1/beneficiaries/{id} */
+static const char *const segs_11[] = { "v1", "beneficiaries", NULL, };
+static const char *const names_11[] = { NULL, NULL, "id", };
+static const size_t ops_11[] = { 20, 21, 22, };
+/* /v1/workspace/members */
+static const char *const segs_12[] = { "v1", "workspace", "members", };
+static const char *const names_12[] = { NULL, NULL, NULL, };
+static const size_t ops_12[] = { 25, };
+/* /v1/workspace/settings */
+static const char *const segs_13[] = { "v1", "workspace", "settings", };
+static const char *const names_13[] = { NULL, NULL, NULL, };
+static const size_t ops_13[] = { 26, };
 /* /v1/accounts/sessions/{id} */
-static const char *const segs_11[] = { "v1", "accounts", "sessions", NULL, };
-static const char *const names_11[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_11[] = { 3, };
+static const char *const segs_14[] = { "v1", "accounts", "sessions", NULL, };
+static const char *const names_14[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_14[] = { 3, };
 /* /v1/admin/roles/{id} */
-static const char *const segs_12[] = { "v1", "admin", "roles", NULL, };
-static const char *const names_12[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_12[] = { 5, };
+static const char *const segs_15[] = { "v1", "admin", "roles", NULL, };
+static const char *const names_15[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_15[] = { 5, };
 /* /v1/admin/service-accounts/{id} */
-static const char *const segs_13[] = { "v1", "admin", "service-accounts", NULL, };
-static const char *const names_13[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_13[] = { 8, };
+static const char *const segs_16[] = { "v1", "admin", "service-accounts", NULL, };
+static const char *const names_16[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_16[] = { 8, };
+/* /v1/admin/users/invite */
+static const char *const segs_17[] = { "v1", "admin", "users", "invite", };
+static const char *const names_17[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_17[] = { 14, };
 /* /v1/accounts/auth/oauth/refresh */
-static const char *const segs_14[] = { "v1", "accounts", "auth", "oauth", "refresh", };
-static const char *const names_14[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_14[] = { 1, };
+static const char *const segs_18[] = { "v1", "accounts", "auth", "oauth", "refresh", };
+static const char *const names_18[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_18[] = { 1, };
 /* /v1/admin/service-accounts/{id}/disable */
-static const char *const segs_15[] = { "v1", "admin", "service-accounts", NULL, "disable", };
-static const char *const names_15[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_15[] = { 9, };
+static const char *const segs_19[] = { "v1", "admin", "service-accounts", NULL, "disable", };
+static const char *const names_19[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_19[] = { 9, };
 /* /v1/admin/service-accounts/{id}/tokens */
-static const char *const segs_16[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
-static const char *const names_16[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_16[] = { 10, 11, };
+static const char *const segs_20[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
+static const char *const names_20[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_20[] = { 10, 11, };
 /* /v1/admin/service-accounts/{id}/tokens/{token_id} */
-static const char *const segs_17[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
-static const char *const names_17[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
-static const size_t ops_17[] = { 12, };
+static const char *const segs_21[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
+static const char *const names_21[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
+static const size_t ops_21[] = { 12, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
@@ -569,17 +665,21 @@ static const struct route routes[] = {
     { 3, segs_4, names_4, ops_4, 1, "GET" },
     { 3, segs_5, names_5, ops_5, 1, "GET" },
     { 3, segs_6, names_6, ops_6, 2, "GET, POST" },
-    { 3, segs_7, names_7, ops_7, 1, "POST" },
+    { 3, segs_7, names_7, ops_7, 1, "GET" },
     { 3, segs_8, names_8, ops_8, 1, "POST" },
-    { 3, segs_9, names_9, ops_9, 3, "GET, PATCH, DELETE" },
-    { 3, segs_10, names_10, ops_10, 1, "PUT" },
-    { 4, segs_11, names_11, ops_11, 1, "DELETE" },
-    { 4, segs_12, names_12, ops_12, 1, "PUT" },
-    { 4, segs_13, names_13, ops_13, 1, "GET" },
-    { 5, segs_14, names_14, ops_14, 1, "POST" },
-    { 5, segs_15, names_15, ops_15, 1, "POST" },
-    { 5, segs_16, names_16, ops_16, 2, "GET, POST" },
-    { 6, segs_17, names_17, ops_17, 1, "DELETE" },
+    { 3, segs_9, names_9, ops_9, 1, "POST" },
+    { 3, segs_10, names_10, ops_10, 1, "POST" },
+    { 3, segs_11, names_11, ops_11, 3, "GET, PATCH, DELETE" },
+    { 3, segs_12, names_12, ops_12, 1, "GET" },
+    { 3, segs_13, names_13, ops_13, 1, "PUT" },
+    { 4, segs_14, names_14, ops_14, 1, "DELETE" },
+    { 4, segs_15, names_15, ops_15, 1, "PUT" },
+    { 4, segs_16, names_16, ops_16, 1, "GET" },
+    { 4, segs_17, names_17, ops_17, 1, "POST" },
+    { 5, segs_18, names_18, ops_18, 1, "POST" },
+    { 5, segs_19, names_19, ops_19, 1, "POST" },
+    { 5, segs_20, names_20, ops_20, 2, "GET, POST" },
+    { 6, segs_21, names_21, ops_21, 1, "DELETE" },
 };
 
 struct seg {

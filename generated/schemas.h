@@ -45,6 +45,15 @@ enum beneficiary_type {
 const char *beneficiary_type_str(enum beneficiary_type v);
 enum beneficiary_type beneficiary_type_parse(const char *s);
 
+/* invitation_issued_status: `pending` until the signup completes or a newer invitation replaces it. */
+enum invitation_issued_status {
+    INVITATION_ISSUED_STATUS_PENDING = 1,
+    INVITATION_ISSUED_STATUS_ACCEPTED = 2,
+    INVITATION_ISSUED_STATUS_SUPERSEDED = 3,
+};
+const char *invitation_issued_status_str(enum invitation_issued_status v);
+enum invitation_issued_status invitation_issued_status_parse(const char *s);
+
 /* service_account_status: `disabled` is final: its tokens are refused and no new ones are issued. */
 enum service_account_status {
     SERVICE_ACCOUNT_STATUS_ACTIVE = 1,
@@ -60,6 +69,16 @@ enum service_account_token_status {
 };
 const char *service_account_token_status_str(enum service_account_token_status v);
 enum service_account_token_status service_account_token_status_parse(const char *s);
+
+/* user_status: Only `active` users can log in. */
+enum user_status {
+    USER_STATUS_INVITED = 1,
+    USER_STATUS_ACTIVE = 2,
+    USER_STATUS_SUSPENDED = 3,
+    USER_STATUS_DEACTIVATED = 4,
+};
+const char *user_status_str(enum user_status v);
+enum user_status user_status_parse(const char *s);
 
 /* VerificationStatus: Whether the bank details were confirmed to belong to the account holder (micro-deposits, prenote... */
 enum verification_status {
@@ -96,10 +115,15 @@ struct beneficiary;
 struct beneficiary_create;
 struct beneficiary_page;
 struct beneficiary_update;
+struct complete_signup_request;
 struct health;
 struct iban_account_identification;
+struct invitation_create;
+struct invitation_issued;
 struct login_request;
 struct login_response;
+struct member;
+struct member_page;
 struct money;
 struct problem;
 struct refresh_request;
@@ -116,6 +140,8 @@ struct service_account_token_page;
 struct session;
 struct session_page;
 struct sort_code_account_number_identification;
+struct user;
+struct user_page;
 struct validation_error;
 struct workspace;
 struct workspace_rate_limit;
@@ -249,6 +275,13 @@ struct beneficiary_update {
     bool has_metadata;
 };
 
+/* CompleteSignupRequest: The invitation token and the invitee's name and password. */
+struct complete_signup_request {
+    const char *invitation_token; /* required, write-only */
+    const char *name; /* required */
+    const char *password; /* required, write-only */
+};
+
 /* Health: Health report. */
 struct health {
     const char *status; /* required */
@@ -259,6 +292,25 @@ struct health {
 struct iban_account_identification {
     const char *scheme; /* required */
     const char *identification; /* required */
+};
+
+/* InvitationCreate: Whom to invite, with which role. */
+struct invitation_create {
+    const char *email; /* required */
+    const char *role; /* required, RoleKey */
+};
+
+/* InvitationIssued: A new invitation with its one-time token, shown this once. */
+struct invitation_issued {
+    const char *id; /* required */
+    const char *object; /* required */
+    const char *email; /* required */
+    const char *role; /* required, RoleKey */
+    enum invitation_issued_status status; /* required */
+    const char *invited_by; /* required */
+    const char *created_at; /* required, Timestamp */
+    const char *expires_at; /* required, Timestamp */
+    const char *invitation_token; /* required */
 };
 
 /* LoginRequest: Credentials, and optionally the workspace to log in to. */
@@ -279,6 +331,26 @@ struct login_response {
     const char *token_type; /* required */
     const char *scope; /* required */
     const char *workspace_id; /* required, WorkspaceId */
+};
+
+/* Member: A user's membership of the workspace. */
+struct member {
+    const char *user_id; /* required */
+    const char *object; /* required */
+    const char *email; /* required */
+    const char *name; /* optional */
+    bool has_name;
+    const char *role; /* required */
+    const char *joined_at; /* required, Timestamp */
+};
+
+/* MemberPage: One page of members, newest first. */
+struct member_page {
+    struct member *data; /* required */
+    size_t data_count;
+    bool has_more; /* required, HasMore */
+    const char *next_cursor; /* required, nullable, NextCursor */
+    bool next_cursor_is_null;
 };
 
 /* Money: An amount with its currency. */
@@ -451,6 +523,29 @@ struct sort_code_account_number_identification {
     const char *identification; /* required */
 };
 
+/* User: A user and their membership of this workspace. */
+struct user {
+    const char *id; /* required, UserId */
+    const char *object; /* required */
+    const char *email; /* required */
+    const char *name; /* optional, PersonName */
+    bool has_name;
+    enum user_status status; /* required */
+    const char *role; /* required, RoleKey */
+    const char *joined_at; /* required, Timestamp */
+    const char *last_login_at; /* optional, Timestamp */
+    bool has_last_login_at;
+};
+
+/* UserPage: One page of users, newest member first. */
+struct user_page {
+    struct user *data; /* required */
+    size_t data_count;
+    bool has_more; /* required, HasMore */
+    const char *next_cursor; /* required, nullable, NextCursor */
+    bool next_cursor_is_null;
+};
+
 /* ValidationError: One violation of the request's schema or of a business rule about one field. */
 struct validation_error {
     const char *pointer; /* required */
@@ -499,14 +594,24 @@ int decode_beneficiary_page(struct arena *a, const struct json_value *v, struct 
 void encode_beneficiary_page(struct jsonw *w, const struct beneficiary_page *in);
 int decode_beneficiary_update(struct arena *a, const struct json_value *v, struct beneficiary_update *out);
 void encode_beneficiary_update(struct jsonw *w, const struct beneficiary_update *in);
+int decode_complete_signup_request(struct arena *a, const struct json_value *v, struct complete_signup_request *out);
+void encode_complete_signup_request(struct jsonw *w, const struct complete_signup_request *in);
 int decode_health(struct arena *a, const struct json_value *v, struct health *out);
 void encode_health(struct jsonw *w, const struct health *in);
 int decode_iban_account_identification(struct arena *a, const struct json_value *v, struct iban_account_identification *out);
 void encode_iban_account_identification(struct jsonw *w, const struct iban_account_identification *in);
+int decode_invitation_create(struct arena *a, const struct json_value *v, struct invitation_create *out);
+void encode_invitation_create(struct jsonw *w, const struct invitation_create *in);
+int decode_invitation_issued(struct arena *a, const struct json_value *v, struct invitation_issued *out);
+void encode_invitation_issued(struct jsonw *w, const struct invitation_issued *in);
 int decode_login_request(struct arena *a, const struct json_value *v, struct login_request *out);
 void encode_login_request(struct jsonw *w, const struct login_request *in);
 int decode_login_response(struct arena *a, const struct json_value *v, struct login_response *out);
 void encode_login_response(struct jsonw *w, const struct login_response *in);
+int decode_member(struct arena *a, const struct json_value *v, struct member *out);
+void encode_member(struct jsonw *w, const struct member *in);
+int decode_member_page(struct arena *a, const struct json_value *v, struct member_page *out);
+void encode_member_page(struct jsonw *w, const struct member_page *in);
 int decode_money(struct arena *a, const struct json_value *v, struct money *out);
 void encode_money(struct jsonw *w, const struct money *in);
 int decode_problem(struct arena *a, const struct json_value *v, struct problem *out);
@@ -539,6 +644,10 @@ int decode_session_page(struct arena *a, const struct json_value *v, struct sess
 void encode_session_page(struct jsonw *w, const struct session_page *in);
 int decode_sort_code_account_number_identification(struct arena *a, const struct json_value *v, struct sort_code_account_number_identification *out);
 void encode_sort_code_account_number_identification(struct jsonw *w, const struct sort_code_account_number_identification *in);
+int decode_user(struct arena *a, const struct json_value *v, struct user *out);
+void encode_user(struct jsonw *w, const struct user *in);
+int decode_user_page(struct arena *a, const struct json_value *v, struct user_page *out);
+void encode_user_page(struct jsonw *w, const struct user_page *in);
 int decode_validation_error(struct arena *a, const struct json_value *v, struct validation_error *out);
 void encode_validation_error(struct jsonw *w, const struct validation_error *in);
 int decode_workspace(struct arena *a, const struct json_value *v, struct workspace *out);
@@ -580,6 +689,10 @@ void validate_beneficiary_update_counterparty_id(const struct json_value *v, con
 void validate_beneficiary_update_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_beneficiary_update_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_business_date(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_complete_signup_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_complete_signup_request_invitation_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_complete_signup_request_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_complete_signup_request_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_counterparty_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_country_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_currency_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -593,6 +706,15 @@ void validate_health_status(const struct json_value *v, const char *ptr, int mod
 void validate_iban_account_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_iban_account_identification_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_iban_account_identification_scheme(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_invitation_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_invitation_create_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_invitation_issued(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_invitation_issued_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_invitation_issued_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_invitation_issued_invitation_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_invitation_issued_invited_by(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_invitation_issued_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_invitation_issued_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_request_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_request_otp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -603,6 +725,14 @@ void validate_login_response_expires_in(const struct json_value *v, const char *
 void validate_login_response_refresh_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_response_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_response_token_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_member(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_member_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_member_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_member_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_member_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_member_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_member_role(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_member_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_metadata(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_metadata_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_money(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -612,6 +742,7 @@ void validate_openapi_document(const struct json_value *v, const char *ptr, int 
 void validate_param_cursor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_if_match(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_limit(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_person_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_detail(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -676,6 +807,13 @@ void validate_sort_code_account_number_identification_identification(const struc
 void validate_sort_code_account_number_identification_scheme(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_timestamp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_token_lifetime(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_validation_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_validation_error_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_validation_error_detail(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -75,6 +75,32 @@ enum beneficiary_type beneficiary_type_parse(const char *s)
     return (enum beneficiary_type)0;
 }
 
+const char *invitation_issued_status_str(enum invitation_issued_status v)
+{
+    switch (v) {
+    case INVITATION_ISSUED_STATUS_PENDING:
+        return "pending";
+    case INVITATION_ISSUED_STATUS_ACCEPTED:
+        return "accepted";
+    case INVITATION_ISSUED_STATUS_SUPERSEDED:
+        return "superseded";
+    }
+    return NULL;
+}
+
+enum invitation_issued_status invitation_issued_status_parse(const char *s)
+{
+    if (!s)
+        return (enum invitation_issued_status)0;
+    if (strcmp(s, "pending") == 0)
+        return INVITATION_ISSUED_STATUS_PENDING;
+    if (strcmp(s, "accepted") == 0)
+        return INVITATION_ISSUED_STATUS_ACCEPTED;
+    if (strcmp(s, "superseded") == 0)
+        return INVITATION_ISSUED_STATUS_SUPERSEDED;
+    return (enum invitation_issued_status)0;
+}
+
 const char *service_account_status_str(enum service_account_status v)
 {
     switch (v) {
@@ -117,6 +143,36 @@ enum service_account_token_status service_account_token_status_parse(const char 
     if (strcmp(s, "revoked") == 0)
         return SERVICE_ACCOUNT_TOKEN_STATUS_REVOKED;
     return (enum service_account_token_status)0;
+}
+
+const char *user_status_str(enum user_status v)
+{
+    switch (v) {
+    case USER_STATUS_INVITED:
+        return "invited";
+    case USER_STATUS_ACTIVE:
+        return "active";
+    case USER_STATUS_SUSPENDED:
+        return "suspended";
+    case USER_STATUS_DEACTIVATED:
+        return "deactivated";
+    }
+    return NULL;
+}
+
+enum user_status user_status_parse(const char *s)
+{
+    if (!s)
+        return (enum user_status)0;
+    if (strcmp(s, "invited") == 0)
+        return USER_STATUS_INVITED;
+    if (strcmp(s, "active") == 0)
+        return USER_STATUS_ACTIVE;
+    if (strcmp(s, "suspended") == 0)
+        return USER_STATUS_SUSPENDED;
+    if (strcmp(s, "deactivated") == 0)
+        return USER_STATUS_DEACTIVATED;
+    return (enum user_status)0;
 }
 
 const char *verification_status_str(enum verification_status v)
@@ -758,6 +814,32 @@ void encode_beneficiary_update(struct jsonw *w, const struct beneficiary_update 
     jsonw_object_end(w);
 }
 
+int decode_complete_signup_request(struct arena *a, const struct json_value *v, struct complete_signup_request *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "invitation_token") == 0) {
+            out->invitation_token = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "password") == 0) {
+            out->password = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_complete_signup_request(struct jsonw *w, const struct complete_signup_request *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "name");
+    jsonw_string(w, in->name);
+    jsonw_object_end(w);
+}
+
 int decode_health(struct arena *a, const struct json_value *v, struct health *out)
 {
     (void)a;
@@ -807,6 +889,86 @@ void encode_iban_account_identification(struct jsonw *w, const struct iban_accou
     jsonw_string(w, in->scheme);
     jsonw_key(w, "identification");
     jsonw_string(w, in->identification);
+    jsonw_object_end(w);
+}
+
+int decode_invitation_create(struct arena *a, const struct json_value *v, struct invitation_create *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "email") == 0) {
+            out->email = m->value->s;
+        } else if (strcmp(m->key, "role") == 0) {
+            out->role = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_invitation_create(struct jsonw *w, const struct invitation_create *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "email");
+    jsonw_string(w, in->email);
+    jsonw_key(w, "role");
+    jsonw_string(w, in->role);
+    jsonw_object_end(w);
+}
+
+int decode_invitation_issued(struct arena *a, const struct json_value *v, struct invitation_issued *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "email") == 0) {
+            out->email = m->value->s;
+        } else if (strcmp(m->key, "role") == 0) {
+            out->role = m->value->s;
+        } else if (strcmp(m->key, "status") == 0) {
+            out->status = invitation_issued_status_parse(m->value->s);
+        } else if (strcmp(m->key, "invited_by") == 0) {
+            out->invited_by = m->value->s;
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "expires_at") == 0) {
+            out->expires_at = m->value->s;
+        } else if (strcmp(m->key, "invitation_token") == 0) {
+            out->invitation_token = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_invitation_issued(struct jsonw *w, const struct invitation_issued *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "email");
+    jsonw_string(w, in->email);
+    jsonw_key(w, "role");
+    jsonw_string(w, in->role);
+    jsonw_key(w, "status");
+    jsonw_string(w, invitation_issued_status_str(in->status));
+    jsonw_key(w, "invited_by");
+    jsonw_string(w, in->invited_by);
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    jsonw_key(w, "expires_at");
+    jsonw_string(w, in->expires_at);
+    jsonw_key(w, "invitation_token");
+    jsonw_string(w, in->invitation_token);
     jsonw_object_end(w);
 }
 
@@ -883,6 +1045,100 @@ void encode_login_response(struct jsonw *w, const struct login_response *in)
     jsonw_string(w, in->scope);
     jsonw_key(w, "workspace_id");
     jsonw_string(w, in->workspace_id);
+    jsonw_object_end(w);
+}
+
+int decode_member(struct arena *a, const struct json_value *v, struct member *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "user_id") == 0) {
+            out->user_id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "email") == 0) {
+            out->email = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->has_name = true;
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "role") == 0) {
+            out->role = m->value->s;
+        } else if (strcmp(m->key, "joined_at") == 0) {
+            out->joined_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_member(struct jsonw *w, const struct member *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "user_id");
+    jsonw_string(w, in->user_id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "email");
+    jsonw_string(w, in->email);
+    if (in->has_name || in->name != NULL) {
+        jsonw_key(w, "name");
+        jsonw_string(w, in->name);
+    }
+    jsonw_key(w, "role");
+    jsonw_string(w, in->role);
+    jsonw_key(w, "joined_at");
+    jsonw_string(w, in->joined_at);
+    jsonw_object_end(w);
+}
+
+int decode_member_page(struct arena *a, const struct json_value *v, struct member_page *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->data_count = m->value->count;
+            out->data = arena_alloc(a, (m->value->count + 1) * sizeof *out->data);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_member(a, m->value->items[j], &out->data[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "has_more") == 0) {
+            out->has_more = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            if (m->value->type == JSON_NULL)
+                out->next_cursor_is_null = true;
+            else {
+                out->next_cursor = m->value->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_member_page(struct jsonw *w, const struct member_page *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "data");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->data_count; j++) {
+        encode_member(w, &in->data[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "has_more");
+    jsonw_bool(w, in->has_more);
+    jsonw_key(w, "next_cursor");
+    if (in->next_cursor_is_null)
+        jsonw_null(w);
+    else {
+        jsonw_string(w, in->next_cursor);
+    }
     jsonw_object_end(w);
 }
 
@@ -1641,6 +1897,111 @@ void encode_sort_code_account_number_identification(struct jsonw *w, const struc
     jsonw_string(w, in->scheme);
     jsonw_key(w, "identification");
     jsonw_string(w, in->identification);
+    jsonw_object_end(w);
+}
+
+int decode_user(struct arena *a, const struct json_value *v, struct user *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "email") == 0) {
+            out->email = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->has_name = true;
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "status") == 0) {
+            out->status = user_status_parse(m->value->s);
+        } else if (strcmp(m->key, "role") == 0) {
+            out->role = m->value->s;
+        } else if (strcmp(m->key, "joined_at") == 0) {
+            out->joined_at = m->value->s;
+        } else if (strcmp(m->key, "last_login_at") == 0) {
+            out->has_last_login_at = true;
+            out->last_login_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_user(struct jsonw *w, const struct user *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "email");
+    jsonw_string(w, in->email);
+    if (in->has_name || in->name != NULL) {
+        jsonw_key(w, "name");
+        jsonw_string(w, in->name);
+    }
+    jsonw_key(w, "status");
+    jsonw_string(w, user_status_str(in->status));
+    jsonw_key(w, "role");
+    jsonw_string(w, in->role);
+    jsonw_key(w, "joined_at");
+    jsonw_string(w, in->joined_at);
+    if (in->has_last_login_at || in->last_login_at != NULL) {
+        jsonw_key(w, "last_login_at");
+        jsonw_string(w, in->last_login_at);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_user_page(struct arena *a, const struct json_value *v, struct user_page *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->data_count = m->value->count;
+            out->data = arena_alloc(a, (m->value->count + 1) * sizeof *out->data);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_user(a, m->value->items[j], &out->data[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "has_more") == 0) {
+            out->has_more = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            if (m->value->type == JSON_NULL)
+                out->next_cursor_is_null = true;
+            else {
+                out->next_cursor = m->value->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_user_page(struct jsonw *w, const struct user_page *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "data");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->data_count; j++) {
+        encode_user(w, &in->data[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "has_more");
+    jsonw_bool(w, in->has_more);
+    jsonw_key(w, "next_cursor");
+    if (in->next_cursor_is_null)
+        jsonw_null(w);
+    else {
+        jsonw_string(w, in->next_cursor);
+    }
     jsonw_object_end(w);
 }
 

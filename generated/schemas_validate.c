@@ -806,6 +806,92 @@ void validate_business_date(const struct json_value *v, const char *ptr, int mod
         verr_add(l, ptr, NULL, "format", "%s", "must be a date (YYYY-MM-DD)");
 }
 
+/* CompleteSignupRequest (openapi/accounts.yaml) */
+void validate_complete_signup_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "invitation_token") == 0) {
+            seen[0] = true;
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_complete_signup_request_invitation_token(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            seen[1] = true;
+            validate_complete_signup_request_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "password") == 0) {
+            seen[2] = true;
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_complete_signup_request_password(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0] && mode == VALIDATE_REQUEST)
+        verr_add(l, ptr, "invitation_token", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+    if (!seen[2] && mode == VALIDATE_REQUEST)
+        verr_add(l, ptr, "password", "required", "%s", "is required");
+}
+
+/* complete_signup_request_invitation_token (openapi/accounts.yaml) */
+void validate_complete_signup_request_invitation_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 128)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
+    if (!pattern_match(5, v->s)) /* ^[A-Za-z0-9_-]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
+}
+
+/* complete_signup_request_name (openapi/accounts.yaml) */
+void validate_complete_signup_request_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 140)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
+}
+
+/* complete_signup_request_password (openapi/accounts.yaml) */
+void validate_complete_signup_request_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 256)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
+}
+
 /* CounterpartyId (openapi/payments.yaml) */
 void validate_counterparty_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -889,7 +975,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(20, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(22, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -904,7 +990,7 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(19, v->s)) /* ^/v1/ */
+    if (!pattern_match(21, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
 }
 
@@ -1007,6 +1093,190 @@ void validate_iban_account_identification_scheme(const struct json_value *v, con
     }
     if (strcmp(v->s, "IBAN") != 0)
         verr_add(l, ptr, NULL, "const", "%s", "must be \"IBAN\"");
+}
+
+/* InvitationCreate (openapi/admin.yaml) */
+void validate_invitation_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[2] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "email") == 0) {
+            seen[0] = true;
+            validate_invitation_create_email(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "role") == 0) {
+            seen[1] = true;
+            validate_role_key(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "email", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "role", "required", "%s", "is required");
+}
+
+/* invitation_create_email (openapi/admin.yaml) */
+void validate_invitation_create_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 254)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 254 characters long");
+    if (!format_is_email(v->s))
+        verr_add(l, ptr, NULL, "format", "%s", "must be an email address");
+}
+
+/* InvitationIssued (openapi/admin.yaml) */
+void validate_invitation_issued(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[9] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            validate_invitation_issued_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_invitation_issued_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "email") == 0) {
+            seen[2] = true;
+            validate_invitation_issued_email(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "role") == 0) {
+            seen[3] = true;
+            validate_role_key(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "status") == 0) {
+            seen[4] = true;
+            validate_invitation_issued_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "invited_by") == 0) {
+            seen[5] = true;
+            validate_invitation_issued_invited_by(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[6] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "expires_at") == 0) {
+            seen[7] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "invitation_token") == 0) {
+            seen[8] = true;
+            validate_invitation_issued_invitation_token(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "email", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "role", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "invited_by", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[7])
+        verr_add(l, ptr, "expires_at", "required", "%s", "is required");
+    if (!seen[8])
+        verr_add(l, ptr, "invitation_token", "required", "%s", "is required");
+}
+
+/* invitation_issued_email (openapi/admin.yaml) */
+void validate_invitation_issued_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 254)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 254 characters long");
+    if (!format_is_email(v->s))
+        verr_add(l, ptr, NULL, "format", "%s", "must be an email address");
+}
+
+/* invitation_issued_id (openapi/admin.yaml) */
+void validate_invitation_issued_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(20, v->s)) /* ^inv_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^inv_[0-9a-z]{26}$");
+}
+
+/* invitation_issued_invitation_token (openapi/admin.yaml) */
+void validate_invitation_issued_invitation_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 128)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
+    if (!pattern_match(5, v->s)) /* ^[A-Za-z0-9_-]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
+}
+
+/* invitation_issued_invited_by (openapi/admin.yaml) */
+void validate_invitation_issued_invited_by(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
+}
+
+/* invitation_issued_object (openapi/admin.yaml) */
+void validate_invitation_issued_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "invitation") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"invitation\"");
+}
+
+/* invitation_issued_status (openapi/admin.yaml) */
+void validate_invitation_issued_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (invitation_issued_status_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: pending, accepted, superseded");
 }
 
 /* LoginRequest (openapi/accounts.yaml) */
@@ -1221,6 +1491,163 @@ void validate_login_response_token_type(const struct json_value *v, const char *
         verr_add(l, ptr, NULL, "const", "%s", "must be \"Bearer\"");
 }
 
+/* Member (openapi/workspace.yaml) */
+void validate_member(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[5] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "user_id") == 0) {
+            seen[0] = true;
+            validate_member_user_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_member_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "email") == 0) {
+            seen[2] = true;
+            validate_member_email(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            validate_member_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "role") == 0) {
+            seen[3] = true;
+            validate_member_role(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "joined_at") == 0) {
+            seen[4] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "user_id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "email", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "role", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "joined_at", "required", "%s", "is required");
+}
+
+/* member_email (openapi/workspace.yaml) */
+void validate_member_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 254)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 254 characters long");
+    if (!format_is_email(v->s))
+        verr_add(l, ptr, NULL, "format", "%s", "must be an email address");
+}
+
+/* member_name (openapi/workspace.yaml) */
+void validate_member_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 140)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
+}
+
+/* member_object (openapi/workspace.yaml) */
+void validate_member_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "member") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"member\"");
+}
+
+/* MemberPage (openapi/workspace.yaml) */
+void validate_member_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            seen[0] = true;
+            validate_member_page_data(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "has_more") == 0) {
+            seen[1] = true;
+            validate_has_more(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            seen[2] = true;
+            validate_next_cursor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "data", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "has_more", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "next_cursor", "required", "%s", "is required");
+}
+
+/* member_page_data (openapi/workspace.yaml) */
+void validate_member_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 100)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 100 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_member(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* member_role (openapi/workspace.yaml) */
+void validate_member_role(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 2)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (!pattern_match(16, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
+}
+
+/* member_user_id (openapi/workspace.yaml) */
+void validate_member_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(15, v->s)) /* ^usr_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
+}
+
 /* Metadata (openapi/common.yaml) */
 void validate_metadata(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -1339,7 +1766,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(20, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(22, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -1369,6 +1796,21 @@ void validate_param_limit(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
     if (n > INT64_C(100))
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 100");
+}
+
+/* PersonName (openapi/admin.yaml) */
+void validate_person_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 140)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
 }
 
 /* Problem (openapi/common.yaml) */
@@ -1792,7 +2234,7 @@ void validate_role_key(const struct json_value *v, const char *ptr, int mode, st
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(15, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(16, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -1889,7 +2331,7 @@ void validate_scope_name(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(16, v->s)) /* ^[a-z]+:[a-z]+$ */
+    if (!pattern_match(17, v->s)) /* ^[a-z]+:[a-z]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
 }
 
@@ -2036,7 +2478,7 @@ void validate_service_account_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 29)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 29 characters long");
-    if (!pattern_match(17, v->s)) /* ^sa_[0-9a-z]{26}$ */
+    if (!pattern_match(18, v->s)) /* ^sa_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sa_[0-9a-z]{26}$");
 }
 
@@ -2235,7 +2677,7 @@ void validate_service_account_token_id(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(18, v->s)) /* ^sat_[0-9a-z]{26}$ */
+    if (!pattern_match(19, v->s)) /* ^sat_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sat_[0-9a-z]{26}$");
 }
 
@@ -2639,6 +3081,150 @@ void validate_token_lifetime(const struct json_value *v, const char *ptr, int mo
         verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 900");
     if (n > INT64_C(86400))
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 86400");
+}
+
+/* User (openapi/admin.yaml) */
+void validate_user(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[6] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            validate_user_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_user_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "email") == 0) {
+            seen[2] = true;
+            validate_user_email(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            validate_person_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "status") == 0) {
+            seen[3] = true;
+            validate_user_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "role") == 0) {
+            seen[4] = true;
+            validate_role_key(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "joined_at") == 0) {
+            seen[5] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "last_login_at") == 0) {
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "email", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "role", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "joined_at", "required", "%s", "is required");
+}
+
+/* user_email (openapi/admin.yaml) */
+void validate_user_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 254)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 254 characters long");
+    if (!format_is_email(v->s))
+        verr_add(l, ptr, NULL, "format", "%s", "must be an email address");
+}
+
+/* UserId (openapi/admin.yaml) */
+void validate_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(15, v->s)) /* ^usr_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
+}
+
+/* user_object (openapi/admin.yaml) */
+void validate_user_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "user") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"user\"");
+}
+
+/* UserPage (openapi/admin.yaml) */
+void validate_user_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            seen[0] = true;
+            validate_user_page_data(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "has_more") == 0) {
+            seen[1] = true;
+            validate_has_more(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            seen[2] = true;
+            validate_next_cursor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "data", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "has_more", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "next_cursor", "required", "%s", "is required");
+}
+
+/* user_page_data (openapi/admin.yaml) */
+void validate_user_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 100)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 100 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_user(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* user_status (openapi/admin.yaml) */
+void validate_user_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (user_status_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: invited, active, suspended, deactivated");
 }
 
 /* ValidationError (openapi/common.yaml) */

@@ -28,6 +28,22 @@ struct workspace_get_workspace_response {
 int workspace_get_workspace(struct req *r, const struct workspace_get_workspace_request *in,
                            struct workspace_get_workspace_response *out);
 
+/* GET /v1/workspace/members (listMembers): List the workspace's members */
+struct workspace_list_members_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+};
+
+struct workspace_list_members_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
+    struct member_page *body_200; /* status 200: One page of members. */
+};
+
+int workspace_list_members(struct req *r, const struct workspace_list_members_request *in,
+                          struct workspace_list_members_response *out);
+
 /* PUT /v1/workspace/settings (updateWorkspaceSettings): Replace the workspace settings */
 struct workspace_update_workspace_settings_request {
     const char *if_match; /* header If-Match, optional */

@@ -141,6 +141,135 @@ int dispatch_workspace_get_workspace(struct req *r)
 }
 
 #ifdef TREASURY_CHECK_RESPONSES
+static void check_workspace_list_members(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_member_page(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "listMembers", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "listMembers");
+}
+#endif
+
+/* GET /v1/workspace/members (listMembers) */
+int dispatch_workspace_list_members(struct req *r)
+{
+    struct workspace_list_members_request in;
+    struct workspace_list_members_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_query(r, "limit");
+    if (!text) {
+        in.limit = INT64_C(20);
+        in.has_limit = true;
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
+    } else {
+        validate_param_limit(&pv, "/query/limit", VALIDATE_REQUEST, &r->verr);
+        (void)json_number_to_int64(&pv, &in.limit);
+        in.has_limit = true;
+    }
+    text = req_query(r, "cursor");
+    if (!text) {
+        /* absent: has_cursor stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_cursor(&pv, "/query/cursor", VALIDATE_REQUEST, &r->verr);
+        in.cursor = pv.s;
+        in.has_cursor = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (workspace_list_members(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "listMembers");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_member_page(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "listMembers",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_workspace_list_members(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
 static void check_workspace_update_workspace_settings(struct req *r)
 {
     struct verr_list l;

@@ -15,6 +15,7 @@
 #include "runtime/auth.h"
 #include "runtime/clock.h"
 #include "runtime/cursor.h"
+#include "runtime/digest.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
 #include "runtime/log.h"
@@ -682,5 +683,152 @@ int admin_revoke_service_account_token(
     if (admin_revoke_service_token(r, r->principal.workspace_id, in->id, in->token_id) < 0)
         return -1;
     out->status = 204; /* also when it was revoked already */
+    return 0;
+}
+
+/* ---- users and invitations ---------------------------------------------------------------- */
+
+#define INVITATION_LIFETIME_S (7 * 86400)
+#define INVITATION_TOKEN_BYTES 32
+
+int admin_list_users(struct req *r, const struct admin_list_users_request *in,
+                     struct admin_list_users_response *out)
+{
+    const char *filters = arena_printf(&r->arena, "users&w=%s", r->principal.workspace_id);
+    char *after_joined = NULL, *after_id = NULL;
+    if (in->has_cursor &&
+        cursor_decode(&r->arena, in->cursor, filters, &after_joined, &after_id) != 0) {
+        req_problem(r, 400, "invalid_cursor", "The cursor is invalid; start again without it.");
+        return 0;
+    }
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT u.id, u.email, u.name, u.status, m.role, m.created_at, u.last_login_at "
+        "FROM members m JOIN users u ON u.id = m.user_id WHERE m.workspace_id = ?1 "
+        "AND (?2 IS NULL OR m.created_at < ?2 OR (m.created_at = ?2 AND u.id < ?3)) "
+        "ORDER BY m.created_at DESC, u.id DESC LIMIT ?4");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    if (after_joined) {
+        sqlite3_bind_text(st, 2, after_joined, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, after_id, -1, SQLITE_STATIC);
+    }
+    sqlite3_bind_int64(st, 4, in->limit + 1);
+    struct user_page *page = arena_alloc(&r->arena, sizeof *page);
+    page->data = arena_alloc(&r->arena, (size_t)(in->limit + 1) * sizeof *page->data);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if ((int64_t)page->data_count == in->limit) {
+            page->has_more = true;
+            break;
+        }
+        struct user *u = &page->data[page->data_count++];
+        u->id = text(r, st, 0);
+        u->object = "user";
+        u->email = text(r, st, 1);
+        u->name = text(r, st, 2);
+        u->has_name = u->name != NULL;
+        u->status = user_status_parse(text(r, st, 3));
+        u->role = text(r, st, 4);
+        u->joined_at = text(r, st, 5);
+        u->last_login_at = text(r, st, 6);
+        u->has_last_login_at = u->last_login_at != NULL;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        log_error("users: listing failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    if (page->has_more) {
+        const struct user *last = &page->data[page->data_count - 1];
+        page->next_cursor = cursor_encode(&r->arena, filters, last->joined_at, last->id);
+    } else {
+        page->next_cursor_is_null = true;
+    }
+    out->status = 200;
+    out->body_200 = page;
+    return 0;
+}
+
+static void lower(char *s)
+{
+    for (; *s; s++)
+        if (*s >= 'A' && *s <= 'Z')
+            *s = (char)(*s - 'A' + 'a');
+}
+
+int admin_invite_user(struct req *r, const struct admin_invite_user_request *in,
+                      struct admin_invite_user_response *out)
+{
+    const struct invitation_create *c = in->body;
+    const char *wid = r->principal.workspace_id;
+    char *email_norm = arena_strdup(&r->arena, c->email);
+    lower(email_norm);
+    uint64_t mask = 0;
+    int known = admin_role_mask(wid, c->role, &mask);
+    if (known < 0)
+        return -1;
+    if (!known) {
+        verr_add(&r->verr, "/role", NULL, "unknown_role",
+                 "%s is neither a built-in role nor one of this workspace's", c->role);
+        req_problem_validation(r, 422, "The invitation's role does not exist.");
+        return 0;
+    }
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT 1 FROM members m JOIN users u ON u.id = m.user_id "
+        "WHERE m.workspace_id = ? AND u.email_norm = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, wid, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, email_norm, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_ROW) {
+        req_problem(r, 409, "already_member", "%s is already a member of this workspace.",
+                    c->email);
+        return 0;
+    }
+    if (rc != SQLITE_DONE)
+        return -1;
+
+    struct invitation_issued *inv = arena_alloc(&r->arena, sizeof *inv);
+    char now[40], expires[40], hash[DIGEST_HEX_LEN + 1];
+    int64_t now_ms = clock_now_ms();
+    format_time_rfc3339(now_ms, now, sizeof now);
+    format_time_rfc3339(now_ms + (int64_t)INVITATION_LIFETIME_S * 1000, expires, sizeof expires);
+    inv->id = id_new(&r->arena, "inv");
+    inv->object = "invitation";
+    inv->email = c->email;
+    inv->role = c->role;
+    inv->status = INVITATION_ISSUED_STATUS_PENDING;
+    inv->invited_by = r->principal.user_id;
+    inv->created_at = arena_strdup(&r->arena, now);
+    inv->expires_at = arena_strdup(&r->arena, expires);
+    inv->invitation_token = id_secret(&r->arena, INVITATION_TOKEN_BYTES);
+    if (digest_sha256_hex(inv->invitation_token, strlen(inv->invitation_token), hash) != 0)
+        return -1;
+
+    /* A newer invitation replaces a pending one: only the latest token works. */
+    st = storage_prepare("UPDATE invitations SET status = 'superseded' "
+                         "WHERE workspace_id = ? AND email_norm = ? AND status = 'pending'");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, wid, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, email_norm, -1, SQLITE_STATIC);
+    if (exec_bound(st, "superseding an invitation") != 0)
+        return -1;
+    st = storage_prepare(
+        "INSERT INTO invitations (id, workspace_id, email, email_norm, role, token_hash, status, "
+        "invited_by, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)");
+    if (!st)
+        return -1;
+    const char *v[] = {inv->id, wid, c->email, email_norm, c->role, hash, inv->invited_by,
+                       now, expires};
+    for (int i = 0; i < 9; i++)
+        sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC);
+    if (exec_bound(st, "inviting") != 0)
+        return -1;
+    out->status = 201;
+    out->body_201 = inv;
     return 0;
 }

@@ -1,10 +1,11 @@
-/* The workspace API: the caller's workspace (read from its token's `wid`), its settings and
- * the request quota that applies to it. */
+/* The workspace API: the caller's workspace (read from its token's `wid`), its settings, the
+ * request quota that applies to it, and its members. */
 #include "generated/workspace_api.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/cursor.h"
 #include "runtime/format.h"
 #include "runtime/log.h"
 #include "runtime/ratelimit.h"
@@ -105,5 +106,63 @@ int workspace_update_workspace_settings(
     out->status = 200;
     out->body_200 = w;
     out->etag = req_etag(r, w->version);
+    return 0;
+}
+
+int workspace_list_members(struct req *r, const struct workspace_list_members_request *in,
+                           struct workspace_list_members_response *out)
+{
+    const char *filters = arena_printf(&r->arena, "members&w=%s", r->principal.workspace_id);
+    char *after_joined = NULL, *after_id = NULL;
+    if (in->has_cursor &&
+        cursor_decode(&r->arena, in->cursor, filters, &after_joined, &after_id) != 0) {
+        req_problem(r, 400, "invalid_cursor", "The cursor is invalid; start again without it.");
+        return 0;
+    }
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT u.id, u.email, u.name, m.role, m.created_at FROM members m "
+        "JOIN users u ON u.id = m.user_id WHERE m.workspace_id = ?1 "
+        "AND (?2 IS NULL OR m.created_at < ?2 OR (m.created_at = ?2 AND u.id < ?3)) "
+        "ORDER BY m.created_at DESC, u.id DESC LIMIT ?4");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    if (after_joined) {
+        sqlite3_bind_text(st, 2, after_joined, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, after_id, -1, SQLITE_STATIC);
+    }
+    sqlite3_bind_int64(st, 4, in->limit + 1);
+    struct member_page *page = arena_alloc(&r->arena, sizeof *page);
+    page->data = arena_alloc(&r->arena, (size_t)(in->limit + 1) * sizeof *page->data);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if ((int64_t)page->data_count == in->limit) {
+            page->has_more = true;
+            break;
+        }
+        struct member *m = &page->data[page->data_count++];
+        m->user_id = text(r, st, 0);
+        m->object = "member";
+        m->email = text(r, st, 1);
+        if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
+            m->name = text(r, st, 2);
+            m->has_name = true;
+        }
+        m->role = text(r, st, 3);
+        m->joined_at = text(r, st, 4);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        log_error("members: listing failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    if (page->has_more) {
+        const struct member *last = &page->data[page->data_count - 1];
+        page->next_cursor = cursor_encode(&r->arena, filters, last->joined_at, last->user_id);
+    } else {
+        page->next_cursor_is_null = true;
+    }
+    out->status = 200;
+    out->body_200 = page;
     return 0;
 }

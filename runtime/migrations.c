@@ -181,12 +181,35 @@ static const char service_accounts_sql[] =
     "CREATE INDEX service_account_tokens_list_idx\n"
     "    ON service_account_tokens (service_account_id, created_at DESC, id DESC);\n";
 
+/* Invitations: an admin invites an email with a role; the one-time token (shown to the
+ * inviter once, stored as SHA-256) lets its holder complete the signup within 7 days. A new
+ * invitation for the same email and workspace supersedes the pending one. Users get a name. */
+static const char invitations_sql[] =
+    "ALTER TABLE users ADD COLUMN name TEXT;\n"
+    "ALTER TABLE members ADD COLUMN invited_by TEXT;\n"
+    "CREATE TABLE invitations (\n"
+    "    id TEXT PRIMARY KEY,\n"
+    "    workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+    "    email TEXT NOT NULL,\n"
+    "    email_norm TEXT NOT NULL,\n"
+    "    role TEXT NOT NULL,\n"
+    "    token_hash TEXT NOT NULL UNIQUE,\n"
+    "    status TEXT NOT NULL CHECK (status IN ('pending', 'accepted', 'superseded')),\n"
+    "    invited_by TEXT NOT NULL,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    expires_at TEXT NOT NULL,\n"
+    "    accepted_at TEXT,\n"
+    "    user_id TEXT\n"
+    ");\n"
+    "CREATE INDEX invitations_email_idx ON invitations (workspace_id, email_norm);\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
     {3, "sessions_refresh", sessions_refresh_sql},
     {4, "roles", roles_sql},
     {5, "service_accounts", service_accounts_sql},
+    {6, "invitations", invitations_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

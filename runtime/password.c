@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -224,4 +225,87 @@ out:
     if (rc != 0 && out && outlen)
         out[0] = '\0';
     return rc;
+}
+
+/* ---- policy ------------------------------------------------------------------------------- */
+
+/* The most common passwords of 12 characters or more in public breach corpora (the shorter
+ * ones fail the length rule anyway), lower case. */
+static const char *const common[] = {
+    "123456789012", "1234567890123", "12345678910", "123456789101", "1234567891011",
+    "111111111111", "000000000000", "123123123123", "qwertyuiopas", "qwertyuiop12",
+    "qwerty123456", "1q2w3e4r5t6y", "1qaz2wsx3edc", "1qaz2wsx3edc4rfv", "zaq12wsxcde3",
+    "password1234", "password12345", "password123!", "passwordpassword", "password1234!",
+    "p@ssw0rd1234", "p@ssword1234", "passw0rd1234", "iloveyou1234", "letmein12345",
+    "welcome12345", "welcome123456", "administrator", "administrator1", "admin1234567",
+    "admin123456789", "changeme1234", "changeme123!", "trustno1trustno1", "qwertyqwerty",
+    "asdfghjkl123", "asdfasdfasdf", "abcdefghijkl", "abc123abc123", "abcd1234abcd",
+    "football1234", "baseball1234", "monkey123456", "dragon123456", "sunshine1234",
+    "princess1234", "superman1234", "starwars1234", "whatever1234", "mustang12345",
+    "michael12345", "shadow123456", "master123456", "jennifer1234", "computer1234",
+    "treasury1234", "treasurer123", "correct horse battery staple", "correcthorsebatterystaple",
+    "thequickbrownfox", "summer2024!!", "winter2024!!", "spring2025!!", "autumn2024!!",
+    "january2025!", "password2024", "password2025", "password2026", "company12345",
+    "letmeinplease", "iloveyou12345", "qwerty1234567", "1234qwerasdf", "q1w2e3r4t5y6",
+};
+
+static bool same_ignoring_case(const char *a, const char *b, size_t blen)
+{
+    if (strlen(a) != blen)
+        return false;
+    for (size_t i = 0; i < blen; i++) {
+        char x = a[i], y = b[i];
+        if (x >= 'A' && x <= 'Z')
+            x = (char)(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z')
+            y = (char)(y - 'A' + 'a');
+        if (x != y)
+            return false;
+    }
+    return true;
+}
+
+/* Code points of valid UTF-8, or -1. */
+static long codepoints(const char *s)
+{
+    long n = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        int len = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3
+                : (*p & 0xf8) == 0xf0 ? 4 : 0;
+        if (!len)
+            return -1;
+        for (int i = 1; i < len; i++)
+            if ((p[i] & 0xc0) != 0x80)
+                return -1;
+        p += len;
+        n++;
+    }
+    return n;
+}
+
+const char *password_policy_violation(const char *password, const char *email)
+{
+    long n = codepoints(password);
+    if (n < 0)
+        return "must be valid UTF-8";
+    if (n < PASSWORD_MIN_LEN)
+        return "must be at least 12 characters long";
+    if (n > PASSWORD_MAX_LEN)
+        return "must be at most 256 characters long";
+    bool repeated = true;
+    for (const char *p = password + 1; *p; p++)
+        repeated = repeated && *p == password[0];
+    if (repeated)
+        return "must not be one character repeated";
+    if (email && *email) {
+        const char *at = strchr(email, '@');
+        if (same_ignoring_case(password, email, strlen(email)) ||
+            (at && same_ignoring_case(password, email, (size_t)(at - email))))
+            return "must not be the email address or its local part";
+    }
+    for (size_t i = 0; i < sizeof common / sizeof common[0]; i++)
+        if (same_ignoring_case(password, common[i], strlen(common[i])))
+            return "is one of the most common passwords; choose another";
+    return NULL;
 }

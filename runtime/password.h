@@ -20,6 +20,12 @@ int password_hash(const char *password, char *out, size_t outlen);
 bool password_verify(const char *password, const char *encoded);
 /* Same work as a verification against a fixed hash; always false. */
 bool password_verify_dummy(const char *password);
+/* Password policy for passwords people choose (NIST SP 800-63B §5.1.1.2): 12 to 256 code
+ * points of valid UTF-8, not the account's email or its local part (any case), not a
+ * well-known password (a built-in list, compared case-insensitively) and not one character
+ * repeated. NULL when acceptable, else a static reason. */
+const char *password_policy_violation(const char *password, const char *email);
+
 /* Printable random password of len chars (len < outlen) for generated admin passwords. 0 / -1. */
 int password_generate(char *out, size_t outlen, size_t len);
 

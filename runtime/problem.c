@@ -23,6 +23,11 @@
     X("role_is_builtin", "Built-in role")                             \
     X("role_limit_reached", "Too many roles")                         \
     X("service_account_disabled", "Service account disabled")         \
+    X("already_member", "Already a member")                           \
+    X("invalid_invitation", "Invalid invitation")                     \
+    X("invitation_used", "Invitation already used")                   \
+    X("invitation_expired", "Invitation expired")                     \
+    X("weak_password", "Password too weak")                           \
     X("insufficient_scope", "Insufficient scope")                     \
     X("not_found", "Resource not found")                              \
     X("method_not_allowed", "Method not allowed")                     \
@@ -58,6 +63,7 @@ const char *problem_reason(int status)
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 409: return "Conflict";
+    case 410: return "Gone";
     case 412: return "Precondition Failed";
     case 413: return "Content Too Large";
     case 415: return "Unsupported Media Type";

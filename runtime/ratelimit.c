@@ -143,6 +143,15 @@ void ratelimit_check(const char *key, int64_t limit, int64_t period_s, int64_t n
     int64_t tat = s ? s->tat : now + cap; /* an unstorable key is refused, never unlimited */
     if (tat < now)
         tat = now;
+    /* A full bucket's TAT is at most now + cap; beyond that the clock stepped back (NTP, a
+     * restored checkpoint): wait at most one period, never the size of the step. */
+    if (tat > now + cap) {
+        tat = now + cap;
+        if (s) {
+            s->tat = tat;
+            s->dirty = true;
+        }
+    }
     v->allowed = tat + e - now <= cap;
     if (v->allowed) {
         tat += e;

@@ -169,10 +169,36 @@ static void test_generate_uses_whole_alphabet(void)
     CHECK(distinct == 56);
 }
 
+static void test_policy_accepts_long_unusual_passwords(void)
+{
+    CHECK(password_policy_violation("correct horse battery", "a@example.com") == NULL);
+    CHECK(password_policy_violation("\xc3\xa9t\xc3\xa9 \xc3\xa0 la plage!", NULL) == NULL);
+    CHECK(password_policy_violation("x1y2z3w4v5u6", "") == NULL);
+}
+
+static void test_policy_refuses_short_common_repeated_or_email_passwords(void)
+{
+    CHECK(password_policy_violation("short pw", "a@example.com") != NULL);
+    CHECK(password_policy_violation("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", NULL) != NULL); /* 12 bytes, 6 chars */
+    CHECK(password_policy_violation("Password1234", "a@example.com") != NULL);
+    CHECK(password_policy_violation("QWERTYUIOPAS", NULL) != NULL);
+    CHECK(password_policy_violation("aaaaaaaaaaaaaaaa", NULL) != NULL);
+    CHECK(password_policy_violation("long.name.here@example.com", "Long.Name.Here@Example.com") != NULL);
+    CHECK(password_policy_violation("long.name.here", "long.name.here@example.com") != NULL);
+    CHECK(password_policy_violation("bad\xff utf-8 string", NULL) != NULL);
+    char big[PASSWORD_MAX_LEN + 2];
+    memset(big, 'a', sizeof big - 1);
+    big[1] = 'b';
+    big[sizeof big - 1] = '\0';
+    CHECK(password_policy_violation(big, NULL) != NULL);
+}
+
 int main(void)
 {
     password_set_cost(10);
     static const struct unit_test tests[] = {
+        UNIT_TEST(test_policy_accepts_long_unusual_passwords),
+        UNIT_TEST(test_policy_refuses_short_common_repeated_or_email_passwords),
         UNIT_TEST(test_hash_then_verify_accepts_same_password),
         UNIT_TEST(test_verify_rejects_wrong_password),
         UNIT_TEST(test_encoding_has_phc_shape),

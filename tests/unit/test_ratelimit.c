@@ -78,6 +78,18 @@ static void test_remaining_never_rises_faster_than_the_refill(void)
     }
 }
 
+static void test_a_clock_stepping_back_blocks_for_at_most_one_period(void)
+{
+    struct ratelimit_verdict v;
+    ratelimit_reset();
+    for (int i = 0; i < 10; i++)
+        ratelimit_check("k", 10, 60, T0 + 86400 * S, &v); /* spent a day "ahead" */
+    ratelimit_check("k", 10, 60, T0, &v); /* the clock is back to now */
+    CHECK(!v.allowed && v.retry_after <= 60 && v.reset_seconds <= 60);
+    ratelimit_check("k", 10, 60, T0 + 6 * S, &v);
+    CHECK(v.allowed);
+}
+
 static void test_keys_have_their_own_buckets(void)
 {
     struct ratelimit_verdict v;
@@ -225,6 +237,7 @@ int main(void)
         UNIT_TEST(test_capacity_comes_back_one_request_per_interval),
         UNIT_TEST(test_refusal_says_when_to_retry_and_when_the_bucket_is_full),
         UNIT_TEST(test_remaining_never_rises_faster_than_the_refill),
+        UNIT_TEST(test_a_clock_stepping_back_blocks_for_at_most_one_period),
         UNIT_TEST(test_keys_have_their_own_buckets),
         UNIT_TEST(test_exactly_the_limit_under_64_concurrent_threads),
         UNIT_TEST(test_refund_gives_one_request_back),
