@@ -539,6 +539,8 @@ def encode_body(n):
         w.end_switch()
         w('jsonw_null(w);')
         return w.lines
+    if all(f.write_only for f in n.fields) and (n.addl is None or n.addl is False):
+        w('(void)in; /* every property is writeOnly: never sent */')
     w('jsonw_object_begin(w);')
     for f in n.fields:
         if f.write_only:

@@ -27,6 +27,58 @@ struct accounts_refresh_token_response {
 int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_request *in,
                           struct accounts_refresh_token_response *out);
 
+/* GET /v1/accounts/mfa (getMfa): Get my multi-factor authentication status */
+struct accounts_get_mfa_request {
+    int unused; /* this operation takes no parameters and no body */
+};
+
+struct accounts_get_mfa_response {
+    int status; /* 200; problems (400, 401, 409, 429, 500, 503) via req_problem() */
+    struct mfa_status *body_200; /* status 200: The caller's MFA status. */
+};
+
+int accounts_get_mfa(struct req *r, const struct accounts_get_mfa_request *in,
+                    struct accounts_get_mfa_response *out);
+
+/* POST /v1/accounts/mfa/confirm (confirmMfa): Confirm TOTP enrolment with a code */
+struct accounts_confirm_mfa_request {
+    struct mfa_code *body; /* request body (required) */
+};
+
+struct accounts_confirm_mfa_response {
+    int status; /* 200; problems (400, 401, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct mfa_confirmation *body_200; /* status 200: MFA is on; keep the recovery codes somewhere safe. */
+};
+
+int accounts_confirm_mfa(struct req *r, const struct accounts_confirm_mfa_request *in,
+                        struct accounts_confirm_mfa_response *out);
+
+/* POST /v1/accounts/mfa/disable (disableMfa): Turn multi-factor authentication off */
+struct accounts_disable_mfa_request {
+    struct mfa_proof *body; /* request body (required) */
+};
+
+struct accounts_disable_mfa_response {
+    int status; /* 200; problems (400, 401, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct mfa_status *body_200; /* status 200: MFA is off. */
+};
+
+int accounts_disable_mfa(struct req *r, const struct accounts_disable_mfa_request *in,
+                        struct accounts_disable_mfa_response *out);
+
+/* POST /v1/accounts/mfa/enroll (enrollMfa): Start enrolling a TOTP authenticator */
+struct accounts_enroll_mfa_request {
+    int unused; /* this operation takes no parameters and no body */
+};
+
+struct accounts_enroll_mfa_response {
+    int status; /* 201; problems (400, 401, 409, 429, 500, 503) via req_problem() */
+    struct mfa_enrollment *body_201; /* status 201: The secret to add to an authenticator app. */
+};
+
+int accounts_enroll_mfa(struct req *r, const struct accounts_enroll_mfa_request *in,
+                       struct accounts_enroll_mfa_response *out);
+
 /* GET /v1/accounts/sessions (listSessions): List my active sessions */
 struct accounts_list_sessions_request {
     int64_t limit; /* query limit, optional, default 20 */

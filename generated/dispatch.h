@@ -8,6 +8,10 @@ struct req;
 
 int dispatch_meta_get_health(struct req *r);
 int dispatch_accounts_refresh_token(struct req *r);
+int dispatch_accounts_get_mfa(struct req *r);
+int dispatch_accounts_confirm_mfa(struct req *r);
+int dispatch_accounts_disable_mfa(struct req *r);
+int dispatch_accounts_enroll_mfa(struct req *r);
 int dispatch_accounts_list_sessions(struct req *r);
 int dispatch_accounts_revoke_session(struct req *r);
 int dispatch_admin_list_roles(struct req *r);

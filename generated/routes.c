@@ -15,31 +15,35 @@
 
 static const int statuses_0[] = { 200, 400, 429, 500, 503, 0 };
 static const int statuses_1[] = { 200, 400, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_2[] = { 200, 400, 401, 429, 500, 503, 0 };
-static const int statuses_3[] = { 204, 400, 401, 404, 429, 500, 503, 0 };
-static const int statuses_4[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_5[] = { 200, 201, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_6[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_7[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_8[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_9[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_10[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_11[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_12[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_13[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_14[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_15[] = { 200, 400, 401, 410, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_16[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_17[] = { 204, 400, 401, 429, 500, 503, 0 };
-static const int statuses_18[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_19[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_20[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_21[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_22[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
-static const int statuses_23[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_2[] = { 200, 400, 401, 409, 429, 500, 503, 0 };
+static const int statuses_3[] = { 200, 400, 401, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_4[] = { 200, 400, 401, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_5[] = { 201, 400, 401, 409, 429, 500, 503, 0 };
+static const int statuses_6[] = { 200, 400, 401, 429, 500, 503, 0 };
+static const int statuses_7[] = { 204, 400, 401, 404, 429, 500, 503, 0 };
+static const int statuses_8[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_9[] = { 200, 201, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_10[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_11[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_12[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_13[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_14[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_15[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_16[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_17[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_18[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_19[] = { 200, 400, 401, 410, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_20[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_21[] = { 204, 400, 401, 429, 500, 503, 0 };
+static const int statuses_22[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_23[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_24[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_25[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_26[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_25[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_26[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
+static const int statuses_27[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_28[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_29[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_30[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -81,6 +85,82 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_accounts_refresh_token,
     },
     {
+        .operation_id = "getMfa",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/accounts/mfa",
+        .tag = "accounts",
+        .is_public = false,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_2,
+        .dispatch = dispatch_accounts_get_mfa,
+    },
+    {
+        .operation_id = "confirmMfa",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/accounts/mfa/confirm",
+        .tag = "accounts",
+        .is_public = false,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 1024,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_3,
+        .dispatch = dispatch_accounts_confirm_mfa,
+    },
+    {
+        .operation_id = "disableMfa",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/accounts/mfa/disable",
+        .tag = "accounts",
+        .is_public = false,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 1024,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_4,
+        .dispatch = dispatch_accounts_disable_mfa,
+    },
+    {
+        .operation_id = "enrollMfa",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/accounts/mfa/enroll",
+        .tag = "accounts",
+        .is_public = false,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_5,
+        .dispatch = dispatch_accounts_enroll_mfa,
+    },
+    {
         .operation_id = "listSessions",
         .method = "GET",
         .base = "/v1",
@@ -96,7 +176,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_2,
+        .statuses = statuses_6,
         .dispatch = dispatch_accounts_list_sessions,
     },
     {
@@ -115,7 +195,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_3,
+        .statuses = statuses_7,
         .dispatch = dispatch_accounts_revoke_session,
     },
     {
@@ -134,7 +214,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_4,
+        .statuses = statuses_8,
         .dispatch = dispatch_admin_list_roles,
     },
     {
@@ -153,7 +233,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_5,
+        .statuses = statuses_9,
         .dispatch = dispatch_admin_put_role,
     },
     {
@@ -172,7 +252,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_6,
+        .statuses = statuses_10,
         .dispatch = dispatch_admin_list_service_accounts,
     },
     {
@@ -191,7 +271,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_7,
+        .statuses = statuses_11,
         .dispatch = dispatch_admin_create_service_account,
     },
     {
@@ -210,7 +290,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_8,
+        .statuses = statuses_12,
         .dispatch = dispatch_admin_get_service_account,
     },
     {
@@ -229,7 +309,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_9,
+        .statuses = statuses_13,
         .dispatch = dispatch_admin_disable_service_account,
     },
     {
@@ -248,7 +328,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_10,
+        .statuses = statuses_14,
         .dispatch = dispatch_admin_list_service_account_tokens,
     },
     {
@@ -267,7 +347,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_11,
+        .statuses = statuses_15,
         .dispatch = dispatch_admin_create_service_account_token,
     },
     {
@@ -286,7 +366,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_12,
+        .statuses = statuses_16,
         .dispatch = dispatch_admin_revoke_service_account_token,
     },
     {
@@ -305,7 +385,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_13,
+        .statuses = statuses_17,
         .dispatch = dispatch_admin_list_users,
     },
     {
@@ -324,7 +404,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_14,
+        .statuses = statuses_18,
         .dispatch = dispatch_admin_invite_user,
     },
     {
@@ -343,7 +423,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_15,
+        .statuses = statuses_19,
         .dispatch = dispatch_accounts_complete_signup,
     },
     {
@@ -362,7 +442,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_16,
+        .statuses = statuses_20,
         .dispatch = dispatch_accounts_login,
     },
     {
@@ -381,7 +461,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_17,
+        .statuses = statuses_21,
         .dispatch = dispatch_accounts_logout,
     },
     {
@@ -400,7 +480,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_18,
+        .statuses = statuses_22,
         .dispatch = dispatch_payments_list_beneficiaries,
     },
     {
@@ -419,7 +499,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_19,
+        .statuses = statuses_23,
         .dispatch = dispatch_payments_create_beneficiary,
     },
     {
@@ -438,7 +518,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_20,
+        .statuses = statuses_24,
         .dispatch = dispatch_payments_get_beneficiary,
     },
     {
@@ -457,7 +537,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_21,
+        .statuses = statuses_25,
         .dispatch = dispatch_payments_update_beneficiary,
     },
     {
@@ -476,7 +556,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_22,
+        .statuses = statuses_26,
         .dispatch = dispatch_payments_delete_beneficiary,
     },
     {
@@ -495,7 +575,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_23,
+        .statuses = statuses_27,
         .dispatch = dispatch_meta_get_openapi,
     },
     {
@@ -514,7 +594,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_24,
+        .statuses = statuses_28,
         .dispatch = dispatch_workspace_get_workspace,
     },
     {
@@ -533,7 +613,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_25,
+        .statuses = statuses_29,
         .dispatch = dispatch_workspace_list_members,
     },
     {
@@ -552,7 +632,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_26,
+        .statuses = statuses_30,
         .dispatch = dispatch_workspace_update_workspace_settings,
     },
 };
@@ -575,87 +655,103 @@ static const size_t ops_0[] = { 0, };
 /* /v1/beneficiaries */
 static const char *const segs_1[] = { "v1", "beneficiaries", };
 static const char *const names_1[] = { NULL, NULL, };
-static const size_t ops_1[] = { 18, 19, };
+static const size_t ops_1[] = { 22, 23, };
 /* /v1/openapi.json */
 static const char *const segs_2[] = { "v1", "openapi.json", };
 static const char *const names_2[] = { NULL, NULL, };
-static const size_t ops_2[] = { 23, };
+static const size_t ops_2[] = { 27, };
 /* /v1/workspace */
 static const char *const segs_3[] = { "v1", "workspace", };
 static const char *const names_3[] = { NULL, NULL, };
-static const size_t ops_3[] = { 24, };
-/* /v1/accounts/sessions */
-static const char *const segs_4[] = { "v1", "accounts", "sessions", };
+static const size_t ops_3[] = { 28, };
+/* /v1/accounts/mfa */
+static const char *const segs_4[] = { "v1", "accounts", "mfa", };
 static const char *const names_4[] = { NULL, NULL, NULL, };
 static const size_t ops_4[] = { 2, };
-/* /v1/admin/roles */
-static const char *const segs_5[] = { "v1", "admin", "roles", };
+/* /v1/accounts/sessions */
+static const char *const segs_5[] = { "v1", "accounts", "sessions", };
 static const char *const names_5[] = { NULL, NULL, NULL, };
-static const size_t ops_5[] = { 4, };
-/* /v1/admin/service-accounts */
-static const char *const segs_6[] = { "v1", "admin", "service-accounts", };
+static const size_t ops_5[] = { 6, };
+/* /v1/admin/roles */
+static const char *const segs_6[] = { "v1", "admin", "roles", };
 static const char *const names_6[] = { NULL, NULL, NULL, };
-static const size_t ops_6[] = { 6, 7, };
-/* /v1/admin/users */
-static const char *const segs_7[] = { "v1", "admin", "users", };
+static const size_t ops_6[] = { 8, };
+/* /v1/admin/service-accounts */
+static const char *const segs_7[] = { "v1", "admin", "service-accounts", };
 static const char *const names_7[] = { NULL, NULL, NULL, };
-static const size_t ops_7[] = { 13, };
-/* /v1/api/complete-signup */
-static const char *const segs_8[] = { "v1", "api", "complete-signup", };
+static const size_t ops_7[] = { 10, 11, };
+/* /v1/admin/users */
+static const char *const segs_8[] = { "v1", "admin", "users", };
 static const char *const names_8[] = { NULL, NULL, NULL, };
-static const size_t ops_8[] = { 15, };
-/* /v1/api/login */
-static const char *const segs_9[] = { "v1", "api", "login", };
+static const size_t ops_8[] = { 17, };
+/* /v1/api/complete-signup */
+static const char *const segs_9[] = { "v1", "api", "complete-signup", };
 static const char *const names_9[] = { NULL, NULL, NULL, };
-static const size_t ops_9[] = { 16, };
-/* /v1/api/logout */
-static const char *const segs_10[] = { "v1", "api", "logout", };
+static const size_t ops_9[] = { 19, };
+/* /v1/api/login */
+static const char *const segs_10[] = { "v1", "api", "login", };
 static const char *const names_10[] = { NULL, NULL, NULL, };
-static const size_t ops_10[] = { 17, };
+static const size_t ops_10[] = { 20, };
+/* /v1/api/logout */
+static const char *const segs_11[] = { "v1", "api", "logout", };
+static const char *const names_11[] = { NULL, NULL, NULL, };
+static const size_t ops_11[] = { 21, };
 /* /v1/beneficiaries/{id} */
-static const char *const segs_11[] = { "v1", "beneficiaries", NULL, };
-static const char *const names_11[] = { NULL, NULL, "id", };
-static const size_t ops_11[] = { 20, 21, 22, };
+static const char *const segs_12[] = { "v1", "beneficiaries", NULL, };
+static const char *const names_12[] = { NULL, NULL, "id", };
+static const size_t ops_12[] = { 24, 25, 26, };
 /* /v1/workspace/members */
-static const char *const segs_12[] = { "v1", "workspace", "members", };
-static const char *const names_12[] = { NULL, NULL, NULL, };
-static const size_t ops_12[] = { 25, };
-/* /v1/workspace/settings */
-static const char *const segs_13[] = { "v1", "workspace", "settings", };
+static const char *const segs_13[] = { "v1", "workspace", "members", };
 static const char *const names_13[] = { NULL, NULL, NULL, };
-static const size_t ops_13[] = { 26, };
-/* /v1/accounts/sessions/{id} */
-static const char *const segs_14[] = { "v1", "accounts", "sessions", NULL, };
-static const char *const names_14[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_14[] = { 3, };
-/* /v1/admin/roles/{id} */
-static const char *const segs_15[] = { "v1", "admin", "roles", NULL, };
-static const char *const names_15[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_15[] = { 5, };
-/* /v1/admin/service-accounts/{id} */
-static const char *const segs_16[] = { "v1", "admin", "service-accounts", NULL, };
-static const char *const names_16[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_16[] = { 8, };
-/* /v1/admin/users/invite */
-static const char *const segs_17[] = { "v1", "admin", "users", "invite", };
+static const size_t ops_13[] = { 29, };
+/* /v1/workspace/settings */
+static const char *const segs_14[] = { "v1", "workspace", "settings", };
+static const char *const names_14[] = { NULL, NULL, NULL, };
+static const size_t ops_14[] = { 30, };
+/* /v1/accounts/mfa/confirm */
+static const char *const segs_15[] = { "v1", "accounts", "mfa", "confirm", };
+static const char *const names_15[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_15[] = { 3, };
+/* /v1/accounts/mfa/disable */
+static const char *const segs_16[] = { "v1", "accounts", "mfa", "disable", };
+static const char *const names_16[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_16[] = { 4, };
+/* /v1/accounts/mfa/enroll */
+static const char *const segs_17[] = { "v1", "accounts", "mfa", "enroll", };
 static const char *const names_17[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_17[] = { 14, };
-/* /v1/accounts/auth/oauth/refresh */
-static const char *const segs_18[] = { "v1", "accounts", "auth", "oauth", "refresh", };
-static const char *const names_18[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_18[] = { 1, };
-/* /v1/admin/service-accounts/{id}/disable */
-static const char *const segs_19[] = { "v1", "admin", "service-accounts", NULL, "disable", };
-static const char *const names_19[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_17[] = { 5, };
+/* /v1/accounts/sessions/{id} */
+static const char *const segs_18[] = { "v1", "accounts", "sessions", NULL, };
+static const char *const names_18[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_18[] = { 7, };
+/* /v1/admin/roles/{id} */
+static const char *const segs_19[] = { "v1", "admin", "roles", NULL, };
+static const char *const names_19[] = { NULL, NULL, NULL, "id", };
 static const size_t ops_19[] = { 9, };
+/* /v1/admin/service-accounts/{id} */
+static const char *const segs_20[] = { "v1", "admin", "service-accounts", NULL, };
+static const char *const names_20[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_20[] = { 12, };
+/* /v1/admin/users/invite */
+static const char *const segs_21[] = { "v1", "admin", "users", "invite", };
+static const char *const names_21[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_21[] = { 18, };
+/* /v1/accounts/auth/oauth/refresh */
+static const char *const segs_22[] = { "v1", "accounts", "auth", "oauth", "refresh", };
+static const char *const names_22[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_22[] = { 1, };
+/* /v1/admin/service-accounts/{id}/disable */
+static const char *const segs_23[] = { "v1", "admin", "service-accounts", NULL, "disable", };
+static const char *const names_23[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_23[] = { 13, };
 /* /v1/admin/service-accounts/{id}/tokens */
-static const char *const segs_20[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
-static const char *const names_20[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_20[] = { 10, 11, };
+static const char *const segs_24[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
+static const char *const names_24[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_24[] = { 14, 15, };
 /* /v1/admin/service-accounts/{id}/tokens/{token_id} */
-static const char *const segs_21[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
-static const char *const names_21[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
-static const size_t ops_21[] = { 12, };
+static const char *const segs_25[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
+static const char *const names_25[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
+static const size_t ops_25[] = { 16, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
@@ -664,22 +760,26 @@ static const struct route routes[] = {
     { 2, segs_3, names_3, ops_3, 1, "GET" },
     { 3, segs_4, names_4, ops_4, 1, "GET" },
     { 3, segs_5, names_5, ops_5, 1, "GET" },
-    { 3, segs_6, names_6, ops_6, 2, "GET, POST" },
-    { 3, segs_7, names_7, ops_7, 1, "GET" },
-    { 3, segs_8, names_8, ops_8, 1, "POST" },
+    { 3, segs_6, names_6, ops_6, 1, "GET" },
+    { 3, segs_7, names_7, ops_7, 2, "GET, POST" },
+    { 3, segs_8, names_8, ops_8, 1, "GET" },
     { 3, segs_9, names_9, ops_9, 1, "POST" },
     { 3, segs_10, names_10, ops_10, 1, "POST" },
-    { 3, segs_11, names_11, ops_11, 3, "GET, PATCH, DELETE" },
-    { 3, segs_12, names_12, ops_12, 1, "GET" },
-    { 3, segs_13, names_13, ops_13, 1, "PUT" },
-    { 4, segs_14, names_14, ops_14, 1, "DELETE" },
-    { 4, segs_15, names_15, ops_15, 1, "PUT" },
-    { 4, segs_16, names_16, ops_16, 1, "GET" },
+    { 3, segs_11, names_11, ops_11, 1, "POST" },
+    { 3, segs_12, names_12, ops_12, 3, "GET, PATCH, DELETE" },
+    { 3, segs_13, names_13, ops_13, 1, "GET" },
+    { 3, segs_14, names_14, ops_14, 1, "PUT" },
+    { 4, segs_15, names_15, ops_15, 1, "POST" },
+    { 4, segs_16, names_16, ops_16, 1, "POST" },
     { 4, segs_17, names_17, ops_17, 1, "POST" },
-    { 5, segs_18, names_18, ops_18, 1, "POST" },
-    { 5, segs_19, names_19, ops_19, 1, "POST" },
-    { 5, segs_20, names_20, ops_20, 2, "GET, POST" },
-    { 6, segs_21, names_21, ops_21, 1, "DELETE" },
+    { 4, segs_18, names_18, ops_18, 1, "DELETE" },
+    { 4, segs_19, names_19, ops_19, 1, "PUT" },
+    { 4, segs_20, names_20, ops_20, 1, "GET" },
+    { 4, segs_21, names_21, ops_21, 1, "POST" },
+    { 5, segs_22, names_22, ops_22, 1, "POST" },
+    { 5, segs_23, names_23, ops_23, 1, "POST" },
+    { 5, segs_24, names_24, ops_24, 2, "GET, POST" },
+    { 6, segs_25, names_25, ops_25, 1, "DELETE" },
 };
 
 struct seg {

@@ -54,6 +54,15 @@ enum invitation_issued_status {
 const char *invitation_issued_status_str(enum invitation_issued_status v);
 enum invitation_issued_status invitation_issued_status_parse(const char *s);
 
+/* mfa_status_status: `pending`: enrolled, waiting for a confirming code. */
+enum mfa_status_status {
+    MFA_STATUS_STATUS_NONE = 1,
+    MFA_STATUS_STATUS_PENDING = 2,
+    MFA_STATUS_STATUS_ENABLED = 3,
+};
+const char *mfa_status_status_str(enum mfa_status_status v);
+enum mfa_status_status mfa_status_status_parse(const char *s);
+
 /* service_account_status: `disabled` is final: its tokens are refused and no new ones are issued. */
 enum service_account_status {
     SERVICE_ACCOUNT_STATUS_ACTIVE = 1,
@@ -124,6 +133,11 @@ struct login_request;
 struct login_response;
 struct member;
 struct member_page;
+struct mfa_code;
+struct mfa_confirmation;
+struct mfa_enrollment;
+struct mfa_proof;
+struct mfa_status;
 struct money;
 struct problem;
 struct refresh_request;
@@ -319,6 +333,8 @@ struct login_request {
     const char *password; /* required, write-only */
     const char *otp; /* optional, write-only */
     bool has_otp;
+    const char *recovery_code; /* optional, write-only */
+    bool has_recovery_code;
     const char *workspace_id; /* optional, WorkspaceId */
     bool has_workspace_id;
 };
@@ -351,6 +367,39 @@ struct member_page {
     bool has_more; /* required, HasMore */
     const char *next_cursor; /* required, nullable, NextCursor */
     bool next_cursor_is_null;
+};
+
+/* MfaCode: A current TOTP code. */
+struct mfa_code {
+    const char *code; /* required, write-only, TotpCode */
+};
+
+/* MfaConfirmation: MFA is on; the recovery codes are shown this once. */
+struct mfa_confirmation {
+    const char *status; /* required */
+    const char **recovery_codes; /* required */
+    size_t recovery_codes_count;
+};
+
+/* MfaEnrollment: A new TOTP secret, shown this once. */
+struct mfa_enrollment {
+    const char *status; /* required */
+    const char *secret; /* required */
+    const char *otpauth_uri; /* required */
+};
+
+/* MfaProof: A current TOTP code or one unused recovery code (exactly one of them). */
+struct mfa_proof {
+    const char *code; /* optional, write-only, TotpCode */
+    bool has_code;
+    const char *recovery_code; /* optional, write-only, RecoveryCode */
+    bool has_recovery_code;
+};
+
+/* MfaStatus: The caller's multi-factor authentication. */
+struct mfa_status {
+    enum mfa_status_status status; /* required */
+    int64_t recovery_codes_left; /* required */
 };
 
 /* Money: An amount with its currency. */
@@ -612,6 +661,16 @@ int decode_member(struct arena *a, const struct json_value *v, struct member *ou
 void encode_member(struct jsonw *w, const struct member *in);
 int decode_member_page(struct arena *a, const struct json_value *v, struct member_page *out);
 void encode_member_page(struct jsonw *w, const struct member_page *in);
+int decode_mfa_code(struct arena *a, const struct json_value *v, struct mfa_code *out);
+void encode_mfa_code(struct jsonw *w, const struct mfa_code *in);
+int decode_mfa_confirmation(struct arena *a, const struct json_value *v, struct mfa_confirmation *out);
+void encode_mfa_confirmation(struct jsonw *w, const struct mfa_confirmation *in);
+int decode_mfa_enrollment(struct arena *a, const struct json_value *v, struct mfa_enrollment *out);
+void encode_mfa_enrollment(struct jsonw *w, const struct mfa_enrollment *in);
+int decode_mfa_proof(struct arena *a, const struct json_value *v, struct mfa_proof *out);
+void encode_mfa_proof(struct jsonw *w, const struct mfa_proof *in);
+int decode_mfa_status(struct arena *a, const struct json_value *v, struct mfa_status *out);
+void encode_mfa_status(struct jsonw *w, const struct mfa_status *in);
 int decode_money(struct arena *a, const struct json_value *v, struct money *out);
 void encode_money(struct jsonw *w, const struct money *in);
 int decode_problem(struct arena *a, const struct json_value *v, struct problem *out);
@@ -719,6 +778,7 @@ void validate_login_request(const struct json_value *v, const char *ptr, int mod
 void validate_login_request_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_request_otp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_request_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_login_request_recovery_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_response(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_response_access_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_response_expires_in(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -735,6 +795,19 @@ void validate_member_role(const struct json_value *v, const char *ptr, int mode,
 void validate_member_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_metadata(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_metadata_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_mfa_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_mfa_confirmation(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_mfa_confirmation_recovery_codes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_mfa_confirmation_recovery_codes_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_mfa_confirmation_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_mfa_enrollment(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_mfa_enrollment_otpauth_uri(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_mfa_enrollment_secret(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_mfa_enrollment_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_mfa_proof(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_mfa_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_mfa_status_recovery_codes_left(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_mfa_status_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_money(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_next_cursor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_object_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -752,6 +825,7 @@ void validate_problem_request_id(const struct json_value *v, const char *ptr, in
 void validate_problem_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_title(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_recovery_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_refresh_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_refresh_request_grant_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_refresh_request_refresh_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -807,6 +881,7 @@ void validate_sort_code_account_number_identification_identification(const struc
 void validate_sort_code_account_number_identification_scheme(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_timestamp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_token_lifetime(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_totp_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_user(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_user_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

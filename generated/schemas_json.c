@@ -101,6 +101,32 @@ enum invitation_issued_status invitation_issued_status_parse(const char *s)
     return (enum invitation_issued_status)0;
 }
 
+const char *mfa_status_status_str(enum mfa_status_status v)
+{
+    switch (v) {
+    case MFA_STATUS_STATUS_NONE:
+        return "none";
+    case MFA_STATUS_STATUS_PENDING:
+        return "pending";
+    case MFA_STATUS_STATUS_ENABLED:
+        return "enabled";
+    }
+    return NULL;
+}
+
+enum mfa_status_status mfa_status_status_parse(const char *s)
+{
+    if (!s)
+        return (enum mfa_status_status)0;
+    if (strcmp(s, "none") == 0)
+        return MFA_STATUS_STATUS_NONE;
+    if (strcmp(s, "pending") == 0)
+        return MFA_STATUS_STATUS_PENDING;
+    if (strcmp(s, "enabled") == 0)
+        return MFA_STATUS_STATUS_ENABLED;
+    return (enum mfa_status_status)0;
+}
+
 const char *service_account_status_str(enum service_account_status v)
 {
     switch (v) {
@@ -986,6 +1012,9 @@ int decode_login_request(struct arena *a, const struct json_value *v, struct log
         } else if (strcmp(m->key, "otp") == 0) {
             out->has_otp = true;
             out->otp = m->value->s;
+        } else if (strcmp(m->key, "recovery_code") == 0) {
+            out->has_recovery_code = true;
+            out->recovery_code = m->value->s;
         } else if (strcmp(m->key, "workspace_id") == 0) {
             out->has_workspace_id = true;
             out->workspace_id = m->value->s;
@@ -1139,6 +1168,144 @@ void encode_member_page(struct jsonw *w, const struct member_page *in)
     else {
         jsonw_string(w, in->next_cursor);
     }
+    jsonw_object_end(w);
+}
+
+int decode_mfa_code(struct arena *a, const struct json_value *v, struct mfa_code *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "code") == 0) {
+            out->code = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_mfa_code(struct jsonw *w, const struct mfa_code *in)
+{
+    (void)in; /* every property is writeOnly: never sent */
+    jsonw_object_begin(w);
+    jsonw_object_end(w);
+}
+
+int decode_mfa_confirmation(struct arena *a, const struct json_value *v, struct mfa_confirmation *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "status") == 0) {
+            out->status = m->value->s;
+        } else if (strcmp(m->key, "recovery_codes") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->recovery_codes_count = m->value->count;
+            out->recovery_codes = arena_alloc(a, (m->value->count + 1) * sizeof *out->recovery_codes);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->recovery_codes[j] = m->value->items[j]->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_mfa_confirmation(struct jsonw *w, const struct mfa_confirmation *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "status");
+    jsonw_string(w, in->status);
+    jsonw_key(w, "recovery_codes");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->recovery_codes_count; j++) {
+        jsonw_string(w, in->recovery_codes[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_object_end(w);
+}
+
+int decode_mfa_enrollment(struct arena *a, const struct json_value *v, struct mfa_enrollment *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "status") == 0) {
+            out->status = m->value->s;
+        } else if (strcmp(m->key, "secret") == 0) {
+            out->secret = m->value->s;
+        } else if (strcmp(m->key, "otpauth_uri") == 0) {
+            out->otpauth_uri = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_mfa_enrollment(struct jsonw *w, const struct mfa_enrollment *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "status");
+    jsonw_string(w, in->status);
+    jsonw_key(w, "secret");
+    jsonw_string(w, in->secret);
+    jsonw_key(w, "otpauth_uri");
+    jsonw_string(w, in->otpauth_uri);
+    jsonw_object_end(w);
+}
+
+int decode_mfa_proof(struct arena *a, const struct json_value *v, struct mfa_proof *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "code") == 0) {
+            out->has_code = true;
+            out->code = m->value->s;
+        } else if (strcmp(m->key, "recovery_code") == 0) {
+            out->has_recovery_code = true;
+            out->recovery_code = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_mfa_proof(struct jsonw *w, const struct mfa_proof *in)
+{
+    (void)in; /* every property is writeOnly: never sent */
+    jsonw_object_begin(w);
+    jsonw_object_end(w);
+}
+
+int decode_mfa_status(struct arena *a, const struct json_value *v, struct mfa_status *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "status") == 0) {
+            out->status = mfa_status_status_parse(m->value->s);
+        } else if (strcmp(m->key, "recovery_codes_left") == 0) {
+            (void)json_number_to_int64(m->value, &out->recovery_codes_left);
+        }
+    }
+    return 0;
+}
+
+void encode_mfa_status(struct jsonw *w, const struct mfa_status *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "status");
+    jsonw_string(w, mfa_status_status_str(in->status));
+    jsonw_key(w, "recovery_codes_left");
+    jsonw_int(w, in->recovery_codes_left);
     jsonw_object_end(w);
 }
 

@@ -152,7 +152,7 @@ void validate_aba_account_identification_identification(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 17)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 17 characters long");
-    if (!pattern_match(12, v->s)) /* ^[0-9]{4,17}$ */
+    if (!pattern_match(14, v->s)) /* ^[0-9]{4,17}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4,17}$");
 }
 
@@ -313,7 +313,7 @@ void validate_bank_details_routing_number(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 9)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 9 characters long");
-    if (!pattern_match(14, v->s)) /* ^[0-9]{9}$ */
+    if (!pattern_match(16, v->s)) /* ^[0-9]{9}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{9}$");
 }
 
@@ -354,7 +354,7 @@ void validate_bban_account_identification_identification(const struct json_value
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(13, v->s)) /* ^[A-Z0-9]{1,30}$ */
+    if (!pattern_match(15, v->s)) /* ^[A-Z0-9]{1,30}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{1,30}$");
 }
 
@@ -602,7 +602,7 @@ void validate_beneficiary_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(8, v->s)) /* ^ben_[0-9a-z]{26}$ */
+    if (!pattern_match(10, v->s)) /* ^ben_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ben_[0-9a-z]{26}$");
 }
 
@@ -751,7 +751,7 @@ void validate_beneficiary_update_counterparty_id(const struct json_value *v, con
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(9, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(11, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -787,7 +787,7 @@ void validate_beneficiary_update_external_id(const struct json_value *v, const c
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -858,7 +858,7 @@ void validate_complete_signup_request_invitation_token(const struct json_value *
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 128)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
-    if (!pattern_match(5, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(6, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -903,7 +903,7 @@ void validate_counterparty_id(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(9, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(11, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -950,7 +950,7 @@ void validate_external_id(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -975,7 +975,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(22, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(24, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -990,7 +990,7 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(21, v->s)) /* ^/v1/ */
+    if (!pattern_match(23, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
 }
 
@@ -1221,7 +1221,7 @@ void validate_invitation_issued_id(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(20, v->s)) /* ^inv_[0-9a-z]{26}$ */
+    if (!pattern_match(22, v->s)) /* ^inv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^inv_[0-9a-z]{26}$");
 }
 
@@ -1236,7 +1236,7 @@ void validate_invitation_issued_invitation_token(const struct json_value *v, con
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 128)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
-    if (!pattern_match(5, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(6, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -1305,6 +1305,12 @@ void validate_login_request(const struct json_value *v, const char *ptr, int mod
                 continue;
             }
             validate_login_request_otp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "recovery_code") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_login_request_recovery_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "workspace_id") == 0) {
             validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else {
@@ -1362,6 +1368,21 @@ void validate_login_request_password(const struct json_value *v, const char *ptr
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
 }
 
+/* login_request_recovery_code (openapi/accounts.yaml) */
+void validate_login_request_recovery_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 14)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
+    if (!pattern_match(4, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
+}
+
 /* LoginResponse (openapi/accounts.yaml) */
 void validate_login_response(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -1417,7 +1438,7 @@ void validate_login_response_access_token(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 8192)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
-    if (!pattern_match(4, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
+    if (!pattern_match(5, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$");
 }
 
@@ -1460,7 +1481,7 @@ void validate_login_response_refresh_token(const struct json_value *v, const cha
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(5, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(6, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -1475,7 +1496,7 @@ void validate_login_response_scope(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(6, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(7, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -1629,7 +1650,7 @@ void validate_member_role(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(16, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(18, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -1644,7 +1665,7 @@ void validate_member_user_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(15, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(17, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 
@@ -1672,6 +1693,263 @@ void validate_metadata_value(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 500)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 500 characters long");
+}
+
+/* MfaCode (openapi/accounts.yaml) */
+void validate_mfa_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "code") == 0) {
+            seen[0] = true;
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_totp_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0] && mode == VALIDATE_REQUEST)
+        verr_add(l, ptr, "code", "required", "%s", "is required");
+}
+
+/* MfaConfirmation (openapi/accounts.yaml) */
+void validate_mfa_confirmation(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[2] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "status") == 0) {
+            seen[0] = true;
+            validate_mfa_confirmation_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "recovery_codes") == 0) {
+            seen[1] = true;
+            validate_mfa_confirmation_recovery_codes(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "recovery_codes", "required", "%s", "is required");
+}
+
+/* mfa_confirmation_recovery_codes (openapi/accounts.yaml) */
+void validate_mfa_confirmation_recovery_codes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count < 10)
+        verr_add(l, ptr, NULL, "min_items", "%s", "must have at least 10 items");
+    if (v->count > 10)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 10 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_mfa_confirmation_recovery_codes_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* mfa_confirmation_recovery_codes_item (openapi/accounts.yaml) */
+void validate_mfa_confirmation_recovery_codes_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 14)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
+    if (!pattern_match(4, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
+}
+
+/* mfa_confirmation_status (openapi/accounts.yaml) */
+void validate_mfa_confirmation_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "enabled") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"enabled\"");
+}
+
+/* MfaEnrollment (openapi/accounts.yaml) */
+void validate_mfa_enrollment(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "status") == 0) {
+            seen[0] = true;
+            validate_mfa_enrollment_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "secret") == 0) {
+            seen[1] = true;
+            validate_mfa_enrollment_secret(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "otpauth_uri") == 0) {
+            seen[2] = true;
+            validate_mfa_enrollment_otpauth_uri(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "secret", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "otpauth_uri", "required", "%s", "is required");
+}
+
+/* mfa_enrollment_otpauth_uri (openapi/accounts.yaml) */
+void validate_mfa_enrollment_otpauth_uri(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 512)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
+    if (!format_is_uri(v->s))
+        verr_add(l, ptr, NULL, "format", "%s", "must be an absolute URI");
+}
+
+/* mfa_enrollment_secret (openapi/accounts.yaml) */
+void validate_mfa_enrollment_secret(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+    if (!pattern_match(9, v->s)) /* ^[A-Z2-7]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z2-7]+$");
+}
+
+/* mfa_enrollment_status (openapi/accounts.yaml) */
+void validate_mfa_enrollment_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "pending") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"pending\"");
+}
+
+/* MfaProof (openapi/accounts.yaml) */
+void validate_mfa_proof(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_properties", "%s", "must have at least 1 property");
+    if (v->count > 1)
+        verr_add(l, ptr, NULL, "max_properties", "%s", "must have at most 1 property");
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "code") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_totp_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "recovery_code") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_recovery_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* MfaStatus (openapi/accounts.yaml) */
+void validate_mfa_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[2] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "status") == 0) {
+            seen[0] = true;
+            validate_mfa_status_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "recovery_codes_left") == 0) {
+            seen[1] = true;
+            validate_mfa_status_recovery_codes_left(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "recovery_codes_left", "required", "%s", "is required");
+}
+
+/* mfa_status_recovery_codes_left (openapi/accounts.yaml) */
+void validate_mfa_status_recovery_codes_left(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(10))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+}
+
+/* mfa_status_status (openapi/accounts.yaml) */
+void validate_mfa_status_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (mfa_status_status_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: none, pending, enabled");
 }
 
 /* Money (openapi/common.yaml) */
@@ -1766,7 +2044,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(22, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(24, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -1987,6 +2265,21 @@ void validate_problem_type(const struct json_value *v, const char *ptr, int mode
         verr_add(l, ptr, NULL, "format", "%s", "must be an absolute URI");
 }
 
+/* RecoveryCode (openapi/accounts.yaml) */
+void validate_recovery_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 14)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
+    if (!pattern_match(4, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
+}
+
 /* RefreshRequest (openapi/accounts.yaml) */
 void validate_refresh_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -2041,7 +2334,7 @@ void validate_refresh_request_refresh_token(const struct json_value *v, const ch
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(5, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(6, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -2056,7 +2349,7 @@ void validate_refresh_request_scope(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(6, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(7, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -2234,7 +2527,7 @@ void validate_role_key(const struct json_value *v, const char *ptr, int mode, st
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(16, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(18, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -2331,7 +2624,7 @@ void validate_scope_name(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(17, v->s)) /* ^[a-z]+:[a-z]+$ */
+    if (!pattern_match(19, v->s)) /* ^[a-z]+:[a-z]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
 }
 
@@ -2478,7 +2771,7 @@ void validate_service_account_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 29)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 29 characters long");
-    if (!pattern_match(18, v->s)) /* ^sa_[0-9a-z]{26}$ */
+    if (!pattern_match(20, v->s)) /* ^sa_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sa_[0-9a-z]{26}$");
 }
 
@@ -2677,7 +2970,7 @@ void validate_service_account_token_id(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(19, v->s)) /* ^sat_[0-9a-z]{26}$ */
+    if (!pattern_match(21, v->s)) /* ^sat_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sat_[0-9a-z]{26}$");
 }
 
@@ -2750,7 +3043,7 @@ void validate_service_account_token_issued_access_token(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 8192)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
-    if (!pattern_match(4, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
+    if (!pattern_match(5, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$");
 }
 
@@ -2846,7 +3139,7 @@ void validate_service_account_token_scope(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(6, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(7, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -2929,7 +3222,7 @@ void validate_session_id(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(7, v->s)) /* ^ses_[0-9a-z]{26}$ */
+    if (!pattern_match(8, v->s)) /* ^ses_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ses_[0-9a-z]{26}$");
 }
 
@@ -3024,7 +3317,7 @@ void validate_sort_code_account_number_identification_identification(const struc
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(11, v->s)) /* ^[0-9]{14}$ */
+    if (!pattern_match(13, v->s)) /* ^[0-9]{14}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{14}$");
 }
 
@@ -3081,6 +3374,21 @@ void validate_token_lifetime(const struct json_value *v, const char *ptr, int mo
         verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 900");
     if (n > INT64_C(86400))
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 86400");
+}
+
+/* TotpCode (openapi/accounts.yaml) */
+void validate_totp_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 6)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
+    if (!pattern_match(3, v->s)) /* ^[0-9]{6}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{6}$");
 }
 
 /* User (openapi/admin.yaml) */
@@ -3157,7 +3465,7 @@ void validate_user_id(const struct json_value *v, const char *ptr, int mode, str
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(15, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(17, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 

@@ -5,6 +5,8 @@
  * check through runtime/revocation.c, without a database round trip per request. */
 #include "generated/accounts_api.h"
 
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,8 @@
 #include "runtime/password.h"
 #include "runtime/cursor.h"
 #include "runtime/revocation.h"
+#include "runtime/seal.h"
+#include "runtime/totp.h"
 #include "runtime/ratelimit.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
@@ -38,6 +42,9 @@ struct login_user {
     char id[ID_MAX];
     char password_hash[PASSWORD_HASH_MAX];
     bool active;
+    bool mfa_enabled;
+    char mfa_secret[256]; /* sealed */
+    int64_t mfa_last_step;
 };
 
 static void lower_ascii(const char *in, char *out, size_t n)
@@ -58,7 +65,8 @@ static void copy_column(sqlite3_stmt *st, int col, char *out, size_t n)
 static int find_user(const char *email_norm, struct login_user *u, bool *found)
 {
     sqlite3_stmt *st =
-        storage_prepare("SELECT id, password_hash, status FROM users WHERE email_norm = ?");
+        storage_prepare("SELECT id, password_hash, status, mfa_status, mfa_secret, mfa_last_step "
+                        "FROM users WHERE email_norm = ?");
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, email_norm, -1, SQLITE_STATIC);
@@ -69,6 +77,10 @@ static int find_user(const char *email_norm, struct login_user *u, bool *found)
         copy_column(st, 1, u->password_hash, sizeof u->password_hash);
         const unsigned char *status = sqlite3_column_text(st, 2);
         u->active = status && strcmp((const char *)status, "active") == 0;
+        const unsigned char *mfa = sqlite3_column_text(st, 3);
+        u->mfa_enabled = mfa && strcmp((const char *)mfa, "enabled") == 0;
+        copy_column(st, 4, u->mfa_secret, sizeof u->mfa_secret);
+        u->mfa_last_step = sqlite3_column_int64(st, 5);
     }
     sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -313,6 +325,103 @@ static void invalid_credentials(struct req *r)
     req_problem(r, 401, "invalid_credentials", "The email or password is incorrect.");
 }
 
+/* ---- second factor (TOTP, RFC 6238) ------------------------------------------------------- */
+
+/* The account's TOTP key from its sealed secret. 0 / -1. */
+static int mfa_key(const char *sealed, unsigned char *key, size_t *len)
+{
+    char b32[128];
+    size_t n = 0;
+    if (seal_open(sealed, (unsigned char *)b32, sizeof b32 - 1, &n) != 0)
+        return -1;
+    b32[n] = '\0';
+    int rc = totp_base32_decode(b32, key, TOTP_SECRET_BYTES, len);
+    OPENSSL_cleanse(b32, sizeof b32);
+    return rc;
+}
+
+/* Accepts a TOTP code once: its step must be newer than the last accepted one. true when the
+ * code was right and is now used. -1 on failure. */
+static int use_totp(const char *user_id, const char *sealed, int64_t last_step, const char *code)
+{
+    unsigned char key[TOTP_SECRET_BYTES];
+    size_t len = 0;
+    if (mfa_key(sealed, key, &len) != 0) {
+        log_error("mfa: the secret of %s cannot be opened (another signing key?)", user_id);
+        return -1;
+    }
+    int64_t step = totp_match(key, len, code, clock_now_s());
+    OPENSSL_cleanse(key, sizeof key);
+    if (step < 0 || step <= last_step)
+        return 0;
+    sqlite3_stmt *st = storage_prepare(
+        "UPDATE users SET mfa_last_step = ?1 WHERE id = ?2 AND mfa_last_step < ?1");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, step);
+    sqlite3_bind_text(st, 2, user_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st), changed = sqlite3_changes(storage_db());
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return -1;
+    return changed == 1;
+}
+
+/* Uses one unused recovery code. 1 used now, 0 wrong or used before, -1 failure. */
+static int use_recovery_code(const char *user_id, const char *code)
+{
+    char hash[DIGEST_HEX_LEN + 1], now[40];
+    if (digest_sha256_hex(code, strlen(code), hash) != 0)
+        return -1;
+    format_now_rfc3339(now, sizeof now);
+    sqlite3_stmt *st = storage_prepare("UPDATE mfa_recovery_codes SET used_at = ? WHERE "
+                                       "user_id = ? AND code_hash = ? AND used_at IS NULL");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, hash, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st), changed = sqlite3_changes(storage_db());
+    sqlite3_reset(st);
+    return rc != SQLITE_DONE ? -1 : changed == 1;
+}
+
+/* The second factor of a login whose password was right: 1 go on, 0 answered, -1 failure.
+ * *failure tells whether the attempt counts against the account's failure quota. */
+static int login_second_factor(struct req *r, const struct login_user *u,
+                               const struct login_request *b, bool *failure)
+{
+    *failure = false;
+    if (!u->mfa_enabled) {
+        if (b->has_otp || b->has_recovery_code) {
+            verr_add(&r->verr, b->has_otp ? "/otp" : "/recovery_code", NULL, "mfa_not_enrolled",
+                     "%s", "no multi-factor authentication is enrolled for this account");
+            req_problem(r, 422, "mfa_not_enrolled",
+                        "This account has no multi-factor authentication enrolled; omit otp.");
+            r->with_errors = true;
+            return 0;
+        }
+        return 1;
+    }
+    if (!b->has_otp && !b->has_recovery_code) {
+        req_problem(r, 401, "mfa_required",
+                    "This account uses multi-factor authentication: send the current code "
+                    "from the authenticator app as otp (or a recovery_code).");
+        return 0;
+    }
+    int ok = b->has_otp ? use_totp(u->id, u->mfa_secret, u->mfa_last_step, b->otp)
+                        : use_recovery_code(u->id, b->recovery_code);
+    if (ok < 0)
+        return -1;
+    if (!ok) {
+        *failure = true;
+        req_problem(r, 401, "invalid_otp",
+                    "The one-time code is wrong, expired, or was already used.");
+        return 0;
+    }
+    return 1;
+}
+
 int accounts_login(struct req *r, const struct accounts_login_request *in,
                    struct accounts_login_response *out)
 {
@@ -365,17 +474,13 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
         return 0;
     }
 
-    ratelimit_refund(guard, LOGIN_FAILURES, LOGIN_FAILURE_PERIOD_S, ratelimit_now_ns());
-
-    /* Only now, with the credentials proven, may the answer depend on the account. */
-    if (b->has_otp) {
-        verr_add(&r->verr, "/otp", NULL, "mfa_not_enrolled", "%s",
-                 "no multi-factor authentication is enrolled for this account");
-        req_problem(r, 422, "mfa_not_enrolled",
-                    "This account has no multi-factor authentication enrolled; omit otp.");
-        r->with_errors = true;
-        return 0;
-    }
+    /* Only now, with the password proven, may the answer depend on the account. */
+    bool failure = false;
+    int mfa = login_second_factor(r, &again, b, &failure);
+    if (!failure)
+        ratelimit_refund(guard, LOGIN_FAILURES, LOGIN_FAILURE_PERIOD_S, ratelimit_now_ns());
+    if (mfa <= 0)
+        return mfa;
     char wid[ID_MAX], role[48];
     int64_t lifetime = 86400;
     if (find_membership(u.id, b->has_workspace_id ? b->workspace_id : NULL, wid, sizeof wid, role,
@@ -823,5 +928,265 @@ int accounts_complete_signup(struct req *r, const struct accounts_complete_signu
         return -1;
     out->status = 200;
     out->body_200 = resp;
+    return 0;
+}
+
+/* ---- managing MFA ------------------------------------------------------------------------- */
+
+#define RECOVERY_CODES 10
+/* After 5 wrong codes in a row on confirm/disable, one attempt per 3 minutes: a stolen access
+ * token cannot brute-force its way to turning MFA off. */
+#define MFA_FAILURES 5
+#define MFA_FAILURE_PERIOD_S 900
+
+struct mfa_row {
+    char email[EMAIL_MAX];
+    char status[16];
+    char secret[256];
+    int64_t last_step;
+};
+
+/* The caller's MFA state; answers 409 for service accounts. 1 found, 0 answered, -1 failure. */
+static int load_mfa(struct req *r, struct mfa_row *m)
+{
+    if (strncmp(r->principal.user_id, TOKEN_SERVICE_PREFIX, strlen(TOKEN_SERVICE_PREFIX)) == 0) {
+        req_problem(r, 409, "not_a_user", "Service accounts have no multi-factor authentication.");
+        return 0;
+    }
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT email, mfa_status, mfa_secret, mfa_last_step FROM users WHERE id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, r->principal.user_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        copy_column(st, 0, m->email, sizeof m->email);
+        copy_column(st, 1, m->status, sizeof m->status);
+        copy_column(st, 2, m->secret, sizeof m->secret);
+        m->last_step = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW) {
+        log_error("mfa: the token's user %s is not in the database", r->principal.user_id);
+        return -1;
+    }
+    return 1;
+}
+
+static int64_t recovery_codes_left(const char *user_id)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT count(*) FROM mfa_recovery_codes WHERE user_id = ? AND used_at IS NULL");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, user_id, -1, SQLITE_STATIC);
+    int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_reset(st);
+    return n;
+}
+
+static int set_mfa(const char *user_id, const char *status, const char *sealed, int64_t step)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "UPDATE users SET mfa_status = ?, mfa_secret = ?, mfa_last_step = ? WHERE id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
+    if (sealed)
+        sqlite3_bind_text(st, 2, sealed, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 2);
+    sqlite3_bind_int64(st, 3, step);
+    sqlite3_bind_text(st, 4, user_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Spends one attempt of the caller's MFA-code quota; false (429 answered) when there is none
+ * left. The quota key is refunded by the caller on a right code. */
+static bool mfa_attempt(struct req *r, char *key, size_t n)
+{
+    struct ratelimit_verdict v;
+    snprintf(key, n, "mfa-fail:%s", r->principal.user_id);
+    ratelimit_check(key, MFA_FAILURES, MFA_FAILURE_PERIOD_S, ratelimit_now_ns(), &v);
+    if (v.allowed)
+        return true;
+    ratelimit_set_headers(r, "mfa_failures", &v);
+    req_problem(r, 429, "rate_limited", "Too many wrong codes; retry in %lld s.",
+                (long long)v.retry_after);
+    return false;
+}
+
+static void invalid_code(struct req *r, const char *pointer)
+{
+    verr_add(&r->verr, pointer, NULL, "invalid_code", "%s",
+             "the code is wrong, expired, or was already used");
+    req_problem(r, 422, "invalid_code", "The code is wrong, expired, or was already used.");
+    r->with_errors = true;
+}
+
+int accounts_get_mfa(struct req *r, const struct accounts_get_mfa_request *in,
+                     struct accounts_get_mfa_response *out)
+{
+    (void)in;
+    struct mfa_row m;
+    int found = load_mfa(r, &m);
+    if (found <= 0)
+        return found;
+    struct mfa_status *st = arena_alloc(&r->arena, sizeof *st);
+    st->status = mfa_status_status_parse(m.status);
+    st->recovery_codes_left = recovery_codes_left(r->principal.user_id);
+    if (!st->status || st->recovery_codes_left < 0)
+        return -1;
+    out->status = 200;
+    out->body_200 = st;
+    return 0;
+}
+
+/* "name@host" -> "name%40host": the otpauth label is a URI path segment. */
+static char *uri_escape(struct arena *a, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char *out = arena_alloc(a, strlen(s) * 3 + 1), *o = out;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+int accounts_enroll_mfa(struct req *r, const struct accounts_enroll_mfa_request *in,
+                        struct accounts_enroll_mfa_response *out)
+{
+    (void)in;
+    struct mfa_row m;
+    int found = load_mfa(r, &m);
+    if (found <= 0)
+        return found;
+    if (strcmp(m.status, "enabled") == 0) {
+        req_problem(r, 409, "mfa_already_enabled",
+                    "Multi-factor authentication is already on; disable it before enrolling "
+                    "another authenticator.");
+        return 0;
+    }
+    unsigned char key[TOTP_SECRET_BYTES];
+    char b32[64];
+    if (RAND_bytes(key, sizeof key) != 1)
+        return -1;
+    totp_base32(key, sizeof key, b32);
+    OPENSSL_cleanse(key, sizeof key);
+    char *sealed = seal(&r->arena, (const unsigned char *)b32, strlen(b32));
+    if (!sealed || set_mfa(r->principal.user_id, "pending", sealed, 0) != 0)
+        return -1;
+    struct mfa_enrollment *e = arena_alloc(&r->arena, sizeof *e);
+    e->status = "pending";
+    e->secret = arena_strdup(&r->arena, b32);
+    e->otpauth_uri = arena_printf(&r->arena,
+                                  "otpauth://totp/treasury:%s?secret=%s&issuer=treasury"
+                                  "&algorithm=SHA1&digits=6&period=30",
+                                  uri_escape(&r->arena, m.email), b32);
+    OPENSSL_cleanse(b32, sizeof b32);
+    out->status = 201;
+    out->body_201 = e;
+    return 0;
+}
+
+int accounts_confirm_mfa(struct req *r, const struct accounts_confirm_mfa_request *in,
+                         struct accounts_confirm_mfa_response *out)
+{
+    struct mfa_row m;
+    char guard[RATELIMIT_KEY_MAX + 1], now[40];
+    int found = load_mfa(r, &m);
+    if (found <= 0)
+        return found;
+    if (strcmp(m.status, "pending") != 0) {
+        req_problem(r, 409, "mfa_not_pending",
+                    "There is no enrolment to confirm; start one with POST "
+                    "/v1/accounts/mfa/enroll.");
+        return 0;
+    }
+    if (!mfa_attempt(r, guard, sizeof guard))
+        return 0;
+    int ok = use_totp(r->principal.user_id, m.secret, m.last_step, in->body->code);
+    if (ok < 0)
+        return -1;
+    if (!ok) {
+        invalid_code(r, "/code");
+        return 0;
+    }
+    ratelimit_refund(guard, MFA_FAILURES, MFA_FAILURE_PERIOD_S, ratelimit_now_ns());
+    const char *user[] = {r->principal.user_id};
+    if (exec_texts("UPDATE users SET mfa_status = 'enabled' WHERE id = ?", user, 1) != 0 ||
+        exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0)
+        return -1;
+    struct mfa_confirmation *c = arena_alloc(&r->arena, sizeof *c);
+    c->status = "enabled";
+    c->recovery_codes = arena_alloc(&r->arena, RECOVERY_CODES * sizeof *c->recovery_codes);
+    format_now_rfc3339(now, sizeof now);
+    for (int i = 0; i < RECOVERY_CODES; i++) {
+        unsigned char raw[8];
+        char b32[16], hash[DIGEST_HEX_LEN + 1];
+        if (RAND_bytes(raw, sizeof raw) != 1)
+            return -1;
+        totp_base32(raw, sizeof raw, b32); /* 13 characters; 12 used: 60 bits */
+        for (int j = 0; j < 12; j++)
+            b32[j] = (char)(b32[j] >= 'A' && b32[j] <= 'Z' ? b32[j] - 'A' + 'a' : b32[j]);
+        char *code = arena_printf(&r->arena, "%.4s-%.4s-%.4s", b32, b32 + 4, b32 + 8);
+        if (digest_sha256_hex(code, strlen(code), hash) != 0)
+            return -1;
+        const char *row[] = {r->principal.user_id, hash, now};
+        if (exec_texts("INSERT INTO mfa_recovery_codes (user_id, code_hash, created_at) "
+                       "VALUES (?, ?, ?)",
+                       row, 3) != 0)
+            return -1;
+        c->recovery_codes[c->recovery_codes_count++] = code;
+    }
+    out->status = 200;
+    out->body_200 = c;
+    return 0;
+}
+
+int accounts_disable_mfa(struct req *r, const struct accounts_disable_mfa_request *in,
+                         struct accounts_disable_mfa_response *out)
+{
+    const struct mfa_proof *p = in->body;
+    struct mfa_row m;
+    char guard[RATELIMIT_KEY_MAX + 1];
+    int found = load_mfa(r, &m);
+    if (found <= 0)
+        return found;
+    if (strcmp(m.status, "enabled") != 0) {
+        req_problem(r, 409, "mfa_not_enabled", "Multi-factor authentication is not on.");
+        return 0;
+    }
+    if (!mfa_attempt(r, guard, sizeof guard))
+        return 0;
+    int ok = p->has_code ? use_totp(r->principal.user_id, m.secret, m.last_step, p->code)
+                         : use_recovery_code(r->principal.user_id, p->recovery_code);
+    if (ok < 0)
+        return -1;
+    if (!ok) {
+        /* The failed attempt must stay counted although the answer is a refusal. */
+        invalid_code(r, p->has_code ? "/code" : "/recovery_code");
+        return 0;
+    }
+    ratelimit_refund(guard, MFA_FAILURES, MFA_FAILURE_PERIOD_S, ratelimit_now_ns());
+    const char *user[] = {r->principal.user_id};
+    if (set_mfa(r->principal.user_id, "none", NULL, 0) != 0 ||
+        exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0)
+        return -1;
+    struct mfa_status *st = arena_alloc(&r->arena, sizeof *st);
+    st->status = MFA_STATUS_STATUS_NONE;
+    st->recovery_codes_left = 0;
+    out->status = 200;
+    out->body_200 = st;
     return 0;
 }

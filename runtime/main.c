@@ -21,6 +21,7 @@
 #include "runtime/password.h"
 #include "runtime/ratelimit.h"
 #include "runtime/revocation.h"
+#include "runtime/seal.h"
 #include "runtime/server.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
@@ -99,6 +100,7 @@ static int run_server(const struct config *c)
     snprintf(signing_key.audience, sizeof signing_key.audience, "treasury-api");
     signing_key.leeway_seconds = 30;
     cursor_init(signing_key.secret, sizeof signing_key.secret);
+    seal_init(signing_key.secret, sizeof signing_key.secret);
 
     if (c->tls_cert[0]) {
         snprintf(cert_path, sizeof cert_path, "%s", c->tls_cert);

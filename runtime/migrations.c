@@ -203,6 +203,21 @@ static const char invitations_sql[] =
     ");\n"
     "CREATE INDEX invitations_email_idx ON invitations (workspace_id, email_norm);\n";
 
+/* TOTP multi-factor authentication: the secret sealed (runtime/seal.c), the last accepted
+ * time step (a code is accepted once), and one-time recovery codes stored as digests. */
+static const char mfa_sql[] =
+    "ALTER TABLE users ADD COLUMN mfa_status TEXT NOT NULL DEFAULT 'none'\n"
+    "    CHECK (mfa_status IN ('none', 'pending', 'enabled'));\n"
+    "ALTER TABLE users ADD COLUMN mfa_secret TEXT;\n"
+    "ALTER TABLE users ADD COLUMN mfa_last_step INTEGER NOT NULL DEFAULT 0;\n"
+    "CREATE TABLE mfa_recovery_codes (\n"
+    "    user_id TEXT NOT NULL REFERENCES users(id),\n"
+    "    code_hash TEXT NOT NULL,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    used_at TEXT,\n"
+    "    PRIMARY KEY (user_id, code_hash)\n"
+    ");\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
@@ -210,6 +225,7 @@ const struct migration migrations_list[] = {
     {4, "roles", roles_sql},
     {5, "service_accounts", service_accounts_sql},
     {6, "invitations", invitations_sql},
+    {7, "mfa", mfa_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

@@ -28,6 +28,13 @@
     X("invitation_used", "Invitation already used")                   \
     X("invitation_expired", "Invitation expired")                     \
     X("weak_password", "Password too weak")                           \
+    X("mfa_required", "Multi-factor authentication required")         \
+    X("invalid_otp", "Invalid one-time code")                         \
+    X("invalid_code", "Invalid code")                                 \
+    X("mfa_already_enabled", "Multi-factor authentication already on") \
+    X("mfa_not_pending", "No enrolment to confirm")                   \
+    X("mfa_not_enabled", "Multi-factor authentication is off")        \
+    X("not_a_user", "Not a user")                                     \
     X("insufficient_scope", "Insufficient scope")                     \
     X("not_found", "Resource not found")                              \
     X("method_not_allowed", "Method not allowed")                     \

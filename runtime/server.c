@@ -42,6 +42,7 @@ static int https_fd = -1, http_fd = -1;
 static route_match_fn *route_match;
 static const struct config *cfg;
 static atomic_int in_flight;
+static atomic_bool draining; /* shutting down: new requests get 503 */
 
 static double now_ms(void)
 {
@@ -260,6 +261,12 @@ static void process(struct req *r, enum listener l)
                         "This API is served over HTTPS only; repeat the request with https://.");
             return;
         }
+    }
+    if (atomic_load(&draining)) {
+        count_request(r);
+        req_problem(r, 503, "unavailable", "The server is shutting down; retry shortly.");
+        req_set_header(r, "Connection", "close");
+        return;
     }
     enum route_result rr = (enum route_result)r->route_result;
     if (rr != ROUTE_FOUND) {
@@ -539,24 +546,27 @@ fail:
 
 void server_stop(void)
 {
-    /* Stop accepting first, then give in-flight requests time to finish and be answered. */
-    if (https_daemon)
-        MHD_quiesce_daemon(https_daemon);
-    if (http_daemon)
-        MHD_quiesce_daemon(http_daemon);
+    /* New requests are answered 503 while the ones in flight finish. MHD_quiesce_daemon is not
+     * used: in libmicrohttpd 0.9.75 its removal of the listen socket from each worker's epoll
+     * set races the workers doing the same, and the loser aborts the process ("Failed to
+     * remove listen FD from epoll set"). */
+    atomic_store(&draining, true);
     double deadline = now_ms() + DRAIN_TIMEOUT_MS;
     while (atomic_load(&in_flight) > 0 && now_ms() < deadline) {
         struct timespec ts = { 0, 10 * 1000 * 1000 };
         nanosleep(&ts, NULL);
     }
+    /* MHD_stop_daemon closes the listen socket it was given; one never handed over (a
+     * failed start) is closed here. */
     if (http_daemon)
         MHD_stop_daemon(http_daemon);
+    else if (http_fd >= 0)
+        close(http_fd);
     if (https_daemon)
         MHD_stop_daemon(https_daemon);
-    http_daemon = https_daemon = NULL;
-    if (http_fd >= 0)
-        close(http_fd);
-    if (https_fd >= 0)
+    else if (https_fd >= 0)
         close(https_fd);
+    http_daemon = https_daemon = NULL;
     http_fd = https_fd = -1;
+    atomic_store(&draining, false);
 }
