@@ -6,6 +6,8 @@
 #include <openssl/hmac.h>
 #include <string.h>
 
+#include "runtime/base64url.h"
+
 #define MAC_BYTES 16
 #define MAX_CURSOR 512
 
@@ -18,57 +20,12 @@ void cursor_init(const unsigned char *secret, size_t len)
          &n);
 }
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-static void b64url(const unsigned char *in, size_t n, char *out)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)in[i] << 16;
-        if (i + 1 < n)
-            v |= (unsigned)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        out[o++] = b64[(v >> 18) & 63];
-        out[o++] = b64[(v >> 12) & 63];
-        if (i + 1 < n)
-            out[o++] = b64[(v >> 6) & 63];
-        if (i + 2 < n)
-            out[o++] = b64[v & 63];
-    }
-    out[o] = '\0';
-}
-
-static int unb64url(const char *in, size_t n, unsigned char *out, size_t *outlen)
-{
-    unsigned v = 0;
-    int bits = 0;
-    size_t o = 0;
-    if (n % 4 == 1)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        const char *p = memchr(b64, in[i], 64);
-        if (!p || in[i] == '\0')
-            return -1;
-        v = (v << 6) | (unsigned)(p - b64);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (unsigned char)(v >> bits);
-        }
-    }
-    if (bits && (v & ((1u << bits) - 1)) != 0)
-        return -1; /* non-canonical trailing bits */
-    *outlen = o;
-    return 0;
-}
-
 static void digest(const char *filters, char out[23])
 {
     unsigned char d[32];
     unsigned int n = 0;
     HMAC(EVP_sha256(), key, sizeof key, (const unsigned char *)filters, strlen(filters), d, &n);
-    b64url(d, 16, out);
+    base64url_encode(d, 16, out);
 }
 
 static void mac(const char *payload, size_t n, unsigned char out[32])
@@ -86,10 +43,10 @@ char *cursor_encode(struct arena *a, const char *filters, const char *sort_key, 
     size_t n = strlen(payload);
     mac(payload, n, m);
     char *out = arena_alloc(a, (n + 2) / 3 * 4 + 1 + (MAC_BYTES + 2) / 3 * 4 + 1);
-    b64url((const unsigned char *)payload, n, out);
+    base64url_encode((const unsigned char *)payload, n, out);
     size_t o = strlen(out);
     out[o++] = '.';
-    b64url(m, MAC_BYTES, out + o);
+    base64url_encode(m, MAC_BYTES, out + o);
     return out;
 }
 
@@ -102,8 +59,9 @@ int cursor_decode(struct arena *a, const char *cursor, const char *filters, char
         return -1;
     unsigned char payload[MAX_CURSOR], given[MAX_CURSOR], m[32];
     size_t plen = 0, glen = 0;
-    if (unb64url(cursor, (size_t)(dot - cursor), payload, &plen) != 0 ||
-        unb64url(dot + 1, len - (size_t)(dot - cursor) - 1, given, &glen) != 0 ||
+    if (base64url_decode(cursor, (size_t)(dot - cursor), payload, sizeof payload, &plen) != 0 ||
+        base64url_decode(dot + 1, len - (size_t)(dot - cursor) - 1, given, sizeof given,
+                         &glen) != 0 ||
         glen != MAC_BYTES)
         return -1;
     mac((const char *)payload, plen, m);

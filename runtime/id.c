@@ -2,19 +2,20 @@
  * base64url secrets, both from the OpenSSL CSPRNG. */
 #include "runtime/id.h"
 
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/rand.h>
+#include "runtime/base64url.h"
 
 #define ID_CHARS 26
 #define SECRET_MAX 64
 
 /* Crockford's alphabet without I, L, O, U, in lower case. */
 static const char b32[] = "0123456789abcdefghjkmnpqrstvwxyz";
-static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 static void random_bytes(unsigned char *buf, size_t n)
 {
@@ -108,26 +109,8 @@ char *id_secret(struct arena *a, size_t bytes)
     }
     if (bytes)
         random_bytes(raw, bytes);
-    char *out = arena_alloc(a, (bytes * 4 + 2) / 3 + 1);
-    char *o = out;
-    size_t i = 0;
-    for (; i + 3 <= bytes; i += 3) {
-        uint32_t v = (uint32_t)raw[i] << 16 | (uint32_t)raw[i + 1] << 8 | raw[i + 2];
-        *o++ = b64url[v >> 18 & 63];
-        *o++ = b64url[v >> 12 & 63];
-        *o++ = b64url[v >> 6 & 63];
-        *o++ = b64url[v & 63];
-    }
-    if (bytes - i == 1) {
-        uint32_t v = (uint32_t)raw[i] << 16;
-        *o++ = b64url[v >> 18 & 63];
-        *o++ = b64url[v >> 12 & 63];
-    } else if (bytes - i == 2) {
-        uint32_t v = (uint32_t)raw[i] << 16 | (uint32_t)raw[i + 1] << 8;
-        *o++ = b64url[v >> 18 & 63];
-        *o++ = b64url[v >> 12 & 63];
-        *o++ = b64url[v >> 6 & 63];
-    }
-    *o = '\0';
+    char *out = arena_alloc(a, BASE64URL_LEN(bytes) + 1);
+    base64url_encode(raw, bytes, out);
+    OPENSSL_cleanse(raw, sizeof raw);
     return out;
 }

@@ -10,79 +10,11 @@
 #include <string.h>
 
 #include "runtime/arena.h"
+#include "runtime/base64url.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 
 #define SIG_BYTES 32
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-static size_t b64url_len(size_t n)
-{
-    return n / 3 * 4 + (n % 3 ? n % 3 + 1 : 0);
-}
-
-/* Unpadded base64url; out needs b64url_len(n) + 1 bytes. */
-static void b64url(const unsigned char *in, size_t n, char *out)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)in[i] << 16;
-        if (i + 1 < n)
-            v |= (unsigned)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        out[o++] = b64[(v >> 18) & 63];
-        out[o++] = b64[(v >> 12) & 63];
-        if (i + 1 < n)
-            out[o++] = b64[(v >> 6) & 63];
-        if (i + 2 < n)
-            out[o++] = b64[v & 63];
-    }
-    out[o] = '\0';
-}
-
-static int b64val(char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '-')
-        return 62;
-    if (c == '_')
-        return 63;
-    return -1;
-}
-
-/* Strict: alphabet only, no padding, canonical trailing bits (one token, one encoding).
- * out needs n * 3 / 4 + 1 bytes; a NUL is appended for convenience. */
-static int unb64url(const char *in, size_t n, unsigned char *out, size_t *outlen)
-{
-    unsigned v = 0;
-    int bits = 0;
-    size_t o = 0;
-    if (n % 4 == 1)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        int d = b64val(in[i]);
-        if (d < 0)
-            return -1;
-        v = (v << 6) | (unsigned)d;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (unsigned char)(v >> bits);
-        }
-    }
-    if (bits && (v & ((1u << bits) - 1)) != 0)
-        return -1;
-    out[o] = '\0';
-    *outlen = o;
-    return 0;
-}
 
 static void sign(const struct token_key *k, const char *msg, size_t n, unsigned char out[SIG_BYTES])
 {
@@ -92,9 +24,9 @@ static void sign(const struct token_key *k, const char *msg, size_t n, unsigned 
 
 static char *encode_json(char *json, size_t n)
 {
-    char *s = malloc(b64url_len(n) + 1);
+    char *s = malloc(BASE64URL_LEN(n) + 1);
     if (s)
-        b64url((const unsigned char *)json, n, s);
+        base64url_encode((const unsigned char *)json, n, s);
     return s;
 }
 
@@ -150,7 +82,7 @@ int token_issue(const struct token_key *k, const struct token_claims *c, char **
     p = encode_json(pjson, pn);
     if (!h || !p)
         goto out;
-    size_t hl = strlen(h), pl = strlen(p), sl = b64url_len(SIG_BYTES);
+    size_t hl = strlen(h), pl = strlen(p), sl = BASE64URL_LEN(SIG_BYTES);
     size_t total = hl + 1 + pl + 1 + sl;
     if (total > TOKEN_MAX_BYTES)
         goto out; /* would be refused by token_verify anyway */
@@ -162,7 +94,7 @@ int token_issue(const struct token_key *k, const struct token_claims *c, char **
     memcpy(tok + hl + 1, p, pl);
     sign(k, tok, hl + 1 + pl, sig);
     tok[hl + 1 + pl] = '.';
-    b64url(sig, SIG_BYTES, tok + hl + 1 + pl + 1);
+    base64url_encode(sig, SIG_BYTES, tok + hl + 1 + pl + 1);
     *out = tok;
     tok = NULL;
     rc = 0;
@@ -304,8 +236,9 @@ enum token_result token_verify(const struct token_key *k, const char *token, int
     hbuf = arena_alloc(&a, hl * 3 / 4 + 1);
     pbuf = arena_alloc(&a, pll * 3 / 4 + 1);
     sbuf = arena_alloc(&a, sl * 3 / 4 + 1);
-    if (unb64url(token, hl, hbuf, &hn) != 0 || unb64url(d1 + 1, pll, pbuf, &pn) != 0 ||
-        unb64url(d2 + 1, sl, sbuf, &sn) != 0)
+    if (base64url_decode(token, hl, hbuf, hl * 3 / 4 + 1, &hn) != 0 ||
+        base64url_decode(d1 + 1, pll, pbuf, pll * 3 / 4 + 1, &pn) != 0 ||
+        base64url_decode(d2 + 1, sl, sbuf, sl * 3 / 4 + 1, &sn) != 0)
         goto out;
 
     if (json_parse(&a, (const char *)hbuf, hn, &hdr, &jerr) != 0 || hdr->type != JSON_OBJECT)
