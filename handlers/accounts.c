@@ -20,7 +20,7 @@
 #include "runtime/id.h"
 #include "runtime/log.h"
 #include "runtime/password.h"
-#include "runtime/cursor.h"
+#include "runtime/page.h"
 #include "runtime/revocation.h"
 #include "runtime/seal.h"
 #include "runtime/totp.h"
@@ -53,6 +53,13 @@ static void lower_ascii(const char *in, char *out, size_t n)
     for (; in[i] && i + 1 < n; i++)
         out[i] = (in[i] >= 'A' && in[i] <= 'Z') ? (char)(in[i] - 'A' + 'a') : in[i];
     out[i] = '\0';
+}
+
+/* Text column copied into the arena; NULL for SQL NULL. */
+static const char *column_text(struct req *r, sqlite3_stmt *st, int col)
+{
+    const unsigned char *t = sqlite3_column_text(st, col);
+    return t ? arena_strdup(&r->arena, (const char *)t) : NULL;
 }
 
 static void copy_column(sqlite3_stmt *st, int col, char *out, size_t n)
@@ -698,20 +705,31 @@ int accounts_revoke_session(struct req *r, const struct accounts_revoke_session_
     return 0;
 }
 
+static int session_row(struct req *r, sqlite3_stmt *st, void *item)
+{
+    struct session *s = item;
+    memset(s, 0, sizeof *s);
+    s->id = column_text(r, st, 0);
+    s->object = "session";
+    s->workspace_id = column_text(r, st, 1);
+    s->current = r->principal.session_id && strcmp(s->id, r->principal.session_id) == 0;
+    s->created_at = column_text(r, st, 2);
+    s->last_used_at = sqlite3_column_type(st, 3) != SQLITE_NULL ? column_text(r, st, 3) : NULL;
+    s->has_last_used_at = s->last_used_at != NULL;
+    s->expires_at = column_text(r, st, 4);
+    return 0;
+}
+
 int accounts_list_sessions(struct req *r, const struct accounts_list_sessions_request *in,
                            struct accounts_list_sessions_response *out)
 {
     const struct principal *p = &r->principal;
     const char *filters = arena_printf(&r->arena, "sessions&u=%s&w=%s", p->user_id,
                                        p->workspace_id);
-    char *after_created = NULL, *after_id = NULL, now[40];
-    if (in->has_cursor &&
-        cursor_decode(&r->arena, in->cursor, filters, &after_created, &after_id) != 0) {
-        req_problem(r, 400, "invalid_cursor",
-                    "The cursor is invalid, or was issued to someone else; start again "
-                    "without it.");
+    char now[40];
+    struct page pg;
+    if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    }
     format_now_rfc3339(now, sizeof now);
     sqlite3_stmt *st = storage_prepare(
         "SELECT id, workspace_id, created_at, last_used_at, expires_at FROM sessions "
@@ -723,51 +741,16 @@ int accounts_list_sessions(struct req *r, const struct accounts_list_sessions_re
     sqlite3_bind_text(st, 1, p->user_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, p->workspace_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
-    if (after_created) {
-        sqlite3_bind_text(st, 4, after_created, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 5, after_id, -1, SQLITE_STATIC);
-    }
-    sqlite3_bind_int64(st, 6, in->limit + 1);
-
+    page_bind(&pg, st, 4, 5, 6);
     struct session_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)(in->limit + 1) * sizeof *page->data);
-    size_t n = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if ((int64_t)n == in->limit) {
-            page->has_more = true;
-            break;
-        }
-        struct session *s = &page->data[n++];
-        char buf[64];
-        copy_column(st, 0, buf, sizeof buf);
-        s->id = arena_strdup(&r->arena, buf);
-        s->object = "session";
-        copy_column(st, 1, buf, sizeof buf);
-        s->workspace_id = arena_strdup(&r->arena, buf);
-        s->current = p->session_id && strcmp(s->id, p->session_id) == 0;
-        copy_column(st, 2, buf, sizeof buf);
-        s->created_at = arena_strdup(&r->arena, buf);
-        if (sqlite3_column_type(st, 3) != SQLITE_NULL) {
-            copy_column(st, 3, buf, sizeof buf);
-            s->last_used_at = arena_strdup(&r->arena, buf);
-            s->has_last_used_at = true;
-        }
-        copy_column(st, 4, buf, sizeof buf);
-        s->expires_at = arena_strdup(&r->arena, buf);
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("sessions: listing failed: %s", sqlite3_errmsg(storage_db()));
+    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
+    if (page_fill(r, &pg, st, page->data, sizeof *page->data, session_row) != 0)
         return -1;
-    }
-    page->data_count = n;
-    if (page->has_more) {
-        const struct session *last = &page->data[n - 1];
-        page->next_cursor = cursor_encode(&r->arena, filters, last->created_at, last->id);
-    } else {
-        page->next_cursor_is_null = true;
-    }
+    page->data_count = pg.count;
+    page->has_more = pg.has_more;
+    const struct session *last = pg.count ? &page->data[pg.count - 1] : NULL;
+    page->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
+    page->next_cursor_is_null = !page->next_cursor;
     out->status = 200;
     out->body_200 = page;
     return 0;

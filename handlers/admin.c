@@ -14,11 +14,11 @@
 #include "generated/scopes.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
-#include "runtime/cursor.h"
 #include "runtime/digest.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
 #include "runtime/log.h"
+#include "runtime/page.h"
 #include "runtime/revocation.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
@@ -350,17 +350,20 @@ static void publish_forever(struct req *r)
     revocation_add(r->on_commit_arg, INT64_MAX);
 }
 
+static int service_account_row(struct req *r, sqlite3_stmt *st, void *item)
+{
+    row_to_service_account(r, st, item);
+    return 0;
+}
+
 int admin_list_service_accounts(struct req *r,
                                 const struct admin_list_service_accounts_request *in,
                                 struct admin_list_service_accounts_response *out)
 {
     const char *filters = arena_printf(&r->arena, "sa&w=%s", r->principal.workspace_id);
-    char *after_created = NULL, *after_id = NULL;
-    if (in->has_cursor &&
-        cursor_decode(&r->arena, in->cursor, filters, &after_created, &after_id) != 0) {
-        req_problem(r, 400, "invalid_cursor", "The cursor is invalid; start again without it.");
+    struct page pg;
+    if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    }
     sqlite3_stmt *st = storage_prepare(
         "SELECT " SA_COLUMNS " FROM service_accounts WHERE workspace_id = ?1 "
         "AND (?2 IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
@@ -368,32 +371,16 @@ int admin_list_service_accounts(struct req *r,
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    if (after_created) {
-        sqlite3_bind_text(st, 2, after_created, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, after_id, -1, SQLITE_STATIC);
-    }
-    sqlite3_bind_int64(st, 4, in->limit + 1);
+    page_bind(&pg, st, 2, 3, 4);
     struct service_account_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)(in->limit + 1) * sizeof *page->data);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if ((int64_t)page->data_count == in->limit) {
-            page->has_more = true;
-            break;
-        }
-        row_to_service_account(r, st, &page->data[page->data_count++]);
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("service accounts: listing failed: %s", sqlite3_errmsg(storage_db()));
+    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
+    if (page_fill(r, &pg, st, page->data, sizeof *page->data, service_account_row) != 0)
         return -1;
-    }
-    if (page->has_more) {
-        const struct service_account *last = &page->data[page->data_count - 1];
-        page->next_cursor = cursor_encode(&r->arena, filters, last->created_at, last->id);
-    } else {
-        page->next_cursor_is_null = true;
-    }
+    page->data_count = pg.count;
+    page->has_more = pg.has_more;
+    const struct service_account *last = pg.count ? &page->data[pg.count - 1] : NULL;
+    page->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
+    page->next_cursor_is_null = !page->next_cursor;
     out->status = 200;
     out->body_200 = page;
     return 0;
@@ -499,6 +486,12 @@ int admin_disable_service_account(struct req *r,
     return 0;
 }
 
+static int token_row(struct req *r, sqlite3_stmt *st, void *item)
+{
+    row_to_token(r, st, item);
+    return 0;
+}
+
 int admin_list_service_account_tokens(struct req *r,
                                       const struct admin_list_service_account_tokens_request *in,
                                       struct admin_list_service_account_tokens_response *out)
@@ -507,13 +500,10 @@ int admin_list_service_account_tokens(struct req *r,
     int found = load_service_account(r, in->id, sa);
     if (found <= 0)
         return found;
-    const char *filters = arena_printf(&r->arena, "sat&sa=%s", sa->id);
-    char *after_created = NULL, *after_id = NULL;
-    if (in->has_cursor &&
-        cursor_decode(&r->arena, in->cursor, filters, &after_created, &after_id) != 0) {
-        req_problem(r, 400, "invalid_cursor", "The cursor is invalid; start again without it.");
+    struct page pg;
+    if (page_begin(r, &pg, arena_printf(&r->arena, "sat&sa=%s", sa->id), in->limit,
+                   in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    }
     sqlite3_stmt *st = storage_prepare(
         "SELECT " SAT_COLUMNS " FROM service_account_tokens WHERE service_account_id = ?1 "
         "AND (?2 IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
@@ -521,32 +511,16 @@ int admin_list_service_account_tokens(struct req *r,
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, sa->id, -1, SQLITE_STATIC);
-    if (after_created) {
-        sqlite3_bind_text(st, 2, after_created, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, after_id, -1, SQLITE_STATIC);
-    }
-    sqlite3_bind_int64(st, 4, in->limit + 1);
+    page_bind(&pg, st, 2, 3, 4);
     struct service_account_token_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)(in->limit + 1) * sizeof *page->data);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if ((int64_t)page->data_count == in->limit) {
-            page->has_more = true;
-            break;
-        }
-        row_to_token(r, st, &page->data[page->data_count++]);
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("service accounts: listing tokens failed: %s", sqlite3_errmsg(storage_db()));
+    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
+    if (page_fill(r, &pg, st, page->data, sizeof *page->data, token_row) != 0)
         return -1;
-    }
-    if (page->has_more) {
-        const struct service_account_token *last = &page->data[page->data_count - 1];
-        page->next_cursor = cursor_encode(&r->arena, filters, last->created_at, last->id);
-    } else {
-        page->next_cursor_is_null = true;
-    }
+    page->data_count = pg.count;
+    page->has_more = pg.has_more;
+    const struct service_account_token *last = pg.count ? &page->data[pg.count - 1] : NULL;
+    page->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
+    page->next_cursor_is_null = !page->next_cursor;
     out->status = 200;
     out->body_200 = page;
     return 0;
@@ -691,16 +665,29 @@ int admin_revoke_service_account_token(
 #define INVITATION_LIFETIME_S (7 * 86400)
 #define INVITATION_TOKEN_BYTES 32
 
+static int user_row(struct req *r, sqlite3_stmt *st, void *item)
+{
+    struct user *u = item;
+    u->id = text(r, st, 0);
+    u->object = "user";
+    u->email = text(r, st, 1);
+    u->name = text(r, st, 2);
+    u->has_name = u->name != NULL;
+    u->status = user_status_parse(text(r, st, 3));
+    u->role = text(r, st, 4);
+    u->joined_at = text(r, st, 5);
+    u->last_login_at = text(r, st, 6);
+    u->has_last_login_at = u->last_login_at != NULL;
+    return u->status ? 0 : -1;
+}
+
 int admin_list_users(struct req *r, const struct admin_list_users_request *in,
                      struct admin_list_users_response *out)
 {
     const char *filters = arena_printf(&r->arena, "users&w=%s", r->principal.workspace_id);
-    char *after_joined = NULL, *after_id = NULL;
-    if (in->has_cursor &&
-        cursor_decode(&r->arena, in->cursor, filters, &after_joined, &after_id) != 0) {
-        req_problem(r, 400, "invalid_cursor", "The cursor is invalid; start again without it.");
+    struct page pg;
+    if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    }
     sqlite3_stmt *st = storage_prepare(
         "SELECT u.id, u.email, u.name, u.status, m.role, m.created_at, u.last_login_at "
         "FROM members m JOIN users u ON u.id = m.user_id WHERE m.workspace_id = ?1 "
@@ -709,42 +696,16 @@ int admin_list_users(struct req *r, const struct admin_list_users_request *in,
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    if (after_joined) {
-        sqlite3_bind_text(st, 2, after_joined, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, after_id, -1, SQLITE_STATIC);
-    }
-    sqlite3_bind_int64(st, 4, in->limit + 1);
+    page_bind(&pg, st, 2, 3, 4);
     struct user_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)(in->limit + 1) * sizeof *page->data);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if ((int64_t)page->data_count == in->limit) {
-            page->has_more = true;
-            break;
-        }
-        struct user *u = &page->data[page->data_count++];
-        u->id = text(r, st, 0);
-        u->object = "user";
-        u->email = text(r, st, 1);
-        u->name = text(r, st, 2);
-        u->has_name = u->name != NULL;
-        u->status = user_status_parse(text(r, st, 3));
-        u->role = text(r, st, 4);
-        u->joined_at = text(r, st, 5);
-        u->last_login_at = text(r, st, 6);
-        u->has_last_login_at = u->last_login_at != NULL;
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("users: listing failed: %s", sqlite3_errmsg(storage_db()));
+    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
+    if (page_fill(r, &pg, st, page->data, sizeof *page->data, user_row) != 0)
         return -1;
-    }
-    if (page->has_more) {
-        const struct user *last = &page->data[page->data_count - 1];
-        page->next_cursor = cursor_encode(&r->arena, filters, last->joined_at, last->id);
-    } else {
-        page->next_cursor_is_null = true;
-    }
+    page->data_count = pg.count;
+    page->has_more = pg.has_more;
+    const struct user *last = pg.count ? &page->data[pg.count - 1] : NULL;
+    page->next_cursor = last ? page_next(r, &pg, last->joined_at, last->id) : NULL;
+    page->next_cursor_is_null = !page->next_cursor;
     out->status = 200;
     out->body_200 = page;
     return 0;

@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/cursor.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
+#include "runtime/page.h"
 #include "runtime/storage.h"
 
 #define BEN_PATH "/v1/beneficiaries"
@@ -421,6 +421,11 @@ static bool routing_changed(const struct beneficiary *before, const struct benef
 
 /* ---- operations --------------------------------------------------------------------------- */
 
+static int beneficiary_row(struct req *r, sqlite3_stmt *st, void *item)
+{
+    return row_to_beneficiary(r, st, item);
+}
+
 int payments_list_beneficiaries(struct req *r, const struct payments_list_beneficiaries_request *in,
                                 struct payments_list_beneficiaries_response *out)
 {
@@ -430,14 +435,9 @@ int payments_list_beneficiaries(struct req *r, const struct payments_list_benefi
     const char *filters = arena_printf(&r->arena, "w=%s&status=%s&currency=%s",
                                        r->principal.workspace_id, status ? status : "",
                                        currency ? currency : "");
-    char *after_created = NULL, *after_id = NULL;
-    if (in->has_cursor &&
-        cursor_decode(&r->arena, in->cursor, filters, &after_created, &after_id) != 0) {
-        req_problem(r, 400, "invalid_cursor",
-                    "The cursor is invalid, or was issued for other filters; start again "
-                    "without it.");
+    struct page pg;
+    if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    }
     sqlite3_stmt *st = storage_prepare(
         "SELECT " BEN_COLUMNS " FROM beneficiaries WHERE workspace_id = ?1 "
         "AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR currency = ?3) "
@@ -448,35 +448,16 @@ int payments_list_beneficiaries(struct req *r, const struct payments_list_benefi
     sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
     bind_opt(st, 2, status);
     bind_opt(st, 3, currency);
-    bind_opt(st, 4, after_created);
-    bind_opt(st, 5, after_id);
-    sqlite3_bind_int64(st, 6, in->limit + 1); /* one more tells whether a next page exists */
-
+    page_bind(&pg, st, 4, 5, 6);
     struct beneficiary_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)(in->limit + 1) * sizeof *page->data);
-    size_t n = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if ((int64_t)n == in->limit) {
-            page->has_more = true;
-            break;
-        }
-        if (row_to_beneficiary(r, st, &page->data[n]) != 0) {
-            sqlite3_reset(st);
-            return -1;
-        }
-        n++;
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return db_failed("list");
-    page->data_count = n;
-    if (page->has_more) {
-        const struct beneficiary *last = &page->data[n - 1];
-        page->next_cursor = cursor_encode(&r->arena, filters, last->created_at, last->id);
-    } else {
-        page->next_cursor_is_null = true;
-    }
+    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
+    if (page_fill(r, &pg, st, page->data, sizeof *page->data, beneficiary_row) != 0)
+        return -1;
+    page->data_count = pg.count;
+    page->has_more = pg.has_more;
+    const struct beneficiary *last = pg.count ? &page->data[pg.count - 1] : NULL;
+    page->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
+    page->next_cursor_is_null = !page->next_cursor;
     out->status = 200;
     out->body_200 = page;
     return 0;

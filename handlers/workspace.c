@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/cursor.h"
 #include "runtime/format.h"
 #include "runtime/log.h"
+#include "runtime/page.h"
 #include "runtime/ratelimit.h"
 #include "runtime/storage.h"
 
@@ -109,16 +109,28 @@ int workspace_update_workspace_settings(
     return 0;
 }
 
+static int member_row(struct req *r, sqlite3_stmt *st, void *item)
+{
+    struct member *m = item;
+    m->user_id = text(r, st, 0);
+    m->object = "member";
+    m->email = text(r, st, 1);
+    if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
+        m->name = text(r, st, 2);
+        m->has_name = true;
+    }
+    m->role = text(r, st, 3);
+    m->joined_at = text(r, st, 4);
+    return 0;
+}
+
 int workspace_list_members(struct req *r, const struct workspace_list_members_request *in,
                            struct workspace_list_members_response *out)
 {
     const char *filters = arena_printf(&r->arena, "members&w=%s", r->principal.workspace_id);
-    char *after_joined = NULL, *after_id = NULL;
-    if (in->has_cursor &&
-        cursor_decode(&r->arena, in->cursor, filters, &after_joined, &after_id) != 0) {
-        req_problem(r, 400, "invalid_cursor", "The cursor is invalid; start again without it.");
+    struct page pg;
+    if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    }
     sqlite3_stmt *st = storage_prepare(
         "SELECT u.id, u.email, u.name, m.role, m.created_at FROM members m "
         "JOIN users u ON u.id = m.user_id WHERE m.workspace_id = ?1 "
@@ -127,41 +139,16 @@ int workspace_list_members(struct req *r, const struct workspace_list_members_re
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    if (after_joined) {
-        sqlite3_bind_text(st, 2, after_joined, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, after_id, -1, SQLITE_STATIC);
-    }
-    sqlite3_bind_int64(st, 4, in->limit + 1);
+    page_bind(&pg, st, 2, 3, 4);
     struct member_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)(in->limit + 1) * sizeof *page->data);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if ((int64_t)page->data_count == in->limit) {
-            page->has_more = true;
-            break;
-        }
-        struct member *m = &page->data[page->data_count++];
-        m->user_id = text(r, st, 0);
-        m->object = "member";
-        m->email = text(r, st, 1);
-        if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
-            m->name = text(r, st, 2);
-            m->has_name = true;
-        }
-        m->role = text(r, st, 3);
-        m->joined_at = text(r, st, 4);
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("members: listing failed: %s", sqlite3_errmsg(storage_db()));
+    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
+    if (page_fill(r, &pg, st, page->data, sizeof *page->data, member_row) != 0)
         return -1;
-    }
-    if (page->has_more) {
-        const struct member *last = &page->data[page->data_count - 1];
-        page->next_cursor = cursor_encode(&r->arena, filters, last->joined_at, last->user_id);
-    } else {
-        page->next_cursor_is_null = true;
-    }
+    page->data_count = pg.count;
+    page->has_more = pg.has_more;
+    const struct member *last = pg.count ? &page->data[pg.count - 1] : NULL;
+    page->next_cursor = last ? page_next(r, &pg, last->joined_at, last->user_id) : NULL;
+    page->next_cursor_is_null = !page->next_cursor;
     out->status = 200;
     out->body_200 = page;
     return 0;

@@ -1,0 +1,64 @@
+/* The loop every list operation shares: cursor in, limit + 1 rows, cursor out. */
+#include "runtime/page.h"
+
+#include "runtime/cursor.h"
+#include "runtime/log.h"
+#include "runtime/storage.h"
+
+int page_begin(struct req *r, struct page *p, const char *filters, int64_t limit,
+               const char *cursor)
+{
+    p->filters = filters;
+    p->after_key = p->after_id = NULL;
+    p->limit = limit;
+    p->count = 0;
+    p->has_more = false;
+    if (cursor && cursor_decode(&r->arena, cursor, filters, &p->after_key, &p->after_id) != 0) {
+        req_problem(r, 400, "invalid_cursor",
+                    "The cursor is invalid, or was issued for another list or other filters; "
+                    "start again without it.");
+        return -1;
+    }
+    return 0;
+}
+
+void page_bind(const struct page *p, sqlite3_stmt *st, int key_param, int id_param,
+               int limit_param)
+{
+    if (p->after_key) {
+        sqlite3_bind_text(st, key_param, p->after_key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, id_param, p->after_id, -1, SQLITE_STATIC);
+    } else {
+        sqlite3_bind_null(st, key_param);
+        sqlite3_bind_null(st, id_param);
+    }
+    sqlite3_bind_int64(st, limit_param, p->limit + 1); /* one more tells whether more follow */
+}
+
+int page_fill(struct req *r, struct page *p, sqlite3_stmt *st, void *items, size_t item_size,
+              page_row_fn *row)
+{
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if ((int64_t)p->count == p->limit) {
+            p->has_more = true;
+            break;
+        }
+        if (row(r, st, (char *)items + p->count * item_size) != 0) {
+            sqlite3_reset(st);
+            return -1;
+        }
+        p->count++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        log_error("page: listing failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    return 0;
+}
+
+char *page_next(struct req *r, const struct page *p, const char *last_key, const char *last_id)
+{
+    return p->has_more ? cursor_encode(&r->arena, p->filters, last_key, last_id) : NULL;
+}
