@@ -94,4 +94,203 @@ struct payments_delete_beneficiary_response {
 int payments_delete_beneficiary(struct req *r, const struct payments_delete_beneficiary_request *in,
                                struct payments_delete_beneficiary_response *out);
 
+/* PUT /v1/beneficiaries/{id}/approve (approveBeneficiary): Approve a beneficiary */
+struct payments_approve_beneficiary_request {
+    const char *id; /* path id, required */
+};
+
+struct payments_approve_beneficiary_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 503) via req_problem() */
+    struct beneficiary *body_200; /* status 200: The beneficiary as it is now. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int payments_approve_beneficiary(struct req *r, const struct payments_approve_beneficiary_request *in,
+                                struct payments_approve_beneficiary_response *out);
+
+/* PUT /v1/beneficiaries/{id}/deny (denyBeneficiary): Deny a beneficiary */
+struct payments_deny_beneficiary_request {
+    const char *id; /* path id, required */
+    struct beneficiary_denial *body; /* request body (required) */
+};
+
+struct payments_deny_beneficiary_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct beneficiary *body_200; /* status 200: The beneficiary as it is now. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int payments_deny_beneficiary(struct req *r, const struct payments_deny_beneficiary_request *in,
+                             struct payments_deny_beneficiary_response *out);
+
+/* GET /v1/payments (listPayments): List payments */
+struct payments_list_payments_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+    enum payment_status status; /* query status, optional */
+    bool has_status;
+    const char *currency; /* query currency, optional */
+    bool has_currency;
+    const char *beneficiary_id; /* query beneficiary_id, optional */
+    bool has_beneficiary_id;
+    int64_t amount_gte; /* query amount_gte, optional */
+    bool has_amount_gte;
+    int64_t amount_lt; /* query amount_lt, optional */
+    bool has_amount_lt;
+    const char *created_gte; /* query created_gte, optional */
+    bool has_created_gte;
+    const char *created_lt; /* query created_lt, optional */
+    bool has_created_lt;
+    const char *effective_date_gte; /* query effective_date_gte, optional */
+    bool has_effective_date_gte;
+    const char *effective_date_lt; /* query effective_date_lt, optional */
+    bool has_effective_date_lt;
+};
+
+struct payments_list_payments_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
+    struct payment_page *body_200; /* status 200: One page of payments. */
+};
+
+int payments_list_payments(struct req *r, const struct payments_list_payments_request *in,
+                          struct payments_list_payments_response *out);
+
+/* POST /v1/payments (createPayment): Create a payment */
+struct payments_create_payment_request {
+    struct payment_create *body; /* request body (required) */
+};
+
+struct payments_create_payment_response {
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct payment *body_201; /* status 201: Created; `Location` names it, `ETag` carries its version. */
+    const char *location; /* header Location on 201; NULL = not sent */
+    const char *etag; /* header ETag on 201; NULL = not sent */
+};
+
+int payments_create_payment(struct req *r, const struct payments_create_payment_request *in,
+                           struct payments_create_payment_response *out);
+
+/* GET /v1/payments/approval-policy (getApprovalPolicy): Get the payment approval policy */
+struct payments_get_approval_policy_request {
+    int unused; /* this operation takes no parameters and no body */
+};
+
+struct payments_get_approval_policy_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
+    struct approval_policy *body_200; /* status 200: The policy. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int payments_get_approval_policy(struct req *r, const struct payments_get_approval_policy_request *in,
+                                struct payments_get_approval_policy_response *out);
+
+/* PUT /v1/payments/approval-policy (putApprovalPolicy): Replace the payment approval policy */
+struct payments_put_approval_policy_request {
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+    struct approval_policy_update *body; /* request body (required) */
+};
+
+struct payments_put_approval_policy_response {
+    int status; /* 200; problems (400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct approval_policy *body_200; /* status 200: The new policy. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int payments_put_approval_policy(struct req *r, const struct payments_put_approval_policy_request *in,
+                                struct payments_put_approval_policy_response *out);
+
+/* GET /v1/payments/{id} (getPayment): Get a payment */
+struct payments_get_payment_request {
+    const char *id; /* path id, required */
+};
+
+struct payments_get_payment_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
+    struct payment *body_200; /* status 200: The payment. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int payments_get_payment(struct req *r, const struct payments_get_payment_request *in,
+                        struct payments_get_payment_response *out);
+
+/* PATCH /v1/payments/{id} (updatePayment): Change a payment before it is processed */
+struct payments_update_payment_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+    struct payment_update *body; /* request body (required) */
+};
+
+struct payments_update_payment_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503) via req_problem() */
+    struct payment *body_200; /* status 200: Changed; the new state and its `ETag`. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int payments_update_payment(struct req *r, const struct payments_update_payment_request *in,
+                           struct payments_update_payment_response *out);
+
+/* PUT /v1/payments/{id}/approve (approvePayment): Approve a payment */
+struct payments_approve_payment_request {
+    const char *id; /* path id, required */
+};
+
+struct payments_approve_payment_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 503) via req_problem() */
+    struct payment *body_200; /* status 200: Approved by the caller; the payment as it is now. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int payments_approve_payment(struct req *r, const struct payments_approve_payment_request *in,
+                            struct payments_approve_payment_response *out);
+
+/* POST /v1/payments/{id}/cancel (cancelPayment): Cancel a payment */
+struct payments_cancel_payment_request {
+    const char *id; /* path id, required */
+};
+
+struct payments_cancel_payment_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 503) via req_problem() */
+    struct payment *body_200; /* status 200: Cancelled. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int payments_cancel_payment(struct req *r, const struct payments_cancel_payment_request *in,
+                           struct payments_cancel_payment_response *out);
+
+/* PUT /v1/payments/{id}/deny (denyPayment): Deny a payment */
+struct payments_deny_payment_request {
+    const char *id; /* path id, required */
+    struct payment_denial *body; /* request body (required) */
+};
+
+struct payments_deny_payment_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct payment *body_200; /* status 200: Denied. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int payments_deny_payment(struct req *r, const struct payments_deny_payment_request *in,
+                         struct payments_deny_payment_response *out);
+
+/* GET /v1/payments/{id}/events (listPaymentEvents): The history of a payment */
+struct payments_list_payment_events_request {
+    const char *id; /* path id, required */
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+};
+
+struct payments_list_payment_events_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
+    struct event_page *body_200; /* status 200: One page of events, oldest first. */
+};
+
+int payments_list_payment_events(struct req *r, const struct payments_list_payment_events_request *in,
+                                struct payments_list_payment_events_response *out);
+
 #endif

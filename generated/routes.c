@@ -40,10 +40,22 @@ static const int statuses_23[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 
 static const int statuses_24[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
 static const int statuses_25[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_26[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
-static const int statuses_27[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_28[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_29[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_30[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_27[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_28[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_29[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_30[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_31[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_32[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_33[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_34[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_35[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503, 0 };
+static const int statuses_36[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_37[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_38[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_39[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_40[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_41[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_42[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -560,6 +572,44 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_payments_delete_beneficiary,
     },
     {
+        .operation_id = "approveBeneficiary",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/beneficiaries/{id}/approve",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_WRITE,
+        .scopes_text = "payments:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_27,
+        .dispatch = dispatch_payments_approve_beneficiary,
+    },
+    {
+        .operation_id = "denyBeneficiary",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/beneficiaries/{id}/deny",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_WRITE,
+        .scopes_text = "payments:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_28,
+        .dispatch = dispatch_payments_deny_beneficiary,
+    },
+    {
         .operation_id = "getOpenapi",
         .method = "GET",
         .base = "/v1",
@@ -575,8 +625,198 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_27,
+        .statuses = statuses_29,
         .dispatch = dispatch_meta_get_openapi,
+    },
+    {
+        .operation_id = "listPayments",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/payments",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_READ,
+        .scopes_text = "payments:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_30,
+        .dispatch = dispatch_payments_list_payments,
+    },
+    {
+        .operation_id = "createPayment",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/payments",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_WRITE,
+        .scopes_text = "payments:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_31,
+        .dispatch = dispatch_payments_create_payment,
+    },
+    {
+        .operation_id = "getApprovalPolicy",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/payments/approval-policy",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_READ,
+        .scopes_text = "payments:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_32,
+        .dispatch = dispatch_payments_get_approval_policy,
+    },
+    {
+        .operation_id = "putApprovalPolicy",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/payments/approval-policy",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_33,
+        .dispatch = dispatch_payments_put_approval_policy,
+    },
+    {
+        .operation_id = "getPayment",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/payments/{id}",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_READ,
+        .scopes_text = "payments:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_34,
+        .dispatch = dispatch_payments_get_payment,
+    },
+    {
+        .operation_id = "updatePayment",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/payments/{id}",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_WRITE,
+        .scopes_text = "payments:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_35,
+        .dispatch = dispatch_payments_update_payment,
+    },
+    {
+        .operation_id = "approvePayment",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/payments/{id}/approve",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_WRITE,
+        .scopes_text = "payments:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_36,
+        .dispatch = dispatch_payments_approve_payment,
+    },
+    {
+        .operation_id = "cancelPayment",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/payments/{id}/cancel",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_WRITE,
+        .scopes_text = "payments:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_37,
+        .dispatch = dispatch_payments_cancel_payment,
+    },
+    {
+        .operation_id = "denyPayment",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/payments/{id}/deny",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_WRITE,
+        .scopes_text = "payments:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_38,
+        .dispatch = dispatch_payments_deny_payment,
+    },
+    {
+        .operation_id = "listPaymentEvents",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/payments/{id}/events",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_READ,
+        .scopes_text = "payments:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_39,
+        .dispatch = dispatch_payments_list_payment_events,
     },
     {
         .operation_id = "getWorkspace",
@@ -594,7 +834,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_28,
+        .statuses = statuses_40,
         .dispatch = dispatch_workspace_get_workspace,
     },
     {
@@ -613,7 +853,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_29,
+        .statuses = statuses_41,
         .dispatch = dispatch_workspace_list_members,
     },
     {
@@ -632,7 +872,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_30,
+        .statuses = statuses_42,
         .dispatch = dispatch_workspace_update_workspace_settings,
     },
 };
@@ -659,127 +899,172 @@ static const size_t ops_1[] = { 22, 23, };
 /* /v1/openapi.json */
 static const char *const segs_2[] = { "v1", "openapi.json", };
 static const char *const names_2[] = { NULL, NULL, };
-static const size_t ops_2[] = { 27, };
-/* /v1/workspace */
-static const char *const segs_3[] = { "v1", "workspace", };
+static const size_t ops_2[] = { 29, };
+/* /v1/payments */
+static const char *const segs_3[] = { "v1", "payments", };
 static const char *const names_3[] = { NULL, NULL, };
-static const size_t ops_3[] = { 28, };
+static const size_t ops_3[] = { 30, 31, };
+/* /v1/workspace */
+static const char *const segs_4[] = { "v1", "workspace", };
+static const char *const names_4[] = { NULL, NULL, };
+static const size_t ops_4[] = { 40, };
 /* /v1/accounts/mfa */
-static const char *const segs_4[] = { "v1", "accounts", "mfa", };
-static const char *const names_4[] = { NULL, NULL, NULL, };
-static const size_t ops_4[] = { 2, };
-/* /v1/accounts/sessions */
-static const char *const segs_5[] = { "v1", "accounts", "sessions", };
+static const char *const segs_5[] = { "v1", "accounts", "mfa", };
 static const char *const names_5[] = { NULL, NULL, NULL, };
-static const size_t ops_5[] = { 6, };
-/* /v1/admin/roles */
-static const char *const segs_6[] = { "v1", "admin", "roles", };
+static const size_t ops_5[] = { 2, };
+/* /v1/accounts/sessions */
+static const char *const segs_6[] = { "v1", "accounts", "sessions", };
 static const char *const names_6[] = { NULL, NULL, NULL, };
-static const size_t ops_6[] = { 8, };
-/* /v1/admin/service-accounts */
-static const char *const segs_7[] = { "v1", "admin", "service-accounts", };
+static const size_t ops_6[] = { 6, };
+/* /v1/admin/roles */
+static const char *const segs_7[] = { "v1", "admin", "roles", };
 static const char *const names_7[] = { NULL, NULL, NULL, };
-static const size_t ops_7[] = { 10, 11, };
-/* /v1/admin/users */
-static const char *const segs_8[] = { "v1", "admin", "users", };
+static const size_t ops_7[] = { 8, };
+/* /v1/admin/service-accounts */
+static const char *const segs_8[] = { "v1", "admin", "service-accounts", };
 static const char *const names_8[] = { NULL, NULL, NULL, };
-static const size_t ops_8[] = { 17, };
-/* /v1/api/complete-signup */
-static const char *const segs_9[] = { "v1", "api", "complete-signup", };
+static const size_t ops_8[] = { 10, 11, };
+/* /v1/admin/users */
+static const char *const segs_9[] = { "v1", "admin", "users", };
 static const char *const names_9[] = { NULL, NULL, NULL, };
-static const size_t ops_9[] = { 19, };
-/* /v1/api/login */
-static const char *const segs_10[] = { "v1", "api", "login", };
+static const size_t ops_9[] = { 17, };
+/* /v1/api/complete-signup */
+static const char *const segs_10[] = { "v1", "api", "complete-signup", };
 static const char *const names_10[] = { NULL, NULL, NULL, };
-static const size_t ops_10[] = { 20, };
-/* /v1/api/logout */
-static const char *const segs_11[] = { "v1", "api", "logout", };
+static const size_t ops_10[] = { 19, };
+/* /v1/api/login */
+static const char *const segs_11[] = { "v1", "api", "login", };
 static const char *const names_11[] = { NULL, NULL, NULL, };
-static const size_t ops_11[] = { 21, };
+static const size_t ops_11[] = { 20, };
+/* /v1/api/logout */
+static const char *const segs_12[] = { "v1", "api", "logout", };
+static const char *const names_12[] = { NULL, NULL, NULL, };
+static const size_t ops_12[] = { 21, };
 /* /v1/beneficiaries/{id} */
-static const char *const segs_12[] = { "v1", "beneficiaries", NULL, };
-static const char *const names_12[] = { NULL, NULL, "id", };
-static const size_t ops_12[] = { 24, 25, 26, };
-/* /v1/workspace/members */
-static const char *const segs_13[] = { "v1", "workspace", "members", };
-static const char *const names_13[] = { NULL, NULL, NULL, };
-static const size_t ops_13[] = { 29, };
-/* /v1/workspace/settings */
-static const char *const segs_14[] = { "v1", "workspace", "settings", };
+static const char *const segs_13[] = { "v1", "beneficiaries", NULL, };
+static const char *const names_13[] = { NULL, NULL, "id", };
+static const size_t ops_13[] = { 24, 25, 26, };
+/* /v1/payments/approval-policy */
+static const char *const segs_14[] = { "v1", "payments", "approval-policy", };
 static const char *const names_14[] = { NULL, NULL, NULL, };
-static const size_t ops_14[] = { 30, };
+static const size_t ops_14[] = { 32, 33, };
+/* /v1/payments/{id} */
+static const char *const segs_15[] = { "v1", "payments", NULL, };
+static const char *const names_15[] = { NULL, NULL, "id", };
+static const size_t ops_15[] = { 34, 35, };
+/* /v1/workspace/members */
+static const char *const segs_16[] = { "v1", "workspace", "members", };
+static const char *const names_16[] = { NULL, NULL, NULL, };
+static const size_t ops_16[] = { 41, };
+/* /v1/workspace/settings */
+static const char *const segs_17[] = { "v1", "workspace", "settings", };
+static const char *const names_17[] = { NULL, NULL, NULL, };
+static const size_t ops_17[] = { 42, };
 /* /v1/accounts/mfa/confirm */
-static const char *const segs_15[] = { "v1", "accounts", "mfa", "confirm", };
-static const char *const names_15[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_15[] = { 3, };
+static const char *const segs_18[] = { "v1", "accounts", "mfa", "confirm", };
+static const char *const names_18[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_18[] = { 3, };
 /* /v1/accounts/mfa/disable */
-static const char *const segs_16[] = { "v1", "accounts", "mfa", "disable", };
-static const char *const names_16[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_16[] = { 4, };
+static const char *const segs_19[] = { "v1", "accounts", "mfa", "disable", };
+static const char *const names_19[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_19[] = { 4, };
 /* /v1/accounts/mfa/enroll */
-static const char *const segs_17[] = { "v1", "accounts", "mfa", "enroll", };
-static const char *const names_17[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_17[] = { 5, };
+static const char *const segs_20[] = { "v1", "accounts", "mfa", "enroll", };
+static const char *const names_20[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_20[] = { 5, };
 /* /v1/accounts/sessions/{id} */
-static const char *const segs_18[] = { "v1", "accounts", "sessions", NULL, };
-static const char *const names_18[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_18[] = { 7, };
+static const char *const segs_21[] = { "v1", "accounts", "sessions", NULL, };
+static const char *const names_21[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_21[] = { 7, };
 /* /v1/admin/roles/{id} */
-static const char *const segs_19[] = { "v1", "admin", "roles", NULL, };
-static const char *const names_19[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_19[] = { 9, };
+static const char *const segs_22[] = { "v1", "admin", "roles", NULL, };
+static const char *const names_22[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_22[] = { 9, };
 /* /v1/admin/service-accounts/{id} */
-static const char *const segs_20[] = { "v1", "admin", "service-accounts", NULL, };
-static const char *const names_20[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_20[] = { 12, };
+static const char *const segs_23[] = { "v1", "admin", "service-accounts", NULL, };
+static const char *const names_23[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_23[] = { 12, };
 /* /v1/admin/users/invite */
-static const char *const segs_21[] = { "v1", "admin", "users", "invite", };
-static const char *const names_21[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_21[] = { 18, };
+static const char *const segs_24[] = { "v1", "admin", "users", "invite", };
+static const char *const names_24[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_24[] = { 18, };
+/* /v1/beneficiaries/{id}/approve */
+static const char *const segs_25[] = { "v1", "beneficiaries", NULL, "approve", };
+static const char *const names_25[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_25[] = { 27, };
+/* /v1/beneficiaries/{id}/deny */
+static const char *const segs_26[] = { "v1", "beneficiaries", NULL, "deny", };
+static const char *const names_26[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_26[] = { 28, };
+/* /v1/payments/{id}/approve */
+static const char *const segs_27[] = { "v1", "payments", NULL, "approve", };
+static const char *const names_27[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_27[] = { 36, };
+/* /v1/payments/{id}/cancel */
+static const char *const segs_28[] = { "v1", "payments", NULL, "cancel", };
+static const char *const names_28[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_28[] = { 37, };
+/* /v1/payments/{id}/deny */
+static const char *const segs_29[] = { "v1", "payments", NULL, "deny", };
+static const char *const names_29[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_29[] = { 38, };
+/* /v1/payments/{id}/events */
+static const char *const segs_30[] = { "v1", "payments", NULL, "events", };
+static const char *const names_30[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_30[] = { 39, };
 /* /v1/accounts/auth/oauth/refresh */
-static const char *const segs_22[] = { "v1", "accounts", "auth", "oauth", "refresh", };
-static const char *const names_22[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_22[] = { 1, };
+static const char *const segs_31[] = { "v1", "accounts", "auth", "oauth", "refresh", };
+static const char *const names_31[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_31[] = { 1, };
 /* /v1/admin/service-accounts/{id}/disable */
-static const char *const segs_23[] = { "v1", "admin", "service-accounts", NULL, "disable", };
-static const char *const names_23[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_23[] = { 13, };
+static const char *const segs_32[] = { "v1", "admin", "service-accounts", NULL, "disable", };
+static const char *const names_32[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_32[] = { 13, };
 /* /v1/admin/service-accounts/{id}/tokens */
-static const char *const segs_24[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
-static const char *const names_24[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_24[] = { 14, 15, };
+static const char *const segs_33[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
+static const char *const names_33[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_33[] = { 14, 15, };
 /* /v1/admin/service-accounts/{id}/tokens/{token_id} */
-static const char *const segs_25[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
-static const char *const names_25[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
-static const size_t ops_25[] = { 16, };
+static const char *const segs_34[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
+static const char *const names_34[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
+static const size_t ops_34[] = { 16, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
     { 2, segs_1, names_1, ops_1, 2, "GET, POST" },
     { 2, segs_2, names_2, ops_2, 1, "GET" },
-    { 2, segs_3, names_3, ops_3, 1, "GET" },
-    { 3, segs_4, names_4, ops_4, 1, "GET" },
+    { 2, segs_3, names_3, ops_3, 2, "GET, POST" },
+    { 2, segs_4, names_4, ops_4, 1, "GET" },
     { 3, segs_5, names_5, ops_5, 1, "GET" },
     { 3, segs_6, names_6, ops_6, 1, "GET" },
-    { 3, segs_7, names_7, ops_7, 2, "GET, POST" },
-    { 3, segs_8, names_8, ops_8, 1, "GET" },
-    { 3, segs_9, names_9, ops_9, 1, "POST" },
+    { 3, segs_7, names_7, ops_7, 1, "GET" },
+    { 3, segs_8, names_8, ops_8, 2, "GET, POST" },
+    { 3, segs_9, names_9, ops_9, 1, "GET" },
     { 3, segs_10, names_10, ops_10, 1, "POST" },
     { 3, segs_11, names_11, ops_11, 1, "POST" },
-    { 3, segs_12, names_12, ops_12, 3, "GET, PATCH, DELETE" },
-    { 3, segs_13, names_13, ops_13, 1, "GET" },
-    { 3, segs_14, names_14, ops_14, 1, "PUT" },
-    { 4, segs_15, names_15, ops_15, 1, "POST" },
-    { 4, segs_16, names_16, ops_16, 1, "POST" },
-    { 4, segs_17, names_17, ops_17, 1, "POST" },
-    { 4, segs_18, names_18, ops_18, 1, "DELETE" },
-    { 4, segs_19, names_19, ops_19, 1, "PUT" },
-    { 4, segs_20, names_20, ops_20, 1, "GET" },
-    { 4, segs_21, names_21, ops_21, 1, "POST" },
-    { 5, segs_22, names_22, ops_22, 1, "POST" },
-    { 5, segs_23, names_23, ops_23, 1, "POST" },
-    { 5, segs_24, names_24, ops_24, 2, "GET, POST" },
-    { 6, segs_25, names_25, ops_25, 1, "DELETE" },
+    { 3, segs_12, names_12, ops_12, 1, "POST" },
+    { 3, segs_13, names_13, ops_13, 3, "GET, PATCH, DELETE" },
+    { 3, segs_14, names_14, ops_14, 2, "GET, PUT" },
+    { 3, segs_15, names_15, ops_15, 2, "GET, PATCH" },
+    { 3, segs_16, names_16, ops_16, 1, "GET" },
+    { 3, segs_17, names_17, ops_17, 1, "PUT" },
+    { 4, segs_18, names_18, ops_18, 1, "POST" },
+    { 4, segs_19, names_19, ops_19, 1, "POST" },
+    { 4, segs_20, names_20, ops_20, 1, "POST" },
+    { 4, segs_21, names_21, ops_21, 1, "DELETE" },
+    { 4, segs_22, names_22, ops_22, 1, "PUT" },
+    { 4, segs_23, names_23, ops_23, 1, "GET" },
+    { 4, segs_24, names_24, ops_24, 1, "POST" },
+    { 4, segs_25, names_25, ops_25, 1, "PUT" },
+    { 4, segs_26, names_26, ops_26, 1, "PUT" },
+    { 4, segs_27, names_27, ops_27, 1, "PUT" },
+    { 4, segs_28, names_28, ops_28, 1, "POST" },
+    { 4, segs_29, names_29, ops_29, 1, "PUT" },
+    { 4, segs_30, names_30, ops_30, 1, "GET" },
+    { 5, segs_31, names_31, ops_31, 1, "POST" },
+    { 5, segs_32, names_32, ops_32, 1, "POST" },
+    { 5, segs_33, names_33, ops_33, 2, "GET, POST" },
+    { 6, segs_34, names_34, ops_34, 1, "DELETE" },
 };
 
 struct seg {

@@ -63,6 +63,62 @@ enum mfa_status_status {
 const char *mfa_status_status_str(enum mfa_status_status v);
 enum mfa_status_status mfa_status_status_parse(const char *s);
 
+/* payment_approver_decision: The decision. */
+enum payment_approver_decision {
+    PAYMENT_APPROVER_DECISION_APPROVED = 1,
+    PAYMENT_APPROVER_DECISION_DENIED = 2,
+};
+const char *payment_approver_decision_str(enum payment_approver_decision v);
+enum payment_approver_decision payment_approver_decision_parse(const char *s);
+
+/* payment_iso20022_status: ISO 20022 ExternalPaymentTransactionStatus1Code of the status, where one applies: approved/schedu... */
+enum payment_iso20022_status {
+    PAYMENT_ISO20022_STATUS_ACTC = 1,
+    PAYMENT_ISO20022_STATUS_ACSP = 2,
+    PAYMENT_ISO20022_STATUS_ACSC = 3,
+    PAYMENT_ISO20022_STATUS_PDNG = 4,
+    PAYMENT_ISO20022_STATUS_RJCT = 5,
+    PAYMENT_ISO20022_STATUS_CANC = 6,
+};
+const char *payment_iso20022_status_str(enum payment_iso20022_status v);
+enum payment_iso20022_status payment_iso20022_status_parse(const char *s);
+
+/* PaymentPriority: `high` asks the rail for same-day handling where it offers it. */
+enum payment_priority {
+    PAYMENT_PRIORITY_NORMAL = 1,
+    PAYMENT_PRIORITY_HIGH = 2,
+};
+const char *payment_priority_str(enum payment_priority v);
+enum payment_priority payment_priority_parse(const char *s);
+
+/* PaymentStatus: Where the payment is in its life (domain.md §1.1). */
+enum payment_status {
+    PAYMENT_STATUS_PENDING_APPROVAL = 1,
+    PAYMENT_STATUS_APPROVED = 2,
+    PAYMENT_STATUS_SCHEDULED = 3,
+    PAYMENT_STATUS_PROCESSING = 4,
+    PAYMENT_STATUS_SENT = 5,
+    PAYMENT_STATUS_COMPLETED = 6,
+    PAYMENT_STATUS_FAILED = 7,
+    PAYMENT_STATUS_RETURNED = 8,
+    PAYMENT_STATUS_DENIED = 9,
+    PAYMENT_STATUS_CANCELLED = 10,
+};
+const char *payment_status_str(enum payment_status v);
+enum payment_status payment_status_parse(const char *s);
+
+/* PaymentType: The rail the payment travels on. */
+enum payment_type {
+    PAYMENT_TYPE_ACH = 1,
+    PAYMENT_TYPE_WIRE = 2,
+    PAYMENT_TYPE_SEPA = 3,
+    PAYMENT_TYPE_BACS = 4,
+    PAYMENT_TYPE_RTP = 5,
+    PAYMENT_TYPE_BOOK = 6,
+};
+const char *payment_type_str(enum payment_type v);
+enum payment_type payment_type_parse(const char *s);
+
 /* service_account_status: `disabled` is final: its tokens are refused and no new ones are issued. */
 enum service_account_status {
     SERVICE_ACCOUNT_STATUS_ACTIVE = 1,
@@ -118,13 +174,21 @@ enum account_identification_kind {
 
 struct aba_account_identification;
 struct account_identification;
+struct approval_policy;
+struct approval_policy_update;
+struct approval_tier;
 struct bank_details;
 struct bban_account_identification;
 struct beneficiary;
 struct beneficiary_create;
+struct beneficiary_denial;
 struct beneficiary_page;
 struct beneficiary_update;
 struct complete_signup_request;
+struct event;
+struct event_data;
+struct event_page;
+struct event_request;
 struct health;
 struct iban_account_identification;
 struct invitation_create;
@@ -139,6 +203,13 @@ struct mfa_enrollment;
 struct mfa_proof;
 struct mfa_status;
 struct money;
+struct payment;
+struct payment_approval;
+struct payment_approver;
+struct payment_create;
+struct payment_denial;
+struct payment_page;
+struct payment_update;
 struct problem;
 struct refresh_request;
 struct role;
@@ -179,6 +250,27 @@ struct account_identification {
     struct sort_code_account_number_identification *sort_code_account_number; /* ACCOUNT_IDENTIFICATION_KIND_SORT_CODE_ACCOUNT_NUMBER: scheme = "SortCodeAccountNumber" */
     struct aba_account_identification *aba; /* ACCOUNT_IDENTIFICATION_KIND_ABA: scheme = "ABA" */
     struct bban_account_identification *bban; /* ACCOUNT_IDENTIFICATION_KIND_BBAN: scheme = "BBAN" */
+};
+
+/* ApprovalPolicy: The workspace's payment approval tiers. */
+struct approval_policy {
+    struct approval_tier *tiers; /* required */
+    size_t tiers_count;
+    int64_t version; /* required */
+    const char *updated_at; /* required, Timestamp */
+};
+
+/* ApprovalPolicyUpdate: The new tiers, replacing the old ones. */
+struct approval_policy_update {
+    struct approval_tier *tiers; /* required */
+    size_t tiers_count;
+};
+
+/* ApprovalTier: From `min_amount` up, payments in `currency` need `approvals_required` approvals. */
+struct approval_tier {
+    const char *currency; /* required, CurrencyCode */
+    int64_t min_amount; /* required, Amount */
+    int64_t approvals_required; /* required */
 };
 
 /* BankDetails: The payee's bank. */
@@ -250,6 +342,11 @@ struct beneficiary_create {
     bool has_metadata;
 };
 
+/* BeneficiaryDenial: Why the beneficiary is denied. */
+struct beneficiary_denial {
+    const char *reason; /* required */
+};
+
 /* BeneficiaryPage: One page of beneficiaries, newest first. */
 struct beneficiary_page {
     struct beneficiary *data; /* required */
@@ -294,6 +391,39 @@ struct complete_signup_request {
     const char *invitation_token; /* required, write-only */
     const char *name; /* required */
     const char *password; /* required, write-only */
+};
+
+/* Event: A domain event (the Standard Webhooks / Stripe envelope), written in the same transaction as the... */
+struct event {
+    const char *id; /* required */
+    const char *object; /* required */
+    const char *type; /* required */
+    const char *created_at; /* required, Timestamp */
+    const char *api_version; /* required */
+    const char *workspace_id; /* required, WorkspaceId */
+    struct event_data *data; /* required, EventData */
+    struct event_request *request; /* required, EventRequest */
+};
+
+/* EventData: The resource right after the change. */
+struct event_data {
+    const struct json_value *object; /* required */
+};
+
+/* EventPage: One page of events, oldest first. */
+struct event_page {
+    struct event *data; /* required */
+    size_t data_count;
+    bool has_more; /* required, HasMore */
+    const char *next_cursor; /* required, nullable, NextCursor */
+    bool next_cursor_is_null;
+};
+
+/* EventRequest: The API request that caused the event. */
+struct event_request {
+    const char *id; /* required */
+    const char *idempotency_key; /* optional */
+    bool has_idempotency_key;
 };
 
 /* Health: Health report. */
@@ -408,6 +538,118 @@ struct money {
     const char *currency; /* required, CurrencyCode */
 };
 
+/* Payment: A payment order to a beneficiary (domain.md §1.1). */
+struct payment {
+    const char *id; /* required, PaymentId */
+    const char *object; /* required */
+    const char *workspace_id; /* required, WorkspaceId */
+    int64_t amount; /* required, Amount */
+    const char *currency; /* required, CurrencyCode */
+    enum payment_type type; /* required, PaymentType */
+    enum payment_priority priority; /* required, default "normal", PaymentPriority */
+    const char *originating_account; /* required, OriginatingAccount */
+    const char *beneficiary_id; /* required, BeneficiaryId */
+    const char *effective_date; /* required, BusinessDate */
+    const char *remittance_information; /* optional, RemittanceInformation */
+    bool has_remittance_information;
+    const char *external_id; /* optional, ExternalId */
+    bool has_external_id;
+    const char *funding_conversion_id; /* optional, ConversionId */
+    bool has_funding_conversion_id;
+    enum payment_status status; /* required, PaymentStatus */
+    enum payment_iso20022_status iso20022_status; /* optional */
+    bool has_iso20022_status;
+    struct payment_approval *approval; /* required, PaymentApproval */
+    const char *failure_reason; /* optional */
+    bool has_failure_reason;
+    const char *created_by; /* required */
+    struct metadata_entry *metadata; /* required, Metadata */
+    size_t metadata_count;
+    int64_t version; /* required, ResourceVersion */
+    const char *created_at; /* required, Timestamp */
+    const char *updated_at; /* required, Timestamp */
+};
+
+/* PaymentApproval: How many approvals the payment needs (OBIE multi-authorisation `NumberRequired`) and who gave the... */
+struct payment_approval {
+    int64_t required; /* required */
+    int64_t received; /* required */
+    struct payment_approver *approvers; /* required */
+    size_t approvers_count;
+};
+
+/* PaymentApprover: One decision on the payment. */
+struct payment_approver {
+    const char *user_id; /* required */
+    enum payment_approver_decision decision; /* required */
+    const char *reason; /* optional */
+    bool has_reason;
+    const char *decided_at; /* required, Timestamp */
+};
+
+/* PaymentCreate: A new payment. */
+struct payment_create {
+    int64_t amount; /* required, Amount */
+    const char *currency; /* required, CurrencyCode */
+    enum payment_type type; /* required, PaymentType */
+    enum payment_priority priority; /* optional, default "normal", PaymentPriority */
+    bool has_priority;
+    const char *originating_account; /* required, OriginatingAccount */
+    const char *beneficiary_id; /* required, BeneficiaryId */
+    const char *effective_date; /* optional, BusinessDate */
+    bool has_effective_date;
+    const char *remittance_information; /* optional, RemittanceInformation */
+    bool has_remittance_information;
+    const char *external_id; /* optional, ExternalId */
+    bool has_external_id;
+    const char *funding_conversion_id; /* optional, ConversionId */
+    bool has_funding_conversion_id;
+    struct metadata_entry *metadata; /* optional, Metadata */
+    size_t metadata_count;
+    bool has_metadata;
+};
+
+/* PaymentDenial: Why the payment is denied. */
+struct payment_denial {
+    const char *reason; /* required */
+};
+
+/* PaymentPage: One page of payments, newest first. */
+struct payment_page {
+    struct payment *data; /* required */
+    size_t data_count;
+    bool has_more; /* required, HasMore */
+    const char *next_cursor; /* required, nullable, NextCursor */
+    bool next_cursor_is_null;
+};
+
+/* PaymentUpdate: The fields to change (at least one); `null` clears an optional one. */
+struct payment_update {
+    int64_t amount; /* optional, Amount */
+    bool has_amount;
+    const char *currency; /* optional, CurrencyCode */
+    bool has_currency;
+    enum payment_type type; /* optional, PaymentType */
+    bool has_type;
+    enum payment_priority priority; /* optional, default "normal", PaymentPriority */
+    bool has_priority;
+    const char *originating_account; /* optional, OriginatingAccount */
+    bool has_originating_account;
+    const char *beneficiary_id; /* optional, BeneficiaryId */
+    bool has_beneficiary_id;
+    const char *effective_date; /* optional, BusinessDate */
+    bool has_effective_date;
+    const char *remittance_information; /* optional, nullable */
+    bool remittance_information_is_null;
+    bool has_remittance_information;
+    const char *external_id; /* optional, nullable */
+    bool external_id_is_null;
+    bool has_external_id;
+    struct metadata_entry *metadata; /* optional, Metadata */
+    size_t metadata_count;
+    bool has_metadata;
+};
+
 /* Problem: RFC 9457 problem details, served as `application/problem+json` for every 4xx and 5xx response. */
 struct problem {
     const char *type; /* required */
@@ -440,6 +682,9 @@ struct role {
     bool has_description;
     const char **scopes; /* required */
     size_t scopes_count;
+    struct money *approval_limits; /* optional, ApprovalLimits */
+    size_t approval_limits_count;
+    bool has_approval_limits;
     bool system; /* required */
     int64_t version; /* optional, ResourceVersion */
     bool has_version;
@@ -456,6 +701,9 @@ struct role_definition {
     bool has_description;
     const char **scopes; /* required */
     size_t scopes_count;
+    struct money *approval_limits; /* optional, ApprovalLimits */
+    size_t approval_limits_count;
+    bool has_approval_limits;
 };
 
 /* RoleList: Every role of the workspace (at most the built-ins and 100 custom roles). */
@@ -631,6 +879,12 @@ int decode_aba_account_identification(struct arena *a, const struct json_value *
 void encode_aba_account_identification(struct jsonw *w, const struct aba_account_identification *in);
 int decode_account_identification(struct arena *a, const struct json_value *v, struct account_identification *out);
 void encode_account_identification(struct jsonw *w, const struct account_identification *in);
+int decode_approval_policy(struct arena *a, const struct json_value *v, struct approval_policy *out);
+void encode_approval_policy(struct jsonw *w, const struct approval_policy *in);
+int decode_approval_policy_update(struct arena *a, const struct json_value *v, struct approval_policy_update *out);
+void encode_approval_policy_update(struct jsonw *w, const struct approval_policy_update *in);
+int decode_approval_tier(struct arena *a, const struct json_value *v, struct approval_tier *out);
+void encode_approval_tier(struct jsonw *w, const struct approval_tier *in);
 int decode_bank_details(struct arena *a, const struct json_value *v, struct bank_details *out);
 void encode_bank_details(struct jsonw *w, const struct bank_details *in);
 int decode_bban_account_identification(struct arena *a, const struct json_value *v, struct bban_account_identification *out);
@@ -639,12 +893,22 @@ int decode_beneficiary(struct arena *a, const struct json_value *v, struct benef
 void encode_beneficiary(struct jsonw *w, const struct beneficiary *in);
 int decode_beneficiary_create(struct arena *a, const struct json_value *v, struct beneficiary_create *out);
 void encode_beneficiary_create(struct jsonw *w, const struct beneficiary_create *in);
+int decode_beneficiary_denial(struct arena *a, const struct json_value *v, struct beneficiary_denial *out);
+void encode_beneficiary_denial(struct jsonw *w, const struct beneficiary_denial *in);
 int decode_beneficiary_page(struct arena *a, const struct json_value *v, struct beneficiary_page *out);
 void encode_beneficiary_page(struct jsonw *w, const struct beneficiary_page *in);
 int decode_beneficiary_update(struct arena *a, const struct json_value *v, struct beneficiary_update *out);
 void encode_beneficiary_update(struct jsonw *w, const struct beneficiary_update *in);
 int decode_complete_signup_request(struct arena *a, const struct json_value *v, struct complete_signup_request *out);
 void encode_complete_signup_request(struct jsonw *w, const struct complete_signup_request *in);
+int decode_event(struct arena *a, const struct json_value *v, struct event *out);
+void encode_event(struct jsonw *w, const struct event *in);
+int decode_event_data(struct arena *a, const struct json_value *v, struct event_data *out);
+void encode_event_data(struct jsonw *w, const struct event_data *in);
+int decode_event_page(struct arena *a, const struct json_value *v, struct event_page *out);
+void encode_event_page(struct jsonw *w, const struct event_page *in);
+int decode_event_request(struct arena *a, const struct json_value *v, struct event_request *out);
+void encode_event_request(struct jsonw *w, const struct event_request *in);
 int decode_health(struct arena *a, const struct json_value *v, struct health *out);
 void encode_health(struct jsonw *w, const struct health *in);
 int decode_iban_account_identification(struct arena *a, const struct json_value *v, struct iban_account_identification *out);
@@ -673,6 +937,20 @@ int decode_mfa_status(struct arena *a, const struct json_value *v, struct mfa_st
 void encode_mfa_status(struct jsonw *w, const struct mfa_status *in);
 int decode_money(struct arena *a, const struct json_value *v, struct money *out);
 void encode_money(struct jsonw *w, const struct money *in);
+int decode_payment(struct arena *a, const struct json_value *v, struct payment *out);
+void encode_payment(struct jsonw *w, const struct payment *in);
+int decode_payment_approval(struct arena *a, const struct json_value *v, struct payment_approval *out);
+void encode_payment_approval(struct jsonw *w, const struct payment_approval *in);
+int decode_payment_approver(struct arena *a, const struct json_value *v, struct payment_approver *out);
+void encode_payment_approver(struct jsonw *w, const struct payment_approver *in);
+int decode_payment_create(struct arena *a, const struct json_value *v, struct payment_create *out);
+void encode_payment_create(struct jsonw *w, const struct payment_create *in);
+int decode_payment_denial(struct arena *a, const struct json_value *v, struct payment_denial *out);
+void encode_payment_denial(struct jsonw *w, const struct payment_denial *in);
+int decode_payment_page(struct arena *a, const struct json_value *v, struct payment_page *out);
+void encode_payment_page(struct jsonw *w, const struct payment_page *in);
+int decode_payment_update(struct arena *a, const struct json_value *v, struct payment_update *out);
+void encode_payment_update(struct jsonw *w, const struct payment_update *in);
 int decode_problem(struct arena *a, const struct json_value *v, struct problem *out);
 void encode_problem(struct jsonw *w, const struct problem *in);
 int decode_refresh_request(struct arena *a, const struct json_value *v, struct refresh_request *out);
@@ -724,7 +1002,15 @@ void validate_aba_account_identification_scheme(const struct json_value *v, cons
 void validate_account_holder_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_account_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_amount(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_approval_limits(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_approval_policy(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_approval_policy_tiers(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_approval_policy_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_approval_policy_update_tiers(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_approval_policy_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_approval_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_approval_tier(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_approval_tier_approvals_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_bank_details(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_bank_details_bic(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_bank_details_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -735,6 +1021,8 @@ void validate_bban_account_identification_scheme(const struct json_value *v, con
 void validate_beneficiary(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_beneficiary_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_beneficiary_create_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_beneficiary_denial(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_beneficiary_denial_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_beneficiary_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_beneficiary_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_beneficiary_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -752,9 +1040,22 @@ void validate_complete_signup_request(const struct json_value *v, const char *pt
 void validate_complete_signup_request_invitation_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_complete_signup_request_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_complete_signup_request_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_conversion_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_counterparty_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_country_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_currency_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_api_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_data_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_request_idempotency_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_has_more(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_etag(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -812,9 +1113,35 @@ void validate_money(const struct json_value *v, const char *ptr, int mode, struc
 void validate_next_cursor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_object_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_openapi_document(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_originating_account(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_cursor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_if_match(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_limit(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_approval(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_approval_approvers(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_approval_received(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_approval_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_approver(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_approver_decision(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_approver_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_approver_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_created_by(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_denial(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_denial_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_failure_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_iso20022_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_priority(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_update_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_update_remittance_information(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_person_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -830,6 +1157,7 @@ void validate_refresh_request(const struct json_value *v, const char *ptr, int m
 void validate_refresh_request_grant_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_refresh_request_refresh_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_refresh_request_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_remittance_information(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_resource_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_role(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_role_definition(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -127,6 +127,180 @@ enum mfa_status_status mfa_status_status_parse(const char *s)
     return (enum mfa_status_status)0;
 }
 
+const char *payment_approver_decision_str(enum payment_approver_decision v)
+{
+    switch (v) {
+    case PAYMENT_APPROVER_DECISION_APPROVED:
+        return "approved";
+    case PAYMENT_APPROVER_DECISION_DENIED:
+        return "denied";
+    }
+    return NULL;
+}
+
+enum payment_approver_decision payment_approver_decision_parse(const char *s)
+{
+    if (!s)
+        return (enum payment_approver_decision)0;
+    if (strcmp(s, "approved") == 0)
+        return PAYMENT_APPROVER_DECISION_APPROVED;
+    if (strcmp(s, "denied") == 0)
+        return PAYMENT_APPROVER_DECISION_DENIED;
+    return (enum payment_approver_decision)0;
+}
+
+const char *payment_iso20022_status_str(enum payment_iso20022_status v)
+{
+    switch (v) {
+    case PAYMENT_ISO20022_STATUS_ACTC:
+        return "ACTC";
+    case PAYMENT_ISO20022_STATUS_ACSP:
+        return "ACSP";
+    case PAYMENT_ISO20022_STATUS_ACSC:
+        return "ACSC";
+    case PAYMENT_ISO20022_STATUS_PDNG:
+        return "PDNG";
+    case PAYMENT_ISO20022_STATUS_RJCT:
+        return "RJCT";
+    case PAYMENT_ISO20022_STATUS_CANC:
+        return "CANC";
+    }
+    return NULL;
+}
+
+enum payment_iso20022_status payment_iso20022_status_parse(const char *s)
+{
+    if (!s)
+        return (enum payment_iso20022_status)0;
+    if (strcmp(s, "ACTC") == 0)
+        return PAYMENT_ISO20022_STATUS_ACTC;
+    if (strcmp(s, "ACSP") == 0)
+        return PAYMENT_ISO20022_STATUS_ACSP;
+    if (strcmp(s, "ACSC") == 0)
+        return PAYMENT_ISO20022_STATUS_ACSC;
+    if (strcmp(s, "PDNG") == 0)
+        return PAYMENT_ISO20022_STATUS_PDNG;
+    if (strcmp(s, "RJCT") == 0)
+        return PAYMENT_ISO20022_STATUS_RJCT;
+    if (strcmp(s, "CANC") == 0)
+        return PAYMENT_ISO20022_STATUS_CANC;
+    return (enum payment_iso20022_status)0;
+}
+
+const char *payment_priority_str(enum payment_priority v)
+{
+    switch (v) {
+    case PAYMENT_PRIORITY_NORMAL:
+        return "normal";
+    case PAYMENT_PRIORITY_HIGH:
+        return "high";
+    }
+    return NULL;
+}
+
+enum payment_priority payment_priority_parse(const char *s)
+{
+    if (!s)
+        return (enum payment_priority)0;
+    if (strcmp(s, "normal") == 0)
+        return PAYMENT_PRIORITY_NORMAL;
+    if (strcmp(s, "high") == 0)
+        return PAYMENT_PRIORITY_HIGH;
+    return (enum payment_priority)0;
+}
+
+const char *payment_status_str(enum payment_status v)
+{
+    switch (v) {
+    case PAYMENT_STATUS_PENDING_APPROVAL:
+        return "pending_approval";
+    case PAYMENT_STATUS_APPROVED:
+        return "approved";
+    case PAYMENT_STATUS_SCHEDULED:
+        return "scheduled";
+    case PAYMENT_STATUS_PROCESSING:
+        return "processing";
+    case PAYMENT_STATUS_SENT:
+        return "sent";
+    case PAYMENT_STATUS_COMPLETED:
+        return "completed";
+    case PAYMENT_STATUS_FAILED:
+        return "failed";
+    case PAYMENT_STATUS_RETURNED:
+        return "returned";
+    case PAYMENT_STATUS_DENIED:
+        return "denied";
+    case PAYMENT_STATUS_CANCELLED:
+        return "cancelled";
+    }
+    return NULL;
+}
+
+enum payment_status payment_status_parse(const char *s)
+{
+    if (!s)
+        return (enum payment_status)0;
+    if (strcmp(s, "pending_approval") == 0)
+        return PAYMENT_STATUS_PENDING_APPROVAL;
+    if (strcmp(s, "approved") == 0)
+        return PAYMENT_STATUS_APPROVED;
+    if (strcmp(s, "scheduled") == 0)
+        return PAYMENT_STATUS_SCHEDULED;
+    if (strcmp(s, "processing") == 0)
+        return PAYMENT_STATUS_PROCESSING;
+    if (strcmp(s, "sent") == 0)
+        return PAYMENT_STATUS_SENT;
+    if (strcmp(s, "completed") == 0)
+        return PAYMENT_STATUS_COMPLETED;
+    if (strcmp(s, "failed") == 0)
+        return PAYMENT_STATUS_FAILED;
+    if (strcmp(s, "returned") == 0)
+        return PAYMENT_STATUS_RETURNED;
+    if (strcmp(s, "denied") == 0)
+        return PAYMENT_STATUS_DENIED;
+    if (strcmp(s, "cancelled") == 0)
+        return PAYMENT_STATUS_CANCELLED;
+    return (enum payment_status)0;
+}
+
+const char *payment_type_str(enum payment_type v)
+{
+    switch (v) {
+    case PAYMENT_TYPE_ACH:
+        return "ach";
+    case PAYMENT_TYPE_WIRE:
+        return "wire";
+    case PAYMENT_TYPE_SEPA:
+        return "sepa";
+    case PAYMENT_TYPE_BACS:
+        return "bacs";
+    case PAYMENT_TYPE_RTP:
+        return "rtp";
+    case PAYMENT_TYPE_BOOK:
+        return "book";
+    }
+    return NULL;
+}
+
+enum payment_type payment_type_parse(const char *s)
+{
+    if (!s)
+        return (enum payment_type)0;
+    if (strcmp(s, "ach") == 0)
+        return PAYMENT_TYPE_ACH;
+    if (strcmp(s, "wire") == 0)
+        return PAYMENT_TYPE_WIRE;
+    if (strcmp(s, "sepa") == 0)
+        return PAYMENT_TYPE_SEPA;
+    if (strcmp(s, "bacs") == 0)
+        return PAYMENT_TYPE_BACS;
+    if (strcmp(s, "rtp") == 0)
+        return PAYMENT_TYPE_RTP;
+    if (strcmp(s, "book") == 0)
+        return PAYMENT_TYPE_BOOK;
+    return (enum payment_type)0;
+}
+
 const char *service_account_status_str(enum service_account_status v)
 {
     switch (v) {
@@ -334,6 +508,110 @@ void encode_account_identification(struct jsonw *w, const struct account_identif
         break;
     }
     jsonw_null(w);
+}
+
+int decode_approval_policy(struct arena *a, const struct json_value *v, struct approval_policy *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "tiers") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->tiers_count = m->value->count;
+            out->tiers = arena_alloc(a, (m->value->count + 1) * sizeof *out->tiers);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_approval_tier(a, m->value->items[j], &out->tiers[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "version") == 0) {
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->updated_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_approval_policy(struct jsonw *w, const struct approval_policy *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "tiers");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->tiers_count; j++) {
+        encode_approval_tier(w, &in->tiers[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "version");
+    jsonw_int(w, in->version);
+    jsonw_key(w, "updated_at");
+    jsonw_string(w, in->updated_at);
+    jsonw_object_end(w);
+}
+
+int decode_approval_policy_update(struct arena *a, const struct json_value *v, struct approval_policy_update *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "tiers") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->tiers_count = m->value->count;
+            out->tiers = arena_alloc(a, (m->value->count + 1) * sizeof *out->tiers);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_approval_tier(a, m->value->items[j], &out->tiers[j]) != 0)
+                    return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_approval_policy_update(struct jsonw *w, const struct approval_policy_update *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "tiers");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->tiers_count; j++) {
+        encode_approval_tier(w, &in->tiers[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_object_end(w);
+}
+
+int decode_approval_tier(struct arena *a, const struct json_value *v, struct approval_tier *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "currency") == 0) {
+            out->currency = m->value->s;
+        } else if (strcmp(m->key, "min_amount") == 0) {
+            (void)json_number_to_int64(m->value, &out->min_amount);
+        } else if (strcmp(m->key, "approvals_required") == 0) {
+            (void)json_number_to_int64(m->value, &out->approvals_required);
+        }
+    }
+    return 0;
+}
+
+void encode_approval_tier(struct jsonw *w, const struct approval_tier *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "currency");
+    jsonw_string(w, in->currency);
+    jsonw_key(w, "min_amount");
+    jsonw_int(w, in->min_amount);
+    jsonw_key(w, "approvals_required");
+    jsonw_int(w, in->approvals_required);
+    jsonw_object_end(w);
 }
 
 int decode_bank_details(struct arena *a, const struct json_value *v, struct bank_details *out)
@@ -646,6 +924,28 @@ void encode_beneficiary_create(struct jsonw *w, const struct beneficiary_create 
     jsonw_object_end(w);
 }
 
+int decode_beneficiary_denial(struct arena *a, const struct json_value *v, struct beneficiary_denial *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "reason") == 0) {
+            out->reason = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_beneficiary_denial(struct jsonw *w, const struct beneficiary_denial *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "reason");
+    jsonw_string(w, in->reason);
+    jsonw_object_end(w);
+}
+
 int decode_beneficiary_page(struct arena *a, const struct json_value *v, struct beneficiary_page *out)
 {
     (void)a;
@@ -863,6 +1163,169 @@ void encode_complete_signup_request(struct jsonw *w, const struct complete_signu
     jsonw_object_begin(w);
     jsonw_key(w, "name");
     jsonw_string(w, in->name);
+    jsonw_object_end(w);
+}
+
+int decode_event(struct arena *a, const struct json_value *v, struct event *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "type") == 0) {
+            out->type = m->value->s;
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "api_version") == 0) {
+            out->api_version = m->value->s;
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            out->workspace_id = m->value->s;
+        } else if (strcmp(m->key, "data") == 0) {
+            out->data = arena_alloc(a, sizeof *out->data);
+            if (decode_event_data(a, m->value, out->data) != 0)
+                return -1;
+        } else if (strcmp(m->key, "request") == 0) {
+            out->request = arena_alloc(a, sizeof *out->request);
+            if (decode_event_request(a, m->value, out->request) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+void encode_event(struct jsonw *w, const struct event *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "type");
+    jsonw_string(w, in->type);
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    jsonw_key(w, "api_version");
+    jsonw_string(w, in->api_version);
+    jsonw_key(w, "workspace_id");
+    jsonw_string(w, in->workspace_id);
+    jsonw_key(w, "data");
+    if (in->data)
+        encode_event_data(w, in->data);
+    else
+        jsonw_null(w);
+    jsonw_key(w, "request");
+    if (in->request)
+        encode_event_request(w, in->request);
+    else
+        jsonw_null(w);
+    jsonw_object_end(w);
+}
+
+int decode_event_data(struct arena *a, const struct json_value *v, struct event_data *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            out->object = m->value;
+        }
+    }
+    return 0;
+}
+
+void encode_event_data(struct jsonw *w, const struct event_data *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "object");
+    if (in->object)
+        jsonw_value(w, in->object);
+    else
+        jsonw_null(w);
+    jsonw_object_end(w);
+}
+
+int decode_event_page(struct arena *a, const struct json_value *v, struct event_page *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->data_count = m->value->count;
+            out->data = arena_alloc(a, (m->value->count + 1) * sizeof *out->data);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_event(a, m->value->items[j], &out->data[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "has_more") == 0) {
+            out->has_more = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            if (m->value->type == JSON_NULL)
+                out->next_cursor_is_null = true;
+            else {
+                out->next_cursor = m->value->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_event_page(struct jsonw *w, const struct event_page *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "data");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->data_count; j++) {
+        encode_event(w, &in->data[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "has_more");
+    jsonw_bool(w, in->has_more);
+    jsonw_key(w, "next_cursor");
+    if (in->next_cursor_is_null)
+        jsonw_null(w);
+    else {
+        jsonw_string(w, in->next_cursor);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_event_request(struct arena *a, const struct json_value *v, struct event_request *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "idempotency_key") == 0) {
+            out->has_idempotency_key = true;
+            out->idempotency_key = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_event_request(struct jsonw *w, const struct event_request *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    if (in->has_idempotency_key || in->idempotency_key != NULL) {
+        jsonw_key(w, "idempotency_key");
+        jsonw_string(w, in->idempotency_key);
+    }
     jsonw_object_end(w);
 }
 
@@ -1335,6 +1798,509 @@ void encode_money(struct jsonw *w, const struct money *in)
     jsonw_object_end(w);
 }
 
+int decode_payment(struct arena *a, const struct json_value *v, struct payment *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            out->workspace_id = m->value->s;
+        } else if (strcmp(m->key, "amount") == 0) {
+            (void)json_number_to_int64(m->value, &out->amount);
+        } else if (strcmp(m->key, "currency") == 0) {
+            out->currency = m->value->s;
+        } else if (strcmp(m->key, "type") == 0) {
+            out->type = payment_type_parse(m->value->s);
+        } else if (strcmp(m->key, "priority") == 0) {
+            out->priority = payment_priority_parse(m->value->s);
+        } else if (strcmp(m->key, "originating_account") == 0) {
+            out->originating_account = m->value->s;
+        } else if (strcmp(m->key, "beneficiary_id") == 0) {
+            out->beneficiary_id = m->value->s;
+        } else if (strcmp(m->key, "effective_date") == 0) {
+            out->effective_date = m->value->s;
+        } else if (strcmp(m->key, "remittance_information") == 0) {
+            out->has_remittance_information = true;
+            out->remittance_information = m->value->s;
+        } else if (strcmp(m->key, "external_id") == 0) {
+            out->has_external_id = true;
+            out->external_id = m->value->s;
+        } else if (strcmp(m->key, "funding_conversion_id") == 0) {
+            out->has_funding_conversion_id = true;
+            out->funding_conversion_id = m->value->s;
+        } else if (strcmp(m->key, "status") == 0) {
+            out->status = payment_status_parse(m->value->s);
+        } else if (strcmp(m->key, "iso20022_status") == 0) {
+            out->has_iso20022_status = true;
+            out->iso20022_status = payment_iso20022_status_parse(m->value->s);
+        } else if (strcmp(m->key, "approval") == 0) {
+            out->approval = arena_alloc(a, sizeof *out->approval);
+            if (decode_payment_approval(a, m->value, out->approval) != 0)
+                return -1;
+        } else if (strcmp(m->key, "failure_reason") == 0) {
+            out->has_failure_reason = true;
+            out->failure_reason = m->value->s;
+        } else if (strcmp(m->key, "created_by") == 0) {
+            out->created_by = m->value->s;
+        } else if (strcmp(m->key, "metadata") == 0) {
+            if (m->value->type != JSON_OBJECT)
+                return -1;
+            out->metadata_count = m->value->count;
+            out->metadata = arena_alloc(a, (m->value->count + 1) * sizeof *out->metadata);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->metadata[j].key = m->value->members[j].key;
+                out->metadata[j].value = m->value->members[j].value->s;
+            }
+        } else if (strcmp(m->key, "version") == 0) {
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->updated_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_payment(struct jsonw *w, const struct payment *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "workspace_id");
+    jsonw_string(w, in->workspace_id);
+    jsonw_key(w, "amount");
+    jsonw_int(w, in->amount);
+    jsonw_key(w, "currency");
+    jsonw_string(w, in->currency);
+    jsonw_key(w, "type");
+    jsonw_string(w, payment_type_str(in->type));
+    jsonw_key(w, "priority");
+    jsonw_string(w, payment_priority_str(in->priority));
+    jsonw_key(w, "originating_account");
+    jsonw_string(w, in->originating_account);
+    jsonw_key(w, "beneficiary_id");
+    jsonw_string(w, in->beneficiary_id);
+    jsonw_key(w, "effective_date");
+    jsonw_string(w, in->effective_date);
+    if (in->has_remittance_information || in->remittance_information != NULL) {
+        jsonw_key(w, "remittance_information");
+        jsonw_string(w, in->remittance_information);
+    }
+    if (in->has_external_id || in->external_id != NULL) {
+        jsonw_key(w, "external_id");
+        jsonw_string(w, in->external_id);
+    }
+    if (in->has_funding_conversion_id || in->funding_conversion_id != NULL) {
+        jsonw_key(w, "funding_conversion_id");
+        jsonw_string(w, in->funding_conversion_id);
+    }
+    jsonw_key(w, "status");
+    jsonw_string(w, payment_status_str(in->status));
+    if (in->has_iso20022_status) {
+        jsonw_key(w, "iso20022_status");
+        jsonw_string(w, payment_iso20022_status_str(in->iso20022_status));
+    }
+    jsonw_key(w, "approval");
+    if (in->approval)
+        encode_payment_approval(w, in->approval);
+    else
+        jsonw_null(w);
+    if (in->has_failure_reason || in->failure_reason != NULL) {
+        jsonw_key(w, "failure_reason");
+        jsonw_string(w, in->failure_reason);
+    }
+    jsonw_key(w, "created_by");
+    jsonw_string(w, in->created_by);
+    jsonw_key(w, "metadata");
+    jsonw_object_begin(w);
+    for (size_t j = 0; j < in->metadata_count; j++) {
+        jsonw_key(w, in->metadata[j].key);
+        jsonw_string(w, in->metadata[j].value);
+    }
+    jsonw_object_end(w);
+    jsonw_key(w, "version");
+    jsonw_int(w, in->version);
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    jsonw_key(w, "updated_at");
+    jsonw_string(w, in->updated_at);
+    jsonw_object_end(w);
+}
+
+int decode_payment_approval(struct arena *a, const struct json_value *v, struct payment_approval *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "required") == 0) {
+            (void)json_number_to_int64(m->value, &out->required);
+        } else if (strcmp(m->key, "received") == 0) {
+            (void)json_number_to_int64(m->value, &out->received);
+        } else if (strcmp(m->key, "approvers") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->approvers_count = m->value->count;
+            out->approvers = arena_alloc(a, (m->value->count + 1) * sizeof *out->approvers);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_payment_approver(a, m->value->items[j], &out->approvers[j]) != 0)
+                    return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_payment_approval(struct jsonw *w, const struct payment_approval *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "required");
+    jsonw_int(w, in->required);
+    jsonw_key(w, "received");
+    jsonw_int(w, in->received);
+    jsonw_key(w, "approvers");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->approvers_count; j++) {
+        encode_payment_approver(w, &in->approvers[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_object_end(w);
+}
+
+int decode_payment_approver(struct arena *a, const struct json_value *v, struct payment_approver *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "user_id") == 0) {
+            out->user_id = m->value->s;
+        } else if (strcmp(m->key, "decision") == 0) {
+            out->decision = payment_approver_decision_parse(m->value->s);
+        } else if (strcmp(m->key, "reason") == 0) {
+            out->has_reason = true;
+            out->reason = m->value->s;
+        } else if (strcmp(m->key, "decided_at") == 0) {
+            out->decided_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_payment_approver(struct jsonw *w, const struct payment_approver *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "user_id");
+    jsonw_string(w, in->user_id);
+    jsonw_key(w, "decision");
+    jsonw_string(w, payment_approver_decision_str(in->decision));
+    if (in->has_reason || in->reason != NULL) {
+        jsonw_key(w, "reason");
+        jsonw_string(w, in->reason);
+    }
+    jsonw_key(w, "decided_at");
+    jsonw_string(w, in->decided_at);
+    jsonw_object_end(w);
+}
+
+int decode_payment_create(struct arena *a, const struct json_value *v, struct payment_create *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "amount") == 0) {
+            (void)json_number_to_int64(m->value, &out->amount);
+        } else if (strcmp(m->key, "currency") == 0) {
+            out->currency = m->value->s;
+        } else if (strcmp(m->key, "type") == 0) {
+            out->type = payment_type_parse(m->value->s);
+        } else if (strcmp(m->key, "priority") == 0) {
+            out->has_priority = true;
+            out->priority = payment_priority_parse(m->value->s);
+        } else if (strcmp(m->key, "originating_account") == 0) {
+            out->originating_account = m->value->s;
+        } else if (strcmp(m->key, "beneficiary_id") == 0) {
+            out->beneficiary_id = m->value->s;
+        } else if (strcmp(m->key, "effective_date") == 0) {
+            out->has_effective_date = true;
+            out->effective_date = m->value->s;
+        } else if (strcmp(m->key, "remittance_information") == 0) {
+            out->has_remittance_information = true;
+            out->remittance_information = m->value->s;
+        } else if (strcmp(m->key, "external_id") == 0) {
+            out->has_external_id = true;
+            out->external_id = m->value->s;
+        } else if (strcmp(m->key, "funding_conversion_id") == 0) {
+            out->has_funding_conversion_id = true;
+            out->funding_conversion_id = m->value->s;
+        } else if (strcmp(m->key, "metadata") == 0) {
+            out->has_metadata = true;
+            if (m->value->type != JSON_OBJECT)
+                return -1;
+            out->metadata_count = m->value->count;
+            out->metadata = arena_alloc(a, (m->value->count + 1) * sizeof *out->metadata);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->metadata[j].key = m->value->members[j].key;
+                out->metadata[j].value = m->value->members[j].value->s;
+            }
+        }
+    }
+    if (!out->has_priority) {
+        out->priority = PAYMENT_PRIORITY_NORMAL;
+        out->has_priority = true;
+    }
+    return 0;
+}
+
+void encode_payment_create(struct jsonw *w, const struct payment_create *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "amount");
+    jsonw_int(w, in->amount);
+    jsonw_key(w, "currency");
+    jsonw_string(w, in->currency);
+    jsonw_key(w, "type");
+    jsonw_string(w, payment_type_str(in->type));
+    if (in->has_priority) {
+        jsonw_key(w, "priority");
+        jsonw_string(w, payment_priority_str(in->priority));
+    }
+    jsonw_key(w, "originating_account");
+    jsonw_string(w, in->originating_account);
+    jsonw_key(w, "beneficiary_id");
+    jsonw_string(w, in->beneficiary_id);
+    if (in->has_effective_date || in->effective_date != NULL) {
+        jsonw_key(w, "effective_date");
+        jsonw_string(w, in->effective_date);
+    }
+    if (in->has_remittance_information || in->remittance_information != NULL) {
+        jsonw_key(w, "remittance_information");
+        jsonw_string(w, in->remittance_information);
+    }
+    if (in->has_external_id || in->external_id != NULL) {
+        jsonw_key(w, "external_id");
+        jsonw_string(w, in->external_id);
+    }
+    if (in->has_funding_conversion_id || in->funding_conversion_id != NULL) {
+        jsonw_key(w, "funding_conversion_id");
+        jsonw_string(w, in->funding_conversion_id);
+    }
+    if (in->has_metadata || in->metadata != NULL) {
+        jsonw_key(w, "metadata");
+        jsonw_object_begin(w);
+        for (size_t j = 0; j < in->metadata_count; j++) {
+            jsonw_key(w, in->metadata[j].key);
+            jsonw_string(w, in->metadata[j].value);
+        }
+        jsonw_object_end(w);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_payment_denial(struct arena *a, const struct json_value *v, struct payment_denial *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "reason") == 0) {
+            out->reason = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_payment_denial(struct jsonw *w, const struct payment_denial *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "reason");
+    jsonw_string(w, in->reason);
+    jsonw_object_end(w);
+}
+
+int decode_payment_page(struct arena *a, const struct json_value *v, struct payment_page *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->data_count = m->value->count;
+            out->data = arena_alloc(a, (m->value->count + 1) * sizeof *out->data);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_payment(a, m->value->items[j], &out->data[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "has_more") == 0) {
+            out->has_more = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            if (m->value->type == JSON_NULL)
+                out->next_cursor_is_null = true;
+            else {
+                out->next_cursor = m->value->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_payment_page(struct jsonw *w, const struct payment_page *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "data");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->data_count; j++) {
+        encode_payment(w, &in->data[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "has_more");
+    jsonw_bool(w, in->has_more);
+    jsonw_key(w, "next_cursor");
+    if (in->next_cursor_is_null)
+        jsonw_null(w);
+    else {
+        jsonw_string(w, in->next_cursor);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_payment_update(struct arena *a, const struct json_value *v, struct payment_update *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "amount") == 0) {
+            out->has_amount = true;
+            (void)json_number_to_int64(m->value, &out->amount);
+        } else if (strcmp(m->key, "currency") == 0) {
+            out->has_currency = true;
+            out->currency = m->value->s;
+        } else if (strcmp(m->key, "type") == 0) {
+            out->has_type = true;
+            out->type = payment_type_parse(m->value->s);
+        } else if (strcmp(m->key, "priority") == 0) {
+            out->has_priority = true;
+            out->priority = payment_priority_parse(m->value->s);
+        } else if (strcmp(m->key, "originating_account") == 0) {
+            out->has_originating_account = true;
+            out->originating_account = m->value->s;
+        } else if (strcmp(m->key, "beneficiary_id") == 0) {
+            out->has_beneficiary_id = true;
+            out->beneficiary_id = m->value->s;
+        } else if (strcmp(m->key, "effective_date") == 0) {
+            out->has_effective_date = true;
+            out->effective_date = m->value->s;
+        } else if (strcmp(m->key, "remittance_information") == 0) {
+            out->has_remittance_information = true;
+            if (m->value->type == JSON_NULL)
+                out->remittance_information_is_null = true;
+            else {
+                out->remittance_information = m->value->s;
+            }
+        } else if (strcmp(m->key, "external_id") == 0) {
+            out->has_external_id = true;
+            if (m->value->type == JSON_NULL)
+                out->external_id_is_null = true;
+            else {
+                out->external_id = m->value->s;
+            }
+        } else if (strcmp(m->key, "metadata") == 0) {
+            out->has_metadata = true;
+            if (m->value->type != JSON_OBJECT)
+                return -1;
+            out->metadata_count = m->value->count;
+            out->metadata = arena_alloc(a, (m->value->count + 1) * sizeof *out->metadata);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->metadata[j].key = m->value->members[j].key;
+                out->metadata[j].value = m->value->members[j].value->s;
+            }
+        }
+    }
+    if (!out->has_priority) {
+        out->priority = PAYMENT_PRIORITY_NORMAL;
+        out->has_priority = true;
+    }
+    return 0;
+}
+
+void encode_payment_update(struct jsonw *w, const struct payment_update *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_amount) {
+        jsonw_key(w, "amount");
+        jsonw_int(w, in->amount);
+    }
+    if (in->has_currency || in->currency != NULL) {
+        jsonw_key(w, "currency");
+        jsonw_string(w, in->currency);
+    }
+    if (in->has_type) {
+        jsonw_key(w, "type");
+        jsonw_string(w, payment_type_str(in->type));
+    }
+    if (in->has_priority) {
+        jsonw_key(w, "priority");
+        jsonw_string(w, payment_priority_str(in->priority));
+    }
+    if (in->has_originating_account || in->originating_account != NULL) {
+        jsonw_key(w, "originating_account");
+        jsonw_string(w, in->originating_account);
+    }
+    if (in->has_beneficiary_id || in->beneficiary_id != NULL) {
+        jsonw_key(w, "beneficiary_id");
+        jsonw_string(w, in->beneficiary_id);
+    }
+    if (in->has_effective_date || in->effective_date != NULL) {
+        jsonw_key(w, "effective_date");
+        jsonw_string(w, in->effective_date);
+    }
+    if (in->has_remittance_information || in->remittance_information_is_null || in->remittance_information != NULL) {
+        jsonw_key(w, "remittance_information");
+        if (in->remittance_information_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_string(w, in->remittance_information);
+        }
+    }
+    if (in->has_external_id || in->external_id_is_null || in->external_id != NULL) {
+        jsonw_key(w, "external_id");
+        if (in->external_id_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_string(w, in->external_id);
+        }
+    }
+    if (in->has_metadata || in->metadata != NULL) {
+        jsonw_key(w, "metadata");
+        jsonw_object_begin(w);
+        for (size_t j = 0; j < in->metadata_count; j++) {
+            jsonw_key(w, in->metadata[j].key);
+            jsonw_string(w, in->metadata[j].value);
+        }
+        jsonw_object_end(w);
+    }
+    jsonw_object_end(w);
+}
+
 int decode_problem(struct arena *a, const struct json_value *v, struct problem *out)
 {
     (void)a;
@@ -1457,6 +2423,16 @@ int decode_role(struct arena *a, const struct json_value *v, struct role *out)
             for (size_t j = 0; j < m->value->count; j++) {
                 out->scopes[j] = m->value->items[j]->s;
             }
+        } else if (strcmp(m->key, "approval_limits") == 0) {
+            out->has_approval_limits = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->approval_limits_count = m->value->count;
+            out->approval_limits = arena_alloc(a, (m->value->count + 1) * sizeof *out->approval_limits);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_money(a, m->value->items[j], &out->approval_limits[j]) != 0)
+                    return -1;
+            }
         } else if (strcmp(m->key, "system") == 0) {
             out->system = m->value->type == JSON_TRUE;
         } else if (strcmp(m->key, "version") == 0) {
@@ -1492,6 +2468,14 @@ void encode_role(struct jsonw *w, const struct role *in)
         jsonw_string(w, in->scopes[j]);
     }
     jsonw_array_end(w);
+    if (in->has_approval_limits || in->approval_limits != NULL) {
+        jsonw_key(w, "approval_limits");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->approval_limits_count; j++) {
+            encode_money(w, &in->approval_limits[j]);
+        }
+        jsonw_array_end(w);
+    }
     jsonw_key(w, "system");
     jsonw_bool(w, in->system);
     if (in->has_version) {
@@ -1529,6 +2513,16 @@ int decode_role_definition(struct arena *a, const struct json_value *v, struct r
             for (size_t j = 0; j < m->value->count; j++) {
                 out->scopes[j] = m->value->items[j]->s;
             }
+        } else if (strcmp(m->key, "approval_limits") == 0) {
+            out->has_approval_limits = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->approval_limits_count = m->value->count;
+            out->approval_limits = arena_alloc(a, (m->value->count + 1) * sizeof *out->approval_limits);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_money(a, m->value->items[j], &out->approval_limits[j]) != 0)
+                    return -1;
+            }
         }
     }
     return 0;
@@ -1549,6 +2543,14 @@ void encode_role_definition(struct jsonw *w, const struct role_definition *in)
         jsonw_string(w, in->scopes[j]);
     }
     jsonw_array_end(w);
+    if (in->has_approval_limits || in->approval_limits != NULL) {
+        jsonw_key(w, "approval_limits");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->approval_limits_count; j++) {
+            encode_money(w, &in->approval_limits[j]);
+        }
+        jsonw_array_end(w);
+    }
     jsonw_object_end(w);
 }
 

@@ -235,6 +235,123 @@ void validate_amount(const struct json_value *v, const char *ptr, int mode, stru
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9007199254740991");
 }
 
+/* ApprovalLimits (openapi/admin.yaml) */
+void validate_approval_limits(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 20)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 20 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_money(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* ApprovalPolicy (openapi/payments.yaml) */
+void validate_approval_policy(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "tiers") == 0) {
+            seen[0] = true;
+            validate_approval_policy_tiers(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            seen[1] = true;
+            validate_approval_policy_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            seen[2] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "tiers", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "version", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "updated_at", "required", "%s", "is required");
+}
+
+/* approval_policy_tiers (openapi/payments.yaml) */
+void validate_approval_policy_tiers(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 50)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 50 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_approval_tier(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* ApprovalPolicyUpdate (openapi/payments.yaml) */
+void validate_approval_policy_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "tiers") == 0) {
+            seen[0] = true;
+            validate_approval_policy_update_tiers(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "tiers", "required", "%s", "is required");
+}
+
+/* approval_policy_update_tiers (openapi/payments.yaml) */
+void validate_approval_policy_update_tiers(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 50)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 50 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_approval_tier(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* approval_policy_version (openapi/payments.yaml) */
+void validate_approval_policy_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 2147483647");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(2147483647))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 2147483647");
+}
+
 /* ApprovalStatus (openapi/payments.yaml) */
 void validate_approval_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -245,6 +362,65 @@ void validate_approval_status(const struct json_value *v, const char *ptr, int m
     }
     if (approval_status_parse(v->s) == 0)
         verr_add(l, ptr, NULL, "enum", "%s", "must be one of: pending_approval, approved, denied");
+}
+
+/* ApprovalTier (openapi/payments.yaml) */
+void validate_approval_tier(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "currency") == 0) {
+            seen[0] = true;
+            validate_currency_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "min_amount") == 0) {
+            seen[1] = true;
+            validate_amount(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "approvals_required") == 0) {
+            seen[2] = true;
+            validate_approval_tier_approvals_required(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "currency", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "min_amount", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "approvals_required", "required", "%s", "is required");
+}
+
+/* approval_tier_approvals_required (openapi/payments.yaml) */
+void validate_approval_tier_approvals_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 5");
+        return;
+    }
+    if (n < INT64_C(1))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+    if (n > INT64_C(5))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 5");
 }
 
 /* BankDetails (openapi/payments.yaml) */
@@ -576,6 +752,42 @@ void validate_beneficiary_create_email(const struct json_value *v, const char *p
         verr_add(l, ptr, NULL, "format", "%s", "must be an email address");
 }
 
+/* BeneficiaryDenial (openapi/payments.yaml) */
+void validate_beneficiary_denial(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "reason") == 0) {
+            seen[0] = true;
+            validate_beneficiary_denial_reason(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "reason", "required", "%s", "is required");
+}
+
+/* beneficiary_denial_reason (openapi/payments.yaml) */
+void validate_beneficiary_denial_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 500)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 500 characters long");
+}
+
 /* beneficiary_email (openapi/payments.yaml) */
 void validate_beneficiary_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -892,6 +1104,21 @@ void validate_complete_signup_request_password(const struct json_value *v, const
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
 }
 
+/* ConversionId (openapi/payments.yaml) */
+void validate_conversion_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(18, v->s)) /* ^cnv_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cnv_[0-9a-z]{26}$");
+}
+
 /* CounterpartyId (openapi/payments.yaml) */
 void validate_counterparty_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -937,6 +1164,237 @@ void validate_currency_code(const struct json_value *v, const char *ptr, int mod
         verr_add(l, ptr, NULL, "format", "%s", "must be an active ISO 4217 currency code");
 }
 
+/* Event (openapi/payments.yaml) */
+void validate_event(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[8] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            validate_event_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_event_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "type") == 0) {
+            seen[2] = true;
+            validate_event_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[3] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "api_version") == 0) {
+            seen[4] = true;
+            validate_event_api_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            seen[5] = true;
+            validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "data") == 0) {
+            seen[6] = true;
+            validate_event_data(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "request") == 0) {
+            seen[7] = true;
+            validate_event_request(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "type", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "api_version", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "workspace_id", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "data", "required", "%s", "is required");
+    if (!seen[7])
+        verr_add(l, ptr, "request", "required", "%s", "is required");
+}
+
+/* event_api_version (openapi/payments.yaml) */
+void validate_event_api_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 10)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 10 characters long");
+    if (!pattern_match(21, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4}-[0-9]{2}-[0-9]{2}$");
+}
+
+/* EventData (openapi/payments.yaml) */
+void validate_event_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            seen[0] = true;
+            validate_event_data_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+}
+
+/* event_data_object (openapi/payments.yaml) */
+void validate_event_data_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    if (v->count > 64)
+        verr_add(l, ptr, NULL, "max_properties", "%s", "must have at most 64 properties");
+}
+
+/* event_id (openapi/payments.yaml) */
+void validate_event_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(19, v->s)) /* ^evt_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^evt_[0-9a-z]{26}$");
+}
+
+/* event_object (openapi/payments.yaml) */
+void validate_event_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "event") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"event\"");
+}
+
+/* EventPage (openapi/payments.yaml) */
+void validate_event_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            seen[0] = true;
+            validate_event_page_data(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "has_more") == 0) {
+            seen[1] = true;
+            validate_has_more(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            seen[2] = true;
+            validate_next_cursor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "data", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "has_more", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "next_cursor", "required", "%s", "is required");
+}
+
+/* event_page_data (openapi/payments.yaml) */
+void validate_event_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 100)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 100 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_event(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* EventRequest (openapi/payments.yaml) */
+void validate_event_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            validate_event_request_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "idempotency_key") == 0) {
+            validate_event_request_idempotency_key(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+}
+
+/* event_request_id (openapi/payments.yaml) */
+void validate_event_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* event_request_idempotency_key (openapi/payments.yaml) */
+void validate_event_request_idempotency_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* event_type (openapi/payments.yaml) */
+void validate_event_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+    if (!pattern_match(20, v->s)) /* ^[a-z_]+[.][a-z_]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z_]+[.][a-z_]+$");
+}
+
 /* ExternalId (openapi/payments.yaml) */
 void validate_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -975,7 +1433,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(24, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(29, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -990,7 +1448,7 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(23, v->s)) /* ^/v1/ */
+    if (!pattern_match(28, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
 }
 
@@ -1221,7 +1679,7 @@ void validate_invitation_issued_id(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(22, v->s)) /* ^inv_[0-9a-z]{26}$ */
+    if (!pattern_match(27, v->s)) /* ^inv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^inv_[0-9a-z]{26}$");
 }
 
@@ -1650,7 +2108,7 @@ void validate_member_role(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(18, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(23, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -1665,7 +2123,7 @@ void validate_member_user_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(17, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(22, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 
@@ -2018,6 +2476,23 @@ void validate_openapi_document(const struct json_value *v, const char *ptr, int 
     }
 }
 
+/* OriginatingAccount (openapi/payments.yaml) */
+void validate_originating_account(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
+}
+
 /* param_cursor (openapi/common.yaml) */
 void validate_param_cursor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -2044,7 +2519,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(24, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(29, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -2074,6 +2549,591 @@ void validate_param_limit(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
     if (n > INT64_C(100))
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 100");
+}
+
+/* Payment (openapi/payments.yaml) */
+void validate_payment(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[17] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            validate_payment_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_payment_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            seen[2] = true;
+            validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "amount") == 0) {
+            seen[3] = true;
+            validate_amount(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "currency") == 0) {
+            seen[4] = true;
+            validate_currency_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "type") == 0) {
+            seen[5] = true;
+            validate_payment_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "priority") == 0) {
+            seen[6] = true;
+            validate_payment_priority(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "originating_account") == 0) {
+            seen[7] = true;
+            validate_originating_account(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "beneficiary_id") == 0) {
+            seen[8] = true;
+            validate_beneficiary_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "effective_date") == 0) {
+            seen[9] = true;
+            validate_business_date(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "remittance_information") == 0) {
+            validate_remittance_information(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "external_id") == 0) {
+            validate_external_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "funding_conversion_id") == 0) {
+            validate_conversion_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "status") == 0) {
+            seen[10] = true;
+            validate_payment_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "iso20022_status") == 0) {
+            validate_payment_iso20022_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "approval") == 0) {
+            seen[11] = true;
+            validate_payment_approval(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "failure_reason") == 0) {
+            validate_payment_failure_reason(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_by") == 0) {
+            seen[12] = true;
+            validate_payment_created_by(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "metadata") == 0) {
+            seen[13] = true;
+            validate_metadata(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            seen[14] = true;
+            validate_resource_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[15] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            seen[16] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "workspace_id", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "amount", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "currency", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "type", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "priority", "required", "%s", "is required");
+    if (!seen[7])
+        verr_add(l, ptr, "originating_account", "required", "%s", "is required");
+    if (!seen[8])
+        verr_add(l, ptr, "beneficiary_id", "required", "%s", "is required");
+    if (!seen[9])
+        verr_add(l, ptr, "effective_date", "required", "%s", "is required");
+    if (!seen[10])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[11])
+        verr_add(l, ptr, "approval", "required", "%s", "is required");
+    if (!seen[12])
+        verr_add(l, ptr, "created_by", "required", "%s", "is required");
+    if (!seen[13])
+        verr_add(l, ptr, "metadata", "required", "%s", "is required");
+    if (!seen[14])
+        verr_add(l, ptr, "version", "required", "%s", "is required");
+    if (!seen[15])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[16])
+        verr_add(l, ptr, "updated_at", "required", "%s", "is required");
+}
+
+/* PaymentApproval (openapi/payments.yaml) */
+void validate_payment_approval(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "required") == 0) {
+            seen[0] = true;
+            validate_payment_approval_required(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "received") == 0) {
+            seen[1] = true;
+            validate_payment_approval_received(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "approvers") == 0) {
+            seen[2] = true;
+            validate_payment_approval_approvers(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "required", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "received", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "approvers", "required", "%s", "is required");
+}
+
+/* payment_approval_approvers (openapi/payments.yaml) */
+void validate_payment_approval_approvers(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 20)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 20 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_payment_approver(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* payment_approval_received (openapi/payments.yaml) */
+void validate_payment_approval_received(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(10))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+}
+
+/* payment_approval_required (openapi/payments.yaml) */
+void validate_payment_approval_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(10))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+}
+
+/* PaymentApprover (openapi/payments.yaml) */
+void validate_payment_approver(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "user_id") == 0) {
+            seen[0] = true;
+            validate_payment_approver_user_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "decision") == 0) {
+            seen[1] = true;
+            validate_payment_approver_decision(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "reason") == 0) {
+            validate_payment_approver_reason(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "decided_at") == 0) {
+            seen[2] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "user_id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "decision", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "decided_at", "required", "%s", "is required");
+}
+
+/* payment_approver_decision (openapi/payments.yaml) */
+void validate_payment_approver_decision(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (payment_approver_decision_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: approved, denied");
+}
+
+/* payment_approver_reason (openapi/payments.yaml) */
+void validate_payment_approver_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 500)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 500 characters long");
+}
+
+/* payment_approver_user_id (openapi/payments.yaml) */
+void validate_payment_approver_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
+}
+
+/* PaymentCreate (openapi/payments.yaml) */
+void validate_payment_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[5] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "amount") == 0) {
+            seen[0] = true;
+            validate_amount(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "currency") == 0) {
+            seen[1] = true;
+            validate_currency_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "type") == 0) {
+            seen[2] = true;
+            validate_payment_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "priority") == 0) {
+            validate_payment_priority(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "originating_account") == 0) {
+            seen[3] = true;
+            validate_originating_account(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "beneficiary_id") == 0) {
+            seen[4] = true;
+            validate_beneficiary_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "effective_date") == 0) {
+            validate_business_date(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "remittance_information") == 0) {
+            validate_remittance_information(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "external_id") == 0) {
+            validate_external_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "funding_conversion_id") == 0) {
+            validate_conversion_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "metadata") == 0) {
+            validate_metadata(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "amount", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "currency", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "type", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "originating_account", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "beneficiary_id", "required", "%s", "is required");
+}
+
+/* payment_created_by (openapi/payments.yaml) */
+void validate_payment_created_by(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
+}
+
+/* PaymentDenial (openapi/payments.yaml) */
+void validate_payment_denial(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "reason") == 0) {
+            seen[0] = true;
+            validate_payment_denial_reason(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "reason", "required", "%s", "is required");
+}
+
+/* payment_denial_reason (openapi/payments.yaml) */
+void validate_payment_denial_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 500)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 500 characters long");
+}
+
+/* payment_failure_reason (openapi/payments.yaml) */
+void validate_payment_failure_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 500)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 500 characters long");
+}
+
+/* PaymentId (openapi/payments.yaml) */
+void validate_payment_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(17, v->s)) /* ^pay_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^pay_[0-9a-z]{26}$");
+}
+
+/* payment_iso20022_status (openapi/payments.yaml) */
+void validate_payment_iso20022_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (payment_iso20022_status_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: ACTC, ACSP, ACSC, PDNG, RJCT, CANC");
+}
+
+/* payment_object (openapi/payments.yaml) */
+void validate_payment_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "payment") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"payment\"");
+}
+
+/* PaymentPage (openapi/payments.yaml) */
+void validate_payment_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            seen[0] = true;
+            validate_payment_page_data(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "has_more") == 0) {
+            seen[1] = true;
+            validate_has_more(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            seen[2] = true;
+            validate_next_cursor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "data", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "has_more", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "next_cursor", "required", "%s", "is required");
+}
+
+/* payment_page_data (openapi/payments.yaml) */
+void validate_payment_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 100)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 100 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_payment(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* PaymentPriority (openapi/payments.yaml) */
+void validate_payment_priority(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (payment_priority_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: normal, high");
+}
+
+/* PaymentStatus (openapi/payments.yaml) */
+void validate_payment_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (payment_status_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: pending_approval, approved, scheduled, processing, sent, completed, failed, returned, denied, cancelled");
+}
+
+/* PaymentType (openapi/payments.yaml) */
+void validate_payment_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (payment_type_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: ach, wire, sepa, bacs, rtp, book");
+}
+
+/* PaymentUpdate (openapi/payments.yaml) */
+void validate_payment_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_properties", "%s", "must have at least 1 property");
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "amount") == 0) {
+            validate_amount(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "currency") == 0) {
+            validate_currency_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "type") == 0) {
+            validate_payment_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "priority") == 0) {
+            validate_payment_priority(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "originating_account") == 0) {
+            validate_originating_account(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "beneficiary_id") == 0) {
+            validate_beneficiary_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "effective_date") == 0) {
+            validate_business_date(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "remittance_information") == 0) {
+            validate_payment_update_remittance_information(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "external_id") == 0) {
+            validate_payment_update_external_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "metadata") == 0) {
+            validate_metadata(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* payment_update_external_id (openapi/payments.yaml) */
+void validate_payment_update_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string or null");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
+}
+
+/* payment_update_remittance_information (openapi/payments.yaml) */
+void validate_payment_update_remittance_information(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string or null");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 140)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
 }
 
 /* PersonName (openapi/admin.yaml) */
@@ -2353,6 +3413,21 @@ void validate_refresh_request_scope(const struct json_value *v, const char *ptr,
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
+/* RemittanceInformation (openapi/payments.yaml) */
+void validate_remittance_information(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 140)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
+}
+
 /* ResourceVersion (openapi/common.yaml) */
 void validate_resource_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -2405,6 +3480,8 @@ void validate_role(const struct json_value *v, const char *ptr, int mode, struct
         } else if (strcmp(m->key, "scopes") == 0) {
             seen[3] = true;
             validate_role_scopes(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "approval_limits") == 0) {
+            validate_approval_limits(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "system") == 0) {
             seen[4] = true;
             validate_role_system(m->value, verr_child(l->arena, ptr, m->key), mode, l);
@@ -2446,6 +3523,8 @@ void validate_role_definition(const struct json_value *v, const char *ptr, int m
         } else if (strcmp(m->key, "scopes") == 0) {
             seen[1] = true;
             validate_role_definition_scopes(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "approval_limits") == 0) {
+            validate_approval_limits(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else {
             verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
         }
@@ -2527,7 +3606,7 @@ void validate_role_key(const struct json_value *v, const char *ptr, int mode, st
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(18, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(23, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -2624,7 +3703,7 @@ void validate_scope_name(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(19, v->s)) /* ^[a-z]+:[a-z]+$ */
+    if (!pattern_match(24, v->s)) /* ^[a-z]+:[a-z]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
 }
 
@@ -2771,7 +3850,7 @@ void validate_service_account_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 29)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 29 characters long");
-    if (!pattern_match(20, v->s)) /* ^sa_[0-9a-z]{26}$ */
+    if (!pattern_match(25, v->s)) /* ^sa_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sa_[0-9a-z]{26}$");
 }
 
@@ -2970,7 +4049,7 @@ void validate_service_account_token_id(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(21, v->s)) /* ^sat_[0-9a-z]{26}$ */
+    if (!pattern_match(26, v->s)) /* ^sat_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sat_[0-9a-z]{26}$");
 }
 
@@ -3465,7 +4544,7 @@ void validate_user_id(const struct json_value *v, const char *ptr, int mode, str
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(17, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(22, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 

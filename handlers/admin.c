@@ -17,6 +17,8 @@
 #include "runtime/digest.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
+#include "runtime/json.h"
+#include "runtime/jsonw.h"
 #include "runtime/log.h"
 #include "runtime/page.h"
 #include "runtime/revocation.h"
@@ -73,6 +75,25 @@ int admin_role_mask(const char *workspace_id, const char *role, uint64_t *mask)
     return found;
 }
 
+int admin_principal_role(const char *workspace_id, const char *principal_id, char *role,
+                         size_t n)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT role FROM members WHERE workspace_id = ?1 AND user_id = ?2 "
+        "UNION ALL SELECT role FROM service_accounts WHERE workspace_id = ?1 AND id = ?2");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, principal_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        snprintf(role, n, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return -1;
+    return rc == SQLITE_ROW;
+}
+
 /* A space-separated scope list as the array the Role schema holds (in r->arena). */
 static void split_scopes(struct req *r, const char *text, struct role *out)
 {
@@ -97,7 +118,81 @@ static const char *text(struct req *r, sqlite3_stmt *st, int col)
     return t ? arena_strdup(&r->arena, (const char *)t) : NULL;
 }
 
-#define ROLE_COLUMNS "key, name, description, scopes, version, created_at, updated_at"
+#define ROLE_COLUMNS \
+    "key, name, description, scopes, version, created_at, updated_at, approval_limits"
+
+/* Approval limits are stored as a JSON array of {currency, amount}; NULL means no limit. */
+static char *limits_json(const struct money *m, size_t n)
+{
+    struct jsonw w;
+    size_t len = 0;
+    jsonw_init(&w);
+    jsonw_array_begin(&w);
+    for (size_t i = 0; i < n; i++) {
+        jsonw_object_begin(&w);
+        jsonw_key(&w, "currency");
+        jsonw_string(&w, m[i].currency);
+        jsonw_key(&w, "amount");
+        jsonw_int(&w, m[i].amount);
+        jsonw_object_end(&w);
+    }
+    jsonw_array_end(&w);
+    char *out = jsonw_take(&w, &len);
+    jsonw_release(&w);
+    return out;
+}
+
+static int limits_from(struct arena *a, const char *text, struct money **out, size_t *n)
+{
+    struct json_value *v = NULL;
+    struct json_error err;
+    if (json_parse(a, text, strlen(text), &v, &err) != 0 || v->type != JSON_ARRAY)
+        return -1;
+    *out = arena_alloc(a, (v->count ? v->count : 1) * sizeof **out);
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_value *c = json_get(v->items[i], "currency"),
+                                *amt = json_get(v->items[i], "amount");
+        if (!c || c->type != JSON_STRING || !amt ||
+            json_number_to_int64(amt, &(*out)[i].amount) != JSON_INT_OK)
+            return -1;
+        (*out)[i].currency = c->s;
+    }
+    *n = v->count;
+    return 0;
+}
+
+int admin_role_approval_limit(const char *workspace_id, const char *role, const char *currency,
+                              int64_t *limit, bool *limited)
+{
+    *limited = false;
+    if (scopes_role(role))
+        return 0; /* built-in roles have no limit */
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT approval_limits FROM roles WHERE workspace_id = ? AND key = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, role, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st), ret = 0;
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        struct arena a;
+        struct money *m = NULL;
+        size_t n = 0;
+        arena_init(&a);
+        *limited = true;
+        *limit = 0; /* a currency not listed cannot be approved at all */
+        if (limits_from(&a, (const char *)sqlite3_column_text(st, 0), &m, &n) != 0)
+            ret = -1;
+        for (size_t i = 0; ret == 0 && i < n; i++)
+            if (strcmp(m[i].currency, currency) == 0)
+                *limit = m[i].amount;
+        arena_release(&a);
+    } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        ret = -1;
+    }
+    sqlite3_reset(st);
+    return ret;
+}
 
 static void row_to_role(struct req *r, sqlite3_stmt *st, struct role *role)
 {
@@ -115,6 +210,10 @@ static void row_to_role(struct req *r, sqlite3_stmt *st, struct role *role)
     role->has_created_at = true;
     role->updated_at = text(r, st, 6);
     role->has_updated_at = true;
+    const char *limits = text(r, st, 7);
+    if (limits && limits_from(&r->arena, limits, &role->approval_limits,
+                              &role->approval_limits_count) == 0)
+        role->has_approval_limits = true;
 }
 
 int admin_list_roles(struct req *r, const struct admin_list_roles_request *in,
@@ -204,8 +303,14 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
                      d->scopes[i]);
         mask |= bit;
     }
+    for (size_t i = 0; d->has_approval_limits && i < d->approval_limits_count; i++)
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(d->approval_limits[i].currency, d->approval_limits[j].currency) == 0)
+                verr_add(&r->verr, "/approval_limits", arena_printf(&r->arena, "%zu", i),
+                         "duplicate_currency", "%s already has a limit at index %zu",
+                         d->approval_limits[i].currency, j);
     if (r->verr.count > 0) {
-        req_problem_validation(r, 422, "The role names scopes that do not exist.");
+        req_problem_validation(r, 422, "The role definition is not valid.");
         return 0;
     }
     struct role *role = arena_alloc(&r->arena, sizeof *role);
@@ -239,11 +344,21 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
     int64_t version = found ? role->version + 1 : 1;
     sqlite3_stmt *st = storage_prepare(
         found ? "UPDATE roles SET name = ?3, description = ?4, scopes = ?5, version = ?6, "
-                "updated_at = ?7 WHERE workspace_id = ?1 AND key = ?2"
+                "updated_at = ?7, approval_limits = ?8 WHERE workspace_id = ?1 AND key = ?2"
               : "INSERT INTO roles (workspace_id, key, name, description, scopes, version, "
-                "created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7)");
+                "created_at, updated_at, approval_limits) "
+                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)");
     if (!st)
         return -1;
+    char *limits = d->has_approval_limits
+                       ? limits_json(d->approval_limits, d->approval_limits_count)
+                       : NULL;
+    if (limits) {
+        sqlite3_bind_text(st, 8, arena_strdup(&r->arena, limits), -1, SQLITE_STATIC);
+        free(limits);
+    } else {
+        sqlite3_bind_null(st, 8);
+    }
     sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, in->id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, d->name, -1, SQLITE_STATIC);

@@ -4,12 +4,25 @@
 #ifndef HANDLERS_ADMIN_H
 #define HANDLERS_ADMIN_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The scopes role grants in workspace_id, as a mask with workspace:admin expanded to every
  * scope: a built-in role (spec x-roles) or one of the workspace's own, read in the caller's
  * transaction. 1 found, 0 no such role, -1 database failure. */
 int admin_role_mask(const char *workspace_id, const char *role, uint64_t *mask);
+
+/* The most a member of role may approve in currency: *limited false when the role has no
+ * limits (built-in roles, custom roles without approval_limits); with limits, a currency not
+ * listed gives *limit 0. 0 / -1. */
+int admin_role_approval_limit(const char *workspace_id, const char *role, const char *currency,
+                              int64_t *limit, bool *limited);
+
+/* The role a principal (a member user, or a service account) holds in the workspace, into
+ * role (n bytes). 1 found, 0 none, -1 failure. */
+int admin_principal_role(const char *workspace_id, const char *principal_id, char *role,
+                         size_t n);
 
 struct req;
 /* Revokes a service-account token of the workspace (logout with a service token): refused from

@@ -1,17 +1,23 @@
-/* The payments API. For now its beneficiaries (domain.md §1.3): payee bank details owned by
- * one workspace, listed newest first with signed cursors, changed under optimistic concurrency
- * (version / ETag / If-Match) and archived rather than deleted, because payments refer to them. */
+/* The payments API. Beneficiaries (domain.md §1.3): payee bank details owned by one workspace,
+ * changed under optimistic concurrency (version / ETag / If-Match), approved by someone other
+ * than who entered them, archived rather than deleted because payments refer to them. Payments
+ * (§1.1): the approval workflow of the state machine, every change written with its domain
+ * event (runtime/outbox.c) and audit record (runtime/audit.c) in the same transaction. */
 #include "generated/payments_api.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "generated/scopes.h"
+#include "handlers/admin.h"
+#include "runtime/audit.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
+#include "runtime/outbox.h"
 #include "runtime/page.h"
 #include "runtime/storage.h"
 
@@ -419,6 +425,8 @@ static bool routing_changed(const struct beneficiary *before, const struct benef
            strcmp(before->country, after->country) != 0;
 }
 
+static int set_requested_by(struct req *r, const char *id);
+
 /* ---- operations --------------------------------------------------------------------------- */
 
 static int beneficiary_row(struct req *r, sqlite3_stmt *st, void *item)
@@ -499,7 +507,9 @@ int payments_create_beneficiary(struct req *r, const struct payments_create_bene
     int refused = refuse_invalid(r, b);
     if (refused != 0)
         return refused < 0 ? -1 : 0;
-    if (insert(b) != 0)
+    if (insert(b) != 0 || set_requested_by(r, b->id) != 0 ||
+        audit_record(r, "beneficiary.created", "beneficiary", b->id, NULL,
+                     approval_status_str(b->approval_status), NULL) != 0)
         return -1;
     out->status = 201;
     out->body_201 = b;
@@ -571,8 +581,10 @@ int payments_update_beneficiary(struct req *r, const struct payments_update_bene
     int refused = refuse_invalid(r, b);
     if (refused != 0)
         return refused < 0 ? -1 : 0;
-    if (routing_changed(&before, b)) {
-        /* Money would go somewhere else: the new details need verifying and approving again. */
+    bool rerouted = routing_changed(&before, b);
+    if (rerouted) {
+        /* Money would go somewhere else: the new details need verifying and approving again,
+         * by someone other than who changed them. */
         b->verification_status = VERIFICATION_STATUS_UNVERIFIED;
         b->approval_status = APPROVAL_STATUS_PENDING_APPROVAL;
     }
@@ -580,7 +592,10 @@ int payments_update_beneficiary(struct req *r, const struct payments_update_bene
     format_now_rfc3339(now, sizeof now);
     b->updated_at = arena_strdup(&r->arena, now);
     b->version = before.version + 1;
-    if (store(b, before.version) != 0)
+    if (store(b, before.version) != 0 || (rerouted && set_requested_by(r, b->id) != 0) ||
+        audit_record(r, "beneficiary.updated", "beneficiary", b->id,
+                     approval_status_str(before.approval_status),
+                     approval_status_str(b->approval_status), NULL) != 0)
         return -1;
     out->status = 200;
     out->body_200 = b;
@@ -604,5 +619,1001 @@ int payments_delete_beneficiary(struct req *r, const struct payments_delete_bene
     b->status = BENEFICIARY_STATUS_ARCHIVED;
     b->updated_at = arena_strdup(&r->arena, now);
     b->version = old_version + 1;
-    return store(b, old_version);
+    if (store(b, old_version) != 0)
+        return -1;
+    return audit_record(r, "beneficiary.archived", "beneficiary", b->id, "active", "archived",
+                        NULL);
+}
+
+/* ---- beneficiary approval ----------------------------------------------------------------- */
+
+static int set_requested_by(struct req *r, const char *id)
+{
+    sqlite3_stmt *st =
+        storage_prepare("UPDATE beneficiaries SET requested_by = ? WHERE id = ? AND workspace_id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, r->principal.user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->principal.workspace_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_failed("recording who asked for approval");
+}
+
+/* Who asked for the current approval (created it, or last changed where money goes); NULL
+ * for beneficiaries from before this was recorded. */
+static const char *requested_by(struct req *r, const char *id)
+{
+    sqlite3_stmt *st = storage_prepare("SELECT requested_by FROM beneficiaries WHERE id = ?");
+    const char *who = NULL;
+    if (!st)
+        return NULL;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        who = column(r, st, 0);
+    sqlite3_reset(st);
+    return who;
+}
+
+/* Moves a pending beneficiary to decision (approved / denied). 1 done, 0 answered, -1 failure. */
+static int decide_beneficiary(struct req *r, const char *id, enum approval_status decision,
+                              const char *reason, struct beneficiary **out)
+{
+    struct beneficiary *b = arena_alloc(&r->arena, sizeof *b);
+    int found = load_current(r, id, NULL, b);
+    if (found <= 0)
+        return found;
+    if (b->status == BENEFICIARY_STATUS_ARCHIVED) {
+        req_problem(r, 409, "beneficiary_archived", "Beneficiary %s is archived.", b->id);
+        return 0;
+    }
+    if (b->approval_status != APPROVAL_STATUS_PENDING_APPROVAL) {
+        req_problem(r, 409, "invalid_transition",
+                    "Beneficiary %s is %s; only a pending_approval beneficiary can be approved "
+                    "or denied.",
+                    b->id, approval_status_str(b->approval_status));
+        return 0;
+    }
+    const char *asker = requested_by(r, b->id);
+    if (asker && strcmp(asker, r->principal.user_id) == 0) {
+        req_problem(r, 403, "self_approval",
+                    "You created or last changed these bank details; someone else must %s them.",
+                    decision == APPROVAL_STATUS_APPROVED ? "approve" : "deny");
+        return 0;
+    }
+    int64_t old_version = b->version;
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    b->approval_status = decision;
+    b->updated_at = arena_strdup(&r->arena, now);
+    b->version = old_version + 1;
+    if (store(b, old_version) != 0 ||
+        audit_record(r, decision == APPROVAL_STATUS_APPROVED ? "beneficiary.approved"
+                                                              : "beneficiary.denied",
+                     "beneficiary", b->id, "pending_approval", approval_status_str(decision),
+                     reason) != 0)
+        return -1;
+    *out = b;
+    return 1;
+}
+
+int payments_approve_beneficiary(struct req *r,
+                                 const struct payments_approve_beneficiary_request *in,
+                                 struct payments_approve_beneficiary_response *out)
+{
+    struct beneficiary *b = NULL;
+    int done = decide_beneficiary(r, in->id, APPROVAL_STATUS_APPROVED, NULL, &b);
+    if (done <= 0)
+        return done;
+    out->status = 200;
+    out->body_200 = b;
+    out->etag = req_etag(r, b->version);
+    return 0;
+}
+
+int payments_deny_beneficiary(struct req *r, const struct payments_deny_beneficiary_request *in,
+                              struct payments_deny_beneficiary_response *out)
+{
+    struct beneficiary *b = NULL;
+    int done = decide_beneficiary(r, in->id, APPROVAL_STATUS_DENIED, in->body->reason, &b);
+    if (done <= 0)
+        return done;
+    out->status = 200;
+    out->body_200 = b;
+    out->etag = req_etag(r, b->version);
+    return 0;
+}
+
+/* ==== payments (domain.md §1.1) =========================================================== */
+
+#define PAY_PATH "/v1/payments"
+#define PAY_COLUMNS                                                                           \
+    "id, workspace_id, amount, currency, type, priority, originating_account, "              \
+    "beneficiary_id, effective_date, remittance_information, external_id, status, "          \
+    "approvals_required, approval_round, failure_reason, created_by, metadata, version, "    \
+    "created_at, updated_at"
+
+/* A payment with what the API does not show: its current approval round. */
+struct pay {
+    struct payment p;
+    int64_t round;
+};
+
+/* The ISO 20022 status code of a status, where one applies (domain.md §1.1). */
+static enum payment_iso20022_status iso_status(enum payment_status s)
+{
+    switch (s) {
+    case PAYMENT_STATUS_APPROVED:
+    case PAYMENT_STATUS_SCHEDULED:
+        return PAYMENT_ISO20022_STATUS_ACTC;
+    case PAYMENT_STATUS_PROCESSING:
+    case PAYMENT_STATUS_SENT:
+        return PAYMENT_ISO20022_STATUS_ACSP;
+    case PAYMENT_STATUS_COMPLETED:
+        return PAYMENT_ISO20022_STATUS_ACSC;
+    case PAYMENT_STATUS_FAILED:
+        return PAYMENT_ISO20022_STATUS_RJCT;
+    case PAYMENT_STATUS_CANCELLED:
+        return PAYMENT_ISO20022_STATUS_CANC;
+    default:
+        return 0;
+    }
+}
+
+static void set_status(struct payment *p, enum payment_status s)
+{
+    p->status = s;
+    p->iso20022_status = iso_status(s);
+    p->has_iso20022_status = p->iso20022_status != 0;
+}
+
+/* The decisions of the payment's current round, in order. 0 / -1. */
+static int load_approvers(struct req *r, struct pay *x)
+{
+    struct payment_approval *a = arena_alloc(&r->arena, sizeof *a);
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT user_id, decision, reason, decided_at FROM payment_approvals "
+        "WHERE payment_id = ? AND round = ? ORDER BY decided_at, user_id");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, x->p.id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, x->round);
+    a->approvers = arena_alloc(&r->arena, 20 * sizeof *a->approvers);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && a->approvers_count < 20) {
+        struct payment_approver *d = &a->approvers[a->approvers_count++];
+        d->user_id = column(r, st, 0);
+        d->decision = payment_approver_decision_parse(column(r, st, 1));
+        d->reason = column(r, st, 2);
+        d->has_reason = d->reason != NULL;
+        d->decided_at = column(r, st, 3);
+        if (d->decision == PAYMENT_APPROVER_DECISION_APPROVED)
+            a->received++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return db_failed("approvals");
+    a->required = x->p.approval ? x->p.approval->required : 0;
+    x->p.approval = a;
+    return 0;
+}
+
+static int row_to_pay(struct req *r, sqlite3_stmt *st, struct pay *x)
+{
+    struct payment *p = &x->p;
+    memset(x, 0, sizeof *x);
+    p->id = column(r, st, 0);
+    p->object = "payment";
+    p->workspace_id = column(r, st, 1);
+    p->amount = sqlite3_column_int64(st, 2);
+    p->currency = column(r, st, 3);
+    p->type = payment_type_parse(column(r, st, 4));
+    p->priority = payment_priority_parse(column(r, st, 5));
+    p->originating_account = column(r, st, 6);
+    p->beneficiary_id = column(r, st, 7);
+    p->effective_date = column(r, st, 8);
+    p->remittance_information = column(r, st, 9);
+    p->has_remittance_information = p->remittance_information != NULL;
+    p->external_id = column(r, st, 10);
+    p->has_external_id = p->external_id != NULL;
+    set_status(p, payment_status_parse(column(r, st, 11)));
+    p->approval = arena_alloc(&r->arena, sizeof *p->approval);
+    p->approval->required = sqlite3_column_int64(st, 12);
+    x->round = sqlite3_column_int64(st, 13);
+    p->failure_reason = column(r, st, 14);
+    p->has_failure_reason = p->failure_reason != NULL;
+    p->created_by = column(r, st, 15);
+    struct beneficiary meta;
+    memset(&meta, 0, sizeof meta);
+    if (metadata_from(r, column(r, st, 16), &meta) != 0)
+        return -1;
+    p->metadata = meta.metadata;
+    p->metadata_count = meta.metadata_count;
+    p->version = sqlite3_column_int64(st, 17);
+    p->created_at = column(r, st, 18);
+    p->updated_at = column(r, st, 19);
+    if (!p->type || !p->priority || !p->status) {
+        log_error("payments: %s has a value the spec does not know", p->id);
+        return -1;
+    }
+    return load_approvers(r, x);
+}
+
+/* The caller's payment: 1 found, 0 answered (404, or 412 for an If-Match naming another
+ * version), -1 failure. */
+static int load_pay(struct req *r, const char *id, const char *if_match, struct pay *x)
+{
+    if (!id_valid(id, "pay")) {
+        req_problem(r, 404, "not_found", "No payment %s in this workspace.", id);
+        return 0;
+    }
+    sqlite3_stmt *st = storage_prepare("SELECT " PAY_COLUMNS
+                                       " FROM payments WHERE id = ? AND workspace_id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st), ret;
+    if (rc == SQLITE_ROW) {
+        ret = row_to_pay(r, st, x) == 0 ? 1 : -1; /* reads the approvals with another statement */
+    } else {
+        ret = rc == SQLITE_DONE ? 0 : db_failed("payment load");
+    }
+    sqlite3_reset(st);
+    if (ret == 0)
+        req_problem(r, 404, "not_found", "No payment %s in this workspace.", id);
+    if (ret == 1 && if_match && !req_if_match(if_match, x->p.version)) {
+        req_precondition_failed(r, if_match, x->p.version);
+        return 0;
+    }
+    return ret;
+}
+
+/* The payment as JSON text, as GET answers it (for events). Lives in r->arena. */
+static char *payment_json(struct req *r, const struct payment *p)
+{
+    struct jsonw w;
+    size_t len = 0;
+    jsonw_init(&w);
+    encode_payment(&w, p);
+    char *text = jsonw_take(&w, &len);
+    jsonw_release(&w);
+    char *out = text ? arena_strdup(&r->arena, text) : NULL;
+    free(text);
+    return out;
+}
+
+/* The event and the audit record of a state change, in the request's transaction. */
+static int record_change(struct req *r, const char *type, const struct payment *p,
+                         enum payment_status before, const char *detail)
+{
+    char *json = payment_json(r, p);
+    if (!json || outbox_add(r, type, "payment", p->id, p->version, json) != 0)
+        return -1;
+    return audit_record(r, type, "payment", p->id, before ? payment_status_str(before) : NULL,
+                        payment_status_str(p->status), detail);
+}
+
+/* ---- approval policy ---- */
+
+static int load_policy(struct req *r, struct approval_policy *pol)
+{
+    memset(pol, 0, sizeof *pol);
+    pol->updated_at = "1970-01-01T00:00:00.000Z";
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT tiers, version, updated_at FROM approval_policies WHERE workspace_id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st), ret = 0;
+    if (rc == SQLITE_ROW) {
+        const char *tiers = column(r, st, 0);
+        struct json_value *v = NULL;
+        struct json_error err;
+        pol->version = sqlite3_column_int64(st, 1);
+        pol->updated_at = column(r, st, 2);
+        if (json_parse(&r->arena, tiers, strlen(tiers), &v, &err) != 0 || v->type != JSON_ARRAY)
+            ret = -1;
+        else {
+            pol->tiers = arena_alloc(&r->arena, (v->count ? v->count : 1) * sizeof *pol->tiers);
+            for (size_t i = 0; i < v->count && ret == 0; i++) {
+                struct approval_tier *t = &pol->tiers[pol->tiers_count++];
+                if (decode_approval_tier(&r->arena, v->items[i], t) != 0)
+                    ret = -1;
+            }
+        }
+    } else if (rc != SQLITE_DONE) {
+        ret = -1;
+    }
+    sqlite3_reset(st);
+    if (ret != 0)
+        log_error("payments: the approval policy of %s is unreadable", r->principal.workspace_id);
+    return ret;
+}
+
+/* Approvals a payment of amount in currency needs: the largest tier it reaches. -1 failure. */
+static int64_t approvals_needed(struct req *r, const char *currency, int64_t amount)
+{
+    struct approval_policy pol;
+    if (load_policy(r, &pol) != 0)
+        return -1;
+    int64_t need = 0;
+    for (size_t i = 0; i < pol.tiers_count; i++) {
+        const struct approval_tier *t = &pol.tiers[i];
+        if (strcmp(t->currency, currency) == 0 && amount >= t->min_amount &&
+            t->approvals_required > need)
+            need = t->approvals_required;
+    }
+    return need;
+}
+
+int payments_get_approval_policy(struct req *r,
+                                 const struct payments_get_approval_policy_request *in,
+                                 struct payments_get_approval_policy_response *out)
+{
+    (void)in;
+    struct approval_policy *pol = arena_alloc(&r->arena, sizeof *pol);
+    if (load_policy(r, pol) != 0)
+        return -1;
+    out->status = 200;
+    out->body_200 = pol;
+    out->etag = req_etag(r, pol->version ? pol->version : 1);
+    return 0;
+}
+
+int payments_put_approval_policy(struct req *r,
+                                 const struct payments_put_approval_policy_request *in,
+                                 struct payments_put_approval_policy_response *out)
+{
+    const struct approval_policy_update *u = in->body;
+    struct approval_policy *pol = arena_alloc(&r->arena, sizeof *pol);
+    if (load_policy(r, pol) != 0)
+        return -1;
+    if (in->has_if_match && !req_if_match(in->if_match, pol->version ? pol->version : 1)) {
+        req_precondition_failed(r, in->if_match, pol->version ? pol->version : 1);
+        return 0;
+    }
+    for (size_t i = 0; i < u->tiers_count; i++)
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(u->tiers[i].currency, u->tiers[j].currency) == 0 &&
+                u->tiers[i].min_amount == u->tiers[j].min_amount)
+                verr_add(&r->verr, "/tiers", arena_printf(&r->arena, "%zu", i), "duplicate_tier",
+                         "the same currency and min_amount as tier %zu", j);
+    if (r->verr.count > 0) {
+        req_problem_validation(r, 422, "The policy has duplicate tiers.");
+        return 0;
+    }
+    struct jsonw w;
+    size_t len = 0;
+    jsonw_init(&w);
+    jsonw_array_begin(&w);
+    for (size_t i = 0; i < u->tiers_count; i++)
+        encode_approval_tier(&w, &u->tiers[i]);
+    jsonw_array_end(&w);
+    char *tiers = jsonw_take(&w, &len);
+    jsonw_release(&w);
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    sqlite3_stmt *st = storage_prepare(
+        "INSERT INTO approval_policies (workspace_id, tiers, version, updated_at) "
+        "VALUES (?1, ?2, 1, ?3) ON CONFLICT (workspace_id) DO UPDATE SET tiers = ?2, "
+        "version = version + 1, updated_at = ?3");
+    if (!st) {
+        free(tiers);
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, tiers, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    free(tiers);
+    if (rc != SQLITE_DONE || load_policy(r, pol) != 0 ||
+        audit_record(r, "payments.approval_policy.updated", "approval_policy",
+                     r->principal.workspace_id, NULL, NULL, NULL) != 0)
+        return -1;
+    out->status = 200;
+    out->body_200 = pol;
+    out->etag = req_etag(r, pol->version);
+    return 0;
+}
+
+/* ---- rules ---- */
+
+/* Today's business date in UTC, "YYYY-MM-DD". */
+static void today(char out[11])
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    memcpy(out, now, 10);
+    out[10] = '\0';
+}
+
+/* Adds a violation for every payment rule p breaks (domain.md §3 rules 15, 16). */
+static int check_payment(struct req *r, const struct payment *p, bool date_given)
+{
+    char day[11];
+    today(day);
+    if (format_currency_exponent(p->currency) < 0)
+        verr_add(&r->verr, "/currency", NULL, "currency_not_payable",
+                 "%s has no minor units and cannot be paid", p->currency);
+    if (date_given && strcmp(p->effective_date, day) < 0)
+        verr_add(&r->verr, "/effective_date", NULL, "effective_date_in_past",
+                 "must be today (%s, UTC) or later", day);
+    struct beneficiary b;
+    switch (load(r, p->beneficiary_id, &b)) {
+    case LOAD_FAILED:
+        return -1;
+    case LOAD_MISSING:
+        verr_add(&r->verr, "/beneficiary_id", NULL, "beneficiary_not_found",
+                 "no beneficiary %s in this workspace", p->beneficiary_id);
+        return 0;
+    }
+    if (b.status == BENEFICIARY_STATUS_ARCHIVED)
+        verr_add(&r->verr, "/beneficiary_id", NULL, "beneficiary_archived", "%s is archived",
+                 b.id);
+    else if (b.approval_status != APPROVAL_STATUS_APPROVED)
+        verr_add(&r->verr, "/beneficiary_id", NULL, "beneficiary_not_approved",
+                 "%s is %s; payments need an approved beneficiary", b.id,
+                 approval_status_str(b.approval_status));
+    if (strcmp(b.currency, p->currency) != 0)
+        verr_add(&r->verr, "/currency", NULL, "currency_mismatch",
+                 "the beneficiary is paid in %s", b.currency);
+    return 0;
+}
+
+static int payment_external_id_taken(struct req *r, const char *external_id, const char *except,
+                                     bool *taken)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT 1 FROM payments WHERE workspace_id = ? AND external_id = ? AND id <> ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, external_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, except ? except : "", -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    *taken = rc == SQLITE_ROW;
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Writes every column of x: INSERT when insert, else UPDATE at old_version. 0 / -1. */
+static int save_pay(const struct pay *x, bool insert, int64_t old_version)
+{
+    const struct payment *p = &x->p;
+    char *metadata = metadata_json(p->metadata, p->metadata_count);
+    sqlite3_stmt *st = storage_prepare(
+        insert ? "INSERT INTO payments (" PAY_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                 "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
+               : "UPDATE payments SET amount = ?3, currency = ?4, type = ?5, priority = ?6, "
+                 "originating_account = ?7, beneficiary_id = ?8, effective_date = ?9, "
+                 "remittance_information = ?10, external_id = ?11, status = ?12, "
+                 "approvals_required = ?13, approval_round = ?14, failure_reason = ?15, "
+                 "metadata = ?17, version = ?18, updated_at = ?20 "
+                 "WHERE id = ?1 AND workspace_id = ?2 AND version = ?21");
+    int ret = -1;
+    if (!st)
+        goto out;
+    sqlite3_bind_text(st, 1, p->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, p->workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, p->amount);
+    sqlite3_bind_text(st, 4, p->currency, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, payment_type_str(p->type), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, payment_priority_str(p->priority), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 7, p->originating_account, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, p->beneficiary_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 9, p->effective_date, -1, SQLITE_STATIC);
+    bind_opt(st, 10, p->has_remittance_information ? p->remittance_information : NULL);
+    bind_opt(st, 11, p->has_external_id ? p->external_id : NULL);
+    sqlite3_bind_text(st, 12, payment_status_str(p->status), -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 13, p->approval->required);
+    sqlite3_bind_int64(st, 14, x->round);
+    bind_opt(st, 15, p->has_failure_reason ? p->failure_reason : NULL);
+    sqlite3_bind_text(st, 16, p->created_by, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 17, metadata, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 18, p->version);
+    sqlite3_bind_text(st, 19, p->created_at, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 20, p->updated_at, -1, SQLITE_STATIC);
+    if (!insert)
+        sqlite3_bind_int64(st, 21, old_version);
+    if (sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(storage_db()) == 1)
+        ret = 0;
+    else
+        db_failed(insert ? "payment insert" : "payment update");
+    sqlite3_reset(st);
+out:
+    free(metadata);
+    return ret;
+}
+
+static void touch(struct req *r, struct payment *p)
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    p->updated_at = arena_strdup(&r->arena, now);
+    p->version++;
+}
+
+/* ---- operations ---- */
+
+int payments_create_payment(struct req *r, const struct payments_create_payment_request *in,
+                            struct payments_create_payment_response *out)
+{
+    const struct payment_create *c = in->body;
+    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment *p = &x->p;
+    char now[40], day[11];
+    format_now_rfc3339(now, sizeof now);
+    today(day);
+    p->id = id_new(&r->arena, "pay");
+    p->object = "payment";
+    p->workspace_id = r->principal.workspace_id;
+    p->amount = c->amount;
+    p->currency = c->currency;
+    p->type = c->type;
+    p->priority = c->has_priority ? c->priority : PAYMENT_PRIORITY_NORMAL;
+    p->originating_account = c->originating_account;
+    p->beneficiary_id = c->beneficiary_id;
+    p->effective_date = c->has_effective_date ? c->effective_date : arena_strdup(&r->arena, day);
+    p->remittance_information = c->remittance_information;
+    p->has_remittance_information = c->has_remittance_information;
+    p->external_id = c->external_id;
+    p->has_external_id = c->has_external_id;
+    p->created_by = r->principal.user_id;
+    p->metadata = c->has_metadata ? c->metadata : NULL;
+    p->metadata_count = c->has_metadata ? c->metadata_count : 0;
+    p->version = 1;
+    p->created_at = p->updated_at = arena_strdup(&r->arena, now);
+    p->approval = arena_alloc(&r->arena, sizeof *p->approval);
+    x->round = 1;
+
+    if (c->has_funding_conversion_id)
+        verr_add(&r->verr, "/funding_conversion_id", NULL, "conversion_not_found",
+                 "no conversion %s exists (conversions are not served yet)",
+                 c->funding_conversion_id);
+    if (check_payment(r, p, c->has_effective_date) != 0)
+        return -1;
+    if (r->verr.count > 0) {
+        req_problem_validation(r, 422, "The payment breaks a payment rule.");
+        return 0;
+    }
+    bool taken = false;
+    if (p->has_external_id && payment_external_id_taken(r, p->external_id, NULL, &taken) != 0)
+        return -1;
+    if (taken) {
+        req_problem(r, 409, "duplicate_external_id",
+                    "Another payment of this workspace already has external_id %s.",
+                    p->external_id);
+        return 0;
+    }
+    int64_t need = approvals_needed(r, p->currency, p->amount);
+    if (need < 0)
+        return -1;
+    p->approval->required = need;
+    set_status(p, need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED);
+    if (save_pay(x, true, 0) != 0 || record_change(r, "payment.created", p, 0, NULL) != 0 ||
+        (need == 0 && record_change(r, "payment.approved", p, PAYMENT_STATUS_APPROVED,
+                                    "no approval required by the policy") != 0))
+        return -1;
+    out->status = 201;
+    out->body_201 = p;
+    out->location = arena_printf(&r->arena, PAY_PATH "/%s", p->id);
+    out->etag = req_etag(r, p->version);
+    return 0;
+}
+
+int payments_get_payment(struct req *r, const struct payments_get_payment_request *in,
+                         struct payments_get_payment_response *out)
+{
+    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    int found = load_pay(r, in->id, NULL, x);
+    if (found <= 0)
+        return found;
+    out->status = 200;
+    out->body_200 = &x->p;
+    out->etag = req_etag(r, x->p.version);
+    return 0;
+}
+
+static int payment_row(struct req *r, sqlite3_stmt *st, void *item)
+{
+    struct pay x;
+    if (row_to_pay(r, st, &x) != 0)
+        return -1;
+    memcpy(item, &x.p, sizeof x.p);
+    return 0;
+}
+
+/* A created_* filter as the stored form (UTC, milliseconds), so any offset compares right. */
+static const char *utc(struct req *r, bool has, const char *ts)
+{
+    int64_t ms = 0;
+    if (!has || !format_time_parse_any(ts, &ms))
+        return NULL;
+    char buf[40];
+    format_time_rfc3339(ms, buf, sizeof buf);
+    return arena_strdup(&r->arena, buf);
+}
+
+int payments_list_payments(struct req *r, const struct payments_list_payments_request *in,
+                           struct payments_list_payments_response *out)
+{
+    const char *status = in->has_status ? payment_status_str(in->status) : NULL;
+    const char *created_gte = utc(r, in->has_created_gte, in->created_gte);
+    const char *created_lt = utc(r, in->has_created_lt, in->created_lt);
+    const char *filters = arena_printf(
+        &r->arena, "payments&w=%s&s=%s&c=%s&b=%s&a=%lld-%lld&ct=%s-%s&ed=%s-%s",
+        r->principal.workspace_id, status ? status : "", in->has_currency ? in->currency : "",
+        in->has_beneficiary_id ? in->beneficiary_id : "",
+        (long long)(in->has_amount_gte ? in->amount_gte : 0),
+        (long long)(in->has_amount_lt ? in->amount_lt : 0), created_gte ? created_gte : "",
+        created_lt ? created_lt : "", in->has_effective_date_gte ? in->effective_date_gte : "",
+        in->has_effective_date_lt ? in->effective_date_lt : "");
+    struct page pg;
+    if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
+        return 0;
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT " PAY_COLUMNS " FROM payments WHERE workspace_id = ?1 "
+        "AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR currency = ?3) "
+        "AND (?4 IS NULL OR beneficiary_id = ?4) AND (?5 IS NULL OR amount >= ?5) "
+        "AND (?6 IS NULL OR amount < ?6) AND (?7 IS NULL OR created_at >= ?7) "
+        "AND (?8 IS NULL OR created_at < ?8) AND (?9 IS NULL OR effective_date >= ?9) "
+        "AND (?10 IS NULL OR effective_date < ?10) "
+        "AND (?11 IS NULL OR created_at < ?11 OR (created_at = ?11 AND id < ?12)) "
+        "ORDER BY created_at DESC, id DESC LIMIT ?13");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    bind_opt(st, 2, status);
+    bind_opt(st, 3, in->has_currency ? in->currency : NULL);
+    bind_opt(st, 4, in->has_beneficiary_id ? in->beneficiary_id : NULL);
+    if (in->has_amount_gte)
+        sqlite3_bind_int64(st, 5, in->amount_gte);
+    else
+        sqlite3_bind_null(st, 5);
+    if (in->has_amount_lt)
+        sqlite3_bind_int64(st, 6, in->amount_lt);
+    else
+        sqlite3_bind_null(st, 6);
+    bind_opt(st, 7, created_gte);
+    bind_opt(st, 8, created_lt);
+    bind_opt(st, 9, in->has_effective_date_gte ? in->effective_date_gte : NULL);
+    bind_opt(st, 10, in->has_effective_date_lt ? in->effective_date_lt : NULL);
+    page_bind(&pg, st, 11, 12, 13);
+    struct payment_page *page = arena_alloc(&r->arena, sizeof *page);
+    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
+    if (page_fill(r, &pg, st, page->data, sizeof *page->data, payment_row) != 0)
+        return -1;
+    page->data_count = pg.count;
+    page->has_more = pg.has_more;
+    const struct payment *last = pg.count ? &page->data[pg.count - 1] : NULL;
+    page->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
+    page->next_cursor_is_null = !page->next_cursor;
+    out->status = 200;
+    out->body_200 = page;
+    return 0;
+}
+
+static bool editable(enum payment_status s)
+{
+    return s == PAYMENT_STATUS_PENDING_APPROVAL || s == PAYMENT_STATUS_APPROVED ||
+           s == PAYMENT_STATUS_SCHEDULED;
+}
+
+int payments_update_payment(struct req *r, const struct payments_update_payment_request *in,
+                            struct payments_update_payment_response *out)
+{
+    const struct payment_update *u = in->body;
+    if (!in->has_if_match) {
+        req_problem(r, 428, "precondition_required",
+                    "Send If-Match with the payment's current ETag to change it.");
+        return 0;
+    }
+    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    int found = load_pay(r, in->id, in->if_match, x);
+    if (found <= 0)
+        return found;
+    struct payment *p = &x->p;
+    enum payment_status before = p->status;
+    if (!editable(p->status)) {
+        req_problem(r, 409, "payment_not_editable",
+                    "Payment %s is %s; only pending_approval, approved or scheduled payments "
+                    "can be changed.",
+                    p->id, payment_status_str(p->status));
+        return 0;
+    }
+    bool reevaluate = (u->has_amount && u->amount != p->amount) ||
+                      (u->has_currency && strcmp(u->currency, p->currency) != 0) ||
+                      (u->has_beneficiary_id && strcmp(u->beneficiary_id, p->beneficiary_id) != 0) ||
+                      (u->has_effective_date && strcmp(u->effective_date, p->effective_date) != 0);
+    if (u->has_amount)
+        p->amount = u->amount;
+    if (u->has_currency)
+        p->currency = u->currency;
+    if (u->has_type)
+        p->type = u->type;
+    if (u->has_priority)
+        p->priority = u->priority;
+    if (u->has_originating_account)
+        p->originating_account = u->originating_account;
+    if (u->has_beneficiary_id)
+        p->beneficiary_id = u->beneficiary_id;
+    if (u->has_effective_date)
+        p->effective_date = u->effective_date;
+    if (u->has_remittance_information) {
+        p->remittance_information = u->remittance_information_is_null ? NULL : u->remittance_information;
+        p->has_remittance_information = !u->remittance_information_is_null;
+    }
+    if (u->has_external_id) {
+        p->external_id = u->external_id_is_null ? NULL : u->external_id;
+        p->has_external_id = !u->external_id_is_null;
+    }
+    if (u->has_metadata) {
+        p->metadata = u->metadata;
+        p->metadata_count = u->metadata_count;
+    }
+    if (check_payment(r, p, u->has_effective_date) != 0)
+        return -1;
+    if (r->verr.count > 0) {
+        req_problem_validation(r, 422, "The changed payment breaks a payment rule.");
+        return 0;
+    }
+    bool taken = false;
+    if (p->has_external_id && payment_external_id_taken(r, p->external_id, p->id, &taken) != 0)
+        return -1;
+    if (taken) {
+        req_problem(r, 409, "duplicate_external_id",
+                    "Another payment of this workspace already has external_id %s.",
+                    p->external_id);
+        return 0;
+    }
+    if (reevaluate) {
+        /* Earlier approvals were for another payment: a new round starts from none. */
+        int64_t need = approvals_needed(r, p->currency, p->amount);
+        if (need < 0)
+            return -1;
+        x->round++;
+        p->approval->required = need;
+        p->approval->received = 0;
+        p->approval->approvers_count = 0;
+        set_status(p, need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED);
+    }
+    int64_t old_version = p->version;
+    touch(r, p);
+    if (save_pay(x, false, old_version) != 0 ||
+        record_change(r, "payment.updated", p, before,
+                      reevaluate ? "approval rules run again" : NULL) != 0)
+        return -1;
+    if (reevaluate && before == PAYMENT_STATUS_PENDING_APPROVAL &&
+        p->status == PAYMENT_STATUS_APPROVED &&
+        record_change(r, "payment.approved", p, before, "no approval required by the policy") != 0)
+        return -1;
+    out->status = 200;
+    out->body_200 = p;
+    out->etag = req_etag(r, p->version);
+    return 0;
+}
+
+static void invalid_transition(struct req *r, const struct payment *p, const char *action,
+                               const char *allowed)
+{
+    req_problem(r, 409, "invalid_transition", "Payment %s is %s; it can be %s only when %s.",
+                p->id, payment_status_str(p->status), action, allowed);
+}
+
+/* Records one decision of the current round. 0 / -1. */
+static int add_decision(struct req *r, const struct pay *x, const char *decision,
+                        const char *reason)
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    sqlite3_stmt *st = storage_prepare(
+        "INSERT INTO payment_approvals (payment_id, round, user_id, decision, reason, decided_at) "
+        "VALUES (?, ?, ?, ?, ?, ?)");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, x->p.id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, x->round);
+    sqlite3_bind_text(st, 3, r->principal.user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, decision, -1, SQLITE_STATIC);
+    bind_opt(st, 5, reason);
+    sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_failed("decision");
+}
+
+/* The checks every decision shares: pending, not the creator, not twice. 1 go on, 0 answered. */
+static int may_decide(struct req *r, const struct pay *x, const char *action)
+{
+    const struct payment *p = &x->p;
+    if (p->status != PAYMENT_STATUS_PENDING_APPROVAL) {
+        invalid_transition(r, p, action, "pending_approval");
+        return 0;
+    }
+    if (strcmp(p->created_by, r->principal.user_id) == 0) {
+        req_problem(r, 403, "self_approval",
+                    "You created payment %s; someone else must approve or deny it.", p->id);
+        return 0;
+    }
+    for (size_t i = 0; i < p->approval->approvers_count; i++) {
+        if (strcmp(p->approval->approvers[i].user_id, r->principal.user_id) == 0) {
+            req_problem(r, 409, "already_approved",
+                        "You already decided on payment %s; one user decides once.", p->id);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int payments_approve_payment(struct req *r, const struct payments_approve_payment_request *in,
+                             struct payments_approve_payment_response *out)
+{
+    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    int found = load_pay(r, in->id, NULL, x);
+    if (found <= 0 || (found = may_decide(r, x, "approved")) <= 0)
+        return found;
+    struct payment *p = &x->p;
+    char role[64];
+    int64_t limit = 0;
+    bool limited = false;
+    int has_role = admin_principal_role(r->principal.workspace_id, r->principal.user_id, role,
+                                        sizeof role);
+    if (has_role < 0 || (has_role && admin_role_approval_limit(r->principal.workspace_id, role,
+                                                               p->currency, &limit,
+                                                               &limited) != 0))
+        return -1;
+    if (limited && p->amount > limit) {
+        req_problem(r, 403, "approval_limit_exceeded",
+                    "Your role %s may approve at most %lld (minor units) in %s; this payment is "
+                    "%lld.",
+                    role, (long long)limit, p->currency, (long long)p->amount);
+        return 0;
+    }
+    if (add_decision(r, x, "approved", NULL) != 0 || load_approvers(r, x) != 0)
+        return -1;
+    bool complete = p->approval->received >= p->approval->required;
+    if (complete)
+        set_status(p, PAYMENT_STATUS_APPROVED);
+    int64_t old_version = p->version;
+    touch(r, p);
+    if (save_pay(x, false, old_version) != 0)
+        return -1;
+    if (complete ? record_change(r, "payment.approved", p, PAYMENT_STATUS_PENDING_APPROVAL, NULL)
+                 : audit_record(r, "payment.approval_recorded", "payment", p->id,
+                                "pending_approval", "pending_approval", NULL))
+        return -1;
+    out->status = 200;
+    out->body_200 = p;
+    out->etag = req_etag(r, p->version);
+    return 0;
+}
+
+int payments_deny_payment(struct req *r, const struct payments_deny_payment_request *in,
+                          struct payments_deny_payment_response *out)
+{
+    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    int found = load_pay(r, in->id, NULL, x);
+    if (found <= 0 || (found = may_decide(r, x, "denied")) <= 0)
+        return found;
+    struct payment *p = &x->p;
+    if (add_decision(r, x, "denied", in->body->reason) != 0 || load_approvers(r, x) != 0)
+        return -1;
+    set_status(p, PAYMENT_STATUS_DENIED);
+    int64_t old_version = p->version;
+    touch(r, p);
+    if (save_pay(x, false, old_version) != 0 ||
+        record_change(r, "payment.denied", p, PAYMENT_STATUS_PENDING_APPROVAL,
+                      in->body->reason) != 0)
+        return -1;
+    out->status = 200;
+    out->body_200 = p;
+    out->etag = req_etag(r, p->version);
+    return 0;
+}
+
+int payments_cancel_payment(struct req *r, const struct payments_cancel_payment_request *in,
+                            struct payments_cancel_payment_response *out)
+{
+    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    int found = load_pay(r, in->id, NULL, x);
+    if (found <= 0)
+        return found;
+    struct payment *p = &x->p;
+    enum payment_status before = p->status;
+    if (!editable(p->status)) {
+        invalid_transition(r, p, "cancelled", "pending_approval, approved or scheduled");
+        return 0;
+    }
+    if (strcmp(p->created_by, r->principal.user_id) != 0 &&
+        !(r->principal.scopes & SCOPE_WORKSPACE_ADMIN)) {
+        req_problem(r, 403, "not_creator",
+                    "Only the creator of payment %s or a workspace administrator may cancel it.",
+                    p->id);
+        return 0;
+    }
+    set_status(p, PAYMENT_STATUS_CANCELLED);
+    int64_t old_version = p->version;
+    touch(r, p);
+    if (save_pay(x, false, old_version) != 0 ||
+        record_change(r, "payment.cancelled", p, before, NULL) != 0)
+        return -1;
+    out->status = 200;
+    out->body_200 = p;
+    out->etag = req_etag(r, p->version);
+    return 0;
+}
+
+/* An event and its sequence number (the timeline's cursor key, not part of the envelope). */
+struct event_item {
+    struct event e;
+    const char *seq;
+};
+
+static int event_row(struct req *r, sqlite3_stmt *st, void *item)
+{
+    struct event_item *it = item;
+    struct event *e = &it->e;
+    struct json_value *v = NULL;
+    struct json_error err;
+    const char *data = column(r, st, 4);
+    if (!data || json_parse(&r->arena, data, strlen(data), &v, &err) != 0 ||
+        !json_get(v, "object"))
+        return -1;
+    e->id = column(r, st, 0);
+    e->object = "event";
+    e->type = column(r, st, 1);
+    e->created_at = column(r, st, 2);
+    e->api_version = OUTBOX_API_VERSION;
+    e->workspace_id = column(r, st, 3);
+    e->data = arena_alloc(&r->arena, sizeof *e->data);
+    e->data->object = json_get(v, "object");
+    e->request = arena_alloc(&r->arena, sizeof *e->request);
+    e->request->id = column(r, st, 5);
+    e->request->idempotency_key = column(r, st, 6);
+    e->request->has_idempotency_key = e->request->idempotency_key != NULL;
+    it->seq = column(r, st, 7);
+    return 0;
+}
+
+int payments_list_payment_events(struct req *r,
+                                 const struct payments_list_payment_events_request *in,
+                                 struct payments_list_payment_events_response *out)
+{
+    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    int found = load_pay(r, in->id, NULL, x);
+    if (found <= 0)
+        return found;
+    struct page pg;
+    if (page_begin(r, &pg, arena_printf(&r->arena, "events&p=%s", x->p.id), in->limit,
+                   in->has_cursor ? in->cursor : NULL) != 0)
+        return 0;
+    /* Oldest first: the cursor's key is the last event's sequence number. */
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT id, type, created_at, workspace_id, data, request_id, idempotency_key, "
+        "CAST(seq AS TEXT) FROM events WHERE resource_id = ?1 AND workspace_id = ?2 "
+        "AND (?3 IS NULL OR seq > CAST(?3 AS INTEGER)) ORDER BY seq LIMIT ?4");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, x->p.id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
+    bind_opt(st, 3, pg.after_key);
+    sqlite3_bind_int64(st, 4, in->limit + 1);
+    struct event_item *items = arena_alloc(&r->arena, (size_t)in->limit * sizeof *items);
+    if (page_fill(r, &pg, st, items, sizeof *items, event_row) != 0)
+        return -1;
+    struct event_page *page = arena_alloc(&r->arena, sizeof *page);
+    page->data = arena_alloc(&r->arena, (pg.count ? pg.count : 1) * sizeof *page->data);
+    for (size_t i = 0; i < pg.count; i++)
+        page->data[i] = items[i].e;
+    page->data_count = pg.count;
+    page->has_more = pg.has_more;
+    const struct event_item *last = pg.count ? &items[pg.count - 1] : NULL;
+    page->next_cursor = last ? page_next(r, &pg, last->seq, last->e.id) : NULL;
+    page->next_cursor_is_null = !page->next_cursor;
+    out->status = 200;
+    out->body_200 = page;
+    return 0;
 }

@@ -331,6 +331,32 @@ bool format_time_parse(const char *s, int64_t *unix_ms)
     return true;
 }
 
+bool format_time_parse_any(const char *s, int64_t *unix_ms)
+{
+    int y, mo, d, h, mi, sec, used = 0;
+    if (!format_is_date_time(s) ||
+        sscanf(s, "%4d-%2d-%2d%*1[Tt]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &used) != 6)
+        return false;
+    const char *p = s + used;
+    int64_t ms = 0, scale = 100;
+    if (*p == '.') {
+        for (p++; *p >= '0' && *p <= '9'; p++) {
+            ms += (*p - '0') * scale;
+            scale /= 10;
+        }
+    }
+    int64_t offset_s = 0;
+    if (*p == '+' || *p == '-') {
+        int oh = 0, om = 0;
+        if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2)
+            return false;
+        offset_s = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
+    }
+    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset_s;
+    *unix_ms = secs * 1000 + ms;
+    return true;
+}
+
 void format_now_rfc3339(char *buf, size_t n)
 {
     format_time_rfc3339(clock_now_ms(), buf, n);

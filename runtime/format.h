@@ -24,5 +24,8 @@ void format_time_rfc3339(int64_t unix_ms, char *buf, size_t n);
 /* Parses the form format_time_rfc3339() writes ("2025-03-14T09:26:53.589Z", UTC, ms) back to
  * Unix milliseconds. False for any other text. */
 bool format_time_parse(const char *s, int64_t *unix_ms);
+/* Any RFC 3339 date-time (any offset, any fraction; seconds 60 read as 60) to Unix
+ * milliseconds, fraction truncated to ms. False when s is not one. */
+bool format_time_parse_any(const char *s, int64_t *unix_ms);
 
 #endif

@@ -218,6 +218,87 @@ static const char mfa_sql[] =
     "    PRIMARY KEY (user_id, code_hash)\n"
     ");\n";
 
+/* Payments (domain.md §1.1) with their approvals and approval policy; beneficiaries remember
+ * who asked for their approval (no self-approval); roles get per-currency approval limits;
+ * every state change writes a domain event to the outbox (webhooks deliver from it) and an
+ * audit record chained by hash per workspace (domain.md §2 "Audit tamper evidence"). */
+static const char payments_sql[] =
+    "ALTER TABLE beneficiaries ADD COLUMN requested_by TEXT;\n"
+    "ALTER TABLE roles ADD COLUMN approval_limits TEXT;\n"
+    "CREATE TABLE payments (\n"
+    "    id TEXT PRIMARY KEY,\n"
+    "    workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+    "    amount INTEGER NOT NULL CHECK (amount > 0 AND amount <= 9007199254740991),\n"
+    "    currency TEXT NOT NULL,\n"
+    "    type TEXT NOT NULL,\n"
+    "    priority TEXT NOT NULL,\n"
+    "    originating_account TEXT NOT NULL,\n"
+    "    beneficiary_id TEXT NOT NULL REFERENCES beneficiaries(id),\n"
+    "    effective_date TEXT NOT NULL,\n"
+    "    remittance_information TEXT,\n"
+    "    external_id TEXT,\n"
+    "    status TEXT NOT NULL,\n"
+    "    approvals_required INTEGER NOT NULL,\n"
+    "    failure_reason TEXT,\n"
+    "    created_by TEXT NOT NULL,\n"
+    "    metadata TEXT NOT NULL DEFAULT '{}',\n"
+    "    version INTEGER NOT NULL,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    updated_at TEXT NOT NULL,\n"
+    "    UNIQUE (workspace_id, external_id)\n"
+    ");\n"
+    "CREATE INDEX payments_list_idx ON payments (workspace_id, created_at DESC, id DESC);\n"
+    "CREATE INDEX payments_status_idx ON payments (status, effective_date);\n"
+    "CREATE TABLE payment_approvals (\n"
+    "    payment_id TEXT NOT NULL REFERENCES payments(id),\n"
+    "    round INTEGER NOT NULL,\n"
+    "    user_id TEXT NOT NULL,\n"
+    "    decision TEXT NOT NULL CHECK (decision IN ('approved', 'denied')),\n"
+    "    reason TEXT,\n"
+    "    decided_at TEXT NOT NULL,\n"
+    "    PRIMARY KEY (payment_id, round, user_id)\n"
+    ");\n"
+    "ALTER TABLE payments ADD COLUMN approval_round INTEGER NOT NULL DEFAULT 1;\n"
+    "CREATE TABLE approval_policies (\n"
+    "    workspace_id TEXT PRIMARY KEY REFERENCES workspaces(id),\n"
+    "    tiers TEXT NOT NULL,\n"
+    "    version INTEGER NOT NULL,\n"
+    "    updated_at TEXT NOT NULL\n"
+    ");\n"
+    "CREATE TABLE events (\n"
+    "    id TEXT PRIMARY KEY,\n"
+    "    workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+    "    type TEXT NOT NULL,\n"
+    "    resource_type TEXT NOT NULL,\n"
+    "    resource_id TEXT NOT NULL,\n"
+    "    resource_version INTEGER NOT NULL,\n"
+    "    data TEXT NOT NULL,\n"
+    "    request_id TEXT NOT NULL,\n"
+    "    idempotency_key TEXT,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    seq INTEGER NOT NULL,\n"
+    "    delivered_at TEXT\n"
+    ");\n"
+    "CREATE INDEX events_resource_idx ON events (resource_id, seq);\n"
+    "CREATE INDEX events_undelivered_idx ON events (delivered_at, seq);\n"
+    "CREATE TABLE audit_events (\n"
+    "    workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+    "    seq INTEGER NOT NULL,\n"
+    "    id TEXT NOT NULL UNIQUE,\n"
+    "    occurred_at TEXT NOT NULL,\n"
+    "    actor_id TEXT NOT NULL,\n"
+    "    action TEXT NOT NULL,\n"
+    "    resource_type TEXT NOT NULL,\n"
+    "    resource_id TEXT NOT NULL,\n"
+    "    before_status TEXT,\n"
+    "    after_status TEXT,\n"
+    "    detail TEXT,\n"
+    "    request_id TEXT NOT NULL,\n"
+    "    prev_hash TEXT NOT NULL,\n"
+    "    hash TEXT NOT NULL,\n"
+    "    PRIMARY KEY (workspace_id, seq)\n"
+    ");\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
@@ -226,6 +307,7 @@ const struct migration migrations_list[] = {
     {5, "service_accounts", service_accounts_sql},
     {6, "invitations", invitations_sql},
     {7, "mfa", mfa_sql},
+    {8, "payments", payments_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

@@ -35,6 +35,13 @@
     X("mfa_not_pending", "No enrolment to confirm")                   \
     X("mfa_not_enabled", "Multi-factor authentication is off")        \
     X("not_a_user", "Not a user")                                     \
+    X("self_approval", "Self-approval not allowed")                   \
+    X("already_approved", "Already decided")                          \
+    X("approval_limit_exceeded", "Approval limit exceeded")           \
+    X("invalid_transition", "Invalid state transition")               \
+    X("payment_not_editable", "Payment can no longer be changed")     \
+    X("not_creator", "Not the creator")                               \
+    X("precondition_required", "Precondition required")               \
     X("insufficient_scope", "Insufficient scope")                     \
     X("not_found", "Resource not found")                              \
     X("method_not_allowed", "Method not allowed")                     \

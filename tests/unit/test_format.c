@@ -214,6 +214,17 @@ static void test_time_parse_reads_back_what_rfc3339_renders(void)
     CHECK(!format_time_parse(NULL, &ms));
 }
 
+static void test_time_parse_any_normalises_offsets_and_fractions(void)
+{
+    int64_t ms = 0;
+    CHECK(format_time_parse_any("2025-03-14T10:26:53.589+01:00", &ms) && ms == INT64_C(1741944413589));
+    CHECK(format_time_parse_any("2025-03-14T09:26:53.5894Z", &ms) && ms == INT64_C(1741944413589));
+    CHECK(format_time_parse_any("2025-03-14T04:56:53-04:30", &ms) && ms == INT64_C(1741944413000));
+    CHECK(format_time_parse_any("2025-03-14t09:26:53z", &ms) || !format_is_date_time("2025-03-14t09:26:53z"));
+    CHECK(!format_time_parse_any("2025-03-14", &ms));
+    CHECK(!format_time_parse_any("yesterday", &ms));
+}
+
 static void test_now_rfc3339_is_a_valid_utc_date_time(void)
 {
     char buf[32];
@@ -359,6 +370,7 @@ int main(void)
 {
     static const struct unit_test tests[] = {
         UNIT_TEST(test_time_parse_reads_back_what_rfc3339_renders),
+        UNIT_TEST(test_time_parse_any_normalises_offsets_and_fractions),
         UNIT_TEST(test_iban_accepts_registry_examples_of_every_country),
         UNIT_TEST(test_iban_rejects_bad_check_digits),
         UNIT_TEST(test_iban_rejects_wrong_length_for_country),

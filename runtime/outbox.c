@@ -1,0 +1,46 @@
+/* Events appended to the events table with a global sequence number (the write lock makes the
+ * max + 1 allocation race-free) so deliveries and timelines read them in order. */
+#include "runtime/outbox.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/format.h"
+#include "runtime/id.h"
+#include "runtime/log.h"
+#include "runtime/storage.h"
+
+int outbox_add(struct req *r, const char *type, const char *resource_type,
+               const char *resource_id, int64_t resource_version, const char *object_json)
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    char *data = arena_printf(&r->arena, "{\"object\":%s}", object_json);
+    char *id = id_new(&r->arena, "evt");
+    sqlite3_stmt *st = storage_prepare(
+        "INSERT INTO events (id, workspace_id, type, resource_type, resource_id, "
+        "resource_version, data, request_id, idempotency_key, created_at, seq) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events))");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, type, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, resource_type, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, resource_id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, resource_version);
+    sqlite3_bind_text(st, 7, data, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, r->request_id, -1, SQLITE_STATIC);
+    if (r->idem_key)
+        sqlite3_bind_text(st, 9, r->idem_key, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, 9);
+    sqlite3_bind_text(st, 10, now, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        log_error("outbox: writing %s failed: %s", type, sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    return 0;
+}
