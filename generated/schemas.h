@@ -562,6 +562,10 @@ struct payment {
     struct payment_approval *approval; /* required, PaymentApproval */
     const char *failure_reason; /* optional */
     bool has_failure_reason;
+    const char *failure_code; /* optional */
+    bool has_failure_code;
+    const char *rail_reference; /* optional */
+    bool has_rail_reference;
     const char *created_by; /* required */
     struct metadata_entry *metadata; /* required, Metadata */
     size_t metadata_count;
@@ -1130,6 +1134,7 @@ void validate_payment_create(const struct json_value *v, const char *ptr, int mo
 void validate_payment_created_by(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_denial(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_denial_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_failure_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_failure_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_iso20022_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1137,6 +1142,7 @@ void validate_payment_object(const struct json_value *v, const char *ptr, int mo
 void validate_payment_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_priority(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_rail_reference(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

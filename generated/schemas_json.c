@@ -1846,6 +1846,12 @@ int decode_payment(struct arena *a, const struct json_value *v, struct payment *
         } else if (strcmp(m->key, "failure_reason") == 0) {
             out->has_failure_reason = true;
             out->failure_reason = m->value->s;
+        } else if (strcmp(m->key, "failure_code") == 0) {
+            out->has_failure_code = true;
+            out->failure_code = m->value->s;
+        } else if (strcmp(m->key, "rail_reference") == 0) {
+            out->has_rail_reference = true;
+            out->rail_reference = m->value->s;
         } else if (strcmp(m->key, "created_by") == 0) {
             out->created_by = m->value->s;
         } else if (strcmp(m->key, "metadata") == 0) {
@@ -1917,6 +1923,14 @@ void encode_payment(struct jsonw *w, const struct payment *in)
     if (in->has_failure_reason || in->failure_reason != NULL) {
         jsonw_key(w, "failure_reason");
         jsonw_string(w, in->failure_reason);
+    }
+    if (in->has_failure_code || in->failure_code != NULL) {
+        jsonw_key(w, "failure_code");
+        jsonw_string(w, in->failure_code);
+    }
+    if (in->has_rail_reference || in->rail_reference != NULL) {
+        jsonw_key(w, "rail_reference");
+        jsonw_string(w, in->rail_reference);
     }
     jsonw_key(w, "created_by");
     jsonw_string(w, in->created_by);

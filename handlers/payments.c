@@ -11,6 +11,7 @@
 
 #include "generated/scopes.h"
 #include "handlers/admin.h"
+#include "handlers/payments.h"
 #include "runtime/audit.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
@@ -732,13 +733,8 @@ int payments_deny_beneficiary(struct req *r, const struct payments_deny_benefici
     "id, workspace_id, amount, currency, type, priority, originating_account, "              \
     "beneficiary_id, effective_date, remittance_information, external_id, status, "          \
     "approvals_required, approval_round, failure_reason, created_by, metadata, version, "    \
-    "created_at, updated_at"
+    "created_at, updated_at, next_step_at, rail_reference, failure_code"
 
-/* A payment with what the API does not show: its current approval round. */
-struct pay {
-    struct payment p;
-    int64_t round;
-};
 
 /* The ISO 20022 status code of a status, where one applies (domain.md §1.1). */
 static enum payment_iso20022_status iso_status(enum payment_status s)
@@ -761,11 +757,14 @@ static enum payment_iso20022_status iso_status(enum payment_status s)
     }
 }
 
-static void set_status(struct payment *p, enum payment_status s)
+void pay_set_status(struct pay *x, enum payment_status s)
 {
+    struct payment *p = &x->p;
     p->status = s;
     p->iso20022_status = iso_status(s);
     p->has_iso20022_status = p->iso20022_status != 0;
+    x->has_next_step = s == PAYMENT_STATUS_APPROVED;
+    x->next_step_at = 0;
 }
 
 /* The decisions of the payment's current round, in order. 0 / -1. */
@@ -817,7 +816,7 @@ static int row_to_pay(struct req *r, sqlite3_stmt *st, struct pay *x)
     p->has_remittance_information = p->remittance_information != NULL;
     p->external_id = column(r, st, 10);
     p->has_external_id = p->external_id != NULL;
-    set_status(p, payment_status_parse(column(r, st, 11)));
+    pay_set_status(x, payment_status_parse(column(r, st, 11)));
     p->approval = arena_alloc(&r->arena, sizeof *p->approval);
     p->approval->required = sqlite3_column_int64(st, 12);
     x->round = sqlite3_column_int64(st, 13);
@@ -833,6 +832,12 @@ static int row_to_pay(struct req *r, sqlite3_stmt *st, struct pay *x)
     p->version = sqlite3_column_int64(st, 17);
     p->created_at = column(r, st, 18);
     p->updated_at = column(r, st, 19);
+    x->has_next_step = sqlite3_column_type(st, 20) != SQLITE_NULL;
+    x->next_step_at = sqlite3_column_int64(st, 20);
+    p->rail_reference = column(r, st, 21);
+    p->has_rail_reference = p->rail_reference != NULL;
+    p->failure_code = column(r, st, 22);
+    p->has_failure_code = p->failure_code != NULL;
     if (!p->type || !p->priority || !p->status) {
         log_error("payments: %s has a value the spec does not know", p->id);
         return -1;
@@ -842,7 +847,7 @@ static int row_to_pay(struct req *r, sqlite3_stmt *st, struct pay *x)
 
 /* The caller's payment: 1 found, 0 answered (404, or 412 for an If-Match naming another
  * version), -1 failure. */
-static int load_pay(struct req *r, const char *id, const char *if_match, struct pay *x)
+int pay_load(struct req *r, const char *id, const char *if_match, struct pay *x)
 {
     if (!id_valid(id, "pay")) {
         req_problem(r, 404, "not_found", "No payment %s in this workspace.", id);
@@ -885,7 +890,7 @@ static char *payment_json(struct req *r, const struct payment *p)
 }
 
 /* The event and the audit record of a state change, in the request's transaction. */
-static int record_change(struct req *r, const char *type, const struct payment *p,
+int pay_record_change(struct req *r, const char *type, const struct payment *p,
                          enum payment_status before, const char *detail)
 {
     char *json = payment_json(r, p);
@@ -1021,8 +1026,7 @@ int payments_put_approval_policy(struct req *r,
 
 /* ---- rules ---- */
 
-/* Today's business date in UTC, "YYYY-MM-DD". */
-static void today(char out[11])
+void pay_today(char out[11])
 {
     char now[40];
     format_now_rfc3339(now, sizeof now);
@@ -1034,7 +1038,7 @@ static void today(char out[11])
 static int check_payment(struct req *r, const struct payment *p, bool date_given)
 {
     char day[11];
-    today(day);
+    pay_today(day);
     if (format_currency_exponent(p->currency) < 0)
         verr_add(&r->verr, "/currency", NULL, "currency_not_payable",
                  "%s has no minor units and cannot be paid", p->currency);
@@ -1080,19 +1084,20 @@ static int payment_external_id_taken(struct req *r, const char *external_id, con
 }
 
 /* Writes every column of x: INSERT when insert, else UPDATE at old_version. 0 / -1. */
-static int save_pay(const struct pay *x, bool insert, int64_t old_version)
+int pay_save(const struct pay *x, bool insert, int64_t old_version)
 {
     const struct payment *p = &x->p;
     char *metadata = metadata_json(p->metadata, p->metadata_count);
     sqlite3_stmt *st = storage_prepare(
         insert ? "INSERT INTO payments (" PAY_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                 "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
+                 "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)"
                : "UPDATE payments SET amount = ?3, currency = ?4, type = ?5, priority = ?6, "
                  "originating_account = ?7, beneficiary_id = ?8, effective_date = ?9, "
                  "remittance_information = ?10, external_id = ?11, status = ?12, "
                  "approvals_required = ?13, approval_round = ?14, failure_reason = ?15, "
-                 "metadata = ?17, version = ?18, updated_at = ?20 "
-                 "WHERE id = ?1 AND workspace_id = ?2 AND version = ?21");
+                 "metadata = ?17, version = ?18, updated_at = ?20, next_step_at = ?21, "
+                 "rail_reference = ?22, failure_code = ?23 "
+                 "WHERE id = ?1 AND workspace_id = ?2 AND version = ?24");
     int ret = -1;
     if (!st)
         goto out;
@@ -1116,8 +1121,14 @@ static int save_pay(const struct pay *x, bool insert, int64_t old_version)
     sqlite3_bind_int64(st, 18, p->version);
     sqlite3_bind_text(st, 19, p->created_at, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 20, p->updated_at, -1, SQLITE_STATIC);
+    if (x->has_next_step)
+        sqlite3_bind_int64(st, 21, x->next_step_at);
+    else
+        sqlite3_bind_null(st, 21);
+    bind_opt(st, 22, p->has_rail_reference ? p->rail_reference : NULL);
+    bind_opt(st, 23, p->has_failure_code ? p->failure_code : NULL);
     if (!insert)
-        sqlite3_bind_int64(st, 21, old_version);
+        sqlite3_bind_int64(st, 24, old_version);
     if (sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(storage_db()) == 1)
         ret = 0;
     else
@@ -1128,7 +1139,7 @@ out:
     return ret;
 }
 
-static void touch(struct req *r, struct payment *p)
+void pay_touch(struct req *r, struct payment *p)
 {
     char now[40];
     format_now_rfc3339(now, sizeof now);
@@ -1146,7 +1157,7 @@ int payments_create_payment(struct req *r, const struct payments_create_payment_
     struct payment *p = &x->p;
     char now[40], day[11];
     format_now_rfc3339(now, sizeof now);
-    today(day);
+    pay_today(day);
     p->id = id_new(&r->arena, "pay");
     p->object = "payment";
     p->workspace_id = r->principal.workspace_id;
@@ -1192,9 +1203,9 @@ int payments_create_payment(struct req *r, const struct payments_create_payment_
     if (need < 0)
         return -1;
     p->approval->required = need;
-    set_status(p, need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED);
-    if (save_pay(x, true, 0) != 0 || record_change(r, "payment.created", p, 0, NULL) != 0 ||
-        (need == 0 && record_change(r, "payment.approved", p, PAYMENT_STATUS_APPROVED,
+    pay_set_status(x, need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED);
+    if (pay_save(x, true, 0) != 0 || pay_record_change(r, "payment.created", p, 0, NULL) != 0 ||
+        (need == 0 && pay_record_change(r, "payment.approved", p, PAYMENT_STATUS_APPROVED,
                                     "no approval required by the policy") != 0))
         return -1;
     out->status = 201;
@@ -1208,7 +1219,7 @@ int payments_get_payment(struct req *r, const struct payments_get_payment_reques
                          struct payments_get_payment_response *out)
 {
     struct pay *x = arena_alloc(&r->arena, sizeof *x);
-    int found = load_pay(r, in->id, NULL, x);
+    int found = pay_load(r, in->id, NULL, x);
     if (found <= 0)
         return found;
     out->status = 200;
@@ -1312,7 +1323,7 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
         return 0;
     }
     struct pay *x = arena_alloc(&r->arena, sizeof *x);
-    int found = load_pay(r, in->id, in->if_match, x);
+    int found = pay_load(r, in->id, in->if_match, x);
     if (found <= 0)
         return found;
     struct payment *p = &x->p;
@@ -1378,17 +1389,17 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
         p->approval->required = need;
         p->approval->received = 0;
         p->approval->approvers_count = 0;
-        set_status(p, need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED);
+        pay_set_status(x, need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED);
     }
     int64_t old_version = p->version;
-    touch(r, p);
-    if (save_pay(x, false, old_version) != 0 ||
-        record_change(r, "payment.updated", p, before,
+    pay_touch(r, p);
+    if (pay_save(x, false, old_version) != 0 ||
+        pay_record_change(r, "payment.updated", p, before,
                       reevaluate ? "approval rules run again" : NULL) != 0)
         return -1;
     if (reevaluate && before == PAYMENT_STATUS_PENDING_APPROVAL &&
         p->status == PAYMENT_STATUS_APPROVED &&
-        record_change(r, "payment.approved", p, before, "no approval required by the policy") != 0)
+        pay_record_change(r, "payment.approved", p, before, "no approval required by the policy") != 0)
         return -1;
     out->status = 200;
     out->body_200 = p;
@@ -1452,7 +1463,7 @@ int payments_approve_payment(struct req *r, const struct payments_approve_paymen
                              struct payments_approve_payment_response *out)
 {
     struct pay *x = arena_alloc(&r->arena, sizeof *x);
-    int found = load_pay(r, in->id, NULL, x);
+    int found = pay_load(r, in->id, NULL, x);
     if (found <= 0 || (found = may_decide(r, x, "approved")) <= 0)
         return found;
     struct payment *p = &x->p;
@@ -1476,12 +1487,12 @@ int payments_approve_payment(struct req *r, const struct payments_approve_paymen
         return -1;
     bool complete = p->approval->received >= p->approval->required;
     if (complete)
-        set_status(p, PAYMENT_STATUS_APPROVED);
+        pay_set_status(x, PAYMENT_STATUS_APPROVED);
     int64_t old_version = p->version;
-    touch(r, p);
-    if (save_pay(x, false, old_version) != 0)
+    pay_touch(r, p);
+    if (pay_save(x, false, old_version) != 0)
         return -1;
-    if (complete ? record_change(r, "payment.approved", p, PAYMENT_STATUS_PENDING_APPROVAL, NULL)
+    if (complete ? pay_record_change(r, "payment.approved", p, PAYMENT_STATUS_PENDING_APPROVAL, NULL)
                  : audit_record(r, "payment.approval_recorded", "payment", p->id,
                                 "pending_approval", "pending_approval", NULL))
         return -1;
@@ -1495,17 +1506,17 @@ int payments_deny_payment(struct req *r, const struct payments_deny_payment_requ
                           struct payments_deny_payment_response *out)
 {
     struct pay *x = arena_alloc(&r->arena, sizeof *x);
-    int found = load_pay(r, in->id, NULL, x);
+    int found = pay_load(r, in->id, NULL, x);
     if (found <= 0 || (found = may_decide(r, x, "denied")) <= 0)
         return found;
     struct payment *p = &x->p;
     if (add_decision(r, x, "denied", in->body->reason) != 0 || load_approvers(r, x) != 0)
         return -1;
-    set_status(p, PAYMENT_STATUS_DENIED);
+    pay_set_status(x, PAYMENT_STATUS_DENIED);
     int64_t old_version = p->version;
-    touch(r, p);
-    if (save_pay(x, false, old_version) != 0 ||
-        record_change(r, "payment.denied", p, PAYMENT_STATUS_PENDING_APPROVAL,
+    pay_touch(r, p);
+    if (pay_save(x, false, old_version) != 0 ||
+        pay_record_change(r, "payment.denied", p, PAYMENT_STATUS_PENDING_APPROVAL,
                       in->body->reason) != 0)
         return -1;
     out->status = 200;
@@ -1518,7 +1529,7 @@ int payments_cancel_payment(struct req *r, const struct payments_cancel_payment_
                             struct payments_cancel_payment_response *out)
 {
     struct pay *x = arena_alloc(&r->arena, sizeof *x);
-    int found = load_pay(r, in->id, NULL, x);
+    int found = pay_load(r, in->id, NULL, x);
     if (found <= 0)
         return found;
     struct payment *p = &x->p;
@@ -1534,11 +1545,11 @@ int payments_cancel_payment(struct req *r, const struct payments_cancel_payment_
                     p->id);
         return 0;
     }
-    set_status(p, PAYMENT_STATUS_CANCELLED);
+    pay_set_status(x, PAYMENT_STATUS_CANCELLED);
     int64_t old_version = p->version;
-    touch(r, p);
-    if (save_pay(x, false, old_version) != 0 ||
-        record_change(r, "payment.cancelled", p, before, NULL) != 0)
+    pay_touch(r, p);
+    if (pay_save(x, false, old_version) != 0 ||
+        pay_record_change(r, "payment.cancelled", p, before, NULL) != 0)
         return -1;
     out->status = 200;
     out->body_200 = p;
@@ -1583,7 +1594,7 @@ int payments_list_payment_events(struct req *r,
                                  struct payments_list_payment_events_response *out)
 {
     struct pay *x = arena_alloc(&r->arena, sizeof *x);
-    int found = load_pay(r, in->id, NULL, x);
+    int found = pay_load(r, in->id, NULL, x);
     if (found <= 0)
         return found;
     struct page pg;

@@ -43,6 +43,8 @@ static const struct flag flags[] = {
     F("max-connections", "TREASURY_MAX_CONNECTIONS", K_INT, max_connections, 100000, "concurrent connection limit [1024]"),
     F("rate-limit", "TREASURY_RATE_LIMIT", K_INT, rate_limit, 1000000000, "default requests per minute per workspace [1000]"),
     F("auth-rate-limit", "TREASURY_AUTH_RATE_LIMIT", K_INT, auth_rate_limit, 1000000000, "login attempts per minute per client address [30]"),
+    F("settlement-interval-ms", "TREASURY_SETTLEMENT_INTERVAL_MS", K_INT, settlement_interval_ms, 3600000, "how often approved payments are moved along [1000]"),
+    F("sandbox-rail-delay-ms", "TREASURY_SANDBOX_RAIL_DELAY_MS", K_INT, sandbox_rail_delay_ms, 86400000, "each step of the sandbox settlement rail [5000]"),
 };
 
 #define NFLAGS (sizeof flags / sizeof flags[0])
@@ -55,9 +57,9 @@ static void usage(FILE *out)
             "\n"
             "Serves the treasury API over HTTPS. Flags (each also read from its environment variable):\n");
     for (size_t i = 0; i < NFLAGS; i++)
-        fprintf(out, "  --%-16s %-26s %s\n", flags[i].name, flags[i].env, flags[i].help);
-    fprintf(out, "  --%-16s %-26s %s\n", "help", "", "print this help and exit");
-    fprintf(out, "  --%-16s %-26s %s\n", "version", "", "print the version and exit");
+        fprintf(out, "  --%-22s %-32s %s\n", flags[i].name, flags[i].env, flags[i].help);
+    fprintf(out, "  --%-22s %-32s %s\n", "help", "", "print this help and exit");
+    fprintf(out, "  --%-22s %-32s %s\n", "version", "", "print the version and exit");
 }
 
 static int set(struct config *c, const struct flag *f, const char *value, const char *origin,
@@ -122,6 +124,8 @@ enum config_result config_parse(struct config *c, int argc, char **argv, FILE *o
     c->max_connections = 1024;
     c->rate_limit = 1000;
     c->auth_rate_limit = 30;
+    c->settlement_interval_ms = 1000;
+    c->sandbox_rail_delay_ms = 5000;
 
     for (size_t i = 0; i < NFLAGS; i++) {
         const char *v = getenv(flags[i].env);

@@ -24,6 +24,8 @@ struct config {
     int max_connections;
     int rate_limit;          /* default requests per minute per workspace */
     int auth_rate_limit;     /* x-rate-limit-class auth: attempts per minute per client address */
+    int settlement_interval_ms; /* how often the settlement worker looks for due payments */
+    int sandbox_rail_delay_ms;  /* each step of the sandbox settlement rail */
     int subcommand_argc;     /* argv index where "admin ..." starts, 0 when none */
 };
 

@@ -10,12 +10,14 @@
 
 #include "generated/routes.h"
 #include "generated/scopes.h"
+#include "handlers/jobs.h"
 #include "runtime/admin.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
 #include "runtime/config.h"
 #include "runtime/cursor.h"
 #include "runtime/housekeeping.h"
+#include "runtime/jobs.h"
 #include "runtime/keys.h"
 #include "runtime/log.h"
 #include "runtime/password.h"
@@ -157,6 +159,13 @@ static int run_server(const struct config *c)
         housekeeping_stop();
         goto out;
     }
+    struct job jobs[JOBS_MAX];
+    if (jobs_start(jobs, handlers_jobs(c, jobs)) != 0) {
+        snprintf(err, sizeof err, "cannot start the background jobs");
+        server_stop();
+        housekeeping_stop();
+        goto out;
+    }
     if (c->http_port)
         log_info("listening on %s (plain HTTP on %s:%d answers 400 use_https)", c->public_url,
                  c->listen, c->http_port);
@@ -167,6 +176,7 @@ static int run_server(const struct config *c)
     sigwait(&stop_signals, &sig);
     log_info("received %s, draining in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
     server_stop();
+    jobs_stop();
     housekeeping_stop();
     log_info("stopped");
     rc = 0;

@@ -299,6 +299,16 @@ static const char payments_sql[] =
     "    PRIMARY KEY (workspace_id, seq)\n"
     ");\n";
 
+/* The settlement worker (handlers/payments_settlement.c): when a payment is next due for a
+ * step (Unix ms; NULL when nothing is pending), the rail's reference and the ISO 20022 reason
+ * code of a failure or return. Payments approved before this migration are due at once. */
+static const char settlement_sql[] =
+    "ALTER TABLE payments ADD COLUMN next_step_at INTEGER;\n"
+    "ALTER TABLE payments ADD COLUMN rail_reference TEXT;\n"
+    "ALTER TABLE payments ADD COLUMN failure_code TEXT;\n"
+    "UPDATE payments SET next_step_at = 0 WHERE status IN ('approved', 'scheduled');\n"
+    "CREATE INDEX payments_due_idx ON payments (next_step_at) WHERE next_step_at IS NOT NULL;\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
@@ -308,6 +318,7 @@ const struct migration migrations_list[] = {
     {6, "invitations", invitations_sql},
     {7, "mfa", mfa_sql},
     {8, "payments", payments_sql},
+    {9, "settlement", settlement_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

@@ -218,3 +218,4 @@ class Forger:
         digest = {"HS256": hashlib.sha256, "HS512": hashlib.sha512}[alg_sign]
         sig = hmac.new(self.key if key is None else key, signing_input.encode(), digest).digest()
         return signing_input + "." + b64url(sig)
+

@@ -11,55 +11,25 @@ import uuid
 
 import pytest
 
-from conftest import USER_PASSWORD
+from conftest import Servers
 from helpers import (ETAG, assert_json, assert_problem, assert_validation, beneficiary,
                      create_beneficiary)
-
-PAY = "/v1/payments"
-BEN = "/v1/beneficiaries"
-POLICY = PAY + "/approval-policy"
+from payments_team import BEN, PAY, POLICY, Team, events
 
 
-class Team:
-    """A workspace with an owner (who creates payments) and two approvers."""
-
-    def __init__(self, server):
-        self.server = server
-        self.wid, _, self.owner = server.new_workspace()
-        self.approvers = [self.member("approver") for _ in range(3)]
-
-    def member(self, role):
-        email = "%s-%s@example.com" % (role, uuid.uuid4().hex[:8])
-        self.server.create_user(self.wid, email, role)
-        tok = self.server.login(email, USER_PASSWORD, workspace_id=self.wid)["access_token"]
-        return self.server.client(token=tok)
-
-    def beneficiary(self, currency="EUR", **over):
-        fields = {"EUR": {}, "GBP": {"account_identification": {
-            "scheme": "SortCodeAccountNumber", "identification": "20000055555555"},
-            "bank": None, "country": "GB"}}[currency]
-        ben = create_beneficiary(self.owner, currency=currency, external_id=None,
-                                 **{**fields, **over})
-        r = self.approvers[0].put(BEN + "/" + ben["id"] + "/approve")
-        return assert_json(r, 200)
-
-    def pay(self, ben, amount=1000, client=None, **over):
-        body = {"amount": amount, "currency": ben["currency"], "type": "sepa",
-                "originating_account": "acc-operating", "beneficiary_id": ben["id"], **over}
-        return (client or self.owner).post(PAY, json=body)
-
-    def policy(self, tiers):
-        return assert_json(self.owner.put(POLICY, json={"tiers": tiers}), 200)
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, server_bin):
+    """This module's server: its settlement worker looks once, at start-up, then sleeps for an
+    hour, so an approved payment stays approved while a test works with it
+    (test_settlement.py drives the worker)."""
+    servers = Servers(tmp_path_factory)
+    yield servers(extra_env={"TREASURY_SETTLEMENT_INTERVAL_MS": 3600000})
+    servers.close()
 
 
 @pytest.fixture(scope="module")
 def team(server):
     return Team(server)
-
-
-def events(client, pay_id):
-    return [e["type"] for e in assert_json(client.get(PAY + "/%s/events?limit=100" % pay_id),
-                                           200)["data"]]
 
 
 # ---- beneficiaries must be approved by someone else first -------------------------------

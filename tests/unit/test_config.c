@@ -24,6 +24,8 @@ static void test_defaults_match_the_documentation(void)
     CHECK(c.https_port == 8443);
     CHECK(c.http_port == 8080);
     CHECK(c.threads >= 1);
+    CHECK(c.settlement_interval_ms == 1000);
+    CHECK(c.sandbox_rail_delay_ms == 5000);
     CHECK_STR(c.public_url, "https://127.0.0.1:8443");
 }
 

@@ -1,0 +1,218 @@
+/* The settlement worker: approved payments move on without a client (domain.md §1.1). Each
+ * payment due for a step (payments.next_step_at reached) is advanced in its own transaction
+ * that re-reads it, asks the rail, and writes the new status with its event and audit record,
+ * so a cancel racing the worker either happens first (the worker then finds nothing due) or
+ * finds the payment already processing (409). After a crash nothing is lost or repeated: what
+ * committed is done, and what did not is still due and runs again (payments_rail.h says why
+ * asking the rail again is safe).
+ *
+ *   approved   -> scheduled   when the effective date is still ahead (due again that day, UTC)
+ *   approved | scheduled -> processing   submitted to the rail
+ *   processing -> sent | failed,  sent -> completed,  completed -> returned   as the rail says
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "handlers/payments.h"
+#include "handlers/payments_rail.h"
+#include "runtime/arena.h"
+#include "runtime/audit.h"
+#include "runtime/clock.h"
+#include "runtime/format.h"
+#include "runtime/id.h"
+#include "runtime/log.h"
+#include "runtime/storage.h"
+
+#define BATCH 50
+/* How long a step the rail could not take waits before it is tried again. */
+#define RETRY_MS 30000
+
+static const struct rail *rail;
+
+static enum payment_status status_of(enum rail_state s)
+{
+    switch (s) {
+    case RAIL_PROCESSING:
+        return PAYMENT_STATUS_PROCESSING;
+    case RAIL_SENT:
+        return PAYMENT_STATUS_SENT;
+    case RAIL_COMPLETED:
+        return PAYMENT_STATUS_COMPLETED;
+    case RAIL_FAILED:
+        return PAYMENT_STATUS_FAILED;
+    case RAIL_RETURNED:
+        return PAYMENT_STATUS_RETURNED;
+    }
+    return 0;
+}
+
+static enum rail_state rail_state_of(enum payment_status s)
+{
+    return s == PAYMENT_STATUS_SENT        ? RAIL_SENT
+           : s == PAYMENT_STATUS_COMPLETED ? RAIL_COMPLETED
+                                           : RAIL_PROCESSING;
+}
+
+/* Only the time of the next step changes (no status change: no new version, no event). */
+static int reschedule(const struct pay *x, bool has_next, int64_t at)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "UPDATE payments SET next_step_at = ? WHERE id = ? AND version = ?");
+    if (!st)
+        return -1;
+    if (has_next)
+        sqlite3_bind_int64(st, 1, at);
+    else
+        sqlite3_bind_null(st, 1);
+    sqlite3_bind_text(st, 2, x->p.id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, x->p.version);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Records the new status s with its event; the next step at next_at (0: none). */
+static int move(struct req *r, struct pay *x, enum payment_status s, int64_t next_at,
+                const char *detail)
+{
+    struct payment *p = &x->p;
+    enum payment_status before = p->status;
+    int64_t old_version = p->version;
+    pay_set_status(x, s);
+    x->has_next_step = next_at != 0;
+    x->next_step_at = next_at;
+    pay_touch(r, p);
+    const char *type = arena_printf(&r->arena, "payment.%s", payment_status_str(s));
+    if (pay_save(x, false, old_version) != 0 || pay_record_change(r, type, p, before, detail) != 0)
+        return -1;
+    log_info("settlement: %s %s -> %s%s%s", p->id, payment_status_str(before),
+             payment_status_str(s), detail ? ": " : "", detail ? detail : "");
+    return 0;
+}
+
+/* One step of x, due at now, inside the caller's transaction. 0 / -1. */
+static int advance(struct req *r, struct pay *x, int64_t now)
+{
+    struct payment *p = &x->p;
+    struct rail_order o = {
+        .payment_id = p->id,
+        .workspace_id = p->workspace_id,
+        .amount = p->amount,
+        .currency = p->currency,
+        .type = payment_type_str(p->type),
+        .remittance = p->has_remittance_information ? p->remittance_information : NULL,
+        .reference = p->has_rail_reference ? p->rail_reference : NULL,
+    };
+    struct rail_report rep;
+    char day[11];
+    switch (p->status) {
+    case PAYMENT_STATUS_APPROVED:
+    case PAYMENT_STATUS_SCHEDULED:
+        pay_today(day);
+        if (strcmp(p->effective_date, day) > 0) {
+            int64_t at = 0;
+            char midnight[32];
+            snprintf(midnight, sizeof midnight, "%sT00:00:00Z", p->effective_date);
+            if (!format_time_parse_any(midnight, &at))
+                return -1;
+            if (p->status == PAYMENT_STATUS_SCHEDULED) /* woken early (the clock moved back) */
+                return reschedule(x, true, at);
+            return move(r, x, PAYMENT_STATUS_SCHEDULED, at, NULL);
+        }
+        if (rail->submit(&o, now, &rep) != 0)
+            return reschedule(x, true, now + RETRY_MS);
+        p->rail_reference = arena_strdup(&r->arena, rep.reference);
+        p->has_rail_reference = true;
+        return move(r, x, PAYMENT_STATUS_PROCESSING, rep.ask_again_at_ms,
+                    arena_printf(&r->arena, "submitted to the %s rail as %s", rail->name,
+                                 rep.reference));
+    case PAYMENT_STATUS_PROCESSING:
+    case PAYMENT_STATUS_SENT:
+    case PAYMENT_STATUS_COMPLETED: {
+        enum rail_state known = rail_state_of(p->status);
+        if (rail->progress(&o, known, now, &rep) != 0)
+            return reschedule(x, true, now + RETRY_MS);
+        if (rep.state == known)
+            return reschedule(x, rep.ask_again_at_ms != 0, rep.ask_again_at_ms);
+        if (rep.state == RAIL_FAILED || rep.state == RAIL_RETURNED) {
+            p->failure_code = arena_strdup(&r->arena, rep.reason_code);
+            p->has_failure_code = true;
+            p->failure_reason = arena_strdup(&r->arena, rep.reason);
+            p->has_failure_reason = true;
+        }
+        return move(r, x, status_of(rep.state), rep.ask_again_at_ms,
+                    p->has_failure_reason && (rep.state == RAIL_FAILED ||
+                                              rep.state == RAIL_RETURNED)
+                        ? p->failure_reason
+                        : NULL);
+    }
+    default: /* waiting for people, or ended: nothing for the worker */
+        return reschedule(x, false, 0);
+    }
+}
+
+/* Advances payment id of workspace ws if it is still due at now. 0 / -1. */
+static int settle_one(const char *id, const char *ws, int64_t now)
+{
+    struct req r;
+    memset(&r, 0, sizeof r);
+    arena_init(&r.arena);
+    r.principal.workspace_id = ws;
+    r.principal.user_id = "system"; /* the audit actor of every worker step */
+    r.request_id = id_new(&r.arena, "req");
+    struct pay *x = arena_alloc(&r.arena, sizeof *x);
+    int ret = -1;
+    if (storage_begin(true) == 0) {
+        int found = pay_load(&r, id, NULL, x);
+        if (found == 0 || (found == 1 && (!x->has_next_step || x->next_step_at > now)))
+            ret = 0; /* gone or moved on meanwhile */
+        else if (found == 1)
+            ret = advance(&r, x, now);
+        if (ret == 0 && storage_commit() == 0)
+            ret = 0;
+        else {
+            storage_rollback();
+            ret = -1;
+        }
+    }
+    if (ret != 0)
+        log_error("settlement: the step of %s failed; it stays due", id);
+    arena_release(&r.arena);
+    return ret;
+}
+
+/* One round: every payment due now, at most BATCH. How many were due, or -1 when one failed. */
+static int settle_due(void)
+{
+    int64_t now = clock_now_ms();
+    char ids[BATCH][40], wss[BATCH][40];
+    int n = 0, failed = 0;
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT id, workspace_id FROM payments WHERE next_step_at IS NOT NULL AND "
+        "next_step_at <= ? ORDER BY next_step_at, id LIMIT ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, now);
+    sqlite3_bind_int(st, 2, BATCH);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < BATCH) {
+        snprintf(ids[n], sizeof ids[n], "%s", (const char *)sqlite3_column_text(st, 0));
+        snprintf(wss[n], sizeof wss[n], "%s", (const char *)sqlite3_column_text(st, 1));
+        n++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        log_error("settlement: cannot read the due payments: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        failed |= settle_one(ids[i], wss[i], now) != 0;
+    return failed ? -1 : n;
+}
+
+struct job payments_settlement_job(const struct config *c)
+{
+    rail = rail_sandbox(c->sandbox_rail_delay_ms);
+    struct job j = {"settlement", settle_due, BATCH, c->settlement_interval_ms};
+    return j;
+}

@@ -1,0 +1,199 @@
+"""The settlement worker and the sandbox rail (domain.md §1.1): approved payments move through
+processing -> sent -> completed without a client, fail or come back on the documented sandbox
+test values, wait in scheduled until their effective date, cannot be changed or cancelled from
+processing on, race a cancel cleanly, and resume exactly once after a crash."""
+
+import contextlib
+import datetime
+import signal
+import sqlite3
+import time
+
+import pytest
+
+from conftest import Servers
+from helpers import assert_json, assert_problem
+from payments_team import PAY, Team, events
+
+FAST = {"TREASURY_SETTLEMENT_INTERVAL_MS": 20, "TREASURY_SANDBOX_RAIL_DELAY_MS": 150}
+FINAL = {"completed", "failed", "returned", "cancelled", "denied"}
+HAPPY = ["payment.created", "payment.approved", "payment.processing", "payment.sent",
+         "payment.completed"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, server_bin):
+    servers = Servers(tmp_path_factory)
+    yield servers(extra_env=FAST)
+    servers.close()
+
+
+@pytest.fixture(scope="module")
+def team(server):
+    t = Team(server)
+    t.policy([])
+    t.ben = t.beneficiary()
+    return t
+
+
+def wait_for(client, pay_id, statuses, timeout=15.0):
+    """Polls the payment until its status is one of statuses (bounded in time)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        p = assert_json(client.get(PAY + "/" + pay_id), 200)
+        if p["status"] in statuses:
+            return p
+        assert time.monotonic() < deadline, "%s still %s after %.0f s" % (
+            pay_id, p["status"], timeout)
+        time.sleep(0.02)
+
+
+def audit_rows(server, pay_id):
+    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    with contextlib.closing(db):
+        return db.execute("SELECT actor_id, action, before_status, after_status, detail "
+                          "FROM audit_events WHERE resource_id = ? ORDER BY seq",
+                          (pay_id,)).fetchall()
+
+
+def test_an_approved_payment_settles_without_a_client(server, team):
+    p = assert_json(team.pay(team.ben, 4200, remittance_information="Invoice 7"), 201)
+    assert p["status"] == "approved" and p["iso20022_status"] == "ACTC"
+    done = wait_for(team.owner, p["id"], FINAL)
+    assert done["status"] == "completed" and done["iso20022_status"] == "ACSC"
+    assert done["rail_reference"] == "SBX-" + p["id"][4:]
+    assert done["version"] == p["version"] + 3  # processing, sent, completed
+    assert "failure_code" not in done and "failure_reason" not in done
+    assert events(team.owner, p["id"]) == HAPPY
+    timeline = assert_json(team.owner.get(PAY + "/%s/events" % p["id"]), 200)["data"]
+    assert [e["data"]["object"]["status"] for e in timeline[2:]] == ["processing", "sent",
+                                                                      "completed"]
+    rows = audit_rows(server, p["id"])
+    assert [r[:4] for r in rows[2:]] == [
+        ("system", "payment.processing", "approved", "processing"),
+        ("system", "payment.sent", "processing", "sent"),
+        ("system", "payment.completed", "sent", "completed")]
+    assert "SBX-" in rows[2][4]
+
+
+@pytest.mark.parametrize("text,code,words", [
+    ("SANDBOX-FAIL", "AC04", "closed account number"),
+    ("pay run 12 SANDBOX-FAIL-AM04", "AM04", "insufficient funds"),
+    ("SANDBOX-FAIL-ZZ99", "AC04", "closed account number"),
+])
+def test_sandbox_fail_values_fail_the_payment_while_processing(team, text, code, words):
+    p = assert_json(team.pay(team.ben, remittance_information=text), 201)
+    done = wait_for(team.owner, p["id"], FINAL)
+    assert done["status"] == "failed" and done["iso20022_status"] == "RJCT"
+    assert done["failure_code"] == code and words in done["failure_reason"]
+    assert events(team.owner, p["id"]) == ["payment.created", "payment.approved",
+                                           "payment.processing", "payment.failed"]
+
+
+def test_sandbox_return_value_returns_a_completed_payment(team):
+    p = assert_json(team.pay(team.ben, remittance_information="SANDBOX-RETURN-MD07"), 201)
+    done = wait_for(team.owner, p["id"], {"returned"})
+    assert done["failure_code"] == "MD07" and "deceased" in done["failure_reason"]
+    assert "iso20022_status" not in done
+    assert events(team.owner, p["id"]) == HAPPY + ["payment.returned"]
+
+
+def test_a_payment_waiting_for_approval_is_not_settled(team):
+    team.policy([{"currency": "EUR", "min_amount": 1, "approvals_required": 1}])
+    try:
+        p = assert_json(team.pay(team.ben, 777), 201)
+        time.sleep(0.5)  # many worker rounds
+        assert assert_json(team.owner.get(PAY + "/" + p["id"]), 200)["status"] == \
+            "pending_approval"
+        assert_json(team.approvers[0].put(PAY + "/" + p["id"] + "/approve"), 200)
+        assert wait_for(team.owner, p["id"], FINAL)["status"] == "completed"
+    finally:
+        team.policy([])
+
+
+def test_from_processing_on_nothing_can_change_or_cancel_it(make_server):
+    s = make_server(extra_env={"TREASURY_SETTLEMENT_INTERVAL_MS": 20,
+                               "TREASURY_SANDBOX_RAIL_DELAY_MS": 600000})
+    t = Team(s)
+    p = assert_json(t.pay(t.beneficiary()), 201)
+    cur = wait_for(t.owner, p["id"], {"processing"})
+    etag = '"v%d"' % cur["version"]
+    assert_problem(t.owner.patch(PAY + "/" + p["id"], json={"amount": 5},
+                                 headers={"If-Match": etag}), 409, "payment_not_editable")
+    r = t.owner.post(PAY + "/" + p["id"] + "/cancel")
+    assert_problem(r, 409, "invalid_transition")
+    assert "processing" in r.json()["detail"]
+    assert_problem(t.approvers[1].put(PAY + "/" + p["id"] + "/approve"), 409,
+                   "invalid_transition")
+    assert assert_json(t.owner.get(PAY + "/" + p["id"]), 200)["version"] == cur["version"]
+
+
+def test_a_future_payment_waits_in_scheduled_until_its_date(make_server):
+    s = make_server(extra_env=FAST)
+    t = Team(s)
+    t.policy([])
+    ben = t.beneficiary()
+    tomorrow = (datetime.datetime.now(datetime.timezone.utc).date() +
+                datetime.timedelta(days=1)).isoformat()
+    p = assert_json(t.pay(ben, effective_date=tomorrow), 201)
+    later = assert_json(t.pay(ben, effective_date=tomorrow), 201)
+    sched = wait_for(t.owner, p["id"], {"scheduled"})
+    assert sched["iso20022_status"] == "ACTC" and "rail_reference" not in sched
+    time.sleep(0.3)
+    assert assert_json(t.owner.get(PAY + "/" + p["id"]), 200)["status"] == "scheduled"
+    # Scheduled payments can still be cancelled and changed.
+    wait_for(t.owner, later["id"], {"scheduled"})
+    assert_json(t.owner.post(PAY + "/" + later["id"] + "/cancel"), 200)
+    s.move_clock(86400)  # the owner's token expires with the day: log in again
+    client = t.reconnect()
+    done = wait_for(client, p["id"], FINAL)
+    assert done["status"] == "completed"
+    assert events(client, p["id"]) == ["payment.created", "payment.approved",
+                                       "payment.scheduled", "payment.processing",
+                                       "payment.sent", "payment.completed"]
+    assert events(client, later["id"])[-1] == "payment.cancelled"
+    assert assert_json(client.get(PAY + "/" + later["id"]), 200)["status"] == "cancelled"
+
+
+def test_a_cancel_racing_the_worker_wins_or_loses_cleanly(team):
+    outcomes = set()
+    for _ in range(12):
+        p = assert_json(team.pay(team.ben, 10), 201)
+        r = team.owner.post(PAY + "/" + p["id"] + "/cancel")
+        done = wait_for(team.owner, p["id"], FINAL)
+        kinds = events(team.owner, p["id"])
+        if r.status == 200:
+            assert done["status"] == "cancelled"
+            assert kinds == ["payment.created", "payment.approved", "payment.cancelled"]
+        else:
+            assert_problem(r, 409, "invalid_transition")
+            assert done["status"] == "completed" and kinds == HAPPY
+        outcomes.add(r.status)
+    assert 200 in outcomes  # a cancel right after creation normally wins
+
+
+def test_a_crash_loses_or_repeats_no_step(make_server):
+    """SIGKILL the server three times while payments are in flight; after the last restart
+    every payment completes with each event exactly once and the audit chain intact."""
+    s = make_server(extra_env={"TREASURY_SETTLEMENT_INTERVAL_MS": 10,
+                               "TREASURY_SANDBOX_RAIL_DELAY_MS": 1000})
+    t = Team(s)
+    t.policy([])
+    ben = t.beneficiary()
+    ids = [assert_json(t.pay(ben, 100 + i), 201)["id"] for i in range(12)]
+    for delay in (0.05, 0.6, 0.6):
+        time.sleep(delay)
+        assert s.stop(sig=signal.SIGKILL) == -signal.SIGKILL
+        s.start()
+    owner = t.reconnect()
+    for pid in ids:
+        assert wait_for(owner, pid, FINAL)["status"] == "completed"
+        assert events(owner, pid) == HAPPY
+    # The last run finished what the killed ones left in flight.
+    assert "settlement: " in s.log_text(since_start=True)
+    db = sqlite3.connect(str(s.data_dir / "treasury.db"), timeout=10)
+    with contextlib.closing(db):
+        rows = db.execute("SELECT seq, prev_hash, hash FROM audit_events WHERE workspace_id = ? "
+                          "ORDER BY seq", (t.wid,)).fetchall()
+    assert [r[0] for r in rows] == list(range(1, len(rows) + 1))
+    assert all(cur[1] == prev[2] for prev, cur in zip(rows, rows[1:]))
