@@ -135,6 +135,8 @@ struct payments_list_payments_request {
     bool has_currency;
     const char *beneficiary_id; /* query beneficiary_id, optional */
     bool has_beneficiary_id;
+    const char *batch_id; /* query batch_id, optional */
+    bool has_batch_id;
     int64_t amount_gte; /* query amount_gte, optional */
     bool has_amount_gte;
     int64_t amount_lt; /* query amount_lt, optional */
@@ -201,6 +203,78 @@ struct payments_put_approval_policy_response {
 
 int payments_put_approval_policy(struct req *r, const struct payments_put_approval_policy_request *in,
                                 struct payments_put_approval_policy_response *out);
+
+/* POST /v1/payments/batches (createPaymentBatch): Create a batch of payments */
+struct payments_create_payment_batch_request {
+    struct payment_batch_create *body; /* request body (required) */
+};
+
+struct payments_create_payment_batch_response {
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct payment_batch *body_201; /* status 201: Created; `Location` names it, `ETag` carries its version. */
+    const char *location; /* header Location on 201; NULL = not sent */
+    const char *etag; /* header ETag on 201; NULL = not sent */
+};
+
+int payments_create_payment_batch(struct req *r, const struct payments_create_payment_batch_request *in,
+                                 struct payments_create_payment_batch_response *out);
+
+/* GET /v1/payments/batches/{id} (getPaymentBatch): Get a batch of payments */
+struct payments_get_payment_batch_request {
+    const char *id; /* path id, required */
+};
+
+struct payments_get_payment_batch_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
+    struct payment_batch *body_200; /* status 200: The batch. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int payments_get_payment_batch(struct req *r, const struct payments_get_payment_batch_request *in,
+                              struct payments_get_payment_batch_response *out);
+
+/* PUT /v1/payments/batches/{id}/approve (approvePaymentBatch): Approve a batch of payments */
+struct payments_approve_payment_batch_request {
+    const char *id; /* path id, required */
+};
+
+struct payments_approve_payment_batch_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 503) via req_problem() */
+    struct payment_batch *body_200; /* status 200: Approved by the caller; the batch as it is now. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int payments_approve_payment_batch(struct req *r, const struct payments_approve_payment_batch_request *in,
+                                  struct payments_approve_payment_batch_response *out);
+
+/* POST /v1/payments/batches/{id}/cancel (cancelPaymentBatch): Cancel a batch of payments */
+struct payments_cancel_payment_batch_request {
+    const char *id; /* path id, required */
+};
+
+struct payments_cancel_payment_batch_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 503) via req_problem() */
+    struct payment_batch *body_200; /* status 200: Cancelled. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int payments_cancel_payment_batch(struct req *r, const struct payments_cancel_payment_batch_request *in,
+                                 struct payments_cancel_payment_batch_response *out);
+
+/* PUT /v1/payments/batches/{id}/deny (denyPaymentBatch): Deny a batch of payments */
+struct payments_deny_payment_batch_request {
+    const char *id; /* path id, required */
+    struct payment_denial *body; /* request body (required) */
+};
+
+struct payments_deny_payment_batch_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 415, 422, 429, 500, 503) via req_problem() */
+    struct payment_batch *body_200; /* status 200: Denied; the batch as it is now. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int payments_deny_payment_batch(struct req *r, const struct payments_deny_payment_batch_request *in,
+                               struct payments_deny_payment_batch_response *out);
 
 /* GET /v1/payments/{id} (getPayment): Get a payment */
 struct payments_get_payment_request {

@@ -1192,6 +1192,16 @@ int dispatch_payments_list_payments(struct req *r)
         in.beneficiary_id = pv.s;
         in.has_beneficiary_id = true;
     }
+    text = req_query(r, "batch_id");
+    if (!text) {
+        /* absent: has_batch_id stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/batch_id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_payment_batch_id(&pv, "/query/batch_id", VALIDATE_REQUEST, &r->verr);
+        in.batch_id = pv.s;
+        in.has_batch_id = true;
+    }
     text = req_query(r, "amount_gte");
     if (!text) {
         /* absent: has_amount_gte stays false */
@@ -1731,6 +1741,736 @@ int dispatch_payments_put_approval_policy(struct req *r)
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_put_approval_policy(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_payments_create_payment_batch(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 201:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 201 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_payment_batch(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "Location");
+        if (!hval)
+            verr_add(&l, "/header/Location", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Location", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_location(&hv, "/header/Location", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "createPaymentBatch", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "createPaymentBatch");
+}
+#endif
+
+/* POST /v1/payments/batches (createPaymentBatch) */
+int dispatch_payments_create_payment_batch(struct req *r)
+{
+    struct payments_create_payment_batch_request in;
+    struct payments_create_payment_batch_response out;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_payment_batch_create(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_payment_batch_create(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (payments_create_payment_batch(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 201:
+            if (!out.body_201) {
+                log_error("%s answered 201 without body_201", "createPaymentBatch");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_payment_batch(&jw, out.body_201);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 201, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "createPaymentBatch",
+                      out.status);
+            return -1;
+        }
+        if (out.location && (r->status == 201))
+            req_set_header(r, "Location", out.location);
+        if (out.etag && (r->status == 201))
+            req_set_header(r, "ETag", out.etag);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_payments_create_payment_batch(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_payments_get_payment_batch(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_payment_batch(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "getPaymentBatch", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "getPaymentBatch");
+}
+#endif
+
+/* GET /v1/payments/batches/{id} (getPaymentBatch) */
+int dispatch_payments_get_payment_batch(struct req *r)
+{
+    struct payments_get_payment_batch_request in;
+    struct payments_get_payment_batch_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (payments_get_payment_batch(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "getPaymentBatch");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_payment_batch(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "getPaymentBatch",
+                      out.status);
+            return -1;
+        }
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_payments_get_payment_batch(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_payments_approve_payment_batch(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_payment_batch(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "approvePaymentBatch", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "approvePaymentBatch");
+}
+#endif
+
+/* PUT /v1/payments/batches/{id}/approve (approvePaymentBatch) */
+int dispatch_payments_approve_payment_batch(struct req *r)
+{
+    struct payments_approve_payment_batch_request in;
+    struct payments_approve_payment_batch_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (payments_approve_payment_batch(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "approvePaymentBatch");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_payment_batch(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "approvePaymentBatch",
+                      out.status);
+            return -1;
+        }
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_payments_approve_payment_batch(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_payments_cancel_payment_batch(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_payment_batch(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "cancelPaymentBatch", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "cancelPaymentBatch");
+}
+#endif
+
+/* POST /v1/payments/batches/{id}/cancel (cancelPaymentBatch) */
+int dispatch_payments_cancel_payment_batch(struct req *r)
+{
+    struct payments_cancel_payment_batch_request in;
+    struct payments_cancel_payment_batch_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (payments_cancel_payment_batch(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "cancelPaymentBatch");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_payment_batch(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "cancelPaymentBatch",
+                      out.status);
+            return -1;
+        }
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_payments_cancel_payment_batch(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_payments_deny_payment_batch(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_payment_batch(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "denyPaymentBatch", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "denyPaymentBatch");
+}
+#endif
+
+/* PUT /v1/payments/batches/{id}/deny (denyPaymentBatch) */
+int dispatch_payments_deny_payment_batch(struct req *r)
+{
+    struct payments_deny_payment_batch_request in;
+    struct payments_deny_payment_batch_response out;
+    struct json_value pv;
+    const char *text;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_payment_denial(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_payment_denial(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (payments_deny_payment_batch(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "denyPaymentBatch");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_payment_batch(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "denyPaymentBatch",
+                      out.status);
+            return -1;
+        }
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_payments_deny_payment_batch(r);
 #endif
     return 0;
 }

@@ -47,15 +47,20 @@ static const int statuses_30[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_31[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_32[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_33[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_34[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_35[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503, 0 };
+static const int statuses_34[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_35[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
 static const int statuses_36[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
 static const int statuses_37[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_38[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_38[] = { 200, 400, 401, 403, 404, 409, 415, 422, 429, 500, 503, 0 };
 static const int statuses_39[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_40[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_41[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_42[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_40[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503, 0 };
+static const int statuses_41[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_42[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_43[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_44[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_45[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_46[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_47[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -705,6 +710,101 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_payments_put_approval_policy,
     },
     {
+        .operation_id = "createPaymentBatch",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/payments/batches",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_WRITE,
+        .scopes_text = "payments:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 2097152,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_34,
+        .dispatch = dispatch_payments_create_payment_batch,
+    },
+    {
+        .operation_id = "getPaymentBatch",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/payments/batches/{id}",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_READ,
+        .scopes_text = "payments:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_35,
+        .dispatch = dispatch_payments_get_payment_batch,
+    },
+    {
+        .operation_id = "approvePaymentBatch",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/payments/batches/{id}/approve",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_WRITE,
+        .scopes_text = "payments:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_36,
+        .dispatch = dispatch_payments_approve_payment_batch,
+    },
+    {
+        .operation_id = "cancelPaymentBatch",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/payments/batches/{id}/cancel",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_WRITE,
+        .scopes_text = "payments:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .statuses = statuses_37,
+        .dispatch = dispatch_payments_cancel_payment_batch,
+    },
+    {
+        .operation_id = "denyPaymentBatch",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/payments/batches/{id}/deny",
+        .tag = "payments",
+        .is_public = false,
+        .scopes = SCOPE_PAYMENTS_WRITE,
+        .scopes_text = "payments:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .statuses = statuses_38,
+        .dispatch = dispatch_payments_deny_payment_batch,
+    },
+    {
         .operation_id = "getPayment",
         .method = "GET",
         .base = "/v1",
@@ -720,7 +820,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_34,
+        .statuses = statuses_39,
         .dispatch = dispatch_payments_get_payment,
     },
     {
@@ -739,7 +839,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_35,
+        .statuses = statuses_40,
         .dispatch = dispatch_payments_update_payment,
     },
     {
@@ -758,7 +858,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_36,
+        .statuses = statuses_41,
         .dispatch = dispatch_payments_approve_payment,
     },
     {
@@ -777,7 +877,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_37,
+        .statuses = statuses_42,
         .dispatch = dispatch_payments_cancel_payment,
     },
     {
@@ -796,7 +896,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_38,
+        .statuses = statuses_43,
         .dispatch = dispatch_payments_deny_payment,
     },
     {
@@ -815,7 +915,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_39,
+        .statuses = statuses_44,
         .dispatch = dispatch_payments_list_payment_events,
     },
     {
@@ -834,7 +934,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_40,
+        .statuses = statuses_45,
         .dispatch = dispatch_workspace_get_workspace,
     },
     {
@@ -853,7 +953,7 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_41,
+        .statuses = statuses_46,
         .dispatch = dispatch_workspace_list_members,
     },
     {
@@ -872,7 +972,7 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_42,
+        .statuses = statuses_47,
         .dispatch = dispatch_workspace_update_workspace_settings,
     },
 };
@@ -907,7 +1007,7 @@ static const size_t ops_3[] = { 30, 31, };
 /* /v1/workspace */
 static const char *const segs_4[] = { "v1", "workspace", };
 static const char *const names_4[] = { NULL, NULL, };
-static const size_t ops_4[] = { 40, };
+static const size_t ops_4[] = { 45, };
 /* /v1/accounts/mfa */
 static const char *const segs_5[] = { "v1", "accounts", "mfa", };
 static const char *const names_5[] = { NULL, NULL, NULL, };
@@ -948,86 +1048,106 @@ static const size_t ops_13[] = { 24, 25, 26, };
 static const char *const segs_14[] = { "v1", "payments", "approval-policy", };
 static const char *const names_14[] = { NULL, NULL, NULL, };
 static const size_t ops_14[] = { 32, 33, };
+/* /v1/payments/batches */
+static const char *const segs_15[] = { "v1", "payments", "batches", };
+static const char *const names_15[] = { NULL, NULL, NULL, };
+static const size_t ops_15[] = { 34, };
 /* /v1/payments/{id} */
-static const char *const segs_15[] = { "v1", "payments", NULL, };
-static const char *const names_15[] = { NULL, NULL, "id", };
-static const size_t ops_15[] = { 34, 35, };
+static const char *const segs_16[] = { "v1", "payments", NULL, };
+static const char *const names_16[] = { NULL, NULL, "id", };
+static const size_t ops_16[] = { 39, 40, };
 /* /v1/workspace/members */
-static const char *const segs_16[] = { "v1", "workspace", "members", };
-static const char *const names_16[] = { NULL, NULL, NULL, };
-static const size_t ops_16[] = { 41, };
-/* /v1/workspace/settings */
-static const char *const segs_17[] = { "v1", "workspace", "settings", };
+static const char *const segs_17[] = { "v1", "workspace", "members", };
 static const char *const names_17[] = { NULL, NULL, NULL, };
-static const size_t ops_17[] = { 42, };
+static const size_t ops_17[] = { 46, };
+/* /v1/workspace/settings */
+static const char *const segs_18[] = { "v1", "workspace", "settings", };
+static const char *const names_18[] = { NULL, NULL, NULL, };
+static const size_t ops_18[] = { 47, };
 /* /v1/accounts/mfa/confirm */
-static const char *const segs_18[] = { "v1", "accounts", "mfa", "confirm", };
-static const char *const names_18[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_18[] = { 3, };
-/* /v1/accounts/mfa/disable */
-static const char *const segs_19[] = { "v1", "accounts", "mfa", "disable", };
+static const char *const segs_19[] = { "v1", "accounts", "mfa", "confirm", };
 static const char *const names_19[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_19[] = { 4, };
-/* /v1/accounts/mfa/enroll */
-static const char *const segs_20[] = { "v1", "accounts", "mfa", "enroll", };
+static const size_t ops_19[] = { 3, };
+/* /v1/accounts/mfa/disable */
+static const char *const segs_20[] = { "v1", "accounts", "mfa", "disable", };
 static const char *const names_20[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_20[] = { 5, };
+static const size_t ops_20[] = { 4, };
+/* /v1/accounts/mfa/enroll */
+static const char *const segs_21[] = { "v1", "accounts", "mfa", "enroll", };
+static const char *const names_21[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_21[] = { 5, };
 /* /v1/accounts/sessions/{id} */
-static const char *const segs_21[] = { "v1", "accounts", "sessions", NULL, };
-static const char *const names_21[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_21[] = { 7, };
-/* /v1/admin/roles/{id} */
-static const char *const segs_22[] = { "v1", "admin", "roles", NULL, };
+static const char *const segs_22[] = { "v1", "accounts", "sessions", NULL, };
 static const char *const names_22[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_22[] = { 9, };
-/* /v1/admin/service-accounts/{id} */
-static const char *const segs_23[] = { "v1", "admin", "service-accounts", NULL, };
+static const size_t ops_22[] = { 7, };
+/* /v1/admin/roles/{id} */
+static const char *const segs_23[] = { "v1", "admin", "roles", NULL, };
 static const char *const names_23[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_23[] = { 12, };
+static const size_t ops_23[] = { 9, };
+/* /v1/admin/service-accounts/{id} */
+static const char *const segs_24[] = { "v1", "admin", "service-accounts", NULL, };
+static const char *const names_24[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_24[] = { 12, };
 /* /v1/admin/users/invite */
-static const char *const segs_24[] = { "v1", "admin", "users", "invite", };
-static const char *const names_24[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_24[] = { 18, };
+static const char *const segs_25[] = { "v1", "admin", "users", "invite", };
+static const char *const names_25[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_25[] = { 18, };
 /* /v1/beneficiaries/{id}/approve */
-static const char *const segs_25[] = { "v1", "beneficiaries", NULL, "approve", };
-static const char *const names_25[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_25[] = { 27, };
-/* /v1/beneficiaries/{id}/deny */
-static const char *const segs_26[] = { "v1", "beneficiaries", NULL, "deny", };
+static const char *const segs_26[] = { "v1", "beneficiaries", NULL, "approve", };
 static const char *const names_26[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_26[] = { 28, };
-/* /v1/payments/{id}/approve */
-static const char *const segs_27[] = { "v1", "payments", NULL, "approve", };
+static const size_t ops_26[] = { 27, };
+/* /v1/beneficiaries/{id}/deny */
+static const char *const segs_27[] = { "v1", "beneficiaries", NULL, "deny", };
 static const char *const names_27[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_27[] = { 36, };
-/* /v1/payments/{id}/cancel */
-static const char *const segs_28[] = { "v1", "payments", NULL, "cancel", };
-static const char *const names_28[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_28[] = { 37, };
-/* /v1/payments/{id}/deny */
-static const char *const segs_29[] = { "v1", "payments", NULL, "deny", };
+static const size_t ops_27[] = { 28, };
+/* /v1/payments/batches/{id} */
+static const char *const segs_28[] = { "v1", "payments", "batches", NULL, };
+static const char *const names_28[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_28[] = { 35, };
+/* /v1/payments/{id}/approve */
+static const char *const segs_29[] = { "v1", "payments", NULL, "approve", };
 static const char *const names_29[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_29[] = { 38, };
-/* /v1/payments/{id}/events */
-static const char *const segs_30[] = { "v1", "payments", NULL, "events", };
+static const size_t ops_29[] = { 41, };
+/* /v1/payments/{id}/cancel */
+static const char *const segs_30[] = { "v1", "payments", NULL, "cancel", };
 static const char *const names_30[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_30[] = { 39, };
+static const size_t ops_30[] = { 42, };
+/* /v1/payments/{id}/deny */
+static const char *const segs_31[] = { "v1", "payments", NULL, "deny", };
+static const char *const names_31[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_31[] = { 43, };
+/* /v1/payments/{id}/events */
+static const char *const segs_32[] = { "v1", "payments", NULL, "events", };
+static const char *const names_32[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_32[] = { 44, };
 /* /v1/accounts/auth/oauth/refresh */
-static const char *const segs_31[] = { "v1", "accounts", "auth", "oauth", "refresh", };
-static const char *const names_31[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_31[] = { 1, };
+static const char *const segs_33[] = { "v1", "accounts", "auth", "oauth", "refresh", };
+static const char *const names_33[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_33[] = { 1, };
 /* /v1/admin/service-accounts/{id}/disable */
-static const char *const segs_32[] = { "v1", "admin", "service-accounts", NULL, "disable", };
-static const char *const names_32[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_32[] = { 13, };
+static const char *const segs_34[] = { "v1", "admin", "service-accounts", NULL, "disable", };
+static const char *const names_34[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_34[] = { 13, };
 /* /v1/admin/service-accounts/{id}/tokens */
-static const char *const segs_33[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
-static const char *const names_33[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_33[] = { 14, 15, };
+static const char *const segs_35[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
+static const char *const names_35[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_35[] = { 14, 15, };
+/* /v1/payments/batches/{id}/approve */
+static const char *const segs_36[] = { "v1", "payments", "batches", NULL, "approve", };
+static const char *const names_36[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_36[] = { 36, };
+/* /v1/payments/batches/{id}/cancel */
+static const char *const segs_37[] = { "v1", "payments", "batches", NULL, "cancel", };
+static const char *const names_37[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_37[] = { 37, };
+/* /v1/payments/batches/{id}/deny */
+static const char *const segs_38[] = { "v1", "payments", "batches", NULL, "deny", };
+static const char *const names_38[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_38[] = { 38, };
 /* /v1/admin/service-accounts/{id}/tokens/{token_id} */
-static const char *const segs_34[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
-static const char *const names_34[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
-static const size_t ops_34[] = { 16, };
+static const char *const segs_39[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
+static const char *const names_39[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
+static const size_t ops_39[] = { 16, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
@@ -1045,26 +1165,31 @@ static const struct route routes[] = {
     { 3, segs_12, names_12, ops_12, 1, "POST" },
     { 3, segs_13, names_13, ops_13, 3, "GET, PATCH, DELETE" },
     { 3, segs_14, names_14, ops_14, 2, "GET, PUT" },
-    { 3, segs_15, names_15, ops_15, 2, "GET, PATCH" },
-    { 3, segs_16, names_16, ops_16, 1, "GET" },
-    { 3, segs_17, names_17, ops_17, 1, "PUT" },
-    { 4, segs_18, names_18, ops_18, 1, "POST" },
+    { 3, segs_15, names_15, ops_15, 1, "POST" },
+    { 3, segs_16, names_16, ops_16, 2, "GET, PATCH" },
+    { 3, segs_17, names_17, ops_17, 1, "GET" },
+    { 3, segs_18, names_18, ops_18, 1, "PUT" },
     { 4, segs_19, names_19, ops_19, 1, "POST" },
     { 4, segs_20, names_20, ops_20, 1, "POST" },
-    { 4, segs_21, names_21, ops_21, 1, "DELETE" },
-    { 4, segs_22, names_22, ops_22, 1, "PUT" },
-    { 4, segs_23, names_23, ops_23, 1, "GET" },
-    { 4, segs_24, names_24, ops_24, 1, "POST" },
-    { 4, segs_25, names_25, ops_25, 1, "PUT" },
+    { 4, segs_21, names_21, ops_21, 1, "POST" },
+    { 4, segs_22, names_22, ops_22, 1, "DELETE" },
+    { 4, segs_23, names_23, ops_23, 1, "PUT" },
+    { 4, segs_24, names_24, ops_24, 1, "GET" },
+    { 4, segs_25, names_25, ops_25, 1, "POST" },
     { 4, segs_26, names_26, ops_26, 1, "PUT" },
     { 4, segs_27, names_27, ops_27, 1, "PUT" },
-    { 4, segs_28, names_28, ops_28, 1, "POST" },
+    { 4, segs_28, names_28, ops_28, 1, "GET" },
     { 4, segs_29, names_29, ops_29, 1, "PUT" },
-    { 4, segs_30, names_30, ops_30, 1, "GET" },
-    { 5, segs_31, names_31, ops_31, 1, "POST" },
-    { 5, segs_32, names_32, ops_32, 1, "POST" },
-    { 5, segs_33, names_33, ops_33, 2, "GET, POST" },
-    { 6, segs_34, names_34, ops_34, 1, "DELETE" },
+    { 4, segs_30, names_30, ops_30, 1, "POST" },
+    { 4, segs_31, names_31, ops_31, 1, "PUT" },
+    { 4, segs_32, names_32, ops_32, 1, "GET" },
+    { 5, segs_33, names_33, ops_33, 1, "POST" },
+    { 5, segs_34, names_34, ops_34, 1, "POST" },
+    { 5, segs_35, names_35, ops_35, 2, "GET, POST" },
+    { 5, segs_36, names_36, ops_36, 1, "PUT" },
+    { 5, segs_37, names_37, ops_37, 1, "POST" },
+    { 5, segs_38, names_38, ops_38, 1, "PUT" },
+    { 6, segs_39, names_39, ops_39, 1, "DELETE" },
 };
 
 struct seg {

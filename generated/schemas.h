@@ -71,6 +71,20 @@ enum payment_approver_decision {
 const char *payment_approver_decision_str(enum payment_approver_decision v);
 enum payment_approver_decision payment_approver_decision_parse(const char *s);
 
+/* PaymentBatchStatus: The group status (domain.md §1.2, after the ISO 20022 group status codes): `pending_approval`, `a... */
+enum payment_batch_status {
+    PAYMENT_BATCH_STATUS_PENDING_APPROVAL = 1,
+    PAYMENT_BATCH_STATUS_APPROVED = 2,
+    PAYMENT_BATCH_STATUS_PROCESSING = 3,
+    PAYMENT_BATCH_STATUS_COMPLETED = 4,
+    PAYMENT_BATCH_STATUS_PARTIALLY_COMPLETED = 5,
+    PAYMENT_BATCH_STATUS_FAILED = 6,
+    PAYMENT_BATCH_STATUS_DENIED = 7,
+    PAYMENT_BATCH_STATUS_CANCELLED = 8,
+};
+const char *payment_batch_status_str(enum payment_batch_status v);
+enum payment_batch_status payment_batch_status_parse(const char *s);
+
 /* payment_iso20022_status: ISO 20022 ExternalPaymentTransactionStatus1Code of the status, where one applies: approved/schedu... */
 enum payment_iso20022_status {
     PAYMENT_ISO20022_STATUS_ACTC = 1,
@@ -206,6 +220,10 @@ struct money;
 struct payment;
 struct payment_approval;
 struct payment_approver;
+struct payment_batch;
+struct payment_batch_create;
+struct payment_batch_item;
+struct payment_batch_total;
 struct payment_create;
 struct payment_denial;
 struct payment_page;
@@ -235,6 +253,11 @@ struct workspace_settings;
 struct metadata_entry {
     const char *key;
     const char *value;
+};
+
+struct payment_batch_counts_by_status_entry {
+    const char *key;
+    int64_t value;
 };
 
 /* AbaAccountIdentification: US account number. */
@@ -566,6 +589,8 @@ struct payment {
     bool has_failure_code;
     const char *rail_reference; /* optional */
     bool has_rail_reference;
+    const char *batch_id; /* optional, PaymentBatchId */
+    bool has_batch_id;
     const char *created_by; /* required */
     struct metadata_entry *metadata; /* required, Metadata */
     size_t metadata_count;
@@ -589,6 +614,61 @@ struct payment_approver {
     const char *reason; /* optional */
     bool has_reason;
     const char *decided_at; /* required, Timestamp */
+};
+
+/* PaymentBatch: A batch of payments approved together (domain.md §1.2), in the order they were given. */
+struct payment_batch {
+    const char *id; /* required, PaymentBatchId */
+    const char *object; /* required */
+    const char *workspace_id; /* required, WorkspaceId */
+    enum payment_batch_status status; /* required, PaymentBatchStatus */
+    int64_t item_count; /* required */
+    struct payment_batch_total *totals; /* required */
+    size_t totals_count;
+    struct payment_batch_counts_by_status_entry *counts_by_status; /* required */
+    size_t counts_by_status_count;
+    struct payment_batch_item *items; /* required */
+    size_t items_count;
+    struct payment_approval *approval; /* required, PaymentApproval */
+    const char *created_by; /* required */
+    const char *external_id; /* optional, ExternalId */
+    bool has_external_id;
+    struct metadata_entry *metadata; /* required, Metadata */
+    size_t metadata_count;
+    int64_t version; /* required, ResourceVersion */
+    const char *created_at; /* required, Timestamp */
+    const char *updated_at; /* required, Timestamp */
+};
+
+/* PaymentBatchCreate: A batch of new payments. */
+struct payment_batch_create {
+    struct payment_create *items; /* required */
+    size_t items_count;
+    const char *external_id; /* optional, ExternalId */
+    bool has_external_id;
+    struct metadata_entry *metadata; /* optional, Metadata */
+    size_t metadata_count;
+    bool has_metadata;
+};
+
+/* PaymentBatchItem: One payment of the batch as it is now (`GET /v1/payments/{payment_id}` has all of it). */
+struct payment_batch_item {
+    const char *payment_id; /* required, PaymentId */
+    enum payment_status status; /* required, PaymentStatus */
+    int64_t amount; /* required, Amount */
+    const char *currency; /* required, CurrencyCode */
+    const char *beneficiary_id; /* required, BeneficiaryId */
+    const char *external_id; /* optional, ExternalId */
+    bool has_external_id;
+    const char *failure_code; /* optional */
+    bool has_failure_code;
+};
+
+/* PaymentBatchTotal: What the batch pays in one currency. */
+struct payment_batch_total {
+    const char *currency; /* required, CurrencyCode */
+    int64_t amount; /* required, Amount */
+    int64_t count; /* required */
 };
 
 /* PaymentCreate: A new payment. */
@@ -947,6 +1027,14 @@ int decode_payment_approval(struct arena *a, const struct json_value *v, struct 
 void encode_payment_approval(struct jsonw *w, const struct payment_approval *in);
 int decode_payment_approver(struct arena *a, const struct json_value *v, struct payment_approver *out);
 void encode_payment_approver(struct jsonw *w, const struct payment_approver *in);
+int decode_payment_batch(struct arena *a, const struct json_value *v, struct payment_batch *out);
+void encode_payment_batch(struct jsonw *w, const struct payment_batch *in);
+int decode_payment_batch_create(struct arena *a, const struct json_value *v, struct payment_batch_create *out);
+void encode_payment_batch_create(struct jsonw *w, const struct payment_batch_create *in);
+int decode_payment_batch_item(struct arena *a, const struct json_value *v, struct payment_batch_item *out);
+void encode_payment_batch_item(struct jsonw *w, const struct payment_batch_item *in);
+int decode_payment_batch_total(struct arena *a, const struct json_value *v, struct payment_batch_total *out);
+void encode_payment_batch_total(struct jsonw *w, const struct payment_batch_total *in);
 int decode_payment_create(struct arena *a, const struct json_value *v, struct payment_create *out);
 void encode_payment_create(struct jsonw *w, const struct payment_create *in);
 int decode_payment_denial(struct arena *a, const struct json_value *v, struct payment_denial *out);
@@ -1130,6 +1218,22 @@ void validate_payment_approver(const struct json_value *v, const char *ptr, int 
 void validate_payment_approver_decision(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_approver_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_approver_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_counts_by_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_counts_by_status_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_create_items(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_created_by(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_item_count(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_item_failure_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_items(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_total(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_total_count(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_batch_totals(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_created_by(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_denial(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -149,6 +149,52 @@ enum payment_approver_decision payment_approver_decision_parse(const char *s)
     return (enum payment_approver_decision)0;
 }
 
+const char *payment_batch_status_str(enum payment_batch_status v)
+{
+    switch (v) {
+    case PAYMENT_BATCH_STATUS_PENDING_APPROVAL:
+        return "pending_approval";
+    case PAYMENT_BATCH_STATUS_APPROVED:
+        return "approved";
+    case PAYMENT_BATCH_STATUS_PROCESSING:
+        return "processing";
+    case PAYMENT_BATCH_STATUS_COMPLETED:
+        return "completed";
+    case PAYMENT_BATCH_STATUS_PARTIALLY_COMPLETED:
+        return "partially_completed";
+    case PAYMENT_BATCH_STATUS_FAILED:
+        return "failed";
+    case PAYMENT_BATCH_STATUS_DENIED:
+        return "denied";
+    case PAYMENT_BATCH_STATUS_CANCELLED:
+        return "cancelled";
+    }
+    return NULL;
+}
+
+enum payment_batch_status payment_batch_status_parse(const char *s)
+{
+    if (!s)
+        return (enum payment_batch_status)0;
+    if (strcmp(s, "pending_approval") == 0)
+        return PAYMENT_BATCH_STATUS_PENDING_APPROVAL;
+    if (strcmp(s, "approved") == 0)
+        return PAYMENT_BATCH_STATUS_APPROVED;
+    if (strcmp(s, "processing") == 0)
+        return PAYMENT_BATCH_STATUS_PROCESSING;
+    if (strcmp(s, "completed") == 0)
+        return PAYMENT_BATCH_STATUS_COMPLETED;
+    if (strcmp(s, "partially_completed") == 0)
+        return PAYMENT_BATCH_STATUS_PARTIALLY_COMPLETED;
+    if (strcmp(s, "failed") == 0)
+        return PAYMENT_BATCH_STATUS_FAILED;
+    if (strcmp(s, "denied") == 0)
+        return PAYMENT_BATCH_STATUS_DENIED;
+    if (strcmp(s, "cancelled") == 0)
+        return PAYMENT_BATCH_STATUS_CANCELLED;
+    return (enum payment_batch_status)0;
+}
+
 const char *payment_iso20022_status_str(enum payment_iso20022_status v)
 {
     switch (v) {
@@ -1852,6 +1898,9 @@ int decode_payment(struct arena *a, const struct json_value *v, struct payment *
         } else if (strcmp(m->key, "rail_reference") == 0) {
             out->has_rail_reference = true;
             out->rail_reference = m->value->s;
+        } else if (strcmp(m->key, "batch_id") == 0) {
+            out->has_batch_id = true;
+            out->batch_id = m->value->s;
         } else if (strcmp(m->key, "created_by") == 0) {
             out->created_by = m->value->s;
         } else if (strcmp(m->key, "metadata") == 0) {
@@ -1931,6 +1980,10 @@ void encode_payment(struct jsonw *w, const struct payment *in)
     if (in->has_rail_reference || in->rail_reference != NULL) {
         jsonw_key(w, "rail_reference");
         jsonw_string(w, in->rail_reference);
+    }
+    if (in->has_batch_id || in->batch_id != NULL) {
+        jsonw_key(w, "batch_id");
+        jsonw_string(w, in->batch_id);
     }
     jsonw_key(w, "created_by");
     jsonw_string(w, in->created_by);
@@ -2025,6 +2078,279 @@ void encode_payment_approver(struct jsonw *w, const struct payment_approver *in)
     }
     jsonw_key(w, "decided_at");
     jsonw_string(w, in->decided_at);
+    jsonw_object_end(w);
+}
+
+int decode_payment_batch(struct arena *a, const struct json_value *v, struct payment_batch *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            out->workspace_id = m->value->s;
+        } else if (strcmp(m->key, "status") == 0) {
+            out->status = payment_batch_status_parse(m->value->s);
+        } else if (strcmp(m->key, "item_count") == 0) {
+            (void)json_number_to_int64(m->value, &out->item_count);
+        } else if (strcmp(m->key, "totals") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->totals_count = m->value->count;
+            out->totals = arena_alloc(a, (m->value->count + 1) * sizeof *out->totals);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_payment_batch_total(a, m->value->items[j], &out->totals[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "counts_by_status") == 0) {
+            if (m->value->type != JSON_OBJECT)
+                return -1;
+            out->counts_by_status_count = m->value->count;
+            out->counts_by_status = arena_alloc(a, (m->value->count + 1) * sizeof *out->counts_by_status);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->counts_by_status[j].key = m->value->members[j].key;
+                (void)json_number_to_int64(m->value->members[j].value, &out->counts_by_status[j].value);
+            }
+        } else if (strcmp(m->key, "items") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->items_count = m->value->count;
+            out->items = arena_alloc(a, (m->value->count + 1) * sizeof *out->items);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_payment_batch_item(a, m->value->items[j], &out->items[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "approval") == 0) {
+            out->approval = arena_alloc(a, sizeof *out->approval);
+            if (decode_payment_approval(a, m->value, out->approval) != 0)
+                return -1;
+        } else if (strcmp(m->key, "created_by") == 0) {
+            out->created_by = m->value->s;
+        } else if (strcmp(m->key, "external_id") == 0) {
+            out->has_external_id = true;
+            out->external_id = m->value->s;
+        } else if (strcmp(m->key, "metadata") == 0) {
+            if (m->value->type != JSON_OBJECT)
+                return -1;
+            out->metadata_count = m->value->count;
+            out->metadata = arena_alloc(a, (m->value->count + 1) * sizeof *out->metadata);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->metadata[j].key = m->value->members[j].key;
+                out->metadata[j].value = m->value->members[j].value->s;
+            }
+        } else if (strcmp(m->key, "version") == 0) {
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->updated_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_payment_batch(struct jsonw *w, const struct payment_batch *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "workspace_id");
+    jsonw_string(w, in->workspace_id);
+    jsonw_key(w, "status");
+    jsonw_string(w, payment_batch_status_str(in->status));
+    jsonw_key(w, "item_count");
+    jsonw_int(w, in->item_count);
+    jsonw_key(w, "totals");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->totals_count; j++) {
+        encode_payment_batch_total(w, &in->totals[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "counts_by_status");
+    jsonw_object_begin(w);
+    for (size_t j = 0; j < in->counts_by_status_count; j++) {
+        jsonw_key(w, in->counts_by_status[j].key);
+        jsonw_int(w, in->counts_by_status[j].value);
+    }
+    jsonw_object_end(w);
+    jsonw_key(w, "items");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->items_count; j++) {
+        encode_payment_batch_item(w, &in->items[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "approval");
+    if (in->approval)
+        encode_payment_approval(w, in->approval);
+    else
+        jsonw_null(w);
+    jsonw_key(w, "created_by");
+    jsonw_string(w, in->created_by);
+    if (in->has_external_id || in->external_id != NULL) {
+        jsonw_key(w, "external_id");
+        jsonw_string(w, in->external_id);
+    }
+    jsonw_key(w, "metadata");
+    jsonw_object_begin(w);
+    for (size_t j = 0; j < in->metadata_count; j++) {
+        jsonw_key(w, in->metadata[j].key);
+        jsonw_string(w, in->metadata[j].value);
+    }
+    jsonw_object_end(w);
+    jsonw_key(w, "version");
+    jsonw_int(w, in->version);
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    jsonw_key(w, "updated_at");
+    jsonw_string(w, in->updated_at);
+    jsonw_object_end(w);
+}
+
+int decode_payment_batch_create(struct arena *a, const struct json_value *v, struct payment_batch_create *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "items") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->items_count = m->value->count;
+            out->items = arena_alloc(a, (m->value->count + 1) * sizeof *out->items);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_payment_create(a, m->value->items[j], &out->items[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "external_id") == 0) {
+            out->has_external_id = true;
+            out->external_id = m->value->s;
+        } else if (strcmp(m->key, "metadata") == 0) {
+            out->has_metadata = true;
+            if (m->value->type != JSON_OBJECT)
+                return -1;
+            out->metadata_count = m->value->count;
+            out->metadata = arena_alloc(a, (m->value->count + 1) * sizeof *out->metadata);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->metadata[j].key = m->value->members[j].key;
+                out->metadata[j].value = m->value->members[j].value->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_payment_batch_create(struct jsonw *w, const struct payment_batch_create *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "items");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->items_count; j++) {
+        encode_payment_create(w, &in->items[j]);
+    }
+    jsonw_array_end(w);
+    if (in->has_external_id || in->external_id != NULL) {
+        jsonw_key(w, "external_id");
+        jsonw_string(w, in->external_id);
+    }
+    if (in->has_metadata || in->metadata != NULL) {
+        jsonw_key(w, "metadata");
+        jsonw_object_begin(w);
+        for (size_t j = 0; j < in->metadata_count; j++) {
+            jsonw_key(w, in->metadata[j].key);
+            jsonw_string(w, in->metadata[j].value);
+        }
+        jsonw_object_end(w);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_payment_batch_item(struct arena *a, const struct json_value *v, struct payment_batch_item *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "payment_id") == 0) {
+            out->payment_id = m->value->s;
+        } else if (strcmp(m->key, "status") == 0) {
+            out->status = payment_status_parse(m->value->s);
+        } else if (strcmp(m->key, "amount") == 0) {
+            (void)json_number_to_int64(m->value, &out->amount);
+        } else if (strcmp(m->key, "currency") == 0) {
+            out->currency = m->value->s;
+        } else if (strcmp(m->key, "beneficiary_id") == 0) {
+            out->beneficiary_id = m->value->s;
+        } else if (strcmp(m->key, "external_id") == 0) {
+            out->has_external_id = true;
+            out->external_id = m->value->s;
+        } else if (strcmp(m->key, "failure_code") == 0) {
+            out->has_failure_code = true;
+            out->failure_code = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_payment_batch_item(struct jsonw *w, const struct payment_batch_item *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "payment_id");
+    jsonw_string(w, in->payment_id);
+    jsonw_key(w, "status");
+    jsonw_string(w, payment_status_str(in->status));
+    jsonw_key(w, "amount");
+    jsonw_int(w, in->amount);
+    jsonw_key(w, "currency");
+    jsonw_string(w, in->currency);
+    jsonw_key(w, "beneficiary_id");
+    jsonw_string(w, in->beneficiary_id);
+    if (in->has_external_id || in->external_id != NULL) {
+        jsonw_key(w, "external_id");
+        jsonw_string(w, in->external_id);
+    }
+    if (in->has_failure_code || in->failure_code != NULL) {
+        jsonw_key(w, "failure_code");
+        jsonw_string(w, in->failure_code);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_payment_batch_total(struct arena *a, const struct json_value *v, struct payment_batch_total *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "currency") == 0) {
+            out->currency = m->value->s;
+        } else if (strcmp(m->key, "amount") == 0) {
+            (void)json_number_to_int64(m->value, &out->amount);
+        } else if (strcmp(m->key, "count") == 0) {
+            (void)json_number_to_int64(m->value, &out->count);
+        }
+    }
+    return 0;
+}
+
+void encode_payment_batch_total(struct jsonw *w, const struct payment_batch_total *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "currency");
+    jsonw_string(w, in->currency);
+    jsonw_key(w, "amount");
+    jsonw_int(w, in->amount);
+    jsonw_key(w, "count");
+    jsonw_int(w, in->count);
     jsonw_object_end(w);
 }
 

@@ -1229,7 +1229,7 @@ void validate_event_api_version(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 10)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 10 characters long");
-    if (!pattern_match(22, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
+    if (!pattern_match(23, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4}-[0-9]{2}-[0-9]{2}$");
 }
 
@@ -1275,7 +1275,7 @@ void validate_event_id(const struct json_value *v, const char *ptr, int mode, st
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(20, v->s)) /* ^evt_[0-9a-z]{26}$ */
+    if (!pattern_match(21, v->s)) /* ^evt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^evt_[0-9a-z]{26}$");
 }
 
@@ -1391,7 +1391,7 @@ void validate_event_type(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(21, v->s)) /* ^[a-z_]+[.][a-z_]+$ */
+    if (!pattern_match(22, v->s)) /* ^[a-z_]+[.][a-z_]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z_]+[.][a-z_]+$");
 }
 
@@ -1433,7 +1433,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(30, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(31, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -1448,7 +1448,7 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(29, v->s)) /* ^/v1/ */
+    if (!pattern_match(30, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
 }
 
@@ -1679,7 +1679,7 @@ void validate_invitation_issued_id(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(28, v->s)) /* ^inv_[0-9a-z]{26}$ */
+    if (!pattern_match(29, v->s)) /* ^inv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^inv_[0-9a-z]{26}$");
 }
 
@@ -2108,7 +2108,7 @@ void validate_member_role(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(24, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(25, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -2123,7 +2123,7 @@ void validate_member_user_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(23, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(24, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 
@@ -2519,7 +2519,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(30, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(31, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -2611,6 +2611,8 @@ void validate_payment(const struct json_value *v, const char *ptr, int mode, str
             validate_payment_failure_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "rail_reference") == 0) {
             validate_payment_rail_reference(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "batch_id") == 0) {
+            validate_payment_batch_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "created_by") == 0) {
             seen[12] = true;
             validate_payment_created_by(m->value, verr_child(l->arena, ptr, m->key), mode, l);
@@ -2831,6 +2833,394 @@ void validate_payment_approver_user_id(const struct json_value *v, const char *p
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
     if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
+}
+
+/* PaymentBatch (openapi/payments.yaml) */
+void validate_payment_batch(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[14] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            validate_payment_batch_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_payment_batch_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            seen[2] = true;
+            validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "status") == 0) {
+            seen[3] = true;
+            validate_payment_batch_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "item_count") == 0) {
+            seen[4] = true;
+            validate_payment_batch_item_count(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "totals") == 0) {
+            seen[5] = true;
+            validate_payment_batch_totals(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "counts_by_status") == 0) {
+            seen[6] = true;
+            validate_payment_batch_counts_by_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "items") == 0) {
+            seen[7] = true;
+            validate_payment_batch_items(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "approval") == 0) {
+            seen[8] = true;
+            validate_payment_approval(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_by") == 0) {
+            seen[9] = true;
+            validate_payment_batch_created_by(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "external_id") == 0) {
+            validate_external_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "metadata") == 0) {
+            seen[10] = true;
+            validate_metadata(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            seen[11] = true;
+            validate_resource_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[12] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            seen[13] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "workspace_id", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "item_count", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "totals", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "counts_by_status", "required", "%s", "is required");
+    if (!seen[7])
+        verr_add(l, ptr, "items", "required", "%s", "is required");
+    if (!seen[8])
+        verr_add(l, ptr, "approval", "required", "%s", "is required");
+    if (!seen[9])
+        verr_add(l, ptr, "created_by", "required", "%s", "is required");
+    if (!seen[10])
+        verr_add(l, ptr, "metadata", "required", "%s", "is required");
+    if (!seen[11])
+        verr_add(l, ptr, "version", "required", "%s", "is required");
+    if (!seen[12])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[13])
+        verr_add(l, ptr, "updated_at", "required", "%s", "is required");
+}
+
+/* payment_batch_counts_by_status (openapi/payments.yaml) */
+void validate_payment_batch_counts_by_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    for (size_t i = 0; i < v->count; i++)
+        validate_payment_batch_counts_by_status_value(v->members[i].value, verr_child(l->arena, ptr, v->members[i].key), mode, l);
+}
+
+/* payment_batch_counts_by_status_value (openapi/payments.yaml) */
+void validate_payment_batch_counts_by_status_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 1000");
+        return;
+    }
+    if (n < INT64_C(1))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+    if (n > INT64_C(1000))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 1000");
+}
+
+/* PaymentBatchCreate (openapi/payments.yaml) */
+void validate_payment_batch_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "items") == 0) {
+            seen[0] = true;
+            validate_payment_batch_create_items(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "external_id") == 0) {
+            validate_external_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "metadata") == 0) {
+            validate_metadata(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "items", "required", "%s", "is required");
+}
+
+/* payment_batch_create_items (openapi/payments.yaml) */
+void validate_payment_batch_create_items(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_items", "%s", "must have at least 1 item");
+    if (v->count > 1000)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 1000 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_payment_create(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* payment_batch_created_by (openapi/payments.yaml) */
+void validate_payment_batch_created_by(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
+}
+
+/* PaymentBatchId (openapi/payments.yaml) */
+void validate_payment_batch_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(20, v->s)) /* ^pbt_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^pbt_[0-9a-z]{26}$");
+}
+
+/* PaymentBatchItem (openapi/payments.yaml) */
+void validate_payment_batch_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[5] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "payment_id") == 0) {
+            seen[0] = true;
+            validate_payment_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "status") == 0) {
+            seen[1] = true;
+            validate_payment_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "amount") == 0) {
+            seen[2] = true;
+            validate_amount(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "currency") == 0) {
+            seen[3] = true;
+            validate_currency_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "beneficiary_id") == 0) {
+            seen[4] = true;
+            validate_beneficiary_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "external_id") == 0) {
+            validate_external_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "failure_code") == 0) {
+            validate_payment_batch_item_failure_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "payment_id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "amount", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "currency", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "beneficiary_id", "required", "%s", "is required");
+}
+
+/* payment_batch_item_count (openapi/payments.yaml) */
+void validate_payment_batch_item_count(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 1000");
+        return;
+    }
+    if (n < INT64_C(1))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+    if (n > INT64_C(1000))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 1000");
+}
+
+/* payment_batch_item_failure_code (openapi/payments.yaml) */
+void validate_payment_batch_item_failure_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 4)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
+    if (!pattern_match(19, v->s)) /* ^[A-Z0-9]{4}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{4}$");
+}
+
+/* payment_batch_items (openapi/payments.yaml) */
+void validate_payment_batch_items(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 1000)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 1000 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_payment_batch_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* payment_batch_object (openapi/payments.yaml) */
+void validate_payment_batch_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "payment_batch") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"payment_batch\"");
+}
+
+/* PaymentBatchStatus (openapi/payments.yaml) */
+void validate_payment_batch_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (payment_batch_status_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: pending_approval, approved, processing, completed, partially_completed, failed, denied, cancelled");
+}
+
+/* PaymentBatchTotal (openapi/payments.yaml) */
+void validate_payment_batch_total(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "currency") == 0) {
+            seen[0] = true;
+            validate_currency_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "amount") == 0) {
+            seen[1] = true;
+            validate_amount(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "count") == 0) {
+            seen[2] = true;
+            validate_payment_batch_total_count(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "currency", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "amount", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "count", "required", "%s", "is required");
+}
+
+/* payment_batch_total_count (openapi/payments.yaml) */
+void validate_payment_batch_total_count(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 1000");
+        return;
+    }
+    if (n < INT64_C(1))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+    if (n > INT64_C(1000))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 1000");
+}
+
+/* payment_batch_totals (openapi/payments.yaml) */
+void validate_payment_batch_totals(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 1000)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 1000 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_payment_batch_total(v->items[i], verr_index(l->arena, ptr, i), mode, l);
 }
 
 /* PaymentCreate (openapi/payments.yaml) */
@@ -3638,7 +4028,7 @@ void validate_role_key(const struct json_value *v, const char *ptr, int mode, st
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(24, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(25, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -3735,7 +4125,7 @@ void validate_scope_name(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(25, v->s)) /* ^[a-z]+:[a-z]+$ */
+    if (!pattern_match(26, v->s)) /* ^[a-z]+:[a-z]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
 }
 
@@ -3882,7 +4272,7 @@ void validate_service_account_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 29)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 29 characters long");
-    if (!pattern_match(26, v->s)) /* ^sa_[0-9a-z]{26}$ */
+    if (!pattern_match(27, v->s)) /* ^sa_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sa_[0-9a-z]{26}$");
 }
 
@@ -4081,7 +4471,7 @@ void validate_service_account_token_id(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(27, v->s)) /* ^sat_[0-9a-z]{26}$ */
+    if (!pattern_match(28, v->s)) /* ^sat_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sat_[0-9a-z]{26}$");
 }
 
@@ -4576,7 +4966,7 @@ void validate_user_id(const struct json_value *v, const char *ptr, int mode, str
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(23, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(24, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 

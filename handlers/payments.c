@@ -40,13 +40,13 @@ static int db_failed(const char *what)
 }
 
 /* Text column copied into the arena; NULL for SQL NULL. */
-static const char *column(struct req *r, sqlite3_stmt *st, int col)
+const char *pay_column(struct req *r, sqlite3_stmt *st, int col)
 {
     const unsigned char *t = sqlite3_column_text(st, col);
     return t ? arena_strdup(&r->arena, (const char *)t) : NULL;
 }
 
-static void bind_opt(sqlite3_stmt *st, int i, const char *v)
+void pay_bind_opt(sqlite3_stmt *st, int i, const char *v)
 {
     if (v)
         sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
@@ -119,7 +119,7 @@ static int account_identification_from(struct req *r, const char *scheme, const 
 
 /* ---- metadata: stored as a JSON object text ---------------------------------------------- */
 
-static char *metadata_json(const struct metadata_entry *m, size_t n)
+char *pay_metadata_json(const struct metadata_entry *m, size_t n)
 {
     struct jsonw w;
     size_t len = 0;
@@ -135,20 +135,21 @@ static char *metadata_json(const struct metadata_entry *m, size_t n)
     return out;
 }
 
-static int metadata_from(struct req *r, const char *text, struct beneficiary *b)
+int pay_metadata_parse(struct req *r, const char *text, struct metadata_entry **m, size_t *n)
 {
     struct json_value *v = NULL;
     struct json_error err;
-    if (json_parse(&r->arena, text, strlen(text), &v, &err) != 0 || v->type != JSON_OBJECT)
+    if (!text || json_parse(&r->arena, text, strlen(text), &v, &err) != 0 ||
+        v->type != JSON_OBJECT)
         return -1;
-    b->metadata = arena_alloc(&r->arena, (v->count ? v->count : 1) * sizeof *b->metadata);
+    *m = arena_alloc(&r->arena, (v->count ? v->count : 1) * sizeof **m);
     for (size_t i = 0; i < v->count; i++) {
         if (v->members[i].value->type != JSON_STRING)
             return -1;
-        b->metadata[i].key = v->members[i].key;
-        b->metadata[i].value = v->members[i].value->s;
+        (*m)[i].key = v->members[i].key;
+        (*m)[i].value = v->members[i].value->s;
     }
-    b->metadata_count = v->count;
+    *n = v->count;
     return 0;
 }
 
@@ -157,19 +158,19 @@ static int metadata_from(struct req *r, const char *text, struct beneficiary *b)
 static int row_to_beneficiary(struct req *r, sqlite3_stmt *st, struct beneficiary *b)
 {
     memset(b, 0, sizeof *b);
-    b->id = column(r, st, 0);
+    b->id = pay_column(r, st, 0);
     b->object = "beneficiary";
-    b->workspace_id = column(r, st, 1);
-    b->name = column(r, st, 2);
-    b->account_holder_name = column(r, st, 3);
+    b->workspace_id = pay_column(r, st, 1);
+    b->name = pay_column(r, st, 2);
+    b->account_holder_name = pay_column(r, st, 3);
     b->account_identification = arena_alloc(&r->arena, sizeof *b->account_identification);
-    if (account_identification_from(r, column(r, st, 4), column(r, st, 5),
+    if (account_identification_from(r, pay_column(r, st, 4), pay_column(r, st, 5),
                                     b->account_identification) != 0) {
         log_error("beneficiaries: %s has an unknown account scheme", b->id);
         return -1;
     }
-    const char *bic = column(r, st, 6), *routing = column(r, st, 7), *bank_name = column(r, st, 8),
-               *bank_country = column(r, st, 9);
+    const char *bic = pay_column(r, st, 6), *routing = pay_column(r, st, 7), *bank_name = pay_column(r, st, 8),
+               *bank_country = pay_column(r, st, 9);
     if (bic || routing || bank_name || bank_country) {
         struct bank_details *k = arena_alloc(&r->arena, sizeof *k);
         k->bic = bic;
@@ -183,25 +184,25 @@ static int row_to_beneficiary(struct req *r, sqlite3_stmt *st, struct beneficiar
         b->bank = k;
         b->has_bank = true;
     }
-    b->currency = column(r, st, 10);
-    b->country = column(r, st, 11);
-    b->beneficiary_type = beneficiary_type_parse(column(r, st, 12));
-    b->counterparty_id = column(r, st, 13);
+    b->currency = pay_column(r, st, 10);
+    b->country = pay_column(r, st, 11);
+    b->beneficiary_type = beneficiary_type_parse(pay_column(r, st, 12));
+    b->counterparty_id = pay_column(r, st, 13);
     b->has_counterparty_id = b->counterparty_id != NULL;
-    b->external_id = column(r, st, 14);
+    b->external_id = pay_column(r, st, 14);
     b->has_external_id = b->external_id != NULL;
-    b->email = column(r, st, 15);
+    b->email = pay_column(r, st, 15);
     b->has_email = b->email != NULL;
-    b->status = beneficiary_status_parse(column(r, st, 16));
-    b->verification_status = verification_status_parse(column(r, st, 17));
-    b->approval_status = approval_status_parse(column(r, st, 18));
-    if (metadata_from(r, column(r, st, 19), b) != 0) {
+    b->status = beneficiary_status_parse(pay_column(r, st, 16));
+    b->verification_status = verification_status_parse(pay_column(r, st, 17));
+    b->approval_status = approval_status_parse(pay_column(r, st, 18));
+    if (pay_metadata_parse(r, pay_column(r, st, 19), &b->metadata, &b->metadata_count) != 0) {
         log_error("beneficiaries: %s has unreadable metadata", b->id);
         return -1;
     }
     b->version = sqlite3_column_int64(st, 20);
-    b->created_at = column(r, st, 21);
-    b->updated_at = column(r, st, 22);
+    b->created_at = pay_column(r, st, 21);
+    b->updated_at = pay_column(r, st, 22);
     if (!b->beneficiary_type || !b->status || !b->verification_status || !b->approval_status) {
         log_error("beneficiaries: %s has a status the spec does not know", b->id);
         return -1;
@@ -247,16 +248,16 @@ static void bind_all(sqlite3_stmt *st, const struct beneficiary *b, const char *
     sqlite3_bind_text(st, 4, b->account_holder_name, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 5, scheme_of(b->account_identification), -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 6, identification_of(b->account_identification), -1, SQLITE_STATIC);
-    bind_opt(st, 7, k && k->has_bic ? k->bic : NULL);
-    bind_opt(st, 8, k && k->has_routing_number ? k->routing_number : NULL);
-    bind_opt(st, 9, k && k->has_name ? k->name : NULL);
-    bind_opt(st, 10, k && k->has_country ? k->country : NULL);
+    pay_bind_opt(st, 7, k && k->has_bic ? k->bic : NULL);
+    pay_bind_opt(st, 8, k && k->has_routing_number ? k->routing_number : NULL);
+    pay_bind_opt(st, 9, k && k->has_name ? k->name : NULL);
+    pay_bind_opt(st, 10, k && k->has_country ? k->country : NULL);
     sqlite3_bind_text(st, 11, b->currency, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 12, b->country, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 13, beneficiary_type_str(b->beneficiary_type), -1, SQLITE_STATIC);
-    bind_opt(st, 14, b->has_counterparty_id ? b->counterparty_id : NULL);
-    bind_opt(st, 15, b->has_external_id ? b->external_id : NULL);
-    bind_opt(st, 16, b->has_email ? b->email : NULL);
+    pay_bind_opt(st, 14, b->has_counterparty_id ? b->counterparty_id : NULL);
+    pay_bind_opt(st, 15, b->has_external_id ? b->external_id : NULL);
+    pay_bind_opt(st, 16, b->has_email ? b->email : NULL);
     sqlite3_bind_text(st, 17, beneficiary_status_str(b->status), -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 18, verification_status_str(b->verification_status), -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 19, approval_status_str(b->approval_status), -1, SQLITE_STATIC);
@@ -268,7 +269,7 @@ static void bind_all(sqlite3_stmt *st, const struct beneficiary *b, const char *
 
 static int insert(const struct beneficiary *b)
 {
-    char *metadata = metadata_json(b->metadata, b->metadata_count);
+    char *metadata = pay_metadata_json(b->metadata, b->metadata_count);
     sqlite3_stmt *st = storage_prepare(
         "INSERT INTO beneficiaries (" BEN_COLUMNS ") VALUES "
         "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
@@ -290,7 +291,7 @@ out:
  * transaction holds the write lock, so this is a guard, not a race). */
 static int store(const struct beneficiary *b, int64_t old_version)
 {
-    char *metadata = metadata_json(b->metadata, b->metadata_count);
+    char *metadata = pay_metadata_json(b->metadata, b->metadata_count);
     sqlite3_stmt *st = storage_prepare(
         "UPDATE beneficiaries SET id = ?1, workspace_id = ?2, name = ?3, account_holder_name = ?4, "
         "scheme = ?5, identification = ?6, bank_bic = ?7, bank_routing_number = ?8, "
@@ -455,8 +456,8 @@ int payments_list_beneficiaries(struct req *r, const struct payments_list_benefi
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    bind_opt(st, 2, status);
-    bind_opt(st, 3, currency);
+    pay_bind_opt(st, 2, status);
+    pay_bind_opt(st, 3, currency);
     page_bind(&pg, st, 4, 5, 6);
     struct beneficiary_page *page = arena_alloc(&r->arena, sizeof *page);
     page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
@@ -652,7 +653,7 @@ static const char *requested_by(struct req *r, const char *id)
         return NULL;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW)
-        who = column(r, st, 0);
+        who = pay_column(r, st, 0);
     sqlite3_reset(st);
     return who;
 }
@@ -733,7 +734,8 @@ int payments_deny_beneficiary(struct req *r, const struct payments_deny_benefici
     "id, workspace_id, amount, currency, type, priority, originating_account, "              \
     "beneficiary_id, effective_date, remittance_information, external_id, status, "          \
     "approvals_required, approval_round, failure_reason, created_by, metadata, version, "    \
-    "created_at, updated_at, next_step_at, rail_reference, failure_code"
+    "created_at, updated_at, next_step_at, rail_reference, failure_code, batch_id, "          \
+    "batch_position"
 
 
 /* The ISO 20022 status code of a status, where one applies (domain.md §1.1). */
@@ -768,7 +770,7 @@ void pay_set_status(struct pay *x, enum payment_status s)
 }
 
 /* The decisions of the payment's current round, in order. 0 / -1. */
-static int load_approvers(struct req *r, struct pay *x)
+int pay_load_approvers(struct req *r, struct pay *x)
 {
     struct payment_approval *a = arena_alloc(&r->arena, sizeof *a);
     sqlite3_stmt *st = storage_prepare(
@@ -778,71 +780,74 @@ static int load_approvers(struct req *r, struct pay *x)
         return -1;
     sqlite3_bind_text(st, 1, x->p.id, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, x->round);
+    a->required = x->p.approval ? x->p.approval->required : 0;
+    x->p.approval = a;
+    return pay_read_decisions(r, st, a);
+}
+
+int pay_read_decisions(struct req *r, sqlite3_stmt *st, struct payment_approval *a)
+{
     a->approvers = arena_alloc(&r->arena, 20 * sizeof *a->approvers);
+    a->approvers_count = 0;
+    a->received = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && a->approvers_count < 20) {
         struct payment_approver *d = &a->approvers[a->approvers_count++];
-        d->user_id = column(r, st, 0);
-        d->decision = payment_approver_decision_parse(column(r, st, 1));
-        d->reason = column(r, st, 2);
+        d->user_id = pay_column(r, st, 0);
+        d->decision = payment_approver_decision_parse(pay_column(r, st, 1));
+        d->reason = pay_column(r, st, 2);
         d->has_reason = d->reason != NULL;
-        d->decided_at = column(r, st, 3);
+        d->decided_at = pay_column(r, st, 3);
         if (d->decision == PAYMENT_APPROVER_DECISION_APPROVED)
             a->received++;
     }
     sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return db_failed("approvals");
-    a->required = x->p.approval ? x->p.approval->required : 0;
-    x->p.approval = a;
-    return 0;
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_failed("approvals");
 }
 
 static int row_to_pay(struct req *r, sqlite3_stmt *st, struct pay *x)
 {
     struct payment *p = &x->p;
     memset(x, 0, sizeof *x);
-    p->id = column(r, st, 0);
+    p->id = pay_column(r, st, 0);
     p->object = "payment";
-    p->workspace_id = column(r, st, 1);
+    p->workspace_id = pay_column(r, st, 1);
     p->amount = sqlite3_column_int64(st, 2);
-    p->currency = column(r, st, 3);
-    p->type = payment_type_parse(column(r, st, 4));
-    p->priority = payment_priority_parse(column(r, st, 5));
-    p->originating_account = column(r, st, 6);
-    p->beneficiary_id = column(r, st, 7);
-    p->effective_date = column(r, st, 8);
-    p->remittance_information = column(r, st, 9);
+    p->currency = pay_column(r, st, 3);
+    p->type = payment_type_parse(pay_column(r, st, 4));
+    p->priority = payment_priority_parse(pay_column(r, st, 5));
+    p->originating_account = pay_column(r, st, 6);
+    p->beneficiary_id = pay_column(r, st, 7);
+    p->effective_date = pay_column(r, st, 8);
+    p->remittance_information = pay_column(r, st, 9);
     p->has_remittance_information = p->remittance_information != NULL;
-    p->external_id = column(r, st, 10);
+    p->external_id = pay_column(r, st, 10);
     p->has_external_id = p->external_id != NULL;
-    pay_set_status(x, payment_status_parse(column(r, st, 11)));
+    pay_set_status(x, payment_status_parse(pay_column(r, st, 11)));
     p->approval = arena_alloc(&r->arena, sizeof *p->approval);
     p->approval->required = sqlite3_column_int64(st, 12);
     x->round = sqlite3_column_int64(st, 13);
-    p->failure_reason = column(r, st, 14);
+    p->failure_reason = pay_column(r, st, 14);
     p->has_failure_reason = p->failure_reason != NULL;
-    p->created_by = column(r, st, 15);
-    struct beneficiary meta;
-    memset(&meta, 0, sizeof meta);
-    if (metadata_from(r, column(r, st, 16), &meta) != 0)
+    p->created_by = pay_column(r, st, 15);
+    if (pay_metadata_parse(r, pay_column(r, st, 16), &p->metadata, &p->metadata_count) != 0)
         return -1;
-    p->metadata = meta.metadata;
-    p->metadata_count = meta.metadata_count;
     p->version = sqlite3_column_int64(st, 17);
-    p->created_at = column(r, st, 18);
-    p->updated_at = column(r, st, 19);
+    p->created_at = pay_column(r, st, 18);
+    p->updated_at = pay_column(r, st, 19);
     x->has_next_step = sqlite3_column_type(st, 20) != SQLITE_NULL;
     x->next_step_at = sqlite3_column_int64(st, 20);
-    p->rail_reference = column(r, st, 21);
+    p->rail_reference = pay_column(r, st, 21);
     p->has_rail_reference = p->rail_reference != NULL;
-    p->failure_code = column(r, st, 22);
+    p->failure_code = pay_column(r, st, 22);
     p->has_failure_code = p->failure_code != NULL;
+    p->batch_id = pay_column(r, st, 23);
+    p->has_batch_id = p->batch_id != NULL;
     if (!p->type || !p->priority || !p->status) {
         log_error("payments: %s has a value the spec does not know", p->id);
         return -1;
     }
-    return load_approvers(r, x);
+    return pay_load_approvers(r, x);
 }
 
 /* The caller's payment: 1 found, 0 answered (404, or 412 for an If-Match naming another
@@ -913,11 +918,11 @@ static int load_policy(struct req *r, struct approval_policy *pol)
     sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st), ret = 0;
     if (rc == SQLITE_ROW) {
-        const char *tiers = column(r, st, 0);
+        const char *tiers = pay_column(r, st, 0);
         struct json_value *v = NULL;
         struct json_error err;
         pol->version = sqlite3_column_int64(st, 1);
-        pol->updated_at = column(r, st, 2);
+        pol->updated_at = pay_column(r, st, 2);
         if (json_parse(&r->arena, tiers, strlen(tiers), &v, &err) != 0 || v->type != JSON_ARRAY)
             ret = -1;
         else {
@@ -938,7 +943,7 @@ static int load_policy(struct req *r, struct approval_policy *pol)
 }
 
 /* Approvals a payment of amount in currency needs: the largest tier it reaches. -1 failure. */
-static int64_t approvals_needed(struct req *r, const char *currency, int64_t amount)
+int64_t pay_approvals_needed(struct req *r, const char *currency, int64_t amount)
 {
     struct approval_policy pol;
     if (load_policy(r, &pol) != 0)
@@ -1034,40 +1039,41 @@ void pay_today(char out[11])
     out[10] = '\0';
 }
 
-/* Adds a violation for every payment rule p breaks (domain.md §3 rules 15, 16). */
-static int check_payment(struct req *r, const struct payment *p, bool date_given)
+/* Adds a violation, at base's members, for every payment rule p breaks (domain.md §3 rules 15,
+ * 16). 0 / -1. */
+static int check_payment(struct req *r, const struct payment *p, bool date_given, const char *base)
 {
     char day[11];
     pay_today(day);
     if (format_currency_exponent(p->currency) < 0)
-        verr_add(&r->verr, "/currency", NULL, "currency_not_payable",
+        verr_add(&r->verr, base, "currency", "currency_not_payable",
                  "%s has no minor units and cannot be paid", p->currency);
     if (date_given && strcmp(p->effective_date, day) < 0)
-        verr_add(&r->verr, "/effective_date", NULL, "effective_date_in_past",
+        verr_add(&r->verr, base, "effective_date", "effective_date_in_past",
                  "must be today (%s, UTC) or later", day);
     struct beneficiary b;
     switch (load(r, p->beneficiary_id, &b)) {
     case LOAD_FAILED:
         return -1;
     case LOAD_MISSING:
-        verr_add(&r->verr, "/beneficiary_id", NULL, "beneficiary_not_found",
+        verr_add(&r->verr, base, "beneficiary_id", "beneficiary_not_found",
                  "no beneficiary %s in this workspace", p->beneficiary_id);
         return 0;
     }
     if (b.status == BENEFICIARY_STATUS_ARCHIVED)
-        verr_add(&r->verr, "/beneficiary_id", NULL, "beneficiary_archived", "%s is archived",
+        verr_add(&r->verr, base, "beneficiary_id", "beneficiary_archived", "%s is archived",
                  b.id);
     else if (b.approval_status != APPROVAL_STATUS_APPROVED)
-        verr_add(&r->verr, "/beneficiary_id", NULL, "beneficiary_not_approved",
+        verr_add(&r->verr, base, "beneficiary_id", "beneficiary_not_approved",
                  "%s is %s; payments need an approved beneficiary", b.id,
                  approval_status_str(b.approval_status));
     if (strcmp(b.currency, p->currency) != 0)
-        verr_add(&r->verr, "/currency", NULL, "currency_mismatch",
+        verr_add(&r->verr, base, "currency", "currency_mismatch",
                  "the beneficiary is paid in %s", b.currency);
     return 0;
 }
 
-static int payment_external_id_taken(struct req *r, const char *external_id, const char *except,
+int pay_external_id_taken(struct req *r, const char *external_id, const char *except,
                                      bool *taken)
 {
     sqlite3_stmt *st = storage_prepare(
@@ -1087,17 +1093,18 @@ static int payment_external_id_taken(struct req *r, const char *external_id, con
 int pay_save(const struct pay *x, bool insert, int64_t old_version)
 {
     const struct payment *p = &x->p;
-    char *metadata = metadata_json(p->metadata, p->metadata_count);
+    char *metadata = pay_metadata_json(p->metadata, p->metadata_count);
     sqlite3_stmt *st = storage_prepare(
         insert ? "INSERT INTO payments (" PAY_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                 "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)"
+                 "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, "
+                 "?26)"
                : "UPDATE payments SET amount = ?3, currency = ?4, type = ?5, priority = ?6, "
                  "originating_account = ?7, beneficiary_id = ?8, effective_date = ?9, "
                  "remittance_information = ?10, external_id = ?11, status = ?12, "
                  "approvals_required = ?13, approval_round = ?14, failure_reason = ?15, "
                  "metadata = ?17, version = ?18, updated_at = ?20, next_step_at = ?21, "
                  "rail_reference = ?22, failure_code = ?23 "
-                 "WHERE id = ?1 AND workspace_id = ?2 AND version = ?24");
+                 "WHERE id = ?1 AND workspace_id = ?2 AND version = ?25");
     int ret = -1;
     if (!st)
         goto out;
@@ -1110,12 +1117,12 @@ int pay_save(const struct pay *x, bool insert, int64_t old_version)
     sqlite3_bind_text(st, 7, p->originating_account, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 8, p->beneficiary_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 9, p->effective_date, -1, SQLITE_STATIC);
-    bind_opt(st, 10, p->has_remittance_information ? p->remittance_information : NULL);
-    bind_opt(st, 11, p->has_external_id ? p->external_id : NULL);
+    pay_bind_opt(st, 10, p->has_remittance_information ? p->remittance_information : NULL);
+    pay_bind_opt(st, 11, p->has_external_id ? p->external_id : NULL);
     sqlite3_bind_text(st, 12, payment_status_str(p->status), -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 13, p->approval->required);
     sqlite3_bind_int64(st, 14, x->round);
-    bind_opt(st, 15, p->has_failure_reason ? p->failure_reason : NULL);
+    pay_bind_opt(st, 15, p->has_failure_reason ? p->failure_reason : NULL);
     sqlite3_bind_text(st, 16, p->created_by, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 17, metadata, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 18, p->version);
@@ -1125,10 +1132,13 @@ int pay_save(const struct pay *x, bool insert, int64_t old_version)
         sqlite3_bind_int64(st, 21, x->next_step_at);
     else
         sqlite3_bind_null(st, 21);
-    bind_opt(st, 22, p->has_rail_reference ? p->rail_reference : NULL);
-    bind_opt(st, 23, p->has_failure_code ? p->failure_code : NULL);
+    pay_bind_opt(st, 22, p->has_rail_reference ? p->rail_reference : NULL);
+    pay_bind_opt(st, 23, p->has_failure_code ? p->failure_code : NULL);
+    pay_bind_opt(st, 24, p->has_batch_id ? p->batch_id : NULL); /* set once, by the INSERT */
+    if (insert && p->has_batch_id)
+        sqlite3_bind_int64(st, 26, x->batch_position);
     if (!insert)
-        sqlite3_bind_int64(st, 24, old_version);
+        sqlite3_bind_int64(st, 25, old_version);
     if (sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(storage_db()) == 1)
         ret = 0;
     else
@@ -1149,11 +1159,9 @@ void pay_touch(struct req *r, struct payment *p)
 
 /* ---- operations ---- */
 
-int payments_create_payment(struct req *r, const struct payments_create_payment_request *in,
-                            struct payments_create_payment_response *out)
+int pay_from_create(struct req *r, const struct payment_create *c, const char *base,
+                    struct pay *x)
 {
-    const struct payment_create *c = in->body;
-    struct pay *x = arena_alloc(&r->arena, sizeof *x);
     struct payment *p = &x->p;
     char now[40], day[11];
     format_now_rfc3339(now, sizeof now);
@@ -1181,17 +1189,25 @@ int payments_create_payment(struct req *r, const struct payments_create_payment_
     x->round = 1;
 
     if (c->has_funding_conversion_id)
-        verr_add(&r->verr, "/funding_conversion_id", NULL, "conversion_not_found",
+        verr_add(&r->verr, base, "funding_conversion_id", "conversion_not_found",
                  "no conversion %s exists (conversions are not served yet)",
                  c->funding_conversion_id);
-    if (check_payment(r, p, c->has_effective_date) != 0)
+    return check_payment(r, p, c->has_effective_date, base);
+}
+
+int payments_create_payment(struct req *r, const struct payments_create_payment_request *in,
+                            struct payments_create_payment_response *out)
+{
+    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment *p = &x->p;
+    if (pay_from_create(r, in->body, "", x) != 0)
         return -1;
     if (r->verr.count > 0) {
         req_problem_validation(r, 422, "The payment breaks a payment rule.");
         return 0;
     }
     bool taken = false;
-    if (p->has_external_id && payment_external_id_taken(r, p->external_id, NULL, &taken) != 0)
+    if (p->has_external_id && pay_external_id_taken(r, p->external_id, NULL, &taken) != 0)
         return -1;
     if (taken) {
         req_problem(r, 409, "duplicate_external_id",
@@ -1199,7 +1215,7 @@ int payments_create_payment(struct req *r, const struct payments_create_payment_
                     p->external_id);
         return 0;
     }
-    int64_t need = approvals_needed(r, p->currency, p->amount);
+    int64_t need = pay_approvals_needed(r, p->currency, p->amount);
     if (need < 0)
         return -1;
     p->approval->required = need;
@@ -1255,13 +1271,14 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
     const char *created_gte = utc(r, in->has_created_gte, in->created_gte);
     const char *created_lt = utc(r, in->has_created_lt, in->created_lt);
     const char *filters = arena_printf(
-        &r->arena, "payments&w=%s&s=%s&c=%s&b=%s&a=%lld-%lld&ct=%s-%s&ed=%s-%s",
+        &r->arena, "payments&w=%s&s=%s&c=%s&b=%s&a=%lld-%lld&ct=%s-%s&ed=%s-%s&pb=%s",
         r->principal.workspace_id, status ? status : "", in->has_currency ? in->currency : "",
         in->has_beneficiary_id ? in->beneficiary_id : "",
         (long long)(in->has_amount_gte ? in->amount_gte : 0),
         (long long)(in->has_amount_lt ? in->amount_lt : 0), created_gte ? created_gte : "",
         created_lt ? created_lt : "", in->has_effective_date_gte ? in->effective_date_gte : "",
-        in->has_effective_date_lt ? in->effective_date_lt : "");
+        in->has_effective_date_lt ? in->effective_date_lt : "",
+        in->has_batch_id ? in->batch_id : "");
     struct page pg;
     if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
@@ -1271,15 +1288,15 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
         "AND (?4 IS NULL OR beneficiary_id = ?4) AND (?5 IS NULL OR amount >= ?5) "
         "AND (?6 IS NULL OR amount < ?6) AND (?7 IS NULL OR created_at >= ?7) "
         "AND (?8 IS NULL OR created_at < ?8) AND (?9 IS NULL OR effective_date >= ?9) "
-        "AND (?10 IS NULL OR effective_date < ?10) "
+        "AND (?10 IS NULL OR effective_date < ?10) AND (?14 IS NULL OR batch_id = ?14) "
         "AND (?11 IS NULL OR created_at < ?11 OR (created_at = ?11 AND id < ?12)) "
         "ORDER BY created_at DESC, id DESC LIMIT ?13");
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    bind_opt(st, 2, status);
-    bind_opt(st, 3, in->has_currency ? in->currency : NULL);
-    bind_opt(st, 4, in->has_beneficiary_id ? in->beneficiary_id : NULL);
+    pay_bind_opt(st, 2, status);
+    pay_bind_opt(st, 3, in->has_currency ? in->currency : NULL);
+    pay_bind_opt(st, 4, in->has_beneficiary_id ? in->beneficiary_id : NULL);
     if (in->has_amount_gte)
         sqlite3_bind_int64(st, 5, in->amount_gte);
     else
@@ -1288,10 +1305,11 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
         sqlite3_bind_int64(st, 6, in->amount_lt);
     else
         sqlite3_bind_null(st, 6);
-    bind_opt(st, 7, created_gte);
-    bind_opt(st, 8, created_lt);
-    bind_opt(st, 9, in->has_effective_date_gte ? in->effective_date_gte : NULL);
-    bind_opt(st, 10, in->has_effective_date_lt ? in->effective_date_lt : NULL);
+    pay_bind_opt(st, 7, created_gte);
+    pay_bind_opt(st, 8, created_lt);
+    pay_bind_opt(st, 9, in->has_effective_date_gte ? in->effective_date_gte : NULL);
+    pay_bind_opt(st, 10, in->has_effective_date_lt ? in->effective_date_lt : NULL);
+    pay_bind_opt(st, 14, in->has_batch_id ? in->batch_id : NULL);
     page_bind(&pg, st, 11, 12, 13);
     struct payment_page *page = arena_alloc(&r->arena, sizeof *page);
     page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
@@ -1305,6 +1323,18 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
     out->status = 200;
     out->body_200 = page;
     return 0;
+}
+
+/* 1 (answered 409 part_of_batch) when p belongs to a batch: the batch decides for it. */
+static int part_of_batch(struct req *r, const struct payment *p)
+{
+    if (!p->has_batch_id)
+        return 0;
+    req_problem(r, 409, "part_of_batch",
+                "Payment %s belongs to batch %s, which is approved, denied or cancelled as a "
+                "whole (/v1/payments/batches/%s); its items cannot be changed one by one.",
+                p->id, p->batch_id, p->batch_id);
+    return 1;
 }
 
 static bool editable(enum payment_status s)
@@ -1328,6 +1358,8 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
         return found;
     struct payment *p = &x->p;
     enum payment_status before = p->status;
+    if (part_of_batch(r, p))
+        return 0;
     if (!editable(p->status)) {
         req_problem(r, 409, "payment_not_editable",
                     "Payment %s is %s; only pending_approval, approved or scheduled payments "
@@ -1365,14 +1397,14 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
         p->metadata = u->metadata;
         p->metadata_count = u->metadata_count;
     }
-    if (check_payment(r, p, u->has_effective_date) != 0)
+    if (check_payment(r, p, u->has_effective_date, "") != 0)
         return -1;
     if (r->verr.count > 0) {
         req_problem_validation(r, 422, "The changed payment breaks a payment rule.");
         return 0;
     }
     bool taken = false;
-    if (p->has_external_id && payment_external_id_taken(r, p->external_id, p->id, &taken) != 0)
+    if (p->has_external_id && pay_external_id_taken(r, p->external_id, p->id, &taken) != 0)
         return -1;
     if (taken) {
         req_problem(r, 409, "duplicate_external_id",
@@ -1382,7 +1414,7 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
     }
     if (reevaluate) {
         /* Earlier approvals were for another payment: a new round starts from none. */
-        int64_t need = approvals_needed(r, p->currency, p->amount);
+        int64_t need = pay_approvals_needed(r, p->currency, p->amount);
         if (need < 0)
             return -1;
         x->round++;
@@ -1429,34 +1461,63 @@ static int add_decision(struct req *r, const struct pay *x, const char *decision
     sqlite3_bind_int64(st, 2, x->round);
     sqlite3_bind_text(st, 3, r->principal.user_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, decision, -1, SQLITE_STATIC);
-    bind_opt(st, 5, reason);
+    pay_bind_opt(st, 5, reason);
     sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : db_failed("decision");
 }
 
-/* The checks every decision shares: pending, not the creator, not twice. 1 go on, 0 answered. */
-static int may_decide(struct req *r, const struct pay *x, const char *action)
+int pay_may_decide(struct req *r, const char *what, const char *created_by,
+                   const struct payment_approval *a)
 {
-    const struct payment *p = &x->p;
-    if (p->status != PAYMENT_STATUS_PENDING_APPROVAL) {
-        invalid_transition(r, p, action, "pending_approval");
-        return 0;
-    }
-    if (strcmp(p->created_by, r->principal.user_id) == 0) {
+    if (strcmp(created_by, r->principal.user_id) == 0) {
         req_problem(r, 403, "self_approval",
-                    "You created payment %s; someone else must approve or deny it.", p->id);
+                    "You created %s; someone else must approve or deny it.", what);
         return 0;
     }
-    for (size_t i = 0; i < p->approval->approvers_count; i++) {
-        if (strcmp(p->approval->approvers[i].user_id, r->principal.user_id) == 0) {
+    for (size_t i = 0; i < a->approvers_count; i++) {
+        if (strcmp(a->approvers[i].user_id, r->principal.user_id) == 0) {
             req_problem(r, 409, "already_approved",
-                        "You already decided on payment %s; one user decides once.", p->id);
+                        "You already decided on %s; one user decides once.", what);
             return 0;
         }
     }
     return 1;
+}
+
+int pay_within_limit(struct req *r, const char *what, const char *currency, int64_t amount)
+{
+    char role[64];
+    int64_t limit = 0;
+    bool limited = false;
+    int has_role = admin_principal_role(r->principal.workspace_id, r->principal.user_id, role,
+                                        sizeof role);
+    if (has_role < 0 || (has_role && admin_role_approval_limit(r->principal.workspace_id, role,
+                                                               currency, &limit, &limited) != 0))
+        return -1;
+    if (limited && amount > limit) {
+        req_problem(r, 403, "approval_limit_exceeded",
+                    "Your role %s may approve at most %lld (minor units) in %s; %s is %lld.", role,
+                    (long long)limit, currency, what, (long long)amount);
+        return 0;
+    }
+    return 1;
+}
+
+/* The checks every decision on a payment shares: not a batch item, pending, and the people
+ * rules. 1 go on, 0 answered. */
+static int may_decide(struct req *r, const struct pay *x, const char *action)
+{
+    const struct payment *p = &x->p;
+    if (part_of_batch(r, p))
+        return 0;
+    if (p->status != PAYMENT_STATUS_PENDING_APPROVAL) {
+        invalid_transition(r, p, action, "pending_approval");
+        return 0;
+    }
+    return pay_may_decide(r, arena_printf(&r->arena, "payment %s", p->id), p->created_by,
+                          p->approval);
 }
 
 int payments_approve_payment(struct req *r, const struct payments_approve_payment_request *in,
@@ -1467,23 +1528,9 @@ int payments_approve_payment(struct req *r, const struct payments_approve_paymen
     if (found <= 0 || (found = may_decide(r, x, "approved")) <= 0)
         return found;
     struct payment *p = &x->p;
-    char role[64];
-    int64_t limit = 0;
-    bool limited = false;
-    int has_role = admin_principal_role(r->principal.workspace_id, r->principal.user_id, role,
-                                        sizeof role);
-    if (has_role < 0 || (has_role && admin_role_approval_limit(r->principal.workspace_id, role,
-                                                               p->currency, &limit,
-                                                               &limited) != 0))
-        return -1;
-    if (limited && p->amount > limit) {
-        req_problem(r, 403, "approval_limit_exceeded",
-                    "Your role %s may approve at most %lld (minor units) in %s; this payment is "
-                    "%lld.",
-                    role, (long long)limit, p->currency, (long long)p->amount);
-        return 0;
-    }
-    if (add_decision(r, x, "approved", NULL) != 0 || load_approvers(r, x) != 0)
+    if ((found = pay_within_limit(r, "this payment", p->currency, p->amount)) <= 0)
+        return found;
+    if (add_decision(r, x, "approved", NULL) != 0 || pay_load_approvers(r, x) != 0)
         return -1;
     bool complete = p->approval->received >= p->approval->required;
     if (complete)
@@ -1510,7 +1557,7 @@ int payments_deny_payment(struct req *r, const struct payments_deny_payment_requ
     if (found <= 0 || (found = may_decide(r, x, "denied")) <= 0)
         return found;
     struct payment *p = &x->p;
-    if (add_decision(r, x, "denied", in->body->reason) != 0 || load_approvers(r, x) != 0)
+    if (add_decision(r, x, "denied", in->body->reason) != 0 || pay_load_approvers(r, x) != 0)
         return -1;
     pay_set_status(x, PAYMENT_STATUS_DENIED);
     int64_t old_version = p->version;
@@ -1534,6 +1581,8 @@ int payments_cancel_payment(struct req *r, const struct payments_cancel_payment_
         return found;
     struct payment *p = &x->p;
     enum payment_status before = p->status;
+    if (part_of_batch(r, p))
+        return 0;
     if (!editable(p->status)) {
         invalid_transition(r, p, "cancelled", "pending_approval, approved or scheduled");
         return 0;
@@ -1569,23 +1618,23 @@ static int event_row(struct req *r, sqlite3_stmt *st, void *item)
     struct event *e = &it->e;
     struct json_value *v = NULL;
     struct json_error err;
-    const char *data = column(r, st, 4);
+    const char *data = pay_column(r, st, 4);
     if (!data || json_parse(&r->arena, data, strlen(data), &v, &err) != 0 ||
         !json_get(v, "object"))
         return -1;
-    e->id = column(r, st, 0);
+    e->id = pay_column(r, st, 0);
     e->object = "event";
-    e->type = column(r, st, 1);
-    e->created_at = column(r, st, 2);
+    e->type = pay_column(r, st, 1);
+    e->created_at = pay_column(r, st, 2);
     e->api_version = OUTBOX_API_VERSION;
-    e->workspace_id = column(r, st, 3);
+    e->workspace_id = pay_column(r, st, 3);
     e->data = arena_alloc(&r->arena, sizeof *e->data);
     e->data->object = json_get(v, "object");
     e->request = arena_alloc(&r->arena, sizeof *e->request);
-    e->request->id = column(r, st, 5);
-    e->request->idempotency_key = column(r, st, 6);
+    e->request->id = pay_column(r, st, 5);
+    e->request->idempotency_key = pay_column(r, st, 6);
     e->request->has_idempotency_key = e->request->idempotency_key != NULL;
-    it->seq = column(r, st, 7);
+    it->seq = pay_column(r, st, 7);
     return 0;
 }
 
@@ -1610,7 +1659,7 @@ int payments_list_payment_events(struct req *r,
         return -1;
     sqlite3_bind_text(st, 1, x->p.id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
-    bind_opt(st, 3, pg.after_key);
+    pay_bind_opt(st, 3, pg.after_key);
     sqlite3_bind_int64(st, 4, in->limit + 1);
     struct event_item *items = arena_alloc(&r->arena, (size_t)in->limit * sizeof *items);
     if (page_fill(r, &pg, st, items, sizeof *items, event_row) != 0)

@@ -309,6 +309,37 @@ static const char settlement_sql[] =
     "UPDATE payments SET next_step_at = 0 WHERE status IN ('approved', 'scheduled');\n"
     "CREATE INDEX payments_due_idx ON payments (next_step_at) WHERE next_step_at IS NOT NULL;\n";
 
+/* Batches of payments (handlers/payments_batches.c): decided as a whole (batch_approvals), their
+ * items are payments with batch_id and their place in the batch. */
+static const char batches_sql[] =
+    "CREATE TABLE payment_batches (\n"
+    "    id TEXT PRIMARY KEY,\n"
+    "    workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+    "    status TEXT NOT NULL CHECK (status IN ('pending_approval', 'approved', 'denied', "
+    "'cancelled')),\n"
+    "    item_count INTEGER NOT NULL CHECK (item_count BETWEEN 1 AND 1000),\n"
+    "    approvals_required INTEGER NOT NULL,\n"
+    "    created_by TEXT NOT NULL,\n"
+    "    external_id TEXT,\n"
+    "    metadata TEXT NOT NULL DEFAULT '{}',\n"
+    "    version INTEGER NOT NULL,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    updated_at TEXT NOT NULL,\n"
+    "    UNIQUE (workspace_id, external_id)\n"
+    ");\n"
+    "CREATE TABLE batch_approvals (\n"
+    "    batch_id TEXT NOT NULL REFERENCES payment_batches(id),\n"
+    "    user_id TEXT NOT NULL,\n"
+    "    decision TEXT NOT NULL CHECK (decision IN ('approved', 'denied')),\n"
+    "    reason TEXT,\n"
+    "    decided_at TEXT NOT NULL,\n"
+    "    PRIMARY KEY (batch_id, user_id)\n"
+    ");\n"
+    "ALTER TABLE payments ADD COLUMN batch_id TEXT REFERENCES payment_batches(id);\n"
+    "ALTER TABLE payments ADD COLUMN batch_position INTEGER;\n"
+    "CREATE INDEX payments_batch_idx ON payments (batch_id, batch_position) "
+    "WHERE batch_id IS NOT NULL;\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
@@ -319,6 +350,7 @@ const struct migration migrations_list[] = {
     {7, "mfa", mfa_sql},
     {8, "payments", payments_sql},
     {9, "settlement", settlement_sql},
+    {10, "batches", batches_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

@@ -41,6 +41,7 @@
     X("invalid_transition", "Invalid state transition")               \
     X("payment_not_editable", "Payment can no longer be changed")     \
     X("not_creator", "Not the creator")                               \
+    X("part_of_batch", "Part of a batch")                             \
     X("precondition_required", "Precondition required")               \
     X("insufficient_scope", "Insufficient scope")                     \
     X("not_found", "Resource not found")                              \

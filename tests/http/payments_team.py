@@ -1,6 +1,8 @@
 """Payments test helpers: a workspace team (an owner who pays, three approvers) and the
 event timeline of a payment."""
 
+import threading
+import time
 import uuid
 
 from conftest import USER_PASSWORD
@@ -58,3 +60,31 @@ class Team:
 def events(client, pay_id):
     return [e["type"] for e in assert_json(client.get(PAY + "/%s/events?limit=100" % pay_id),
                                            200)["data"]]
+
+
+def race(clients, method, url):
+    """Sends the same request from every client at once; their responses."""
+    results, go = [], threading.Barrier(len(clients))
+
+    def send(c):
+        go.wait()
+        results.append(getattr(c, method)(url))
+
+    threads = [threading.Thread(target=send, args=(c,)) for c in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    return results
+
+
+def wait_status(client, url, statuses, timeout=15.0):
+    """Polls the resource at url until its status is one of statuses (bounded in time)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        res = assert_json(client.get(url), 200)
+        if res["status"] in statuses:
+            return res
+        assert time.monotonic() < deadline, "%s still %s after %.0f s" % (
+            url, res["status"], timeout)
+        time.sleep(0.02)

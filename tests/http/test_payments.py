@@ -6,15 +6,13 @@ and workspace isolation."""
 
 import contextlib
 import sqlite3
-import threading
 import uuid
 
 import pytest
 
 from conftest import Servers
-from helpers import (ETAG, assert_json, assert_problem, assert_validation, beneficiary,
-                     create_beneficiary)
-from payments_team import BEN, PAY, POLICY, Team, events
+from helpers import ETAG, assert_json, assert_problem, assert_validation, create_beneficiary
+from payments_team import BEN, PAY, POLICY, Team, events, race
 
 
 @pytest.fixture(scope="module")
@@ -176,17 +174,7 @@ def test_two_approvers_racing_on_the_last_approval_make_one_approved_event(serve
         p = assert_json(team.pay(team.beneficiary(), 7000), 201)
         url = PAY + "/" + p["id"] + "/approve"
         assert team.approvers[0].put(url).status == 200
-        results, go = [], threading.Barrier(2)
-
-        def approve(c):
-            go.wait()
-            results.append(c.put(url))
-
-        threads = [threading.Thread(target=approve, args=(c,)) for c in team.approvers[1:]]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=30)
+        results = race(team.approvers[1:], "put", url)
         assert sorted(r.status for r in results) == [200, 409], [r.status for r in results]
         assert events(team.owner, p["id"]).count("payment.approved") == 1
 
@@ -307,8 +295,10 @@ def test_filters_combine_and_pages_walk_every_match(server):
 
     assert len(walk("")) == 10
     assert {p["currency"] for p in walk("&currency=GBP")} == {"GBP"}
-    assert [p["amount"] for p in walk("&currency=EUR&amount_gte=300&amount_lt=600")] == \
-        [500, 400, 300]
+    mid = walk("&currency=EUR&amount_gte=300&amount_lt=600")
+    assert sorted(p["amount"] for p in mid) == [300, 400, 500]
+    # newest first; payments made in the same millisecond follow their ids
+    assert mid == sorted(mid, key=lambda p: (p["created_at"], p["id"]), reverse=True)
     assert [p["id"] for p in walk("&status=cancelled")] == [made[0]["id"]]
     assert len(walk("&beneficiary_id=" + gbp["id"])) == 3
     first = made[0]["created_at"]

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import Servers
 from helpers import assert_json, assert_problem
-from payments_team import PAY, Team, events
+from payments_team import PAY, Team, events, wait_status
 
 FAST = {"TREASURY_SETTLEMENT_INTERVAL_MS": 20, "TREASURY_SANDBOX_RAIL_DELAY_MS": 150}
 FINAL = {"completed", "failed", "returned", "cancelled", "denied"}
@@ -36,16 +36,8 @@ def team(server):
     return t
 
 
-def wait_for(client, pay_id, statuses, timeout=15.0):
-    """Polls the payment until its status is one of statuses (bounded in time)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        p = assert_json(client.get(PAY + "/" + pay_id), 200)
-        if p["status"] in statuses:
-            return p
-        assert time.monotonic() < deadline, "%s still %s after %.0f s" % (
-            pay_id, p["status"], timeout)
-        time.sleep(0.02)
+def wait_for(client, pay_id, statuses):
+    return wait_status(client, PAY + "/" + pay_id, statuses)
 
 
 def audit_rows(server, pay_id):

@@ -102,7 +102,8 @@ static void test_open_creates_database_with_every_table(void)
                     "'schema_migrations', 'ratelimit_state', 'idempotency_keys', "
                     "'refresh_tokens', 'roles', 'service_accounts', 'service_account_tokens', "
                     "'invitations', 'mfa_recovery_codes', 'payments', 'payment_approvals', "
-                    "'approval_policies', 'events', 'audit_events')") == 19);
+                    "'approval_policies', 'events', 'audit_events', 'payment_batches', "
+                    "'batch_approvals')") == 21);
     CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
                     "name = 'beneficiaries_list_idx'") == 1);
     done();

@@ -1,0 +1,617 @@
+/* Batches of payments (domain.md §1.2): 1 to 1000 payments ordered together, all or nothing,
+ * then approved, denied or cancelled as a whole, the approval policy applied to each
+ * currency's total. The items are ordinary payments (batch_id set) that the settlement worker
+ * moves one by one; once approved, the batch's group status follows them. Every change writes
+ * the batch's event and each item's, with their audit records, in one transaction. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generated/scopes.h"
+#include "handlers/payments.h"
+#include "runtime/audit.h"
+#include "runtime/format.h"
+#include "runtime/id.h"
+#include "runtime/jsonw.h"
+#include "runtime/log.h"
+#include "runtime/outbox.h"
+#include "runtime/storage.h"
+
+#define BATCH_PATH "/v1/payments/batches"
+#define MAX_SAFE_AMOUNT INT64_C(9007199254740991)
+
+#define BATCH_COLUMNS                                                                          \
+    "id, workspace_id, status, item_count, approvals_required, created_by, external_id, "     \
+    "metadata, version, created_at, updated_at"
+
+/* A batch with what the API shows differently: the status decided on it (pending_approval,
+ * approved, denied, cancelled), from which the group status is derived. */
+struct batch {
+    struct payment_batch b;
+    enum payment_batch_status decided;
+};
+
+static int db_failed(const char *what)
+{
+    log_error("payment batches: %s failed: %s", what, sqlite3_errmsg(storage_db()));
+    return -1;
+}
+
+/* ---- reading ----------------------------------------------------------------------------- */
+
+static int by_currency(const void *a, const void *b)
+{
+    return strcmp(((const struct payment_batch_total *)a)->currency,
+                  ((const struct payment_batch_total *)b)->currency);
+}
+
+/* Totals per currency (sorted by code) and counts per status, from the items. 0, or 1 when a
+ * currency's total passes the largest safe amount (the caller refuses the batch). */
+static int summarize(struct req *r, struct payment_batch *b)
+{
+    b->totals = arena_alloc(&r->arena, b->items_count * sizeof *b->totals);
+    b->totals_count = 0;
+    int64_t counts[PAYMENT_STATUS_CANCELLED + 1] = {0};
+    int over = 0;
+    for (size_t i = 0; i < b->items_count; i++) {
+        const struct payment_batch_item *it = &b->items[i];
+        struct payment_batch_total *t = NULL;
+        for (size_t k = 0; k < b->totals_count && !t; k++)
+            if (strcmp(b->totals[k].currency, it->currency) == 0)
+                t = &b->totals[k];
+        if (!t) {
+            t = &b->totals[b->totals_count++];
+            t->currency = it->currency;
+            t->amount = 0;
+            t->count = 0;
+        }
+        t->count++;
+        if (it->amount > MAX_SAFE_AMOUNT - t->amount) /* both are at most 2^53 - 1 */
+            over = 1;
+        else
+            t->amount += it->amount;
+        if (it->status >= PAYMENT_STATUS_PENDING_APPROVAL && it->status <= PAYMENT_STATUS_CANCELLED)
+            counts[it->status]++;
+    }
+    qsort(b->totals, b->totals_count, sizeof *b->totals, by_currency);
+    b->counts_by_status = arena_alloc(&r->arena, PAYMENT_STATUS_CANCELLED * sizeof
+                                                     *b->counts_by_status);
+    b->counts_by_status_count = 0;
+    for (int s = PAYMENT_STATUS_PENDING_APPROVAL; s <= PAYMENT_STATUS_CANCELLED; s++) {
+        if (counts[s] == 0)
+            continue;
+        b->counts_by_status[b->counts_by_status_count].key = payment_status_str(s);
+        b->counts_by_status[b->counts_by_status_count++].value = counts[s];
+    }
+    return over;
+}
+
+/* The group status of an approved batch, from its items (PaymentBatchStatus in the spec). */
+static enum payment_batch_status group_status(const struct payment_batch *b)
+{
+    size_t waiting = 0, on_rail = 0, completed = 0, ended = 0;
+    for (size_t i = 0; i < b->items_count; i++) {
+        switch (b->items[i].status) {
+        case PAYMENT_STATUS_PROCESSING:
+        case PAYMENT_STATUS_SENT:
+            on_rail++;
+            break;
+        case PAYMENT_STATUS_COMPLETED:
+            completed++;
+            break;
+        case PAYMENT_STATUS_FAILED:
+        case PAYMENT_STATUS_RETURNED:
+            ended++;
+            break;
+        default: /* approved, scheduled */
+            waiting++;
+        }
+    }
+    if (on_rail > 0 || (waiting > 0 && completed + ended > 0))
+        return PAYMENT_BATCH_STATUS_PROCESSING;
+    if (waiting > 0)
+        return PAYMENT_BATCH_STATUS_APPROVED;
+    return completed == b->items_count ? PAYMENT_BATCH_STATUS_COMPLETED
+           : completed == 0            ? PAYMENT_BATCH_STATUS_FAILED
+                                       : PAYMENT_BATCH_STATUS_PARTIALLY_COMPLETED;
+}
+
+static int load_items(struct req *r, struct payment_batch *b)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT id, status, amount, currency, beneficiary_id, external_id, failure_code "
+        "FROM payments WHERE batch_id = ? ORDER BY batch_position");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
+    b->items = arena_alloc(&r->arena, (size_t)b->item_count * sizeof *b->items);
+    b->items_count = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && b->items_count < (size_t)b->item_count) {
+        struct payment_batch_item *it = &b->items[b->items_count++];
+        it->payment_id = pay_column(r, st, 0);
+        it->status = payment_status_parse(pay_column(r, st, 1));
+        it->amount = sqlite3_column_int64(st, 2);
+        it->currency = pay_column(r, st, 3);
+        it->beneficiary_id = pay_column(r, st, 4);
+        it->external_id = pay_column(r, st, 5);
+        it->has_external_id = it->external_id != NULL;
+        it->failure_code = pay_column(r, st, 6);
+        it->has_failure_code = it->failure_code != NULL;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        return db_failed("items");
+    if (b->items_count != (size_t)b->item_count) {
+        log_error("payment batches: %s has %zu items, not %lld", b->id, b->items_count,
+                  (long long)b->item_count);
+        return -1;
+    }
+    return 0;
+}
+
+static int load_decisions(struct req *r, struct payment_batch *b)
+{
+    struct payment_approval *a = b->approval;
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT user_id, decision, reason, decided_at FROM batch_approvals WHERE batch_id = ? "
+        "ORDER BY decided_at, user_id");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
+    return pay_read_decisions(r, st, a);
+}
+
+/* Fills the API's view from what is stored (items, decisions, totals, group status). */
+static int complete(struct req *r, struct batch *x)
+{
+    struct payment_batch *b = &x->b;
+    if (load_items(r, b) != 0 || load_decisions(r, b) != 0)
+        return -1;
+    summarize(r, b);
+    b->status = x->decided == PAYMENT_BATCH_STATUS_APPROVED ? group_status(b) : x->decided;
+    return 0;
+}
+
+/* r's workspace's batch id: 1 found, 0 answered 404, -1 failure. */
+static int batch_load(struct req *r, const char *id, struct batch *x)
+{
+    memset(x, 0, sizeof *x);
+    if (!id_valid(id, "pbt")) {
+        req_problem(r, 404, "not_found", "No payment batch %s in this workspace.", id);
+        return 0;
+    }
+    sqlite3_stmt *st = storage_prepare("SELECT " BATCH_COLUMNS " FROM payment_batches "
+                                       "WHERE id = ? AND workspace_id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
+    struct payment_batch *b = &x->b;
+    int rc = sqlite3_step(st), ret = 1;
+    if (rc == SQLITE_ROW) {
+        b->id = pay_column(r, st, 0);
+        b->object = "payment_batch";
+        b->workspace_id = pay_column(r, st, 1);
+        x->decided = payment_batch_status_parse(pay_column(r, st, 2));
+        b->item_count = sqlite3_column_int64(st, 3);
+        b->approval = arena_alloc(&r->arena, sizeof *b->approval);
+        b->approval->required = sqlite3_column_int64(st, 4);
+        b->created_by = pay_column(r, st, 5);
+        b->external_id = pay_column(r, st, 6);
+        b->has_external_id = b->external_id != NULL;
+        if (pay_metadata_parse(r, pay_column(r, st, 7), &b->metadata, &b->metadata_count) != 0)
+            ret = -1;
+        b->version = sqlite3_column_int64(st, 8);
+        b->created_at = pay_column(r, st, 9);
+        b->updated_at = pay_column(r, st, 10);
+    } else {
+        ret = rc == SQLITE_DONE ? 0 : db_failed("load");
+    }
+    sqlite3_reset(st);
+    if (ret == 0)
+        req_problem(r, 404, "not_found", "No payment batch %s in this workspace.", id);
+    if (ret == 1 && (!x->decided || complete(r, x) != 0))
+        ret = -1;
+    return ret;
+}
+
+/* ---- writing ----------------------------------------------------------------------------- */
+
+static int batch_insert(const struct batch *x)
+{
+    const struct payment_batch *b = &x->b;
+    char *metadata = pay_metadata_json(b->metadata, b->metadata_count);
+    sqlite3_stmt *st = storage_prepare("INSERT INTO payment_batches (" BATCH_COLUMNS
+                                       ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    int ret = -1;
+    if (st && metadata) {
+        sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, b->workspace_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, payment_batch_status_str(x->decided), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, b->item_count);
+        sqlite3_bind_int64(st, 5, b->approval->required);
+        sqlite3_bind_text(st, 6, b->created_by, -1, SQLITE_STATIC);
+        pay_bind_opt(st, 7, b->has_external_id ? b->external_id : NULL);
+        sqlite3_bind_text(st, 8, metadata, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 9, b->version);
+        sqlite3_bind_text(st, 10, b->created_at, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 11, b->updated_at, -1, SQLITE_STATIC);
+        ret = sqlite3_step(st) == SQLITE_DONE ? 0 : db_failed("insert");
+        sqlite3_reset(st);
+    }
+    free(metadata);
+    return ret;
+}
+
+/* A new version of the batch with decided status s. 0 / -1. */
+static int batch_set(struct req *r, struct batch *x, enum payment_batch_status s)
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    sqlite3_stmt *st = storage_prepare(
+        "UPDATE payment_batches SET status = ?, version = version + 1, updated_at = ? "
+        "WHERE id = ? AND version = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, payment_batch_status_str(s), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, x->b.id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, x->b.version);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE || sqlite3_changes(storage_db()) != 1)
+        return db_failed("update");
+    x->decided = s;
+    x->b.version++;
+    x->b.updated_at = arena_strdup(&r->arena, now);
+    return 0;
+}
+
+/* The batch's event and audit record (the batch as it is now; its status before). */
+static int batch_record(struct req *r, const char *type, struct batch *x, const char *before,
+                        const char *detail)
+{
+    struct jsonw w;
+    size_t len = 0;
+    jsonw_init(&w);
+    encode_payment_batch(&w, &x->b);
+    char *json = jsonw_take(&w, &len);
+    jsonw_release(&w);
+    int rc = json ? outbox_add(r, type, "payment_batch", x->b.id, x->b.version, json) : -1;
+    free(json);
+    if (rc != 0)
+        return -1;
+    return audit_record(r, type, "payment_batch", x->b.id, before,
+                        payment_batch_status_str(x->b.status), detail);
+}
+
+/* Moves every item to s with its event (type) and audit record. 0 / -1. */
+static int items_to(struct req *r, struct batch *x, enum payment_status s, const char *type,
+                    const char *detail)
+{
+    for (size_t i = 0; i < x->b.items_count; i++) {
+        struct pay *it = arena_alloc(&r->arena, sizeof *it);
+        if (pay_load(r, x->b.items[i].payment_id, NULL, it) != 1)
+            return -1;
+        enum payment_status before = it->p.status;
+        int64_t old_version = it->p.version;
+        pay_set_status(it, s);
+        pay_touch(r, &it->p);
+        if (pay_save(it, false, old_version) != 0 ||
+            pay_record_change(r, type, &it->p, before, detail) != 0)
+            return -1;
+        x->b.items[i].status = s;
+    }
+    summarize(r, &x->b);
+    x->b.status = x->decided == PAYMENT_BATCH_STATUS_APPROVED ? group_status(&x->b) : x->decided;
+    return 0;
+}
+
+/* The caller's decision on the batch, copied to every item's current approval round so each
+ * payment shows who decided it. 0 / -1. */
+static int add_decision(struct req *r, const struct batch *x, const char *decision,
+                        const char *reason)
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    sqlite3_stmt *st = storage_prepare(
+        "INSERT INTO batch_approvals (batch_id, user_id, decision, reason, decided_at) "
+        "VALUES (?, ?, ?, ?, ?)");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, x->b.id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->principal.user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, decision, -1, SQLITE_STATIC);
+    pay_bind_opt(st, 4, reason);
+    sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return db_failed("decision");
+    st = storage_prepare(
+        "INSERT INTO payment_approvals (payment_id, round, user_id, decision, reason, decided_at) "
+        "SELECT id, approval_round, ?, ?, ?, ? FROM payments WHERE batch_id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, r->principal.user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, decision, -1, SQLITE_STATIC);
+    pay_bind_opt(st, 3, reason);
+    sqlite3_bind_text(st, 4, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, x->b.id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_failed("item decisions");
+}
+
+/* ---- create ------------------------------------------------------------------------------ */
+
+/* Refuses item external_ids used twice in the batch or already in the workspace. 0 / -1. */
+static int check_external_ids(struct req *r, const struct payment_batch_create *c)
+{
+    for (size_t i = 0; i < c->items_count; i++) {
+        const struct payment_create *it = &c->items[i];
+        if (!it->has_external_id)
+            continue;
+        const char *base = verr_index(&r->arena, "/items", i);
+        bool taken = false;
+        for (size_t j = 0; j < i && !taken; j++)
+            if (c->items[j].has_external_id &&
+                strcmp(c->items[j].external_id, it->external_id) == 0) {
+                verr_add(&r->verr, base, "external_id", "duplicate_external_id",
+                         "item %zu already has external_id %s", j, it->external_id);
+                taken = true;
+            }
+        if (taken)
+            continue;
+        if (pay_external_id_taken(r, it->external_id, NULL, &taken) != 0)
+            return -1;
+        if (taken)
+            verr_add(&r->verr, base, "external_id", "duplicate_external_id",
+                     "another payment of this workspace has external_id %s", it->external_id);
+    }
+    return 0;
+}
+
+static int batch_external_id_taken(struct req *r, const char *external_id, bool *taken)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT 1 FROM payment_batches WHERE workspace_id = ? AND external_id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, external_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    *taken = rc == SQLITE_ROW;
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_failed("external id");
+}
+
+int payments_create_payment_batch(struct req *r,
+                                  const struct payments_create_payment_batch_request *in,
+                                  struct payments_create_payment_batch_response *out)
+{
+    const struct payment_batch_create *c = in->body;
+    struct batch *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment_batch *b = &x->b;
+    struct pay *items = arena_alloc(&r->arena, c->items_count * sizeof *items);
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    b->id = id_new(&r->arena, "pbt");
+    b->object = "payment_batch";
+    b->workspace_id = r->principal.workspace_id;
+    b->item_count = (int64_t)c->items_count;
+    b->created_by = r->principal.user_id;
+    b->external_id = c->external_id;
+    b->has_external_id = c->has_external_id;
+    b->metadata = c->has_metadata ? c->metadata : NULL;
+    b->metadata_count = c->has_metadata ? c->metadata_count : 0;
+    b->version = 1;
+    b->created_at = b->updated_at = arena_strdup(&r->arena, now);
+    b->approval = arena_alloc(&r->arena, sizeof *b->approval);
+    b->items = arena_alloc(&r->arena, c->items_count * sizeof *b->items);
+    b->items_count = c->items_count;
+
+    for (size_t i = 0; i < c->items_count; i++) {
+        struct pay *it = &items[i];
+        if (pay_from_create(r, &c->items[i], verr_index(&r->arena, "/items", i), it) != 0)
+            return -1;
+        it->p.batch_id = b->id;
+        it->p.has_batch_id = true;
+        it->batch_position = (int64_t)i;
+        b->items[i] = (struct payment_batch_item){
+            .payment_id = it->p.id,
+            .amount = it->p.amount,
+            .currency = it->p.currency,
+            .beneficiary_id = it->p.beneficiary_id,
+            .external_id = it->p.external_id,
+            .has_external_id = it->p.has_external_id,
+        };
+    }
+    if (check_external_ids(r, c) != 0)
+        return -1;
+    if (summarize(r, b))
+        verr_add(&r->verr, "/items", NULL, "total_too_large",
+                 "a currency's total passes 9007199254740991 minor units; split the batch");
+    if (r->verr.count > 0) {
+        req_problem_validation(r, 422, "An item of the batch breaks a payment rule.");
+        return 0;
+    }
+    bool taken = false;
+    if (b->has_external_id && batch_external_id_taken(r, b->external_id, &taken) != 0)
+        return -1;
+    if (taken) {
+        req_problem(r, 409, "duplicate_external_id",
+                    "Another payment batch of this workspace already has external_id %s.",
+                    b->external_id);
+        return 0;
+    }
+    /* The policy on each currency's total; the batch needs what its largest demand is. */
+    int64_t need = 0;
+    for (size_t k = 0; k < b->totals_count; k++) {
+        int64_t n = pay_approvals_needed(r, b->totals[k].currency, b->totals[k].amount);
+        if (n < 0)
+            return -1;
+        if (n > need)
+            need = n;
+    }
+    b->approval->required = need;
+    x->decided = need > 0 ? PAYMENT_BATCH_STATUS_PENDING_APPROVAL : PAYMENT_BATCH_STATUS_APPROVED;
+    enum payment_status s = need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED;
+    if (batch_insert(x) != 0)
+        return -1;
+    for (size_t i = 0; i < c->items_count; i++) {
+        struct pay *it = &items[i];
+        it->p.approval->required = need;
+        pay_set_status(it, s);
+        b->items[i].status = s;
+        if (pay_save(it, true, 0) != 0 ||
+            pay_record_change(r, "payment.created", &it->p, 0, b->id) != 0 ||
+            (need == 0 && pay_record_change(r, "payment.approved", &it->p, s,
+                                            "no approval required by the policy") != 0))
+            return -1;
+    }
+    summarize(r, b);
+    b->status = x->decided == PAYMENT_BATCH_STATUS_APPROVED ? group_status(b) : x->decided;
+    b->approval->approvers = arena_alloc(&r->arena, sizeof *b->approval->approvers);
+    if (batch_record(r, "payment_batch.created", x, NULL, NULL) != 0 ||
+        (need == 0 && batch_record(r, "payment_batch.approved", x, "approved",
+                                   "no approval required by the policy") != 0))
+        return -1;
+    out->status = 201;
+    out->body_201 = b;
+    out->location = arena_printf(&r->arena, BATCH_PATH "/%s", b->id);
+    out->etag = req_etag(r, b->version);
+    return 0;
+}
+
+/* ---- read -------------------------------------------------------------------------------- */
+
+int payments_get_payment_batch(struct req *r, const struct payments_get_payment_batch_request *in,
+                               struct payments_get_payment_batch_response *out)
+{
+    struct batch *x = arena_alloc(&r->arena, sizeof *x);
+    int found = batch_load(r, in->id, x);
+    if (found <= 0)
+        return found;
+    out->status = 200;
+    out->body_200 = &x->b;
+    out->etag = req_etag(r, x->b.version);
+    return 0;
+}
+
+/* ---- decisions --------------------------------------------------------------------------- */
+
+static void invalid_transition(struct req *r, const struct batch *x, const char *action,
+                               const char *allowed)
+{
+    req_problem(r, 409, "invalid_transition", "Payment batch %s is %s; it can be %s only when %s.",
+                x->b.id, payment_batch_status_str(x->b.status), action, allowed);
+}
+
+/* The checks every decision on a batch shares: pending, and the people rules. 1 go on, 0
+ * answered. */
+static int may_decide(struct req *r, const struct batch *x, const char *action)
+{
+    if (x->decided != PAYMENT_BATCH_STATUS_PENDING_APPROVAL) {
+        invalid_transition(r, x, action, "pending_approval");
+        return 0;
+    }
+    return pay_may_decide(r, arena_printf(&r->arena, "payment batch %s", x->b.id),
+                          x->b.created_by, x->b.approval);
+}
+
+/* The caller's role limits against each currency's total: 1 go on, 0 answered 403, -1. */
+static int within_limits(struct req *r, const struct batch *x)
+{
+    int ok = 1;
+    for (size_t k = 0; k < x->b.totals_count && ok == 1; k++)
+        ok = pay_within_limit(r, "this batch's total", x->b.totals[k].currency,
+                              x->b.totals[k].amount);
+    return ok;
+}
+
+int payments_approve_payment_batch(struct req *r,
+                                   const struct payments_approve_payment_batch_request *in,
+                                   struct payments_approve_payment_batch_response *out)
+{
+    struct batch *x = arena_alloc(&r->arena, sizeof *x);
+    int found = batch_load(r, in->id, x);
+    if (found <= 0 || (found = may_decide(r, x, "approved")) <= 0 ||
+        (found = within_limits(r, x)) <= 0)
+        return found;
+    if (add_decision(r, x, "approved", NULL) != 0 || load_decisions(r, &x->b) != 0)
+        return -1;
+    struct payment_batch *b = &x->b;
+    if (b->approval->received >= b->approval->required) {
+        if (batch_set(r, x, PAYMENT_BATCH_STATUS_APPROVED) != 0 ||
+            items_to(r, x, PAYMENT_STATUS_APPROVED, "payment.approved",
+                     arena_printf(&r->arena, "batch %s approved", b->id)) != 0 ||
+            batch_record(r, "payment_batch.approved", x, "pending_approval", NULL) != 0)
+            return -1;
+    } else if (batch_set(r, x, PAYMENT_BATCH_STATUS_PENDING_APPROVAL) != 0 ||
+               audit_record(r, "payment_batch.approval_recorded", "payment_batch", b->id,
+                            "pending_approval", "pending_approval", NULL) != 0) {
+        return -1;
+    }
+    out->status = 200;
+    out->body_200 = b;
+    out->etag = req_etag(r, b->version);
+    return 0;
+}
+
+int payments_deny_payment_batch(struct req *r,
+                                const struct payments_deny_payment_batch_request *in,
+                                struct payments_deny_payment_batch_response *out)
+{
+    struct batch *x = arena_alloc(&r->arena, sizeof *x);
+    int found = batch_load(r, in->id, x);
+    if (found <= 0 || (found = may_decide(r, x, "denied")) <= 0)
+        return found;
+    const char *reason = in->body->reason;
+    if (add_decision(r, x, "denied", reason) != 0 || load_decisions(r, &x->b) != 0 ||
+        batch_set(r, x, PAYMENT_BATCH_STATUS_DENIED) != 0 ||
+        items_to(r, x, PAYMENT_STATUS_DENIED, "payment.denied", reason) != 0 ||
+        batch_record(r, "payment_batch.denied", x, "pending_approval", reason) != 0)
+        return -1;
+    out->status = 200;
+    out->body_200 = &x->b;
+    out->etag = req_etag(r, x->b.version);
+    return 0;
+}
+
+int payments_cancel_payment_batch(struct req *r,
+                                  const struct payments_cancel_payment_batch_request *in,
+                                  struct payments_cancel_payment_batch_response *out)
+{
+    struct batch *x = arena_alloc(&r->arena, sizeof *x);
+    int found = batch_load(r, in->id, x);
+    if (found <= 0)
+        return found;
+    struct payment_batch *b = &x->b;
+    /* Cancellable while no item has reached the rail: the group is still pending or approved. */
+    if (b->status != PAYMENT_BATCH_STATUS_PENDING_APPROVAL &&
+        b->status != PAYMENT_BATCH_STATUS_APPROVED) {
+        invalid_transition(r, x, "cancelled",
+                           "pending_approval, or approved with no item processing yet");
+        return 0;
+    }
+    if (strcmp(b->created_by, r->principal.user_id) != 0 &&
+        !(r->principal.scopes & SCOPE_WORKSPACE_ADMIN)) {
+        req_problem(r, 403, "not_creator",
+                    "Only the creator of payment batch %s or a workspace administrator may "
+                    "cancel it.",
+                    b->id);
+        return 0;
+    }
+    const char *before = payment_batch_status_str(b->status);
+    if (batch_set(r, x, PAYMENT_BATCH_STATUS_CANCELLED) != 0 ||
+        items_to(r, x, PAYMENT_STATUS_CANCELLED, "payment.cancelled",
+                 arena_printf(&r->arena, "batch %s cancelled", b->id)) != 0 ||
+        batch_record(r, "payment_batch.cancelled", x, before, NULL) != 0)
+        return -1;
+    out->status = 200;
+    out->body_200 = b;
+    out->etag = req_etag(r, b->version);
+    return 0;
+}
