@@ -7235,7 +7235,7 @@ const char openapi_json[] =
     "            \"type\": \"string\",\n"
     "            \"maxLength\": 64,\n"
     "            \"pattern\": \"^[a-z_]+[.][a-z_]+$\",\n"
-    "            \"description\": \"What happened: `payment.created`, `payment.updated`, `payment.approved`, `payment.denied`, `payment.cancelled`, `payment.scheduled`, `payment.processing`, `payment.sent`, `payment.completed`, `payment.failed`, `payment.returned`.\"\n"
+    "            \"description\": \"What happened: `payment.created`, `payment.updated`, `payment.approved`, `payment.denied`, `payment.cancelled`, `payment.scheduled`, `payment.processing`, `payment.sent`, `payment.completed`, `payment.failed`, `payment.returned`; `payment_batch.created`, `payment_batch.approved`, `payment_batch.denied`, `payment_batch.cancelled` (a batch's items also get their own `payment.*` events).\"\n"
     "          },\n"
     "          \"created_at\": {\n"
     "            \"$ref\": \"#/components/schemas/Timestamp\"\n"

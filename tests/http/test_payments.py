@@ -151,6 +151,19 @@ def test_policy_tiers_decide_how_many_approvals(team):
     assert_validation(r, {"/tiers/1": "duplicate_tier"})
 
 
+def test_a_policy_change_affects_only_new_payments(team):
+    team.policy([{"currency": "EUR", "min_amount": 1, "approvals_required": 2}])
+    ben = team.beneficiary()
+    old = assert_json(team.pay(ben, 500), 201)
+    team.policy([])
+    assert assert_json(team.pay(ben, 500), 201)["status"] == "approved"
+    a = assert_json(team.approvers[0].put(PAY + "/" + old["id"] + "/approve"), 200)
+    assert a["status"] == "pending_approval" and a["approval"]["required"] == 2
+    team.policy([{"currency": "EUR", "min_amount": 1, "approvals_required": 3}])
+    b = assert_json(team.approvers[1].put(PAY + "/" + old["id"] + "/approve"), 200)
+    assert b["status"] == "approved" and b["approval"]["required"] == 2
+
+
 def test_approvals_need_other_people_once_each(team):
     team.policy([{"currency": "EUR", "min_amount": 1000, "approvals_required": 2}])
     ben = team.beneficiary()

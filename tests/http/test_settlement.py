@@ -189,3 +189,68 @@ def test_a_crash_loses_or_repeats_no_step(make_server):
                           "ORDER BY seq", (t.wid,)).fetchall()
     assert [r[0] for r in rows] == list(range(1, len(rows) + 1))
     assert all(cur[1] == prev[2] for prev, cur in zip(rows, rows[1:]))
+
+
+def test_every_illegal_transition_names_the_state(make_server):
+    """Holds payments in every state past approval (the rail steps once an hour; the test
+    clock moves the hour on) and tries each action the state machine forbids there."""
+    s = make_server(extra_env={"TREASURY_SETTLEMENT_INTERVAL_MS": 20,
+                               "TREASURY_SANDBOX_RAIL_DELAY_MS": 3600000})
+    t = Team(s)
+    ben = t.beneficiary()
+    far = (datetime.datetime.now(datetime.timezone.utc).date() +
+           datetime.timedelta(days=3)).isoformat()
+    made = {}
+
+    def pay(name, **over):
+        made[name] = assert_json(t.pay(ben, **over), 201)["id"]
+
+    def step(hours, want):
+        if hours:
+            s.move_clock(3700 * hours)
+        for name, status in want.items():
+            wait_for(t.owner, made[name], {status})
+
+    t.policy([])
+    pay("returned", remittance_information="SANDBOX-RETURN")
+    pay("failed", remittance_information="SANDBOX-FAIL")
+    pay("scheduled", effective_date=far)
+    step(0, {"returned": "processing", "failed": "processing", "scheduled": "scheduled"})
+    step(1, {"returned": "sent", "failed": "failed"})
+    pay("completed")
+    step(0, {"completed": "processing"})
+    step(2, {"returned": "completed", "completed": "sent"})
+    pay("sent")
+    step(0, {"sent": "processing"})
+    step(3, {"returned": "returned", "completed": "completed", "sent": "sent"})
+    pay("processing")
+    t.policy([{"currency": "EUR", "min_amount": 1, "approvals_required": 1}])
+    pay("pending_approval")
+    pay("denied")
+    assert_json(t.approvers[0].put(PAY + "/" + made["denied"] + "/deny",
+                                   json={"reason": "no"}), 200)
+    pay("cancelled")
+    assert_json(t.owner.post(PAY + "/" + made["cancelled"] + "/cancel"), 200)
+    step(0, {"processing": "processing", "scheduled": "scheduled"})
+
+    never_editable = {"processing", "sent", "completed", "failed", "returned", "denied",
+                      "cancelled"}
+    for state, pid in made.items():
+        cur = assert_json(t.owner.get(PAY + "/" + pid), 200)
+        assert cur["status"] == state
+        url = PAY + "/" + pid
+        tries = []
+        if state != "pending_approval":
+            tries += [t.approvers[1].put(url + "/approve"),
+                      t.approvers[1].put(url + "/deny", json={"reason": "late"})]
+        if state in never_editable:
+            tries.append(t.owner.post(url + "/cancel"))
+        for r in tries:
+            assert_problem(r, 409, "invalid_transition")
+            assert "is %s;" % state in r.json()["detail"]
+        if state in never_editable:
+            r = t.owner.patch(url, json={"amount": 5}, headers={"If-Match": '"v%d"' %
+                                                                cur["version"]})
+            assert_problem(r, 409, "payment_not_editable")
+            assert state in r.json()["detail"]
+        assert assert_json(t.owner.get(url), 200)["version"] == cur["version"]
