@@ -37,6 +37,18 @@ BENEFICIARY = {
 }
 
 
+PAYMENT = {"amount": 125000, "currency": "EUR", "type": "sepa",
+           "originating_account": "acc-operating-eur", "remittance_information": "Invoice 7"}
+BATCH_ITEMS = 100
+
+
+def post_script(path, body):
+    """A wrk Lua script that POSTs body as JSON."""
+    path.write_text('wrk.method = "POST"\nwrk.body = %s\nwrk.headers["Content-Type"] = '
+                    '"application/json"\n' % json.dumps(json.dumps(body)))
+    return path
+
+
 def wrk(url, token=None, script=None):
     args = ["wrk", "-t", "1", "-c", CONNECTIONS, "-d", DURATION, "--latency"]
     if token:
@@ -76,23 +88,42 @@ def main():
                                                 "password": PASSWORD}).json()["access_token"]
         with Client("127.0.0.1", https_port, cafile=ca, token=tok) as c:
             ids = [c.post("/v1/beneficiaries", json=BENEFICIARY).json()["id"] for _ in range(100)]
-        post = root / "post.lua"
-        post.write_text('wrk.method = "POST"\nwrk.body = %s\nwrk.headers["Content-Type"] = '
-                        '"application/json"\n' % json.dumps(json.dumps(BENEFICIARY)))
+            wid = c.get("/v1/workspace").json()["id"]
+        # Payments go to an approved beneficiary, and someone else approves it (four eyes).
+        subprocess.run([str(BIN), "--data-dir", str(root / "data"), "admin", "create-user",
+                        "--workspace", wid, "--email", "approver@example.com", "--role",
+                        "approver"], env={**env, "TREASURY_USER_PASSWORD": PASSWORD},
+                       check=True, capture_output=True, timeout=60)
+        with Client("127.0.0.1", https_port, cafile=ca) as c:
+            approver = c.post("/v1/api/login", json={"email": "approver@example.com",
+                                                     "password": PASSWORD}).json()["access_token"]
+        with Client("127.0.0.1", https_port, cafile=ca, token=approver) as c:
+            c.put("/v1/beneficiaries/%s/approve" % ids[0])
+        payment = dict(PAYMENT, beneficiary_id=ids[0])
+        with Client("127.0.0.1", https_port, cafile=ca, token=tok) as c:
+            pay_id = c.post("/v1/payments", json=payment).json()["id"]
+        post = post_script(root / "post.lua", BENEFICIARY)
+        post_payment = post_script(root / "payment.lua", payment)
+        post_batch = post_script(root / "batch.lua", {"items": [payment] * BATCH_ITEMS})
         base = "https://127.0.0.1:%d" % https_port
         scenarios = [
             ("GET /healthz (baseline)", base + "/healthz", None, None),
             ("GET /v1/beneficiaries/{id}", base + "/v1/beneficiaries/" + ids[0], tok, None),
             ("GET /v1/beneficiaries?limit=20", base + "/v1/beneficiaries?limit=20", tok, None),
             ("POST /v1/beneficiaries", base + "/v1/beneficiaries", tok, post),
+            ("GET /v1/payments/{id}", base + "/v1/payments/" + pay_id, tok, None),
+            ("GET /v1/payments?limit=20", base + "/v1/payments?limit=20", tok, None),
+            ("POST /v1/payments", base + "/v1/payments", tok, post_payment),
+            ("POST /v1/payments/batches (%d items)" % BATCH_ITEMS, base + "/v1/payments/batches",
+             tok, post_batch),
         ]
         print("wrk -t1 -c%s -d%s against %s (server --threads default)" % (CONNECTIONS, DURATION, BIN))
-        print("%-34s %10s %8s %9s %9s %8s" % ("scenario", "req/s", "ratio", "p50", "p99", "non-2xx"))
+        print("%-40s %10s %8s %9s %9s %8s" % ("scenario", "req/s", "ratio", "p50", "p99", "non-2xx"))
         baseline = None
         for name, url, token, script in scenarios:
             rps, p50, p99, non2xx, errors = wrk(url, token, script)
             baseline = baseline or rps
-            print("%-34s %10.0f %7.2fx %9s %9s %8d %s" % (name, rps, rps / baseline, p50, p99,
+            print("%-40s %10.0f %7.2fx %9s %9s %8d %s" % (name, rps, rps / baseline, p50, p99,
                                                           non2xx, errors))
     finally:
         proc.send_signal(signal.SIGTERM)
