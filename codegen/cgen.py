@@ -589,6 +589,8 @@ def response_decls(op):
     for r in op.json_responses:
         out.append('%s%s; /* %s */' % (ctype(r.field.node, 'field'), r.field.cname,
                                          r.field.comment))
+    for r in op.html_responses:
+        out.append('const char *%s; /* %s */' % (r.field.cname, r.field.comment))
     for h in op.headers:
         if h.kind == 'integer':
             out.append('int64_t %s; /* %s */' % (h.cname, h.comment))
@@ -695,6 +697,15 @@ def dispatch_body(op):
         w.ind += 1
         if r.kind == 'empty':
             w('req_set_json(r, %d, NULL, 0);' % r.status)
+        elif r.kind == 'html':
+            fld = 'out.' + r.field.cname
+            w.open('if (!%s)' % fld)
+            w('log_error("%%s answered %d without %s", %s);' % (r.status, r.field.cname,
+                                                              lit(op.operation_id)))
+            w('return -1;')
+            w.close()
+            w('if (req_set_html(r, %d, %s) != 0)' % (r.status, fld))
+            w('    return -1;')
         else:
             fld = 'out.' + r.field.cname
             w.open('if (!%s)' % fld)
@@ -781,6 +792,12 @@ def check_body(op):
             w('if (r->resp_len > 0)')
             w.ind += 1
             add_err(w, '&l', '""', None, 'type', 'status %d has no body' % r.status)
+            w.ind -= 1
+        elif r.kind == 'html':
+            w('if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", '
+              '15) != 0)')
+            w.ind += 1
+            add_err(w, '&l', '""', None, 'type', 'status %d is an HTML document' % r.status)
             w.ind -= 1
         else:
             w('if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, '

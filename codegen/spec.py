@@ -17,6 +17,7 @@ METHODS = ['get', 'post', 'put', 'patch', 'delete']
 JSON_MEDIA = 'application/json'
 FORM_MEDIA = 'application/x-www-form-urlencoded'
 PROBLEM_MEDIA = 'application/problem+json'
+HTML_MEDIA = 'text/html'
 MAX_SCOPES = 64
 ROUTE_MAX_PARAMS = 8          # runtime/op.h
 DEFAULT_MAX_BODY = 65536
@@ -64,7 +65,8 @@ OPERATION_EXTENSIONS = {'x-idempotent', 'x-rate-limit-class', 'x-max-body-bytes'
 PATH_ITEM_KEYS = {'summary', 'description', 'parameters', 'servers'}
 PARAM_KEYS = {'name', 'in', 'required', 'description', 'schema', 'example', 'examples',
               'deprecated', 'style', 'explode', 'allowEmptyValue'}
-DEFAULT_STYLE = {'path': ('simple', False), 'query': ('form', True), 'header': ('simple', False)}
+DEFAULT_STYLE = {'path': ('simple', False), 'query': ('form', True), 'header': ('simple', False),
+                 'cookie': ('form', True)}
 HEADER_KEYS = {'description', 'required', 'schema', 'example', 'examples', 'deprecated',
                'style', 'explode', 'x-set-by'}
 RESPONSE_KEYS = {'description', 'headers', 'content'}
@@ -1758,10 +1760,8 @@ class Model:
             name, where = p.get('name'), p.get('in')
             if not isinstance(name, str) or not name:
                 self.fail(ploc, 'parameter without a name')
-            if where == 'cookie':
-                self.fail(ploc / 'in', 'cookie parameters are not supported')
-            if where not in ('path', 'query', 'header'):
-                self.fail(ploc / 'in', 'parameter location must be path, query or header')
+            if where not in ('path', 'query', 'header', 'cookie'):
+                self.fail(ploc / 'in', 'parameter location must be path, query, header or cookie')
             style, explode = DEFAULT_STYLE[where]
             if p.get('style', style) != style:
                 self.fail(ploc / 'style', 'only the default style (%s) is supported for %s '
@@ -1806,7 +1806,7 @@ class Model:
             self.add_members(members, f, ploc)
             f.where = where
             f.getter = {'path': 'req_path_param', 'query': 'req_query',
-                        'header': 'req_header'}[where]
+                        'header': 'req_header', 'cookie': 'req_cookie'}[where]
             f.pointer = '/%s/%s' % (where, ptr_escape(name))
             f.param_type = {'string': 'STRING', 'enum': 'STRING', 'integer': 'INTEGER',
                             'number': 'NUMBER', 'boolean': 'BOOLEAN'}[node.kind]
@@ -1818,7 +1818,7 @@ class Model:
         for v in tvars:
             if v not in declared_path:
                 self.fail(op.loc, 'path template variable {%s} has no path parameter' % v)
-        order = {'path': 0, 'query': 1, 'header': 2}
+        order = {'path': 0, 'query': 1, 'header': 2, 'cookie': 3}
         op.params.sort(key=lambda f: order[f.where])
 
     def build_body(self, op, o, loc):
@@ -1914,10 +1914,27 @@ class Model:
                 self.fail(rloc, 'response without description')
             resp = Resp(status)
             content = r.get('content')
-            if status in (204, 304):
+            if status in (204, 304) or (300 <= status < 400 and not content):
                 if content:
                     self.fail(rloc / 'content', '%d responses have no content' % status)
                 resp.kind = 'empty'
+            elif isinstance(content, dict) and list(content) == [HTML_MEDIA]:
+                # A server-rendered page: the handler hands over the whole document.
+                mt = content[HTML_MEDIA]
+                mloc = rloc / 'content' / HTML_MEDIA
+                if not isinstance(mt, dict) or not isinstance(mt.get('schema'), dict) or \
+                        mt['schema'].get('type') != 'string' or len(mt['schema']) > 2 or \
+                        set(mt['schema']) - {'type', 'description'}:
+                    self.fail(mloc, 'a %s response must have the schema {type: string}'
+                              % HTML_MEDIA)
+                for k in mt:
+                    if k not in MEDIA_KEYS:
+                        self.fail(mloc / k, 'unsupported media type key %s' % k)
+                resp.kind = 'html'
+                resp.field = Field('body_%d' % status, 'body_%d' % status, None, True)
+                resp.field.comment = comment_text('status %d: %s (an HTML document)'
+                                                  % (status, first_sentence(r['description'])))
+                members.add(resp.field.cname)
             else:
                 if not isinstance(content, dict) or len(content) != 1:
                     self.fail(rloc, 'response without schema (content needs exactly one media '
@@ -1996,6 +2013,9 @@ class Model:
                 f.statuses.append(status)
                 if required:
                     f.required_statuses.append(status)
+            if 300 <= status < 400 and 'location' not in {
+                    h.lower() for h in (r.get('headers') or {})}:
+                self.fail(rloc, 'a %d response needs a Location header' % status)
             op.responses.append(resp)
         op.responses.sort(key=lambda x: x.status)
         for f in op.headers:
@@ -2003,6 +2023,7 @@ class Model:
                 str(s) for s in sorted(f.statuses))))
         op.statuses = [r.status for r in op.responses]
         op.json_responses = [r for r in op.responses if r.kind == 'json']
+        op.html_responses = [r for r in op.responses if r.kind == 'html']
         op.problem_statuses = [r.status for r in op.responses if r.kind == 'problem']
         op.empty_statuses = [r.status for r in op.responses if r.kind == 'empty']
 
@@ -2056,7 +2077,7 @@ class Op:
 class Resp:
     def __init__(self, status):
         self.status = status
-        self.kind = None      # json | problem | empty
+        self.kind = None      # json | problem | empty | html
         self.node = None
         self.field = None
 

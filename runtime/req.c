@@ -20,6 +20,11 @@ const char *req_query(const struct req *r, const char *name)
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+const char *req_cookie(const struct req *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_COOKIE_KIND, name);
+}
+
 const char *req_path_param(const struct req *r, const char *name)
 {
     for (int i = 0; i < r->match.n_params; i++)
@@ -51,6 +56,16 @@ void req_set_json(struct req *r, int status, char *body, size_t len)
     r->resp_len = len;
     r->content_type = "application/json";
     r->problem = false;
+}
+
+int req_set_html(struct req *r, int status, const char *document)
+{
+    char *copy = strdup(document);
+    if (!copy)
+        return -1;
+    req_set_json(r, status, copy, strlen(copy));
+    r->content_type = REQ_HTML;
+    return 0;
 }
 
 void req_problem(struct req *r, int status, const char *code, const char *fmt, ...)

@@ -71,6 +71,8 @@ struct req {
     void (*on_commit)(struct req *r); /* runs once the transaction committed, before the
                                          response is sent (publish in-memory state) */
     const char *on_commit_arg;
+    const char *form_action; /* an origin a page's form may lead to besides this server (the
+                                OAuth redirect after consent); NULL: none */
 
     /* Runtime bookkeeping (server.c). */
     bool tls;             /* arrived over HTTPS (or a trusted proxy said so) */
@@ -84,16 +86,22 @@ struct req {
     char allow[128];      /* Allow header value for 405 */
 };
 
-/* First value of a request header / query argument, NULL when absent. Lives in MHD's memory
- * for the life of the request. */
+/* First value of a request header / query argument / cookie, NULL when absent. Lives in MHD's
+ * memory for the life of the request. */
 const char *req_header(const struct req *r, const char *name);
 const char *req_query(const struct req *r, const char *name);
+const char *req_cookie(const struct req *r, const char *name);
 /* Path parameter captured by the router, NULL when the template has no such name. */
 const char *req_path_param(const struct req *r, const char *name);
 /* Adds a response header; name and value are copied into the arena. */
 void req_set_header(struct req *r, const char *name, const char *value);
 /* Sets an application/json response; takes ownership of the malloc'd body. */
 void req_set_json(struct req *r, int status, char *body, size_t len);
+/* The content type of server-rendered pages; the server adds the page security headers
+ * (runtime/html.h) to every response of this type. */
+#define REQ_HTML "text/html; charset=utf-8"
+/* Sets a text/html response with a copy of document. 0 / -1. */
+int req_set_html(struct req *r, int status, const char *document);
 
 /* Records an RFC 9457 problem response (application/problem+json) with `code` and a
  * printf-style detail; the body is built when the response is sent. Handlers return 0 after

@@ -19,6 +19,7 @@
 
 #include "runtime/auth.h"
 #include "runtime/form.h"
+#include "runtime/html.h"
 #include "runtime/id.h"
 #include "runtime/idempotency.h"
 #include "runtime/log.h"
@@ -323,6 +324,12 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     if (r->tls)
         MHD_add_response_header(resp, "Strict-Transport-Security", "max-age=31536000");
+    if (r->content_type && strcmp(r->content_type, REQ_HTML) == 0) {
+        MHD_add_response_header(resp, "Content-Security-Policy",
+                                html_csp(&r->arena, r->form_action));
+        MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+        MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    }
     for (int i = 0; i < r->n_resp_headers; i++)
         MHD_add_response_header(resp, r->resp_headers[i].name, r->resp_headers[i].value);
     enum MHD_Result ok = MHD_queue_response(conn, (unsigned)r->status, resp);

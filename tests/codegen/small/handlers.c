@@ -146,3 +146,22 @@ int misc_get_health(struct req *r, const struct misc_get_health_request *in,
     out->body_200->status = "ok";
     return 0;
 }
+
+/* A page: greets the visitor cookie; ?name=go redirects and sets it; ?name=plain answers a
+ * page that is not an HTML document (the response check catches it). */
+int misc_get_welcome(struct req *r, const struct misc_get_welcome_request *in,
+                     struct misc_get_welcome_response *out)
+{
+    if (in->has_name && strcmp(in->name, "go") == 0) {
+        out->status = 303;
+        out->location = "/v1/welcome";
+        out->set_cookie = "visitor=go; Secure; HttpOnly; SameSite=Lax";
+        return 0;
+    }
+    out->status = 200;
+    out->body_200 = in->has_name && strcmp(in->name, "plain") == 0
+                        ? "Hello"
+                        : arena_printf(&r->arena, "<!DOCTYPE html><p>Hello %s</p>",
+                                       in->has_visitor ? in->visitor : "stranger");
+    return 0;
+}

@@ -29,7 +29,8 @@
 static struct {
     const char *query_names[MAX_FAKE], *query_values[MAX_FAKE];
     const char *header_names[MAX_FAKE], *header_values[MAX_FAKE];
-    int n_query, n_header;
+    const char *cookie_names[MAX_FAKE], *cookie_values[MAX_FAKE];
+    int n_query, n_header, n_cookie;
     int errors_logged;
 } fake;
 
@@ -48,6 +49,15 @@ const char *req_query(const struct req *r, const char *name)
     for (int i = 0; i < fake.n_query; i++)
         if (strcmp(fake.query_names[i], name) == 0)
             return fake.query_values[i];
+    return NULL;
+}
+
+const char *req_cookie(const struct req *r, const char *name)
+{
+    (void)r;
+    for (int i = 0; i < fake.n_cookie; i++)
+        if (strcmp(fake.cookie_names[i], name) == 0)
+            return fake.cookie_values[i];
     return NULL;
 }
 
@@ -82,6 +92,13 @@ void req_set_json(struct req *r, int status, char *body, size_t len)
     r->resp_len = len;
     r->content_type = "application/json";
     r->problem = false;
+}
+
+int req_set_html(struct req *r, int status, const char *document)
+{
+    req_set_json(r, status, strdup(document), strlen(document));
+    r->content_type = REQ_HTML;
+    return 0;
 }
 
 void req_problem(struct req *r, int status, const char *code, const char *fmt, ...)
@@ -583,7 +600,7 @@ static void test_operation_descriptors_carry_spec_and_defaults(void)
     o = op_named("addShape");
     CHECK(o && o->has_body && !o->body_required);
     CHECK(op_named("searchThings")->planned);
-    CHECK(routes_count == 8);
+    CHECK(routes_count == 9);
 }
 
 static void test_scope_table(void)
@@ -649,6 +666,12 @@ static void header(const char *name, const char *value)
 {
     fake.header_names[fake.n_header] = name;
     fake.header_values[fake.n_header++] = value;
+}
+
+static void cookie(const char *name, const char *value)
+{
+    fake.cookie_names[fake.n_cookie] = name;
+    fake.cookie_values[fake.n_cookie++] = value;
 }
 
 static int run(void)
@@ -849,6 +872,37 @@ static void test_dispatch_optional_free_form_and_planned(void)
     CHECK_STR(R.resp_body, "{\"status\":\"ok\"}");
 }
 
+static void test_dispatch_pages_cookies_and_redirects(void)
+{
+    request("GET", "/v1/welcome", NULL);
+    cookie("visitor", "ada");
+    CHECK(run() == 0);
+    CHECK(R.status == 200);
+    CHECK_STR(R.content_type, REQ_HTML);
+    CHECK_STR(R.resp_body, "<!DOCTYPE html><p>Hello ada</p>");
+
+    request("GET", "/v1/welcome", NULL);
+    query("name", "go");
+    CHECK(run() == 0);
+    CHECK(R.status == 303 && R.resp_len == 0);
+    CHECK_STR(resp_header("Location"), "/v1/welcome");
+    CHECK_STR(resp_header("Set-Cookie"), "visitor=go; Secure; HttpOnly; SameSite=Lax");
+
+    request("GET", "/v1/welcome", NULL);
+    cookie("visitor", "NOT-OK");
+    CHECK(run() == 0);
+    CHECK(R.status == 400);
+    CHECK(R.verr.count == 1 && strcmp(R.verr.items[0].pointer, "/cookie/visitor") == 0);
+
+#ifdef TREASURY_CHECK_RESPONSES
+    request("GET", "/v1/welcome", NULL);
+    query("name", "plain");
+    CHECK(run() == 0);
+    CHECK(R.status == 500);
+    CHECK_STR(R.problem_code, "response_schema_violation");
+#endif
+}
+
 int main(void)
 {
     char err[256];
@@ -884,6 +938,7 @@ int main(void)
         UNIT_TEST(test_dispatch_refuses_undocumented_statuses),
         UNIT_TEST(test_response_checks_catch_handler_drift),
         UNIT_TEST(test_dispatch_optional_free_form_and_planned),
+        UNIT_TEST(test_dispatch_pages_cookies_and_redirects),
     };
     int rc = unit_run("codegen_small", tests, sizeof tests / sizeof tests[0]);
     free(R.resp_body);

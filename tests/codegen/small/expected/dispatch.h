@@ -14,5 +14,6 @@ int dispatch_things_get_thing(struct req *r);
 int dispatch_things_replace_thing(struct req *r);
 int dispatch_things_delete_thing(struct req *r);
 int dispatch_things_add_shape(struct req *r);
+int dispatch_misc_get_welcome(struct req *r);
 
 #endif

@@ -27,4 +27,22 @@ struct misc_get_health_response {
 int misc_get_health(struct req *r, const struct misc_get_health_request *in,
                    struct misc_get_health_response *out);
 
+/* GET /v1/welcome (getWelcome): A page */
+struct misc_get_welcome_request {
+    const char *name; /* query name, optional */
+    bool has_name;
+    const char *visitor; /* cookie visitor, optional */
+    bool has_visitor;
+};
+
+struct misc_get_welcome_response {
+    int status; /* 200, 303; problems (400, 500) via req_problem() */
+    const char *body_200; /* status 200: The page. (an HTML document) */
+    const char *location; /* header Location on 303; NULL = not sent */
+    const char *set_cookie; /* header Set-Cookie on 303; NULL = not sent */
+};
+
+int misc_get_welcome(struct req *r, const struct misc_get_welcome_request *in,
+                    struct misc_get_welcome_response *out);
+
 #endif

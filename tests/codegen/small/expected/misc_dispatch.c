@@ -16,6 +16,16 @@
 #include "runtime/verr.h"
 
 #ifdef TREASURY_CHECK_RESPONSES
+static const char *resp_header(const struct req *r, const char *name)
+{
+    for (int i = 0; i < r->n_resp_headers; i++)
+        if (strcasecmp(r->resp_headers[i].name, name) == 0)
+            return r->resp_headers[i].value;
+    return NULL;
+}
+#endif
+
+#ifdef TREASURY_CHECK_RESPONSES
 static void check_misc_get_health(struct req *r)
 {
     struct verr_list l;
@@ -91,6 +101,134 @@ int dispatch_misc_get_health(struct req *r)
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_misc_get_health(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_misc_get_welcome(struct req *r)
+{
+    struct verr_list l;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is an HTML document");
+        break;
+    case 303:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 303 is documented without a problem document");
+            break;
+        }
+        if (r->resp_len > 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 303 has no body");
+        hval = resp_header(r, "Location");
+        if (!hval)
+            verr_add(&l, "/header/Location", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Location", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_misc_get_welcome_header_location(&hv, "/header/Location", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "Set-Cookie");
+        if (hval && schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Set-Cookie", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_misc_get_welcome_header_set_cookie(&hv, "/header/Set-Cookie", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "getWelcome", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "getWelcome");
+}
+#endif
+
+/* GET /v1/welcome (getWelcome) */
+int dispatch_misc_get_welcome(struct req *r)
+{
+    struct misc_get_welcome_request in;
+    struct misc_get_welcome_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_query(r, "name");
+    if (!text) {
+        /* absent: has_name stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/name", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_misc_get_welcome_param_name(&pv, "/query/name", VALIDATE_REQUEST, &r->verr);
+        in.name = pv.s;
+        in.has_name = true;
+    }
+    text = req_cookie(r, "visitor");
+    if (!text) {
+        /* absent: has_visitor stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/cookie/visitor", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_misc_get_welcome_param_visitor(&pv, "/cookie/visitor", VALIDATE_REQUEST, &r->verr);
+        in.visitor = pv.s;
+        in.has_visitor = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (misc_get_welcome(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "getWelcome");
+                return -1;
+            }
+            if (req_set_html(r, 200, out.body_200) != 0)
+                return -1;
+            break;
+        case 303:
+            req_set_json(r, 303, NULL, 0);
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "getWelcome",
+                      out.status);
+            return -1;
+        }
+        if (out.location && (r->status == 303))
+            req_set_header(r, "Location", out.location);
+        if (out.set_cookie && (r->status == 303))
+            req_set_header(r, "Set-Cookie", out.set_cookie);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_misc_get_welcome(r);
 #endif
     return 0;
 }

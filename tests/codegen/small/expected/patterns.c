@@ -13,6 +13,8 @@ const char *const patterns[] = {
     "^\"v[1-9][0-9]*\"$",
     /* 4: ^/v1/things/ */
     "^/v1/things/",
+    /* 5: ^[a-z]{1,8}$ */
+    "^[a-z]{1,8}$",
 };
 
-const size_t patterns_count = 5;
+const size_t patterns_count = 6;

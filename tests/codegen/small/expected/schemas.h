@@ -292,6 +292,10 @@ void validate_kind(const struct json_value *v, const char *ptr, int mode, struct
 void validate_misc_get_health_200(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_misc_get_health_200_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_misc_get_health_200_up(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_misc_get_welcome_header_location(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_misc_get_welcome_header_set_cookie(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_misc_get_welcome_param_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_misc_get_welcome_param_visitor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_if_match(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_limit(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_part(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -530,6 +530,57 @@ void validate_misc_get_health_200_up(const struct json_value *v, const char *ptr
         verr_add(l, ptr, NULL, "const", "%s", "must be true");
 }
 
+/* misc_get_welcome_header_location (tests/codegen/small/misc.yaml) */
+void validate_misc_get_welcome_header_location(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 200)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 200 characters long");
+}
+
+/* misc_get_welcome_header_set_cookie (tests/codegen/small/misc.yaml) */
+void validate_misc_get_welcome_header_set_cookie(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 200)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 200 characters long");
+}
+
+/* misc_get_welcome_param_name (tests/codegen/small/misc.yaml) */
+void validate_misc_get_welcome_param_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 20)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
+}
+
+/* misc_get_welcome_param_visitor (tests/codegen/small/misc.yaml) */
+void validate_misc_get_welcome_param_visitor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (!pattern_match(5, v->s)) /* ^[a-z]{1,8}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{1,8}$");
+}
+
 /* param_if_match (tests/codegen/small/common.yaml) */
 void validate_param_if_match(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
