@@ -104,7 +104,7 @@ check-generated:
 
 # ---- dependencies ---------------------------------------------------------------------------
 DEB_PACKAGES := gcc make pkg-config libmicrohttpd-dev libsqlite3-dev libssl-dev \
-                python3-jinja2 python3-yaml python3-pytest python3-jwt wrk openssl curl oathtool
+                python3-jinja2 python3-yaml python3-pytest python3-jwt wrk openssl curl oathtool chromium
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \

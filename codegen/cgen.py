@@ -783,11 +783,15 @@ def check_body(op):
             w('break;')
             w.ind -= 1
             continue
-        w.open('if (r->problem)')
-        add_err(w, '&l', '""', None, 'type', 'status %d is documented without a problem '
-                                             'document' % r.status)
-        w('break;')
-        w.close()
+        if r.kind == 'html' and r.status >= 400:
+            w('if (r->problem)')
+            w('    break; /* rendered as an HTML error page by the runtime */')
+        else:
+            w.open('if (r->problem)')
+            add_err(w, '&l', '""', None, 'type', 'status %d is documented without a problem '
+                                                 'document' % r.status)
+            w('break;')
+            w.close()
         if r.kind == 'empty':
             w('if (r->resp_len > 0)')
             w.ind += 1

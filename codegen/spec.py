@@ -61,7 +61,7 @@ INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 OPERATION_KEYS = {'tags', 'summary', 'description', 'operationId', 'parameters', 'requestBody',
                   'responses', 'security', 'deprecated', 'externalDocs'}
 OPERATION_EXTENSIONS = {'x-idempotent', 'x-rate-limit-class', 'x-max-body-bytes', 'x-status',
-                        'x-any-scope'}
+                        'x-any-scope', 'x-first-party', 'x-oauth-errors'}
 PATH_ITEM_KEYS = {'summary', 'description', 'parameters', 'servers'}
 PARAM_KEYS = {'name', 'in', 'required', 'description', 'schema', 'example', 'examples',
               'deprecated', 'style', 'explode', 'allowEmptyValue'}
@@ -1730,6 +1730,18 @@ class Model:
         if st is not None and st != 'planned':
             self.fail(loc / 'x-status', 'x-status supports only the value planned')
         op.planned = st == 'planned'
+        # x-first-party: the user's own account (sessions, MFA, OAuth grants, clients): tokens
+        # issued to OAuth applications may not call it, whatever their scopes.
+        op.first_party = o.get('x-first-party', False)
+        if not isinstance(op.first_party, bool):
+            self.fail(loc / 'x-first-party', 'x-first-party must be a boolean')
+        if op.first_party and not o.get('security'):
+            self.fail(loc / 'x-first-party', 'x-first-party on a public operation')
+        # x-oauth-errors: an RFC 6749 endpoint; its problems also carry error and
+        # error_description (RFC 6749 §5.2) for OAuth client libraries.
+        op.oauth_errors = o.get('x-oauth-errors', False)
+        if not isinstance(op.oauth_errors, bool):
+            self.fail(loc / 'x-oauth-errors', 'x-oauth-errors must be a boolean')
 
     def build_params(self, op, o, loc, common, item_loc, tvars):
         plist = {}   # (name, in) -> (param, loc, component name); operation level overrides
@@ -2024,6 +2036,16 @@ class Model:
         op.statuses = [r.status for r in op.responses]
         op.json_responses = [r for r in op.responses if r.kind == 'json']
         op.html_responses = [r for r in op.responses if r.kind == 'html']
+        # A page operation (it renders HTML) answers its errors as pages too: the runtime
+        # renders a problem raised with req_problem() as an HTML error page.
+        op.page = bool(op.html_responses)
+        if op.page:
+            for r in op.responses:
+                if r.kind == 'problem':
+                    self.fail(loc / 'responses' / str(r.status),
+                              'a page operation answers errors as pages: document status %d '
+                              'as %s' % (r.status, HTML_MEDIA))
+        op.html_error_statuses = [r.status for r in op.html_responses if r.status >= 400]
         op.problem_statuses = [r.status for r in op.responses if r.kind == 'problem']
         op.empty_statuses = [r.status for r in op.responses if r.kind == 'empty']
 
@@ -2038,15 +2060,16 @@ class Model:
         if op.planned:
             need[501] = 'planned operations answer 501 not_implemented'
         else:
-            if not any(r.kind in ('json', 'empty') and 200 <= r.status < 400
+            if not any(r.kind in ('json', 'empty', 'html') and 200 <= r.status < 400
                        for r in op.responses):
                 self.fail(loc / 'responses', 'an operation needs a 2xx or 3xx response')
         for status, why in sorted(need.items()):
             if status not in op.statuses:
                 self.fail(loc / 'responses', 'status %d is not documented (%s)' % (status, why))
-            elif status not in op.problem_statuses:
+            elif status not in op.problem_statuses and status not in op.html_error_statuses:
                 self.fail(loc / 'responses' / str(status), 'status %d must be a problem '
-                                                           'response' % status)
+                                                           'response (or, on a page, a %s '
+                                                           'one)' % (status, HTML_MEDIA))
 
     def check_routes(self):
         seen = {}

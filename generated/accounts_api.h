@@ -14,18 +14,148 @@
 #include "generated/schemas.h"
 #include "runtime/req.h"
 
+/* GET /.well-known/oauth-authorization-server (getAuthorizationServerMetadata): OAuth authorization server metadata (RFC 8414) */
+struct accounts_get_authorization_server_metadata_request {
+    int unused; /* this operation takes no parameters and no body */
+};
+
+struct accounts_get_authorization_server_metadata_response {
+    int status; /* 200; problems (429, 500, 503) via req_problem() */
+    struct authorization_server_metadata *body_200; /* status 200: The metadata. */
+};
+
+int accounts_get_authorization_server_metadata(struct req *r, const struct accounts_get_authorization_server_metadata_request *in,
+                                              struct accounts_get_authorization_server_metadata_response *out);
+
+/* GET /v1/accounts/auth/oauth/authorize (authorize): OAuth authorization endpoint (sign-in and consent pages) */
+struct accounts_authorize_request {
+    const char *response_type; /* query response_type, optional */
+    bool has_response_type;
+    const char *client_id; /* query client_id, optional */
+    bool has_client_id;
+    const char *redirect_uri; /* query redirect_uri, optional */
+    bool has_redirect_uri;
+    const char *scope; /* query scope, optional */
+    bool has_scope;
+    const char *state; /* query state, optional */
+    bool has_state;
+    const char *code_challenge; /* query code_challenge, optional */
+    bool has_code_challenge;
+    const char *code_challenge_method; /* query code_challenge_method, optional */
+    bool has_code_challenge_method;
+    const char *host_oauth_session; /* cookie __Host-oauth_session, optional */
+    bool has_host_oauth_session;
+};
+
+struct accounts_authorize_response {
+    int status; /* 200, 302, 400, 429, 500, 503; problems (none) via req_problem() */
+    const char *body_200; /* status 200: The sign-in page or, for a signed-in browser, the consent page. (an HTML document) */
+    const char *body_400; /* status 400: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_429; /* status 429: Too many attempts from this address or for this account; the page says when to retry.... */
+    const char *body_500; /* status 500: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_503; /* status 503: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *set_cookie; /* header Set-Cookie on 200; NULL = not sent */
+    const char *location; /* header Location on 302; NULL = not sent */
+};
+
+int accounts_authorize(struct req *r, const struct accounts_authorize_request *in,
+                      struct accounts_authorize_response *out);
+
+/* POST /v1/accounts/auth/oauth/authorize/decision (decideAuthorization): Approve or deny on the consent page */
+struct accounts_decide_authorization_request {
+    const char *host_oauth_session; /* cookie __Host-oauth_session, optional */
+    bool has_host_oauth_session;
+    struct decision_form *body; /* request body (required) */
+};
+
+struct accounts_decide_authorization_response {
+    int status; /* 302, 400, 413, 415, 422, 429, 500, 503; problems (none) via req_problem() */
+    const char *body_400; /* status 400: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_413; /* status 413: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_415; /* status 415: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_422; /* status 422: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_429; /* status 429: Too many attempts from this address or for this account; the page says when to retry.... */
+    const char *body_500; /* status 500: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_503; /* status 503: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *location; /* header Location on 302; NULL = not sent */
+};
+
+int accounts_decide_authorization(struct req *r, const struct accounts_decide_authorization_request *in,
+                                 struct accounts_decide_authorization_response *out);
+
+/* POST /v1/accounts/auth/oauth/authorize/sign-in (signIn): Sign in on the authorization page */
+struct accounts_sign_in_request {
+    const char *host_oauth_session; /* cookie __Host-oauth_session, optional */
+    bool has_host_oauth_session;
+    struct sign_in_form *body; /* request body (required) */
+};
+
+struct accounts_sign_in_response {
+    int status; /* 200, 303, 400, 413, 415, 422, 429, 500, 503; problems (none) via req_problem() */
+    const char *body_200; /* status 200: The account uses MFA: the page asking for the one-time code. (an HTML document) */
+    const char *body_400; /* status 400: The sign-in page again with what was wrong, or an error page. (an HTML document) */
+    const char *body_413; /* status 413: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_415; /* status 415: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_422; /* status 422: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_429; /* status 429: Too many attempts from this address or for this account; the page says when to retry.... */
+    const char *body_500; /* status 500: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_503; /* status 503: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *location; /* header Location on 303; NULL = not sent */
+    const char *set_cookie; /* header Set-Cookie on 303; NULL = not sent */
+};
+
+int accounts_sign_in(struct req *r, const struct accounts_sign_in_request *in,
+                    struct accounts_sign_in_response *out);
+
+/* POST /v1/accounts/auth/oauth/authorize/verify (verifySignIn): Enter the one-time code on the authorization page */
+struct accounts_verify_sign_in_request {
+    const char *host_oauth_session; /* cookie __Host-oauth_session, optional */
+    bool has_host_oauth_session;
+    struct verify_form *body; /* request body (required) */
+};
+
+struct accounts_verify_sign_in_response {
+    int status; /* 303, 400, 413, 415, 422, 429, 500, 503; problems (none) via req_problem() */
+    const char *body_400; /* status 400: The code page again with what was wrong, or an error page. (an HTML document) */
+    const char *body_413; /* status 413: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_415; /* status 415: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_422; /* status 422: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_429; /* status 429: Too many attempts from this address or for this account; the page says when to retry.... */
+    const char *body_500; /* status 500: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_503; /* status 503: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *location; /* header Location on 303; NULL = not sent */
+    const char *set_cookie; /* header Set-Cookie on 303; NULL = not sent */
+};
+
+int accounts_verify_sign_in(struct req *r, const struct accounts_verify_sign_in_request *in,
+                           struct accounts_verify_sign_in_response *out);
+
 /* POST /v1/accounts/auth/oauth/refresh (refreshToken): Exchange a refresh token for a new token pair */
 struct accounts_refresh_token_request {
     struct refresh_request *body; /* request body (required) */
 };
 
 struct accounts_refresh_token_response {
-    int status; /* 200; problems (400, 413, 415, 422, 429, 500, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct login_response *body_200; /* status 200: The new token pair; the refresh token sent is now used. */
 };
 
 int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_request *in,
                           struct accounts_refresh_token_response *out);
+
+/* POST /v1/accounts/auth/oauth/token (issueToken): OAuth token endpoint */
+struct accounts_issue_token_request {
+    struct token_request *body; /* request body (required) */
+};
+
+struct accounts_issue_token_response {
+    int status; /* 200; problems (400, 401, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct login_response *body_200; /* status 200: The token pair. */
+    const char *pragma; /* header Pragma on 200; NULL = not sent */
+};
+
+int accounts_issue_token(struct req *r, const struct accounts_issue_token_request *in,
+                        struct accounts_issue_token_response *out);
 
 /* GET /v1/accounts/mfa (getMfa): Get my multi-factor authentication status */
 struct accounts_get_mfa_request {
@@ -78,6 +208,96 @@ struct accounts_enroll_mfa_response {
 
 int accounts_enroll_mfa(struct req *r, const struct accounts_enroll_mfa_request *in,
                        struct accounts_enroll_mfa_response *out);
+
+/* GET /v1/accounts/oauth/clients (listOauthClients): List the workspace's OAuth applications */
+struct accounts_list_oauth_clients_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+};
+
+struct accounts_list_oauth_clients_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
+    struct oauth_client_page *body_200; /* status 200: One page of clients. */
+};
+
+int accounts_list_oauth_clients(struct req *r, const struct accounts_list_oauth_clients_request *in,
+                               struct accounts_list_oauth_clients_response *out);
+
+/* POST /v1/accounts/oauth/clients (createOauthClient): Register an OAuth application */
+struct accounts_create_oauth_client_request {
+    struct oauth_client_create *body; /* request body (required) */
+};
+
+struct accounts_create_oauth_client_response {
+    int status; /* 201; problems (400, 401, 403, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct oauth_client_created *body_201; /* status 201: Registered; for a confidential client the only time its secret is shown. */
+    const char *location; /* header Location on 201; NULL = not sent */
+    const char *etag; /* header ETag on 201; NULL = not sent */
+};
+
+int accounts_create_oauth_client(struct req *r, const struct accounts_create_oauth_client_request *in,
+                                struct accounts_create_oauth_client_response *out);
+
+/* GET /v1/accounts/oauth/clients/{id} (getOauthClient): Get an OAuth application */
+struct accounts_get_oauth_client_request {
+    const char *id; /* path id, required */
+};
+
+struct accounts_get_oauth_client_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
+    struct oauth_client *body_200; /* status 200: The client. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int accounts_get_oauth_client(struct req *r, const struct accounts_get_oauth_client_request *in,
+                             struct accounts_get_oauth_client_response *out);
+
+/* PATCH /v1/accounts/oauth/clients/{id} (updateOauthClient): Change or disable an OAuth application */
+struct accounts_update_oauth_client_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+    struct oauth_client_update *body; /* request body (required) */
+};
+
+struct accounts_update_oauth_client_response {
+    int status; /* 200; problems (400, 401, 403, 404, 412, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct oauth_client *body_200; /* status 200: Changed; the client as it is now. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int accounts_update_oauth_client(struct req *r, const struct accounts_update_oauth_client_request *in,
+                                struct accounts_update_oauth_client_response *out);
+
+/* GET /v1/accounts/oauth/grants (listOauthGrants): List the applications I have connected */
+struct accounts_list_oauth_grants_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+};
+
+struct accounts_list_oauth_grants_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
+    struct oauth_grant_page *body_200; /* status 200: One page of grants. */
+};
+
+int accounts_list_oauth_grants(struct req *r, const struct accounts_list_oauth_grants_request *in,
+                              struct accounts_list_oauth_grants_response *out);
+
+/* DELETE /v1/accounts/oauth/grants/{id} (revokeOauthGrant): Disconnect an application */
+struct accounts_revoke_oauth_grant_request {
+    const char *id; /* path id, required */
+};
+
+struct accounts_revoke_oauth_grant_response {
+    int status; /* 204; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
+};
+
+int accounts_revoke_oauth_grant(struct req *r, const struct accounts_revoke_oauth_grant_request *in,
+                               struct accounts_revoke_oauth_grant_response *out);
 
 /* GET /v1/accounts/sessions (listSessions): List my active sessions */
 struct accounts_list_sessions_request {
@@ -144,5 +364,29 @@ struct accounts_logout_response {
 
 int accounts_logout(struct req *r, const struct accounts_logout_request *in,
                    struct accounts_logout_response *out);
+
+/* GET /v1/auth/oauth/callback (oauthCallback): Built-in redirect target for applications without a web server */
+struct accounts_oauth_callback_request {
+    const char *code; /* query code, optional */
+    bool has_code;
+    const char *state; /* query state, optional */
+    bool has_state;
+    const char *error; /* query error, optional */
+    bool has_error;
+    const char *iss; /* query iss, optional */
+    bool has_iss;
+};
+
+struct accounts_oauth_callback_response {
+    int status; /* 200, 400, 429, 500, 503; problems (none) via req_problem() */
+    const char *body_200; /* status 200: The code (or the error) to copy. (an HTML document) */
+    const char *body_400; /* status 400: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_429; /* status 429: Too many attempts from this address or for this account; the page says when to retry.... */
+    const char *body_500; /* status 500: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_503; /* status 503: An error page for the person in the browser; nothing was changed. (an HTML document) */
+};
+
+int accounts_oauth_callback(struct req *r, const struct accounts_oauth_callback_request *in,
+                           struct accounts_oauth_callback_response *out);
 
 #endif

@@ -16,6 +16,994 @@
 #include "runtime/verr.h"
 
 #ifdef TREASURY_CHECK_RESPONSES
+static const char *resp_header(const struct req *r, const char *name)
+{
+    for (int i = 0; i < r->n_resp_headers; i++)
+        if (strcasecmp(r->resp_headers[i].name, name) == 0)
+            return r->resp_headers[i].value;
+    return NULL;
+}
+#endif
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_get_authorization_server_metadata(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_authorization_server_metadata(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "getAuthorizationServerMetadata", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "getAuthorizationServerMetadata");
+}
+#endif
+
+/* GET /.well-known/oauth-authorization-server (getAuthorizationServerMetadata) */
+int dispatch_accounts_get_authorization_server_metadata(struct req *r)
+{
+    struct accounts_get_authorization_server_metadata_request in;
+    struct accounts_get_authorization_server_metadata_response out;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_get_authorization_server_metadata(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "getAuthorizationServerMetadata");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_authorization_server_metadata(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "getAuthorizationServerMetadata",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_get_authorization_server_metadata(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_authorize(struct req *r)
+{
+    struct verr_list l;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is an HTML document");
+        hval = resp_header(r, "Set-Cookie");
+        if (hval && schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Set-Cookie", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_signincookie(&hv, "/header/Set-Cookie", VALIDATE_RESPONSE, &l);
+        break;
+    case 302:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 302 is documented without a problem document");
+            break;
+        }
+        if (r->resp_len > 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 302 has no body");
+        hval = resp_header(r, "Location");
+        if (!hval)
+            verr_add(&l, "/header/Location", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Location", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_pagelocation(&hv, "/header/Location", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is an HTML document");
+        break;
+    case 429:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is an HTML document");
+        break;
+    case 500:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is an HTML document");
+        break;
+    case 503:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is an HTML document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "authorize", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "authorize");
+}
+#endif
+
+/* GET /v1/accounts/auth/oauth/authorize (authorize) */
+int dispatch_accounts_authorize(struct req *r)
+{
+    struct accounts_authorize_request in;
+    struct accounts_authorize_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_query(r, "response_type");
+    if (!text) {
+        /* absent: has_response_type stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/response_type", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_accounts_authorize_param_response_type(&pv, "/query/response_type", VALIDATE_REQUEST, &r->verr);
+        in.response_type = pv.s;
+        in.has_response_type = true;
+    }
+    text = req_query(r, "client_id");
+    if (!text) {
+        /* absent: has_client_id stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/client_id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_accounts_authorize_param_client_id(&pv, "/query/client_id", VALIDATE_REQUEST, &r->verr);
+        in.client_id = pv.s;
+        in.has_client_id = true;
+    }
+    text = req_query(r, "redirect_uri");
+    if (!text) {
+        /* absent: has_redirect_uri stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/redirect_uri", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_accounts_authorize_param_redirect_uri(&pv, "/query/redirect_uri", VALIDATE_REQUEST, &r->verr);
+        in.redirect_uri = pv.s;
+        in.has_redirect_uri = true;
+    }
+    text = req_query(r, "scope");
+    if (!text) {
+        /* absent: has_scope stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/scope", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_accounts_authorize_param_scope(&pv, "/query/scope", VALIDATE_REQUEST, &r->verr);
+        in.scope = pv.s;
+        in.has_scope = true;
+    }
+    text = req_query(r, "state");
+    if (!text) {
+        /* absent: has_state stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/state", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_accounts_authorize_param_state(&pv, "/query/state", VALIDATE_REQUEST, &r->verr);
+        in.state = pv.s;
+        in.has_state = true;
+    }
+    text = req_query(r, "code_challenge");
+    if (!text) {
+        /* absent: has_code_challenge stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/code_challenge", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_accounts_authorize_param_code_challenge(&pv, "/query/code_challenge", VALIDATE_REQUEST, &r->verr);
+        in.code_challenge = pv.s;
+        in.has_code_challenge = true;
+    }
+    text = req_query(r, "code_challenge_method");
+    if (!text) {
+        /* absent: has_code_challenge_method stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/code_challenge_method", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_accounts_authorize_param_code_challenge_method(&pv, "/query/code_challenge_method", VALIDATE_REQUEST, &r->verr);
+        in.code_challenge_method = pv.s;
+        in.has_code_challenge_method = true;
+    }
+    text = req_cookie(r, "__Host-oauth_session");
+    if (!text) {
+        /* absent: has_host_oauth_session stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/cookie/__Host-oauth_session", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_sign_in_cookie(&pv, "/cookie/__Host-oauth_session", VALIDATE_REQUEST, &r->verr);
+        in.host_oauth_session = pv.s;
+        in.has_host_oauth_session = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_authorize(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "authorize");
+                return -1;
+            }
+            if (req_set_html(r, 200, out.body_200) != 0)
+                return -1;
+            break;
+        case 302:
+            req_set_json(r, 302, NULL, 0);
+            break;
+        case 400:
+            if (!out.body_400) {
+                log_error("%s answered 400 without body_400", "authorize");
+                return -1;
+            }
+            if (req_set_html(r, 400, out.body_400) != 0)
+                return -1;
+            break;
+        case 429:
+            if (!out.body_429) {
+                log_error("%s answered 429 without body_429", "authorize");
+                return -1;
+            }
+            if (req_set_html(r, 429, out.body_429) != 0)
+                return -1;
+            break;
+        case 500:
+            if (!out.body_500) {
+                log_error("%s answered 500 without body_500", "authorize");
+                return -1;
+            }
+            if (req_set_html(r, 500, out.body_500) != 0)
+                return -1;
+            break;
+        case 503:
+            if (!out.body_503) {
+                log_error("%s answered 503 without body_503", "authorize");
+                return -1;
+            }
+            if (req_set_html(r, 503, out.body_503) != 0)
+                return -1;
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "authorize",
+                      out.status);
+            return -1;
+        }
+        if (out.set_cookie && (r->status == 200))
+            req_set_header(r, "Set-Cookie", out.set_cookie);
+        if (out.location && (r->status == 302))
+            req_set_header(r, "Location", out.location);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_authorize(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_decide_authorization(struct req *r)
+{
+    struct verr_list l;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 302:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 302 is documented without a problem document");
+            break;
+        }
+        if (r->resp_len > 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 302 has no body");
+        hval = resp_header(r, "Location");
+        if (!hval)
+            verr_add(&l, "/header/Location", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Location", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_pagelocation(&hv, "/header/Location", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is an HTML document");
+        break;
+    case 413:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is an HTML document");
+        break;
+    case 415:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is an HTML document");
+        break;
+    case 422:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is an HTML document");
+        break;
+    case 429:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is an HTML document");
+        break;
+    case 500:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is an HTML document");
+        break;
+    case 503:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is an HTML document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "decideAuthorization", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "decideAuthorization");
+}
+#endif
+
+/* POST /v1/accounts/auth/oauth/authorize/decision (decideAuthorization) */
+int dispatch_accounts_decide_authorization(struct req *r)
+{
+    struct accounts_decide_authorization_request in;
+    struct accounts_decide_authorization_response out;
+    struct json_value pv;
+    const char *text;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_cookie(r, "__Host-oauth_session");
+    if (!text) {
+        /* absent: has_host_oauth_session stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/cookie/__Host-oauth_session", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_sign_in_cookie(&pv, "/cookie/__Host-oauth_session", VALIDATE_REQUEST, &r->verr);
+        in.host_oauth_session = pv.s;
+        in.has_host_oauth_session = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_decision_form(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_decision_form(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_decide_authorization(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 302:
+            req_set_json(r, 302, NULL, 0);
+            break;
+        case 400:
+            if (!out.body_400) {
+                log_error("%s answered 400 without body_400", "decideAuthorization");
+                return -1;
+            }
+            if (req_set_html(r, 400, out.body_400) != 0)
+                return -1;
+            break;
+        case 413:
+            if (!out.body_413) {
+                log_error("%s answered 413 without body_413", "decideAuthorization");
+                return -1;
+            }
+            if (req_set_html(r, 413, out.body_413) != 0)
+                return -1;
+            break;
+        case 415:
+            if (!out.body_415) {
+                log_error("%s answered 415 without body_415", "decideAuthorization");
+                return -1;
+            }
+            if (req_set_html(r, 415, out.body_415) != 0)
+                return -1;
+            break;
+        case 422:
+            if (!out.body_422) {
+                log_error("%s answered 422 without body_422", "decideAuthorization");
+                return -1;
+            }
+            if (req_set_html(r, 422, out.body_422) != 0)
+                return -1;
+            break;
+        case 429:
+            if (!out.body_429) {
+                log_error("%s answered 429 without body_429", "decideAuthorization");
+                return -1;
+            }
+            if (req_set_html(r, 429, out.body_429) != 0)
+                return -1;
+            break;
+        case 500:
+            if (!out.body_500) {
+                log_error("%s answered 500 without body_500", "decideAuthorization");
+                return -1;
+            }
+            if (req_set_html(r, 500, out.body_500) != 0)
+                return -1;
+            break;
+        case 503:
+            if (!out.body_503) {
+                log_error("%s answered 503 without body_503", "decideAuthorization");
+                return -1;
+            }
+            if (req_set_html(r, 503, out.body_503) != 0)
+                return -1;
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "decideAuthorization",
+                      out.status);
+            return -1;
+        }
+        if (out.location && (r->status == 302))
+            req_set_header(r, "Location", out.location);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_decide_authorization(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_sign_in(struct req *r)
+{
+    struct verr_list l;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is an HTML document");
+        break;
+    case 303:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 303 is documented without a problem document");
+            break;
+        }
+        if (r->resp_len > 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 303 has no body");
+        hval = resp_header(r, "Location");
+        if (!hval)
+            verr_add(&l, "/header/Location", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Location", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_pagelocation(&hv, "/header/Location", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "Set-Cookie");
+        if (hval && schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Set-Cookie", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_signincookie(&hv, "/header/Set-Cookie", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is an HTML document");
+        break;
+    case 413:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is an HTML document");
+        break;
+    case 415:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is an HTML document");
+        break;
+    case 422:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is an HTML document");
+        break;
+    case 429:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is an HTML document");
+        break;
+    case 500:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is an HTML document");
+        break;
+    case 503:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is an HTML document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "signIn", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "signIn");
+}
+#endif
+
+/* POST /v1/accounts/auth/oauth/authorize/sign-in (signIn) */
+int dispatch_accounts_sign_in(struct req *r)
+{
+    struct accounts_sign_in_request in;
+    struct accounts_sign_in_response out;
+    struct json_value pv;
+    const char *text;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_cookie(r, "__Host-oauth_session");
+    if (!text) {
+        /* absent: has_host_oauth_session stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/cookie/__Host-oauth_session", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_sign_in_cookie(&pv, "/cookie/__Host-oauth_session", VALIDATE_REQUEST, &r->verr);
+        in.host_oauth_session = pv.s;
+        in.has_host_oauth_session = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_sign_in_form(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_sign_in_form(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_sign_in(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "signIn");
+                return -1;
+            }
+            if (req_set_html(r, 200, out.body_200) != 0)
+                return -1;
+            break;
+        case 303:
+            req_set_json(r, 303, NULL, 0);
+            break;
+        case 400:
+            if (!out.body_400) {
+                log_error("%s answered 400 without body_400", "signIn");
+                return -1;
+            }
+            if (req_set_html(r, 400, out.body_400) != 0)
+                return -1;
+            break;
+        case 413:
+            if (!out.body_413) {
+                log_error("%s answered 413 without body_413", "signIn");
+                return -1;
+            }
+            if (req_set_html(r, 413, out.body_413) != 0)
+                return -1;
+            break;
+        case 415:
+            if (!out.body_415) {
+                log_error("%s answered 415 without body_415", "signIn");
+                return -1;
+            }
+            if (req_set_html(r, 415, out.body_415) != 0)
+                return -1;
+            break;
+        case 422:
+            if (!out.body_422) {
+                log_error("%s answered 422 without body_422", "signIn");
+                return -1;
+            }
+            if (req_set_html(r, 422, out.body_422) != 0)
+                return -1;
+            break;
+        case 429:
+            if (!out.body_429) {
+                log_error("%s answered 429 without body_429", "signIn");
+                return -1;
+            }
+            if (req_set_html(r, 429, out.body_429) != 0)
+                return -1;
+            break;
+        case 500:
+            if (!out.body_500) {
+                log_error("%s answered 500 without body_500", "signIn");
+                return -1;
+            }
+            if (req_set_html(r, 500, out.body_500) != 0)
+                return -1;
+            break;
+        case 503:
+            if (!out.body_503) {
+                log_error("%s answered 503 without body_503", "signIn");
+                return -1;
+            }
+            if (req_set_html(r, 503, out.body_503) != 0)
+                return -1;
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "signIn",
+                      out.status);
+            return -1;
+        }
+        if (out.location && (r->status == 303))
+            req_set_header(r, "Location", out.location);
+        if (out.set_cookie && (r->status == 303))
+            req_set_header(r, "Set-Cookie", out.set_cookie);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_sign_in(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_verify_sign_in(struct req *r)
+{
+    struct verr_list l;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 303:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 303 is documented without a problem document");
+            break;
+        }
+        if (r->resp_len > 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 303 has no body");
+        hval = resp_header(r, "Location");
+        if (!hval)
+            verr_add(&l, "/header/Location", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Location", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_pagelocation(&hv, "/header/Location", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "Set-Cookie");
+        if (hval && schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Set-Cookie", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_signincookie(&hv, "/header/Set-Cookie", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is an HTML document");
+        break;
+    case 413:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is an HTML document");
+        break;
+    case 415:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is an HTML document");
+        break;
+    case 422:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is an HTML document");
+        break;
+    case 429:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is an HTML document");
+        break;
+    case 500:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is an HTML document");
+        break;
+    case 503:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is an HTML document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "verifySignIn", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "verifySignIn");
+}
+#endif
+
+/* POST /v1/accounts/auth/oauth/authorize/verify (verifySignIn) */
+int dispatch_accounts_verify_sign_in(struct req *r)
+{
+    struct accounts_verify_sign_in_request in;
+    struct accounts_verify_sign_in_response out;
+    struct json_value pv;
+    const char *text;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_cookie(r, "__Host-oauth_session");
+    if (!text) {
+        /* absent: has_host_oauth_session stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/cookie/__Host-oauth_session", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_sign_in_cookie(&pv, "/cookie/__Host-oauth_session", VALIDATE_REQUEST, &r->verr);
+        in.host_oauth_session = pv.s;
+        in.has_host_oauth_session = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_verify_form(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_verify_form(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_verify_sign_in(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 303:
+            req_set_json(r, 303, NULL, 0);
+            break;
+        case 400:
+            if (!out.body_400) {
+                log_error("%s answered 400 without body_400", "verifySignIn");
+                return -1;
+            }
+            if (req_set_html(r, 400, out.body_400) != 0)
+                return -1;
+            break;
+        case 413:
+            if (!out.body_413) {
+                log_error("%s answered 413 without body_413", "verifySignIn");
+                return -1;
+            }
+            if (req_set_html(r, 413, out.body_413) != 0)
+                return -1;
+            break;
+        case 415:
+            if (!out.body_415) {
+                log_error("%s answered 415 without body_415", "verifySignIn");
+                return -1;
+            }
+            if (req_set_html(r, 415, out.body_415) != 0)
+                return -1;
+            break;
+        case 422:
+            if (!out.body_422) {
+                log_error("%s answered 422 without body_422", "verifySignIn");
+                return -1;
+            }
+            if (req_set_html(r, 422, out.body_422) != 0)
+                return -1;
+            break;
+        case 429:
+            if (!out.body_429) {
+                log_error("%s answered 429 without body_429", "verifySignIn");
+                return -1;
+            }
+            if (req_set_html(r, 429, out.body_429) != 0)
+                return -1;
+            break;
+        case 500:
+            if (!out.body_500) {
+                log_error("%s answered 500 without body_500", "verifySignIn");
+                return -1;
+            }
+            if (req_set_html(r, 500, out.body_500) != 0)
+                return -1;
+            break;
+        case 503:
+            if (!out.body_503) {
+                log_error("%s answered 503 without body_503", "verifySignIn");
+                return -1;
+            }
+            if (req_set_html(r, 503, out.body_503) != 0)
+                return -1;
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "verifySignIn",
+                      out.status);
+            return -1;
+        }
+        if (out.location && (r->status == 303))
+            req_set_header(r, "Location", out.location);
+        if (out.set_cookie && (r->status == 303))
+            req_set_header(r, "Set-Cookie", out.set_cookie);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_verify_sign_in(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
 static void check_accounts_refresh_token(struct req *r)
 {
     struct verr_list l;
@@ -37,6 +1025,10 @@ static void check_accounts_refresh_token(struct req *r)
     case 400:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
         break;
     case 413:
         if (!r->problem)
@@ -138,6 +1130,146 @@ int dispatch_accounts_refresh_token(struct req *r)
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_accounts_refresh_token(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_issue_token(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_login_response(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "Pragma");
+        if (hval && schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Pragma", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_pragma(&hv, "/header/Pragma", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "issueToken", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "issueToken");
+}
+#endif
+
+/* POST /v1/accounts/auth/oauth/token (issueToken) */
+int dispatch_accounts_issue_token(struct req *r)
+{
+    struct accounts_issue_token_request in;
+    struct accounts_issue_token_response out;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_token_request(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_token_request(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_issue_token(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "issueToken");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_login_response(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "issueToken",
+                      out.status);
+            return -1;
+        }
+        if (out.pragma && (r->status == 200))
+            req_set_header(r, "Pragma", out.pragma);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_issue_token(r);
 #endif
     return 0;
 }
@@ -608,6 +1740,835 @@ int dispatch_accounts_enroll_mfa(struct req *r)
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_accounts_enroll_mfa(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_list_oauth_clients(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_oauth_client_page(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "listOauthClients", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "listOauthClients");
+}
+#endif
+
+/* GET /v1/accounts/oauth/clients (listOauthClients) */
+int dispatch_accounts_list_oauth_clients(struct req *r)
+{
+    struct accounts_list_oauth_clients_request in;
+    struct accounts_list_oauth_clients_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_query(r, "limit");
+    if (!text) {
+        in.limit = INT64_C(20);
+        in.has_limit = true;
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
+    } else {
+        validate_param_limit(&pv, "/query/limit", VALIDATE_REQUEST, &r->verr);
+        (void)json_number_to_int64(&pv, &in.limit);
+        in.has_limit = true;
+    }
+    text = req_query(r, "cursor");
+    if (!text) {
+        /* absent: has_cursor stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_cursor(&pv, "/query/cursor", VALIDATE_REQUEST, &r->verr);
+        in.cursor = pv.s;
+        in.has_cursor = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_list_oauth_clients(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "listOauthClients");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_oauth_client_page(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "listOauthClients",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_list_oauth_clients(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_create_oauth_client(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 201:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 201 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_oauth_client_created(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "Location");
+        if (!hval)
+            verr_add(&l, "/header/Location", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Location", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_location(&hv, "/header/Location", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "createOauthClient", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "createOauthClient");
+}
+#endif
+
+/* POST /v1/accounts/oauth/clients (createOauthClient) */
+int dispatch_accounts_create_oauth_client(struct req *r)
+{
+    struct accounts_create_oauth_client_request in;
+    struct accounts_create_oauth_client_response out;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_oauth_client_create(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_oauth_client_create(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_create_oauth_client(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 201:
+            if (!out.body_201) {
+                log_error("%s answered 201 without body_201", "createOauthClient");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_oauth_client_created(&jw, out.body_201);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 201, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "createOauthClient",
+                      out.status);
+            return -1;
+        }
+        if (out.location && (r->status == 201))
+            req_set_header(r, "Location", out.location);
+        if (out.etag && (r->status == 201))
+            req_set_header(r, "ETag", out.etag);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_create_oauth_client(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_get_oauth_client(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_oauth_client(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "getOauthClient", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "getOauthClient");
+}
+#endif
+
+/* GET /v1/accounts/oauth/clients/{id} (getOauthClient) */
+int dispatch_accounts_get_oauth_client(struct req *r)
+{
+    struct accounts_get_oauth_client_request in;
+    struct accounts_get_oauth_client_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_get_oauth_client(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "getOauthClient");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_oauth_client(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "getOauthClient",
+                      out.status);
+            return -1;
+        }
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_get_oauth_client(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_update_oauth_client(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_oauth_client(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 412:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 412 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "updateOauthClient", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "updateOauthClient");
+}
+#endif
+
+/* PATCH /v1/accounts/oauth/clients/{id} (updateOauthClient) */
+int dispatch_accounts_update_oauth_client(struct req *r)
+{
+    struct accounts_update_oauth_client_request in;
+    struct accounts_update_oauth_client_response out;
+    struct json_value pv;
+    const char *text;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    text = req_header(r, "If-Match");
+    if (!text) {
+        /* absent: has_if_match stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/header/If-Match", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_if_match(&pv, "/header/If-Match", VALIDATE_REQUEST, &r->verr);
+        in.if_match = pv.s;
+        in.has_if_match = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_oauth_client_update(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_oauth_client_update(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_update_oauth_client(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "updateOauthClient");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_oauth_client(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "updateOauthClient",
+                      out.status);
+            return -1;
+        }
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_update_oauth_client(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_list_oauth_grants(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_oauth_grant_page(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "listOauthGrants", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "listOauthGrants");
+}
+#endif
+
+/* GET /v1/accounts/oauth/grants (listOauthGrants) */
+int dispatch_accounts_list_oauth_grants(struct req *r)
+{
+    struct accounts_list_oauth_grants_request in;
+    struct accounts_list_oauth_grants_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_query(r, "limit");
+    if (!text) {
+        in.limit = INT64_C(20);
+        in.has_limit = true;
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
+    } else {
+        validate_param_limit(&pv, "/query/limit", VALIDATE_REQUEST, &r->verr);
+        (void)json_number_to_int64(&pv, &in.limit);
+        in.has_limit = true;
+    }
+    text = req_query(r, "cursor");
+    if (!text) {
+        /* absent: has_cursor stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_cursor(&pv, "/query/cursor", VALIDATE_REQUEST, &r->verr);
+        in.cursor = pv.s;
+        in.has_cursor = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_list_oauth_grants(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "listOauthGrants");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_oauth_grant_page(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "listOauthGrants",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_list_oauth_grants(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_revoke_oauth_grant(struct req *r)
+{
+    struct verr_list l;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 204:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 204 is documented without a problem document");
+            break;
+        }
+        if (r->resp_len > 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 204 has no body");
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "revokeOauthGrant", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "revokeOauthGrant");
+}
+#endif
+
+/* DELETE /v1/accounts/oauth/grants/{id} (revokeOauthGrant) */
+int dispatch_accounts_revoke_oauth_grant(struct req *r)
+{
+    struct accounts_revoke_oauth_grant_request in;
+    struct accounts_revoke_oauth_grant_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_revoke_oauth_grant(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 204:
+            req_set_json(r, 204, NULL, 0);
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "revokeOauthGrant",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_revoke_oauth_grant(r);
 #endif
     return 0;
 }
@@ -1176,6 +3137,173 @@ int dispatch_accounts_logout(struct req *r)
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_accounts_logout(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_oauth_callback(struct req *r)
+{
+    struct verr_list l;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is an HTML document");
+        break;
+    case 400:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is an HTML document");
+        break;
+    case 429:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is an HTML document");
+        break;
+    case 500:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is an HTML document");
+        break;
+    case 503:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is an HTML document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "oauthCallback", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "oauthCallback");
+}
+#endif
+
+/* GET /v1/auth/oauth/callback (oauthCallback) */
+int dispatch_accounts_oauth_callback(struct req *r)
+{
+    struct accounts_oauth_callback_request in;
+    struct accounts_oauth_callback_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_query(r, "code");
+    if (!text) {
+        /* absent: has_code stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/code", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_accounts_oauth_callback_param_code(&pv, "/query/code", VALIDATE_REQUEST, &r->verr);
+        in.code = pv.s;
+        in.has_code = true;
+    }
+    text = req_query(r, "state");
+    if (!text) {
+        /* absent: has_state stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/state", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_accounts_oauth_callback_param_state(&pv, "/query/state", VALIDATE_REQUEST, &r->verr);
+        in.state = pv.s;
+        in.has_state = true;
+    }
+    text = req_query(r, "error");
+    if (!text) {
+        /* absent: has_error stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/error", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_accounts_oauth_callback_param_error(&pv, "/query/error", VALIDATE_REQUEST, &r->verr);
+        in.error = pv.s;
+        in.has_error = true;
+    }
+    text = req_query(r, "iss");
+    if (!text) {
+        /* absent: has_iss stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/iss", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_accounts_oauth_callback_param_iss(&pv, "/query/iss", VALIDATE_REQUEST, &r->verr);
+        in.iss = pv.s;
+        in.has_iss = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_oauth_callback(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "oauthCallback");
+                return -1;
+            }
+            if (req_set_html(r, 200, out.body_200) != 0)
+                return -1;
+            break;
+        case 400:
+            if (!out.body_400) {
+                log_error("%s answered 400 without body_400", "oauthCallback");
+                return -1;
+            }
+            if (req_set_html(r, 400, out.body_400) != 0)
+                return -1;
+            break;
+        case 429:
+            if (!out.body_429) {
+                log_error("%s answered 429 without body_429", "oauthCallback");
+                return -1;
+            }
+            if (req_set_html(r, 429, out.body_429) != 0)
+                return -1;
+            break;
+        case 500:
+            if (!out.body_500) {
+                log_error("%s answered 500 without body_500", "oauthCallback");
+                return -1;
+            }
+            if (req_set_html(r, 500, out.body_500) != 0)
+                return -1;
+            break;
+        case 503:
+            if (!out.body_503) {
+                log_error("%s answered 503 without body_503", "oauthCallback");
+                return -1;
+            }
+            if (req_set_html(r, 503, out.body_503) != 0)
+                return -1;
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "oauthCallback",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_oauth_callback(r);
 #endif
     return 0;
 }

@@ -6,12 +6,24 @@
 
 struct req;
 
+int dispatch_accounts_get_authorization_server_metadata(struct req *r);
 int dispatch_meta_get_health(struct req *r);
+int dispatch_accounts_authorize(struct req *r);
+int dispatch_accounts_decide_authorization(struct req *r);
+int dispatch_accounts_sign_in(struct req *r);
+int dispatch_accounts_verify_sign_in(struct req *r);
 int dispatch_accounts_refresh_token(struct req *r);
+int dispatch_accounts_issue_token(struct req *r);
 int dispatch_accounts_get_mfa(struct req *r);
 int dispatch_accounts_confirm_mfa(struct req *r);
 int dispatch_accounts_disable_mfa(struct req *r);
 int dispatch_accounts_enroll_mfa(struct req *r);
+int dispatch_accounts_list_oauth_clients(struct req *r);
+int dispatch_accounts_create_oauth_client(struct req *r);
+int dispatch_accounts_get_oauth_client(struct req *r);
+int dispatch_accounts_update_oauth_client(struct req *r);
+int dispatch_accounts_list_oauth_grants(struct req *r);
+int dispatch_accounts_revoke_oauth_grant(struct req *r);
 int dispatch_accounts_list_sessions(struct req *r);
 int dispatch_accounts_revoke_session(struct req *r);
 int dispatch_admin_list_roles(struct req *r);
@@ -28,6 +40,7 @@ int dispatch_admin_invite_user(struct req *r);
 int dispatch_accounts_complete_signup(struct req *r);
 int dispatch_accounts_login(struct req *r);
 int dispatch_accounts_logout(struct req *r);
+int dispatch_accounts_oauth_callback(struct req *r);
 int dispatch_payments_list_beneficiaries(struct req *r);
 int dispatch_payments_create_beneficiary(struct req *r);
 int dispatch_payments_get_beneficiary(struct req *r);

@@ -13,56 +13,91 @@
 
 #define MAX_SEGS 6
 
-static const int statuses_0[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_1[] = { 200, 400, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_2[] = { 200, 400, 401, 409, 429, 500, 503, 0 };
-static const int statuses_3[] = { 200, 400, 401, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_4[] = { 200, 400, 401, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_5[] = { 201, 400, 401, 409, 429, 500, 503, 0 };
-static const int statuses_6[] = { 200, 400, 401, 429, 500, 503, 0 };
-static const int statuses_7[] = { 204, 400, 401, 404, 429, 500, 503, 0 };
-static const int statuses_8[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_9[] = { 200, 201, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_10[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_11[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_12[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_13[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_0[] = { 200, 429, 500, 503, 0 };
+static const int statuses_1[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_2[] = { 200, 302, 400, 429, 500, 503, 0 };
+static const int statuses_3[] = { 302, 400, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_4[] = { 200, 303, 400, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_5[] = { 303, 400, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_6[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_7[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_8[] = { 200, 400, 401, 409, 429, 500, 503, 0 };
+static const int statuses_9[] = { 200, 400, 401, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_10[] = { 200, 400, 401, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_11[] = { 201, 400, 401, 409, 429, 500, 503, 0 };
+static const int statuses_12[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_13[] = { 201, 400, 401, 403, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_14[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_15[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_16[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_17[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_18[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_19[] = { 200, 400, 401, 410, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_20[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_21[] = { 204, 400, 401, 429, 500, 503, 0 };
+static const int statuses_15[] = { 200, 400, 401, 403, 404, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_16[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_17[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_18[] = { 200, 400, 401, 429, 500, 503, 0 };
+static const int statuses_19[] = { 204, 400, 401, 404, 429, 500, 503, 0 };
+static const int statuses_20[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_21[] = { 200, 201, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_22[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_23[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_24[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_25[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_26[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
-static const int statuses_27[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_28[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_29[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_30[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_31[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_32[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_33[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_34[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_35[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_36[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_37[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_38[] = { 200, 400, 401, 403, 404, 409, 415, 422, 429, 500, 503, 0 };
-static const int statuses_39[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_40[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503, 0 };
-static const int statuses_41[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_42[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_43[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_44[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_45[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_46[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_47[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_25[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_26[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_27[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_28[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_29[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_30[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_31[] = { 200, 400, 401, 410, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_32[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_33[] = { 204, 400, 401, 429, 500, 503, 0 };
+static const int statuses_34[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_35[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_36[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_37[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_38[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_39[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
+static const int statuses_40[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_41[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_42[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_43[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_44[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_45[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_46[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_47[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_48[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_49[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_50[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_51[] = { 200, 400, 401, 403, 404, 409, 415, 422, 429, 500, 503, 0 };
+static const int statuses_52[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_53[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503, 0 };
+static const int statuses_54[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_55[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_56[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_57[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_58[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_59[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_60[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 
 const struct op routes_ops[] = {
+    {
+        .operation_id = "getAuthorizationServerMetadata",
+        .method = "GET",
+        .base = "",
+        .path = "/.well-known/oauth-authorization-server",
+        .tag = "accounts",
+        .is_public = true,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_0,
+        .dispatch = dispatch_accounts_get_authorization_server_metadata,
+    },
     {
         .operation_id = "getHealth",
         .method = "GET",
@@ -79,8 +114,99 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_0,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_1,
         .dispatch = dispatch_meta_get_health,
+    },
+    {
+        .operation_id = "authorize",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/accounts/auth/oauth/authorize",
+        .tag = "accounts",
+        .is_public = true,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_2,
+        .dispatch = dispatch_accounts_authorize,
+    },
+    {
+        .operation_id = "decideAuthorization",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/accounts/auth/oauth/authorize/decision",
+        .tag = "accounts",
+        .is_public = true,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 4096,
+        .planned = false,
+        .has_body = true,
+        .form_body = true,
+        .body_required = true,
+        .page = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_3,
+        .dispatch = dispatch_accounts_decide_authorization,
+    },
+    {
+        .operation_id = "signIn",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/accounts/auth/oauth/authorize/sign-in",
+        .tag = "accounts",
+        .is_public = true,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "auth",
+        .max_body_bytes = 4096,
+        .planned = false,
+        .has_body = true,
+        .form_body = true,
+        .body_required = true,
+        .page = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_4,
+        .dispatch = dispatch_accounts_sign_in,
+    },
+    {
+        .operation_id = "verifySignIn",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/accounts/auth/oauth/authorize/verify",
+        .tag = "accounts",
+        .is_public = true,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "auth",
+        .max_body_bytes = 4096,
+        .planned = false,
+        .has_body = true,
+        .form_body = true,
+        .body_required = true,
+        .page = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_5,
+        .dispatch = dispatch_accounts_verify_sign_in,
     },
     {
         .operation_id = "refreshToken",
@@ -98,8 +224,33 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = true,
         .body_required = true,
-        .statuses = statuses_1,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = true,
+        .statuses = statuses_6,
         .dispatch = dispatch_accounts_refresh_token,
+    },
+    {
+        .operation_id = "issueToken",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/accounts/auth/oauth/token",
+        .tag = "accounts",
+        .is_public = true,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "auth",
+        .max_body_bytes = 4096,
+        .planned = false,
+        .has_body = true,
+        .form_body = true,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = true,
+        .statuses = statuses_7,
+        .dispatch = dispatch_accounts_issue_token,
     },
     {
         .operation_id = "getMfa",
@@ -117,7 +268,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_2,
+        .page = false,
+        .first_party = true,
+        .oauth_errors = false,
+        .statuses = statuses_8,
         .dispatch = dispatch_accounts_get_mfa,
     },
     {
@@ -136,7 +290,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_3,
+        .page = false,
+        .first_party = true,
+        .oauth_errors = false,
+        .statuses = statuses_9,
         .dispatch = dispatch_accounts_confirm_mfa,
     },
     {
@@ -155,7 +312,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_4,
+        .page = false,
+        .first_party = true,
+        .oauth_errors = false,
+        .statuses = statuses_10,
         .dispatch = dispatch_accounts_disable_mfa,
     },
     {
@@ -174,8 +334,143 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_5,
+        .page = false,
+        .first_party = true,
+        .oauth_errors = false,
+        .statuses = statuses_11,
         .dispatch = dispatch_accounts_enroll_mfa,
+    },
+    {
+        .operation_id = "listOauthClients",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/accounts/oauth/clients",
+        .tag = "accounts",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = true,
+        .oauth_errors = false,
+        .statuses = statuses_12,
+        .dispatch = dispatch_accounts_list_oauth_clients,
+    },
+    {
+        .operation_id = "createOauthClient",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/accounts/oauth/clients",
+        .tag = "accounts",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = true,
+        .oauth_errors = false,
+        .statuses = statuses_13,
+        .dispatch = dispatch_accounts_create_oauth_client,
+    },
+    {
+        .operation_id = "getOauthClient",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/accounts/oauth/clients/{id}",
+        .tag = "accounts",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = true,
+        .oauth_errors = false,
+        .statuses = statuses_14,
+        .dispatch = dispatch_accounts_get_oauth_client,
+    },
+    {
+        .operation_id = "updateOauthClient",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/accounts/oauth/clients/{id}",
+        .tag = "accounts",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = true,
+        .oauth_errors = false,
+        .statuses = statuses_15,
+        .dispatch = dispatch_accounts_update_oauth_client,
+    },
+    {
+        .operation_id = "listOauthGrants",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/accounts/oauth/grants",
+        .tag = "accounts",
+        .is_public = false,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = true,
+        .oauth_errors = false,
+        .statuses = statuses_16,
+        .dispatch = dispatch_accounts_list_oauth_grants,
+    },
+    {
+        .operation_id = "revokeOauthGrant",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/accounts/oauth/grants/{id}",
+        .tag = "accounts",
+        .is_public = false,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = true,
+        .oauth_errors = false,
+        .statuses = statuses_17,
+        .dispatch = dispatch_accounts_revoke_oauth_grant,
     },
     {
         .operation_id = "listSessions",
@@ -193,7 +488,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_6,
+        .page = false,
+        .first_party = true,
+        .oauth_errors = false,
+        .statuses = statuses_18,
         .dispatch = dispatch_accounts_list_sessions,
     },
     {
@@ -212,7 +510,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_7,
+        .page = false,
+        .first_party = true,
+        .oauth_errors = false,
+        .statuses = statuses_19,
         .dispatch = dispatch_accounts_revoke_session,
     },
     {
@@ -231,7 +532,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_8,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_20,
         .dispatch = dispatch_admin_list_roles,
     },
     {
@@ -250,7 +554,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_9,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_21,
         .dispatch = dispatch_admin_put_role,
     },
     {
@@ -269,7 +576,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_10,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_22,
         .dispatch = dispatch_admin_list_service_accounts,
     },
     {
@@ -288,7 +598,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_11,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_23,
         .dispatch = dispatch_admin_create_service_account,
     },
     {
@@ -307,7 +620,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_12,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_24,
         .dispatch = dispatch_admin_get_service_account,
     },
     {
@@ -326,7 +642,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_13,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_25,
         .dispatch = dispatch_admin_disable_service_account,
     },
     {
@@ -345,7 +664,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_14,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_26,
         .dispatch = dispatch_admin_list_service_account_tokens,
     },
     {
@@ -364,7 +686,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_15,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_27,
         .dispatch = dispatch_admin_create_service_account_token,
     },
     {
@@ -383,7 +708,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_16,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_28,
         .dispatch = dispatch_admin_revoke_service_account_token,
     },
     {
@@ -402,7 +730,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_17,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_29,
         .dispatch = dispatch_admin_list_users,
     },
     {
@@ -421,7 +752,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_18,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_30,
         .dispatch = dispatch_admin_invite_user,
     },
     {
@@ -440,7 +774,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_19,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_31,
         .dispatch = dispatch_accounts_complete_signup,
     },
     {
@@ -459,7 +796,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_20,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_32,
         .dispatch = dispatch_accounts_login,
     },
     {
@@ -478,8 +818,33 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_21,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_33,
         .dispatch = dispatch_accounts_logout,
+    },
+    {
+        .operation_id = "oauthCallback",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/auth/oauth/callback",
+        .tag = "accounts",
+        .is_public = true,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_34,
+        .dispatch = dispatch_accounts_oauth_callback,
     },
     {
         .operation_id = "listBeneficiaries",
@@ -497,7 +862,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_22,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_35,
         .dispatch = dispatch_payments_list_beneficiaries,
     },
     {
@@ -516,7 +884,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_23,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_36,
         .dispatch = dispatch_payments_create_beneficiary,
     },
     {
@@ -535,7 +906,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_24,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_37,
         .dispatch = dispatch_payments_get_beneficiary,
     },
     {
@@ -554,7 +928,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_25,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_38,
         .dispatch = dispatch_payments_update_beneficiary,
     },
     {
@@ -573,7 +950,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_26,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_39,
         .dispatch = dispatch_payments_delete_beneficiary,
     },
     {
@@ -592,7 +972,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_27,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_40,
         .dispatch = dispatch_payments_approve_beneficiary,
     },
     {
@@ -611,7 +994,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_28,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_41,
         .dispatch = dispatch_payments_deny_beneficiary,
     },
     {
@@ -630,7 +1016,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_29,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_42,
         .dispatch = dispatch_meta_get_openapi,
     },
     {
@@ -649,7 +1038,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_30,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_43,
         .dispatch = dispatch_payments_list_payments,
     },
     {
@@ -668,7 +1060,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_31,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_44,
         .dispatch = dispatch_payments_create_payment,
     },
     {
@@ -687,7 +1082,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_32,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_45,
         .dispatch = dispatch_payments_get_approval_policy,
     },
     {
@@ -706,7 +1104,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_33,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_46,
         .dispatch = dispatch_payments_put_approval_policy,
     },
     {
@@ -725,7 +1126,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_34,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_47,
         .dispatch = dispatch_payments_create_payment_batch,
     },
     {
@@ -744,7 +1148,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_35,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_48,
         .dispatch = dispatch_payments_get_payment_batch,
     },
     {
@@ -763,7 +1170,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_36,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_49,
         .dispatch = dispatch_payments_approve_payment_batch,
     },
     {
@@ -782,7 +1192,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_37,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_50,
         .dispatch = dispatch_payments_cancel_payment_batch,
     },
     {
@@ -801,7 +1214,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_38,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_51,
         .dispatch = dispatch_payments_deny_payment_batch,
     },
     {
@@ -820,7 +1236,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_39,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_52,
         .dispatch = dispatch_payments_get_payment,
     },
     {
@@ -839,7 +1258,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_40,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_53,
         .dispatch = dispatch_payments_update_payment,
     },
     {
@@ -858,7 +1280,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_41,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_54,
         .dispatch = dispatch_payments_approve_payment,
     },
     {
@@ -877,7 +1302,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_42,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_55,
         .dispatch = dispatch_payments_cancel_payment,
     },
     {
@@ -896,7 +1324,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_43,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_56,
         .dispatch = dispatch_payments_deny_payment,
     },
     {
@@ -915,7 +1346,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_44,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_57,
         .dispatch = dispatch_payments_list_payment_events,
     },
     {
@@ -934,7 +1368,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_45,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_58,
         .dispatch = dispatch_workspace_get_workspace,
     },
     {
@@ -953,7 +1390,10 @@ const struct op routes_ops[] = {
         .has_body = false,
         .form_body = false,
         .body_required = false,
-        .statuses = statuses_46,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_59,
         .dispatch = dispatch_workspace_list_members,
     },
     {
@@ -972,7 +1412,10 @@ const struct op routes_ops[] = {
         .has_body = true,
         .form_body = false,
         .body_required = true,
-        .statuses = statuses_47,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .statuses = statuses_60,
         .dispatch = dispatch_workspace_update_workspace_settings,
     },
 };
@@ -991,205 +1434,260 @@ struct route {
 /* /healthz */
 static const char *const segs_0[] = { "healthz", };
 static const char *const names_0[] = { NULL, };
-static const size_t ops_0[] = { 0, };
-/* /v1/beneficiaries */
-static const char *const segs_1[] = { "v1", "beneficiaries", };
+static const size_t ops_0[] = { 1, };
+/* /.well-known/oauth-authorization-server */
+static const char *const segs_1[] = { ".well-known", "oauth-authorization-server", };
 static const char *const names_1[] = { NULL, NULL, };
-static const size_t ops_1[] = { 22, 23, };
-/* /v1/openapi.json */
-static const char *const segs_2[] = { "v1", "openapi.json", };
+static const size_t ops_1[] = { 0, };
+/* /v1/beneficiaries */
+static const char *const segs_2[] = { "v1", "beneficiaries", };
 static const char *const names_2[] = { NULL, NULL, };
-static const size_t ops_2[] = { 29, };
-/* /v1/payments */
-static const char *const segs_3[] = { "v1", "payments", };
+static const size_t ops_2[] = { 35, 36, };
+/* /v1/openapi.json */
+static const char *const segs_3[] = { "v1", "openapi.json", };
 static const char *const names_3[] = { NULL, NULL, };
-static const size_t ops_3[] = { 30, 31, };
-/* /v1/workspace */
-static const char *const segs_4[] = { "v1", "workspace", };
+static const size_t ops_3[] = { 42, };
+/* /v1/payments */
+static const char *const segs_4[] = { "v1", "payments", };
 static const char *const names_4[] = { NULL, NULL, };
-static const size_t ops_4[] = { 45, };
+static const size_t ops_4[] = { 43, 44, };
+/* /v1/workspace */
+static const char *const segs_5[] = { "v1", "workspace", };
+static const char *const names_5[] = { NULL, NULL, };
+static const size_t ops_5[] = { 58, };
 /* /v1/accounts/mfa */
-static const char *const segs_5[] = { "v1", "accounts", "mfa", };
-static const char *const names_5[] = { NULL, NULL, NULL, };
-static const size_t ops_5[] = { 2, };
-/* /v1/accounts/sessions */
-static const char *const segs_6[] = { "v1", "accounts", "sessions", };
+static const char *const segs_6[] = { "v1", "accounts", "mfa", };
 static const char *const names_6[] = { NULL, NULL, NULL, };
-static const size_t ops_6[] = { 6, };
-/* /v1/admin/roles */
-static const char *const segs_7[] = { "v1", "admin", "roles", };
+static const size_t ops_6[] = { 8, };
+/* /v1/accounts/sessions */
+static const char *const segs_7[] = { "v1", "accounts", "sessions", };
 static const char *const names_7[] = { NULL, NULL, NULL, };
-static const size_t ops_7[] = { 8, };
-/* /v1/admin/service-accounts */
-static const char *const segs_8[] = { "v1", "admin", "service-accounts", };
+static const size_t ops_7[] = { 18, };
+/* /v1/admin/roles */
+static const char *const segs_8[] = { "v1", "admin", "roles", };
 static const char *const names_8[] = { NULL, NULL, NULL, };
-static const size_t ops_8[] = { 10, 11, };
-/* /v1/admin/users */
-static const char *const segs_9[] = { "v1", "admin", "users", };
+static const size_t ops_8[] = { 20, };
+/* /v1/admin/service-accounts */
+static const char *const segs_9[] = { "v1", "admin", "service-accounts", };
 static const char *const names_9[] = { NULL, NULL, NULL, };
-static const size_t ops_9[] = { 17, };
-/* /v1/api/complete-signup */
-static const char *const segs_10[] = { "v1", "api", "complete-signup", };
+static const size_t ops_9[] = { 22, 23, };
+/* /v1/admin/users */
+static const char *const segs_10[] = { "v1", "admin", "users", };
 static const char *const names_10[] = { NULL, NULL, NULL, };
-static const size_t ops_10[] = { 19, };
-/* /v1/api/login */
-static const char *const segs_11[] = { "v1", "api", "login", };
+static const size_t ops_10[] = { 29, };
+/* /v1/api/complete-signup */
+static const char *const segs_11[] = { "v1", "api", "complete-signup", };
 static const char *const names_11[] = { NULL, NULL, NULL, };
-static const size_t ops_11[] = { 20, };
-/* /v1/api/logout */
-static const char *const segs_12[] = { "v1", "api", "logout", };
+static const size_t ops_11[] = { 31, };
+/* /v1/api/login */
+static const char *const segs_12[] = { "v1", "api", "login", };
 static const char *const names_12[] = { NULL, NULL, NULL, };
-static const size_t ops_12[] = { 21, };
+static const size_t ops_12[] = { 32, };
+/* /v1/api/logout */
+static const char *const segs_13[] = { "v1", "api", "logout", };
+static const char *const names_13[] = { NULL, NULL, NULL, };
+static const size_t ops_13[] = { 33, };
 /* /v1/beneficiaries/{id} */
-static const char *const segs_13[] = { "v1", "beneficiaries", NULL, };
-static const char *const names_13[] = { NULL, NULL, "id", };
-static const size_t ops_13[] = { 24, 25, 26, };
+static const char *const segs_14[] = { "v1", "beneficiaries", NULL, };
+static const char *const names_14[] = { NULL, NULL, "id", };
+static const size_t ops_14[] = { 37, 38, 39, };
 /* /v1/payments/approval-policy */
-static const char *const segs_14[] = { "v1", "payments", "approval-policy", };
-static const char *const names_14[] = { NULL, NULL, NULL, };
-static const size_t ops_14[] = { 32, 33, };
-/* /v1/payments/batches */
-static const char *const segs_15[] = { "v1", "payments", "batches", };
+static const char *const segs_15[] = { "v1", "payments", "approval-policy", };
 static const char *const names_15[] = { NULL, NULL, NULL, };
-static const size_t ops_15[] = { 34, };
+static const size_t ops_15[] = { 45, 46, };
+/* /v1/payments/batches */
+static const char *const segs_16[] = { "v1", "payments", "batches", };
+static const char *const names_16[] = { NULL, NULL, NULL, };
+static const size_t ops_16[] = { 47, };
 /* /v1/payments/{id} */
-static const char *const segs_16[] = { "v1", "payments", NULL, };
-static const char *const names_16[] = { NULL, NULL, "id", };
-static const size_t ops_16[] = { 39, 40, };
+static const char *const segs_17[] = { "v1", "payments", NULL, };
+static const char *const names_17[] = { NULL, NULL, "id", };
+static const size_t ops_17[] = { 52, 53, };
 /* /v1/workspace/members */
-static const char *const segs_17[] = { "v1", "workspace", "members", };
-static const char *const names_17[] = { NULL, NULL, NULL, };
-static const size_t ops_17[] = { 46, };
-/* /v1/workspace/settings */
-static const char *const segs_18[] = { "v1", "workspace", "settings", };
+static const char *const segs_18[] = { "v1", "workspace", "members", };
 static const char *const names_18[] = { NULL, NULL, NULL, };
-static const size_t ops_18[] = { 47, };
+static const size_t ops_18[] = { 59, };
+/* /v1/workspace/settings */
+static const char *const segs_19[] = { "v1", "workspace", "settings", };
+static const char *const names_19[] = { NULL, NULL, NULL, };
+static const size_t ops_19[] = { 60, };
 /* /v1/accounts/mfa/confirm */
-static const char *const segs_19[] = { "v1", "accounts", "mfa", "confirm", };
-static const char *const names_19[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_19[] = { 3, };
-/* /v1/accounts/mfa/disable */
-static const char *const segs_20[] = { "v1", "accounts", "mfa", "disable", };
+static const char *const segs_20[] = { "v1", "accounts", "mfa", "confirm", };
 static const char *const names_20[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_20[] = { 4, };
-/* /v1/accounts/mfa/enroll */
-static const char *const segs_21[] = { "v1", "accounts", "mfa", "enroll", };
+static const size_t ops_20[] = { 9, };
+/* /v1/accounts/mfa/disable */
+static const char *const segs_21[] = { "v1", "accounts", "mfa", "disable", };
 static const char *const names_21[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_21[] = { 5, };
+static const size_t ops_21[] = { 10, };
+/* /v1/accounts/mfa/enroll */
+static const char *const segs_22[] = { "v1", "accounts", "mfa", "enroll", };
+static const char *const names_22[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_22[] = { 11, };
+/* /v1/accounts/oauth/clients */
+static const char *const segs_23[] = { "v1", "accounts", "oauth", "clients", };
+static const char *const names_23[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_23[] = { 12, 13, };
+/* /v1/accounts/oauth/grants */
+static const char *const segs_24[] = { "v1", "accounts", "oauth", "grants", };
+static const char *const names_24[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_24[] = { 16, };
 /* /v1/accounts/sessions/{id} */
-static const char *const segs_22[] = { "v1", "accounts", "sessions", NULL, };
-static const char *const names_22[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_22[] = { 7, };
+static const char *const segs_25[] = { "v1", "accounts", "sessions", NULL, };
+static const char *const names_25[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_25[] = { 19, };
 /* /v1/admin/roles/{id} */
-static const char *const segs_23[] = { "v1", "admin", "roles", NULL, };
-static const char *const names_23[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_23[] = { 9, };
+static const char *const segs_26[] = { "v1", "admin", "roles", NULL, };
+static const char *const names_26[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_26[] = { 21, };
 /* /v1/admin/service-accounts/{id} */
-static const char *const segs_24[] = { "v1", "admin", "service-accounts", NULL, };
-static const char *const names_24[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_24[] = { 12, };
+static const char *const segs_27[] = { "v1", "admin", "service-accounts", NULL, };
+static const char *const names_27[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_27[] = { 24, };
 /* /v1/admin/users/invite */
-static const char *const segs_25[] = { "v1", "admin", "users", "invite", };
-static const char *const names_25[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_25[] = { 18, };
+static const char *const segs_28[] = { "v1", "admin", "users", "invite", };
+static const char *const names_28[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_28[] = { 30, };
+/* /v1/auth/oauth/callback */
+static const char *const segs_29[] = { "v1", "auth", "oauth", "callback", };
+static const char *const names_29[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_29[] = { 34, };
 /* /v1/beneficiaries/{id}/approve */
-static const char *const segs_26[] = { "v1", "beneficiaries", NULL, "approve", };
-static const char *const names_26[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_26[] = { 27, };
-/* /v1/beneficiaries/{id}/deny */
-static const char *const segs_27[] = { "v1", "beneficiaries", NULL, "deny", };
-static const char *const names_27[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_27[] = { 28, };
-/* /v1/payments/batches/{id} */
-static const char *const segs_28[] = { "v1", "payments", "batches", NULL, };
-static const char *const names_28[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_28[] = { 35, };
-/* /v1/payments/{id}/approve */
-static const char *const segs_29[] = { "v1", "payments", NULL, "approve", };
-static const char *const names_29[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_29[] = { 41, };
-/* /v1/payments/{id}/cancel */
-static const char *const segs_30[] = { "v1", "payments", NULL, "cancel", };
+static const char *const segs_30[] = { "v1", "beneficiaries", NULL, "approve", };
 static const char *const names_30[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_30[] = { 42, };
-/* /v1/payments/{id}/deny */
-static const char *const segs_31[] = { "v1", "payments", NULL, "deny", };
+static const size_t ops_30[] = { 40, };
+/* /v1/beneficiaries/{id}/deny */
+static const char *const segs_31[] = { "v1", "beneficiaries", NULL, "deny", };
 static const char *const names_31[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_31[] = { 43, };
+static const size_t ops_31[] = { 41, };
+/* /v1/payments/batches/{id} */
+static const char *const segs_32[] = { "v1", "payments", "batches", NULL, };
+static const char *const names_32[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_32[] = { 48, };
+/* /v1/payments/{id}/approve */
+static const char *const segs_33[] = { "v1", "payments", NULL, "approve", };
+static const char *const names_33[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_33[] = { 54, };
+/* /v1/payments/{id}/cancel */
+static const char *const segs_34[] = { "v1", "payments", NULL, "cancel", };
+static const char *const names_34[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_34[] = { 55, };
+/* /v1/payments/{id}/deny */
+static const char *const segs_35[] = { "v1", "payments", NULL, "deny", };
+static const char *const names_35[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_35[] = { 56, };
 /* /v1/payments/{id}/events */
-static const char *const segs_32[] = { "v1", "payments", NULL, "events", };
-static const char *const names_32[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_32[] = { 44, };
+static const char *const segs_36[] = { "v1", "payments", NULL, "events", };
+static const char *const names_36[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_36[] = { 57, };
+/* /v1/accounts/auth/oauth/authorize */
+static const char *const segs_37[] = { "v1", "accounts", "auth", "oauth", "authorize", };
+static const char *const names_37[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_37[] = { 2, };
 /* /v1/accounts/auth/oauth/refresh */
-static const char *const segs_33[] = { "v1", "accounts", "auth", "oauth", "refresh", };
-static const char *const names_33[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_33[] = { 1, };
+static const char *const segs_38[] = { "v1", "accounts", "auth", "oauth", "refresh", };
+static const char *const names_38[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_38[] = { 6, };
+/* /v1/accounts/auth/oauth/token */
+static const char *const segs_39[] = { "v1", "accounts", "auth", "oauth", "token", };
+static const char *const names_39[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_39[] = { 7, };
+/* /v1/accounts/oauth/clients/{id} */
+static const char *const segs_40[] = { "v1", "accounts", "oauth", "clients", NULL, };
+static const char *const names_40[] = { NULL, NULL, NULL, NULL, "id", };
+static const size_t ops_40[] = { 14, 15, };
+/* /v1/accounts/oauth/grants/{id} */
+static const char *const segs_41[] = { "v1", "accounts", "oauth", "grants", NULL, };
+static const char *const names_41[] = { NULL, NULL, NULL, NULL, "id", };
+static const size_t ops_41[] = { 17, };
 /* /v1/admin/service-accounts/{id}/disable */
-static const char *const segs_34[] = { "v1", "admin", "service-accounts", NULL, "disable", };
-static const char *const names_34[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_34[] = { 13, };
+static const char *const segs_42[] = { "v1", "admin", "service-accounts", NULL, "disable", };
+static const char *const names_42[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_42[] = { 25, };
 /* /v1/admin/service-accounts/{id}/tokens */
-static const char *const segs_35[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
-static const char *const names_35[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_35[] = { 14, 15, };
+static const char *const segs_43[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
+static const char *const names_43[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_43[] = { 26, 27, };
 /* /v1/payments/batches/{id}/approve */
-static const char *const segs_36[] = { "v1", "payments", "batches", NULL, "approve", };
-static const char *const names_36[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_36[] = { 36, };
+static const char *const segs_44[] = { "v1", "payments", "batches", NULL, "approve", };
+static const char *const names_44[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_44[] = { 49, };
 /* /v1/payments/batches/{id}/cancel */
-static const char *const segs_37[] = { "v1", "payments", "batches", NULL, "cancel", };
-static const char *const names_37[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_37[] = { 37, };
+static const char *const segs_45[] = { "v1", "payments", "batches", NULL, "cancel", };
+static const char *const names_45[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_45[] = { 50, };
 /* /v1/payments/batches/{id}/deny */
-static const char *const segs_38[] = { "v1", "payments", "batches", NULL, "deny", };
-static const char *const names_38[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_38[] = { 38, };
+static const char *const segs_46[] = { "v1", "payments", "batches", NULL, "deny", };
+static const char *const names_46[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_46[] = { 51, };
+/* /v1/accounts/auth/oauth/authorize/decision */
+static const char *const segs_47[] = { "v1", "accounts", "auth", "oauth", "authorize", "decision", };
+static const char *const names_47[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_47[] = { 3, };
+/* /v1/accounts/auth/oauth/authorize/sign-in */
+static const char *const segs_48[] = { "v1", "accounts", "auth", "oauth", "authorize", "sign-in", };
+static const char *const names_48[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_48[] = { 4, };
+/* /v1/accounts/auth/oauth/authorize/verify */
+static const char *const segs_49[] = { "v1", "accounts", "auth", "oauth", "authorize", "verify", };
+static const char *const names_49[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_49[] = { 5, };
 /* /v1/admin/service-accounts/{id}/tokens/{token_id} */
-static const char *const segs_39[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
-static const char *const names_39[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
-static const size_t ops_39[] = { 16, };
+static const char *const segs_50[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
+static const char *const names_50[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
+static const size_t ops_50[] = { 28, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
-    { 2, segs_1, names_1, ops_1, 2, "GET, POST" },
-    { 2, segs_2, names_2, ops_2, 1, "GET" },
-    { 2, segs_3, names_3, ops_3, 2, "GET, POST" },
-    { 2, segs_4, names_4, ops_4, 1, "GET" },
-    { 3, segs_5, names_5, ops_5, 1, "GET" },
+    { 2, segs_1, names_1, ops_1, 1, "GET" },
+    { 2, segs_2, names_2, ops_2, 2, "GET, POST" },
+    { 2, segs_3, names_3, ops_3, 1, "GET" },
+    { 2, segs_4, names_4, ops_4, 2, "GET, POST" },
+    { 2, segs_5, names_5, ops_5, 1, "GET" },
     { 3, segs_6, names_6, ops_6, 1, "GET" },
     { 3, segs_7, names_7, ops_7, 1, "GET" },
-    { 3, segs_8, names_8, ops_8, 2, "GET, POST" },
-    { 3, segs_9, names_9, ops_9, 1, "GET" },
-    { 3, segs_10, names_10, ops_10, 1, "POST" },
+    { 3, segs_8, names_8, ops_8, 1, "GET" },
+    { 3, segs_9, names_9, ops_9, 2, "GET, POST" },
+    { 3, segs_10, names_10, ops_10, 1, "GET" },
     { 3, segs_11, names_11, ops_11, 1, "POST" },
     { 3, segs_12, names_12, ops_12, 1, "POST" },
-    { 3, segs_13, names_13, ops_13, 3, "GET, PATCH, DELETE" },
-    { 3, segs_14, names_14, ops_14, 2, "GET, PUT" },
-    { 3, segs_15, names_15, ops_15, 1, "POST" },
-    { 3, segs_16, names_16, ops_16, 2, "GET, PATCH" },
-    { 3, segs_17, names_17, ops_17, 1, "GET" },
-    { 3, segs_18, names_18, ops_18, 1, "PUT" },
-    { 4, segs_19, names_19, ops_19, 1, "POST" },
+    { 3, segs_13, names_13, ops_13, 1, "POST" },
+    { 3, segs_14, names_14, ops_14, 3, "GET, PATCH, DELETE" },
+    { 3, segs_15, names_15, ops_15, 2, "GET, PUT" },
+    { 3, segs_16, names_16, ops_16, 1, "POST" },
+    { 3, segs_17, names_17, ops_17, 2, "GET, PATCH" },
+    { 3, segs_18, names_18, ops_18, 1, "GET" },
+    { 3, segs_19, names_19, ops_19, 1, "PUT" },
     { 4, segs_20, names_20, ops_20, 1, "POST" },
     { 4, segs_21, names_21, ops_21, 1, "POST" },
-    { 4, segs_22, names_22, ops_22, 1, "DELETE" },
-    { 4, segs_23, names_23, ops_23, 1, "PUT" },
+    { 4, segs_22, names_22, ops_22, 1, "POST" },
+    { 4, segs_23, names_23, ops_23, 2, "GET, POST" },
     { 4, segs_24, names_24, ops_24, 1, "GET" },
-    { 4, segs_25, names_25, ops_25, 1, "POST" },
+    { 4, segs_25, names_25, ops_25, 1, "DELETE" },
     { 4, segs_26, names_26, ops_26, 1, "PUT" },
-    { 4, segs_27, names_27, ops_27, 1, "PUT" },
-    { 4, segs_28, names_28, ops_28, 1, "GET" },
-    { 4, segs_29, names_29, ops_29, 1, "PUT" },
-    { 4, segs_30, names_30, ops_30, 1, "POST" },
+    { 4, segs_27, names_27, ops_27, 1, "GET" },
+    { 4, segs_28, names_28, ops_28, 1, "POST" },
+    { 4, segs_29, names_29, ops_29, 1, "GET" },
+    { 4, segs_30, names_30, ops_30, 1, "PUT" },
     { 4, segs_31, names_31, ops_31, 1, "PUT" },
     { 4, segs_32, names_32, ops_32, 1, "GET" },
-    { 5, segs_33, names_33, ops_33, 1, "POST" },
-    { 5, segs_34, names_34, ops_34, 1, "POST" },
-    { 5, segs_35, names_35, ops_35, 2, "GET, POST" },
-    { 5, segs_36, names_36, ops_36, 1, "PUT" },
-    { 5, segs_37, names_37, ops_37, 1, "POST" },
-    { 5, segs_38, names_38, ops_38, 1, "PUT" },
-    { 6, segs_39, names_39, ops_39, 1, "DELETE" },
+    { 4, segs_33, names_33, ops_33, 1, "PUT" },
+    { 4, segs_34, names_34, ops_34, 1, "POST" },
+    { 4, segs_35, names_35, ops_35, 1, "PUT" },
+    { 4, segs_36, names_36, ops_36, 1, "GET" },
+    { 5, segs_37, names_37, ops_37, 1, "GET" },
+    { 5, segs_38, names_38, ops_38, 1, "POST" },
+    { 5, segs_39, names_39, ops_39, 1, "POST" },
+    { 5, segs_40, names_40, ops_40, 2, "GET, PATCH" },
+    { 5, segs_41, names_41, ops_41, 1, "DELETE" },
+    { 5, segs_42, names_42, ops_42, 1, "POST" },
+    { 5, segs_43, names_43, ops_43, 2, "GET, POST" },
+    { 5, segs_44, names_44, ops_44, 1, "PUT" },
+    { 5, segs_45, names_45, ops_45, 1, "POST" },
+    { 5, segs_46, names_46, ops_46, 1, "PUT" },
+    { 6, segs_47, names_47, ops_47, 1, "POST" },
+    { 6, segs_48, names_48, ops_48, 1, "POST" },
+    { 6, segs_49, names_49, ops_49, 1, "POST" },
+    { 6, segs_50, names_50, ops_50, 1, "DELETE" },
 };
 
 struct seg {

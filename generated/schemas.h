@@ -45,6 +45,14 @@ enum beneficiary_type {
 const char *beneficiary_type_str(enum beneficiary_type v);
 enum beneficiary_type beneficiary_type_parse(const char *s);
 
+/* decision_form_decision: The button pressed. */
+enum decision_form_decision {
+    DECISION_FORM_DECISION_APPROVE = 1,
+    DECISION_FORM_DECISION_DENY = 2,
+};
+const char *decision_form_decision_str(enum decision_form_decision v);
+enum decision_form_decision decision_form_decision_parse(const char *s);
+
 /* invitation_issued_status: `pending` until the signup completes or a newer invitation replaces it. */
 enum invitation_issued_status {
     INVITATION_ISSUED_STATUS_PENDING = 1,
@@ -62,6 +70,38 @@ enum mfa_status_status {
 };
 const char *mfa_status_status_str(enum mfa_status_status v);
 enum mfa_status_status mfa_status_status_parse(const char *s);
+
+/* oauth_client_create_type: `public` for single-page and native apps (no secret). */
+enum oauth_client_create_type {
+    OAUTH_CLIENT_CREATE_TYPE_PUBLIC = 1,
+    OAUTH_CLIENT_CREATE_TYPE_CONFIDENTIAL = 2,
+};
+const char *oauth_client_create_type_str(enum oauth_client_create_type v);
+enum oauth_client_create_type oauth_client_create_type_parse(const char *s);
+
+/* oauth_client_status: A disabled client gets no authorization and its tokens are revoked. */
+enum oauth_client_status {
+    OAUTH_CLIENT_STATUS_ACTIVE = 1,
+    OAUTH_CLIENT_STATUS_DISABLED = 2,
+};
+const char *oauth_client_status_str(enum oauth_client_status v);
+enum oauth_client_status oauth_client_status_parse(const char *s);
+
+/* oauth_client_type: `confidential` clients authenticate with a secret at the token endpoint. */
+enum oauth_client_type {
+    OAUTH_CLIENT_TYPE_PUBLIC = 1,
+    OAUTH_CLIENT_TYPE_CONFIDENTIAL = 2,
+};
+const char *oauth_client_type_str(enum oauth_client_type v);
+enum oauth_client_type oauth_client_type_parse(const char *s);
+
+/* oauth_client_update_status: `disabled` revokes every token and grant of the client. */
+enum oauth_client_update_status {
+    OAUTH_CLIENT_UPDATE_STATUS_ACTIVE = 1,
+    OAUTH_CLIENT_UPDATE_STATUS_DISABLED = 2,
+};
+const char *oauth_client_update_status_str(enum oauth_client_update_status v);
+enum oauth_client_update_status oauth_client_update_status_parse(const char *s);
 
 /* payment_approver_decision: The decision. */
 enum payment_approver_decision {
@@ -191,6 +231,7 @@ struct account_identification;
 struct approval_policy;
 struct approval_policy_update;
 struct approval_tier;
+struct authorization_server_metadata;
 struct bank_details;
 struct bban_account_identification;
 struct beneficiary;
@@ -199,6 +240,7 @@ struct beneficiary_denial;
 struct beneficiary_page;
 struct beneficiary_update;
 struct complete_signup_request;
+struct decision_form;
 struct event;
 struct event_data;
 struct event_page;
@@ -217,6 +259,13 @@ struct mfa_enrollment;
 struct mfa_proof;
 struct mfa_status;
 struct money;
+struct oauth_client;
+struct oauth_client_create;
+struct oauth_client_created;
+struct oauth_client_page;
+struct oauth_client_update;
+struct oauth_grant;
+struct oauth_grant_page;
 struct payment;
 struct payment_approval;
 struct payment_approver;
@@ -242,10 +291,13 @@ struct service_account_token_issued;
 struct service_account_token_page;
 struct session;
 struct session_page;
+struct sign_in_form;
 struct sort_code_account_number_identification;
+struct token_request;
 struct user;
 struct user_page;
 struct validation_error;
+struct verify_form;
 struct workspace;
 struct workspace_rate_limit;
 struct workspace_settings;
@@ -294,6 +346,30 @@ struct approval_tier {
     const char *currency; /* required, CurrencyCode */
     int64_t min_amount; /* required, Amount */
     int64_t approvals_required; /* required */
+};
+
+/* AuthorizationServerMetadata: RFC 8414 authorization server metadata. */
+struct authorization_server_metadata {
+    const char *issuer; /* required */
+    const char *authorization_endpoint; /* required */
+    const char *token_endpoint; /* required */
+    const char **response_types_supported; /* required */
+    size_t response_types_supported_count;
+    const char **response_modes_supported; /* optional */
+    size_t response_modes_supported_count;
+    bool has_response_modes_supported;
+    const char **grant_types_supported; /* required */
+    size_t grant_types_supported_count;
+    const char **code_challenge_methods_supported; /* required */
+    size_t code_challenge_methods_supported_count;
+    const char **token_endpoint_auth_methods_supported; /* required */
+    size_t token_endpoint_auth_methods_supported_count;
+    const char **scopes_supported; /* required */
+    size_t scopes_supported_count;
+    bool authorization_response_iss_parameter_supported; /* optional */
+    bool has_authorization_response_iss_parameter_supported;
+    const char *service_documentation; /* optional */
+    bool has_service_documentation;
 };
 
 /* BankDetails: The payee's bank. */
@@ -414,6 +490,13 @@ struct complete_signup_request {
     const char *invitation_token; /* required, write-only */
     const char *name; /* required */
     const char *password; /* required, write-only */
+};
+
+/* DecisionForm: The consent form. */
+struct decision_form {
+    const char *request_id; /* required */
+    const char *csrf; /* required, write-only */
+    enum decision_form_decision decision; /* required */
 };
 
 /* Event: A domain event (the Standard Webhooks / Stripe envelope), written in the same transaction as the... */
@@ -559,6 +642,98 @@ struct mfa_status {
 struct money {
     int64_t amount; /* required, Amount */
     const char *currency; /* required, CurrencyCode */
+};
+
+/* OauthClient: An application that may ask users for access (RFC 6749 §2). */
+struct oauth_client {
+    const char *id; /* required, OauthClientId */
+    const char *object; /* required */
+    const char *workspace_id; /* required, WorkspaceId */
+    const char *name; /* required */
+    enum oauth_client_type type; /* required */
+    const char **redirect_uris; /* required, RedirectUriList */
+    size_t redirect_uris_count;
+    const char **scopes; /* required, OauthScopeList */
+    size_t scopes_count;
+    enum oauth_client_status status; /* required */
+    const char *created_by; /* required */
+    int64_t version; /* required, ResourceVersion */
+    const char *created_at; /* required, Timestamp */
+    const char *updated_at; /* required, Timestamp */
+};
+
+/* OauthClientCreate: A client to register. */
+struct oauth_client_create {
+    const char *name; /* required */
+    enum oauth_client_create_type type; /* required */
+    const char **redirect_uris; /* required, RedirectUriList */
+    size_t redirect_uris_count;
+    const char **scopes; /* required, OauthScopeList */
+    size_t scopes_count;
+};
+
+/* OauthClientCreated: A client as registered, with its secret (confidential clients, shown once). */
+struct oauth_client_created {
+    const char *id; /* required, OauthClientId */
+    const char *object; /* required */
+    const char *workspace_id; /* required, WorkspaceId */
+    const char *name; /* required */
+    enum oauth_client_type type; /* required */
+    const char **redirect_uris; /* required, RedirectUriList */
+    size_t redirect_uris_count;
+    const char **scopes; /* required, OauthScopeList */
+    size_t scopes_count;
+    enum oauth_client_status status; /* required */
+    const char *created_by; /* required */
+    int64_t version; /* required, ResourceVersion */
+    const char *created_at; /* required, Timestamp */
+    const char *updated_at; /* required, Timestamp */
+    const char *client_secret; /* optional */
+    bool has_client_secret;
+};
+
+/* OauthClientPage: One page of clients. */
+struct oauth_client_page {
+    struct oauth_client *data; /* required */
+    size_t data_count;
+    bool has_more; /* required */
+    const char *next_cursor; /* required, nullable, NextCursor */
+    bool next_cursor_is_null;
+};
+
+/* OauthClientUpdate: The fields to change (at least one). */
+struct oauth_client_update {
+    const char *name; /* optional */
+    bool has_name;
+    const char **redirect_uris; /* optional, RedirectUriList */
+    size_t redirect_uris_count;
+    bool has_redirect_uris;
+    const char **scopes; /* optional, OauthScopeList */
+    size_t scopes_count;
+    bool has_scopes;
+    enum oauth_client_update_status status; /* optional */
+    bool has_status;
+};
+
+/* OauthGrant: The access a user gave an application. */
+struct oauth_grant {
+    const char *id; /* required */
+    const char *object; /* required */
+    const char *client_id; /* required, OauthClientId */
+    const char *client_name; /* required */
+    const char **scopes; /* required */
+    size_t scopes_count;
+    const char *created_at; /* required, Timestamp */
+    const char *updated_at; /* required, Timestamp */
+};
+
+/* OauthGrantPage: One page of grants. */
+struct oauth_grant_page {
+    struct oauth_grant *data; /* required */
+    size_t data_count;
+    bool has_more; /* required */
+    const char *next_cursor; /* required, nullable, NextCursor */
+    bool next_cursor_is_null;
 };
 
 /* Payment: A payment order to a beneficiary (domain.md §1.1). */
@@ -746,6 +921,10 @@ struct problem {
     struct validation_error *errors; /* optional */
     size_t errors_count;
     bool has_errors;
+    const char *error; /* optional */
+    bool has_error;
+    const char *error_description; /* optional */
+    bool has_error_description;
 };
 
 /* RefreshRequest: A refresh token to exchange (RFC 6749 §6 field names; `grant_type` may be sent as OAuth clients do). */
@@ -755,6 +934,10 @@ struct refresh_request {
     const char *refresh_token; /* required, write-only */
     const char *scope; /* optional */
     bool has_scope;
+    const char *client_id; /* optional */
+    bool has_client_id;
+    const char *client_secret; /* optional, write-only */
+    bool has_client_secret;
 };
 
 /* Role: A role and the scopes it grants. */
@@ -898,10 +1081,38 @@ struct session_page {
     bool next_cursor_is_null;
 };
 
+/* SignInForm: The sign-in form of the authorization page. */
+struct sign_in_form {
+    const char *request_id; /* required */
+    const char *csrf; /* required, write-only */
+    const char *email; /* required */
+    const char *password; /* required, write-only */
+};
+
 /* SortCodeAccountNumberIdentification: UK sort code and account number. */
 struct sort_code_account_number_identification {
     const char *scheme; /* required */
     const char *identification; /* required */
+};
+
+/* TokenRequest: An RFC 6749 token request (§4.1.3 authorization_code, §6 refresh_token). */
+struct token_request {
+    const char *grant_type; /* optional */
+    bool has_grant_type;
+    const char *code; /* optional, write-only */
+    bool has_code;
+    const char *redirect_uri; /* optional */
+    bool has_redirect_uri;
+    const char *client_id; /* optional */
+    bool has_client_id;
+    const char *client_secret; /* optional, write-only */
+    bool has_client_secret;
+    const char *code_verifier; /* optional, write-only */
+    bool has_code_verifier;
+    const char *refresh_token; /* optional, write-only */
+    bool has_refresh_token;
+    const char *scope; /* optional */
+    bool has_scope;
 };
 
 /* User: A user and their membership of this workspace. */
@@ -932,6 +1143,16 @@ struct validation_error {
     const char *pointer; /* required */
     const char *code; /* required */
     const char *detail; /* required */
+};
+
+/* VerifyForm: The one-time code form of the authorization page. */
+struct verify_form {
+    const char *request_id; /* required */
+    const char *csrf; /* required, write-only */
+    const char *otp; /* optional, write-only */
+    bool has_otp;
+    const char *recovery_code; /* optional, write-only */
+    bool has_recovery_code;
 };
 
 /* Workspace: A workspace (tenant); every resource belongs to exactly one. */
@@ -969,6 +1190,8 @@ int decode_approval_policy_update(struct arena *a, const struct json_value *v, s
 void encode_approval_policy_update(struct jsonw *w, const struct approval_policy_update *in);
 int decode_approval_tier(struct arena *a, const struct json_value *v, struct approval_tier *out);
 void encode_approval_tier(struct jsonw *w, const struct approval_tier *in);
+int decode_authorization_server_metadata(struct arena *a, const struct json_value *v, struct authorization_server_metadata *out);
+void encode_authorization_server_metadata(struct jsonw *w, const struct authorization_server_metadata *in);
 int decode_bank_details(struct arena *a, const struct json_value *v, struct bank_details *out);
 void encode_bank_details(struct jsonw *w, const struct bank_details *in);
 int decode_bban_account_identification(struct arena *a, const struct json_value *v, struct bban_account_identification *out);
@@ -985,6 +1208,8 @@ int decode_beneficiary_update(struct arena *a, const struct json_value *v, struc
 void encode_beneficiary_update(struct jsonw *w, const struct beneficiary_update *in);
 int decode_complete_signup_request(struct arena *a, const struct json_value *v, struct complete_signup_request *out);
 void encode_complete_signup_request(struct jsonw *w, const struct complete_signup_request *in);
+int decode_decision_form(struct arena *a, const struct json_value *v, struct decision_form *out);
+void encode_decision_form(struct jsonw *w, const struct decision_form *in);
 int decode_event(struct arena *a, const struct json_value *v, struct event *out);
 void encode_event(struct jsonw *w, const struct event *in);
 int decode_event_data(struct arena *a, const struct json_value *v, struct event_data *out);
@@ -1021,6 +1246,20 @@ int decode_mfa_status(struct arena *a, const struct json_value *v, struct mfa_st
 void encode_mfa_status(struct jsonw *w, const struct mfa_status *in);
 int decode_money(struct arena *a, const struct json_value *v, struct money *out);
 void encode_money(struct jsonw *w, const struct money *in);
+int decode_oauth_client(struct arena *a, const struct json_value *v, struct oauth_client *out);
+void encode_oauth_client(struct jsonw *w, const struct oauth_client *in);
+int decode_oauth_client_create(struct arena *a, const struct json_value *v, struct oauth_client_create *out);
+void encode_oauth_client_create(struct jsonw *w, const struct oauth_client_create *in);
+int decode_oauth_client_created(struct arena *a, const struct json_value *v, struct oauth_client_created *out);
+void encode_oauth_client_created(struct jsonw *w, const struct oauth_client_created *in);
+int decode_oauth_client_page(struct arena *a, const struct json_value *v, struct oauth_client_page *out);
+void encode_oauth_client_page(struct jsonw *w, const struct oauth_client_page *in);
+int decode_oauth_client_update(struct arena *a, const struct json_value *v, struct oauth_client_update *out);
+void encode_oauth_client_update(struct jsonw *w, const struct oauth_client_update *in);
+int decode_oauth_grant(struct arena *a, const struct json_value *v, struct oauth_grant *out);
+void encode_oauth_grant(struct jsonw *w, const struct oauth_grant *in);
+int decode_oauth_grant_page(struct arena *a, const struct json_value *v, struct oauth_grant_page *out);
+void encode_oauth_grant_page(struct jsonw *w, const struct oauth_grant_page *in);
 int decode_payment(struct arena *a, const struct json_value *v, struct payment *out);
 void encode_payment(struct jsonw *w, const struct payment *in);
 int decode_payment_approval(struct arena *a, const struct json_value *v, struct payment_approval *out);
@@ -1071,14 +1310,20 @@ int decode_session(struct arena *a, const struct json_value *v, struct session *
 void encode_session(struct jsonw *w, const struct session *in);
 int decode_session_page(struct arena *a, const struct json_value *v, struct session_page *out);
 void encode_session_page(struct jsonw *w, const struct session_page *in);
+int decode_sign_in_form(struct arena *a, const struct json_value *v, struct sign_in_form *out);
+void encode_sign_in_form(struct jsonw *w, const struct sign_in_form *in);
 int decode_sort_code_account_number_identification(struct arena *a, const struct json_value *v, struct sort_code_account_number_identification *out);
 void encode_sort_code_account_number_identification(struct jsonw *w, const struct sort_code_account_number_identification *in);
+int decode_token_request(struct arena *a, const struct json_value *v, struct token_request *out);
+void encode_token_request(struct jsonw *w, const struct token_request *in);
 int decode_user(struct arena *a, const struct json_value *v, struct user *out);
 void encode_user(struct jsonw *w, const struct user *in);
 int decode_user_page(struct arena *a, const struct json_value *v, struct user_page *out);
 void encode_user_page(struct jsonw *w, const struct user_page *in);
 int decode_validation_error(struct arena *a, const struct json_value *v, struct validation_error *out);
 void encode_validation_error(struct jsonw *w, const struct validation_error *in);
+int decode_verify_form(struct arena *a, const struct json_value *v, struct verify_form *out);
+void encode_verify_form(struct jsonw *w, const struct verify_form *in);
 int decode_workspace(struct arena *a, const struct json_value *v, struct workspace *out);
 void encode_workspace(struct jsonw *w, const struct workspace *in);
 int decode_workspace_rate_limit(struct arena *a, const struct json_value *v, struct workspace_rate_limit *out);
@@ -1093,6 +1338,17 @@ void validate_aba_account_identification_identification(const struct json_value 
 void validate_aba_account_identification_scheme(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_account_holder_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_account_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_accounts_authorize_param_client_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_accounts_authorize_param_code_challenge(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_accounts_authorize_param_code_challenge_method(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_accounts_authorize_param_redirect_uri(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_accounts_authorize_param_response_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_accounts_authorize_param_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_accounts_authorize_param_state(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_accounts_oauth_callback_param_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_accounts_oauth_callback_param_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_accounts_oauth_callback_param_iss(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_accounts_oauth_callback_param_state(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_amount(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_approval_limits(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_approval_policy(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1103,6 +1359,24 @@ void validate_approval_policy_version(const struct json_value *v, const char *pt
 void validate_approval_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_approval_tier(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_approval_tier_approvals_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_authorization_endpoint(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_authorization_response_iss_parameter_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_code_challenge_methods_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_code_challenge_methods_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_grant_types_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_grant_types_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_issuer(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_response_modes_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_response_modes_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_response_types_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_response_types_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_scopes_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_scopes_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_service_documentation(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_token_endpoint(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_token_endpoint_auth_methods_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_token_endpoint_auth_methods_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_bank_details(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_bank_details_bic(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_bank_details_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1136,6 +1410,10 @@ void validate_conversion_id(const struct json_value *v, const char *ptr, int mod
 void validate_counterparty_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_country_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_currency_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_decision_form(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_decision_form_csrf(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_decision_form_decision(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_decision_form_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_event(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_event_api_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_event_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1152,6 +1430,9 @@ void validate_external_id(const struct json_value *v, const char *ptr, int mode,
 void validate_has_more(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_etag(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_location(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_header_pagelocation(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_header_pragma(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_header_signincookie(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_health(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_health_database(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_health_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1203,12 +1484,42 @@ void validate_mfa_status_recovery_codes_left(const struct json_value *v, const c
 void validate_mfa_status_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_money(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_next_cursor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_create_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_create_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_created(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_created_by(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_created_client_secret(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_page_has_more(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_update_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_client_update_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_grant(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_grant_client_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_grant_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_grant_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_grant_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_grant_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_grant_page_has_more(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_grant_scopes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_grant_scopes_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_scope_list(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oauth_scope_list_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_object_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_openapi_document(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_originating_account(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_cursor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_if_match(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_limit(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_param_sign_in_cookie(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_approval(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_approval_approvers(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1256,6 +1567,8 @@ void validate_person_name(const struct json_value *v, const char *ptr, int mode,
 void validate_problem(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_detail(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_problem_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_problem_error_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_errors(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_instance(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1263,7 +1576,11 @@ void validate_problem_status(const struct json_value *v, const char *ptr, int mo
 void validate_problem_title(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_recovery_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_redirect_uri_list(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_redirect_uri_list_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_refresh_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_refresh_request_client_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_refresh_request_client_secret(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_refresh_request_grant_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_refresh_request_refresh_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_refresh_request_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1314,11 +1631,25 @@ void validate_session_id(const struct json_value *v, const char *ptr, int mode, 
 void validate_session_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_session_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_session_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sign_in_form(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sign_in_form_csrf(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sign_in_form_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sign_in_form_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sign_in_form_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_sort_code_account_number_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_sort_code_account_number_identification_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_sort_code_account_number_identification_scheme(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_timestamp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_token_lifetime(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_token_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_token_request_client_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_token_request_client_secret(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_token_request_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_token_request_code_verifier(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_token_request_grant_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_token_request_redirect_uri(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_token_request_refresh_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_token_request_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_totp_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_user(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_user_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1332,6 +1663,11 @@ void validate_validation_error_code(const struct json_value *v, const char *ptr,
 void validate_validation_error_detail(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_validation_error_pointer(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_verification_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_verify_form(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_verify_form_csrf(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_verify_form_otp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_verify_form_recovery_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_verify_form_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

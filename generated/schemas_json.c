@@ -75,6 +75,28 @@ enum beneficiary_type beneficiary_type_parse(const char *s)
     return (enum beneficiary_type)0;
 }
 
+const char *decision_form_decision_str(enum decision_form_decision v)
+{
+    switch (v) {
+    case DECISION_FORM_DECISION_APPROVE:
+        return "approve";
+    case DECISION_FORM_DECISION_DENY:
+        return "deny";
+    }
+    return NULL;
+}
+
+enum decision_form_decision decision_form_decision_parse(const char *s)
+{
+    if (!s)
+        return (enum decision_form_decision)0;
+    if (strcmp(s, "approve") == 0)
+        return DECISION_FORM_DECISION_APPROVE;
+    if (strcmp(s, "deny") == 0)
+        return DECISION_FORM_DECISION_DENY;
+    return (enum decision_form_decision)0;
+}
+
 const char *invitation_issued_status_str(enum invitation_issued_status v)
 {
     switch (v) {
@@ -125,6 +147,94 @@ enum mfa_status_status mfa_status_status_parse(const char *s)
     if (strcmp(s, "enabled") == 0)
         return MFA_STATUS_STATUS_ENABLED;
     return (enum mfa_status_status)0;
+}
+
+const char *oauth_client_create_type_str(enum oauth_client_create_type v)
+{
+    switch (v) {
+    case OAUTH_CLIENT_CREATE_TYPE_PUBLIC:
+        return "public";
+    case OAUTH_CLIENT_CREATE_TYPE_CONFIDENTIAL:
+        return "confidential";
+    }
+    return NULL;
+}
+
+enum oauth_client_create_type oauth_client_create_type_parse(const char *s)
+{
+    if (!s)
+        return (enum oauth_client_create_type)0;
+    if (strcmp(s, "public") == 0)
+        return OAUTH_CLIENT_CREATE_TYPE_PUBLIC;
+    if (strcmp(s, "confidential") == 0)
+        return OAUTH_CLIENT_CREATE_TYPE_CONFIDENTIAL;
+    return (enum oauth_client_create_type)0;
+}
+
+const char *oauth_client_status_str(enum oauth_client_status v)
+{
+    switch (v) {
+    case OAUTH_CLIENT_STATUS_ACTIVE:
+        return "active";
+    case OAUTH_CLIENT_STATUS_DISABLED:
+        return "disabled";
+    }
+    return NULL;
+}
+
+enum oauth_client_status oauth_client_status_parse(const char *s)
+{
+    if (!s)
+        return (enum oauth_client_status)0;
+    if (strcmp(s, "active") == 0)
+        return OAUTH_CLIENT_STATUS_ACTIVE;
+    if (strcmp(s, "disabled") == 0)
+        return OAUTH_CLIENT_STATUS_DISABLED;
+    return (enum oauth_client_status)0;
+}
+
+const char *oauth_client_type_str(enum oauth_client_type v)
+{
+    switch (v) {
+    case OAUTH_CLIENT_TYPE_PUBLIC:
+        return "public";
+    case OAUTH_CLIENT_TYPE_CONFIDENTIAL:
+        return "confidential";
+    }
+    return NULL;
+}
+
+enum oauth_client_type oauth_client_type_parse(const char *s)
+{
+    if (!s)
+        return (enum oauth_client_type)0;
+    if (strcmp(s, "public") == 0)
+        return OAUTH_CLIENT_TYPE_PUBLIC;
+    if (strcmp(s, "confidential") == 0)
+        return OAUTH_CLIENT_TYPE_CONFIDENTIAL;
+    return (enum oauth_client_type)0;
+}
+
+const char *oauth_client_update_status_str(enum oauth_client_update_status v)
+{
+    switch (v) {
+    case OAUTH_CLIENT_UPDATE_STATUS_ACTIVE:
+        return "active";
+    case OAUTH_CLIENT_UPDATE_STATUS_DISABLED:
+        return "disabled";
+    }
+    return NULL;
+}
+
+enum oauth_client_update_status oauth_client_update_status_parse(const char *s)
+{
+    if (!s)
+        return (enum oauth_client_update_status)0;
+    if (strcmp(s, "active") == 0)
+        return OAUTH_CLIENT_UPDATE_STATUS_ACTIVE;
+    if (strcmp(s, "disabled") == 0)
+        return OAUTH_CLIENT_UPDATE_STATUS_DISABLED;
+    return (enum oauth_client_update_status)0;
 }
 
 const char *payment_approver_decision_str(enum payment_approver_decision v)
@@ -657,6 +767,137 @@ void encode_approval_tier(struct jsonw *w, const struct approval_tier *in)
     jsonw_int(w, in->min_amount);
     jsonw_key(w, "approvals_required");
     jsonw_int(w, in->approvals_required);
+    jsonw_object_end(w);
+}
+
+int decode_authorization_server_metadata(struct arena *a, const struct json_value *v, struct authorization_server_metadata *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "issuer") == 0) {
+            out->issuer = m->value->s;
+        } else if (strcmp(m->key, "authorization_endpoint") == 0) {
+            out->authorization_endpoint = m->value->s;
+        } else if (strcmp(m->key, "token_endpoint") == 0) {
+            out->token_endpoint = m->value->s;
+        } else if (strcmp(m->key, "response_types_supported") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->response_types_supported_count = m->value->count;
+            out->response_types_supported = arena_alloc(a, (m->value->count + 1) * sizeof *out->response_types_supported);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->response_types_supported[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "response_modes_supported") == 0) {
+            out->has_response_modes_supported = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->response_modes_supported_count = m->value->count;
+            out->response_modes_supported = arena_alloc(a, (m->value->count + 1) * sizeof *out->response_modes_supported);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->response_modes_supported[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "grant_types_supported") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->grant_types_supported_count = m->value->count;
+            out->grant_types_supported = arena_alloc(a, (m->value->count + 1) * sizeof *out->grant_types_supported);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->grant_types_supported[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "code_challenge_methods_supported") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->code_challenge_methods_supported_count = m->value->count;
+            out->code_challenge_methods_supported = arena_alloc(a, (m->value->count + 1) * sizeof *out->code_challenge_methods_supported);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->code_challenge_methods_supported[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "token_endpoint_auth_methods_supported") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->token_endpoint_auth_methods_supported_count = m->value->count;
+            out->token_endpoint_auth_methods_supported = arena_alloc(a, (m->value->count + 1) * sizeof *out->token_endpoint_auth_methods_supported);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->token_endpoint_auth_methods_supported[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "scopes_supported") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->scopes_supported_count = m->value->count;
+            out->scopes_supported = arena_alloc(a, (m->value->count + 1) * sizeof *out->scopes_supported);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->scopes_supported[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "authorization_response_iss_parameter_supported") == 0) {
+            out->has_authorization_response_iss_parameter_supported = true;
+            out->authorization_response_iss_parameter_supported = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "service_documentation") == 0) {
+            out->has_service_documentation = true;
+            out->service_documentation = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_authorization_server_metadata(struct jsonw *w, const struct authorization_server_metadata *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "issuer");
+    jsonw_string(w, in->issuer);
+    jsonw_key(w, "authorization_endpoint");
+    jsonw_string(w, in->authorization_endpoint);
+    jsonw_key(w, "token_endpoint");
+    jsonw_string(w, in->token_endpoint);
+    jsonw_key(w, "response_types_supported");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->response_types_supported_count; j++) {
+        jsonw_string(w, in->response_types_supported[j]);
+    }
+    jsonw_array_end(w);
+    if (in->has_response_modes_supported || in->response_modes_supported != NULL) {
+        jsonw_key(w, "response_modes_supported");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->response_modes_supported_count; j++) {
+            jsonw_string(w, in->response_modes_supported[j]);
+        }
+        jsonw_array_end(w);
+    }
+    jsonw_key(w, "grant_types_supported");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->grant_types_supported_count; j++) {
+        jsonw_string(w, in->grant_types_supported[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "code_challenge_methods_supported");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->code_challenge_methods_supported_count; j++) {
+        jsonw_string(w, in->code_challenge_methods_supported[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "token_endpoint_auth_methods_supported");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->token_endpoint_auth_methods_supported_count; j++) {
+        jsonw_string(w, in->token_endpoint_auth_methods_supported[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "scopes_supported");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->scopes_supported_count; j++) {
+        jsonw_string(w, in->scopes_supported[j]);
+    }
+    jsonw_array_end(w);
+    if (in->has_authorization_response_iss_parameter_supported) {
+        jsonw_key(w, "authorization_response_iss_parameter_supported");
+        jsonw_bool(w, in->authorization_response_iss_parameter_supported);
+    }
+    if (in->has_service_documentation || in->service_documentation != NULL) {
+        jsonw_key(w, "service_documentation");
+        jsonw_string(w, in->service_documentation);
+    }
     jsonw_object_end(w);
 }
 
@@ -1209,6 +1450,34 @@ void encode_complete_signup_request(struct jsonw *w, const struct complete_signu
     jsonw_object_begin(w);
     jsonw_key(w, "name");
     jsonw_string(w, in->name);
+    jsonw_object_end(w);
+}
+
+int decode_decision_form(struct arena *a, const struct json_value *v, struct decision_form *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "request_id") == 0) {
+            out->request_id = m->value->s;
+        } else if (strcmp(m->key, "csrf") == 0) {
+            out->csrf = m->value->s;
+        } else if (strcmp(m->key, "decision") == 0) {
+            out->decision = decision_form_decision_parse(m->value->s);
+        }
+    }
+    return 0;
+}
+
+void encode_decision_form(struct jsonw *w, const struct decision_form *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "request_id");
+    jsonw_string(w, in->request_id);
+    jsonw_key(w, "decision");
+    jsonw_string(w, decision_form_decision_str(in->decision));
     jsonw_object_end(w);
 }
 
@@ -1841,6 +2110,459 @@ void encode_money(struct jsonw *w, const struct money *in)
     jsonw_int(w, in->amount);
     jsonw_key(w, "currency");
     jsonw_string(w, in->currency);
+    jsonw_object_end(w);
+}
+
+int decode_oauth_client(struct arena *a, const struct json_value *v, struct oauth_client *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            out->workspace_id = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "type") == 0) {
+            out->type = oauth_client_type_parse(m->value->s);
+        } else if (strcmp(m->key, "redirect_uris") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->redirect_uris_count = m->value->count;
+            out->redirect_uris = arena_alloc(a, (m->value->count + 1) * sizeof *out->redirect_uris);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->redirect_uris[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "scopes") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->scopes_count = m->value->count;
+            out->scopes = arena_alloc(a, (m->value->count + 1) * sizeof *out->scopes);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->scopes[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "status") == 0) {
+            out->status = oauth_client_status_parse(m->value->s);
+        } else if (strcmp(m->key, "created_by") == 0) {
+            out->created_by = m->value->s;
+        } else if (strcmp(m->key, "version") == 0) {
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->updated_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_oauth_client(struct jsonw *w, const struct oauth_client *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "workspace_id");
+    jsonw_string(w, in->workspace_id);
+    jsonw_key(w, "name");
+    jsonw_string(w, in->name);
+    jsonw_key(w, "type");
+    jsonw_string(w, oauth_client_type_str(in->type));
+    jsonw_key(w, "redirect_uris");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->redirect_uris_count; j++) {
+        jsonw_string(w, in->redirect_uris[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "scopes");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->scopes_count; j++) {
+        jsonw_string(w, in->scopes[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "status");
+    jsonw_string(w, oauth_client_status_str(in->status));
+    jsonw_key(w, "created_by");
+    jsonw_string(w, in->created_by);
+    jsonw_key(w, "version");
+    jsonw_int(w, in->version);
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    jsonw_key(w, "updated_at");
+    jsonw_string(w, in->updated_at);
+    jsonw_object_end(w);
+}
+
+int decode_oauth_client_create(struct arena *a, const struct json_value *v, struct oauth_client_create *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "type") == 0) {
+            out->type = oauth_client_create_type_parse(m->value->s);
+        } else if (strcmp(m->key, "redirect_uris") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->redirect_uris_count = m->value->count;
+            out->redirect_uris = arena_alloc(a, (m->value->count + 1) * sizeof *out->redirect_uris);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->redirect_uris[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "scopes") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->scopes_count = m->value->count;
+            out->scopes = arena_alloc(a, (m->value->count + 1) * sizeof *out->scopes);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->scopes[j] = m->value->items[j]->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_oauth_client_create(struct jsonw *w, const struct oauth_client_create *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "name");
+    jsonw_string(w, in->name);
+    jsonw_key(w, "type");
+    jsonw_string(w, oauth_client_create_type_str(in->type));
+    jsonw_key(w, "redirect_uris");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->redirect_uris_count; j++) {
+        jsonw_string(w, in->redirect_uris[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "scopes");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->scopes_count; j++) {
+        jsonw_string(w, in->scopes[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_object_end(w);
+}
+
+int decode_oauth_client_created(struct arena *a, const struct json_value *v, struct oauth_client_created *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            out->workspace_id = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "type") == 0) {
+            out->type = oauth_client_type_parse(m->value->s);
+        } else if (strcmp(m->key, "redirect_uris") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->redirect_uris_count = m->value->count;
+            out->redirect_uris = arena_alloc(a, (m->value->count + 1) * sizeof *out->redirect_uris);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->redirect_uris[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "scopes") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->scopes_count = m->value->count;
+            out->scopes = arena_alloc(a, (m->value->count + 1) * sizeof *out->scopes);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->scopes[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "status") == 0) {
+            out->status = oauth_client_status_parse(m->value->s);
+        } else if (strcmp(m->key, "created_by") == 0) {
+            out->created_by = m->value->s;
+        } else if (strcmp(m->key, "version") == 0) {
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->updated_at = m->value->s;
+        } else if (strcmp(m->key, "client_secret") == 0) {
+            out->has_client_secret = true;
+            out->client_secret = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_oauth_client_created(struct jsonw *w, const struct oauth_client_created *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "workspace_id");
+    jsonw_string(w, in->workspace_id);
+    jsonw_key(w, "name");
+    jsonw_string(w, in->name);
+    jsonw_key(w, "type");
+    jsonw_string(w, oauth_client_type_str(in->type));
+    jsonw_key(w, "redirect_uris");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->redirect_uris_count; j++) {
+        jsonw_string(w, in->redirect_uris[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "scopes");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->scopes_count; j++) {
+        jsonw_string(w, in->scopes[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "status");
+    jsonw_string(w, oauth_client_status_str(in->status));
+    jsonw_key(w, "created_by");
+    jsonw_string(w, in->created_by);
+    jsonw_key(w, "version");
+    jsonw_int(w, in->version);
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    jsonw_key(w, "updated_at");
+    jsonw_string(w, in->updated_at);
+    if (in->has_client_secret || in->client_secret != NULL) {
+        jsonw_key(w, "client_secret");
+        jsonw_string(w, in->client_secret);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_oauth_client_page(struct arena *a, const struct json_value *v, struct oauth_client_page *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->data_count = m->value->count;
+            out->data = arena_alloc(a, (m->value->count + 1) * sizeof *out->data);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_oauth_client(a, m->value->items[j], &out->data[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "has_more") == 0) {
+            out->has_more = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            if (m->value->type == JSON_NULL)
+                out->next_cursor_is_null = true;
+            else {
+                out->next_cursor = m->value->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_oauth_client_page(struct jsonw *w, const struct oauth_client_page *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "data");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->data_count; j++) {
+        encode_oauth_client(w, &in->data[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "has_more");
+    jsonw_bool(w, in->has_more);
+    jsonw_key(w, "next_cursor");
+    if (in->next_cursor_is_null)
+        jsonw_null(w);
+    else {
+        jsonw_string(w, in->next_cursor);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_oauth_client_update(struct arena *a, const struct json_value *v, struct oauth_client_update *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            out->has_name = true;
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "redirect_uris") == 0) {
+            out->has_redirect_uris = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->redirect_uris_count = m->value->count;
+            out->redirect_uris = arena_alloc(a, (m->value->count + 1) * sizeof *out->redirect_uris);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->redirect_uris[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "scopes") == 0) {
+            out->has_scopes = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->scopes_count = m->value->count;
+            out->scopes = arena_alloc(a, (m->value->count + 1) * sizeof *out->scopes);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->scopes[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "status") == 0) {
+            out->has_status = true;
+            out->status = oauth_client_update_status_parse(m->value->s);
+        }
+    }
+    return 0;
+}
+
+void encode_oauth_client_update(struct jsonw *w, const struct oauth_client_update *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_name || in->name != NULL) {
+        jsonw_key(w, "name");
+        jsonw_string(w, in->name);
+    }
+    if (in->has_redirect_uris || in->redirect_uris != NULL) {
+        jsonw_key(w, "redirect_uris");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->redirect_uris_count; j++) {
+            jsonw_string(w, in->redirect_uris[j]);
+        }
+        jsonw_array_end(w);
+    }
+    if (in->has_scopes || in->scopes != NULL) {
+        jsonw_key(w, "scopes");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->scopes_count; j++) {
+            jsonw_string(w, in->scopes[j]);
+        }
+        jsonw_array_end(w);
+    }
+    if (in->has_status) {
+        jsonw_key(w, "status");
+        jsonw_string(w, oauth_client_update_status_str(in->status));
+    }
+    jsonw_object_end(w);
+}
+
+int decode_oauth_grant(struct arena *a, const struct json_value *v, struct oauth_grant *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "client_id") == 0) {
+            out->client_id = m->value->s;
+        } else if (strcmp(m->key, "client_name") == 0) {
+            out->client_name = m->value->s;
+        } else if (strcmp(m->key, "scopes") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->scopes_count = m->value->count;
+            out->scopes = arena_alloc(a, (m->value->count + 1) * sizeof *out->scopes);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->scopes[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->updated_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_oauth_grant(struct jsonw *w, const struct oauth_grant *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "client_id");
+    jsonw_string(w, in->client_id);
+    jsonw_key(w, "client_name");
+    jsonw_string(w, in->client_name);
+    jsonw_key(w, "scopes");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->scopes_count; j++) {
+        jsonw_string(w, in->scopes[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    jsonw_key(w, "updated_at");
+    jsonw_string(w, in->updated_at);
+    jsonw_object_end(w);
+}
+
+int decode_oauth_grant_page(struct arena *a, const struct json_value *v, struct oauth_grant_page *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->data_count = m->value->count;
+            out->data = arena_alloc(a, (m->value->count + 1) * sizeof *out->data);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_oauth_grant(a, m->value->items[j], &out->data[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "has_more") == 0) {
+            out->has_more = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            if (m->value->type == JSON_NULL)
+                out->next_cursor_is_null = true;
+            else {
+                out->next_cursor = m->value->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_oauth_grant_page(struct jsonw *w, const struct oauth_grant_page *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "data");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->data_count; j++) {
+        encode_oauth_grant(w, &in->data[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "has_more");
+    jsonw_bool(w, in->has_more);
+    jsonw_key(w, "next_cursor");
+    if (in->next_cursor_is_null)
+        jsonw_null(w);
+    else {
+        jsonw_string(w, in->next_cursor);
+    }
     jsonw_object_end(w);
 }
 
@@ -2672,6 +3394,12 @@ int decode_problem(struct arena *a, const struct json_value *v, struct problem *
                 if (decode_validation_error(a, m->value->items[j], &out->errors[j]) != 0)
                     return -1;
             }
+        } else if (strcmp(m->key, "error") == 0) {
+            out->has_error = true;
+            out->error = m->value->s;
+        } else if (strcmp(m->key, "error_description") == 0) {
+            out->has_error_description = true;
+            out->error_description = m->value->s;
         }
     }
     return 0;
@@ -2702,6 +3430,14 @@ void encode_problem(struct jsonw *w, const struct problem *in)
         }
         jsonw_array_end(w);
     }
+    if (in->has_error || in->error != NULL) {
+        jsonw_key(w, "error");
+        jsonw_string(w, in->error);
+    }
+    if (in->has_error_description || in->error_description != NULL) {
+        jsonw_key(w, "error_description");
+        jsonw_string(w, in->error_description);
+    }
     jsonw_object_end(w);
 }
 
@@ -2720,6 +3456,12 @@ int decode_refresh_request(struct arena *a, const struct json_value *v, struct r
         } else if (strcmp(m->key, "scope") == 0) {
             out->has_scope = true;
             out->scope = m->value->s;
+        } else if (strcmp(m->key, "client_id") == 0) {
+            out->has_client_id = true;
+            out->client_id = m->value->s;
+        } else if (strcmp(m->key, "client_secret") == 0) {
+            out->has_client_secret = true;
+            out->client_secret = m->value->s;
         }
     }
     return 0;
@@ -2735,6 +3477,10 @@ void encode_refresh_request(struct jsonw *w, const struct refresh_request *in)
     if (in->has_scope || in->scope != NULL) {
         jsonw_key(w, "scope");
         jsonw_string(w, in->scope);
+    }
+    if (in->has_client_id || in->client_id != NULL) {
+        jsonw_key(w, "client_id");
+        jsonw_string(w, in->client_id);
     }
     jsonw_object_end(w);
 }
@@ -3383,6 +4129,36 @@ void encode_session_page(struct jsonw *w, const struct session_page *in)
     jsonw_object_end(w);
 }
 
+int decode_sign_in_form(struct arena *a, const struct json_value *v, struct sign_in_form *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "request_id") == 0) {
+            out->request_id = m->value->s;
+        } else if (strcmp(m->key, "csrf") == 0) {
+            out->csrf = m->value->s;
+        } else if (strcmp(m->key, "email") == 0) {
+            out->email = m->value->s;
+        } else if (strcmp(m->key, "password") == 0) {
+            out->password = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_sign_in_form(struct jsonw *w, const struct sign_in_form *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "request_id");
+    jsonw_string(w, in->request_id);
+    jsonw_key(w, "email");
+    jsonw_string(w, in->email);
+    jsonw_object_end(w);
+}
+
 int decode_sort_code_account_number_identification(struct arena *a, const struct json_value *v, struct sort_code_account_number_identification *out)
 {
     (void)a;
@@ -3406,6 +4182,64 @@ void encode_sort_code_account_number_identification(struct jsonw *w, const struc
     jsonw_string(w, in->scheme);
     jsonw_key(w, "identification");
     jsonw_string(w, in->identification);
+    jsonw_object_end(w);
+}
+
+int decode_token_request(struct arena *a, const struct json_value *v, struct token_request *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "grant_type") == 0) {
+            out->has_grant_type = true;
+            out->grant_type = m->value->s;
+        } else if (strcmp(m->key, "code") == 0) {
+            out->has_code = true;
+            out->code = m->value->s;
+        } else if (strcmp(m->key, "redirect_uri") == 0) {
+            out->has_redirect_uri = true;
+            out->redirect_uri = m->value->s;
+        } else if (strcmp(m->key, "client_id") == 0) {
+            out->has_client_id = true;
+            out->client_id = m->value->s;
+        } else if (strcmp(m->key, "client_secret") == 0) {
+            out->has_client_secret = true;
+            out->client_secret = m->value->s;
+        } else if (strcmp(m->key, "code_verifier") == 0) {
+            out->has_code_verifier = true;
+            out->code_verifier = m->value->s;
+        } else if (strcmp(m->key, "refresh_token") == 0) {
+            out->has_refresh_token = true;
+            out->refresh_token = m->value->s;
+        } else if (strcmp(m->key, "scope") == 0) {
+            out->has_scope = true;
+            out->scope = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_token_request(struct jsonw *w, const struct token_request *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_grant_type || in->grant_type != NULL) {
+        jsonw_key(w, "grant_type");
+        jsonw_string(w, in->grant_type);
+    }
+    if (in->has_redirect_uri || in->redirect_uri != NULL) {
+        jsonw_key(w, "redirect_uri");
+        jsonw_string(w, in->redirect_uri);
+    }
+    if (in->has_client_id || in->client_id != NULL) {
+        jsonw_key(w, "client_id");
+        jsonw_string(w, in->client_id);
+    }
+    if (in->has_scope || in->scope != NULL) {
+        jsonw_key(w, "scope");
+        jsonw_string(w, in->scope);
+    }
     jsonw_object_end(w);
 }
 
@@ -3541,6 +4375,36 @@ void encode_validation_error(struct jsonw *w, const struct validation_error *in)
     jsonw_string(w, in->code);
     jsonw_key(w, "detail");
     jsonw_string(w, in->detail);
+    jsonw_object_end(w);
+}
+
+int decode_verify_form(struct arena *a, const struct json_value *v, struct verify_form *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "request_id") == 0) {
+            out->request_id = m->value->s;
+        } else if (strcmp(m->key, "csrf") == 0) {
+            out->csrf = m->value->s;
+        } else if (strcmp(m->key, "otp") == 0) {
+            out->has_otp = true;
+            out->otp = m->value->s;
+        } else if (strcmp(m->key, "recovery_code") == 0) {
+            out->has_recovery_code = true;
+            out->recovery_code = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_verify_form(struct jsonw *w, const struct verify_form *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "request_id");
+    jsonw_string(w, in->request_id);
     jsonw_object_end(w);
 }
 

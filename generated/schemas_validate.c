@@ -152,7 +152,7 @@ void validate_aba_account_identification_identification(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 17)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 17 characters long");
-    if (!pattern_match(14, v->s)) /* ^[0-9]{4,17}$ */
+    if (!pattern_match(17, v->s)) /* ^[0-9]{4,17}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4,17}$");
 }
 
@@ -205,6 +205,149 @@ void validate_account_identification(const struct json_value *v, const char *ptr
         validate_bban_account_identification(v, ptr, mode, l);
     else
         verr_add(l, ptr, "scheme", "one_of", "%s", "must be one of: IBAN, SortCodeAccountNumber, ABA, BBAN");
+}
+
+/* accounts_authorize_param_client_id (openapi/accounts.yaml) */
+void validate_accounts_authorize_param_client_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* accounts_authorize_param_code_challenge (openapi/accounts.yaml) */
+void validate_accounts_authorize_param_code_challenge(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 128)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
+}
+
+/* accounts_authorize_param_code_challenge_method (openapi/accounts.yaml) */
+void validate_accounts_authorize_param_code_challenge_method(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 16)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
+}
+
+/* accounts_authorize_param_redirect_uri (openapi/accounts.yaml) */
+void validate_accounts_authorize_param_redirect_uri(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 512)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
+}
+
+/* accounts_authorize_param_response_type (openapi/accounts.yaml) */
+void validate_accounts_authorize_param_response_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* accounts_authorize_param_scope (openapi/accounts.yaml) */
+void validate_accounts_authorize_param_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 1024)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
+}
+
+/* accounts_authorize_param_state (openapi/accounts.yaml) */
+void validate_accounts_authorize_param_state(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 512)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
+}
+
+/* accounts_oauth_callback_param_code (openapi/accounts.yaml) */
+void validate_accounts_oauth_callback_param_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 128)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
+}
+
+/* accounts_oauth_callback_param_error (openapi/accounts.yaml) */
+void validate_accounts_oauth_callback_param_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* accounts_oauth_callback_param_iss (openapi/accounts.yaml) */
+void validate_accounts_oauth_callback_param_iss(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 256)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
+}
+
+/* accounts_oauth_callback_param_state (openapi/accounts.yaml) */
+void validate_accounts_oauth_callback_param_state(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 512)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
 }
 
 /* Amount (openapi/common.yaml) */
@@ -423,6 +566,284 @@ void validate_approval_tier_approvals_required(const struct json_value *v, const
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 5");
 }
 
+/* AuthorizationServerMetadata (openapi/accounts.yaml) */
+void validate_authorization_server_metadata(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[8] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "issuer") == 0) {
+            seen[0] = true;
+            validate_authorization_server_metadata_issuer(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "authorization_endpoint") == 0) {
+            seen[1] = true;
+            validate_authorization_server_metadata_authorization_endpoint(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "token_endpoint") == 0) {
+            seen[2] = true;
+            validate_authorization_server_metadata_token_endpoint(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "response_types_supported") == 0) {
+            seen[3] = true;
+            validate_authorization_server_metadata_response_types_supported(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "response_modes_supported") == 0) {
+            validate_authorization_server_metadata_response_modes_supported(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "grant_types_supported") == 0) {
+            seen[4] = true;
+            validate_authorization_server_metadata_grant_types_supported(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "code_challenge_methods_supported") == 0) {
+            seen[5] = true;
+            validate_authorization_server_metadata_code_challenge_methods_supported(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "token_endpoint_auth_methods_supported") == 0) {
+            seen[6] = true;
+            validate_authorization_server_metadata_token_endpoint_auth_methods_supported(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scopes_supported") == 0) {
+            seen[7] = true;
+            validate_authorization_server_metadata_scopes_supported(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "authorization_response_iss_parameter_supported") == 0) {
+            validate_authorization_server_metadata_authorization_response_iss_parameter_supported(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "service_documentation") == 0) {
+            validate_authorization_server_metadata_service_documentation(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "issuer", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "authorization_endpoint", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "token_endpoint", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "response_types_supported", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "grant_types_supported", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "code_challenge_methods_supported", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "token_endpoint_auth_methods_supported", "required", "%s", "is required");
+    if (!seen[7])
+        verr_add(l, ptr, "scopes_supported", "required", "%s", "is required");
+}
+
+/* authorization_server_metadata_authorization_endpoint (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_authorization_endpoint(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 512)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
+}
+
+/* authorization_server_metadata_authorization_response_iss_parameter_supported (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_authorization_response_iss_parameter_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* authorization_server_metadata_code_challenge_methods_supported (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_code_challenge_methods_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 4)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 4 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_authorization_server_metadata_code_challenge_methods_supported_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* authorization_server_metadata_code_challenge_methods_supported_item (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_code_challenge_methods_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 16)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
+}
+
+/* authorization_server_metadata_grant_types_supported (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_grant_types_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 4)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 4 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_authorization_server_metadata_grant_types_supported_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* authorization_server_metadata_grant_types_supported_item (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_grant_types_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 32)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 32 characters long");
+}
+
+/* authorization_server_metadata_issuer (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_issuer(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 256)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
+}
+
+/* authorization_server_metadata_response_modes_supported (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_response_modes_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 4)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 4 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_authorization_server_metadata_response_modes_supported_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* authorization_server_metadata_response_modes_supported_item (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_response_modes_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 32)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 32 characters long");
+}
+
+/* authorization_server_metadata_response_types_supported (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_response_types_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 4)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 4 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_authorization_server_metadata_response_types_supported_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* authorization_server_metadata_response_types_supported_item (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_response_types_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 32)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 32 characters long");
+}
+
+/* authorization_server_metadata_scopes_supported (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_scopes_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 64)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 64 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_authorization_server_metadata_scopes_supported_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* authorization_server_metadata_scopes_supported_item (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_scopes_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* authorization_server_metadata_service_documentation (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_service_documentation(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 512)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
+}
+
+/* authorization_server_metadata_token_endpoint (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_token_endpoint(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 512)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
+}
+
+/* authorization_server_metadata_token_endpoint_auth_methods_supported (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_token_endpoint_auth_methods_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 4)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 4 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_authorization_server_metadata_token_endpoint_auth_methods_supported_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* authorization_server_metadata_token_endpoint_auth_methods_supported_item (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_token_endpoint_auth_methods_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 32)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 32 characters long");
+}
+
 /* BankDetails (openapi/payments.yaml) */
 void validate_bank_details(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -489,7 +910,7 @@ void validate_bank_details_routing_number(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 9)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 9 characters long");
-    if (!pattern_match(16, v->s)) /* ^[0-9]{9}$ */
+    if (!pattern_match(19, v->s)) /* ^[0-9]{9}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{9}$");
 }
 
@@ -530,7 +951,7 @@ void validate_bban_account_identification_identification(const struct json_value
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(15, v->s)) /* ^[A-Z0-9]{1,30}$ */
+    if (!pattern_match(18, v->s)) /* ^[A-Z0-9]{1,30}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{1,30}$");
 }
 
@@ -814,7 +1235,7 @@ void validate_beneficiary_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(10, v->s)) /* ^ben_[0-9a-z]{26}$ */
+    if (!pattern_match(13, v->s)) /* ^ben_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ben_[0-9a-z]{26}$");
 }
 
@@ -963,7 +1384,7 @@ void validate_beneficiary_update_counterparty_id(const struct json_value *v, con
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(11, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(14, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -999,7 +1420,7 @@ void validate_beneficiary_update_external_id(const struct json_value *v, const c
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(15, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -1070,7 +1491,7 @@ void validate_complete_signup_request_invitation_token(const struct json_value *
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 128)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
-    if (!pattern_match(6, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(9, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -1115,7 +1536,7 @@ void validate_conversion_id(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(18, v->s)) /* ^cnv_[0-9a-z]{26}$ */
+    if (!pattern_match(21, v->s)) /* ^cnv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cnv_[0-9a-z]{26}$");
 }
 
@@ -1130,7 +1551,7 @@ void validate_counterparty_id(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(11, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(14, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -1162,6 +1583,79 @@ void validate_currency_code(const struct json_value *v, const char *ptr, int mod
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 3 characters long");
     if (!format_is_currency(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be an active ISO 4217 currency code");
+}
+
+/* DecisionForm (openapi/accounts.yaml) */
+void validate_decision_form(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "request_id") == 0) {
+            seen[0] = true;
+            validate_decision_form_request_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "csrf") == 0) {
+            seen[1] = true;
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_decision_form_csrf(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "decision") == 0) {
+            seen[2] = true;
+            validate_decision_form_decision(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "request_id", "required", "%s", "is required");
+    if (!seen[1] && mode == VALIDATE_REQUEST)
+        verr_add(l, ptr, "csrf", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "decision", "required", "%s", "is required");
+}
+
+/* decision_form_csrf (openapi/accounts.yaml) */
+void validate_decision_form_csrf(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* decision_form_decision (openapi/accounts.yaml) */
+void validate_decision_form_decision(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (decision_form_decision_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: approve, deny");
+}
+
+/* decision_form_request_id (openapi/accounts.yaml) */
+void validate_decision_form_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
 }
 
 /* Event (openapi/payments.yaml) */
@@ -1229,7 +1723,7 @@ void validate_event_api_version(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 10)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 10 characters long");
-    if (!pattern_match(23, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
+    if (!pattern_match(26, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4}-[0-9]{2}-[0-9]{2}$");
 }
 
@@ -1275,7 +1769,7 @@ void validate_event_id(const struct json_value *v, const char *ptr, int mode, st
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(21, v->s)) /* ^evt_[0-9a-z]{26}$ */
+    if (!pattern_match(24, v->s)) /* ^evt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^evt_[0-9a-z]{26}$");
 }
 
@@ -1391,7 +1885,7 @@ void validate_event_type(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(22, v->s)) /* ^[a-z_]+[.][a-z_]+$ */
+    if (!pattern_match(25, v->s)) /* ^[a-z_]+[.][a-z_]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z_]+[.][a-z_]+$");
 }
 
@@ -1408,7 +1902,7 @@ void validate_external_id(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(15, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -1433,7 +1927,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(31, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(34, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -1448,8 +1942,46 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(30, v->s)) /* ^/v1/ */
+    if (!pattern_match(33, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
+}
+
+/* header_pagelocation (openapi/accounts.yaml) */
+void validate_header_pagelocation(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 4096)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4096 characters long");
+}
+
+/* header_pragma (openapi/accounts.yaml) */
+void validate_header_pragma(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "no-cache") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"no-cache\"");
+}
+
+/* header_signincookie (openapi/accounts.yaml) */
+void validate_header_signincookie(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 200)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 200 characters long");
 }
 
 /* Health (openapi/meta.yaml) */
@@ -1679,7 +2211,7 @@ void validate_invitation_issued_id(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(29, v->s)) /* ^inv_[0-9a-z]{26}$ */
+    if (!pattern_match(31, v->s)) /* ^inv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^inv_[0-9a-z]{26}$");
 }
 
@@ -1694,7 +2226,7 @@ void validate_invitation_issued_invitation_token(const struct json_value *v, con
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 128)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
-    if (!pattern_match(6, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(9, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -1807,7 +2339,7 @@ void validate_login_request_otp(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 6)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
-    if (!pattern_match(3, v->s)) /* ^[0-9]{6}$ */
+    if (!pattern_match(6, v->s)) /* ^[0-9]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{6}$");
 }
 
@@ -1837,7 +2369,7 @@ void validate_login_request_recovery_code(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(4, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+    if (!pattern_match(7, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
 }
 
@@ -1896,7 +2428,7 @@ void validate_login_response_access_token(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 8192)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
-    if (!pattern_match(5, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
+    if (!pattern_match(8, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$");
 }
 
@@ -1939,7 +2471,7 @@ void validate_login_response_refresh_token(const struct json_value *v, const cha
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(6, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(9, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -1954,7 +2486,7 @@ void validate_login_response_scope(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(7, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(10, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -2108,7 +2640,7 @@ void validate_member_role(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(25, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(28, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -2123,7 +2655,7 @@ void validate_member_user_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(24, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(27, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 
@@ -2228,7 +2760,7 @@ void validate_mfa_confirmation_recovery_codes_item(const struct json_value *v, c
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(4, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+    if (!pattern_match(7, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
 }
 
@@ -2299,7 +2831,7 @@ void validate_mfa_enrollment_secret(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(9, v->s)) /* ^[A-Z2-7]+$ */
+    if (!pattern_match(12, v->s)) /* ^[A-Z2-7]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z2-7]+$");
 }
 
@@ -2451,6 +2983,616 @@ void validate_next_cursor(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
 }
 
+/* OauthClient (openapi/accounts.yaml) */
+void validate_oauth_client(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[12] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            validate_oauth_client_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_oauth_client_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            seen[2] = true;
+            validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            seen[3] = true;
+            validate_oauth_client_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "type") == 0) {
+            seen[4] = true;
+            validate_oauth_client_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "redirect_uris") == 0) {
+            seen[5] = true;
+            validate_redirect_uri_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scopes") == 0) {
+            seen[6] = true;
+            validate_oauth_scope_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "status") == 0) {
+            seen[7] = true;
+            validate_oauth_client_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_by") == 0) {
+            seen[8] = true;
+            validate_oauth_client_created_by(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            seen[9] = true;
+            validate_resource_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[10] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            seen[11] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "workspace_id", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "type", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "redirect_uris", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "scopes", "required", "%s", "is required");
+    if (!seen[7])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[8])
+        verr_add(l, ptr, "created_by", "required", "%s", "is required");
+    if (!seen[9])
+        verr_add(l, ptr, "version", "required", "%s", "is required");
+    if (!seen[10])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[11])
+        verr_add(l, ptr, "updated_at", "required", "%s", "is required");
+}
+
+/* OauthClientCreate (openapi/accounts.yaml) */
+void validate_oauth_client_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[4] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            seen[0] = true;
+            validate_oauth_client_create_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "type") == 0) {
+            seen[1] = true;
+            validate_oauth_client_create_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "redirect_uris") == 0) {
+            seen[2] = true;
+            validate_redirect_uri_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scopes") == 0) {
+            seen[3] = true;
+            validate_oauth_scope_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "type", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "redirect_uris", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "scopes", "required", "%s", "is required");
+}
+
+/* oauth_client_create_name (openapi/accounts.yaml) */
+void validate_oauth_client_create_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 100)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 100 characters long");
+}
+
+/* oauth_client_create_type (openapi/accounts.yaml) */
+void validate_oauth_client_create_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (oauth_client_create_type_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: public, confidential");
+}
+
+/* OauthClientCreated (openapi/accounts.yaml) */
+void validate_oauth_client_created(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[12] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            validate_oauth_client_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_oauth_client_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            seen[2] = true;
+            validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            seen[3] = true;
+            validate_oauth_client_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "type") == 0) {
+            seen[4] = true;
+            validate_oauth_client_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "redirect_uris") == 0) {
+            seen[5] = true;
+            validate_redirect_uri_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scopes") == 0) {
+            seen[6] = true;
+            validate_oauth_scope_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "status") == 0) {
+            seen[7] = true;
+            validate_oauth_client_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_by") == 0) {
+            seen[8] = true;
+            validate_oauth_client_created_by(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            seen[9] = true;
+            validate_resource_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[10] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            seen[11] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "client_secret") == 0) {
+            validate_oauth_client_created_client_secret(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "workspace_id", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "type", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "redirect_uris", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "scopes", "required", "%s", "is required");
+    if (!seen[7])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[8])
+        verr_add(l, ptr, "created_by", "required", "%s", "is required");
+    if (!seen[9])
+        verr_add(l, ptr, "version", "required", "%s", "is required");
+    if (!seen[10])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[11])
+        verr_add(l, ptr, "updated_at", "required", "%s", "is required");
+}
+
+/* oauth_client_created_by (openapi/accounts.yaml) */
+void validate_oauth_client_created_by(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
+}
+
+/* oauth_client_created_client_secret (openapi/accounts.yaml) */
+void validate_oauth_client_created_client_secret(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 128)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
+}
+
+/* OauthClientId (openapi/accounts.yaml) */
+void validate_oauth_client_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(3, v->s)) /* ^cli_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cli_[0-9a-z]{26}$");
+}
+
+/* oauth_client_name (openapi/accounts.yaml) */
+void validate_oauth_client_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 100)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 100 characters long");
+}
+
+/* oauth_client_object (openapi/accounts.yaml) */
+void validate_oauth_client_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "oauth_client") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"oauth_client\"");
+}
+
+/* OauthClientPage (openapi/accounts.yaml) */
+void validate_oauth_client_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            seen[0] = true;
+            validate_oauth_client_page_data(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "has_more") == 0) {
+            seen[1] = true;
+            validate_oauth_client_page_has_more(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            seen[2] = true;
+            validate_next_cursor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "data", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "has_more", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "next_cursor", "required", "%s", "is required");
+}
+
+/* oauth_client_page_data (openapi/accounts.yaml) */
+void validate_oauth_client_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 100)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 100 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_oauth_client(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* oauth_client_page_has_more (openapi/accounts.yaml) */
+void validate_oauth_client_page_has_more(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* oauth_client_status (openapi/accounts.yaml) */
+void validate_oauth_client_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (oauth_client_status_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: active, disabled");
+}
+
+/* oauth_client_type (openapi/accounts.yaml) */
+void validate_oauth_client_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (oauth_client_type_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: public, confidential");
+}
+
+/* OauthClientUpdate (openapi/accounts.yaml) */
+void validate_oauth_client_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_properties", "%s", "must have at least 1 property");
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            validate_oauth_client_update_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "redirect_uris") == 0) {
+            validate_redirect_uri_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scopes") == 0) {
+            validate_oauth_scope_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "status") == 0) {
+            validate_oauth_client_update_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* oauth_client_update_name (openapi/accounts.yaml) */
+void validate_oauth_client_update_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 100)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 100 characters long");
+}
+
+/* oauth_client_update_status (openapi/accounts.yaml) */
+void validate_oauth_client_update_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (oauth_client_update_status_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: active, disabled");
+}
+
+/* OauthGrant (openapi/accounts.yaml) */
+void validate_oauth_grant(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[7] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            validate_oauth_grant_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_oauth_grant_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "client_id") == 0) {
+            seen[2] = true;
+            validate_oauth_client_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "client_name") == 0) {
+            seen[3] = true;
+            validate_oauth_grant_client_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scopes") == 0) {
+            seen[4] = true;
+            validate_oauth_grant_scopes(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[5] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            seen[6] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "client_id", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "client_name", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "scopes", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "updated_at", "required", "%s", "is required");
+}
+
+/* oauth_grant_client_name (openapi/accounts.yaml) */
+void validate_oauth_grant_client_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 100)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 100 characters long");
+}
+
+/* oauth_grant_id (openapi/accounts.yaml) */
+void validate_oauth_grant_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(5, v->s)) /* ^grt_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^grt_[0-9a-z]{26}$");
+}
+
+/* oauth_grant_object (openapi/accounts.yaml) */
+void validate_oauth_grant_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "oauth_grant") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"oauth_grant\"");
+}
+
+/* OauthGrantPage (openapi/accounts.yaml) */
+void validate_oauth_grant_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            seen[0] = true;
+            validate_oauth_grant_page_data(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "has_more") == 0) {
+            seen[1] = true;
+            validate_oauth_grant_page_has_more(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "next_cursor") == 0) {
+            seen[2] = true;
+            validate_next_cursor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "data", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "has_more", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "next_cursor", "required", "%s", "is required");
+}
+
+/* oauth_grant_page_data (openapi/accounts.yaml) */
+void validate_oauth_grant_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 100)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 100 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_oauth_grant(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* oauth_grant_page_has_more (openapi/accounts.yaml) */
+void validate_oauth_grant_page_has_more(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* oauth_grant_scopes (openapi/accounts.yaml) */
+void validate_oauth_grant_scopes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 32)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 32 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_oauth_grant_scopes_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* oauth_grant_scopes_item (openapi/accounts.yaml) */
+void validate_oauth_grant_scopes_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* OauthScopeList (openapi/accounts.yaml) */
+void validate_oauth_scope_list(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_items", "%s", "must have at least 1 item");
+    if (v->count > 32)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 32 items");
+    if (!schemas_items_unique(v))
+        verr_add(l, ptr, NULL, "unique_items", "%s", "must not contain duplicates");
+    for (size_t i = 0; i < v->count; i++)
+        validate_oauth_scope_list_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* oauth_scope_list_item (openapi/accounts.yaml) */
+void validate_oauth_scope_list_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+    if (!pattern_match(4, v->s)) /* ^[a-z]+:[a-z]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
+}
+
 /* ObjectId (openapi/common.yaml) */
 void validate_object_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -2489,7 +3631,7 @@ void validate_originating_account(const struct json_value *v, const char *ptr, i
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(15, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -2519,7 +3661,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(31, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(34, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -2549,6 +3691,21 @@ void validate_param_limit(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
     if (n > INT64_C(100))
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 100");
+}
+
+/* param_sign_in_cookie (openapi/accounts.yaml) */
+void validate_param_sign_in_cookie(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+    if (!pattern_match(32, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 
 /* Payment (openapi/payments.yaml) */
@@ -3026,7 +4183,7 @@ void validate_payment_batch_id(const struct json_value *v, const char *ptr, int 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(20, v->s)) /* ^pbt_[0-9a-z]{26}$ */
+    if (!pattern_match(23, v->s)) /* ^pbt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^pbt_[0-9a-z]{26}$");
 }
 
@@ -3112,7 +4269,7 @@ void validate_payment_batch_item_failure_code(const struct json_value *v, const 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(19, v->s)) /* ^[A-Z0-9]{4}$ */
+    if (!pattern_match(22, v->s)) /* ^[A-Z0-9]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{4}$");
 }
 
@@ -3338,7 +4495,7 @@ void validate_payment_failure_code(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(19, v->s)) /* ^[A-Z0-9]{4}$ */
+    if (!pattern_match(22, v->s)) /* ^[A-Z0-9]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{4}$");
 }
 
@@ -3366,7 +4523,7 @@ void validate_payment_id(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(17, v->s)) /* ^pay_[0-9a-z]{26}$ */
+    if (!pattern_match(20, v->s)) /* ^pay_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^pay_[0-9a-z]{26}$");
 }
 
@@ -3537,7 +4694,7 @@ void validate_payment_update_external_id(const struct json_value *v, const char 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(15, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -3606,6 +4763,10 @@ void validate_problem(const struct json_value *v, const char *ptr, int mode, str
             validate_problem_request_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "errors") == 0) {
             validate_problem_errors(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "error") == 0) {
+            validate_problem_error(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "error_description") == 0) {
+            validate_problem_error_description(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         }
     }
     if (!seen[0])
@@ -3641,6 +4802,32 @@ void validate_problem_code(const struct json_value *v, const char *ptr, int mode
 
 /* problem_detail (openapi/common.yaml) */
 void validate_problem_detail(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 2048)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 2048 characters long");
+}
+
+/* problem_error (openapi/common.yaml) */
+void validate_problem_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* problem_error_description (openapi/common.yaml) */
+void validate_problem_error_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
     (void)mode;
     if (!(v->type == JSON_STRING)) {
@@ -3758,8 +4945,40 @@ void validate_recovery_code(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(4, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+    if (!pattern_match(7, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
+}
+
+/* RedirectUriList (openapi/accounts.yaml) */
+void validate_redirect_uri_list(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_items", "%s", "must have at least 1 item");
+    if (v->count > 10)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 10 items");
+    if (!schemas_items_unique(v))
+        verr_add(l, ptr, NULL, "unique_items", "%s", "must not contain duplicates");
+    for (size_t i = 0; i < v->count; i++)
+        validate_redirect_uri_list_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* redirect_uri_list_item (openapi/accounts.yaml) */
+void validate_redirect_uri_list_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 512)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
 }
 
 /* RefreshRequest (openapi/accounts.yaml) */
@@ -3783,12 +5002,46 @@ void validate_refresh_request(const struct json_value *v, const char *ptr, int m
             validate_refresh_request_refresh_token(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "scope") == 0) {
             validate_refresh_request_scope(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "client_id") == 0) {
+            validate_refresh_request_client_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "client_secret") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_refresh_request_client_secret(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else {
             verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
         }
     }
     if (!seen[0] && mode == VALIDATE_REQUEST)
         verr_add(l, ptr, "refresh_token", "required", "%s", "is required");
+}
+
+/* refresh_request_client_id (openapi/accounts.yaml) */
+void validate_refresh_request_client_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* refresh_request_client_secret (openapi/accounts.yaml) */
+void validate_refresh_request_client_secret(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 128)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
 }
 
 /* refresh_request_grant_type (openapi/accounts.yaml) */
@@ -3816,7 +5069,7 @@ void validate_refresh_request_refresh_token(const struct json_value *v, const ch
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(6, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(9, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -3831,7 +5084,7 @@ void validate_refresh_request_scope(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(7, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(10, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -4028,7 +5281,7 @@ void validate_role_key(const struct json_value *v, const char *ptr, int mode, st
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(25, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(28, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -4125,7 +5378,7 @@ void validate_scope_name(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(26, v->s)) /* ^[a-z]+:[a-z]+$ */
+    if (!pattern_match(4, v->s)) /* ^[a-z]+:[a-z]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
 }
 
@@ -4272,7 +5525,7 @@ void validate_service_account_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 29)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 29 characters long");
-    if (!pattern_match(27, v->s)) /* ^sa_[0-9a-z]{26}$ */
+    if (!pattern_match(29, v->s)) /* ^sa_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sa_[0-9a-z]{26}$");
 }
 
@@ -4471,7 +5724,7 @@ void validate_service_account_token_id(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(28, v->s)) /* ^sat_[0-9a-z]{26}$ */
+    if (!pattern_match(30, v->s)) /* ^sat_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sat_[0-9a-z]{26}$");
 }
 
@@ -4544,7 +5797,7 @@ void validate_service_account_token_issued_access_token(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 8192)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
-    if (!pattern_match(5, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
+    if (!pattern_match(8, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$");
 }
 
@@ -4640,7 +5893,7 @@ void validate_service_account_token_scope(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(7, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(10, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -4723,7 +5976,7 @@ void validate_session_id(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(8, v->s)) /* ^ses_[0-9a-z]{26}$ */
+    if (!pattern_match(11, v->s)) /* ^ses_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ses_[0-9a-z]{26}$");
 }
 
@@ -4781,6 +6034,102 @@ void validate_session_page_data(const struct json_value *v, const char *ptr, int
         validate_session(v->items[i], verr_index(l->arena, ptr, i), mode, l);
 }
 
+/* SignInForm (openapi/accounts.yaml) */
+void validate_sign_in_form(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[4] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "request_id") == 0) {
+            seen[0] = true;
+            validate_sign_in_form_request_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "csrf") == 0) {
+            seen[1] = true;
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_sign_in_form_csrf(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "email") == 0) {
+            seen[2] = true;
+            validate_sign_in_form_email(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "password") == 0) {
+            seen[3] = true;
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_sign_in_form_password(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "request_id", "required", "%s", "is required");
+    if (!seen[1] && mode == VALIDATE_REQUEST)
+        verr_add(l, ptr, "csrf", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "email", "required", "%s", "is required");
+    if (!seen[3] && mode == VALIDATE_REQUEST)
+        verr_add(l, ptr, "password", "required", "%s", "is required");
+}
+
+/* sign_in_form_csrf (openapi/accounts.yaml) */
+void validate_sign_in_form_csrf(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* sign_in_form_email (openapi/accounts.yaml) */
+void validate_sign_in_form_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 254)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 254 characters long");
+}
+
+/* sign_in_form_password (openapi/accounts.yaml) */
+void validate_sign_in_form_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 1024)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
+}
+
+/* sign_in_form_request_id (openapi/accounts.yaml) */
+void validate_sign_in_form_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+}
+
 /* SortCodeAccountNumberIdentification (openapi/payments.yaml) */
 void validate_sort_code_account_number_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -4818,7 +6167,7 @@ void validate_sort_code_account_number_identification_identification(const struc
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(13, v->s)) /* ^[0-9]{14}$ */
+    if (!pattern_match(16, v->s)) /* ^[0-9]{14}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{14}$");
 }
 
@@ -4877,6 +6226,157 @@ void validate_token_lifetime(const struct json_value *v, const char *ptr, int mo
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 86400");
 }
 
+/* TokenRequest (openapi/accounts.yaml) */
+void validate_token_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "grant_type") == 0) {
+            validate_token_request_grant_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "code") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_token_request_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "redirect_uri") == 0) {
+            validate_token_request_redirect_uri(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "client_id") == 0) {
+            validate_token_request_client_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "client_secret") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_token_request_client_secret(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "code_verifier") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_token_request_code_verifier(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "refresh_token") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_token_request_refresh_token(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scope") == 0) {
+            validate_token_request_scope(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* token_request_client_id (openapi/accounts.yaml) */
+void validate_token_request_client_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* token_request_client_secret (openapi/accounts.yaml) */
+void validate_token_request_client_secret(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 128)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
+}
+
+/* token_request_code (openapi/accounts.yaml) */
+void validate_token_request_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 128)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
+}
+
+/* token_request_code_verifier (openapi/accounts.yaml) */
+void validate_token_request_code_verifier(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 256)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
+}
+
+/* token_request_grant_type (openapi/accounts.yaml) */
+void validate_token_request_grant_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* token_request_redirect_uri (openapi/accounts.yaml) */
+void validate_token_request_redirect_uri(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 512)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
+}
+
+/* token_request_refresh_token (openapi/accounts.yaml) */
+void validate_token_request_refresh_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 256)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
+}
+
+/* token_request_scope (openapi/accounts.yaml) */
+void validate_token_request_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 1024)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
+}
+
 /* TotpCode (openapi/accounts.yaml) */
 void validate_totp_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -4888,7 +6388,7 @@ void validate_totp_code(const struct json_value *v, const char *ptr, int mode, s
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 6)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
-    if (!pattern_match(3, v->s)) /* ^[0-9]{6}$ */
+    if (!pattern_match(6, v->s)) /* ^[0-9]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{6}$");
 }
 
@@ -4966,7 +6466,7 @@ void validate_user_id(const struct json_value *v, const char *ptr, int mode, str
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(24, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(27, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 
@@ -5116,6 +6616,100 @@ void validate_verification_status(const struct json_value *v, const char *ptr, i
     }
     if (verification_status_parse(v->s) == 0)
         verr_add(l, ptr, NULL, "enum", "%s", "must be one of: unverified, pending_verification, verified");
+}
+
+/* VerifyForm (openapi/accounts.yaml) */
+void validate_verify_form(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[2] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "request_id") == 0) {
+            seen[0] = true;
+            validate_verify_form_request_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "csrf") == 0) {
+            seen[1] = true;
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_verify_form_csrf(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "otp") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_verify_form_otp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "recovery_code") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_verify_form_recovery_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "request_id", "required", "%s", "is required");
+    if (!seen[1] && mode == VALIDATE_REQUEST)
+        verr_add(l, ptr, "csrf", "required", "%s", "is required");
+}
+
+/* verify_form_csrf (openapi/accounts.yaml) */
+void validate_verify_form_csrf(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* verify_form_otp (openapi/accounts.yaml) */
+void validate_verify_form_otp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 16)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
+}
+
+/* verify_form_recovery_code (openapi/accounts.yaml) */
+void validate_verify_form_recovery_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 32)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 32 characters long");
+}
+
+/* verify_form_request_id (openapi/accounts.yaml) */
+void validate_verify_form_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
 }
 
 /* Workspace (openapi/workspace.yaml) */

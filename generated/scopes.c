@@ -34,6 +34,35 @@ const char *const scopes_names[] = {
     "workspace:read",
 };
 
+/* What each scope allows, in words (x-scopes), for the OAuth consent page. */
+const char *const scopes_descriptions[] = {
+    "View bank accounts, balances, transactions and statements.",
+    "Manage bank connections and trigger statement and feed retrieval.",
+    "Run analytics queries and view forecasts, dashboards, KPIs and anomalies.",
+    "Query audit events, timelines and compliance reports.",
+    "Generate compliance reports and manage audit alerts.",
+    "View FX quotes, conversions and positions.",
+    "Request FX quotes and execute or cancel conversions.",
+    "View connectors, integrations, webhook subscriptions and sync runs.",
+    "Manage integrations and webhook subscriptions and trigger syncs.",
+    "View the chart of accounts, journals, periods and the trial balance.",
+    "Post journal entries and manage ledger accounts and periods.",
+    "View payments and beneficiaries.",
+    "Create, change and approve payments and beneficiaries.",
+    "Read live and reference FX rates and rate history.",
+    "Manage rate alerts and custom rate curves.",
+    "Access reports and analytics.",
+    "Create report templates, generate, schedule and distribute reports.",
+    "View schedules, workflow chains and run history.",
+    "Manage schedules and workflow chains and trigger runs.",
+    "View sheets, cells and version history.",
+    "Create and edit sheets and cells and manage sharing.",
+    "View high-value transfers, their signatures and counterparties.",
+    "Create high-value transfers, sign them and manage counterparties.",
+    "Full workspace administration; implies every other scope.",
+    "View workspace settings, members and the application catalogue.",
+};
+
 const int scopes_count = 25;
 
 uint64_t scopes_mask(const char *name)

@@ -34,6 +34,7 @@
 #define SCOPE_WORKSPACE_READ (UINT64_C(1) << 24) /* workspace:read: View workspace settings, members and the application catalogue. */
 
 extern const char *const scopes_names[];
+extern const char *const scopes_descriptions[]; /* x-scopes text, same order */
 extern const int scopes_count;
 
 /* Bit of one scope name; 0 when the name is unknown. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "generated/scopes.h"
+#include "handlers/accounts.h"
 #include "handlers/admin.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
@@ -30,24 +31,8 @@
 
 #define REFRESH_TOKEN_BYTES 32
 #define SESSION_LIFETIME_S (30 * 86400)
-#define EMAIL_MAX 256
-/* Failed-login guard per account (on top of the per-address `auth` quota): 10 failures in a
- * row are allowed, then one attempt per LOGIN_FAILURE_PERIOD_S / LOGIN_FAILURES = 90 s, the
- * wait growing back to nothing as the account stays quiet. Unknown emails are counted the
- * same way, so the guard reveals nothing about which accounts exist. */
-#define LOGIN_FAILURES 10
-#define LOGIN_FAILURE_PERIOD_S 900
 
-struct login_user {
-    char id[ID_MAX];
-    char password_hash[PASSWORD_HASH_MAX];
-    bool active;
-    bool mfa_enabled;
-    char mfa_secret[256]; /* sealed */
-    int64_t mfa_last_step;
-};
-
-static void lower_ascii(const char *in, char *out, size_t n)
+void acc_lower_ascii(const char *in, char *out, size_t n)
 {
     size_t i = 0;
     for (; in[i] && i + 1 < n; i++)
@@ -62,14 +47,14 @@ static const char *column_text(struct req *r, sqlite3_stmt *st, int col)
     return t ? arena_strdup(&r->arena, (const char *)t) : NULL;
 }
 
-static void copy_column(sqlite3_stmt *st, int col, char *out, size_t n)
+void acc_copy_column(sqlite3_stmt *st, int col, char *out, size_t n)
 {
     const unsigned char *t = sqlite3_column_text(st, col);
     snprintf(out, n, "%s", t ? (const char *)t : "");
 }
 
 /* 0 with *found, or -1 on a database failure. */
-static int find_user(const char *email_norm, struct login_user *u, bool *found)
+int acc_find_user(const char *email_norm, struct login_user *u, bool *found)
 {
     sqlite3_stmt *st =
         storage_prepare("SELECT id, password_hash, status, mfa_status, mfa_secret, mfa_last_step "
@@ -80,13 +65,13 @@ static int find_user(const char *email_norm, struct login_user *u, bool *found)
     int rc = sqlite3_step(st);
     *found = rc == SQLITE_ROW;
     if (*found) {
-        copy_column(st, 0, u->id, sizeof u->id);
-        copy_column(st, 1, u->password_hash, sizeof u->password_hash);
+        acc_copy_column(st, 0, u->id, sizeof u->id);
+        acc_copy_column(st, 1, u->password_hash, sizeof u->password_hash);
         const unsigned char *status = sqlite3_column_text(st, 2);
         u->active = status && strcmp((const char *)status, "active") == 0;
         const unsigned char *mfa = sqlite3_column_text(st, 3);
         u->mfa_enabled = mfa && strcmp((const char *)mfa, "enabled") == 0;
-        copy_column(st, 4, u->mfa_secret, sizeof u->mfa_secret);
+        acc_copy_column(st, 4, u->mfa_secret, sizeof u->mfa_secret);
         u->mfa_last_step = sqlite3_column_int64(st, 5);
     }
     sqlite3_reset(st);
@@ -99,7 +84,7 @@ static int find_user(const char *email_norm, struct login_user *u, bool *found)
 
 /* The membership to log in to: the requested workspace, or the oldest membership. Fills
  * workspace id, role and the workspace's token lifetime. 0 with *found, -1 on failure. */
-static int find_membership(const char *user_id, const char *wanted, char *wid, size_t wid_len,
+int acc_find_membership(const char *user_id, const char *wanted, char *wid, size_t wid_len,
                            char *role, size_t role_len, int64_t *lifetime, bool *found)
 {
     static const char by_id[] =
@@ -118,8 +103,8 @@ static int find_membership(const char *user_id, const char *wanted, char *wid, s
     int rc = sqlite3_step(st);
     *found = rc == SQLITE_ROW;
     if (*found) {
-        copy_column(st, 0, wid, wid_len);
-        copy_column(st, 1, role, role_len);
+        acc_copy_column(st, 0, wid, wid_len);
+        acc_copy_column(st, 1, role, role_len);
         *lifetime = sqlite3_column_int64(st, 2);
     }
     sqlite3_reset(st);
@@ -132,7 +117,7 @@ static int find_membership(const char *user_id, const char *wanted, char *wid, s
 
 /* The scopes role grants in workspace wid, space-separated in catalogue order (every scope
  * for workspace:admin). An unknown role (a custom role since deleted) grants nothing. */
-static int role_scopes(const char *wid, const char *role, char *out, size_t n)
+int acc_role_scopes(const char *wid, const char *role, char *out, size_t n)
 {
     uint64_t mask = 0;
     int found = admin_role_mask(wid, role, &mask);
@@ -144,7 +129,7 @@ static int role_scopes(const char *wid, const char *role, char *out, size_t n)
     return 0;
 }
 
-static int exec_texts(const char *sql, const char *const *v, int n)
+int acc_exec_texts(const char *sql, const char *const *v, int n)
 {
     sqlite3_stmt *st = storage_prepare(sql);
     if (!st)
@@ -161,7 +146,7 @@ static int exec_texts(const char *sql, const char *const *v, int n)
 }
 
 /* The guard's key: a digest of the normalized email, so any email fits in a quota key. */
-static int failure_key(const char *email_norm, char *key, size_t n)
+int acc_failure_key(const char *email_norm, char *key, size_t n)
 {
     char h[DIGEST_HEX_LEN + 1];
     if (digest_sha256_hex(email_norm, strlen(email_norm), h) != 0)
@@ -181,10 +166,10 @@ static char *new_refresh_token(struct req *r, const char *sid, const char *now)
         return NULL;
     const char *row[] = {hash, sid, now};
     const char *current[] = {hash, sid};
-    if (exec_texts("INSERT INTO refresh_tokens (token_hash, session_id, created_at) "
+    if (acc_exec_texts("INSERT INTO refresh_tokens (token_hash, session_id, created_at) "
                    "VALUES (?, ?, ?)",
                    row, 3) != 0 ||
-        exec_texts("UPDATE sessions SET refresh_token_hash = ? WHERE id = ?", current, 2) != 0)
+        acc_exec_texts("UPDATE sessions SET refresh_token_hash = ? WHERE id = ?", current, 2) != 0)
         return NULL;
     return token;
 }
@@ -192,12 +177,13 @@ static char *new_refresh_token(struct req *r, const char *sid, const char *now)
 /* Signs an access token of the session and returns the login-shaped answer (in r->arena). */
 static struct login_response *token_pair(struct req *r, const char *user_id, const char *wid,
                                          const char *sid, const char *scope, int64_t lifetime,
-                                         const char *refresh)
+                                         const char *refresh, const char *client_id)
 {
     struct token_claims c;
     int64_t t = clock_now_s();
     memset(&c, 0, sizeof c);
     snprintf(c.sub, sizeof c.sub, "%s", user_id);
+    snprintf(c.client_id, sizeof c.client_id, "%s", client_id ? client_id : TOKEN_FIRST_PARTY);
     snprintf(c.wid, sizeof c.wid, "%s", wid);
     snprintf(c.sid, sizeof c.sid, "%s", sid);
     snprintf(c.scope, sizeof c.scope, "%s", scope);
@@ -219,7 +205,7 @@ static struct login_response *token_pair(struct req *r, const char *user_id, con
     return resp;
 }
 
-static bool has_scope(const char *list, const char *name, size_t n)
+bool acc_has_scope(const char *list, const char *name, size_t n)
 {
     for (const char *p = list; *p;) {
         size_t len = strcspn(p, " ");
@@ -233,13 +219,13 @@ static bool has_scope(const char *list, const char *name, size_t n)
 }
 
 /* The scopes of want that are also in allowed, in want's order. */
-static void scope_intersection(const char *want, const char *allowed, char *out, size_t n)
+void acc_scope_intersection(const char *want, const char *allowed, char *out, size_t n)
 {
     size_t len = 0;
     out[0] = '\0';
     for (const char *p = want; *p;) {
         size_t k = strcspn(p, " ");
-        if (k > 0 && has_scope(allowed, p, k) && len + k + 2 <= n)
+        if (k > 0 && acc_has_scope(allowed, p, k) && len + k + 2 <= n)
             len += (size_t)snprintf(out + len, n - len, "%s%.*s", len ? " " : "", (int)k, p);
         p += k;
         while (*p == ' ')
@@ -248,11 +234,11 @@ static void scope_intersection(const char *want, const char *allowed, char *out,
 }
 
 /* The first scope of want not in allowed (into out), or false when want is a subset. */
-static bool scope_beyond(const char *want, const char *allowed, char *out, size_t n)
+bool acc_scope_beyond(const char *want, const char *allowed, char *out, size_t n)
 {
     for (const char *p = want; *p;) {
         size_t k = strcspn(p, " ");
-        if (k > 0 && !has_scope(allowed, p, k)) {
+        if (k > 0 && !acc_has_scope(allowed, p, k)) {
             snprintf(out, n, "%.*s", (int)k, p);
             return true;
         }
@@ -263,15 +249,35 @@ static bool scope_beyond(const char *want, const char *allowed, char *out, size_
     return false;
 }
 
+/* on_commit: refuses the tokens of every session listed (space-separated) in on_commit_arg. */
 static void publish_revocation(struct req *r)
 {
-    revocation_add(r->on_commit_arg, clock_now_s() + REVOCATION_TOKEN_LIFETIME_S);
+    char id[REVOCATION_ID_MAX + 1];
+    for (const char *p = r->on_commit_arg; p && *p;) {
+        size_t n = strcspn(p, " ");
+        if (n > 0 && n <= REVOCATION_ID_MAX) {
+            memcpy(id, p, n);
+            id[n] = '\0';
+            revocation_add(id, clock_now_s() + REVOCATION_TOKEN_LIFETIME_S);
+        }
+        p += n;
+        while (*p == ' ')
+            p++;
+    }
+}
+
+void acc_publish_revocation(struct req *r, const char *sid)
+{
+    r->on_commit = publish_revocation;
+    r->on_commit_arg = r->on_commit_arg
+                           ? arena_printf(&r->arena, "%s %s", r->on_commit_arg, sid)
+                           : arena_strdup(&r->arena, sid);
 }
 
 /* Marks session sid revoked (reason: logout, revoked, refresh_token_reuse, ...) and, once the
  * transaction commits, refuses its tokens from the very next request. 1 when it was active,
  * 0 when there was no such active session of user_id in wid, -1 on failure. */
-static int revoke_session(struct req *r, const char *sid, const char *user_id, const char *wid,
+int acc_revoke_session(struct req *r, const char *sid, const char *user_id, const char *wid,
                           const char *reason)
 {
     char now[40];
@@ -293,38 +299,56 @@ static int revoke_session(struct req *r, const char *sid, const char *user_id, c
     }
     if (changed == 0)
         return 0;
-    r->on_commit = publish_revocation;
-    r->on_commit_arg = arena_strdup(&r->arena, sid);
+    acc_publish_revocation(r, sid);
     return 1;
 }
 
-/* A new session of the user in workspace wid: the session row, its first refresh token and an
- * access token with the role's scopes, living the workspace's token lifetime. The login-shaped
- * answer lives in r->arena; NULL on failure. */
-static struct login_response *open_session(struct req *r, const char *user_id, const char *wid,
-                                           const char *role, int64_t lifetime)
+struct login_response *acc_open_session(struct req *r, const char *user_id, const char *wid,
+                                       const char *scope, int64_t lifetime,
+                                       const char *client_id, const char *grant_id,
+                                       const char **sid_out)
 {
-    char now[40], expires[40], scope[1024];
+    char now[40], expires[40];
     char *session_id = id_new(&r->arena, "ses");
     if (lifetime < 900 || lifetime > 86400)
         lifetime = 86400; /* the column is bounded by the API; never trust it blindly */
-    if (role_scopes(wid, role, scope, sizeof scope) != 0)
-        return NULL;
     format_now_rfc3339(now, sizeof now);
     format_time_rfc3339((clock_now_s() + SESSION_LIFETIME_S) * 1000, expires, sizeof expires);
     /* The session row first (refresh_tokens refers to it); its current-token column is
      * filled by new_refresh_token() right after. */
-    const char *session[] = {session_id, wid, user_id, session_id, now, expires, scope};
-    const char *seen[] = {now, user_id};
-    if (exec_texts("INSERT INTO sessions (id, workspace_id, user_id, refresh_token_hash, "
-                   "created_at, expires_at, scope) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   session, 7) != 0 ||
-        exec_texts("UPDATE users SET last_login_at = ? WHERE id = ?", seen, 2) != 0)
+    sqlite3_stmt *st = storage_prepare(
+        "INSERT INTO sessions (id, workspace_id, user_id, refresh_token_hash, created_at, "
+        "expires_at, scope, client_id, grant_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    if (!st)
         return NULL;
+    const char *v[] = {session_id, wid, user_id, session_id, now, expires, scope, client_id,
+                       grant_id};
+    for (int i = 0; i < 9; i++)
+        sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC); /* NULL binds SQL NULL */
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    const char *seen[] = {now, user_id};
+    if (rc != SQLITE_DONE ||
+        acc_exec_texts("UPDATE users SET last_login_at = ? WHERE id = ?", seen, 2) != 0) {
+        log_error("sessions: opening failed: %s", sqlite3_errmsg(storage_db()));
+        return NULL;
+    }
     char *refresh = new_refresh_token(r, session_id, now);
     if (!refresh)
         return NULL;
-    return token_pair(r, user_id, wid, session_id, scope, lifetime, refresh);
+    if (sid_out)
+        *sid_out = session_id;
+    return token_pair(r, user_id, wid, session_id, scope, lifetime, refresh, client_id);
+}
+
+/* A login's session: the role's scopes in wid, living the workspace's token lifetime. */
+static struct login_response *open_session(struct req *r, const char *user_id, const char *wid,
+                                           const char *role, int64_t lifetime)
+{
+    char scope[1024];
+    if (acc_role_scopes(wid, role, scope, sizeof scope) != 0)
+        return NULL;
+    return acc_open_session(r, user_id, wid, scope, lifetime, NULL, NULL, NULL);
 }
 
 static void invalid_credentials(struct req *r)
@@ -349,7 +373,7 @@ static int mfa_key(const char *sealed, unsigned char *key, size_t *len)
 
 /* Accepts a TOTP code once: its step must be newer than the last accepted one. true when the
  * code was right and is now used. -1 on failure. */
-static int use_totp(const char *user_id, const char *sealed, int64_t last_step, const char *code)
+int acc_use_totp(const char *user_id, const char *sealed, int64_t last_step, const char *code)
 {
     unsigned char key[TOTP_SECRET_BYTES];
     size_t len = 0;
@@ -375,7 +399,7 @@ static int use_totp(const char *user_id, const char *sealed, int64_t last_step, 
 }
 
 /* Uses one unused recovery code. 1 used now, 0 wrong or used before, -1 failure. */
-static int use_recovery_code(const char *user_id, const char *code)
+int acc_use_recovery_code(const char *user_id, const char *code)
 {
     char hash[DIGEST_HEX_LEN + 1], now[40];
     if (digest_sha256_hex(code, strlen(code), hash) != 0)
@@ -416,8 +440,8 @@ static int login_second_factor(struct req *r, const struct login_user *u,
                     "from the authenticator app as otp (or a recovery_code).");
         return 0;
     }
-    int ok = b->has_otp ? use_totp(u->id, u->mfa_secret, u->mfa_last_step, b->otp)
-                        : use_recovery_code(u->id, b->recovery_code);
+    int ok = b->has_otp ? acc_use_totp(u->id, u->mfa_secret, u->mfa_last_step, b->otp)
+                        : acc_use_recovery_code(u->id, b->recovery_code);
     if (ok < 0)
         return -1;
     if (!ok) {
@@ -438,13 +462,13 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
     bool found = false;
 
     memset(&u, 0, sizeof u);
-    lower_ascii(b->email, email_norm, sizeof email_norm);
+    acc_lower_ascii(b->email, email_norm, sizeof email_norm);
 
     /* Every attempt spends one from the account's failure quota up front (exact however many
      * arrive at once); a proven password gives it back below. */
     char guard[RATELIMIT_KEY_MAX + 1];
     struct ratelimit_verdict v;
-    if (failure_key(email_norm, guard, sizeof guard) != 0)
+    if (acc_failure_key(email_norm, guard, sizeof guard) != 0)
         return -1;
     ratelimit_check(guard, LOGIN_FAILURES, LOGIN_FAILURE_PERIOD_S, ratelimit_now_ns(), &v);
     if (!v.allowed) {
@@ -455,7 +479,7 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
                     (long long)v.retry_after);
         return 0;
     }
-    if (find_user(email_norm, &u, &found) != 0)
+    if (acc_find_user(email_norm, &u, &found) != 0)
         return -1;
     /* scrypt takes a large part of a second at production cost: do it without holding the
      * database write lock the runtime opened, so logins never stall other writers. */
@@ -473,7 +497,7 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
     /* The user may have changed password or been suspended while scrypt ran. */
     struct login_user again;
     memset(&again, 0, sizeof again);
-    if (find_user(email_norm, &again, &found) != 0)
+    if (acc_find_user(email_norm, &again, &found) != 0)
         return -1;
     if (!found || !again.active || strcmp(again.id, u.id) != 0 ||
         strcmp(again.password_hash, u.password_hash) != 0) {
@@ -490,7 +514,7 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
         return mfa;
     char wid[ID_MAX], role[48];
     int64_t lifetime = 86400;
-    if (find_membership(u.id, b->has_workspace_id ? b->workspace_id : NULL, wid, sizeof wid, role,
+    if (acc_find_membership(u.id, b->has_workspace_id ? b->workspace_id : NULL, wid, sizeof wid, role,
                         sizeof role, &lifetime, &found) != 0)
         return -1;
     if (!found) {
@@ -520,6 +544,7 @@ struct family {
     char user_id[ID_MAX];
     char scope[1024];
     char expires_at[40];
+    char client_id[ID_MAX]; /* the OAuth application of the session; "" for a login's */
     bool used;    /* this refresh token was presented before */
     bool revoked; /* the session was revoked */
 };
@@ -529,21 +554,22 @@ static int find_family(const char *hash, struct family *f, bool *found)
 {
     sqlite3_stmt *st = storage_prepare(
         "SELECT s.id, s.workspace_id, s.user_id, s.scope, s.expires_at, rt.used_at, "
-        "s.revoked_at FROM refresh_tokens rt JOIN sessions s ON s.id = rt.session_id "
-        "WHERE rt.token_hash = ?");
+        "s.revoked_at, s.client_id FROM refresh_tokens rt JOIN sessions s ON s.id = "
+        "rt.session_id WHERE rt.token_hash = ?");
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     *found = rc == SQLITE_ROW;
     if (*found) {
-        copy_column(st, 0, f->session_id, sizeof f->session_id);
-        copy_column(st, 1, f->workspace_id, sizeof f->workspace_id);
-        copy_column(st, 2, f->user_id, sizeof f->user_id);
-        copy_column(st, 3, f->scope, sizeof f->scope);
-        copy_column(st, 4, f->expires_at, sizeof f->expires_at);
+        acc_copy_column(st, 0, f->session_id, sizeof f->session_id);
+        acc_copy_column(st, 1, f->workspace_id, sizeof f->workspace_id);
+        acc_copy_column(st, 2, f->user_id, sizeof f->user_id);
+        acc_copy_column(st, 3, f->scope, sizeof f->scope);
+        acc_copy_column(st, 4, f->expires_at, sizeof f->expires_at);
         f->used = sqlite3_column_type(st, 5) != SQLITE_NULL;
         f->revoked = sqlite3_column_type(st, 6) != SQLITE_NULL;
+        acc_copy_column(st, 7, f->client_id, sizeof f->client_id);
     }
     sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -555,7 +581,7 @@ static int find_family(const char *hash, struct family *f, bool *found)
 
 /* The role of an active user in the workspace and the workspace's token lifetime. 0 with
  * *found (false when the user is gone, not active, or no longer a member), -1 on failure. */
-static int find_standing(const char *user_id, const char *wid, char *role, size_t role_len,
+int acc_find_standing(const char *user_id, const char *wid, char *role, size_t role_len,
                          int64_t *lifetime, bool *found)
 {
     sqlite3_stmt *st = storage_prepare(
@@ -569,7 +595,7 @@ static int find_standing(const char *user_id, const char *wid, char *role, size_
     int rc = sqlite3_step(st);
     *found = rc == SQLITE_ROW;
     if (*found) {
-        copy_column(st, 0, role, role_len);
+        acc_copy_column(st, 0, role, role_len);
         *lifetime = sqlite3_column_int64(st, 1);
     }
     sqlite3_reset(st);
@@ -585,21 +611,27 @@ static void invalid_grant(struct req *r, const char *detail)
     req_problem(r, 400, "invalid_grant", "%s", detail);
 }
 
-int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_request *in,
-                           struct accounts_refresh_token_response *out)
+int acc_refresh(struct req *r, const char *refresh_token, const char *want_scope,
+                const char *client_id, struct login_response **resp_out)
 {
-    const struct refresh_request *b = in->body;
     char hash[DIGEST_HEX_LEN + 1], now[40], role[48], scope[1024], beyond[128];
     struct family f;
     bool found = false;
     int64_t lifetime = 86400;
 
+    *resp_out = NULL;
     memset(&f, 0, sizeof f);
-    if (digest_sha256_hex(b->refresh_token, strlen(b->refresh_token), hash) != 0 ||
+    if (digest_sha256_hex(refresh_token, strlen(refresh_token), hash) != 0 ||
         find_family(hash, &f, &found) != 0)
         return -1;
     if (!found) {
         invalid_grant(r, "The refresh token is not valid; log in again.");
+        return 0;
+    }
+    /* A refresh token is bound to the client it was issued to (RFC 6749 §6): an application's
+     * only to that application, a login's to no application. */
+    if (strcmp(f.client_id, client_id ? client_id : "") != 0) {
+        invalid_grant(r, "This refresh token was not issued to this client.");
         return 0;
     }
     if (f.revoked) {
@@ -608,7 +640,7 @@ int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_re
     }
     if (f.used) {
         /* A used token coming back means two parties hold the family: end it for both. */
-        if (revoke_session(r, f.session_id, f.user_id, f.workspace_id, "refresh_token_reuse") < 0)
+        if (acc_revoke_session(r, f.session_id, f.user_id, f.workspace_id, "refresh_token_reuse") < 0)
             return -1;
         r->keep_writes = true;
         log_warn("refresh token reuse in session %s: session revoked", f.session_id);
@@ -621,16 +653,16 @@ int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_re
         invalid_grant(r, "The session of this refresh token has expired; log in again.");
         return 0;
     }
-    if (find_standing(f.user_id, f.workspace_id, role, sizeof role, &lifetime, &found) != 0)
+    if (acc_find_standing(f.user_id, f.workspace_id, role, sizeof role, &lifetime, &found) != 0)
         return -1;
     if (!found) {
-        if (revoke_session(r, f.session_id, f.user_id, f.workspace_id, "membership_ended") < 0)
+        if (acc_revoke_session(r, f.session_id, f.user_id, f.workspace_id, "membership_ended") < 0)
             return -1;
         r->keep_writes = true;
         invalid_grant(r, "The user can no longer use this workspace; the session has ended.");
         return 0;
     }
-    if (b->has_scope && scope_beyond(b->scope, f.scope, beyond, sizeof beyond)) {
+    if (want_scope && acc_scope_beyond(want_scope, f.scope, beyond, sizeof beyond)) {
         req_problem(r, 400, "invalid_scope",
                     "The scope %s was not granted to this session; ask for a subset of: %s.",
                     beyond, f.scope);
@@ -638,9 +670,9 @@ int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_re
     }
     /* Never more than the session was granted, nor than the role grants today. */
     char granted[1024];
-    if (role_scopes(f.workspace_id, role, granted, sizeof granted) != 0)
+    if (acc_role_scopes(f.workspace_id, role, granted, sizeof granted) != 0)
         return -1;
-    scope_intersection(b->has_scope ? b->scope : f.scope, granted, scope, sizeof scope);
+    acc_scope_intersection(want_scope ? want_scope : f.scope, granted, scope, sizeof scope);
     if (lifetime < 900 || lifetime > 86400)
         lifetime = 86400;
 
@@ -657,17 +689,34 @@ int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_re
         return -1;
     }
     const char *seen[] = {now, f.session_id};
-    if (exec_texts("UPDATE sessions SET last_used_at = ? WHERE id = ?", seen, 2) != 0)
+    if (acc_exec_texts("UPDATE sessions SET last_used_at = ? WHERE id = ?", seen, 2) != 0)
         return -1;
     char *refresh = new_refresh_token(r, f.session_id, now);
     if (!refresh)
         return -1;
-    struct login_response *resp =
-        token_pair(r, f.user_id, f.workspace_id, f.session_id, scope, lifetime, refresh);
-    if (!resp)
+    *resp_out = token_pair(r, f.user_id, f.workspace_id, f.session_id, scope, lifetime, refresh,
+                           f.client_id[0] ? f.client_id : NULL);
+    return *resp_out ? 0 : -1;
+}
+
+int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_request *in,
+                           struct accounts_refresh_token_response *out)
+{
+    const struct refresh_request *b = in->body;
+    char client[ID_MAX] = "";
+    int ok = acc_client_authenticate(r, b->has_client_id ? b->client_id : NULL,
+                                     b->has_client_secret ? b->client_secret : NULL, client,
+                                     sizeof client);
+    if (ok <= 0)
+        return ok;
+    struct login_response *resp = NULL;
+    if (acc_refresh(r, b->refresh_token, b->has_scope ? b->scope : NULL,
+                    client[0] ? client : NULL, &resp) != 0)
         return -1;
-    out->status = 200;
-    out->body_200 = resp;
+    if (resp) {
+        out->status = 200;
+        out->body_200 = resp;
+    }
     return 0;
 }
 
@@ -681,7 +730,7 @@ int accounts_logout(struct req *r, const struct accounts_logout_request *in,
     /* A service account's token is its own session: logging out revokes that token. */
     bool service = strncmp(p->user_id, TOKEN_SERVICE_PREFIX, strlen(TOKEN_SERVICE_PREFIX)) == 0;
     if ((service ? admin_revoke_service_token(r, p->workspace_id, p->user_id, p->token_id)
-                 : revoke_session(r, p->session_id, p->user_id, p->workspace_id, "logout")) < 0)
+                 : acc_revoke_session(r, p->session_id, p->user_id, p->workspace_id, "logout")) < 0)
         return -1;
     out->status = 204; /* also when the session was already gone: the caller is logged out */
     return 0;
@@ -692,7 +741,7 @@ int accounts_revoke_session(struct req *r, const struct accounts_revoke_session_
 {
     const struct principal *p = &r->principal;
     int rc = id_valid(in->id, "ses")
-                 ? revoke_session(r, in->id, p->user_id, p->workspace_id, "revoked")
+                 ? acc_revoke_session(r, in->id, p->user_id, p->workspace_id, "revoked")
                  : 0;
     if (rc < 0)
         return -1;
@@ -780,13 +829,13 @@ static int find_invitation(const char *hash, struct invitation *inv, bool *found
     int rc = sqlite3_step(st);
     *found = rc == SQLITE_ROW;
     if (*found) {
-        copy_column(st, 0, inv->id, sizeof inv->id);
-        copy_column(st, 1, inv->workspace_id, sizeof inv->workspace_id);
-        copy_column(st, 2, inv->email, sizeof inv->email);
-        copy_column(st, 3, inv->email_norm, sizeof inv->email_norm);
-        copy_column(st, 4, inv->role, sizeof inv->role);
-        copy_column(st, 5, inv->status, sizeof inv->status);
-        copy_column(st, 6, inv->expires_at, sizeof inv->expires_at);
+        acc_copy_column(st, 0, inv->id, sizeof inv->id);
+        acc_copy_column(st, 1, inv->workspace_id, sizeof inv->workspace_id);
+        acc_copy_column(st, 2, inv->email, sizeof inv->email);
+        acc_copy_column(st, 3, inv->email_norm, sizeof inv->email_norm);
+        acc_copy_column(st, 4, inv->role, sizeof inv->role);
+        acc_copy_column(st, 5, inv->status, sizeof inv->status);
+        acc_copy_column(st, 6, inv->expires_at, sizeof inv->expires_at);
     }
     sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -830,7 +879,7 @@ int accounts_complete_signup(struct req *r, const struct accounts_complete_signu
                     "This invitation expired at %s; ask for a new invitation.", inv.expires_at);
         return 0;
     }
-    if (find_user(inv.email_norm, &u, &existing) != 0)
+    if (acc_find_user(inv.email_norm, &u, &existing) != 0)
         return -1;
     const char *weak = existing ? NULL : password_policy_violation(b->password, inv.email);
     if (weak) {
@@ -841,7 +890,7 @@ int accounts_complete_signup(struct req *r, const struct accounts_complete_signu
     }
     struct ratelimit_verdict v;
     if (existing) { /* a password check like a login's: same failure guard */
-        if (failure_key(inv.email_norm, guard, sizeof guard) != 0)
+        if (acc_failure_key(inv.email_norm, guard, sizeof guard) != 0)
             return -1;
         ratelimit_check(guard, LOGIN_FAILURES, LOGIN_FAILURE_PERIOD_S, ratelimit_now_ns(), &v);
         if (!v.allowed) {
@@ -871,7 +920,7 @@ int accounts_complete_signup(struct req *r, const struct accounts_complete_signu
     memset(&again, 0, sizeof again);
     memset(&now_user, 0, sizeof now_user);
     if (find_invitation(hash, &again, &found) != 0 ||
-        find_user(inv.email_norm, &now_user, &still) != 0)
+        acc_find_user(inv.email_norm, &now_user, &still) != 0)
         return -1;
     if (!found || strcmp(again.status, "pending") != 0 || still != existing ||
         (existing && strcmp(now_user.password_hash, u.password_hash) != 0)) {
@@ -884,23 +933,23 @@ int accounts_complete_signup(struct req *r, const struct accounts_complete_signu
     } else {
         snprintf(u.id, sizeof u.id, "%s", id_new(&r->arena, "usr"));
         const char *row[] = {u.id, inv.email, inv.email_norm, new_hash, b->name, now, now};
-        if (exec_texts("INSERT INTO users (id, email, email_norm, password_hash, status, name, "
+        if (acc_exec_texts("INSERT INTO users (id, email, email_norm, password_hash, status, name, "
                        "created_at, updated_at) VALUES (?, ?, ?, ?, 'active', ?, ?, ?)",
                        row, 7) != 0)
             return -1;
     }
     const char *member[] = {inv.workspace_id, u.id, inv.role, now};
     const char *accepted[] = {now, u.id, inv.id};
-    if (exec_texts("INSERT INTO members (workspace_id, user_id, role, created_at) "
+    if (acc_exec_texts("INSERT INTO members (workspace_id, user_id, role, created_at) "
                    "VALUES (?, ?, ?, ?) ON CONFLICT (workspace_id, user_id) DO NOTHING",
                    member, 4) != 0 ||
-        exec_texts("UPDATE invitations SET status = 'accepted', accepted_at = ?, user_id = ? "
+        acc_exec_texts("UPDATE invitations SET status = 'accepted', accepted_at = ?, user_id = ? "
                    "WHERE id = ?",
                    accepted, 3) != 0)
         return -1;
     int64_t lifetime = 86400;
     char role[48];
-    if (find_standing(u.id, inv.workspace_id, role, sizeof role, &lifetime, &found) != 0)
+    if (acc_find_standing(u.id, inv.workspace_id, role, sizeof role, &lifetime, &found) != 0)
         return -1;
     if (!found) { /* the user exists but is not active */
         invalid_credentials(r);
@@ -943,9 +992,9 @@ static int load_mfa(struct req *r, struct mfa_row *m)
     sqlite3_bind_text(st, 1, r->principal.user_id, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-        copy_column(st, 0, m->email, sizeof m->email);
-        copy_column(st, 1, m->status, sizeof m->status);
-        copy_column(st, 2, m->secret, sizeof m->secret);
+        acc_copy_column(st, 0, m->email, sizeof m->email);
+        acc_copy_column(st, 1, m->status, sizeof m->status);
+        acc_copy_column(st, 2, m->secret, sizeof m->secret);
         m->last_step = sqlite3_column_int64(st, 3);
     }
     sqlite3_reset(st);
@@ -1028,7 +1077,7 @@ int accounts_get_mfa(struct req *r, const struct accounts_get_mfa_request *in,
 }
 
 /* "name@host" -> "name%40host": the otpauth label is a URI path segment. */
-static char *uri_escape(struct arena *a, const char *s)
+char *acc_uri_escape(struct arena *a, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
     char *out = arena_alloc(a, strlen(s) * 3 + 1), *o = out;
@@ -1075,7 +1124,7 @@ int accounts_enroll_mfa(struct req *r, const struct accounts_enroll_mfa_request 
     e->otpauth_uri = arena_printf(&r->arena,
                                   "otpauth://totp/treasury:%s?secret=%s&issuer=treasury"
                                   "&algorithm=SHA1&digits=6&period=30",
-                                  uri_escape(&r->arena, m.email), b32);
+                                  acc_uri_escape(&r->arena, m.email), b32);
     OPENSSL_cleanse(b32, sizeof b32);
     out->status = 201;
     out->body_201 = e;
@@ -1098,7 +1147,7 @@ int accounts_confirm_mfa(struct req *r, const struct accounts_confirm_mfa_reques
     }
     if (!mfa_attempt(r, guard, sizeof guard))
         return 0;
-    int ok = use_totp(r->principal.user_id, m.secret, m.last_step, in->body->code);
+    int ok = acc_use_totp(r->principal.user_id, m.secret, m.last_step, in->body->code);
     if (ok < 0)
         return -1;
     if (!ok) {
@@ -1107,8 +1156,8 @@ int accounts_confirm_mfa(struct req *r, const struct accounts_confirm_mfa_reques
     }
     ratelimit_refund(guard, MFA_FAILURES, MFA_FAILURE_PERIOD_S, ratelimit_now_ns());
     const char *user[] = {r->principal.user_id};
-    if (exec_texts("UPDATE users SET mfa_status = 'enabled' WHERE id = ?", user, 1) != 0 ||
-        exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0)
+    if (acc_exec_texts("UPDATE users SET mfa_status = 'enabled' WHERE id = ?", user, 1) != 0 ||
+        acc_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0)
         return -1;
     struct mfa_confirmation *c = arena_alloc(&r->arena, sizeof *c);
     c->status = "enabled";
@@ -1126,7 +1175,7 @@ int accounts_confirm_mfa(struct req *r, const struct accounts_confirm_mfa_reques
         if (digest_sha256_hex(code, strlen(code), hash) != 0)
             return -1;
         const char *row[] = {r->principal.user_id, hash, now};
-        if (exec_texts("INSERT INTO mfa_recovery_codes (user_id, code_hash, created_at) "
+        if (acc_exec_texts("INSERT INTO mfa_recovery_codes (user_id, code_hash, created_at) "
                        "VALUES (?, ?, ?)",
                        row, 3) != 0)
             return -1;
@@ -1152,8 +1201,8 @@ int accounts_disable_mfa(struct req *r, const struct accounts_disable_mfa_reques
     }
     if (!mfa_attempt(r, guard, sizeof guard))
         return 0;
-    int ok = p->has_code ? use_totp(r->principal.user_id, m.secret, m.last_step, p->code)
-                         : use_recovery_code(r->principal.user_id, p->recovery_code);
+    int ok = p->has_code ? acc_use_totp(r->principal.user_id, m.secret, m.last_step, p->code)
+                         : acc_use_recovery_code(r->principal.user_id, p->recovery_code);
     if (ok < 0)
         return -1;
     if (!ok) {
@@ -1164,7 +1213,7 @@ int accounts_disable_mfa(struct req *r, const struct accounts_disable_mfa_reques
     ratelimit_refund(guard, MFA_FAILURES, MFA_FAILURE_PERIOD_S, ratelimit_now_ns());
     const char *user[] = {r->principal.user_id};
     if (set_mfa(r->principal.user_id, "none", NULL, 0) != 0 ||
-        exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0)
+        acc_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0)
         return -1;
     struct mfa_status *st = arena_alloc(&r->arena, sizeof *st);
     st->status = MFA_STATUS_STATUS_NONE;

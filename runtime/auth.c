@@ -103,6 +103,16 @@ int auth_check(struct req *r)
     p->session_id = arena_strdup(&r->arena, c.sid);
     p->token_id = arena_strdup(&r->arena, c.jti);
     p->scopes = auth_parse_scopes(c.scope);
+    if (strcmp(c.client_id, TOKEN_FIRST_PARTY) != 0)
+        p->client_id = arena_strdup(&r->arena, c.client_id);
+    if (p->client_id && r->op->first_party) {
+        req_problem(r, 403, "insufficient_scope",
+                    "Tokens issued to an OAuth application cannot manage the user's own account "
+                    "(sessions, MFA, connected applications); sign in to do that.");
+        req_set_header(r, "WWW-Authenticate",
+                       "Bearer realm=\"" AUTH_REALM "\", error=\"insufficient_scope\"");
+        return -1;
+    }
     if ((p->scopes & r->op->scopes) != r->op->scopes) {
         char www[512];
         snprintf(www, sizeof www,

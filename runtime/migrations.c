@@ -344,6 +344,79 @@ static const char batches_sql[] =
  * whole table per event (17 ms at 300,000 events). Unique, too: one number per event. */
 static const char events_seq_sql[] = "CREATE UNIQUE INDEX events_seq_idx ON events (seq);\n";
 
+/* OAuth 2.0 (handlers/accounts_oauth.c): registered clients, the users' grants to them, single
+ * use authorization codes, the authorization pages' browser sessions and pending requests, and
+ * sessions bound to the client and grant they were issued for. Secrets, codes and cookies are
+ * stored as SHA-256 digests only. Times the code compares are Unix milliseconds. */
+static const char oauth_sql[] =
+    "CREATE TABLE oauth_clients (\n"
+    "    id TEXT PRIMARY KEY,\n"
+    "    workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+    "    name TEXT NOT NULL,\n"
+    "    type TEXT NOT NULL CHECK (type IN ('public', 'confidential')),\n"
+    "    redirect_uris TEXT NOT NULL,\n"
+    "    scopes TEXT NOT NULL,\n"
+    "    secret_hash TEXT,\n"
+    "    status TEXT NOT NULL CHECK (status IN ('active', 'disabled')),\n"
+    "    created_by TEXT NOT NULL,\n"
+    "    version INTEGER NOT NULL,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    updated_at TEXT NOT NULL\n"
+    ");\n"
+    "CREATE INDEX oauth_clients_list_idx ON oauth_clients (workspace_id, created_at DESC, "
+    "id DESC);\n"
+    "CREATE TABLE oauth_grants (\n"
+    "    id TEXT PRIMARY KEY,\n"
+    "    workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+    "    user_id TEXT NOT NULL REFERENCES users(id),\n"
+    "    client_id TEXT NOT NULL REFERENCES oauth_clients(id),\n"
+    "    scope TEXT NOT NULL,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    updated_at TEXT NOT NULL,\n"
+    "    revoked_at TEXT\n"
+    ");\n"
+    "CREATE UNIQUE INDEX oauth_grants_active_idx ON oauth_grants (user_id, client_id) "
+    "WHERE revoked_at IS NULL;\n"
+    "CREATE INDEX oauth_grants_list_idx ON oauth_grants (user_id, workspace_id, created_at DESC, "
+    "id DESC);\n"
+    "CREATE TABLE oauth_codes (\n"
+    "    code_hash TEXT PRIMARY KEY,\n"
+    "    client_id TEXT NOT NULL REFERENCES oauth_clients(id),\n"
+    "    grant_id TEXT NOT NULL REFERENCES oauth_grants(id),\n"
+    "    workspace_id TEXT NOT NULL,\n"
+    "    user_id TEXT NOT NULL,\n"
+    "    redirect_uri TEXT NOT NULL,\n"
+    "    scope TEXT NOT NULL,\n"
+    "    code_challenge TEXT NOT NULL,\n"
+    "    expires_at INTEGER NOT NULL,\n"
+    "    used_at TEXT,\n"
+    "    session_id TEXT\n"
+    ");\n"
+    "CREATE TABLE oauth_browser_sessions (\n"
+    "    token_hash TEXT PRIMARY KEY,\n"
+    "    csrf TEXT NOT NULL,\n"
+    "    user_id TEXT,\n"
+    "    pending_email TEXT,\n"
+    "    pending_until INTEGER,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    expires_at INTEGER NOT NULL\n"
+    ");\n"
+    "CREATE TABLE oauth_requests (\n"
+    "    id TEXT PRIMARY KEY,\n"
+    "    browser_hash TEXT NOT NULL,\n"
+    "    client_id TEXT NOT NULL REFERENCES oauth_clients(id),\n"
+    "    redirect_uri TEXT NOT NULL,\n"
+    "    scope TEXT NOT NULL,\n"
+    "    state TEXT,\n"
+    "    code_challenge TEXT NOT NULL,\n"
+    "    expires_at INTEGER NOT NULL,\n"
+    "    decided_at TEXT\n"
+    ");\n"
+    "ALTER TABLE sessions ADD COLUMN client_id TEXT;\n"
+    "ALTER TABLE sessions ADD COLUMN grant_id TEXT;\n"
+    "CREATE INDEX sessions_grant_idx ON sessions (grant_id) WHERE grant_id IS NOT NULL;\n"
+    "CREATE INDEX sessions_client_idx ON sessions (client_id) WHERE client_id IS NOT NULL;\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
@@ -356,6 +429,7 @@ const struct migration migrations_list[] = {
     {9, "settlement", settlement_sql},
     {10, "batches", batches_sql},
     {11, "events_seq", events_seq_sql},
+    {12, "oauth", oauth_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

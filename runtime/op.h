@@ -29,6 +29,10 @@ struct op {
     bool has_body;
     bool form_body;             /* also accepts application/x-www-form-urlencoded (string values) */
     bool body_required;
+    bool page;                  /* answers text/html pages, its errors too (rendered by the
+                                   runtime from the problem as an HTML error page) */
+    bool first_party;           /* x-first-party: refused to tokens of OAuth applications */
+    bool oauth_errors;          /* x-oauth-errors: problems add RFC 6749 error members */
     const int *statuses;        /* documented response statuses, 0-terminated */
     op_dispatch_fn *dispatch;
 };

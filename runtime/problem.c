@@ -3,8 +3,10 @@
 #include "runtime/problem.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "runtime/html.h"
 #include "runtime/jsonw.h"
 
 #define PROBLEM_TYPE_PREFIX "urn:treasury:problem:"
@@ -42,6 +44,12 @@
     X("payment_not_editable", "Payment can no longer be changed")     \
     X("not_creator", "Not the creator")                               \
     X("part_of_batch", "Part of a batch")                             \
+    X("invalid_client", "Invalid client")                             \
+    X("unsupported_grant_type", "Unsupported grant type")             \
+    X("access_denied", "Access denied")                               \
+    X("unknown_client", "Unknown application")                        \
+    X("invalid_redirect_uri", "Invalid redirect URI")                 \
+    X("expired_request", "Sign-in expired")                           \
     X("precondition_required", "Precondition required")               \
     X("insufficient_scope", "Insufficient scope")                     \
     X("not_found", "Resource not found")                              \
@@ -101,7 +109,8 @@ const char *problem_title(const char *code, int status)
 }
 
 char *problem_render(int status, const char *code, const char *detail, const char *instance,
-                     const char *request_id, const struct verr_list *errors, size_t *len)
+                     const char *request_id, const struct verr_list *errors, bool oauth,
+                     size_t *len)
 {
     struct jsonw w;
     char type[128];
@@ -137,6 +146,34 @@ char *problem_render(int status, const char *code, const char *detail, const cha
         }
         jsonw_array_end(&w);
     }
+    if (oauth) {
+        jsonw_key(&w, "error");
+        jsonw_string(&w, code);
+        jsonw_key(&w, "error_description");
+        jsonw_string(&w, detail ? detail : problem_title(code, status));
+    }
     jsonw_object_end(&w);
     return jsonw_take(&w, len);
+}
+
+char *problem_render_html(struct arena *a, int status, const char *code, const char *detail,
+                          const char *request_id, const struct verr_list *errors, size_t *len)
+{
+    const char *title = problem_title(code, status);
+    char *list = "";
+    for (int i = 0; errors && i < errors->count; i++)
+        list = arena_printf(a, "%s<li><code>%s</code> %s</li>", list,
+                            html_escape(a, errors->items[i].pointer),
+                            html_escape(a, errors->items[i].detail));
+    char *body = arena_printf(
+        a,
+        "<div class=\"card\" id=\"error\" data-code=\"%s\"><h1>%s</h1><p>%s</p>%s%s%s"
+        "<p class=\"muted\">Nothing was changed. Go back to the application you came from "
+        "and start again. Reference: <code>%s</code></p></div>",
+        html_escape(a, code), html_escape(a, title), html_escape(a, detail ? detail : title),
+        *list ? "<ul class=\"muted\">" : "", list, *list ? "</ul>" : "",
+        html_escape(a, request_id ? request_id : "-"));
+    char *page = html_page(a, title, body);
+    *len = strlen(page);
+    return strdup(page);
 }

@@ -20,6 +20,8 @@ struct principal {
     const char *workspace_id; /* "wsp_..." (JWT wid) */
     const char *session_id;   /* JWT sid */
     const char *token_id;     /* JWT jti */
+    const char *client_id;    /* the OAuth application the token was issued to; NULL for our
+                                 own (first-party) tokens */
     uint64_t scopes;          /* granted scope bits, workspace:admin already expanded */
 };
 

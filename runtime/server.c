@@ -306,10 +306,19 @@ static void process(struct req *r, enum listener l)
 
 static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
 {
-    if (r->problem) {
+    if (r->problem && r->op && r->op->page) {
+        size_t len = 0;
+        free(r->resp_body);
+        r->resp_body = problem_render_html(&r->arena, r->status, r->problem_code,
+                                           r->problem_detail, r->request_id,
+                                           r->with_errors ? &r->verr : NULL, &len);
+        r->resp_len = len;
+        r->content_type = REQ_HTML;
+    } else if (r->problem) {
         size_t len = 0;
         r->resp_body = problem_render(r->status, r->problem_code, r->problem_detail, r->path,
-                                      r->request_id, r->with_errors ? &r->verr : NULL, &len);
+                                      r->request_id, r->with_errors ? &r->verr : NULL,
+                                      r->op && r->op->oauth_errors, &len);
         r->resp_len = len;
     }
     struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(

@@ -63,6 +63,8 @@ int token_issue(const struct token_key *k, const struct token_claims *c, char **
     jsonw_string(&w, c->sid);
     jsonw_key(&w, "jti");
     jsonw_string(&w, c->jti);
+    jsonw_key(&w, "client_id");
+    jsonw_string(&w, c->client_id[0] ? c->client_id : TOKEN_FIRST_PARTY);
     jsonw_key(&w, "scope");
     jsonw_string(&w, c->scope);
     jsonw_key(&w, "iat");
@@ -198,6 +200,7 @@ static enum token_result check_claims(const struct token_key *k, const struct js
         (r = copy_claim(pl, "wid", c->wid, sizeof c->wid, false)) != TOKEN_OK ||
         (r = copy_claim(pl, "sid", c->sid, sizeof c->sid, false)) != TOKEN_OK ||
         (r = copy_claim(pl, "jti", c->jti, sizeof c->jti, false)) != TOKEN_OK ||
+        (r = copy_claim(pl, "client_id", c->client_id, sizeof c->client_id, false)) != TOKEN_OK ||
         (r = copy_claim(pl, "scope", c->scope, sizeof c->scope, true)) != TOKEN_OK)
         return r;
     c->iat = iat;

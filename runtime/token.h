@@ -13,6 +13,9 @@
 #define TOKEN_MAX_BYTES 8192 /* longer bearer tokens are refused unparsed */
 /* Subjects of service accounts: their tokens may have no exp (all others must). */
 #define TOKEN_SERVICE_PREFIX "sa_"
+/* The client_id (RFC 9068) of tokens from our own login, refresh and service-account
+ * endpoints; tokens issued to an OAuth application carry its client id ("cli_..."). */
+#define TOKEN_FIRST_PARTY "first-party"
 
 struct token_key {
     unsigned char secret[TOKEN_KEY_BYTES];
@@ -27,6 +30,7 @@ struct token_claims {
     char wid[64];  /* workspace id */
     char sid[64];  /* session id */
     char jti[64];  /* token id */
+    char client_id[64]; /* TOKEN_FIRST_PARTY or the OAuth client's id */
     char scope[1024]; /* space-separated scopes */
     int64_t iat, nbf, exp; /* exp == 0: no expiry, allowed only for service accounts (sa_ sub) */
 };
@@ -41,7 +45,8 @@ enum token_result {
     TOKEN_NOT_YET_VALID, /* nbf or iat in the future beyond leeway */
     TOKEN_BAD_ISSUER,
     TOKEN_BAD_AUDIENCE,
-    TOKEN_MISSING_CLAIM, /* sub, wid, sid, jti, iat, exp or scope absent or wrong type */
+    TOKEN_MISSING_CLAIM, /* sub, wid, sid, jti, client_id, iat, exp or scope absent or wrong
+                            type */
 };
 
 /* Signs claims; *out is malloc'd (caller frees). 0 / -1. */

@@ -122,7 +122,7 @@ class Client:
             reused = conn.sock is not None
             try:
                 conn.request(method, path, body=body, headers=hdrs)
-            except (BrokenPipeError, ConnectionResetError) as e:
+            except (BrokenPipeError, ConnectionResetError, ssl.SSLEOFError) as e:
                 if conn.sock is None:  # refused while connecting: there is nothing to read
                     self.close()
                     raise
@@ -134,12 +134,18 @@ class Client:
                     if attempt == 0 and reused and isinstance(body, (bytes, type(None))):
                         continue
                     raise e
+            except BaseException:
+                self.close()  # never leave a half-used connection to the next request
+                raise
             try:
                 return self._read(conn)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self.close()
                 if attempt == 0 and reused and isinstance(body, (bytes, type(None))):
                     continue
+                raise
+            except BaseException:
+                self.close()
                 raise
         raise AssertionError("unreachable")
 

@@ -49,10 +49,30 @@ def assert_no_leak(resp):
         assert not p.search(text), "response body leaks internals (%s): %s" % (p.pattern, text)
 
 
+def assert_safe_page(resp):
+    """A server-rendered page: a whole document, no script, and the page security headers."""
+    assert media_type(resp) == "text/html", resp
+    assert resp.header("Content-Type").lower().endswith("charset=utf-8"), resp
+    assert resp.body.startswith(b"<!DOCTYPE html>"), resp
+    assert b"<script" not in resp.body.lower(), resp
+    csp = resp.header("Content-Security-Policy") or ""
+    for directive in ("default-src 'none'", "frame-ancestors 'none'", "base-uri 'none'",
+                      "form-action 'self'"):
+        assert directive in csp, "CSP lacks %s: %r" % (directive, csp)
+    assert resp.header("X-Frame-Options") == "DENY", resp
+    assert resp.header("Referrer-Policy") == "no-referrer", resp
+    assert resp.header("Cache-Control") == "no-store", resp
+
+
 def check_every_response(resp):
     """Installed as Client.response_hook: no 5xx ever, and every 4xx is a problem document
-    whose status equals the HTTP status."""
+    whose status equals the HTTP status, or, from the sign-in and consent pages, a safe HTML
+    page saying what went wrong."""
     assert resp.status < 500, "server error: %r" % resp
+    if resp.status >= 400 and media_type(resp) == "text/html":
+        assert_safe_page(resp)
+        assert_no_leak(resp)
+        return
     if resp.status >= 400:
         assert media_type(resp) == "application/problem+json", \
             "error not served as problem+json: %r" % resp

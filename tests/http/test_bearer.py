@@ -201,7 +201,8 @@ def test_audience_list_without_us_is_refused(server, forger):
     refused(server, forger.make(aud=["some-other-api", "yet-another"]))
 
 
-@pytest.mark.parametrize("claim", ["iss", "aud", "exp", "iat", "sub", "wid", "jti", "sid", "scope"])
+@pytest.mark.parametrize("claim", ["iss", "aud", "exp", "iat", "sub", "wid", "jti", "sid", "scope",
+                                   "client_id"])
 def test_token_missing_a_required_claim_is_refused(server, forger, claim):
     tok = forger.make(**{claim: None})
     assert claim not in jwt.decode(tok, options={"verify_signature": False})

@@ -48,7 +48,7 @@ def test_access_token_header_is_at_jwt_hs256_with_kid(login):
 def test_access_token_claims(server, login):
     body = login.json()
     _, claims = jwt_parts(body["access_token"])
-    for k in ("iss", "aud", "sub", "wid", "scope", "sid", "jti", "iat", "exp"):
+    for k in ("iss", "aud", "sub", "wid", "scope", "sid", "jti", "client_id", "iat", "exp"):
         assert k in claims, "claim %s missing: %r" % (k, claims)
     assert claims["iss"] == "https://127.0.0.1:%d" % server.https_port
     assert claims["aud"] and isinstance(claims["aud"], (str, list))

@@ -13,7 +13,7 @@ static void test_problem_has_every_member_and_status_matches(void)
     arena_init(&a);
     size_t len = 0;
     char *body = problem_render(404, "not_found", "No beneficiary ben_x.", "/v1/beneficiaries/ben_x",
-                                "req_1", NULL, &len);
+                                "req_1", NULL, false, &len);
     struct json_value *v = NULL;
     struct json_error e;
     CHECK(json_parse(&a, body, len, &v, &e) == 0);
@@ -25,6 +25,7 @@ static void test_problem_has_every_member_and_status_matches(void)
     CHECK_STR(json_get(v, "code")->s, "not_found");
     CHECK_STR(json_get(v, "request_id")->s, "req_1");
     CHECK(json_get(v, "errors") == NULL);
+    CHECK(json_get(v, "error") == NULL && json_get(v, "error_description") == NULL);
     free(body);
     arena_release(&a);
 }
@@ -38,7 +39,8 @@ static void test_validation_problem_lists_every_error(void)
     verr_add(&l, "", "name", "required", "name is required");
     verr_add(&l, "/bank", "bic", "format", "not a BIC");
     size_t len = 0;
-    char *body = problem_render(422, "validation_failed", "2 errors", "/v1/x", "req_2", &l, &len);
+    char *body = problem_render(422, "validation_failed", "2 errors", "/v1/x", "req_2", &l, false,
+                                &len);
     struct json_value *v = NULL;
     struct json_error e;
     CHECK(json_parse(&a, body, len, &v, &e) == 0);
@@ -53,6 +55,41 @@ static void test_validation_problem_lists_every_error(void)
     arena_release(&a);
 }
 
+static void test_oauth_problems_carry_rfc_6749_members(void)
+{
+    struct arena a;
+    arena_init(&a);
+    size_t len = 0;
+    char *body = problem_render(400, "invalid_grant", "The code was used.", "/v1/t", "req_3",
+                                NULL, true, &len);
+    struct json_value *v = NULL;
+    struct json_error e;
+    CHECK(json_parse(&a, body, len, &v, &e) == 0);
+    CHECK_STR(json_get(v, "error")->s, "invalid_grant");
+    CHECK_STR(json_get(v, "error_description")->s, "The code was used.");
+    CHECK_STR(json_get(v, "code")->s, "invalid_grant");
+    free(body);
+    arena_release(&a);
+}
+
+static void test_a_page_problem_is_an_escaped_html_page(void)
+{
+    struct arena a;
+    arena_init(&a);
+    struct verr_list l;
+    verr_init(&l, &a);
+    verr_add(&l, "", "csrf", "required", "<b>missing</b>");
+    size_t len = 0;
+    char *page = problem_render_html(&a, 400, "invalid_request", "Bad <client> & co", "req_4", &l,
+                                     &len);
+    CHECK(page && len == strlen(page) && strncmp(page, "<!DOCTYPE html>", 15) == 0);
+    CHECK(strstr(page, "id=\"error\"") && strstr(page, "data-code=\"invalid_request\""));
+    CHECK(strstr(page, "Bad &lt;client&gt; &amp; co") && !strstr(page, "<client>"));
+    CHECK(strstr(page, "&lt;b&gt;missing&lt;/b&gt;") && strstr(page, "req_4"));
+    free(page);
+    arena_release(&a);
+}
+
 static void test_unknown_code_gets_the_reason_phrase_as_title(void)
 {
     CHECK_STR(problem_title("beneficiary_archived", 409), "Conflict");
@@ -64,6 +101,8 @@ int main(void)
     static const struct unit_test tests[] = {
         UNIT_TEST(test_problem_has_every_member_and_status_matches),
         UNIT_TEST(test_validation_problem_lists_every_error),
+        UNIT_TEST(test_oauth_problems_carry_rfc_6749_members),
+        UNIT_TEST(test_a_page_problem_is_an_escaped_html_page),
         UNIT_TEST(test_unknown_code_gets_the_reason_phrase_as_title),
     };
     return unit_run("problem", tests, sizeof tests / sizeof tests[0]);

@@ -103,7 +103,8 @@ static void test_open_creates_database_with_every_table(void)
                     "'refresh_tokens', 'roles', 'service_accounts', 'service_account_tokens', "
                     "'invitations', 'mfa_recovery_codes', 'payments', 'payment_approvals', "
                     "'approval_policies', 'events', 'audit_events', 'payment_batches', "
-                    "'batch_approvals')") == 21);
+                    "'batch_approvals', 'oauth_clients', 'oauth_grants', 'oauth_codes', "
+                    "'oauth_browser_sessions', 'oauth_requests')") == 26);
     CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
                     "name IN ('beneficiaries_list_idx', 'events_seq_idx', 'payments_due_idx')") == 3);
     done();

@@ -106,6 +106,7 @@ static const char *claims(const char *skip, const char *name, const char *value)
         {"wid", "\"wsp_1\""},
         {"sid", "\"ses_1\""},
         {"jti", "\"tok_1\""},
+        {"client_id", "\"first-party\""},
         {"scope", "\"payments:read rates:read\""},
         {"iat", "1800000000"},
         {"nbf", "1800000000"},
@@ -501,7 +502,8 @@ static void test_audience_array_containing_ours_is_accepted(void)
 
 static void test_missing_required_claims_are_refused(void)
 {
-    static const char *required[] = {"sub", "wid", "sid", "jti", "scope", "exp", "iat"};
+    static const char *required[] = {"sub", "wid", "sid", "jti", "client_id", "scope", "exp",
+                                     "iat"};
     setup();
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
         CHECK(verify_claims(claims(required[i], NULL, NULL)) == TOKEN_MISSING_CLAIM);

@@ -147,11 +147,16 @@ int misc_get_health(struct req *r, const struct misc_get_health_request *in,
     return 0;
 }
 
-/* A page: greets the visitor cookie; ?name=go redirects and sets it; ?name=plain answers a
- * page that is not an HTML document (the response check catches it). */
+/* A page: greets the visitor cookie; ?name=go redirects and sets it; ?name=bad is an error
+ * (a problem, which the runtime renders as a page); ?name=plain answers a page that is not an
+ * HTML document (the response check catches it). */
 int misc_get_welcome(struct req *r, const struct misc_get_welcome_request *in,
                      struct misc_get_welcome_response *out)
 {
+    if (in->has_name && strcmp(in->name, "bad") == 0) {
+        req_problem(r, 400, "invalid_request", "No such name.");
+        return 0;
+    }
     if (in->has_name && strcmp(in->name, "go") == 0) {
         out->status = 303;
         out->location = "/v1/welcome";

@@ -889,6 +889,12 @@ static void test_dispatch_pages_cookies_and_redirects(void)
     CHECK_STR(resp_header("Set-Cookie"), "visitor=go; Secure; HttpOnly; SameSite=Lax");
 
     request("GET", "/v1/welcome", NULL);
+    query("name", "bad");
+    CHECK(run() == 0);
+    CHECK(R.status == 400 && R.problem && R.op->page);
+    CHECK_STR(R.problem_code, "invalid_request");
+
+    request("GET", "/v1/welcome", NULL);
     cookie("visitor", "NOT-OK");
     CHECK(run() == 0);
     CHECK(R.status == 400);

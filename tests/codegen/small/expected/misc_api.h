@@ -36,8 +36,10 @@ struct misc_get_welcome_request {
 };
 
 struct misc_get_welcome_response {
-    int status; /* 200, 303; problems (400, 500) via req_problem() */
+    int status; /* 200, 303, 400, 500; problems (none) via req_problem() */
     const char *body_200; /* status 200: The page. (an HTML document) */
+    const char *body_400; /* status 400: A page that says what was wrong. (an HTML document) */
+    const char *body_500; /* status 500: A page that says something failed. (an HTML document) */
     const char *location; /* header Location on 303; NULL = not sent */
     const char *set_cookie; /* header Set-Cookie on 303; NULL = not sent */
 };

@@ -143,12 +143,16 @@ static void check_misc_get_welcome(struct req *r)
             validate_misc_get_welcome_header_set_cookie(&hv, "/header/Set-Cookie", VALIDATE_RESPONSE, &l);
         break;
     case 400:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is an HTML document");
         break;
     case 500:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is an HTML document");
         break;
     default:
         verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
@@ -216,6 +220,22 @@ int dispatch_misc_get_welcome(struct req *r)
             break;
         case 303:
             req_set_json(r, 303, NULL, 0);
+            break;
+        case 400:
+            if (!out.body_400) {
+                log_error("%s answered 400 without body_400", "getWelcome");
+                return -1;
+            }
+            if (req_set_html(r, 400, out.body_400) != 0)
+                return -1;
+            break;
+        case 500:
+            if (!out.body_500) {
+                log_error("%s answered 500 without body_500", "getWelcome");
+                return -1;
+            }
+            if (req_set_html(r, 500, out.body_500) != 0)
+                return -1;
             break;
         default:
             log_error("%s answered status %d, which is not a documented success status", "getWelcome",

@@ -12,6 +12,13 @@ const char *const scopes_names[] = {
     "workspace:admin",
 };
 
+/* What each scope allows, in words (x-scopes), for the OAuth consent page. */
+const char *const scopes_descriptions[] = {
+    "Read things.",
+    "Write things.",
+    "Everything.",
+};
+
 const int scopes_count = 3;
 
 uint64_t scopes_mask(const char *name)

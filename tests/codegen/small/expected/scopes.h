@@ -12,6 +12,7 @@
 #define SCOPE_WORKSPACE_ADMIN (UINT64_C(1) << 2) /* workspace:admin: Everything. */
 
 extern const char *const scopes_names[];
+extern const char *const scopes_descriptions[]; /* x-scopes text, same order */
 extern const int scopes_count;
 
 /* Bit of one scope name; 0 when the name is unknown. */

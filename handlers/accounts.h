@@ -1,0 +1,95 @@
+/* What the accounts handler files share (accounts.c: login, refresh, sessions, MFA, signup;
+ * accounts_oauth.c: OAuth clients, the authorization pages, the token endpoint, grants). Not
+ * a cross-API header. */
+#ifndef HANDLERS_ACCOUNTS_H
+#define HANDLERS_ACCOUNTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sqlite3.h>
+
+#include "generated/accounts_api.h"
+#include "runtime/id.h"
+#include "runtime/jobs.h"
+#include "runtime/password.h"
+#include "runtime/req.h"
+
+#define EMAIL_MAX 256
+/* Failed-login guard per account (on top of the per-address `auth` quota): 10 failures in a
+ * row are allowed, then one attempt per LOGIN_FAILURE_PERIOD_S / LOGIN_FAILURES = 90 s, the
+ * wait growing back to nothing as the account stays quiet. Unknown emails are counted the
+ * same way, so the guard reveals nothing about which accounts exist. */
+#define LOGIN_FAILURES 10
+#define LOGIN_FAILURE_PERIOD_S 900
+
+struct login_user {
+    char id[ID_MAX];
+    char password_hash[PASSWORD_HASH_MAX];
+    bool active;
+    bool mfa_enabled;
+    char mfa_secret[256]; /* sealed */
+    int64_t mfa_last_step;
+};
+
+/* ASCII lower case (emails are compared normalized). */
+void acc_lower_ascii(const char *in, char *out, size_t n);
+void acc_copy_column(sqlite3_stmt *st, int col, char *out, size_t n);
+/* Runs sql with v[0..n) bound as text (NULL binds NULL). 0 / -1. */
+int acc_exec_texts(const char *sql, const char *const *v, int n);
+
+/* The user with this normalized email. 0 with *found, -1 on failure. */
+int acc_find_user(const char *email_norm, struct login_user *u, bool *found);
+/* The membership to use: workspace `wanted`, or the user's oldest. 0 with *found, -1. */
+int acc_find_membership(const char *user_id, const char *wanted, char *wid, size_t wid_len,
+                        char *role, size_t role_len, int64_t *lifetime, bool *found);
+/* The role of an active user in wid and the workspace's token lifetime. 0 with *found, -1. */
+int acc_find_standing(const char *user_id, const char *wid, char *role, size_t role_len,
+                      int64_t *lifetime, bool *found);
+/* The scopes role grants in wid, space-separated. 0 / -1. */
+int acc_role_scopes(const char *wid, const char *role, char *out, size_t n);
+/* The failed-login guard's quota key of an account. 0 / -1. */
+int acc_failure_key(const char *email_norm, char *key, size_t n);
+/* A TOTP code of the account, accepted once (1), wrong or replayed (0), failure (-1). */
+int acc_use_totp(const char *user_id, const char *sealed, int64_t last_step, const char *code);
+/* One unused recovery code: 1 used now, 0 wrong or used, -1 failure. */
+int acc_use_recovery_code(const char *user_id, const char *code);
+
+/* s percent-encoded except RFC 3986 unreserved characters (URI query values). In a. */
+char *acc_uri_escape(struct arena *a, const char *s);
+
+/* Space-separated scope lists. */
+bool acc_has_scope(const char *list, const char *name, size_t n);
+void acc_scope_intersection(const char *want, const char *allowed, char *out, size_t n);
+bool acc_scope_beyond(const char *want, const char *allowed, char *out, size_t n);
+
+/* A new session (a refresh-token family) of user_id in wid with scope, and its first token
+ * pair; client_id and grant_id bind it to an OAuth application (NULL for a login). Its id into
+ * *sid_out when not NULL. The answer lives in r->arena; NULL on failure. */
+struct login_response *acc_open_session(struct req *r, const char *user_id, const char *wid,
+                                       const char *scope, int64_t lifetime,
+                                       const char *client_id, const char *grant_id,
+                                       const char **sid_out);
+/* Revokes session sid of user_id in wid (reason recorded); its tokens are refused once the
+ * transaction commits. 1 revoked now, 0 not an active session of theirs, -1 failure. */
+int acc_revoke_session(struct req *r, const char *sid, const char *user_id, const char *wid,
+                       const char *reason);
+/* After the commit, refuses the tokens of session (or token) id at once (more than one per
+ * request is fine). */
+void acc_publish_revocation(struct req *r, const char *id);
+/* Rotates refresh_token (RFC 6749 §6, RFC 9700 §4.14.2) for client_id (NULL: a login's
+ * token), narrowed to want_scope when given. *out is the new pair, or NULL when a problem was
+ * answered (invalid_grant, invalid_scope). 0 / -1. */
+int acc_refresh(struct req *r, const char *refresh_token, const char *want_scope,
+                const char *client_id, struct login_response **out);
+
+/* (accounts_oauth.c) Client authentication at the token and refresh endpoints: HTTP Basic or
+ * client_id (+ client_secret) in the body. Copies the authenticated client id into client
+ * ("" when the request names no client: a login's refresh). 1 go on, 0 answered (401
+ * invalid_client, 400 invalid_request), -1 failure. */
+int acc_client_authenticate(struct req *r, const char *body_client_id,
+                            const char *body_secret, char *client, size_t client_len);
+/* (accounts_oauth.c) The job that deletes expired codes, requests and browser sessions. */
+struct job accounts_oauth_purge_job(void);
+
+#endif
