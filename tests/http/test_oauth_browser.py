@@ -101,3 +101,25 @@ def test_a_person_denies_in_chromium(server, callback):
     result = drive(url, ws.member("viewer"), redirect, decision="deny")
     q = query_of(result["redirect"])
     assert q["error"] == "access_denied" and q["state"] == "br-2" and "code" not in q
+
+
+def test_oauth4webapi_runs_the_whole_flow_against_this_server(server, callback):
+    """A strict client library (B.5): discovery with the issuer checked, PKCE, `iss` and `state`
+    in the authorization response, the code exchange, an API call and a refresh."""
+    ws = Workspace(server)
+    redirect = "http://127.0.0.1:%d/cb" % callback
+    app = ws.register(uris=[redirect], scopes=["payments:read", "payments:write"])
+    shots = ARTIFACTS / "oauth4webapi"
+    shots.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["node", str(REPO / "tests" / "browser" / "oauth4webapi_flow.mjs"),
+                        "--issuer", server.issuer, "--client-id", app.id,
+                        "--redirect-uri", redirect, "--email", ws.member("approver"),
+                        "--password", USER_PASSWORD, "--scope", "payments:read",
+                        "--screenshot-dir", str(shots)],
+                       capture_output=True, text=True, timeout=90, cwd=str(REPO),
+                       env=dict(os.environ, NODE_EXTRA_CA_CERTS=server.ca))
+    out = r.stdout.strip().splitlines()
+    assert r.returncode == 0 and out, "oauth4webapi flow failed: %s %s" % (r.stdout,
+                                                                         r.stderr[-2000:])
+    assert json.loads(out[-1]) == {"scope": "payments:read", "payments_status": 200,
+                                   "refreshed_scope": "payments:read"}
