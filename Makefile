@@ -103,10 +103,15 @@ check-generated:
 	fi
 
 # ---- dependencies ---------------------------------------------------------------------------
+# What building and running need; the tests add their tools (a browser among them), so
+# `make run` stays light on a fresh machine.
 DEB_PACKAGES := gcc make pkg-config libmicrohttpd-dev libsqlite3-dev libssl-dev \
-                python3-jinja2 python3-yaml python3-pytest python3-jwt wrk openssl curl oathtool chromium
-deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+                python3-jinja2 python3-yaml openssl curl
+DEB_TEST_PACKAGES := python3-pytest python3-jwt wrk oathtool chromium
+
+# Installs the Debian packages $(1) that are missing (apt-get update once), and node/npm.
+define install_missing
+	@missing=""; for p in $(1); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	command -v node >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
@@ -115,6 +120,13 @@ deps:
 	    SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	    $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; \
 	fi
+endef
+
+deps:
+	$(call install_missing,$(DEB_PACKAGES))
+
+test-deps:
+	$(call install_missing,$(DEB_PACKAGES) $(DEB_TEST_PACKAGES))
 
 node_modules/.stamp: package.json package-lock.json
 	$(Q)npm ci --no-audit --no-fund --loglevel=error
@@ -132,12 +144,12 @@ lint-spec: node_modules/.stamp
 unit: $(UNIT_BIN)
 	$(Q)tests/run-unit.sh $(UNIT_BIN)
 
-test: deps
+test: test-deps
 	$(Q)tests/run-all.sh
 
 # Throughput of the release build over HTTPS with wrk, quoted against GET /healthz measured in
 # the same run (tests/bench/bench.py); about half a minute.
-bench: deps
+bench: test-deps
 	$(Q)$(MAKE) --no-print-directory all $(BUILD)/bench/ratelimit_bench
 	$(Q)$(BUILD)/bench/ratelimit_bench
 	$(Q)$(PYTHON) tests/bench/bench.py
@@ -150,6 +162,6 @@ $(BUILD)/bench/ratelimit_bench: tests/bench/ratelimit_bench.c $(UNIT_LINK)
 clean:
 	rm -rf build
 
-.PHONY: all generate check-generated deps run lint-spec unit test bench clean
+.PHONY: all generate check-generated deps test-deps run lint-spec unit test bench clean
 
 -include $(SERVER_OBJ:.o=.d) $(UNIT_BIN:%=%.d) $(UNIT_LINK:.o=.d)

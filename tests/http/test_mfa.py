@@ -17,7 +17,7 @@ from helpers import assert_json, assert_problem, assert_validation
 MFA = "/v1/accounts/mfa"
 
 pytestmark = pytest.mark.skipif(shutil.which("oathtool") is None,
-                                reason="oathtool is not installed (make deps installs it)")
+                                reason="oathtool is not installed (make test-deps installs it)")
 
 
 def oathtool(secret, at):

@@ -25,7 +25,7 @@ CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 pytestmark = pytest.mark.skipif(
     not (shutil.which("node") and os.path.exists(CHROMIUM) and
          (REPO / "node_modules" / "playwright-core").is_dir()),
-    reason="needs node, chromium and playwright-core (make deps; npm ci)")
+    reason="needs node, chromium and playwright-core (make test-deps; npm ci)")
 
 
 class Callback(http.server.BaseHTTPRequestHandler):
