@@ -3,6 +3,7 @@
 #   make test    everything CI runs: build, generated-code drift, spec lint, unit, codegen and
 #                HTTP tests, then the unit and HTTP tests again under ASan+UBSan
 #   make bench   wrk throughput on loopback, ratios against GET /healthz in the same run
+#   make fuzz    each libFuzzer target for FUZZ_SECONDS (60) from its seeds (tests/fuzz/)
 #   make V=1     show commands;  make SAN=1  build with sanitizers
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
@@ -102,12 +103,56 @@ check-generated:
 	    echo "ERROR: generated/ does not agree with openapi/ + codegen/. Fix: make generate"; exit 1; \
 	fi
 
+# ---- fuzzing (clang libFuzzer + ASan + UBSan; tests/fuzz/) --------------------------------
+# `make fuzz FUZZ_SECONDS=N` builds every tests/fuzz/fuzz_*.c target and runs each for N
+# seconds from its committed seed corpus (new inputs go to build/fuzz/corpus/), after replaying
+# the crash inputs kept in tests/fuzz/regressions/<target>/. make test runs it for a few seconds.
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build/fuzz
+FUZZ_CFLAGS  := -std=c11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
+                -fno-sanitize-recover=all -fno-omit-frame-pointer $(WARN) -Wno-unused-command-line-argument \
+                -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DTREASURY_VERSION='"$(VERSION)"' -I.
+FUZZ_TARGETS := $(filter-out req,$(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_RT_OBJ  := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(filter-out runtime/server.c runtime/req_mhd.c,$(RUNTIME)))
+FUZZ_GEN_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(GENERATED))
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	@if [ "$(V)" != 1 ]; then echo "  CLANG   $<"; fi
+	$(Q)clang $(FUZZ_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(FUZZ_BUILD)/stubs.c: tests/fuzz/stubs.py $(wildcard generated/*_api.h)
+	@mkdir -p $(@D)
+	$(Q)$(PYTHON) tests/fuzz/stubs.py $@ $(wildcard generated/*_api.h)
+
+$(FUZZ_BUILD)/obj/stubs.o: $(FUZZ_BUILD)/stubs.c
+	$(Q)clang $(FUZZ_CFLAGS) -c -o $@ $<
+
+$(FUZZ_BUILD)/libfuzzrt.a: $(FUZZ_RT_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_BUILD)/libfuzzgen.a: $(FUZZ_GEN_OBJ) $(FUZZ_BUILD)/obj/stubs.o $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_req.o
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_BUILD)/libfuzzgen.a $(FUZZ_BUILD)/libfuzzrt.a
+	@if [ "$(V)" != 1 ]; then echo "  FUZZ    $@"; fi
+	$(Q)clang -fsanitize=fuzzer,address,undefined -o $@ $< -Wl,--start-group \
+	    $(FUZZ_BUILD)/libfuzzgen.a $(FUZZ_BUILD)/libfuzzrt.a -Wl,--end-group $(LDLIBS)
+
+fuzz-build: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+
+fuzz: test-deps fuzz-build
+	$(Q)tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+-include $(FUZZ_RT_OBJ:.o=.d) $(FUZZ_GEN_OBJ:.o=.d) $(FUZZ_BUILD)/obj/tests/fuzz/*.d
+
 # ---- dependencies ---------------------------------------------------------------------------
 # What building and running need; the tests add their tools (a browser among them), so
 # `make run` stays light on a fresh machine.
 DEB_PACKAGES := gcc make pkg-config libmicrohttpd-dev libsqlite3-dev libssl-dev \
                 python3-jinja2 python3-yaml openssl curl
-DEB_TEST_PACKAGES := python3-pytest python3-jwt wrk oathtool chromium
+DEB_TEST_PACKAGES := python3-pytest python3-jwt wrk oathtool sslscan chromium clang \
+                     libclang-rt-14-dev
 
 # Installs the Debian packages $(1) that are missing (apt-get update once), and node/npm.
 define install_missing
@@ -162,6 +207,6 @@ $(BUILD)/bench/ratelimit_bench: tests/bench/ratelimit_bench.c $(UNIT_LINK)
 clean:
 	rm -rf build
 
-.PHONY: all generate check-generated deps test-deps run lint-spec unit test bench clean
+.PHONY: all generate check-generated deps test-deps fuzz fuzz-build run lint-spec unit test bench clean
 
 -include $(SERVER_OBJ:.o=.d) $(UNIT_BIN:%=%.d) $(UNIT_LINK:.o=.d)

@@ -18,7 +18,6 @@
 #include "generated/scopes.h"
 #include "handlers/accounts.h"
 #include "runtime/auth.h"
-#include "runtime/base64url.h"
 #include "runtime/clock.h"
 #include "runtime/digest.h"
 #include "runtime/format.h"
@@ -28,6 +27,7 @@
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
 #include "runtime/page.h"
+#include "runtime/pkce.h"
 #include "runtime/ratelimit.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
@@ -1002,17 +1002,6 @@ static int user_label(struct req *r, const char *user_id, const char *wid, const
 
 /* ==== the authorization endpoint ========================================================== */
 
-static bool challenge_ok(const char *s)
-{
-    if (strlen(s) != 43)
-        return false;
-    for (const char *p = s; *p; p++)
-        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-              *p == '-' || *p == '_'))
-            return false;
-    return true;
-}
-
 int accounts_authorize(struct req *r, const struct accounts_authorize_request *in,
                        struct accounts_authorize_response *out)
 {
@@ -1052,7 +1041,7 @@ int accounts_authorize(struct req *r, const struct accounts_authorize_request *i
     } else if (!in->has_code_challenge_method || strcmp(in->code_challenge_method, "S256") != 0) {
         error = "invalid_request";
         why = "code_challenge_method must be S256";
-    } else if (!challenge_ok(in->code_challenge)) {
+    } else if (!pkce_challenge_ok(in->code_challenge)) {
         error = "invalid_request";
         why = "code_challenge must be 43 base64url characters";
     }
@@ -1401,29 +1390,6 @@ int accounts_decide_authorization(struct req *r,
 
 /* ==== the token endpoint ================================================================== */
 
-static bool verifier_ok(const char *v)
-{
-    size_t n = strlen(v);
-    if (n < 43 || n > 128)
-        return false;
-    for (const char *p = v; *p; p++)
-        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-              *p == '-' || *p == '.' || *p == '_' || *p == '~'))
-            return false;
-    return true;
-}
-
-/* BASE64URL(SHA-256(verifier)) == challenge (RFC 7636 §4.6), in constant time. */
-static bool pkce_match(const char *verifier, const char *challenge)
-{
-    unsigned char d[DIGEST_BYTES];
-    char enc[64];
-    if (digest_sha256(verifier, strlen(verifier), d) != 0)
-        return false;
-    base64url_encode(d, sizeof d, enc);
-    return secure_equal(enc, challenge);
-}
-
 struct code_row {
     char client_id[ID_MAX], grant_id[ID_MAX], workspace_id[ID_MAX], user_id[ID_MAX];
     char redirect_uri[URI_MAX + 1], scope[1024], challenge[130], session_id[ID_MAX];
@@ -1487,7 +1453,7 @@ static int exchange_code(struct req *r, const struct token_request *t, const cha
                     missing);
         return 0;
     }
-    if (!verifier_ok(t->code_verifier)) {
+    if (!pkce_verifier_ok(t->code_verifier)) {
         req_problem(r, 400, "invalid_request",
                     "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~.");
         return 0;
@@ -1522,7 +1488,7 @@ static int exchange_code(struct req *r, const struct token_request *t, const cha
     }
     if (code_mark_used(hash, NULL) != 0)
         return -1;
-    if (!pkce_match(t->code_verifier, k.challenge)) {
+    if (!pkce_s256_matches(t->code_verifier, k.challenge)) {
         r->keep_writes = true; /* the code is spent either way */
         invalid_grant(r, "code_verifier does not match the code_challenge.");
         return 0;

@@ -439,7 +439,8 @@ static int parse_object(struct parser *ps, struct json_value **out)
         }
     }
     size_t n = ps->nmembers - base;
-    if (check_duplicates(ps, ps->members + base, n) != 0)
+    /* (no members yet: the stack may still be NULL, and NULL + 0 is undefined behaviour) */
+    if (n > 0 && check_duplicates(ps, ps->members + base, n) != 0)
         goto out;
     struct json_value *v = value_new(ps, JSON_OBJECT);
     v->count = n;

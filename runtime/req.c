@@ -1,29 +1,14 @@
 /* Request accessors and response builders shared by the server, the generated dispatchers and
- * the handlers. */
+ * the handlers. The accessors that read libmicrohttpd's connection (headers, query, cookies)
+ * are in runtime/req_mhd.c, so this file links without it (fuzz targets). */
 #include "runtime/req.h"
 
 #include <inttypes.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-const char *req_header(const struct req *r, const char *name)
-{
-    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
-}
-
-const char *req_query(const struct req *r, const char *name)
-{
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
-}
-
-const char *req_cookie(const struct req *r, const char *name)
-{
-    return MHD_lookup_connection_value(r->conn, MHD_COOKIE_KIND, name);
-}
 
 const char *req_path_param(const struct req *r, const char *name)
 {

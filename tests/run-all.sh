@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: every stage CI runs, in order, each counted; ends with "total: N passed, N failed".
 # Stages: generated-code drift, builds, spec lint, codegen tests, unit + HTTP tests on a
-# response-checking build, then unit + HTTP tests again under ASan+UBSan.
+# response-checking build, then unit + HTTP tests again under ASan+UBSan, and a few seconds of
+# each libFuzzer target (clang, ASan+UBSan) after replaying its kept crash inputs.
 set -u
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3
@@ -48,6 +49,7 @@ count_suite unit $MAKE unit CHECK=1
 count_suite http env TREASURY_SERVER_BIN=build/check/treasury-server $PY -m pytest -q -p no:cacheprovider tests/http
 count_check build-san $MAKE all SAN=1
 count_suite unit-san $MAKE unit SAN=1
+count_suite fuzz $MAKE fuzz FUZZ_SECONDS=${FUZZ_SECONDS:-5}
 count_suite http-san env TREASURY_SERVER_BIN=build/san/treasury-server TREASURY_TEST_SANITIZED=1 $PY -m pytest -q -p no:cacheprovider tests/http
 
 echo

@@ -1,0 +1,84 @@
+"""Writes the fuzz targets' seed corpora (tests/fuzz/corpus/<target>/) from the spec and a few
+hand-picked cases: request-body examples of every operation (dispatch, json, form), real tokens
+signed with the fuzz target's key (token), every route's path (router), and one sample per
+format (formats). Rerun after the spec changes: /usr/bin/python3 tests/fuzz/seeds.py"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import urllib.parse
+
+import jwt  # Debian's python3-jwt
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(REPO, "tests", "fuzz", "corpus")
+
+
+def write(target, data):
+    if isinstance(data, str):
+        data = data.encode()
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, hashlib.sha1(data).hexdigest()[:16]), "wb") as f:
+        f.write(data)
+
+
+def main():
+    shutil.rmtree(OUT, ignore_errors=True)
+    spec = json.load(open(os.path.join(REPO, "generated", "openapi.json")))
+    routes = open(os.path.join(REPO, "generated", "routes.c")).read()
+    order = re.findall(r'\.operation_id = "([^"]+)"', routes)
+    paths = re.findall(r'\.base = "([^"]*)",\s*\.path = "([^"]+)"', routes)
+    ops = {}
+    for path, item in spec["paths"].items():
+        for method, op in item.items():
+            if isinstance(op, dict) and "operationId" in op:
+                ops[op["operationId"]] = op
+    for index, op_id in enumerate(order):
+        op = ops.get(op_id, {})
+        content = op.get("requestBody", {}).get("content", {})
+        example = content.get("application/json", {}).get("example")
+        param = "pay_01jq5f6g7h8j9k0m1n2p3q4r5s"
+        if example is not None:
+            body = json.dumps(example)
+            write("dispatch", bytes([index]) + (param + "\n" + body).encode())
+            write("json", body)
+            flat = {k: v for k, v in example.items() if isinstance(v, str)}
+            if flat:
+                write("form", urllib.parse.urlencode(flat))
+        else:
+            write("dispatch", bytes([index]) + (param + "\n").encode())
+    for base, path in paths:
+        full = base + re.sub(r"\{[^}]+\}", "x_01jq5f6g7h8j9k0m1n2p3q4r5s", path)
+        write("router", b"\x00" + full.encode())
+        write("router", b"\x01" + full.encode())
+    for doc in ['{"a":[1,2.5e-3,true,null,"\\u00e9\\ud83d\\ude00"]}', '[]', '"x"', '-0',
+                '{"k":{"k":{"k":[{}]}}}', '12345678901234567890']:
+        write("json", doc)
+    for body in ["grant_type=refresh_token&refresh_token=abc%2Bdef", "a=1&b=%C3%A9&c=+x+",
+                 "", "x=", "a=1&a=2", "%zz=1"]:
+        write("form", body)
+    key = bytes((i * 7 + 3) & 0xFF for i in range(32))
+    claims = {"iss": "https://127.0.0.1:8443", "aud": "treasury-api", "sub": "usr_1",
+              "wid": "wsp_1", "sid": "ses_1", "jti": "tok_1", "client_id": "first-party",
+              "scope": "payments:read", "iat": 1800000000, "nbf": 1800000000,
+              "exp": 1800000900}
+    hdr = {"typ": "at+jwt", "kid": "k-fuzz"}
+    write("token", jwt.encode(claims, key, algorithm="HS256", headers=hdr))
+    service = {k: v for k, v in claims.items() if k != "exp"} | {"sub": "sa_x"}  # no exp
+    write("token", jwt.encode(service, key, algorithm="HS256", headers=hdr))
+    write("token", jwt.encode(claims, key, algorithm="HS512", headers=hdr))
+    write("token", jwt.encode(claims, "wrong", algorithm="HS256", headers=hdr))
+    samples = ["2025-03-14", "2025-03-14T09:26:53.589+01:00", "123e4567-e89b-12d3-a456-426614174000",
+               "a@b.example", "https://x.example/p?q#f", "EUR", "DE", "DE89370400440532013000",
+               "COBADEFFXXX", "2025-03-14T09:26:53.589Z", "AAECAwQF",
+               "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk",
+               "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "2025-03-14T09:26:53.589Z"]
+    for i, s in enumerate(samples):
+        write("formats", bytes([i]) + s.encode())
+
+
+if __name__ == "__main__":
+    main()
