@@ -199,6 +199,11 @@ bench: test-deps
 	$(Q)$(BUILD)/bench/ratelimit_bench
 	$(Q)$(PYTHON) tests/bench/bench.py
 
+# Memory per idle keep-alive TLS connection at 1,000 connections.
+bench-idle: test-deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(PYTHON) tests/bench/bench.py idle
+
 $(BUILD)/bench/ratelimit_bench: tests/bench/ratelimit_bench.c $(UNIT_LINK)
 	@mkdir -p $(@D)
 	@if [ "$(V)" != 1 ]; then echo "  CC/LD   $@"; fi
@@ -207,6 +212,6 @@ $(BUILD)/bench/ratelimit_bench: tests/bench/ratelimit_bench.c $(UNIT_LINK)
 clean:
 	rm -rf build
 
-.PHONY: all generate check-generated deps test-deps fuzz fuzz-build run lint-spec unit test bench clean
+.PHONY: all generate check-generated deps test-deps fuzz fuzz-build bench-idle run lint-spec unit test bench clean
 
 -include $(SERVER_OBJ:.o=.d) $(UNIT_BIN:%=%.d) $(UNIT_LINK:.o=.d)
