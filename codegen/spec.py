@@ -61,7 +61,8 @@ INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 OPERATION_KEYS = {'tags', 'summary', 'description', 'operationId', 'parameters', 'requestBody',
                   'responses', 'security', 'deprecated', 'externalDocs'}
 OPERATION_EXTENSIONS = {'x-idempotent', 'x-rate-limit-class', 'x-max-body-bytes', 'x-status',
-                        'x-any-scope', 'x-first-party', 'x-oauth-errors'}
+                        'x-any-scope', 'x-first-party', 'x-oauth-errors',
+                        'x-own-transaction'}
 PATH_ITEM_KEYS = {'summary', 'description', 'parameters', 'servers'}
 PARAM_KEYS = {'name', 'in', 'required', 'description', 'schema', 'example', 'examples',
               'deprecated', 'style', 'explode', 'allowEmptyValue'}
@@ -1742,6 +1743,12 @@ class Model:
         op.oauth_errors = o.get('x-oauth-errors', False)
         if not isinstance(op.oauth_errors, bool):
             self.fail(loc / 'x-oauth-errors', 'x-oauth-errors must be a boolean')
+        # x-own-transaction: the handler opens and ends its own transactions (it hashes a
+        # password between them, outside the write lock), so a write operation runs on its
+        # request thread instead of joining the group commit.
+        op.own_transaction = o.get('x-own-transaction', False)
+        if not isinstance(op.own_transaction, bool):
+            self.fail(loc / 'x-own-transaction', 'x-own-transaction must be a boolean')
 
     def build_params(self, op, o, loc, common, item_loc, tvars):
         plist = {}   # (name, in) -> (param, loc, component name); operation level overrides

@@ -1,5 +1,6 @@
-/* Resource ids: a type prefix and 26 Crockford base32 characters of a 128-bit random value
- * (OpenSSL RAND_bytes), e.g. "ben_01hv3k...". Never sequential. */
+/* Resource ids: a type prefix and a ULID, 26 Crockford base32 characters of a 48-bit Unix
+ * millisecond timestamp followed by 80 random bits (OpenSSL RAND_bytes), e.g. "ben_01hv3k...".
+ * Ordered by creation time (to the millisecond), never guessable. */
 #ifndef RUNTIME_ID_H
 #define RUNTIME_ID_H
 

@@ -16,6 +16,7 @@
 #include "runtime/clock.h"
 #include "runtime/config.h"
 #include "runtime/cursor.h"
+#include "runtime/group_commit.h"
 #include "runtime/housekeeping.h"
 #include "runtime/jobs.h"
 #include "runtime/keys.h"
@@ -155,7 +156,15 @@ static int run_server(const struct config *c)
         snprintf(err, sizeof err, "cannot start the housekeeping thread");
         goto out;
     }
+    if (storage_checkpoints_start() != 0 || group_commit_start() != 0) {
+        snprintf(err, sizeof err, "cannot start the checkpoint and group-commit threads");
+        storage_checkpoints_stop();
+        housekeeping_stop();
+        goto out;
+    }
     if (server_start(c, cert_pem, key_pem, &routes_match, err, sizeof err) != 0) {
+        group_commit_stop();
+        storage_checkpoints_stop();
         housekeeping_stop();
         goto out;
     }
@@ -163,6 +172,8 @@ static int run_server(const struct config *c)
     if (jobs_start(jobs, handlers_jobs(c, jobs)) != 0) {
         snprintf(err, sizeof err, "cannot start the background jobs");
         server_stop();
+        group_commit_stop();
+        storage_checkpoints_stop();
         housekeeping_stop();
         goto out;
     }
@@ -176,8 +187,10 @@ static int run_server(const struct config *c)
     sigwait(&stop_signals, &sig);
     log_info("received %s, draining in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
     server_stop();
+    group_commit_stop();
     jobs_stop();
     housekeeping_stop();
+    storage_checkpoints_stop();
     log_info("stopped");
     rc = 0;
 out:

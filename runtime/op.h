@@ -33,6 +33,8 @@ struct op {
                                    runtime from the problem as an HTML error page) */
     bool first_party;           /* x-first-party: refused to tokens of OAuth applications */
     bool oauth_errors;          /* x-oauth-errors: problems add RFC 6749 error members */
+    bool own_transaction;       /* x-own-transaction: the handler begins and ends its own
+                                   transactions; never group-committed (runtime/writer.h) */
     const int *statuses;        /* documented response statuses, 0-terminated */
     op_dispatch_fn *dispatch;
 };

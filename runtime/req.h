@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "runtime/arena.h"
+#include "runtime/group_commit.h"
 #include "runtime/op.h"
 #include "runtime/verr.h"
 
@@ -85,6 +86,11 @@ struct req {
     bool upload_too_large;
     bool queued;
     int route_result;     /* enum route_result, matched on the first call */
+    int op_headers;       /* response headers set before the operation ran (a failed commit
+                             drops the operation's own: Location, ETag) */
+    bool handed_off;      /* a write given to the group commit; answered once it resumes us */
+    bool must_commit;     /* the operation kept writes: its answer stands only if committed */
+    struct group_commit_item write; /* its queue entry */
     char allow[128];      /* Allow header value for 405 */
 };
 

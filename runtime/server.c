@@ -19,6 +19,7 @@
 
 #include "runtime/auth.h"
 #include "runtime/form.h"
+#include "runtime/group_commit.h"
 #include "runtime/html.h"
 #include "runtime/id.h"
 #include "runtime/idempotency.h"
@@ -185,71 +186,134 @@ static void internal_error(struct req *r, const char *detail)
     req_problem(r, 500, "internal_error", "%s", detail);
 }
 
-/* Commits the request's transaction (a 2xx is only ever sent after this succeeded), then lets
- * the handler publish in-memory state that must follow the commit. */
-static void commit(struct req *r)
+/* A change that was not stored after all: the operation's answer (and its Location or ETag)
+ * gives way to a 500 that says so. */
+static void not_stored(struct req *r)
 {
-    if (storage_commit() != 0) {
-        log_error("commit failed for %s (request %s)", r->op->operation_id, r->request_id);
-        internal_error(r, "The server could not durably store the change; nothing was changed.");
-    } else if (r->on_commit) {
-        r->on_commit(r);
-    }
+    log_error("commit failed for %s (request %s)", r->op->operation_id, r->request_id);
+    r->n_resp_headers = r->op_headers;
+    internal_error(r, "The server could not durably store the change; nothing was changed.");
 }
 
-/* The operation inside one transaction: a replay of a stored idempotent answer, or the handler;
- * a successful idempotent answer is stored in the same transaction as the handler's writes. */
-static void run_operation(struct req *r)
+/* What becomes of the writes of an operation that ran. */
+enum writes {
+    WRITES_DISCARD,              /* roll back */
+    WRITES_KEEP,                 /* commit: a success (its idempotency record included), or a
+                                    refusal that itself changed state (keep_writes) */
+    WRITES_DISCARD_STORE_ANSWER, /* roll back, then store the handler's own refusal (404, 409,
+                                    412, a business 422) as the answer to its idempotency key */
+};
+
+/* The operation inside the open transaction: a replay of a stored idempotent answer, or the
+ * handler; a successful idempotent answer is stored in the same transaction as its writes. */
+static enum writes execute(struct req *r)
 {
-    bool write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
+    if (r->idem_key) {
+        int found = idempotency_lookup(r);
+        if (found != 0) {
+            if (found < 0)
+                internal_error(r, "The server failed to complete the request; nothing was changed.");
+            return WRITES_DISCARD;
+        }
+    }
+    r->op_headers = r->n_resp_headers;
+    if (r->op->dispatch(r) != 0) {
+        log_error("operation %s failed (request %s)", r->op->operation_id, r->request_id);
+        r->n_resp_headers = r->op_headers;
+        internal_error(r, "The server failed to complete the request; nothing was changed.");
+        return WRITES_DISCARD;
+    }
+    if (r->keep_writes && r->problem && r->status < 500)
+        return WRITES_KEEP;
+    if (r->status >= 200 && r->status < 400 && !r->problem) {
+        if (r->idem_key && r->status < 300 && idempotency_store(r, r->op_headers) != 0) {
+            r->n_resp_headers = r->op_headers;
+            internal_error(r, "The server failed to complete the request; nothing was changed.");
+            return WRITES_DISCARD;
+        }
+        return WRITES_KEEP;
+    }
+    if (r->idem_key && r->handler_ran && r->status < 500)
+        return WRITES_DISCARD_STORE_ANSWER;
+    return WRITES_DISCARD;
+}
+
+static void refusal_not_stored(const struct req *r)
+{
+    log_warn("idempotency: could not store the %d answer of request %s; a retry will run again",
+             r->status, r->request_id);
+}
+
+/* Reads, and the writes of x-own-transaction operations: one transaction on this thread. */
+static void run_operation(struct req *r, bool write)
+{
     if (storage_begin(write) != 0) {
         req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
         return;
     }
-    if (r->idem_key) {
-        int found = idempotency_lookup(r);
-        if (found != 0) {
-            storage_rollback();
-            if (found < 0)
-                internal_error(r, "The server failed to complete the request; nothing was changed.");
-            return;
-        }
-    }
-    int first_header = r->n_resp_headers;
-    int rc = r->op->dispatch(r);
-    if (rc != 0) {
-        storage_rollback();
-        log_error("operation %s failed (request %s)", r->op->operation_id, r->request_id);
-        internal_error(r, "The server failed to complete the request; nothing was changed.");
-        return;
-    }
-    if (r->keep_writes && r->problem && r->status < 500) {
-        commit(r);
-        return;
-    }
-    if (r->status >= 200 && r->status < 400 && !r->problem) {
-        if (r->idem_key && r->status < 300 && idempotency_store(r, first_header) != 0) {
-            storage_rollback();
-            internal_error(r, "The server failed to complete the request; nothing was changed.");
-            return;
-        }
-        commit(r);
+    enum writes w = execute(r);
+    if (w == WRITES_KEEP) {
+        if (storage_commit() != 0)
+            not_stored(r);
+        else if (r->on_commit)
+            r->on_commit(r);
         return;
     }
     storage_rollback();
-    /* The handler's own refusal (404, 409, 412, a business 422) is the answer to this key too;
-     * nothing was written, so its record gets a transaction of its own. */
-    if (r->idem_key && r->handler_ran && r->status < 500) {
-        if (storage_begin(true) != 0 || idempotency_store(r, first_header) != 0 ||
+    if (w == WRITES_DISCARD_STORE_ANSWER) {
+        if (storage_begin(true) != 0 || idempotency_store(r, r->op_headers) != 0 ||
             storage_commit() != 0) {
             storage_rollback();
-            log_warn("idempotency: could not store the %d answer of request %s; a retry will "
-                     "run again", r->status, r->request_id);
+            refusal_not_stored(r);
         }
     }
 }
 
-static void process(struct req *r, enum listener l)
+/* Every other write, on the group-commit writer thread: the operation in a savepoint of its
+ * own inside the batch's transaction. A refusal or a failed statement rolls back to the
+ * savepoint, undoing this request only. */
+static void run_batched(void *ctx)
+{
+    struct req *r = ctx;
+    if (storage_savepoint() != 0) {
+        req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
+        return;
+    }
+    enum writes w = execute(r);
+    if (storage_savepoint_end(w == WRITES_KEEP) != 0) {
+        r->n_resp_headers = r->op_headers;
+        internal_error(r, "The server failed to complete the request; nothing was changed.");
+        return;
+    }
+    r->must_commit = w == WRITES_KEEP;
+    if (w == WRITES_DISCARD_STORE_ANSWER) {
+        if (storage_savepoint() != 0) {
+            refusal_not_stored(r);
+            return;
+        }
+        bool stored = idempotency_store(r, r->op_headers) == 0;
+        if (storage_savepoint_end(stored) != 0 || !stored)
+            refusal_not_stored(r);
+    }
+}
+
+/* The batch ended: settle the answer, then wake the connection (after which r is not ours). */
+static void batch_done(void *ctx, enum group_commit_outcome outcome)
+{
+    struct req *r = ctx;
+    if (outcome == GROUP_COMMIT_NOT_RUN)
+        req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
+    else if (r->must_commit && outcome == GROUP_COMMIT_LOST)
+        not_stored(r);
+    else if (r->must_commit && r->on_commit)
+        r->on_commit(r);
+    idempotency_finish(r);
+    MHD_resume_connection(r->conn);
+}
+
+/* Decides the answer, or hands a write to the group commit: returns true when it did (the
+ * connection is suspended; batch_done resumes it with the answer in r). */
+static bool process(struct req *r, enum listener l)
 {
     const char *rid = req_header(r, "X-Request-ID");
     r->request_id = is_uuid_header(rid) ? arena_strdup(&r->arena, rid) : id_new(&r->arena, "req");
@@ -263,19 +327,19 @@ static void process(struct req *r, enum listener l)
             count_request(r);
             req_problem(r, 400, "use_https",
                         "This API is served over HTTPS only; repeat the request with https://.");
-            return;
+            return false;
         }
     }
     if (atomic_load(&draining)) {
         count_request(r);
         req_problem(r, 503, "unavailable", "The server is shutting down; retry shortly.");
         req_set_header(r, "Connection", "close");
-        return;
+        return false;
     }
     enum route_result rr = (enum route_result)r->route_result;
     if (rr != ROUTE_FOUND) {
         if (!count_request(r))
-            return;
+            return false;
         if (rr == ROUTE_METHOD_NOT_ALLOWED) {
             req_problem(r, 405, "method_not_allowed", "%s is not allowed on %s; allowed: %s.",
                         r->method, r->path, r->allow);
@@ -283,32 +347,47 @@ static void process(struct req *r, enum listener l)
         } else {
             req_problem(r, 404, "not_found", "No operation is served at %s.", r->path);
         }
-        return;
+        return false;
     }
     r->op = r->match.op;
     if (!r->op->is_public && auth_check(r) != 0) {
         count_request(r);
-        return;
+        return false;
     }
     if (!count_request(r))
-        return;
+        return false;
     if (r->upload_too_large && r->op->has_body) {
         req_problem(r, 413, "payload_too_large", "The request body exceeds %zu bytes.",
                     r->op->max_body_bytes);
-        return;
+        return false;
     }
     if (r->op->has_body) {
         if (!take_body(r))
-            return;
+            return false;
     }
     if (r->op->idempotent && r->principal.authenticated && idempotency_prepare(r) != 0)
-        return;
-    run_operation(r);
+        return false;
+    bool write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
+    if (write && !r->op->own_transaction) {
+        r->handed_off = true;
+        r->write = (struct group_commit_item){ .run = run_batched, .done = batch_done, .ctx = r };
+        /* Suspended first: the writer may finish and resume it before submit returns. */
+        MHD_suspend_connection(r->conn);
+        group_commit_submit(&r->write);
+        return true;
+    }
+    run_operation(r, write);
     idempotency_finish(r);
+    return false;
 }
 
 static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
 {
+    if (r->status == 0) {
+        log_error("operation %s set no response (request %s)",
+                  r->op ? r->op->operation_id : "-", r->request_id);
+        req_problem(r, 500, "internal_error", "The server produced no response.");
+    }
     if (r->problem && r->op && r->op->page) {
         size_t len = 0;
         free(r->resp_body);
@@ -379,13 +458,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (cl && r->route_result == ROUTE_FOUND && r->match.op->has_body &&
             strtoull(cl, NULL, 10) > r->match.op->max_body_bytes) {
             r->upload_too_large = true;
-            process(r, l);
+            process(r, l); /* a 413: never handed off */
             return send_response(conn, r);
         }
         return MHD_YES; /* queueing on the first call would force Connection: close */
     }
     if (r->queued)
         return MHD_YES;
+    if (r->handed_off) /* resumed by the group commit with the answer */
+        return send_response(conn, r);
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
@@ -410,12 +491,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->upload[r->upload_len] = '\0';
         return MHD_YES;
     }
-    process(r, l);
-    if (r->status == 0) {
-        log_error("operation %s set no response (request %s)",
-                  r->op ? r->op->operation_id : "-", r->request_id);
-        req_problem(r, 500, "internal_error", "The server produced no response.");
-    }
+    if (process(r, l))
+        return MHD_YES;
     return send_response(conn, r);
 }
 
@@ -511,6 +588,7 @@ static struct MHD_Daemon *start_daemon(enum listener l, int fd, const struct con
                          MHD_USE_ERROR_LOG | MHD_USE_TURBO;
     if (strchr(c->listen, ':'))
         flags |= MHD_USE_IPv6;
+    flags |= MHD_ALLOW_SUSPEND_RESUME; /* writes wait for their group commit suspended */
     unsigned int threads = l == LISTENER_HTTPS ? (unsigned)c->threads : 1;
     if (l == LISTENER_HTTPS) {
         flags |= MHD_USE_TLS;

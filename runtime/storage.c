@@ -42,6 +42,33 @@ static atomic_uint generation;
 static _Thread_local struct conn *my_conn;
 static _Thread_local unsigned my_generation;
 
+/* The process's write lock, first come first served (a ticket lock): every write transaction
+ * of this process takes it before BEGIN IMMEDIATE, so our own threads queue here in order
+ * instead of polling SQLite's lock through the busy handler (which sleeps 1, 2, 5, 10... ms
+ * and would starve a login behind a stream of group-commit batches). Other processes (admin
+ * commands) still meet SQLite's lock and the busy timeout. */
+static pthread_mutex_t write_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t write_cv = PTHREAD_COND_INITIALIZER;
+static unsigned long write_next, write_serving;
+static _Thread_local bool write_held;
+/* An open request savepoint (storage_savepoint) on this thread, and whether the code inside it
+ * tried to end the enclosing transaction. */
+static _Thread_local bool in_savepoint;
+static _Thread_local bool savepoint_misused;
+
+/* Checkpoints on a thread of their own (storage_checkpoints_start): connections opened after the
+ * start do not checkpoint when they commit (SQLite's default, every 1000 WAL pages, which would
+ * stall the group-commit writer while it copies pages); their WAL hook wakes the checkpointer
+ * instead, which copies the WAL into the database concurrently with new writes (PASSIVE).
+ * Should it fall far behind, a committing connection checkpoints itself as before. */
+#define CHECKPOINT_PAGES 1000
+#define CHECKPOINT_BACKSTOP_PAGES (16 * CHECKPOINT_PAGES)
+static pthread_mutex_t ckpt_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ckpt_cv = PTHREAD_COND_INITIALIZER;
+static pthread_t ckpt_thread;
+static bool ckpt_running, ckpt_stopping, ckpt_wanted;
+static atomic_bool ckpt_hooked;
+
 /* The SQL text only (values are always bound, never inlined), folded onto one log line. */
 static void sql_excerpt(const char *sql, char *buf, size_t n)
 {
@@ -143,7 +170,24 @@ static const struct {
     {"PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal"},
     {"PRAGMA synchronous = FULL", "PRAGMA synchronous", "2"}, /* a 2xx means durable */
     {"PRAGMA foreign_keys = ON", "PRAGMA foreign_keys", "1"},
+    /* Savepoint sub-journals and sort scratch in memory: a group-committed request's
+     * savepoint would otherwise spill to a temporary file (open, write, unlink) past 64 KiB. */
+    {"PRAGMA temp_store = MEMORY", "PRAGMA temp_store", "2"},
 };
+
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+{
+    (void)arg;
+    if (pages >= CHECKPOINT_BACKSTOP_PAGES) {
+        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    } else if (pages >= CHECKPOINT_PAGES) {
+        pthread_mutex_lock(&ckpt_mu);
+        ckpt_wanted = true;
+        pthread_cond_signal(&ckpt_cv);
+        pthread_mutex_unlock(&ckpt_mu);
+    }
+    return SQLITE_OK;
+}
 
 static void conn_close(struct conn *c)
 {
@@ -199,6 +243,8 @@ static struct conn *conn_open(const char *path, bool create, char *err, size_t e
         if (pragma_set(c->db, pragmas[i].set, pragmas[i].get, pragmas[i].want, err, errlen) != 0)
             goto fail;
     }
+    if (atomic_load(&ckpt_hooked))
+        sqlite3_wal_hook(c->db, wal_hook, NULL); /* replaces the automatic checkpoint */
     return c;
 fail:
     conn_close(c);
@@ -379,8 +425,42 @@ static int step_done(struct conn *c, const char *sql)
     return 0;
 }
 
+static void write_lock(void)
+{
+    pthread_mutex_lock(&write_mu);
+    unsigned long ticket = write_next++;
+    while (ticket != write_serving)
+        pthread_cond_wait(&write_cv, &write_mu);
+    pthread_mutex_unlock(&write_mu);
+    write_held = true;
+}
+
+static void write_unlock(void)
+{
+    if (!write_held)
+        return;
+    write_held = false;
+    pthread_mutex_lock(&write_mu);
+    write_serving++;
+    pthread_cond_broadcast(&write_cv);
+    pthread_mutex_unlock(&write_mu);
+}
+
+/* Code running inside a request savepoint must not end the batch's transaction. */
+static bool refuse_in_savepoint(const char *what)
+{
+    if (!in_savepoint)
+        return false;
+    log_error("storage: %s inside a group-committed request; mark the operation "
+              "x-own-transaction", what);
+    savepoint_misused = true;
+    return true;
+}
+
 int storage_begin(bool write)
 {
+    if (refuse_in_savepoint("begin"))
+        return -1;
     struct conn *c = current();
     if (!c)
         return -1;
@@ -389,19 +469,29 @@ int storage_begin(bool write)
         return -1;
     }
     reset_busy(c);
-    return step_done(c, write ? "BEGIN IMMEDIATE" : "BEGIN");
+    if (write)
+        write_lock();
+    if (step_done(c, write ? "BEGIN IMMEDIATE" : "BEGIN") == 0)
+        return 0;
+    write_unlock();
+    return -1;
 }
 
 int storage_commit(void)
 {
+    if (refuse_in_savepoint("commit"))
+        return -1;
     struct conn *c = existing();
     if (!c || sqlite3_get_autocommit(c->db)) {
         log_error("storage: commit without an open transaction");
+        write_unlock();
         return -1;
     }
     reset_busy(c);
-    if (step_done(c, "COMMIT") == 0)
+    if (step_done(c, "COMMIT") == 0) {
+        write_unlock();
         return 0;
+    }
     /* Not committed: leave the connection clean for the next request. */
     storage_rollback();
     return -1;
@@ -409,14 +499,52 @@ int storage_commit(void)
 
 void storage_rollback(void)
 {
-    struct conn *c = existing();
-    if (!c || sqlite3_get_autocommit(c->db))
+    if (refuse_in_savepoint("rollback"))
         return;
-    reset_busy(c);
-    if (step_done(c, "ROLLBACK") != 0) {
-        /* The cached statement could not even be prepared (out of memory); try directly. */
-        exec_sql(c->db, "ROLLBACK", NULL, 0);
+    struct conn *c = existing();
+    if (c && !sqlite3_get_autocommit(c->db)) {
+        reset_busy(c);
+        if (step_done(c, "ROLLBACK") != 0) {
+            /* The cached statement could not even be prepared (out of memory); try directly. */
+            exec_sql(c->db, "ROLLBACK", NULL, 0);
+        }
     }
+    write_unlock();
+}
+
+int storage_savepoint(void)
+{
+    struct conn *c = existing();
+    if (!c || sqlite3_get_autocommit(c->db) || in_savepoint) {
+        log_error("storage: savepoint outside a transaction or inside another");
+        return -1;
+    }
+    reset_busy(c);
+    if (step_done(c, "SAVEPOINT request") != 0)
+        return -1;
+    in_savepoint = true;
+    savepoint_misused = false;
+    return 0;
+}
+
+int storage_savepoint_end(bool keep)
+{
+    struct conn *c = existing();
+    if (!in_savepoint)
+        return -1;
+    in_savepoint = false;
+    if (savepoint_misused)
+        keep = false;
+    /* Some errors (disk full, I/O, out of memory) make SQLite roll the whole transaction
+     * back: then there is no savepoint left to end, and the caller must know. */
+    if (!c || sqlite3_get_autocommit(c->db))
+        return -1;
+    reset_busy(c);
+    if (!keep && step_done(c, "ROLLBACK TO request") != 0)
+        return -1;
+    if (step_done(c, "RELEASE request") != 0)
+        return -1;
+    return savepoint_misused ? -1 : 0;
 }
 
 bool storage_in_tx(void)
@@ -592,9 +720,62 @@ static int migrate(sqlite3 *db, int *version, char *err, size_t errlen)
     return 0;
 }
 
+static void *checkpointer_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&ckpt_mu);
+    while (!ckpt_stopping) {
+        if (!ckpt_wanted) {
+            pthread_cond_wait(&ckpt_cv, &ckpt_mu);
+            continue;
+        }
+        ckpt_wanted = false;
+        pthread_mutex_unlock(&ckpt_mu);
+        sqlite3 *db = storage_db();
+        int rc = db ? sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL)
+                    : SQLITE_ERROR;
+        if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+            log_warn("storage: checkpoint failed: %s (code %d)",
+                     db ? sqlite3_errmsg(db) : "no connection", rc);
+        pthread_mutex_lock(&ckpt_mu);
+    }
+    pthread_mutex_unlock(&ckpt_mu);
+    return NULL;
+}
+
+int storage_checkpoints_start(void)
+{
+    pthread_mutex_lock(&ckpt_mu);
+    ckpt_stopping = ckpt_wanted = false;
+    int rc = pthread_create(&ckpt_thread, NULL, checkpointer_main, NULL);
+    ckpt_running = rc == 0;
+    pthread_mutex_unlock(&ckpt_mu);
+    if (rc != 0) {
+        log_error("storage: cannot start the checkpoint thread");
+        return -1;
+    }
+    atomic_store(&ckpt_hooked, true);
+    return 0;
+}
+
+void storage_checkpoints_stop(void)
+{
+    pthread_mutex_lock(&ckpt_mu);
+    bool was = ckpt_running;
+    ckpt_stopping = true;
+    ckpt_running = false;
+    pthread_cond_signal(&ckpt_cv);
+    pthread_mutex_unlock(&ckpt_mu);
+    if (was)
+        pthread_join(ckpt_thread, NULL);
+}
+
 int storage_open(const char *path, char *err, size_t errlen)
 {
     int version = 0;
+    /* No global memory statistics: with them every SQLite allocation takes a process-wide
+     * mutex. Must precede SQLite's initialisation; refused (harmlessly) afterwards. */
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
     pthread_mutex_lock(&conns_lock);
     bool already = db_path != NULL;
     pthread_mutex_unlock(&conns_lock);

@@ -18,12 +18,26 @@ sqlite3 *storage_db(void);
 /* Cached prepared statement for this thread's connection, reset and bindings cleared.
  * NULL on failure (logged). Do not finalize it. */
 sqlite3_stmt *storage_prepare(const char *sql);
-/* BEGIN IMMEDIATE when write, else BEGIN. 0 / -1. */
+/* BEGIN IMMEDIATE when write (after taking the process's first-come-first-served write lock,
+ * released by commit or rollback), else BEGIN. 0 / -1. */
 int storage_begin(bool write);
 int storage_commit(void);
 void storage_rollback(void);
+/* One request's part of a group-committed transaction (runtime/group_commit.h): a savepoint
+ * inside the open transaction, ended by storage_savepoint_end(keep): keep = release its
+ * writes into the transaction, else roll back to it. While it is open, begin, commit and
+ * rollback are refused (logged; the savepoint is then rolled back and end returns -1).
+ * storage_savepoint_end returns -1 also when the transaction itself is gone (SQLite rolled it
+ * back on an I/O, disk-full or out-of-memory error): everything since BEGIN is then lost. */
+int storage_savepoint(void);
+int storage_savepoint_end(bool keep);
 /* True while this thread has an open transaction. */
 bool storage_in_tx(void);
+/* The checkpoint thread (the server starts it after storage_open and stops it before
+ * storage_close): connections opened from then on leave WAL checkpoints to it instead of
+ * running them inside a commit. 0 / -1. */
+int storage_checkpoints_start(void);
+void storage_checkpoints_stop(void);
 /* Highest applied migration version, for tests and `--version`. */
 int storage_schema_version(void);
 

@@ -9,6 +9,7 @@ second, p50/p99 latency, server CPU time per request (from /proc/<pid>/stat) and
 peak RSS. Never asserts timings; it prints a table. Bounded: about two and a half minutes.
 
     BENCH_DURATION=5s BENCH_CONNECTIONS=16 make bench
+    BENCH_ONLY=POST BENCH_PERF=/tmp/prof make bench   # some scenarios, each under perf record
     make bench-idle        # memory per idle keep-alive TLS connection at 1,000 connections
 """
 
@@ -209,10 +210,25 @@ def main():
         print("%-30s %9s %9s %7s %9s %9s %9s %8s %7s" % (
             "scenario", "req/s", "healthz", "ratio", "p50", "p99", "CPU us/rq", "peak RSS",
             "non-2xx"))
-        for name, url, token, script, conns in scenarios:
+        only = os.environ.get("BENCH_ONLY")
+        perf_dir = os.environ.get("BENCH_PERF")
+        for i, (name, url, token, script, conns) in enumerate(scenarios):
+            if only and only not in name:
+                continue
             hz = wrk(base + "/healthz", connections=conns)
+            perf = None
+            if perf_dir:
+                os.makedirs(perf_dir, exist_ok=True)
+                args = os.environ.get("BENCH_PERF_ARGS", "-g").split()
+                perf = subprocess.Popen(
+                    ["perf", "record", "-q"] + args +
+                    ["-p", str(proc.pid), "-o", os.path.join(perf_dir, "%d.data" % i)],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             before = cpu_ticks(proc.pid)
             rps, total, p50, p99, non2xx = wrk(url, token, script, conns)
+            if perf:
+                perf.send_signal(2)
+                perf.wait(timeout=60)
             cpu_us = (cpu_ticks(proc.pid) - before) * 1e6 / CLK_TCK / max(total, 1)
             print("%-30s %9.0f %9.0f %6.2fx %9s %9s %9.1f %6d MiB %7d" % (
                 name, rps, hz[0], rps / hz[0], p50, p99, cpu_us,

@@ -2,8 +2,10 @@
 #include "runtime/id.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tests/unit/unit.h"
 
@@ -23,7 +25,7 @@ static void test_new_id_is_prefix_and_26_crockford_characters(void)
     CHECK(strlen(id) == 4 + 26);
     CHECK(strncmp(id, "ben_", 4) == 0);
     CHECK(only(id + 4, "0123456789abcdefghjkmnpqrstvwxyz"));
-    /* 128 bits in 130: the first character carries three bits. */
+    /* 128 bits in 130: the first character (of the timestamp) carries three bits. */
     CHECK(id[4] >= '0' && id[4] <= '7');
     CHECK(id_valid(id, "ben"));
     CHECK(!id_valid(id, "pay"));
@@ -47,12 +49,47 @@ static void test_ids_do_not_repeat(void)
     for (int i = 1; i < COUNT; i++)
         dups += strcmp(ids[i], ids[i - 1]) == 0;
     CHECK(dups == 0);
-    /* Every character position varies, so nothing is a counter or a constant. */
-    for (int pos = 5; pos < 30; pos++) {
+    /* Every character of the random part (after the 10 of the timestamp) varies, so nothing
+     * there is a counter or a constant. */
+    for (int pos = 4 + 10; pos < 30; pos++) {
         bool varies = false;
         for (int i = 1; i < COUNT && !varies; i++)
             varies = ids[i][pos] != ids[0][pos];
         CHECK(varies);
+    }
+}
+
+static uint64_t decode_ms(const char *body)
+{
+    static const char b32[] = "0123456789abcdefghjkmnpqrstvwxyz";
+    uint64_t v = 0;
+    for (int i = 0; i < 10; i++)
+        v = v << 5 | (uint64_t)(strchr(b32, body[i]) - b32);
+    return v;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ULID layout: the first 10 characters are the creation time in ms, so later ids sort later
+ * (what keeps inserts at the end of every id index). */
+static void test_ids_start_with_their_creation_time_and_sort_by_it(void)
+{
+    char a[ID_MAX], b[ID_MAX];
+    uint64_t before = now_ms();
+    CHECK(id_new_buf(a, ID_MAX, "pay") == 0);
+    uint64_t after = now_ms();
+    CHECK(decode_ms(a + 4) >= before && decode_ms(a + 4) <= after);
+    struct timespec pause = { 0, 3 * 1000 * 1000 };
+    for (int i = 0; i < 20; i++) {
+        nanosleep(&pause, NULL);
+        CHECK(id_new_buf(b, ID_MAX, "pay") == 0);
+        CHECK(strcmp(a, b) < 0);
+        memcpy(a, b, sizeof a);
     }
 }
 
@@ -109,6 +146,7 @@ int main(void)
     static const struct unit_test tests[] = {
         UNIT_TEST(test_new_id_is_prefix_and_26_crockford_characters),
         UNIT_TEST(test_ids_do_not_repeat),
+        UNIT_TEST(test_ids_start_with_their_creation_time_and_sort_by_it),
         UNIT_TEST(test_id_new_buf_refuses_small_buffers),
         UNIT_TEST(test_id_valid_checks_the_whole_shape),
         UNIT_TEST(test_secret_is_unpadded_base64url_of_the_requested_bytes),

@@ -1,0 +1,283 @@
+/* Unit tests for runtime/group_commit.c and the savepoints it runs requests in
+ * (runtime/storage.c): batching, a failed statement undoing only its own item, refusals,
+ * misuse of the transaction from inside an item, and the order items run in. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/group_commit.h"
+#include "runtime/storage.h"
+#include "tests/unit/unit.h"
+
+static char dir[64];
+static char path[128];
+
+static void open_fresh(void)
+{
+    char err[256] = "";
+    snprintf(dir, sizeof dir, "/tmp/test_group_commit.XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    snprintf(path, sizeof path, "%s/treasury.db", dir);
+    if (storage_open(path, err, sizeof err) != 0) {
+        fprintf(stderr, "storage_open: %s\n", err);
+        exit(1);
+    }
+    CHECK(storage_begin(true) == 0);
+    sqlite3_stmt *st = storage_prepare("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)");
+    CHECK(st && sqlite3_step(st) == SQLITE_DONE);
+    sqlite3_reset(st);
+    CHECK(storage_commit() == 0);
+}
+
+static void close_and_remove(void)
+{
+    char p[160];
+    storage_close();
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(p, sizeof p, "%s%s", path, suffixes[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+static long long count_rows(const char *where)
+{
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM t WHERE %s", where);
+    long long n = -1;
+    if (storage_begin(false) != 0)
+        return -1;
+    sqlite3_stmt *st = storage_prepare(sql);
+    if (st && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    storage_rollback();
+    return n;
+}
+
+enum kind { INSERT, DUPLICATE, REFUSE, MISUSE };
+
+struct item {
+    struct group_commit_item gc;
+    int key;
+    enum kind kind;
+    bool kept;                       /* the savepoint ended with its writes kept */
+    int order;                       /* when it ran, counted across the test */
+    atomic_int outcome;              /* enum group_commit_outcome + 1; 0: not done yet */
+};
+
+static atomic_int ran_count;
+
+static bool insert(int key, const char *v)
+{
+    sqlite3_stmt *st = storage_prepare("INSERT INTO t (k, v) VALUES (?, ?)");
+    if (!st)
+        return false;
+    sqlite3_bind_int(st, 1, key);
+    sqlite3_bind_text(st, 2, v, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE;
+}
+
+static void run(void *ctx)
+{
+    struct item *it = ctx;
+    it->order = atomic_fetch_add(&ran_count, 1);
+    if (storage_savepoint() != 0)
+        return;
+    bool ok = true;
+    switch (it->kind) {
+    case INSERT:
+        ok = insert(it->key, "a") && insert(it->key + 100000, "b");
+        break;
+    case DUPLICATE:
+        /* First statement works, the second fails: the first must be undone too. */
+        ok = insert(it->key, "a") && insert(it->key, "again");
+        break;
+    case REFUSE:
+        insert(it->key, "a");
+        ok = false; /* a business refusal: its writes are discarded */
+        break;
+    case MISUSE:
+        insert(it->key, "a");
+        storage_rollback(); /* must be refused: it would end everyone's transaction */
+        CHECK(storage_in_tx());
+        CHECK(storage_commit() == -1);
+        break;
+    }
+    it->kept = storage_savepoint_end(ok) == 0 && ok;
+}
+
+static void done_cb(void *ctx, enum group_commit_outcome outcome)
+{
+    struct item *it = ctx;
+    atomic_store(&it->outcome, (int)outcome + 1);
+}
+
+static void init_item(struct item *it, int key, enum kind kind)
+{
+    memset(it, 0, sizeof *it);
+    it->key = key;
+    it->kind = kind;
+    it->gc = (struct group_commit_item){ .run = run, .done = done_cb, .ctx = it };
+}
+
+static void wait_all(struct item *items, int n)
+{
+    for (int i = 0; i < n; i++) {
+        while (atomic_load(&items[i].outcome) == 0)
+            usleep(1000);
+    }
+}
+
+/* While the test holds the write lock, everything submitted queues up; released, the writer
+ * runs the first item alone and then the rest as one batch, in submission order. */
+static void test_items_queued_during_a_commit_form_one_batch(void)
+{
+    enum { N = 50 };
+    static struct item items[N];
+    open_fresh();
+    CHECK(group_commit_start() == 0);
+    struct group_commit_stats before = group_commit_stats();
+    atomic_store(&ran_count, 0);
+    CHECK(storage_begin(true) == 0); /* the "previous commit" */
+    for (int i = 0; i < N; i++) {
+        init_item(&items[i], i + 1, INSERT);
+        group_commit_submit(&items[i].gc);
+    }
+    usleep(50 * 1000);
+    CHECK(atomic_load(&ran_count) == 0); /* nobody ran while the lock was held */
+    CHECK(storage_commit() == 0);
+    wait_all(items, N);
+    struct group_commit_stats after = group_commit_stats();
+    CHECK(after.items - before.items == N);
+    CHECK(after.batches - before.batches <= 2);
+    CHECK(after.largest >= N - 1);
+    for (int i = 0; i < N; i++) {
+        CHECK(items[i].order == i);
+        CHECK(items[i].kept);
+        CHECK(atomic_load(&items[i].outcome) == GROUP_COMMIT_COMMITTED + 1);
+    }
+    CHECK(count_rows("1") == 2 * N);
+    group_commit_stop();
+    close_and_remove();
+}
+
+/* A failed statement, a refusal and an attempt to end the transaction, all in one batch with
+ * good items around them: each undoes only its own writes. */
+static void test_a_failing_item_undoes_only_its_own_writes(void)
+{
+    enum { N = 40 };
+    static struct item items[N];
+    open_fresh();
+    CHECK(group_commit_start() == 0);
+    CHECK(storage_begin(true) == 0);
+    for (int i = 0; i < N; i++) {
+        enum kind k = i % 10 == 3 ? DUPLICATE : i % 10 == 6 ? REFUSE : i == 9 ? MISUSE : INSERT;
+        init_item(&items[i], i + 1, k);
+        group_commit_submit(&items[i].gc);
+    }
+    CHECK(storage_commit() == 0);
+    wait_all(items, N);
+    int good = 0;
+    for (int i = 0; i < N; i++) {
+        char where[64];
+        snprintf(where, sizeof where, "k = %d OR k = %d", i + 1, i + 1 + 100000);
+        CHECK(atomic_load(&items[i].outcome) == GROUP_COMMIT_COMMITTED + 1);
+        if (items[i].kind == INSERT) {
+            good++;
+            CHECK(items[i].kept);
+            CHECK(count_rows(where) == 2);
+        } else {
+            CHECK(!items[i].kept);
+            CHECK(count_rows(where) == 0);
+        }
+    }
+    CHECK(count_rows("1") == 2 * good);
+    CHECK(count_rows("v = 'again'") == 0);
+    group_commit_stop();
+    close_and_remove();
+}
+
+struct submitter {
+    struct item *items;
+    int from, n;
+};
+
+static void *submit_many(void *arg)
+{
+    struct submitter *s = arg;
+    for (int i = 0; i < s->n; i++)
+        group_commit_submit(&s->items[s->from + i].gc);
+    return NULL;
+}
+
+/* Four threads submitting at once: every item runs exactly once and everything commits. */
+static void test_concurrent_submitters_lose_nothing(void)
+{
+    enum { THREADS = 4, PER = 500, N = THREADS * PER };
+    static struct item items[N];
+    open_fresh();
+    CHECK(group_commit_start() == 0);
+    for (int i = 0; i < N; i++)
+        init_item(&items[i], i + 1, INSERT);
+    pthread_t t[THREADS];
+    struct submitter s[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        s[i] = (struct submitter){ items, i * PER, PER };
+        pthread_create(&t[i], NULL, submit_many, &s[i]);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    wait_all(items, N);
+    for (int i = 0; i < N; i++)
+        CHECK(atomic_load(&items[i].outcome) == GROUP_COMMIT_COMMITTED + 1);
+    CHECK(count_rows("1") == 2 * N);
+    group_commit_stop();
+    close_and_remove();
+}
+
+/* Without a writer thread (before start, after stop), an item still runs, on the caller. */
+static void test_submit_without_the_writer_runs_inline(void)
+{
+    static struct item it;
+    open_fresh();
+    init_item(&it, 7, INSERT);
+    group_commit_submit(&it.gc);
+    CHECK(atomic_load(&it.outcome) == GROUP_COMMIT_COMMITTED + 1);
+    CHECK(count_rows("k = 7") == 1);
+    close_and_remove();
+}
+
+/* A savepoint needs an open transaction and does not nest. */
+static void test_savepoint_calls_outside_a_transaction_fail(void)
+{
+    open_fresh();
+    CHECK(storage_savepoint() == -1);
+    CHECK(storage_savepoint_end(true) == -1);
+    CHECK(storage_begin(true) == 0);
+    CHECK(storage_savepoint() == 0);
+    CHECK(storage_savepoint() == -1); /* no nesting */
+    CHECK(storage_savepoint_end(true) == 0);
+    CHECK(storage_commit() == 0);
+    close_and_remove();
+}
+
+int main(void)
+{
+    static const struct unit_test tests[] = {
+        UNIT_TEST(test_items_queued_during_a_commit_form_one_batch),
+        UNIT_TEST(test_a_failing_item_undoes_only_its_own_writes),
+        UNIT_TEST(test_concurrent_submitters_lose_nothing),
+        UNIT_TEST(test_submit_without_the_writer_runs_inline),
+        UNIT_TEST(test_savepoint_calls_outside_a_transaction_fail),
+    };
+    return unit_run("group_commit", tests, sizeof tests / sizeof tests[0]);
+}
