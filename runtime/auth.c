@@ -9,6 +9,7 @@
 
 #include "runtime/clock.h"
 #include "runtime/revocation.h"
+#include "runtime/token_cache.h"
 
 static const struct token_key *key;
 static auth_scope_mask_fn *mask_of;
@@ -83,10 +84,14 @@ int auth_check(struct req *r)
     while (*tok == ' ')
         tok++;
     struct token_claims c;
-    enum token_result tr = token_verify(key, tok, clock_now_s(), &c);
-    if (tr != TOKEN_OK) {
-        refuse(r, token_result_str(tr));
-        return -1;
+    int64_t now = clock_now_s();
+    if (!token_cache_get(key, tok, now, &c)) {
+        enum token_result tr = token_verify(key, tok, now, &c);
+        if (tr != TOKEN_OK) {
+            refuse(r, token_result_str(tr));
+            return -1;
+        }
+        token_cache_put(tok, &c);
     }
     /* Revoked sessions (logout, refresh-token reuse), tokens (service-account tokens) and
      * principals (disabled service accounts): an in-memory check, no database round trip

@@ -1,5 +1,5 @@
-/* Structured logging to stderr: one line per event, JSON or text, written with one write(2)
- * so concurrent threads never interleave. Never pass secrets here. */
+/* Structured logging to stderr: one line per event, JSON or text; lines from concurrent threads
+ * never interleave. Never pass secrets here. */
 #ifndef RUNTIME_LOG_H
 #define RUNTIME_LOG_H
 
@@ -23,6 +23,10 @@ void log_init(enum log_format f);
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void log_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Access lines are buffered once log_buffer_start() ran (written within ~20 ms by a flusher
+ * thread, and before any other message); log_buffer_stop() writes what is left. */
 void log_access(const struct log_access *a);
+int log_buffer_start(void);
+void log_buffer_stop(void);
 
 #endif

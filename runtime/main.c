@@ -152,8 +152,8 @@ static int run_server(const struct config *c)
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (housekeeping_start() != 0) {
-        snprintf(err, sizeof err, "cannot start the housekeeping thread");
+    if (log_buffer_start() != 0 || housekeeping_start() != 0) {
+        snprintf(err, sizeof err, "cannot start the log flusher and housekeeping threads");
         goto out;
     }
     if (storage_checkpoints_start() != 0 || group_commit_start() != 0) {
@@ -194,6 +194,7 @@ static int run_server(const struct config *c)
     log_info("stopped");
     rc = 0;
 out:
+    log_buffer_stop(); /* whatever access lines are still buffered are written first */
     if (rc != 0)
         log_error("%s", err);
     storage_close();

@@ -11,10 +11,11 @@
 #define PASSWORD_MIN_LEN 12
 #define PASSWORD_MAX_LEN 256
 
-/* Cost for new hashes: N = 2^log2n (default 17 per OWASP; tests lower it with
- * TREASURY_SCRYPT_LOG2N, accepted range 10..20). r = 8, p = 1. */
+/* Cost for new hashes: N = 2^log2n (default 14 with r = 8, p = 5: OWASP's equivalent of
+ * 2^17/8/1 at 16 MiB per hash; tests lower it with TREASURY_SCRYPT_LOG2N, range 10..20). */
 void password_set_cost(int log2n);
-/* "$scrypt$ln=17,r=8,p=1$<salt b64>$<hash b64>" into out (PASSWORD_HASH_MAX). 0 / -1. */
+/* "$scrypt$ln=14,r=8,p=5$<salt b64>$<hash b64>" into out (PASSWORD_HASH_MAX). 0 / -1. At most
+ * two hashes (new or verified) are computed at once; more callers wait their turn. */
 int password_hash(const char *password, char *out, size_t outlen);
 /* Recomputes with the encoded parameters; constant-time compare. False on any malformed input. */
 bool password_verify(const char *password, const char *encoded);

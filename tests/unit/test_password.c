@@ -3,7 +3,10 @@
 #include "runtime/password.h"
 
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
+
+#include <openssl/evp.h>
 
 #include "tests/unit/unit.h"
 
@@ -13,7 +16,7 @@ static void test_hash_then_verify_accepts_same_password(void)
 {
     char h[PASSWORD_HASH_MAX];
     CHECK(password_hash(pw, h, sizeof h) == 0);
-    CHECK(strncmp(h, "$scrypt$ln=10,r=8,p=1$", 22) == 0);
+    CHECK(strncmp(h, "$scrypt$ln=10,r=8,p=5$", 22) == 0);
     CHECK(password_verify(pw, h));
 }
 
@@ -73,29 +76,29 @@ static void test_verify_rejects_malformed_encodings(void)
 
     /* parameters outside what we produce */
     const char *params[] = {
-        "ln=9,r=8,p=1", "ln=21,r=8,p=1",  "ln=010,r=8,p=1", "ln=10,r=16,p=1",    "ln=10,r=8,p=2",
-        "ln=10,r=8",    "ln=-10,r=8,p=1", "ln=10,p=1,r=8",  "ln=10,r=8,p=1,x=1", "ln=10 ,r=8,p=1"};
+        "ln=9,r=8,p=1", "ln=21,r=8,p=1",  "ln=010,r=8,p=1", "ln=10,r=16,p=1",    "ln=10,r=8,p=17",
+        "ln=10,r=8",    "ln=-10,r=8,p=1", "ln=10,p=1,r=8",  "ln=10,r=8,p=1,x=1", "ln=10 ,r=8,p=1", "ln=10,r=8,p=0"};
     for (size_t i = 0; i < sizeof params / sizeof params[0]; i++) {
         snprintf(t, sizeof t, "$scrypt$%s$%.*s$%s", params[i], sl, salt, hash);
         CHECK(!password_verify(pw, t));
     }
     /* the untouched pieces reassembled still verify, so the cases above fail for their reason */
-    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=1$%.*s$%s", sl, salt, hash);
+    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=5$%.*s$%s", sl, salt, hash);
     CHECK(password_verify(pw, t));
 
-    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=1$%.*s$%s==", sl, salt, hash); /* padding */
+    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=5$%.*s$%s==", sl, salt, hash); /* padding */
     CHECK(!password_verify(pw, t));
-    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=1$%.*s$%.42s", sl, salt, hash); /* short hash */
+    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=5$%.*s$%.42s", sl, salt, hash); /* short hash */
     CHECK(!password_verify(pw, t));
-    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=1$%.*s$%sA", sl, salt, hash); /* long hash */
+    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=5$%.*s$%sA", sl, salt, hash); /* long hash */
     CHECK(!password_verify(pw, t));
-    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=1$%.*s$%s$", sl, salt, hash); /* extra field */
+    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=5$%.*s$%s$", sl, salt, hash); /* extra field */
     CHECK(!password_verify(pw, t));
-    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=1$%.*s!$%s", sl - 1, salt, hash); /* bad char */
+    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=5$%.*s!$%s", sl - 1, salt, hash); /* bad char */
     CHECK(!password_verify(pw, t));
-    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=1$$%s", hash); /* no salt */
+    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=5$$%s", hash); /* no salt */
     CHECK(!password_verify(pw, t));
-    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=1$%.*s$", sl, salt); /* no hash */
+    snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=5$%.*s$", sl, salt); /* no hash */
     CHECK(!password_verify(pw, t));
 
     /* flipping the last hash character to a non-canonical one (unused low bits set) */
@@ -105,6 +108,30 @@ static void test_verify_rejects_malformed_encodings(void)
     CHECK(!password_verify(pw, t));
     CHECK(!password_verify(NULL, h));
     CHECK(!password_verify(pw, NULL));
+}
+
+/* Hashes of earlier builds (p = 1, the OWASP 2^17/8/1 family) still verify. */
+static void test_hashes_with_other_parallelism_still_verify(void)
+{
+    unsigned char salt[16], key[32];
+    for (int i = 0; i < 16; i++)
+        salt[i] = (unsigned char)(i * 11 + 1);
+    for (int p = 1; p <= 3; p++) {
+        CHECK(EVP_PBE_scrypt(pw, strlen(pw), salt, sizeof salt, 1024, 8, (uint64_t)p,
+                             64u << 20, key, sizeof key) == 1);
+        unsigned char s64[32], k64[48];
+        EVP_EncodeBlock(s64, salt, sizeof salt);
+        EVP_EncodeBlock(k64, key, sizeof key);
+        *strchr((char *)s64, '=') = '\0';
+        *strchr((char *)k64, '=') = '\0';
+        char t[PASSWORD_HASH_MAX];
+        snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=%d$%s$%s", p, s64, k64);
+        CHECK(password_verify(pw, t));
+        CHECK(!password_verify("correct horse battery stapl", t));
+        /* the same hash claimed with another p is another hash */
+        snprintf(t, sizeof t, "$scrypt$ln=10,r=8,p=%d$%s$%s", p + 1, s64, k64);
+        CHECK(!password_verify(pw, t));
+    }
 }
 
 static void test_dummy_verification_is_always_false(void)
@@ -205,6 +232,7 @@ int main(void)
         UNIT_TEST(test_same_password_hashes_differently),
         UNIT_TEST(test_hash_refuses_small_buffer),
         UNIT_TEST(test_verify_rejects_malformed_encodings),
+        UNIT_TEST(test_hashes_with_other_parallelism_still_verify),
         UNIT_TEST(test_dummy_verification_is_always_false),
         UNIT_TEST(test_set_cost_ignores_out_of_range),
         UNIT_TEST(test_generate_gives_length_and_unambiguous_charset),
