@@ -805,7 +805,8 @@ int pay_read_decisions(struct req *r, sqlite3_stmt *st, struct payment_approval 
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_failed("approvals");
 }
 
-static int row_to_pay(struct req *r, sqlite3_stmt *st, struct pay *x)
+/* The columns of PAY_COLUMNS into x, the approval without its decisions. */
+static int row_to_pay_fields(struct req *r, sqlite3_stmt *st, struct pay *x)
 {
     struct payment *p = &x->p;
     memset(x, 0, sizeof *x);
@@ -847,7 +848,67 @@ static int row_to_pay(struct req *r, sqlite3_stmt *st, struct pay *x)
         log_error("payments: %s has a value the spec does not know", p->id);
         return -1;
     }
+    return 0;
+}
+
+static int row_to_pay(struct req *r, sqlite3_stmt *st, struct pay *x)
+{
+    if (row_to_pay_fields(r, st, x) != 0)
+        return -1;
     return pay_load_approvers(r, x);
+}
+
+/* The current round's decisions of a page of payments, in one query (not one per row). */
+static int load_page_approvers(struct req *r, struct payment *items, size_t n)
+{
+    if (n == 0)
+        return 0;
+    struct jsonw w;
+    jsonw_init(&w);
+    jsonw_array_begin(&w);
+    for (size_t i = 0; i < n; i++)
+        jsonw_string(&w, items[i].id);
+    jsonw_array_end(&w);
+    size_t len = 0;
+    char *ids = jsonw_take(&w, &len);
+    if (!ids)
+        return -1;
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT a.payment_id, a.user_id, a.decision, a.reason, a.decided_at "
+        "FROM payment_approvals a JOIN payments p "
+        "ON p.id = a.payment_id AND a.round = p.approval_round "
+        "WHERE a.payment_id IN (SELECT value FROM json_each(?1)) "
+        "ORDER BY a.payment_id, a.decided_at, a.user_id");
+    if (!st) {
+        free(ids);
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, ids, (int)len, SQLITE_STATIC);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *pid = (const char *)sqlite3_column_text(st, 0);
+        size_t at = 0;
+        while (at < n && pid && strcmp(items[at].id, pid) != 0)
+            at++;
+        if (at == n || !pid)
+            continue;
+        struct payment_approval *a = items[at].approval;
+        if (!a->approvers)
+            a->approvers = arena_alloc(&r->arena, 20 * sizeof *a->approvers);
+        if (a->approvers_count == 20)
+            continue;
+        struct payment_approver *d = &a->approvers[a->approvers_count++];
+        d->user_id = pay_column(r, st, 1);
+        d->decision = payment_approver_decision_parse(pay_column(r, st, 2));
+        d->reason = pay_column(r, st, 3);
+        d->has_reason = d->reason != NULL;
+        d->decided_at = pay_column(r, st, 4);
+        if (d->decision == PAYMENT_APPROVER_DECISION_APPROVED)
+            a->received++;
+    }
+    sqlite3_reset(st);
+    free(ids);
+    return rc == SQLITE_DONE ? 0 : db_failed("page approvals");
 }
 
 /* The caller's payment: 1 found, 0 answered (404, or 412 for an If-Match naming another
@@ -1247,8 +1308,8 @@ int payments_get_payment(struct req *r, const struct payments_get_payment_reques
 static int payment_row(struct req *r, sqlite3_stmt *st, void *item)
 {
     struct pay x;
-    if (row_to_pay(r, st, &x) != 0)
-        return -1;
+    if (row_to_pay_fields(r, st, &x) != 0)
+        return -1; /* decisions: load_page_approvers, once the page is read */
     memcpy(item, &x.p, sizeof x.p);
     return 0;
 }
@@ -1313,7 +1374,8 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
     page_bind(&pg, st, 11, 12, 13);
     struct payment_page *page = arena_alloc(&r->arena, sizeof *page);
     page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
-    if (page_fill(r, &pg, st, page->data, sizeof *page->data, payment_row) != 0)
+    if (page_fill(r, &pg, st, page->data, sizeof *page->data, payment_row) != 0 ||
+        load_page_approvers(r, page->data, pg.count) != 0)
         return -1;
     page->data_count = pg.count;
     page->has_more = pg.has_more;

@@ -392,3 +392,29 @@ def test_viewers_read_payments_but_cannot_move_money(team):
     assert_problem(team.pay(team.beneficiary(), client=viewer), 403, "insufficient_scope")
     assert_problem(viewer.put(PAY + "/" + p["id"] + "/approve"), 403, "insufficient_scope")
     assert ETAG.match(viewer.get(PAY + "/" + p["id"]).header("ETag"))
+
+
+def test_a_listed_payment_shows_the_same_decisions_as_its_own_get(team):
+    """The list reads the decisions of a whole page in one query: each item must still show
+    exactly its own current round, as GET /payments/{id} does."""
+    team.policy([{"currency": "EUR", "min_amount": 1000, "approvals_required": 2}])
+    ben = team.beneficiary()
+    ids = [assert_json(team.pay(ben, 5000 + i), 201)["id"] for i in range(5)]
+    a0, a1 = team.approvers[0], team.approvers[1]
+    assert_json(a0.put(PAY + "/" + ids[1] + "/approve"), 200)
+    assert_json(a0.put(PAY + "/" + ids[2] + "/approve"), 200)
+    assert_json(a1.put(PAY + "/" + ids[2] + "/approve"), 200)
+    assert_json(a1.put(PAY + "/" + ids[3] + "/approve"), 200)
+    cur = team.owner.get(PAY + "/" + ids[3])
+    assert_json(team.owner.patch(PAY + "/" + ids[3], json={"amount": 7777},
+                                 headers={"If-Match": cur.header("ETag")}), 200)
+    assert_json(a0.put(PAY + "/" + ids[4] + "/deny", json={"reason": "not ours"}), 200)
+    listed = assert_json(team.owner.get(PAY + "?limit=100&beneficiary_id=" + ben["id"]), 200)
+    by_id = {p["id"]: p for p in listed["data"]}
+    assert sorted(by_id) == sorted(ids)
+    for pid in ids:
+        assert by_id[pid] == assert_json(team.owner.get(PAY + "/" + pid), 200), pid
+    assert len(by_id[ids[1]]["approval"]["approvers"]) == 1
+    assert by_id[ids[2]]["approval"]["received"] == 2
+    assert by_id[ids[3]]["approval"]["approvers"] == []  # the change started a new round
+    assert by_id[ids[4]]["approval"]["approvers"][0]["decision"] == "denied"
