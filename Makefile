@@ -87,6 +87,9 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_LINK)
 	@if [ "$(V)" != 1 ]; then echo "  CC/LD   $@"; fi
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The pattern test runs the fast matcher against regexec on the spec's own patterns.
+$(BUILD)/tests/test_pattern: $(BUILD)/obj/generated/patterns.o
+
 # ---- generated code -----------------------------------------------------------------------
 # generated/ is committed; `make generate` rewrites only files whose bytes change.
 generate:

@@ -13,6 +13,9 @@ int pattern_init(const char *const *patterns, size_t n, char *err, size_t errlen
 /* True when s contains a match of pattern idx (an unanchored search, as ECMA-262 `pattern`).
  * False for an index that was never compiled. Safe from any thread after pattern_init(). */
 bool pattern_match(size_t idx, const char *s);
+/* The same answer from regexec alone, and whether idx takes the fast path (tests). */
+bool pattern_match_regex(size_t idx, const char *s);
+bool pattern_is_simple(size_t idx);
 /* Frees the compiled set. */
 void pattern_release(void);
 
