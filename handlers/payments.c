@@ -785,22 +785,30 @@ int pay_load_approvers(struct req *r, struct pay *x)
     return pay_read_decisions(r, st, a);
 }
 
+#define MAX_DECISIONS 20
+
+/* One decision from the row's columns col.. (user_id, decision, reason, decided_at), appended
+ * to a (which has room for MAX_DECISIONS). */
+static void read_decision(struct req *r, sqlite3_stmt *st, int col, struct payment_approval *a)
+{
+    struct payment_approver *d = &a->approvers[a->approvers_count++];
+    d->user_id = pay_column(r, st, col);
+    d->decision = payment_approver_decision_parse(pay_column(r, st, col + 1));
+    d->reason = pay_column(r, st, col + 2);
+    d->has_reason = d->reason != NULL;
+    d->decided_at = pay_column(r, st, col + 3);
+    if (d->decision == PAYMENT_APPROVER_DECISION_APPROVED)
+        a->received++;
+}
+
 int pay_read_decisions(struct req *r, sqlite3_stmt *st, struct payment_approval *a)
 {
-    a->approvers = arena_alloc(&r->arena, 20 * sizeof *a->approvers);
+    a->approvers = arena_alloc(&r->arena, MAX_DECISIONS * sizeof *a->approvers);
     a->approvers_count = 0;
     a->received = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && a->approvers_count < 20) {
-        struct payment_approver *d = &a->approvers[a->approvers_count++];
-        d->user_id = pay_column(r, st, 0);
-        d->decision = payment_approver_decision_parse(pay_column(r, st, 1));
-        d->reason = pay_column(r, st, 2);
-        d->has_reason = d->reason != NULL;
-        d->decided_at = pay_column(r, st, 3);
-        if (d->decision == PAYMENT_APPROVER_DECISION_APPROVED)
-            a->received++;
-    }
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && a->approvers_count < MAX_DECISIONS)
+        read_decision(r, st, 0, a);
     sqlite3_reset(st);
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_failed("approvals");
 }
@@ -894,17 +902,9 @@ static int load_page_approvers(struct req *r, struct payment *items, size_t n)
             continue;
         struct payment_approval *a = items[at].approval;
         if (!a->approvers)
-            a->approvers = arena_alloc(&r->arena, 20 * sizeof *a->approvers);
-        if (a->approvers_count == 20)
-            continue;
-        struct payment_approver *d = &a->approvers[a->approvers_count++];
-        d->user_id = pay_column(r, st, 1);
-        d->decision = payment_approver_decision_parse(pay_column(r, st, 2));
-        d->reason = pay_column(r, st, 3);
-        d->has_reason = d->reason != NULL;
-        d->decided_at = pay_column(r, st, 4);
-        if (d->decision == PAYMENT_APPROVER_DECISION_APPROVED)
-            a->received++;
+            a->approvers = arena_alloc(&r->arena, MAX_DECISIONS * sizeof *a->approvers);
+        if (a->approvers_count < MAX_DECISIONS)
+            read_decision(r, st, 1, a);
     }
     sqlite3_reset(st);
     free(ids);

@@ -48,6 +48,7 @@ static void run_batch(struct group_commit_item *list)
             if (!storage_in_tx()) {
                 log_error("group commit: the transaction was rolled back under a request; "
                           "%llu request(s) of this batch fail", (unsigned long long)ran);
+                storage_rollback(); /* nothing left to roll back: gives the write lock back */
                 lost = true;
                 it = it->next;
                 break;

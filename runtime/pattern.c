@@ -211,20 +211,18 @@ out:
     return rc;
 }
 
-bool pattern_match(size_t idx, const char *s)
-{
-    if (idx >= n_compiled || !s)
-        return false;
-    if (simple[idx].ok)
-        return match_from(&simple[idx], 0, (const unsigned char *)s);
-    return regexec(&compiled[idx], s, 0, NULL, 0) == 0;
-}
-
 bool pattern_match_regex(size_t idx, const char *s)
 {
     if (idx >= n_compiled || !s)
         return false;
     return regexec(&compiled[idx], s, 0, NULL, 0) == 0;
+}
+
+bool pattern_match(size_t idx, const char *s)
+{
+    if (idx < n_compiled && s && simple[idx].ok)
+        return match_from(&simple[idx], 0, (const unsigned char *)s);
+    return pattern_match_regex(idx, s);
 }
 
 bool pattern_is_simple(size_t idx)

@@ -764,6 +764,7 @@ void storage_checkpoints_stop(void)
     bool was = ckpt_running;
     ckpt_stopping = true;
     ckpt_running = false;
+    atomic_store(&ckpt_hooked, false); /* connections opened from now on checkpoint themselves */
     pthread_cond_signal(&ckpt_cv);
     pthread_mutex_unlock(&ckpt_mu);
     if (was)

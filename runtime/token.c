@@ -149,6 +149,32 @@ static int64_t sat_add(int64_t a, int64_t b)
     return a + b;
 }
 
+static int64_t leeway_of(const struct token_key *k)
+{
+    return k->leeway_seconds > 0 ? k->leeway_seconds : 0;
+}
+
+/* The time rules, with the key's leeway for clock skew. */
+static bool expired_at(const struct token_key *k, int64_t exp, int64_t now)
+{
+    return now >= sat_add(exp, leeway_of(k));
+}
+
+static bool in_the_future(const struct token_key *k, int64_t t, int64_t now)
+{
+    return t > sat_add(now, leeway_of(k));
+}
+
+enum token_result token_check_times(const struct token_key *k, const struct token_claims *c,
+                                    int64_t now)
+{
+    if (c->exp != 0 && expired_at(k, c->exp, now))
+        return TOKEN_EXPIRED;
+    if ((c->nbf != 0 && in_the_future(k, c->nbf, now)) || in_the_future(k, c->iat, now))
+        return TOKEN_NOT_YET_VALID;
+    return TOKEN_OK;
+}
+
 static enum token_result copy_claim(const struct json_value *obj, const char *name, char *dst,
                                     size_t cap, bool allow_empty)
 {
@@ -168,7 +194,6 @@ static enum token_result check_claims(const struct token_key *k, const struct js
     enum token_result r;
     int64_t exp = 0, nbf = 0, iat = 0;
     int has;
-    int64_t leeway = k->leeway_seconds > 0 ? k->leeway_seconds : 0;
 
     if (!str_is(json_get(pl, "iss"), k->issuer))
         return TOKEN_BAD_ISSUER;
@@ -183,16 +208,16 @@ static enum token_result check_claims(const struct token_key *k, const struct js
     has = get_int(pl, "exp", &exp);
     if (has < 0 || (has == 0 && !service))
         return TOKEN_MISSING_CLAIM;
-    if (has && now >= sat_add(exp, leeway))
+    if (has && expired_at(k, exp, now))
         return TOKEN_EXPIRED;
     has = get_int(pl, "nbf", &nbf);
     if (has < 0)
         return TOKEN_MALFORMED;
-    if (has && nbf > sat_add(now, leeway))
+    if (has && in_the_future(k, nbf, now))
         return TOKEN_NOT_YET_VALID;
     if (get_int(pl, "iat", &iat) != 1)
         return TOKEN_MISSING_CLAIM;
-    if (iat > sat_add(now, leeway))
+    if (in_the_future(k, iat, now))
         return TOKEN_NOT_YET_VALID;
 
     memset(c, 0, sizeof *c);

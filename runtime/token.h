@@ -54,6 +54,10 @@ int token_issue(const struct token_key *k, const struct token_claims *c, char **
 /* Verifies everything listed above against now (Unix seconds) and fills *c on TOKEN_OK. */
 enum token_result token_verify(const struct token_key *k, const char *token, int64_t now,
                                struct token_claims *c);
+/* The exp, nbf and iat rules of token_verify alone, on claims it accepted earlier (the
+ * verified-token cache): TOKEN_OK, TOKEN_EXPIRED or TOKEN_NOT_YET_VALID at now. */
+enum token_result token_check_times(const struct token_key *k, const struct token_claims *c,
+                                    int64_t now);
 const char *token_result_str(enum token_result r);
 
 #endif

@@ -47,11 +47,6 @@ static size_t slot_of(const char *token, size_t len)
     return (size_t)(h ^ (h >> 32)) & (SLOTS - 1);
 }
 
-static int64_t plus(int64_t a, int64_t b)
-{
-    return a > INT64_MAX - b ? INT64_MAX : a + b;
-}
-
 bool token_cache_get(const struct token_key *k, const char *token, int64_t now,
                      struct token_claims *c)
 {
@@ -68,15 +63,8 @@ bool token_cache_get(const struct token_key *k, const char *token, int64_t now,
         hit = true;
     }
     pthread_mutex_unlock(m);
-    if (!hit)
-        return false;
     /* The same time rules as token_verify: a cached token expires on time. */
-    int64_t leeway = k->leeway_seconds > 0 ? k->leeway_seconds : 0;
-    if (c->exp != 0 && now >= plus(c->exp, leeway))
-        return false;
-    if ((c->nbf != 0 && c->nbf > plus(now, leeway)) || c->iat > plus(now, leeway))
-        return false;
-    return true;
+    return hit && token_check_times(k, c, now) == TOKEN_OK;
 }
 
 void token_cache_put(const char *token, const struct token_claims *c)

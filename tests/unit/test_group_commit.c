@@ -61,7 +61,7 @@ static long long count_rows(const char *where)
     return n;
 }
 
-enum kind { INSERT, DUPLICATE, REFUSE, MISUSE };
+enum kind { INSERT, DUPLICATE, REFUSE, MISUSE, LOSE_TX };
 
 struct item {
     struct group_commit_item gc;
@@ -104,6 +104,11 @@ static void run(void *ctx)
     case REFUSE:
         insert(it->key, "a");
         ok = false; /* a business refusal: its writes are discarded */
+        break;
+    case LOSE_TX:
+        /* What SQLite does on an I/O or disk-full error: the whole transaction is gone. */
+        insert(it->key, "a");
+        sqlite3_exec(storage_db(), "ROLLBACK", NULL, NULL, NULL);
         break;
     case MISUSE:
         insert(it->key, "a");
@@ -206,6 +211,43 @@ static void test_a_failing_item_undoes_only_its_own_writes(void)
     close_and_remove();
 }
 
+/* SQLite rolls the transaction back under an item: the items since BEGIN are lost (none of their
+ * rows stay), the items after it commit in a new transaction, and the writer goes on. */
+static void test_a_transaction_lost_under_an_item_fails_only_its_part_of_the_batch(void)
+{
+    enum { N = 10, LOSER = 4 };
+    static struct item items[N], later;
+    open_fresh();
+    CHECK(group_commit_start() == 0);
+    CHECK(storage_begin(true) == 0);
+    for (int i = 0; i < N; i++) {
+        init_item(&items[i], i + 1, i == LOSER ? LOSE_TX : INSERT);
+        group_commit_submit(&items[i].gc);
+    }
+    CHECK(storage_commit() == 0);
+    wait_all(items, N);
+    /* Item 0 may have run alone before the others queued; the rest share one batch. */
+    for (int i = 1; i < N; i++) {
+        char where[64];
+        snprintf(where, sizeof where, "k = %d OR k = %d", i + 1, i + 1 + 100000);
+        int outcome = atomic_load(&items[i].outcome) - 1;
+        if (i <= LOSER) {
+            CHECK(outcome == GROUP_COMMIT_LOST);
+            CHECK(count_rows(where) == 0);
+        } else {
+            CHECK(outcome == GROUP_COMMIT_COMMITTED);
+            CHECK(count_rows(where) == 2);
+        }
+    }
+    /* The write lock was given back: later writes still go through. */
+    init_item(&later, 500, INSERT);
+    group_commit_submit(&later.gc);
+    wait_all(&later, 1);
+    CHECK(atomic_load(&later.outcome) == GROUP_COMMIT_COMMITTED + 1);
+    group_commit_stop();
+    close_and_remove();
+}
+
 struct submitter {
     struct item *items;
     int from, n;
@@ -275,6 +317,7 @@ int main(void)
     static const struct unit_test tests[] = {
         UNIT_TEST(test_items_queued_during_a_commit_form_one_batch),
         UNIT_TEST(test_a_failing_item_undoes_only_its_own_writes),
+        UNIT_TEST(test_a_transaction_lost_under_an_item_fails_only_its_part_of_the_batch),
         UNIT_TEST(test_concurrent_submitters_lose_nothing),
         UNIT_TEST(test_submit_without_the_writer_runs_inline),
         UNIT_TEST(test_savepoint_calls_outside_a_transaction_fail),
