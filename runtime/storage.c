@@ -720,6 +720,37 @@ static int migrate(sqlite3 *db, int *version, char *err, size_t errlen)
     return 0;
 }
 
+static int checkpoint_passive(sqlite3 *db)
+{
+    int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+    if (rc != SQLITE_OK && rc != SQLITE_BUSY)
+        log_warn("storage: checkpoint failed: %s (code %d)", sqlite3_errmsg(db), rc);
+    return rc;
+}
+
+/* Copies the WAL into the database in two passes. The first runs alongside new commits and
+ * copies the bulk. The second holds the write lock, so no commit lands while it copies the
+ * few frames committed meanwhile: the WAL is then wholly in the database, and the next write
+ * transaction starts the WAL over from its beginning (SQLite restarts it when a writer begins
+ * on a fully copied WAL and no reader still uses its frames). Without the second pass a steady
+ * stream of commits keeps the copy always a little behind, the WAL never restarts, and it
+ * grows to the backstop, with every checkpoint sorting its index anew. */
+void storage_checkpoint(void (*between)(void))
+{
+    sqlite3 *db = storage_db();
+    if (!db) {
+        log_warn("storage: checkpoint failed: no connection");
+        return;
+    }
+    if (checkpoint_passive(db) != SQLITE_OK)
+        return;
+    if (between)
+        between();
+    write_lock();
+    checkpoint_passive(db);
+    write_unlock();
+}
+
 static void *checkpointer_main(void *arg)
 {
     (void)arg;
@@ -731,12 +762,7 @@ static void *checkpointer_main(void *arg)
         }
         ckpt_wanted = false;
         pthread_mutex_unlock(&ckpt_mu);
-        sqlite3 *db = storage_db();
-        int rc = db ? sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL)
-                    : SQLITE_ERROR;
-        if (rc != SQLITE_OK && rc != SQLITE_BUSY)
-            log_warn("storage: checkpoint failed: %s (code %d)",
-                     db ? sqlite3_errmsg(db) : "no connection", rc);
+        storage_checkpoint(NULL);
         pthread_mutex_lock(&ckpt_mu);
     }
     pthread_mutex_unlock(&ckpt_mu);

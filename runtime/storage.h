@@ -38,6 +38,10 @@ bool storage_in_tx(void);
  * running them inside a commit. 0 / -1. */
 int storage_checkpoints_start(void);
 void storage_checkpoints_stop(void);
+/* One checkpoint on the calling thread, as the checkpoint thread runs it: a pass alongside
+ * commits, then a pass under the write lock, after which the next write starts the WAL over.
+ * between (tests only; NULL otherwise) runs between the two passes. */
+void storage_checkpoint(void (*between)(void));
 /* Highest applied migration version, for tests and `--version`. */
 int storage_schema_version(void);
 

@@ -7,7 +7,8 @@ CPU 1 for a fixed time per scenario. Every scenario runs right after the in-proc
 so the ratios compare like with like on whatever machine runs this. The whole set runs three
 times (this kind of machine varies by 30 % from minute to minute) and the medians are shown.
 Per scenario: requests per second, p50/p99 latency, server CPU time per request (from
-/proc/<pid>/stat), then the server's peak RSS. Never asserts timings; it prints a table.
+/proc/<pid>/stat), bytes written to storage per request (/proc/<pid>/io write_bytes: WAL
+frames, checkpoints), then the server's peak RSS. Never asserts timings; it prints a table.
 Bounded: about two and a half minutes.
 
     BENCH_DURATION=5s BENCH_CONNECTIONS=16 BENCH_ROUNDS=5 make bench
@@ -99,6 +100,15 @@ def cpu_ticks(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def disk_bytes(pid):
+    """Bytes the server sent to storage (/proc/<pid>/io write_bytes: WAL, checkpoints)."""
+    with open("/proc/%d/io" % pid) as f:
+        for line in f:
+            if line.startswith("write_bytes:"):
+                return int(line.split()[1])
+    return 0
 
 
 def status_kib(pid, key):
@@ -242,22 +252,25 @@ def main():
                         ["perf", "record", "-q"] + args +
                         ["-p", str(proc.pid), "-o", os.path.join(perf_dir, "%d.data" % i)],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                before = cpu_ticks(proc.pid)
+                before, disk_before = cpu_ticks(proc.pid), disk_bytes(proc.pid)
                 rps, total, p50, p99, non2xx = wrk(url, token, scripts[rnd] if scripts else None,
                                                    conns)
                 if perf:
                     perf.send_signal(2)
                     perf.wait(timeout=60)
                 cpu_us = (cpu_ticks(proc.pid) - before) * 1e6 / CLK_TCK / max(total, 1)
-                results[name].append((rps, hz[0], rps / hz[0], p50, p99, cpu_us, non2xx))
-        print("%-30s %9s %9s %7s %9s %9s %9s %7s" % (
-            "scenario", "req/s", "healthz", "ratio", "p50", "p99", "CPU us/rq", "non-2xx"))
+                disk_kib = (disk_bytes(proc.pid) - disk_before) / 1024.0 / max(total, 1)
+                results[name].append((rps, hz[0], rps / hz[0], p50, p99, cpu_us, non2xx,
+                                      disk_kib))
+        print("%-30s %9s %9s %7s %9s %9s %9s %8s %7s" % (
+            "scenario", "req/s", "healthz", "ratio", "p50", "p99", "CPU us/rq", "disk KiB",
+            "non-2xx"))
         for name, rows in results.items():
             mid = sorted(rows, key=lambda row: row[2])[len(rows) // 2]  # the median-ratio round
-            print("%-30s %9.0f %9.0f %6.2fx %9s %9s %9.1f %7d" % (
+            print("%-30s %9.0f %9.0f %6.2fx %9s %9s %9.1f %8.1f %7d" % (
                 name, median(r[0] for r in rows), median(r[1] for r in rows),
                 median(r[2] for r in rows), mid[3], mid[4], median(r[5] for r in rows),
-                sum(r[6] for r in rows)))
+                median(r[7] for r in rows), sum(r[6] for r in rows)))
         print("server peak RSS (VmHWM): %d MiB" % (status_kib(proc.pid, "VmHWM") // 1024))
         print("ratio: the scenario's req/s over GET /healthz's in the run just before it; "
               "p50/p99 from the median-ratio round; %.0f s in all" % (time.monotonic() - t0))
