@@ -955,15 +955,21 @@ static char *payment_json(struct req *r, const struct payment *p)
     return out;
 }
 
-/* The event and the audit record of a state change, in the request's transaction. */
-int pay_record_change(struct req *r, const char *type, const struct payment *p,
-                         enum payment_status before, const char *detail)
+/* pay_record_change with the payment's JSON already rendered (json: payment_json(r, p)). */
+static int record_change_json(struct req *r, const char *type, const struct payment *p,
+                              enum payment_status before, const char *detail, const char *json)
 {
-    char *json = payment_json(r, p);
     if (!json || outbox_add(r, type, "payment", p->id, p->version, json) != 0)
         return -1;
     return audit_record(r, type, "payment", p->id, before ? payment_status_str(before) : NULL,
                         payment_status_str(p->status), detail);
+}
+
+/* The event and the audit record of a state change, in the request's transaction. */
+int pay_record_change(struct req *r, const char *type, const struct payment *p,
+                         enum payment_status before, const char *detail)
+{
+    return record_change_json(r, type, p, before, detail, payment_json(r, p));
 }
 
 /* ---- approval policy ---- */
@@ -1281,9 +1287,12 @@ int payments_create_payment(struct req *r, const struct payments_create_payment_
         return -1;
     p->approval->required = need;
     pay_set_status(x, need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED);
-    if (pay_save(x, true, 0) != 0 || pay_record_change(r, "payment.created", p, 0, NULL) != 0 ||
-        (need == 0 && pay_record_change(r, "payment.approved", p, PAYMENT_STATUS_APPROVED,
-                                    "no approval required by the policy") != 0))
+    /* Both events carry the payment as stored: render it once. */
+    const char *json = payment_json(r, p);
+    if (pay_save(x, true, 0) != 0 ||
+        record_change_json(r, "payment.created", p, 0, NULL, json) != 0 ||
+        (need == 0 && record_change_json(r, "payment.approved", p, PAYMENT_STATUS_APPROVED,
+                                         "no approval required by the policy", json) != 0))
         return -1;
     out->status = 201;
     out->body_201 = p;

@@ -119,8 +119,21 @@ char *arena_vprintf(struct arena *a, const char *fmt, va_list ap)
 {
     va_list copy;
     va_copy(copy, ap);
-    int n = vsnprintf(NULL, 0, fmt, copy);
+    /* Straight into the head block's free space when it fits (one formatting pass, not two);
+     * otherwise the bytes written there are zeroed again, as arena_alloc promises. */
+    struct arena_block *b = a->head;
+    size_t room = b ? b->size - b->used : 0;
+    int n = vsnprintf(room ? (char *)b->data + b->used : NULL, room, fmt, copy);
     va_end(copy);
+    if (n >= 0 && (size_t)n < room) {
+        char *p = (char *)b->data + b->used;
+        size_t need = round_up((size_t)n + 1);
+        b->used += need;
+        a->total += need;
+        return p;
+    }
+    if (room)
+        memset(b->data + b->used, 0, room);
     if (n < 0) {
         /* Only an invalid format or wide-char conversion gets here: a programming error. */
         fprintf(stderr, "arena: vsnprintf failed for format \"%s\"\n", fmt);

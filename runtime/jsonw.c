@@ -20,7 +20,7 @@ static void reserve(struct jsonw *w, size_t n)
         return;
     if (n > SIZE_MAX / 2 - w->len)
         die("output too large");
-    size_t cap = w->cap ? w->cap : 256;
+    size_t cap = w->cap ? w->cap : 1024; /* a payment's JSON fits without a realloc */
     while (cap - w->len < n + 1)
         cap *= 2;
     char *nb = realloc(w->buf, cap);
@@ -152,7 +152,23 @@ static void quoted(struct jsonw *w, const char *str, size_t n)
     static const char hex[] = "0123456789abcdef";
     const unsigned char *s = (const unsigned char *)str;
     size_t i = 0, run = 0;
-    putc1(w, '"');
+    /* Fast path: printable ASCII with nothing to escape (ids, codes, dates, most text) is
+     * copied as it is scanned; the first other byte hands over to the loop below. */
+    reserve(w, n + 3);
+    char *o = w->buf + w->len;
+    *o++ = '"';
+    while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\') {
+        o[i] = (char)s[i];
+        i++;
+    }
+    if (i == n) {
+        o[n] = '"';
+        w->len += n + 2;
+        w->buf[w->len] = '\0';
+        return;
+    }
+    w->len += 1 + i;
+    w->buf[w->len] = '\0';
     while (i < n) {
         unsigned char c = s[i];
         const char *esc = NULL;
@@ -231,10 +247,18 @@ void jsonw_string(struct jsonw *w, const char *s)
 
 void jsonw_int(struct jsonw *w, int64_t v)
 {
-    char buf[32];
-    int n = snprintf(buf, sizeof buf, "%" PRId64, v);
+    char buf[24];
+    char *end = buf + sizeof buf, *p = end;
+    /* Digits of the magnitude as unsigned, so INT64_MIN needs no special case. */
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
     separate(w);
-    put(w, buf, (size_t)n);
+    put(w, p, (size_t)(end - p));
 }
 
 void jsonw_double(struct jsonw *w, double v)

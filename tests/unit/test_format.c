@@ -4,7 +4,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "tests/unit/unit.h"
 
@@ -194,6 +196,27 @@ static void test_time_rfc3339_renders_utc_with_milliseconds(void)
     CHECK_STR(buf, "1969-12-31T23:59:59.999Z");
     format_time_rfc3339(INT64_C(253402300799999), buf, sizeof buf);
     CHECK_STR(buf, "9999-12-31T23:59:59.999Z");
+    format_time_rfc3339(INT64_C(253402300800000), buf, sizeof buf); /* past 9999: five digits */
+    CHECK_STR(buf, "10000-01-01T00:00:00.000Z");
+    format_time_rfc3339(INT64_C(1795333151123), buf, 11); /* a short buffer truncates */
+    CHECK_STR(buf, "2026-11-22");
+    /* Digit by digit agrees with the C library's calendar over the years 1 to 9999. */
+    uint64_t x = 88172645463325252u;
+    int wrong = 0;
+    for (int i = 0; i < 5000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int64_t ms = (int64_t)(x % UINT64_C(315537897600000)) - INT64_C(62135596800000);
+        time_t secs = (time_t)(ms / 1000 - (ms % 1000 < 0));
+        struct tm tm;
+        char want[80];
+        gmtime_r(&secs, &tm);
+        snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 (int)((ms % 1000 + 1000) % 1000));
+        format_time_rfc3339(ms, buf, sizeof buf);
+        wrong += strcmp(buf, want) != 0;
+    }
+    CHECK(wrong == 0);
 }
 
 static void test_time_parse_reads_back_what_rfc3339_renders(void)

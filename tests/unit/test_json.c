@@ -418,6 +418,45 @@ static char *take(struct jsonw *w)
     return s;
 }
 
+static void test_writer_spells_integers_and_escapes_after_plain_runs(void)
+{
+    static const struct {
+        int64_t v;
+        const char *want;
+    } ints[] = {{0, "0"}, {7, "7"}, {-7, "-7"}, {1234567890, "1234567890"},
+                {INT64_MAX, "9223372036854775807"}, {INT64_MIN, "-9223372036854775808"}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        struct jsonw w;
+        size_t len = 0;
+        jsonw_init(&w);
+        jsonw_int(&w, ints[i].v);
+        char *out = jsonw_take(&w, &len);
+        CHECK_STR(out, ints[i].want);
+        CHECK(len == strlen(ints[i].want));
+        free(out);
+    }
+    /* A plain run, then a byte to escape, then more plain text, in one string; and a plain
+     * string long enough to make the buffer grow. */
+    char big[3000];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    struct jsonw w;
+    size_t len = 0;
+    jsonw_init(&w);
+    jsonw_array_begin(&w);
+    jsonw_string(&w, "plain text\nthen \"quoted\" \xc3\xa9 end");
+    jsonw_string(&w, big);
+    jsonw_string(&w, "");
+    jsonw_array_end(&w);
+    char *out = jsonw_take(&w, &len);
+    char want[3100];
+    snprintf(want, sizeof want, "[\"plain text\\nthen \\\"quoted\\\" \xc3\xa9 end\",\"%s\",\"\"]",
+             big);
+    CHECK_STR(out, want);
+    CHECK(len == strlen(want));
+    free(out);
+}
+
 static void test_writer_places_commas_at_every_depth(void)
 {
     struct jsonw w;
@@ -656,6 +695,7 @@ int main(void)
         UNIT_TEST(test_number_to_double_reads_the_literal),
         UNIT_TEST(test_utf8_validity_and_code_points),
         UNIT_TEST(test_writer_places_commas_at_every_depth),
+        UNIT_TEST(test_writer_spells_integers_and_escapes_after_plain_runs),
         UNIT_TEST(test_writer_escapes_strings_per_rfc_8259),
         UNIT_TEST(test_writer_keys_are_escaped),
         UNIT_TEST(test_writer_integers_are_exact),
