@@ -2,6 +2,7 @@
  * temporary directory. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,7 +107,12 @@ static void test_open_creates_database_with_every_table(void)
                     "'batch_approvals', 'oauth_clients', 'oauth_grants', 'oauth_codes', "
                     "'oauth_browser_sessions', 'oauth_requests')") == 26);
     CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
-                    "name IN ('beneficiaries_list_idx', 'events_seq_idx', 'payments_due_idx')") == 3);
+                    "name IN ('beneficiaries_list_idx', 'events_id_idx', 'events_resource_idx', "
+                    "'audit_events_id_idx', 'payments_due_idx')") == 5);
+    /* Dropped by migration 13: no query read them. */
+    CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
+                    "name IN ('events_seq_idx', 'events_undelivered_idx', "
+                    "'payments_status_idx')") == 0);
     done();
 }
 
@@ -428,6 +434,84 @@ static void test_checkpoint_restarts_the_wal_when_its_first_pass_falls_short(voi
     done();
 }
 
+static const char events_snapshot[] =
+    "SELECT group_concat(quote(seq) || quote(id) || quote(workspace_id) || quote(type) || "
+    "quote(resource_type) || quote(resource_id) || quote(resource_version) || quote(data) || "
+    "quote(request_id) || quote(idempotency_key) || quote(created_at) || quote(delivered_at), "
+    "';') FROM (SELECT * FROM events ORDER BY seq)";
+static const char audit_snapshot[] =
+    "SELECT group_concat(quote(workspace_id) || quote(seq) || quote(id) || quote(occurred_at) || "
+    "quote(actor_id) || quote(action) || quote(resource_type) || quote(resource_id) || "
+    "quote(before_status) || quote(after_status) || quote(detail) || quote(request_id) || "
+    "quote(prev_hash) || quote(hash), ';') FROM (SELECT * FROM audit_events "
+    "ORDER BY workspace_id, seq)";
+
+/* The first column of the first row as malloc'd text ("" for none). */
+static char *snapshot(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    char *out = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        out = strdup(sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "");
+    sqlite3_finalize(st);
+    return out;
+}
+
+/* Migration 13 rebuilds events and audit_events: every row survives with every column, and
+ * the numbering carries on from the last event. */
+static void test_lean_writes_migration_keeps_every_event_and_audit_record(void)
+{
+    sqlite3 *db = NULL;
+    fresh_path();
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, "
+                           "name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    for (size_t i = 0; i < migrations_count && migrations_list[i].version < 13; i++) {
+        char *sql = sqlite3_mprintf("%s; INSERT INTO schema_migrations VALUES (%d, %Q, "
+                                    "'2026-01-01T00:00:00.000Z')",
+                                    migrations_list[i].sql, migrations_list[i].version,
+                                    migrations_list[i].name);
+        CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
+        sqlite3_free(sql);
+    }
+    CHECK(sqlite3_exec(
+              db,
+              "INSERT INTO workspaces (id, name, created_at, updated_at) VALUES "
+              "('wsp_1', 'One', '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z');"
+              "INSERT INTO events (id, workspace_id, type, resource_type, resource_id, "
+              "resource_version, data, request_id, idempotency_key, created_at, seq, "
+              "delivered_at) VALUES "
+              "('evt_a', 'wsp_1', 'payment.created', 'payment', 'pay_1', 1, '{}', 'req_1', NULL, "
+              "'2026-01-01T00:00:00.000Z', 1, NULL),"
+              "('evt_b', 'wsp_1', 'payment.approved', 'payment', 'pay_1', 2, '{\"a\":1}', "
+              "'req_2', 'key-2', '2026-01-01T00:00:01.000Z', 7, '2026-01-01T00:00:02.000Z');"
+              "INSERT INTO audit_events VALUES "
+              "('wsp_1', 1, 'aud_a', '2026-01-01T00:00:00.000Z', 'usr_1', 'payment.created', "
+              "'payment', 'pay_1', NULL, 'pending_approval', NULL, 'req_1', 'p0', 'h1'),"
+              "('wsp_1', 2, 'aud_b', '2026-01-01T00:00:01.000Z', 'usr_2', 'payment.approved', "
+              "'payment', 'pay_1', 'pending_approval', 'approved', 'four eyes', 'req_2', 'h1', "
+              "'h2')",
+              NULL, NULL, NULL) == SQLITE_OK);
+    char *events_before = snapshot(db, events_snapshot), *audit_before = snapshot(db, audit_snapshot);
+    sqlite3_close(db);
+
+    char err[256] = "";
+    CHECK(storage_open(path, err, sizeof err) == 0);
+    CHECK(storage_schema_version() == latest_version());
+    char *events_after = snapshot(storage_db(), events_snapshot);
+    char *audit_after = snapshot(storage_db(), audit_snapshot);
+    CHECK(events_before && strstr(events_before, "'evt_b'") && strstr(events_before, "'key-2'"));
+    CHECK(audit_before && strstr(audit_before, "'four eyes'"));
+    CHECK_STR(events_after, events_before);
+    CHECK_STR(audit_after, audit_before);
+    CHECK(query_int("SELECT COALESCE(MAX(seq), 0) + 1 FROM events") == 8);
+    CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE name = 'audit_events' AND "
+                    "sql LIKE '%WITHOUT ROWID%'") == 1);
+    free(events_before), free(audit_before), free(events_after), free(audit_after);
+    done();
+}
+
 static void test_open_reports_a_file_that_is_not_a_database(void)
 {
     char err[256] = "";
@@ -465,6 +549,7 @@ int main(void)
         UNIT_TEST(test_database_with_another_migration_history_is_refused),
         UNIT_TEST(test_open_twice_is_refused),
         UNIT_TEST(test_open_reports_a_file_that_is_not_a_database),
+        UNIT_TEST(test_lean_writes_migration_keeps_every_event_and_audit_record),
         UNIT_TEST(test_checkpoint_restarts_the_wal_when_its_first_pass_falls_short),
     };
     log_init(LOG_FORMAT_TEXT);
