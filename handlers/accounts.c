@@ -1035,15 +1035,32 @@ static int set_mfa(const char *user_id, const char *status, const char *sealed, 
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
+/* Gives back an attempt spent by mfa_attempt (as on_rewind: the run is thrown away). */
+static void give_back_mfa_attempt(struct req *r)
+{
+    ratelimit_refund(r->on_rewind_arg, MFA_FAILURES, MFA_FAILURE_PERIOD_S, ratelimit_now_ns());
+}
+
+/* A right code: the attempt is given back, and nothing is left to give back on a rewind. */
+static void mfa_right_code(struct req *r, const char *key)
+{
+    ratelimit_refund(key, MFA_FAILURES, MFA_FAILURE_PERIOD_S, ratelimit_now_ns());
+    r->on_rewind = NULL;
+}
+
 /* Spends one attempt of the caller's MFA-code quota; false (429 answered) when there is none
- * left. The quota key is refunded by the caller on a right code. */
+ * left. The caller gives it back on a right code (mfa_right_code); a run thrown away to be
+ * run again gives it back too (on_rewind), so a wrong code is counted once. */
 static bool mfa_attempt(struct req *r, char *key, size_t n)
 {
     struct ratelimit_verdict v;
     snprintf(key, n, "mfa-fail:%s", r->principal.user_id);
     ratelimit_check(key, MFA_FAILURES, MFA_FAILURE_PERIOD_S, ratelimit_now_ns(), &v);
-    if (v.allowed)
+    if (v.allowed) {
+        r->on_rewind = give_back_mfa_attempt;
+        r->on_rewind_arg = arena_strdup(&r->arena, key);
         return true;
+    }
     ratelimit_set_headers(r, "mfa_failures", &v);
     req_problem(r, 429, "rate_limited", "Too many wrong codes; retry in %lld s.",
                 (long long)v.retry_after);
@@ -1154,7 +1171,7 @@ int accounts_confirm_mfa(struct req *r, const struct accounts_confirm_mfa_reques
         invalid_code(r, "/code");
         return 0;
     }
-    ratelimit_refund(guard, MFA_FAILURES, MFA_FAILURE_PERIOD_S, ratelimit_now_ns());
+    mfa_right_code(r, guard);
     const char *user[] = {r->principal.user_id};
     if (acc_exec_texts("UPDATE users SET mfa_status = 'enabled' WHERE id = ?", user, 1) != 0 ||
         acc_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0)
@@ -1210,7 +1227,7 @@ int accounts_disable_mfa(struct req *r, const struct accounts_disable_mfa_reques
         invalid_code(r, p->has_code ? "/code" : "/recovery_code");
         return 0;
     }
-    ratelimit_refund(guard, MFA_FAILURES, MFA_FAILURE_PERIOD_S, ratelimit_now_ns());
+    mfa_right_code(r, guard);
     const char *user[] = {r->principal.user_id};
     if (set_mfa(r->principal.user_id, "none", NULL, 0) != 0 ||
         acc_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0)

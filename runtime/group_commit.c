@@ -31,9 +31,11 @@ static void finish(struct group_commit_item *from, struct group_commit_item *to,
 
 /* Runs a list in as few transactions as it takes: normally one. When SQLite rolls the whole
  * transaction back under an item (an I/O or disk-full error), the items since BEGIN are lost
- * and the rest go on in a new transaction. */
+ * and the rest go on in a new transaction. When an unguarded item needs its writes undone,
+ * the transaction is rolled back and the list runs again, every item in a savepoint. */
 static void run_batch(struct group_commit_item *list)
 {
+    bool guarded = false;
     while (list) {
         if (storage_begin(true) != 0) {
             finish(list, NULL, GROUP_COMMIT_NOT_RUN);
@@ -41,18 +43,29 @@ static void run_batch(struct group_commit_item *list)
         }
         struct group_commit_item *it = list;
         uint64_t ran = 0;
-        bool lost = false;
+        bool lost = false, again = false;
         for (; it; it = it->next) {
-            it->run(it->ctx);
+            again = it->run(it->ctx, guarded) && !guarded;
             ran++;
             if (!storage_in_tx()) {
                 log_error("group commit: the transaction was rolled back under a request; "
                           "%llu request(s) of this batch fail", (unsigned long long)ran);
                 storage_rollback(); /* nothing left to roll back: gives the write lock back */
                 lost = true;
+                again = false;
                 it = it->next;
                 break;
             }
+            if (again)
+                break;
+        }
+        if (again) {
+            storage_rollback();
+            guarded = true;
+            pthread_mutex_lock(&mu);
+            stats.reruns++;
+            pthread_mutex_unlock(&mu);
+            continue;
         }
         if (!lost && storage_commit() != 0)
             lost = true;
@@ -141,9 +154,10 @@ void group_commit_stop(void)
     running = false;
     struct group_commit_stats s = stats;
     pthread_mutex_unlock(&mu);
-    log_info("group commit: %llu write request(s) in %llu transaction(s), largest %llu",
+    log_info("group commit: %llu write request(s) in %llu transaction(s), largest %llu, "
+             "%llu run again in savepoints",
              (unsigned long long)s.items, (unsigned long long)s.batches,
-             (unsigned long long)s.largest);
+             (unsigned long long)s.largest, (unsigned long long)s.reruns);
 }
 
 struct group_commit_stats group_commit_stats(void)

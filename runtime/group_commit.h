@@ -1,11 +1,17 @@
 /* Group commit: the one path every write request takes (runtime/group_commit.c).
  *
  * A request thread hands its write over (group_commit_submit) and goes on serving other
- * connections. One writer thread takes everything queued, runs it in one transaction (each
- * item inside a savepoint of its own, so a failed statement or a refusal undoes only that
- * item), commits once - one fsync for the whole batch, synchronous=FULL - and only then tells
- * each item how it ended. Items that arrive while a batch commits form the next batch, so the
- * batch grows with the load and a lone request waits for nothing but its own fsync. */
+ * connections. One writer thread takes everything queued, runs it in one transaction, commits
+ * once - one fsync for the whole batch, synchronous=FULL - and only then tells each item how
+ * it ended. Items that arrive while a batch commits form the next batch, so the batch grows
+ * with the load and a lone request waits for nothing but its own fsync.
+ *
+ * Items first run unguarded: no savepoint each, which is cheaper, and almost every item either
+ * keeps its writes or is refused before writing anything. When one needs writes of its own
+ * undone (a failed statement after others succeeded, a refusal after writing), the writer rolls
+ * the transaction back and runs the batch again from its start, each item now in a savepoint
+ * of its own, so that item undoes only its own writes. An item may thus run twice; only the
+ * last run's answer counts and nothing of the first was stored. */
 #ifndef RUNTIME_GROUP_COMMIT_H
 #define RUNTIME_GROUP_COMMIT_H
 
@@ -21,10 +27,13 @@ enum group_commit_outcome {
 };
 
 struct group_commit_item {
-    /* On the writer thread, inside the batch's open write transaction: opens its own savepoint
-     * (storage_savepoint) and ends it (storage_savepoint_end), keeping or discarding its
-     * writes. It must not begin, commit or roll back the transaction. */
-    void (*run)(void *ctx);
+    /* On the writer thread, inside the batch's open write transaction. Guarded: in a savepoint
+     * of its own (storage_savepoint ... storage_savepoint_end), keeping or discarding its
+     * writes; returns false. Unguarded (storage_unguarded_begin ... _end): returns true when
+     * its writes must be undone, and is then run again, guarded, from a clean start (the
+     * batch's transaction was rolled back). It must not begin, commit or roll back the
+     * transaction. */
+    bool (*run)(void *ctx, bool guarded);
     /* On the writer thread, after the batch ended; the item may be freed from here on. */
     void (*done)(void *ctx, enum group_commit_outcome outcome);
     void *ctx;
@@ -35,6 +44,7 @@ struct group_commit_stats {
     uint64_t items;    /* items run */
     uint64_t batches;  /* transactions committed or attempted */
     uint64_t largest;  /* items in the largest batch */
+    uint64_t reruns;   /* batches run again in savepoints (an item needed its writes undone) */
 };
 
 /* Starts the writer thread (after storage_open). 0 / -1. */

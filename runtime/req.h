@@ -74,6 +74,11 @@ struct req {
     void (*on_commit)(struct req *r); /* runs once the transaction committed, before the
                                          response is sent (publish in-memory state) */
     const char *on_commit_arg;
+    void (*on_rewind)(struct req *r); /* undoes what the handler did outside the database when
+                                         its run is thrown away to be run again (group commit:
+                                         runtime/group_commit.h), e.g. gives back a spent
+                                         attempt */
+    const char *on_rewind_arg;
     const char *form_action; /* an origin a page's form may lead to besides this server (the
                                 OAuth redirect after consent); NULL: none */
 
@@ -91,6 +96,7 @@ struct req {
     bool handed_off;      /* a write given to the group commit; answered once it resumes us */
     bool must_commit;     /* the operation kept writes: its answer stands only if committed */
     struct group_commit_item write; /* its queue entry */
+    struct req *before_run; /* a copy taken before its first group-commit run, for a second */
     char allow[128];      /* Allow header value for 405 */
 };
 

@@ -269,32 +269,92 @@ static void run_operation(struct req *r, bool write)
     }
 }
 
-/* Every other write, on the group-commit writer thread: the operation in a savepoint of its
- * own inside the batch's transaction. A refusal or a failed statement rolls back to the
- * savepoint, undoing this request only. */
-static void run_batched(void *ctx)
+/* A run that must be repeated starts from the request as it was handed over: the handler's
+ * on_rewind undoes what it did outside the database, then the answer, its headers and
+ * whatever the handler set are put back (the arena keeps what the first run allocated; its
+ * response body, if any, is freed). */
+static void rewind_request(struct req *r)
+{
+    struct req *from = r->before_run;
+    if (r->on_rewind)
+        r->on_rewind(r);
+    struct arena arena = r->arena;
+    struct group_commit_item write = r->write;
+    if (r->resp_body != from->resp_body)
+        free(r->resp_body);
+    *r = *from;
+    r->arena = arena;
+    r->write = write;
+    r->before_run = from;
+}
+
+/* Unguarded (the common case): the operation straight inside the batch's transaction. True
+ * when it must be undone: the writer then rolls the batch back and runs it again guarded. */
+static bool run_unguarded(struct req *r)
+{
+    r->before_run = arena_alloc(&r->arena, sizeof *r);
+    *r->before_run = *r;
+    if (storage_unguarded_begin() != 0) {
+        req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
+        return false;
+    }
+    enum writes w = execute(r);
+    int end = storage_unguarded_end(w == WRITES_KEEP);
+    if (end > 0)
+        return true;
+    if (end < 0) {
+        r->n_resp_headers = r->op_headers;
+        internal_error(r, "The server failed to complete the request; nothing was changed.");
+        return false;
+    }
+    r->must_commit = w == WRITES_KEEP;
+    if (w == WRITES_DISCARD_STORE_ANSWER) {
+        if (storage_unguarded_begin() != 0) {
+            refusal_not_stored(r);
+            return false;
+        }
+        bool stored = idempotency_store(r, r->op_headers) == 0;
+        end = storage_unguarded_end(stored);
+        if (end > 0)
+            return true;
+        if (end < 0 || !stored)
+            refusal_not_stored(r);
+    }
+    return false;
+}
+
+/* Every other write, on the group-commit writer thread, inside the batch's transaction: first
+ * unguarded; run again guarded, in a savepoint of its own, when some request of the batch
+ * needed its writes undone. Then a refusal or a failed statement rolls back to the savepoint,
+ * undoing this request only. */
+static bool run_batched(void *ctx, bool guarded)
 {
     struct req *r = ctx;
+    if (!guarded)
+        return run_unguarded(r);
+    if (r->before_run)
+        rewind_request(r);
     if (storage_savepoint() != 0) {
         req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
-        return;
+        return false;
     }
     enum writes w = execute(r);
     if (storage_savepoint_end(w == WRITES_KEEP) != 0) {
         r->n_resp_headers = r->op_headers;
         internal_error(r, "The server failed to complete the request; nothing was changed.");
-        return;
+        return false;
     }
     r->must_commit = w == WRITES_KEEP;
     if (w == WRITES_DISCARD_STORE_ANSWER) {
         if (storage_savepoint() != 0) {
             refusal_not_stored(r);
-            return;
+            return false;
         }
         bool stored = idempotency_store(r, r->op_headers) == 0;
         if (storage_savepoint_end(stored) != 0 || !stored)
             refusal_not_stored(r);
     }
+    return false;
 }
 
 /* The batch ended: settle the answer, then wake the connection (after which r is not ours). */

@@ -55,6 +55,8 @@ static _Thread_local bool write_held;
  * tried to end the enclosing transaction. */
 static _Thread_local bool in_savepoint;
 static _Thread_local bool savepoint_misused;
+/* sqlite3_total_changes64 when an unguarded request part began (storage_unguarded_begin). */
+static _Thread_local sqlite3_int64 unguarded_changes;
 
 /* Checkpoints on a thread of their own (storage_checkpoints_start): connections opened after the
  * start do not checkpoint when they commit (SQLite's default, every 1000 WAL pages, which would
@@ -545,6 +547,35 @@ int storage_savepoint_end(bool keep)
     if (step_done(c, "RELEASE request") != 0)
         return -1;
     return savepoint_misused ? -1 : 0;
+}
+
+int storage_unguarded_begin(void)
+{
+    struct conn *c = existing();
+    if (!c || sqlite3_get_autocommit(c->db) || in_savepoint) {
+        log_error("storage: request part outside a transaction or inside another");
+        return -1;
+    }
+    in_savepoint = true; /* begin, commit and rollback are refused as in a savepoint */
+    savepoint_misused = false;
+    unguarded_changes = sqlite3_total_changes64(c->db);
+    return 0;
+}
+
+int storage_unguarded_end(bool keep)
+{
+    struct conn *c = existing();
+    if (!in_savepoint)
+        return -1;
+    in_savepoint = false;
+    if (!c || sqlite3_get_autocommit(c->db))
+        return -1;
+    /* A failed statement undoes its own changes and does not count them, so an unchanged
+     * total means the request left no row behind. */
+    bool changed = sqlite3_total_changes64(c->db) != unguarded_changes;
+    if (savepoint_misused || (!keep && changed))
+        return 1;
+    return 0;
 }
 
 bool storage_in_tx(void)

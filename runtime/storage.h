@@ -31,6 +31,14 @@ void storage_rollback(void);
  * back on an I/O, disk-full or out-of-memory error): everything since BEGIN is then lost. */
 int storage_savepoint(void);
 int storage_savepoint_end(bool keep);
+/* The same part without a savepoint: cheaper (SQLite then copies no page aside before the
+ * request changes it), but its writes can be undone only with the whole transaction.
+ * storage_unguarded_end(keep) returns 0 when nothing is left to undo (keep, or the request
+ * changed no row), 1 when its writes must be undone (refused with rows changed, or the code
+ * inside tried to end the transaction: the caller rolls back and runs the batch again in
+ * savepoints), -1 when the transaction is gone, as for storage_savepoint_end. */
+int storage_unguarded_begin(void);
+int storage_unguarded_end(bool keep);
 /* True while this thread has an open transaction. */
 bool storage_in_tx(void);
 /* The checkpoint thread (the server starts it after storage_open and stops it before

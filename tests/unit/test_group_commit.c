@@ -1,6 +1,7 @@
 /* Unit tests for runtime/group_commit.c and the savepoints it runs requests in
  * (runtime/storage.c): batching, a failed statement undoing only its own item, refusals,
- * misuse of the transaction from inside an item, and the order items run in. */
+ * misuse of the transaction from inside an item, the order items run in, and the second,
+ * guarded run of a batch when an unguarded item must be undone. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -61,14 +62,15 @@ static long long count_rows(const char *where)
     return n;
 }
 
-enum kind { INSERT, DUPLICATE, REFUSE, MISUSE, LOSE_TX };
+enum kind { INSERT, DUPLICATE, REFUSE, REFUSE_CLEAN, MISUSE, LOSE_TX };
 
 struct item {
     struct group_commit_item gc;
     int key;
     enum kind kind;
-    bool kept;                       /* the savepoint ended with its writes kept */
-    int order;                       /* when it ran, counted across the test */
+    bool kept;                       /* its last run ended with its writes kept */
+    int order;                       /* when it last ran, counted across the test */
+    int runs, guarded_runs;          /* times run, and of those in a savepoint */
     atomic_int outcome;              /* enum group_commit_outcome + 1; 0: not done yet */
 };
 
@@ -86,12 +88,14 @@ static bool insert(int key, const char *v)
     return rc == SQLITE_DONE;
 }
 
-static void run(void *ctx)
+static bool run(void *ctx, bool guarded)
 {
     struct item *it = ctx;
     it->order = atomic_fetch_add(&ran_count, 1);
-    if (storage_savepoint() != 0)
-        return;
+    it->runs++;
+    it->guarded_runs += guarded;
+    if ((guarded ? storage_savepoint() : storage_unguarded_begin()) != 0)
+        return false;
     bool ok = true;
     switch (it->kind) {
     case INSERT:
@@ -105,6 +109,9 @@ static void run(void *ctx)
         insert(it->key, "a");
         ok = false; /* a business refusal: its writes are discarded */
         break;
+    case REFUSE_CLEAN:
+        ok = false; /* refused before writing anything: nothing to undo */
+        break;
     case LOSE_TX:
         /* What SQLite does on an I/O or disk-full error: the whole transaction is gone. */
         insert(it->key, "a");
@@ -117,7 +124,13 @@ static void run(void *ctx)
         CHECK(storage_commit() == -1);
         break;
     }
-    it->kept = storage_savepoint_end(ok) == 0 && ok;
+    if (guarded) {
+        it->kept = storage_savepoint_end(ok) == 0 && ok;
+        return false;
+    }
+    int end = storage_unguarded_end(ok);
+    it->kept = end == 0 && ok;
+    return end > 0;
 }
 
 static void done_cb(void *ctx, enum group_commit_outcome outcome)
@@ -168,8 +181,10 @@ static void test_items_queued_during_a_commit_form_one_batch(void)
     for (int i = 0; i < N; i++) {
         CHECK(items[i].order == i);
         CHECK(items[i].kept);
+        CHECK(items[i].runs == 1 && items[i].guarded_runs == 0); /* no savepoints needed */
         CHECK(atomic_load(&items[i].outcome) == GROUP_COMMIT_COMMITTED + 1);
     }
+    CHECK(after.reruns == before.reruns);
     CHECK(count_rows("1") == 2 * N);
     group_commit_stop();
     close_and_remove();
@@ -207,6 +222,7 @@ static void test_a_failing_item_undoes_only_its_own_writes(void)
     }
     CHECK(count_rows("1") == 2 * good);
     CHECK(count_rows("v = 'again'") == 0);
+    CHECK(group_commit_stats().reruns > 0); /* undone through the batch's second, guarded run */
     group_commit_stop();
     close_and_remove();
 }
@@ -298,6 +314,61 @@ static void test_submit_without_the_writer_runs_inline(void)
     close_and_remove();
 }
 
+/* Unguarded first: a batch runs again in savepoints only when an item left writes it wants
+ * undone. The items before it run twice (their first run's writes went with the rolled back
+ * transaction), the rest once, guarded; each keeps exactly its own rows. A refusal that wrote
+ * nothing needs no second run. */
+static void test_a_batch_runs_again_in_savepoints_only_when_an_item_must_be_undone(void)
+{
+    enum { N = 8, UNDO = 4 };
+    static struct item first, clean[N], items[N];
+    open_fresh();
+    CHECK(group_commit_start() == 0);
+
+    /* A clean refusal among good items: one run each, no rerun. */
+    CHECK(storage_begin(true) == 0);
+    init_item(&first, 1000, INSERT);
+    group_commit_submit(&first.gc); /* the writer takes it alone and waits for the lock */
+    usleep(20 * 1000);
+    for (int i = 0; i < N; i++) {
+        init_item(&clean[i], 2000 + i, i == UNDO ? REFUSE_CLEAN : INSERT);
+        group_commit_submit(&clean[i].gc);
+    }
+    struct group_commit_stats before = group_commit_stats();
+    CHECK(storage_commit() == 0);
+    wait_all(clean, N);
+    CHECK(group_commit_stats().reruns == before.reruns);
+    for (int i = 0; i < N; i++) {
+        CHECK(clean[i].runs == 1 && clean[i].guarded_runs == 0);
+        CHECK(clean[i].kept == (i != UNDO));
+    }
+
+    /* A refusal after a write: the batch runs again, guarded. */
+    CHECK(storage_begin(true) == 0);
+    init_item(&first, 3000, INSERT);
+    group_commit_submit(&first.gc);
+    usleep(20 * 1000);
+    for (int i = 0; i < N; i++) {
+        init_item(&items[i], 4000 + i, i == UNDO ? REFUSE : INSERT);
+        group_commit_submit(&items[i].gc);
+    }
+    before = group_commit_stats();
+    CHECK(storage_commit() == 0);
+    wait_all(items, N);
+    CHECK(group_commit_stats().reruns == before.reruns + 1);
+    for (int i = 0; i < N; i++) {
+        char where[64];
+        snprintf(where, sizeof where, "k = %d OR k = %d", 4000 + i, 4000 + i + 100000);
+        CHECK(items[i].runs == (i <= UNDO ? 2 : 1));
+        CHECK(items[i].guarded_runs == 1);
+        CHECK(items[i].kept == (i != UNDO));
+        CHECK(count_rows(where) == (i == UNDO ? 0 : 2));
+        CHECK(atomic_load(&items[i].outcome) == GROUP_COMMIT_COMMITTED + 1);
+    }
+    group_commit_stop();
+    close_and_remove();
+}
+
 /* A savepoint needs an open transaction and does not nest. */
 static void test_savepoint_calls_outside_a_transaction_fail(void)
 {
@@ -312,6 +383,29 @@ static void test_savepoint_calls_outside_a_transaction_fail(void)
     close_and_remove();
 }
 
+static void test_unguarded_parts_need_a_transaction_and_do_not_nest(void)
+{
+    open_fresh();
+    CHECK(storage_unguarded_begin() == -1);
+    CHECK(storage_unguarded_end(true) == -1);
+    CHECK(storage_begin(true) == 0);
+    CHECK(storage_unguarded_begin() == 0);
+    CHECK(storage_unguarded_begin() == -1); /* no nesting */
+    CHECK(storage_savepoint() == -1);
+    CHECK(insert(1, "a"));
+    CHECK(storage_unguarded_end(true) == 0); /* kept: nothing to undo */
+    CHECK(storage_unguarded_begin() == 0);
+    CHECK(storage_unguarded_end(false) == 0); /* refused, changed nothing */
+    CHECK(storage_unguarded_begin() == 0);
+    CHECK(!insert(1, "duplicate")); /* a failed statement changes nothing */
+    CHECK(storage_unguarded_end(false) == 0);
+    CHECK(storage_unguarded_begin() == 0);
+    CHECK(insert(2, "b"));
+    CHECK(storage_unguarded_end(false) == 1); /* refused after a write: undo needed */
+    storage_rollback();
+    close_and_remove();
+}
+
 int main(void)
 {
     static const struct unit_test tests[] = {
@@ -321,6 +415,8 @@ int main(void)
         UNIT_TEST(test_concurrent_submitters_lose_nothing),
         UNIT_TEST(test_submit_without_the_writer_runs_inline),
         UNIT_TEST(test_savepoint_calls_outside_a_transaction_fail),
+        UNIT_TEST(test_a_batch_runs_again_in_savepoints_only_when_an_item_must_be_undone),
+        UNIT_TEST(test_unguarded_parts_need_a_transaction_and_do_not_nest),
     };
     return unit_run("group_commit", tests, sizeof tests / sizeof tests[0]);
 }
