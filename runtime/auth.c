@@ -91,6 +91,7 @@ int auth_check(struct req *r)
             refuse(r, token_result_str(tr));
             return -1;
         }
+        c.scope_bits = auth_parse_scopes(c.scope);
         token_cache_put(tok, &c);
     }
     /* Revoked sessions (logout, refresh-token reuse), tokens (service-account tokens) and
@@ -107,7 +108,7 @@ int auth_check(struct req *r)
     p->workspace_id = arena_strdup(&r->arena, c.wid);
     p->session_id = arena_strdup(&r->arena, c.sid);
     p->token_id = arena_strdup(&r->arena, c.jti);
-    p->scopes = auth_parse_scopes(c.scope);
+    p->scopes = c.scope_bits;
     if (strcmp(c.client_id, TOKEN_FIRST_PARTY) != 0)
         p->client_id = arena_strdup(&r->arena, c.client_id);
     if (p->client_id && r->op->first_party) {

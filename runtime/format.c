@@ -377,6 +377,24 @@ bool format_time_parse_any(const char *s, int64_t *unix_ms)
     return true;
 }
 
+size_t format_i64(char buf[FORMAT_I64_MAX], int64_t v)
+{
+    char tmp[FORMAT_I64_MAX];
+    char *end = tmp + sizeof tmp, *p = end;
+    /* Digits of the magnitude as unsigned, so INT64_MIN needs no special case. */
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
+    size_t n = (size_t)(end - p);
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    return n;
+}
+
 void format_now_rfc3339(char *buf, size_t n)
 {
     format_time_rfc3339(clock_now_ms(), buf, n);

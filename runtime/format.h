@@ -18,6 +18,9 @@ bool format_is_iban(const char *s);      /* country + check digits, per-country 
 bool format_is_bic(const char *s);       /* ISO 9362: 8 or 11, valid country */
 /* Minor-unit exponent of an ISO 4217 code (JPY 0, BHD 3, CLF 4, most 2); -1 if unknown. */
 int format_currency_exponent(const char *code);
+/* v in decimal, NUL-terminated, into buf (FORMAT_I64_MAX bytes); returns the length. */
+#define FORMAT_I64_MAX 21
+size_t format_i64(char buf[FORMAT_I64_MAX], int64_t v);
 /* Current UTC time as RFC 3339 with milliseconds and 'Z'. buf >= 32 bytes. */
 void format_now_rfc3339(char *buf, size_t n);
 void format_time_rfc3339(int64_t unix_ms, char *buf, size_t n);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/format.h"
+
 static _Noreturn void die(const char *why)
 {
     fprintf(stderr, "jsonw: %s\n", why);
@@ -247,18 +249,10 @@ void jsonw_string(struct jsonw *w, const char *s)
 
 void jsonw_int(struct jsonw *w, int64_t v)
 {
-    char buf[24];
-    char *end = buf + sizeof buf, *p = end;
-    /* Digits of the magnitude as unsigned, so INT64_MIN needs no special case. */
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    do {
-        *--p = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        *--p = '-';
+    char buf[FORMAT_I64_MAX];
+    size_t n = format_i64(buf, v);
     separate(w);
-    put(w, p, (size_t)(end - p));
+    put(w, buf, n);
 }
 
 void jsonw_double(struct jsonw *w, double v)

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "runtime/clock.h"
+#include "runtime/format.h"
 #include "runtime/log.h"
 #include "runtime/req.h"
 #include "runtime/storage.h"
@@ -232,11 +233,12 @@ void ratelimit_overrides_end(void)
 void ratelimit_set_headers(struct req *r, const char *policy, const struct ratelimit_verdict *v)
 {
     char buf[160];
-    snprintf(buf, sizeof buf, "%lld", (long long)v->limit);
+    /* On every request: the plain numbers without printf. */
+    format_i64(buf, v->limit);
     req_set_header(r, "X-RateLimit-Limit", buf);
-    snprintf(buf, sizeof buf, "%lld", (long long)v->remaining);
+    format_i64(buf, v->remaining);
     req_set_header(r, "X-RateLimit-Remaining", buf);
-    snprintf(buf, sizeof buf, "%lld", (long long)v->reset_epoch);
+    format_i64(buf, v->reset_epoch);
     req_set_header(r, "X-RateLimit-Reset", buf);
     snprintf(buf, sizeof buf, "\"%s\";q=%lld;w=%lld", policy, (long long)v->limit,
              (long long)v->period_s);

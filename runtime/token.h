@@ -33,6 +33,8 @@ struct token_claims {
     char client_id[64]; /* TOKEN_FIRST_PARTY or the OAuth client's id */
     char scope[1024]; /* space-separated scopes */
     int64_t iat, nbf, exp; /* exp == 0: no expiry, allowed only for service accounts (sa_ sub) */
+    uint64_t scope_bits;   /* scope as auth_parse_scopes bits: set by runtime/auth.c before the
+                              claims are cached, so a cache hit parses nothing (0 from verify) */
 };
 
 enum token_result {
