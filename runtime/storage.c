@@ -24,10 +24,21 @@ struct cached {
     sqlite3_stmt *stmt;
 };
 
+/* storage_prepare's first look: by the address of the caller's SQL text (a string literal
+ * nearly always), confirmed by comparing the text, before hashing it. */
+#define MEMO_BITS 6
+#define MEMO_SLOTS (1 << MEMO_BITS)
+struct memo {
+    const char *key; /* the caller's pointer */
+    const char *sql; /* the cache's own copy of the text */
+    sqlite3_stmt *stmt;
+};
+
 struct conn {
     sqlite3 *db;
     struct cached *slots; /* open addressing, linear probing */
     size_t nslots, used;
+    struct memo memo[MEMO_SLOTS];
     struct conn *next;
 };
 
@@ -355,21 +366,31 @@ static bool only_space(const char *s)
     return true;
 }
 
+static sqlite3_stmt *reuse(struct conn *c, sqlite3_stmt *st, const char *sql)
+{
+    /* reset's result repeats the last step's error, which that step already reported. */
+    sqlite3_reset(st);
+    if (sqlite3_clear_bindings(st) != SQLITE_OK) {
+        db_error(c->db, "clear bindings", sql);
+        return NULL;
+    }
+    return st;
+}
+
 sqlite3_stmt *storage_prepare(const char *sql)
 {
     struct conn *c = current();
     if (!c)
         return NULL;
+    uint64_t at = (uint64_t)(uintptr_t)sql * UINT64_C(0x9E3779B97F4A7C15); /* Fibonacci hash */
+    struct memo *m = &c->memo[at >> (64 - MEMO_BITS)];
+    if (m->key == sql && strcmp(m->sql, sql) == 0)
+        return reuse(c, m->stmt, sql);
     uint64_t h = hash_sql(sql);
     struct cached *e = find_slot(c->slots, c->nslots, sql, h);
     if (e->sql) {
-        /* reset's result repeats the last step's error, which that step already reported. */
-        sqlite3_reset(e->stmt);
-        if (sqlite3_clear_bindings(e->stmt) != SQLITE_OK) {
-            db_error(c->db, "clear bindings", sql);
-            return NULL;
-        }
-        return e->stmt;
+        *m = (struct memo){sql, e->sql, e->stmt};
+        return reuse(c, e->stmt, sql);
     }
 
     sqlite3_stmt *st = NULL;
@@ -399,6 +420,7 @@ sqlite3_stmt *storage_prepare(const char *sql)
     e->hash = h;
     e->stmt = st;
     c->used++;
+    *m = (struct memo){sql, copy, st};
     return st;
 }
 

@@ -493,7 +493,8 @@ static void test_lean_writes_migration_keeps_every_event_and_audit_record(void)
               "'payment', 'pay_1', 'pending_approval', 'approved', 'four eyes', 'req_2', 'h1', "
               "'h2')",
               NULL, NULL, NULL) == SQLITE_OK);
-    char *events_before = snapshot(db, events_snapshot), *audit_before = snapshot(db, audit_snapshot);
+    char *events_before = snapshot(db, events_snapshot);
+    char *audit_before = snapshot(db, audit_snapshot);
     sqlite3_close(db);
 
     char err[256] = "";
