@@ -1,9 +1,11 @@
 /* Flags and their TREASURY_* environment equivalents. One table drives parsing, --help and the
  * environment lookup, so a new flag is one line here. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "runtime/config.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +113,17 @@ static const struct flag *find(const char *name, size_t len)
     return NULL;
 }
 
+/* The cores this process may run on (its CPU affinity: taskset, cgroup cpusets), not all the
+ * machine's: more worker threads than that only preempt each other, which shows as latency. */
+static int usable_cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 0 ? (int)cores : 2;
+}
+
 enum config_result config_parse(struct config *c, int argc, char **argv, FILE *out, FILE *err)
 {
     memset(c, 0, sizeof *c);
@@ -118,8 +131,7 @@ enum config_result config_parse(struct config *c, int argc, char **argv, FILE *o
     strcpy(c->listen, "127.0.0.1");
     c->https_port = 8443;
     c->http_port = 8080;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    c->threads = cores > 0 ? (int)cores : 2;
+    c->threads = usable_cores();
     c->log_format = LOG_FORMAT_JSON;
     c->max_connections = 1024;
     c->rate_limit = 1000;

@@ -21,6 +21,7 @@
 #include "runtime/jobs.h"
 #include "runtime/keys.h"
 #include "runtime/log.h"
+#include "runtime/offload.h"
 #include "runtime/password.h"
 #include "runtime/ratelimit.h"
 #include "runtime/revocation.h"
@@ -156,13 +157,15 @@ static int run_server(const struct config *c)
         snprintf(err, sizeof err, "cannot start the log flusher and housekeeping threads");
         goto out;
     }
-    if (storage_checkpoints_start() != 0 || group_commit_start() != 0) {
-        snprintf(err, sizeof err, "cannot start the checkpoint and group-commit threads");
+    if (storage_checkpoints_start() != 0 || group_commit_start() != 0 || offload_start() != 0) {
+        snprintf(err, sizeof err, "cannot start the checkpoint, group-commit and offload threads");
+        group_commit_stop();
         storage_checkpoints_stop();
         housekeeping_stop();
         goto out;
     }
     if (server_start(c, cert_pem, key_pem, &routes_match, err, sizeof err) != 0) {
+        offload_stop();
         group_commit_stop();
         storage_checkpoints_stop();
         housekeeping_stop();
@@ -172,6 +175,7 @@ static int run_server(const struct config *c)
     if (jobs_start(jobs, handlers_jobs(c, jobs)) != 0) {
         snprintf(err, sizeof err, "cannot start the background jobs");
         server_stop();
+        offload_stop();
         group_commit_stop();
         storage_checkpoints_stop();
         housekeeping_stop();
@@ -187,6 +191,7 @@ static int run_server(const struct config *c)
     sigwait(&stop_signals, &sig);
     log_info("received %s, draining in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
     server_stop();
+    offload_stop();
     group_commit_stop();
     jobs_stop();
     housekeeping_stop();

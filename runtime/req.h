@@ -10,6 +10,7 @@
 
 #include "runtime/arena.h"
 #include "runtime/group_commit.h"
+#include "runtime/offload.h"
 #include "runtime/op.h"
 #include "runtime/verr.h"
 
@@ -96,6 +97,7 @@ struct req {
     bool handed_off;      /* a write given to the group commit; answered once it resumes us */
     bool must_commit;     /* the operation kept writes: its answer stands only if committed */
     struct group_commit_item write; /* its queue entry */
+    struct offload_item offload;     /* an x-own-transaction operation's entry (runtime/offload.h) */
     struct req *before_run; /* a copy taken before its first group-commit run, for a second */
     char allow[128];      /* Allow header value for 405 */
 };

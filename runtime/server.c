@@ -20,6 +20,7 @@
 #include "runtime/auth.h"
 #include "runtime/form.h"
 #include "runtime/group_commit.h"
+#include "runtime/offload.h"
 #include "runtime/html.h"
 #include "runtime/id.h"
 #include "runtime/idempotency.h"
@@ -371,8 +372,20 @@ static void batch_done(void *ctx, enum group_commit_outcome outcome)
     MHD_resume_connection(r->conn);
 }
 
-/* Decides the answer, or hands a write to the group commit: returns true when it did (the
- * connection is suspended; batch_done resumes it with the answer in r). */
+/* An x-own-transaction operation, on an offload thread; then wakes the connection (after which
+ * r is not ours). */
+static void run_offloaded(void *ctx)
+{
+    struct req *r = ctx;
+    bool write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
+    run_operation(r, write);
+    idempotency_finish(r);
+    MHD_resume_connection(r->conn);
+}
+
+/* Decides the answer, or hands the operation over (a write to the group commit, an
+ * x-own-transaction operation to the offload pool): returns true when it did (the connection
+ * is suspended; batch_done or run_offloaded resumes it with the answer in r). */
 static bool process(struct req *r, enum listener l)
 {
     const char *rid = req_header(r, "X-Request-ID");
@@ -434,6 +447,14 @@ static bool process(struct req *r, enum listener l)
         /* Suspended first: the writer may finish and resume it before submit returns. */
         MHD_suspend_connection(r->conn);
         group_commit_submit(&r->write);
+        return true;
+    }
+    if (r->op->own_transaction) {
+        /* It hashes a password: off this thread, which serves other connections meanwhile. */
+        r->handed_off = true;
+        r->offload = (struct offload_item){ .run = run_offloaded, .ctx = r };
+        MHD_suspend_connection(r->conn);
+        offload_submit(&r->offload);
         return true;
     }
     run_operation(r, write);
@@ -525,7 +546,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (r->queued)
         return MHD_YES;
-    if (r->handed_off) /* resumed by the group commit with the answer */
+    if (r->handed_off) /* resumed by the group commit or the offload pool with the answer */
         return send_response(conn, r);
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;

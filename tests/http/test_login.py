@@ -2,6 +2,7 @@
 refresh token, identical refusals for unknown email and wrong password, and workspace choice."""
 
 import re
+import threading
 import time
 
 import jwt
@@ -173,3 +174,30 @@ def test_workspace_choice_with_a_wrong_password_is_the_plain_401(server):
     other = server.create_workspace("Other", "someone-third@example.com", password=USER_PASSWORD)
     r = server.login_response(password="wrong", workspace_id=other)
     assert_problem(r, 401, "invalid_credentials")
+
+
+def test_a_login_hashing_its_password_does_not_hold_up_other_requests(make_server):
+    """With one request thread, a login (scrypt: tens of ms of CPU) is hashed on the offload
+    pool, so a request sent while it hashes is answered first. Hashed on the request thread, it
+    would wait for the login (and so would every connection that thread serves)."""
+    s = make_server(threads=1, extra_env={"TREASURY_SCRYPT_LOG2N": "14"})  # the real cost
+    order, lock = [], threading.Lock()
+
+    def login():
+        r = s.login_response()
+        with lock:
+            order.append(("login", r.status))
+
+    def healthz():
+        time.sleep(0.02)  # the login is hashing by now
+        with s.client() as c:
+            r = c.get("/healthz")
+        with lock:
+            order.append(("healthz", r.status))
+
+    threads = [threading.Thread(target=login), threading.Thread(target=healthz)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert order == [("healthz", 200), ("login", 200)]
