@@ -111,6 +111,18 @@ def disk_bytes(pid):
     return 0
 
 
+def settle(pid, limit_s=15):
+    """Waits until the server is idle (under 5 % of a core over 0.2 s), at most limit_s: the
+    requests still queued when wrk stops (logins hash for a long time) would otherwise run
+    into the next measurement."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        before = cpu_ticks(pid)
+        time.sleep(0.2)
+        if (cpu_ticks(pid) - before) / CLK_TCK < 0.01:
+            return
+
+
 def status_kib(pid, key):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -241,11 +253,9 @@ def main():
               "wrk on CPU 1%s" % (CONNECTIONS, DURATION, ROUNDS, BIN,
                                   "" if PIN else " (not pinned: one CPU)"))
         results = {name: [] for name, *_ in scenarios}
-        # Not recorded: right after setup the first baseline came out at a third of the later
-        # ones (setup's aftermath, cold caches), which inflated the first scenario's ratio.
-        wrk(base + "/healthz")
         for rnd in range(ROUNDS):
             for i, (name, url, token, scripts, conns) in enumerate(scenarios):
+                settle(proc.pid)
                 hz = wrk(base + "/healthz", connections=conns)
                 perf = None
                 if perf_dir and rnd == 0:
