@@ -2,7 +2,6 @@
  * parsed trees. Output is always valid JSON text, whatever bytes a caller hands in. */
 #include "runtime/jsonw.h"
 
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -289,18 +289,39 @@ static void rewind_request(struct req *r)
     r->before_run = from;
 }
 
-/* Unguarded (the common case): the operation straight inside the batch's transaction. True
- * when it must be undone: the writer then rolls the batch back and runs it again guarded. */
-static bool run_unguarded(struct req *r)
+/* A request's part of the batch's transaction: in a savepoint of its own (guarded) or straight
+ * in the transaction. end: 0 kept or undone, 1 must be undone by the whole transaction (only
+ * unguarded), -1 the transaction is gone or was misused. */
+static int part_begin(bool guarded)
 {
-    r->before_run = arena_alloc(&r->arena, sizeof *r);
-    *r->before_run = *r;
-    if (storage_unguarded_begin() != 0) {
+    return guarded ? storage_savepoint() : storage_unguarded_begin();
+}
+
+static int part_end(bool guarded, bool keep)
+{
+    return guarded ? storage_savepoint_end(keep) : storage_unguarded_end(keep);
+}
+
+/* Every other write, on the group-commit writer thread, inside the batch's transaction: first
+ * unguarded (no savepoint: cheaper). Returns true when it must be undone: the writer then
+ * rolls the batch back and runs it again guarded, each request in a savepoint of its own,
+ * where a refusal or a failed statement rolls back to the savepoint, undoing this request
+ * only. */
+static bool run_batched(void *ctx, bool guarded)
+{
+    struct req *r = ctx;
+    if (!guarded) {
+        r->before_run = arena_alloc(&r->arena, sizeof *r);
+        *r->before_run = *r;
+    } else if (r->before_run) {
+        rewind_request(r);
+    }
+    if (part_begin(guarded) != 0) {
         req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
         return false;
     }
     enum writes w = execute(r);
-    int end = storage_unguarded_end(w == WRITES_KEEP);
+    int end = part_end(guarded, w == WRITES_KEEP);
     if (end > 0)
         return true;
     if (end < 0) {
@@ -310,49 +331,15 @@ static bool run_unguarded(struct req *r)
     }
     r->must_commit = w == WRITES_KEEP;
     if (w == WRITES_DISCARD_STORE_ANSWER) {
-        if (storage_unguarded_begin() != 0) {
+        if (part_begin(guarded) != 0) {
             refusal_not_stored(r);
             return false;
         }
         bool stored = idempotency_store(r, r->op_headers) == 0;
-        end = storage_unguarded_end(stored);
+        end = part_end(guarded, stored);
         if (end > 0)
             return true;
         if (end < 0 || !stored)
-            refusal_not_stored(r);
-    }
-    return false;
-}
-
-/* Every other write, on the group-commit writer thread, inside the batch's transaction: first
- * unguarded; run again guarded, in a savepoint of its own, when some request of the batch
- * needed its writes undone. Then a refusal or a failed statement rolls back to the savepoint,
- * undoing this request only. */
-static bool run_batched(void *ctx, bool guarded)
-{
-    struct req *r = ctx;
-    if (!guarded)
-        return run_unguarded(r);
-    if (r->before_run)
-        rewind_request(r);
-    if (storage_savepoint() != 0) {
-        req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
-        return false;
-    }
-    enum writes w = execute(r);
-    if (storage_savepoint_end(w == WRITES_KEEP) != 0) {
-        r->n_resp_headers = r->op_headers;
-        internal_error(r, "The server failed to complete the request; nothing was changed.");
-        return false;
-    }
-    r->must_commit = w == WRITES_KEEP;
-    if (w == WRITES_DISCARD_STORE_ANSWER) {
-        if (storage_savepoint() != 0) {
-            refusal_not_stored(r);
-            return false;
-        }
-        bool stored = idempotency_store(r, r->op_headers) == 0;
-        if (storage_savepoint_end(stored) != 0 || !stored)
             refusal_not_stored(r);
     }
     return false;

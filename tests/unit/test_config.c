@@ -1,6 +1,8 @@
 /* Flags, environment equivalents and their precedence. */
+#define _GNU_SOURCE /* sched_getaffinity, sched_setaffinity, CPU_SET */
 #include "runtime/config.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -27,6 +29,27 @@ static void test_defaults_match_the_documentation(void)
     CHECK(c.settlement_interval_ms == 1000);
     CHECK(c.sandbox_rail_delay_ms == 5000);
     CHECK_STR(c.public_url, "https://127.0.0.1:8443");
+}
+
+/* Request threads default to the cores the process may run on (taskset, cpusets), not all the
+ * machine's: a server pinned to one core runs one. */
+static void test_threads_default_to_the_cores_of_the_affinity(void)
+{
+    cpu_set_t saved, one;
+    CHECK(sched_getaffinity(0, sizeof saved, &saved) == 0);
+    struct config c;
+    char *argv[] = { "ts", NULL };
+    CHECK(parse(&c, 1, argv) == CONFIG_OK);
+    CHECK(c.threads == CPU_COUNT(&saved));
+    int cpu = 0;
+    while (!CPU_ISSET(cpu, &saved))
+        cpu++;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+    CHECK(parse(&c, 1, argv) == CONFIG_OK);
+    CHECK(c.threads == 1);
+    CHECK(sched_setaffinity(0, sizeof saved, &saved) == 0);
 }
 
 static void test_flag_beats_environment(void)
@@ -80,6 +103,7 @@ int main(void)
     static const struct unit_test tests[] = {
         UNIT_TEST(test_defaults_match_the_documentation),
         UNIT_TEST(test_flag_beats_environment),
+        UNIT_TEST(test_threads_default_to_the_cores_of_the_affinity),
         UNIT_TEST(test_bad_flags_are_usage_errors),
         UNIT_TEST(test_admin_subcommand_stops_flag_parsing),
         UNIT_TEST(test_help_and_version_exit_ok),
