@@ -1,15 +1,22 @@
 /* The settlement worker: approved payments move on without a client (domain.md §1.1). Each
- * payment due for a step (payments.next_step_at reached) is advanced in its own transaction
- * that re-reads it, asks the rail, and writes the new status with its event and audit record,
- * so a cancel racing the worker either happens first (the worker then finds nothing due) or
- * finds the payment already processing (409). After a crash nothing is lost or repeated: what
- * committed is done, and what did not is still due and runs again (payments_rail.h says why
- * asking the rail again is safe).
+ * payment due for a step (payments.next_step_at reached) is advanced in its own part of a
+ * write transaction that re-reads it, asks the rail, and writes the new status with its event
+ * and audit record, so a cancel racing the worker either happens first (the worker then finds
+ * nothing due) or finds the payment already processing (409). After a crash nothing is lost or
+ * repeated: what committed is done, and what did not is still due and runs again
+ * (payments_rail.h says why asking the rail again is safe).
+ *
+ * The steps of a round are handed to the group-commit writer (runtime/group_commit.h) like
+ * write requests, so they share its transactions and fsyncs instead of taking the write lock
+ * once each, and its connection's page cache is not thrown away after every step (SQLite
+ * drops a connection's cache whenever another connection has committed). A step that fails
+ * has only its own writes undone there and stays due; the others of its batch commit.
  *
  *   approved   -> scheduled   when the effective date is still ahead (due again that day, UTC)
  *   approved | scheduled -> processing   submitted to the rail
  *   processing -> sent | failed,  sent -> completed,  completed -> returned   as the rail says
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,6 +26,7 @@
 #include "runtime/audit.h"
 #include "runtime/clock.h"
 #include "runtime/format.h"
+#include "runtime/group_commit.h"
 #include "runtime/id.h"
 #include "runtime/log.h"
 #include "runtime/storage.h"
@@ -71,10 +79,22 @@ static int reschedule(const struct pay *x, bool has_next, int64_t at)
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
+/* One payment's step: a group-commit item. Everything it allocates lives in r's arena, which
+ * starts afresh for each run (the writer may run it twice) and is freed when the batch ends. */
+struct step {
+    struct group_commit_item item;
+    char id[40], ws[40];
+    int64_t now;
+    struct req r;
+    bool ok;           /* the last run did its step (or found nothing due) */
+    const char *moved; /* "from -> to[: detail]" when the status changed, logged once committed */
+};
+
 /* Records the new status s with its event; the next step at next_at (0: none). */
-static int move(struct req *r, struct pay *x, enum payment_status s, int64_t next_at,
+static int move(struct step *st, struct pay *x, enum payment_status s, int64_t next_at,
                 const char *detail)
 {
+    struct req *r = &st->r;
     struct payment *p = &x->p;
     enum payment_status before = p->status;
     int64_t old_version = p->version;
@@ -85,14 +105,16 @@ static int move(struct req *r, struct pay *x, enum payment_status s, int64_t nex
     const char *type = arena_printf(&r->arena, "payment.%s", payment_status_str(s));
     if (pay_save(x, false, old_version) != 0 || pay_record_change(r, type, p, before, detail) != 0)
         return -1;
-    log_info("settlement: %s %s -> %s%s%s", p->id, payment_status_str(before),
-             payment_status_str(s), detail ? ": " : "", detail ? detail : "");
+    st->moved = arena_printf(&r->arena, "%s -> %s%s%s", payment_status_str(before),
+                             payment_status_str(s), detail ? ": " : "", detail ? detail : "");
     return 0;
 }
 
-/* One step of x, due at now, inside the caller's transaction. 0 / -1. */
-static int advance(struct req *r, struct pay *x, int64_t now)
+/* One step of x, due at st->now, inside the writer's transaction. 0 / -1. */
+static int advance(struct step *st, struct pay *x)
 {
+    struct req *r = &st->r;
+    int64_t now = st->now;
     struct payment *p = &x->p;
     struct rail_order o = {
         .payment_id = p->id,
@@ -117,13 +139,13 @@ static int advance(struct req *r, struct pay *x, int64_t now)
                 return -1;
             if (p->status == PAYMENT_STATUS_SCHEDULED) /* woken early (the clock moved back) */
                 return reschedule(x, true, at);
-            return move(r, x, PAYMENT_STATUS_SCHEDULED, at, NULL);
+            return move(st, x, PAYMENT_STATUS_SCHEDULED, at, NULL);
         }
         if (rail->submit(&o, now, &rep) != 0)
             return reschedule(x, true, now + RETRY_MS);
         p->rail_reference = arena_strdup(&r->arena, rep.reference);
         p->has_rail_reference = true;
-        return move(r, x, PAYMENT_STATUS_PROCESSING, rep.ask_again_at_ms,
+        return move(st, x, PAYMENT_STATUS_PROCESSING, rep.ask_again_at_ms,
                     arena_printf(&r->arena, "submitted to the %s rail as %s", rail->name,
                                  rep.reference));
     case PAYMENT_STATUS_PROCESSING:
@@ -140,7 +162,7 @@ static int advance(struct req *r, struct pay *x, int64_t now)
             p->failure_reason = arena_strdup(&r->arena, rep.reason);
             p->has_failure_reason = true;
         }
-        return move(r, x, status_of(rep.state), rep.ask_again_at_ms,
+        return move(st, x, status_of(rep.state), rep.ask_again_at_ms,
                     p->has_failure_reason && (rep.state == RAIL_FAILED ||
                                               rep.state == RAIL_RETURNED)
                         ? p->failure_reason
@@ -151,41 +173,64 @@ static int advance(struct req *r, struct pay *x, int64_t now)
     }
 }
 
-/* Advances payment id of workspace ws if it is still due at now. 0 / -1. */
-static int settle_one(const char *id, const char *ws, int64_t now)
+/* The round handed to the writer, and how many of its steps have not ended yet. Only the
+ * settlement job's thread submits, one round at a time. */
+static struct step steps[BATCH];
+static pthread_mutex_t round_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t round_cv = PTHREAD_COND_INITIALIZER;
+static int round_left;
+
+/* On the writer, in its transaction: advances the payment if it is still due. Returns true
+ * when an unguarded run left writes that must be undone (the writer then runs it again). */
+static bool step_run(void *ctx, bool guarded)
 {
-    struct req r;
-    memset(&r, 0, sizeof r);
-    arena_init(&r.arena);
-    r.principal.workspace_id = ws;
-    r.principal.user_id = "system"; /* the audit actor of every worker step */
-    r.request_id = id_new(&r.arena, "req");
-    struct pay *x = arena_alloc(&r.arena, sizeof *x);
-    int ret = -1;
-    if (storage_begin(true) == 0) {
-        int found = pay_load(&r, id, NULL, x);
-        if (found == 0 || (found == 1 && (!x->has_next_step || x->next_step_at > now)))
-            ret = 0; /* gone or moved on meanwhile */
-        else if (found == 1)
-            ret = advance(&r, x, now);
-        if (ret == 0 && storage_commit() == 0)
-            ret = 0;
-        else {
-            storage_rollback();
-            ret = -1;
-        }
-    }
-    if (ret != 0)
-        log_error("settlement: the step of %s failed; it stays due", id);
-    arena_release(&r.arena);
-    return ret;
+    struct step *st = ctx;
+    struct req *r = &st->r;
+    arena_release(&r->arena); /* a second run starts from nothing */
+    memset(r, 0, sizeof *r);
+    arena_init(&r->arena);
+    r->principal.workspace_id = st->ws;
+    r->principal.user_id = "system"; /* the audit actor of every worker step */
+    r->request_id = id_new(&r->arena, "req");
+    st->ok = false;
+    st->moved = NULL;
+    if ((guarded ? storage_savepoint() : storage_unguarded_begin()) != 0)
+        return false;
+    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    int found = pay_load(r, st->id, NULL, x);
+    int rc = -1;
+    if (found == 0 || (found == 1 && (!x->has_next_step || x->next_step_at > st->now)))
+        rc = 0; /* gone or moved on meanwhile */
+    else if (found == 1)
+        rc = advance(st, x);
+    int end = guarded ? storage_savepoint_end(rc == 0) : storage_unguarded_end(rc == 0);
+    if (end > 0)
+        return true;
+    st->ok = rc == 0 && end == 0;
+    return false;
 }
 
-/* One round: every payment due now, at most BATCH. How many were due, or -1 when one failed. */
+static void step_done(void *ctx, enum group_commit_outcome outcome)
+{
+    struct step *st = ctx;
+    if (!st->ok || outcome != GROUP_COMMIT_COMMITTED) {
+        st->ok = false;
+        log_error("settlement: the step of %s failed; it stays due", st->id);
+    } else if (st->moved) {
+        log_info("settlement: %s %s", st->id, st->moved);
+    }
+    arena_release(&st->r.arena);
+    pthread_mutex_lock(&round_mu);
+    if (--round_left == 0)
+        pthread_cond_signal(&round_cv);
+    pthread_mutex_unlock(&round_mu);
+}
+
+/* One round: every payment due now, at most BATCH, handed to the writer; waits until each
+ * step has ended. How many were due, or -1 when one failed. */
 static int settle_due(void)
 {
     int64_t now = clock_now_ms();
-    char ids[BATCH][40], wss[BATCH][40];
     int n = 0, failed = 0;
     sqlite3_stmt *st = storage_prepare(
         "SELECT id, workspace_id FROM payments WHERE next_step_at IS NOT NULL AND "
@@ -196,17 +241,31 @@ static int settle_due(void)
     sqlite3_bind_int(st, 2, BATCH);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < BATCH) {
-        snprintf(ids[n], sizeof ids[n], "%s", (const char *)sqlite3_column_text(st, 0));
-        snprintf(wss[n], sizeof wss[n], "%s", (const char *)sqlite3_column_text(st, 1));
-        n++;
+        struct step *s = &steps[n++];
+        memset(s, 0, sizeof *s);
+        snprintf(s->id, sizeof s->id, "%s", (const char *)sqlite3_column_text(st, 0));
+        snprintf(s->ws, sizeof s->ws, "%s", (const char *)sqlite3_column_text(st, 1));
+        s->now = now;
+        s->item.run = step_run;
+        s->item.done = step_done;
+        s->item.ctx = s;
     }
     sqlite3_reset(st);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
         log_error("settlement: cannot read the due payments: %s", sqlite3_errmsg(storage_db()));
         return -1;
     }
+    pthread_mutex_lock(&round_mu);
+    round_left = n;
+    pthread_mutex_unlock(&round_mu);
     for (int i = 0; i < n; i++)
-        failed |= settle_one(ids[i], wss[i], now) != 0;
+        group_commit_submit(&steps[i].item);
+    pthread_mutex_lock(&round_mu);
+    while (round_left > 0)
+        pthread_cond_wait(&round_cv, &round_mu);
+    pthread_mutex_unlock(&round_mu);
+    for (int i = 0; i < n; i++)
+        failed |= !steps[i].ok;
     return failed ? -1 : n;
 }
 

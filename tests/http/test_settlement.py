@@ -5,6 +5,7 @@ processing on, race a cancel cleanly, and resume exactly once after a crash."""
 
 import contextlib
 import datetime
+import re
 import signal
 import sqlite3
 import time
@@ -189,6 +190,60 @@ def test_a_crash_loses_or_repeats_no_step(make_server):
                           "ORDER BY seq", (t.wid,)).fetchall()
     assert [r[0] for r in rows] == list(range(1, len(rows) + 1))
     assert all(cur[1] == prev[2] for prev, cur in zip(rows, rows[1:]))
+
+
+def test_a_round_is_committed_by_the_writer_and_a_failed_step_stays_due(make_server):
+    """The worker hands a round's steps to the group-commit writer, so they share its
+    transactions: ten payments found due at start-up are not ten commits. A step whose event
+    cannot be written (a trigger injected into the database) has its own writes undone - the
+    payment is still approved, with no processing event - while the others of its batch
+    commit; once the fault is gone the next round moves it on, each event exactly once."""
+    s = make_server(extra_env={"TREASURY_SETTLEMENT_INTERVAL_MS": 3600000,
+                               "TREASURY_SANDBOX_RAIL_DELAY_MS": 3600000})
+    t = Team(s)
+    t.policy([])
+    ben = t.beneficiary()
+    ids = [assert_json(t.pay(ben, 100 + i), 201)["id"] for i in range(10)]
+    # The worker looked once, at start-up, before these existed: all ten wait, approved.
+    assert all(assert_json(t.owner.get(PAY + "/" + i), 200)["status"] == "approved"
+               for i in ids)
+    s.stop()
+    bad = ids[3]
+    db = sqlite3.connect(str(s.data_dir / "treasury.db"), timeout=10)
+    with contextlib.closing(db):
+        # After the payment row was updated: the unguarded batch must be run again, this
+        # step in a savepoint of its own.
+        db.execute("CREATE TRIGGER inject_failure BEFORE INSERT ON events WHEN "
+                   "NEW.resource_id = '%s' AND NEW.type = 'payment.processing' "
+                   "BEGIN SELECT RAISE(ABORT, 'injected failure'); END" % bad)
+        db.commit()
+    s.extra_env["TREASURY_SETTLEMENT_INTERVAL_MS"] = 100
+    s.start()
+    owner = t.reconnect()
+    for i in ids:
+        if i != bad:
+            assert wait_for(owner, i, {"processing"})["status"] == "processing"
+    deadline = time.monotonic() + 10
+    while "the step of %s failed; it stays due" % bad not in s.log_text(since_start=True):
+        assert time.monotonic() < deadline, s.log_text(since_start=True)[-2000:]
+        time.sleep(0.05)
+    assert assert_json(owner.get(PAY + "/" + bad), 200)["status"] == "approved"
+    assert events(owner, bad) == ["payment.created", "payment.approved"]
+    db = sqlite3.connect(str(s.data_dir / "treasury.db"), timeout=10)
+    with contextlib.closing(db):
+        db.execute("DROP TRIGGER inject_failure")
+        db.commit()
+    assert wait_for(owner, bad, {"processing"})["status"] == "processing"
+    for i in ids:
+        assert events(owner, i) == ["payment.created", "payment.approved",
+                                    "payment.processing"]
+        assert [r[1] for r in audit_rows(s, i)].count("payment.processing") == 1
+    s.stop()
+    m = re.findall(r"group commit: (\d+) write request\(s\) in (\d+) transaction\(s\), "
+                   r"largest (\d+), (\d+) run again in savepoints", s.log_text())
+    writes, transactions, largest, reruns = (int(x) for x in m[-1])
+    assert writes >= 11 and largest > 1, m[-1]  # ten steps (and the retry) in shared batches
+    assert reruns >= 1, m[-1]
 
 
 def test_every_illegal_transition_names_the_state(make_server):
