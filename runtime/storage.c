@@ -13,6 +13,7 @@
 #include "runtime/format.h"
 #include "runtime/log.h"
 #include "runtime/migrations.h"
+#include "runtime/storage_vfs.h"
 
 #define BUSY_TIMEOUT_MS 5000
 #define CACHE_INITIAL_SLOTS 64 /* power of two; grows at half full */
@@ -241,7 +242,7 @@ static struct conn *conn_open(const char *path, bool create, char *err, size_t e
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    int rc = sqlite3_open_v2(path, &c->db, flags, NULL);
+    int rc = sqlite3_open_v2(path, &c->db, flags, STORAGE_VFS);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "%s", c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
         goto fail;
@@ -856,6 +857,11 @@ int storage_open(const char *path, char *err, size_t errlen)
     /* No global memory statistics: with them every SQLite allocation takes a process-wide
      * mutex. Must precede SQLite's initialisation; refused (harmlessly) afterwards. */
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    int vrc = storage_vfs_register(NULL);
+    if (vrc != SQLITE_OK) {
+        snprintf(err, errlen, "cannot register the storage VFS: %s", sqlite3_errstr(vrc));
+        return -1;
+    }
     pthread_mutex_lock(&conns_lock);
     bool already = db_path != NULL;
     pthread_mutex_unlock(&conns_lock);

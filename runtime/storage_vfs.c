@@ -1,0 +1,347 @@
+/* The storage VFS (see storage_vfs.h): the default VFS with each connection's WAL writes
+ * gathered until SQLite syncs them.
+ *
+ * The VFS is a copy of the base VFS with its own xOpen. Journals and temporary files are the
+ * base VFS's own file objects; the main database and its WAL are wrapped (struct wrapped, the
+ * base's file object right behind it): the WAL to gather its writes, the main database to
+ * catch the shared-memory barrier at which SQLite publishes a commit. */
+#include "runtime/storage_vfs.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "runtime/log.h"
+
+/* Gathered bytes at most before they are written anyway (about 30 frames of 4 KiB pages).
+ * The unix VFS writes at most 0x1ffff bytes per call (it masks the length to 17 bits), so one
+ * write of the gathered bytes must stay below 128 KiB. Allocated at a connection's first WAL
+ * write. */
+#define GATHER_CAP ((size_t)120 * 1024)
+
+struct wrapped {
+    sqlite3_file base; /* our methods */
+    sqlite3_file *real; /* the base VFS's file, right behind this struct */
+    /* WAL files only: the gathered bytes are file bytes [at, at + len). */
+    unsigned char *buf;
+    sqlite3_int64 at;
+    size_t len;
+    bool direct; /* committed without a sync once: write straight through from then on */
+};
+
+static sqlite3_vfs vfs;
+static sqlite3_vfs *base_vfs;
+static const sqlite3_io_methods wal_methods, db_methods;
+
+/* The WAL file with gathered bytes on this thread, if any. A connection is used by one thread
+ * at a time, and SQLite writes a commit's frames and publishes it within one call; whatever
+ * happens, the bytes are written out by the end of the write transaction (db_shm_lock), so
+ * this never points past it at a file another thread might close. */
+static _Thread_local struct wrapped *pending;
+
+#define REAL(f) (((struct wrapped *)(void *)(f))->real)
+
+static int flush(struct wrapped *w)
+{
+    if (pending == w)
+        pending = NULL;
+    if (w->len == 0)
+        return SQLITE_OK;
+    size_t len = w->len;
+    w->len = 0;
+    return w->real->pMethods->xWrite(w->real, w->buf, (int)len, w->at);
+}
+
+/* ---- the WAL file ---------------------------------------------------------------------- */
+
+static int wal_close(sqlite3_file *f)
+{
+    struct wrapped *w = (struct wrapped *)(void *)f;
+    int rc = flush(w);
+    int rc2 = w->real->pMethods->xClose(w->real);
+    free(w->buf);
+    w->buf = NULL;
+    return rc != SQLITE_OK ? rc : rc2;
+}
+
+static int wal_read(sqlite3_file *f, void *out, int n, sqlite3_int64 off)
+{
+    struct wrapped *w = (struct wrapped *)(void *)f;
+    if (w->len > 0 && off < w->at + (sqlite3_int64)w->len && off + n > w->at) {
+        int rc = flush(w);
+        if (rc != SQLITE_OK)
+            return rc;
+    }
+    return w->real->pMethods->xRead(w->real, out, n, off);
+}
+
+static int wal_write(sqlite3_file *f, const void *data, int n, sqlite3_int64 off)
+{
+    struct wrapped *w = (struct wrapped *)(void *)f;
+    size_t size = (size_t)n;
+    if (w->len > 0) {
+        sqlite3_int64 end = w->at + (sqlite3_int64)w->len;
+        if (off >= w->at && off + n <= end) { /* a frame of this commit written again */
+            memcpy(w->buf + (off - w->at), data, size);
+            return SQLITE_OK;
+        }
+        if (off == end && w->len + size <= GATHER_CAP) {
+            memcpy(w->buf + w->len, data, size);
+            w->len += size;
+            return SQLITE_OK;
+        }
+        int rc = flush(w);
+        if (rc != SQLITE_OK)
+            return rc;
+    }
+    if (w->direct || size >= GATHER_CAP)
+        return w->real->pMethods->xWrite(w->real, data, n, off);
+    if (!w->buf && !(w->buf = malloc(GATHER_CAP)))
+        return w->real->pMethods->xWrite(w->real, data, n, off);
+    if (pending && pending != w) {
+        int rc = flush(pending); /* another connection of this thread: out first */
+        if (rc != SQLITE_OK)
+            return rc;
+    }
+    memcpy(w->buf, data, size);
+    w->at = off;
+    w->len = size;
+    pending = w;
+    return SQLITE_OK;
+}
+
+static int wal_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+    int rc = flush((struct wrapped *)(void *)f);
+    return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xTruncate(REAL(f), size);
+}
+
+static int wal_sync(sqlite3_file *f, int flags)
+{
+    int rc = flush((struct wrapped *)(void *)f);
+    return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xSync(REAL(f), flags);
+}
+
+static int wal_file_size(sqlite3_file *f, sqlite3_int64 *size)
+{
+    int rc = flush((struct wrapped *)(void *)f);
+    return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xFileSize(REAL(f), size);
+}
+
+static int wal_file_control(sqlite3_file *f, int op, void *arg)
+{
+    int rc = flush((struct wrapped *)(void *)f);
+    return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
+}
+
+/* ---- the main database file: everything passed on, the barrier first writes out ---------- */
+
+static int db_close(sqlite3_file *f)
+{
+    return REAL(f)->pMethods->xClose(REAL(f));
+}
+
+static int db_read(sqlite3_file *f, void *out, int n, sqlite3_int64 off)
+{
+    return REAL(f)->pMethods->xRead(REAL(f), out, n, off);
+}
+
+static int db_write(sqlite3_file *f, const void *data, int n, sqlite3_int64 off)
+{
+    return REAL(f)->pMethods->xWrite(REAL(f), data, n, off);
+}
+
+static int db_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+    return REAL(f)->pMethods->xTruncate(REAL(f), size);
+}
+
+static int db_sync(sqlite3_file *f, int flags)
+{
+    return REAL(f)->pMethods->xSync(REAL(f), flags);
+}
+
+static int db_file_size(sqlite3_file *f, sqlite3_int64 *size)
+{
+    return REAL(f)->pMethods->xFileSize(REAL(f), size);
+}
+
+static int db_file_control(sqlite3_file *f, int op, void *arg)
+{
+    return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
+}
+
+static void db_shm_barrier(sqlite3_file *f)
+{
+    struct wrapped *w = pending;
+    if (w) {
+        /* A commit is being published without its WAL synced (synchronous below FULL): its
+         * frames must be in the file before any reader looks for them. */
+        w->direct = true;
+        if (flush(w) != SQLITE_OK) {
+            log_error("storage: cannot write the WAL of a commit being published; stopping "
+                      "rather than let readers see frames that are not there");
+            abort();
+        }
+    }
+    REAL(f)->pMethods->xShmBarrier(REAL(f));
+}
+
+/* ---- passed on unchanged, for both ------------------------------------------------------- */
+
+static int any_lock(sqlite3_file *f, int lock)
+{
+    return REAL(f)->pMethods->xLock(REAL(f), lock);
+}
+
+static int any_unlock(sqlite3_file *f, int lock)
+{
+    return REAL(f)->pMethods->xUnlock(REAL(f), lock);
+}
+
+static int any_check_reserved_lock(sqlite3_file *f, int *out)
+{
+    return REAL(f)->pMethods->xCheckReservedLock(REAL(f), out);
+}
+
+static int any_sector_size(sqlite3_file *f)
+{
+    return REAL(f)->pMethods->xSectorSize(REAL(f));
+}
+
+static int any_device_characteristics(sqlite3_file *f)
+{
+    return REAL(f)->pMethods->xDeviceCharacteristics(REAL(f));
+}
+
+static int any_shm_map(sqlite3_file *f, int page, int size, int extend, void volatile **out)
+{
+    return REAL(f)->pMethods->xShmMap(REAL(f), page, size, extend, out);
+}
+
+static int any_shm_lock(sqlite3_file *f, int offset, int n, int flags)
+{
+    return REAL(f)->pMethods->xShmLock(REAL(f), offset, n, flags);
+}
+
+/* Bytes still gathered when a lock is let go belong to a write transaction that ended without
+ * a commit (rolled back after SQLite spilled pages to the WAL): written out as SQLite would
+ * have written them, so nothing stays gathered past the transaction that wrote it. */
+static int db_shm_lock(sqlite3_file *f, int offset, int n, int flags)
+{
+    int rc = REAL(f)->pMethods->xShmLock(REAL(f), offset, n, flags);
+    if (pending && (flags & SQLITE_SHM_UNLOCK)) {
+        int rc2 = flush(pending);
+        if (rc == SQLITE_OK)
+            rc = rc2;
+    }
+    return rc;
+}
+
+static void any_shm_barrier(sqlite3_file *f)
+{
+    REAL(f)->pMethods->xShmBarrier(REAL(f));
+}
+
+static int any_shm_unmap(sqlite3_file *f, int delete_flag)
+{
+    return REAL(f)->pMethods->xShmUnmap(REAL(f), delete_flag);
+}
+
+static int any_fetch(sqlite3_file *f, sqlite3_int64 off, int n, void **out)
+{
+    return REAL(f)->pMethods->xFetch(REAL(f), off, n, out);
+}
+
+static int any_unfetch(sqlite3_file *f, sqlite3_int64 off, void *p)
+{
+    return REAL(f)->pMethods->xUnfetch(REAL(f), off, p);
+}
+
+static const sqlite3_io_methods wal_methods = {
+    3,
+    wal_close,
+    wal_read,
+    wal_write,
+    wal_truncate,
+    wal_sync,
+    wal_file_size,
+    any_lock,
+    any_unlock,
+    any_check_reserved_lock,
+    wal_file_control,
+    any_sector_size,
+    any_device_characteristics,
+    any_shm_map,
+    any_shm_lock,
+    any_shm_barrier,
+    any_shm_unmap,
+    any_fetch,
+    any_unfetch,
+};
+
+static const sqlite3_io_methods db_methods = {
+    3,
+    db_close,
+    db_read,
+    db_write,
+    db_truncate,
+    db_sync,
+    db_file_size,
+    any_lock,
+    any_unlock,
+    any_check_reserved_lock,
+    db_file_control,
+    any_sector_size,
+    any_device_characteristics,
+    any_shm_map,
+    db_shm_lock,
+    db_shm_barrier,
+    any_shm_unmap,
+    any_fetch,
+    any_unfetch,
+};
+
+/* ---- the VFS --------------------------------------------------------------------------- */
+
+static int vfs_open(sqlite3_vfs *self, sqlite3_filename name, sqlite3_file *f, int flags,
+                    int *out_flags)
+{
+    (void)self;
+    const sqlite3_io_methods *methods = (flags & SQLITE_OPEN_WAL)       ? &wal_methods
+                                        : (flags & SQLITE_OPEN_MAIN_DB) ? &db_methods
+                                                                        : NULL;
+    if (!methods) /* journals, temporary files: the base VFS's own */
+        return base_vfs->xOpen(base_vfs, name, f, flags, out_flags);
+    struct wrapped *w = (struct wrapped *)(void *)f;
+    memset(w, 0, sizeof *w);
+    w->real = (sqlite3_file *)(void *)(w + 1);
+    int rc = base_vfs->xOpen(base_vfs, name, w->real, flags, out_flags);
+    if (rc != SQLITE_OK || !w->real->pMethods) {
+        /* SQLite calls xClose only when pMethods is set; close what the base left open. */
+        if (w->real->pMethods)
+            w->real->pMethods->xClose(w->real);
+        w->base.pMethods = NULL;
+        return rc != SQLITE_OK ? rc : SQLITE_CANTOPEN;
+    }
+    w->base.pMethods = methods;
+    return SQLITE_OK;
+}
+
+int storage_vfs_register(const char *base)
+{
+    if (sqlite3_vfs_find(STORAGE_VFS))
+        return SQLITE_OK;
+    sqlite3_vfs *b = sqlite3_vfs_find(base);
+    if (!b)
+        return SQLITE_NOTFOUND;
+    base_vfs = b;
+    vfs = *b; /* the base's own calls for everything but xOpen, with its pAppData */
+    vfs.szOsFile = (int)sizeof(struct wrapped) + b->szOsFile;
+    vfs.pNext = NULL;
+    vfs.zName = STORAGE_VFS;
+    vfs.xOpen = vfs_open;
+    return sqlite3_vfs_register(&vfs, 0);
+}
