@@ -1157,21 +1157,32 @@ int pay_external_id_taken(struct req *r, const char *external_id, const char *ex
 }
 
 /* Writes every column of x: INSERT when insert, else UPDATE at old_version. 0 / -1. */
-int pay_save(const struct pay *x, bool insert, int64_t old_version)
+int pay_save(const struct pay *x, enum pay_write how, int64_t old_version)
 {
+    /* One numbering of the parameters for all three; a statement leaves out what it does not
+     * write (binding a number it does not use is harmless). */
+    static const char *const sql[] = {
+        [PAY_INSERT] = "INSERT INTO payments (" PAY_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                       "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
+                       "?22, ?23, ?24, ?26)",
+        [PAY_UPDATE] = "UPDATE payments SET amount = ?3, currency = ?4, type = ?5, priority = ?6, "
+                       "originating_account = ?7, beneficiary_id = ?8, effective_date = ?9, "
+                       "remittance_information = ?10, external_id = ?11, status = ?12, "
+                       "approvals_required = ?13, approval_round = ?14, failure_reason = ?15, "
+                       "metadata = ?17, version = ?18, updated_at = ?20, next_step_at = ?21, "
+                       "rail_reference = ?22, failure_code = ?23 "
+                       "WHERE id = ?1 AND workspace_id = ?2 AND version = ?25",
+        [PAY_UPDATE_STATE] = "UPDATE payments SET status = ?12, approvals_required = ?13, "
+                             "approval_round = ?14, failure_reason = ?15, version = ?18, "
+                             "updated_at = ?20, next_step_at = ?21, rail_reference = ?22, "
+                             "failure_code = ?23 "
+                             "WHERE id = ?1 AND workspace_id = ?2 AND version = ?25",
+    };
     const struct payment *p = &x->p;
-    char *metadata = pay_metadata_json(p->metadata, p->metadata_count);
-    sqlite3_stmt *st = storage_prepare(
-        insert ? "INSERT INTO payments (" PAY_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                 "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, "
-                 "?26)"
-               : "UPDATE payments SET amount = ?3, currency = ?4, type = ?5, priority = ?6, "
-                 "originating_account = ?7, beneficiary_id = ?8, effective_date = ?9, "
-                 "remittance_information = ?10, external_id = ?11, status = ?12, "
-                 "approvals_required = ?13, approval_round = ?14, failure_reason = ?15, "
-                 "metadata = ?17, version = ?18, updated_at = ?20, next_step_at = ?21, "
-                 "rail_reference = ?22, failure_code = ?23 "
-                 "WHERE id = ?1 AND workspace_id = ?2 AND version = ?25");
+    bool insert = how == PAY_INSERT;
+    char *metadata = how == PAY_UPDATE_STATE ? NULL
+                                              : pay_metadata_json(p->metadata, p->metadata_count);
+    sqlite3_stmt *st = storage_prepare(sql[how]);
     int ret = -1;
     if (!st)
         goto out;
@@ -1289,7 +1300,7 @@ int payments_create_payment(struct req *r, const struct payments_create_payment_
     pay_set_status(x, need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED);
     /* Both events carry the payment as stored: render it once. */
     const char *json = payment_json(r, p);
-    if (pay_save(x, true, 0) != 0 ||
+    if (pay_save(x, PAY_INSERT, 0) != 0 ||
         record_change_json(r, "payment.created", p, 0, NULL, json) != 0 ||
         (need == 0 && record_change_json(r, "payment.approved", p, PAYMENT_STATUS_APPROVED,
                                          "no approval required by the policy", json) != 0))
@@ -1496,7 +1507,7 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
     }
     int64_t old_version = p->version;
     pay_touch(r, p);
-    if (pay_save(x, false, old_version) != 0 ||
+    if (pay_save(x, PAY_UPDATE, old_version) != 0 ||
         pay_record_change(r, "payment.updated", p, before,
                       reevaluate ? "approval rules run again" : NULL) != 0)
         return -1;
@@ -1608,7 +1619,7 @@ int payments_approve_payment(struct req *r, const struct payments_approve_paymen
         pay_set_status(x, PAYMENT_STATUS_APPROVED);
     int64_t old_version = p->version;
     pay_touch(r, p);
-    if (pay_save(x, false, old_version) != 0)
+    if (pay_save(x, PAY_UPDATE_STATE, old_version) != 0)
         return -1;
     if (complete ? pay_record_change(r, "payment.approved", p, PAYMENT_STATUS_PENDING_APPROVAL, NULL)
                  : audit_record(r, "payment.approval_recorded", "payment", p->id,
@@ -1633,7 +1644,7 @@ int payments_deny_payment(struct req *r, const struct payments_deny_payment_requ
     pay_set_status(x, PAYMENT_STATUS_DENIED);
     int64_t old_version = p->version;
     pay_touch(r, p);
-    if (pay_save(x, false, old_version) != 0 ||
+    if (pay_save(x, PAY_UPDATE_STATE, old_version) != 0 ||
         pay_record_change(r, "payment.denied", p, PAYMENT_STATUS_PENDING_APPROVAL,
                       in->body->reason) != 0)
         return -1;
@@ -1668,7 +1679,7 @@ int payments_cancel_payment(struct req *r, const struct payments_cancel_payment_
     pay_set_status(x, PAYMENT_STATUS_CANCELLED);
     int64_t old_version = p->version;
     pay_touch(r, p);
-    if (pay_save(x, false, old_version) != 0 ||
+    if (pay_save(x, PAY_UPDATE_STATE, old_version) != 0 ||
         pay_record_change(r, "payment.cancelled", p, before, NULL) != 0)
         return -1;
     out->status = 200;

@@ -35,9 +35,16 @@ int pay_metadata_parse(struct req *r, const char *text, struct metadata_entry **
 /* Loads r's workspace's payment id into x (in r->arena): 1 found, 0 answered (404, or 412 for
  * an If-Match naming another version), -1 failure. */
 int pay_load(struct req *r, const char *id, const char *if_match, struct pay *x);
-/* Writes every column of x: INSERT when insert, else UPDATE at old_version (0 rows is a
- * failure). 0 / -1. */
-int pay_save(const struct pay *x, bool insert, int64_t old_version);
+/* How pay_save writes x. */
+enum pay_write {
+    PAY_INSERT,       /* a new row */
+    PAY_UPDATE,       /* every column a client may edit, and the state */
+    PAY_UPDATE_STATE, /* the state only: status, approval, rail, failure, schedule, version and
+                         updated_at - a transition, which leaves the indexed external_id and
+                         the beneficiary's foreign key untouched */
+};
+/* Writes x; an update applies at old_version (0 rows is a failure). 0 / -1. */
+int pay_save(const struct pay *x, enum pay_write how, int64_t old_version);
 /* Sets the status and its ISO 20022 code; an approved payment is due to the worker at once,
  * any other status is not due until the worker schedules it. */
 void pay_set_status(struct pay *x, enum payment_status s);

@@ -298,7 +298,7 @@ static int items_to(struct req *r, struct batch *x, enum payment_status s, const
         int64_t old_version = it->p.version;
         pay_set_status(it, s);
         pay_touch(r, &it->p);
-        if (pay_save(it, false, old_version) != 0 ||
+        if (pay_save(it, PAY_UPDATE_STATE, old_version) != 0 ||
             pay_record_change(r, type, &it->p, before, detail) != 0)
             return -1;
         x->b.items[i].status = s;
@@ -465,7 +465,7 @@ int payments_create_payment_batch(struct req *r,
         it->p.approval->required = need;
         pay_set_status(it, s);
         b->items[i].status = s;
-        if (pay_save(it, true, 0) != 0 ||
+        if (pay_save(it, PAY_INSERT, 0) != 0 ||
             pay_record_change(r, "payment.created", &it->p, 0, b->id) != 0 ||
             (need == 0 && pay_record_change(r, "payment.approved", &it->p, s,
                                             "no approval required by the policy") != 0))

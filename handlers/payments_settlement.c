@@ -103,7 +103,8 @@ static int move(struct step *st, struct pay *x, enum payment_status s, int64_t n
     x->next_step_at = next_at;
     pay_touch(r, p);
     const char *type = arena_printf(&r->arena, "payment.%s", payment_status_str(s));
-    if (pay_save(x, false, old_version) != 0 || pay_record_change(r, type, p, before, detail) != 0)
+    if (pay_save(x, PAY_UPDATE_STATE, old_version) != 0 ||
+        pay_record_change(r, type, p, before, detail) != 0)
         return -1;
     st->moved = arena_printf(&r->arena, "%s -> %s%s%s", payment_status_str(before),
                              payment_status_str(s), detail ? ": " : "", detail ? detail : "");
