@@ -1,6 +1,7 @@
 /* SQLite storage: one database file, WAL, synchronous=FULL, foreign keys, versioned migrations,
- * one connection per thread with a per-connection prepared-statement cache. Handlers write
- * portable SQL through these few calls; a 2xx is only sent after storage_commit() succeeded. */
+ * one connection per thread with a per-connection prepared-statement cache, opened through the
+ * storage VFS (storage_vfs.h: a commit's WAL frames in one write). Handlers write portable SQL
+ * through these few calls; a 2xx is only sent after storage_commit() succeeded. */
 #ifndef RUNTIME_STORAGE_H
 #define RUNTIME_STORAGE_H
 
