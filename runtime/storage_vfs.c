@@ -29,6 +29,7 @@ struct wrapped {
     sqlite3_int64 at;
     size_t len;
     bool direct; /* committed without a sync once: write straight through from then on */
+    int failed;  /* a write-out that failed, not yet told to SQLite */
 };
 
 static sqlite3_vfs vfs;
@@ -43,6 +44,9 @@ static _Thread_local struct wrapped *pending;
 
 #define REAL(f) (((struct wrapped *)(void *)(f))->real)
 
+/* Writes the gathered bytes out. A failure is also kept in the file, so that it reaches
+ * SQLite at that file's next call even when the write-out happened elsewhere (at a lock or
+ * for another connection of the thread). */
 static int flush(struct wrapped *w)
 {
     if (pending == w)
@@ -51,7 +55,19 @@ static int flush(struct wrapped *w)
         return SQLITE_OK;
     size_t len = w->len;
     w->len = 0;
-    return w->real->pMethods->xWrite(w->real, w->buf, (int)len, w->at);
+    int rc = w->real->pMethods->xWrite(w->real, w->buf, (int)len, w->at);
+    if (rc != SQLITE_OK)
+        w->failed = rc;
+    return rc;
+}
+
+/* flush() for the WAL file's own calls: the first failure not yet told to SQLite, if any. */
+static int write_out(struct wrapped *w)
+{
+    flush(w);
+    int rc = w->failed;
+    w->failed = SQLITE_OK;
+    return rc;
 }
 
 /* ---- the WAL file ---------------------------------------------------------------------- */
@@ -59,7 +75,7 @@ static int flush(struct wrapped *w)
 static int wal_close(sqlite3_file *f)
 {
     struct wrapped *w = (struct wrapped *)(void *)f;
-    int rc = flush(w);
+    int rc = write_out(w);
     int rc2 = w->real->pMethods->xClose(w->real);
     free(w->buf);
     w->buf = NULL;
@@ -69,8 +85,8 @@ static int wal_close(sqlite3_file *f)
 static int wal_read(sqlite3_file *f, void *out, int n, sqlite3_int64 off)
 {
     struct wrapped *w = (struct wrapped *)(void *)f;
-    if (w->len > 0 && off < w->at + (sqlite3_int64)w->len && off + n > w->at) {
-        int rc = flush(w);
+    if (w->failed || (w->len > 0 && off < w->at + (sqlite3_int64)w->len && off + n > w->at)) {
+        int rc = write_out(w);
         if (rc != SQLITE_OK)
             return rc;
     }
@@ -81,6 +97,8 @@ static int wal_write(sqlite3_file *f, const void *data, int n, sqlite3_int64 off
 {
     struct wrapped *w = (struct wrapped *)(void *)f;
     size_t size = (size_t)n;
+    if (w->failed)
+        return write_out(w);
     if (w->len > 0) {
         sqlite3_int64 end = w->at + (sqlite3_int64)w->len;
         if (off >= w->at && off + n <= end) { /* a frame of this commit written again */
@@ -92,7 +110,7 @@ static int wal_write(sqlite3_file *f, const void *data, int n, sqlite3_int64 off
             w->len += size;
             return SQLITE_OK;
         }
-        int rc = flush(w);
+        int rc = write_out(w);
         if (rc != SQLITE_OK)
             return rc;
     }
@@ -100,11 +118,8 @@ static int wal_write(sqlite3_file *f, const void *data, int n, sqlite3_int64 off
         return w->real->pMethods->xWrite(w->real, data, n, off);
     if (!w->buf && !(w->buf = malloc(GATHER_CAP)))
         return w->real->pMethods->xWrite(w->real, data, n, off);
-    if (pending && pending != w) {
-        int rc = flush(pending); /* another connection of this thread: out first */
-        if (rc != SQLITE_OK)
-            return rc;
-    }
+    if (pending && pending != w)
+        flush(pending); /* another connection of this thread: out first (a failure is its) */
     memcpy(w->buf, data, size);
     w->at = off;
     w->len = size;
@@ -114,25 +129,25 @@ static int wal_write(sqlite3_file *f, const void *data, int n, sqlite3_int64 off
 
 static int wal_truncate(sqlite3_file *f, sqlite3_int64 size)
 {
-    int rc = flush((struct wrapped *)(void *)f);
+    int rc = write_out((struct wrapped *)(void *)f);
     return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xTruncate(REAL(f), size);
 }
 
 static int wal_sync(sqlite3_file *f, int flags)
 {
-    int rc = flush((struct wrapped *)(void *)f);
+    int rc = write_out((struct wrapped *)(void *)f);
     return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xSync(REAL(f), flags);
 }
 
 static int wal_file_size(sqlite3_file *f, sqlite3_int64 *size)
 {
-    int rc = flush((struct wrapped *)(void *)f);
+    int rc = write_out((struct wrapped *)(void *)f);
     return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xFileSize(REAL(f), size);
 }
 
 static int wal_file_control(sqlite3_file *f, int op, void *arg)
 {
-    int rc = flush((struct wrapped *)(void *)f);
+    int rc = write_out((struct wrapped *)(void *)f);
     return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
 }
 
@@ -232,11 +247,8 @@ static int any_shm_lock(sqlite3_file *f, int offset, int n, int flags)
 static int db_shm_lock(sqlite3_file *f, int offset, int n, int flags)
 {
     int rc = REAL(f)->pMethods->xShmLock(REAL(f), offset, n, flags);
-    if (pending && (flags & SQLITE_SHM_UNLOCK)) {
-        int rc2 = flush(pending);
-        if (rc == SQLITE_OK)
-            rc = rc2;
-    }
+    if (pending && (flags & SQLITE_SHM_UNLOCK))
+        flush(pending); /* a failure is kept for that file's next call */
     return rc;
 }
 

@@ -3,9 +3,12 @@
  * without a sync (synchronous=NORMAL), after rolled-back transactions that spilled frames, and
  * for commits larger than what is gathered at once. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -212,6 +215,45 @@ static void test_spilled_rolled_back_and_oversized_transactions(void)
     remove_db();
 }
 
+/* A gathered write-out that fails (here the file size limit, EFBIG) fails the commit: nothing
+ * of it is visible, and the connection commits again once writes succeed. */
+static void test_a_failed_write_out_fails_the_commit(void)
+{
+    fresh_path();
+    sqlite3 *a = open_db(STORAGE_VFS, "FULL");
+    sqlite3 *b = open_db(NULL, "FULL");
+    CHECK(a && b);
+    if (a && b) {
+        CHECK(insert_rows(a, 3, 100));
+        char wal[160];
+        snprintf(wal, sizeof wal, "%s-wal", path);
+        struct stat sb;
+        CHECK(stat(wal, &sb) == 0);
+        struct rlimit old, cap;
+        CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+        cap = old;
+        cap.rlim_cur = (rlim_t)sb.st_size + 4096; /* room for one frame, not for 20 */
+        void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+        CHECK(setrlimit(RLIMIT_FSIZE, &cap) == 0);
+        bool began = exec(a, "BEGIN") && insert_rows(a, 20, 3000);
+        int rc = sqlite3_exec(a, "COMMIT", NULL, NULL, NULL);
+        CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
+        signal(SIGXFSZ, was);
+        CHECK(began);
+        CHECK(rc != SQLITE_OK);
+        if (!sqlite3_get_autocommit(a))
+            CHECK(exec(a, "ROLLBACK"));
+        CHECK(query_int(b, "SELECT count(*) FROM t") == 3);
+        CHECK(query_int(a, "SELECT count(*) FROM t") == 3);
+        CHECK(insert_rows(a, 20, 3000));
+        CHECK(query_int(b, "SELECT count(*) FROM t") == 23);
+        CHECK(intact(b));
+    }
+    sqlite3_close(a);
+    sqlite3_close(b);
+    remove_db();
+}
+
 /* The thread below: a connection that spills frames and rolls back, closed by the main thread
  * while this thread lives on, then another connection of this thread writing. */
 static sqlite3 *spilled;
@@ -274,6 +316,7 @@ int main(void)
         UNIT_TEST(test_a_commit_reaches_the_wal_in_one_write),
         UNIT_TEST(test_other_connections_read_every_commit),
         UNIT_TEST(test_spilled_rolled_back_and_oversized_transactions),
+        UNIT_TEST(test_a_failed_write_out_fails_the_commit),
         UNIT_TEST(test_a_connection_closed_by_another_thread_leaves_nothing_gathered),
     };
     return unit_run("storage_vfs", tests, sizeof tests / sizeof tests[0]);
