@@ -151,41 +151,17 @@ static int wal_file_control(sqlite3_file *f, int op, void *arg)
     return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
 }
 
-/* ---- the main database file: everything passed on, the barrier first writes out ---------- */
+/* ---- the main database file: two shared-memory calls write out first ------------------ */
 
-static int db_close(sqlite3_file *f)
+/* Bytes still gathered when a lock is let go belong to a write transaction that ended without
+ * a commit (rolled back after SQLite spilled pages to the WAL): written out as SQLite would
+ * have written them, so nothing stays gathered past the transaction that wrote it. */
+static int db_shm_lock(sqlite3_file *f, int offset, int n, int flags)
 {
-    return REAL(f)->pMethods->xClose(REAL(f));
-}
-
-static int db_read(sqlite3_file *f, void *out, int n, sqlite3_int64 off)
-{
-    return REAL(f)->pMethods->xRead(REAL(f), out, n, off);
-}
-
-static int db_write(sqlite3_file *f, const void *data, int n, sqlite3_int64 off)
-{
-    return REAL(f)->pMethods->xWrite(REAL(f), data, n, off);
-}
-
-static int db_truncate(sqlite3_file *f, sqlite3_int64 size)
-{
-    return REAL(f)->pMethods->xTruncate(REAL(f), size);
-}
-
-static int db_sync(sqlite3_file *f, int flags)
-{
-    return REAL(f)->pMethods->xSync(REAL(f), flags);
-}
-
-static int db_file_size(sqlite3_file *f, sqlite3_int64 *size)
-{
-    return REAL(f)->pMethods->xFileSize(REAL(f), size);
-}
-
-static int db_file_control(sqlite3_file *f, int op, void *arg)
-{
-    return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
+    int rc = REAL(f)->pMethods->xShmLock(REAL(f), offset, n, flags);
+    if (pending && (flags & SQLITE_SHM_UNLOCK))
+        flush(pending); /* a failure is kept for that file's next call */
+    return rc;
 }
 
 static void db_shm_barrier(sqlite3_file *f)
@@ -204,7 +180,42 @@ static void db_shm_barrier(sqlite3_file *f)
     REAL(f)->pMethods->xShmBarrier(REAL(f));
 }
 
-/* ---- passed on unchanged, for both ------------------------------------------------------- */
+/* ---- passed on unchanged: the rest of the main database's calls and of the WAL's -------- */
+
+static int any_close(sqlite3_file *f)
+{
+    return REAL(f)->pMethods->xClose(REAL(f));
+}
+
+static int any_read(sqlite3_file *f, void *out, int n, sqlite3_int64 off)
+{
+    return REAL(f)->pMethods->xRead(REAL(f), out, n, off);
+}
+
+static int any_write(sqlite3_file *f, const void *data, int n, sqlite3_int64 off)
+{
+    return REAL(f)->pMethods->xWrite(REAL(f), data, n, off);
+}
+
+static int any_truncate(sqlite3_file *f, sqlite3_int64 size)
+{
+    return REAL(f)->pMethods->xTruncate(REAL(f), size);
+}
+
+static int any_sync(sqlite3_file *f, int flags)
+{
+    return REAL(f)->pMethods->xSync(REAL(f), flags);
+}
+
+static int any_file_size(sqlite3_file *f, sqlite3_int64 *size)
+{
+    return REAL(f)->pMethods->xFileSize(REAL(f), size);
+}
+
+static int any_file_control(sqlite3_file *f, int op, void *arg)
+{
+    return REAL(f)->pMethods->xFileControl(REAL(f), op, arg);
+}
 
 static int any_lock(sqlite3_file *f, int lock)
 {
@@ -241,16 +252,6 @@ static int any_shm_lock(sqlite3_file *f, int offset, int n, int flags)
     return REAL(f)->pMethods->xShmLock(REAL(f), offset, n, flags);
 }
 
-/* Bytes still gathered when a lock is let go belong to a write transaction that ended without
- * a commit (rolled back after SQLite spilled pages to the WAL): written out as SQLite would
- * have written them, so nothing stays gathered past the transaction that wrote it. */
-static int db_shm_lock(sqlite3_file *f, int offset, int n, int flags)
-{
-    int rc = REAL(f)->pMethods->xShmLock(REAL(f), offset, n, flags);
-    if (pending && (flags & SQLITE_SHM_UNLOCK))
-        flush(pending); /* a failure is kept for that file's next call */
-    return rc;
-}
 
 static void any_shm_barrier(sqlite3_file *f)
 {
@@ -296,16 +297,16 @@ static const sqlite3_io_methods wal_methods = {
 
 static const sqlite3_io_methods db_methods = {
     3,
-    db_close,
-    db_read,
-    db_write,
-    db_truncate,
-    db_sync,
-    db_file_size,
+    any_close,
+    any_read,
+    any_write,
+    any_truncate,
+    any_sync,
+    any_file_size,
     any_lock,
     any_unlock,
     any_check_reserved_lock,
-    db_file_control,
+    any_file_control,
     any_sector_size,
     any_device_characteristics,
     any_shm_map,
