@@ -256,6 +256,10 @@ static int settle_due(void)
         log_error("settlement: cannot read the due payments: %s", sqlite3_errmsg(storage_db()));
         return -1;
     }
+    /* A rail is told only of durable payments: an approval a crash could still take back
+     * must not become money sent (group_commit.h). */
+    if (n > 0)
+        group_commit_wait_durable(group_commit_visible());
     pthread_mutex_lock(&round_mu);
     round_left = n;
     pthread_mutex_unlock(&round_mu);

@@ -1,9 +1,15 @@
-/* Group commit (see group_commit.h): a FIFO queue of write items and the one writer thread that
- * runs them in batches, one transaction and one fsync per batch. */
+/* Group commit (see group_commit.h): a FIFO queue of write items, the one writer thread that
+ * runs them in batches, one transaction per batch, and the syncer thread that fsyncs what the
+ * writer committed and only then tells the items, and the reads waiting on it, how it ended. */
 #include "runtime/group_commit.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "runtime/log.h"
 #include "runtime/storage.h"
@@ -19,6 +25,22 @@ static pthread_t writer;
 static bool running, stopping;
 static struct group_commit_stats stats;
 
+/* The syncer's side, under sync_mu. The writer numbers its commits: visible is the number of
+ * the latest commit other connections may see (raised before its COMMIT), durable the latest
+ * one fsynced. Items of committed batches wait in unsynced, in commit order, for the fsync
+ * that covers them; waiters are reads (group_commit_after_durable) waiting for a number. */
+static pthread_mutex_t sync_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cv = PTHREAD_COND_INITIALIZER;    /* work for the syncer */
+static pthread_cond_t durable_cv = PTHREAD_COND_INITIALIZER; /* durable moved */
+static struct group_commit_item *unsynced, *unsynced_tail, *waiters;
+static uint64_t unsynced_seq; /* the number of the latest commit in unsynced */
+static void *wal;             /* the writer's WAL, once a sync of it was deferred */
+static bool must_sync;        /* a commit in unsynced deferred its fsync */
+static pthread_t syncer;
+static bool syncing, sync_stopping;
+static uint64_t syncs;
+static atomic_uint_fast64_t visible, durable;
+
 static void finish(struct group_commit_item *from, struct group_commit_item *to,
                    enum group_commit_outcome outcome)
 {
@@ -29,11 +51,124 @@ static void finish(struct group_commit_item *from, struct group_commit_item *to,
     }
 }
 
+/* The commits are visible and cannot be taken back, and their answers were not sent. Stopping
+ * is the only honest way out: after a restart the database holds what reached the disk, which
+ * every acknowledged write did. */
+static _Noreturn void fsync_failed(void)
+{
+    log_error("group commit: fsync of the WAL failed (%s); stopping before anything not "
+              "durable is acknowledged", strerror(errno));
+    abort();
+}
+
+/* The items [from, to) ran in the transaction numbered seq, which ended with outcome (its
+ * commit's fsync deferred when w is set): told once everything up to seq is durable. Without
+ * the syncer (before start, after stop) the commit was synced: told at once. */
+static void hand_to_syncer(struct group_commit_item *from, struct group_commit_item *to,
+                           enum group_commit_outcome outcome, uint64_t seq, void *w)
+{
+    if (from == to)
+        return;
+    pthread_mutex_lock(&sync_mu);
+    if (!syncing) { /* not reached: the syncer outlives the writer */
+        pthread_mutex_unlock(&sync_mu);
+        if (w && storage_sync(w) != 0)
+            fsync_failed();
+        finish(from, to, outcome);
+        return;
+    }
+    for (struct group_commit_item *it = from; it != to; it = it->next)
+        it->outcome = outcome;
+    struct group_commit_item *last = from;
+    while (last->next != to)
+        last = last->next;
+    last->next = NULL;
+    if (unsynced_tail)
+        unsynced_tail->next = from;
+    else
+        unsynced = from;
+    unsynced_tail = last;
+    if (seq > unsynced_seq)
+        unsynced_seq = seq;
+    if (w) {
+        wal = w;
+        must_sync = true;
+    }
+    pthread_cond_signal(&sync_cv);
+    pthread_mutex_unlock(&sync_mu);
+}
+
+#ifdef TREASURY_TEST_HOOKS
+/* Tests hold what the writer commits back from durability: while the file named by
+ * TREASURY_TEST_HOLD_SYNC exists, the syncer waits before its next fsync. */
+static void test_hold(void)
+{
+    const char *hold = getenv("TREASURY_TEST_HOLD_SYNC");
+    while (hold && *hold && access(hold, F_OK) == 0)
+        usleep(10 * 1000);
+}
+#else
+static void test_hold(void)
+{
+}
+#endif
+
+static void *syncer_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&sync_mu);
+    for (;;) {
+        while (!unsynced && !sync_stopping)
+            pthread_cond_wait(&sync_cv, &sync_mu);
+        if (!unsynced)
+            break;
+        pthread_mutex_unlock(&sync_mu);
+        test_hold();
+        pthread_mutex_lock(&sync_mu);
+        struct group_commit_item *list = unsynced;
+        uint64_t seq = unsynced_seq;
+        void *w = must_sync ? wal : NULL;
+        unsynced = unsynced_tail = NULL;
+        must_sync = false;
+        pthread_mutex_unlock(&sync_mu);
+        if (w && storage_sync(w) != 0)
+            fsync_failed();
+        pthread_mutex_lock(&sync_mu);
+        atomic_store(&durable, seq);
+        if (w)
+            syncs++;
+        struct group_commit_item *ready = NULL, **keep = &waiters, **add = &ready;
+        while (*keep) {
+            struct group_commit_item *it = *keep;
+            if (it->seq <= seq) {
+                *keep = it->next;
+                it->next = NULL;
+                *add = it;
+                add = &it->next;
+            } else {
+                keep = &it->next;
+            }
+        }
+        pthread_cond_broadcast(&durable_cv);
+        pthread_mutex_unlock(&sync_mu);
+        while (list) {
+            struct group_commit_item *next = list->next;
+            list->done(list->ctx, list->outcome); /* may free the item */
+            list = next;
+        }
+        finish(ready, NULL, GROUP_COMMIT_COMMITTED);
+        pthread_mutex_lock(&sync_mu);
+    }
+    pthread_mutex_unlock(&sync_mu);
+    return NULL;
+}
+
 /* Runs a list in as few transactions as it takes: normally one. When SQLite rolls the whole
  * transaction back under an item (an I/O or disk-full error), the items since BEGIN are lost
  * and the rest go on in a new transaction. When an unguarded item needs its writes undone,
- * the transaction is rolled back and the list runs again, every item in a savepoint. */
-static void run_batch(struct group_commit_item *list)
+ * the transaction is rolled back and the list runs again, every item in a savepoint. On the
+ * writer thread (defer) the commit leaves its fsync to the syncer; elsewhere it syncs. */
+static void run_batch(struct group_commit_item *list, bool defer)
 {
     bool guarded = false;
     while (list) {
@@ -42,8 +177,9 @@ static void run_batch(struct group_commit_item *list)
             return;
         }
         struct group_commit_item *it = list;
-        uint64_t ran = 0;
+        uint64_t ran = 0, seq = 0;
         bool lost = false, again = false;
+        void *w = NULL;
         for (; it; it = it->next) {
             again = it->run(it->ctx, guarded) && !guarded;
             ran++;
@@ -52,6 +188,7 @@ static void run_batch(struct group_commit_item *list)
                           "%llu request(s) of this batch fail", (unsigned long long)ran);
                 storage_rollback(); /* nothing left to roll back: gives the write lock back */
                 lost = true;
+                seq = atomic_load(&visible); /* they may have read what is not yet durable */
                 again = false;
                 it = it->next;
                 break;
@@ -67,16 +204,26 @@ static void run_batch(struct group_commit_item *list)
             pthread_mutex_unlock(&mu);
             continue;
         }
-        if (!lost && storage_commit() != 0)
+        if (!lost && defer) {
+            /* Numbered before COMMIT: a read that can see the commit sees its number too. */
+            seq = atomic_fetch_add(&visible, 1) + 1;
+            if (storage_commit_unsynced(&w) != 0)
+                lost = true;
+        } else if (!lost && storage_commit() != 0) {
             lost = true;
+        }
         pthread_mutex_lock(&mu);
         stats.items += ran;
         stats.batches++;
         if (ran > stats.largest)
             stats.largest = ran;
         pthread_mutex_unlock(&mu);
-        finish(list, it, lost ? GROUP_COMMIT_LOST : GROUP_COMMIT_COMMITTED);
-        list = it;
+        struct group_commit_item *rest = it;
+        if (defer)
+            hand_to_syncer(list, rest, lost ? GROUP_COMMIT_LOST : GROUP_COMMIT_COMMITTED, seq, w);
+        else
+            finish(list, rest, lost ? GROUP_COMMIT_LOST : GROUP_COMMIT_COMMITTED);
+        list = rest;
     }
 }
 
@@ -100,22 +247,34 @@ static void *writer_main(void *arg)
             tail = NULL;
         last->next = NULL;
         pthread_mutex_unlock(&mu);
-        run_batch(list);
+        run_batch(list, true);
         pthread_mutex_lock(&mu);
     }
     pthread_mutex_unlock(&mu);
     return NULL;
 }
 
+static void stop_syncer(void);
+
 int group_commit_start(void)
 {
+    pthread_mutex_lock(&sync_mu);
+    sync_stopping = false;
+    int rc = pthread_create(&syncer, NULL, syncer_main, NULL);
+    syncing = rc == 0;
+    pthread_mutex_unlock(&sync_mu);
+    if (rc != 0) {
+        log_error("group commit: cannot start the syncer thread");
+        return -1;
+    }
     pthread_mutex_lock(&mu);
     stopping = false;
-    int rc = pthread_create(&writer, NULL, writer_main, NULL);
+    rc = pthread_create(&writer, NULL, writer_main, NULL);
     running = rc == 0;
     pthread_mutex_unlock(&mu);
     if (rc != 0) {
         log_error("group commit: cannot start the writer thread");
+        stop_syncer();
         return -1;
     }
     return 0;
@@ -127,7 +286,7 @@ void group_commit_submit(struct group_commit_item *it)
     pthread_mutex_lock(&mu);
     if (!running || stopping) {
         pthread_mutex_unlock(&mu);
-        run_batch(it);
+        run_batch(it, false);
         return;
     }
     if (tail)
@@ -139,11 +298,33 @@ void group_commit_submit(struct group_commit_item *it)
     pthread_mutex_unlock(&mu);
 }
 
+/* After the writer: what it committed last is synced and told first. */
+static void stop_syncer(void)
+{
+    pthread_mutex_lock(&sync_mu);
+    if (!syncing) {
+        pthread_mutex_unlock(&sync_mu);
+        return;
+    }
+    sync_stopping = true;
+    pthread_cond_signal(&sync_cv);
+    pthread_mutex_unlock(&sync_mu);
+    pthread_join(syncer, NULL);
+    pthread_mutex_lock(&sync_mu);
+    syncing = false;
+    struct group_commit_item *left = waiters; /* none: every number was synced */
+    waiters = NULL;
+    pthread_cond_broadcast(&durable_cv);
+    pthread_mutex_unlock(&sync_mu);
+    finish(left, NULL, GROUP_COMMIT_COMMITTED);
+}
+
 void group_commit_stop(void)
 {
     pthread_mutex_lock(&mu);
     if (!running) {
         pthread_mutex_unlock(&mu);
+        stop_syncer();
         return;
     }
     stopping = true;
@@ -152,12 +333,14 @@ void group_commit_stop(void)
     pthread_join(writer, NULL);
     pthread_mutex_lock(&mu);
     running = false;
-    struct group_commit_stats s = stats;
     pthread_mutex_unlock(&mu);
+    stop_syncer();
+    struct group_commit_stats s = group_commit_stats();
     log_info("group commit: %llu write request(s) in %llu transaction(s), largest %llu, "
-             "%llu run again in savepoints",
+             "%llu run again in savepoints, %llu fsync(s)",
              (unsigned long long)s.items, (unsigned long long)s.batches,
-             (unsigned long long)s.largest, (unsigned long long)s.reruns);
+             (unsigned long long)s.largest, (unsigned long long)s.reruns,
+             (unsigned long long)s.syncs);
 }
 
 struct group_commit_stats group_commit_stats(void)
@@ -165,5 +348,42 @@ struct group_commit_stats group_commit_stats(void)
     pthread_mutex_lock(&mu);
     struct group_commit_stats s = stats;
     pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&sync_mu);
+    s.syncs = syncs;
+    pthread_mutex_unlock(&sync_mu);
     return s;
+}
+
+uint64_t group_commit_visible(void)
+{
+    return atomic_load(&visible);
+}
+
+bool group_commit_durable(uint64_t seq)
+{
+    return atomic_load(&durable) >= seq;
+}
+
+void group_commit_wait_durable(uint64_t seq)
+{
+    if (group_commit_durable(seq))
+        return;
+    pthread_mutex_lock(&sync_mu);
+    while (syncing && atomic_load(&durable) < seq)
+        pthread_cond_wait(&durable_cv, &sync_mu);
+    pthread_mutex_unlock(&sync_mu);
+}
+
+bool group_commit_after_durable(uint64_t seq, struct group_commit_item *it)
+{
+    pthread_mutex_lock(&sync_mu);
+    if (!syncing || atomic_load(&durable) >= seq) {
+        pthread_mutex_unlock(&sync_mu);
+        return false;
+    }
+    it->seq = seq;
+    it->next = waiters;
+    waiters = it;
+    pthread_mutex_unlock(&sync_mu);
+    return true;
 }

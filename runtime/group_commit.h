@@ -1,10 +1,21 @@
 /* Group commit: the one path every write request takes (runtime/group_commit.c).
  *
  * A request thread hands its write over (group_commit_submit) and goes on serving other
- * connections. One writer thread takes everything queued, runs it in one transaction, commits
- * once - one fsync for the whole batch, synchronous=FULL - and only then tells each item how
- * it ended. Items that arrive while a batch commits form the next batch, so the batch grows
- * with the load and a lone request waits for nothing but its own fsync.
+ * connections. One writer thread takes everything queued and runs it in one transaction,
+ * committed once. A syncer thread fsyncs the WAL - one fsync for every batch committed since
+ * its last one - and only then tells each item how it ended: a 2xx still means durable, as
+ * with synchronous=FULL. The writer does not wait for that fsync: it runs the next batch
+ * meanwhile, so the disk's flush and the CPU's work overlap. Items that arrive while a batch
+ * runs form the next batch, so the batch grows with the load and a lone request waits for
+ * nothing but its own fsync.
+ *
+ * The price of not waiting: a commit is visible to other connections before it is durable.
+ * Whatever shows or acts on what it read therefore waits until that is durable too: a read
+ * answers only once group_commit_durable(group_commit_visible()) - the latest commit it could
+ * have seen - holds (server.c), and the settlement worker hands nothing to a rail before the
+ * payments it picked are durable. A crash of the machine can then lose only commits that no
+ * one was told of. If the fsync fails, the process stops (abort) rather than acknowledge
+ * anything: the commits cannot be taken back, and a restart finds what reached the disk.
  *
  * Items first run unguarded: no savepoint each, which is cheaper, and almost every item either
  * keeps its writes or is refused before writing anything. When one needs writes of its own
@@ -37,7 +48,9 @@ struct group_commit_item {
     /* On the writer thread, after the batch ended; the item may be freed from here on. */
     void (*done)(void *ctx, enum group_commit_outcome outcome);
     void *ctx;
-    struct group_commit_item *next; /* the queue's */
+    struct group_commit_item *next;    /* the queue's */
+    enum group_commit_outcome outcome; /* the syncer's: how its batch ended */
+    uint64_t seq;                      /* the syncer's: the commit it waits for */
 };
 
 struct group_commit_stats {
@@ -45,15 +58,26 @@ struct group_commit_stats {
     uint64_t batches;  /* transactions committed or attempted */
     uint64_t largest;  /* items in the largest batch */
     uint64_t reruns;   /* batches run again in savepoints (an item needed its writes undone) */
+    uint64_t syncs;    /* fsyncs by the syncer, each covering every batch committed before it */
 };
 
-/* Starts the writer thread (after storage_open). 0 / -1. */
+/* Starts the syncer and writer threads (after storage_open). 0 / -1. */
 int group_commit_start(void);
 /* Queues an item (the caller keeps it alive until done). Before start or after stop, the item
  * is run at once on the calling thread as a batch of one, so nothing is ever dropped. */
 void group_commit_submit(struct group_commit_item *it);
-/* Runs what is queued, stops the thread and logs the totals. */
+/* Runs what is queued, syncs it, stops the threads and logs the totals. */
 void group_commit_stop(void);
 struct group_commit_stats group_commit_stats(void);
+
+/* The number of the writer's latest commit that another connection may have seen. Read it
+ * after reading the database: what the reads saw is durable once group_commit_durable of it. */
+uint64_t group_commit_visible(void);
+bool group_commit_durable(uint64_t seq);
+/* Blocks until commit seq is durable (for threads that may block). */
+void group_commit_wait_durable(uint64_t seq);
+/* For threads that must not block: false when seq is durable already; else true, and it->done
+ * is called (outcome COMMITTED, on the syncer thread) once it is. it->run is not used. */
+bool group_commit_after_durable(uint64_t seq, struct group_commit_item *it);
 
 #endif

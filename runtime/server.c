@@ -359,15 +359,43 @@ static void batch_done(void *ctx, enum group_commit_outcome outcome)
     MHD_resume_connection(r->conn);
 }
 
-/* An x-own-transaction operation, on an offload thread; then wakes the connection (after which
- * r is not ours). */
+/* An x-own-transaction operation, on an offload thread; then, once what it read is durable,
+ * wakes the connection (after which r is not ours). */
 static void run_offloaded(void *ctx)
 {
     struct req *r = ctx;
     bool write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
+    storage_used();
     run_operation(r, write);
     idempotency_finish(r);
+    if (storage_used())
+        group_commit_wait_durable(group_commit_visible());
     MHD_resume_connection(r->conn);
+}
+
+static void durable_done(void *ctx, enum group_commit_outcome outcome)
+{
+    (void)outcome;
+    struct req *r = ctx;
+    MHD_resume_connection(r->conn);
+}
+
+/* An answer from this thread's reads waits until the latest commit they could have seen is
+ * durable (group_commit.h), suspended meanwhile: no client is shown a write that a crash could
+ * still take back. Returns true when it waits (durable_done resumes the connection). */
+static bool wait_until_durable(struct req *r)
+{
+    if (!storage_used())
+        return false;
+    uint64_t seq = group_commit_visible();
+    if (group_commit_durable(seq))
+        return false;
+    r->handed_off = true;
+    r->write = (struct group_commit_item){ .done = durable_done, .ctx = r };
+    MHD_suspend_connection(r->conn); /* first: the syncer may resume it at once */
+    if (!group_commit_after_durable(seq, &r->write))
+        MHD_resume_connection(r->conn); /* durable meanwhile */
+    return true;
 }
 
 /* Decides the answer, or hands the operation over (a write to the group commit, an
@@ -559,7 +587,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->upload[r->upload_len] = '\0';
         return MHD_YES;
     }
-    if (process(r, l))
+    storage_used(); /* from here on: whether this request read the database */
+    if (process(r, l) || wait_until_durable(r))
         return MHD_YES;
     return send_response(conn, r);
 }

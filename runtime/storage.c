@@ -69,6 +69,8 @@ static _Thread_local bool in_savepoint;
 static _Thread_local bool savepoint_misused;
 /* sqlite3_total_changes64 when an unguarded request part began (storage_unguarded_begin). */
 static _Thread_local sqlite3_int64 unguarded_changes;
+/* A statement prepared or a transaction begun on this thread since storage_used() last asked. */
+static _Thread_local bool used;
 
 /* Checkpoints on a thread of their own (storage_checkpoints_start): connections opened after the
  * start do not checkpoint when they commit (SQLite's default, every 1000 WAL pages, which would
@@ -193,7 +195,11 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
 {
     (void)arg;
     if (pages >= CHECKPOINT_BACKSTOP_PAGES) {
+        /* Inside a commit whose sync may have been deferred (storage_commit_unsynced): the
+         * checkpoint's own sync of the WAL, before it copies frames, must be real. */
+        bool deferring = storage_vfs_defer_syncs(false);
         sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        storage_vfs_defer_syncs(deferring);
     } else if (pages >= CHECKPOINT_PAGES) {
         pthread_mutex_lock(&ckpt_mu);
         ckpt_wanted = true;
@@ -380,6 +386,7 @@ static sqlite3_stmt *reuse(struct conn *c, sqlite3_stmt *st, const char *sql)
 
 sqlite3_stmt *storage_prepare(const char *sql)
 {
+    used = true;
     struct conn *c = current();
     if (!c)
         return NULL;
@@ -493,6 +500,7 @@ int storage_begin(bool write)
         log_error("storage: begin while a transaction is already open");
         return -1;
     }
+    used = true;
     reset_busy(c);
     if (write)
         write_lock();
@@ -520,6 +528,28 @@ int storage_commit(void)
     /* Not committed: leave the connection clean for the next request. */
     storage_rollback();
     return -1;
+}
+
+int storage_commit_unsynced(void **wal)
+{
+    bool deferring = storage_vfs_defer_syncs(true);
+    int rc = storage_commit();
+    storage_vfs_defer_syncs(deferring);
+    void *w = storage_vfs_take_deferred();
+    *wal = rc == 0 ? w : NULL;
+    return rc;
+}
+
+int storage_sync(void *wal)
+{
+    return storage_vfs_sync(wal);
+}
+
+bool storage_used(void)
+{
+    bool was = used;
+    used = false;
+    return was;
 }
 
 void storage_rollback(void)

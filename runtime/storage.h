@@ -1,7 +1,8 @@
 /* SQLite storage: one database file, WAL, synchronous=FULL, foreign keys, versioned migrations,
  * one connection per thread with a per-connection prepared-statement cache, opened through the
  * storage VFS (storage_vfs.h: a commit's WAL frames in one write). Handlers write portable SQL
- * through these few calls; a 2xx is only sent after storage_commit() succeeded. */
+ * through these few calls; a 2xx is only sent once its commit is durable: storage_commit()
+ * succeeded, or the group-commit writer's storage_commit_unsynced() and then storage_sync(). */
 #ifndef RUNTIME_STORAGE_H
 #define RUNTIME_STORAGE_H
 
@@ -23,6 +24,14 @@ sqlite3_stmt *storage_prepare(const char *sql);
  * released by commit or rollback), else BEGIN. 0 / -1. */
 int storage_begin(bool write);
 int storage_commit(void);
+/* COMMIT without waiting for its fsync (the group-commit writer): the commit is visible to
+ * other connections at once, but durable only after storage_sync(*wal) returned 0 (*wal NULL:
+ * nothing to sync, the commit was synced or wrote nothing). Whoever calls it must keep
+ * anything from acting on the commit before then. 0 / -1 as storage_commit. */
+int storage_commit_unsynced(void **wal);
+/* fdatasync of a WAL handed out by storage_commit_unsynced, from any thread; it stays valid
+ * until storage_close. 0, or -1 with errno. */
+int storage_sync(void *wal);
 void storage_rollback(void);
 /* One request's part of a group-committed transaction (runtime/group_commit.h): a savepoint
  * inside the open transaction, ended by storage_savepoint_end(keep): keep = release its
@@ -42,6 +51,8 @@ int storage_unguarded_begin(void);
 int storage_unguarded_end(bool keep);
 /* True while this thread has an open transaction. */
 bool storage_in_tx(void);
+/* True when this thread prepared a statement or began a transaction since the last call. */
+bool storage_used(void);
 /* The checkpoint thread (the server starts it after storage_open and stops it before
  * storage_close): connections opened from then on leave WAL checkpoints to it instead of
  * running them inside a commit. 0 / -1. */

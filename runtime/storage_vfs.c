@@ -7,9 +7,12 @@
  * catch the shared-memory barrier at which SQLite publishes a commit. */
 #include "runtime/storage_vfs.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -30,6 +33,10 @@ struct wrapped {
     size_t len;
     bool direct; /* committed without a sync once: write straight through from then on */
     int failed;  /* a write-out that failed, not yet told to SQLite */
+    /* Deferred syncs (storage_vfs_defer_syncs): the file's name, and a descriptor of the same
+     * file for storage_vfs_sync, opened at the first deferred sync (-1 before). */
+    const char *name;
+    int sync_fd;
 };
 
 static sqlite3_vfs vfs;
@@ -41,6 +48,10 @@ static const sqlite3_io_methods wal_methods, db_methods;
  * happens, the bytes are written out by the end of the write transaction (db_shm_lock), so
  * this never points past it at a file another thread might close. */
 static _Thread_local struct wrapped *pending;
+
+/* storage_vfs_defer_syncs on this thread, and the WAL whose sync it last deferred. */
+static _Thread_local bool defer;
+static _Thread_local struct wrapped *deferred;
 
 #define REAL(f) (((struct wrapped *)(void *)(f))->real)
 
@@ -79,6 +90,11 @@ static int wal_close(sqlite3_file *f)
     int rc2 = w->real->pMethods->xClose(w->real);
     free(w->buf);
     w->buf = NULL;
+    if (w->sync_fd >= 0)
+        close(w->sync_fd);
+    w->sync_fd = -1;
+    if (deferred == w)
+        deferred = NULL;
     return rc != SQLITE_OK ? rc : rc2;
 }
 
@@ -133,10 +149,22 @@ static int wal_truncate(sqlite3_file *f, sqlite3_int64 size)
     return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xTruncate(REAL(f), size);
 }
 
+/* The frames are written out here, so a failed write still fails the commit. A deferred sync
+ * stops there; the first one of a file syncs for real (through the base VFS, which also syncs
+ * the directory of a WAL it created), after opening the descriptor storage_vfs_sync uses. */
 static int wal_sync(sqlite3_file *f, int flags)
 {
-    int rc = write_out((struct wrapped *)(void *)f);
-    return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xSync(REAL(f), flags);
+    struct wrapped *w = (struct wrapped *)(void *)f;
+    int rc = write_out(w);
+    if (rc != SQLITE_OK)
+        return rc;
+    if (defer && w->sync_fd >= 0) {
+        deferred = w;
+        return SQLITE_OK;
+    }
+    if (defer && w->name)
+        w->sync_fd = open(w->name, O_RDONLY | O_CLOEXEC); /* on failure: never deferred */
+    return REAL(f)->pMethods->xSync(REAL(f), flags);
 }
 
 static int wal_file_size(sqlite3_file *f, sqlite3_int64 *size)
@@ -331,6 +359,9 @@ static int vfs_open(sqlite3_vfs *self, sqlite3_filename name, sqlite3_file *f, i
     struct wrapped *w = (struct wrapped *)(void *)f;
     memset(w, 0, sizeof *w);
     w->real = (sqlite3_file *)(void *)(w + 1);
+    w->sync_fd = -1;
+    if (flags & SQLITE_OPEN_WAL)
+        w->name = name; /* SQLite keeps it valid until xClose */
     int rc = base_vfs->xOpen(base_vfs, name, w->real, flags, out_flags);
     if (rc != SQLITE_OK || !w->real->pMethods) {
         /* SQLite calls xClose only when pMethods is set; close what the base left open. */
@@ -357,4 +388,28 @@ int storage_vfs_register(const char *base)
     vfs.zName = STORAGE_VFS;
     vfs.xOpen = vfs_open;
     return sqlite3_vfs_register(&vfs, 0);
+}
+
+bool storage_vfs_defer_syncs(bool on)
+{
+    bool was = defer;
+    defer = on;
+    return was;
+}
+
+void *storage_vfs_take_deferred(void)
+{
+    struct wrapped *w = deferred;
+    deferred = NULL;
+    return w;
+}
+
+int storage_vfs_sync(void *wal)
+{
+    struct wrapped *w = wal;
+    int rc;
+    do
+        rc = fdatasync(w->sync_fd);
+    while (rc != 0 && errno == EINTR);
+    return rc;
 }

@@ -13,9 +13,19 @@
  * has its frames written when SQLite publishes the commit to the other connections (the
  * shared-memory barrier of the WAL index) and its WAL writes go straight to the file from then
  * on. If that one write fails there is no way to report it, and readers would be shown frames
- * that are not in the file, so the process aborts (nothing of that commit was acknowledged). */
+ * that are not in the file, so the process aborts (nothing of that commit was acknowledged).
+ *
+ * Deferred syncs (the group-commit writer, group_commit.h): a commit's sync writes the frames
+ * out, so a failed write still fails the commit, but leaves the fsync to a later
+ * storage_vfs_sync, on another thread. The commit is then visible to other connections before
+ * it is durable; whoever defers must keep anything from acting on it before that fsync. Only a
+ * commit's own syncs are deferred: a checkpoint syncs the WAL for real before it copies frames
+ * into the database (storage.c turns deferral off around the checkpoint it may run inside a
+ * commit). */
 #ifndef RUNTIME_STORAGE_VFS_H
 #define RUNTIME_STORAGE_VFS_H
+
+#include <stdbool.h>
 
 /* The VFS's name, for sqlite3_open_v2. */
 #define STORAGE_VFS "treasury"
@@ -23,5 +33,14 @@
 /* Registers the VFS on top of base (NULL: SQLite's default VFS), not as the default. Once per
  * process; later calls do nothing. 0, or an SQLite error code. */
 int storage_vfs_register(const char *base);
+
+/* Defers this thread's WAL syncs (on) or not (off); returns the previous setting. A file's
+ * first sync is never deferred. */
+bool storage_vfs_defer_syncs(bool on);
+/* The WAL whose sync this thread last deferred, NULL if none since the last call. It stays
+ * valid until its connection closes. */
+void *storage_vfs_take_deferred(void);
+/* The deferred fsync (fdatasync) of that WAL, from any thread: 0, or -1 with errno. */
+int storage_vfs_sync(void *wal);
 
 #endif

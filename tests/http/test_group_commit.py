@@ -12,6 +12,9 @@ its own when one request must have its writes undone.
   once is created once, the other requests get 409.
 - The writer really batches: while another connection holds the database's write lock the
   requests queue, and the server's shutdown line reports a batch of more than one.
+- The writer does not wait for a batch's fsync (the syncer thread does it): while the test
+  build's hook holds the syncer, a POST is committed - another connection sees the row - but
+  not answered, and a GET of that payment is not answered either; both are once the fsync runs.
 Losing nothing acknowledged under kill -9 is tests/http/test_crash_safety.py's job (every write
 there goes through the group commit).
 """
@@ -208,3 +211,45 @@ def test_a_request_run_again_spends_its_mfa_attempt_once(make_server, injected_f
     helpers.assert_problem(r, 429, "rate_limited")
     s.stop()
     assert batches_line(s)[3] >= 1  # the batch did run again
+
+
+def test_a_write_and_a_read_of_it_are_answered_only_once_it_is_durable(make_server, tmp_path):
+    hold = tmp_path / "hold-sync"
+    server = make_server(extra_env={"TREASURY_TEST_HOLD_SYNC": str(hold)})
+    team = Team(server)
+    team.policy([])
+    ben = team.beneficiary()
+    hold.touch()
+    answers = {}
+
+    def post():
+        with server.client(token=team.owner.token) as c:
+            answers["post"] = c.post(PAY, json=body(ben, external_id="held-1"))
+
+    def get(pay_id):
+        with server.client(token=team.owner.token) as c:
+            answers["get"] = c.get(PAY + "/" + pay_id)
+
+    writer = threading.Thread(target=post)
+    writer.start()
+    db = sqlite3.connect(db_path(server), timeout=10)
+    row, deadline = None, time.time() + 10
+    while row is None and time.time() < deadline:
+        row = db.execute("SELECT id FROM payments WHERE external_id = 'held-1'").fetchone()
+        time.sleep(0.02)
+    db.close()
+    assert row, "the POST was never committed"
+    reader = threading.Thread(target=get, args=(row[0],))
+    reader.start()
+    writer.join(0.5)
+    reader.join(0.5)
+    assert answers == {}, "answered before the commit was durable"
+    hold.unlink()
+    writer.join(10)
+    reader.join(10)
+    created = helpers.assert_json(answers["post"], 201)
+    assert created["id"] == row[0]
+    assert helpers.assert_json(answers["get"], 200) == created
+    server.stop()
+    syncs = re.findall(r"(\d+) fsync\(s\)", server.log_text())
+    assert syncs and int(syncs[-1]) >= 1, server.log_text()[-2000:]

@@ -8,6 +8,7 @@ import datetime
 import re
 import signal
 import sqlite3
+import threading
 import time
 
 import pytest
@@ -309,3 +310,39 @@ def test_every_illegal_transition_names_the_state(make_server):
             assert_problem(r, 409, "payment_not_editable")
             assert state in r.json()["detail"]
         assert assert_json(t.owner.get(url), 200)["version"] == cur["version"]
+
+
+def test_a_rail_is_told_of_a_payment_only_once_its_approval_is_durable(make_server, tmp_path):
+    """The writer commits before the fsync (runtime/group_commit.h): while the test build's hook
+    holds the fsync, an auto-approved payment is committed and due, but the worker must not
+    hand it to the rail - a crash could still take the approval back."""
+    hold = tmp_path / "hold-sync"
+    server = make_server(extra_env={**FAST, "TREASURY_TEST_HOLD_SYNC": str(hold)})
+    team = Team(server)
+    team.policy([])
+    ben = team.beneficiary()
+    hold.touch()
+    answer = {}
+
+    def pay():
+        with server.client(token=team.owner.token) as c:
+            answer["post"] = team.pay(ben, client=c, external_id="held-approval")
+
+    t = threading.Thread(target=pay)
+    t.start()
+    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    with contextlib.closing(db):
+        row, deadline = None, time.time() + 10
+        while row is None and time.time() < deadline:
+            row = db.execute("SELECT id, status FROM payments "
+                             "WHERE external_id = 'held-approval'").fetchone()
+            time.sleep(0.02)
+        assert row and row[1] == "approved", row
+        time.sleep(1.0)  # 50 settlement rounds, several rail steps
+        assert db.execute("SELECT status, rail_reference FROM payments WHERE id = ?",
+                          (row[0],)).fetchone() == ("approved", None)
+    assert answer == {}
+    hold.unlink()
+    t.join(10)
+    p = assert_json(answer["post"], 201)
+    assert wait_for(team.owner, p["id"], FINAL)["status"] == "completed"

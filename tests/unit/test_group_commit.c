@@ -406,6 +406,78 @@ static void test_unguarded_parts_need_a_transaction_and_do_not_nest(void)
     close_and_remove();
 }
 
+
+static atomic_int waiter_done;
+
+static void waiter_cb(void *ctx, enum group_commit_outcome outcome)
+{
+    (void)ctx;
+    CHECK(outcome == GROUP_COMMIT_COMMITTED);
+    atomic_fetch_add(&waiter_done, 1);
+}
+
+static void wait_visible(const char *where)
+{
+    for (int i = 0; i < 5000 && count_rows(where) != 1; i++)
+        usleep(1000);
+    CHECK(count_rows(where) == 1);
+}
+
+/* The writer does not wait for the fsync: with the syncer held (the test hook), two batches
+ * commit one after the other and are visible to this connection, but neither item is told and
+ * a read of them is not released. Let go, one fsync covers both, the items are told in commit
+ * order and the read is released. */
+static void test_commits_are_told_only_once_the_fsync_covering_them_returned(void)
+{
+    static struct item a, b;
+    static struct group_commit_item read;
+    char hold[160];
+    open_fresh();
+    snprintf(hold, sizeof hold, "%s/hold-sync", dir);
+    FILE *f = fopen(hold, "w");
+    CHECK(f != NULL);
+    fclose(f);
+    setenv("TREASURY_TEST_HOLD_SYNC", hold, 1);
+    CHECK(group_commit_start() == 0);
+    struct group_commit_stats before = group_commit_stats();
+    uint64_t seen = group_commit_visible();
+    CHECK(group_commit_durable(seen));
+    CHECK(!group_commit_after_durable(seen, &read)); /* durable already: nothing to wait for */
+
+    init_item(&a, 1, INSERT);
+    group_commit_submit(&a.gc);
+    wait_visible("k = 1");
+    init_item(&b, 2, INSERT);
+    group_commit_submit(&b.gc);
+    wait_visible("k = 2");
+    seen = group_commit_visible();
+    CHECK(seen >= 2);
+    CHECK(!group_commit_durable(seen));
+    atomic_store(&waiter_done, 0);
+    read = (struct group_commit_item){ .done = waiter_cb };
+    CHECK(group_commit_after_durable(seen, &read));
+    usleep(100 * 1000);
+    CHECK(atomic_load(&a.outcome) == 0 && atomic_load(&b.outcome) == 0);
+    CHECK(atomic_load(&waiter_done) == 0);
+
+    CHECK(unlink(hold) == 0);
+    wait_all(&a, 1);
+    wait_all(&b, 1);
+    group_commit_wait_durable(seen);
+    CHECK(group_commit_durable(seen));
+    for (int i = 0; i < 1000 && atomic_load(&waiter_done) == 0; i++)
+        usleep(1000);
+    CHECK(atomic_load(&waiter_done) == 1);
+    CHECK(atomic_load(&a.outcome) == GROUP_COMMIT_COMMITTED + 1);
+    CHECK(atomic_load(&b.outcome) == GROUP_COMMIT_COMMITTED + 1);
+    struct group_commit_stats after = group_commit_stats();
+    CHECK(after.batches - before.batches == 2);
+    CHECK(after.syncs - before.syncs == 1);
+    group_commit_stop();
+    unsetenv("TREASURY_TEST_HOLD_SYNC");
+    close_and_remove();
+}
+
 int main(void)
 {
     static const struct unit_test tests[] = {
@@ -417,6 +489,7 @@ int main(void)
         UNIT_TEST(test_savepoint_calls_outside_a_transaction_fail),
         UNIT_TEST(test_a_batch_runs_again_in_savepoints_only_when_an_item_must_be_undone),
         UNIT_TEST(test_unguarded_parts_need_a_transaction_and_do_not_nest),
+        UNIT_TEST(test_commits_are_told_only_once_the_fsync_covering_them_returned),
     };
     return unit_run("group_commit", tests, sizeof tests / sizeof tests[0]);
 }

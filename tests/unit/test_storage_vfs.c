@@ -254,6 +254,56 @@ static void test_a_failed_write_out_fails_the_commit(void)
     remove_db();
 }
 
+/* Deferred syncs (the group-commit writer's): the first sync of a WAL is real, later ones write
+ * the frames out - another connection reads the commit - and hand the WAL over for the fsync;
+ * a write-out that fails still fails the COMMIT and hands nothing over. */
+static void test_a_deferred_sync_writes_out_and_leaves_the_fsync(void)
+{
+    fresh_path();
+    sqlite3 *a = open_db(STORAGE_VFS, "FULL");
+    sqlite3 *b = open_db(NULL, "FULL");
+    CHECK(a && b);
+    if (a && b) {
+        CHECK(!storage_vfs_defer_syncs(true));
+        CHECK(insert_rows(a, 1, 10));
+        CHECK(storage_vfs_take_deferred() == NULL); /* the first sync was real */
+        CHECK(insert_rows(a, 5, 3000));
+        void *wal = storage_vfs_take_deferred();
+        CHECK(wal != NULL);
+        CHECK(storage_vfs_take_deferred() == NULL); /* handed over once */
+        CHECK(query_int(b, "SELECT count(*) FROM t") == 6);
+        CHECK(wal && storage_vfs_sync(wal) == 0);
+
+        char walpath[160];
+        snprintf(walpath, sizeof walpath, "%s-wal", path);
+        struct stat sb;
+        CHECK(stat(walpath, &sb) == 0);
+        struct rlimit old, cap;
+        CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+        cap = old;
+        cap.rlim_cur = (rlim_t)sb.st_size + 4096;
+        void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+        CHECK(setrlimit(RLIMIT_FSIZE, &cap) == 0);
+        bool began = exec(a, "BEGIN") && insert_rows(a, 20, 3000);
+        int rc = sqlite3_exec(a, "COMMIT", NULL, NULL, NULL);
+        CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
+        signal(SIGXFSZ, was);
+        CHECK(began && rc != SQLITE_OK);
+        if (!sqlite3_get_autocommit(a))
+            CHECK(exec(a, "ROLLBACK"));
+        CHECK(storage_vfs_take_deferred() == NULL);
+        CHECK(query_int(b, "SELECT count(*) FROM t") == 6);
+        CHECK(storage_vfs_defer_syncs(false));
+        CHECK(insert_rows(a, 1, 10));
+        CHECK(storage_vfs_take_deferred() == NULL); /* not deferring: synced */
+        CHECK(query_int(b, "SELECT count(*) FROM t") == 7);
+        CHECK(intact(b));
+    }
+    sqlite3_close(a);
+    sqlite3_close(b);
+    remove_db();
+}
+
 /* The thread below: a connection that spills frames and rolls back, closed by the main thread
  * while this thread lives on, then another connection of this thread writing. */
 static sqlite3 *spilled;
@@ -318,6 +368,7 @@ int main(void)
         UNIT_TEST(test_spilled_rolled_back_and_oversized_transactions),
         UNIT_TEST(test_a_failed_write_out_fails_the_commit),
         UNIT_TEST(test_a_connection_closed_by_another_thread_leaves_nothing_gathered),
+        UNIT_TEST(test_a_deferred_sync_writes_out_and_leaves_the_fsync),
     };
     return unit_run("storage_vfs", tests, sizeof tests / sizeof tests[0]);
 }
