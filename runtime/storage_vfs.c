@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ struct wrapped {
      * file for storage_vfs_sync, opened at the first deferred sync (-1 before). */
     const char *name;
     int sync_fd;
+    bool restarted; /* the header was written since the last real sync (the WAL starts over) */
 };
 
 static sqlite3_vfs vfs;
@@ -48,6 +50,15 @@ static const sqlite3_io_methods wal_methods, db_methods;
  * happens, the bytes are written out by the end of the write transaction (db_shm_lock), so
  * this never points past it at a file another thread might close. */
 static _Thread_local struct wrapped *pending;
+
+#ifdef TREASURY_TEST_HOOKS
+static atomic_ulong real_syncs; /* WAL syncs passed to the base VFS */
+
+unsigned long storage_vfs_real_syncs(void)
+{
+    return atomic_load(&real_syncs);
+}
+#endif
 
 /* storage_vfs_defer_syncs on this thread, and the WAL whose sync it last deferred. */
 static _Thread_local bool defer;
@@ -113,6 +124,8 @@ static int wal_write(sqlite3_file *f, const void *data, int n, sqlite3_int64 off
 {
     struct wrapped *w = (struct wrapped *)(void *)f;
     size_t size = (size_t)n;
+    if (off == 0)
+        w->restarted = true;
     if (w->failed)
         return write_out(w);
     if (w->len > 0) {
@@ -150,21 +163,29 @@ static int wal_truncate(sqlite3_file *f, sqlite3_int64 size)
 }
 
 /* The frames are written out here, so a failed write still fails the commit. A deferred sync
- * stops there; the first one of a file syncs for real (through the base VFS, which also syncs
- * the directory of a WAL it created), after opening the descriptor storage_vfs_sync uses. */
+ * stops there. Two syncs stay real: a file's first (through the base VFS, which also syncs the
+ * directory of a WAL it created), after which the descriptor storage_vfs_sync uses is opened,
+ * and the sync of a new header when the WAL starts over, which SQLite makes durable before
+ * the first frames of the new generation. */
 static int wal_sync(sqlite3_file *f, int flags)
 {
     struct wrapped *w = (struct wrapped *)(void *)f;
     int rc = write_out(w);
     if (rc != SQLITE_OK)
         return rc;
-    if (defer && w->sync_fd >= 0) {
+    if (defer && w->sync_fd >= 0 && !w->restarted) {
         deferred = w;
         return SQLITE_OK;
     }
-    if (defer && w->name)
+    if (defer && w->sync_fd < 0 && w->name)
         w->sync_fd = open(w->name, O_RDONLY | O_CLOEXEC); /* on failure: never deferred */
-    return REAL(f)->pMethods->xSync(REAL(f), flags);
+    rc = REAL(f)->pMethods->xSync(REAL(f), flags);
+    if (rc == SQLITE_OK)
+        w->restarted = false;
+#ifdef TREASURY_TEST_HOOKS
+    atomic_fetch_add(&real_syncs, 1);
+#endif
+    return rc;
 }
 
 static int wal_file_size(sqlite3_file *f, sqlite3_int64 *size)

@@ -19,9 +19,10 @@
  * out, so a failed write still fails the commit, but leaves the fsync to a later
  * storage_vfs_sync, on another thread. The commit is then visible to other connections before
  * it is durable; whoever defers must keep anything from acting on it before that fsync. Only a
- * commit's own syncs are deferred: a checkpoint syncs the WAL for real before it copies frames
- * into the database (storage.c turns deferral off around the checkpoint it may run inside a
- * commit). */
+ * commit's own syncs are deferred: a WAL's first sync, and the sync of the new header when the
+ * WAL starts over (which SQLite makes durable before the new generation's frames), are real,
+ * and so is a checkpoint's sync of the WAL before it copies frames into the database (storage.c
+ * turns deferral off around the checkpoint it may run inside a commit). */
 #ifndef RUNTIME_STORAGE_VFS_H
 #define RUNTIME_STORAGE_VFS_H
 
@@ -42,5 +43,10 @@ bool storage_vfs_defer_syncs(bool on);
 void *storage_vfs_take_deferred(void);
 /* The deferred fsync (fdatasync) of that WAL, from any thread: 0, or -1 with errno. */
 int storage_vfs_sync(void *wal);
+
+#ifdef TREASURY_TEST_HOOKS
+/* WAL syncs that reached the base VFS so far, all connections (for tests). */
+unsigned long storage_vfs_real_syncs(void);
+#endif
 
 #endif

@@ -256,7 +256,8 @@ static void test_a_failed_write_out_fails_the_commit(void)
 
 /* Deferred syncs (the group-commit writer's): the first sync of a WAL is real, later ones write
  * the frames out - another connection reads the commit - and hand the WAL over for the fsync;
- * a write-out that fails still fails the COMMIT and hands nothing over. */
+ * a write-out that fails still fails the COMMIT and hands nothing over; the header of a WAL
+ * that starts over is synced for real. */
 static void test_a_deferred_sync_writes_out_and_leaves_the_fsync(void)
 {
     fresh_path();
@@ -265,11 +266,15 @@ static void test_a_deferred_sync_writes_out_and_leaves_the_fsync(void)
     CHECK(a && b);
     if (a && b) {
         CHECK(!storage_vfs_defer_syncs(true));
+        unsigned long first = storage_vfs_real_syncs();
         CHECK(insert_rows(a, 1, 10));
         CHECK(storage_vfs_take_deferred() == NULL); /* the first sync was real */
+        CHECK(storage_vfs_real_syncs() > first);
+        first = storage_vfs_real_syncs();
         CHECK(insert_rows(a, 5, 3000));
         void *wal = storage_vfs_take_deferred();
         CHECK(wal != NULL);
+        CHECK(storage_vfs_real_syncs() == first);
         CHECK(storage_vfs_take_deferred() == NULL); /* handed over once */
         CHECK(query_int(b, "SELECT count(*) FROM t") == 6);
         CHECK(wal && storage_vfs_sync(wal) == 0);
@@ -297,6 +302,20 @@ static void test_a_deferred_sync_writes_out_and_leaves_the_fsync(void)
         CHECK(insert_rows(a, 1, 10));
         CHECK(storage_vfs_take_deferred() == NULL); /* not deferring: synced */
         CHECK(query_int(b, "SELECT count(*) FROM t") == 7);
+        /* The WAL starts over after a full checkpoint: the sync of its new header is real,
+         * the commit's own is deferred; the next commit syncs nothing for real. */
+        CHECK(query_int(b, "PRAGMA wal_checkpoint(TRUNCATE)") == 0);
+        CHECK(!storage_vfs_defer_syncs(true));
+        unsigned long real = storage_vfs_real_syncs();
+        CHECK(insert_rows(a, 1, 10));
+        CHECK(storage_vfs_take_deferred() == wal);
+        CHECK(storage_vfs_real_syncs() == real + 1);
+        CHECK(insert_rows(a, 1, 10));
+        CHECK(storage_vfs_take_deferred() == wal);
+        CHECK(storage_vfs_real_syncs() == real + 1);
+        CHECK(storage_vfs_defer_syncs(true));
+        storage_vfs_defer_syncs(false);
+        CHECK(query_int(b, "SELECT count(*) FROM t") == 9);
         CHECK(intact(b));
     }
     sqlite3_close(a);
