@@ -40,6 +40,7 @@ static pthread_t syncer;
 static bool syncing, sync_stopping;
 static uint64_t syncs;
 static atomic_uint_fast64_t visible, durable;
+static atomic_bool sync_busy; /* the syncer's fsync is running */
 
 static void finish(struct group_commit_item *from, struct group_commit_item *to,
                    enum group_commit_outcome outcome)
@@ -100,7 +101,7 @@ static void hand_to_syncer(struct group_commit_item *from, struct group_commit_i
 
 #ifdef TREASURY_TEST_HOOKS
 /* Tests hold what the writer commits back from durability: while the file named by
- * TREASURY_TEST_HOLD_SYNC exists, the syncer waits before its next fsync. */
+ * TREASURY_TEST_HOLD_SYNC exists, the syncer's next fsync does not return. */
 static void test_hold(void)
 {
     const char *hold = getenv("TREASURY_TEST_HOLD_SYNC");
@@ -122,17 +123,22 @@ static void *syncer_main(void *arg)
             pthread_cond_wait(&sync_cv, &sync_mu);
         if (!unsynced)
             break;
-        pthread_mutex_unlock(&sync_mu);
-        test_hold();
-        pthread_mutex_lock(&sync_mu);
         struct group_commit_item *list = unsynced;
         uint64_t seq = unsynced_seq;
         void *w = must_sync ? wal : NULL;
         unsynced = unsynced_tail = NULL;
         must_sync = false;
+        atomic_store(&sync_busy, w != NULL);
         pthread_mutex_unlock(&sync_mu);
+        test_hold(); /* a slow disk */
         if (w && storage_sync(w) != 0)
             fsync_failed();
+        if (w) { /* the writer may commit what it gathered meanwhile */
+            atomic_store(&sync_busy, false);
+            pthread_mutex_lock(&mu);
+            pthread_cond_signal(&cv);
+            pthread_mutex_unlock(&mu);
+        }
         pthread_mutex_lock(&sync_mu);
         atomic_store(&durable, seq);
         if (w)
@@ -163,6 +169,33 @@ static void *syncer_main(void *arg)
     return NULL;
 }
 
+/* The writer's open transaction has run its last item. While the syncer's fsync runs, a commit
+ * now would only wait for the next one, so the batch takes in what arrives meanwhile (up to
+ * MAX_BATCH): the next fsync then covers one larger commit instead of several small ones,
+ * which cost more per request. Returns the items to run next, NULL to commit now. */
+static struct group_commit_item *more_while_syncing(uint64_t *size)
+{
+    pthread_mutex_lock(&mu);
+    while (!head && !stopping && atomic_load(&sync_busy) && *size < MAX_BATCH)
+        pthread_cond_wait(&cv, &mu);
+    struct group_commit_item *more = NULL;
+    if (head && !stopping && atomic_load(&sync_busy) && *size < MAX_BATCH) {
+        more = head;
+        struct group_commit_item *last = head;
+        (*size)++;
+        while (last->next && *size < MAX_BATCH) {
+            last = last->next;
+            (*size)++;
+        }
+        head = last->next;
+        if (!head)
+            tail = NULL;
+        last->next = NULL;
+    }
+    pthread_mutex_unlock(&mu);
+    return more;
+}
+
 /* Runs a list in as few transactions as it takes: normally one. When SQLite rolls the whole
  * transaction back under an item (an I/O or disk-full error), the items since BEGIN are lost
  * and the rest go on in a new transaction. When an unguarded item needs its writes undone,
@@ -171,6 +204,9 @@ static void *syncer_main(void *arg)
 static void run_batch(struct group_commit_item *list, bool defer)
 {
     bool guarded = false;
+    uint64_t size = 0; /* items in list, for MAX_BATCH */
+    for (struct group_commit_item *it = list; it; it = it->next)
+        size++;
     while (list) {
         if (storage_begin(true) != 0) {
             finish(list, NULL, GROUP_COMMIT_NOT_RUN);
@@ -183,6 +219,8 @@ static void run_batch(struct group_commit_item *list, bool defer)
         for (; it; it = it->next) {
             again = it->run(it->ctx, guarded) && !guarded;
             ran++;
+            if (defer && !again && !it->next)
+                it->next = more_while_syncing(&size);
             if (!storage_in_tx()) {
                 log_error("group commit: the transaction was rolled back under a request; "
                           "%llu request(s) of this batch fail", (unsigned long long)ran);
@@ -218,6 +256,8 @@ static void run_batch(struct group_commit_item *list, bool defer)
         if (ran > stats.largest)
             stats.largest = ran;
         pthread_mutex_unlock(&mu);
+        for (struct group_commit_item *x = list; x != it; x = x->next)
+            size--;
         struct group_commit_item *rest = it;
         if (defer)
             hand_to_syncer(list, rest, lost ? GROUP_COMMIT_LOST : GROUP_COMMIT_COMMITTED, seq, w);

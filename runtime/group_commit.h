@@ -5,9 +5,10 @@
  * committed once. A syncer thread fsyncs the WAL - one fsync for every batch committed since
  * its last one - and only then tells each item how it ended: a 2xx still means durable, as
  * with synchronous=FULL. The writer does not wait for that fsync: it runs the next batch
- * meanwhile, so the disk's flush and the CPU's work overlap. Items that arrive while a batch
- * runs form the next batch, so the batch grows with the load and a lone request waits for
- * nothing but its own fsync.
+ * meanwhile, so the disk's flush and the CPU's work overlap, and keeps that batch open for
+ * what arrives until the fsync returns (a commit before then would only wait for the next
+ * one, and small commits cost more per request). So the batch grows with the load, and a lone
+ * request waits for nothing but its own fsync.
  *
  * The price of not waiting: a commit is visible to other connections before it is durable.
  * Whatever shows or acts on what it read therefore waits until that is durable too: a read

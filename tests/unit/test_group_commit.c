@@ -478,6 +478,63 @@ static void test_commits_are_told_only_once_the_fsync_covering_them_returned(voi
     close_and_remove();
 }
 
+static void hold_syncs(const char *hold, bool on)
+{
+    if (on) {
+        FILE *f = fopen(hold, "w");
+        CHECK(f != NULL);
+        if (f)
+            fclose(f);
+    } else {
+        CHECK(unlink(hold) == 0);
+    }
+}
+
+/* While the syncer's fsync runs (held by the test hook), what arrives joins one open
+ * transaction instead of several small commits: nothing of it is visible yet, and it commits
+ * as one batch once the fsync returned. */
+static void test_items_arriving_during_an_fsync_join_one_open_batch(void)
+{
+    enum { N = 5 };
+    static struct item warm, a, more[N];
+    char hold[160];
+    open_fresh();
+    snprintf(hold, sizeof hold, "%s/hold-sync", dir);
+    setenv("TREASURY_TEST_HOLD_SYNC", hold, 1);
+    CHECK(group_commit_start() == 0);
+    init_item(&warm, 1, INSERT); /* the writer's first commit: its sync is real */
+    group_commit_submit(&warm.gc);
+    wait_all(&warm, 1);
+
+    hold_syncs(hold, true);
+    struct group_commit_stats before = group_commit_stats();
+    init_item(&a, 2, INSERT); /* committed, its fsync held */
+    group_commit_submit(&a.gc);
+    wait_visible("k = 2");
+    usleep(20 * 1000); /* the syncer has taken it */
+    for (int i = 0; i < N; i++) {
+        init_item(&more[i], 10 + i, INSERT);
+        group_commit_submit(&more[i].gc);
+        usleep(5 * 1000);
+    }
+    usleep(100 * 1000);
+    CHECK(count_rows("k >= 10 AND k < 100") == 0); /* run, not committed */
+    CHECK(atomic_load(&a.outcome) == 0);
+
+    hold_syncs(hold, false);
+    wait_all(&a, 1);
+    wait_all(more, N);
+    CHECK(count_rows("k >= 10 AND k < 100") == N);
+    struct group_commit_stats after = group_commit_stats();
+    CHECK(after.batches - before.batches == 2); /* a, then the N together */
+    CHECK(after.largest >= N);
+    for (int i = 0; i < N; i++)
+        CHECK(atomic_load(&more[i].outcome) == GROUP_COMMIT_COMMITTED + 1);
+    group_commit_stop();
+    unsetenv("TREASURY_TEST_HOLD_SYNC");
+    close_and_remove();
+}
+
 int main(void)
 {
     static const struct unit_test tests[] = {
@@ -490,6 +547,7 @@ int main(void)
         UNIT_TEST(test_a_batch_runs_again_in_savepoints_only_when_an_item_must_be_undone),
         UNIT_TEST(test_unguarded_parts_need_a_transaction_and_do_not_nest),
         UNIT_TEST(test_commits_are_told_only_once_the_fsync_covering_them_returned),
+        UNIT_TEST(test_items_arriving_during_an_fsync_join_one_open_batch),
     };
     return unit_run("group_commit", tests, sizeof tests / sizeof tests[0]);
 }
