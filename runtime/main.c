@@ -212,6 +212,7 @@ int main(int argc, char **argv)
 {
     struct config c;
     char err[ERRLEN] = "";
+    password_memory_init(); /* before OpenSSL allocates anything */
     switch (config_parse(&c, argc, argv, stdout, stderr)) {
     case CONFIG_EXIT_OK:
         return 0;

@@ -11,6 +11,10 @@
 #define PASSWORD_MIN_LEN 12
 #define PASSWORD_MAX_LEN 256
 
+/* Call first in main, before OpenSSL allocates anything: scrypt's work buffer (16 MiB at the
+ * default cost) then gets a mapping of its own for each hash, backed by transparent huge pages
+ * where the kernel allows them (madvise), and is given back when the hash is done. */
+void password_memory_init(void);
 /* Cost for new hashes: N = 2^log2n (default 14 with r = 8, p = 5: OWASP's equivalent of
  * 2^17/8/1 at 16 MiB per hash; tests lower it with TREASURY_SCRYPT_LOG2N, range 10..20). */
 void password_set_cost(int log2n);
