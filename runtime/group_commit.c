@@ -100,17 +100,29 @@ static void hand_to_syncer(struct group_commit_item *from, struct group_commit_i
 }
 
 #ifdef TREASURY_TEST_HOOKS
-/* Tests hold what the writer commits back from durability: while the file named by
- * TREASURY_TEST_HOLD_SYNC exists, the syncer's next fsync does not return. */
-static void test_hold(void)
+/* Test builds: while the file named by TREASURY_TEST_HOLD_SYNC exists, the syncer's fsync does
+ * not return (a slow disk); while the one named by TREASURY_TEST_FAIL_SYNC exists, it fails
+ * with EIO. */
+static bool test_file(const char *var)
 {
-    const char *hold = getenv("TREASURY_TEST_HOLD_SYNC");
-    while (hold && *hold && access(hold, F_OK) == 0)
+    const char *path = getenv(var);
+    return path && *path && access(path, F_OK) == 0;
+}
+
+static int sync_wal(void *w)
+{
+    while (test_file("TREASURY_TEST_HOLD_SYNC"))
         usleep(10 * 1000);
+    if (w && test_file("TREASURY_TEST_FAIL_SYNC")) {
+        errno = EIO;
+        return -1;
+    }
+    return w ? storage_sync(w) : 0;
 }
 #else
-static void test_hold(void)
+static int sync_wal(void *w)
 {
+    return w ? storage_sync(w) : 0;
 }
 #endif
 
@@ -130,8 +142,7 @@ static void *syncer_main(void *arg)
         must_sync = false;
         atomic_store(&sync_busy, w != NULL);
         pthread_mutex_unlock(&sync_mu);
-        test_hold(); /* a slow disk */
-        if (w && storage_sync(w) != 0)
+        if (sync_wal(w) != 0)
             fsync_failed();
         if (w) { /* the writer may commit what it gathered meanwhile */
             atomic_store(&sync_busy, false);

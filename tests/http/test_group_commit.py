@@ -15,12 +15,15 @@ its own when one request must have its writes undone.
 - The writer does not wait for a batch's fsync (the syncer thread does it): while the test
   build's hook holds the syncer, a POST is committed - another connection sees the row - but
   not answered, and a GET of that payment is not answered either; both are once the fsync runs.
+- A failed fsync (the test build's hook makes it fail with EIO) stops the server before the
+  write is answered; it restarts on an intact database.
 Losing nothing acknowledged under kill -9 is tests/http/test_crash_safety.py's job (every write
 there goes through the group commit).
 """
 
 import re
 import shutil
+import signal
 import sqlite3
 import threading
 import time
@@ -253,3 +256,29 @@ def test_a_write_and_a_read_of_it_are_answered_only_once_it_is_durable(make_serv
     server.stop()
     syncs = re.findall(r"(\d+) fsync\(s\)", server.log_text())
     assert syncs and int(syncs[-1]) >= 1, server.log_text()[-2000:]
+
+
+def test_a_failed_fsync_stops_the_server_before_the_write_is_answered(make_server, tmp_path):
+    fail = tmp_path / "fail-sync"
+    server = make_server(extra_env={"TREASURY_TEST_FAIL_SYNC": str(fail)})
+    team = Team(server)
+    team.policy([])
+    ben = team.beneficiary()
+    fail.touch()
+    status = None
+    with server.client(token=team.owner.token) as c:
+        try:
+            status = c.post(PAY, json=body(ben, external_id="fsync-fails")).status
+        except Exception:
+            pass  # the server stopped under the request: it was never answered
+    assert status is None, "answered %r although its fsync failed" % status
+    server.proc.wait(timeout=30)
+    assert server.proc.returncode == -signal.SIGABRT, server.proc.returncode
+    assert "fsync of the WAL failed" in server.log_text()
+    fail.unlink()
+    server.start()
+    db = sqlite3.connect(db_path(server), timeout=10)
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    db.close()
+    owner = team.reconnect()
+    helpers.assert_json(owner.post(PAY, json=body(ben, external_id="after-restart")), 201)
