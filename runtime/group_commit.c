@@ -180,6 +180,25 @@ static void *syncer_main(void *arg)
     return NULL;
 }
 
+/* Under mu: takes queued items off the head, in order, while the batch holds fewer than
+ * MAX_BATCH (*size counts it); NULL when there are none or the batch is full. */
+static struct group_commit_item *take_queued(uint64_t *size)
+{
+    if (!head || *size >= MAX_BATCH)
+        return NULL;
+    struct group_commit_item *list = head, *last = head;
+    (*size)++;
+    while (last->next && *size < MAX_BATCH) {
+        last = last->next;
+        (*size)++;
+    }
+    head = last->next;
+    if (!head)
+        tail = NULL;
+    last->next = NULL;
+    return list;
+}
+
 /* The writer's open transaction has run its last item. While the syncer's fsync runs, a commit
  * now would only wait for the next one, so the batch takes in what arrives meanwhile (up to
  * MAX_BATCH): the next fsync then covers one larger commit instead of several small ones,
@@ -190,19 +209,8 @@ static struct group_commit_item *more_while_syncing(uint64_t *size)
     while (!head && !stopping && atomic_load(&sync_busy) && *size < MAX_BATCH)
         pthread_cond_wait(&cv, &mu);
     struct group_commit_item *more = NULL;
-    if (head && !stopping && atomic_load(&sync_busy) && *size < MAX_BATCH) {
-        more = head;
-        struct group_commit_item *last = head;
-        (*size)++;
-        while (last->next && *size < MAX_BATCH) {
-            last = last->next;
-            (*size)++;
-        }
-        head = last->next;
-        if (!head)
-            tail = NULL;
-        last->next = NULL;
-    }
+    if (!stopping && atomic_load(&sync_busy))
+        more = take_queued(size);
     pthread_mutex_unlock(&mu);
     return more;
 }
@@ -287,16 +295,8 @@ static void *writer_main(void *arg)
             pthread_cond_wait(&cv, &mu);
         if (!head)
             break;
-        struct group_commit_item *list = head, *last = head;
-        uint64_t n = 1;
-        while (last->next && n < MAX_BATCH) {
-            last = last->next;
-            n++;
-        }
-        head = last->next;
-        if (!head)
-            tail = NULL;
-        last->next = NULL;
+        uint64_t n = 0;
+        struct group_commit_item *list = take_queued(&n);
         pthread_mutex_unlock(&mu);
         run_batch(list, true);
         pthread_mutex_lock(&mu);

@@ -1,9 +1,12 @@
 """Shared checks and builders for the HTTP tests: RFC 9457 problem checks, rate-limit header
-checks, beneficiary bodies, and JWT forging with the data-dir signing key."""
+checks, beneficiary bodies, JWT forging with the data-dir signing key, and a look into the live
+database."""
 
 import base64
+import contextlib
 import json
 import re
+import sqlite3
 import time
 import uuid
 from pathlib import Path
@@ -28,6 +31,19 @@ LEAK_PATTERNS = [re.compile(p, re.I) for p in (
 )]
 
 UNKNOWN_BEN = "ben_" + "0" * 26
+
+
+def committed_row(server, sql, params=(), timeout=10):
+    """The first row sql finds in the server's live database, polled until a commit makes one
+    appear (another connection sees commits that are not yet durable); None at the timeout."""
+    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=timeout)
+    with contextlib.closing(db):
+        deadline = time.time() + timeout
+        while True:
+            row = db.execute(sql, params).fetchone()
+            if row is not None or time.time() >= deadline:
+                return row
+            time.sleep(0.02)
 
 
 def media_type(resp):

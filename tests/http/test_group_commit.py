@@ -235,12 +235,7 @@ def test_a_write_and_a_read_of_it_are_answered_only_once_it_is_durable(make_serv
 
     writer = threading.Thread(target=post)
     writer.start()
-    db = sqlite3.connect(db_path(server), timeout=10)
-    row, deadline = None, time.time() + 10
-    while row is None and time.time() < deadline:
-        row = db.execute("SELECT id FROM payments WHERE external_id = 'held-1'").fetchone()
-        time.sleep(0.02)
-    db.close()
+    row = helpers.committed_row(server, "SELECT id FROM payments WHERE external_id = 'held-1'")
     assert row, "the POST was never committed"
     reader = threading.Thread(target=get, args=(row[0],))
     reader.start()

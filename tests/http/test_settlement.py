@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import Servers
-from helpers import assert_json, assert_problem
+from helpers import assert_json, assert_problem, committed_row
 from payments_team import PAY, Team, events, wait_status
 
 FAST = {"TREASURY_SETTLEMENT_INTERVAL_MS": 20, "TREASURY_SANDBOX_RAIL_DELAY_MS": 150}
@@ -330,17 +330,12 @@ def test_a_rail_is_told_of_a_payment_only_once_its_approval_is_durable(make_serv
 
     t = threading.Thread(target=pay)
     t.start()
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
-    with contextlib.closing(db):
-        row, deadline = None, time.time() + 10
-        while row is None and time.time() < deadline:
-            row = db.execute("SELECT id, status FROM payments "
-                             "WHERE external_id = 'held-approval'").fetchone()
-            time.sleep(0.02)
-        assert row and row[1] == "approved", row
-        time.sleep(1.0)  # 50 settlement rounds, several rail steps
-        assert db.execute("SELECT status, rail_reference FROM payments WHERE id = ?",
-                          (row[0],)).fetchone() == ("approved", None)
+    row = committed_row(server, "SELECT id, status FROM payments "
+                                "WHERE external_id = 'held-approval'")
+    assert row and row[1] == "approved", row
+    time.sleep(1.0)  # 50 settlement rounds, several rail steps
+    assert committed_row(server, "SELECT status, rail_reference FROM payments WHERE id = ?",
+                         (row[0],)) == ("approved", None)
     assert answer == {}
     hold.unlink()
     t.join(10)

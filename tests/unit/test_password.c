@@ -4,7 +4,6 @@
 
 #include <stdio.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/evp.h>
@@ -221,35 +220,18 @@ static void test_policy_refuses_short_common_repeated_or_email_passwords(void)
     CHECK(password_policy_violation(big, NULL) != NULL);
 }
 
-#ifndef __SANITIZE_ADDRESS__ /* ASan's allocator keeps freed blocks in quarantine */
-/* This process's resident memory in KiB (/proc/self/status VmRSS). */
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[128];
-    long kib = -1;
-    while (f && fgets(line, sizeof line, f)) {
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            kib = atol(line + 6);
-    }
-    if (f)
-        fclose(f);
-    return kib;
-}
-#endif
-
 /* At the default cost a hash works in 16 MiB; once it is done they are given back. With
  * glibc's moving threshold the second hash's buffer comes from the heap and stays resident. */
 static void test_a_hash_gives_its_work_buffer_back(void)
 {
-#ifndef __SANITIZE_ADDRESS__
+#ifndef __SANITIZE_ADDRESS__ /* ASan's allocator keeps freed blocks in quarantine */
     char out[PASSWORD_HASH_MAX];
     password_set_cost(14);
     CHECK(password_hash(pw, out, sizeof out) == 0);
-    long before = rss_kib();
+    long before = unit_proc_number("/proc/self/status", "VmRSS:"); /* KiB */
     CHECK(password_hash(pw, out, sizeof out) == 0);
     CHECK(password_verify(pw, out));
-    long after = rss_kib();
+    long after = unit_proc_number("/proc/self/status", "VmRSS:");
     CHECK(before > 0 && after - before < 8 * 1024);
     password_set_cost(10);
 #endif

@@ -101,16 +101,7 @@ static bool insert_rows(sqlite3 *db, int n, int size)
 /* This process's write calls so far (/proc/self/io syscw). */
 static long write_calls(void)
 {
-    FILE *f = fopen("/proc/self/io", "r");
-    char line[128];
-    long n = -1;
-    while (f && fgets(line, sizeof line, f)) {
-        if (strncmp(line, "syscw:", 6) == 0)
-            n = atol(line + 6);
-    }
-    if (f)
-        fclose(f);
-    return n;
+    return unit_proc_number("/proc/self/io", "syscw:");
 }
 
 /* Write calls one commit of 24 rows (a page each) takes through vfs. */
@@ -215,6 +206,31 @@ static void test_spilled_rolled_back_and_oversized_transactions(void)
     remove_db();
 }
 
+/* On a, a transaction of 20 page-sized rows committed while the file size limit leaves room for
+ * one more WAL frame only, so its write-out fails (EFBIG): the COMMIT's result, after rolling
+ * back whatever SQLite left open. */
+static int commit_past_the_size_limit(sqlite3 *a)
+{
+    char wal[160];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    struct stat sb;
+    CHECK(stat(wal, &sb) == 0);
+    struct rlimit old, cap;
+    CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+    cap = old;
+    cap.rlim_cur = (rlim_t)sb.st_size + 4096; /* room for one frame, not for 20 */
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    CHECK(setrlimit(RLIMIT_FSIZE, &cap) == 0);
+    bool began = exec(a, "BEGIN") && insert_rows(a, 20, 3000);
+    int rc = sqlite3_exec(a, "COMMIT", NULL, NULL, NULL);
+    CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
+    signal(SIGXFSZ, was);
+    CHECK(began);
+    if (!sqlite3_get_autocommit(a))
+        CHECK(exec(a, "ROLLBACK"));
+    return rc;
+}
+
 /* A gathered write-out that fails (here the file size limit, EFBIG) fails the commit: nothing
  * of it is visible, and the connection commits again once writes succeed. */
 static void test_a_failed_write_out_fails_the_commit(void)
@@ -225,24 +241,7 @@ static void test_a_failed_write_out_fails_the_commit(void)
     CHECK(a && b);
     if (a && b) {
         CHECK(insert_rows(a, 3, 100));
-        char wal[160];
-        snprintf(wal, sizeof wal, "%s-wal", path);
-        struct stat sb;
-        CHECK(stat(wal, &sb) == 0);
-        struct rlimit old, cap;
-        CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
-        cap = old;
-        cap.rlim_cur = (rlim_t)sb.st_size + 4096; /* room for one frame, not for 20 */
-        void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
-        CHECK(setrlimit(RLIMIT_FSIZE, &cap) == 0);
-        bool began = exec(a, "BEGIN") && insert_rows(a, 20, 3000);
-        int rc = sqlite3_exec(a, "COMMIT", NULL, NULL, NULL);
-        CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
-        signal(SIGXFSZ, was);
-        CHECK(began);
-        CHECK(rc != SQLITE_OK);
-        if (!sqlite3_get_autocommit(a))
-            CHECK(exec(a, "ROLLBACK"));
+        CHECK(commit_past_the_size_limit(a) != SQLITE_OK);
         CHECK(query_int(b, "SELECT count(*) FROM t") == 3);
         CHECK(query_int(a, "SELECT count(*) FROM t") == 3);
         CHECK(insert_rows(a, 20, 3000));
@@ -279,23 +278,7 @@ static void test_a_deferred_sync_writes_out_and_leaves_the_fsync(void)
         CHECK(query_int(b, "SELECT count(*) FROM t") == 6);
         CHECK(wal && storage_vfs_sync(wal) == 0);
 
-        char walpath[160];
-        snprintf(walpath, sizeof walpath, "%s-wal", path);
-        struct stat sb;
-        CHECK(stat(walpath, &sb) == 0);
-        struct rlimit old, cap;
-        CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
-        cap = old;
-        cap.rlim_cur = (rlim_t)sb.st_size + 4096;
-        void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
-        CHECK(setrlimit(RLIMIT_FSIZE, &cap) == 0);
-        bool began = exec(a, "BEGIN") && insert_rows(a, 20, 3000);
-        int rc = sqlite3_exec(a, "COMMIT", NULL, NULL, NULL);
-        CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
-        signal(SIGXFSZ, was);
-        CHECK(began && rc != SQLITE_OK);
-        if (!sqlite3_get_autocommit(a))
-            CHECK(exec(a, "ROLLBACK"));
+        CHECK(commit_past_the_size_limit(a) != SQLITE_OK);
         CHECK(storage_vfs_take_deferred() == NULL);
         CHECK(query_int(b, "SELECT count(*) FROM t") == 6);
         CHECK(storage_vfs_defer_syncs(false));

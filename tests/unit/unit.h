@@ -4,6 +4,7 @@
 #define TESTS_UNIT_UNIT_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int unit_failed_checks;
@@ -50,5 +51,21 @@ static inline int unit_run(const char *suite, const struct unit_test *tests, siz
 }
 
 #define UNIT_TEST(fn) { #fn, fn }
+
+/* The number after key on its line of a /proc file ("/proc/self/io", "syscw:"); -1 if absent. */
+static inline long unit_proc_number(const char *file, const char *key)
+{
+    FILE *f = fopen(file, "r");
+    char line[128];
+    long n = -1;
+    size_t len = strlen(key);
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, len) == 0)
+            n = atol(line + len);
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
 
 #endif
