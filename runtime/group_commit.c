@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 
 #include "runtime/log.h"
 #include "runtime/storage.h"
@@ -129,6 +130,7 @@ static int sync_wal(void *w)
 static void *syncer_main(void *arg)
 {
     (void)arg;
+    prctl(PR_SET_NAME, "tr-syncer");
     pthread_mutex_lock(&sync_mu);
     for (;;) {
         while (!unsynced && !sync_stopping)
@@ -289,6 +291,7 @@ static void run_batch(struct group_commit_item *list, bool defer)
 static void *writer_main(void *arg)
 {
     (void)arg;
+    prctl(PR_SET_NAME, "tr-writer");
     pthread_mutex_lock(&mu);
     for (;;) {
         while (!head && !stopping)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/prctl.h>
 
 #include "runtime/clock.h"
 #include "runtime/idempotency.h"
@@ -57,6 +58,7 @@ void housekeeping_run_once(void)
 static void *loop(void *arg)
 {
     (void)arg;
+    prctl(PR_SET_NAME, "tr-housekeeping");
     sqlite3 *db = storage_db();
     if (db)
         sqlite3_exec(db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);

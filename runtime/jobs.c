@@ -5,7 +5,9 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
+#include <sys/prctl.h>
 
 #include "runtime/log.h"
 
@@ -19,6 +21,9 @@ static size_t started;
 static void *loop(void *arg)
 {
     const struct job *j = arg;
+    char name[16];
+    snprintf(name, sizeof name, "tr-%s", j->name); /* truncated to what the kernel keeps */
+    prctl(PR_SET_NAME, name);
     pthread_mutex_lock(&lock);
     while (!stopping) {
         pthread_mutex_unlock(&lock);

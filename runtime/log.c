@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 
 #include "runtime/format.h"
 #include "runtime/jsonw.h"
@@ -80,6 +81,7 @@ static void emit(char *line, size_t len)
 static void *flusher_main(void *arg)
 {
     (void)arg;
+    prctl(PR_SET_NAME, "tr-log");
     pthread_mutex_lock(&buf_mu);
     while (!flusher_stopping) {
         if (buf_len == 0) {

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/prctl.h>
 
 #include "runtime/log.h"
 
@@ -20,6 +21,7 @@ static bool stopping;
 static void *worker(void *arg)
 {
     (void)arg;
+    prctl(PR_SET_NAME, "tr-offload");
     pthread_mutex_lock(&mu);
     for (;;) {
         while (!head && !stopping)

@@ -58,6 +58,10 @@ bool storage_used(void);
  * running them inside a commit. 0 / -1. */
 int storage_checkpoints_start(void);
 void storage_checkpoints_stop(void);
+#ifdef TREASURY_TEST_HOOKS
+/* True while a commit's request for the checkpoint thread is still unanswered (for tests). */
+bool storage_checkpoint_pending(void);
+#endif
 /* One checkpoint on the calling thread, as the checkpoint thread runs it: a pass alongside
  * commits, then a pass under the write lock, after which the next write starts the WAL over.
  * between (tests only; NULL otherwise) runs between the two passes. */

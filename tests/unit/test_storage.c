@@ -434,6 +434,31 @@ static void test_checkpoint_restarts_the_wal_when_its_first_pass_falls_short(voi
     done();
 }
 
+static void one_more_commit(void)
+{
+    CHECK(commit_rows(1) == 0);
+}
+
+/* A checkpoint answers the requests of every commit it copied, also those made while it ran
+ * (each commit's hook asks again as long as the WAL is past CHECKPOINT_PAGES). Left standing,
+ * they ran a second checkpoint right after the first, whose pass under the write lock stalled
+ * the writer for two fsyncs to copy a few frames of the new WAL. The connection keeps the hook
+ * of the checkpoint thread, stopped here so that nothing but storage_checkpoint answers. */
+static void test_a_checkpoint_answers_the_requests_of_the_commits_it_copied(void)
+{
+    CHECK(storage_checkpoints_start() == 0);
+    CHECK(open_fresh() == 0);
+    storage_checkpoints_stop();
+    CHECK(sqlite3_exec(storage_db(), "CREATE TABLE blobs (b BLOB)", NULL, NULL, NULL) ==
+          SQLITE_OK);
+    CHECK(commit_rows(1100) == 0); /* a page each: past CHECKPOINT_PAGES (1,000) */
+    CHECK(storage_checkpoint_pending());
+    storage_checkpoint(one_more_commit); /* a commit between its passes asks again */
+    CHECK(!storage_checkpoint_pending());
+    CHECK(query_int("SELECT count(*) FROM blobs") == 1101);
+    done();
+}
+
 static const char events_snapshot[] =
     "SELECT group_concat(quote(seq) || quote(id) || quote(workspace_id) || quote(type) || "
     "quote(resource_type) || quote(resource_id) || quote(resource_version) || quote(data) || "
@@ -552,6 +577,7 @@ int main(void)
         UNIT_TEST(test_open_reports_a_file_that_is_not_a_database),
         UNIT_TEST(test_lean_writes_migration_keeps_every_event_and_audit_record),
         UNIT_TEST(test_checkpoint_restarts_the_wal_when_its_first_pass_falls_short),
+        UNIT_TEST(test_a_checkpoint_answers_the_requests_of_the_commits_it_copied),
     };
     log_init(LOG_FORMAT_TEXT);
     return unit_run("storage", tests, sizeof tests / sizeof tests[0]);
