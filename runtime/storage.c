@@ -77,9 +77,13 @@ static _Thread_local bool used;
  * start do not checkpoint when they commit (SQLite's default, every 1000 WAL pages, which would
  * stall the group-commit writer while it copies pages); their WAL hook wakes the checkpointer
  * instead, which copies the WAL into the database concurrently with new writes (PASSIVE).
- * Should it fall far behind, a committing connection checkpoints itself as before. */
-#define CHECKPOINT_PAGES 1000
-#define CHECKPOINT_BACKSTOP_PAGES (16 * CHECKPOINT_PAGES)
+ * Should it fall far behind, a committing connection checkpoints itself as before.
+ * Every 2000 pages (8 MiB): each checkpoint's last pass stalls the writer for two fsyncs,
+ * however few frames it copies, so fewer checkpoints stall it less; POST -c64 spent about 7 %
+ * less CPU per request than at 1000, with the same p99 (4000 raised the p99 by 3-5 ms: its
+ * longer first pass leaves more for the locked one and flushes more beside the WAL's fsyncs). */
+#define CHECKPOINT_PAGES 2000
+#define CHECKPOINT_BACKSTOP_PAGES 16000 /* 64 MiB */
 static pthread_mutex_t ckpt_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ckpt_cv = PTHREAD_COND_INITIALIZER;
 static pthread_t ckpt_thread;
