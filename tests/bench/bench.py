@@ -8,7 +8,9 @@ so the ratios compare like with like on whatever machine runs this. The whole se
 times (this kind of machine varies by 30 % from minute to minute) and the medians are shown.
 Per scenario: requests per second, p50/p99 latency, server CPU time per request (from
 /proc/<pid>/stat), bytes written to storage per request (/proc/<pid>/io write_bytes: WAL
-frames, checkpoints), then the server's peak RSS. Never asserts timings; it prints a table.
+frames, checkpoints), then the server's peak RSS. One scenario reads while 16 more connections
+POST (a second wrk): reads then wait for the durability of what they could have seen. Never
+asserts timings; it prints a table.
 Bounded: about two and a half minutes.
 
     BENCH_DURATION=5s BENCH_CONNECTIONS=16 BENCH_ROUNDS=5 make bench
@@ -55,6 +57,9 @@ PAYMENT = {"amount": 125000, "currency": "EUR", "type": "sepa",
            "originating_account": "acc-operating-eur", "remittance_information": "Invoice 7"}
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 APPROVALS = 16 * 2500  # pending payments for the approve scenario (each approved once)
+
+# Reads while writes run: a read's answer waits until what it could have seen is durable.
+GET_WHILE_POSTING = "GET /v1/payments/{id}, POSTs"
 
 # wrk scripts. A unique X-Request-ID per request (idempotency is then exercised, never replayed).
 UNIQUE_ID = r'''
@@ -131,14 +136,32 @@ def status_kib(pid, key):
     return 0
 
 
-def wrk(url, token=None, script=None, connections=None):
+def wrk_args(url, token=None, script=None, connections=None, duration=None):
     args = (["taskset", "-c", "1"] if PIN else []) + [
-        "wrk", "-t", "1", "-c", connections or CONNECTIONS, "-d", DURATION, "--latency"]
+        "wrk", "-t", "1", "-c", connections or CONNECTIONS, "-d", duration or DURATION,
+        "--latency"]
     if token:
         args += ["-H", "Authorization: Bearer " + token]
     if script:
         args += ["-s", str(script)]
-    out = subprocess.run(args + [url], capture_output=True, text=True, timeout=120).stdout
+    return args + [url]
+
+
+def wrk(url, token=None, script=None, connections=None):
+    out = subprocess.run(wrk_args(url, token, script, connections), capture_output=True,
+                         text=True, timeout=120).stdout
+    return wrk_parse(out)
+
+
+def wrk_background(url, token, script):
+    """wrk started alongside a measurement, for a second longer so that it covers all of it."""
+    m = re.fullmatch(r"(\d+)([sm]?)", DURATION)
+    seconds = int(m.group(1)) * (60 if m.group(2) == "m" else 1) + 1 if m else None
+    return subprocess.Popen(wrk_args(url, token, script, None, seconds and "%ds" % seconds),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def wrk_parse(out):
     rps = float(re.search(r"Requests/sec:\s+([0-9.]+)", out).group(1))
     total = int(re.search(r"(\d+) requests in", out).group(1))
     p50 = re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1)
@@ -235,6 +258,7 @@ def main():
             ("GET /v1/payments/{id}", base + "/v1/payments/" + pay_id, tok, None, None),
             ("GET /v1/payments/{id} -c64", base + "/v1/payments/" + pay_id, tok, None, "64"),
             ("GET /v1/payments?limit=20", base + "/v1/payments?limit=20", tok, None, None),
+            (GET_WHILE_POSTING, base + "/v1/payments/" + pay_id, tok, None, None),
             ("POST /v1/payments", base + "/v1/payments", tok,
              [lua_post(root / "payment.lua", payment)] * ROUNDS, None),
             ("POST /v1/payments -c64", base + "/v1/payments", tok,
@@ -246,6 +270,10 @@ def main():
              [lua_post(root / "login.lua", {"email": "admin@example.com",
                                             "password": PASSWORD})] * ROUNDS, None),
         ]
+        # The writes that GET_WHILE_POSTING's reads run beside, on as many connections.
+        background = {GET_WHILE_POSTING: (base + "/v1/payments", tok,
+                                          lua_post(root / "payment_bg.lua", payment))}
+        background_rps = {name: [] for name in background}
         only = os.environ.get("BENCH_ONLY")
         perf_dir = os.environ.get("BENCH_PERF")
         scenarios = [sc for sc in scenarios if not only or only in sc[0]]
@@ -266,8 +294,17 @@ def main():
                         ["-p", str(proc.pid), "-o", os.path.join(perf_dir, "%d.data" % i)],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 before, disk_before = cpu_ticks(proc.pid), disk_bytes(proc.pid)
+                writer = wrk_background(*background[name]) if name in background else None
+                if writer:
+                    time.sleep(0.5)  # the writes are under way before the reads start
                 rps, total, p50, p99, non2xx = wrk(url, token, scripts[rnd] if scripts else None,
                                                    conns)
+                if writer:
+                    # CPU and disk below are then per request of either kind.
+                    w_rps, w_total, _, _, w_non2xx = wrk_parse(writer.communicate(timeout=120)[0])
+                    background_rps[name].append(w_rps)
+                    total += w_total
+                    non2xx += w_non2xx
                 if perf:
                     perf.send_signal(2)
                     perf.wait(timeout=60)
@@ -284,6 +321,10 @@ def main():
                 name, median(r[0] for r in rows), median(r[1] for r in rows),
                 median(r[2] for r in rows), mid[3], mid[4], median(r[5] for r in rows),
                 median(r[7] for r in rows), sum(r[6] for r in rows)))
+        for name, rows in background_rps.items():
+            if rows:
+                print("%s: the POSTs beside the reads ran at %.0f req/s (%s connections); CPU "
+                      "and disk are per request of either kind" % (name, median(rows), CONNECTIONS))
         print("server peak RSS (VmHWM): %d MiB" % (status_kib(proc.pid, "VmHWM") // 1024))
         print("ratio: the scenario's req/s over GET /healthz's in the run just before it; "
               "p50/p99 from the median-ratio round; %.0f s in all" % (time.monotonic() - t0))
