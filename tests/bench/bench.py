@@ -324,7 +324,8 @@ def main():
         for name, rows in background_rps.items():
             if rows:
                 print("%s: the POSTs beside the reads ran at %.0f req/s (%s connections); CPU "
-                      "and disk are per request of either kind" % (name, median(rows), CONNECTIONS))
+                      "and disk are per request of either kind"
+                      % (name, median(rows), CONNECTIONS))
         print("server peak RSS (VmHWM): %d MiB" % (status_kib(proc.pid, "VmHWM") // 1024))
         print("ratio: the scenario's req/s over GET /healthz's in the run just before it; "
               "p50/p99 from the median-ratio round; %.0f s in all" % (time.monotonic() - t0))
