@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/prctl.h>
 
@@ -43,6 +44,36 @@ static uint64_t syncs;
 static atomic_uint_fast64_t visible, durable;
 static atomic_bool sync_busy; /* the syncer's fsync is running */
 
+/* Reads beside the writes (group_commit_note_read). While one arrived within the last
+ * READS_WINDOW_MS, the writer syncs each commit inside its COMMIT, before SQLite publishes it,
+ * as SQLite does by itself: then nothing is visible before it is durable and no read waits,
+ * where a deferred fsync would hold every read made meanwhile. Without reads, the fsync is
+ * deferred and overlaps the next batch. Measured with POSTs on 16 connections beside reads on
+ * 16 more: deferred, the reads waited and served half as many (8.7-9.3k/s against 17.5k/s
+ * synced in the commit) for 25 % more POSTs. */
+#define READS_WINDOW_MS 100
+static atomic_int_fast64_t last_read_ms = INT64_MIN / 2;
+
+static int64_t monotonic_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+void group_commit_note_read(void)
+{
+    int64_t now = monotonic_ms();
+    if (atomic_load_explicit(&last_read_ms, memory_order_relaxed) != now)
+        atomic_store_explicit(&last_read_ms, now, memory_order_relaxed);
+}
+
+static bool reads_beside(void)
+{
+    return monotonic_ms() - atomic_load_explicit(&last_read_ms, memory_order_relaxed) <
+           READS_WINDOW_MS;
+}
+
 static void finish(struct group_commit_item *from, struct group_commit_item *to,
                    enum group_commit_outcome outcome)
 {
@@ -51,6 +82,41 @@ static void finish(struct group_commit_item *from, struct group_commit_item *to,
         from->done(from->ctx, outcome); /* may free the item */
         from = next;
     }
+}
+
+/* Under sync_mu: takes the waiting reads that commit seq being durable releases, in order. */
+static struct group_commit_item *take_waiters(uint64_t seq)
+{
+    struct group_commit_item *ready = NULL, **keep = &waiters, **add = &ready;
+    while (*keep) {
+        struct group_commit_item *it = *keep;
+        if (it->seq <= seq) {
+            *keep = it->next;
+            it->next = NULL;
+            *add = it;
+            add = &it->next;
+        } else {
+            keep = &it->next;
+        }
+    }
+    return ready;
+}
+
+/* Durable as soon as visible: a commit synced inside its COMMIT gets its number only now,
+ * after SQLite published it, and so does every commit before it, whose frames the same fsync
+ * of the WAL wrote out (the syncer, still at an older one, never lowers durable); the reads
+ * waiting for those are released. */
+static uint64_t number_synced_commit(void)
+{
+    pthread_mutex_lock(&sync_mu);
+    uint64_t seq = atomic_load(&visible) + 1;
+    atomic_store(&durable, seq);
+    atomic_store(&visible, seq);
+    struct group_commit_item *ready = take_waiters(seq);
+    pthread_cond_broadcast(&durable_cv);
+    pthread_mutex_unlock(&sync_mu);
+    finish(ready, NULL, GROUP_COMMIT_COMMITTED);
+    return seq;
 }
 
 /* The commits are visible and cannot be taken back, and their answers were not sent. Stopping
@@ -153,21 +219,11 @@ static void *syncer_main(void *arg)
             pthread_mutex_unlock(&mu);
         }
         pthread_mutex_lock(&sync_mu);
-        atomic_store(&durable, seq);
+        if (seq > atomic_load(&durable)) /* a commit synced in itself may be ahead */
+            atomic_store(&durable, seq);
         if (w)
             syncs++;
-        struct group_commit_item *ready = NULL, **keep = &waiters, **add = &ready;
-        while (*keep) {
-            struct group_commit_item *it = *keep;
-            if (it->seq <= seq) {
-                *keep = it->next;
-                it->next = NULL;
-                *add = it;
-                add = &it->next;
-            } else {
-                keep = &it->next;
-            }
-        }
+        struct group_commit_item *ready = take_waiters(seq);
         pthread_cond_broadcast(&durable_cv);
         pthread_mutex_unlock(&sync_mu);
         while (list) {
@@ -204,7 +260,8 @@ static struct group_commit_item *take_queued(uint64_t *size)
 /* The writer's open transaction has run its last item. While the syncer's fsync runs, a commit
  * now would only wait for the next one, so the batch takes in what arrives meanwhile (up to
  * MAX_BATCH): the next fsync then covers one larger commit instead of several small ones,
- * which cost more per request. Returns the items to run next, NULL to commit now. */
+ * which cost more per request. Not while reads run beside: a commit synced in itself waits for
+ * no other fsync. Returns the items to run next, NULL to commit now. */
 static struct group_commit_item *more_while_syncing(uint64_t *size)
 {
     pthread_mutex_lock(&mu);
@@ -221,7 +278,8 @@ static struct group_commit_item *more_while_syncing(uint64_t *size)
  * transaction back under an item (an I/O or disk-full error), the items since BEGIN are lost
  * and the rest go on in a new transaction. When an unguarded item needs its writes undone,
  * the transaction is rolled back and the list runs again, every item in a savepoint. On the
- * writer thread (defer) the commit leaves its fsync to the syncer; elsewhere it syncs. */
+ * writer thread (defer) the commit leaves its fsync to the syncer, unless reads run beside
+ * (reads_beside: then it syncs in itself and its items are told at once); elsewhere it syncs. */
 static void run_batch(struct group_commit_item *list, bool defer)
 {
     bool guarded = false;
@@ -240,7 +298,7 @@ static void run_batch(struct group_commit_item *list, bool defer)
         for (; it; it = it->next) {
             again = it->run(it->ctx, guarded) && !guarded;
             ran++;
-            if (defer && !again && !it->next)
+            if (defer && !again && !it->next && !reads_beside())
                 it->next = more_while_syncing(&size);
             if (!storage_in_tx()) {
                 log_error("group commit: the transaction was rolled back under a request; "
@@ -263,7 +321,16 @@ static void run_batch(struct group_commit_item *list, bool defer)
             pthread_mutex_unlock(&mu);
             continue;
         }
-        if (!lost && defer) {
+        bool synced = false;
+        if (!lost && defer && reads_beside()) {
+            synced = true;
+            if (storage_commit() == 0) {
+                seq = number_synced_commit();
+            } else {
+                lost = true;
+                seq = atomic_load(&visible); /* they may have read what is not yet durable */
+            }
+        } else if (!lost && defer) {
             /* Numbered before COMMIT: a read that can see the commit sees its number too. */
             seq = atomic_fetch_add(&visible, 1) + 1;
             if (storage_commit_unsynced(&w) != 0)
@@ -274,13 +341,17 @@ static void run_batch(struct group_commit_item *list, bool defer)
         pthread_mutex_lock(&mu);
         stats.items += ran;
         stats.batches++;
+        if (synced)
+            stats.synced++;
         if (ran > stats.largest)
             stats.largest = ran;
         pthread_mutex_unlock(&mu);
         for (struct group_commit_item *x = list; x != it; x = x->next)
             size--;
         struct group_commit_item *rest = it;
-        if (defer)
+        if (synced && !lost)
+            finish(list, rest, GROUP_COMMIT_COMMITTED); /* durable already */
+        else if (defer)
             hand_to_syncer(list, rest, lost ? GROUP_COMMIT_LOST : GROUP_COMMIT_COMMITTED, seq, w);
         else
             finish(list, rest, lost ? GROUP_COMMIT_LOST : GROUP_COMMIT_COMMITTED);
@@ -391,10 +462,10 @@ void group_commit_stop(void)
     stop_syncer();
     struct group_commit_stats s = group_commit_stats();
     log_info("group commit: %llu write request(s) in %llu transaction(s), largest %llu, "
-             "%llu run again in savepoints, %llu fsync(s)",
+             "%llu run again in savepoints, %llu fsync(s), %llu synced in their commit",
              (unsigned long long)s.items, (unsigned long long)s.batches,
              (unsigned long long)s.largest, (unsigned long long)s.reruns,
-             (unsigned long long)s.syncs);
+             (unsigned long long)s.syncs, (unsigned long long)s.synced);
 }
 
 struct group_commit_stats group_commit_stats(void)

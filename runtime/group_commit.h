@@ -18,6 +18,12 @@
  * one was told of. If the fsync fails, the process stops (abort) rather than acknowledge
  * anything: the commits cannot be taken back, and a restart finds what reached the disk.
  *
+ * That wait would hold nearly every read made while writes flow, so while reads arrive
+ * (group_commit_note_read) the writer does not defer: it syncs each commit inside its COMMIT,
+ * before SQLite publishes it, and numbers it only then, durable and visible at once. Reads
+ * then wait for nothing, and the writes still group: what arrives during one commit's fsync
+ * forms the next batch. The fsync is deferred again once no read came for a moment.
+ *
  * Items first run unguarded: no savepoint each, which is cheaper, and almost every item either
  * keeps its writes or is refused before writing anything. When one needs writes of its own
  * undone (a failed statement after others succeeded, a refusal after writing), the writer rolls
@@ -46,7 +52,8 @@ struct group_commit_item {
      * batch's transaction was rolled back). It must not begin, commit or roll back the
      * transaction. */
     bool (*run)(void *ctx, bool guarded);
-    /* On the writer thread, after the batch ended; the item may be freed from here on. */
+    /* Once the batch ended and, committed, is durable: on the writer thread, or on the
+     * syncer's after the fsync that covers it. The item may be freed from here on. */
     void (*done)(void *ctx, enum group_commit_outcome outcome);
     void *ctx;
     struct group_commit_item *next;    /* the queue's */
@@ -60,6 +67,7 @@ struct group_commit_stats {
     uint64_t largest;  /* items in the largest batch */
     uint64_t reruns;   /* batches run again in savepoints (an item needed its writes undone) */
     uint64_t syncs;    /* fsyncs by the syncer, each covering every batch committed before it */
+    uint64_t synced;   /* transactions synced inside their COMMIT, reads running beside */
 };
 
 /* Starts the syncer and writer threads (after storage_open). 0 / -1. */
@@ -71,6 +79,9 @@ void group_commit_submit(struct group_commit_item *it);
 void group_commit_stop(void);
 struct group_commit_stats group_commit_stats(void);
 
+/* A request answered from reads of the database (not a write). While reads arrive, the writer
+ * syncs each commit before it is visible, so that no read has to wait (group_commit.c). */
+void group_commit_note_read(void);
 /* The number of the writer's latest commit that another connection may have seen. Read it
  * after reading the database: what the reads saw is durable once group_commit_durable of it. */
 uint64_t group_commit_visible(void);

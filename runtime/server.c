@@ -387,6 +387,7 @@ static bool wait_until_durable(struct req *r)
 {
     if (!storage_used())
         return false;
+    group_commit_note_read();
     uint64_t seq = group_commit_visible();
     if (group_commit_durable(seq))
         return false;

@@ -46,6 +46,13 @@ def committed_row(server, sql, params=(), timeout=10):
             time.sleep(0.02)
 
 
+def no_recent_reads():
+    """Waits out runtime/group_commit.c's READS_WINDOW_MS (100 ms): while reads arrive the writer
+    syncs each commit inside it, so a test of the deferred fsync (the syncer's, which the test
+    hooks hold or fail) lets the reads of its set-up age first."""
+    time.sleep(0.3)
+
+
 def media_type(resp):
     ct = resp.header("Content-Type") or ""
     return ct.split(";")[0].strip().lower()

@@ -15,6 +15,8 @@ its own when one request must have its writes undone.
 - The writer does not wait for a batch's fsync (the syncer thread does it): while the test
   build's hook holds the syncer, a POST is committed - another connection sees the row - but
   not answered, and a GET of that payment is not answered either; both are once the fsync runs.
+- While reads arrive, the writer syncs each commit inside it instead: with the syncer held and
+  another connection reading all along, POSTs are answered, and a GET of each too.
 - A failed fsync (the test build's hook makes it fail with EIO) stops the server before the
   write is answered; it restarts on an intact database.
 Losing nothing acknowledged under kill -9 is tests/http/test_crash_safety.py's job (every write
@@ -222,6 +224,7 @@ def test_a_write_and_a_read_of_it_are_answered_only_once_it_is_durable(make_serv
     team = Team(server)
     team.policy([])
     ben = team.beneficiary()
+    helpers.no_recent_reads()
     hold.touch()
     answers = {}
 
@@ -253,12 +256,60 @@ def test_a_write_and_a_read_of_it_are_answered_only_once_it_is_durable(make_serv
     assert syncs and int(syncs[-1]) >= 1, server.log_text()[-2000:]
 
 
+def test_writes_beside_reads_are_synced_in_their_commit_and_no_read_waits(make_server, tmp_path):
+    hold = tmp_path / "hold-sync"
+    server = make_server(extra_env={"TREASURY_TEST_HOLD_SYNC": str(hold)})
+    team = Team(server)
+    team.policy([])
+    ben = team.beneficiary()
+    first = helpers.assert_json(team.pay(ben, external_id="before-hold"), 201)
+    reading = threading.Event()
+    reading.set()
+    statuses = []
+
+    def reader():  # a dashboard polling all along
+        with server.client(token=team.owner.token) as c:
+            while reading.is_set():
+                statuses.append(c.get(PAY + "/" + first["id"]).status)
+                time.sleep(0.01)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        time.sleep(0.1)
+        hold.touch()  # the syncer's fsync would now hold every write it has to sync
+        for i in range(3):
+            got = {}
+
+            def post(i=i, got=got):
+                with server.client(token=team.owner.token) as c:
+                    got["post"] = c.post(PAY, json=body(ben, external_id="beside-%d" % i))
+                    if got["post"].status == 201:
+                        got["get"] = c.get(PAY + "/" + got["post"].json()["id"])
+
+            p = threading.Thread(target=post)
+            p.start()
+            p.join(10)
+            assert "get" in got, "a write beside reads waited for the held fsync"
+            created = helpers.assert_json(got["post"], 201)
+            assert helpers.assert_json(got["get"], 200) == created
+    finally:
+        hold.unlink(missing_ok=True)
+        reading.clear()
+        t.join(10)
+    assert statuses and set(statuses) == {200}, statuses
+    server.stop()
+    synced = re.findall(r"(\d+) synced in their commit", server.log_text())
+    assert synced and int(synced[-1]) >= 3, server.log_text()[-2000:]
+
+
 def test_a_failed_fsync_stops_the_server_before_the_write_is_answered(make_server, tmp_path):
     fail = tmp_path / "fail-sync"
     server = make_server(extra_env={"TREASURY_TEST_FAIL_SYNC": str(fail)})
     team = Team(server)
     team.policy([])
     ben = team.beneficiary()
+    helpers.no_recent_reads()
     fail.touch()
     status = None
     with server.client(token=team.owner.token) as c:

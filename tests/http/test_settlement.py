@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import Servers
-from helpers import assert_json, assert_problem, committed_row
+from helpers import assert_json, assert_problem, committed_row, no_recent_reads
 from payments_team import PAY, Team, events, wait_status
 
 FAST = {"TREASURY_SETTLEMENT_INTERVAL_MS": 20, "TREASURY_SANDBOX_RAIL_DELAY_MS": 150}
@@ -321,6 +321,7 @@ def test_a_rail_is_told_of_a_payment_only_once_its_approval_is_durable(make_serv
     team = Team(server)
     team.policy([])
     ben = team.beneficiary()
+    no_recent_reads()
     hold.touch()
     answer = {}
 

@@ -535,6 +535,68 @@ static void test_items_arriving_during_an_fsync_join_one_open_batch(void)
     close_and_remove();
 }
 
+static bool told_within(struct item *it, int ms)
+{
+    for (int i = 0; i < ms && atomic_load(&it->outcome) == 0; i++)
+        usleep(1000);
+    return atomic_load(&it->outcome) != 0;
+}
+
+/* While reads arrive, the writer syncs each commit inside its COMMIT: it is durable once
+ * visible, its item is told at once, and so is a read still waiting for an earlier commit
+ * whose fsync the syncer holds (one fsync of the WAL covers both) - all while that fsync is
+ * held. Once no read came for a while (READS_WINDOW_MS, 100 ms), the fsync is deferred again.
+ * Last in this file: the note of a read is process-wide. */
+static void test_commits_are_synced_in_themselves_while_reads_arrive(void)
+{
+    static struct item warm, a, b, c;
+    static struct group_commit_item read;
+    char hold[160];
+    open_fresh();
+    snprintf(hold, sizeof hold, "%s/hold-sync", dir);
+    setenv("TREASURY_TEST_HOLD_SYNC", hold, 1);
+    CHECK(group_commit_start() == 0);
+    init_item(&warm, 1, INSERT); /* the writer's first commit: its sync is real */
+    group_commit_submit(&warm.gc);
+    wait_all(&warm, 1);
+
+    hold_syncs(hold, true);
+    struct group_commit_stats before = group_commit_stats();
+    init_item(&a, 2, INSERT); /* no reads yet: deferred, its fsync held */
+    group_commit_submit(&a.gc);
+    wait_visible("k = 2");
+    uint64_t seen = group_commit_visible();
+    CHECK(!group_commit_durable(seen));
+    atomic_store(&waiter_done, 0);
+    read = (struct group_commit_item){ .done = waiter_cb };
+    CHECK(group_commit_after_durable(seen, &read));
+
+    group_commit_note_read();
+    init_item(&b, 3, INSERT);
+    group_commit_submit(&b.gc);
+    CHECK(told_within(&b, 5000)); /* the held fsync does not hold it */
+    CHECK(atomic_load(&b.outcome) == GROUP_COMMIT_COMMITTED + 1);
+    CHECK(group_commit_durable(group_commit_visible()) && group_commit_visible() > seen);
+    CHECK(atomic_load(&waiter_done) == 1); /* a is durable with b */
+    CHECK(atomic_load(&a.outcome) == 0);   /* told by the syncer, still held */
+    CHECK(group_commit_stats().synced - before.synced == 1);
+    hold_syncs(hold, false);
+    CHECK(told_within(&a, 5000));
+
+    usleep(150 * 1000); /* no read for longer than READS_WINDOW_MS */
+    hold_syncs(hold, true);
+    init_item(&c, 4, INSERT);
+    group_commit_submit(&c.gc);
+    wait_visible("k = 4");
+    CHECK(!told_within(&c, 100)); /* deferred again: held with the fsync */
+    hold_syncs(hold, false);
+    CHECK(told_within(&c, 5000));
+    CHECK(group_commit_stats().synced - before.synced == 1);
+    group_commit_stop();
+    unsetenv("TREASURY_TEST_HOLD_SYNC");
+    close_and_remove();
+}
+
 int main(void)
 {
     static const struct unit_test tests[] = {
@@ -548,6 +610,7 @@ int main(void)
         UNIT_TEST(test_unguarded_parts_need_a_transaction_and_do_not_nest),
         UNIT_TEST(test_commits_are_told_only_once_the_fsync_covering_them_returned),
         UNIT_TEST(test_items_arriving_during_an_fsync_join_one_open_batch),
+        UNIT_TEST(test_commits_are_synced_in_themselves_while_reads_arrive),
     };
     return unit_run("group_commit", tests, sizeof tests / sizeof tests[0]);
 }
