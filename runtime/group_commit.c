@@ -49,8 +49,9 @@ static atomic_bool sync_busy; /* the syncer's fsync is running */
  * as SQLite does by itself: then nothing is visible before it is durable and no read waits,
  * where a deferred fsync would hold every read made meanwhile. Without reads, the fsync is
  * deferred and overlaps the next batch. Measured with POSTs on 16 connections beside reads on
- * 16 more: deferred, the reads waited and served half as many (8.7-9.3k/s against 17.5k/s
- * synced in the commit) for 25 % more POSTs. */
+ * 16 more (make bench): deferred, the reads waited and were served half as often (8.8-10.5k/s
+ * against 18.6-19.7k/s synced in the commit, p99 4.6-7.5 ms against 2.7-2.9) for about a
+ * quarter more POSTs (3.6-4.0k/s against 3.0-3.1k). */
 #define READS_WINDOW_MS 100
 static atomic_int_fast64_t last_read_ms = INT64_MIN / 2;
 
