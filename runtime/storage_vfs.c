@@ -4,7 +4,9 @@
  * The VFS is a copy of the base VFS with its own xOpen. Journals and temporary files are the
  * base VFS's own file objects; the main database and its WAL are wrapped (struct wrapped, the
  * base's file object right behind it): the WAL to gather its writes, the main database to
- * catch the shared-memory barrier at which SQLite publishes a commit. */
+ * catch the shared-memory barrier at which SQLite publishes a commit and to start the
+ * writeback of what checkpoints copy into it as they go. */
+#define _GNU_SOURCE /* sync_file_range */
 #include "runtime/storage_vfs.h"
 
 #include <errno.h>
@@ -38,6 +40,10 @@ struct wrapped {
      * file for storage_vfs_sync, opened at the first deferred sync (-1 before). */
     const char *name;
     int sync_fd;
+    /* The main database: bytes written since its writeback was last started, and the
+     * descriptor that starts it (opened at the first time, -1 before). */
+    size_t unflushed;
+    int writeback_fd;
     bool restarted; /* the header was written since the last real sync (the WAL starts over) */
 };
 
@@ -53,10 +59,16 @@ static _Thread_local struct wrapped *pending;
 
 #ifdef TREASURY_TEST_HOOKS
 static atomic_ulong real_syncs; /* WAL syncs passed to the base VFS */
+static atomic_ulong writebacks; /* writebacks of the main database started */
 
 unsigned long storage_vfs_real_syncs(void)
 {
     return atomic_load(&real_syncs);
+}
+
+unsigned long storage_vfs_writebacks(void)
+{
+    return atomic_load(&writebacks);
 }
 #endif
 
@@ -229,21 +241,49 @@ static void db_shm_barrier(sqlite3_file *f)
     REAL(f)->pMethods->xShmBarrier(REAL(f));
 }
 
-/* ---- passed on unchanged: the rest of the main database's calls and of the WAL's -------- */
+/* Starts the writeback of what a checkpoint copies into the database every WRITEBACK_EVERY
+ * bytes, as PostgreSQL's checkpoint_flush_after does: otherwise the checkpoint's closing fsync
+ * flushes its 8 MiB at once, and the group commit's fsyncs of the WAL, queued behind that on the
+ * same disk, took 3-14 ms instead of 0.7 (about 40 a second under POST -c64), which made the
+ * p99. Started this way, POST -c64's p99 was 15.4-17.0 ms in 6 of 7 A/B rounds, against
+ * 17.9-24.1 ms. Advice only (SYNC_FILE_RANGE_WRITE waits for nothing and guarantees nothing):
+ * durability stays with the checkpoint's fsync, and a failure is ignored. */
+#define WRITEBACK_EVERY ((size_t)1 << 20)
 
-static int any_close(sqlite3_file *f)
+static int db_write(sqlite3_file *f, const void *data, int n, sqlite3_int64 off)
 {
+    struct wrapped *w = (struct wrapped *)(void *)f;
+    int rc = REAL(f)->pMethods->xWrite(REAL(f), data, n, off);
+    if (rc != SQLITE_OK || n <= 0)
+        return rc;
+    w->unflushed += (size_t)n;
+    if (w->unflushed < WRITEBACK_EVERY)
+        return rc;
+    w->unflushed = 0;
+    if (w->writeback_fd < 0 && w->name)
+        w->writeback_fd = open(w->name, O_RDONLY | O_CLOEXEC);
+    if (w->writeback_fd < 0 || sync_file_range(w->writeback_fd, 0, 0, SYNC_FILE_RANGE_WRITE) != 0)
+        return rc;
+#ifdef TREASURY_TEST_HOOKS
+    atomic_fetch_add(&writebacks, 1);
+#endif
+    return rc;
+}
+
+static int db_close(sqlite3_file *f)
+{
+    struct wrapped *w = (struct wrapped *)(void *)f;
+    if (w->writeback_fd >= 0)
+        close(w->writeback_fd);
+    w->writeback_fd = -1;
     return REAL(f)->pMethods->xClose(REAL(f));
 }
+
+/* ---- passed on unchanged: the rest of the main database's calls and of the WAL's -------- */
 
 static int any_read(sqlite3_file *f, void *out, int n, sqlite3_int64 off)
 {
     return REAL(f)->pMethods->xRead(REAL(f), out, n, off);
-}
-
-static int any_write(sqlite3_file *f, const void *data, int n, sqlite3_int64 off)
-{
-    return REAL(f)->pMethods->xWrite(REAL(f), data, n, off);
 }
 
 static int any_truncate(sqlite3_file *f, sqlite3_int64 size)
@@ -346,9 +386,9 @@ static const sqlite3_io_methods wal_methods = {
 
 static const sqlite3_io_methods db_methods = {
     3,
-    any_close,
+    db_close,
     any_read,
-    any_write,
+    db_write,
     any_truncate,
     any_sync,
     any_file_size,
@@ -380,9 +420,8 @@ static int vfs_open(sqlite3_vfs *self, sqlite3_filename name, sqlite3_file *f, i
     struct wrapped *w = (struct wrapped *)(void *)f;
     memset(w, 0, sizeof *w);
     w->real = (sqlite3_file *)(void *)(w + 1);
-    w->sync_fd = -1;
-    if (flags & SQLITE_OPEN_WAL)
-        w->name = name; /* SQLite keeps it valid until xClose */
+    w->sync_fd = w->writeback_fd = -1;
+    w->name = name; /* SQLite keeps it valid until xClose */
     int rc = base_vfs->xOpen(base_vfs, name, w->real, flags, out_flags);
     if (rc != SQLITE_OK || !w->real->pMethods) {
         /* SQLite calls xClose only when pMethods is set; close what the base left open. */

@@ -47,6 +47,8 @@ int storage_vfs_sync(void *wal);
 #ifdef TREASURY_TEST_HOOKS
 /* WAL syncs that reached the base VFS so far, all connections (for tests). */
 unsigned long storage_vfs_real_syncs(void);
+/* Writebacks of the main database started so far (for tests). */
+unsigned long storage_vfs_writebacks(void);
 #endif
 
 #endif

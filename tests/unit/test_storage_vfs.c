@@ -308,6 +308,27 @@ static void test_a_deferred_sync_writes_out_and_leaves_the_fsync(void)
 
 /* The thread below: a connection that spills frames and rolls back, closed by the main thread
  * while this thread lives on, then another connection of this thread writing. */
+/* A checkpoint copying 2.3 MiB into the database starts its writeback twice, once per MiB
+ * written (so that its closing fsync does not flush it all at once); the WAL's own writes
+ * start none. */
+static void test_a_checkpoint_starts_the_writeback_of_what_it_copies(void)
+{
+    fresh_path();
+    sqlite3 *db = open_db(STORAGE_VFS, "FULL");
+    CHECK(db != NULL);
+    if (db) {
+        CHECK(exec(db, "PRAGMA wal_autocheckpoint = 0"));
+        unsigned long before = storage_vfs_writebacks();
+        CHECK(exec(db, "BEGIN") && insert_rows(db, 600, 3000) && exec(db, "COMMIT"));
+        CHECK(storage_vfs_writebacks() == before); /* the WAL only, so far */
+        CHECK(exec(db, "PRAGMA wal_checkpoint(PASSIVE)"));
+        CHECK(storage_vfs_writebacks() - before == 2);
+        CHECK(query_int(db, "SELECT count(*) FROM t") == 600 && intact(db));
+        sqlite3_close(db);
+    }
+    remove_db();
+}
+
 static sqlite3 *spilled;
 static pthread_mutex_t turn_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t turn_cv = PTHREAD_COND_INITIALIZER;
@@ -371,6 +392,7 @@ int main(void)
         UNIT_TEST(test_a_failed_write_out_fails_the_commit),
         UNIT_TEST(test_a_connection_closed_by_another_thread_leaves_nothing_gathered),
         UNIT_TEST(test_a_deferred_sync_writes_out_and_leaves_the_fsync),
+        UNIT_TEST(test_a_checkpoint_starts_the_writeback_of_what_it_copies),
     };
     return unit_run("storage_vfs", tests, sizeof tests / sizeof tests[0]);
 }
