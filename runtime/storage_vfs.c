@@ -243,11 +243,11 @@ static void db_shm_barrier(sqlite3_file *f)
 
 /* Starts the writeback of what a checkpoint copies into the database every WRITEBACK_EVERY
  * bytes, as PostgreSQL's checkpoint_flush_after does: otherwise the checkpoint's closing fsync
- * flushes its 8 MiB at once, and the group commit's fsyncs of the WAL, queued behind that on the
- * same disk, took 3-14 ms instead of 0.7 (about 40 a second under POST -c64), which made the
- * p99. Started this way, POST -c64's p99 was 15.4-17.0 ms in 6 of 7 A/B rounds, against
- * 17.9-24.1 ms. Advice only (SYNC_FILE_RANGE_WRITE waits for nothing and guarantees nothing):
- * durability stays with the checkpoint's fsync, and a failure is ignored. */
+ * flushes its 8 MiB at once, on the disk where the group commit fsyncs the WAL (whose fsyncs
+ * took 3-14 ms instead of 0.7 around checkpoints, about 40 a second under POST -c64). Started
+ * this way, POST -c64's p99 was 15.4-17.0 ms in 6 of 7 A/B rounds, against 17.9-24.1 ms.
+ * Advice only (SYNC_FILE_RANGE_WRITE waits for nothing and guarantees nothing): durability
+ * stays with the checkpoint's fsync, and a failure is ignored. */
 #define WRITEBACK_EVERY ((size_t)1 << 20)
 
 static int db_write(sqlite3_file *f, const void *data, int n, sqlite3_int64 off)
