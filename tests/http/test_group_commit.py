@@ -67,6 +67,24 @@ def batches_line(server):
     return tuple(int(x) for x in m[-1])
 
 
+def shutdown_count(server, what):
+    """The count the group commit's shutdown line gives for what (a regex after the number)."""
+    m = re.findall(r"(\d+) " + what, server.log_text())
+    assert m, server.log_text()[-2000:]
+    return int(m[-1])
+
+
+def with_sync_hook(make_server, tmp_path, var):
+    """A server whose syncer fsync the test build's hook var (TREASURY_TEST_HOLD_SYNC or
+    _FAIL_SYNC) holds or fails while the returned flag file exists, with a team, no approval
+    tiers and an approved beneficiary: (flag, server, team, ben)."""
+    flag = tmp_path / "sync-hook"
+    server = make_server(extra_env={var: str(flag)})
+    team = Team(server)
+    team.policy([])
+    return flag, server, team, team.beneficiary()
+
+
 def held_write_lock(server, seconds):
     """Holds SQLite's write lock from another connection for a while (in a thread)."""
     ready = threading.Event()
@@ -219,11 +237,7 @@ def test_a_request_run_again_spends_its_mfa_attempt_once(make_server, injected_f
 
 
 def test_a_write_and_a_read_of_it_are_answered_only_once_it_is_durable(make_server, tmp_path):
-    hold = tmp_path / "hold-sync"
-    server = make_server(extra_env={"TREASURY_TEST_HOLD_SYNC": str(hold)})
-    team = Team(server)
-    team.policy([])
-    ben = team.beneficiary()
+    hold, server, team, ben = with_sync_hook(make_server, tmp_path, "TREASURY_TEST_HOLD_SYNC")
     helpers.no_recent_reads()
     hold.touch()
     answers = {}
@@ -252,16 +266,11 @@ def test_a_write_and_a_read_of_it_are_answered_only_once_it_is_durable(make_serv
     assert created["id"] == row[0]
     assert helpers.assert_json(answers["get"], 200) == created
     server.stop()
-    syncs = re.findall(r"(\d+) fsync\(s\)", server.log_text())
-    assert syncs and int(syncs[-1]) >= 1, server.log_text()[-2000:]
+    assert shutdown_count(server, r"fsync\(s\)") >= 1
 
 
 def test_writes_beside_reads_are_synced_in_their_commit_and_no_read_waits(make_server, tmp_path):
-    hold = tmp_path / "hold-sync"
-    server = make_server(extra_env={"TREASURY_TEST_HOLD_SYNC": str(hold)})
-    team = Team(server)
-    team.policy([])
-    ben = team.beneficiary()
+    hold, server, team, ben = with_sync_hook(make_server, tmp_path, "TREASURY_TEST_HOLD_SYNC")
     first = helpers.assert_json(team.pay(ben, external_id="before-hold"), 201)
     reading = threading.Event()
     reading.set()
@@ -299,16 +308,11 @@ def test_writes_beside_reads_are_synced_in_their_commit_and_no_read_waits(make_s
         t.join(10)
     assert statuses and set(statuses) == {200}, statuses
     server.stop()
-    synced = re.findall(r"(\d+) synced in their commit", server.log_text())
-    assert synced and int(synced[-1]) >= 3, server.log_text()[-2000:]
+    assert shutdown_count(server, "synced in their commit") >= 3
 
 
 def test_a_failed_fsync_stops_the_server_before_the_write_is_answered(make_server, tmp_path):
-    fail = tmp_path / "fail-sync"
-    server = make_server(extra_env={"TREASURY_TEST_FAIL_SYNC": str(fail)})
-    team = Team(server)
-    team.policy([])
-    ben = team.beneficiary()
+    fail, server, team, ben = with_sync_hook(make_server, tmp_path, "TREASURY_TEST_FAIL_SYNC")
     helpers.no_recent_reads()
     fail.touch()
     status = None

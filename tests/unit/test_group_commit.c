@@ -423,6 +423,39 @@ static void wait_visible(const char *where)
     CHECK(count_rows(where) == 1);
 }
 
+static void hold_syncs(const char *hold, bool on)
+{
+    if (on) {
+        FILE *f = fopen(hold, "w");
+        CHECK(f != NULL);
+        if (f)
+            fclose(f);
+    } else {
+        CHECK(unlink(hold) == 0);
+    }
+}
+
+/* Starts the group commit with the syncer's test hook on the file hold (not there yet) and
+ * runs the writer's first commit, whose sync is real. */
+static void start_with_hold_hook(char hold[160])
+{
+    static struct item warm;
+    open_fresh();
+    snprintf(hold, 160, "%s/hold-sync", dir);
+    setenv("TREASURY_TEST_HOLD_SYNC", hold, 1);
+    CHECK(group_commit_start() == 0);
+    init_item(&warm, 1, INSERT);
+    group_commit_submit(&warm.gc);
+    wait_all(&warm, 1);
+}
+
+static void stop_with_hold_hook(void)
+{
+    group_commit_stop();
+    unsetenv("TREASURY_TEST_HOLD_SYNC");
+    close_and_remove();
+}
+
 /* The writer does not wait for the fsync: with the syncer held (the test hook), two batches
  * commit one after the other and are visible to this connection, but neither item is told and
  * a read of them is not released. Let go, one fsync covers both, the items are told in commit
@@ -434,9 +467,7 @@ static void test_commits_are_told_only_once_the_fsync_covering_them_returned(voi
     char hold[160];
     open_fresh();
     snprintf(hold, sizeof hold, "%s/hold-sync", dir);
-    FILE *f = fopen(hold, "w");
-    CHECK(f != NULL);
-    fclose(f);
+    hold_syncs(hold, true);
     setenv("TREASURY_TEST_HOLD_SYNC", hold, 1);
     CHECK(group_commit_start() == 0);
     struct group_commit_stats before = group_commit_stats();
@@ -473,21 +504,7 @@ static void test_commits_are_told_only_once_the_fsync_covering_them_returned(voi
     struct group_commit_stats after = group_commit_stats();
     CHECK(after.batches - before.batches == 2);
     CHECK(after.syncs - before.syncs == 1);
-    group_commit_stop();
-    unsetenv("TREASURY_TEST_HOLD_SYNC");
-    close_and_remove();
-}
-
-static void hold_syncs(const char *hold, bool on)
-{
-    if (on) {
-        FILE *f = fopen(hold, "w");
-        CHECK(f != NULL);
-        if (f)
-            fclose(f);
-    } else {
-        CHECK(unlink(hold) == 0);
-    }
+    stop_with_hold_hook();
 }
 
 /* While the syncer's fsync runs (held by the test hook), what arrives joins one open
@@ -496,15 +513,9 @@ static void hold_syncs(const char *hold, bool on)
 static void test_items_arriving_during_an_fsync_join_one_open_batch(void)
 {
     enum { N = 5 };
-    static struct item warm, a, more[N];
+    static struct item a, more[N];
     char hold[160];
-    open_fresh();
-    snprintf(hold, sizeof hold, "%s/hold-sync", dir);
-    setenv("TREASURY_TEST_HOLD_SYNC", hold, 1);
-    CHECK(group_commit_start() == 0);
-    init_item(&warm, 1, INSERT); /* the writer's first commit: its sync is real */
-    group_commit_submit(&warm.gc);
-    wait_all(&warm, 1);
+    start_with_hold_hook(hold);
 
     hold_syncs(hold, true);
     struct group_commit_stats before = group_commit_stats();
@@ -530,9 +541,7 @@ static void test_items_arriving_during_an_fsync_join_one_open_batch(void)
     CHECK(after.largest >= N);
     for (int i = 0; i < N; i++)
         CHECK(atomic_load(&more[i].outcome) == GROUP_COMMIT_COMMITTED + 1);
-    group_commit_stop();
-    unsetenv("TREASURY_TEST_HOLD_SYNC");
-    close_and_remove();
+    stop_with_hold_hook();
 }
 
 static bool told_within(struct item *it, int ms)
@@ -549,16 +558,10 @@ static bool told_within(struct item *it, int ms)
  * Last in this file: the note of a read is process-wide. */
 static void test_commits_are_synced_in_themselves_while_reads_arrive(void)
 {
-    static struct item warm, a, b, c;
+    static struct item a, b, c;
     static struct group_commit_item read;
     char hold[160];
-    open_fresh();
-    snprintf(hold, sizeof hold, "%s/hold-sync", dir);
-    setenv("TREASURY_TEST_HOLD_SYNC", hold, 1);
-    CHECK(group_commit_start() == 0);
-    init_item(&warm, 1, INSERT); /* the writer's first commit: its sync is real */
-    group_commit_submit(&warm.gc);
-    wait_all(&warm, 1);
+    start_with_hold_hook(hold);
 
     hold_syncs(hold, true);
     struct group_commit_stats before = group_commit_stats();
@@ -592,9 +595,7 @@ static void test_commits_are_synced_in_themselves_while_reads_arrive(void)
     hold_syncs(hold, false);
     CHECK(told_within(&c, 5000));
     CHECK(group_commit_stats().synced - before.synced == 1);
-    group_commit_stop();
-    unsetenv("TREASURY_TEST_HOLD_SYNC");
-    close_and_remove();
+    stop_with_hold_hook();
 }
 
 int main(void)
