@@ -30,14 +30,6 @@
 #include "runtime/req.h"
 #include "runtime/storage.h"
 
-/* TLS 1.2+ with AEAD ciphers and forward secrecy only (GnuTLS priority syntax). */
-#define TLS_PRIORITIES                                                                  \
-    "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:" \
-    "+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA"
-/* libmicrohttpd's per-connection pool (request head and read buffer; bodies are copied out
- * into their own buffer as they arrive). 16 KiB keeps an idle TLS connection at ~17.5 KiB of
- * RSS (64 KiB: ~47 KiB; make bench-idle) and still takes any sane request head. */
-#define CONNECTION_MEMORY (16 * 1024)
 #define CONNECTION_TIMEOUT_S 30
 #define DRAIN_TIMEOUT_MS 10000
 
@@ -694,8 +686,9 @@ static struct MHD_Daemon *start_daemon(enum listener l, int fd, const struct con
             flags, 0, NULL, NULL, &on_request, (void *)(intptr_t)l, MHD_OPTION_EXTERNAL_LOGGER,
             &mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
             MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_HTTPS_MEM_CERT, cert_pem,
-            MHD_OPTION_HTTPS_MEM_KEY, key_pem, MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
-            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+            MHD_OPTION_HTTPS_MEM_KEY, key_pem,
+            MHD_OPTION_HTTPS_PRIORITIES, SERVER_TLS_PRIORITIES,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONNECTION_MEMORY,
             MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
             MHD_OPTION_NOTIFY_COMPLETED, &on_completed, NULL, MHD_OPTION_END);
@@ -703,7 +696,7 @@ static struct MHD_Daemon *start_daemon(enum listener l, int fd, const struct con
     return MHD_start_daemon(flags, 0, NULL, NULL, &on_request, (void *)(intptr_t)l,
                             MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, NULL,
                             MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                            (size_t)CONNECTION_MEMORY, MHD_OPTION_CONNECTION_LIMIT, 256u,
+                            (size_t)SERVER_CONNECTION_MEMORY, MHD_OPTION_CONNECTION_LIMIT, 256u,
                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
                             MHD_OPTION_NOTIFY_COMPLETED, &on_completed, NULL, MHD_OPTION_END);
 }

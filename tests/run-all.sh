@@ -42,7 +42,7 @@ count_suite() { # name, command...: a stage whose log ends with "N passed[, N fa
 # whose generated/ does not match its openapi/ and codegen/.
 count_check check-generated $MAKE check-generated
 count_check build $MAKE all CHECK=1
-count_check build-release $MAKE all
+count_check build-release $MAKE all build/bench/ratelimit_bench build/bench/bare_mhd
 count_check lint-spec $MAKE lint-spec
 count_suite codegen $PY -m pytest -q -p no:cacheprovider tests/codegen
 count_suite unit $MAKE unit CHECK=1

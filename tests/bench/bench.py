@@ -9,9 +9,12 @@ times (this kind of machine varies by 30 % from minute to minute) and the median
 Per scenario: requests per second, p50/p99 latency, server CPU time per request (from
 /proc/<pid>/stat), bytes written to storage per request (/proc/<pid>/io write_bytes: WAL
 frames, checkpoints), then the server's peak RSS. One scenario reads while 16 more connections
-POST (a second wrk): reads then wait for the durability of what they could have seen. Never
-asserts timings; it prints a table.
-Bounded: about two and a half minutes.
+POST (a second wrk): reads then wait for the durability of what they could have seen.
+The floor runs beside it on the same core, in the same rounds: tests/bench/bare_mhd.c, bare
+libmicrohttpd with the server's daemon settings, answering GETs with a constant and POSTs with
+one SQLite INSERT of the body (synchronous=FULL: an fsync per request; NORMAL: none). The
+server's req/s are then also quoted against it. Never asserts timings; it prints a table.
+Bounded: about three minutes (the baselines run 2 s, the scenarios 3 s).
 
     BENCH_DURATION=5s BENCH_CONNECTIONS=16 BENCH_ROUNDS=5 make bench
     BENCH_ONLY=POST BENCH_PERF=/tmp/prof make bench   # some scenarios, round 1 under perf
@@ -42,7 +45,11 @@ from client import Client  # noqa: E402
 from conftest import free_ports  # noqa: E402
 
 BIN = Path(os.environ.get("TREASURY_SERVER_BIN") or REPO / "build" / "treasury-server").resolve()
+BARE = REPO / "build" / "bench" / "bare_mhd"
 DURATION = os.environ.get("BENCH_DURATION", "3s")
+# Baselines (the /healthz run before each scenario, the floor's rows) run shorter: they are
+# many, and tens of thousands of requests all the same. Keeps the whole run within 3 minutes.
+BASELINE_DURATION = os.environ.get("BENCH_BASELINE_DURATION", "2s")
 CONNECTIONS = os.environ.get("BENCH_CONNECTIONS", "16")
 PASSWORD = "bench-password-0123456789"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -62,6 +69,12 @@ APPROVALS = 16 * 3500
 
 # Reads while writes run: a read's answer waits until what it could have seen is durable.
 GET_WHILE_POSTING = "GET /v1/payments/{id}, POSTs"
+# The floor (tests/bench/bare_mhd.c): bare libmicrohttpd with the server's settings. Its POST
+# INSERTs the body, one transaction per request: FULL syncs each one, NORMAL none.
+BARE_GET = "bare MHD: GET"
+BARE_FULL = "bare MHD: POST, FULL -c64"
+BARE_NORMAL = "bare MHD: POST, NORMAL -c64"
+BARE_ROWS = (BARE_GET, BARE_FULL, BARE_NORMAL)
 
 # wrk scripts. A unique X-Request-ID per request (idempotency is then exercised, never replayed).
 UNIQUE_ID = r'''
@@ -149,9 +162,9 @@ def wrk_args(url, token=None, script=None, connections=None, duration=None):
     return args + [url]
 
 
-def wrk(url, token=None, script=None, connections=None):
-    out = subprocess.run(wrk_args(url, token, script, connections), capture_output=True,
-                         text=True, timeout=120).stdout
+def wrk(url, token=None, script=None, connections=None, duration=None):
+    out = subprocess.run(wrk_args(url, token, script, connections, duration),
+                         capture_output=True, text=True, timeout=120).stdout
     return wrk_parse(out)
 
 
@@ -188,6 +201,23 @@ def start_server(root, extra=()):
             sys.exit("server did not start:\n" + (root / "server.log").read_text())
         time.sleep(0.05)
     return proc, https_port, env, log
+
+
+def start_bare(root):
+    """tests/bench/bare_mhd (the floor: bare libmicrohttpd, same settings) on CPU 0, beside the
+    server; None when it was not built (make bench builds it)."""
+    if not BARE.exists():
+        return None, None
+    port = free_ports(1)[0]
+    (root / "bare").mkdir()
+    data = root / "data"
+    proc = subprocess.Popen((["taskset", "-c", "0"] if PIN else []) + [
+        str(BARE), str(port), str(data / "tls.crt"), str(data / "tls.key"), str(root / "bare")],
+        stdout=subprocess.PIPE, text=True)
+    if proc.stdout.readline().strip() != "listening":
+        proc.kill()
+        sys.exit("bare_mhd did not start")
+    return proc, port
 
 
 def stop_server(proc, log, root):
@@ -239,6 +269,24 @@ def setup(proc, port, env, root):
     return tok, approver, pay_id, payment, singles
 
 
+def print_against_bare(results):
+    """The server's req/s over the floor's (bare libmicrohttpd, same settings), each round's
+    pair measured seconds apart (the floor's row runs right after the scenario); medians."""
+    pairs = [("GET /healthz", "GET /v1/payments/{id}", 1, BARE_GET),
+             ("GET /v1/payments/{id}", "GET /v1/payments/{id}", 0, BARE_GET),
+             ("POST /v1/payments -c64", "POST /v1/payments -c64", 0, BARE_FULL),
+             ("POST /v1/payments -c64", "POST /v1/payments -c64", 0, BARE_NORMAL)]
+    lines = []
+    for label, ours, col, floor in pairs:
+        if results.get(ours) and results.get(floor):
+            ratio = median(o[col] / f[0] for o, f in zip(results[ours], results[floor]))
+            lines.append("  %-24s %5.2fx the req/s of %s" % (label, ratio, floor))
+    if lines:
+        print("against bare libmicrohttpd (tests/bench/bare_mhd.c: no routing, auth, JSON or "
+              "log; POST is one INSERT of the body):")
+        print("\n".join(lines))
+
+
 def main():
     if not shutil.which("wrk"):
         sys.exit("wrk is not installed: make test-deps")
@@ -247,7 +295,9 @@ def main():
     # figures about the requests.
     t0 = time.monotonic()
     proc, port, env, log = start_server(root, ["--settlement-interval-ms", "3600000"])
+    bare = None
     try:
+        bare, bare_port = start_bare(root)
         tok, approver, pay_id, payment, singles = setup(proc, port, env, root)
         # Setup wrote tens of thousands of rows: let the WAL be copied back now rather than
         # under the first scenarios (the server has one core; its checkpointer shares it).
@@ -256,6 +306,7 @@ def main():
         db.close()
         base = "https://127.0.0.1:%d" % port
         slices = [singles[i::ROUNDS] for i in range(ROUNDS)]  # approvals: new ids each round
+        # (name, URL, token, wrk script per round, connections); BARE_ rows go to bare_mhd.
         scenarios = [
             ("GET /v1/payments/{id}", base + "/v1/payments/" + pay_id, tok, None, None),
             ("GET /v1/payments/{id} -c64", base + "/v1/payments/" + pay_id, tok, None, "64"),
@@ -272,6 +323,16 @@ def main():
              [lua_post(root / "login.lua", {"email": "admin@example.com",
                                             "password": PASSWORD})] * ROUNDS, None),
         ]
+        if bare:  # each right after the scenario it is the floor of, and its /healthz
+            bare_base = "https://127.0.0.1:%d" % bare_port
+            bare_post = [lua_post(root / "bare.lua", payment)] * ROUNDS
+            def after(name, rows):
+                i = [n for n, *_ in scenarios].index(name) + 1
+                scenarios[i:i] = rows
+            after("GET /v1/payments/{id}", [(BARE_GET, bare_base + "/", None, None, None)])
+            after("POST /v1/payments -c64",
+                  [(BARE_FULL, bare_base + "/full", None, bare_post, "64"),
+                   (BARE_NORMAL, bare_base + "/normal", None, bare_post, "64")])
         # The writes that GET_WHILE_POSTING's reads run beside, on as many connections.
         background = {GET_WHILE_POSTING: (base + "/v1/payments", tok,
                                           lua_post(root / "payment_bg.lua", payment))}
@@ -284,23 +345,28 @@ def main():
                                   "" if PIN else " (not pinned: one CPU)"))
         results = {name: [] for name, *_ in scenarios}
         for rnd in range(ROUNDS):
+            hz = None
             for i, (name, url, token, scripts, conns) in enumerate(scenarios):
                 settle(proc.pid)
-                hz = wrk(base + "/healthz", connections=conns)
+                # The floor's rows share the /healthz run of the scenario just before them.
+                if name not in BARE_ROWS:
+                    hz = wrk(base + "/healthz", connections=conns, duration=BASELINE_DURATION)
+                target = bare if name in BARE_ROWS else proc
                 perf = None
                 if perf_dir and rnd == 0:
                     os.makedirs(perf_dir, exist_ok=True)
                     args = os.environ.get("BENCH_PERF_ARGS", "-g").split()
                     perf = subprocess.Popen(
                         ["perf", "record", "-q"] + args +
-                        ["-p", str(proc.pid), "-o", os.path.join(perf_dir, "%d.data" % i)],
+                        ["-p", str(target.pid), "-o", os.path.join(perf_dir, "%d.data" % i)],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                before, disk_before = cpu_ticks(proc.pid), disk_bytes(proc.pid)
+                before, disk_before = cpu_ticks(target.pid), disk_bytes(target.pid)
                 writer = wrk_background(*background[name]) if name in background else None
                 if writer:
                     time.sleep(0.5)  # the writes are under way before the reads start
-                rps, total, p50, p99, non2xx = wrk(url, token, scripts[rnd] if scripts else None,
-                                                   conns)
+                rps, total, p50, p99, non2xx = wrk(
+                    url, token, scripts[rnd] if scripts else None, conns,
+                    BASELINE_DURATION if name in BARE_ROWS else None)
                 if writer:
                     # CPU and disk below are then per request of either kind.
                     w_rps, w_total, _, _, w_non2xx = wrk_parse(writer.communicate(timeout=120)[0])
@@ -310,28 +376,40 @@ def main():
                 if perf:
                     perf.send_signal(2)
                     perf.wait(timeout=60)
-                cpu_us = (cpu_ticks(proc.pid) - before) * 1e6 / CLK_TCK / max(total, 1)
-                disk_kib = (disk_bytes(proc.pid) - disk_before) / 1024.0 / max(total, 1)
-                results[name].append((rps, hz[0], rps / hz[0], p50, p99, cpu_us, non2xx,
-                                      disk_kib))
+                cpu_us = (cpu_ticks(target.pid) - before) * 1e6 / CLK_TCK / max(total, 1)
+                disk_kib = (disk_bytes(target.pid) - disk_before) / 1024.0 / max(total, 1)
+                results[name].append((rps, hz[0] if hz else None, rps / hz[0] if hz else None,
+                                      p50, p99, cpu_us, non2xx, disk_kib))
         print("%-30s %9s %9s %7s %9s %9s %9s %8s %7s" % (
             "scenario", "req/s", "healthz", "ratio", "p50", "p99", "CPU us/rq", "disk KiB",
             "non-2xx"))
         for name, rows in results.items():
+            if any(r[1] is None for r in rows):  # a floor's row run without its scenario
+                mid = sorted(rows, key=lambda row: row[0])[len(rows) // 2]  # median req/s round
+                print("%-30s %9.0f %9s %7s %9s %9s %9.1f %8.1f %7d" % (
+                    name, median(r[0] for r in rows), "-", "-", mid[3], mid[4],
+                    median(r[5] for r in rows), median(r[7] for r in rows),
+                    sum(r[6] for r in rows)))
+                continue
             mid = sorted(rows, key=lambda row: row[2])[len(rows) // 2]  # the median-ratio round
             print("%-30s %9.0f %9.0f %6.2fx %9s %9s %9.1f %8.1f %7d" % (
                 name, median(r[0] for r in rows), median(r[1] for r in rows),
                 median(r[2] for r in rows), mid[3], mid[4], median(r[5] for r in rows),
                 median(r[7] for r in rows), sum(r[6] for r in rows)))
+        print_against_bare(results)
         for name, rows in background_rps.items():
             if rows:
                 print("%s: the POSTs beside the reads ran at %.0f req/s (%s connections); CPU "
                       "and disk are per request of either kind"
                       % (name, median(rows), CONNECTIONS))
         print("server peak RSS (VmHWM): %d MiB" % (status_kib(proc.pid, "VmHWM") // 1024))
-        print("ratio: the scenario's req/s over GET /healthz's in the run just before it; "
-              "p50/p99 from the median-ratio round; %.0f s in all" % (time.monotonic() - t0))
+        print("ratio: the scenario's req/s over GET /healthz's in the run just before it (the "
+              "floor's rows: before the scenario they follow); p50/p99 from the median-ratio "
+              "round; %.0f s in all" % (time.monotonic() - t0))
     finally:
+        if bare:
+            bare.kill()
+            bare.wait()
         stop_server(proc, log, root)
 
 
