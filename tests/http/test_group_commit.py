@@ -15,6 +15,9 @@ its own when one request must have its writes undone.
 - The writer does not wait for a batch's fsync (the syncer thread does it): while the test
   build's hook holds the syncer, a POST is committed - another connection sees the row - but
   not answered, and a GET of that payment is not answered either; both are once the fsync runs.
+- An operation run on an offload thread (login: it hashes a password) waits the same way: with
+  the syncer held after a POST's commit, a login commits its session but is not answered until
+  the fsync runs.
 - While reads arrive, the writer syncs each commit inside it instead: with the syncer held and
   another connection reading all along, POSTs are answered, and a GET of each too.
 - A failed fsync (the test build's hook makes it fail with EIO) stops the server before the
@@ -36,6 +39,7 @@ import pytest
 
 import helpers
 from payments_team import Team
+from conftest import USER_PASSWORD
 from test_mfa import Clock, enrol_and_confirm, oathtool
 
 PAY = "/v1/payments"
@@ -267,6 +271,45 @@ def test_a_write_and_a_read_of_it_are_answered_only_once_it_is_durable(make_serv
     assert helpers.assert_json(answers["get"], 200) == created
     server.stop()
     assert shutdown_count(server, r"fsync\(s\)") >= 1
+
+
+def test_an_offloaded_login_is_answered_only_once_what_it_read_is_durable(make_server, tmp_path):
+    hold, server, team, ben = with_sync_hook(make_server, tmp_path, "TREASURY_TEST_HOLD_SYNC")
+    count = ("SELECT count(*) FROM sessions s JOIN users u ON u.id = s.user_id "
+             "WHERE u.email_norm = ?")
+    before = helpers.committed_row(server, count, (team.owner_email,))[0]
+    helpers.no_recent_reads()
+    hold.touch()
+    answers = {}
+
+    def post():
+        with server.client(token=team.owner.token) as c:
+            answers["post"] = c.post(PAY, json=body(ben, external_id="held-login"))
+
+    def login():
+        answers["login"] = server.login_response(team.owner_email, USER_PASSWORD,
+                                                 workspace_id=team.wid)
+
+    writer = threading.Thread(target=post)
+    writer.start()
+    try:
+        assert helpers.committed_row(server, "SELECT id FROM payments WHERE external_id = "
+                                     "'held-login'"), "the POST was never committed"
+        offloaded = threading.Thread(target=login)
+        offloaded.start()
+        # The login ran to its end (its session is committed): all that is left is the wait.
+        assert helpers.committed_row(server, "SELECT 1 WHERE (%s) > ?" % count,
+                                     (team.owner_email, before)), \
+            "the login never committed its session"
+        offloaded.join(0.5)
+        writer.join(0.1)
+        assert answers == {}, "answered before what it could have read was durable"
+    finally:
+        hold.unlink()  # a server stopped with a write still held would abort
+    writer.join(10)
+    offloaded.join(10)
+    helpers.assert_json(answers["post"], 201)
+    assert helpers.assert_json(answers["login"], 200)["access_token"]
 
 
 def test_writes_beside_reads_are_synced_in_their_commit_and_no_read_waits(make_server, tmp_path):
