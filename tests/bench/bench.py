@@ -8,8 +8,10 @@ so the ratios compare like with like on whatever machine runs this. The whole se
 times (this kind of machine varies by 30 % from minute to minute) and the medians are shown.
 Per scenario: requests per second, p50/p99 latency, server CPU time per request (from
 /proc/<pid>/stat), bytes written to storage per request (/proc/<pid>/io write_bytes: WAL
-frames, checkpoints), then the server's peak RSS. One scenario reads while 16 more connections
-POST (a second wrk): reads then wait for the durability of what they could have seen.
+frames, checkpoints), the CPU split by thread (request threads, group-commit writer, syncer,
+checkpointer, offload pool), then the server's peak RSS. One scenario reads while 16 more
+connections POST (a second wrk): reads then wait for the durability of what they could have
+seen.
 The floor runs beside it on the same core, in the same rounds: tests/bench/bare_mhd.c, bare
 libmicrohttpd with the server's daemon settings, answering GETs with a constant and POSTs with
 one SQLite INSERT of the body (synchronous=FULL: an fsync per request; NORMAL: none). The
@@ -120,6 +122,27 @@ def cpu_ticks(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+# Threads by role, from their names (prctl in runtime/; libmicrohttpd names its own "MHD-...").
+THREAD_ROLES = (("requests", "MHD"), ("writer", "tr-writer"), ("syncer", "tr-syncer"),
+                ("checkpoint", "tr-checkpoint"), ("offload", "tr-offload"))
+
+
+def role_ticks(pid):
+    """CPU ticks of the process's threads summed by role (THREAD_ROLES, the rest "other");
+    threads that ended are not counted."""
+    ticks = dict.fromkeys([role for role, _ in THREAD_ROLES] + ["other"], 0)
+    for task in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, task)) as f:
+                head, tail = f.read().rsplit(")", 1)
+        except OSError:
+            continue  # ended meanwhile
+        comm, fields = head.split("(", 1)[1], tail.split()
+        role = next((r for r, prefix in THREAD_ROLES if comm.startswith(prefix)), "other")
+        ticks[role] += int(fields[11]) + int(fields[12])
+    return ticks
 
 
 def disk_bytes(pid):
@@ -269,6 +292,16 @@ def setup(proc, port, env, root):
     return tok, approver, pay_id, payment, singles
 
 
+def print_roles(roles):
+    """Where each scenario's CPU went: us per request by thread role, medians."""
+    names = [role for role, _ in THREAD_ROLES] + ["other"]
+    print("CPU us per request by thread (requests: libmicrohttpd's threads, which run the reads):")
+    print("%-30s" % "" + "".join("%11s" % n for n in names))
+    for name, rows in roles.items():
+        if rows:
+            print("%-30s" % name + "".join("%11.1f" % median(r[n] for r in rows) for n in names))
+
+
 def print_against_bare(results):
     """The server's req/s over the floor's (bare libmicrohttpd, same settings), each round's
     pair measured seconds apart (the floor's row runs right after the scenario); medians."""
@@ -344,6 +377,7 @@ def main():
               "wrk on CPU 1%s" % (CONNECTIONS, DURATION, ROUNDS, BIN,
                                   "" if PIN else " (not pinned: one CPU)"))
         results = {name: [] for name, *_ in scenarios}
+        roles = {name: [] for name, *_ in scenarios}  # CPU us per request by thread role
         for rnd in range(ROUNDS):
             hz = None
             for i, (name, url, token, scripts, conns) in enumerate(scenarios):
@@ -361,6 +395,7 @@ def main():
                         ["-p", str(target.pid), "-o", os.path.join(perf_dir, "%d.data" % i)],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 before, disk_before = cpu_ticks(target.pid), disk_bytes(target.pid)
+                roles_before = role_ticks(target.pid)
                 writer = wrk_background(*background[name]) if name in background else None
                 if writer:
                     time.sleep(0.5)  # the writes are under way before the reads start
@@ -377,6 +412,8 @@ def main():
                     perf.send_signal(2)
                     perf.wait(timeout=60)
                 cpu_us = (cpu_ticks(target.pid) - before) * 1e6 / CLK_TCK / max(total, 1)
+                roles[name].append({role: (t - roles_before[role]) * 1e6 / CLK_TCK / max(total, 1)
+                                    for role, t in role_ticks(target.pid).items()})
                 disk_kib = (disk_bytes(target.pid) - disk_before) / 1024.0 / max(total, 1)
                 results[name].append((rps, hz[0] if hz else None, rps / hz[0] if hz else None,
                                       p50, p99, cpu_us, non2xx, disk_kib))
@@ -396,6 +433,7 @@ def main():
                 name, median(r[0] for r in rows), median(r[1] for r in rows),
                 median(r[2] for r in rows), mid[3], mid[4], median(r[5] for r in rows),
                 median(r[7] for r in rows), sum(r[6] for r in rows)))
+        print_roles(roles)
         print_against_bare(results)
         for name, rows in background_rps.items():
             if rows:
