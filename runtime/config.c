@@ -48,6 +48,7 @@ static const struct flag flags[] = {
     F("auth-rate-limit", "TREASURY_AUTH_RATE_LIMIT", K_INT, auth_rate_limit, 1000000000, "login attempts per minute per client address [30]"),
     F("settlement-interval-ms", "TREASURY_SETTLEMENT_INTERVAL_MS", K_INT, settlement_interval_ms, 3600000, "how often approved payments are moved along [1000]"),
     F("sandbox-rail-delay-ms", "TREASURY_SANDBOX_RAIL_DELAY_MS", K_INT, sandbox_rail_delay_ms, 86400000, "each step of the sandbox settlement rail [5000]"),
+    F("drain-timeout-ms", "TREASURY_DRAIN_TIMEOUT_MS", K_INT, drain_timeout_ms, 600000, "on SIGTERM, how long requests under way may take before queued ones are refused [10000]"),
 };
 
 #define NFLAGS (sizeof flags / sizeof flags[0])
@@ -139,6 +140,7 @@ enum config_result config_parse(struct config *c, int argc, char **argv, FILE *o
     c->auth_rate_limit = 30;
     c->settlement_interval_ms = 1000;
     c->sandbox_rail_delay_ms = 5000;
+    c->drain_timeout_ms = 10000;
 
     for (size_t i = 0; i < NFLAGS; i++) {
         const char *v = getenv(flags[i].env);

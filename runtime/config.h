@@ -26,6 +26,7 @@ struct config {
     int auth_rate_limit;     /* x-rate-limit-class auth: attempts per minute per client address */
     int settlement_interval_ms; /* how often the settlement worker looks for due payments */
     int sandbox_rail_delay_ms;  /* each step of the sandbox settlement rail */
+    int drain_timeout_ms;       /* on SIGTERM: how long the requests under way may take */
     int subcommand_argc;     /* argv index where "admin ..." starts, 0 when none */
 };
 

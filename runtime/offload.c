@@ -76,6 +76,15 @@ void offload_submit(struct offload_item *it)
     pthread_mutex_unlock(&mu);
 }
 
+struct offload_item *offload_take_queued(void)
+{
+    pthread_mutex_lock(&mu);
+    struct offload_item *queued = head;
+    head = tail = NULL;
+    pthread_mutex_unlock(&mu);
+    return queued;
+}
+
 void offload_stop(void)
 {
     pthread_mutex_lock(&mu);

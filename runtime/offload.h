@@ -16,6 +16,9 @@ struct offload_item {
 int offload_start(void);
 /* Queues an item. Before start or after stop it runs at once on the calling thread. */
 void offload_submit(struct offload_item *it);
+/* Takes the items queued and not started, in order (NULL: none), for the caller to answer
+ * without running them: a server stopping past its drain timeout. */
+struct offload_item *offload_take_queued(void);
 /* Runs what is queued, then stops the threads. */
 void offload_stop(void);
 

@@ -31,7 +31,6 @@
 #include "runtime/storage.h"
 
 #define CONNECTION_TIMEOUT_S 30
-#define DRAIN_TIMEOUT_MS 10000
 
 enum listener { LISTENER_HTTPS, LISTENER_HTTP };
 
@@ -732,6 +731,34 @@ fail:
     return -1;
 }
 
+/* Waits at most ms for the requests in flight to end; true when none is left. */
+static bool wait_in_flight(int ms)
+{
+    double deadline = now_ms() + ms;
+    while (atomic_load(&in_flight) > 0 && now_ms() < deadline) {
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    return atomic_load(&in_flight) == 0;
+}
+
+/* Answers the offloaded requests still queued, none of which ran, 503 without running them,
+ * and wakes their connections. Returns how many. */
+static int refuse_queued_offloads(void)
+{
+    int n = 0;
+    for (struct offload_item *it = offload_take_queued(), *next; it; it = next) {
+        next = it->next; /* it lives in its request, which is not ours once resumed */
+        struct req *r = it->ctx;
+        req_problem(r, 503, "unavailable", "The server is shutting down; retry shortly.");
+        req_set_header(r, "Connection", "close");
+        idempotency_finish(r);
+        MHD_resume_connection(r->conn);
+        n++;
+    }
+    return n;
+}
+
 void server_stop(void)
 {
     /* New requests are answered 503 while the ones in flight finish. MHD_quiesce_daemon is not
@@ -739,10 +766,19 @@ void server_stop(void)
      * set races the workers doing the same, and the loser aborts the process ("Failed to
      * remove listen FD from epoll set"). */
     atomic_store(&draining, true);
-    double deadline = now_ms() + DRAIN_TIMEOUT_MS;
-    while (atomic_load(&in_flight) > 0 && now_ms() < deadline) {
-        struct timespec ts = { 0, 10 * 1000 * 1000 };
-        nanosleep(&ts, NULL);
+    int drain_ms = cfg ? cfg->drain_timeout_ms : 10000;
+    if (!wait_in_flight(drain_ms)) {
+        /* Past the drain timeout, the logins still queued (a password hash each, on two
+         * threads) could hold the stop for minutes: they are refused, and what is under way
+         * (a hash, writes waiting for their fsync) gets as long again to end. Stopping
+         * libmicrohttpd with a connection still suspended aborts the process. */
+        int refused = refuse_queued_offloads();
+        log_warn("server: drain timeout (%d ms) passed; %d queued request(s) answered 503 "
+                 "unrun", drain_ms, refused);
+        if (!wait_in_flight(drain_ms))
+            log_error("server: %d request(s) still under way after twice the drain timeout "
+                      "(an fsync that does not return?); stopping anyway",
+                      atomic_load(&in_flight));
     }
     /* MHD_stop_daemon closes the listen socket it was given; one never handed over (a
      * failed start) is closed here. */

@@ -11,12 +11,14 @@ import socket
 import ssl
 import stat
 import subprocess
+import threading
 import time
 
 import pytest
 
 from client import Client
 from conftest import ADMIN_EMAIL, ADMIN_PASSWORD, USER_PASSWORD, base_env, free_ports, run_cli
+import helpers
 from helpers import WSP_ID, assert_json, assert_problem, signing_key
 
 FLAGS = ("--data-dir", "--listen", "--https-port", "--http-port", "--threads", "--tls-cert",
@@ -261,6 +263,43 @@ def test_in_flight_keepalive_connection_does_not_block_shutdown(make_server):
     t0 = time.monotonic()
     assert s.stop() == 0
     assert time.monotonic() - t0 < 15
+
+
+def test_logins_still_queued_past_the_drain_timeout_are_refused_and_the_server_stops(
+        make_server):
+    """A login hashes a password on one of two offload threads, so a burst of them queues.
+    Stopped meanwhile, the server lets them run for the drain timeout, then answers the ones
+    still queued 503 without running them, lets the running ones end and exits 0. (It used to
+    stop libmicrohttpd with their connections still suspended, which aborts the process.)"""
+    s = make_server(extra_args=["--drain-timeout-ms", "1000", "--auth-rate-limit", "100000"],
+                    extra_env={"TREASURY_SCRYPT_LOG2N": "13"})  # ~0.1 s a hash, not ~1 ms
+    helpers.EXPECTED_SERVER_ERRORS.add(503)
+    try:
+        answers = []
+
+        def login():
+            answers.append(s.login_response())
+
+        burst = [threading.Thread(target=login) for _ in range(100)]  # about 5 s of hashing
+        for t in burst:
+            t.start()
+        time.sleep(1.0)  # all of them sent; a fifth or so answered
+        t0 = time.monotonic()
+        assert s.stop() == 0
+        assert time.monotonic() - t0 < 5  # twice the drain timeout, and then some
+        for t in burst:
+            t.join(10)
+        statuses = sorted(r.status for r in answers)
+        assert len(statuses) == 100 and set(statuses) == {200, 503}, statuses
+        for r in answers:
+            if r.status == 503:
+                assert_problem(r, 503, "unavailable")
+            else:
+                assert assert_json(r, 200)["access_token"]
+        assert "queued request(s) answered 503 unrun" in s.log_text()
+        assert s.sanitizer_report() == []
+    finally:
+        helpers.EXPECTED_SERVER_ERRORS.discard(503)
 
 
 # ---- operator subcommands ------------------------------------------------------------------
