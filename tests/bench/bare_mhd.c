@@ -37,15 +37,16 @@ struct body {
     char data[MAX_BODY];
 };
 
+/* The whole of a PEM file (the certificate, then the key: two calls at most). */
 static char *slurp(const char *path)
 {
+    static char bufs[2][16384];
+    static int next;
     FILE *f = fopen(path, "rb");
-    if (!f) {
+    if (!f || next == 2) {
         perror(path);
         exit(1);
     }
-    static char bufs[2][16384];
-    static int next;
     char *out = bufs[next++];
     size_t n = fread(out, 1, sizeof bufs[0] - 1, f);
     out[n] = '\0';

@@ -331,6 +331,8 @@ def main():
     bare = None
     try:
         bare, bare_port = start_bare(root)
+        if not bare:
+            print("no floor rows: %s is not built (make bench builds it)" % BARE)
         tok, approver, pay_id, payment, singles = setup(proc, port, env, root)
         # Setup wrote tens of thousands of rows: let the WAL be copied back now rather than
         # under the first scenarios (the server has one core; its checkpointer shares it).

@@ -89,6 +89,21 @@ def with_sync_hook(make_server, tmp_path, var):
     return flag, server, team, team.beneficiary()
 
 
+def start_held_post(server, team, ben, external_id, answers):
+    """POSTs a payment from a thread while the syncer is held; returns (thread, its id) once
+    it is committed (and not answered: that waits for the fsync). The answer goes to
+    answers["post"]."""
+    def post():
+        with server.client(token=team.owner.token) as c:
+            answers["post"] = c.post(PAY, json=body(ben, external_id=external_id))
+    thread = threading.Thread(target=post)
+    thread.start()
+    row = helpers.committed_row(server, "SELECT id FROM payments WHERE external_id = ?",
+                                (external_id,))
+    assert row, "the POST was never committed"
+    return thread, row[0]
+
+
 def held_write_lock(server, seconds):
     """Holds SQLite's write lock from another connection for a while (in a thread)."""
     ready = threading.Event()
@@ -246,19 +261,12 @@ def test_a_write_and_a_read_of_it_are_answered_only_once_it_is_durable(make_serv
     hold.touch()
     answers = {}
 
-    def post():
-        with server.client(token=team.owner.token) as c:
-            answers["post"] = c.post(PAY, json=body(ben, external_id="held-1"))
-
     def get(pay_id):
         with server.client(token=team.owner.token) as c:
             answers["get"] = c.get(PAY + "/" + pay_id)
 
-    writer = threading.Thread(target=post)
-    writer.start()
-    row = helpers.committed_row(server, "SELECT id FROM payments WHERE external_id = 'held-1'")
-    assert row, "the POST was never committed"
-    reader = threading.Thread(target=get, args=(row[0],))
+    writer, pay_id = start_held_post(server, team, ben, "held-1", answers)
+    reader = threading.Thread(target=get, args=(pay_id,))
     reader.start()
     writer.join(0.5)
     reader.join(0.5)
@@ -267,7 +275,7 @@ def test_a_write_and_a_read_of_it_are_answered_only_once_it_is_durable(make_serv
     writer.join(10)
     reader.join(10)
     created = helpers.assert_json(answers["post"], 201)
-    assert created["id"] == row[0]
+    assert created["id"] == pay_id
     assert helpers.assert_json(answers["get"], 200) == created
     server.stop()
     assert shutdown_count(server, r"fsync\(s\)") >= 1
@@ -282,19 +290,12 @@ def test_an_offloaded_login_is_answered_only_once_what_it_read_is_durable(make_s
     hold.touch()
     answers = {}
 
-    def post():
-        with server.client(token=team.owner.token) as c:
-            answers["post"] = c.post(PAY, json=body(ben, external_id="held-login"))
-
     def login():
         answers["login"] = server.login_response(team.owner_email, USER_PASSWORD,
                                                  workspace_id=team.wid)
 
-    writer = threading.Thread(target=post)
-    writer.start()
     try:
-        assert helpers.committed_row(server, "SELECT id FROM payments WHERE external_id = "
-                                     "'held-login'"), "the POST was never committed"
+        writer, _ = start_held_post(server, team, ben, "held-login", answers)
         offloaded = threading.Thread(target=login)
         offloaded.start()
         # The login ran to its end (its session is committed): all that is left is the wait.
@@ -305,7 +306,7 @@ def test_an_offloaded_login_is_answered_only_once_what_it_read_is_durable(make_s
         writer.join(0.1)
         assert answers == {}, "answered before what it could have read was durable"
     finally:
-        hold.unlink()  # a server stopped with a write still held would abort
+        hold.unlink()  # stopped with a write held, the server would wait 2 drain timeouts
     writer.join(10)
     offloaded.join(10)
     helpers.assert_json(answers["post"], 201)
