@@ -36,14 +36,13 @@ struct wrapped {
     size_t len;
     bool direct; /* committed without a sync once: write straight through from then on */
     int failed;  /* a write-out that failed, not yet told to SQLite */
-    /* Deferred syncs (storage_vfs_defer_syncs): the file's name, and a descriptor of the same
-     * file for storage_vfs_sync, opened at the first deferred sync (-1 before). */
+    /* The file's name, and a descriptor of the same file of our own (own_fd; -1 until its
+     * first use): the WAL's fdatasyncs it for storage_vfs_sync, the main database's starts its
+     * writeback. */
     const char *name;
-    int sync_fd;
-    /* The main database: bytes written since its writeback was last started, and the
-     * descriptor that starts it (opened at the first time, -1 before). */
+    int fd;
+    /* The main database: bytes written since its writeback was last started. */
     size_t unflushed;
-    int writeback_fd;
     bool restarted; /* the header was written since the last real sync (the WAL starts over) */
 };
 
@@ -106,6 +105,21 @@ static int write_out(struct wrapped *w)
 
 /* ---- the WAL file ---------------------------------------------------------------------- */
 
+/* w's own descriptor of its file, opened by name at the first call; -1 when it cannot be. */
+static int own_fd(struct wrapped *w)
+{
+    if (w->fd < 0 && w->name)
+        w->fd = open(w->name, O_RDONLY | O_CLOEXEC);
+    return w->fd;
+}
+
+static void close_own_fd(struct wrapped *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+}
+
 static int wal_close(sqlite3_file *f)
 {
     struct wrapped *w = (struct wrapped *)(void *)f;
@@ -113,9 +127,7 @@ static int wal_close(sqlite3_file *f)
     int rc2 = w->real->pMethods->xClose(w->real);
     free(w->buf);
     w->buf = NULL;
-    if (w->sync_fd >= 0)
-        close(w->sync_fd);
-    w->sync_fd = -1;
+    close_own_fd(w);
     if (deferred == w)
         deferred = NULL;
     return rc != SQLITE_OK ? rc : rc2;
@@ -185,12 +197,12 @@ static int wal_sync(sqlite3_file *f, int flags)
     int rc = write_out(w);
     if (rc != SQLITE_OK)
         return rc;
-    if (defer && w->sync_fd >= 0 && !w->restarted) {
+    if (defer && w->fd >= 0 && !w->restarted) {
         deferred = w;
         return SQLITE_OK;
     }
-    if (defer && w->sync_fd < 0 && w->name)
-        w->sync_fd = open(w->name, O_RDONLY | O_CLOEXEC); /* on failure: never deferred */
+    if (defer)
+        own_fd(w); /* opened for the next one; on failure never deferred */
     rc = REAL(f)->pMethods->xSync(REAL(f), flags);
     if (rc == SQLITE_OK)
         w->restarted = false;
@@ -260,9 +272,8 @@ static int db_write(sqlite3_file *f, const void *data, int n, sqlite3_int64 off)
     if (w->unflushed < WRITEBACK_EVERY)
         return rc;
     w->unflushed = 0;
-    if (w->writeback_fd < 0 && w->name)
-        w->writeback_fd = open(w->name, O_RDONLY | O_CLOEXEC);
-    if (w->writeback_fd < 0 || sync_file_range(w->writeback_fd, 0, 0, SYNC_FILE_RANGE_WRITE) != 0)
+    int fd = own_fd(w);
+    if (fd < 0 || sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) != 0)
         return rc;
 #ifdef TREASURY_TEST_HOOKS
     atomic_fetch_add(&writebacks, 1);
@@ -272,10 +283,7 @@ static int db_write(sqlite3_file *f, const void *data, int n, sqlite3_int64 off)
 
 static int db_close(sqlite3_file *f)
 {
-    struct wrapped *w = (struct wrapped *)(void *)f;
-    if (w->writeback_fd >= 0)
-        close(w->writeback_fd);
-    w->writeback_fd = -1;
+    close_own_fd((struct wrapped *)(void *)f);
     return REAL(f)->pMethods->xClose(REAL(f));
 }
 
@@ -420,7 +428,7 @@ static int vfs_open(sqlite3_vfs *self, sqlite3_filename name, sqlite3_file *f, i
     struct wrapped *w = (struct wrapped *)(void *)f;
     memset(w, 0, sizeof *w);
     w->real = (sqlite3_file *)(void *)(w + 1);
-    w->sync_fd = w->writeback_fd = -1;
+    w->fd = -1;
     w->name = name; /* SQLite keeps it valid until xClose */
     int rc = base_vfs->xOpen(base_vfs, name, w->real, flags, out_flags);
     if (rc != SQLITE_OK || !w->real->pMethods) {
@@ -469,7 +477,7 @@ int storage_vfs_sync(void *wal)
     struct wrapped *w = wal;
     int rc;
     do
-        rc = fdatasync(w->sync_fd);
+        rc = fdatasync(w->fd);
     while (rc != 0 && errno == EINTR);
     return rc;
 }

@@ -306,8 +306,6 @@ static void test_a_deferred_sync_writes_out_and_leaves_the_fsync(void)
     remove_db();
 }
 
-/* The thread below: a connection that spills frames and rolls back, closed by the main thread
- * while this thread lives on, then another connection of this thread writing. */
 /* A checkpoint copying 2.3 MiB into the database starts its writeback twice, once per MiB
  * written (so that its closing fsync does not flush it all at once); the WAL's own writes
  * start none. */
@@ -329,6 +327,8 @@ static void test_a_checkpoint_starts_the_writeback_of_what_it_copies(void)
     remove_db();
 }
 
+/* The thread below: a connection that spills frames and rolls back, closed by the main thread
+ * while this thread lives on, then another connection of this thread writing. */
 static sqlite3 *spilled;
 static pthread_mutex_t turn_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t turn_cv = PTHREAD_COND_INITIALIZER;
