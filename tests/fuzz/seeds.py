@@ -78,6 +78,13 @@ def main():
                "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "2025-03-14T09:26:53.589Z"]
     for i, s in enumerate(samples):
         write("formats", bytes([i]) + s.encode())
+    for head in [b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                 b"POST /v1/payments?limit=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                 b"Content-Type: application/json\r\nX-Tab: a\tb\r\n\r\n",
+                 b"POST /v1/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+                 b"GET /healthz HTTP/1.1\nHost: x\r\nX-A: a\x00b\r\nX-B: a\r\n c\r\n\r\n",
+                 b"GET /v1/%2e%2E/x%00?a=%2F HTTP/1.0\r\nX-E:\r\n\r\n"]:
+        write("http_strict", head)
 
 
 if __name__ == "__main__":
