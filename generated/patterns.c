@@ -73,6 +73,8 @@ const char *const patterns[] = {
     "^/v1/",
     /* 34: ^"v[1-9][0-9]{0,9}"$ */
     "^\"v[1-9][0-9]{0,9}\"$",
+    /* 35: ^(\*|"v[1-9][0-9]{0,9}")$ */
+    "^(\\*|\"v[1-9][0-9]{0,9}\")$",
 };
 
-const size_t patterns_count = 35;
+const size_t patterns_count = 36;

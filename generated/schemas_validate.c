@@ -3661,8 +3661,8 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(34, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
-        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
+    if (!pattern_match(35, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(\\*|\"v[1-9][0-9]{0,9}\")$");
 }
 
 /* param_limit (openapi/common.yaml) */

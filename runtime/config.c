@@ -2,6 +2,7 @@
  * environment lookup, so a new flag is one line here. */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "runtime/config.h"
+#include "runtime/forwarded.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -33,7 +34,7 @@ struct flag {
 
 static const struct flag flags[] = {
     F("data-dir", "TREASURY_DATA_DIR", K_PATH, data_dir, 0, "data directory (database, keys, certificate) [./var]"),
-    F("listen", "TREASURY_LISTEN", K_STR, listen, 0, "address to listen on [127.0.0.1]"),
+    F("listen", "TREASURY_LISTEN", K_STR, listen, 0, "address(es) to listen on, comma-separated, at most 4 [127.0.0.1]"),
     F("https-port", "TREASURY_HTTPS_PORT", K_PORT, https_port, 65535, "HTTPS port [8443]"),
     F("http-port", "TREASURY_HTTP_PORT", K_PORT, http_port, 65535, "plain-HTTP port answering 400 \"use HTTPS\"; 0 disables [8080]"),
     F("threads", "TREASURY_THREADS", K_INT, threads, 1024,
@@ -42,8 +43,13 @@ static const struct flag flags[] = {
     F("tls-key", "TREASURY_TLS_KEY", K_PATH, tls_key, 0, "PEM private key [<data-dir>/tls.key]"),
     F("log-format", "TREASURY_LOG_FORMAT", K_LOGFMT, log_format, 0, "json or text [json]"),
     F("public-url", "TREASURY_PUBLIC_URL", K_STR, public_url, 0, "external base URL, the token issuer [https://<listen>:<https-port>]"),
-    F("trusted-proxy", "TREASURY_TRUSTED_PROXY", K_STR, trusted_proxy, 0, "peer address whose X-Forwarded-Proto: https counts as HTTPS [none]"),
+    F("trusted-proxy", "TREASURY_TRUSTED_PROXY", K_STR, trusted_proxy, 0, "reverse proxy address(es), comma-separated: their X-Forwarded-Proto: https counts as HTTPS, the client is X-Forwarded-For's rightmost other address, no per-address cap [none]"),
     F("max-connections", "TREASURY_MAX_CONNECTIONS", K_INT, max_connections, 100000, "concurrent connection limit [1024]"),
+    F("max-connections-per-address", "TREASURY_MAX_CONNECTIONS_PER_ADDRESS", K_INT, max_connections_per_address, 100000, "concurrent connections of one client address (IPv6: one /64) [128]"),
+    F("head-timeout-ms", "TREASURY_HEAD_TIMEOUT_MS", K_INT, head_timeout_ms, 600000, "a new connection's TLS handshake and request head, a later request's head from its first line [10000]"),
+    F("idle-timeout-ms", "TREASURY_IDLE_TIMEOUT_MS", K_INT, idle_timeout_ms, 3600000, "a kept-alive connection's wait for its next request, and any silence [30000]"),
+    F("body-timeout-ms", "TREASURY_BODY_TIMEOUT_MS", K_INT, body_timeout_ms, 3600000, "a request body, from the end of its head ... [10000]"),
+    F("body-min-rate", "TREASURY_BODY_MIN_RATE", K_INT, body_min_rate, 1000000000, "... plus one second per this many bytes received [1024]"),
     F("rate-limit", "TREASURY_RATE_LIMIT", K_INT, rate_limit, 1000000000, "default requests per minute per workspace [1000]"),
     F("auth-rate-limit", "TREASURY_AUTH_RATE_LIMIT", K_INT, auth_rate_limit, 1000000000, "login attempts per minute per client address [30]"),
     F("settlement-interval-ms", "TREASURY_SETTLEMENT_INTERVAL_MS", K_INT, settlement_interval_ms, 3600000, "how often approved payments are moved along [1000]"),
@@ -136,6 +142,11 @@ enum config_result config_parse(struct config *c, int argc, char **argv, FILE *o
     c->threads = usable_cores();
     c->log_format = LOG_FORMAT_JSON;
     c->max_connections = 1024;
+    c->max_connections_per_address = 128;
+    c->head_timeout_ms = 10000;
+    c->idle_timeout_ms = 30000;
+    c->body_timeout_ms = 10000;
+    c->body_min_rate = 1024;
     c->rate_limit = 1000;
     c->auth_rate_limit = 30;
     c->settlement_interval_ms = 1000;
@@ -191,9 +202,18 @@ enum config_result config_parse(struct config *c, int argc, char **argv, FILE *o
         fprintf(err, "treasury-server: --tls-cert and --tls-key must be given together\n");
         return CONFIG_USAGE;
     }
+    struct forwarded_proxies proxies;
+    char why[160];
+    if (forwarded_parse_list(c->trusted_proxy, &proxies, why, sizeof why) != 0) {
+        fprintf(err, "treasury-server: --trusted-proxy: %s\n", why);
+        return CONFIG_USAGE;
+    }
     if (c->public_url[0] == '\0') {
-        const char *fmt = strchr(c->listen, ':') ? "https://[%s]:%d" : "https://%s:%d";
-        const char *host = strcmp(c->listen, "0.0.0.0") == 0 ? "127.0.0.1" : c->listen;
+        /* The first --listen address. */
+        char first[sizeof c->listen];
+        snprintf(first, sizeof first, "%.*s", (int)strcspn(c->listen, ","), c->listen);
+        const char *fmt = strchr(first, ':') ? "https://[%s]:%d" : "https://%s:%d";
+        const char *host = strcmp(first, "0.0.0.0") == 0 ? "127.0.0.1" : first;
         snprintf(c->public_url, sizeof c->public_url, fmt, host, c->https_port);
     }
     return CONFIG_OK;

@@ -12,7 +12,7 @@
 
 struct config {
     char data_dir[CONFIG_PATH_MAX];
-    char listen[64];
+    char listen[256];        /* one address, or several separated by commas */
     int https_port;
     int http_port; /* 0 disables the plain-HTTP "use HTTPS" listener */
     int threads;
@@ -20,8 +20,14 @@ struct config {
     char tls_key[CONFIG_PATH_MAX];
     enum log_format log_format;
     char public_url[256];    /* token issuer; default https://<listen>:<https_port> */
-    char trusted_proxy[64];  /* peer address whose X-Forwarded-Proto: https counts as HTTPS */
+    char trusted_proxy[256]; /* reverse proxies (comma-separated addresses): their
+                                X-Forwarded-Proto and X-Forwarded-For are believed */
     int max_connections;
+    int max_connections_per_address; /* one IPv4 address or IPv6 /64 */
+    int head_timeout_ms;     /* TLS handshake + request head (runtime/conn_guard.h) */
+    int idle_timeout_ms;     /* a kept-alive connection's wait for its next request */
+    int body_timeout_ms;     /* the body, from the end of the head ... */
+    int body_min_rate;       /* ... plus a second per this many bytes received */
     int rate_limit;          /* default requests per minute per workspace */
     int auth_rate_limit;     /* x-rate-limit-class auth: attempts per minute per client address */
     int settlement_interval_ms; /* how often the settlement worker looks for due payments */

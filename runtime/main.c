@@ -182,10 +182,10 @@ static int run_server(const struct config *c)
         goto out;
     }
     if (c->http_port)
-        log_info("listening on %s (plain HTTP on %s:%d answers 400 use_https)", c->public_url,
-                 c->listen, c->http_port);
+        log_info("listening on %s (addresses %s; plain HTTP on port %d answers 400 use_https)",
+                 c->public_url, c->listen, c->http_port);
     else
-        log_info("listening on %s", c->public_url);
+        log_info("listening on %s (addresses %s)", c->public_url, c->listen);
 
     int sig = 0;
     sigwait(&stop_signals, &sig);

@@ -14,6 +14,10 @@
 /* code, title */
 #define PROBLEM_CODES(X)                                              \
     X("use_https", "HTTPS required")                                  \
+    X("malformed_request", "Malformed HTTP request")                  \
+    X("invalid_path", "Invalid request target")                       \
+    X("unsupported_transfer_coding", "Unsupported transfer coding")   \
+    X("origin_not_allowed", "Origin not allowed")                     \
     X("malformed_json", "Malformed JSON body")                        \
     X("invalid_request", "Invalid request")                           \
     X("invalid_cursor", "Invalid pagination cursor")                  \

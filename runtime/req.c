@@ -82,6 +82,8 @@ char *req_etag(struct req *r, int64_t version)
 
 bool req_if_match(const char *if_match, int64_t version)
 {
+    if (if_match && strcmp(if_match, "*") == 0)
+        return true; /* RFC 9110 §13.1.1: any current representation */
     char want[32];
     snprintf(want, sizeof want, "\"v%" PRId64 "\"", version);
     return if_match && strcmp(if_match, want) == 0;

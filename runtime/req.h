@@ -10,11 +10,13 @@
 
 #include "runtime/arena.h"
 #include "runtime/group_commit.h"
+#include "runtime/http_strict.h"
 #include "runtime/offload.h"
 #include "runtime/op.h"
 #include "runtime/verr.h"
 
 struct MHD_Connection;
+struct conn_slot;
 
 struct principal {
     bool authenticated;
@@ -27,7 +29,7 @@ struct principal {
     uint64_t scopes;          /* granted scope bits, workspace:admin already expanded */
 };
 
-#define REQ_MAX_HEADERS 24
+#define REQ_MAX_HEADERS 32
 
 struct req_header {
     const char *name;
@@ -85,11 +87,23 @@ struct req {
 
     /* Runtime bookkeeping (server.c). */
     bool tls;             /* arrived over HTTPS (or a trusted proxy said so) */
-    const char *peer;     /* client address, text */
+    const char *peer;     /* client address, text (behind a trusted proxy: X-Forwarded-For's) */
+    bool via_proxy;       /* the connection came from a trusted proxy */
+    const char *origin;   /* the Origin header (a browser's cross-origin request), or NULL */
+    struct conn_slot *slot;       /* the connection's deadlines (runtime/conn_guard.h) */
+    bool begun;                   /* the head was complete and checked (first handler call) */
+    const char *raw_target;       /* the target in libmicrohttpd's buffer, and its length as
+                                     a C string, before it was decoded in place */
+    size_t raw_target_len;
+    bool target_bad;              /* the raw request target failed http_strict_target */
+    struct http_fault target_fault;
+    const struct http_field *fields; /* the request's header fields in order (arena) */
+    size_t n_fields;
     double started_ms;    /* monotonic start */
     char *upload;         /* malloc'd body accumulator */
     size_t upload_len, upload_cap;
     bool upload_too_large;
+    size_t dropped;       /* body bytes read and dropped (past the cap, or not wanted) */
     bool queued;
     int route_result;     /* enum route_result, matched on the first call */
     int op_headers;       /* response headers set before the operation ran (a failed commit
@@ -127,9 +141,9 @@ void req_problem(struct req *r, int status, const char *code, const char *fmt, .
 /* Problem with the collected r->verr as errors[] (status 422 unless given otherwise). */
 void req_problem_validation(struct req *r, int status, const char *detail);
 
-/* Optimistic concurrency (architecture.md §6): a resource's ETag is "v<version>" (result lives
- * in r->arena); If-Match (already checked against the IfMatch pattern) matches when it names
- * exactly that version. */
+/* Optimistic concurrency: a resource's ETag is "v<version>" (result lives in r->arena);
+ * If-Match (already checked against the IfMatch pattern) matches when it names exactly that
+ * version, or is "*" (RFC 9110 §13.1.1: the resource exists, which the caller has found). */
 char *req_etag(struct req *r, int64_t version);
 bool req_if_match(const char *if_match, int64_t version);
 /* 412 precondition_failed for an If-Match naming another version. */

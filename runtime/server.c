@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,6 +19,10 @@
 #include <unistd.h>
 
 #include "runtime/auth.h"
+#include "runtime/conn_guard.h"
+#include "runtime/cors.h"
+#include "runtime/forwarded.h"
+#include "runtime/http_strict.h"
 #include "runtime/form.h"
 #include "runtime/group_commit.h"
 #include "runtime/offload.h"
@@ -30,12 +35,17 @@
 #include "runtime/req.h"
 #include "runtime/storage.h"
 
-#define CONNECTION_TIMEOUT_S 30
-
 enum listener { LISTENER_HTTPS, LISTENER_HTTP };
 
-static struct MHD_Daemon *https_daemon, *http_daemon;
-static int https_fd = -1, http_fd = -1;
+/* One per --listen address: its HTTPS daemon and its plain-HTTP one ("use HTTPS"). */
+struct listener_set {
+    char addr[64];
+    int https_fd, http_fd; /* until handed to a daemon */
+    struct MHD_Daemon *https, *http;
+};
+static struct listener_set listeners[SERVER_MAX_LISTEN];
+static int n_listeners;
+static struct forwarded_proxies proxies; /* --trusted-proxy */
 static route_match_fn *route_match;
 static const struct config *cfg;
 static atomic_int in_flight;
@@ -48,15 +58,44 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
+/* libmicrohttpd's own messages, at most MHD_LOG_PER_S a second: each failed TLS handshake
+ * (a port scanner, a connection conn_guard shut down mid-handshake) writes one, and a flood of
+ * them must not flood the log. What was left out is counted in the next line written. */
+#define MHD_LOG_PER_S 5
+static pthread_mutex_t mhd_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t mhd_log_second;
+static int mhd_log_written, mhd_log_dropped;
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
+    int64_t second = (int64_t)(now_ms() / 1000.0);
+    int dropped = 0;
+    pthread_mutex_lock(&mhd_log_lock);
+    if (second != mhd_log_second) {
+        mhd_log_second = second;
+        mhd_log_written = 0;
+    }
+    bool write = mhd_log_written < MHD_LOG_PER_S;
+    if (write) {
+        mhd_log_written++;
+        dropped = mhd_log_dropped;
+        mhd_log_dropped = 0;
+    } else {
+        mhd_log_dropped++;
+    }
+    pthread_mutex_unlock(&mhd_log_lock);
+    if (!write)
+        return;
     char msg[512];
     vsnprintf(msg, sizeof msg, fmt, ap);
     size_t n = strlen(msg);
     while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
         msg[--n] = '\0';
-    log_warn("libmicrohttpd: %s", msg);
+    if (dropped)
+        log_warn("libmicrohttpd: %s (and %d more messages left out)", msg, dropped);
+    else
+        log_warn("libmicrohttpd: %s", msg);
 }
 
 static const char *peer_of(struct MHD_Connection *conn, struct arena *a)
@@ -390,6 +429,21 @@ static bool wait_until_durable(struct req *r)
     return true;
 }
 
+/* The methods a path allows, as the Allow header lists them: the generated router's, with
+ * HEAD wherever GET is (server.c serves it) and OPTIONS (answered here for every path). */
+static const char *allowed_methods(struct req *r)
+{
+    bool get = false;
+    for (const char *p = r->allow; *p; p += strcspn(p, ",")) {
+        while (*p == ',' || *p == ' ')
+            p++;
+        if (strncmp(p, "GET", 3) == 0 && (p[3] == ',' || p[3] == '\0'))
+            get = true;
+    }
+    return arena_printf(&r->arena, "%s%s%sOPTIONS", r->allow, get ? ", HEAD" : "",
+                        r->allow[0] ? ", " : "");
+}
+
 /* Decides the answer, or hands the operation over (a write to the group commit, an
  * x-own-transaction operation to the offload pool): returns true when it did (the connection
  * is suspended; batch_done or run_offloaded resumes it with the answer in r). */
@@ -400,7 +454,7 @@ static bool process(struct req *r, enum listener l)
 
     if (!r->tls) {
         const char *fwd = req_header(r, "X-Forwarded-Proto");
-        if (l == LISTENER_HTTP && cfg->trusted_proxy[0] && strcmp(r->peer, cfg->trusted_proxy) == 0 &&
+        if (l == LISTENER_HTTP && r->via_proxy &&
             fwd && strcasecmp(fwd, "https") == 0) {
             r->tls = true;
         } else {
@@ -416,14 +470,28 @@ static bool process(struct req *r, enum listener l)
         req_set_header(r, "Connection", "close");
         return false;
     }
+    if (r->target_bad) {
+        count_request(r);
+        req_problem(r, r->target_fault.status, r->target_fault.code, "%s",
+                    r->target_fault.detail);
+        return false;
+    }
     enum route_result rr = (enum route_result)r->route_result;
     if (rr != ROUTE_FOUND) {
         if (!count_request(r))
             return false;
-        if (rr == ROUTE_METHOD_NOT_ALLOWED) {
+        const char *allow = allowed_methods(r);
+        if (rr == ROUTE_METHOD_NOT_ALLOWED && strcmp(r->method, "OPTIONS") == 0) {
+            if (cors_is_preflight(r)) {
+                cors_preflight(r, allow);
+            } else {
+                r->status = 204; /* RFC 9110 §9.3.7: what the path allows */
+                req_set_header(r, "Allow", allow);
+            }
+        } else if (rr == ROUTE_METHOD_NOT_ALLOWED) {
             req_problem(r, 405, "method_not_allowed", "%s is not allowed on %s; allowed: %s.",
-                        r->method, r->path, r->allow);
-            req_set_header(r, "Allow", r->allow);
+                        r->method, r->path, allow);
+            req_set_header(r, "Allow", allow);
         } else {
             req_problem(r, 404, "not_found", "No operation is served at %s.", r->path);
         }
@@ -471,6 +539,7 @@ static bool process(struct req *r, enum listener l)
 
 static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
 {
+    cors_answer(r);
     if (r->status == 0) {
         log_error("operation %s set no response (request %s)",
                   r->op ? r->op->operation_id : "-", r->request_id);
@@ -517,40 +586,150 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
     return ok;
 }
 
+/* The request line arrived (libmicrohttpd's URI log callback, given the target before it is
+ * decoded): the request's struct is made here, so that the raw target can be checked. What
+ * it returns is the request's context in every later callback. */
+static void *on_request_line(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    struct req *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    arena_init(&r->arena);
+    verr_init(&r->verr, &r->arena);
+    r->started_ms = now_ms();
+    r->conn = conn;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    r->slot = ci ? ci->socket_context : NULL;
+    conn_guard_request_line(r->slot);
+    r->raw_target = uri;
+    r->raw_target_len = strlen(uri);
+    r->target_bad = !http_strict_target(uri, &r->target_fault);
+    return r;
+}
+
+struct field_list {
+    struct req *r;
+    struct http_field *items;
+    size_t n, cap;
+};
+
+static enum MHD_Result add_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    struct field_list *l = cls;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 32;
+        struct http_field *grown = arena_alloc(&l->r->arena, cap * sizeof *grown);
+        if (l->n)
+            memcpy(grown, l->items, l->n * sizeof *grown);
+        l->items = grown;
+        l->cap = cap;
+    }
+    l->items[l->n++] = (struct http_field){ key, key_size, value, value_size };
+    return MHD_YES;
+}
+
+/* The head is complete: the strict HTTP checks (runtime/http_strict.h). false with the fault
+ * when it is refused. */
+static bool head_acceptable(struct req *r, const char *method, const char *version,
+                            struct http_fault *f)
+{
+    struct field_list l = { .r = r };
+    MHD_get_connection_values_n(r->conn, MHD_HEADER_KIND, &add_field, &l);
+    r->fields = l.items;
+    r->n_fields = l.n;
+    if (!http_strict_fields(version, l.items, l.n, f))
+        return false;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    return ci && http_strict_head(method, ci->header_size, r->raw_target, r->raw_target_len,
+                                  version, l.items, l.n, f);
+}
+
+/* The client's address: the TCP peer, or behind a trusted proxy X-Forwarded-For's. */
+static const char *client_address(struct req *r, const char *tcp_peer)
+{
+    r->via_proxy = forwarded_is_trusted(&proxies, tcp_peer);
+    if (!r->via_proxy)
+        return tcp_peer;
+    const char *values[64];
+    size_t lens[64], n = 0;
+    for (size_t i = 0; i < r->n_fields && n < 64; i++) {
+        const struct http_field *h = &r->fields[i];
+        if (h->name_len == 15 && strncasecmp(h->name, "X-Forwarded-For", 15) == 0) {
+            values[n] = h->value;
+            lens[n++] = h->value_len;
+        }
+    }
+    char *out = arena_alloc(&r->arena, INET6_ADDRSTRLEN);
+    forwarded_client(&proxies, tcp_peer, values, lens, n, out, INET6_ADDRSTRLEN);
+    return out;
+}
+
+/* A body the server will not keep (an unmatched route's, a bodyless operation's) announced
+ * with a Content-Length above this is answered at once instead of read and dropped. */
+#define DROP_BODY_MAX (64 * 1024)
+/* A chunked body announces no length: one past its cap is read and dropped up to this much, so
+ * that the client gets its 413 once it has sent it all; beyond, the connection is closed. */
+#define DRAIN_BODY_MAX (16 * 1024 * 1024)
+
+/* First call: the head is complete. Returns the answer to give libmicrohttpd: an answer
+ * queued now (a refused head, a body announced too large: the connection then closes,
+ * lingering) or MHD_YES to read the body. */
+static enum MHD_Result begin_request(struct req *r, enum listener l, const char *url,
+                                     const char *method, const char *version)
+{
+    atomic_fetch_add(&in_flight, 1);
+    r->begun = true;
+    conn_guard_head_done(r->slot);
+    r->method = arena_strdup(&r->arena, method);
+    r->path = arena_strdup(&r->arena, url);
+    r->tls = l == LISTENER_HTTPS;
+    struct http_fault f;
+    bool ok = head_acceptable(r, method, version, &f);
+    r->peer = client_address(r, peer_of(r->conn, &r->arena));
+    r->origin = req_header(r, "Origin");
+    if (!ok) {
+        const char *rid = req_header(r, "X-Request-ID");
+        r->request_id = is_uuid_header(rid) ? arena_strdup(&r->arena, rid)
+                                            : id_new(&r->arena, "req");
+        req_problem(r, f.status, f.code, "%s", f.detail);
+        conn_guard_linger(r->slot); /* a body of unknown length may follow: read it away */
+        return send_response(r->conn, r); /* queued on the first call: Connection: close */
+    }
+    /* HEAD is GET without the body (libmicrohttpd sends the head only). */
+    const char *as = strcmp(r->method, "HEAD") == 0 ? "GET" : r->method;
+    r->route_result = (int)route_match(&r->arena, as, r->path, &r->match, r->allow,
+                                       sizeof r->allow);
+    /* A body announced beyond what would be kept is refused before it is read; the
+     * connection closes lingering, so that the client reads the answer whatever it does
+     * with the rest of its body. With Expect: 100-continue the client sends none. */
+    const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
+    bool kept = !r->target_bad && r->route_result == ROUTE_FOUND && r->match.op->has_body;
+    size_t cap = kept ? r->match.op->max_body_bytes : DROP_BODY_MAX;
+    if (cl && strtoull(cl, NULL, 10) > cap) {
+        r->upload_too_large = true;
+        conn_guard_busy(r->slot);
+        process(r, l); /* a 413 (or the 4xx the route gets): never handed off */
+        conn_guard_linger(r->slot);
+        return send_response(r->conn, r);
+    }
+    return MHD_YES; /* queueing on the first call would force Connection: close */
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size, void **ctx)
 {
-    (void)version;
     enum listener l = (enum listener)(intptr_t)cls;
     struct req *r = *ctx;
-    if (!r) {
-        r = calloc(1, sizeof *r);
-        if (!r)
-            return MHD_NO;
-        atomic_fetch_add(&in_flight, 1);
-        arena_init(&r->arena);
-        verr_init(&r->verr, &r->arena);
-        r->started_ms = now_ms();
-        r->conn = conn;
-        r->method = arena_strdup(&r->arena, method);
-        r->path = arena_strdup(&r->arena, url);
-        r->peer = peer_of(conn, &r->arena);
-        r->tls = l == LISTENER_HTTPS;
-        *ctx = r;
-        r->route_result = (int)route_match(&r->arena, r->method, r->path, &r->match, r->allow,
-                                           sizeof r->allow);
-        /* A body announced beyond the operation's cap is refused before it is read; the
-         * connection closes, which is what a client streaming megabytes should get. */
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-        if (cl && r->route_result == ROUTE_FOUND && r->match.op->has_body &&
-            strtoull(cl, NULL, 10) > r->match.op->max_body_bytes) {
-            r->upload_too_large = true;
-            process(r, l); /* a 413: never handed off */
-            return send_response(conn, r);
-        }
-        return MHD_YES; /* queueing on the first call would force Connection: close */
-    }
+    if (!r)
+        return MHD_NO; /* out of memory at the request line */
+    if (!r->begun)
+        return begin_request(r, l, url, method, version);
     if (r->queued)
         return MHD_YES;
     if (r->handed_off) /* resumed by the group commit or the offload pool with the answer */
@@ -558,11 +737,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (*upload_data_size > 0) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
+        conn_guard_body_read(r->slot, n);
         /* Bodies of unmatched routes and bodyless operations are read and dropped. */
-        size_t cap = r->route_result == ROUTE_FOUND ? r->match.op->max_body_bytes : 0;
+        bool kept = !r->target_bad && r->route_result == ROUTE_FOUND;
+        size_t cap = kept ? r->match.op->max_body_bytes : 0;
         if (r->upload_too_large || r->upload_len + n > cap) {
             r->upload_too_large = true;
-            return MHD_YES;
+            r->dropped += n;
+            return r->dropped > DRAIN_BODY_MAX ? MHD_NO : MHD_YES;
         }
         if (r->upload_len + n + 1 > r->upload_cap) {
             size_t want = r->upload_cap ? r->upload_cap * 2 : 4096;
@@ -579,22 +761,52 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->upload[r->upload_len] = '\0';
         return MHD_YES;
     }
+    conn_guard_busy(r->slot);
     storage_used(); /* from here on: whether this request read the database */
     if (process(r, l) || wait_until_durable(r))
         return MHD_YES;
     return send_response(conn, r);
 }
 
+/* A request whose head libmicrohttpd refused itself (a field line without a colon, a
+ * Content-Length that is no number, a head over the connection's memory, an HTTP version it
+ * does not speak) never reaches on_request: it answered with its own short HTML page. One
+ * access line says so; a connection that closed mid-head gets none (conn_guard logs those
+ * it closed). */
+static void log_refused_head(struct MHD_Connection *conn, struct req *r)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+    if (!ci || ci->http_status == 0)
+        return;
+    struct log_access a = {
+        .method = "-",
+        .route = "-",
+        .status = (int)ci->http_status,
+        .ms = now_ms() - r->started_ms,
+        .request_id = "-",
+        .code = "malformed_request",
+        .peer = peer_of(conn, &r->arena),
+    };
+    log_access(&a);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **ctx,
                          enum MHD_RequestTerminationCode toe)
 {
     (void)cls;
-    (void)conn;
     (void)toe;
     struct req *r = *ctx;
     if (!r)
         return;
     *ctx = NULL;
+    conn_guard_request_done(r->slot); /* the wait for the next request starts */
+    if (!r->begun) {
+        log_refused_head(conn, r);
+        arena_release(&r->arena);
+        free(r);
+        return;
+    }
     char route[512];
     if (r->op)
         snprintf(route, sizeof route, "%s%s", r->op->base, r->op->path);
@@ -670,34 +882,78 @@ bad_addr:
     return -1;
 }
 
-static struct MHD_Daemon *start_daemon(enum listener l, int fd, const struct config *c,
-                                       const char *cert_pem, const char *key_pem)
+/* At accept, before libmicrohttpd allocates anything: the connection caps. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
 {
-    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                         MHD_USE_ERROR_LOG | MHD_USE_TURBO;
-    if (strchr(c->listen, ':'))
+    (void)cls;
+    return conn_guard_admit(addr, len) ? MHD_YES : MHD_NO;
+}
+
+static socklen_t sockaddr_len(const struct sockaddr *sa)
+{
+    return sa && sa->sa_family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6)
+                                           : (socklen_t)sizeof(struct sockaddr_in);
+}
+
+/* A connection starts (its deadlines with it) or is about to be closed (fd still open). */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)cls;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn_guard_close(*socket_context);
+        *socket_context = NULL;
+        return;
+    }
+    const union MHD_ConnectionInfo *fd =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const union MHD_ConnectionInfo *addr =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!fd)
+        return;
+    const struct sockaddr *sa = addr ? addr->client_addr : NULL;
+    *socket_context = conn_guard_open(fd->connect_fd, sa, sockaddr_len(sa));
+}
+
+/* poll(2), not epoll, and not MHD_USE_TURBO: in libmicrohttpd 0.9.75 a TLS connection whose
+ * handshake waits for more bytes stays in epoll mode's ready list (gnutls_handshake's EAGAIN
+ * does not clear its read-ready flag), so a client that sends part of a ClientHello and stops
+ * spins a worker thread at 100 % CPU until the connection ends; with MHD_USE_TURBO a new
+ * connection starts in that list, so one that sends nothing at all spins it for good and is
+ * never closed. poll is level-triggered: a socket with nothing to read costs nothing. It
+ * scans every connection of a worker per wake-up; side by side on GET /healthz at 16 and 64
+ * connections, turbo, epoll and poll cost the same CPU per request within noise. */
+static struct MHD_Daemon *start_daemon(enum listener l, const char *addr, int fd,
+                                       const struct config *c, const char *cert_pem,
+                                       const char *key_pem)
+{
+    unsigned int flags = SERVER_MHD_FLAGS | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+    if (strchr(addr, ':'))
         flags |= MHD_USE_IPv6;
-    flags |= MHD_ALLOW_SUSPEND_RESUME; /* writes wait for their group commit suspended */
-    unsigned int threads = l == LISTENER_HTTPS ? (unsigned)c->threads : 1;
+    /* libmicrohttpd's inactivity timeout, in whole seconds, backs conn_guard's deadlines. */
+    unsigned idle_s = (unsigned)((c->idle_timeout_ms + 999) / 1000);
+    struct MHD_OptionItem common[] = {
+        { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)&mhd_log, NULL },
+        { MHD_OPTION_LISTEN_SOCKET, fd, NULL },
+        { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)SERVER_CONNECTION_MEMORY, NULL },
+        { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)idle_s, NULL },
+        { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)&on_completed, NULL },
+        { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)&on_connection, NULL },
+        { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)&on_request_line, NULL },
+        { MHD_OPTION_END, 0, NULL },
+    };
     if (l == LISTENER_HTTPS) {
         flags |= MHD_USE_TLS;
         return MHD_start_daemon(
-            flags, 0, NULL, NULL, &on_request, (void *)(intptr_t)l, MHD_OPTION_EXTERNAL_LOGGER,
-            &mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
-            MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_HTTPS_MEM_CERT, cert_pem,
-            MHD_OPTION_HTTPS_MEM_KEY, key_pem,
-            MHD_OPTION_HTTPS_PRIORITIES, SERVER_TLS_PRIORITIES,
-            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVER_CONNECTION_MEMORY,
-            MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
-            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-            MHD_OPTION_NOTIFY_COMPLETED, &on_completed, NULL, MHD_OPTION_END);
+            flags, 0, &on_accept, NULL, &on_request, (void *)(intptr_t)l, MHD_OPTION_ARRAY,
+            common, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)c->threads,
+            MHD_OPTION_HTTPS_MEM_CERT, cert_pem, MHD_OPTION_HTTPS_MEM_KEY, key_pem,
+            MHD_OPTION_HTTPS_PRIORITIES, SERVER_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT,
+            (unsigned)c->max_connections, MHD_OPTION_END);
     }
-    return MHD_start_daemon(flags, 0, NULL, NULL, &on_request, (void *)(intptr_t)l,
-                            MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, NULL,
-                            MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                            (size_t)SERVER_CONNECTION_MEMORY, MHD_OPTION_CONNECTION_LIMIT, 256u,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
-                            MHD_OPTION_NOTIFY_COMPLETED, &on_completed, NULL, MHD_OPTION_END);
+    return MHD_start_daemon(flags, 0, &on_accept, NULL, &on_request, (void *)(intptr_t)l,
+                            MHD_OPTION_ARRAY, common, MHD_OPTION_CONNECTION_LIMIT, 256u,
+                            MHD_OPTION_END);
 }
 
 int server_start(const struct config *c, const char *cert_pem, const char *key_pem,
@@ -705,24 +961,60 @@ int server_start(const struct config *c, const char *cert_pem, const char *key_p
 {
     cfg = c;
     route_match = match;
-    https_fd = open_listener(c->listen, c->https_port, err, errlen);
-    if (https_fd < 0)
+    if (forwarded_parse_list(c->trusted_proxy, &proxies, err, errlen) != 0)
         return -1;
-    if (c->http_port) {
-        http_fd = open_listener(c->listen, c->http_port, err, errlen);
-        if (http_fd < 0)
-            goto fail;
+    struct conn_guard_limits limits = {
+        .max_connections = c->max_connections,
+        .max_per_address = c->max_connections_per_address,
+        .head_timeout_ms = c->head_timeout_ms,
+        .idle_timeout_ms = c->idle_timeout_ms,
+        .body_timeout_ms = c->body_timeout_ms,
+        .body_min_rate = c->body_min_rate,
+        .n_exempt = proxies.n,
+    };
+    for (int i = 0; i < proxies.n; i++)
+        limits.exempt[i] = proxies.text[i];
+    if (conn_guard_start(&limits) != 0) {
+        snprintf(err, errlen, "cannot start the connection deadline thread");
+        return -1;
     }
-    https_daemon = start_daemon(LISTENER_HTTPS, https_fd, c, cert_pem, key_pem);
-    if (!https_daemon) {
-        snprintf(err, errlen, "cannot start the HTTPS server (check the TLS certificate and key)");
-        goto fail;
-    }
-    if (c->http_port) {
-        http_daemon = start_daemon(LISTENER_HTTP, http_fd, c, NULL, NULL);
-        if (!http_daemon) {
-            snprintf(err, errlen, "cannot start the plain-HTTP listener");
+    /* --listen: one or more addresses, each with its own listening sockets and daemons. */
+    char list[sizeof c->listen];
+    snprintf(list, sizeof list, "%s", c->listen);
+    char *save = NULL;
+    for (char *addr = strtok_r(list, ",", &save); addr; addr = strtok_r(NULL, ",", &save)) {
+        if (n_listeners == SERVER_MAX_LISTEN) {
+            snprintf(err, errlen, "--listen names more than %d addresses", SERVER_MAX_LISTEN);
             goto fail;
+        }
+        struct listener_set *ls = &listeners[n_listeners++];
+        *ls = (struct listener_set){ .https_fd = -1, .http_fd = -1 };
+        snprintf(ls->addr, sizeof ls->addr, "%s", addr);
+        ls->https_fd = open_listener(addr, c->https_port, err, errlen);
+        if (ls->https_fd < 0)
+            goto fail;
+        if (c->http_port) {
+            ls->http_fd = open_listener(addr, c->http_port, err, errlen);
+            if (ls->http_fd < 0)
+                goto fail;
+        }
+    }
+    for (int i = 0; i < n_listeners; i++) {
+        struct listener_set *ls = &listeners[i];
+        ls->https = start_daemon(LISTENER_HTTPS, ls->addr, ls->https_fd, c, cert_pem, key_pem);
+        if (!ls->https) {
+            snprintf(err, errlen, "cannot start the HTTPS server (check the TLS certificate "
+                                  "and key)");
+            goto fail;
+        }
+        ls->https_fd = -1; /* the daemon closes it */
+        if (c->http_port) {
+            ls->http = start_daemon(LISTENER_HTTP, ls->addr, ls->http_fd, c, NULL, NULL);
+            if (!ls->http) {
+                snprintf(err, errlen, "cannot start the plain-HTTP listener");
+                goto fail;
+            }
+            ls->http_fd = -1;
         }
     }
     return 0;
@@ -782,15 +1074,18 @@ void server_stop(void)
     }
     /* MHD_stop_daemon closes the listen socket it was given; one never handed over (a
      * failed start) is closed here. */
-    if (http_daemon)
-        MHD_stop_daemon(http_daemon);
-    else if (http_fd >= 0)
-        close(http_fd);
-    if (https_daemon)
-        MHD_stop_daemon(https_daemon);
-    else if (https_fd >= 0)
-        close(https_fd);
-    http_daemon = https_daemon = NULL;
-    http_fd = https_fd = -1;
+    for (int i = 0; i < n_listeners; i++) {
+        struct listener_set *ls = &listeners[i];
+        if (ls->http)
+            MHD_stop_daemon(ls->http);
+        if (ls->https)
+            MHD_stop_daemon(ls->https);
+        if (ls->http_fd >= 0)
+            close(ls->http_fd);
+        if (ls->https_fd >= 0)
+            close(ls->https_fd);
+    }
+    n_listeners = 0;
+    conn_guard_stop();
     atomic_store(&draining, false);
 }

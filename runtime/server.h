@@ -17,6 +17,11 @@
  * into their own buffer as they arrive). 16 KiB keeps an idle TLS connection at ~17.5 KiB of
  * RSS (64 KiB: ~47 KiB; make bench-idle) and still takes any sane request head. */
 #define SERVER_CONNECTION_MEMORY (16 * 1024)
+/* libmicrohttpd's event loop: poll(2) in its own pool of threads (why not epoll, why not
+ * MHD_USE_TURBO: start_daemon in runtime/server.c). Needs <microhttpd.h>. */
+#define SERVER_MHD_FLAGS (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC)
+/* --listen names at most this many addresses. */
+#define SERVER_MAX_LISTEN 4
 
 /* Binds both ports and starts the worker pool. cert_pem/key_pem must outlive the server.
  * 0, or -1 with a message naming the cause (e.g. the port in use) in err. */

@@ -1,5 +1,5 @@
 /* The bench's floor: bare libmicrohttpd with the server's own daemon settings (TLS priorities,
- * internal epoll thread pool of one thread per usable core, turbo, per-connection memory), and
+ * SERVER_MHD_FLAGS' poll thread pool of one thread per usable core, per-connection memory), and
  * nothing of the server on top: no routing, authentication, rate limit, idempotency, JSON or
  * access log. tests/bench/bench.py runs it beside the server and quotes the server against it.
  *
@@ -155,7 +155,7 @@ int main(int argc, char **argv)
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
         threads = (unsigned)CPU_COUNT(&set);
     struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_TURBO | MHD_USE_TLS,
+        SERVER_MHD_FLAGS | MHD_USE_TLS,
         (uint16_t)atoi(argv[1]), NULL, NULL, &on_request, NULL, MHD_OPTION_THREAD_POOL_SIZE,
         threads, MHD_OPTION_HTTPS_MEM_CERT, slurp(argv[2]), MHD_OPTION_HTTPS_MEM_KEY,
         slurp(argv[3]), MHD_OPTION_HTTPS_PRIORITIES, SERVER_TLS_PRIORITIES,

@@ -8,11 +8,12 @@ import ssl
 
 
 class Response:
-    def __init__(self, status, reason, headers, body):
+    def __init__(self, status, reason, headers, body, method=None):
         self.status = status
         self.reason = reason
         self.headers = headers  # http.client.HTTPMessage: case-insensitive .get() and []
         self.body = body
+        self.method = method  # of the request it answers
 
     def json(self):
         return jsonlib.loads(self.body.decode("utf-8"))
@@ -128,7 +129,7 @@ class Client:
                     raise
                 # The server may answer early (413) and close while we still send: read it.
                 try:
-                    return self._read(conn)
+                    return self._read(conn, method)
                 except (http.client.HTTPException, OSError):
                     self.close()
                     if attempt == 0 and reused and isinstance(body, (bytes, type(None))):
@@ -138,7 +139,7 @@ class Client:
                 self.close()  # never leave a half-used connection to the next request
                 raise
             try:
-                return self._read(conn)
+                return self._read(conn, method)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self.close()
                 if attempt == 0 and reused and isinstance(body, (bytes, type(None))):
@@ -149,10 +150,10 @@ class Client:
                 raise
         raise AssertionError("unreachable")
 
-    def _read(self, conn):
+    def _read(self, conn, method):
         resp = conn.getresponse()
         data = resp.read()
-        out = Response(resp.status, resp.reason, resp.headers, data)
+        out = Response(resp.status, resp.reason, resp.headers, data, method)
         if resp.will_close:
             self.close()
         if Client.response_hook is not None:

@@ -92,12 +92,24 @@ def assert_safe_page(resp):
 EXPECTED_SERVER_ERRORS = set()
 
 
+def assert_headers_once(resp):
+    """Every response header field appears once (RFC 9110 §5.3 allows repeating only fields
+    whose value is a list; the server sends none twice)."""
+    names = [k.lower() for k in resp.headers.keys()]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    assert not repeated, "header field(s) %s sent more than once: %r" % (repeated, resp.headers)
+
+
 def check_every_response(resp):
     """Installed as Client.response_hook: no 5xx ever (unless a test injected the fault), and
     every 4xx is a problem document whose status equals the HTTP status, or, from the sign-in
     and consent pages, a safe HTML page saying what went wrong."""
     assert resp.status < 500 or resp.status in EXPECTED_SERVER_ERRORS, \
         "server error: %r" % resp
+    assert_headers_once(resp)
+    if resp.method == "HEAD":
+        assert resp.body == b"", "a body in answer to HEAD: %r" % resp
+        return
     if resp.status >= 400 and media_type(resp) == "text/html":
         assert_safe_page(resp)
         assert_no_leak(resp)
