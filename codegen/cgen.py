@@ -765,6 +765,8 @@ def check_body(op):
     if op.json_responses:
         w('struct json_value *doc = NULL;')
         w('struct json_error jerr;')
+    elif any(r.oauth for r in op.responses):
+        w('struct json_value *doc = NULL;')
     if any(h for h in op.headers):
         w('struct json_value hv;')
         w('const char *hval;')
@@ -774,6 +776,19 @@ def check_body(op):
     for r in op.responses:
         w('case %d:' % r.status)
         w.ind += 1
+        if r.kind == 'problem' and r.oauth:
+            # Rendered by the runtime from the problem: render it the same way (oauth_error_doc
+            # in the template) and check it against the documented error schema.
+            w('if (!r->problem)')
+            w.ind += 1
+            add_err(w, '&l', '""', None, 'type', 'status %d is documented as an RFC 6749 error '
+                                                 '(a problem the runtime renders)' % r.status)
+            w.ind -= 1
+            w('else if ((doc = oauth_error_doc(r, &l)) != NULL)')
+            w('    ' + validate_call(r.node, 'doc', '""', l='&l', mode='VALIDATE_RESPONSE'))
+            w('break;')
+            w.ind -= 1
+            continue
         if r.kind == 'problem':
             w('if (!r->problem)')
             w.ind += 1

@@ -63,7 +63,8 @@ def render(model, bundle):
         src = ops[0].loc.file
         put('%s_api.h' % api, 'api.h.j2', src=src, api=api, ops=ops)
         put('%s_dispatch.c' % api, 'dispatch.c.j2', src=src, api=api, ops=ops,
-            needs_resp_header=any(o.headers for o in ops if not o.planned))
+            needs_resp_header=any(o.headers for o in ops if not o.planned),
+            needs_oauth_errors=any(r.oauth for o in ops if not o.planned for r in o.responses))
     doc = spec.bundled_json(bundle)
     files['openapi.json'] = doc.encode('utf-8')
     put('openapi_json.h', 'openapi_json.h.j2')

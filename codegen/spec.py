@@ -1972,7 +1972,18 @@ class Model:
                     sch.get('$ref') == '#/components/schemas/Problem'
                 name = ('response_' + snake(comp)) if comp else '%s_%d' % (op.handler, status)
                 node = self.node_of(sch, mloc / 'schema', name)
-                if media == PROBLEM_MEDIA or is_problem_ref:
+                if op.oauth_errors and status >= 400:
+                    # An RFC 6749 endpoint: its errors are RFC 6749 §5.2 JSON objects, which the
+                    # runtime renders from the problem the handler (or the runtime) raised
+                    # (runtime/oauth_error.h); the handler never builds them.
+                    if media != JSON_MEDIA or is_problem_ref:
+                        self.fail(mloc, 'an x-oauth-errors operation answers errors as RFC 6749 '
+                                        'JSON: document status %d as %s with an error object '
+                                        'schema' % (status, JSON_MEDIA))
+                    self.check_oauth_error_schema(node, mloc / 'schema')
+                    resp.kind = 'problem'
+                    resp.oauth = True
+                elif media == PROBLEM_MEDIA or is_problem_ref:
                     resp.kind = 'problem'
                 else:
                     if node.kind not in ('object', 'oneof', 'any') or node.nullable:
@@ -2056,6 +2067,21 @@ class Model:
         op.problem_statuses = [r.status for r in op.responses if r.kind == 'problem']
         op.empty_statuses = [r.status for r in op.responses if r.kind == 'empty']
 
+    def check_oauth_error_schema(self, node, loc):
+        """An RFC 6749 §5.2 error body: an object with the required string `error` (and the
+        optional string `error_description`) and nothing else, which is all the runtime
+        writes."""
+        fields = {f.json_name: f for f in node.fields} if node.kind == 'object' else {}
+        err = fields.get('error')
+        desc = fields.get('error_description')
+        if node.kind != 'object' or node.nullable or node.addl is not False or \
+                not err or not err.required or err.node.type_name != 'string' or \
+                (desc and desc.node.type_name != 'string') or \
+                set(fields) - {'error', 'error_description'}:
+            self.fail(loc, 'an RFC 6749 error schema must be an object with '
+                           'additionalProperties: false, the required string property error '
+                           'and at most the string property error_description')
+
     def check_statuses(self, op, loc):
         """The statuses the generated dispatcher itself answers must be documented."""
         need = {500: 'the dispatcher answers 500 when the handler fails'}
@@ -2108,6 +2134,7 @@ class Resp:
     def __init__(self, status):
         self.status = status
         self.kind = None      # json | problem | empty | html
+        self.oauth = False    # a problem the runtime renders as an RFC 6749 error (x-oauth-errors)
         self.node = None
         self.field = None
 

@@ -151,7 +151,6 @@ struct accounts_issue_token_request {
 struct accounts_issue_token_response {
     int status; /* 200; problems (400, 401, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct login_response *body_200; /* status 200: The token pair. */
-    const char *pragma; /* header Pragma on 200; NULL = not sent */
 };
 
 int accounts_issue_token(struct req *r, const struct accounts_issue_token_request *in,

@@ -3,6 +3,7 @@
  * 422), decoded into the typed request, the handler runs, and its typed response becomes JSON.
  * Test builds (-DTREASURY_CHECK_RESPONSES) validate every response against the spec. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -12,6 +13,7 @@
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
+#include "runtime/oauth_error.h"
 #include "runtime/req.h"
 #include "runtime/verr.h"
 
@@ -22,6 +24,26 @@ static const char *resp_header(const struct req *r, const char *name)
         if (strcasecmp(r->resp_headers[i].name, name) == 0)
             return r->resp_headers[i].value;
     return NULL;
+}
+#endif
+
+#ifdef TREASURY_CHECK_RESPONSES
+/* The RFC 6749 error the runtime renders from r's problem (runtime/oauth_error.h), parsed
+ * into r->arena; NULL, with the violation in l, when it is not JSON. */
+static struct json_value *oauth_error_doc(struct req *r, struct verr_list *l)
+{
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    size_t len = 0;
+    char *body = oauth_error_render(r->status, r->problem_code, r->problem_detail,
+                                    r->with_errors ? &r->verr : NULL, &len);
+
+    if (!body || json_parse(&r->arena, body, len, &doc, &jerr) != 0) {
+        verr_add(l, "", NULL, "malformed_json", "%s", body ? jerr.msg : "no body");
+        doc = NULL;
+    }
+    free(body);
+    return doc;
 }
 #endif
 
@@ -1024,35 +1046,51 @@ static void check_accounts_refresh_token(struct req *r)
         break;
     case 400:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     case 401:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     case 413:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     case 415:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     case 422:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     case 429:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     case 500:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     case 503:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     default:
         verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
@@ -1140,8 +1178,6 @@ static void check_accounts_issue_token(struct req *r)
     struct verr_list l;
     struct json_value *doc = NULL;
     struct json_error jerr;
-    struct json_value hv;
-    const char *hval;
 
     verr_init(&l, &r->arena);
     switch (r->status) {
@@ -1154,43 +1190,54 @@ static void check_accounts_issue_token(struct req *r)
             verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
         else
             validate_login_response(doc, "", VALIDATE_RESPONSE, &l);
-        hval = resp_header(r, "Pragma");
-        if (hval && schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
-            verr_add(&l, "/header/Pragma", NULL, "type", "%s", "must be a string");
-        else if (hval)
-            validate_header_pragma(&hv, "/header/Pragma", VALIDATE_RESPONSE, &l);
         break;
     case 400:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     case 401:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     case 413:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     case 415:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     case 422:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     case 429:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     case 500:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     case 503:
         if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
     default:
         verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
@@ -1265,8 +1312,6 @@ int dispatch_accounts_issue_token(struct req *r)
                       out.status);
             return -1;
         }
-        if (out.pragma && (r->status == 200))
-            req_set_header(r, "Pragma", out.pragma);
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_accounts_issue_token(r);

@@ -71,6 +71,19 @@ enum mfa_status_status {
 const char *mfa_status_status_str(enum mfa_status_status v);
 enum mfa_status_status mfa_status_status_parse(const char *s);
 
+/* o_auth_error_error: The RFC 6749 §5.2 code; `server_error` (500) and `temporarily_unavailable` (429, 503) are RFC 674... */
+enum o_auth_error_error {
+    O_AUTH_ERROR_ERROR_INVALID_REQUEST = 1,
+    O_AUTH_ERROR_ERROR_INVALID_CLIENT = 2,
+    O_AUTH_ERROR_ERROR_INVALID_GRANT = 3,
+    O_AUTH_ERROR_ERROR_UNSUPPORTED_GRANT_TYPE = 4,
+    O_AUTH_ERROR_ERROR_INVALID_SCOPE = 5,
+    O_AUTH_ERROR_ERROR_SERVER_ERROR = 6,
+    O_AUTH_ERROR_ERROR_TEMPORARILY_UNAVAILABLE = 7,
+};
+const char *o_auth_error_error_str(enum o_auth_error_error v);
+enum o_auth_error_error o_auth_error_error_parse(const char *s);
+
 /* oauth_client_create_type: `public` for single-page and native apps (no secret). */
 enum oauth_client_create_type {
     OAUTH_CLIENT_CREATE_TYPE_PUBLIC = 1,
@@ -259,6 +272,7 @@ struct mfa_enrollment;
 struct mfa_proof;
 struct mfa_status;
 struct money;
+struct o_auth_error;
 struct oauth_client;
 struct oauth_client_create;
 struct oauth_client_created;
@@ -644,6 +658,12 @@ struct money {
     const char *currency; /* required, CurrencyCode */
 };
 
+/* OAuthError: An RFC 6749 §5.2 error response, what the OAuth endpoints (`x-oauth-errors`) answer instead of a... */
+struct o_auth_error {
+    enum o_auth_error_error error; /* required */
+    const char *error_description; /* required */
+};
+
 /* OauthClient: An application that may ask users for access (RFC 6749 §2). */
 struct oauth_client {
     const char *id; /* required, OauthClientId */
@@ -921,10 +941,6 @@ struct problem {
     struct validation_error *errors; /* optional */
     size_t errors_count;
     bool has_errors;
-    const char *error; /* optional */
-    bool has_error;
-    const char *error_description; /* optional */
-    bool has_error_description;
 };
 
 /* RefreshRequest: A refresh token to exchange (RFC 6749 §6 field names; `grant_type` may be sent as OAuth clients do). */
@@ -1246,6 +1262,8 @@ int decode_mfa_status(struct arena *a, const struct json_value *v, struct mfa_st
 void encode_mfa_status(struct jsonw *w, const struct mfa_status *in);
 int decode_money(struct arena *a, const struct json_value *v, struct money *out);
 void encode_money(struct jsonw *w, const struct money *in);
+int decode_o_auth_error(struct arena *a, const struct json_value *v, struct o_auth_error *out);
+void encode_o_auth_error(struct jsonw *w, const struct o_auth_error *in);
 int decode_oauth_client(struct arena *a, const struct json_value *v, struct oauth_client *out);
 void encode_oauth_client(struct jsonw *w, const struct oauth_client *in);
 int decode_oauth_client_create(struct arena *a, const struct json_value *v, struct oauth_client_create *out);
@@ -1431,7 +1449,6 @@ void validate_has_more(const struct json_value *v, const char *ptr, int mode, st
 void validate_header_etag(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_location(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_pagelocation(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_header_pragma(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_signincookie(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_health(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_health_database(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1484,6 +1501,9 @@ void validate_mfa_status_recovery_codes_left(const struct json_value *v, const c
 void validate_mfa_status_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_money(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_next_cursor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_o_auth_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_o_auth_error_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_o_auth_error_error_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_oauth_client(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_oauth_client_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_oauth_client_create_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1567,8 +1587,6 @@ void validate_person_name(const struct json_value *v, const char *ptr, int mode,
 void validate_problem(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_detail(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_problem_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_problem_error_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_errors(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_instance(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -149,6 +149,48 @@ enum mfa_status_status mfa_status_status_parse(const char *s)
     return (enum mfa_status_status)0;
 }
 
+const char *o_auth_error_error_str(enum o_auth_error_error v)
+{
+    switch (v) {
+    case O_AUTH_ERROR_ERROR_INVALID_REQUEST:
+        return "invalid_request";
+    case O_AUTH_ERROR_ERROR_INVALID_CLIENT:
+        return "invalid_client";
+    case O_AUTH_ERROR_ERROR_INVALID_GRANT:
+        return "invalid_grant";
+    case O_AUTH_ERROR_ERROR_UNSUPPORTED_GRANT_TYPE:
+        return "unsupported_grant_type";
+    case O_AUTH_ERROR_ERROR_INVALID_SCOPE:
+        return "invalid_scope";
+    case O_AUTH_ERROR_ERROR_SERVER_ERROR:
+        return "server_error";
+    case O_AUTH_ERROR_ERROR_TEMPORARILY_UNAVAILABLE:
+        return "temporarily_unavailable";
+    }
+    return NULL;
+}
+
+enum o_auth_error_error o_auth_error_error_parse(const char *s)
+{
+    if (!s)
+        return (enum o_auth_error_error)0;
+    if (strcmp(s, "invalid_request") == 0)
+        return O_AUTH_ERROR_ERROR_INVALID_REQUEST;
+    if (strcmp(s, "invalid_client") == 0)
+        return O_AUTH_ERROR_ERROR_INVALID_CLIENT;
+    if (strcmp(s, "invalid_grant") == 0)
+        return O_AUTH_ERROR_ERROR_INVALID_GRANT;
+    if (strcmp(s, "unsupported_grant_type") == 0)
+        return O_AUTH_ERROR_ERROR_UNSUPPORTED_GRANT_TYPE;
+    if (strcmp(s, "invalid_scope") == 0)
+        return O_AUTH_ERROR_ERROR_INVALID_SCOPE;
+    if (strcmp(s, "server_error") == 0)
+        return O_AUTH_ERROR_ERROR_SERVER_ERROR;
+    if (strcmp(s, "temporarily_unavailable") == 0)
+        return O_AUTH_ERROR_ERROR_TEMPORARILY_UNAVAILABLE;
+    return (enum o_auth_error_error)0;
+}
+
 const char *oauth_client_create_type_str(enum oauth_client_create_type v)
 {
     switch (v) {
@@ -2113,6 +2155,32 @@ void encode_money(struct jsonw *w, const struct money *in)
     jsonw_object_end(w);
 }
 
+int decode_o_auth_error(struct arena *a, const struct json_value *v, struct o_auth_error *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "error") == 0) {
+            out->error = o_auth_error_error_parse(m->value->s);
+        } else if (strcmp(m->key, "error_description") == 0) {
+            out->error_description = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_o_auth_error(struct jsonw *w, const struct o_auth_error *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "error");
+    jsonw_string(w, o_auth_error_error_str(in->error));
+    jsonw_key(w, "error_description");
+    jsonw_string(w, in->error_description);
+    jsonw_object_end(w);
+}
+
 int decode_oauth_client(struct arena *a, const struct json_value *v, struct oauth_client *out)
 {
     (void)a;
@@ -3394,12 +3462,6 @@ int decode_problem(struct arena *a, const struct json_value *v, struct problem *
                 if (decode_validation_error(a, m->value->items[j], &out->errors[j]) != 0)
                     return -1;
             }
-        } else if (strcmp(m->key, "error") == 0) {
-            out->has_error = true;
-            out->error = m->value->s;
-        } else if (strcmp(m->key, "error_description") == 0) {
-            out->has_error_description = true;
-            out->error_description = m->value->s;
         }
     }
     return 0;
@@ -3429,14 +3491,6 @@ void encode_problem(struct jsonw *w, const struct problem *in)
             encode_validation_error(w, &in->errors[j]);
         }
         jsonw_array_end(w);
-    }
-    if (in->has_error || in->error != NULL) {
-        jsonw_key(w, "error");
-        jsonw_string(w, in->error);
-    }
-    if (in->has_error_description || in->error_description != NULL) {
-        jsonw_key(w, "error_description");
-        jsonw_string(w, in->error_description);
     }
     jsonw_object_end(w);
 }

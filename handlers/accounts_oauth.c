@@ -1558,7 +1558,6 @@ int accounts_issue_token(struct req *r, const struct accounts_issue_token_reques
     if (resp) {
         out->status = 200;
         out->body_200 = resp;
-        out->pragma = "no-cache";
     }
     return 0;
 }

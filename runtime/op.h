@@ -32,7 +32,9 @@ struct op {
     bool page;                  /* answers text/html pages, its errors too (rendered by the
                                    runtime from the problem as an HTML error page) */
     bool first_party;           /* x-first-party: refused to tokens of OAuth applications */
-    bool oauth_errors;          /* x-oauth-errors: problems add RFC 6749 error members */
+    bool oauth_errors;          /* x-oauth-errors: an RFC 6749 endpoint; its problems are sent
+                                   as RFC 6749 §5.2 JSON (runtime/oauth_error.h), and every
+                                   answer with Pragma: no-cache */
     bool own_transaction;       /* x-own-transaction: the handler begins and ends its own
                                    transactions; never group-committed (runtime/writer.h) */
     const int *statuses;        /* documented response statuses, 0-terminated */

@@ -113,8 +113,7 @@ const char *problem_title(const char *code, int status)
 }
 
 char *problem_render(int status, const char *code, const char *detail, const char *instance,
-                     const char *request_id, const struct verr_list *errors, bool oauth,
-                     size_t *len)
+                     const char *request_id, const struct verr_list *errors, size_t *len)
 {
     struct jsonw w;
     char type[128];
@@ -149,12 +148,6 @@ char *problem_render(int status, const char *code, const char *detail, const cha
             jsonw_object_end(&w);
         }
         jsonw_array_end(&w);
-    }
-    if (oauth) {
-        jsonw_key(&w, "error");
-        jsonw_string(&w, code);
-        jsonw_key(&w, "error_description");
-        jsonw_string(&w, detail ? detail : problem_title(code, status));
     }
     jsonw_object_end(&w);
     return jsonw_take(&w, len);

@@ -13,11 +13,10 @@
  * equally stable because a code always comes with one status. */
 const char *problem_title(const char *code, int status);
 const char *problem_reason(int status);
-/* {"type","title","status","detail","instance","code","request_id"[,"errors"]}, plus
- * "error" and "error_description" (RFC 6749 §5.2) when oauth; malloc'd. */
+/* {"type","title","status","detail","instance","code","request_id"[,"errors"]}; malloc'd.
+ * (Operations marked x-oauth-errors answer RFC 6749 bodies instead: runtime/oauth_error.h.) */
 char *problem_render(int status, const char *code, const char *detail, const char *instance,
-                     const char *request_id, const struct verr_list *errors, bool oauth,
-                     size_t *len);
+                     const char *request_id, const struct verr_list *errors, size_t *len);
 /* The same problem as an HTML error page (for page operations: a person reads it in a
  * browser). Temporary strings in a; the document is malloc'd. */
 char *problem_render_html(struct arena *a, int status, const char *code, const char *detail,

@@ -30,6 +30,7 @@
 #include "runtime/id.h"
 #include "runtime/idempotency.h"
 #include "runtime/log.h"
+#include "runtime/oauth_error.h"
 #include "runtime/problem.h"
 #include "runtime/ratelimit.h"
 #include "runtime/req.h"
@@ -540,6 +541,9 @@ static bool process(struct req *r, enum listener l)
 static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
 {
     cors_answer(r);
+    /* The routed operation, also when it was refused before it ran (plain HTTP, shutting
+     * down): an RFC 6749 endpoint answers those in its own error format too. */
+    const struct op *op = r->op ? r->op : r->route_result == ROUTE_FOUND ? r->match.op : NULL;
     if (r->status == 0) {
         log_error("operation %s set no response (request %s)",
                   r->op ? r->op->operation_id : "-", r->request_id);
@@ -553,11 +557,16 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
                                            r->with_errors ? &r->verr : NULL, &len);
         r->resp_len = len;
         r->content_type = REQ_HTML;
+    } else if (r->problem && op && op->oauth_errors) {
+        size_t len = 0; /* RFC 6749 §5.2 JSON, the problem's status and headers kept */
+        r->resp_body = oauth_error_render(r->status, r->problem_code, r->problem_detail,
+                                          r->with_errors ? &r->verr : NULL, &len);
+        r->resp_len = len;
+        r->content_type = "application/json";
     } else if (r->problem) {
         size_t len = 0;
         r->resp_body = problem_render(r->status, r->problem_code, r->problem_detail, r->path,
-                                      r->request_id, r->with_errors ? &r->verr : NULL,
-                                      r->op && r->op->oauth_errors, &len);
+                                      r->request_id, r->with_errors ? &r->verr : NULL, &len);
         r->resp_len = len;
     }
     struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(
@@ -569,6 +578,8 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
     MHD_add_response_header(resp, "X-Request-ID", r->request_id ? r->request_id : "-");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    if (op && op->oauth_errors) /* RFC 6749 §5.1 */
+        MHD_add_response_header(resp, "Pragma", "no-cache");
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     if (r->tls)
         MHD_add_response_header(resp, "Strict-Transport-Security", "max-age=31536000");

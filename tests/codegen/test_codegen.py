@@ -27,7 +27,7 @@ CFLAGS = ['-std=c11', '-D_POSIX_C_SOURCE=200809L', '-D_DEFAULT_SOURCE', '-Wall',
           '-Werror', '-Wmissing-prototypes', '-Wstrict-prototypes', '-Wshadow', '-Wcast-qual',
           '-Wpointer-arith']
 RUNTIME = ['runtime/json.c', 'runtime/jsonw.c', 'runtime/verr.c', 'runtime/format.c',
-           'runtime/clock.c', 'runtime/arena.c', 'runtime/pattern.c']
+           'runtime/clock.c', 'runtime/arena.c', 'runtime/pattern.c', 'runtime/oauth_error.c']
 
 
 def generate(spec_path, out, cwd=REPO, env=None):
@@ -159,6 +159,8 @@ def test_small_generated_code_works_with_response_checks(tmp_path):
     r = build_and_run_small(tmp_path, ['-g', '-O1', '-fsanitize=address,undefined',
                                        '-fno-sanitize-recover=all', '-DTREASURY_CHECK_RESPONSES'])
     assert 'RESPONSE SCHEMA VIOLATION op=getThing status=200 pointer=/size code=multiple_of' \
+        in r.stderr
+    assert 'RESPONSE SCHEMA VIOLATION op=issueToken status=400 pointer=/error code=enum' \
         in r.stderr
 
 

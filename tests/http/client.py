@@ -8,12 +8,13 @@ import ssl
 
 
 class Response:
-    def __init__(self, status, reason, headers, body, method=None):
+    def __init__(self, status, reason, headers, body, method=None, path=None):
         self.status = status
         self.reason = reason
         self.headers = headers  # http.client.HTTPMessage: case-insensitive .get() and []
         self.body = body
-        self.method = method  # of the request it answers
+        self.method = method  # of the request answered
+        self.path = path      # its path, without the query
 
     def json(self):
         return jsonlib.loads(self.body.decode("utf-8"))
@@ -129,7 +130,7 @@ class Client:
                     raise
                 # The server may answer early (413) and close while we still send: read it.
                 try:
-                    return self._read(conn, method)
+                    return self._read(conn, method, path)
                 except (http.client.HTTPException, OSError):
                     self.close()
                     if attempt == 0 and reused and isinstance(body, (bytes, type(None))):
@@ -139,7 +140,7 @@ class Client:
                 self.close()  # never leave a half-used connection to the next request
                 raise
             try:
-                return self._read(conn, method)
+                return self._read(conn, method, path)
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self.close()
                 if attempt == 0 and reused and isinstance(body, (bytes, type(None))):
@@ -150,10 +151,10 @@ class Client:
                 raise
         raise AssertionError("unreachable")
 
-    def _read(self, conn, method):
+    def _read(self, conn, method, path):
         resp = conn.getresponse()
         data = resp.read()
-        out = Response(resp.status, resp.reason, resp.headers, data, method)
+        out = Response(resp.status, resp.reason, resp.headers, data, method, path.split("?")[0])
         if resp.will_close:
             self.close()
         if Client.response_hook is not None:

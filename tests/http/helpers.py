@@ -103,7 +103,8 @@ def assert_headers_once(resp):
 def check_every_response(resp):
     """Installed as Client.response_hook: no 5xx ever (unless a test injected the fault), and
     every 4xx is a problem document whose status equals the HTTP status, or, from the sign-in
-    and consent pages, a safe HTML page saying what went wrong."""
+    and consent pages, a safe HTML page saying what went wrong, or, from the OAuth token
+    endpoints, an RFC 6749 error."""
     assert resp.status < 500 or resp.status in EXPECTED_SERVER_ERRORS, \
         "server error: %r" % resp
     assert_headers_once(resp)
@@ -113,6 +114,9 @@ def check_every_response(resp):
     if resp.status >= 400 and media_type(resp) == "text/html":
         assert_safe_page(resp)
         assert_no_leak(resp)
+        return
+    if resp.status >= 400 and (resp.method, resp.path) in OAUTH_ERROR_OPERATIONS:
+        check_oauth_error(resp)  # RFC 6749 §5.2, not a problem document
         return
     if resp.status >= 400:
         assert media_type(resp) == "application/problem+json", \
@@ -125,6 +129,45 @@ def check_every_response(resp):
             "problem status %r != HTTP %d" % (body.get("status") if isinstance(body, dict)
                                              else body, resp.status)
         assert_no_leak(resp)
+
+
+# The operations marked x-oauth-errors: their errors are RFC 6749 §5.2 JSON objects.
+OAUTH_ERROR_OPERATIONS = {("POST", "/v1/accounts/auth/oauth/token"),
+                          ("POST", "/v1/accounts/auth/oauth/refresh")}
+OAUTH_ERRORS = {"invalid_request", "invalid_client", "invalid_grant", "unsupported_grant_type",
+                "invalid_scope", "server_error", "temporarily_unavailable"}
+OAUTH_DESCRIPTION = re.compile(r'^[ !#-\[\]-~]{1,1024}$')  # RFC 6749 §5.2's characters
+
+
+def check_oauth_error(resp):
+    """The shape of an RFC 6749 §5.2 error answer; returns the parsed body."""
+    assert media_type(resp) == "application/json", "OAuth error served as %r: %r" % (
+        resp.header("Content-Type"), resp)
+    assert resp.header("Cache-Control") == "no-store", resp
+    assert resp.header("Pragma") == "no-cache", resp
+    try:
+        body = resp.json()
+    except ValueError:
+        raise AssertionError("OAuth error body is not JSON: %r" % resp)
+    assert isinstance(body, dict) and set(body) == {"error", "error_description"}, \
+        "OAuth error body is not exactly {error, error_description}: %r" % resp
+    assert body["error"] in OAUTH_ERRORS, "not an RFC 6749 error code: %r" % resp
+    assert isinstance(body["error_description"], str) and \
+        OAUTH_DESCRIPTION.match(body["error_description"]), \
+        "error_description outside RFC 6749 §5.2's characters: %r" % resp
+    assert_no_leak(resp)
+    return body
+
+
+def assert_oauth_error(resp, status, error):
+    """An RFC 6749 §5.2 error answer with this status and error code, carrying the runtime's
+    headers; returns the parsed body."""
+    assert resp.status == status, "expected %d, got %r" % (status, resp)
+    body = check_oauth_error(resp)
+    assert body["error"] == error, "expected error %r, got %r" % (error, body)
+    assert resp.header("X-Request-ID"), resp
+    assert_rate_limit_headers(resp)
+    return body
 
 
 def assert_problem(resp, status, code=None, instance=None):

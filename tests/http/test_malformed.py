@@ -2,7 +2,9 @@
 suite): for every operation, each constraint of its request body and query parameters is broken
 once, starting from the operation's own valid example, and the server must answer the
 documented problem (422 validation_failed for the body, 400 invalid_request for a parameter)
-with an error at the right JSON Pointer and code, and change nothing. Whole-body cases add
+with an error at the right JSON Pointer and code, and change nothing. (The OAuth endpoints,
+x-oauth-errors, answer an RFC 6749 invalid_request naming the pointer and code in its
+error_description instead.) Whole-body cases add
 malformed JSON: invalid UTF-8, duplicate keys, NaN, deep nesting, huge numbers. New operations
 and constraints add cases by themselves; the counts per operation are written to
 build/test-artifacts/malformed-cases.txt."""
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Servers
+from helpers import check_oauth_error
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = json.loads((REPO / "generated" / "openapi.json").read_text())
@@ -269,6 +272,17 @@ def test_every_broken_constraint_is_refused_at_its_pointer(server, report, op_id
             assert b'data-code="' in r.body
             if ptr:
                 assert ptr.encode() in r.body, "%s: pointer %s not on the page" % (label, ptr)
+            continue
+        if op.get("x-oauth-errors"):
+            oauth = check_oauth_error(r)
+            d = oauth["error_description"]
+            assert oauth["error"] == "invalid_request", (label, oauth)
+            if code == "malformed_json":
+                assert "not valid JSON" in d, (label, d)
+            elif code is not None:  # "<pointer>: <detail> (<code>)" among the violations
+                assert re.search(r"(^|[.;] )%s: [^;]* \(%s\)(;|$)" % (
+                    re.escape(ptr or "(the body)"), re.escape(code)), d), \
+                    "%s %s [%s]: expected %s %s in %r" % (m, url, label, ptr, code, d)
             continue
         problem = r.json()
         if code == "malformed_json":

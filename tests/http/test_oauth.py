@@ -12,8 +12,8 @@ import uuid
 
 import pytest
 
-from helpers import (assert_json, assert_problem, assert_safe_page, assert_validation,
-                     jwt_parts)
+from helpers import (assert_json, assert_oauth_error, assert_problem, assert_safe_page,
+                     assert_validation, jwt_parts)
 from oauth_flow import (APP_URI, AUTHORIZE, CLIENTS, COOKIE, GRANTS, REFRESH, TOKEN, Browser,
                         Workspace, authorize_path, challenge_of, consent, exchange, form, pkce,
                         query_of, sign_in, tokens_for)
@@ -33,12 +33,6 @@ def app(ws):
 @pytest.fixture(scope="module")
 def treasurer(ws):
     return ws.member("treasurer")
-
-
-def oauth_problem(resp, status, error):
-    body = assert_problem(resp, status, error)
-    assert body["error"] == error and body["error_description"] == body["detail"]
-    return body
 
 
 # ---- metadata (B.5) --------------------------------------------------------------------------
@@ -282,15 +276,15 @@ def code_and_verifier(server, app, email, **authz):
 
 def test_a_wrong_verifier_is_invalid_grant_and_spends_the_code(server, app, treasurer):
     code, verifier = code_and_verifier(server, app, treasurer)
-    oauth_problem(exchange(server.client(), app, code, pkce()[0]), 400, "invalid_grant")
-    oauth_problem(exchange(server.client(), app, code, verifier), 400, "invalid_grant")
+    assert_oauth_error(exchange(server.client(), app, code, pkce()[0]), 400, "invalid_grant")
+    assert_oauth_error(exchange(server.client(), app, code, verifier), 400, "invalid_grant")
 
 
 @pytest.mark.parametrize("verifier", ["a" * 42, "a" * 129, "a" * 42 + "+", "a" * 42 + "/",
                                       "a" * 42 + "="])
 def test_a_malformed_verifier_is_invalid_request(server, app, treasurer, verifier):
     code, _ = code_and_verifier(server, app, treasurer)
-    oauth_problem(exchange(server.client(), app, code, verifier), 400, "invalid_request")
+    assert_oauth_error(exchange(server.client(), app, code, verifier), 400, "invalid_request")
 
 
 def test_verifiers_of_43_and_128_characters_work(server, app, treasurer):
@@ -306,12 +300,12 @@ def test_a_replayed_code_is_refused_and_revokes_its_tokens(server, app, treasure
     tok = assert_json(exchange(server.client(), app, code, verifier), 200)
     c = server.client(token=tok["access_token"])
     assert c.get("/v1/payments").status == 200
-    oauth_problem(exchange(server.client(), app, code, verifier), 400, "invalid_grant")
+    assert_oauth_error(exchange(server.client(), app, code, verifier), 400, "invalid_grant")
     assert_problem(c.get("/v1/payments"), 401, "invalid_token")
     r = server.client().post(TOKEN, token=False, content_type="application/x-www-form-urlencoded",
                              body=form(grant_type="refresh_token",
                                        refresh_token=tok["refresh_token"], client_id=app.id))
-    oauth_problem(r, 400, "invalid_grant")
+    assert_oauth_error(r, 400, "invalid_grant")
 
 
 def test_a_code_expires_after_a_minute(make_server):
@@ -320,14 +314,14 @@ def test_a_code_expires_after_a_minute(make_server):
     app = ws.register()
     code, verifier = code_and_verifier(s, app, ws.member("treasurer"))
     s.move_clock(61)
-    oauth_problem(exchange(s.client(), app, code, verifier), 400, "invalid_grant")
+    assert_oauth_error(exchange(s.client(), app, code, verifier), 400, "invalid_grant")
 
 
 def test_a_code_is_bound_to_its_client_and_redirect_uri(server, ws, app, treasurer):
     other = ws.register()
     code, verifier = code_and_verifier(server, app, treasurer)
-    oauth_problem(exchange(server.client(), other, code, verifier), 400, "invalid_grant")
-    oauth_problem(exchange(server.client(), app, code, verifier, redirect_uri=APP_URI + "/"),
+    assert_oauth_error(exchange(server.client(), other, code, verifier), 400, "invalid_grant")
+    assert_oauth_error(exchange(server.client(), app, code, verifier, redirect_uri=APP_URI + "/"),
                   400, "invalid_grant")
     assert_json(exchange(server.client(), app, code, verifier), 200)  # still unused
 
@@ -345,7 +339,7 @@ def test_malformed_token_requests_use_rfc_6749_errors(server, app, fields, error
     base.update(fields)
     r = server.client().post(TOKEN, body=form(**base), token=False,
                              content_type="application/x-www-form-urlencoded")
-    oauth_problem(r, 400, error)
+    assert_oauth_error(r, 400, error)
 
 
 def test_a_json_token_request_works_too(server, app, treasurer):
@@ -361,13 +355,13 @@ def test_a_json_token_request_works_too(server, app, treasurer):
 def test_confidential_clients_authenticate(server, ws, treasurer):
     app = ws.register("confidential")
     code, verifier = code_and_verifier(server, app, treasurer)
-    oauth_problem(exchange(server.client(), app, code, verifier), 401, "invalid_client")
+    assert_oauth_error(exchange(server.client(), app, code, verifier), 401, "invalid_client")
     basic = "Basic " + base64.b64encode(("%s:%s" % (app.id, "cs_wrong")).encode()).decode()
     r = server.client().post(TOKEN, token=False, headers={"Authorization": basic},
                              content_type="application/x-www-form-urlencoded",
                              body=form(grant_type="authorization_code", code=code,
                                        redirect_uri=APP_URI, code_verifier=verifier))
-    oauth_problem(r, 401, "invalid_client")
+    assert_oauth_error(r, 401, "invalid_client")
     assert r.header("WWW-Authenticate") == 'Basic realm="treasury"'
     good = "Basic " + base64.b64encode(("%s:%s" % (
         urllib.parse.quote(app.id, safe=""), urllib.parse.quote(app.secret, safe=""))
@@ -383,7 +377,7 @@ def test_confidential_clients_authenticate(server, ws, treasurer):
 
 def test_a_public_client_sending_a_secret_is_refused(server, app, treasurer):
     code, verifier = code_and_verifier(server, app, treasurer)
-    oauth_problem(exchange(server.client(), app, code, verifier, client_secret="cs_x"), 401,
+    assert_oauth_error(exchange(server.client(), app, code, verifier, client_secret="cs_x"), 401,
                   "invalid_client")
 
 
@@ -406,12 +400,12 @@ def test_refresh_rotates_and_is_bound_to_the_client(server, ws, app, treasurer):
                                     body=form(grant_type="refresh_token", refresh_token=rt,
                                               **extra))
 
-    oauth_problem(refresh(tok["refresh_token"], client_id=ws.register().id), 400,
+    assert_oauth_error(refresh(tok["refresh_token"], client_id=ws.register().id), 400,
                   "invalid_grant")
-    oauth_problem(refresh(tok["refresh_token"], client_id=app.id,
+    assert_oauth_error(refresh(tok["refresh_token"], client_id=app.id,
                           scope="payments:read ledger:read"), 400, "invalid_scope")
     r = server.client().post(REFRESH, token=False, json={"refresh_token": tok["refresh_token"]})
-    oauth_problem(r, 400, "invalid_grant")  # a login's endpoint without the client
+    assert_oauth_error(r, 400, "invalid_grant")  # a login's endpoint without the client
     new = assert_json(refresh(tok["refresh_token"], client_id=app.id, scope="payments:read"),
                       200)
     assert new["refresh_token"] != tok["refresh_token"] and new["scope"] == "payments:read"
@@ -420,8 +414,8 @@ def test_refresh_rotates_and_is_bound_to_the_client(server, ws, app, treasurer):
         REFRESH, token=False, json={"refresh_token": new["refresh_token"], "client_id": app.id})
     newest = assert_json(via_refresh_endpoint, 200)
     # The used token again: the whole family ends.
-    oauth_problem(refresh(new["refresh_token"], client_id=app.id), 400, "invalid_grant")
-    oauth_problem(refresh(newest["refresh_token"], client_id=app.id), 400, "invalid_grant")
+    assert_oauth_error(refresh(new["refresh_token"], client_id=app.id), 400, "invalid_grant")
+    assert_oauth_error(refresh(newest["refresh_token"], client_id=app.id), 400, "invalid_grant")
     assert_problem(server.client(token=newest["access_token"]).get("/v1/payments"), 401,
                    "invalid_token")
 
@@ -431,7 +425,7 @@ def test_a_login_refresh_token_is_not_an_applications(server, ws, app):
     r = server.client().post(TOKEN, token=False, content_type="application/x-www-form-urlencoded",
                              body=form(grant_type="refresh_token",
                                        refresh_token=login["refresh_token"], client_id=app.id))
-    oauth_problem(r, 400, "invalid_grant")
+    assert_oauth_error(r, 400, "invalid_grant")
 
 
 # ---- grants ----------------------------------------------------------------------------------
@@ -453,7 +447,7 @@ def test_users_see_and_revoke_their_grants(server, ws, treasurer):
     r = server.client().post(TOKEN, token=False, content_type="application/x-www-form-urlencoded",
                              body=form(grant_type="refresh_token",
                                        refresh_token=tok["refresh_token"], client_id=app.id))
-    oauth_problem(r, 400, "invalid_grant")
+    assert_oauth_error(r, 400, "invalid_grant")
     assert_problem(me.delete(GRANTS + "/" + mine[0]["id"]), 404, "not_found")
 
 
@@ -466,7 +460,7 @@ def test_disabling_a_client_ends_its_tokens_and_authorizations(server, ws, treas
     assert assert_json(r, 200)["status"] == "disabled"
     assert_problem(server.client(token=tok["access_token"]).get("/v1/payments"), 401,
                    "invalid_token")
-    oauth_problem(exchange(server.client(), app, code, verifier), 401, "invalid_client")
+    assert_oauth_error(exchange(server.client(), app, code, verifier), 401, "invalid_client")
     page = Browser(server).get(authorize_path(app, pkce()[1]))
     assert page.status == 400 and 'data-code="unknown_client"' in page.text
     assert_problem(ws.owner.patch(CLIENTS + "/" + app.id, json={"status": "active"},

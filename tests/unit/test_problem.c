@@ -13,7 +13,7 @@ static void test_problem_has_every_member_and_status_matches(void)
     arena_init(&a);
     size_t len = 0;
     char *body = problem_render(404, "not_found", "No beneficiary ben_x.", "/v1/beneficiaries/ben_x",
-                                "req_1", NULL, false, &len);
+                                "req_1", NULL, &len);
     struct json_value *v = NULL;
     struct json_error e;
     CHECK(json_parse(&a, body, len, &v, &e) == 0);
@@ -39,8 +39,7 @@ static void test_validation_problem_lists_every_error(void)
     verr_add(&l, "", "name", "required", "name is required");
     verr_add(&l, "/bank", "bic", "format", "not a BIC");
     size_t len = 0;
-    char *body = problem_render(422, "validation_failed", "2 errors", "/v1/x", "req_2", &l, false,
-                                &len);
+    char *body = problem_render(422, "validation_failed", "2 errors", "/v1/x", "req_2", &l, &len);
     struct json_value *v = NULL;
     struct json_error e;
     CHECK(json_parse(&a, body, len, &v, &e) == 0);
@@ -51,23 +50,6 @@ static void test_validation_problem_lists_every_error(void)
         CHECK_STR(json_get(errs->items[1], "pointer")->s, "/bank/bic");
         CHECK_STR(json_get(errs->items[1], "code")->s, "format");
     }
-    free(body);
-    arena_release(&a);
-}
-
-static void test_oauth_problems_carry_rfc_6749_members(void)
-{
-    struct arena a;
-    arena_init(&a);
-    size_t len = 0;
-    char *body = problem_render(400, "invalid_grant", "The code was used.", "/v1/t", "req_3",
-                                NULL, true, &len);
-    struct json_value *v = NULL;
-    struct json_error e;
-    CHECK(json_parse(&a, body, len, &v, &e) == 0);
-    CHECK_STR(json_get(v, "error")->s, "invalid_grant");
-    CHECK_STR(json_get(v, "error_description")->s, "The code was used.");
-    CHECK_STR(json_get(v, "code")->s, "invalid_grant");
     free(body);
     arena_release(&a);
 }
@@ -101,7 +83,6 @@ int main(void)
     static const struct unit_test tests[] = {
         UNIT_TEST(test_problem_has_every_member_and_status_matches),
         UNIT_TEST(test_validation_problem_lists_every_error),
-        UNIT_TEST(test_oauth_problems_carry_rfc_6749_members),
         UNIT_TEST(test_a_page_problem_is_an_escaped_html_page),
         UNIT_TEST(test_unknown_code_gets_the_reason_phrase_as_title),
     };

@@ -170,3 +170,25 @@ int misc_get_welcome(struct req *r, const struct misc_get_welcome_request *in,
                                        in->has_visitor ? in->visitor : "stranger");
     return 0;
 }
+
+/* An RFC 6749 endpoint: grant_type "ok" gets a token, "used" an invalid_grant problem (the
+ * runtime renders it as an RFC 6749 error), "drift" a code the documented error schema does
+ * not list (the response check catches it). */
+int misc_issue_token(struct req *r, const struct misc_issue_token_request *in,
+                     struct misc_issue_token_response *out)
+{
+    small_seen.called++;
+    const char *g = in->body->has_grant_type ? in->body->grant_type : "";
+    if (strcmp(g, "used") == 0) {
+        req_problem(r, 400, "invalid_grant", "The code \"c\" was used.");
+        return 0;
+    }
+    if (strcmp(g, "drift") == 0) {
+        req_problem(r, 400, "unsupported_token_type", "Not documented for issueToken.");
+        return 0;
+    }
+    out->status = 200;
+    out->body_200 = arena_alloc(&r->arena, sizeof *out->body_200);
+    out->body_200->access_token = "t0k";
+    return 0;
+}

@@ -600,7 +600,7 @@ static void test_operation_descriptors_carry_spec_and_defaults(void)
     o = op_named("addShape");
     CHECK(o && o->has_body && !o->body_required);
     CHECK(op_named("searchThings")->planned);
-    CHECK(routes_count == 9);
+    CHECK(routes_count == 10);
 }
 
 static void test_scope_table(void)
@@ -909,6 +909,35 @@ static void test_dispatch_pages_cookies_and_redirects(void)
 #endif
 }
 
+static void test_dispatch_oauth_errors_are_checked_as_rfc_6749_bodies(void)
+{
+    const struct op *o = op_named("issueToken");
+    CHECK(o && o->oauth_errors && o->form_body && !op_named("getWelcome")->oauth_errors);
+
+    request("POST", "/v1/tokens", "{\"grant_type\":\"ok\"}");
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && !R.problem);
+
+    request("POST", "/v1/tokens", "{\"grant_type\":\"used\"}");
+    CHECK(run() == 0);
+    CHECK(R.status == 400 && R.problem); /* the runtime renders it; the check accepted it */
+    CHECK_STR(R.problem_code, "invalid_grant");
+
+    request("POST", "/v1/tokens", "{\"grant_type\":\"far too long a grant\"}");
+    CHECK(run() == 0);
+    CHECK(R.status == 422 && R.problem && R.with_errors);
+    CHECK_STR(R.problem_code, "validation_failed");
+
+    request("POST", "/v1/tokens", "{\"grant_type\":\"drift\"}");
+    CHECK(run() == 0);
+#ifdef TREASURY_CHECK_RESPONSES
+    CHECK(R.status == 500); /* unsupported_token_type is not in the documented enum */
+    CHECK_STR(R.problem_code, "response_schema_violation");
+#else
+    CHECK(R.status == 400);
+#endif
+}
+
 int main(void)
 {
     char err[256];
@@ -945,6 +974,7 @@ int main(void)
         UNIT_TEST(test_response_checks_catch_handler_drift),
         UNIT_TEST(test_dispatch_optional_free_form_and_planned),
         UNIT_TEST(test_dispatch_pages_cookies_and_redirects),
+        UNIT_TEST(test_dispatch_oauth_errors_are_checked_as_rfc_6749_bodies),
     };
     int rc = unit_run("codegen_small", tests, sizeof tests / sizeof tests[0]);
     free(R.resp_body);

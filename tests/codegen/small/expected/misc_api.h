@@ -27,6 +27,19 @@ struct misc_get_health_response {
 int misc_get_health(struct req *r, const struct misc_get_health_request *in,
                    struct misc_get_health_response *out);
 
+/* POST /v1/tokens (issueToken): An OAuth token endpoint */
+struct misc_issue_token_request {
+    struct token_form *body; /* request body (required) */
+};
+
+struct misc_issue_token_response {
+    int status; /* 200; problems (400, 422, 500) via req_problem() */
+    struct misc_issue_token_200 *body_200; /* status 200: A token. */
+};
+
+int misc_issue_token(struct req *r, const struct misc_issue_token_request *in,
+                    struct misc_issue_token_response *out);
+
 /* GET /v1/welcome (getWelcome): A page */
 struct misc_get_welcome_request {
     const char *name; /* query name, optional */

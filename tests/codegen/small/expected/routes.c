@@ -21,7 +21,8 @@ static const int statuses_4[] = { 200, 400, 404, 500, 0 };
 static const int statuses_5[] = { 200, 400, 404, 422, 500, 0 };
 static const int statuses_6[] = { 204, 400, 404, 500, 0 };
 static const int statuses_7[] = { 200, 400, 422, 500, 0 };
-static const int statuses_8[] = { 200, 303, 400, 500, 0 };
+static const int statuses_8[] = { 200, 400, 422, 500, 0 };
+static const int statuses_9[] = { 200, 303, 400, 500, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -209,6 +210,29 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_things_add_shape,
     },
     {
+        .operation_id = "issueToken",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/tokens",
+        .tag = "misc",
+        .is_public = true,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = true,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = true,
+        .own_transaction = false,
+        .statuses = statuses_8,
+        .dispatch = dispatch_misc_issue_token,
+    },
+    {
         .operation_id = "getWelcome",
         .method = "GET",
         .base = "/v1",
@@ -228,7 +252,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_8,
+        .statuses = statuses_9,
         .dispatch = dispatch_misc_get_welcome,
     },
 };
@@ -252,30 +276,35 @@ static const size_t ops_0[] = { 0, };
 static const char *const segs_1[] = { "v1", "things", };
 static const char *const names_1[] = { NULL, NULL, };
 static const size_t ops_1[] = { 1, 2, };
-/* /v1/welcome */
-static const char *const segs_2[] = { "v1", "welcome", };
+/* /v1/tokens */
+static const char *const segs_2[] = { "v1", "tokens", };
 static const char *const names_2[] = { NULL, NULL, };
 static const size_t ops_2[] = { 8, };
+/* /v1/welcome */
+static const char *const segs_3[] = { "v1", "welcome", };
+static const char *const names_3[] = { NULL, NULL, };
+static const size_t ops_3[] = { 9, };
 /* /v1/things/search */
-static const char *const segs_3[] = { "v1", "things", "search", };
-static const char *const names_3[] = { NULL, NULL, NULL, };
-static const size_t ops_3[] = { 3, };
+static const char *const segs_4[] = { "v1", "things", "search", };
+static const char *const names_4[] = { NULL, NULL, NULL, };
+static const size_t ops_4[] = { 3, };
 /* /v1/things/{id} */
-static const char *const segs_4[] = { "v1", "things", NULL, };
-static const char *const names_4[] = { NULL, NULL, "id", };
-static const size_t ops_4[] = { 4, 5, 6, };
+static const char *const segs_5[] = { "v1", "things", NULL, };
+static const char *const names_5[] = { NULL, NULL, "id", };
+static const size_t ops_5[] = { 4, 5, 6, };
 /* /v1/things/{id}/shapes */
-static const char *const segs_5[] = { "v1", "things", NULL, "shapes", };
-static const char *const names_5[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_5[] = { 7, };
+static const char *const segs_6[] = { "v1", "things", NULL, "shapes", };
+static const char *const names_6[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_6[] = { 7, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
     { 2, segs_1, names_1, ops_1, 2, "GET, POST" },
-    { 2, segs_2, names_2, ops_2, 1, "GET" },
-    { 3, segs_3, names_3, ops_3, 1, "GET" },
-    { 3, segs_4, names_4, ops_4, 3, "GET, PUT, DELETE" },
-    { 4, segs_5, names_5, ops_5, 1, "POST" },
+    { 2, segs_2, names_2, ops_2, 1, "POST" },
+    { 2, segs_3, names_3, ops_3, 1, "GET" },
+    { 3, segs_4, names_4, ops_4, 1, "GET" },
+    { 3, segs_5, names_5, ops_5, 3, "GET, PUT, DELETE" },
+    { 4, segs_6, names_6, ops_6, 1, "POST" },
 };
 
 struct seg {

@@ -29,6 +29,15 @@ enum kind {
 const char *kind_str(enum kind v);
 enum kind kind_parse(const char *s);
 
+/* o_auth_error_error */
+enum o_auth_error_error {
+    O_AUTH_ERROR_ERROR_INVALID_REQUEST = 1,
+    O_AUTH_ERROR_ERROR_INVALID_GRANT = 2,
+    O_AUTH_ERROR_ERROR_SERVER_ERROR = 3,
+};
+const char *o_auth_error_error_str(enum o_auth_error_error v);
+enum o_auth_error_error o_auth_error_error_parse(const char *s);
+
 /* square_kind */
 enum square_kind {
     SQUARE_KIND_SQUARE = 1,
@@ -55,6 +64,8 @@ enum shape_kind {
 struct circle;
 struct formats;
 struct misc_get_health_200;
+struct misc_issue_token_200;
+struct o_auth_error;
 struct part;
 struct problem;
 struct shape;
@@ -66,6 +77,7 @@ struct thing_create;
 struct thing_dims;
 struct thing_page;
 struct things_create_thing_409;
+struct token_form;
 
 struct part_index_entry {
     const char *key;
@@ -121,6 +133,18 @@ struct misc_get_health_200 {
     const char *status; /* required */
     bool up; /* optional */
     bool has_up;
+};
+
+/* misc_issue_token_200 */
+struct misc_issue_token_200 {
+    const char *access_token; /* required */
+};
+
+/* OAuthError */
+struct o_auth_error {
+    enum o_auth_error_error error; /* required */
+    const char *error_description; /* optional */
+    bool has_error_description;
 };
 
 /* Part */
@@ -237,6 +261,12 @@ struct things_create_thing_409 {
     const char *existing_id; /* required, ThingId */
 };
 
+/* TokenForm */
+struct token_form {
+    const char *grant_type; /* optional */
+    bool has_grant_type;
+};
+
 /* ---- JSON <-> structs: decode_*() expect a value its validate_*() accepted; 0 or -1 ---- */
 
 int decode_circle(struct arena *a, const struct json_value *v, struct circle *out);
@@ -245,6 +275,10 @@ int decode_formats(struct arena *a, const struct json_value *v, struct formats *
 void encode_formats(struct jsonw *w, const struct formats *in);
 int decode_misc_get_health_200(struct arena *a, const struct json_value *v, struct misc_get_health_200 *out);
 void encode_misc_get_health_200(struct jsonw *w, const struct misc_get_health_200 *in);
+int decode_misc_issue_token_200(struct arena *a, const struct json_value *v, struct misc_issue_token_200 *out);
+void encode_misc_issue_token_200(struct jsonw *w, const struct misc_issue_token_200 *in);
+int decode_o_auth_error(struct arena *a, const struct json_value *v, struct o_auth_error *out);
+void encode_o_auth_error(struct jsonw *w, const struct o_auth_error *in);
 int decode_part(struct arena *a, const struct json_value *v, struct part *out);
 void encode_part(struct jsonw *w, const struct part *in);
 int decode_problem(struct arena *a, const struct json_value *v, struct problem *out);
@@ -267,6 +301,8 @@ int decode_thing_page(struct arena *a, const struct json_value *v, struct thing_
 void encode_thing_page(struct jsonw *w, const struct thing_page *in);
 int decode_things_create_thing_409(struct arena *a, const struct json_value *v, struct things_create_thing_409 *out);
 void encode_things_create_thing_409(struct jsonw *w, const struct things_create_thing_409 *in);
+int decode_token_form(struct arena *a, const struct json_value *v, struct token_form *out);
+void encode_token_form(struct jsonw *w, const struct token_form *in);
 
 /* ---- validators: every violation under ptr is added to l (mode: enum validate_mode) ---- */
 
@@ -296,6 +332,11 @@ void validate_misc_get_welcome_header_location(const struct json_value *v, const
 void validate_misc_get_welcome_header_set_cookie(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_misc_get_welcome_param_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_misc_get_welcome_param_visitor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_misc_issue_token_200(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_misc_issue_token_200_access_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_o_auth_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_o_auth_error_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_o_auth_error_error_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_if_match(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_limit(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_part(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -347,6 +388,8 @@ void validate_things_list_things_param_active(const struct json_value *v, const 
 void validate_things_list_things_param_ratio(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_things_list_things_param_x_trace(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_timestamp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_token_form(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_token_form_grant_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 
 /* ---- helpers shared by the generated code ---- */
 

@@ -31,6 +31,32 @@ enum kind kind_parse(const char *s)
     return (enum kind)0;
 }
 
+const char *o_auth_error_error_str(enum o_auth_error_error v)
+{
+    switch (v) {
+    case O_AUTH_ERROR_ERROR_INVALID_REQUEST:
+        return "invalid_request";
+    case O_AUTH_ERROR_ERROR_INVALID_GRANT:
+        return "invalid_grant";
+    case O_AUTH_ERROR_ERROR_SERVER_ERROR:
+        return "server_error";
+    }
+    return NULL;
+}
+
+enum o_auth_error_error o_auth_error_error_parse(const char *s)
+{
+    if (!s)
+        return (enum o_auth_error_error)0;
+    if (strcmp(s, "invalid_request") == 0)
+        return O_AUTH_ERROR_ERROR_INVALID_REQUEST;
+    if (strcmp(s, "invalid_grant") == 0)
+        return O_AUTH_ERROR_ERROR_INVALID_GRANT;
+    if (strcmp(s, "server_error") == 0)
+        return O_AUTH_ERROR_ERROR_SERVER_ERROR;
+    return (enum o_auth_error_error)0;
+}
+
 const char *square_kind_str(enum square_kind v)
 {
     switch (v) {
@@ -224,6 +250,57 @@ void encode_misc_get_health_200(struct jsonw *w, const struct misc_get_health_20
     if (in->has_up) {
         jsonw_key(w, "up");
         jsonw_bool(w, in->up);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_misc_issue_token_200(struct arena *a, const struct json_value *v, struct misc_issue_token_200 *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "access_token") == 0) {
+            out->access_token = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_misc_issue_token_200(struct jsonw *w, const struct misc_issue_token_200 *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "access_token");
+    jsonw_string(w, in->access_token);
+    jsonw_object_end(w);
+}
+
+int decode_o_auth_error(struct arena *a, const struct json_value *v, struct o_auth_error *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "error") == 0) {
+            out->error = o_auth_error_error_parse(m->value->s);
+        } else if (strcmp(m->key, "error_description") == 0) {
+            out->has_error_description = true;
+            out->error_description = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_o_auth_error(struct jsonw *w, const struct o_auth_error *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "error");
+    jsonw_string(w, o_auth_error_error_str(in->error));
+    if (in->has_error_description || in->error_description != NULL) {
+        jsonw_key(w, "error_description");
+        jsonw_string(w, in->error_description);
     }
     jsonw_object_end(w);
 }
@@ -781,5 +858,30 @@ void encode_things_create_thing_409(struct jsonw *w, const struct things_create_
     jsonw_object_begin(w);
     jsonw_key(w, "existing_id");
     jsonw_string(w, in->existing_id);
+    jsonw_object_end(w);
+}
+
+int decode_token_form(struct arena *a, const struct json_value *v, struct token_form *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "grant_type") == 0) {
+            out->has_grant_type = true;
+            out->grant_type = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_token_form(struct jsonw *w, const struct token_form *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_grant_type || in->grant_type != NULL) {
+        jsonw_key(w, "grant_type");
+        jsonw_string(w, in->grant_type);
+    }
     jsonw_object_end(w);
 }

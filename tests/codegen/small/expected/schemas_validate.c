@@ -441,7 +441,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(3, v->s)) /* ^"v[1-9][0-9]*"$ */
+    if (!pattern_match(4, v->s)) /* ^"v[1-9][0-9]*"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]*\"$");
 }
 
@@ -577,8 +577,90 @@ void validate_misc_get_welcome_param_visitor(const struct json_value *v, const c
         verr_add(l, ptr, NULL, "type", "%s", "must be a string");
         return;
     }
-    if (!pattern_match(5, v->s)) /* ^[a-z]{1,8}$ */
+    if (!pattern_match(6, v->s)) /* ^[a-z]{1,8}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{1,8}$");
+}
+
+/* misc_issue_token_200 (tests/codegen/small/misc.yaml) */
+void validate_misc_issue_token_200(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "access_token") == 0) {
+            seen[0] = true;
+            validate_misc_issue_token_200_access_token(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "access_token", "required", "%s", "is required");
+}
+
+/* misc_issue_token_200_access_token (tests/codegen/small/misc.yaml) */
+void validate_misc_issue_token_200_access_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* OAuthError (tests/codegen/small/misc.yaml) */
+void validate_o_auth_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "error") == 0) {
+            seen[0] = true;
+            validate_o_auth_error_error(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "error_description") == 0) {
+            validate_o_auth_error_error_description(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "error", "required", "%s", "is required");
+}
+
+/* o_auth_error_error (tests/codegen/small/misc.yaml) */
+void validate_o_auth_error_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (o_auth_error_error_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: invalid_request, invalid_grant, server_error");
+}
+
+/* o_auth_error_error_description (tests/codegen/small/misc.yaml) */
+void validate_o_auth_error_error_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 1024)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
+    if (!pattern_match(2, v->s)) /* ^[ !#-\[\]-~]*$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[ !#-\\[\\]-~]*$");
 }
 
 /* param_if_match (tests/codegen/small/common.yaml) */
@@ -592,7 +674,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(3, v->s)) /* ^"v[1-9][0-9]*"$ */
+    if (!pattern_match(4, v->s)) /* ^"v[1-9][0-9]*"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]*\"$");
 }
 
@@ -1560,7 +1642,7 @@ void validate_things_create_thing_header_location(const struct json_value *v, co
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(4, v->s)) /* ^/v1/things/ */
+    if (!pattern_match(5, v->s)) /* ^/v1/things/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/things/");
 }
 
@@ -1606,7 +1688,7 @@ void validate_things_list_things_param_x_trace(const struct json_value *v, const
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 16)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
-    if (!pattern_match(2, v->s)) /* ^[a-f\d]+$ */
+    if (!pattern_match(3, v->s)) /* ^[a-f\d]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-f\\d]+$");
 }
 
@@ -1623,4 +1705,34 @@ void validate_timestamp(const struct json_value *v, const char *ptr, int mode, s
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 35 characters long");
     if (!format_is_date_time(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be an RFC 3339 date-time with offset");
+}
+
+/* TokenForm (tests/codegen/small/misc.yaml) */
+void validate_token_form(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "grant_type") == 0) {
+            validate_token_form_grant_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* token_form_grant_type (tests/codegen/small/misc.yaml) */
+void validate_token_form_grant_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 16)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
 }
