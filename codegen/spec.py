@@ -70,7 +70,7 @@ DEFAULT_STYLE = {'path': ('simple', False), 'query': ('form', True), 'header': (
                  'cookie': ('form', True)}
 HEADER_KEYS = {'description', 'required', 'schema', 'example', 'examples', 'deprecated',
                'style', 'explode', 'x-set-by'}
-RESPONSE_KEYS = {'description', 'headers', 'content'}
+RESPONSE_KEYS = {'description', 'headers', 'content', 'x-empty-body'}
 MEDIA_KEYS = {'schema', 'example', 'examples'}
 REQUEST_BODY_KEYS = {'description', 'content', 'required'}
 COMPONENT_SECTIONS = {'schemas', 'parameters', 'responses', 'headers', 'examples',
@@ -1933,7 +1933,15 @@ class Model:
                 self.fail(rloc, 'response without description')
             resp = Resp(status)
             content = r.get('content')
-            if status in (204, 304) or (300 <= status < 400 and not content):
+            # x-empty-body: a 2xx other than 204 that has no body on purpose (RFC 7009 §2.2's
+            # 200), so that a forgotten schema stays an error everywhere else.
+            empty = r.get('x-empty-body', False)
+            if not isinstance(empty, bool):
+                self.fail(rloc / 'x-empty-body', 'x-empty-body must be a boolean')
+            if empty and (content or not 200 <= status < 300):
+                self.fail(rloc / 'x-empty-body', 'x-empty-body: true is for a 2xx response '
+                                                 'without content')
+            if status in (204, 304) or (300 <= status < 400 and not content) or empty:
                 if content:
                     self.fail(rloc / 'content', '%d responses have no content' % status)
                 resp.kind = 'empty'

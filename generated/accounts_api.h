@@ -143,6 +143,18 @@ struct accounts_refresh_token_response {
 int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_request *in,
                           struct accounts_refresh_token_response *out);
 
+/* POST /v1/accounts/auth/oauth/revoke (revokeToken): OAuth token revocation (RFC 7009) */
+struct accounts_revoke_token_request {
+    struct revocation_request *body; /* request body (required) */
+};
+
+struct accounts_revoke_token_response {
+    int status; /* 200; problems (400, 401, 413, 415, 422, 429, 500, 503) via req_problem() */
+};
+
+int accounts_revoke_token(struct req *r, const struct accounts_revoke_token_request *in,
+                         struct accounts_revoke_token_response *out);
+
 /* POST /v1/accounts/auth/oauth/token (issueToken): OAuth token endpoint */
 struct accounts_issue_token_request {
     struct token_request *body; /* request body (required) */

@@ -21,59 +21,60 @@ static const int statuses_4[] = { 200, 303, 400, 413, 415, 422, 429, 500, 503, 0
 static const int statuses_5[] = { 303, 400, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_6[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_7[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_8[] = { 200, 400, 401, 409, 429, 500, 503, 0 };
-static const int statuses_9[] = { 200, 400, 401, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_8[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_9[] = { 200, 400, 401, 409, 429, 500, 503, 0 };
 static const int statuses_10[] = { 200, 400, 401, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_11[] = { 201, 400, 401, 409, 429, 500, 503, 0 };
-static const int statuses_12[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_13[] = { 201, 400, 401, 403, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_14[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_15[] = { 200, 400, 401, 403, 404, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_16[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_17[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_18[] = { 200, 400, 401, 429, 500, 503, 0 };
-static const int statuses_19[] = { 204, 400, 401, 404, 429, 500, 503, 0 };
-static const int statuses_20[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_21[] = { 200, 201, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_22[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_23[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_24[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_25[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_26[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_27[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_28[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_29[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_30[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_31[] = { 200, 400, 401, 410, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_32[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_33[] = { 204, 400, 401, 429, 500, 503, 0 };
-static const int statuses_34[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_35[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_36[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_37[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_38[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_39[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
-static const int statuses_40[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_41[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_42[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_43[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_44[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_45[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_46[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_47[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_48[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_49[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_11[] = { 200, 400, 401, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_12[] = { 201, 400, 401, 409, 429, 500, 503, 0 };
+static const int statuses_13[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_14[] = { 201, 400, 401, 403, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_15[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_16[] = { 200, 400, 401, 403, 404, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_17[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_18[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_19[] = { 200, 400, 401, 429, 500, 503, 0 };
+static const int statuses_20[] = { 204, 400, 401, 404, 429, 500, 503, 0 };
+static const int statuses_21[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_22[] = { 200, 201, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_23[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_24[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_25[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_26[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_27[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_28[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_29[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_30[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_31[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_32[] = { 200, 400, 401, 410, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_33[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_34[] = { 204, 400, 401, 429, 500, 503, 0 };
+static const int statuses_35[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_36[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_37[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_38[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_39[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_40[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
+static const int statuses_41[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_42[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_43[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_44[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_45[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_46[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_47[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_48[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_49[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
 static const int statuses_50[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_51[] = { 200, 400, 401, 403, 404, 409, 415, 422, 429, 500, 503, 0 };
-static const int statuses_52[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_53[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503, 0 };
-static const int statuses_54[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_51[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_52[] = { 200, 400, 401, 403, 404, 409, 415, 422, 429, 500, 503, 0 };
+static const int statuses_53[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_54[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503, 0 };
 static const int statuses_55[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_56[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_57[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_56[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_57[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_58[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_59[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_60[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_59[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_60[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_61[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -238,6 +239,29 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_accounts_refresh_token,
     },
     {
+        .operation_id = "revokeToken",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/accounts/auth/oauth/revoke",
+        .tag = "accounts",
+        .is_public = true,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "auth",
+        .max_body_bytes = 12288,
+        .planned = false,
+        .has_body = true,
+        .form_body = true,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = true,
+        .own_transaction = false,
+        .statuses = statuses_7,
+        .dispatch = dispatch_accounts_revoke_token,
+    },
+    {
         .operation_id = "issueToken",
         .method = "POST",
         .base = "/v1",
@@ -257,7 +281,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = true,
         .own_transaction = false,
-        .statuses = statuses_7,
+        .statuses = statuses_8,
         .dispatch = dispatch_accounts_issue_token,
     },
     {
@@ -280,7 +304,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_8,
+        .statuses = statuses_9,
         .dispatch = dispatch_accounts_get_mfa,
     },
     {
@@ -303,7 +327,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_9,
+        .statuses = statuses_10,
         .dispatch = dispatch_accounts_confirm_mfa,
     },
     {
@@ -326,7 +350,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_10,
+        .statuses = statuses_11,
         .dispatch = dispatch_accounts_disable_mfa,
     },
     {
@@ -349,7 +373,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_11,
+        .statuses = statuses_12,
         .dispatch = dispatch_accounts_enroll_mfa,
     },
     {
@@ -372,7 +396,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_12,
+        .statuses = statuses_13,
         .dispatch = dispatch_accounts_list_oauth_clients,
     },
     {
@@ -395,7 +419,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_13,
+        .statuses = statuses_14,
         .dispatch = dispatch_accounts_create_oauth_client,
     },
     {
@@ -418,7 +442,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_14,
+        .statuses = statuses_15,
         .dispatch = dispatch_accounts_get_oauth_client,
     },
     {
@@ -441,7 +465,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_15,
+        .statuses = statuses_16,
         .dispatch = dispatch_accounts_update_oauth_client,
     },
     {
@@ -464,7 +488,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_16,
+        .statuses = statuses_17,
         .dispatch = dispatch_accounts_list_oauth_grants,
     },
     {
@@ -487,7 +511,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_17,
+        .statuses = statuses_18,
         .dispatch = dispatch_accounts_revoke_oauth_grant,
     },
     {
@@ -510,7 +534,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_18,
+        .statuses = statuses_19,
         .dispatch = dispatch_accounts_list_sessions,
     },
     {
@@ -533,7 +557,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_19,
+        .statuses = statuses_20,
         .dispatch = dispatch_accounts_revoke_session,
     },
     {
@@ -556,7 +580,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_20,
+        .statuses = statuses_21,
         .dispatch = dispatch_admin_list_roles,
     },
     {
@@ -579,7 +603,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_21,
+        .statuses = statuses_22,
         .dispatch = dispatch_admin_put_role,
     },
     {
@@ -602,7 +626,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_22,
+        .statuses = statuses_23,
         .dispatch = dispatch_admin_list_service_accounts,
     },
     {
@@ -625,7 +649,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_23,
+        .statuses = statuses_24,
         .dispatch = dispatch_admin_create_service_account,
     },
     {
@@ -648,7 +672,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_24,
+        .statuses = statuses_25,
         .dispatch = dispatch_admin_get_service_account,
     },
     {
@@ -671,7 +695,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_25,
+        .statuses = statuses_26,
         .dispatch = dispatch_admin_disable_service_account,
     },
     {
@@ -694,7 +718,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_26,
+        .statuses = statuses_27,
         .dispatch = dispatch_admin_list_service_account_tokens,
     },
     {
@@ -717,7 +741,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_27,
+        .statuses = statuses_28,
         .dispatch = dispatch_admin_create_service_account_token,
     },
     {
@@ -740,7 +764,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_28,
+        .statuses = statuses_29,
         .dispatch = dispatch_admin_revoke_service_account_token,
     },
     {
@@ -763,7 +787,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_29,
+        .statuses = statuses_30,
         .dispatch = dispatch_admin_list_users,
     },
     {
@@ -786,7 +810,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_30,
+        .statuses = statuses_31,
         .dispatch = dispatch_admin_invite_user,
     },
     {
@@ -809,7 +833,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_31,
+        .statuses = statuses_32,
         .dispatch = dispatch_accounts_complete_signup,
     },
     {
@@ -832,7 +856,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_32,
+        .statuses = statuses_33,
         .dispatch = dispatch_accounts_login,
     },
     {
@@ -855,7 +879,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_33,
+        .statuses = statuses_34,
         .dispatch = dispatch_accounts_logout,
     },
     {
@@ -878,7 +902,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_34,
+        .statuses = statuses_35,
         .dispatch = dispatch_accounts_oauth_callback,
     },
     {
@@ -901,7 +925,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_35,
+        .statuses = statuses_36,
         .dispatch = dispatch_payments_list_beneficiaries,
     },
     {
@@ -924,7 +948,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_36,
+        .statuses = statuses_37,
         .dispatch = dispatch_payments_create_beneficiary,
     },
     {
@@ -947,7 +971,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_37,
+        .statuses = statuses_38,
         .dispatch = dispatch_payments_get_beneficiary,
     },
     {
@@ -970,7 +994,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_38,
+        .statuses = statuses_39,
         .dispatch = dispatch_payments_update_beneficiary,
     },
     {
@@ -993,7 +1017,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_39,
+        .statuses = statuses_40,
         .dispatch = dispatch_payments_delete_beneficiary,
     },
     {
@@ -1016,7 +1040,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_40,
+        .statuses = statuses_41,
         .dispatch = dispatch_payments_approve_beneficiary,
     },
     {
@@ -1039,7 +1063,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_41,
+        .statuses = statuses_42,
         .dispatch = dispatch_payments_deny_beneficiary,
     },
     {
@@ -1062,7 +1086,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_42,
+        .statuses = statuses_43,
         .dispatch = dispatch_meta_get_openapi,
     },
     {
@@ -1085,7 +1109,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_43,
+        .statuses = statuses_44,
         .dispatch = dispatch_payments_list_payments,
     },
     {
@@ -1108,7 +1132,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_44,
+        .statuses = statuses_45,
         .dispatch = dispatch_payments_create_payment,
     },
     {
@@ -1131,7 +1155,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_45,
+        .statuses = statuses_46,
         .dispatch = dispatch_payments_get_approval_policy,
     },
     {
@@ -1154,7 +1178,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_46,
+        .statuses = statuses_47,
         .dispatch = dispatch_payments_put_approval_policy,
     },
     {
@@ -1177,7 +1201,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_47,
+        .statuses = statuses_48,
         .dispatch = dispatch_payments_create_payment_batch,
     },
     {
@@ -1200,7 +1224,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_48,
+        .statuses = statuses_49,
         .dispatch = dispatch_payments_get_payment_batch,
     },
     {
@@ -1223,7 +1247,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_49,
+        .statuses = statuses_50,
         .dispatch = dispatch_payments_approve_payment_batch,
     },
     {
@@ -1246,7 +1270,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_50,
+        .statuses = statuses_51,
         .dispatch = dispatch_payments_cancel_payment_batch,
     },
     {
@@ -1269,7 +1293,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_51,
+        .statuses = statuses_52,
         .dispatch = dispatch_payments_deny_payment_batch,
     },
     {
@@ -1292,7 +1316,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_52,
+        .statuses = statuses_53,
         .dispatch = dispatch_payments_get_payment,
     },
     {
@@ -1315,7 +1339,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_53,
+        .statuses = statuses_54,
         .dispatch = dispatch_payments_update_payment,
     },
     {
@@ -1338,7 +1362,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_54,
+        .statuses = statuses_55,
         .dispatch = dispatch_payments_approve_payment,
     },
     {
@@ -1361,7 +1385,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_55,
+        .statuses = statuses_56,
         .dispatch = dispatch_payments_cancel_payment,
     },
     {
@@ -1384,7 +1408,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_56,
+        .statuses = statuses_57,
         .dispatch = dispatch_payments_deny_payment,
     },
     {
@@ -1407,7 +1431,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_57,
+        .statuses = statuses_58,
         .dispatch = dispatch_payments_list_payment_events,
     },
     {
@@ -1430,7 +1454,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_58,
+        .statuses = statuses_59,
         .dispatch = dispatch_workspace_get_workspace,
     },
     {
@@ -1453,7 +1477,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_59,
+        .statuses = statuses_60,
         .dispatch = dispatch_workspace_list_members,
     },
     {
@@ -1476,7 +1500,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_60,
+        .statuses = statuses_61,
         .dispatch = dispatch_workspace_update_workspace_settings,
     },
 };
@@ -1503,143 +1527,143 @@ static const size_t ops_1[] = { 0, };
 /* /v1/beneficiaries */
 static const char *const segs_2[] = { "v1", "beneficiaries", };
 static const char *const names_2[] = { NULL, NULL, };
-static const size_t ops_2[] = { 35, 36, };
+static const size_t ops_2[] = { 36, 37, };
 /* /v1/openapi.json */
 static const char *const segs_3[] = { "v1", "openapi.json", };
 static const char *const names_3[] = { NULL, NULL, };
-static const size_t ops_3[] = { 42, };
+static const size_t ops_3[] = { 43, };
 /* /v1/payments */
 static const char *const segs_4[] = { "v1", "payments", };
 static const char *const names_4[] = { NULL, NULL, };
-static const size_t ops_4[] = { 43, 44, };
+static const size_t ops_4[] = { 44, 45, };
 /* /v1/workspace */
 static const char *const segs_5[] = { "v1", "workspace", };
 static const char *const names_5[] = { NULL, NULL, };
-static const size_t ops_5[] = { 58, };
+static const size_t ops_5[] = { 59, };
 /* /v1/accounts/mfa */
 static const char *const segs_6[] = { "v1", "accounts", "mfa", };
 static const char *const names_6[] = { NULL, NULL, NULL, };
-static const size_t ops_6[] = { 8, };
+static const size_t ops_6[] = { 9, };
 /* /v1/accounts/sessions */
 static const char *const segs_7[] = { "v1", "accounts", "sessions", };
 static const char *const names_7[] = { NULL, NULL, NULL, };
-static const size_t ops_7[] = { 18, };
+static const size_t ops_7[] = { 19, };
 /* /v1/admin/roles */
 static const char *const segs_8[] = { "v1", "admin", "roles", };
 static const char *const names_8[] = { NULL, NULL, NULL, };
-static const size_t ops_8[] = { 20, };
+static const size_t ops_8[] = { 21, };
 /* /v1/admin/service-accounts */
 static const char *const segs_9[] = { "v1", "admin", "service-accounts", };
 static const char *const names_9[] = { NULL, NULL, NULL, };
-static const size_t ops_9[] = { 22, 23, };
+static const size_t ops_9[] = { 23, 24, };
 /* /v1/admin/users */
 static const char *const segs_10[] = { "v1", "admin", "users", };
 static const char *const names_10[] = { NULL, NULL, NULL, };
-static const size_t ops_10[] = { 29, };
+static const size_t ops_10[] = { 30, };
 /* /v1/api/complete-signup */
 static const char *const segs_11[] = { "v1", "api", "complete-signup", };
 static const char *const names_11[] = { NULL, NULL, NULL, };
-static const size_t ops_11[] = { 31, };
+static const size_t ops_11[] = { 32, };
 /* /v1/api/login */
 static const char *const segs_12[] = { "v1", "api", "login", };
 static const char *const names_12[] = { NULL, NULL, NULL, };
-static const size_t ops_12[] = { 32, };
+static const size_t ops_12[] = { 33, };
 /* /v1/api/logout */
 static const char *const segs_13[] = { "v1", "api", "logout", };
 static const char *const names_13[] = { NULL, NULL, NULL, };
-static const size_t ops_13[] = { 33, };
+static const size_t ops_13[] = { 34, };
 /* /v1/beneficiaries/{id} */
 static const char *const segs_14[] = { "v1", "beneficiaries", NULL, };
 static const char *const names_14[] = { NULL, NULL, "id", };
-static const size_t ops_14[] = { 37, 38, 39, };
+static const size_t ops_14[] = { 38, 39, 40, };
 /* /v1/payments/approval-policy */
 static const char *const segs_15[] = { "v1", "payments", "approval-policy", };
 static const char *const names_15[] = { NULL, NULL, NULL, };
-static const size_t ops_15[] = { 45, 46, };
+static const size_t ops_15[] = { 46, 47, };
 /* /v1/payments/batches */
 static const char *const segs_16[] = { "v1", "payments", "batches", };
 static const char *const names_16[] = { NULL, NULL, NULL, };
-static const size_t ops_16[] = { 47, };
+static const size_t ops_16[] = { 48, };
 /* /v1/payments/{id} */
 static const char *const segs_17[] = { "v1", "payments", NULL, };
 static const char *const names_17[] = { NULL, NULL, "id", };
-static const size_t ops_17[] = { 52, 53, };
+static const size_t ops_17[] = { 53, 54, };
 /* /v1/workspace/members */
 static const char *const segs_18[] = { "v1", "workspace", "members", };
 static const char *const names_18[] = { NULL, NULL, NULL, };
-static const size_t ops_18[] = { 59, };
+static const size_t ops_18[] = { 60, };
 /* /v1/workspace/settings */
 static const char *const segs_19[] = { "v1", "workspace", "settings", };
 static const char *const names_19[] = { NULL, NULL, NULL, };
-static const size_t ops_19[] = { 60, };
+static const size_t ops_19[] = { 61, };
 /* /v1/accounts/mfa/confirm */
 static const char *const segs_20[] = { "v1", "accounts", "mfa", "confirm", };
 static const char *const names_20[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_20[] = { 9, };
+static const size_t ops_20[] = { 10, };
 /* /v1/accounts/mfa/disable */
 static const char *const segs_21[] = { "v1", "accounts", "mfa", "disable", };
 static const char *const names_21[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_21[] = { 10, };
+static const size_t ops_21[] = { 11, };
 /* /v1/accounts/mfa/enroll */
 static const char *const segs_22[] = { "v1", "accounts", "mfa", "enroll", };
 static const char *const names_22[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_22[] = { 11, };
+static const size_t ops_22[] = { 12, };
 /* /v1/accounts/oauth/clients */
 static const char *const segs_23[] = { "v1", "accounts", "oauth", "clients", };
 static const char *const names_23[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_23[] = { 12, 13, };
+static const size_t ops_23[] = { 13, 14, };
 /* /v1/accounts/oauth/grants */
 static const char *const segs_24[] = { "v1", "accounts", "oauth", "grants", };
 static const char *const names_24[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_24[] = { 16, };
+static const size_t ops_24[] = { 17, };
 /* /v1/accounts/sessions/{id} */
 static const char *const segs_25[] = { "v1", "accounts", "sessions", NULL, };
 static const char *const names_25[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_25[] = { 19, };
+static const size_t ops_25[] = { 20, };
 /* /v1/admin/roles/{id} */
 static const char *const segs_26[] = { "v1", "admin", "roles", NULL, };
 static const char *const names_26[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_26[] = { 21, };
+static const size_t ops_26[] = { 22, };
 /* /v1/admin/service-accounts/{id} */
 static const char *const segs_27[] = { "v1", "admin", "service-accounts", NULL, };
 static const char *const names_27[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_27[] = { 24, };
+static const size_t ops_27[] = { 25, };
 /* /v1/admin/users/invite */
 static const char *const segs_28[] = { "v1", "admin", "users", "invite", };
 static const char *const names_28[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_28[] = { 30, };
+static const size_t ops_28[] = { 31, };
 /* /v1/auth/oauth/callback */
 static const char *const segs_29[] = { "v1", "auth", "oauth", "callback", };
 static const char *const names_29[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_29[] = { 34, };
+static const size_t ops_29[] = { 35, };
 /* /v1/beneficiaries/{id}/approve */
 static const char *const segs_30[] = { "v1", "beneficiaries", NULL, "approve", };
 static const char *const names_30[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_30[] = { 40, };
+static const size_t ops_30[] = { 41, };
 /* /v1/beneficiaries/{id}/deny */
 static const char *const segs_31[] = { "v1", "beneficiaries", NULL, "deny", };
 static const char *const names_31[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_31[] = { 41, };
+static const size_t ops_31[] = { 42, };
 /* /v1/payments/batches/{id} */
 static const char *const segs_32[] = { "v1", "payments", "batches", NULL, };
 static const char *const names_32[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_32[] = { 48, };
+static const size_t ops_32[] = { 49, };
 /* /v1/payments/{id}/approve */
 static const char *const segs_33[] = { "v1", "payments", NULL, "approve", };
 static const char *const names_33[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_33[] = { 54, };
+static const size_t ops_33[] = { 55, };
 /* /v1/payments/{id}/cancel */
 static const char *const segs_34[] = { "v1", "payments", NULL, "cancel", };
 static const char *const names_34[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_34[] = { 55, };
+static const size_t ops_34[] = { 56, };
 /* /v1/payments/{id}/deny */
 static const char *const segs_35[] = { "v1", "payments", NULL, "deny", };
 static const char *const names_35[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_35[] = { 56, };
+static const size_t ops_35[] = { 57, };
 /* /v1/payments/{id}/events */
 static const char *const segs_36[] = { "v1", "payments", NULL, "events", };
 static const char *const names_36[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_36[] = { 57, };
+static const size_t ops_36[] = { 58, };
 /* /v1/accounts/auth/oauth/authorize */
 static const char *const segs_37[] = { "v1", "accounts", "auth", "oauth", "authorize", };
 static const char *const names_37[] = { NULL, NULL, NULL, NULL, NULL, };
@@ -1648,54 +1672,58 @@ static const size_t ops_37[] = { 2, };
 static const char *const segs_38[] = { "v1", "accounts", "auth", "oauth", "refresh", };
 static const char *const names_38[] = { NULL, NULL, NULL, NULL, NULL, };
 static const size_t ops_38[] = { 6, };
-/* /v1/accounts/auth/oauth/token */
-static const char *const segs_39[] = { "v1", "accounts", "auth", "oauth", "token", };
+/* /v1/accounts/auth/oauth/revoke */
+static const char *const segs_39[] = { "v1", "accounts", "auth", "oauth", "revoke", };
 static const char *const names_39[] = { NULL, NULL, NULL, NULL, NULL, };
 static const size_t ops_39[] = { 7, };
+/* /v1/accounts/auth/oauth/token */
+static const char *const segs_40[] = { "v1", "accounts", "auth", "oauth", "token", };
+static const char *const names_40[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_40[] = { 8, };
 /* /v1/accounts/oauth/clients/{id} */
-static const char *const segs_40[] = { "v1", "accounts", "oauth", "clients", NULL, };
-static const char *const names_40[] = { NULL, NULL, NULL, NULL, "id", };
-static const size_t ops_40[] = { 14, 15, };
-/* /v1/accounts/oauth/grants/{id} */
-static const char *const segs_41[] = { "v1", "accounts", "oauth", "grants", NULL, };
+static const char *const segs_41[] = { "v1", "accounts", "oauth", "clients", NULL, };
 static const char *const names_41[] = { NULL, NULL, NULL, NULL, "id", };
-static const size_t ops_41[] = { 17, };
+static const size_t ops_41[] = { 15, 16, };
+/* /v1/accounts/oauth/grants/{id} */
+static const char *const segs_42[] = { "v1", "accounts", "oauth", "grants", NULL, };
+static const char *const names_42[] = { NULL, NULL, NULL, NULL, "id", };
+static const size_t ops_42[] = { 18, };
 /* /v1/admin/service-accounts/{id}/disable */
-static const char *const segs_42[] = { "v1", "admin", "service-accounts", NULL, "disable", };
-static const char *const names_42[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_42[] = { 25, };
-/* /v1/admin/service-accounts/{id}/tokens */
-static const char *const segs_43[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
+static const char *const segs_43[] = { "v1", "admin", "service-accounts", NULL, "disable", };
 static const char *const names_43[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_43[] = { 26, 27, };
-/* /v1/payments/batches/{id}/approve */
-static const char *const segs_44[] = { "v1", "payments", "batches", NULL, "approve", };
+static const size_t ops_43[] = { 26, };
+/* /v1/admin/service-accounts/{id}/tokens */
+static const char *const segs_44[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
 static const char *const names_44[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_44[] = { 49, };
-/* /v1/payments/batches/{id}/cancel */
-static const char *const segs_45[] = { "v1", "payments", "batches", NULL, "cancel", };
+static const size_t ops_44[] = { 27, 28, };
+/* /v1/payments/batches/{id}/approve */
+static const char *const segs_45[] = { "v1", "payments", "batches", NULL, "approve", };
 static const char *const names_45[] = { NULL, NULL, NULL, "id", NULL, };
 static const size_t ops_45[] = { 50, };
-/* /v1/payments/batches/{id}/deny */
-static const char *const segs_46[] = { "v1", "payments", "batches", NULL, "deny", };
+/* /v1/payments/batches/{id}/cancel */
+static const char *const segs_46[] = { "v1", "payments", "batches", NULL, "cancel", };
 static const char *const names_46[] = { NULL, NULL, NULL, "id", NULL, };
 static const size_t ops_46[] = { 51, };
+/* /v1/payments/batches/{id}/deny */
+static const char *const segs_47[] = { "v1", "payments", "batches", NULL, "deny", };
+static const char *const names_47[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_47[] = { 52, };
 /* /v1/accounts/auth/oauth/authorize/decision */
-static const char *const segs_47[] = { "v1", "accounts", "auth", "oauth", "authorize", "decision", };
-static const char *const names_47[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_47[] = { 3, };
-/* /v1/accounts/auth/oauth/authorize/sign-in */
-static const char *const segs_48[] = { "v1", "accounts", "auth", "oauth", "authorize", "sign-in", };
+static const char *const segs_48[] = { "v1", "accounts", "auth", "oauth", "authorize", "decision", };
 static const char *const names_48[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_48[] = { 4, };
-/* /v1/accounts/auth/oauth/authorize/verify */
-static const char *const segs_49[] = { "v1", "accounts", "auth", "oauth", "authorize", "verify", };
+static const size_t ops_48[] = { 3, };
+/* /v1/accounts/auth/oauth/authorize/sign-in */
+static const char *const segs_49[] = { "v1", "accounts", "auth", "oauth", "authorize", "sign-in", };
 static const char *const names_49[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_49[] = { 5, };
+static const size_t ops_49[] = { 4, };
+/* /v1/accounts/auth/oauth/authorize/verify */
+static const char *const segs_50[] = { "v1", "accounts", "auth", "oauth", "authorize", "verify", };
+static const char *const names_50[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_50[] = { 5, };
 /* /v1/admin/service-accounts/{id}/tokens/{token_id} */
-static const char *const segs_50[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
-static const char *const names_50[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
-static const size_t ops_50[] = { 28, };
+static const char *const segs_51[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
+static const char *const names_51[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
+static const size_t ops_51[] = { 29, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
@@ -1738,17 +1766,18 @@ static const struct route routes[] = {
     { 5, segs_37, names_37, ops_37, 1, "GET" },
     { 5, segs_38, names_38, ops_38, 1, "POST" },
     { 5, segs_39, names_39, ops_39, 1, "POST" },
-    { 5, segs_40, names_40, ops_40, 2, "GET, PATCH" },
-    { 5, segs_41, names_41, ops_41, 1, "DELETE" },
-    { 5, segs_42, names_42, ops_42, 1, "POST" },
-    { 5, segs_43, names_43, ops_43, 2, "GET, POST" },
-    { 5, segs_44, names_44, ops_44, 1, "PUT" },
-    { 5, segs_45, names_45, ops_45, 1, "POST" },
-    { 5, segs_46, names_46, ops_46, 1, "PUT" },
-    { 6, segs_47, names_47, ops_47, 1, "POST" },
+    { 5, segs_40, names_40, ops_40, 1, "POST" },
+    { 5, segs_41, names_41, ops_41, 2, "GET, PATCH" },
+    { 5, segs_42, names_42, ops_42, 1, "DELETE" },
+    { 5, segs_43, names_43, ops_43, 1, "POST" },
+    { 5, segs_44, names_44, ops_44, 2, "GET, POST" },
+    { 5, segs_45, names_45, ops_45, 1, "PUT" },
+    { 5, segs_46, names_46, ops_46, 1, "POST" },
+    { 5, segs_47, names_47, ops_47, 1, "PUT" },
     { 6, segs_48, names_48, ops_48, 1, "POST" },
     { 6, segs_49, names_49, ops_49, 1, "POST" },
-    { 6, segs_50, names_50, ops_50, 1, "DELETE" },
+    { 6, segs_50, names_50, ops_50, 1, "POST" },
+    { 6, segs_51, names_51, ops_51, 1, "DELETE" },
 };
 
 struct seg {

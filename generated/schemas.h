@@ -293,6 +293,7 @@ struct payment_page;
 struct payment_update;
 struct problem;
 struct refresh_request;
+struct revocation_request;
 struct role;
 struct role_definition;
 struct role_list;
@@ -378,6 +379,9 @@ struct authorization_server_metadata {
     size_t code_challenge_methods_supported_count;
     const char **token_endpoint_auth_methods_supported; /* required */
     size_t token_endpoint_auth_methods_supported_count;
+    const char *revocation_endpoint; /* required */
+    const char **revocation_endpoint_auth_methods_supported; /* required */
+    size_t revocation_endpoint_auth_methods_supported_count;
     const char **scopes_supported; /* required */
     size_t scopes_supported_count;
     bool authorization_response_iss_parameter_supported; /* optional */
@@ -956,6 +960,18 @@ struct refresh_request {
     bool has_client_secret;
 };
 
+/* RevocationRequest: An RFC 7009 revocation request (§2.1). */
+struct revocation_request {
+    const char *token; /* optional, write-only */
+    bool has_token;
+    const char *token_type_hint; /* optional */
+    bool has_token_type_hint;
+    const char *client_id; /* optional */
+    bool has_client_id;
+    const char *client_secret; /* optional, write-only */
+    bool has_client_secret;
+};
+
 /* Role: A role and the scopes it grants. */
 struct role {
     const char *key; /* required, RoleKey */
@@ -1304,6 +1320,8 @@ int decode_problem(struct arena *a, const struct json_value *v, struct problem *
 void encode_problem(struct jsonw *w, const struct problem *in);
 int decode_refresh_request(struct arena *a, const struct json_value *v, struct refresh_request *out);
 void encode_refresh_request(struct jsonw *w, const struct refresh_request *in);
+int decode_revocation_request(struct arena *a, const struct json_value *v, struct revocation_request *out);
+void encode_revocation_request(struct jsonw *w, const struct revocation_request *in);
 int decode_role(struct arena *a, const struct json_value *v, struct role *out);
 void encode_role(struct jsonw *w, const struct role *in);
 int decode_role_definition(struct arena *a, const struct json_value *v, struct role_definition *out);
@@ -1389,6 +1407,9 @@ void validate_authorization_server_metadata_response_modes_supported(const struc
 void validate_authorization_server_metadata_response_modes_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_authorization_server_metadata_response_types_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_authorization_server_metadata_response_types_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_revocation_endpoint(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_revocation_endpoint_auth_methods_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_authorization_server_metadata_revocation_endpoint_auth_methods_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_authorization_server_metadata_scopes_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_authorization_server_metadata_scopes_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_authorization_server_metadata_service_documentation(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1604,6 +1625,11 @@ void validate_refresh_request_refresh_token(const struct json_value *v, const ch
 void validate_refresh_request_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_remittance_information(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_resource_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_revocation_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_revocation_request_client_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_revocation_request_client_secret(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_revocation_request_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_revocation_request_token_type_hint(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_role(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_role_definition(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_role_definition_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

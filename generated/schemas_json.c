@@ -866,6 +866,16 @@ int decode_authorization_server_metadata(struct arena *a, const struct json_valu
             for (size_t j = 0; j < m->value->count; j++) {
                 out->token_endpoint_auth_methods_supported[j] = m->value->items[j]->s;
             }
+        } else if (strcmp(m->key, "revocation_endpoint") == 0) {
+            out->revocation_endpoint = m->value->s;
+        } else if (strcmp(m->key, "revocation_endpoint_auth_methods_supported") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->revocation_endpoint_auth_methods_supported_count = m->value->count;
+            out->revocation_endpoint_auth_methods_supported = arena_alloc(a, (m->value->count + 1) * sizeof *out->revocation_endpoint_auth_methods_supported);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->revocation_endpoint_auth_methods_supported[j] = m->value->items[j]->s;
+            }
         } else if (strcmp(m->key, "scopes_supported") == 0) {
             if (m->value->type != JSON_ARRAY)
                 return -1;
@@ -924,6 +934,14 @@ void encode_authorization_server_metadata(struct jsonw *w, const struct authoriz
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->token_endpoint_auth_methods_supported_count; j++) {
         jsonw_string(w, in->token_endpoint_auth_methods_supported[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "revocation_endpoint");
+    jsonw_string(w, in->revocation_endpoint);
+    jsonw_key(w, "revocation_endpoint_auth_methods_supported");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->revocation_endpoint_auth_methods_supported_count; j++) {
+        jsonw_string(w, in->revocation_endpoint_auth_methods_supported[j]);
     }
     jsonw_array_end(w);
     jsonw_key(w, "scopes_supported");
@@ -3531,6 +3549,44 @@ void encode_refresh_request(struct jsonw *w, const struct refresh_request *in)
     if (in->has_scope || in->scope != NULL) {
         jsonw_key(w, "scope");
         jsonw_string(w, in->scope);
+    }
+    if (in->has_client_id || in->client_id != NULL) {
+        jsonw_key(w, "client_id");
+        jsonw_string(w, in->client_id);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_revocation_request(struct arena *a, const struct json_value *v, struct revocation_request *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "token") == 0) {
+            out->has_token = true;
+            out->token = m->value->s;
+        } else if (strcmp(m->key, "token_type_hint") == 0) {
+            out->has_token_type_hint = true;
+            out->token_type_hint = m->value->s;
+        } else if (strcmp(m->key, "client_id") == 0) {
+            out->has_client_id = true;
+            out->client_id = m->value->s;
+        } else if (strcmp(m->key, "client_secret") == 0) {
+            out->has_client_secret = true;
+            out->client_secret = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_revocation_request(struct jsonw *w, const struct revocation_request *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_token_type_hint || in->token_type_hint != NULL) {
+        jsonw_key(w, "token_type_hint");
+        jsonw_string(w, in->token_type_hint);
     }
     if (in->has_client_id || in->client_id != NULL) {
         jsonw_key(w, "client_id");

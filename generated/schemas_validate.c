@@ -573,7 +573,7 @@ void validate_authorization_server_metadata(const struct json_value *v, const ch
         verr_add(l, ptr, NULL, "type", "%s", "must be an object");
         return;
     }
-    bool seen[8] = { false };
+    bool seen[10] = { false };
     for (size_t i = 0; i < v->count; i++) {
         const struct json_member *m = &v->members[i];
         if (strcmp(m->key, "issuer") == 0) {
@@ -599,8 +599,14 @@ void validate_authorization_server_metadata(const struct json_value *v, const ch
         } else if (strcmp(m->key, "token_endpoint_auth_methods_supported") == 0) {
             seen[6] = true;
             validate_authorization_server_metadata_token_endpoint_auth_methods_supported(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "scopes_supported") == 0) {
+        } else if (strcmp(m->key, "revocation_endpoint") == 0) {
             seen[7] = true;
+            validate_authorization_server_metadata_revocation_endpoint(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "revocation_endpoint_auth_methods_supported") == 0) {
+            seen[8] = true;
+            validate_authorization_server_metadata_revocation_endpoint_auth_methods_supported(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scopes_supported") == 0) {
+            seen[9] = true;
             validate_authorization_server_metadata_scopes_supported(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "authorization_response_iss_parameter_supported") == 0) {
             validate_authorization_server_metadata_authorization_response_iss_parameter_supported(m->value, verr_child(l->arena, ptr, m->key), mode, l);
@@ -623,6 +629,10 @@ void validate_authorization_server_metadata(const struct json_value *v, const ch
     if (!seen[6])
         verr_add(l, ptr, "token_endpoint_auth_methods_supported", "required", "%s", "is required");
     if (!seen[7])
+        verr_add(l, ptr, "revocation_endpoint", "required", "%s", "is required");
+    if (!seen[8])
+        verr_add(l, ptr, "revocation_endpoint_auth_methods_supported", "required", "%s", "is required");
+    if (!seen[9])
         verr_add(l, ptr, "scopes_supported", "required", "%s", "is required");
 }
 
@@ -755,6 +765,45 @@ void validate_authorization_server_metadata_response_types_supported(const struc
 
 /* authorization_server_metadata_response_types_supported_item (openapi/accounts.yaml) */
 void validate_authorization_server_metadata_response_types_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 32)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 32 characters long");
+}
+
+/* authorization_server_metadata_revocation_endpoint (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_revocation_endpoint(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 512)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
+}
+
+/* authorization_server_metadata_revocation_endpoint_auth_methods_supported (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_revocation_endpoint_auth_methods_supported(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 4)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 4 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_authorization_server_metadata_revocation_endpoint_auth_methods_supported_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* authorization_server_metadata_revocation_endpoint_auth_methods_supported_item (openapi/accounts.yaml) */
+void validate_authorization_server_metadata_revocation_endpoint_auth_methods_supported_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
     (void)mode;
     if (!(v->type == JSON_STRING)) {
@@ -5140,6 +5189,89 @@ void validate_resource_version(const struct json_value *v, const char *ptr, int 
         verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
     if (n > INT64_C(2147483647))
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 2147483647");
+}
+
+/* RevocationRequest (openapi/accounts.yaml) */
+void validate_revocation_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "token") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_revocation_request_token(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "token_type_hint") == 0) {
+            validate_revocation_request_token_type_hint(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "client_id") == 0) {
+            validate_revocation_request_client_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "client_secret") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_revocation_request_client_secret(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* revocation_request_client_id (openapi/accounts.yaml) */
+void validate_revocation_request_client_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+}
+
+/* revocation_request_client_secret (openapi/accounts.yaml) */
+void validate_revocation_request_client_secret(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 128)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
+}
+
+/* revocation_request_token (openapi/accounts.yaml) */
+void validate_revocation_request_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 8192)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
+}
+
+/* revocation_request_token_type_hint (openapi/accounts.yaml) */
+void validate_revocation_request_token_type_hint(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
 }
 
 /* Role (openapi/admin.yaml) */

@@ -611,6 +611,27 @@ static void invalid_grant(struct req *r, const char *detail)
     req_problem(r, 400, "invalid_grant", "%s", detail);
 }
 
+int acc_refresh_token_session(const char *refresh_token, struct acc_token_session *s,
+                              bool *found)
+{
+    char hash[DIGEST_HEX_LEN + 1], now[40];
+    struct family f;
+    memset(&f, 0, sizeof f);
+    memset(s, 0, sizeof *s);
+    if (digest_sha256_hex(refresh_token, strlen(refresh_token), hash) != 0 ||
+        find_family(hash, &f, found) != 0)
+        return -1;
+    if (!*found)
+        return 0;
+    format_now_rfc3339(now, sizeof now);
+    snprintf(s->session_id, sizeof s->session_id, "%s", f.session_id);
+    snprintf(s->user_id, sizeof s->user_id, "%s", f.user_id);
+    snprintf(s->workspace_id, sizeof s->workspace_id, "%s", f.workspace_id);
+    snprintf(s->client_id, sizeof s->client_id, "%s", f.client_id);
+    s->active = !f.revoked && strcmp(f.expires_at, now) > 0;
+    return 0;
+}
+
 int acc_refresh(struct req *r, const char *refresh_token, const char *want_scope,
                 const char *client_id, struct login_response **resp_out)
 {

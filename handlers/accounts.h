@@ -83,7 +83,18 @@ void acc_publish_revocation(struct req *r, const char *id);
 int acc_refresh(struct req *r, const char *refresh_token, const char *want_scope,
                 const char *client_id, struct login_response **out);
 
-/* (accounts_oauth.c) Client authentication at the token and refresh endpoints: HTTP Basic or
+/* The session a refresh token (current or already used) belongs to, for its revocation
+ * (RFC 7009): its id, user, workspace and client ("" for a login's), and whether it is still
+ * active (neither revoked nor expired). */
+struct acc_token_session {
+    char session_id[ID_MAX], user_id[ID_MAX], workspace_id[ID_MAX], client_id[ID_MAX];
+    bool active;
+};
+/* 0 with *found (false: no such refresh token), -1 on failure. */
+int acc_refresh_token_session(const char *refresh_token, struct acc_token_session *s,
+                              bool *found);
+
+/* (accounts_oauth.c) Client authentication at the token, refresh and revocation endpoints: HTTP Basic or
  * client_id (+ client_secret) in the body. Copies the authenticated client id into client
  * ("" when the request names no client: a login's refresh). 1 go on, 0 answered (401
  * invalid_client, 400 invalid_request), -1 failure. */

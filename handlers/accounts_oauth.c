@@ -1,6 +1,6 @@
 /* OAuth 2.0, authorization code with PKCE (RFC 6749, 7636, 8414, 9207, 9700): the clients a
  * workspace registers, the authorization pages (sign-in, one-time code, consent), the token
- * endpoint, the users' grants and the server metadata.
+ * endpoint, token revocation (RFC 7009), the users' grants and the server metadata.
  *
  * The pages keep their state server-side: a browser session (the __Host- cookie holds a random
  * token, stored as its SHA-256 with a CSRF token and, once signed in, the user) and pending
@@ -29,6 +29,7 @@
 #include "runtime/page.h"
 #include "runtime/pkce.h"
 #include "runtime/ratelimit.h"
+#include "runtime/revocation.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
 
@@ -670,6 +671,9 @@ int accounts_get_authorization_server_metadata(
     m->code_challenge_methods_supported_count = 1;
     m->token_endpoint_auth_methods_supported = auth_methods;
     m->token_endpoint_auth_methods_supported_count = 3;
+    m->revocation_endpoint = arena_printf(&r->arena, "%s/v1/accounts/auth/oauth/revoke", issuer());
+    m->revocation_endpoint_auth_methods_supported = auth_methods; /* the token endpoint's */
+    m->revocation_endpoint_auth_methods_supported_count = 3;
     m->scopes_supported = arena_alloc(&r->arena, (size_t)scopes_count * sizeof(const char *));
     for (int i = 0; i < scopes_count; i++)
         if (scopes_mask(scopes_names[i]) != SCOPE_WORKSPACE_ADMIN)
@@ -1559,6 +1563,94 @@ int accounts_issue_token(struct req *r, const struct accounts_issue_token_reques
         out->status = 200;
         out->body_200 = resp;
     }
+    return 0;
+}
+
+/* ==== token revocation (RFC 7009) ========================================================= */
+
+/* A presented token that is current: its session, user, workspace and the OAuth client it was
+ * issued to ("" for a first-party token: a login's or a service account's). */
+struct revocable {
+    bool found;
+    char session_id[64], user_id[64], workspace_id[64], client_id[64]; /* as token_claims */
+};
+
+/* An access token: one of our JWTs, unexpired and not revoked (what the API accepts). */
+static void find_access_token(const char *token, struct revocable *t)
+{
+    struct token_claims c;
+    if (token_verify(auth_key(), token, clock_now_s(), &c) != TOKEN_OK ||
+        revocation_contains(c.sid) || revocation_contains(c.jti) || revocation_contains(c.sub))
+        return;
+    t->found = true;
+    snprintf(t->session_id, sizeof t->session_id, "%s", c.sid);
+    snprintf(t->user_id, sizeof t->user_id, "%s", c.sub);
+    snprintf(t->workspace_id, sizeof t->workspace_id, "%s", c.wid);
+    snprintf(t->client_id, sizeof t->client_id, "%s",
+             strcmp(c.client_id, TOKEN_FIRST_PARTY) == 0 ? "" : c.client_id);
+}
+
+/* A refresh token of a session that is neither revoked nor expired (the token itself may be
+ * one the session already rotated past: it is still that session's). 0 / -1. */
+static int find_refresh_token(const char *token, struct revocable *t)
+{
+    struct acc_token_session s;
+    bool found = false;
+    if (acc_refresh_token_session(token, &s, &found) != 0)
+        return -1;
+    if (!found || !s.active)
+        return 0;
+    t->found = true;
+    snprintf(t->session_id, sizeof t->session_id, "%s", s.session_id);
+    snprintf(t->user_id, sizeof t->user_id, "%s", s.user_id);
+    snprintf(t->workspace_id, sizeof t->workspace_id, "%s", s.workspace_id);
+    snprintf(t->client_id, sizeof t->client_id, "%s", s.client_id);
+    return 0;
+}
+
+int accounts_revoke_token(struct req *r, const struct accounts_revoke_token_request *in,
+                          struct accounts_revoke_token_response *out)
+{
+    const struct revocation_request *b = in->body;
+    char client[ID_MAX];
+    int ok = acc_client_authenticate(r, b->has_client_id ? b->client_id : NULL,
+                                     b->has_client_secret ? b->client_secret : NULL, client,
+                                     sizeof client);
+    if (ok <= 0)
+        return ok;
+    if (!client[0]) {
+        req_problem(r, 400, "invalid_request",
+                    "Name the client: HTTP Basic, or client_id in the body (RFC 7009 §2.1).");
+        return 0;
+    }
+    if (!b->has_token || !b->token[0]) { /* a parameter without a value is absent (RFC 6749 §3.2) */
+        req_problem(r, 400, "invalid_request", "token is required.");
+        return 0;
+    }
+    /* The hint only says where to look first; an unknown hint is no hint (RFC 7009 §2.1). */
+    bool access_first = b->has_token_type_hint && strcmp(b->token_type_hint, "access_token") == 0;
+    struct revocable t;
+    memset(&t, 0, sizeof t);
+    for (int pass = 0; pass < 2 && !t.found; pass++) {
+        if ((pass == 0) == access_first)
+            find_access_token(b->token, &t);
+        else if (find_refresh_token(b->token, &t) != 0)
+            return -1;
+    }
+    if (t.found && strcmp(t.client_id, client) != 0) {
+        /* RFC 7009 §2.1: refused; someone holds another client's (or a login's) token. */
+        log_warn("oauth: client %s asked to revoke a token of %s; refused", client,
+                 t.client_id[0] ? t.client_id : "a first-party session");
+        req_problem(r, 400, "invalid_grant",
+                    "This token was not issued to this client; nothing was revoked.");
+        return 0;
+    }
+    /* Either token ends its session: the refresh token and every access token of it. An
+     * unknown, expired or already revoked token is answered 200 all the same (RFC 7009 §2.2). */
+    if (t.found && acc_revoke_session(r, t.session_id, t.user_id, t.workspace_id,
+                                      "token_revocation") < 0)
+        return -1;
+    out->status = 200;
     return 0;
 }
 

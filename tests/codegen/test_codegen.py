@@ -162,6 +162,7 @@ def test_small_generated_code_works_with_response_checks(tmp_path):
         in r.stderr
     assert 'RESPONSE SCHEMA VIOLATION op=issueToken status=400 pointer=/error code=enum' \
         in r.stderr
+    assert 'RESPONSE SCHEMA VIOLATION op=revokeToken status=200 pointer= code=type' in r.stderr
 
 
 def test_small_generated_code_works_in_release_build(tmp_path):

@@ -103,8 +103,8 @@ def assert_headers_once(resp):
 def check_every_response(resp):
     """Installed as Client.response_hook: no 5xx ever (unless a test injected the fault), and
     every 4xx is a problem document whose status equals the HTTP status, or, from the sign-in
-    and consent pages, a safe HTML page saying what went wrong, or, from the OAuth token
-    endpoints, an RFC 6749 error."""
+    and consent pages, a safe HTML page saying what went wrong, or, from the OAuth token,
+    refresh and revocation endpoints, an RFC 6749 error."""
     assert resp.status < 500 or resp.status in EXPECTED_SERVER_ERRORS, \
         "server error: %r" % resp
     assert_headers_once(resp)
@@ -133,7 +133,8 @@ def check_every_response(resp):
 
 # The operations marked x-oauth-errors: their errors are RFC 6749 §5.2 JSON objects.
 OAUTH_ERROR_OPERATIONS = {("POST", "/v1/accounts/auth/oauth/token"),
-                          ("POST", "/v1/accounts/auth/oauth/refresh")}
+                          ("POST", "/v1/accounts/auth/oauth/refresh"),
+                          ("POST", "/v1/accounts/auth/oauth/revoke")}
 OAUTH_ERRORS = {"invalid_request", "invalid_client", "invalid_grant", "unsupported_grant_type",
                 "invalid_scope", "server_error", "temporarily_unavailable"}
 OAUTH_DESCRIPTION = re.compile(r'^[ !#-\[\]-~]{1,1024}$')  # RFC 6749 §5.2's characters

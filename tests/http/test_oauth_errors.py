@@ -17,7 +17,11 @@ from helpers import (assert_json, assert_oauth_error, assert_problem, check_oaut
 from oauth_flow import REFRESH, TOKEN, Workspace, form, tokens_for
 
 FORM = "application/x-www-form-urlencoded"
-ENDPOINTS = [TOKEN, REFRESH]
+REVOKE = "/v1/accounts/auth/oauth/revoke"
+ENDPOINTS = [TOKEN, REFRESH, REVOKE]
+BODY_CAP = {TOKEN: 4096, REFRESH: 4096, REVOKE: 12288}  # x-max-body-bytes
+TOKEN_FIELD = {TOKEN: ("refresh_token", 256), REFRESH: ("refresh_token", 256),
+               REVOKE: ("token", 8192)}  # the token parameter and its maxLength
 
 
 def post_form(client, path, **fields):
@@ -45,18 +49,19 @@ def test_malformed_bodies_are_invalid_request_with_their_own_status(server, path
     r = c.post(path, body="refresh_token=x", token=False, content_type="text/plain")
     assert "application/x-www-form-urlencoded" in \
         assert_oauth_error(r, 415, "invalid_request")["error_description"]
-    r = post_form(server.client(), path, refresh_token="x" * 5000)  # x-max-body-bytes: 4096
-    assert "4096 bytes" in assert_oauth_error(r, 413, "invalid_request")["error_description"]
+    r = post_form(server.client(), path, refresh_token="x" * BODY_CAP[path])
+    assert "exceeds %d bytes" % BODY_CAP[path] in \
+        assert_oauth_error(r, 413, "invalid_request")["error_description"]
 
 
 @pytest.mark.parametrize("path", ENDPOINTS)
 def test_schema_violations_are_invalid_request_naming_each_one(server, path):
-    r = post_form(server.client(), path, grant_type="refresh_token", refresh_token="a" * 300,
-                  nonsense="1")
+    name, longest = TOKEN_FIELD[path]
+    r = post_form(server.client(), path, nonsense="1", **{name: "a" * (longest + 1)})
     body = assert_oauth_error(r, 422, "invalid_request")
     d = body["error_description"]
     assert d.startswith("The request body has 2 invalid fields. "), d
-    assert "/refresh_token: " in d and "/nonsense: " in d, d
+    assert ("/%s: " % name) in d and "/nonsense: " in d, d
 
 
 def test_descriptions_keep_to_the_characters_rfc_6749_allows(server):
@@ -78,10 +83,10 @@ def test_failed_client_authentication_is_invalid_client(server):
     assert r.header("WWW-Authenticate") is None  # no Basic was tried
     basic = "Basic " + base64.b64encode(("%s:cs_wrong" % app.id).encode()).decode()
     for path in ENDPOINTS:
+        fields = {"token": tok["refresh_token"]} if path == REVOKE else \
+            {"grant_type": "refresh_token", "refresh_token": tok["refresh_token"]}
         r = server.client().post(path, token=False, content_type=FORM,
-                                 headers={"Authorization": basic},
-                                 body=form(grant_type="refresh_token",
-                                           refresh_token=tok["refresh_token"]))
+                                 headers={"Authorization": basic}, body=form(**fields))
         assert_oauth_error(r, 401, "invalid_client")
         assert r.header("WWW-Authenticate") == 'Basic realm="treasury"'
     # none of it used the refresh token up
@@ -90,13 +95,13 @@ def test_failed_client_authentication_is_invalid_client(server):
 
 
 def test_a_spent_quota_is_temporarily_unavailable_with_retry_after(make_server):
-    s = make_server(extra_env={"TREASURY_AUTH_RATE_LIMIT": "2"})
+    s = make_server(extra_env={"TREASURY_AUTH_RATE_LIMIT": "2"})  # token, refresh, revoke
     pair = s.login()  # the login spends one of the address's two
     assert_oauth_error(post_form(s.client(), TOKEN, grant_type="password"), 400,
                        "unsupported_grant_type")
     for path in ENDPOINTS:
         r = post_form(s.client(), path, grant_type="refresh_token",
-                      refresh_token=pair["refresh_token"])
+                      refresh_token=pair["refresh_token"], client_id="cli_x")
         body = assert_oauth_error(r, 429, "temporarily_unavailable")
         assert "retry in" in body["error_description"]
         assert int(r.header("Retry-After")) > 0

@@ -15,6 +15,7 @@ int dispatch_things_replace_thing(struct req *r);
 int dispatch_things_delete_thing(struct req *r);
 int dispatch_things_add_shape(struct req *r);
 int dispatch_misc_issue_token(struct req *r);
+int dispatch_misc_revoke_token(struct req *r);
 int dispatch_misc_get_welcome(struct req *r);
 
 #endif

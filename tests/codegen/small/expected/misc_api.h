@@ -40,6 +40,18 @@ struct misc_issue_token_response {
 int misc_issue_token(struct req *r, const struct misc_issue_token_request *in,
                     struct misc_issue_token_response *out);
 
+/* POST /v1/tokens/revoke (revokeToken): A revocation endpoint */
+struct misc_revoke_token_request {
+    struct token_form *body; /* request body (required) */
+};
+
+struct misc_revoke_token_response {
+    int status; /* 200; problems (400, 422, 500) via req_problem() */
+};
+
+int misc_revoke_token(struct req *r, const struct misc_revoke_token_request *in,
+                     struct misc_revoke_token_response *out);
+
 /* GET /v1/welcome (getWelcome): A page */
 struct misc_get_welcome_request {
     const char *name; /* query name, optional */

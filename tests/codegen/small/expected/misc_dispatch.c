@@ -245,6 +245,106 @@ int dispatch_misc_issue_token(struct req *r)
 }
 
 #ifdef TREASURY_CHECK_RESPONSES
+static void check_misc_revoke_token(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (r->resp_len > 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 200 has no body");
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "revokeToken", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "revokeToken");
+}
+#endif
+
+/* POST /v1/tokens/revoke (revokeToken) */
+int dispatch_misc_revoke_token(struct req *r)
+{
+    struct misc_revoke_token_request in;
+    struct misc_revoke_token_response out;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_token_form(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_token_form(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (misc_revoke_token(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            req_set_json(r, 200, NULL, 0);
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "revokeToken",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_misc_revoke_token(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
 static void check_misc_get_welcome(struct req *r)
 {
     struct verr_list l;

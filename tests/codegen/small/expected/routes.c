@@ -22,7 +22,8 @@ static const int statuses_5[] = { 200, 400, 404, 422, 500, 0 };
 static const int statuses_6[] = { 204, 400, 404, 500, 0 };
 static const int statuses_7[] = { 200, 400, 422, 500, 0 };
 static const int statuses_8[] = { 200, 400, 422, 500, 0 };
-static const int statuses_9[] = { 200, 303, 400, 500, 0 };
+static const int statuses_9[] = { 200, 400, 422, 500, 0 };
+static const int statuses_10[] = { 200, 303, 400, 500, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -233,6 +234,29 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_misc_issue_token,
     },
     {
+        .operation_id = "revokeToken",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/tokens/revoke",
+        .tag = "misc",
+        .is_public = true,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = false,
+        .has_body = true,
+        .form_body = true,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = true,
+        .own_transaction = false,
+        .statuses = statuses_9,
+        .dispatch = dispatch_misc_revoke_token,
+    },
+    {
         .operation_id = "getWelcome",
         .method = "GET",
         .base = "/v1",
@@ -252,7 +276,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_9,
+        .statuses = statuses_10,
         .dispatch = dispatch_misc_get_welcome,
     },
 };
@@ -283,7 +307,7 @@ static const size_t ops_2[] = { 8, };
 /* /v1/welcome */
 static const char *const segs_3[] = { "v1", "welcome", };
 static const char *const names_3[] = { NULL, NULL, };
-static const size_t ops_3[] = { 9, };
+static const size_t ops_3[] = { 10, };
 /* /v1/things/search */
 static const char *const segs_4[] = { "v1", "things", "search", };
 static const char *const names_4[] = { NULL, NULL, NULL, };
@@ -292,10 +316,14 @@ static const size_t ops_4[] = { 3, };
 static const char *const segs_5[] = { "v1", "things", NULL, };
 static const char *const names_5[] = { NULL, NULL, "id", };
 static const size_t ops_5[] = { 4, 5, 6, };
+/* /v1/tokens/revoke */
+static const char *const segs_6[] = { "v1", "tokens", "revoke", };
+static const char *const names_6[] = { NULL, NULL, NULL, };
+static const size_t ops_6[] = { 9, };
 /* /v1/things/{id}/shapes */
-static const char *const segs_6[] = { "v1", "things", NULL, "shapes", };
-static const char *const names_6[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_6[] = { 7, };
+static const char *const segs_7[] = { "v1", "things", NULL, "shapes", };
+static const char *const names_7[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_7[] = { 7, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
@@ -304,7 +332,8 @@ static const struct route routes[] = {
     { 2, segs_3, names_3, ops_3, 1, "GET" },
     { 3, segs_4, names_4, ops_4, 1, "GET" },
     { 3, segs_5, names_5, ops_5, 3, "GET, PUT, DELETE" },
-    { 4, segs_6, names_6, ops_6, 1, "POST" },
+    { 3, segs_6, names_6, ops_6, 1, "POST" },
+    { 4, segs_7, names_7, ops_7, 1, "POST" },
 };
 
 struct seg {
