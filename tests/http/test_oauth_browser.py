@@ -105,7 +105,10 @@ def test_a_person_denies_in_chromium(server, callback):
 
 def test_oauth4webapi_runs_the_whole_flow_against_this_server(server, callback):
     """A strict client library (B.5): discovery with the issuer checked, PKCE, `iss` and `state`
-    in the authorization response, the code exchange, an API call and a refresh."""
+    in the authorization response, the code exchange, an API call and a refresh; then the
+    refresh token revoked with its revocation request (RFC 7009), after which the access token
+    and the refresh are refused, and the code used again, which the library must receive as an
+    RFC 6749 invalid_grant (ResponseBodyError), not as a response it cannot read."""
     ws = Workspace(server)
     redirect = "http://127.0.0.1:%d/cb" % callback
     app = ws.register(uris=[redirect], scopes=["payments:read", "payments:write"])
@@ -121,5 +124,12 @@ def test_oauth4webapi_runs_the_whole_flow_against_this_server(server, callback):
     out = r.stdout.strip().splitlines()
     assert r.returncode == 0 and out, "oauth4webapi flow failed: %s %s" % (r.stdout,
                                                                          r.stderr[-2000:])
-    assert json.loads(out[-1]) == {"scope": "payments:read", "payments_status": 200,
-                                   "refreshed_scope": "payments:read"}
+    assert json.loads(out[-1]) == {
+        "scope": "payments:read", "payments_status": 200, "refreshed_scope": "payments:read",
+        "revocation": "ok",
+        "api_after_revocation": {"name": "WWWAuthenticateChallengeError", "status": 401,
+                                 "error": "invalid_token"},
+        "refresh_after_revocation": {"name": "ResponseBodyError", "status": 400,
+                                     "error": "invalid_grant", "described": True},
+        "code_replay": {"name": "ResponseBodyError", "status": 400, "error": "invalid_grant",
+                        "described": True}}
