@@ -677,6 +677,8 @@ struct oauth_client {
     enum oauth_client_type type; /* required */
     const char **redirect_uris; /* required, RedirectUriList */
     size_t redirect_uris_count;
+    const char **allowed_origins; /* required, AllowedOriginList */
+    size_t allowed_origins_count;
     const char **scopes; /* required, OauthScopeList */
     size_t scopes_count;
     enum oauth_client_status status; /* required */
@@ -692,6 +694,9 @@ struct oauth_client_create {
     enum oauth_client_create_type type; /* required */
     const char **redirect_uris; /* required, RedirectUriList */
     size_t redirect_uris_count;
+    const char **allowed_origins; /* optional, AllowedOriginList */
+    size_t allowed_origins_count;
+    bool has_allowed_origins;
     const char **scopes; /* required, OauthScopeList */
     size_t scopes_count;
 };
@@ -705,6 +710,8 @@ struct oauth_client_created {
     enum oauth_client_type type; /* required */
     const char **redirect_uris; /* required, RedirectUriList */
     size_t redirect_uris_count;
+    const char **allowed_origins; /* required, AllowedOriginList */
+    size_t allowed_origins_count;
     const char **scopes; /* required, OauthScopeList */
     size_t scopes_count;
     enum oauth_client_status status; /* required */
@@ -732,6 +739,9 @@ struct oauth_client_update {
     const char **redirect_uris; /* optional, RedirectUriList */
     size_t redirect_uris_count;
     bool has_redirect_uris;
+    const char **allowed_origins; /* optional, AllowedOriginList */
+    size_t allowed_origins_count;
+    bool has_allowed_origins;
     const char **scopes; /* optional, OauthScopeList */
     size_t scopes_count;
     bool has_scopes;
@@ -1385,6 +1395,8 @@ void validate_accounts_oauth_callback_param_code(const struct json_value *v, con
 void validate_accounts_oauth_callback_param_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_accounts_oauth_callback_param_iss(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_accounts_oauth_callback_param_state(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_allowed_origin_list(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_allowed_origin_list_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_amount(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_approval_limits(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_approval_policy(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

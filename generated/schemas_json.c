@@ -2224,6 +2224,14 @@ int decode_oauth_client(struct arena *a, const struct json_value *v, struct oaut
             for (size_t j = 0; j < m->value->count; j++) {
                 out->redirect_uris[j] = m->value->items[j]->s;
             }
+        } else if (strcmp(m->key, "allowed_origins") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->allowed_origins_count = m->value->count;
+            out->allowed_origins = arena_alloc(a, (m->value->count + 1) * sizeof *out->allowed_origins);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->allowed_origins[j] = m->value->items[j]->s;
+            }
         } else if (strcmp(m->key, "scopes") == 0) {
             if (m->value->type != JSON_ARRAY)
                 return -1;
@@ -2266,6 +2274,12 @@ void encode_oauth_client(struct jsonw *w, const struct oauth_client *in)
         jsonw_string(w, in->redirect_uris[j]);
     }
     jsonw_array_end(w);
+    jsonw_key(w, "allowed_origins");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->allowed_origins_count; j++) {
+        jsonw_string(w, in->allowed_origins[j]);
+    }
+    jsonw_array_end(w);
     jsonw_key(w, "scopes");
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->scopes_count; j++) {
@@ -2304,6 +2318,15 @@ int decode_oauth_client_create(struct arena *a, const struct json_value *v, stru
             for (size_t j = 0; j < m->value->count; j++) {
                 out->redirect_uris[j] = m->value->items[j]->s;
             }
+        } else if (strcmp(m->key, "allowed_origins") == 0) {
+            out->has_allowed_origins = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->allowed_origins_count = m->value->count;
+            out->allowed_origins = arena_alloc(a, (m->value->count + 1) * sizeof *out->allowed_origins);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->allowed_origins[j] = m->value->items[j]->s;
+            }
         } else if (strcmp(m->key, "scopes") == 0) {
             if (m->value->type != JSON_ARRAY)
                 return -1;
@@ -2330,6 +2353,14 @@ void encode_oauth_client_create(struct jsonw *w, const struct oauth_client_creat
         jsonw_string(w, in->redirect_uris[j]);
     }
     jsonw_array_end(w);
+    if (in->has_allowed_origins || in->allowed_origins != NULL) {
+        jsonw_key(w, "allowed_origins");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->allowed_origins_count; j++) {
+            jsonw_string(w, in->allowed_origins[j]);
+        }
+        jsonw_array_end(w);
+    }
     jsonw_key(w, "scopes");
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->scopes_count; j++) {
@@ -2363,6 +2394,14 @@ int decode_oauth_client_created(struct arena *a, const struct json_value *v, str
             out->redirect_uris = arena_alloc(a, (m->value->count + 1) * sizeof *out->redirect_uris);
             for (size_t j = 0; j < m->value->count; j++) {
                 out->redirect_uris[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "allowed_origins") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->allowed_origins_count = m->value->count;
+            out->allowed_origins = arena_alloc(a, (m->value->count + 1) * sizeof *out->allowed_origins);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->allowed_origins[j] = m->value->items[j]->s;
             }
         } else if (strcmp(m->key, "scopes") == 0) {
             if (m->value->type != JSON_ARRAY)
@@ -2407,6 +2446,12 @@ void encode_oauth_client_created(struct jsonw *w, const struct oauth_client_crea
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->redirect_uris_count; j++) {
         jsonw_string(w, in->redirect_uris[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "allowed_origins");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->allowed_origins_count; j++) {
+        jsonw_string(w, in->allowed_origins[j]);
     }
     jsonw_array_end(w);
     jsonw_key(w, "scopes");
@@ -2500,6 +2545,15 @@ int decode_oauth_client_update(struct arena *a, const struct json_value *v, stru
             for (size_t j = 0; j < m->value->count; j++) {
                 out->redirect_uris[j] = m->value->items[j]->s;
             }
+        } else if (strcmp(m->key, "allowed_origins") == 0) {
+            out->has_allowed_origins = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->allowed_origins_count = m->value->count;
+            out->allowed_origins = arena_alloc(a, (m->value->count + 1) * sizeof *out->allowed_origins);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->allowed_origins[j] = m->value->items[j]->s;
+            }
         } else if (strcmp(m->key, "scopes") == 0) {
             out->has_scopes = true;
             if (m->value->type != JSON_ARRAY)
@@ -2529,6 +2583,14 @@ void encode_oauth_client_update(struct jsonw *w, const struct oauth_client_updat
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->redirect_uris_count; j++) {
             jsonw_string(w, in->redirect_uris[j]);
+        }
+        jsonw_array_end(w);
+    }
+    if (in->has_allowed_origins || in->allowed_origins != NULL) {
+        jsonw_key(w, "allowed_origins");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->allowed_origins_count; j++) {
+            jsonw_string(w, in->allowed_origins[j]);
         }
         jsonw_array_end(w);
     }

@@ -152,7 +152,7 @@ void validate_aba_account_identification_identification(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 17)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 17 characters long");
-    if (!pattern_match(18, v->s)) /* ^[0-9]{4,17}$ */
+    if (!pattern_match(19, v->s)) /* ^[0-9]{4,17}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4,17}$");
 }
 
@@ -348,6 +348,38 @@ void validate_accounts_oauth_callback_param_state(const struct json_value *v, co
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
+}
+
+/* AllowedOriginList (openapi/accounts.yaml) */
+void validate_allowed_origin_list(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 10)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 10 items");
+    if (!schemas_items_unique(v))
+        verr_add(l, ptr, NULL, "unique_items", "%s", "must not contain duplicates");
+    for (size_t i = 0; i < v->count; i++)
+        validate_allowed_origin_list_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* allowed_origin_list_item (openapi/accounts.yaml) */
+void validate_allowed_origin_list_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 8)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 8 characters long");
+    if (len > 255)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 255 characters long");
+    if (!pattern_match(5, v->s)) /* ^https?://[^/?#@\s]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^https?://[^/?#@\\s]+$");
 }
 
 /* Amount (openapi/common.yaml) */
@@ -959,7 +991,7 @@ void validate_bank_details_routing_number(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 9)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 9 characters long");
-    if (!pattern_match(20, v->s)) /* ^[0-9]{9}$ */
+    if (!pattern_match(21, v->s)) /* ^[0-9]{9}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{9}$");
 }
 
@@ -1000,7 +1032,7 @@ void validate_bban_account_identification_identification(const struct json_value
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(19, v->s)) /* ^[A-Z0-9]{1,30}$ */
+    if (!pattern_match(20, v->s)) /* ^[A-Z0-9]{1,30}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{1,30}$");
 }
 
@@ -1284,7 +1316,7 @@ void validate_beneficiary_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(14, v->s)) /* ^ben_[0-9a-z]{26}$ */
+    if (!pattern_match(15, v->s)) /* ^ben_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ben_[0-9a-z]{26}$");
 }
 
@@ -1433,7 +1465,7 @@ void validate_beneficiary_update_counterparty_id(const struct json_value *v, con
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(15, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(16, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -1469,7 +1501,7 @@ void validate_beneficiary_update_external_id(const struct json_value *v, const c
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(16, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(17, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -1540,7 +1572,7 @@ void validate_complete_signup_request_invitation_token(const struct json_value *
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 128)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
-    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(11, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -1585,7 +1617,7 @@ void validate_conversion_id(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(22, v->s)) /* ^cnv_[0-9a-z]{26}$ */
+    if (!pattern_match(23, v->s)) /* ^cnv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cnv_[0-9a-z]{26}$");
 }
 
@@ -1600,7 +1632,7 @@ void validate_counterparty_id(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(15, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(16, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -1772,7 +1804,7 @@ void validate_event_api_version(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 10)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 10 characters long");
-    if (!pattern_match(27, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
+    if (!pattern_match(28, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4}-[0-9]{2}-[0-9]{2}$");
 }
 
@@ -1818,7 +1850,7 @@ void validate_event_id(const struct json_value *v, const char *ptr, int mode, st
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(25, v->s)) /* ^evt_[0-9a-z]{26}$ */
+    if (!pattern_match(26, v->s)) /* ^evt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^evt_[0-9a-z]{26}$");
 }
 
@@ -1934,7 +1966,7 @@ void validate_event_type(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(26, v->s)) /* ^[a-z_]+[.][a-z_]+$ */
+    if (!pattern_match(27, v->s)) /* ^[a-z_]+[.][a-z_]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z_]+[.][a-z_]+$");
 }
 
@@ -1951,7 +1983,7 @@ void validate_external_id(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(16, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(17, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -1976,7 +2008,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(35, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(36, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -1991,7 +2023,7 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(34, v->s)) /* ^/v1/ */
+    if (!pattern_match(35, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
 }
 
@@ -2248,7 +2280,7 @@ void validate_invitation_issued_id(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(32, v->s)) /* ^inv_[0-9a-z]{26}$ */
+    if (!pattern_match(33, v->s)) /* ^inv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^inv_[0-9a-z]{26}$");
 }
 
@@ -2263,7 +2295,7 @@ void validate_invitation_issued_invitation_token(const struct json_value *v, con
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 128)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
-    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(11, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -2376,7 +2408,7 @@ void validate_login_request_otp(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 6)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
-    if (!pattern_match(7, v->s)) /* ^[0-9]{6}$ */
+    if (!pattern_match(8, v->s)) /* ^[0-9]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{6}$");
 }
 
@@ -2406,7 +2438,7 @@ void validate_login_request_recovery_code(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(8, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+    if (!pattern_match(9, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
 }
 
@@ -2465,7 +2497,7 @@ void validate_login_response_access_token(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 8192)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
-    if (!pattern_match(9, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
+    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$");
 }
 
@@ -2508,7 +2540,7 @@ void validate_login_response_refresh_token(const struct json_value *v, const cha
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(11, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -2523,7 +2555,7 @@ void validate_login_response_scope(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(11, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(12, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -2677,7 +2709,7 @@ void validate_member_role(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(29, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(30, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -2692,7 +2724,7 @@ void validate_member_user_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(28, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(29, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 
@@ -2797,7 +2829,7 @@ void validate_mfa_confirmation_recovery_codes_item(const struct json_value *v, c
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(8, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+    if (!pattern_match(9, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
 }
 
@@ -2868,7 +2900,7 @@ void validate_mfa_enrollment_secret(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(13, v->s)) /* ^[A-Z2-7]+$ */
+    if (!pattern_match(14, v->s)) /* ^[A-Z2-7]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z2-7]+$");
 }
 
@@ -3069,7 +3101,7 @@ void validate_o_auth_error_error_description(const struct json_value *v, const c
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(6, v->s)) /* ^[ !#-\[\]-~]*$ */
+    if (!pattern_match(7, v->s)) /* ^[ !#-\[\]-~]*$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[ !#-\\[\\]-~]*$");
 }
 
@@ -3080,7 +3112,7 @@ void validate_oauth_client(const struct json_value *v, const char *ptr, int mode
         verr_add(l, ptr, NULL, "type", "%s", "must be an object");
         return;
     }
-    bool seen[12] = { false };
+    bool seen[13] = { false };
     for (size_t i = 0; i < v->count; i++) {
         const struct json_member *m = &v->members[i];
         if (strcmp(m->key, "id") == 0) {
@@ -3101,23 +3133,26 @@ void validate_oauth_client(const struct json_value *v, const char *ptr, int mode
         } else if (strcmp(m->key, "redirect_uris") == 0) {
             seen[5] = true;
             validate_redirect_uri_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "scopes") == 0) {
+        } else if (strcmp(m->key, "allowed_origins") == 0) {
             seen[6] = true;
+            validate_allowed_origin_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scopes") == 0) {
+            seen[7] = true;
             validate_oauth_scope_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "status") == 0) {
-            seen[7] = true;
+            seen[8] = true;
             validate_oauth_client_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "created_by") == 0) {
-            seen[8] = true;
+            seen[9] = true;
             validate_oauth_client_created_by(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "version") == 0) {
-            seen[9] = true;
+            seen[10] = true;
             validate_resource_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "created_at") == 0) {
-            seen[10] = true;
+            seen[11] = true;
             validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "updated_at") == 0) {
-            seen[11] = true;
+            seen[12] = true;
             validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         }
     }
@@ -3134,16 +3169,18 @@ void validate_oauth_client(const struct json_value *v, const char *ptr, int mode
     if (!seen[5])
         verr_add(l, ptr, "redirect_uris", "required", "%s", "is required");
     if (!seen[6])
-        verr_add(l, ptr, "scopes", "required", "%s", "is required");
+        verr_add(l, ptr, "allowed_origins", "required", "%s", "is required");
     if (!seen[7])
-        verr_add(l, ptr, "status", "required", "%s", "is required");
+        verr_add(l, ptr, "scopes", "required", "%s", "is required");
     if (!seen[8])
-        verr_add(l, ptr, "created_by", "required", "%s", "is required");
+        verr_add(l, ptr, "status", "required", "%s", "is required");
     if (!seen[9])
-        verr_add(l, ptr, "version", "required", "%s", "is required");
+        verr_add(l, ptr, "created_by", "required", "%s", "is required");
     if (!seen[10])
-        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+        verr_add(l, ptr, "version", "required", "%s", "is required");
     if (!seen[11])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[12])
         verr_add(l, ptr, "updated_at", "required", "%s", "is required");
 }
 
@@ -3166,6 +3203,8 @@ void validate_oauth_client_create(const struct json_value *v, const char *ptr, i
         } else if (strcmp(m->key, "redirect_uris") == 0) {
             seen[2] = true;
             validate_redirect_uri_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "allowed_origins") == 0) {
+            validate_allowed_origin_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "scopes") == 0) {
             seen[3] = true;
             validate_oauth_scope_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
@@ -3217,7 +3256,7 @@ void validate_oauth_client_created(const struct json_value *v, const char *ptr, 
         verr_add(l, ptr, NULL, "type", "%s", "must be an object");
         return;
     }
-    bool seen[12] = { false };
+    bool seen[13] = { false };
     for (size_t i = 0; i < v->count; i++) {
         const struct json_member *m = &v->members[i];
         if (strcmp(m->key, "id") == 0) {
@@ -3238,23 +3277,26 @@ void validate_oauth_client_created(const struct json_value *v, const char *ptr, 
         } else if (strcmp(m->key, "redirect_uris") == 0) {
             seen[5] = true;
             validate_redirect_uri_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "scopes") == 0) {
+        } else if (strcmp(m->key, "allowed_origins") == 0) {
             seen[6] = true;
+            validate_allowed_origin_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scopes") == 0) {
+            seen[7] = true;
             validate_oauth_scope_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "status") == 0) {
-            seen[7] = true;
+            seen[8] = true;
             validate_oauth_client_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "created_by") == 0) {
-            seen[8] = true;
+            seen[9] = true;
             validate_oauth_client_created_by(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "version") == 0) {
-            seen[9] = true;
+            seen[10] = true;
             validate_resource_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "created_at") == 0) {
-            seen[10] = true;
+            seen[11] = true;
             validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "updated_at") == 0) {
-            seen[11] = true;
+            seen[12] = true;
             validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "client_secret") == 0) {
             validate_oauth_client_created_client_secret(m->value, verr_child(l->arena, ptr, m->key), mode, l);
@@ -3273,16 +3315,18 @@ void validate_oauth_client_created(const struct json_value *v, const char *ptr, 
     if (!seen[5])
         verr_add(l, ptr, "redirect_uris", "required", "%s", "is required");
     if (!seen[6])
-        verr_add(l, ptr, "scopes", "required", "%s", "is required");
+        verr_add(l, ptr, "allowed_origins", "required", "%s", "is required");
     if (!seen[7])
-        verr_add(l, ptr, "status", "required", "%s", "is required");
+        verr_add(l, ptr, "scopes", "required", "%s", "is required");
     if (!seen[8])
-        verr_add(l, ptr, "created_by", "required", "%s", "is required");
+        verr_add(l, ptr, "status", "required", "%s", "is required");
     if (!seen[9])
-        verr_add(l, ptr, "version", "required", "%s", "is required");
+        verr_add(l, ptr, "created_by", "required", "%s", "is required");
     if (!seen[10])
-        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+        verr_add(l, ptr, "version", "required", "%s", "is required");
     if (!seen[11])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[12])
         verr_add(l, ptr, "updated_at", "required", "%s", "is required");
 }
 
@@ -3447,6 +3491,8 @@ void validate_oauth_client_update(const struct json_value *v, const char *ptr, i
             validate_oauth_client_update_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "redirect_uris") == 0) {
             validate_redirect_uri_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "allowed_origins") == 0) {
+            validate_allowed_origin_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "scopes") == 0) {
             validate_oauth_scope_list(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "status") == 0) {
@@ -3557,7 +3603,7 @@ void validate_oauth_grant_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(5, v->s)) /* ^grt_[0-9a-z]{26}$ */
+    if (!pattern_match(6, v->s)) /* ^grt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^grt_[0-9a-z]{26}$");
 }
 
@@ -3721,7 +3767,7 @@ void validate_originating_account(const struct json_value *v, const char *ptr, i
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(16, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(17, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -3751,7 +3797,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(36, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
+    if (!pattern_match(37, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(\\*|\"v[1-9][0-9]{0,9}\")$");
 }
 
@@ -3794,7 +3840,7 @@ void validate_param_sign_in_cookie(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(33, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+    if (!pattern_match(34, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 
@@ -4273,7 +4319,7 @@ void validate_payment_batch_id(const struct json_value *v, const char *ptr, int 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(24, v->s)) /* ^pbt_[0-9a-z]{26}$ */
+    if (!pattern_match(25, v->s)) /* ^pbt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^pbt_[0-9a-z]{26}$");
 }
 
@@ -4359,7 +4405,7 @@ void validate_payment_batch_item_failure_code(const struct json_value *v, const 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(23, v->s)) /* ^[A-Z0-9]{4}$ */
+    if (!pattern_match(24, v->s)) /* ^[A-Z0-9]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{4}$");
 }
 
@@ -4585,7 +4631,7 @@ void validate_payment_failure_code(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(23, v->s)) /* ^[A-Z0-9]{4}$ */
+    if (!pattern_match(24, v->s)) /* ^[A-Z0-9]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{4}$");
 }
 
@@ -4613,7 +4659,7 @@ void validate_payment_id(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(21, v->s)) /* ^pay_[0-9a-z]{26}$ */
+    if (!pattern_match(22, v->s)) /* ^pay_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^pay_[0-9a-z]{26}$");
 }
 
@@ -4784,7 +4830,7 @@ void validate_payment_update_external_id(const struct json_value *v, const char 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(16, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(17, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -5005,7 +5051,7 @@ void validate_recovery_code(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(8, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+    if (!pattern_match(9, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
 }
 
@@ -5129,7 +5175,7 @@ void validate_refresh_request_refresh_token(const struct json_value *v, const ch
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(11, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -5144,7 +5190,7 @@ void validate_refresh_request_scope(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(11, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(12, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -5424,7 +5470,7 @@ void validate_role_key(const struct json_value *v, const char *ptr, int mode, st
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(29, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(30, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -5668,7 +5714,7 @@ void validate_service_account_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 29)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 29 characters long");
-    if (!pattern_match(30, v->s)) /* ^sa_[0-9a-z]{26}$ */
+    if (!pattern_match(31, v->s)) /* ^sa_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sa_[0-9a-z]{26}$");
 }
 
@@ -5867,7 +5913,7 @@ void validate_service_account_token_id(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(31, v->s)) /* ^sat_[0-9a-z]{26}$ */
+    if (!pattern_match(32, v->s)) /* ^sat_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sat_[0-9a-z]{26}$");
 }
 
@@ -5940,7 +5986,7 @@ void validate_service_account_token_issued_access_token(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 8192)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
-    if (!pattern_match(9, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
+    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$");
 }
 
@@ -6036,7 +6082,7 @@ void validate_service_account_token_scope(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(11, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(12, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -6119,7 +6165,7 @@ void validate_session_id(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(12, v->s)) /* ^ses_[0-9a-z]{26}$ */
+    if (!pattern_match(13, v->s)) /* ^ses_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ses_[0-9a-z]{26}$");
 }
 
@@ -6310,7 +6356,7 @@ void validate_sort_code_account_number_identification_identification(const struc
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(17, v->s)) /* ^[0-9]{14}$ */
+    if (!pattern_match(18, v->s)) /* ^[0-9]{14}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{14}$");
 }
 
@@ -6531,7 +6577,7 @@ void validate_totp_code(const struct json_value *v, const char *ptr, int mode, s
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 6)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
-    if (!pattern_match(7, v->s)) /* ^[0-9]{6}$ */
+    if (!pattern_match(8, v->s)) /* ^[0-9]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{6}$");
 }
 
@@ -6609,7 +6655,7 @@ void validate_user_id(const struct json_value *v, const char *ptr, int mode, str
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(28, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(29, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 

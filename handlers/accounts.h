@@ -55,6 +55,10 @@ int acc_use_totp(const char *user_id, const char *sealed, int64_t last_step, con
 /* One unused recovery code: 1 used now, 0 wrong or used, -1 failure. */
 int acc_use_recovery_code(const char *user_id, const char *code);
 
+/* The accounts API's answer to runtime/cors.h (cors_origin_fn): whether origin is registered
+ * with the active OAuth client client_id, or with any active client when it is NULL. */
+bool accounts_cors_origin_allowed(const char *origin, const char *client_id);
+
 /* s percent-encoded except RFC 3986 unreserved characters (URI query values). In a. */
 char *acc_uri_escape(struct arena *a, const char *s);
 

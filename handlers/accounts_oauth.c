@@ -121,6 +121,56 @@ struct client {
     const char *scopes_text; /* space-separated */
 };
 
+/* The web origins client id registered, in their order (oauth_client_origins). 0 / -1. */
+static int client_origins(struct req *r, const char *id, const char ***out, size_t *count)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT origin FROM oauth_client_origins WHERE client_id = ? ORDER BY position");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    size_t n = 0, cap = 4;
+    const char **v = arena_alloc(&r->arena, cap * sizeof *v);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == cap) {
+            const char **grown = arena_alloc(&r->arena, 2 * cap * sizeof *grown);
+            memcpy(grown, v, n * sizeof *v);
+            v = grown;
+            cap *= 2;
+        }
+        v[n++] = column(r, st, 0);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return db_failed("client origins");
+    *out = v;
+    *count = n;
+    return 0;
+}
+
+/* Replaces the origins of client id with v[0..n). 0 / -1. */
+static int client_origins_save(const char *id, const char *const *v, size_t n)
+{
+    const char *del[] = {id};
+    if (acc_exec_texts("DELETE FROM oauth_client_origins WHERE client_id = ?", del, 1) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        sqlite3_stmt *st = storage_prepare(
+            "INSERT INTO oauth_client_origins (client_id, origin, position) VALUES (?, ?, ?)");
+        if (!st)
+            return -1;
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, v[i], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, (int64_t)i);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE)
+            return db_failed("client origin save");
+    }
+    return 0;
+}
+
 static int client_row(struct req *r, sqlite3_stmt *st, void *item)
 {
     struct client *x = item;
@@ -151,7 +201,9 @@ static int client_row(struct req *r, sqlite3_stmt *st, void *item)
     c->version = sqlite3_column_int64(st, 9);
     c->created_at = column(r, st, 10);
     c->updated_at = column(r, st, 11);
-    return c->type && c->status ? 0 : -1;
+    if (!c->type || !c->status)
+        return -1;
+    return client_origins(r, c->id, &c->allowed_origins, &c->allowed_origins_count);
 }
 
 /* Client id, of workspace wid (NULL: any workspace). 1 found, 0 not, -1 failure. */
@@ -255,10 +307,91 @@ static const char *registered_redirect(const struct oauth_client *c, const char 
     return NULL;
 }
 
-/* The checks creating and changing share: redirect URIs and scopes. */
+/* Whether o is a web origin as a browser sends it in Origin (RFC 6454 §6.2): https, a lower
+ * case host and a port other than the default; http for the loopback hosts developers run
+ * their apps on. The reason into why. */
+static bool origin_ok(const char *o, const char **why)
+{
+    bool http = strncmp(o, "http://", 7) == 0;
+    if (!http && strncmp(o, "https://", 8) != 0) {
+        *why = "must start with https:// (or http:// for localhost, 127.0.0.1 or [::1])";
+        return false;
+    }
+    const char *host = o + (http ? 7 : 8), *p = host;
+    if (*p == '[') {
+        while (*p && *p != ']' && strchr("0123456789abcdef:.[", *p))
+            p++;
+        if (*p++ != ']') {
+            *why = "has a malformed IPv6 address";
+            return false;
+        }
+    } else {
+        while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.')
+            p++;
+    }
+    size_t host_len = (size_t)(p - host);
+    if (host_len == 0 || (host[0] != '[' && strchr("-.", host[0]))) {
+        *why = *p >= 'A' && *p <= 'Z' ? "must be lower case, as browsers send it"
+                                      : "has no host";
+        return false;
+    }
+    if (*p == ':') {
+        const char *port = ++p;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        long v = p - port >= 1 && p - port <= 5 && *port != '0' ? strtol(port, NULL, 10) : 0;
+        if (v < 1 || v > 65535) {
+            *why = "has an invalid port";
+            return false;
+        }
+        if ((http && v == 80) || (!http && v == 443)) {
+            *why = "must leave out the default port, as browsers do";
+            return false;
+        }
+    }
+    if (*p) {
+        *why = *p >= 'A' && *p <= 'Z' ? "must be lower case, as browsers send it"
+                                      : "must be an origin only (scheme, host, port): no path, "
+                                        "query or user information";
+        return false;
+    }
+    if (http && !(host_len == 9 && strncmp(host, "localhost", 9) == 0) &&
+        !(host_len == 9 && strncmp(host, "127.0.0.1", 9) == 0) &&
+        !(host_len == 5 && strncmp(host, "[::1]", 5) == 0)) {
+        *why = "may use http only for localhost, 127.0.0.1 or [::1]";
+        return false;
+    }
+    return true;
+}
+
+bool accounts_cors_origin_allowed(const char *origin, const char *client_id)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT 1 FROM oauth_client_origins o JOIN oauth_clients c ON c.id = o.client_id "
+        "WHERE o.origin = ?1 AND (?2 IS NULL OR o.client_id = ?2) AND c.status = 'active' "
+        "LIMIT 1");
+    if (!st)
+        return false;
+    sqlite3_bind_text(st, 1, origin, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, client_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        db_failed("origin check");
+    return rc == SQLITE_ROW;
+}
+
+/* The checks creating and changing share: redirect URIs, origins and scopes. */
 static void check_client_fields(struct req *r, const char *const *uris, size_t nuris,
+                                const char *const *origins, size_t norigins,
                                 const char *const *scopes, size_t nscopes)
 {
+    for (size_t i = 0; i < norigins; i++) {
+        const char *why = NULL;
+        if (!origin_ok(origins[i], &why))
+            verr_add(&r->verr, "/allowed_origins", arena_printf(&r->arena, "%zu", i),
+                     "invalid_origin", "%s", why);
+    }
     for (size_t i = 0; i < nuris; i++) {
         const char *why = NULL;
         if (!redirect_uri_ok(uris[i], &why))
@@ -361,7 +494,10 @@ int accounts_create_oauth_client(struct req *r,
                                  struct accounts_create_oauth_client_response *out)
 {
     const struct oauth_client_create *b = in->body;
-    check_client_fields(r, b->redirect_uris, b->redirect_uris_count, b->scopes, b->scopes_count);
+    check_client_fields(r, b->redirect_uris, b->redirect_uris_count,
+                        b->has_allowed_origins ? b->allowed_origins : NULL,
+                        b->has_allowed_origins ? b->allowed_origins_count : 0, b->scopes,
+                        b->scopes_count);
     if (r->verr.count > 0) {
         req_problem_validation(r, 422, "The client registration is not valid.");
         return 0;
@@ -379,6 +515,8 @@ int accounts_create_oauth_client(struct req *r,
                                                                 : OAUTH_CLIENT_TYPE_PUBLIC;
     c->redirect_uris = b->redirect_uris;
     c->redirect_uris_count = b->redirect_uris_count;
+    c->allowed_origins = b->has_allowed_origins ? b->allowed_origins : NULL;
+    c->allowed_origins_count = b->has_allowed_origins ? b->allowed_origins_count : 0;
     c->scopes = b->scopes;
     c->scopes_count = b->scopes_count;
     c->status = OAUTH_CLIENT_STATUS_ACTIVE;
@@ -396,7 +534,8 @@ int accounts_create_oauth_client(struct req *r,
             return -1;
         x.secret_hash = arena_strdup(&r->arena, hash);
     }
-    if (client_save(&x, true, 0) != 0)
+    if (client_save(&x, true, 0) != 0 ||
+        client_origins_save(c->id, c->allowed_origins, c->allowed_origins_count) != 0)
         return -1;
     created->id = c->id;
     created->object = c->object;
@@ -405,6 +544,8 @@ int accounts_create_oauth_client(struct req *r,
     created->type = c->type;
     created->redirect_uris = c->redirect_uris;
     created->redirect_uris_count = c->redirect_uris_count;
+    created->allowed_origins = c->allowed_origins;
+    created->allowed_origins_count = c->allowed_origins_count;
     created->scopes = c->scopes;
     created->scopes_count = c->scopes_count;
     created->status = c->status;
@@ -456,6 +597,8 @@ int accounts_update_oauth_client(struct req *r,
     }
     check_client_fields(r, u->has_redirect_uris ? u->redirect_uris : NULL,
                         u->has_redirect_uris ? u->redirect_uris_count : 0,
+                        u->has_allowed_origins ? u->allowed_origins : NULL,
+                        u->has_allowed_origins ? u->allowed_origins_count : 0,
                         u->has_scopes ? u->scopes : NULL, u->has_scopes ? u->scopes_count : 0);
     if (r->verr.count > 0) {
         req_problem_validation(r, 422, "The change is not valid.");
@@ -468,6 +611,10 @@ int accounts_update_oauth_client(struct req *r,
     if (u->has_redirect_uris) {
         c->redirect_uris = u->redirect_uris;
         c->redirect_uris_count = u->redirect_uris_count;
+    }
+    if (u->has_allowed_origins) {
+        c->allowed_origins = u->allowed_origins;
+        c->allowed_origins_count = u->allowed_origins_count;
     }
     if (u->has_scopes) {
         c->scopes = u->scopes;
@@ -482,7 +629,9 @@ int accounts_update_oauth_client(struct req *r,
     int64_t old_version = c->version;
     c->version++;
     c->updated_at = arena_strdup(&r->arena, now);
-    if (client_save(x, false, old_version) != 0)
+    if (client_save(x, false, old_version) != 0 ||
+        (u->has_allowed_origins &&
+         client_origins_save(c->id, c->allowed_origins, c->allowed_origins_count) != 0))
         return -1;
     if (disabling) {
         const char *v[] = {now, c->id};

@@ -375,6 +375,7 @@ struct command {
     const char *usage;
     int (*run)(struct option *opts, FILE *out, FILE *errout);
     struct option opts[4];
+    bool creates; /* may create the data directory and database (a first workspace) */
 };
 
 static int fail(FILE *errout, const char *cmd, int code, const char *fmt, ...)
@@ -715,13 +716,15 @@ static const struct command commands[] = {
      cmd_create_workspace,
      {{"name", false, NULL, false},
       {"owner-email", false, NULL, false},
-      {NULL, false, NULL, false}}},
+      {NULL, false, NULL, false}},
+     true},
     {"list-workspaces",
      "usage: treasury-server admin list-workspaces [--json]\n"
      "\n"
      "Lists every workspace with its id, name, creation time and member count.\n",
      cmd_list_workspaces,
-     {{"json", true, NULL, false}, {NULL, false, NULL, false}}},
+     {{"json", true, NULL, false}, {NULL, false, NULL, false}},
+     false},
     {"create-user",
      "usage: treasury-server admin create-user --workspace WORKSPACE_ID --email EMAIL "
      "--role ROLE\n"
@@ -734,7 +737,8 @@ static const struct command commands[] = {
      {{"workspace", false, NULL, false},
       {"email", false, NULL, false},
       {"role", false, NULL, false},
-      {NULL, false, NULL, false}}},
+      {NULL, false, NULL, false}},
+     false},
     {"set-rate-limit",
      "usage: treasury-server admin set-rate-limit --workspace WORKSPACE_ID "
      "--per-minute N|default\n"
@@ -745,7 +749,8 @@ static const struct command commands[] = {
      cmd_set_rate_limit,
      {{"workspace", false, NULL, false},
       {"per-minute", false, NULL, false},
-      {NULL, false, NULL, false}}},
+      {NULL, false, NULL, false}},
+     false},
 };
 
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -810,7 +815,8 @@ static int parse_options(const struct command *c, struct option *opts, int argc,
     return EXIT_SUCCESS;
 }
 
-int admin_main(int argc, char **argv, FILE *out, FILE *errout)
+int admin_main(int argc, char **argv, FILE *out, FILE *errout, admin_open_fn *open_data,
+               void *arg)
 {
     if (argc < 2) {
         print_usage(errout);
@@ -842,6 +848,11 @@ int admin_main(int argc, char **argv, FILE *out, FILE *errout)
     int rc = parse_options(c, opts, argc - 2, argv + 2, errout);
     if (rc != EXIT_SUCCESS)
         return rc;
+    /* Only a command that will run touches the data directory: help and usage errors never
+     * create or migrate anything. */
+    char err[1280] = "";
+    if (open_data && open_data(c->creates, arg, err, sizeof err) != 0)
+        return fail(errout, c->name, EXIT_FAILURE, "%s", err);
     rc = c->run(opts, out, errout);
     fflush(out);
     return rc;

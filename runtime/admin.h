@@ -1,5 +1,5 @@
 /* Operator commands that work on the data directory without the HTTP API: the first-start
- * bootstrap and `treasury-server admin ...`. Storage must already be open. */
+ * bootstrap (storage already open) and `treasury-server admin ...`. */
 #ifndef RUNTIME_ADMIN_H
 #define RUNTIME_ADMIN_H
 
@@ -16,7 +16,13 @@ void admin_init(admin_builtin_role_fn *builtin_role);
  * TREASURY_WORKSPACE_NAME, TREASURY_ADMIN_EMAIL and TREASURY_ADMIN_PASSWORD (a generated
  * password is printed once to out). Does nothing when a workspace exists. 0 / -1 with err. */
 int admin_bootstrap(FILE *out, char *err, size_t errlen);
-/* argv[0] is "admin". Returns the process exit code: 0 ok, 1 failure, 2 usage error. */
-int admin_main(int argc, char **argv, FILE *out, FILE *errout);
+/* Opens the storage for a command about to run; create: it may create the data directory
+ * and database (else a missing one is an error). 0, or -1 with the reason in err. */
+typedef int admin_open_fn(bool create, void *arg, char *err, size_t errlen);
+/* argv[0] is "admin". Parses the command line, answering --help and usage errors without
+ * touching the data directory; then open_data(arg) (NULL: storage is already open) and the
+ * command. Returns the process exit code: 0 ok, 1 failure, 2 usage error. */
+int admin_main(int argc, char **argv, FILE *out, FILE *errout, admin_open_fn *open_data,
+               void *arg);
 
 #endif

@@ -10,11 +10,13 @@
 
 #include "generated/routes.h"
 #include "generated/scopes.h"
+#include "handlers/accounts.h"
 #include "handlers/jobs.h"
 #include "runtime/admin.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
 #include "runtime/config.h"
+#include "runtime/cors.h"
 #include "runtime/cursor.h"
 #include "runtime/group_commit.h"
 #include "runtime/housekeeping.h"
@@ -68,6 +70,22 @@ static int open_storage(const struct config *c, char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+/* admin_open_fn: an operator command about to run. Only one that may create the first
+ * workspace creates a missing data directory or database. */
+static int open_for_admin(bool create, void *arg, char *err, size_t errlen)
+{
+    const struct config *c = arg;
+    char path[CONFIG_PATH_MAX + 32];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/treasury.db", c->data_dir);
+    if (!create && stat(path, &st) != 0) {
+        snprintf(err, errlen, "no database at %s (check --data-dir; start the server once or "
+                              "run admin create-workspace to create one)", path);
+        return -1;
+    }
+    return open_storage(c, err, errlen);
 }
 
 static void apply_password_cost(void)
@@ -134,6 +152,7 @@ static int run_server(const struct config *c)
     if (routes_init(err, sizeof err) != 0)
         goto out;
     auth_init(&signing_key, &scopes_mask, SCOPE_WORKSPACE_ADMIN, scopes_all());
+    cors_init(&accounts_cors_origin_allowed); /* the origins OAuth clients registered */
     ratelimit_init(c->rate_limit);
     /* Quotas spent before a restart still count: a restart is no way around a limit. */
     if (ratelimit_restore(ratelimit_now_ns()) != 0 || ratelimit_load_overrides() != 0) {
@@ -211,7 +230,6 @@ out:
 int main(int argc, char **argv)
 {
     struct config c;
-    char err[ERRLEN] = "";
     password_memory_init(); /* before OpenSSL allocates anything */
     switch (config_parse(&c, argc, argv, stdout, stderr)) {
     case CONFIG_EXIT_OK:
@@ -225,11 +243,8 @@ int main(int argc, char **argv)
     if (c.subcommand_argc) {
         log_init(LOG_FORMAT_TEXT);
         apply_password_cost();
-        if (open_storage(&c, err, sizeof err) != 0) {
-            fprintf(stderr, "treasury-server: %s\n", err);
-            return 1;
-        }
-        int rc = admin_main(argc - c.subcommand_argc, argv + c.subcommand_argc, stdout, stderr);
+        int rc = admin_main(argc - c.subcommand_argc, argv + c.subcommand_argc, stdout, stderr,
+                            &open_for_admin, &c);
         storage_close();
         return rc;
     }

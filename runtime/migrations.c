@@ -476,6 +476,17 @@ static const char lean_writes_sql[] =
     "ALTER TABLE audit_events_new RENAME TO audit_events;\n"
     "CREATE UNIQUE INDEX audit_events_id_idx ON audit_events (id);\n";
 
+/* CORS (runtime/cors.h): the web origins each OAuth client registered, looked up by origin
+ * for a preflight (any client) and by client and origin for an answer to its tokens. */
+static const char oauth_origins_sql[] =
+    "CREATE TABLE oauth_client_origins (\n"
+    "    client_id TEXT NOT NULL REFERENCES oauth_clients(id),\n"
+    "    origin TEXT NOT NULL,\n"
+    "    position INTEGER NOT NULL,\n"
+    "    PRIMARY KEY (client_id, origin)\n"
+    ");\n"
+    "CREATE INDEX oauth_client_origins_origin_idx ON oauth_client_origins (origin);\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
@@ -490,6 +501,7 @@ const struct migration migrations_list[] = {
     {11, "events_seq", events_seq_sql},
     {12, "oauth", oauth_sql},
     {13, "lean_writes", lean_writes_sql},
+    {14, "oauth_origins", oauth_origins_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

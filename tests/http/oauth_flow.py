@@ -106,10 +106,13 @@ class Workspace:
         return email
 
     def register(self, type_="public", uris=(APP_URI,), scopes=("payments:read",
-                                                                 "payments:write"), name=None):
-        r = self.owner.post(CLIENTS, json={"name": name or "App " + uuid.uuid4().hex[:6],
-                                           "type": type_, "redirect_uris": list(uris),
-                                           "scopes": list(scopes)})
+                                                                 "payments:write"), name=None,
+                 origins=None):
+        body = {"name": name or "App " + uuid.uuid4().hex[:6], "type": type_,
+                "redirect_uris": list(uris), "scopes": list(scopes)}
+        if origins is not None:
+            body["allowed_origins"] = list(origins)
+        r = self.owner.post(CLIENTS, json=body)
         body = assert_json(r, 201)
         return App(body, body.get("client_secret"))
 

@@ -358,3 +358,27 @@ def test_admin_create_user_in_unknown_workspace_fails(server):
                 "--role", "viewer", check=False)
     assert r.returncode == 1, r
     assert "wsp_" + "0" * 26 in r.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["admin", "--help"], ["admin"], ["admin", "creat-workspace"],
+    ["admin", "create-workspace", "--help"], ["admin", "create-workspace", "--name", "x"],
+    ["admin", "list-workspaces"], ["admin", "set-rate-limit", "--workspace", "wsp_x",
+                                   "--per-minute", "5"],
+])
+def test_admin_never_creates_a_data_directory_by_the_way(tmp_path, args):
+    # Help, a typo, a usage error, or a command that only reads or changes what exists:
+    # nothing appears in the working directory (the default --data-dir is ./var).
+    r = run_cli(args, cwd=str(tmp_path))
+    assert r.returncode in (0, 1, 2), r
+    assert list(tmp_path.iterdir()) == [], (r.stdout, r.stderr)
+    if args[1:] in (["list-workspaces"], ["set-rate-limit", "--workspace", "wsp_x",
+                                           "--per-minute", "5"]):
+        assert r.returncode == 1 and "no database at ./var/treasury.db" in r.stderr, r.stderr
+
+
+def test_admin_create_workspace_may_create_the_first_database(tmp_path):
+    r = run_cli(["--data-dir", tmp_path / "fresh", "admin", "create-workspace", "--name", "First",
+                 "--owner-email", "first@example.com"], cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "fresh" / "treasury.db").is_file()

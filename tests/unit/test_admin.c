@@ -83,7 +83,7 @@ static int run(const char *first, ...)
     argv[argc] = NULL;
     FILE *o = open_memstream(&obuf, &olen);
     FILE *e = open_memstream(&ebuf, &elen);
-    int rc = admin_main(argc, argv, o, e);
+    int rc = admin_main(argc, argv, o, e, NULL, NULL);
     take(&obuf, &olen, o, out);
     take(&ebuf, &elen, e, err);
     return rc;
