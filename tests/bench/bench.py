@@ -458,7 +458,8 @@ def idle():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
     root = Path(tempfile.mkdtemp(prefix="treasury-bench-idle-"))
-    proc, port, env, log = start_server(root, ["--max-connections", "2000"])
+    proc, port, env, log = start_server(root, ["--max-connections", "2000",
+                                               "--max-connections-per-address", "2000"])
     socks = []
     try:
         ctx = ssl.create_default_context(cafile=str(root / "data" / "tls.crt"))
