@@ -103,6 +103,7 @@ struct req {
     char *upload;         /* malloc'd body accumulator */
     size_t upload_len, upload_cap;
     bool upload_too_large;
+    bool answered_early;  /* its Content-Length was refused before the body was read */
     size_t dropped;       /* body bytes read and dropped (past the cap, or not wanted) */
     bool queued;
     int route_result;     /* enum route_result, matched on the first call */

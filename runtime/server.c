@@ -38,6 +38,13 @@
 
 enum listener { LISTENER_HTTPS, LISTENER_HTTP };
 
+/* A body the server will not keep (an unmatched route's, a bodyless operation's) announced
+ * with a Content-Length above this is answered at once instead of read and dropped. */
+#define DROP_BODY_MAX (64 * 1024)
+/* A chunked body announces no length: one past its cap is read and dropped up to this much, so
+ * that the client gets its 413 once it has sent it all; beyond, the connection is closed. */
+#define DRAIN_BODY_MAX (16 * 1024 * 1024)
+
 /* One per --listen address: its HTTPS daemon and its plain-HTTP one ("use HTTPS"). */
 struct listener_set {
     char addr[64];
@@ -505,9 +512,11 @@ static bool process(struct req *r, enum listener l)
     }
     if (!count_request(r))
         return false;
-    if (r->upload_too_large && r->op->has_body) {
+    /* Answered before the body is read (begin_request): also an operation that takes no body
+     * is refused here rather than run, since it must not be handed off on the first call. */
+    if (r->upload_too_large && (r->op->has_body || r->answered_early)) {
         req_problem(r, 413, "payload_too_large", "The request body exceeds %zu bytes.",
-                    r->op->max_body_bytes);
+                    r->op->has_body ? r->op->max_body_bytes : (size_t)DROP_BODY_MAX);
         return false;
     }
     if (r->op->has_body) {
@@ -680,13 +689,6 @@ static const char *client_address(struct req *r, const char *tcp_peer)
     return out;
 }
 
-/* A body the server will not keep (an unmatched route's, a bodyless operation's) announced
- * with a Content-Length above this is answered at once instead of read and dropped. */
-#define DROP_BODY_MAX (64 * 1024)
-/* A chunked body announces no length: one past its cap is read and dropped up to this much, so
- * that the client gets its 413 once it has sent it all; beyond, the connection is closed. */
-#define DRAIN_BODY_MAX (16 * 1024 * 1024)
-
 /* First call: the head is complete. Returns the answer to give libmicrohttpd: an answer
  * queued now (a refused head, a body announced too large: the connection then closes,
  * lingering) or MHD_YES to read the body. */
@@ -722,9 +724,9 @@ static enum MHD_Result begin_request(struct req *r, enum listener l, const char 
     bool kept = !r->target_bad && r->route_result == ROUTE_FOUND && r->match.op->has_body;
     size_t cap = kept ? r->match.op->max_body_bytes : DROP_BODY_MAX;
     if (cl && strtoull(cl, NULL, 10) > cap) {
-        r->upload_too_large = true;
+        r->upload_too_large = r->answered_early = true;
         conn_guard_busy(r->slot);
-        process(r, l); /* a 413 (or the 4xx the route gets): never handed off */
+        process(r, l); /* a 413 (or an earlier refusal): never handed off */
         conn_guard_linger(r->slot);
         return send_response(r->conn, r);
     }

@@ -339,3 +339,18 @@ def test_the_trusted_proxy_list_is_checked_at_start(make_server):
     from conftest import run_cli
     out = run_cli(["--trusted-proxy", "10.0.0.1,proxy.example", "--https-port", "1"])
     assert out.returncode == 2 and "proxy.example" in out.stderr, out.stderr
+
+
+def test_a_large_body_on_an_operation_that_takes_none_is_refused_not_run(fast):
+    from helpers import create_beneficiary
+    with fast.client(token=fast.token) as c:
+        ben = create_beneficiary(c)
+    s = tls(fast)
+    s.sendall(b"DELETE /v1/beneficiaries/%s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: "
+              b"Bearer %s\r\nContent-Length: 100000\r\n\r\n" % (ben["id"].encode(),
+                                                                  fast.token.encode()))
+    answer = read_all(s)
+    s.close()
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    with fast.client(token=fast.token) as c:
+        assert_json(c.get("/v1/beneficiaries/" + ben["id"]), 200)  # not deleted
