@@ -26,8 +26,10 @@
 #define LINGER_IDLE_MS 5000
 #define LINGER_MAX_MS 30000
 #define LINGER_SOCKETS_MAX 256
+#define LINGER_PER_ADDRESS 4
+#define LINGER_READ_MAX (64 * 1024) /* per wake-up: a fast sender cannot hold the thread */
 
-enum phase { PHASE_BUSY, PHASE_HEAD, PHASE_BODY, PHASE_IDLE };
+enum phase { PHASE_BUSY, PHASE_HEAD, PHASE_BODY, PHASE_IDLE, PHASE_ANSWER, PHASES };
 
 /* An IPv4 address as ::ffff:a.b.c.d, so both families share one table. */
 struct addr_key {
@@ -51,9 +53,12 @@ struct conn_slot {
     atomic_bool linger;
 };
 
+/* Listed under the lock; freed, and its fields but the links written, only by this module's
+ * thread (or by stop once the thread has ended), so that thread reads from it unlocked. */
 struct lingerer {
     struct lingerer *prev, *next;
     int fd;
+    struct addr_key key;
     int64_t last_ms, until_ms;
 };
 
@@ -236,8 +241,14 @@ struct conn_slot *conn_guard_open(int fd, const struct sockaddr *sa, socklen_t l
     return s;
 }
 
-static void linger_start(int fd, int64_t now)
+/* Locked. */
+static void linger_start(int fd, const struct addr_key *key, int64_t now)
 {
+    int same = 0;
+    for (struct lingerer *l = lingerers; l; l = l->next)
+        same += memcmp(l->key.b, key->b, 16) == 0;
+    if (n_lingering >= LINGER_SOCKETS_MAX || same >= LINGER_PER_ADDRESS)
+        return; /* closed at once: a reset the client may see, but no more sockets held */
     struct lingerer *l = calloc(1, sizeof *l);
     int dup = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (!l || dup < 0) {
@@ -248,6 +259,7 @@ static void linger_start(int fd, int64_t now)
     }
     shutdown(dup, SHUT_WR); /* the answer is complete: the client reads its end */
     l->fd = dup;
+    l->key = *key;
     l->last_ms = now;
     l->until_ms = now + LINGER_MAX_MS;
     struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = l };
@@ -278,9 +290,9 @@ void conn_guard_close(struct conn_slot *s)
         count_drop(&s->key);
     total--;
     bool first = false;
-    if (atomic_load(&s->linger) && running && n_lingering < LINGER_SOCKETS_MAX) {
+    if (atomic_load(&s->linger) && running) {
         first = total == 0 && n_lingering == 0;
-        linger_start(s->fd, now_ms());
+        linger_start(s->fd, &s->key, now_ms());
     }
     pthread_mutex_unlock(&lock);
     if (first)
@@ -327,12 +339,22 @@ void conn_guard_request_done(struct conn_slot *s)
         set_phase(s, PHASE_IDLE, now_ms() + lim.idle_timeout_ms);
 }
 
+void conn_guard_answer(struct conn_slot *s, size_t bytes)
+{
+    if (!s)
+        return;
+    int64_t extra = lim.body_min_rate > 0 ? (int64_t)(bytes * 1000 / (size_t)lim.body_min_rate)
+                                          : 0;
+    set_phase(s, PHASE_ANSWER, now_ms() + lim.idle_timeout_ms + extra);
+}
+
 void conn_guard_linger(struct conn_slot *s)
 {
     if (s)
         atomic_store(&s->linger, true);
 }
 
+/* Locked. */
 static void linger_end(struct lingerer *l)
 {
     epoll_ctl(epfd, EPOLL_CTL_DEL, l->fd, NULL);
@@ -347,29 +369,44 @@ static void linger_end(struct lingerer *l)
     free(l);
 }
 
-/* Reads and drops what the client still sends; ends the linger at its end of stream. Locked. */
-static void linger_drain(struct lingerer *l, int64_t now)
+/* Reads and drops what the client still sends, at most LINGER_READ_MAX a wake-up (epoll
+ * reports the socket again); false at its end of stream or an error. Unlocked: only this
+ * thread frees l. */
+static bool linger_drain(struct lingerer *l, int64_t now)
 {
     char buf[16384];
-    for (;;) {
+    for (size_t taken = 0; taken < LINGER_READ_MAX;) {
         ssize_t n = recv(l->fd, buf, sizeof buf, MSG_DONTWAIT);
         if (n > 0) {
             l->last_ms = now;
+            taken += (size_t)n;
             continue;
         }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
         if (n < 0 && errno == EINTR)
             continue;
-        linger_end(l); /* end of stream, or an error */
-        return;
+        return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
     }
+    return true;
+}
+
+/* Ends the lingers that are done: the client closed (ended), or idle or too long. */
+static void linger_sweep(struct lingerer *const *ended, int n_ended, int64_t now)
+{
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n_ended; i++)
+        linger_end(ended[i]);
+    for (struct lingerer *l = lingerers, *next; l; l = next) {
+        next = l->next;
+        if (now >= l->until_ms || now - l->last_ms >= LINGER_IDLE_MS)
+            linger_end(l);
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 void conn_guard_sweep(void)
 {
-    static const char *const names[] = { "busy", "head", "body", "idle" };
-    int closed[4] = { 0 };
+    static const char *const names[PHASES] = { "busy", "head", "body", "idle", "answer" };
+    int closed[PHASES] = { 0 };
     int64_t now = now_ms();
     pthread_mutex_lock(&lock);
     for (struct conn_slot *s = slots; s; s = s->next) {
@@ -380,21 +417,20 @@ void conn_guard_sweep(void)
          * this lock. The server's thread sees the end of the stream and closes. */
         shutdown(s->fd, SHUT_RDWR);
         s->expired = true;
-        closed[atomic_load_explicit(&s->phase, memory_order_relaxed) & 3]++;
-    }
-    for (struct lingerer *l = lingerers, *next; l; l = next) {
-        next = l->next;
-        if (now >= l->until_ms || now - l->last_ms >= LINGER_IDLE_MS)
-            linger_end(l);
+        int p = atomic_load_explicit(&s->phase, memory_order_relaxed);
+        closed[p >= 0 && p < PHASES ? p : PHASE_BUSY]++;
     }
     char example[sizeof refused_example];
     memcpy(example, refused_example, sizeof example);
     pthread_mutex_unlock(&lock);
-    int n = closed[PHASE_HEAD] + closed[PHASE_BODY] + closed[PHASE_IDLE];
+    int n = 0;
+    for (int p = 0; p < PHASES; p++)
+        n += closed[p];
     if (n)
-        log_warn("connections: closed %d past their deadline (%s %d, %s %d, %s %d)", n,
+        log_warn("connections: closed %d past their deadline (%s %d, %s %d, %s %d, %s %d)", n,
                  names[PHASE_HEAD], closed[PHASE_HEAD], names[PHASE_BODY], closed[PHASE_BODY],
-                 names[PHASE_IDLE], closed[PHASE_IDLE]);
+                 names[PHASE_IDLE], closed[PHASE_IDLE], names[PHASE_ANSWER],
+                 closed[PHASE_ANSWER]);
     int ra = atomic_exchange(&refused_address, 0), rt = atomic_exchange(&refused_total, 0);
     if (ra)
         log_warn("connections: refused %d over --max-connections-per-address %d (such as %s)",
@@ -407,32 +443,40 @@ static void *loop(void *arg)
 {
     (void)arg;
     prctl(PR_SET_NAME, "tr-connections");
+    int64_t last_sweep = 0;
     while (!atomic_load(&stopping)) {
         pthread_mutex_lock(&lock);
         int timeout = total > 0 || n_lingering > 0 ? TICK_MS : -1;
         pthread_mutex_unlock(&lock);
         struct epoll_event evs[32];
-        int n = epoll_wait(epfd, evs, 32, timeout);
+        struct lingerer *ended[32];
+        int n = epoll_wait(epfd, evs, 32, timeout), n_ended = 0;
         int64_t now = now_ms();
-        pthread_mutex_lock(&lock);
         for (int i = 0; i < n; i++) {
             if (evs[i].data.ptr == NULL) {
                 uint64_t v;
                 if (read(wakefd, &v, sizeof v) < 0) {
                     /* nothing pending: someone else read it */
                 }
-                continue;
+            } else if (!linger_drain(evs[i].data.ptr, now)) {
+                ended[n_ended++] = evs[i].data.ptr;
             }
-            linger_drain(evs[i].data.ptr, now);
         }
-        pthread_mutex_unlock(&lock);
-        conn_guard_sweep();
+        if (n_ended || now - last_sweep >= TICK_MS) {
+            linger_sweep(ended, n_ended, now);
+        }
+        if (now - last_sweep >= TICK_MS) {
+            conn_guard_sweep();
+            last_sweep = now;
+        }
     }
     return NULL;
 }
 
 int conn_guard_start(const struct conn_guard_limits *limits)
 {
+    if (running)
+        return -1;
     lim = *limits;
     n_exempt = 0;
     for (int i = 0; i < limits->n_exempt && i < CONN_GUARD_MAX_EXEMPT; i++) {

@@ -10,9 +10,10 @@
  *   - idle: a kept-alive connection waits idle_timeout_ms at most for that first line;
  *   - body: the body must arrive within body_timeout_ms of the head, extended by one second
  *     for every body_min_rate bytes received (Apache's mod_reqtimeout does the same);
- *   - none while the server works on the request (it may wait for a group commit) and while
- *     the answer is written (libmicrohttpd's inactivity timeout covers a client that reads
- *     nothing).
+ *   - answer: the client must read the answer within idle_timeout_ms plus a second per
+ *     body_min_rate bytes of it (a client that reads a byte now and then would otherwise
+ *     hold the connection for as long as it likes);
+ *   - none while the server works on the request (it may wait for a group commit).
  * A connection past its deadline is shut down (shutdown(2), from this module's thread; the
  * server's thread then sees the end of the stream and closes it as usual) and counted in a
  * log line. It knows sockets, not HTTP: runtime/server.c tells it where each connection is.
@@ -22,8 +23,8 @@
  * (Python's http.client, Node's fetch) then lose the answer they were sent. A connection
  * marked with conn_guard_linger keeps its socket (a duplicate descriptor) after the server
  * closed it: the write side is shut, what the client still sends is read and dropped until
- * it closes, LINGER_IDLE_MS pass without data or LINGER_MAX_MS in all (nginx's lingering
- * close does the same). */
+ * it closes, 5 s pass without data or 30 s in all (nginx's lingering close does the same).
+ * At most 256 sockets linger, 4 of one client address; past that a connection closes at once. */
 #ifndef RUNTIME_CONN_GUARD_H
 #define RUNTIME_CONN_GUARD_H
 
@@ -70,6 +71,9 @@ void conn_guard_request_line(struct conn_slot *s); /* a request line arrived */
 void conn_guard_head_done(struct conn_slot *s);    /* the head is complete: the body's turn */
 void conn_guard_body_read(struct conn_slot *s, size_t n);
 void conn_guard_busy(struct conn_slot *s);         /* the server has the request: no deadline */
+/* The answer (bytes long) is queued: the client must read it within idle_timeout_ms plus a
+ * second per body_min_rate bytes, however slowly it keeps reading. */
+void conn_guard_answer(struct conn_slot *s, size_t bytes);
 void conn_guard_request_done(struct conn_slot *s); /* answered: wait for the next request */
 /* Close this connection lingering (see above) once the server closes it. */
 void conn_guard_linger(struct conn_slot *s);
@@ -78,7 +82,7 @@ void conn_guard_linger(struct conn_slot *s);
 int conn_guard_count(const struct sockaddr *sa, socklen_t len);
 int conn_guard_total(void);
 int conn_guard_lingering(void);
-/* For tests: one pass of the deadline thread at once (it also runs on its own). */
+/* For tests: one pass over the deadlines at once (the thread also runs them on its own). */
 void conn_guard_sweep(void);
 
 #endif

@@ -37,6 +37,22 @@ static bool is_origin(const char *o)
     return true;
 }
 
+/* Whether an answer without a token may be read by the origins of any client: the OAuth
+ * endpoints (x-oauth-errors: token, refresh, revoke), public reads that are no pages (the
+ * metadata, the OpenAPI document, health), and a refused token (401), which the app must
+ * see to sign in again. Not the other public operations: a login's first-party tokens are
+ * not for a third-party page. */
+static bool open_to_any_client(const struct req *r)
+{
+    const struct op *op = r->op ? r->op : r->route_result == ROUTE_FOUND ? r->match.op : NULL;
+    if (r->status == 401)
+        return true;
+    if (!op)
+        return false;
+    bool read = strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0;
+    return op->oauth_errors || (read && op->is_public && !op->page);
+}
+
 /* Whether the request's origin may read answers to it. */
 static bool allowed_for(const struct req *r)
 {
@@ -47,7 +63,14 @@ static bool allowed_for(const struct req *r)
             return false; /* a first-party token */
         return origin_allowed(r->origin, r->principal.client_id);
     }
-    return origin_allowed(r->origin, NULL);
+    return open_to_any_client(r) && origin_allowed(r->origin, NULL);
+}
+
+/* A preflight: no token, and nothing is answered but the methods and headers allowed. */
+static bool preflight_allowed(const struct req *r)
+{
+    return r->origin && origin_allowed && is_origin(r->origin) &&
+           origin_allowed(r->origin, NULL);
 }
 
 bool cors_is_preflight(const struct req *r)
@@ -79,7 +102,7 @@ void cors_preflight(struct req *r, const char *methods)
     const char *headers = req_header(r, "Access-Control-Request-Headers");
     req_set_header(r, "Vary", "Origin, Access-Control-Request-Method, "
                               "Access-Control-Request-Headers");
-    if (!allowed_for(r)) {
+    if (!preflight_allowed(r)) {
         req_problem(r, 403, "origin_not_allowed",
                     "The origin %.200s is not registered with any OAuth client "
                     "(allowed_origins).", r->origin);
@@ -112,8 +135,9 @@ void cors_preflight(struct req *r, const char *methods)
 
 void cors_answer(struct req *r)
 {
-    if (!r->origin || cors_is_preflight(r))
+    if (!origin_allowed || cors_is_preflight(r))
         return;
+    /* Whether the answer names an origin depends on Origin, also when there is none. */
     req_set_header(r, "Vary", "Origin");
     if (!allowed_for(r))
         return;

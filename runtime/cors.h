@@ -3,11 +3,13 @@
  * origin in Access-Control-Allow-Origin, and asks first (a preflight OPTIONS) before any
  * request that is not "simple" (a bearer token, a JSON body).
  *
- * Which origins: the web origins each OAuth client registered (allowed_origins). An answer to
- * a request made with an OAuth client's token is readable by that client's origins only; an
- * answer to a request without a token (a preflight, the token endpoint, the metadata, a 401)
- * by the origins of any client. First-party tokens (a login's) get none: first-party apps are
- * served from the API's own origin or from a server. The origin itself is echoed, never "*",
+ * Which origins: the web origins each OAuth client registered (allowed_origins). A preflight
+ * from any of them is answered (it reveals nothing but the methods and headers allowed). An
+ * answer to a request made with an OAuth client's token is readable by that client's origins
+ * only; without a token, only the OAuth endpoints' answers (token, refresh, revoke), public
+ * reads that are no pages (the metadata) and a 401 are readable, by the origins of any client;
+ * a login's is not. First-party tokens (a login's) get none: first-party apps are served from
+ * the API's own origin or from a server. The origin itself is echoed, never "*",
  * and no Access-Control-Allow-Credentials: the API authenticates with the Authorization
  * header, never with cookies. Which origins are registered is the accounts API's business: it
  * hands its check to cors_init (the runtime knows no API). */

@@ -4,24 +4,22 @@
 #include <string.h>
 #include <strings.h>
 
-static bool fail(struct http_fault *f, int status, const char *code, const char *detail,
-                 bool close)
+static bool fail(struct http_fault *f, int status, const char *code, const char *detail)
 {
     f->status = status;
     f->code = code;
     f->detail = detail;
-    f->close = close;
     return false;
 }
 
 static bool malformed(struct http_fault *f, const char *detail)
 {
-    return fail(f, 400, "malformed_request", detail, true);
+    return fail(f, 400, "malformed_request", detail);
 }
 
 static bool bad_target(struct http_fault *f, const char *detail)
 {
-    return fail(f, 400, "invalid_path", detail, false);
+    return fail(f, 400, "invalid_path", detail);
 }
 
 static int hex(char c)
@@ -114,34 +112,43 @@ static bool token_is(const char *s, size_t n, const char *word)
     return n == strlen(word) && strncasecmp(s, word, n) == 0;
 }
 
-/* Transfer-Encoding: exactly "chunked" is accepted; a coding we do not implement answers 501,
- * anything else (chunked twice, an empty list element) 400. Both close: the body's length is
- * unknown to us. */
+/* Transfer-Encoding: exactly "chunked" is accepted (libmicrohttpd decodes the body only then:
+ * it compares the whole value, trailing blanks included); a coding we do not implement
+ * answers 501, anything else (chunked twice, blanks around it, an empty element) 400. The
+ * body's length is unknown to us either way. */
 static bool check_transfer_encoding(const struct http_field *h, struct http_fault *f)
 {
-    if (token_is(h->value, h->value_len, "chunked"))
+    if (h->value_len == 7 && strncasecmp(h->value, "chunked", 7) == 0)
         return true;
     bool unknown = false;
+    int elements = 0;
     const char *s = h->value, *end = h->value + h->value_len;
     while (s <= end) {
         const char *comma = memchr(s, ',', (size_t)(end - s));
         const char *e = comma ? comma : end;
-        if (!token_is(s, (size_t)(e - s), "chunked"))
+        const char *a = s, *b = e;
+        while (a < b && (*a == ' ' || *a == '\t'))
+            a++;
+        while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
+            b--;
+        if (b > a && !token_is(a, (size_t)(b - a), "chunked"))
             unknown = true;
+        elements += b > a;
         s = e + 1;
     }
     if (unknown)
         return fail(f, 501, "unsupported_transfer_coding",
                     "Only the chunked transfer coding is implemented; send the body with "
-                    "Content-Length or Transfer-Encoding: chunked.",
-                    true);
-    return malformed(f, "Transfer-Encoding names chunked more than once.");
+                    "Content-Length or Transfer-Encoding: chunked.");
+    return malformed(f, elements > 1 ? "Transfer-Encoding names chunked more than once."
+                                     : "Transfer-Encoding must be exactly \"chunked\".");
 }
 
 bool http_strict_fields(const char *version, const struct http_field *fields, size_t n,
                         struct http_fault *f)
 {
-    bool http11 = version && strcmp(version, "HTTP/1.1") == 0;
+    /* HTTP/1.1's rules hold for every 1.x after 1.0 (libmicrohttpd serves 1.2 to 1.9 as 1.1). */
+    bool http11 = version && strncmp(version, "HTTP/1.", 7) == 0 && strcmp(version, "HTTP/1.0");
     int content_length = 0, transfer_encoding = 0, host = 0;
     const struct http_field *te = NULL;
     for (size_t i = 0; i < n; i++) {
@@ -179,16 +186,16 @@ bool http_strict_fields(const char *version, const struct http_field *fields, si
             return malformed(f, "Content-Length and Transfer-Encoding are both sent; the "
                                 "body's length would be ambiguous.");
         if (!http11)
-            return malformed(f, "Transfer-Encoding is not defined for HTTP/1.0.");
+            return malformed(f, "Transfer-Encoding is not defined for this HTTP version.");
         if (transfer_encoding > 1)
             return malformed(f, "Transfer-Encoding is sent more than once.");
         if (!check_transfer_encoding(te, f))
             return false;
     }
     if (host > 1)
-        return fail(f, 400, "malformed_request", "Host is sent more than once.", false);
+        return malformed(f, "Host is sent more than once.");
     if (http11 && host == 0)
-        return fail(f, 400, "malformed_request", "An HTTP/1.1 request must send Host.", false);
+        return malformed(f, "An HTTP/1.1 request must send Host.");
     return true;
 }
 

@@ -3,7 +3,10 @@
  * Content-Length beside Transfer-Encoding, a transfer coding it cannot decode (and then waits
  * for the end of the connection), bare LF line ends, NUL and bare CR in field lines, folded
  * lines, and decodes %00 and %2F into the path. The server runs these checks when the head is
- * complete, before any body is read, and refuses with the fault's status.
+ * complete, before any body is read, and refuses with the fault's status; a head refused
+ * closes the connection (the body's length is in doubt), a target refused does not. The body
+ * itself is libmicrohttpd's to read: its chunked decoder still takes a bare LF after a chunk
+ * size or chunk.
  *
  * Pure functions of what they are given, so they are unit-tested and fuzzed without a
  * connection. */
@@ -24,7 +27,6 @@ struct http_fault {
     int status;         /* 400, or 501 for a transfer coding we do not implement */
     const char *code;   /* the problem code */
     const char *detail; /* static text for the problem document */
-    bool close;         /* the message framing is unknown: close after answering */
 };
 
 /* The request target as received (before percent-decoding): printable ASCII only, valid
@@ -33,8 +35,8 @@ struct http_fault {
 bool http_strict_target(const char *raw, struct http_fault *fault);
 
 /* The header fields in the order received, and the version ("HTTP/1.1"): one valid
- * Content-Length at most, never beside Transfer-Encoding; Transfer-Encoding only "chunked",
- * only in HTTP/1.1; exactly one Host in HTTP/1.1; field names of token characters; values
+ * Content-Length at most, never beside Transfer-Encoding; Transfer-Encoding exactly "chunked",
+ * not in HTTP/1.0; exactly one Host after HTTP/1.0; field names of token characters; values
  * without CR, LF, NUL or other control characters but HTAB. */
 bool http_strict_fields(const char *version, const struct http_field *fields, size_t n,
                         struct http_fault *fault);

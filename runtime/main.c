@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "generated/routes.h"
@@ -95,6 +96,19 @@ static void apply_password_cost(void)
         password_set_cost(atoi(v));
 }
 
+/* Connections, lingering sockets and the database each hold a descriptor: --max-connections
+ * 1024 alone passes a soft limit of 1024, so the soft limit is raised to the hard one. */
+static void raise_descriptor_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            log_warn("cannot raise the open-file limit to %llu: %s",
+                     (unsigned long long)rl.rlim_max, strerror(errno));
+    }
+}
+
 static int run_server(const struct config *c)
 {
     char err[ERRLEN] = "";
@@ -107,6 +121,7 @@ static int run_server(const struct config *c)
 
     log_init(c->log_format);
     apply_password_cost();
+    raise_descriptor_limit();
     if (open_storage(c, err, sizeof err) != 0)
         goto out;
     if (clock_init(c->data_dir) != 0) {

@@ -600,6 +600,7 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
     }
     for (int i = 0; i < r->n_resp_headers; i++)
         MHD_add_response_header(resp, r->resp_headers[i].name, r->resp_headers[i].value);
+    conn_guard_answer(r->slot, r->resp_len); /* the client must read it in time */
     enum MHD_Result ok = MHD_queue_response(conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
     r->queued = true;
@@ -675,14 +676,23 @@ static const char *client_address(struct req *r, const char *tcp_peer)
     r->via_proxy = forwarded_is_trusted(&proxies, tcp_peer);
     if (!r->via_proxy)
         return tcp_peer;
+    /* The last lines count (the proxy appends its own): the first 64 from the end, in order. */
     const char *values[64];
     size_t lens[64], n = 0;
-    for (size_t i = 0; i < r->n_fields && n < 64; i++) {
+    for (size_t i = r->n_fields; i-- > 0 && n < 64;) {
         const struct http_field *h = &r->fields[i];
         if (h->name_len == 15 && strncasecmp(h->name, "X-Forwarded-For", 15) == 0) {
             values[n] = h->value;
             lens[n++] = h->value_len;
         }
+    }
+    for (size_t i = 0; i < n / 2; i++) {
+        const char *v = values[i];
+        size_t len = lens[i];
+        values[i] = values[n - 1 - i];
+        lens[i] = lens[n - 1 - i];
+        values[n - 1 - i] = v;
+        lens[n - 1 - i] = len;
     }
     char *out = arena_alloc(&r->arena, INET6_ADDRSTRLEN);
     forwarded_client(&proxies, tcp_peer, values, lens, n, out, INET6_ADDRSTRLEN);
@@ -781,11 +791,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return send_response(conn, r);
 }
 
-/* A request whose head libmicrohttpd refused itself (a field line without a colon, a
- * Content-Length that is no number, a head over the connection's memory, an HTTP version it
- * does not speak) never reaches on_request: it answered with its own short HTML page. One
- * access line says so; a connection that closed mid-head gets none (conn_guard logs those
- * it closed). */
+/* A request whose head libmicrohttpd refused itself after the request line (a field line
+ * without a colon, a Content-Length that is no number, a head over the connection's memory)
+ * never reaches on_request: it answered with its own short HTML page. One access line says
+ * so; a connection that closed mid-head gets none (conn_guard logs those it closed). A
+ * request line it refuses (an HTTP version it does not speak) comes before the URI log
+ * callback, so the server never hears of it. */
 static void log_refused_head(struct MHD_Connection *conn, struct req *r)
 {
     const union MHD_ConnectionInfo *ci =
@@ -964,9 +975,10 @@ static struct MHD_Daemon *start_daemon(enum listener l, const char *addr, int fd
             MHD_OPTION_HTTPS_PRIORITIES, SERVER_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT,
             (unsigned)c->max_connections, MHD_OPTION_END);
     }
+    /* The plain-HTTP listener: a trusted proxy's connections come here, as many as to HTTPS. */
     return MHD_start_daemon(flags, 0, &on_accept, NULL, &on_request, (void *)(intptr_t)l,
-                            MHD_OPTION_ARRAY, common, MHD_OPTION_CONNECTION_LIMIT, 256u,
-                            MHD_OPTION_END);
+                            MHD_OPTION_ARRAY, common, MHD_OPTION_CONNECTION_LIMIT,
+                            (unsigned)c->max_connections, MHD_OPTION_END);
 }
 
 int server_start(const struct config *c, const char *cert_pem, const char *key_pem,

@@ -180,7 +180,7 @@ def test_one_address_holding_a_thousand_connections_does_not_starve_another(make
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < 1400:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
-    s = make_server(extra_args=["--listen", "127.0.0.1,::1", "--head-timeout-ms", "4000",
+    s = make_server(extra_args=["--listen", "127.0.0.1,::1", "--head-timeout-ms", "15000",
                                 "--max-connections-per-address", "64"])
     held = []
     try:
@@ -319,6 +319,20 @@ def test_behind_a_trusted_proxy_each_client_has_its_own_login_bucket(make_server
     assert_problem(r, 401)
     peers = {rec.get("peer") for rec in s.access_records(wait_for=6)}
     assert {"198.51.100.1", "198.51.100.2"} <= peers, peers
+
+
+def test_lines_a_client_adds_cannot_push_the_proxys_own_out(make_server):
+    # The proxy appends its own X-Forwarded-For line; 65 forged ones before it do not hide it.
+    s = make_server(extra_args=["--trusted-proxy", "127.0.0.1"])
+    forged = "".join("X-Forwarded-For: 203.0.113.%d\r\n" % (i % 250) for i in range(65))
+    raw = ("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: https\r\n" + forged +
+           "X-Forwarded-For: 198.51.100.77\r\nConnection: close\r\n\r\n").encode()
+    c = socket.create_connection(("127.0.0.1", s.http_port), timeout=5)
+    c.sendall(raw)
+    answer = read_all(c)
+    c.close()
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    assert "198.51.100.77" in {r.get("peer") for r in s.access_records(wait_for=1)}
 
 
 def test_a_peer_that_is_no_trusted_proxy_is_believed_in_nothing(make_server):

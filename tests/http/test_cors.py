@@ -91,7 +91,7 @@ def test_an_apps_token_is_readable_by_its_own_origins_only(server, ws, app, othe
     assert_no_cors(foreign)  # registered, but by another app
     assert_no_cors(stranger)
     assert_no_cors(none)
-    assert none.header("Vary") is None
+    assert none.header("Vary") == "Origin"  # the answer depends on Origin even without one
 
 
 def test_a_first_party_token_gets_no_cors(server, ws, app):
@@ -119,6 +119,16 @@ def test_a_refused_code_exchange_is_readable_by_the_app(server, app):
     assert seen.status == 400 and seen.json()["error"] == "invalid_grant"
     assert seen.header("Access-Control-Allow-Origin") == APP
     assert_no_cors(stranger)
+
+
+def test_a_login_is_not_readable_by_an_apps_origin(server, app):
+    # First-party tokens are not for a third-party page, whoever registered its origin.
+    with server.client() as c:
+        r = c.post("/v1/api/login", json={"email": server.admin_email,
+                                          "password": server.admin_password},
+                   headers={"Origin": APP})
+    assert r.status == 200
+    assert_no_cors(r)
 
 
 def test_the_metadata_and_a_401_are_readable_by_registered_origins(server, app):

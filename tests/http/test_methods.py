@@ -74,7 +74,7 @@ def test_if_match_star_matches_any_current_version(server):
         missing = c.patch(PATH + "/ben_01jq57rhym4n0qhqtvs6hcx1jr", json={"name": "x"},
                           headers={"If-Match": "*"})
         assert_problem(missing, 404)
-        for bad in ("**", "* ", '"v1", *', "W/*"):
+        for bad in ("**", '"v1", *', "W/*"):
             assert_problem(c.patch(PATH + "/" + ben["id"], json={"name": "x"},
                                    headers={"If-Match": bad}), 400, "invalid_request")
 

@@ -114,7 +114,15 @@ FRAMING = [
      b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n", 400, "malformed_request"),
     ("space-before-colon",
      b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-A : a\r\n\r\n", 400, "malformed_request"),
+    ("chunked-with-a-trailing-blank",  # libmicrohttpd would read the body to the end
+     b"POST /v1/api/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked \r\n\r\n"
+     b"0\r\n\r\n", 400, "malformed_request"),
+    ("empty-transfer-encoding",
+     b"POST /v1/api/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n\r\n", 400,
+     "malformed_request"),
     ("no-host", b"GET /healthz HTTP/1.1\r\nX-A: a\r\n\r\n", 400, "malformed_request"),
+    ("no-host-in-http-1.5", b"GET /healthz HTTP/1.5\r\nX-A: a\r\n\r\n", 400,
+     "malformed_request"),
     ("two-hosts", b"GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400,
      "malformed_request"),
 ]
@@ -122,7 +130,7 @@ FRAMING = [
 
 @pytest.mark.parametrize("name,raw,status,code", FRAMING, ids=[f[0] for f in FRAMING])
 def test_lenient_framing_is_refused_and_the_connection_closed(server, name, raw, status, code):
-    refused(server, raw, status, code, closes=name not in ("no-host", "two-hosts"))
+    refused(server, raw, status, code)
 
 
 def test_a_body_sent_after_refused_framing_is_never_run_as_a_request(server):

@@ -136,50 +136,57 @@ static void test_the_total_cap_holds_for_every_address(void)
     close(sv[1]);
 }
 
+/* Deadlines of 300-600 ms, checked 150 ms or more away from each: a loaded machine (the
+ * sanitizer run) oversleeps by tens of milliseconds. */
 static void test_each_phase_has_an_absolute_deadline(void)
 {
-    start(100, 200, 100, 1000, 10, 10);
+    start(300, 600, 300, 1000, 10, 10);
     struct sockaddr_in a = v4("192.0.2.1");
-    int head[2], idle[2], body[2], busy[2], fast[2];
+    int head[2], idle[2], body[2], busy[2], fast[2], answer[2];
     socketpair(AF_UNIX, SOCK_STREAM, 0, head);
     socketpair(AF_UNIX, SOCK_STREAM, 0, idle);
     socketpair(AF_UNIX, SOCK_STREAM, 0, body);
     socketpair(AF_UNIX, SOCK_STREAM, 0, busy);
     socketpair(AF_UNIX, SOCK_STREAM, 0, fast);
+    socketpair(AF_UNIX, SOCK_STREAM, 0, answer);
     struct conn_slot *sh = conn_guard_open(head[0], SA(a));
     struct conn_slot *si = conn_guard_open(idle[0], SA(a));
     struct conn_slot *sb = conn_guard_open(body[0], SA(a));
     struct conn_slot *su = conn_guard_open(busy[0], SA(a));
     struct conn_slot *sf = conn_guard_open(fast[0], SA(a));
-    conn_guard_request_done(si);     /* waiting for its next request: 200 ms */
-    conn_guard_head_done(sb);        /* its body: 100 ms ... */
+    struct conn_slot *sa = conn_guard_open(answer[0], SA(a));
+    conn_guard_request_done(si);     /* waiting for its next request: 600 ms */
+    conn_guard_head_done(sb);        /* its body: 300 ms ... */
     conn_guard_head_done(sf);
-    conn_guard_body_read(sf, 300);   /* ... and 300 ms more for 300 bytes at 1000 B/s */
+    conn_guard_body_read(sf, 600);   /* ... and 600 ms more for 600 bytes at 1000 B/s */
     conn_guard_busy(su);             /* the server has it: no deadline */
+    conn_guard_answer(sa, 600);      /* its answer: 600 ms + 600 ms for 600 bytes */
     conn_guard_sweep();
     CHECK(!shut(head[1]) && !shut(idle[1]) && !shut(body[1]));
-    sleep_ms(150);
+    sleep_ms(450);                   /* t = 450 */
     conn_guard_sweep();
     CHECK(shut(head[1]) && shut(body[1]));
-    CHECK(!shut(idle[1]) && !shut(fast[1]));
-    /* A request line on the idle connection starts a head deadline of its own. */
+    CHECK(!shut(idle[1]) && !shut(fast[1]) && !shut(answer[1]));
+    /* A request line on the idle connection starts a head deadline of its own (t + 300). */
     conn_guard_request_line(si);
-    sleep_ms(80);
+    sleep_ms(150);                   /* t = 600: the idle deadline would have passed */
     conn_guard_sweep();
     CHECK(!shut(idle[1]));
-    sleep_ms(60);
+    sleep_ms(300);                   /* t = 900 */
     conn_guard_sweep();
     CHECK(shut(idle[1]));
-    sleep_ms(300);
+    CHECK(shut(fast[1]));            /* 900 past 300 + 600 */
+    CHECK(!shut(answer[1]));
+    sleep_ms(450);                   /* t = 1350 */
     conn_guard_sweep();
-    CHECK(shut(fast[1]));
+    CHECK(shut(answer[1]));
     CHECK(!shut(busy[1]));
-    struct conn_slot *all[] = { sh, si, sb, su, sf };
-    for (int i = 0; i < 5; i++)
+    struct conn_slot *all[] = { sh, si, sb, su, sf, sa };
+    for (int i = 0; i < 6; i++)
         conn_guard_close(all[i]);
     conn_guard_stop();
-    int *fds[] = { head, idle, body, busy, fast };
-    for (int i = 0; i < 5; i++) {
+    int *fds[] = { head, idle, body, busy, fast, answer };
+    for (int i = 0; i < 6; i++) {
         close(fds[i][0]);
         close(fds[i][1]);
     }
@@ -238,6 +245,27 @@ static void test_a_lingering_close_reads_what_the_client_still_sends(void)
     conn_guard_stop();
 }
 
+static void test_one_address_lingers_on_few_sockets_and_a_second_start_is_refused(void)
+{
+    start(60000, 60000, 60000, 1024, 100, 100);
+    struct sockaddr_in a = v4("127.0.0.1");
+    int srv[6], cli[6];
+    for (int i = 0; i < 6; i++) {
+        tcp_pair(&srv[i], &cli[i]);
+        struct conn_slot *s = conn_guard_open(srv[i], SA(a));
+        conn_guard_linger(s);
+        conn_guard_close(s);
+        close(srv[i]);
+    }
+    CHECK(conn_guard_lingering() == 4);
+    struct conn_guard_limits again = { .max_connections = 1, .max_per_address = 1 };
+    CHECK(conn_guard_start(&again) == -1);
+    conn_guard_stop();
+    CHECK(conn_guard_lingering() == 0);
+    for (int i = 0; i < 6; i++)
+        close(cli[i]);
+}
+
 int main(void)
 {
     static const struct unit_test tests[] = {
@@ -246,6 +274,7 @@ int main(void)
         UNIT_TEST(test_the_total_cap_holds_for_every_address),
         UNIT_TEST(test_each_phase_has_an_absolute_deadline),
         UNIT_TEST(test_a_lingering_close_reads_what_the_client_still_sends),
+        UNIT_TEST(test_one_address_lingers_on_few_sockets_and_a_second_start_is_refused),
     };
     return unit_run("conn_guard", tests, sizeof tests / sizeof tests[0]);
 }
