@@ -7,19 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/format.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* Decodes s[0..n) into a new arena string; NULL on a bad escape or invalid UTF-8. */
 static char *decode(struct arena *a, const char *s, size_t n, size_t *out_len)
@@ -30,8 +20,8 @@ static char *decode(struct arena *a, const char *s, size_t n, size_t *out_len)
         if (s[i] == '+') {
             out[o++] = ' ';
         } else if (s[i] == '%') {
-            int hi = i + 1 < n ? hexval(s[i + 1]) : -1;
-            int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+            int hi = i + 1 < n ? format_hex_digit(s[i + 1]) : -1;
+            int lo = i + 2 < n ? format_hex_digit(s[i + 2]) : -1;
             if (hi < 0 || lo < 0)
                 return NULL;
             out[o++] = (char)(hi * 16 + lo);

@@ -147,6 +147,17 @@ bool format_is_currency(const char *s)
     return currency_find(s) != NULL;
 }
 
+int format_hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 int format_currency_exponent(const char *code)
 {
     const struct currency *c = currency_find(code);

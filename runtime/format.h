@@ -16,6 +16,8 @@ bool format_is_currency(const char *s);  /* active ISO 4217 alphabetic code */
 bool format_is_country(const char *s);   /* ISO 3166-1 alpha-2 */
 bool format_is_iban(const char *s);      /* country + check digits, per-country length, mod-97 */
 bool format_is_bic(const char *s);       /* ISO 9362: 8 or 11, valid country */
+/* The value of a hexadecimal digit (either case), -1 for any other character. */
+int format_hex_digit(char c);
 /* Minor-unit exponent of an ISO 4217 code (JPY 0, BHD 3, CLF 4, most 2); -1 if unknown. */
 int format_currency_exponent(const char *code);
 /* v in decimal, NUL-terminated, into buf (FORMAT_I64_MAX bytes); returns the length. */

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "runtime/format.h"
+
 static bool fail(struct http_fault *f, int status, const char *code, const char *detail)
 {
     f->status = status;
@@ -20,17 +22,6 @@ static bool malformed(struct http_fault *f, const char *detail)
 static bool bad_target(struct http_fault *f, const char *detail)
 {
     return fail(f, 400, "invalid_path", detail);
-}
-
-static int hex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 /* A path segment [s, e) that decodes to "." or "..". */
@@ -66,7 +57,7 @@ bool http_strict_target(const char *raw, struct http_fault *f)
             query = p;
         if (c != '%')
             continue;
-        int hi = hex(p[1]), lo = hi < 0 ? -1 : hex(p[2]);
+        int hi = format_hex_digit(p[1]), lo = hi < 0 ? -1 : format_hex_digit(p[2]);
         if (hi < 0 || lo < 0)
             return bad_target(f, "The request target holds a '%' that is not a percent "
                                  "escape of two hexadecimal digits.");

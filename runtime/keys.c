@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/format.h"
+
 #define SIGNING_KEY_FILE "jwt-signing.key"
 #define KEY_HEX (TOKEN_KEY_BYTES * 2)
 #define CERT_DAYS 825
@@ -73,17 +75,6 @@ static int fsync_dir(const char *dir)
     int rc = fsync(fd);
     close(fd);
     return rc;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 static void set_kid(struct token_key *k)
@@ -198,7 +189,7 @@ static int load_signing_key(const char *path, struct token_key *k, char *err, si
         goto out;
     }
     for (size_t i = 0; i < TOKEN_KEY_BYTES; i++) {
-        int hi = hexval(text[2 * i]), lo = hexval(text[2 * i + 1]);
+        int hi = format_hex_digit(text[2 * i]), lo = format_hex_digit(text[2 * i + 1]);
         if (hi < 0 || lo < 0) {
             seterr(err, errlen, "%s must hold exactly %d hex digits and a newline", path, KEY_HEX);
             goto out;
