@@ -1,5 +1,6 @@
-/* libmicrohttpd glue: listening sockets, TLS, the per-request lifecycle (route, authenticate,
- * rate-limit, read the body with its cap, dispatch in one transaction, respond, log). */
+/* libmicrohttpd glue: listening sockets and TLS, connection caps and deadlines (conn_guard),
+ * each request's head (strict checks, client address, early answers) and body, then the
+ * request pipeline (runtime/pipeline.c), the answer and the access log. */
 #include "runtime/server.h"
 
 #include <arpa/inet.h>
@@ -18,29 +19,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "runtime/auth.h"
 #include "runtime/conn_guard.h"
 #include "runtime/cors.h"
 #include "runtime/forwarded.h"
-#include "runtime/http_strict.h"
-#include "runtime/form.h"
-#include "runtime/group_commit.h"
-#include "runtime/offload.h"
 #include "runtime/html.h"
-#include "runtime/id.h"
+#include "runtime/http_strict.h"
 #include "runtime/idempotency.h"
 #include "runtime/log.h"
 #include "runtime/oauth_error.h"
+#include "runtime/offload.h"
+#include "runtime/pipeline.h"
 #include "runtime/problem.h"
-#include "runtime/ratelimit.h"
 #include "runtime/req.h"
 #include "runtime/storage.h"
 
 enum listener { LISTENER_HTTPS, LISTENER_HTTP };
 
-/* A body the server will not keep (an unmatched route's, a bodyless operation's) announced
- * with a Content-Length above this is answered at once instead of read and dropped. */
-#define DROP_BODY_MAX (64 * 1024)
 /* A chunked body announces no length: one past its cap is read and dropped up to this much, so
  * that the client gets its 413 once it has sent it all; beyond, the connection is closed. */
 #define DRAIN_BODY_MAX (16 * 1024 * 1024)
@@ -57,7 +51,6 @@ static struct forwarded_proxies proxies; /* --trusted-proxy */
 static route_match_fn *route_match;
 static const struct config *cfg;
 static atomic_int in_flight;
-static atomic_bool draining; /* shutting down: new requests get 503 */
 
 static double now_ms(void)
 {
@@ -121,430 +114,6 @@ static const char *peer_of(struct MHD_Connection *conn, struct arena *a)
                       sizeof buf);
     }
     return arena_strdup(a, buf);
-}
-
-static bool is_uuid_header(const char *s)
-{
-    if (!s || strlen(s) != 36)
-        return false;
-    for (int i = 0; i < 36; i++) {
-        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-        if (dash ? s[i] != '-' : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
-                                   (s[i] >= 'A' && s[i] <= 'F')))
-            return false;
-    }
-    return true;
-}
-
-/* Whether the Content-Type's media type (parameters such as charset ignored) is want. */
-static bool is_media_type(const char *ct, const char *want)
-{
-    if (!ct)
-        return false;
-    while (*ct == ' ')
-        ct++;
-    size_t n = strcspn(ct, "; ");
-    return n == strlen(want) && strncasecmp(ct, want, n) == 0;
-}
-
-/* The body as the dispatcher reads it: JSON as sent, or a form turned into a JSON object of
- * strings for the operations that accept one. false when a problem was recorded. */
-static bool take_body(struct req *r)
-{
-    const char *ct = req_header(r, "Content-Type");
-    if (is_media_type(ct, "application/json")) {
-        r->body = r->upload;
-        r->body_len = r->upload_len;
-        return true;
-    }
-    if (r->op->form_body && is_media_type(ct, "application/x-www-form-urlencoded")) {
-        char *json = NULL;
-        const char *why = NULL;
-        if (form_to_json(&r->arena, r->upload ? r->upload : "", r->upload_len, &json,
-                         &r->body_len, &why) != 0) {
-            req_problem(r, 400, "invalid_request", "The form body is malformed: %s.", why);
-            return false;
-        }
-        r->body = json;
-        return true;
-    }
-    req_problem(r, 415, "unsupported_media_type",
-                r->op->form_body ? "Send the request body as Content-Type: application/json or "
-                                   "application/x-www-form-urlencoded."
-                                 : "Send the request body as Content-Type: application/json.");
-    return false;
-}
-
-/* The client address as a quota key: an IPv6 client is counted by its /64, the block one
- * subscriber usually holds, so rotating addresses inside it is no way around the limit. */
-static void address_key(const struct req *r, const char *prefix, char *key, size_t n)
-{
-    struct in6_addr a6;
-    if (strchr(r->peer, ':') && inet_pton(AF_INET6, r->peer, &a6) == 1 &&
-        !IN6_IS_ADDR_V4MAPPED(&a6)) {
-        char text[INET6_ADDRSTRLEN];
-        memset(a6.s6_addr + 8, 0, 8);
-        inet_ntop(AF_INET6, &a6, text, sizeof text);
-        snprintf(key, n, "%s%s/64", prefix, text);
-        return;
-    }
-    snprintf(key, n, "%s%s", prefix, r->peer);
-}
-
-/* Counts the request against its quota and records a 429 when over. Returns false when
- * limited. Policies: `auth` operations (login) per client address with their own tight quota;
- * everything else per workspace once authenticated, per client address before. */
-static bool count_request(struct req *r)
-{
-    char key[RATELIMIT_KEY_MAX + 1];
-    const char *policy = "default";
-    int64_t limit = ratelimit_default();
-    if (r->op && strcmp(r->op->rate_limit_class, "auth") == 0) {
-        policy = "auth";
-        limit = cfg->auth_rate_limit;
-        address_key(r, "auth:", key, sizeof key);
-    } else if (r->principal.authenticated) {
-        ratelimit_workspace_key(key, sizeof key, r->principal.workspace_id);
-    } else {
-        address_key(r, "ip:", key, sizeof key);
-    }
-    struct ratelimit_verdict v;
-    ratelimit_check(key, limit, RATELIMIT_WINDOW_S, ratelimit_now_ns(), &v);
-    ratelimit_set_headers(r, policy, &v);
-    if (!v.allowed) {
-        req_problem(r, 429, "rate_limited",
-                    "Rate limit of %lld requests per minute exceeded; retry in %lld s.",
-                    (long long)v.limit, (long long)v.retry_after);
-        return false;
-    }
-    return true;
-}
-
-static void internal_error(struct req *r, const char *detail)
-{
-    req_problem(r, 500, "internal_error", "%s", detail);
-}
-
-/* A change that was not stored after all: the operation's answer (and its Location or ETag)
- * gives way to a 500 that says so. */
-static void not_stored(struct req *r)
-{
-    log_error("commit failed for %s (request %s)", r->op->operation_id, r->request_id);
-    r->n_resp_headers = r->op_headers;
-    internal_error(r, "The server could not durably store the change; nothing was changed.");
-}
-
-/* What becomes of the writes of an operation that ran. */
-enum writes {
-    WRITES_DISCARD,              /* roll back */
-    WRITES_KEEP,                 /* commit: a success (its idempotency record included), or a
-                                    refusal that itself changed state (keep_writes) */
-    WRITES_DISCARD_STORE_ANSWER, /* roll back, then store the handler's own refusal (404, 409,
-                                    412, a business 422) as the answer to its idempotency key */
-};
-
-/* The operation inside the open transaction: a replay of a stored idempotent answer, or the
- * handler; a successful idempotent answer is stored in the same transaction as its writes. */
-static enum writes execute(struct req *r)
-{
-    if (r->idem_key) {
-        int found = idempotency_lookup(r);
-        if (found != 0) {
-            if (found < 0)
-                internal_error(r, "The server failed to complete the request; nothing was changed.");
-            return WRITES_DISCARD;
-        }
-    }
-    r->op_headers = r->n_resp_headers;
-    if (r->op->dispatch(r) != 0) {
-        log_error("operation %s failed (request %s)", r->op->operation_id, r->request_id);
-        r->n_resp_headers = r->op_headers;
-        internal_error(r, "The server failed to complete the request; nothing was changed.");
-        return WRITES_DISCARD;
-    }
-    if (r->keep_writes && r->problem && r->status < 500)
-        return WRITES_KEEP;
-    if (r->status >= 200 && r->status < 400 && !r->problem) {
-        if (r->idem_key && r->status < 300 && idempotency_store(r, r->op_headers) != 0) {
-            r->n_resp_headers = r->op_headers;
-            internal_error(r, "The server failed to complete the request; nothing was changed.");
-            return WRITES_DISCARD;
-        }
-        return WRITES_KEEP;
-    }
-    if (r->idem_key && r->handler_ran && r->status < 500)
-        return WRITES_DISCARD_STORE_ANSWER;
-    return WRITES_DISCARD;
-}
-
-static void refusal_not_stored(const struct req *r)
-{
-    log_warn("idempotency: could not store the %d answer of request %s; a retry will run again",
-             r->status, r->request_id);
-}
-
-/* Reads, and the writes of x-own-transaction operations: one transaction on this thread. */
-static void run_operation(struct req *r, bool write)
-{
-    if (storage_begin(write) != 0) {
-        req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
-        return;
-    }
-    enum writes w = execute(r);
-    if (w == WRITES_KEEP) {
-        if (storage_commit() != 0)
-            not_stored(r);
-        else if (r->on_commit)
-            r->on_commit(r);
-        return;
-    }
-    storage_rollback();
-    if (w == WRITES_DISCARD_STORE_ANSWER) {
-        if (storage_begin(true) != 0 || idempotency_store(r, r->op_headers) != 0 ||
-            storage_commit() != 0) {
-            storage_rollback();
-            refusal_not_stored(r);
-        }
-    }
-}
-
-/* A run that must be repeated starts from the request as it was handed over: the handler's
- * on_rewind undoes what it did outside the database, then the answer, its headers and
- * whatever the handler set are put back (the arena keeps what the first run allocated; its
- * response body, if any, is freed). */
-static void rewind_request(struct req *r)
-{
-    struct req *from = r->before_run;
-    if (r->on_rewind)
-        r->on_rewind(r);
-    struct arena arena = r->arena;
-    struct group_commit_item write = r->write;
-    if (r->resp_body != from->resp_body)
-        free(r->resp_body);
-    *r = *from;
-    r->arena = arena;
-    r->write = write;
-    r->before_run = from;
-}
-
-/* A request's part of the batch's transaction: in a savepoint of its own (guarded) or straight
- * in the transaction. end: 0 kept or undone, 1 must be undone by the whole transaction (only
- * unguarded), -1 the transaction is gone or was misused. */
-static int part_begin(bool guarded)
-{
-    return guarded ? storage_savepoint() : storage_unguarded_begin();
-}
-
-static int part_end(bool guarded, bool keep)
-{
-    return guarded ? storage_savepoint_end(keep) : storage_unguarded_end(keep);
-}
-
-/* Every other write, on the group-commit writer thread, inside the batch's transaction: first
- * unguarded (no savepoint: cheaper). Returns true when it must be undone: the writer then
- * rolls the batch back and runs it again guarded, each request in a savepoint of its own,
- * where a refusal or a failed statement rolls back to the savepoint, undoing this request
- * only. */
-static bool run_batched(void *ctx, bool guarded)
-{
-    struct req *r = ctx;
-    if (!guarded) {
-        r->before_run = arena_alloc(&r->arena, sizeof *r);
-        *r->before_run = *r;
-    } else if (r->before_run) {
-        rewind_request(r);
-    }
-    if (part_begin(guarded) != 0) {
-        req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
-        return false;
-    }
-    enum writes w = execute(r);
-    int end = part_end(guarded, w == WRITES_KEEP);
-    if (end > 0)
-        return true;
-    if (end < 0) {
-        r->n_resp_headers = r->op_headers;
-        internal_error(r, "The server failed to complete the request; nothing was changed.");
-        return false;
-    }
-    r->must_commit = w == WRITES_KEEP;
-    if (w == WRITES_DISCARD_STORE_ANSWER) {
-        if (part_begin(guarded) != 0) {
-            refusal_not_stored(r);
-            return false;
-        }
-        bool stored = idempotency_store(r, r->op_headers) == 0;
-        end = part_end(guarded, stored);
-        if (end > 0)
-            return true;
-        if (end < 0 || !stored)
-            refusal_not_stored(r);
-    }
-    return false;
-}
-
-/* The batch ended: settle the answer, then wake the connection (after which r is not ours). */
-static void batch_done(void *ctx, enum group_commit_outcome outcome)
-{
-    struct req *r = ctx;
-    if (outcome == GROUP_COMMIT_NOT_RUN)
-        req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
-    else if (r->must_commit && outcome == GROUP_COMMIT_LOST)
-        not_stored(r);
-    else if (r->must_commit && r->on_commit)
-        r->on_commit(r);
-    idempotency_finish(r);
-    MHD_resume_connection(r->conn);
-}
-
-/* An x-own-transaction operation, on an offload thread; then, once what it read is durable,
- * wakes the connection (after which r is not ours). */
-static void run_offloaded(void *ctx)
-{
-    struct req *r = ctx;
-    bool write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
-    storage_used();
-    run_operation(r, write);
-    idempotency_finish(r);
-    if (storage_used())
-        group_commit_wait_durable(group_commit_visible());
-    MHD_resume_connection(r->conn);
-}
-
-static void durable_done(void *ctx, enum group_commit_outcome outcome)
-{
-    (void)outcome;
-    struct req *r = ctx;
-    MHD_resume_connection(r->conn);
-}
-
-/* An answer from this thread's reads waits until the latest commit they could have seen is
- * durable (group_commit.h), suspended meanwhile: no client is shown a write that a crash could
- * still take back. Returns true when it waits (durable_done resumes the connection). */
-static bool wait_until_durable(struct req *r)
-{
-    if (!storage_used())
-        return false;
-    group_commit_note_read();
-    uint64_t seq = group_commit_visible();
-    if (group_commit_durable(seq))
-        return false;
-    r->handed_off = true;
-    r->write = (struct group_commit_item){ .done = durable_done, .ctx = r };
-    MHD_suspend_connection(r->conn); /* first: the syncer may resume it at once */
-    if (!group_commit_after_durable(seq, &r->write))
-        MHD_resume_connection(r->conn); /* durable meanwhile */
-    return true;
-}
-
-/* The methods a path allows, as the Allow header lists them: the generated router's, with
- * HEAD wherever GET is (server.c serves it) and OPTIONS (answered here for every path). */
-static const char *allowed_methods(struct req *r)
-{
-    bool get = false;
-    for (const char *p = r->allow; *p; p += strcspn(p, ",")) {
-        while (*p == ',' || *p == ' ')
-            p++;
-        if (strncmp(p, "GET", 3) == 0 && (p[3] == ',' || p[3] == '\0'))
-            get = true;
-    }
-    return arena_printf(&r->arena, "%s%s%sOPTIONS", r->allow, get ? ", HEAD" : "",
-                        r->allow[0] ? ", " : "");
-}
-
-/* Decides the answer, or hands the operation over (a write to the group commit, an
- * x-own-transaction operation to the offload pool): returns true when it did (the connection
- * is suspended; batch_done or run_offloaded resumes it with the answer in r). */
-static bool process(struct req *r, enum listener l)
-{
-    const char *rid = req_header(r, "X-Request-ID");
-    r->request_id = is_uuid_header(rid) ? arena_strdup(&r->arena, rid) : id_new(&r->arena, "req");
-
-    if (!r->tls) {
-        const char *fwd = req_header(r, "X-Forwarded-Proto");
-        if (l == LISTENER_HTTP && r->via_proxy &&
-            fwd && strcasecmp(fwd, "https") == 0) {
-            r->tls = true;
-        } else {
-            count_request(r);
-            req_problem(r, 400, "use_https",
-                        "This API is served over HTTPS only; repeat the request with https://.");
-            return false;
-        }
-    }
-    if (atomic_load(&draining)) {
-        count_request(r);
-        req_problem(r, 503, "unavailable", "The server is shutting down; retry shortly.");
-        req_set_header(r, "Connection", "close");
-        return false;
-    }
-    if (r->target_bad) {
-        count_request(r);
-        req_problem(r, r->target_fault.status, r->target_fault.code, "%s",
-                    r->target_fault.detail);
-        return false;
-    }
-    enum route_result rr = (enum route_result)r->route_result;
-    if (rr != ROUTE_FOUND) {
-        if (!count_request(r))
-            return false;
-        const char *allow = allowed_methods(r);
-        if (rr == ROUTE_METHOD_NOT_ALLOWED && strcmp(r->method, "OPTIONS") == 0) {
-            if (cors_is_preflight(r)) {
-                cors_preflight(r, allow);
-            } else {
-                r->status = 204; /* RFC 9110 §9.3.7: what the path allows */
-                req_set_header(r, "Allow", allow);
-            }
-        } else if (rr == ROUTE_METHOD_NOT_ALLOWED) {
-            req_problem(r, 405, "method_not_allowed", "%s is not allowed on %s; allowed: %s.",
-                        r->method, r->path, allow);
-            req_set_header(r, "Allow", allow);
-        } else {
-            req_problem(r, 404, "not_found", "No operation is served at %s.", r->path);
-        }
-        return false;
-    }
-    r->op = r->match.op;
-    if (!r->op->is_public && auth_check(r) != 0) {
-        count_request(r);
-        return false;
-    }
-    if (!count_request(r))
-        return false;
-    /* Answered before the body is read (begin_request): also an operation that takes no body
-     * is refused here rather than run, since it must not be handed off on the first call. */
-    if (r->upload_too_large && (r->op->has_body || r->answered_early)) {
-        req_problem(r, 413, "payload_too_large", "The request body exceeds %zu bytes.",
-                    r->op->has_body ? r->op->max_body_bytes : (size_t)DROP_BODY_MAX);
-        return false;
-    }
-    if (r->op->has_body) {
-        if (!take_body(r))
-            return false;
-    }
-    if (r->op->idempotent && r->principal.authenticated && idempotency_prepare(r) != 0)
-        return false;
-    bool write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
-    if (write && !r->op->own_transaction) {
-        r->handed_off = true;
-        r->write = (struct group_commit_item){ .run = run_batched, .done = batch_done, .ctx = r };
-        /* Suspended first: the writer may finish and resume it before submit returns. */
-        MHD_suspend_connection(r->conn);
-        group_commit_submit(&r->write);
-        return true;
-    }
-    if (r->op->own_transaction) {
-        /* It hashes a password: off this thread, which serves other connections meanwhile. */
-        r->handed_off = true;
-        r->offload = (struct offload_item){ .run = run_offloaded, .ctx = r };
-        MHD_suspend_connection(r->conn);
-        offload_submit(&r->offload);
-        return true;
-    }
-    run_operation(r, write);
-    idempotency_finish(r);
-    return false;
 }
 
 static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
@@ -716,9 +285,7 @@ static enum MHD_Result begin_request(struct req *r, enum listener l, const char 
     r->peer = client_address(r, peer_of(r->conn, &r->arena));
     r->origin = req_header(r, "Origin");
     if (!ok) {
-        const char *rid = req_header(r, "X-Request-ID");
-        r->request_id = is_uuid_header(rid) ? arena_strdup(&r->arena, rid)
-                                            : id_new(&r->arena, "req");
+        pipeline_request_id(r);
         req_problem(r, f.status, f.code, "%s", f.detail);
         conn_guard_linger(r->slot); /* a body of unknown length may follow: read it away */
         return send_response(r->conn, r); /* queued on the first call: Connection: close */
@@ -732,11 +299,11 @@ static enum MHD_Result begin_request(struct req *r, enum listener l, const char 
      * with the rest of its body. With Expect: 100-continue the client sends none. */
     const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Content-Length");
     bool kept = !r->target_bad && r->route_result == ROUTE_FOUND && r->match.op->has_body;
-    size_t cap = kept ? r->match.op->max_body_bytes : DROP_BODY_MAX;
+    size_t cap = kept ? r->match.op->max_body_bytes : PIPELINE_DROP_BODY_MAX;
     if (cl && strtoull(cl, NULL, 10) > cap) {
         r->upload_too_large = r->answered_early = true;
         conn_guard_busy(r->slot);
-        process(r, l); /* a 413 (or an earlier refusal): never handed off */
+        pipeline_process(r, l == LISTENER_HTTP); /* a 413 (or an earlier refusal): never handed off */
         conn_guard_linger(r->slot);
         return send_response(r->conn, r);
     }
@@ -786,7 +353,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     conn_guard_busy(r->slot);
     storage_used(); /* from here on: whether this request read the database */
-    if (process(r, l) || wait_until_durable(r))
+    if (pipeline_process(r, l == LISTENER_HTTP) || pipeline_wait_until_durable(r))
         return MHD_YES;
     return send_response(conn, r);
 }
@@ -985,6 +552,7 @@ int server_start(const struct config *c, const char *cert_pem, const char *key_p
                  route_match_fn *match, char *err, size_t errlen)
 {
     cfg = c;
+    pipeline_init(c->auth_rate_limit);
     route_match = match;
     if (forwarded_parse_list(c->trusted_proxy, &proxies, err, errlen) != 0)
         return -1;
@@ -1082,7 +650,7 @@ void server_stop(void)
      * used: in libmicrohttpd 0.9.75 its removal of the listen socket from each worker's epoll
      * set races the workers doing the same, and the loser aborts the process ("Failed to
      * remove listen FD from epoll set"). */
-    atomic_store(&draining, true);
+    pipeline_set_draining(true);
     int drain_ms = cfg ? cfg->drain_timeout_ms : 10000;
     if (!wait_in_flight(drain_ms)) {
         /* Past the drain timeout, the logins still queued (a password hash each, on two
@@ -1112,5 +680,5 @@ void server_stop(void)
     }
     n_listeners = 0;
     conn_guard_stop();
-    atomic_store(&draining, false);
+    pipeline_set_draining(false);
 }
