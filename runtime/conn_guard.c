@@ -8,7 +8,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -31,13 +30,8 @@
 
 enum phase { PHASE_BUSY, PHASE_HEAD, PHASE_BODY, PHASE_IDLE, PHASE_ANSWER, PHASES };
 
-/* An IPv4 address as ::ffff:a.b.c.d, so both families share one table. */
-struct addr_key {
-    uint8_t b[16];
-};
-
 struct addr_count {
-    struct addr_key key;
+    struct ipaddr key;
     int n;
     struct addr_count *next;
 };
@@ -45,7 +39,7 @@ struct addr_count {
 struct conn_slot {
     struct conn_slot *prev, *next;
     int fd;
-    struct addr_key key; /* the per-address cap's key (an IPv6 /64) */
+    struct ipaddr key; /* the per-address cap's key (an IPv6 /64) */
     bool exempt;
     bool expired;               /* shut down by the sweep */
     _Atomic int64_t deadline;   /* monotonic ms; 0: none */
@@ -58,13 +52,13 @@ struct conn_slot {
 struct lingerer {
     struct lingerer *prev, *next;
     int fd;
-    struct addr_key key;
+    struct ipaddr key;
     int64_t last_ms, until_ms;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct conn_guard_limits lim;
-static struct addr_key exempt[CONN_GUARD_MAX_EXEMPT];
+static struct ipaddr exempt[CONN_GUARD_MAX_EXEMPT];
 static int n_exempt;
 static struct addr_count *counts[BUCKETS];
 static struct conn_slot *slots;
@@ -86,46 +80,24 @@ static int64_t now_ms(void)
 }
 
 /* full: the address itself; cap: what the per-address cap counts (an IPv6 /64). */
-static bool key_of(const struct sockaddr *sa, socklen_t len, struct addr_key *full,
-                   struct addr_key *cap)
+static bool key_of(const struct sockaddr *sa, socklen_t len, struct ipaddr *full,
+                   struct ipaddr *cap)
 {
-    memset(full, 0, sizeof *full);
-    if (sa && sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
-        const struct sockaddr_in *s4 = (const struct sockaddr_in *)(const void *)sa;
-        full->b[10] = full->b[11] = 0xff;
-        memcpy(full->b + 12, &s4->sin_addr, 4);
-        *cap = *full;
-        return true;
-    }
-    if (sa && sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
-        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)(const void *)sa;
-        memcpy(full->b, &s6->sin6_addr, 16);
-        *cap = *full;
-        if (!IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
-            memset(cap->b + 8, 0, 8);
-        return true;
-    }
-    return false;
+    if (!ipaddr_of_sockaddr(sa, len, full))
+        return false;
+    *cap = ipaddr_block(full);
+    return true;
 }
 
-static void key_text(const struct addr_key *k, char *out, size_t n)
-{
-    static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-    if (memcmp(k->b, mapped, 12) == 0)
-        inet_ntop(AF_INET, k->b + 12, out, (socklen_t)n);
-    else
-        inet_ntop(AF_INET6, k->b, out, (socklen_t)n);
-}
-
-static bool is_exempt(const struct addr_key *full)
+static bool is_exempt(const struct ipaddr *full)
 {
     for (int i = 0; i < n_exempt; i++)
-        if (memcmp(exempt[i].b, full->b, 16) == 0)
+        if (ipaddr_equal(&exempt[i], full))
             return true;
     return false;
 }
 
-static unsigned bucket_of(const struct addr_key *k)
+static unsigned bucket_of(const struct ipaddr *k)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (int i = 0; i < 16; i++)
@@ -134,11 +106,11 @@ static unsigned bucket_of(const struct addr_key *k)
 }
 
 /* The count for k, created at 0 when create; NULL when absent (or out of memory). Locked. */
-static struct addr_count *count_of(const struct addr_key *k, bool create)
+static struct addr_count *count_of(const struct ipaddr *k, bool create)
 {
     struct addr_count **head = &counts[bucket_of(k)];
     for (struct addr_count *c = *head; c; c = c->next)
-        if (memcmp(c->key.b, k->b, 16) == 0)
+        if (ipaddr_equal(&c->key, k))
             return c;
     if (!create)
         return NULL;
@@ -151,11 +123,11 @@ static struct addr_count *count_of(const struct addr_key *k, bool create)
     return c;
 }
 
-static void count_drop(const struct addr_key *k)
+static void count_drop(const struct ipaddr *k)
 {
     struct addr_count **p = &counts[bucket_of(k)];
     for (; *p; p = &(*p)->next) {
-        if (memcmp((*p)->key.b, k->b, 16) == 0) {
+        if (ipaddr_equal(&(*p)->key, k)) {
             struct addr_count *c = *p;
             if (--c->n <= 0) {
                 *p = c->next;
@@ -166,11 +138,11 @@ static void count_drop(const struct addr_key *k)
     }
 }
 
-static void note_refusal(const struct addr_key *k, bool over_address)
+static void note_refusal(const struct ipaddr *k, bool over_address)
 {
     atomic_fetch_add(over_address ? &refused_address : &refused_total, 1);
     if (over_address)
-        key_text(k, refused_example, sizeof refused_example);
+        ipaddr_text(k, refused_example, sizeof refused_example);
 }
 
 static void wake(void)
@@ -183,7 +155,7 @@ static void wake(void)
 
 bool conn_guard_admit(const struct sockaddr *sa, socklen_t len)
 {
-    struct addr_key full, cap;
+    struct ipaddr full, cap;
     if (!key_of(sa, len, &full, &cap))
         return true; /* not an IP socket: nothing to count by */
     pthread_mutex_lock(&lock);
@@ -202,7 +174,7 @@ bool conn_guard_admit(const struct sockaddr *sa, socklen_t len)
 
 struct conn_slot *conn_guard_open(int fd, const struct sockaddr *sa, socklen_t len)
 {
-    struct addr_key full, cap;
+    struct ipaddr full, cap;
     bool keyed = key_of(sa, len, &full, &cap);
     struct conn_slot *s = calloc(1, sizeof *s);
     if (!s) {
@@ -210,7 +182,7 @@ struct conn_slot *conn_guard_open(int fd, const struct sockaddr *sa, socklen_t l
         return NULL;
     }
     s->fd = fd;
-    s->key = keyed ? cap : (struct addr_key){ { 0 } };
+    s->key = keyed ? cap : (struct ipaddr){ { 0 } };
     s->exempt = !keyed || is_exempt(&full);
     atomic_store(&s->phase, PHASE_HEAD);
     atomic_store(&s->deadline, now_ms() + lim.head_timeout_ms);
@@ -242,11 +214,11 @@ struct conn_slot *conn_guard_open(int fd, const struct sockaddr *sa, socklen_t l
 }
 
 /* Locked. */
-static void linger_start(int fd, const struct addr_key *key, int64_t now)
+static void linger_start(int fd, const struct ipaddr *key, int64_t now)
 {
     int same = 0;
     for (struct lingerer *l = lingerers; l; l = l->next)
-        same += memcmp(l->key.b, key->b, 16) == 0;
+        same += ipaddr_equal(&l->key, key);
     if (n_lingering >= LINGER_SOCKETS_MAX || same >= LINGER_PER_ADDRESS)
         return; /* closed at once: a reset the client may see, but no more sockets held */
     struct lingerer *l = calloc(1, sizeof *l);
@@ -478,19 +450,10 @@ int conn_guard_start(const struct conn_guard_limits *limits)
     if (running)
         return -1;
     lim = *limits;
-    n_exempt = 0;
-    for (int i = 0; i < limits->n_exempt && i < CONN_GUARD_MAX_EXEMPT; i++) {
-        struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
-        struct sockaddr_in s4 = { .sin_family = AF_INET };
-        struct addr_key full, cap;
-        if (inet_pton(AF_INET, limits->exempt[i], &s4.sin_addr) == 1)
-            key_of((struct sockaddr *)(void *)&s4, sizeof s4, &full, &cap);
-        else if (inet_pton(AF_INET6, limits->exempt[i], &s6.sin6_addr) == 1)
-            key_of((struct sockaddr *)(void *)&s6, sizeof s6, &full, &cap);
-        else
-            continue;
-        exempt[n_exempt++] = full;
-    }
+    n_exempt = limits->n_exempt < CONN_GUARD_MAX_EXEMPT ? limits->n_exempt
+                                                        : CONN_GUARD_MAX_EXEMPT;
+    for (int i = 0; i < n_exempt; i++)
+        exempt[i] = limits->exempt[i];
     epfd = epoll_create1(EPOLL_CLOEXEC);
     wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
@@ -529,7 +492,7 @@ void conn_guard_stop(void)
 
 int conn_guard_count(const struct sockaddr *sa, socklen_t len)
 {
-    struct addr_key full, cap;
+    struct ipaddr full, cap;
     if (!key_of(sa, len, &full, &cap))
         return 0;
     pthread_mutex_lock(&lock);

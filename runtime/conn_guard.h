@@ -33,6 +33,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "runtime/ipaddr.h"
+
 #define CONN_GUARD_MAX_EXEMPT 8
 
 struct conn_guard_limits {
@@ -43,8 +45,8 @@ struct conn_guard_limits {
     int body_timeout_ms;
     int body_min_rate;     /* bytes per second that earn the body one more second */
     /* Addresses with no per-address cap (the trusted proxies, whose connections carry many
-     * clients): text, as config gives them; unparsable ones are ignored. */
-    const char *exempt[CONN_GUARD_MAX_EXEMPT];
+     * clients). */
+    struct ipaddr exempt[CONN_GUARD_MAX_EXEMPT];
     int n_exempt;
 };
 

@@ -44,7 +44,7 @@ static bool is_origin(const char *o)
  * not for a third-party page. */
 static bool open_to_any_client(const struct req *r)
 {
-    const struct op *op = r->op ? r->op : r->route_result == ROUTE_FOUND ? r->match.op : NULL;
+    const struct op *op = req_routed_op(r);
     if (r->status == 401)
         return true;
     if (!op)

@@ -123,7 +123,7 @@ static bool is_alpha(char c)
 
 static bool is_hex(char c)
 {
-    return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    return format_hex_digit(c) >= 0;
 }
 
 /* True when s is exactly n upper-case letters. */

@@ -6,15 +6,16 @@
 #ifndef RUNTIME_FORWARDED_H
 #define RUNTIME_FORWARDED_H
 
-#include <arpa/inet.h>
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "runtime/ipaddr.h"
 
 #define FORWARDED_MAX_PROXIES 8
 
 struct forwarded_proxies {
     int n;
-    unsigned char addr[FORWARDED_MAX_PROXIES][16]; /* IPv4 as ::ffff:a.b.c.d */
+    struct ipaddr addr[FORWARDED_MAX_PROXIES];
     char text[FORWARDED_MAX_PROXIES][INET6_ADDRSTRLEN];
 };
 

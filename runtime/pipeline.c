@@ -2,9 +2,7 @@
  * runtime/server.c reads them and sends the answer this leaves in the struct req. */
 #include "runtime/pipeline.h"
 
-#include <arpa/inet.h>
 #include <microhttpd.h>
-#include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,9 +13,11 @@
 #include "runtime/auth.h"
 #include "runtime/cors.h"
 #include "runtime/form.h"
+#include "runtime/format.h"
 #include "runtime/group_commit.h"
 #include "runtime/id.h"
 #include "runtime/idempotency.h"
+#include "runtime/ipaddr.h"
 #include "runtime/log.h"
 #include "runtime/offload.h"
 #include "runtime/ratelimit.h"
@@ -36,23 +36,10 @@ void pipeline_set_draining(bool on)
     atomic_store(&draining, on);
 }
 
-static bool is_uuid_header(const char *s)
-{
-    if (!s || strlen(s) != 36)
-        return false;
-    for (int i = 0; i < 36; i++) {
-        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-        if (dash ? s[i] != '-' : !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
-                                   (s[i] >= 'A' && s[i] <= 'F')))
-            return false;
-    }
-    return true;
-}
-
 void pipeline_request_id(struct req *r)
 {
     const char *rid = req_header(r, "X-Request-ID");
-    r->request_id = is_uuid_header(rid) ? arena_strdup(&r->arena, rid) : id_new(&r->arena, "req");
+    r->request_id = format_is_uuid(rid) ? arena_strdup(&r->arena, rid) : id_new(&r->arena, "req");
 }
 
 /* Whether the Content-Type's media type (parameters such as charset ignored) is want. */
@@ -98,12 +85,11 @@ static bool take_body(struct req *r)
  * subscriber usually holds, so rotating addresses inside it is no way around the limit. */
 static void address_key(const struct req *r, const char *prefix, char *key, size_t n)
 {
-    struct in6_addr a6;
-    if (strchr(r->peer, ':') && inet_pton(AF_INET6, r->peer, &a6) == 1 &&
-        !IN6_IS_ADDR_V4MAPPED(&a6)) {
+    struct ipaddr a;
+    if (ipaddr_parse(r->peer, strlen(r->peer), &a) && !ipaddr_is_v4(&a)) {
         char text[INET6_ADDRSTRLEN];
-        memset(a6.s6_addr + 8, 0, 8);
-        inet_ntop(AF_INET6, &a6, text, sizeof text);
+        struct ipaddr block = ipaddr_block(&a);
+        ipaddr_text(&block, text, sizeof text);
         snprintf(key, n, "%s%s/64", prefix, text);
         return;
     }

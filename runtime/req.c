@@ -10,6 +10,11 @@
 #include <string.h>
 #include <strings.h>
 
+const struct op *req_routed_op(const struct req *r)
+{
+    return r->op ? r->op : r->route_result == ROUTE_FOUND ? r->match.op : NULL;
+}
+
 const char *req_path_param(const struct req *r, const char *name)
 {
     for (int i = 0; i < r->match.n_params; i++)

@@ -122,6 +122,9 @@ struct req {
 const char *req_header(const struct req *r, const char *name);
 const char *req_query(const struct req *r, const char *name);
 const char *req_cookie(const struct req *r, const char *name);
+/* The operation the request was routed to, also when it was refused before the operation
+ * ran (plain HTTP, shutting down); NULL when none matched or the head was refused. */
+const struct op *req_routed_op(const struct req *r);
 /* Path parameter captured by the router, NULL when the template has no such name. */
 const char *req_path_param(const struct req *r, const char *name);
 /* Adds a response header; name and value are copied into the arena. */

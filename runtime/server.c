@@ -121,7 +121,7 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
     cors_answer(r);
     /* The routed operation, also when it was refused before it ran (plain HTTP, shutting
      * down): an RFC 6749 endpoint answers those in its own error format too. */
-    const struct op *op = r->op ? r->op : r->route_result == ROUTE_FOUND ? r->match.op : NULL;
+    const struct op *op = req_routed_op(r);
     if (r->status == 0) {
         log_error("operation %s set no response (request %s)",
                   r->op ? r->op->operation_id : "-", r->request_id);
@@ -566,7 +566,7 @@ int server_start(const struct config *c, const char *cert_pem, const char *key_p
         .n_exempt = proxies.n,
     };
     for (int i = 0; i < proxies.n; i++)
-        limits.exempt[i] = proxies.text[i];
+        limits.exempt[i] = proxies.addr[i];
     if (conn_guard_start(&limits) != 0) {
         snprintf(err, errlen, "cannot start the connection deadline thread");
         return -1;

@@ -382,3 +382,28 @@ def test_admin_create_workspace_may_create_the_first_database(tmp_path):
                  "--owner-email", "first@example.com"], cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "fresh" / "treasury.db").is_file()
+
+
+def test_the_open_file_limit_is_raised_to_the_hard_one(tmp_path):
+    # --max-connections 1024, lingering sockets and the database need more than a soft limit
+    # of 1024 descriptors; started under a soft limit of 256, the server raises it.
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard <= 256:
+        pytest.skip("the hard open-file limit is %d" % hard)
+    from conftest import Server
+    s = Server(tmp_path / "srv")
+    env = s.env()
+    s.root.mkdir(parents=True, exist_ok=True)
+    with open(s.log_path, "ab") as err:
+        s.proc = subprocess.Popen(
+            s.argv(), env=env, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL,
+            cwd=str(s.root),
+            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard)))
+    try:
+        s.wait_ready()
+        with open("/proc/%d/limits" % s.proc.pid) as f:
+            line = next(l for l in f if l.startswith("Max open files"))
+        assert int(line.split()[3]) == hard, line
+    finally:
+        assert s.stop() == 0

@@ -44,9 +44,9 @@ static void start(int head_ms, int idle_ms, int body_ms, int rate, int per_addre
         .idle_timeout_ms = idle_ms,
         .body_timeout_ms = body_ms,
         .body_min_rate = rate,
-        .exempt = { "10.9.9.9" },
         .n_exempt = 1,
     };
+    CHECK(ipaddr_parse("10.9.9.9", 8, &l.exempt[0]));
     CHECK(conn_guard_start(&l) == 0);
 }
 
