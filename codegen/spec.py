@@ -60,7 +60,7 @@ INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 
 OPERATION_KEYS = {'tags', 'summary', 'description', 'operationId', 'parameters', 'requestBody',
                   'responses', 'security', 'deprecated', 'externalDocs'}
-OPERATION_EXTENSIONS = {'x-idempotent', 'x-rate-limit-class', 'x-max-body-bytes', 'x-status',
+OPERATION_EXTENSIONS = {'x-idempotent', 'x-replay', 'x-rate-limit-class', 'x-max-body-bytes', 'x-status',
                         'x-any-scope', 'x-first-party', 'x-oauth-errors',
                         'x-own-transaction'}
 PATH_ITEM_KEYS = {'summary', 'description', 'parameters', 'servers'}
@@ -1717,6 +1717,15 @@ class Model:
         op.idempotent = o.get('x-idempotent', write)
         if not isinstance(op.idempotent, bool):
             self.fail(loc / 'x-idempotent', 'x-idempotent must be a boolean')
+        # x-replay: false -- the key is claimed and the request runs once, but an answer that
+        # holds a secret shown once is not kept: a retry gets 409 idempotency_answer_not_kept.
+        replay = o.get('x-replay', True)
+        if not isinstance(replay, bool):
+            self.fail(loc / 'x-replay', 'x-replay must be a boolean')
+        if not replay and not op.idempotent:
+            self.fail(loc / 'x-replay', 'x-replay: false on an operation that is not idempotent '
+                                        '(nothing is stored for it anyway)')
+        op.no_replay = not replay
         op.rate_limit_class = o.get('x-rate-limit-class', 'default')
         if not isinstance(op.rate_limit_class, str) or \
                 not re.match(r'^[a-z][a-z0-9_-]*$', op.rate_limit_class):

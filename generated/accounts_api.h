@@ -242,7 +242,7 @@ struct accounts_create_oauth_client_request {
 };
 
 struct accounts_create_oauth_client_response {
-    int status; /* 201; problems (400, 401, 403, 413, 415, 422, 429, 500, 503) via req_problem() */
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct oauth_client_created *body_201; /* status 201: Registered; for a confidential client the only time its secret is shown. */
     const char *location; /* header Location on 201; NULL = not sent */
     const char *etag; /* header ETag on 201; NULL = not sent */

@@ -2095,6 +2095,10 @@ static void check_accounts_create_oauth_client(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
         break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
     case 413:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");

@@ -14,6 +14,7 @@
 #include "generated/scopes.h"
 #include "handlers/accounts.h"
 #include "handlers/admin.h"
+#include "handlers/privileges.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
 #include "runtime/digest.h"
@@ -689,10 +690,23 @@ int acc_refresh(struct req *r, const char *refresh_token, const char *want_scope
                     beyond, f.scope);
         return 0;
     }
-    /* Never more than the session was granted, nor than the role grants today. */
+    /* Never more than the session was granted, nor than the role and the OAuth client
+     * grant today (the per-request check's own lookup: handlers/privileges.c). */
     char granted[1024];
-    if (acc_role_scopes(f.workspace_id, role, granted, sizeof granted) != 0)
+    uint64_t allowed = 0;
+    int standing = handlers_privileges(f.workspace_id, f.user_id,
+                                       f.client_id[0] ? f.client_id : NULL, &allowed);
+    if (standing < 0)
         return -1;
+    if (standing == 0) {
+        if (acc_revoke_session(r, f.session_id, f.user_id, f.workspace_id, "client_disabled") < 0)
+            return -1;
+        r->keep_writes = true;
+        invalid_grant(r, "The application can no longer be used in this workspace; the session "
+                         "has ended.");
+        return 0;
+    }
+    scopes_text(allowed, granted, sizeof granted);
     acc_scope_intersection(want_scope ? want_scope : f.scope, granted, scope, sizeof scope);
     if (lifetime < 900 || lifetime > 86400)
         lifetime = 86400;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "runtime/clock.h"
+#include "runtime/privileges.h"
 #include "runtime/revocation.h"
 #include "runtime/token_cache.h"
 
@@ -102,15 +103,29 @@ int auth_check(struct req *r)
         refuse(r, "the token has been revoked");
         return -1;
     }
+    /* The token's scopes as far as the principal may still use them: a narrowed role or
+     * client, a removed member or a disabled account counts from the next request on
+     * (runtime/privileges.h; cached, so a hit costs a hash and a lock). */
+    const char *client = strcmp(c.client_id, TOKEN_FIRST_PARTY) != 0 ? c.client_id : NULL;
+    uint64_t allowed = 0;
+    int standing = privileges_current(c.wid, c.sub, client, &allowed);
+    if (standing < 0) {
+        req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
+        return -1;
+    }
+    if (standing == 0) {
+        refuse(r, "its principal no longer has access to this workspace");
+        return -1;
+    }
     struct principal *p = &r->principal;
     p->authenticated = true;
     p->user_id = arena_strdup(&r->arena, c.sub);
     p->workspace_id = arena_strdup(&r->arena, c.wid);
     p->session_id = arena_strdup(&r->arena, c.sid);
     p->token_id = arena_strdup(&r->arena, c.jti);
-    p->scopes = c.scope_bits;
-    if (strcmp(c.client_id, TOKEN_FIRST_PARTY) != 0)
-        p->client_id = arena_strdup(&r->arena, c.client_id);
+    p->scopes = c.scope_bits & allowed;
+    if (client)
+        p->client_id = arena_strdup(&r->arena, client);
     if (p->client_id && r->op->first_party) {
         req_problem(r, 403, "insufficient_scope",
                     "Tokens issued to an OAuth application cannot manage the user's own account "

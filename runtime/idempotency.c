@@ -287,6 +287,24 @@ int idempotency_lookup(struct req *r)
     const char *body = sqlite3_column_blob(st, 4);
     size_t len = (size_t)sqlite3_column_bytes(st, 4);
     int status = sqlite3_column_int(st, 1);
+    if (r->op->no_replay && !(ctype && strcmp(ctype, PROBLEM_TYPE) == 0)) {
+        /* The answer held a secret shown once (x-replay: false): only its headers were
+         * kept. Running again would create a second resource; answering the first is not
+         * possible. */
+        if (replay_headers(r, headers ? headers : "[]") != 0) {
+            log_error("idempotency: a stored record is unreadable");
+            ret = -1;
+            goto out;
+        }
+        const char *where = req_response_header(r, "Location");
+        req_problem(r, 409, "idempotency_answer_not_kept",
+                    "A request with this %s already succeeded (%d)%s%s. Its answer held a "
+                    "secret that is shown only once, so it was not kept and cannot be "
+                    "replayed; read the resource instead, and replace it if its secret was "
+                    "lost.",
+                    r->idem_header, status, where ? " and created " : "", where ? where : "");
+        goto out;
+    }
     if (replay_headers(r, headers ? headers : "[]") != 0 ||
         (ctype && strcmp(ctype, PROBLEM_TYPE) == 0
              ? replay_problem(r, status, body, len)
@@ -376,6 +394,8 @@ int idempotency_store(struct req *r, int first_header)
     sqlite3_bind_text(st, 9, headers, -1, SQLITE_STATIC);
     if (r->problem)
         sqlite3_bind_blob(st, 10, problem, (int)problem_len, SQLITE_STATIC);
+    else if (r->op->no_replay) /* a secret shown once: never at rest (x-replay: false) */
+        sqlite3_bind_blob(st, 10, "", 0, SQLITE_STATIC);
     else
         sqlite3_bind_blob(st, 10, r->resp_body ? r->resp_body : "", (int)r->resp_len,
                           SQLITE_STATIC);

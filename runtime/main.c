@@ -13,6 +13,7 @@
 #include "generated/scopes.h"
 #include "handlers/accounts.h"
 #include "handlers/jobs.h"
+#include "handlers/privileges.h"
 #include "runtime/admin.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
@@ -26,6 +27,7 @@
 #include "runtime/log.h"
 #include "runtime/offload.h"
 #include "runtime/password.h"
+#include "runtime/privileges.h"
 #include "runtime/ratelimit.h"
 #include "runtime/revocation.h"
 #include "runtime/seal.h"
@@ -42,12 +44,22 @@ static bool builtin_role(const char *key)
     return scopes_role(key) != NULL;
 }
 
+/* The data directory holds every tenant's data and the keys: like PostgreSQL's, it may be
+ * 0700 or 0750 (a backup group may read), never writable by its group nor open to others. */
 static int ensure_data_dir(const char *dir, char *err, size_t errlen)
 {
     struct stat st;
     if (stat(dir, &st) == 0) {
         if (!S_ISDIR(st.st_mode)) {
             snprintf(err, errlen, "data directory %s is not a directory", dir);
+            return -1;
+        }
+        if (st.st_mode & 027) {
+            snprintf(err, errlen,
+                     "data directory %s is %s (mode %04o); it holds every workspace's data and "
+                     "the keys. Fix with: chmod 700 %s",
+                     dir, (st.st_mode & 007) ? "open to other users" : "writable by its group",
+                     (unsigned)(st.st_mode & 07777), dir);
             return -1;
         }
         return 0;
@@ -59,6 +71,26 @@ static int ensure_data_dir(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+/* Files created before the umask was set (0644: SQLite's default mode, which its WAL and SHM
+ * copy) are made private; the umask keeps every new one so. */
+static void private_files(const char *db)
+{
+    static const char *const suffixes[] = {"", "-wal", "-shm"};
+    char path[CONFIG_PATH_MAX + 40];
+    struct stat st;
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        snprintf(path, sizeof path, "%s%s", db, suffixes[i]);
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & 077))
+            continue;
+        if (chmod(path, st.st_mode & 0700) == 0)
+            log_warn("%s was readable by others (mode %04o); made it private (%04o)", path,
+                     (unsigned)(st.st_mode & 07777), (unsigned)(st.st_mode & 0700));
+        else
+            log_warn("%s is readable by others (mode %04o) and cannot be changed: %s", path,
+                     (unsigned)(st.st_mode & 07777), strerror(errno));
+    }
+}
+
 static int open_storage(const struct config *c, char *err, size_t errlen)
 {
     char path[CONFIG_PATH_MAX + 32];
@@ -66,6 +98,7 @@ static int open_storage(const struct config *c, char *err, size_t errlen)
     if (ensure_data_dir(c->data_dir, err, errlen) != 0)
         return -1;
     snprintf(path, sizeof path, "%s/treasury.db", c->data_dir);
+    private_files(path);
     if (storage_open(path, why, sizeof why) != 0) {
         snprintf(err, errlen, "cannot open database %s: %s", path, why);
         return -1;
@@ -81,6 +114,8 @@ static int open_for_admin(bool create, void *arg, char *err, size_t errlen)
     char path[CONFIG_PATH_MAX + 32];
     struct stat st;
     snprintf(path, sizeof path, "%s/treasury.db", c->data_dir);
+    if (stat(c->data_dir, &st) == 0 && ensure_data_dir(c->data_dir, err, errlen) != 0)
+        return -1; /* an existing directory's permissions first */
     if (!create && stat(path, &st) != 0) {
         snprintf(err, errlen, "no database at %s (check --data-dir; start the server once or "
                               "run admin create-workspace to create one)", path);
@@ -168,6 +203,13 @@ static int run_server(const struct config *c)
         goto out;
     auth_init(&signing_key, &scopes_mask, SCOPE_WORKSPACE_ADMIN, scopes_all());
     cors_init(&accounts_cors_origin_allowed); /* the origins OAuth clients registered */
+    /* Scopes as the principal holds them now, re-read after any change to what decides them. */
+    privileges_init(&handlers_privileges);
+    if (storage_watch(handlers_privilege_tables, handlers_privilege_tables_count,
+                      &privileges_changed) != 0) {
+        snprintf(err, sizeof err, "too many privilege tables to watch");
+        goto out;
+    }
     ratelimit_init(c->rate_limit);
     /* Quotas spent before a restart still count: a restart is no way around a limit. */
     if (ratelimit_restore(ratelimit_now_ns()) != 0 || ratelimit_load_overrides() != 0) {
@@ -245,6 +287,8 @@ out:
 int main(int argc, char **argv)
 {
     struct config c;
+    /* Everything this process creates (database, WAL, keys, spool) is its user's alone. */
+    umask(077);
     password_memory_init(); /* before OpenSSL allocates anything */
     switch (config_parse(&c, argc, argv, stdout, stderr)) {
     case CONFIG_EXIT_OK:

@@ -23,6 +23,8 @@ struct op {
     uint64_t scopes;            /* all of these scope bits are required (generated/scopes.h) */
     const char *scopes_text;    /* space-separated, for WWW-Authenticate scope="..." */
     bool idempotent;            /* x-idempotent (default: true for POST/PUT/PATCH) */
+    bool no_replay;             /* x-replay: false: a success's answer holds a secret shown
+                                   once; its key is kept, its body is not (a retry: 409) */
     const char *rate_limit_class; /* x-rate-limit-class, default "default" */
     size_t max_body_bytes;      /* x-max-body-bytes, default 65536; 0 when no request body */
     bool planned;               /* x-status: planned -> answered 501 by the dispatcher */

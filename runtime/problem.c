@@ -66,6 +66,7 @@
     X("validation_failed", "Request validation failed")               \
     X("idempotency_key_reused", "Idempotency key reused")             \
     X("idempotency_request_in_progress", "Request still in progress")  \
+    X("idempotency_answer_not_kept", "Answer not kept for replay")    \
     X("rate_limited", "Too many requests")                            \
     X("internal_error", "Internal server error")                      \
     X("response_schema_violation", "Internal server error")           \

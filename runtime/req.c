@@ -23,6 +23,14 @@ const char *req_path_param(const struct req *r, const char *name)
     return NULL;
 }
 
+const char *req_response_header(const struct req *r, const char *name)
+{
+    for (int i = 0; i < r->n_resp_headers; i++)
+        if (strcasecmp(r->resp_headers[i].name, name) == 0)
+            return r->resp_headers[i].value;
+    return NULL;
+}
+
 void req_set_header(struct req *r, const char *name, const char *value)
 {
     for (int i = 0; i < r->n_resp_headers; i++) {

@@ -129,6 +129,8 @@ const struct op *req_routed_op(const struct req *r);
 const char *req_path_param(const struct req *r, const char *name);
 /* Adds a response header; name and value are copied into the arena. */
 void req_set_header(struct req *r, const char *name, const char *value);
+/* A response header set so far, or NULL. */
+const char *req_response_header(const struct req *r, const char *name);
 /* Sets an application/json response; takes ownership of the malloc'd body. */
 void req_set_json(struct req *r, int status, char *body, size_t len);
 /* The content type of server-rendered pages; the server adds the page security headers

@@ -72,6 +72,11 @@ static _Thread_local bool savepoint_misused;
 static _Thread_local sqlite3_int64 unguarded_changes;
 /* A statement prepared or a transaction begun on this thread since storage_used() last asked. */
 static _Thread_local bool used;
+/* storage_watch: the tables, and whether this thread's open transaction changed one. */
+static const char *watched[STORAGE_WATCH_MAX];
+static size_t n_watched;
+static void (*watched_changed)(void);
+static _Thread_local bool changed_watched;
 
 /* Checkpoints on a thread of their own (storage_checkpoints_start): connections opened after the
  * start do not checkpoint when they commit (SQLite's default, every 1000 WAL pages, which would
@@ -237,6 +242,31 @@ static void conn_close(struct conn *c)
     free(c);
 }
 
+/* sqlite3_update_hook: notes a change to a watched table (storage_watch). */
+static void row_changed(void *arg, int op, const char *db, const char *table, sqlite3_int64 row)
+{
+    (void)arg, (void)op, (void)db, (void)row;
+    if (changed_watched)
+        return;
+    for (size_t i = 0; i < n_watched; i++) {
+        if (strcmp(table, watched[i]) == 0) {
+            changed_watched = true;
+            return;
+        }
+    }
+}
+
+int storage_watch(const char *const *tables, size_t n, void (*changed)(void))
+{
+    if (n > STORAGE_WATCH_MAX)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        watched[i] = tables[i];
+    n_watched = n;
+    watched_changed = changed;
+    return 0;
+}
+
 /* create: only storage_open() may create the file; a thread opening later must find the
  * migrated database, not an empty one someone deleted it for. */
 static struct conn *conn_open(const char *path, bool create, char *err, size_t errlen)
@@ -270,6 +300,7 @@ static struct conn *conn_open(const char *path, bool create, char *err, size_t e
     }
     if (atomic_load(&ckpt_hooked))
         sqlite3_wal_hook(c->db, wal_hook, NULL); /* replaces the automatic checkpoint */
+    sqlite3_update_hook(c->db, row_changed, NULL);
     return c;
 fail:
     conn_close(c);
@@ -506,6 +537,7 @@ int storage_begin(bool write)
         return -1;
     }
     used = true;
+    changed_watched = false;
     reset_busy(c);
     if (write)
         write_lock();
@@ -528,6 +560,9 @@ int storage_commit(void)
     reset_busy(c);
     if (step_done(c, "COMMIT") == 0) {
         write_unlock();
+        if (changed_watched && watched_changed)
+            watched_changed();
+        changed_watched = false;
         return 0;
     }
     /* Not committed: leave the connection clean for the next request. */
@@ -569,6 +604,7 @@ void storage_rollback(void)
             exec_sql(c->db, "ROLLBACK", NULL, 0);
         }
     }
+    changed_watched = false;
     write_unlock();
 }
 

@@ -66,6 +66,13 @@ bool storage_checkpoint_pending(void);
  * commits, then a pass under the write lock, after which the next write starts the WAL over.
  * between (tests only; NULL otherwise) runs between the two passes. */
 void storage_checkpoint(void (*between)(void));
+/* After every transaction of this process that committed a changed row of one of tables
+ * (at most STORAGE_WATCH_MAX names; rowid tables: SQLite reports no row changes of WITHOUT
+ * ROWID tables), calls changed() on the committing thread. Register once, before serving.
+ * How the privilege cache hears of a role or membership change (runtime/privileges.h).
+ * 0, or -1 when there are too many names. */
+#define STORAGE_WATCH_MAX 16
+int storage_watch(const char *const *tables, size_t n, void (*changed)(void));
 /* Highest applied migration version, for tests and `--version`. */
 int storage_schema_version(void);
 

@@ -143,6 +143,55 @@ def test_data_dir_that_is_a_file_refuses_to_start(make_server, tmp_path):
     assert str(f) in err, err
 
 
+@pytest.mark.parametrize("mode", [0o755, 0o705, 0o770])
+def test_a_data_dir_open_to_others_or_group_writable_refuses_to_start(make_server, tmp_path,
+                                                                     mode):
+    data = tmp_path / "shared"
+    data.mkdir()
+    os.chmod(data, mode)
+    rc, err = start_and_expect_failure(make_server, data_dir=data)
+    assert rc != 0
+    assert "chmod 700 %s" % data in err, err
+    assert not (data / "treasury.db").exists()
+    r = run_cli(["--data-dir", str(data), "admin", "list-workspaces"])
+    assert r.returncode != 0 and "chmod 700" in r.stderr, r
+
+
+def test_a_data_dir_a_backup_group_may_read_is_accepted(make_server, tmp_path):
+    data = tmp_path / "backup-readable"
+    data.mkdir()
+    os.chmod(data, 0o750)
+    s = make_server(data_dir=data)
+    assert s.running and s.admin_client().get("/v1/payments").status == 200
+
+
+def test_every_file_is_private_whatever_the_umask(make_server):
+    """The database, its WAL and SHM, the keys: 0600 even when the server is started with a
+    permissive umask (022 here, as pytest runs)."""
+    old = os.umask(0o022)
+    try:
+        s = make_server()
+    finally:
+        os.umask(old)
+    s.admin_client().post("/v1/beneficiaries", json=helpers.beneficiary(external_id=None))
+    names = ["treasury.db", "treasury.db-wal", "treasury.db-shm", "jwt-signing.key", "tls.key"]
+    for name in names:
+        path = s.data_dir / name
+        assert path.exists(), name
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, (name, oct(path.stat().st_mode))
+    assert stat.S_IMODE(s.data_dir.stat().st_mode) == 0o700
+
+
+def test_database_files_left_readable_by_an_older_version_are_made_private(make_server):
+    s = make_server()
+    s.stop()
+    db = s.data_dir / "treasury.db"
+    os.chmod(db, 0o644)
+    s.start()
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    assert "made it private" in s.log_text(since_start=True)
+
+
 # ---- first start ---------------------------------------------------------------------------
 
 def test_first_start_creates_signing_key_0600_with_32_random_bytes(make_server):

@@ -324,3 +324,36 @@ def test_kill_9_during_idempotent_creates_then_retries_leave_each_exactly_once(m
             cursor = page["next_cursor"]
     crash = sorted(n for n in listed if n.startswith("crash-"))
     assert crash == sorted(name for _, name in requests), "lost or duplicated beneficiaries"
+
+
+def test_a_secret_shown_once_is_never_kept_for_a_replay(server):
+    """x-replay: false (registering a confidential OAuth client): the key still makes the
+    request run once, but the answer holding client_secret is not stored; a retry gets 409
+    idempotency_answer_not_kept naming what the first request created, and the secret is in
+    no idempotency record (nor anywhere else in the database file)."""
+    _, _, c = server.new_workspace()
+    key = new_request_id()
+    body = {"name": "Ledger sync", "type": "confidential",
+            "redirect_uris": ["https://erp.example/cb"], "scopes": ["payments:read"]}
+    first = c.post("/v1/accounts/oauth/clients", json=body, headers={"Idempotency-Key": key})
+    created = assert_json(first, 201)
+    secret = created["client_secret"]
+    again = c.post("/v1/accounts/oauth/clients", json=body, headers={"Idempotency-Key": key})
+    assert_problem(again, 409, "idempotency_answer_not_kept")
+    assert again.header("Location") == first.header("Location")
+    assert first.header("Location") in again.json()["detail"]
+    assert again.header("Idempotent-Replayed") is None
+    listed = c.get("/v1/accounts/oauth/clients?limit=100").json()["data"]
+    assert [x["id"] for x in listed if x["name"] == "Ledger sync"] == [created["id"]]
+    # Another body under the same key is still the usual 422.
+    assert_problem(c.post("/v1/accounts/oauth/clients", json=dict(body, name="Other"),
+                          headers={"Idempotency-Key": key}), 422, "idempotency_key_reused")
+    db = sqlite3.connect(str(server.data_dir / "treasury.db"))
+    try:
+        rows = db.execute("SELECT body FROM idempotency_keys WHERE key = ?",
+                          (key.lower(),)).fetchall()
+    finally:
+        db.close()
+    assert rows and all(secret.encode() not in bytes(r[0] or b"") for r in rows)
+    for f in server.data_dir.glob("treasury.db*"):
+        assert secret.encode() not in f.read_bytes(), f
