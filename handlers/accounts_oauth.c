@@ -17,6 +17,7 @@
 
 #include "generated/scopes.h"
 #include "handlers/accounts.h"
+#include "runtime/audit.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
 #include "runtime/digest.h"
@@ -535,7 +536,10 @@ int accounts_create_oauth_client(struct req *r,
         x.secret_hash = arena_strdup(&r->arena, hash);
     }
     if (client_save(&x, true, 0) != 0 ||
-        client_origins_save(c->id, c->allowed_origins, c->allowed_origins_count) != 0)
+        client_origins_save(c->id, c->allowed_origins, c->allowed_origins_count) != 0 ||
+        audit_record(r, "oauth_client.created", "oauth_client", c->id, NULL, "active",
+                     arena_printf(&r->arena, "%s; scopes: [%s]", oauth_client_type_str(c->type),
+                                  x.scopes_text)) != 0)
         return -1;
     created->id = c->id;
     created->object = c->object;
@@ -606,6 +610,8 @@ int accounts_update_oauth_client(struct req *r,
     }
     bool disabling = u->has_status && u->status == OAUTH_CLIENT_UPDATE_STATUS_DISABLED &&
                      c->status == OAUTH_CLIENT_STATUS_ACTIVE;
+    const char *status_before = oauth_client_status_str(c->status);
+    const char *scopes_before = x->scopes_text ? x->scopes_text : "";
     if (u->has_name)
         c->name = u->name;
     if (u->has_redirect_uris) {
@@ -631,7 +637,14 @@ int accounts_update_oauth_client(struct req *r,
     c->updated_at = arena_strdup(&r->arena, now);
     if (client_save(x, false, old_version) != 0 ||
         (u->has_allowed_origins &&
-         client_origins_save(c->id, c->allowed_origins, c->allowed_origins_count) != 0))
+         client_origins_save(c->id, c->allowed_origins, c->allowed_origins_count) != 0) ||
+        audit_record(r, "oauth_client.updated", "oauth_client", c->id, status_before,
+                     oauth_client_status_str(c->status),
+                     arena_printf(&r->arena, "scopes: [%s] -> [%s]%s%s%s", scopes_before,
+                                  x->scopes_text ? x->scopes_text : "",
+                                  u->has_name ? "; name" : "",
+                                  u->has_redirect_uris ? "; redirect_uris" : "",
+                                  u->has_allowed_origins ? "; allowed_origins" : "")) != 0)
         return -1;
     if (disabling) {
         const char *v[] = {now, c->id};
@@ -1878,7 +1891,9 @@ int accounts_revoke_oauth_grant(struct req *r,
         req_problem(r, 404, "not_found", "You have no connected application %s.", in->id);
         return 0;
     }
-    if (revoke_sessions_of(r, "grant_id", in->id, "grant_revoked") != 0)
+    if (revoke_sessions_of(r, "grant_id", in->id, "grant_revoked") != 0 ||
+        audit_record(r, "oauth_grant.revoked", "oauth_grant", in->id, "active", "revoked",
+                     NULL) != 0)
         return -1;
     out->status = 204;
     return 0;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "generated/scopes.h"
+#include "runtime/audit.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
 #include "runtime/digest.h"
@@ -342,6 +343,10 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
     scopes_text(mask, scopes, sizeof scopes);
     format_now_rfc3339(now, sizeof now);
     int64_t version = found ? role->version + 1 : 1;
+    /* The audit record names the scopes before and after: a privilege change. */
+    const char *before = "";
+    for (size_t i = 0; found && i < role->scopes_count; i++)
+        before = arena_printf(&r->arena, "%s%s%s", before, i ? " " : "", role->scopes[i]);
     sqlite3_stmt *st = storage_prepare(
         found ? "UPDATE roles SET name = ?3, description = ?4, scopes = ?5, version = ?6, "
                 "updated_at = ?7, approval_limits = ?8 WHERE workspace_id = ?1 AND key = ?2"
@@ -375,7 +380,13 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
         log_error("roles: write failed: %s", sqlite3_errmsg(storage_db()));
         return -1;
     }
-    if (load_custom(r, in->id, role) != 1)
+    if (load_custom(r, in->id, role) != 1 ||
+        audit_record(r, found ? "role.updated" : "role.created", "role", in->id, NULL, NULL,
+                     found ? arena_printf(&r->arena, "scopes: [%s] -> [%s]%s", before, scopes,
+                                          d->has_approval_limits ? "; approval limits set" : "")
+                           : arena_printf(&r->arena, "scopes: [%s]%s", scopes,
+                                          d->has_approval_limits ? "; approval limits set"
+                                                                 : "")) != 0)
         return -1;
     out->status = found ? 200 : 201;
     if (found)
@@ -539,7 +550,9 @@ int admin_create_service_account(struct req *r,
     if (exec_bound(st, "create") != 0)
         return -1;
     struct service_account *sa = arena_alloc(&r->arena, sizeof *sa);
-    if (load_service_account(r, id, sa) != 1)
+    if (load_service_account(r, id, sa) != 1 ||
+        audit_record(r, "service_account.created", "service_account", id, NULL, "active",
+                     arena_printf(&r->arena, "role %s", c->role)) != 0)
         return -1;
     out->status = 201;
     out->body_201 = sa;
@@ -589,7 +602,9 @@ int admin_disable_service_account(struct req *r,
         sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, sa->id, -1, SQLITE_STATIC);
         if (exec_bound(st, "revoking its tokens") != 0 ||
-            load_service_account(r, in->id, sa) != 1)
+            load_service_account(r, in->id, sa) != 1 ||
+            audit_record(r, "service_account.disabled", "service_account", sa->id, "active",
+                         "disabled", "every token revoked") != 0)
             return -1;
         /* The account id is every one of its tokens' subject: one entry refuses them all. */
         r->on_commit = publish_forever;
@@ -702,7 +717,10 @@ int admin_create_service_account_token(
     sqlite3_bind_text(st, 5, t->scope, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 6, r->principal.user_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 7, now, -1, SQLITE_STATIC);
-    if (exec_bound(st, "issuing a token") != 0)
+    if (exec_bound(st, "issuing a token") != 0 ||
+        audit_record(r, "service_account_token.issued", "service_account_token", t->id, NULL,
+                     "active",
+                     arena_printf(&r->arena, "for %s; scopes: [%s]", sa->id, t->scope)) != 0)
         return -1;
 
     struct token_claims claims;
@@ -742,6 +760,10 @@ int admin_revoke_service_token(struct req *r, const char *workspace_id,
         return -1;
     if (sqlite3_changes(storage_db()) == 0)
         return 0;
+    if (audit_record(r, "service_account_token.revoked", "service_account_token", token_id,
+                     "active", "revoked",
+                     arena_printf(&r->arena, "of %s", service_account_id)) != 0)
+        return -1;
     r->on_commit = publish_forever;
     r->on_commit_arg = arena_strdup(&r->arena, token_id);
     return 1;

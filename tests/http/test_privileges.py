@@ -4,6 +4,8 @@ now. A role narrowed, a client narrowed or disabled, a custom role deleted from 
 holders: the very next request with an old token sees it (runtime/privileges.h), and a refresh
 never hands the old privileges back."""
 
+import contextlib
+import sqlite3
 import uuid
 
 import pytest
@@ -137,3 +139,45 @@ def test_the_privilege_check_holds_across_many_requests_and_principals(server, w
     assert_problem(clients[a].get("/v1/payments"), 403, "insufficient_scope")
     assert clients[b].get("/v1/payments").status == 200
     assert writes(clients[b]) == 201
+
+
+def audit_of(server, resource_id):
+    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    with contextlib.closing(db):
+        return db.execute("SELECT actor_id, action, before_status, after_status, detail "
+                          "FROM audit_events WHERE resource_id = ? ORDER BY seq",
+                          (resource_id,)).fetchall()
+
+
+def test_every_privilege_change_writes_an_audit_record(server, ws):
+    """Roles, service accounts and their tokens, OAuth clients and grants: who changed which
+    privilege, with the scopes before and after."""
+    key = "aud_" + uuid.uuid4().hex[:6]
+    put_role(ws.owner, key, ["payments:read", "payments:write"])
+    put_role(ws.owner, key, ["payments:read"])
+    rows = audit_of(server, key)
+    assert [r[1] for r in rows] == ["role.created", "role.updated"]
+    assert rows[1][4] == "scopes: [payments:read payments:write] -> [payments:read]"
+    assert len({r[0] for r in rows}) == 1 and rows[0][0].startswith("usr_")
+
+    sa = assert_json(ws.owner.post(SA, json={"name": "audited", "role": key}), 201)
+    tok = assert_json(ws.owner.post(SA + "/" + sa["id"] + "/tokens",
+                                    json={"scopes": ["payments:read"]}), 201)
+    assert ws.owner.delete(SA + "/" + sa["id"] + "/tokens/" + tok["id"]).status == 204
+    assert ws.owner.post(SA + "/" + sa["id"] + "/disable").status == 200
+    assert [r[1:4] for r in audit_of(server, sa["id"])] == [
+        ("service_account.created", None, "active"),
+        ("service_account.disabled", "active", "disabled")]
+    assert [r[1:4] for r in audit_of(server, tok["id"])] == [
+        ("service_account_token.issued", None, "active"),
+        ("service_account_token.revoked", "active", "revoked")]
+
+    app = ws.register(scopes=("payments:read", "payments:write"))
+    r = ws.owner.patch(CLIENTS + "/" + app.id, json={"scopes": ["payments:read"],
+                                                     "status": "disabled"},
+                       headers={"If-Match": '"v1"'})
+    assert_json(r, 200)
+    rows = audit_of(server, app.id)
+    assert [r[1:4] for r in rows] == [("oauth_client.created", None, "active"),
+                                      ("oauth_client.updated", "active", "disabled")]
+    assert rows[1][4].startswith("scopes: [payments:read payments:write] -> [payments:read]")
