@@ -239,7 +239,7 @@ struct payments_approve_payment_batch_request {
 };
 
 struct payments_approve_payment_batch_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 422, 429, 500, 503) via req_problem() */
     struct payment_batch *body_200; /* status 200: Approved by the caller; the batch as it is now. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -313,7 +313,7 @@ struct payments_approve_payment_request {
 };
 
 struct payments_approve_payment_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 422, 429, 500, 503) via req_problem() */
     struct payment *body_200; /* status 200: Approved by the caller; the payment as it is now. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };

@@ -2084,6 +2084,10 @@ static void check_payments_approve_payment_batch(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
         break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
     case 429:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
@@ -2843,6 +2847,10 @@ static void check_payments_approve_payment(struct req *r)
     case 409:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
         break;
     case 429:
         if (!r->problem)

@@ -116,6 +116,20 @@ enum oauth_client_update_status {
 const char *oauth_client_update_status_str(enum oauth_client_update_status v);
 enum oauth_client_update_status oauth_client_update_status_parse(const char *s);
 
+/* PaymentApprovalField: A field the approvals of a payment are given for: changing one makes the changer a maker of the p... */
+enum payment_approval_field {
+    PAYMENT_APPROVAL_FIELD_AMOUNT = 1,
+    PAYMENT_APPROVAL_FIELD_CURRENCY = 2,
+    PAYMENT_APPROVAL_FIELD_BENEFICIARY_ID = 3,
+    PAYMENT_APPROVAL_FIELD_ORIGINATING_ACCOUNT = 4,
+    PAYMENT_APPROVAL_FIELD_TYPE = 5,
+    PAYMENT_APPROVAL_FIELD_PRIORITY = 6,
+    PAYMENT_APPROVAL_FIELD_EFFECTIVE_DATE = 7,
+    PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION = 8,
+};
+const char *payment_approval_field_str(enum payment_approval_field v);
+enum payment_approval_field payment_approval_field_parse(const char *s);
+
 /* payment_approver_decision: The decision. */
 enum payment_approver_decision {
     PAYMENT_APPROVER_DECISION_APPROVED = 1,
@@ -149,6 +163,14 @@ enum payment_iso20022_status {
 };
 const char *payment_iso20022_status_str(enum payment_iso20022_status v);
 enum payment_iso20022_status payment_iso20022_status_parse(const char *s);
+
+/* payment_maker_action: `created`: entered the payment (every field); `changed`: changed `fields` after it was created. */
+enum payment_maker_action {
+    PAYMENT_MAKER_ACTION_CREATED = 1,
+    PAYMENT_MAKER_ACTION_CHANGED = 2,
+};
+const char *payment_maker_action_str(enum payment_maker_action v);
+enum payment_maker_action payment_maker_action_parse(const char *s);
 
 /* PaymentPriority: `high` asks the rail for same-day handling where it offers it. */
 enum payment_priority {
@@ -289,6 +311,7 @@ struct payment_batch_item;
 struct payment_batch_total;
 struct payment_create;
 struct payment_denial;
+struct payment_maker;
 struct payment_page;
 struct payment_update;
 struct problem;
@@ -342,18 +365,21 @@ struct account_identification {
     struct bban_account_identification *bban; /* ACCOUNT_IDENTIFICATION_KIND_BBAN: scheme = "BBAN" */
 };
 
-/* ApprovalPolicy: The workspace's payment approval tiers. */
+/* ApprovalPolicy: The workspace's payment approval tiers and velocity window. */
 struct approval_policy {
     struct approval_tier *tiers; /* required */
     size_t tiers_count;
+    int64_t velocity_window_hours; /* required, default 24, VelocityWindowHours */
     int64_t version; /* required */
     const char *updated_at; /* required, Timestamp */
 };
 
-/* ApprovalPolicyUpdate: The new tiers, replacing the old ones. */
+/* ApprovalPolicyUpdate: The new tiers and velocity window, replacing the old ones. */
 struct approval_policy_update {
     struct approval_tier *tiers; /* required */
     size_t tiers_count;
+    int64_t velocity_window_hours; /* optional, default 24, VelocityWindowHours */
+    bool has_velocity_window_hours;
 };
 
 /* ApprovalTier: From `min_amount` up, payments in `currency` need `approvals_required` approvals. */
@@ -801,6 +827,8 @@ struct payment {
     const char *batch_id; /* optional, PaymentBatchId */
     bool has_batch_id;
     const char *created_by; /* required */
+    struct payment_maker *makers; /* required */
+    size_t makers_count;
     struct metadata_entry *metadata; /* required, Metadata */
     size_t metadata_count;
     int64_t version; /* required, ResourceVersion */
@@ -905,6 +933,18 @@ struct payment_create {
 /* PaymentDenial: Why the payment is denied. */
 struct payment_denial {
     const char *reason; /* required */
+};
+
+/* PaymentMaker: A person who entered or changed what the approvals are given for (maker-checker). */
+struct payment_maker {
+    const char *user_id; /* required */
+    const char *via; /* optional */
+    bool has_via;
+    enum payment_maker_action action; /* required */
+    enum payment_approval_field *fields; /* optional */
+    size_t fields_count;
+    bool has_fields;
+    const char *at; /* required, Timestamp */
 };
 
 /* PaymentPage: One page of payments, newest first. */
@@ -1322,6 +1362,8 @@ int decode_payment_create(struct arena *a, const struct json_value *v, struct pa
 void encode_payment_create(struct jsonw *w, const struct payment_create *in);
 int decode_payment_denial(struct arena *a, const struct json_value *v, struct payment_denial *out);
 void encode_payment_denial(struct jsonw *w, const struct payment_denial *in);
+int decode_payment_maker(struct arena *a, const struct json_value *v, struct payment_maker *out);
+void encode_payment_maker(struct jsonw *w, const struct payment_maker *in);
 int decode_payment_page(struct arena *a, const struct json_value *v, struct payment_page *out);
 void encode_payment_page(struct jsonw *w, const struct payment_page *in);
 int decode_payment_update(struct arena *a, const struct json_value *v, struct payment_update *out);
@@ -1576,6 +1618,7 @@ void validate_param_sign_in_cookie(const struct json_value *v, const char *ptr, 
 void validate_payment(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_approval(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_approval_approvers(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_approval_field(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_approval_received(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_approval_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_approver(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1606,6 +1649,12 @@ void validate_payment_failure_code(const struct json_value *v, const char *ptr, 
 void validate_payment_failure_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_iso20022_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_maker(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_maker_action(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_maker_fields(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_maker_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_maker_via(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_makers(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1718,6 +1767,7 @@ void validate_validation_error(const struct json_value *v, const char *ptr, int 
 void validate_validation_error_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_validation_error_detail(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_validation_error_pointer(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_velocity_window_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_verification_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_verify_form(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_verify_form_csrf(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -279,6 +279,52 @@ enum oauth_client_update_status oauth_client_update_status_parse(const char *s)
     return (enum oauth_client_update_status)0;
 }
 
+const char *payment_approval_field_str(enum payment_approval_field v)
+{
+    switch (v) {
+    case PAYMENT_APPROVAL_FIELD_AMOUNT:
+        return "amount";
+    case PAYMENT_APPROVAL_FIELD_CURRENCY:
+        return "currency";
+    case PAYMENT_APPROVAL_FIELD_BENEFICIARY_ID:
+        return "beneficiary_id";
+    case PAYMENT_APPROVAL_FIELD_ORIGINATING_ACCOUNT:
+        return "originating_account";
+    case PAYMENT_APPROVAL_FIELD_TYPE:
+        return "type";
+    case PAYMENT_APPROVAL_FIELD_PRIORITY:
+        return "priority";
+    case PAYMENT_APPROVAL_FIELD_EFFECTIVE_DATE:
+        return "effective_date";
+    case PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION:
+        return "remittance_information";
+    }
+    return NULL;
+}
+
+enum payment_approval_field payment_approval_field_parse(const char *s)
+{
+    if (!s)
+        return (enum payment_approval_field)0;
+    if (strcmp(s, "amount") == 0)
+        return PAYMENT_APPROVAL_FIELD_AMOUNT;
+    if (strcmp(s, "currency") == 0)
+        return PAYMENT_APPROVAL_FIELD_CURRENCY;
+    if (strcmp(s, "beneficiary_id") == 0)
+        return PAYMENT_APPROVAL_FIELD_BENEFICIARY_ID;
+    if (strcmp(s, "originating_account") == 0)
+        return PAYMENT_APPROVAL_FIELD_ORIGINATING_ACCOUNT;
+    if (strcmp(s, "type") == 0)
+        return PAYMENT_APPROVAL_FIELD_TYPE;
+    if (strcmp(s, "priority") == 0)
+        return PAYMENT_APPROVAL_FIELD_PRIORITY;
+    if (strcmp(s, "effective_date") == 0)
+        return PAYMENT_APPROVAL_FIELD_EFFECTIVE_DATE;
+    if (strcmp(s, "remittance_information") == 0)
+        return PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION;
+    return (enum payment_approval_field)0;
+}
+
 const char *payment_approver_decision_str(enum payment_approver_decision v)
 {
     switch (v) {
@@ -383,6 +429,28 @@ enum payment_iso20022_status payment_iso20022_status_parse(const char *s)
     if (strcmp(s, "CANC") == 0)
         return PAYMENT_ISO20022_STATUS_CANC;
     return (enum payment_iso20022_status)0;
+}
+
+const char *payment_maker_action_str(enum payment_maker_action v)
+{
+    switch (v) {
+    case PAYMENT_MAKER_ACTION_CREATED:
+        return "created";
+    case PAYMENT_MAKER_ACTION_CHANGED:
+        return "changed";
+    }
+    return NULL;
+}
+
+enum payment_maker_action payment_maker_action_parse(const char *s)
+{
+    if (!s)
+        return (enum payment_maker_action)0;
+    if (strcmp(s, "created") == 0)
+        return PAYMENT_MAKER_ACTION_CREATED;
+    if (strcmp(s, "changed") == 0)
+        return PAYMENT_MAKER_ACTION_CHANGED;
+    return (enum payment_maker_action)0;
 }
 
 const char *payment_priority_str(enum payment_priority v)
@@ -724,6 +792,8 @@ int decode_approval_policy(struct arena *a, const struct json_value *v, struct a
                 if (decode_approval_tier(a, m->value->items[j], &out->tiers[j]) != 0)
                     return -1;
             }
+        } else if (strcmp(m->key, "velocity_window_hours") == 0) {
+            (void)json_number_to_int64(m->value, &out->velocity_window_hours);
         } else if (strcmp(m->key, "version") == 0) {
             (void)json_number_to_int64(m->value, &out->version);
         } else if (strcmp(m->key, "updated_at") == 0) {
@@ -742,6 +812,8 @@ void encode_approval_policy(struct jsonw *w, const struct approval_policy *in)
         encode_approval_tier(w, &in->tiers[j]);
     }
     jsonw_array_end(w);
+    jsonw_key(w, "velocity_window_hours");
+    jsonw_int(w, in->velocity_window_hours);
     jsonw_key(w, "version");
     jsonw_int(w, in->version);
     jsonw_key(w, "updated_at");
@@ -765,7 +837,14 @@ int decode_approval_policy_update(struct arena *a, const struct json_value *v, s
                 if (decode_approval_tier(a, m->value->items[j], &out->tiers[j]) != 0)
                     return -1;
             }
+        } else if (strcmp(m->key, "velocity_window_hours") == 0) {
+            out->has_velocity_window_hours = true;
+            (void)json_number_to_int64(m->value, &out->velocity_window_hours);
         }
+    }
+    if (!out->has_velocity_window_hours) {
+        out->velocity_window_hours = INT64_C(24);
+        out->has_velocity_window_hours = true;
     }
     return 0;
 }
@@ -779,6 +858,10 @@ void encode_approval_policy_update(struct jsonw *w, const struct approval_policy
         encode_approval_tier(w, &in->tiers[j]);
     }
     jsonw_array_end(w);
+    if (in->has_velocity_window_hours) {
+        jsonw_key(w, "velocity_window_hours");
+        jsonw_int(w, in->velocity_window_hours);
+    }
     jsonw_object_end(w);
 }
 
@@ -2773,6 +2856,15 @@ int decode_payment(struct arena *a, const struct json_value *v, struct payment *
             out->batch_id = m->value->s;
         } else if (strcmp(m->key, "created_by") == 0) {
             out->created_by = m->value->s;
+        } else if (strcmp(m->key, "makers") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->makers_count = m->value->count;
+            out->makers = arena_alloc(a, (m->value->count + 1) * sizeof *out->makers);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_payment_maker(a, m->value->items[j], &out->makers[j]) != 0)
+                    return -1;
+            }
         } else if (strcmp(m->key, "metadata") == 0) {
             if (m->value->type != JSON_OBJECT)
                 return -1;
@@ -2857,6 +2949,12 @@ void encode_payment(struct jsonw *w, const struct payment *in)
     }
     jsonw_key(w, "created_by");
     jsonw_string(w, in->created_by);
+    jsonw_key(w, "makers");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->makers_count; j++) {
+        encode_payment_maker(w, &in->makers[j]);
+    }
+    jsonw_array_end(w);
     jsonw_key(w, "metadata");
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -3339,6 +3437,60 @@ void encode_payment_denial(struct jsonw *w, const struct payment_denial *in)
     jsonw_object_begin(w);
     jsonw_key(w, "reason");
     jsonw_string(w, in->reason);
+    jsonw_object_end(w);
+}
+
+int decode_payment_maker(struct arena *a, const struct json_value *v, struct payment_maker *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "user_id") == 0) {
+            out->user_id = m->value->s;
+        } else if (strcmp(m->key, "via") == 0) {
+            out->has_via = true;
+            out->via = m->value->s;
+        } else if (strcmp(m->key, "action") == 0) {
+            out->action = payment_maker_action_parse(m->value->s);
+        } else if (strcmp(m->key, "fields") == 0) {
+            out->has_fields = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->fields_count = m->value->count;
+            out->fields = arena_alloc(a, (m->value->count + 1) * sizeof *out->fields);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->fields[j] = payment_approval_field_parse(m->value->items[j]->s);
+            }
+        } else if (strcmp(m->key, "at") == 0) {
+            out->at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_payment_maker(struct jsonw *w, const struct payment_maker *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "user_id");
+    jsonw_string(w, in->user_id);
+    if (in->has_via || in->via != NULL) {
+        jsonw_key(w, "via");
+        jsonw_string(w, in->via);
+    }
+    jsonw_key(w, "action");
+    jsonw_string(w, payment_maker_action_str(in->action));
+    if (in->has_fields || in->fields != NULL) {
+        jsonw_key(w, "fields");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->fields_count; j++) {
+            jsonw_string(w, payment_approval_field_str(in->fields[j]));
+        }
+        jsonw_array_end(w);
+    }
+    jsonw_key(w, "at");
+    jsonw_string(w, in->at);
     jsonw_object_end(w);
 }
 

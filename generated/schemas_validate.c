@@ -430,25 +430,30 @@ void validate_approval_policy(const struct json_value *v, const char *ptr, int m
         verr_add(l, ptr, NULL, "type", "%s", "must be an object");
         return;
     }
-    bool seen[3] = { false };
+    bool seen[4] = { false };
     for (size_t i = 0; i < v->count; i++) {
         const struct json_member *m = &v->members[i];
         if (strcmp(m->key, "tiers") == 0) {
             seen[0] = true;
             validate_approval_policy_tiers(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "version") == 0) {
+        } else if (strcmp(m->key, "velocity_window_hours") == 0) {
             seen[1] = true;
+            validate_velocity_window_hours(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            seen[2] = true;
             validate_approval_policy_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "updated_at") == 0) {
-            seen[2] = true;
+            seen[3] = true;
             validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         }
     }
     if (!seen[0])
         verr_add(l, ptr, "tiers", "required", "%s", "is required");
     if (!seen[1])
-        verr_add(l, ptr, "version", "required", "%s", "is required");
+        verr_add(l, ptr, "velocity_window_hours", "required", "%s", "is required");
     if (!seen[2])
+        verr_add(l, ptr, "version", "required", "%s", "is required");
+    if (!seen[3])
         verr_add(l, ptr, "updated_at", "required", "%s", "is required");
 }
 
@@ -478,6 +483,8 @@ void validate_approval_policy_update(const struct json_value *v, const char *ptr
         if (strcmp(m->key, "tiers") == 0) {
             seen[0] = true;
             validate_approval_policy_update_tiers(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "velocity_window_hours") == 0) {
+            validate_velocity_window_hours(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else {
             verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
         }
@@ -3851,7 +3858,7 @@ void validate_payment(const struct json_value *v, const char *ptr, int mode, str
         verr_add(l, ptr, NULL, "type", "%s", "must be an object");
         return;
     }
-    bool seen[17] = { false };
+    bool seen[18] = { false };
     for (size_t i = 0; i < v->count; i++) {
         const struct json_member *m = &v->members[i];
         if (strcmp(m->key, "id") == 0) {
@@ -3909,17 +3916,20 @@ void validate_payment(const struct json_value *v, const char *ptr, int mode, str
         } else if (strcmp(m->key, "created_by") == 0) {
             seen[12] = true;
             validate_payment_created_by(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "metadata") == 0) {
+        } else if (strcmp(m->key, "makers") == 0) {
             seen[13] = true;
+            validate_payment_makers(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "metadata") == 0) {
+            seen[14] = true;
             validate_metadata(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "version") == 0) {
-            seen[14] = true;
+            seen[15] = true;
             validate_resource_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "created_at") == 0) {
-            seen[15] = true;
+            seen[16] = true;
             validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "updated_at") == 0) {
-            seen[16] = true;
+            seen[17] = true;
             validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         }
     }
@@ -3950,12 +3960,14 @@ void validate_payment(const struct json_value *v, const char *ptr, int mode, str
     if (!seen[12])
         verr_add(l, ptr, "created_by", "required", "%s", "is required");
     if (!seen[13])
-        verr_add(l, ptr, "metadata", "required", "%s", "is required");
+        verr_add(l, ptr, "makers", "required", "%s", "is required");
     if (!seen[14])
-        verr_add(l, ptr, "version", "required", "%s", "is required");
+        verr_add(l, ptr, "metadata", "required", "%s", "is required");
     if (!seen[15])
-        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+        verr_add(l, ptr, "version", "required", "%s", "is required");
     if (!seen[16])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[17])
         verr_add(l, ptr, "updated_at", "required", "%s", "is required");
 }
 
@@ -3999,6 +4011,18 @@ void validate_payment_approval_approvers(const struct json_value *v, const char 
         verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 20 items");
     for (size_t i = 0; i < v->count; i++)
         validate_payment_approver(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* PaymentApprovalField (openapi/payments.yaml) */
+void validate_payment_approval_field(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (payment_approval_field_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: amount, currency, beneficiary_id, originating_account, type, priority, effective_date, remittance_information");
 }
 
 /* payment_approval_received (openapi/payments.yaml) */
@@ -4673,6 +4697,107 @@ void validate_payment_iso20022_status(const struct json_value *v, const char *pt
     }
     if (payment_iso20022_status_parse(v->s) == 0)
         verr_add(l, ptr, NULL, "enum", "%s", "must be one of: ACTC, ACSP, ACSC, PDNG, RJCT, CANC");
+}
+
+/* PaymentMaker (openapi/payments.yaml) */
+void validate_payment_maker(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "user_id") == 0) {
+            seen[0] = true;
+            validate_payment_maker_user_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "via") == 0) {
+            validate_payment_maker_via(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "action") == 0) {
+            seen[1] = true;
+            validate_payment_maker_action(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "fields") == 0) {
+            validate_payment_maker_fields(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "at") == 0) {
+            seen[2] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "user_id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "action", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "at", "required", "%s", "is required");
+}
+
+/* payment_maker_action (openapi/payments.yaml) */
+void validate_payment_maker_action(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (payment_maker_action_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: created, changed");
+}
+
+/* payment_maker_fields (openapi/payments.yaml) */
+void validate_payment_maker_fields(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 8)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 8 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_payment_approval_field(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* payment_maker_user_id (openapi/payments.yaml) */
+void validate_payment_maker_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
+}
+
+/* payment_maker_via (openapi/payments.yaml) */
+void validate_payment_maker_via(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
+}
+
+/* payment_makers (openapi/payments.yaml) */
+void validate_payment_makers(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 100)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 100 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_payment_maker(v->items[i], verr_index(l->arena, ptr, i), mode, l);
 }
 
 /* payment_object (openapi/payments.yaml) */
@@ -6793,6 +6918,34 @@ void validate_validation_error_pointer(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
+}
+
+/* VelocityWindowHours (openapi/payments.yaml) */
+void validate_velocity_window_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 720");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(720))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 720");
 }
 
 /* VerificationStatus (openapi/payments.yaml) */

@@ -95,6 +95,24 @@ int admin_principal_role(const char *workspace_id, const char *principal_id, cha
     return rc == SQLITE_ROW;
 }
 
+int admin_service_account_creator(const char *workspace_id, const char *service_account_id,
+                                  char *creator, size_t n)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT created_by FROM service_accounts WHERE workspace_id = ? AND id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, service_account_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        snprintf(creator, n, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return -1;
+    return rc == SQLITE_ROW;
+}
+
 /* A space-separated scope list as the array the Role schema holds (in r->arena). */
 static void split_scopes(struct req *r, const char *text, struct role *out)
 {

@@ -24,6 +24,12 @@ int admin_role_approval_limit(const char *workspace_id, const char *role, const 
 int admin_principal_role(const char *workspace_id, const char *principal_id, char *role,
                          size_t n);
 
+/* Who created a service account of the workspace (a user id, or the service account that
+ * did), into creator (n bytes): maker-checker treats a service account as acting for it.
+ * 1 found, 0 no such service account, -1 failure. */
+int admin_service_account_creator(const char *workspace_id, const char *service_account_id,
+                                  char *creator, size_t n);
+
 struct req;
 /* Revokes a service-account token of the workspace (logout with a service token): refused from
  * the next request once the caller's transaction commits. 1 revoked, 0 no such active token,

@@ -416,18 +416,95 @@ static bool same_bank(const struct beneficiary *x, const struct beneficiary *y)
            same(a->has_country ? a->country : NULL, b->has_country ? b->country : NULL);
 }
 
-/* Whether the change redirects money: account, bank, currency or country differ. */
-static bool routing_changed(const struct beneficiary *before, const struct beneficiary *after)
+/* The payee's identity, as beneficiary_makers.fields records it (bit 0: created it). */
+enum {
+    BEN_CREATED = 1 << 0,
+    BEN_NAME = 1 << 1,
+    BEN_ACCOUNT_HOLDER_NAME = 1 << 2,
+    BEN_ACCOUNT_IDENTIFICATION = 1 << 3,
+    BEN_BANK = 1 << 4,
+    BEN_CURRENCY = 1 << 5,
+    BEN_COUNTRY = 1 << 6,
+};
+
+/* Which parts of who or where the payee is differ (names, account, bank, currency, country):
+ * a change to any needs approving again. */
+static unsigned identity_changed(const struct beneficiary *before, const struct beneficiary *after)
 {
-    return strcmp(scheme_of(before->account_identification),
-                  scheme_of(after->account_identification)) != 0 ||
-           strcmp(identification_of(before->account_identification),
-                  identification_of(after->account_identification)) != 0 ||
-           !same_bank(before, after) || strcmp(before->currency, after->currency) != 0 ||
-           strcmp(before->country, after->country) != 0;
+    unsigned m = 0;
+    if (strcmp(before->name, after->name) != 0)
+        m |= BEN_NAME;
+    if (strcmp(before->account_holder_name, after->account_holder_name) != 0)
+        m |= BEN_ACCOUNT_HOLDER_NAME;
+    if (strcmp(scheme_of(before->account_identification),
+               scheme_of(after->account_identification)) != 0 ||
+        strcmp(identification_of(before->account_identification),
+               identification_of(after->account_identification)) != 0)
+        m |= BEN_ACCOUNT_IDENTIFICATION;
+    if (!same_bank(before, after))
+        m |= BEN_BANK;
+    if (strcmp(before->currency, after->currency) != 0)
+        m |= BEN_CURRENCY;
+    if (strcmp(before->country, after->country) != 0)
+        m |= BEN_COUNTRY;
+    return m;
 }
 
-static int set_requested_by(struct req *r, const char *id);
+/* The audit detail of an identity change: the maker and each field changed (the plain ones
+ * with their values before and after), JSON in r->arena. */
+static const char *identity_detail(struct req *r, const struct beneficiary *before,
+                                   const struct beneficiary *after, unsigned m,
+                                   const char *person)
+{
+    struct jsonw w;
+    size_t len = 0;
+    jsonw_init(&w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "maker");
+    jsonw_string(&w, person);
+    if (strcmp(person, r->principal.user_id) != 0) {
+        jsonw_key(&w, "via");
+        jsonw_string(&w, r->principal.user_id);
+    }
+    jsonw_key(&w, "changed");
+    jsonw_object_begin(&w);
+    const struct {
+        unsigned bit;
+        const char *name, *was, *is;
+    } f[] = {
+        {BEN_NAME, "name", before->name, after->name},
+        {BEN_ACCOUNT_HOLDER_NAME, "account_holder_name", before->account_holder_name,
+         after->account_holder_name},
+        {BEN_ACCOUNT_IDENTIFICATION, "account_identification",
+         identification_of(before->account_identification),
+         identification_of(after->account_identification)},
+        {BEN_BANK, "bank", NULL, NULL},
+        {BEN_CURRENCY, "currency", before->currency, after->currency},
+        {BEN_COUNTRY, "country", before->country, after->country},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        if (!(m & f[i].bit))
+            continue;
+        jsonw_key(&w, f[i].name);
+        jsonw_object_begin(&w);
+        if (f[i].was) {
+            jsonw_key(&w, "before");
+            jsonw_string(&w, f[i].was);
+            jsonw_key(&w, "after");
+            jsonw_string(&w, f[i].is);
+        }
+        jsonw_object_end(&w);
+    }
+    jsonw_object_end(&w);
+    jsonw_object_end(&w);
+    char *text = jsonw_take(&w, &len);
+    jsonw_release(&w);
+    const char *out = text ? arena_strdup(&r->arena, text) : NULL;
+    free(text);
+    return out;
+}
+
+static int set_requested_by(struct req *r, const char *id, const char *person);
 
 /* ---- operations --------------------------------------------------------------------------- */
 
@@ -509,7 +586,9 @@ int payments_create_beneficiary(struct req *r, const struct payments_create_bene
     int refused = refuse_invalid(r, b);
     if (refused != 0)
         return refused < 0 ? -1 : 0;
-    if (insert(b) != 0 || set_requested_by(r, b->id) != 0 ||
+    const char *me = pay_person(r);
+    if (!me || insert(b) != 0 || set_requested_by(r, b->id, me) != 0 ||
+        ben_add_maker(r, b->id, me, BEN_CREATED, false) != 0 ||
         audit_record(r, "beneficiary.created", "beneficiary", b->id, NULL,
                      approval_status_str(b->approval_status), NULL) != 0)
         return -1;
@@ -583,21 +662,29 @@ int payments_update_beneficiary(struct req *r, const struct payments_update_bene
     int refused = refuse_invalid(r, b);
     if (refused != 0)
         return refused < 0 ? -1 : 0;
-    bool rerouted = routing_changed(&before, b);
-    if (rerouted) {
-        /* Money would go somewhere else: the new details need verifying and approving again,
-         * by someone other than who changed them. */
+    unsigned changed = identity_changed(&before, b);
+    const char *me = NULL, *detail = NULL;
+    if (changed) {
+        /* Money would go somewhere or to someone else: the new details need verifying and
+         * approving again (a new approval round once the last one was decided), by someone
+         * who made none of them. Payments to it are not approved or sent meanwhile. */
         b->verification_status = VERIFICATION_STATUS_UNVERIFIED;
         b->approval_status = APPROVAL_STATUS_PENDING_APPROVAL;
+        if (!(me = pay_person(r)) || !(detail = identity_detail(r, &before, b, changed, me)))
+            return -1;
     }
     char now[40];
     format_now_rfc3339(now, sizeof now);
     b->updated_at = arena_strdup(&r->arena, now);
     b->version = before.version + 1;
-    if (store(b, before.version) != 0 || (rerouted && set_requested_by(r, b->id) != 0) ||
+    if (store(b, before.version) != 0 ||
+        (changed && (set_requested_by(r, b->id, me) != 0 ||
+                     ben_add_maker(r, b->id, me, changed,
+                                   before.approval_status != APPROVAL_STATUS_PENDING_APPROVAL) !=
+                         0)) ||
         audit_record(r, "beneficiary.updated", "beneficiary", b->id,
                      approval_status_str(before.approval_status),
-                     approval_status_str(b->approval_status), NULL) != 0)
+                     approval_status_str(b->approval_status), detail) != 0)
         return -1;
     out->status = 200;
     out->body_200 = b;
@@ -629,13 +716,14 @@ int payments_delete_beneficiary(struct req *r, const struct payments_delete_bene
 
 /* ---- beneficiary approval ----------------------------------------------------------------- */
 
-static int set_requested_by(struct req *r, const char *id)
+/* Records person (the acting person of r's principal) as who asked for the approval. */
+static int set_requested_by(struct req *r, const char *id, const char *person)
 {
     sqlite3_stmt *st =
         storage_prepare("UPDATE beneficiaries SET requested_by = ? WHERE id = ? AND workspace_id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 1, person, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, r->principal.workspace_id, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
@@ -677,11 +765,26 @@ static int decide_beneficiary(struct req *r, const char *id, enum approval_statu
                     b->id, approval_status_str(b->approval_status));
         return 0;
     }
-    const char *asker = requested_by(r, b->id);
-    if (asker && strcmp(asker, r->principal.user_id) == 0) {
+    /* Maker-checker by acting person (a service account is the user who created it): who
+     * asked for this approval, and whoever else made the details of this round. */
+    const char *verb = decision == APPROVAL_STATUS_APPROVED ? "approve" : "deny";
+    const char *asker = requested_by(r, b->id), *me = pay_person(r);
+    if (!me || (asker && !(asker = pay_person_of(r, asker))))
+        return -1;
+    if (asker && strcmp(asker, me) == 0) {
         req_problem(r, 403, "self_approval",
                     "You created or last changed these bank details; someone else must %s them.",
-                    decision == APPROVAL_STATUS_APPROVED ? "approve" : "deny");
+                    verb);
+        return 0;
+    }
+    bool maker = false;
+    if (ben_is_maker(r, b->id, me, &maker) != 0)
+        return -1;
+    if (maker) {
+        req_problem(r, 403, "maker_cannot_approve",
+                    "You entered or changed some of these bank details since they were last "
+                    "decided; someone who did not must %s them.",
+                    verb);
         return 0;
     }
     int64_t old_version = b->version;
@@ -735,7 +838,7 @@ int payments_deny_beneficiary(struct req *r, const struct payments_deny_benefici
     "beneficiary_id, effective_date, remittance_information, external_id, status, "          \
     "approvals_required, approval_round, failure_reason, created_by, metadata, version, "    \
     "created_at, updated_at, next_step_at, rail_reference, failure_code, batch_id, "          \
-    "batch_position"
+    "batch_position, created_for"
 
 
 /* The ISO 20022 status code of a status, where one applies (domain.md §1.1). */
@@ -852,6 +955,8 @@ static int row_to_pay_fields(struct req *r, sqlite3_stmt *st, struct pay *x)
     p->has_failure_code = p->failure_code != NULL;
     p->batch_id = pay_column(r, st, 23);
     p->has_batch_id = p->batch_id != NULL;
+    x->created_for = pay_column(r, st, 25);
+    pay_set_creator(r, x);
     if (!p->type || !p->priority || !p->status) {
         log_error("payments: %s has a value the spec does not know", p->id);
         return -1;
@@ -863,7 +968,7 @@ static int row_to_pay(struct req *r, sqlite3_stmt *st, struct pay *x)
 {
     if (row_to_pay_fields(r, st, x) != 0)
         return -1;
-    return pay_load_approvers(r, x);
+    return pay_load_approvers(r, x) != 0 ? -1 : pay_load_makers(r, &x->p);
 }
 
 /* The current round's decisions of a page of payments, in one query (not one per row). */
@@ -978,8 +1083,9 @@ static int load_policy(struct req *r, struct approval_policy *pol)
 {
     memset(pol, 0, sizeof *pol);
     pol->updated_at = "1970-01-01T00:00:00.000Z";
-    sqlite3_stmt *st = storage_prepare(
-        "SELECT tiers, version, updated_at FROM approval_policies WHERE workspace_id = ?");
+    pol->velocity_window_hours = 24;
+    sqlite3_stmt *st = storage_prepare("SELECT tiers, version, updated_at, velocity_window_hours "
+                                       "FROM approval_policies WHERE workspace_id = ?");
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
@@ -990,6 +1096,7 @@ static int load_policy(struct req *r, struct approval_policy *pol)
         struct json_error err;
         pol->version = sqlite3_column_int64(st, 1);
         pol->updated_at = pay_column(r, st, 2);
+        pol->velocity_window_hours = sqlite3_column_int64(st, 3);
         if (json_parse(&r->arena, tiers, strlen(tiers), &v, &err) != 0 || v->type != JSON_ARRAY)
             ret = -1;
         else {
@@ -1009,20 +1116,81 @@ static int load_policy(struct req *r, struct approval_policy *pol)
     return ret;
 }
 
+/* Approvals pol asks for amount in currency: the largest tier it reaches; *top (may be NULL)
+ * is the largest min_amount of the currency's tiers (0: none). */
+static int64_t tier_need(const struct approval_policy *pol, const char *currency, int64_t amount,
+                         int64_t *top)
+{
+    int64_t need = 0, largest = 0;
+    for (size_t i = 0; i < pol->tiers_count; i++) {
+        const struct approval_tier *t = &pol->tiers[i];
+        if (strcmp(t->currency, currency) != 0)
+            continue;
+        if (t->min_amount > largest)
+            largest = t->min_amount;
+        if (amount >= t->min_amount && t->approvals_required > need)
+            need = t->approvals_required;
+    }
+    if (top)
+        *top = largest;
+    return need;
+}
+
 /* Approvals a payment of amount in currency needs: the largest tier it reaches. -1 failure. */
 int64_t pay_approvals_needed(struct req *r, const char *currency, int64_t amount)
 {
     struct approval_policy pol;
     if (load_policy(r, &pol) != 0)
         return -1;
-    int64_t need = 0;
-    for (size_t i = 0; i < pol.tiers_count; i++) {
-        const struct approval_tier *t = &pol.tiers[i];
-        if (strcmp(t->currency, currency) == 0 && amount >= t->min_amount &&
-            t->approvals_required > need)
-            need = t->approvals_required;
+    return tier_need(&pol, currency, amount, NULL);
+}
+
+/* The velocity rule (ApprovalPolicy.velocity_window_hours): splitting a payment into several
+ * below a tier does not escape it, since the tiers apply to the total of one person's
+ * payments to one beneficiary in one currency within the window (by created_at; the
+ * statuses that count are in payments_makers.c). */
+int64_t pay_approvals_needed_for(struct req *r, const struct pay *x, const char *const *persons,
+                                 size_t n)
+{
+    struct approval_policy pol;
+    if (load_policy(r, &pol) != 0)
+        return -1;
+    int64_t top = 0, need = tier_need(&pol, x->p.currency, x->p.amount, &top);
+    if (pol.velocity_window_hours <= 0 || x->p.amount >= top)
+        return need; /* no window, or the largest tier is reached already */
+    for (size_t i = 0; i < n; i++) {
+        int64_t total = 0;
+        if (i > 0 && strcmp(persons[i], persons[0]) == 0)
+            continue;
+        if (pay_velocity_total(r, x, persons[i], pol.velocity_window_hours, top, &total) != 0)
+            return -1;
+        int64_t k = tier_need(&pol, x->p.currency, total, NULL);
+        if (k > need)
+            need = k;
     }
     return need;
+}
+
+/* The policy's tiers and window as JSON text (for the audit record), in r->arena. */
+static const char *policy_json(struct req *r, const struct approval_policy *pol)
+{
+    struct jsonw w;
+    size_t len = 0;
+    jsonw_init(&w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "tiers");
+    jsonw_array_begin(&w);
+    for (size_t i = 0; i < pol->tiers_count; i++)
+        encode_approval_tier(&w, &pol->tiers[i]);
+    jsonw_array_end(&w);
+    jsonw_key(&w, "velocity_window_hours");
+    jsonw_int(&w, pol->velocity_window_hours);
+    jsonw_object_end(&w);
+    char *text = jsonw_take(&w, &len);
+    jsonw_release(&w);
+    const char *out = text ? arena_strdup(&r->arena, text) : NULL;
+    free(text);
+    return out;
 }
 
 int payments_get_approval_policy(struct req *r,
@@ -1047,6 +1215,7 @@ int payments_put_approval_policy(struct req *r,
     struct approval_policy *pol = arena_alloc(&r->arena, sizeof *pol);
     if (load_policy(r, pol) != 0)
         return -1;
+    const char *before = pol->version ? policy_json(r, pol) : NULL;
     if (in->has_if_match && !req_if_match(in->if_match, pol->version ? pol->version : 1)) {
         req_precondition_failed(r, in->if_match, pol->version ? pol->version : 1);
         return 0;
@@ -1073,9 +1242,10 @@ int payments_put_approval_policy(struct req *r,
     char now[40];
     format_now_rfc3339(now, sizeof now);
     sqlite3_stmt *st = storage_prepare(
-        "INSERT INTO approval_policies (workspace_id, tiers, version, updated_at) "
-        "VALUES (?1, ?2, 1, ?3) ON CONFLICT (workspace_id) DO UPDATE SET tiers = ?2, "
-        "version = version + 1, updated_at = ?3");
+        "INSERT INTO approval_policies (workspace_id, tiers, version, updated_at, "
+        "velocity_window_hours) VALUES (?1, ?2, 1, ?3, ?4) ON CONFLICT (workspace_id) DO "
+        "UPDATE SET tiers = ?2, version = version + 1, updated_at = ?3, "
+        "velocity_window_hours = ?4");
     if (!st) {
         free(tiers);
         return -1;
@@ -1083,12 +1253,14 @@ int payments_put_approval_policy(struct req *r,
     sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, tiers, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, u->velocity_window_hours); /* the decoder's default: 24 */
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     free(tiers);
+    /* The control as it was and as it is now: tiers and velocity window, each as JSON. */
     if (rc != SQLITE_DONE || load_policy(r, pol) != 0 ||
         audit_record(r, "payments.approval_policy.updated", "approval_policy",
-                     r->principal.workspace_id, NULL, NULL, NULL) != 0)
+                     r->principal.workspace_id, before, policy_json(r, pol), NULL) != 0)
         return -1;
     out->status = 200;
     out->body_200 = pol;
@@ -1140,6 +1312,42 @@ static int check_payment(struct req *r, const struct payment *p, bool date_given
     return 0;
 }
 
+/* Re-checked when a payment is approved and again when it is sent (payments_settlement.c):
+ * the beneficiary may have changed since the payment was entered. There is no list of
+ * allowed countries: a change of the payee's country (like any change of who or where the
+ * payee is) sends the beneficiary back to pending_approval, so an approved beneficiary's
+ * country is one a checker approved. */
+const char *pay_beneficiary_refusal(struct req *r, const struct payment *p, const char **why,
+                                    bool *failed)
+{
+    struct beneficiary b;
+    *failed = false;
+    switch (load(r, p->beneficiary_id, &b)) {
+    case LOAD_FAILED:
+        *failed = true;
+        return NULL;
+    case LOAD_MISSING: /* payments refer to it: it cannot go away */
+        *why = arena_printf(&r->arena, "beneficiary %s no longer exists", p->beneficiary_id);
+        return "beneficiary_archived";
+    }
+    if (b.status == BENEFICIARY_STATUS_ARCHIVED) {
+        *why = arena_printf(&r->arena, "beneficiary %s is archived", b.id);
+        return "beneficiary_archived";
+    }
+    if (b.approval_status != APPROVAL_STATUS_APPROVED) {
+        *why = arena_printf(&r->arena,
+                            "beneficiary %s is %s (its details changed since, or were denied)",
+                            b.id, approval_status_str(b.approval_status));
+        return "beneficiary_not_approved";
+    }
+    if (strcmp(b.currency, p->currency) != 0) {
+        *why = arena_printf(&r->arena, "beneficiary %s is paid in %s, the payment is in %s",
+                            b.id, b.currency, p->currency);
+        return "beneficiary_mismatch";
+    }
+    return NULL;
+}
+
 int pay_external_id_taken(struct req *r, const char *external_id, const char *except,
                                      bool *taken)
 {
@@ -1164,7 +1372,7 @@ int pay_save(const struct pay *x, enum pay_write how, int64_t old_version)
     static const char *const sql[] = {
         [PAY_INSERT] = "INSERT INTO payments (" PAY_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
                        "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
-                       "?22, ?23, ?24, ?26)",
+                       "?22, ?23, ?24, ?26, ?27)",
         [PAY_UPDATE] = "UPDATE payments SET amount = ?3, currency = ?4, type = ?5, priority = ?6, "
                        "originating_account = ?7, beneficiary_id = ?8, effective_date = ?9, "
                        "remittance_information = ?10, external_id = ?11, status = ?12, "
@@ -1215,6 +1423,7 @@ int pay_save(const struct pay *x, enum pay_write how, int64_t old_version)
     pay_bind_opt(st, 24, p->has_batch_id ? p->batch_id : NULL); /* set once, by the INSERT */
     if (insert && p->has_batch_id)
         sqlite3_bind_int64(st, 26, x->batch_position);
+    pay_bind_opt(st, 27, x->created_for); /* set once, by the INSERT */
     if (!insert)
         sqlite3_bind_int64(st, 25, old_version);
     if (sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(storage_db()) == 1)
@@ -1265,6 +1474,10 @@ int pay_from_create(struct req *r, const struct payment_create *c, const char *b
     p->created_at = p->updated_at = arena_strdup(&r->arena, now);
     p->approval = arena_alloc(&r->arena, sizeof *p->approval);
     x->round = 1;
+    /* The maker: a service account's payment is made by the user behind it. */
+    if (!(x->created_for = pay_person(r)))
+        return -1;
+    pay_set_creator(r, x);
 
     if (c->has_funding_conversion_id)
         verr_add(&r->verr, base, "funding_conversion_id", "conversion_not_found",
@@ -1293,7 +1506,7 @@ int payments_create_payment(struct req *r, const struct payments_create_payment_
                     p->external_id);
         return 0;
     }
-    int64_t need = pay_approvals_needed(r, p->currency, p->amount);
+    int64_t need = pay_approvals_needed_for(r, x, &x->created_for, 1);
     if (need < 0)
         return -1;
     p->approval->required = need;
@@ -1395,7 +1608,8 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
     struct payment_page *page = arena_alloc(&r->arena, sizeof *page);
     page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
     if (page_fill(r, &pg, st, page->data, sizeof *page->data, payment_row) != 0 ||
-        load_page_approvers(r, page->data, pg.count) != 0)
+        load_page_approvers(r, page->data, pg.count) != 0 ||
+        pay_load_page_makers(r, page->data, pg.count) != 0)
         return -1;
     page->data_count = pg.count;
     page->has_more = pg.has_more;
@@ -1449,10 +1663,7 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
                     p->id, payment_status_str(p->status));
         return 0;
     }
-    bool reevaluate = (u->has_amount && u->amount != p->amount) ||
-                      (u->has_currency && strcmp(u->currency, p->currency) != 0) ||
-                      (u->has_beneficiary_id && strcmp(u->beneficiary_id, p->beneficiary_id) != 0) ||
-                      (u->has_effective_date && strcmp(u->effective_date, p->effective_date) != 0);
+    const struct payment old = *p;
     if (u->has_amount)
         p->amount = u->amount;
     if (u->has_currency)
@@ -1494,9 +1705,21 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
                     p->external_id);
         return 0;
     }
+    /* Maker-checker, one rule for every editable status (pending_approval, approved,
+     * scheduled): a change to a field the approvals were given for makes the caller's acting
+     * person a maker of the payment (never its approver) and voids the approvals collected.
+     * A new round starts from none and the policy runs again (the velocity rule for the
+     * creator and for the changer), so the payment goes back to pending_approval whenever the
+     * policy asks for approvals. external_id and metadata changes keep the approvals. */
+    unsigned changed = pay_changed_fields(&old, p);
+    bool reevaluate = changed != 0;
+    const char *detail = NULL;
     if (reevaluate) {
-        /* Earlier approvals were for another payment: a new round starts from none. */
-        int64_t need = pay_approvals_needed(r, p->currency, p->amount);
+        const char *me = pay_person(r);
+        if (!me)
+            return -1;
+        const char *persons[2] = {x->created_for ? x->created_for : p->created_by, me};
+        int64_t need = pay_approvals_needed_for(r, x, persons, 2);
         if (need < 0)
             return -1;
         x->round++;
@@ -1504,12 +1727,14 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
         p->approval->received = 0;
         p->approval->approvers_count = 0;
         pay_set_status(x, need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED);
+        if (pay_add_maker(r, p, me, changed) != 0 || pay_load_makers(r, p) != 0 ||
+            !(detail = pay_change_detail(r, &old, p, changed, me, x)))
+            return -1;
     }
     int64_t old_version = p->version;
     pay_touch(r, p);
     if (pay_save(x, PAY_UPDATE, old_version) != 0 ||
-        pay_record_change(r, "payment.updated", p, before,
-                      reevaluate ? "approval rules run again" : NULL) != 0)
+        pay_record_change(r, "payment.updated", p, before, detail) != 0)
         return -1;
     if (reevaluate && before == PAYMENT_STATUS_PENDING_APPROVAL &&
         p->status == PAYMENT_STATUS_APPROVED &&
@@ -1553,15 +1778,27 @@ static int add_decision(struct req *r, const struct pay *x, const char *decision
 int pay_may_decide(struct req *r, const char *what, const char *created_by,
                    const struct payment_approval *a)
 {
-    if (strcmp(created_by, r->principal.user_id) == 0) {
+    const char *me = pay_person(r), *maker = me ? pay_person_of(r, created_by) : NULL;
+    if (!maker)
+        return -1;
+    if (strcmp(maker, me) == 0) {
         req_problem(r, 403, "self_approval",
-                    "You created %s; someone else must approve or deny it.", what);
+                    strcmp(me, r->principal.user_id) == 0
+                        ? "You created %s; someone else must approve or deny it."
+                        : "Your service account acts for you, and you (or it) created %s; "
+                          "someone else must approve or deny it.",
+                    what);
         return 0;
     }
     for (size_t i = 0; i < a->approvers_count; i++) {
-        if (strcmp(a->approvers[i].user_id, r->principal.user_id) == 0) {
+        const char *who = pay_person_of(r, a->approvers[i].user_id);
+        if (!who)
+            return -1;
+        if (strcmp(who, me) == 0) {
             req_problem(r, 409, "already_approved",
-                        "You already decided on %s; one user decides once.", what);
+                        "You (or a service account acting for you) already decided on %s; one "
+                        "person decides once.",
+                        what);
             return 0;
         }
     }
@@ -1598,8 +1835,23 @@ static int may_decide(struct req *r, const struct pay *x, const char *action)
         invalid_transition(r, p, action, "pending_approval");
         return 0;
     }
-    return pay_may_decide(r, arena_printf(&r->arena, "payment %s", p->id), p->created_by,
-                          p->approval);
+    int ok = pay_may_decide(r, arena_printf(&r->arena, "payment %s", p->id), p->created_by,
+                            p->approval);
+    if (ok <= 0)
+        return ok;
+    /* Whoever changed what the approvals are for is a maker too (any round, any status). */
+    unsigned fields = 0;
+    const char *me = pay_person(r);
+    if (!me || (ok = pay_maker_fields(p->id, me, &fields)) < 0)
+        return -1;
+    if (ok) {
+        req_problem(r, 403, "maker_cannot_approve",
+                    "You changed %s of payment %s, which makes you one of its makers; someone "
+                    "who did not make it must approve or deny it.",
+                    pay_fields_text(r, fields), p->id);
+        return 0;
+    }
+    return 1;
 }
 
 int payments_approve_payment(struct req *r, const struct payments_approve_payment_request *in,
@@ -1612,6 +1864,15 @@ int payments_approve_payment(struct req *r, const struct payments_approve_paymen
     struct payment *p = &x->p;
     if ((found = pay_within_limit(r, "this payment", p->currency, p->amount)) <= 0)
         return found;
+    const char *why = NULL;
+    bool failed = false;
+    const char *refusal = pay_beneficiary_refusal(r, p, &why, &failed);
+    if (failed)
+        return -1;
+    if (refusal) {
+        req_problem(r, 422, refusal, "Payment %s cannot be approved: %s.", p->id, why);
+        return 0;
+    }
     if (add_decision(r, x, "approved", NULL) != 0 || pay_load_approvers(r, x) != 0)
         return -1;
     bool complete = p->approval->received >= p->approval->required;

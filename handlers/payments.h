@@ -22,6 +22,7 @@ struct pay {
     bool has_next_step;
     int64_t next_step_at;
     int64_t batch_position; /* its place in its batch (p.batch_id), from 0 */
+    const char *created_for; /* the acting person of p.created_by (payments_makers.c) */
 };
 
 /* Small storage helpers: a text column copied into r->arena (NULL for SQL NULL); bind text or
@@ -65,19 +66,69 @@ int pay_external_id_taken(struct req *r, const char *external_id, const char *ex
 /* Approvals the workspace's policy asks for amount in currency (the largest tier reached).
  * -1 failure. */
 int64_t pay_approvals_needed(struct req *r, const char *currency, int64_t amount);
+/* Approvals the policy asks for x: the largest tier reached by its amount or, under the
+ * velocity rule, by the total of each of persons' (n) payments to its beneficiary in its
+ * currency within the window (pay_velocity_total). -1 failure. */
+int64_t pay_approvals_needed_for(struct req *r, const struct pay *x, const char *const *persons,
+                                 size_t n);
+/* Why x's beneficiary can no longer be paid: NULL when it can (approved, active, in the
+ * payment's currency), else a problem code (beneficiary_archived, beneficiary_not_approved,
+ * beneficiary_mismatch) with *why in words; *failed on a database failure (then NULL). */
+const char *pay_beneficiary_refusal(struct req *r, const struct payment *p, const char **why,
+                                    bool *failed);
 /* Reads the decisions of x's current round into x->p.approval. 0 / -1. */
 int pay_load_approvers(struct req *r, struct pay *x);
 /* Reads the decisions a prepared "SELECT user_id, decision, reason, decided_at ..." yields
  * into a (approvers, received; at most 20). 0 / -1. */
 int pay_read_decisions(struct req *r, sqlite3_stmt *st, struct payment_approval *a);
-/* The people rules of a decision (maker-checker, domain.md §3): whoever created what (e.g.
- * "payment pay_...") cannot approve or deny it (403 self_approval), and nobody decides twice
- * (409 already_approved). 1 go on, 0 answered. */
+/* The people rules of a decision (maker-checker, domain.md §3), by acting person (a service
+ * account is the user who created it): whoever created what (e.g. "payment pay_...") cannot
+ * approve or deny it (403 self_approval), and nobody decides twice (409 already_approved).
+ * 1 go on, 0 answered, -1 failure. */
 int pay_may_decide(struct req *r, const char *what, const char *created_by,
                    const struct payment_approval *a);
 /* The caller's role approval limit in currency against amount (403 approval_limit_exceeded
  * naming what). 1 within it (or no limit), 0 answered, -1 failure. */
 int pay_within_limit(struct req *r, const char *what, const char *currency, int64_t amount);
+/* ---- maker-checker (payments_makers.c) ---- */
+
+/* The acting person of a principal of r's workspace: a user is themself, a service account is
+ * the user who created it (followed through service accounts created by service accounts).
+ * In r->arena; NULL on failure. pay_person: r's principal's. */
+const char *pay_person_of(struct req *r, const char *principal_id);
+const char *pay_person(struct req *r);
+/* The approval-relevant fields that differ between a and b, as a mask (bit f - 1 for the
+ * enum payment_approval_field value f). */
+unsigned pay_changed_fields(const struct payment *a, const struct payment *b);
+/* The mask as "amount, beneficiary_id" (in r->arena). */
+const char *pay_fields_text(struct req *r, unsigned fields);
+/* The audit detail of a change (JSON: maker, via, each field before and after, the new
+ * round and the approvals it needs), in r->arena; NULL on failure. */
+const char *pay_change_detail(struct req *r, const struct payment *before,
+                              const struct payment *after, unsigned fields, const char *person,
+                              const struct pay *x);
+/* Records person (acting through r's principal) as a maker of p's fields. 0 / -1. */
+int pay_add_maker(struct req *r, const struct payment *p, const char *person, unsigned fields);
+/* Whether person changed fields of the payment (1, with *fields) or not (0); -1 failure. */
+int pay_maker_fields(const char *payment_id, const char *person, unsigned *fields);
+/* x's creator as its first maker (allocates room for the others). */
+void pay_set_creator(struct req *r, struct pay *x);
+/* Appends the makers who changed p (one payment), or those of a page's items. 0 / -1. */
+int pay_load_makers(struct req *r, struct payment *p);
+int pay_load_page_makers(struct req *r, struct payment *items, size_t n);
+/* The total of x and person's other payments to x's beneficiary in x's currency created in
+ * the last window_hours and not denied, cancelled, failed or returned; the sum stops once it
+ * reaches enough. 0 / -1. */
+int pay_velocity_total(struct req *r, const struct pay *x, const char *person,
+                       int64_t window_hours, int64_t enough, int64_t *total);
+/* Records person as a maker of a beneficiary's current approval round (fields: bit 0 created,
+ * then name, account_holder_name, account_identification, bank, currency, country), first
+ * starting a new round when new_round. 0 / -1. */
+int ben_add_maker(struct req *r, const char *beneficiary_id, const char *person, unsigned fields,
+                  bool new_round);
+/* Whether person made the beneficiary's current approval round. 0 / -1. */
+int ben_is_maker(struct req *r, const char *beneficiary_id, const char *person, bool *is);
+
 /* Today's business date in UTC, "YYYY-MM-DD" (the test clock moves it). */
 void pay_today(char out[11]);
 

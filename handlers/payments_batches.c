@@ -531,6 +531,28 @@ static int within_limits(struct req *r, const struct batch *x)
     return ok;
 }
 
+/* Every item's beneficiary checked again, as for a single payment: 1 go on, 0 answered 422
+ * naming the first item that cannot be paid, -1 failure. */
+static int payees_payable(struct req *r, const struct batch *x)
+{
+    for (size_t i = 0; i < x->b.items_count; i++) {
+        const struct payment_batch_item *it = &x->b.items[i];
+        struct payment p = {.id = it->payment_id, .beneficiary_id = it->beneficiary_id,
+                            .currency = it->currency};
+        const char *why = NULL;
+        bool failed = false;
+        const char *code = pay_beneficiary_refusal(r, &p, &why, &failed);
+        if (failed)
+            return -1;
+        if (code) {
+            req_problem(r, 422, code, "Payment batch %s cannot be approved: item %zu (%s): %s.",
+                        x->b.id, i, it->payment_id, why);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 int payments_approve_payment_batch(struct req *r,
                                    const struct payments_approve_payment_batch_request *in,
                                    struct payments_approve_payment_batch_response *out)
@@ -538,7 +560,7 @@ int payments_approve_payment_batch(struct req *r,
     struct batch *x = arena_alloc(&r->arena, sizeof *x);
     int found = batch_load(r, in->id, x);
     if (found <= 0 || (found = may_decide(r, x, "approved")) <= 0 ||
-        (found = within_limits(r, x)) <= 0)
+        (found = within_limits(r, x)) <= 0 || (found = payees_payable(r, x)) <= 0)
         return found;
     if (add_decision(r, x, "approved", NULL) != 0 || load_decisions(r, &x->b) != 0)
         return -1;

@@ -13,6 +13,7 @@
  * has only its own writes undone there and stays due; the others of its batch commit.
  *
  *   approved   -> scheduled   when the effective date is still ahead (due again that day, UTC)
+ *   approved | scheduled -> failed   when the beneficiary can no longer be paid (payee_refused)
  *   approved | scheduled -> processing   submitted to the rail
  *   processing -> sent | failed,  sent -> completed,  completed -> returned   as the rail says
  */
@@ -111,6 +112,30 @@ static int move(struct step *st, struct pay *x, enum payment_status s, int64_t n
     return 0;
 }
 
+/* The beneficiary is checked again just before the payment is sent: it may have been archived,
+ * or changed and not approved again, or moved to another currency since the payment was
+ * approved. Such a payment is not sent but failed (final: it was approved for a payee that is
+ * no longer the one it would reach; the client re-enters it once the beneficiary is approved
+ * again), with failure_reason starting with the problem code approval would answer, and its
+ * payment.failed event and audit record. *refused when it was failed. 0 / -1. */
+static int payee_refused(struct step *st, struct pay *x, bool *refused)
+{
+    struct req *r = &st->r;
+    struct payment *p = &x->p;
+    const char *why = NULL;
+    bool failed = false;
+    const char *code = pay_beneficiary_refusal(r, p, &why, &failed);
+    *refused = false;
+    if (failed)
+        return -1;
+    if (!code)
+        return 0;
+    p->failure_reason = arena_printf(&r->arena, "%s: %s; the payment was not sent", code, why);
+    p->has_failure_reason = true;
+    *refused = true;
+    return move(st, x, PAYMENT_STATUS_FAILED, 0, p->failure_reason);
+}
+
 /* One step of x, due at st->now, inside the writer's transaction. 0 / -1. */
 static int advance(struct step *st, struct pay *x)
 {
@@ -128,6 +153,7 @@ static int advance(struct step *st, struct pay *x)
     };
     struct rail_report rep;
     char day[11];
+    bool refused = false;
     switch (p->status) {
     case PAYMENT_STATUS_APPROVED:
     case PAYMENT_STATUS_SCHEDULED:
@@ -142,6 +168,9 @@ static int advance(struct step *st, struct pay *x)
                 return reschedule(x, true, at);
             return move(st, x, PAYMENT_STATUS_SCHEDULED, at, NULL);
         }
+        int checked = payee_refused(st, x, &refused);
+        if (checked != 0 || refused)
+            return checked;
         if (rail->submit(&o, now, &rep) != 0)
             return reschedule(x, true, now + RETRY_MS);
         p->rail_reference = arena_strdup(&r->arena, rep.reference);

@@ -487,6 +487,39 @@ static const char oauth_origins_sql[] =
     ");\n"
     "CREATE INDEX oauth_client_origins_origin_idx ON oauth_client_origins (origin);\n";
 
+/* Maker-checker (handlers/payments_makers.c): the acting person of a payment's creator (a
+ * service account acts for the user who created it), every other person who changed a field
+ * approvals depend on (fields: a bit mask, bit 0 amount, 1 currency, 2 beneficiary_id,
+ * 3 originating_account, 4 type, 5 priority, 6 effective_date, 7 remittance_information),
+ * the velocity window of the approval policy, and a beneficiary's makers per approval round
+ * (fields: bit 0 created it, 1 name, 2 account_holder_name, 3 account_identification, 4 bank,
+ * 5 currency, 6 country). */
+static const char maker_checker_sql[] =
+    "ALTER TABLE payments ADD COLUMN created_for TEXT;\n"
+    "UPDATE payments SET created_for = coalesce((SELECT s.created_by FROM service_accounts s "
+    "WHERE s.id = payments.created_by), created_by);\n"
+    "CREATE INDEX payments_velocity_idx ON payments (beneficiary_id, created_for, created_at);\n"
+    "CREATE TABLE payment_makers (\n"
+    "    payment_id TEXT NOT NULL REFERENCES payments(id),\n"
+    "    person_id TEXT NOT NULL,\n"
+    "    via TEXT,\n"
+    "    fields INTEGER NOT NULL,\n"
+    "    first_at TEXT NOT NULL,\n"
+    "    last_at TEXT NOT NULL,\n"
+    "    PRIMARY KEY (payment_id, person_id)\n"
+    ") WITHOUT ROWID;\n"
+    "ALTER TABLE approval_policies ADD COLUMN velocity_window_hours INTEGER NOT NULL DEFAULT 24;\n"
+    "ALTER TABLE beneficiaries ADD COLUMN approval_round INTEGER NOT NULL DEFAULT 1;\n"
+    "CREATE TABLE beneficiary_makers (\n"
+    "    beneficiary_id TEXT NOT NULL REFERENCES beneficiaries(id),\n"
+    "    round INTEGER NOT NULL,\n"
+    "    person_id TEXT NOT NULL,\n"
+    "    via TEXT,\n"
+    "    fields INTEGER NOT NULL,\n"
+    "    made_at TEXT NOT NULL,\n"
+    "    PRIMARY KEY (beneficiary_id, round, person_id)\n"
+    ") WITHOUT ROWID;\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
@@ -502,6 +535,7 @@ const struct migration migrations_list[] = {
     {12, "oauth", oauth_sql},
     {13, "lean_writes", lean_writes_sql},
     {14, "oauth_origins", oauth_origins_sql},
+    {15, "maker_checker", maker_checker_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

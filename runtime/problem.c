@@ -43,6 +43,10 @@
     X("not_a_user", "Not a user")                                     \
     X("self_approval", "Self-approval not allowed")                   \
     X("already_approved", "Already decided")                          \
+    X("maker_cannot_approve", "A maker cannot approve")               \
+    X("beneficiary_archived", "Beneficiary archived")                 \
+    X("beneficiary_not_approved", "Beneficiary not approved")         \
+    X("beneficiary_mismatch", "Beneficiary does not fit the payment") \
     X("approval_limit_exceeded", "Approval limit exceeded")           \
     X("invalid_transition", "Invalid state transition")               \
     X("payment_not_editable", "Payment can no longer be changed")     \

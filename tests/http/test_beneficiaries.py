@@ -305,8 +305,9 @@ def test_business_rule_violations_are_reported_together(c):
 
 
 def test_changing_where_money_goes_resets_verification_and_approval(make_server):
-    """A PATCH that changes the account, bank, currency or country re-opens verification and
-    approval; other changes, or writing the same values, keep them. The statuses are set out of
+    """A PATCH that changes who or where the payee is (names, account, bank, currency or
+    country) re-opens verification and approval; other changes, or writing the same values,
+    keep them. The statuses are set out of
     band here (there is no approval API yet), in the database of the stopped server."""
     s = make_server()
     c = s.admin_client()
@@ -321,10 +322,11 @@ def test_changing_where_money_goes_resets_verification_and_approval(make_server)
     s.start()
     c = s.client(token=s.token)
     got = assert_json(c.patch(PATH + "/" + keep["id"], json={
-        "name": "Renamed", "beneficiary_type": "trusted", "metadata": {"x": "y"},
+        "name": keep["name"], "beneficiary_type": "trusted", "metadata": {"x": "y"},
         "currency": keep["currency"], "bank": keep["bank"]}), 200)
     assert (got["verification_status"], got["approval_status"]) == ("verified", "approved"), got
-    for change in ({"currency": "CHF"}, {"country": "AT"}, {"bank": {"bic": "DEUTDEFF"}},
+    for change in ({"name": "Renamed"}, {"account_holder_name": "Someone Else Ltd"},
+                   {"currency": "CHF"}, {"country": "AT"}, {"bank": {"bic": "DEUTDEFF"}},
                    {"account_identification": {"scheme": "IBAN",
                                                "identification": "GB82WEST12345698765432"}}):
         with db_connection(s) as db:

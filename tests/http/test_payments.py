@@ -255,18 +255,18 @@ def test_changes_need_if_match_and_rerun_the_rules(team):
     assert a["status"] == "approved"
     assert_problem(team.owner.patch(url, json={"remittance_information": "x"},
                                     headers={"If-Match": '"v1"'}), 412, "precondition_failed")
-    # a change that does not touch where or how much keeps the approvals
-    r = team.owner.patch(url, json={"remittance_information": "INV-9", "metadata": {"k": "v"}},
-                         headers={"If-Match": '"v2"'})
+    # a change to what was not approved (metadata, external_id) keeps the approvals
+    r = team.owner.patch(url, json={"external_id": "PO-" + uuid.uuid4().hex[:8],
+                                    "metadata": {"k": "v"}}, headers={"If-Match": '"v2"'})
     kept = assert_json(r, 200)
     assert kept["status"] == "approved" and kept["approval"]["received"] == 1
-    assert kept["remittance_information"] == "INV-9" and r.header("ETag") == '"v3"'
-    # a new amount clears them and runs the policy again
-    redo = assert_json(team.owner.patch(url, json={"amount": 6000}, headers={"If-Match": '"v3"'}),
-                       200)
-    assert redo["status"] == "pending_approval"
+    assert kept["metadata"] == {"k": "v"} and r.header("ETag") == '"v3"'
+    # new remittance text clears them and runs the policy again
+    redo = assert_json(team.owner.patch(url, json={"remittance_information": "INV-9"},
+                                        headers={"If-Match": '"v3"'}), 200)
+    assert redo["status"] == "pending_approval" and redo["remittance_information"] == "INV-9"
     assert redo["approval"] == {"required": 1, "received": 0, "approvers": []}
-    # the approver who approved the old amount may approve the new one
+    # the approver who approved the old text may approve the new one
     assert assert_json(team.approvers[0].put(url + "/approve"), 200)["status"] == "approved"
     # below every tier again: straight back to approved
     low = assert_json(team.owner.patch(url, json={"amount": 10, "remittance_information": None},

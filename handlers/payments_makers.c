@@ -1,0 +1,398 @@
+/* Maker-checker for payments and beneficiaries (domain.md §1.1, §1.3, §3 rule 5): who made
+ * what the approvals are given for, so that none of them can approve or deny it.
+ *
+ * - The acting person. A service account acts for the user who created it (the
+ *   service_accounts.created_by chain, read through handlers/admin.h): an admin's service
+ *   account is the admin as far as maker-checker goes, both when it makes and when it decides.
+ * - Payment makers. The creator (payments.created_by, and its acting person in created_for) and
+ *   everyone who changed an approval-relevant field afterwards (payment_makers: one row per
+ *   payment and person, with the fields as a bit mask of enum payment_approval_field, bit
+ *   f - 1 for value f).
+ * - Beneficiary makers. Per approval round (beneficiaries.approval_round, which a change of the
+ *   payee's identity after a decision moves on): who created the details or changed them.
+ * - The velocity rule: the approval tiers apply to the total of one person's payments to one
+ *   beneficiary in one currency within the policy's window (payments_velocity_idx). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handlers/admin.h"
+#include "handlers/payments.h"
+#include "runtime/clock.h"
+#include "runtime/format.h"
+#include "runtime/jsonw.h"
+#include "runtime/log.h"
+#include "runtime/storage.h"
+
+#define MAX_MAKERS 100
+/* A service account created by a service account created by ...: followed this far. */
+#define MAX_HOPS 8
+
+static int db_failed(const char *what)
+{
+    log_error("maker-checker: %s failed: %s", what, sqlite3_errmsg(storage_db()));
+    return -1;
+}
+
+/* ---- the acting person ------------------------------------------------------------------- */
+
+const char *pay_person_of(struct req *r, const char *principal_id)
+{
+    const char *who = principal_id;
+    for (int hop = 0; hop < MAX_HOPS && who && strncmp(who, "sa_", 3) == 0; hop++) {
+        char creator[64];
+        int found = admin_service_account_creator(r->principal.workspace_id, who, creator,
+                                                  sizeof creator);
+        if (found < 0)
+            return NULL;
+        if (!found)
+            break; /* not a service account of this workspace: it stands for itself */
+        who = arena_strdup(&r->arena, creator);
+    }
+    return who;
+}
+
+const char *pay_person(struct req *r)
+{
+    return pay_person_of(r, r->principal.user_id);
+}
+
+/* ---- payment makers ---------------------------------------------------------------------- */
+
+static unsigned field_bit(enum payment_approval_field f)
+{
+    return 1u << (f - 1);
+}
+
+static bool same(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+unsigned pay_changed_fields(const struct payment *a, const struct payment *b)
+{
+    unsigned m = 0;
+    if (a->amount != b->amount)
+        m |= field_bit(PAYMENT_APPROVAL_FIELD_AMOUNT);
+    if (strcmp(a->currency, b->currency) != 0)
+        m |= field_bit(PAYMENT_APPROVAL_FIELD_CURRENCY);
+    if (strcmp(a->beneficiary_id, b->beneficiary_id) != 0)
+        m |= field_bit(PAYMENT_APPROVAL_FIELD_BENEFICIARY_ID);
+    if (strcmp(a->originating_account, b->originating_account) != 0)
+        m |= field_bit(PAYMENT_APPROVAL_FIELD_ORIGINATING_ACCOUNT);
+    if (a->type != b->type)
+        m |= field_bit(PAYMENT_APPROVAL_FIELD_TYPE);
+    if (a->priority != b->priority)
+        m |= field_bit(PAYMENT_APPROVAL_FIELD_PRIORITY);
+    if (strcmp(a->effective_date, b->effective_date) != 0)
+        m |= field_bit(PAYMENT_APPROVAL_FIELD_EFFECTIVE_DATE);
+    if (!same(a->has_remittance_information ? a->remittance_information : NULL,
+              b->has_remittance_information ? b->remittance_information : NULL))
+        m |= field_bit(PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION);
+    return m;
+}
+
+/* One field's value as JSON (NULL remittance as null). */
+static void field_value(struct jsonw *w, const struct payment *p, enum payment_approval_field f)
+{
+    switch (f) {
+    case PAYMENT_APPROVAL_FIELD_AMOUNT:
+        jsonw_int(w, p->amount);
+        return;
+    case PAYMENT_APPROVAL_FIELD_CURRENCY:
+        jsonw_string(w, p->currency);
+        return;
+    case PAYMENT_APPROVAL_FIELD_BENEFICIARY_ID:
+        jsonw_string(w, p->beneficiary_id);
+        return;
+    case PAYMENT_APPROVAL_FIELD_ORIGINATING_ACCOUNT:
+        jsonw_string(w, p->originating_account);
+        return;
+    case PAYMENT_APPROVAL_FIELD_TYPE:
+        jsonw_string(w, payment_type_str(p->type));
+        return;
+    case PAYMENT_APPROVAL_FIELD_PRIORITY:
+        jsonw_string(w, payment_priority_str(p->priority));
+        return;
+    case PAYMENT_APPROVAL_FIELD_EFFECTIVE_DATE:
+        jsonw_string(w, p->effective_date);
+        return;
+    case PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION:
+        if (p->has_remittance_information)
+            jsonw_string(w, p->remittance_information);
+        else
+            jsonw_null(w);
+        return;
+    }
+}
+
+const char *pay_change_detail(struct req *r, const struct payment *before,
+                              const struct payment *after, unsigned fields, const char *person,
+                              const struct pay *x)
+{
+    struct jsonw w;
+    size_t len = 0;
+    jsonw_init(&w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "maker");
+    jsonw_string(&w, person);
+    if (strcmp(person, r->principal.user_id) != 0) {
+        jsonw_key(&w, "via");
+        jsonw_string(&w, r->principal.user_id);
+    }
+    jsonw_key(&w, "changed");
+    jsonw_object_begin(&w);
+    for (int f = PAYMENT_APPROVAL_FIELD_AMOUNT; f <= PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION;
+         f++) {
+        if (!(fields & field_bit(f)))
+            continue;
+        jsonw_key(&w, payment_approval_field_str(f));
+        jsonw_object_begin(&w);
+        jsonw_key(&w, "before");
+        field_value(&w, before, f);
+        jsonw_key(&w, "after");
+        field_value(&w, after, f);
+        jsonw_object_end(&w);
+    }
+    jsonw_object_end(&w);
+    jsonw_key(&w, "approval_round");
+    jsonw_int(&w, x->round);
+    jsonw_key(&w, "approvals_required");
+    jsonw_int(&w, x->p.approval->required);
+    jsonw_object_end(&w);
+    char *text = jsonw_take(&w, &len);
+    jsonw_release(&w);
+    const char *out = text ? arena_strdup(&r->arena, text) : NULL;
+    free(text);
+    return out;
+}
+
+int pay_add_maker(struct req *r, const struct payment *p, const char *person, unsigned fields)
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    sqlite3_stmt *st = storage_prepare(
+        "INSERT INTO payment_makers (payment_id, person_id, via, fields, first_at, last_at) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (payment_id, person_id) DO UPDATE SET "
+        "via = ?3, fields = fields | ?4, last_at = ?5");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, p->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, person, -1, SQLITE_STATIC);
+    pay_bind_opt(st, 3, strcmp(person, r->principal.user_id) != 0 ? r->principal.user_id : NULL);
+    sqlite3_bind_int64(st, 4, fields);
+    sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_failed("recording a maker");
+}
+
+int pay_maker_fields(const char *payment_id, const char *person, unsigned *fields)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT fields FROM payment_makers WHERE payment_id = ? AND person_id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, payment_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, person, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    *fields = rc == SQLITE_ROW ? (unsigned)sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return db_failed("reading a maker");
+    return rc == SQLITE_ROW;
+}
+
+const char *pay_fields_text(struct req *r, unsigned fields)
+{
+    const char *out = "";
+    for (int f = PAYMENT_APPROVAL_FIELD_AMOUNT; f <= PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION;
+         f++)
+        if (fields & field_bit(f))
+            out = arena_printf(&r->arena, "%s%s%s", out, *out ? ", " : "",
+                               payment_approval_field_str(f));
+    return out;
+}
+
+void pay_set_creator(struct req *r, struct pay *x)
+{
+    struct payment *p = &x->p;
+    p->makers = arena_alloc(&r->arena, MAX_MAKERS * sizeof *p->makers);
+    struct payment_maker *m = &p->makers[0];
+    m->user_id = x->created_for ? x->created_for : p->created_by;
+    m->has_via = strcmp(m->user_id, p->created_by) != 0;
+    m->via = m->has_via ? p->created_by : NULL;
+    m->action = PAYMENT_MAKER_ACTION_CREATED;
+    m->at = p->created_at;
+    p->makers_count = 1;
+}
+
+/* A changed-entry from the row's columns col.. (person_id, via, fields, last_at). */
+static void read_maker(struct req *r, sqlite3_stmt *st, int col, struct payment *p)
+{
+    if (p->makers_count >= MAX_MAKERS)
+        return;
+    struct payment_maker *m = &p->makers[p->makers_count++];
+    unsigned fields = (unsigned)sqlite3_column_int64(st, col + 2);
+    m->user_id = pay_column(r, st, col);
+    m->via = pay_column(r, st, col + 1);
+    m->has_via = m->via != NULL;
+    m->action = PAYMENT_MAKER_ACTION_CHANGED;
+    m->fields = arena_alloc(&r->arena, 8 * sizeof *m->fields);
+    m->fields_count = 0;
+    for (int f = PAYMENT_APPROVAL_FIELD_AMOUNT; f <= PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION;
+         f++)
+        if (fields & field_bit(f))
+            m->fields[m->fields_count++] = f;
+    m->has_fields = true;
+    m->at = pay_column(r, st, col + 3);
+}
+
+int pay_load_makers(struct req *r, struct payment *p)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT person_id, via, fields, last_at FROM payment_makers WHERE payment_id = ? "
+        "ORDER BY first_at, person_id");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, p->id, -1, SQLITE_STATIC);
+    p->makers_count = p->makers_count ? 1 : 0; /* the creator stays; the others are read again */
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        read_maker(r, st, 0, p);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_failed("reading makers");
+}
+
+int pay_load_page_makers(struct req *r, struct payment *items, size_t n)
+{
+    if (n == 0)
+        return 0;
+    struct jsonw w;
+    jsonw_init(&w);
+    jsonw_array_begin(&w);
+    for (size_t i = 0; i < n; i++)
+        jsonw_string(&w, items[i].id);
+    jsonw_array_end(&w);
+    size_t len = 0;
+    char *ids = jsonw_take(&w, &len);
+    jsonw_release(&w);
+    if (!ids)
+        return -1;
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT payment_id, person_id, via, fields, last_at FROM payment_makers "
+        "WHERE payment_id IN (SELECT value FROM json_each(?1)) "
+        "ORDER BY payment_id, first_at, person_id");
+    if (!st) {
+        free(ids);
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, ids, (int)len, SQLITE_STATIC);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *pid = (const char *)sqlite3_column_text(st, 0);
+        for (size_t i = 0; pid && i < n; i++)
+            if (strcmp(items[i].id, pid) == 0) {
+                read_maker(r, st, 1, &items[i]);
+                break;
+            }
+    }
+    sqlite3_reset(st);
+    free(ids);
+    return rc == SQLITE_DONE ? 0 : db_failed("reading a page's makers");
+}
+
+/* ---- the velocity rule ------------------------------------------------------------------- */
+
+/* The statuses whose payments count towards a person's total (the others ended without money
+ * leaving, or came back). */
+#define VELOCITY_STATUSES                                                                      \
+    "('pending_approval', 'approved', 'scheduled', 'processing', 'sent', 'completed')"
+
+int pay_velocity_total(struct req *r, const struct pay *x, const char *person,
+                       int64_t window_hours, int64_t enough, int64_t *total)
+{
+    (void)r;
+    const struct payment *p = &x->p;
+    char since[40];
+    format_time_rfc3339(clock_now_ms() - window_hours * INT64_C(3600000), since, sizeof since);
+    /* payments_velocity_idx (beneficiary_id, created_for, created_at) finds them; the sum
+     * stops once it reaches enough (the largest tier), so a busy pair costs a few rows. */
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT amount FROM payments WHERE beneficiary_id = ?1 AND created_for = ?2 "
+        "AND created_at >= ?3 AND workspace_id = ?4 AND currency = ?5 AND id <> ?6 "
+        "AND status IN " VELOCITY_STATUSES " ORDER BY created_at DESC");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, p->beneficiary_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, person, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, since, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, p->workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, p->currency, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, p->id, -1, SQLITE_STATIC);
+    int64_t sum = p->amount;
+    int rc = SQLITE_DONE;
+    while (sum < enough && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        sum += sqlite3_column_int64(st, 0); /* each at most 2^53 - 1, and sum < enough */
+    if (sum < enough && rc != SQLITE_DONE) {
+        sqlite3_reset(st);
+        return db_failed("the velocity total");
+    }
+    sqlite3_reset(st);
+    *total = sum;
+    return 0;
+}
+
+/* ---- beneficiary makers ------------------------------------------------------------------ */
+
+int ben_add_maker(struct req *r, const char *beneficiary_id, const char *person, unsigned fields,
+                  bool new_round)
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    if (new_round) {
+        sqlite3_stmt *up = storage_prepare("UPDATE beneficiaries SET approval_round = "
+                                           "approval_round + 1 WHERE id = ? AND workspace_id = ?");
+        if (!up)
+            return -1;
+        sqlite3_bind_text(up, 1, beneficiary_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(up, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(up);
+        sqlite3_reset(up);
+        if (rc != SQLITE_DONE)
+            return db_failed("a new approval round");
+    }
+    sqlite3_stmt *st = storage_prepare(
+        "INSERT INTO beneficiary_makers (beneficiary_id, round, person_id, via, fields, made_at) "
+        "SELECT id, approval_round, ?2, ?3, ?4, ?5 FROM beneficiaries WHERE id = ?1 AND "
+        "workspace_id = ?6 ON CONFLICT (beneficiary_id, round, person_id) DO UPDATE SET "
+        "via = ?3, fields = fields | ?4, made_at = ?5");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, beneficiary_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, person, -1, SQLITE_STATIC);
+    pay_bind_opt(st, 3, strcmp(person, r->principal.user_id) != 0 ? r->principal.user_id : NULL);
+    sqlite3_bind_int64(st, 4, fields);
+    sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 6, r->principal.workspace_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_failed("recording a beneficiary maker");
+}
+
+int ben_is_maker(struct req *r, const char *beneficiary_id, const char *person, bool *is)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT 1 FROM beneficiary_makers m JOIN beneficiaries b ON b.id = m.beneficiary_id "
+        "AND m.round = b.approval_round WHERE b.id = ? AND b.workspace_id = ? AND "
+        "m.person_id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, beneficiary_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, person, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    *is = rc == SQLITE_ROW;
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_failed("reading beneficiary makers");
+}
