@@ -1714,6 +1714,8 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
     unsigned changed = pay_changed_fields(&old, p);
     bool reevaluate = changed != 0;
     const char *detail = NULL;
+    int64_t old_version = p->version;
+    pay_touch(r, p);
     if (reevaluate) {
         const char *me = pay_person(r);
         if (!me)
@@ -1731,8 +1733,6 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
             !(detail = pay_change_detail(r, &old, p, changed, me, x)))
             return -1;
     }
-    int64_t old_version = p->version;
-    pay_touch(r, p);
     if (pay_save(x, PAY_UPDATE, old_version) != 0 ||
         pay_record_change(r, "payment.updated", p, before, detail) != 0)
         return -1;

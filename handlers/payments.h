@@ -107,7 +107,8 @@ const char *pay_fields_text(struct req *r, unsigned fields);
 const char *pay_change_detail(struct req *r, const struct payment *before,
                               const struct payment *after, unsigned fields, const char *person,
                               const struct pay *x);
-/* Records person (acting through r's principal) as a maker of p's fields. 0 / -1. */
+/* Records person (acting through r's principal) as a maker of p's fields, at p's updated_at.
+ * 0 / -1. */
 int pay_add_maker(struct req *r, const struct payment *p, const char *person, unsigned fields);
 /* Whether person changed fields of the payment (1, with *fields) or not (0); -1 failure. */
 int pay_maker_fields(const char *payment_id, const char *person, unsigned *fields);

@@ -169,8 +169,6 @@ const char *pay_change_detail(struct req *r, const struct payment *before,
 
 int pay_add_maker(struct req *r, const struct payment *p, const char *person, unsigned fields)
 {
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
     sqlite3_stmt *st = storage_prepare(
         "INSERT INTO payment_makers (payment_id, person_id, via, fields, first_at, last_at) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (payment_id, person_id) DO UPDATE SET "
@@ -181,7 +179,7 @@ int pay_add_maker(struct req *r, const struct payment *p, const char *person, un
     sqlite3_bind_text(st, 2, person, -1, SQLITE_STATIC);
     pay_bind_opt(st, 3, strcmp(person, r->principal.user_id) != 0 ? r->principal.user_id : NULL);
     sqlite3_bind_int64(st, 4, fields);
-    sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, p->updated_at, -1, SQLITE_STATIC); /* the change's time */
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : db_failed("recording a maker");

@@ -74,7 +74,8 @@ static void test_a_page_problem_is_an_escaped_html_page(void)
 
 static void test_unknown_code_gets_the_reason_phrase_as_title(void)
 {
-    CHECK_STR(problem_title("beneficiary_archived", 409), "Conflict");
+    CHECK_STR(problem_title("no_such_code", 409), "Conflict");
+    CHECK_STR(problem_title("beneficiary_archived", 409), "Beneficiary archived");
     CHECK_STR(problem_title("rate_limited", 429), "Too many requests");
 }
 
