@@ -387,6 +387,35 @@ static int batch_external_id_taken(struct req *r, const char *external_id, bool 
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_failed("external id");
 }
 
+/* The approvals the velocity rule asks of a new batch's n items (all of one maker): for each
+ * beneficiary and currency, the items' total with the maker's recent payments to it (the
+ * policy's window; payments_makers.c). -1 failure. */
+static int64_t velocity_need(struct req *r, const struct pay *items, size_t n)
+{
+    int64_t need = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct payment *p = &items[i].p;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(items[j].p.beneficiary_id, p->beneficiary_id) == 0 &&
+                   strcmp(items[j].p.currency, p->currency) == 0;
+        if (seen)
+            continue; /* counted with the first item of its beneficiary and currency */
+        struct pay group = items[i];
+        for (size_t j = i + 1; j < n; j++)
+            if (strcmp(items[j].p.beneficiary_id, p->beneficiary_id) == 0 &&
+                strcmp(items[j].p.currency, p->currency) == 0 &&
+                group.p.amount <= MAX_SAFE_AMOUNT - items[j].p.amount)
+                group.p.amount += items[j].p.amount;
+        int64_t k = pay_approvals_needed_for(r, &group, &group.created_for, 1);
+        if (k < 0)
+            return -1;
+        if (k > need)
+            need = k;
+    }
+    return need;
+}
+
 int payments_create_payment_batch(struct req *r,
                                   const struct payments_create_payment_batch_request *in,
                                   struct payments_create_payment_batch_response *out)
@@ -455,6 +484,13 @@ int payments_create_payment_batch(struct req *r,
         if (n > need)
             need = n;
     }
+    /* The velocity rule, as for single payments: each beneficiary's total in the batch with
+     * the creator's recent payments to it in that currency. */
+    int64_t v = velocity_need(r, items, c->items_count);
+    if (v < 0)
+        return -1;
+    if (v > need)
+        need = v;
     b->approval->required = need;
     x->decided = need > 0 ? PAYMENT_BATCH_STATUS_PENDING_APPROVAL : PAYMENT_BATCH_STATUS_APPROVED;
     enum payment_status s = need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED;

@@ -260,6 +260,16 @@ def test_splitting_a_payment_below_a_tier_avoids_the_approvals(team):
     assert low["status"] == "approved"
     assert assert_json(patch(team.approvers[0], low["id"], amount=50000), 200)["status"] == \
         "pending_approval"
+    # a batch counts with the maker's other payments to each of its beneficiaries
+    third = team.beneficiary()
+    assert assert_json(team.pay(third, 60000), 201)["status"] == "approved"
+    item = {"amount": 50000, "currency": "EUR", "type": "sepa", "originating_account": "acc",
+            "beneficiary_id": third["id"]}
+    batch = assert_json(team.owner.post(PAY + "/batches", json={"items": [item]}), 201)
+    assert batch["status"] == "pending_approval" and batch["approval"]["required"] == 1
+    fourth = dict(item, beneficiary_id=team.beneficiary()["id"])
+    batch = assert_json(team.owner.post(PAY + "/batches", json={"items": [fourth]}), 201)
+    assert batch["status"] == "approved"
     # the window is configurable; 0 turns the rule off
     got = assert_json(team.owner.put(POLICY, json={"tiers": policy["tiers"],
                                                    "velocity_window_hours": 0}), 200)
