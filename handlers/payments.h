@@ -1,6 +1,7 @@
-/* What the payments handler files share (payments.c: the operations; payments_settlement.c:
- * the worker that moves approved payments through the settlement rail). Not a cross-API
- * header: other APIs do not reach into payments. */
+/* What the payments handler files share (payments.c: the payment operations;
+ * payments_beneficiaries.c: beneficiaries; payments_batches.c: batches; payments_makers.c:
+ * maker-checker; payments_settlement.c: the worker that moves approved payments through the
+ * settlement rail). Not a cross-API header: other APIs do not reach into payments. */
 #ifndef HANDLERS_PAYMENTS_H
 #define HANDLERS_PAYMENTS_H
 
@@ -71,6 +72,9 @@ int64_t pay_approvals_needed(struct req *r, const char *currency, int64_t amount
  * currency within the window (pay_velocity_total). -1 failure. */
 int64_t pay_approvals_needed_for(struct req *r, const struct pay *x, const char *const *persons,
                                  size_t n);
+/* r's workspace's beneficiary id into b (in r->arena; payments_beneficiaries.c): 1 found,
+ * 0 none (unknown, another workspace's, or not a beneficiary id), -1 failure. */
+int pay_beneficiary_load(struct req *r, const char *id, struct beneficiary *b);
 /* Why x's beneficiary can no longer be paid: NULL when it can (approved, active, in the
  * payment's currency), else a problem code (beneficiary_archived, beneficiary_not_approved,
  * beneficiary_mismatch) with *why in words; *failed on a database failure (then NULL). */
