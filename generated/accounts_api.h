@@ -168,6 +168,19 @@ struct accounts_issue_token_response {
 int accounts_issue_token(struct req *r, const struct accounts_issue_token_request *in,
                         struct accounts_issue_token_response *out);
 
+/* POST /v1/accounts/invitations/accept (acceptInvitation): Accept an invitation with an existing account */
+struct accounts_accept_invitation_request {
+    struct invitation_acceptance *body; /* request body (required) */
+};
+
+struct accounts_accept_invitation_response {
+    int status; /* 201; problems (400, 401, 409, 410, 413, 415, 422, 429, 500, 503) via req_problem() */
+    struct membership *body_201; /* status 201: Joined; log in to the workspace to act in it. */
+};
+
+int accounts_accept_invitation(struct req *r, const struct accounts_accept_invitation_request *in,
+                              struct accounts_accept_invitation_response *out);
+
 /* GET /v1/accounts/mfa (getMfa): Get my multi-factor authentication status */
 struct accounts_get_mfa_request {
     int unused; /* this operation takes no parameters and no body */
@@ -344,7 +357,7 @@ struct accounts_complete_signup_request {
 };
 
 struct accounts_complete_signup_response {
-    int status; /* 200; problems (400, 401, 410, 413, 415, 422, 429, 500, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 409, 410, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct login_response *body_200; /* status 200: Signed up and logged in to the invitation's workspace. */
 };
 

@@ -1450,6 +1450,145 @@ int dispatch_accounts_issue_token(struct req *r)
 }
 
 #ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_accept_invitation(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 201:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 201 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_membership(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 410:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 410 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "acceptInvitation", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "acceptInvitation");
+}
+#endif
+
+/* POST /v1/accounts/invitations/accept (acceptInvitation) */
+int dispatch_accounts_accept_invitation(struct req *r)
+{
+    struct accounts_accept_invitation_request in;
+    struct accounts_accept_invitation_response out;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_invitation_acceptance(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_invitation_acceptance(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_accept_invitation(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 201:
+            if (!out.body_201) {
+                log_error("%s answered 201 without body_201", "acceptInvitation");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_membership(&jw, out.body_201);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 201, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "acceptInvitation",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_accept_invitation(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
 static void check_accounts_get_mfa(struct req *r)
 {
     struct verr_list l;
@@ -3002,6 +3141,10 @@ static void check_accounts_complete_signup(struct req *r)
     case 401:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
         break;
     case 410:
         if (!r->problem)

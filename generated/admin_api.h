@@ -171,7 +171,7 @@ struct admin_invite_user_request {
 
 struct admin_invite_user_response {
     int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
-    struct invitation_issued *body_201; /* status 201: Invited; the token is shown this once. */
+    struct invitation_issued *body_201; /* status 201: Invited; the token was e-mailed to the invitee. */
 };
 
 int admin_invite_user(struct req *r, const struct admin_invite_user_request *in,

@@ -15,6 +15,7 @@ int dispatch_accounts_verify_sign_in(struct req *r);
 int dispatch_accounts_refresh_token(struct req *r);
 int dispatch_accounts_revoke_token(struct req *r);
 int dispatch_accounts_issue_token(struct req *r);
+int dispatch_accounts_accept_invitation(struct req *r);
 int dispatch_accounts_get_mfa(struct req *r);
 int dispatch_accounts_confirm_mfa(struct req *r);
 int dispatch_accounts_disable_mfa(struct req *r);

@@ -282,12 +282,14 @@ struct event_page;
 struct event_request;
 struct health;
 struct iban_account_identification;
+struct invitation_acceptance;
 struct invitation_create;
 struct invitation_issued;
 struct login_request;
 struct login_response;
 struct member;
 struct member_page;
+struct membership;
 struct mfa_code;
 struct mfa_confirmation;
 struct mfa_enrollment;
@@ -588,13 +590,18 @@ struct iban_account_identification {
     const char *identification; /* required */
 };
 
+/* InvitationAcceptance: The invitation to accept. */
+struct invitation_acceptance {
+    const char *invitation_token; /* required, write-only */
+};
+
 /* InvitationCreate: Whom to invite, with which role. */
 struct invitation_create {
     const char *email; /* required */
     const char *role; /* required, RoleKey */
 };
 
-/* InvitationIssued: A new invitation with its one-time token, shown this once. */
+/* InvitationIssued: A new invitation. */
 struct invitation_issued {
     const char *id; /* required */
     const char *object; /* required */
@@ -604,7 +611,6 @@ struct invitation_issued {
     const char *invited_by; /* required */
     const char *created_at; /* required, Timestamp */
     const char *expires_at; /* required, Timestamp */
-    const char *invitation_token; /* required */
 };
 
 /* LoginRequest: Credentials, and optionally the workspace to log in to. */
@@ -647,6 +653,15 @@ struct member_page {
     bool has_more; /* required, HasMore */
     const char *next_cursor; /* required, nullable, NextCursor */
     bool next_cursor_is_null;
+};
+
+/* Membership: The signed-in user's membership of a workspace. */
+struct membership {
+    const char *object; /* required */
+    const char *workspace_id; /* required */
+    const char *workspace_name; /* required */
+    const char *role; /* required */
+    const char *joined_at; /* required, Timestamp */
 };
 
 /* MfaCode: A current TOTP code. */
@@ -1304,6 +1319,8 @@ int decode_health(struct arena *a, const struct json_value *v, struct health *ou
 void encode_health(struct jsonw *w, const struct health *in);
 int decode_iban_account_identification(struct arena *a, const struct json_value *v, struct iban_account_identification *out);
 void encode_iban_account_identification(struct jsonw *w, const struct iban_account_identification *in);
+int decode_invitation_acceptance(struct arena *a, const struct json_value *v, struct invitation_acceptance *out);
+void encode_invitation_acceptance(struct jsonw *w, const struct invitation_acceptance *in);
 int decode_invitation_create(struct arena *a, const struct json_value *v, struct invitation_create *out);
 void encode_invitation_create(struct jsonw *w, const struct invitation_create *in);
 int decode_invitation_issued(struct arena *a, const struct json_value *v, struct invitation_issued *out);
@@ -1316,6 +1333,8 @@ int decode_member(struct arena *a, const struct json_value *v, struct member *ou
 void encode_member(struct jsonw *w, const struct member *in);
 int decode_member_page(struct arena *a, const struct json_value *v, struct member_page *out);
 void encode_member_page(struct jsonw *w, const struct member_page *in);
+int decode_membership(struct arena *a, const struct json_value *v, struct membership *out);
+void encode_membership(struct jsonw *w, const struct membership *in);
 int decode_mfa_code(struct arena *a, const struct json_value *v, struct mfa_code *out);
 void encode_mfa_code(struct jsonw *w, const struct mfa_code *in);
 int decode_mfa_confirmation(struct arena *a, const struct json_value *v, struct mfa_confirmation *out);
@@ -1531,12 +1550,13 @@ void validate_health_status(const struct json_value *v, const char *ptr, int mod
 void validate_iban_account_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_iban_account_identification_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_iban_account_identification_scheme(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_invitation_acceptance(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_invitation_acceptance_invitation_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_invitation_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_invitation_create_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_invitation_issued(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_invitation_issued_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_invitation_issued_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_invitation_issued_invitation_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_invitation_issued_invited_by(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_invitation_issued_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_invitation_issued_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1559,6 +1579,11 @@ void validate_member_page(const struct json_value *v, const char *ptr, int mode,
 void validate_member_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_member_role(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_member_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_membership(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_membership_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_membership_role(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_membership_workspace_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_membership_workspace_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_metadata(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_metadata_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_mfa_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

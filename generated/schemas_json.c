@@ -1839,6 +1839,27 @@ void encode_iban_account_identification(struct jsonw *w, const struct iban_accou
     jsonw_object_end(w);
 }
 
+int decode_invitation_acceptance(struct arena *a, const struct json_value *v, struct invitation_acceptance *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "invitation_token") == 0) {
+            out->invitation_token = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_invitation_acceptance(struct jsonw *w, const struct invitation_acceptance *in)
+{
+    (void)in; /* every property is writeOnly: never sent */
+    jsonw_object_begin(w);
+    jsonw_object_end(w);
+}
+
 int decode_invitation_create(struct arena *a, const struct json_value *v, struct invitation_create *out)
 {
     (void)a;
@@ -1888,8 +1909,6 @@ int decode_invitation_issued(struct arena *a, const struct json_value *v, struct
             out->created_at = m->value->s;
         } else if (strcmp(m->key, "expires_at") == 0) {
             out->expires_at = m->value->s;
-        } else if (strcmp(m->key, "invitation_token") == 0) {
-            out->invitation_token = m->value->s;
         }
     }
     return 0;
@@ -1914,8 +1933,6 @@ void encode_invitation_issued(struct jsonw *w, const struct invitation_issued *i
     jsonw_string(w, in->created_at);
     jsonw_key(w, "expires_at");
     jsonw_string(w, in->expires_at);
-    jsonw_key(w, "invitation_token");
-    jsonw_string(w, in->invitation_token);
     jsonw_object_end(w);
 }
 
@@ -2089,6 +2106,44 @@ void encode_member_page(struct jsonw *w, const struct member_page *in)
     else {
         jsonw_string(w, in->next_cursor);
     }
+    jsonw_object_end(w);
+}
+
+int decode_membership(struct arena *a, const struct json_value *v, struct membership *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            out->workspace_id = m->value->s;
+        } else if (strcmp(m->key, "workspace_name") == 0) {
+            out->workspace_name = m->value->s;
+        } else if (strcmp(m->key, "role") == 0) {
+            out->role = m->value->s;
+        } else if (strcmp(m->key, "joined_at") == 0) {
+            out->joined_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_membership(struct jsonw *w, const struct membership *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "workspace_id");
+    jsonw_string(w, in->workspace_id);
+    jsonw_key(w, "workspace_name");
+    jsonw_string(w, in->workspace_name);
+    jsonw_key(w, "role");
+    jsonw_string(w, in->role);
+    jsonw_key(w, "joined_at");
+    jsonw_string(w, in->joined_at);
     jsonw_object_end(w);
 }
 

@@ -152,7 +152,7 @@ void validate_aba_account_identification_identification(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 17)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 17 characters long");
-    if (!pattern_match(19, v->s)) /* ^[0-9]{4,17}$ */
+    if (!pattern_match(20, v->s)) /* ^[0-9]{4,17}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4,17}$");
 }
 
@@ -998,7 +998,7 @@ void validate_bank_details_routing_number(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 9)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 9 characters long");
-    if (!pattern_match(21, v->s)) /* ^[0-9]{9}$ */
+    if (!pattern_match(22, v->s)) /* ^[0-9]{9}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{9}$");
 }
 
@@ -1039,7 +1039,7 @@ void validate_bban_account_identification_identification(const struct json_value
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(20, v->s)) /* ^[A-Z0-9]{1,30}$ */
+    if (!pattern_match(21, v->s)) /* ^[A-Z0-9]{1,30}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{1,30}$");
 }
 
@@ -1323,7 +1323,7 @@ void validate_beneficiary_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(15, v->s)) /* ^ben_[0-9a-z]{26}$ */
+    if (!pattern_match(16, v->s)) /* ^ben_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ben_[0-9a-z]{26}$");
 }
 
@@ -1472,7 +1472,7 @@ void validate_beneficiary_update_counterparty_id(const struct json_value *v, con
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(16, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(17, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -1508,7 +1508,7 @@ void validate_beneficiary_update_external_id(const struct json_value *v, const c
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(17, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(18, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -1624,7 +1624,7 @@ void validate_conversion_id(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(23, v->s)) /* ^cnv_[0-9a-z]{26}$ */
+    if (!pattern_match(24, v->s)) /* ^cnv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cnv_[0-9a-z]{26}$");
 }
 
@@ -1639,7 +1639,7 @@ void validate_counterparty_id(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(16, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(17, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -1811,7 +1811,7 @@ void validate_event_api_version(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 10)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 10 characters long");
-    if (!pattern_match(28, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
+    if (!pattern_match(29, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4}-[0-9]{2}-[0-9]{2}$");
 }
 
@@ -1857,7 +1857,7 @@ void validate_event_id(const struct json_value *v, const char *ptr, int mode, st
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(26, v->s)) /* ^evt_[0-9a-z]{26}$ */
+    if (!pattern_match(27, v->s)) /* ^evt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^evt_[0-9a-z]{26}$");
 }
 
@@ -1973,7 +1973,7 @@ void validate_event_type(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(27, v->s)) /* ^[a-z_]+[.][a-z_]+$ */
+    if (!pattern_match(28, v->s)) /* ^[a-z_]+[.][a-z_]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z_]+[.][a-z_]+$");
 }
 
@@ -1990,7 +1990,7 @@ void validate_external_id(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(17, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(18, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -2161,6 +2161,48 @@ void validate_iban_account_identification_scheme(const struct json_value *v, con
         verr_add(l, ptr, NULL, "const", "%s", "must be \"IBAN\"");
 }
 
+/* InvitationAcceptance (openapi/accounts.yaml) */
+void validate_invitation_acceptance(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "invitation_token") == 0) {
+            seen[0] = true;
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_invitation_acceptance_invitation_token(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0] && mode == VALIDATE_REQUEST)
+        verr_add(l, ptr, "invitation_token", "required", "%s", "is required");
+}
+
+/* invitation_acceptance_invitation_token (openapi/accounts.yaml) */
+void validate_invitation_acceptance_invitation_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 128)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
+    if (!pattern_match(11, v->s)) /* ^[A-Za-z0-9_-]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
+}
+
 /* InvitationCreate (openapi/admin.yaml) */
 void validate_invitation_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -2209,7 +2251,7 @@ void validate_invitation_issued(const struct json_value *v, const char *ptr, int
         verr_add(l, ptr, NULL, "type", "%s", "must be an object");
         return;
     }
-    bool seen[9] = { false };
+    bool seen[8] = { false };
     for (size_t i = 0; i < v->count; i++) {
         const struct json_member *m = &v->members[i];
         if (strcmp(m->key, "id") == 0) {
@@ -2236,9 +2278,6 @@ void validate_invitation_issued(const struct json_value *v, const char *ptr, int
         } else if (strcmp(m->key, "expires_at") == 0) {
             seen[7] = true;
             validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "invitation_token") == 0) {
-            seen[8] = true;
-            validate_invitation_issued_invitation_token(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         }
     }
     if (!seen[0])
@@ -2257,8 +2296,6 @@ void validate_invitation_issued(const struct json_value *v, const char *ptr, int
         verr_add(l, ptr, "created_at", "required", "%s", "is required");
     if (!seen[7])
         verr_add(l, ptr, "expires_at", "required", "%s", "is required");
-    if (!seen[8])
-        verr_add(l, ptr, "invitation_token", "required", "%s", "is required");
 }
 
 /* invitation_issued_email (openapi/admin.yaml) */
@@ -2289,21 +2326,6 @@ void validate_invitation_issued_id(const struct json_value *v, const char *ptr, 
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
     if (!pattern_match(33, v->s)) /* ^inv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^inv_[0-9a-z]{26}$");
-}
-
-/* invitation_issued_invitation_token (openapi/admin.yaml) */
-void validate_invitation_issued_invitation_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len > 128)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
-    if (!pattern_match(11, v->s)) /* ^[A-Za-z0-9_-]+$ */
-        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
 /* invitation_issued_invited_by (openapi/admin.yaml) */
@@ -2716,7 +2738,7 @@ void validate_member_role(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(30, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(14, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -2731,8 +2753,106 @@ void validate_member_user_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(29, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(30, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
+}
+
+/* Membership (openapi/accounts.yaml) */
+void validate_membership(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[5] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            seen[0] = true;
+            validate_membership_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            seen[1] = true;
+            validate_membership_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "workspace_name") == 0) {
+            seen[2] = true;
+            validate_membership_workspace_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "role") == 0) {
+            seen[3] = true;
+            validate_membership_role(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "joined_at") == 0) {
+            seen[4] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "workspace_id", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "workspace_name", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "role", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "joined_at", "required", "%s", "is required");
+}
+
+/* membership_object (openapi/accounts.yaml) */
+void validate_membership_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "membership") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"membership\"");
+}
+
+/* membership_role (openapi/accounts.yaml) */
+void validate_membership_role(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 2)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (!pattern_match(14, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
+}
+
+/* membership_workspace_id (openapi/accounts.yaml) */
+void validate_membership_workspace_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(1, v->s)) /* ^wsp_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^wsp_[0-9a-z]{26}$");
+}
+
+/* membership_workspace_name (openapi/accounts.yaml) */
+void validate_membership_workspace_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 140)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
 }
 
 /* Metadata (openapi/common.yaml) */
@@ -2907,7 +3027,7 @@ void validate_mfa_enrollment_secret(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(14, v->s)) /* ^[A-Z2-7]+$ */
+    if (!pattern_match(15, v->s)) /* ^[A-Z2-7]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z2-7]+$");
 }
 
@@ -3774,7 +3894,7 @@ void validate_originating_account(const struct json_value *v, const char *ptr, i
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(17, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(18, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -4343,7 +4463,7 @@ void validate_payment_batch_id(const struct json_value *v, const char *ptr, int 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(25, v->s)) /* ^pbt_[0-9a-z]{26}$ */
+    if (!pattern_match(26, v->s)) /* ^pbt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^pbt_[0-9a-z]{26}$");
 }
 
@@ -4429,7 +4549,7 @@ void validate_payment_batch_item_failure_code(const struct json_value *v, const 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(24, v->s)) /* ^[A-Z0-9]{4}$ */
+    if (!pattern_match(25, v->s)) /* ^[A-Z0-9]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{4}$");
 }
 
@@ -4655,7 +4775,7 @@ void validate_payment_failure_code(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(24, v->s)) /* ^[A-Z0-9]{4}$ */
+    if (!pattern_match(25, v->s)) /* ^[A-Z0-9]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{4}$");
 }
 
@@ -4683,7 +4803,7 @@ void validate_payment_id(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(22, v->s)) /* ^pay_[0-9a-z]{26}$ */
+    if (!pattern_match(23, v->s)) /* ^pay_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^pay_[0-9a-z]{26}$");
 }
 
@@ -4955,7 +5075,7 @@ void validate_payment_update_external_id(const struct json_value *v, const char 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(17, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(18, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -5595,7 +5715,7 @@ void validate_role_key(const struct json_value *v, const char *ptr, int mode, st
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(30, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(14, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -6481,7 +6601,7 @@ void validate_sort_code_account_number_identification_identification(const struc
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(18, v->s)) /* ^[0-9]{14}$ */
+    if (!pattern_match(19, v->s)) /* ^[0-9]{14}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{14}$");
 }
 
@@ -6780,7 +6900,7 @@ void validate_user_id(const struct json_value *v, const char *ptr, int mode, str
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(29, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(30, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 

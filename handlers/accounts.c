@@ -328,9 +328,11 @@ struct login_response *acc_open_session(struct req *r, const char *user_id, cons
         sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC); /* NULL binds SQL NULL */
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    const char *seen[] = {now, user_id};
+    /* The last login is the membership's: another workspace never learns of this one. */
+    const char *seen[] = {now, wid, user_id};
     if (rc != SQLITE_DONE ||
-        acc_exec_texts("UPDATE users SET last_login_at = ? WHERE id = ?", seen, 2) != 0) {
+        acc_exec_texts("UPDATE members SET last_login_at = ? WHERE workspace_id = ? AND "
+                       "user_id = ?", seen, 3) != 0) {
         log_error("sessions: opening failed: %s", sqlite3_errmsg(storage_db()));
         return NULL;
     }
@@ -837,164 +839,6 @@ int accounts_list_sessions(struct req *r, const struct accounts_list_sessions_re
     page->next_cursor_is_null = !page->next_cursor;
     out->status = 200;
     out->body_200 = page;
-    return 0;
-}
-
-/* ---- completing a signup ------------------------------------------------------------------ */
-
-struct invitation {
-    char id[ID_MAX];
-    char workspace_id[ID_MAX];
-    char email[EMAIL_MAX];
-    char email_norm[EMAIL_MAX];
-    char role[48];
-    char status[16];
-    char expires_at[40];
-};
-
-/* The invitation of a token digest. 0 with *found, -1 on failure. */
-static int find_invitation(const char *hash, struct invitation *inv, bool *found)
-{
-    sqlite3_stmt *st = storage_prepare(
-        "SELECT id, workspace_id, email, email_norm, role, status, expires_at FROM invitations "
-        "WHERE token_hash = ?");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *found = rc == SQLITE_ROW;
-    if (*found) {
-        acc_copy_column(st, 0, inv->id, sizeof inv->id);
-        acc_copy_column(st, 1, inv->workspace_id, sizeof inv->workspace_id);
-        acc_copy_column(st, 2, inv->email, sizeof inv->email);
-        acc_copy_column(st, 3, inv->email_norm, sizeof inv->email_norm);
-        acc_copy_column(st, 4, inv->role, sizeof inv->role);
-        acc_copy_column(st, 5, inv->status, sizeof inv->status);
-        acc_copy_column(st, 6, inv->expires_at, sizeof inv->expires_at);
-    }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("signup: invitation lookup failed: %s", sqlite3_errmsg(storage_db()));
-        return -1;
-    }
-    return 0;
-}
-
-int accounts_complete_signup(struct req *r, const struct accounts_complete_signup_request *in,
-                             struct accounts_complete_signup_response *out)
-{
-    const struct complete_signup_request *b = in->body;
-    char hash[DIGEST_HEX_LEN + 1], now[40], guard[RATELIMIT_KEY_MAX + 1];
-    char new_hash[PASSWORD_HASH_MAX] = "";
-    struct invitation inv, again;
-    struct login_user u;
-    bool found = false, existing = false;
-
-    memset(&inv, 0, sizeof inv);
-    memset(&u, 0, sizeof u);
-    if (digest_sha256_hex(b->invitation_token, strlen(b->invitation_token), hash) != 0 ||
-        find_invitation(hash, &inv, &found) != 0)
-        return -1;
-    if (!found) {
-        verr_add(&r->verr, "/invitation_token", NULL, "invalid_invitation", "%s",
-                 "no such invitation was issued");
-        req_problem(r, 422, "invalid_invitation", "The invitation token is not valid.");
-        r->with_errors = true;
-        return 0;
-    }
-    format_now_rfc3339(now, sizeof now);
-    if (strcmp(inv.status, "pending") != 0) {
-        req_problem(r, 410, "invitation_used",
-                    "This invitation was already used or replaced by a newer one; ask for a "
-                    "new invitation.");
-        return 0;
-    }
-    if (strcmp(inv.expires_at, now) <= 0) {
-        req_problem(r, 410, "invitation_expired",
-                    "This invitation expired at %s; ask for a new invitation.", inv.expires_at);
-        return 0;
-    }
-    if (acc_find_user(inv.email_norm, &u, &existing) != 0)
-        return -1;
-    const char *weak = existing ? NULL : password_policy_violation(b->password, inv.email);
-    if (weak) {
-        verr_add(&r->verr, "/password", NULL, "weak_password", "%s", weak);
-        req_problem(r, 422, "weak_password", "The password %s.", weak);
-        r->with_errors = true;
-        return 0;
-    }
-    struct ratelimit_verdict v;
-    if (existing) { /* a password check like a login's: same failure guard */
-        if (acc_failure_key(inv.email_norm, guard, sizeof guard) != 0)
-            return -1;
-        ratelimit_check(guard, LOGIN_FAILURES, LOGIN_FAILURE_PERIOD_S, ratelimit_now_ns(), &v);
-        if (!v.allowed) {
-            ratelimit_set_headers(r, "login_failures", &v);
-            req_problem(r, 429, "rate_limited",
-                        "Too many failed logins for this account; retry in %lld s.",
-                        (long long)v.retry_after);
-            return 0;
-        }
-    }
-    /* scrypt without the write lock, as in login; then everything is read again. */
-    storage_rollback();
-    bool ok = existing ? password_verify(b->password, u.password_hash)
-                       : password_hash(b->password, new_hash, sizeof new_hash) == 0;
-    if (storage_begin(true) != 0) {
-        req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
-        return 0;
-    }
-    if (existing && (!ok || !u.active)) {
-        invalid_credentials(r);
-        return 0;
-    }
-    if (!ok)
-        return -1;
-    struct login_user now_user;
-    bool still = false;
-    memset(&again, 0, sizeof again);
-    memset(&now_user, 0, sizeof now_user);
-    if (find_invitation(hash, &again, &found) != 0 ||
-        acc_find_user(inv.email_norm, &now_user, &still) != 0)
-        return -1;
-    if (!found || strcmp(again.status, "pending") != 0 || still != existing ||
-        (existing && strcmp(now_user.password_hash, u.password_hash) != 0)) {
-        req_problem(r, 410, "invitation_used",
-                    "This invitation was used or replaced while it was being accepted.");
-        return 0;
-    }
-    if (existing) {
-        ratelimit_refund(guard, LOGIN_FAILURES, LOGIN_FAILURE_PERIOD_S, ratelimit_now_ns());
-    } else {
-        snprintf(u.id, sizeof u.id, "%s", id_new(&r->arena, "usr"));
-        const char *row[] = {u.id, inv.email, inv.email_norm, new_hash, b->name, now, now};
-        if (acc_exec_texts("INSERT INTO users (id, email, email_norm, password_hash, status, name, "
-                       "created_at, updated_at) VALUES (?, ?, ?, ?, 'active', ?, ?, ?)",
-                       row, 7) != 0)
-            return -1;
-    }
-    const char *member[] = {inv.workspace_id, u.id, inv.role, now};
-    const char *accepted[] = {now, u.id, inv.id};
-    if (acc_exec_texts("INSERT INTO members (workspace_id, user_id, role, created_at) "
-                   "VALUES (?, ?, ?, ?) ON CONFLICT (workspace_id, user_id) DO NOTHING",
-                   member, 4) != 0 ||
-        acc_exec_texts("UPDATE invitations SET status = 'accepted', accepted_at = ?, user_id = ? "
-                   "WHERE id = ?",
-                   accepted, 3) != 0)
-        return -1;
-    int64_t lifetime = 86400;
-    char role[48];
-    if (acc_find_standing(u.id, inv.workspace_id, role, sizeof role, &lifetime, &found) != 0)
-        return -1;
-    if (!found) { /* the user exists but is not active */
-        invalid_credentials(r);
-        return 0;
-    }
-    struct login_response *resp = open_session(r, u.id, inv.workspace_id, role, lifetime);
-    if (!resp)
-        return -1;
-    out->status = 200;
-    out->body_200 = resp;
     return 0;
 }
 

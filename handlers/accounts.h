@@ -1,4 +1,5 @@
-/* What the accounts handler files share (accounts.c: login, refresh, sessions, MFA, signup;
+/* What the accounts handler files share (accounts.c: login, refresh, sessions, MFA;
+ * accounts_invitations.c: issuing, signing up with and accepting invitations;
  * accounts_oauth.c: OAuth clients, the authorization pages, the token endpoint, grants). Not
  * a cross-API header. */
 #ifndef HANDLERS_ACCOUNTS_H

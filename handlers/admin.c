@@ -6,6 +6,7 @@
 #include "generated/admin_api.h"
 
 #include "handlers/admin.h"
+#include "handlers/invitations.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -817,9 +818,6 @@ int admin_revoke_service_account_token(
 
 /* ---- users and invitations ---------------------------------------------------------------- */
 
-#define INVITATION_LIFETIME_S (7 * 86400)
-#define INVITATION_TOKEN_BYTES 32
-
 static int user_row(struct req *r, sqlite3_stmt *st, void *item)
 {
     struct user *u = item;
@@ -844,7 +842,7 @@ int admin_list_users(struct req *r, const struct admin_list_users_request *in,
     if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
     sqlite3_stmt *st = storage_prepare(
-        "SELECT u.id, u.email, u.name, u.status, m.role, m.created_at, u.last_login_at "
+        "SELECT u.id, u.email, u.name, u.status, m.role, m.created_at, m.last_login_at "
         "FROM members m JOIN users u ON u.id = m.user_id WHERE m.workspace_id = ?1 "
         "AND (?2 IS NULL OR m.created_at < ?2 OR (m.created_at = ?2 AND u.id < ?3)) "
         "ORDER BY m.created_at DESC, u.id DESC LIMIT ?4");
@@ -908,41 +906,7 @@ int admin_invite_user(struct req *r, const struct admin_invite_user_request *in,
         return -1;
 
     struct invitation_issued *inv = arena_alloc(&r->arena, sizeof *inv);
-    char now[40], expires[40], hash[DIGEST_HEX_LEN + 1];
-    int64_t now_ms = clock_now_ms();
-    format_time_rfc3339(now_ms, now, sizeof now);
-    format_time_rfc3339(now_ms + (int64_t)INVITATION_LIFETIME_S * 1000, expires, sizeof expires);
-    inv->id = id_new(&r->arena, "inv");
-    inv->object = "invitation";
-    inv->email = c->email;
-    inv->role = c->role;
-    inv->status = INVITATION_ISSUED_STATUS_PENDING;
-    inv->invited_by = r->principal.user_id;
-    inv->created_at = arena_strdup(&r->arena, now);
-    inv->expires_at = arena_strdup(&r->arena, expires);
-    inv->invitation_token = id_secret(&r->arena, INVITATION_TOKEN_BYTES);
-    if (digest_sha256_hex(inv->invitation_token, strlen(inv->invitation_token), hash) != 0)
-        return -1;
-
-    /* A newer invitation replaces a pending one: only the latest token works. */
-    st = storage_prepare("UPDATE invitations SET status = 'superseded' "
-                         "WHERE workspace_id = ? AND email_norm = ? AND status = 'pending'");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, wid, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, email_norm, -1, SQLITE_STATIC);
-    if (exec_bound(st, "superseding an invitation") != 0)
-        return -1;
-    st = storage_prepare(
-        "INSERT INTO invitations (id, workspace_id, email, email_norm, role, token_hash, status, "
-        "invited_by, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)");
-    if (!st)
-        return -1;
-    const char *v[] = {inv->id, wid, c->email, email_norm, c->role, hash, inv->invited_by,
-                       now, expires};
-    for (int i = 0; i < 9; i++)
-        sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC);
-    if (exec_bound(st, "inviting") != 0)
+    if (invitations_issue(r, wid, c->email, c->role, auth_key()->issuer, inv) != 0)
         return -1;
     out->status = 201;
     out->body_201 = inv;

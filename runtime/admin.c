@@ -1,6 +1,9 @@
 /* Operator commands on the database without the HTTP API: the first-start bootstrap and
- * `treasury-server admin create-workspace | list-workspaces | create-user`. Each command runs
- * in one transaction; a generated password is printed once, only after the commit. */
+ * `treasury-server admin create-workspace | list-workspaces | create-user | invite-user |
+ * set-rate-limit`. Each command runs in one transaction; a generated password is printed
+ * once, only after the commit. An account that already exists is never attached to a
+ * workspace by the operator: it is invited (the token e-mailed to it) and joins only by
+ * accepting after signing in. */
 #include "runtime/admin.h"
 
 #include <errno.h>
@@ -31,6 +34,8 @@ struct outcome {
     char user_id[ID_MAX];
     char email[EMAIL_MAX];
     bool new_user;
+    bool invited;                            /* an existing account, invited: */
+    char invitation_id[ID_MAX];              /* the invitation e-mailed to it */
     bool generated;                          /* password below must be shown, once */
     char password[PASSWORD_MAX_LEN * 4 + 1]; /* UTF-8: up to 4 bytes per character */
 };
@@ -162,6 +167,50 @@ fail:
     return -1;
 }
 
+static admin_invite_fn *inviter;
+static char inviter_base_url[256];
+
+void admin_set_inviter(admin_invite_fn *invite, const char *base_url)
+{
+    inviter = invite;
+    snprintf(inviter_base_url, sizeof inviter_base_url, "%s", base_url ? base_url : "");
+}
+
+/* Whether email already has an account (its id into o->user_id). 0 / -1 with err. */
+static int existing_account(const char *email, struct outcome *o, bool *found, char *err,
+                            size_t errlen)
+{
+    char norm[EMAIL_MAX];
+    if (normalize_email(email, norm, sizeof norm) != 0) {
+        snprintf(err, errlen, "\"%s\" is not a valid email address", email);
+        return -1;
+    }
+    snprintf(o->email, sizeof o->email, "%s", email);
+    const char *key[] = {norm};
+    if (query_row("finding the user", "SELECT id FROM users WHERE email_norm = ?", key, 1, found,
+                  o->user_id, sizeof o->user_id) != 0) {
+        snprintf(err, errlen, "database error (logged above)");
+        return -1;
+    }
+    return 0;
+}
+
+/* Invites the existing account o->email to workspace_id with role (never attaches it). */
+static int invite_existing(const char *workspace_id, const char *role, struct outcome *o,
+                           char *err, size_t errlen)
+{
+    if (!inviter) {
+        snprintf(err, errlen, "%s already has an account; it cannot be added by the operator",
+                 o->email);
+        return -1;
+    }
+    if (inviter(workspace_id, o->email, role, inviter_base_url, o->invitation_id,
+                sizeof o->invitation_id, err, errlen) != 0)
+        return -1;
+    o->invited = true;
+    return 0;
+}
+
 /* The password for a new user: the environment variable's value, or a generated one the
  * caller prints once. */
 static int choose_password(const char *env, struct outcome *o, char *err, size_t errlen)
@@ -278,6 +327,11 @@ static int create_workspace(const char *name, const char *owner_email, const cha
         snprintf(err, errlen, "database error (logged above)");
         return -1;
     }
+    bool exists = false;
+    if (existing_account(owner_email, o, &exists, err, errlen) != 0)
+        return -1;
+    if (exists) /* someone else's account is never made an owner behind their back */
+        return invite_existing(o->workspace_id, "owner", o, err, errlen);
     if (find_or_create_user(owner_email, pw_env, o, err, errlen) != 0)
         return -1;
     return add_member(o->workspace_id, "owner", o, err, errlen);
@@ -296,7 +350,12 @@ static void print_password(FILE *out, const struct outcome *o)
 
 static void print_user(FILE *out, const struct outcome *o, const char *role, const char *pw_env)
 {
-    if (!o->new_user)
+    if (o->invited)
+        fprintf(out,
+                "%s: %s already has an account (%s): invited, not added. Invitation %s is "
+                "e-mailed to them by the server; they join by accepting it after signing in.\n",
+                role, o->email, o->user_id, o->invitation_id);
+    else if (!o->new_user)
         fprintf(out, "%s: existing user %s (%s) added; password unchanged\n", role, o->email,
                 o->user_id);
     else if (!o->generated)
@@ -396,7 +455,7 @@ static int fail(FILE *errout, const char *cmd, int code, const char *fmt, ...)
 static int in_write_tx(const char *cmd, FILE *errout,
                        int (*body)(void *arg, char *err, size_t errlen), void *arg)
 {
-    char err[512] = "";
+    char err[1024] = "";
     if (storage_begin(true) != 0)
         return fail(errout, cmd, EXIT_FAILURE, "cannot start a transaction (logged above)");
     if (body(arg, err, sizeof err) != 0) {
@@ -460,6 +519,30 @@ static int create_user_body(void *arg, char *err, size_t errlen)
         return -1;
     }
     snprintf(a->o.workspace_id, sizeof a->o.workspace_id, "%s", a->workspace_id);
+    if (existing_account(a->email, &a->o, &exists, err, errlen) != 0)
+        return -1;
+    if (exists) {
+        char role[48];
+        bool member = false;
+        const char *mkey[] = {a->workspace_id, a->o.user_id};
+        if (query_row("finding the membership",
+                      "SELECT role FROM members WHERE workspace_id = ? AND user_id = ?", mkey, 2,
+                      &member, role, sizeof role) != 0) {
+            snprintf(err, errlen, "database error (logged above)");
+            return -1;
+        }
+        if (member)
+            snprintf(err, errlen, "%s is already a member of %s (role %s)", a->email,
+                     a->workspace_id, role);
+        else
+            snprintf(err, errlen,
+                     "%s already has an account; the operator never adds an existing account "
+                     "to a workspace. Invite them instead: treasury-server admin invite-user "
+                     "--workspace %s --email %s --role %s (or POST /v1/admin/users/invite); "
+                     "they join by accepting after signing in",
+                     a->email, a->workspace_id, a->email, a->role);
+        return -1;
+    }
     if (find_or_create_user(a->email, "TREASURY_USER_PASSWORD", &a->o, err, errlen) != 0)
         return -1;
     return add_member(a->workspace_id, a->role, &a->o, err, errlen);
@@ -511,6 +594,71 @@ static int cmd_create_user(struct option *opts, FILE *out, FILE *errout)
         print_user(out, &a.o, a.role, "TREASURY_USER_PASSWORD");
     }
     outcome_release(&a.o);
+    return rc;
+}
+
+static int invite_user_body(void *arg, char *err, size_t errlen)
+{
+    struct create_user_args *a = arg;
+    bool exists = false, member = false;
+    const char *key[] = {a->workspace_id};
+    if (query_row("finding the workspace", "SELECT id FROM workspaces WHERE id = ?", key, 1,
+                  &exists, NULL, 0) != 0) {
+        snprintf(err, errlen, "database error (logged above)");
+        return -1;
+    }
+    if (!exists) {
+        snprintf(err, errlen, "no workspace %s (see list-workspaces)", a->workspace_id);
+        return -1;
+    }
+    snprintf(a->o.workspace_id, sizeof a->o.workspace_id, "%s", a->workspace_id);
+    if (existing_account(a->email, &a->o, &exists, err, errlen) != 0)
+        return -1;
+    const char *mkey[] = {a->workspace_id, a->o.user_id};
+    if (exists && query_row("finding the membership",
+                            "SELECT 1 FROM members WHERE workspace_id = ? AND user_id = ?", mkey,
+                            2, &member, NULL, 0) != 0) {
+        snprintf(err, errlen, "database error (logged above)");
+        return -1;
+    }
+    if (member) {
+        snprintf(err, errlen, "%s is already a member of %s", a->email, a->workspace_id);
+        return -1;
+    }
+    if (!inviter) {
+        snprintf(err, errlen, "invitations are not available in this build");
+        return -1;
+    }
+    if (inviter(a->workspace_id, a->email, a->role, inviter_base_url, a->o.invitation_id,
+                sizeof a->o.invitation_id, err, errlen) != 0)
+        return -1;
+    a->o.new_user = !exists;
+    return 0;
+}
+
+static int cmd_invite_user(struct option *opts, FILE *out, FILE *errout)
+{
+    struct create_user_args a = {
+        .workspace_id = opts[0].value, .email = opts[1].value, .role = opts[2].value};
+    if (!id_valid(a.workspace_id, "wsp"))
+        return fail(errout, "invite-user", EXIT_USAGE,
+                    "--workspace \"%s\" is not a workspace id (wsp_...)", a.workspace_id);
+    if (!format_is_email(a.email) || strlen(a.email) >= EMAIL_MAX)
+        return fail(errout, "invite-user", EXIT_USAGE,
+                    "--email \"%s\" is not a valid email address", a.email);
+    if (!role_exists(a.workspace_id, a.role))
+        return fail(errout, "invite-user", EXIT_USAGE,
+                    "--role \"%s\" is neither a built-in role nor one of the workspace's own",
+                    a.role);
+    int rc = in_write_tx("invite-user", errout, invite_user_body, &a);
+    if (rc == EXIT_SUCCESS)
+        fprintf(out,
+                "invited %s to workspace %s as %s: invitation %s is e-mailed by the server; "
+                "%s\n",
+                a.email, a.workspace_id, a.role, a.o.invitation_id,
+                a.o.new_user ? "they complete their signup with its token"
+                             : "they already have an account and join by accepting it after "
+                               "signing in");
     return rc;
 }
 
@@ -710,9 +858,10 @@ static const struct command commands[] = {
     {"create-workspace",
      "usage: treasury-server admin create-workspace --name NAME --owner-email EMAIL\n"
      "\n"
-     "Creates a workspace and makes EMAIL its owner. An existing user keeps their password;\n"
-     "a new user gets TREASURY_ADMIN_PASSWORD, or a generated password printed once.\n"
-     "Prints the new workspace id.\n",
+     "Creates a workspace and makes EMAIL its owner: a new user gets TREASURY_ADMIN_PASSWORD,\n"
+     "or a generated password printed once. An email that already has an account is not\n"
+     "made owner: it is sent an owner invitation (e-mailed by the server) that its holder\n"
+     "accepts after signing in. Prints the new workspace id.\n",
      cmd_create_workspace,
      {{"name", false, NULL, false},
       {"owner-email", false, NULL, false},
@@ -731,9 +880,24 @@ static const struct command commands[] = {
      "\n"
      "Adds EMAIL to the workspace with the role: a built-in role (owner, admin, treasurer,\n"
      "approver, accountant, auditor, viewer) or one of the workspace's own.\n"
-     "An existing user keeps their password;\n"
-     "a new user gets TREASURY_USER_PASSWORD, or a generated password printed once.\n",
+     "EMAIL must not have an account yet (an existing account is never added by the\n"
+     "operator: use invite-user); the new user gets TREASURY_USER_PASSWORD, or a generated\n"
+     "password printed once.\n",
      cmd_create_user,
+     {{"workspace", false, NULL, false},
+      {"email", false, NULL, false},
+      {"role", false, NULL, false},
+      {NULL, false, NULL, false}},
+     false},
+    {"invite-user",
+     "usage: treasury-server admin invite-user --workspace WORKSPACE_ID --email EMAIL "
+     "--role ROLE\n"
+     "\n"
+     "Invites EMAIL to the workspace with the role, as POST /v1/admin/users/invite does: the\n"
+     "one-time token is e-mailed to EMAIL by the server (the --smtp-url relay, or the spool\n"
+     "<data-dir>/mail/) and never printed. Someone without an account completes the signup\n"
+     "with it; an existing account accepts it after signing in.\n",
+     cmd_invite_user,
      {{"workspace", false, NULL, false},
       {"email", false, NULL, false},
       {"role", false, NULL, false},
@@ -765,6 +929,7 @@ static void print_usage(FILE *f)
           "  create-workspace --name NAME --owner-email EMAIL\n"
           "  list-workspaces [--json]\n"
           "  create-user --workspace WORKSPACE_ID --email EMAIL --role ROLE\n"
+          "  invite-user --workspace WORKSPACE_ID --email EMAIL --role ROLE\n"
           "  set-rate-limit --workspace WORKSPACE_ID --per-minute N|default\n"
           "\n"
           "Run `treasury-server admin COMMAND --help` for details.\n"

@@ -54,6 +54,8 @@ static const struct flag flags[] = {
     F("auth-rate-limit", "TREASURY_AUTH_RATE_LIMIT", K_INT, auth_rate_limit, 1000000000, "login attempts per minute per client address [30]"),
     F("settlement-interval-ms", "TREASURY_SETTLEMENT_INTERVAL_MS", K_INT, settlement_interval_ms, 3600000, "how often approved payments are moved along [1000]"),
     F("sandbox-rail-delay-ms", "TREASURY_SANDBOX_RAIL_DELAY_MS", K_INT, sandbox_rail_delay_ms, 86400000, "each step of the sandbox settlement rail [5000]"),
+    F("smtp-url", "TREASURY_SMTP_URL", K_STR, smtp_url, 0, "SMTP relay for the server's e-mail (invitations): smtp://host:port (STARTTLS required unless on loopback) or smtps://host:port; credentials only from TREASURY_SMTP_USERNAME / TREASURY_SMTP_PASSWORD [none: each message is written to <data-dir>/mail/<id>.eml]"),
+    F("mail-from", "TREASURY_MAIL_FROM", K_STR, mail_from, 0, "sender address of the server's e-mail, required with --smtp-url [no-reply@treasury.invalid]"),
     F("drain-timeout-ms", "TREASURY_DRAIN_TIMEOUT_MS", K_INT, drain_timeout_ms, 600000, "on SIGTERM, how long requests under way may take before queued ones are refused [10000]"),
 };
 

@@ -33,6 +33,8 @@ struct config {
     int settlement_interval_ms; /* how often the settlement worker looks for due payments */
     int sandbox_rail_delay_ms;  /* each step of the sandbox settlement rail */
     int drain_timeout_ms;       /* on SIGTERM: how long the requests under way may take */
+    char smtp_url[1024];     /* the SMTP relay (smtp:// or smtps://); empty: the mail spool */
+    char mail_from[256];     /* the sender of the server's e-mail */
     int subcommand_argc;     /* argv index where "admin ..." starts, 0 when none */
 };
 

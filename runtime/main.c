@@ -12,6 +12,7 @@
 #include "generated/routes.h"
 #include "generated/scopes.h"
 #include "handlers/accounts.h"
+#include "handlers/invitations.h"
 #include "handlers/jobs.h"
 #include "handlers/privileges.h"
 #include "runtime/admin.h"
@@ -25,6 +26,7 @@
 #include "runtime/jobs.h"
 #include "runtime/keys.h"
 #include "runtime/log.h"
+#include "runtime/mail.h"
 #include "runtime/offload.h"
 #include "runtime/password.h"
 #include "runtime/privileges.h"
@@ -196,6 +198,8 @@ static int run_server(const struct config *c)
         goto out;
     log_info("TLS certificate %s SHA-256 fingerprint %s", cert_path, fp);
 
+    if (mail_init(c->smtp_url, c->mail_from, c->data_dir, err, sizeof err) != 0)
+        goto out;
     if (admin_bootstrap(stdout, err, sizeof err) != 0)
         goto out;
     fflush(stdout);
@@ -248,7 +252,9 @@ static int run_server(const struct config *c)
         goto out;
     }
     struct job jobs[JOBS_MAX];
-    if (jobs_start(jobs, handlers_jobs(c, jobs)) != 0) {
+    size_t njobs = handlers_jobs(c, jobs);
+    jobs[njobs++] = mail_job(); /* the outbox the handlers (and admin commands) fill */
+    if (jobs_start(jobs, njobs) != 0) {
         snprintf(err, sizeof err, "cannot start the background jobs");
         server_stop();
         offload_stop();
@@ -276,6 +282,7 @@ static int run_server(const struct config *c)
     rc = 0;
 out:
     log_buffer_stop(); /* whatever access lines are still buffered are written first */
+    mail_shutdown();
     if (rc != 0)
         log_error("%s", err);
     storage_close();
@@ -299,6 +306,7 @@ int main(int argc, char **argv)
         break;
     }
     admin_init(&builtin_role);
+    admin_set_inviter(&invitations_issue_by_operator, c.public_url);
     if (c.subcommand_argc) {
         log_init(LOG_FORMAT_TEXT);
         apply_password_cost();

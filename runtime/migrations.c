@@ -520,6 +520,31 @@ static const char maker_checker_sql[] =
     "    PRIMARY KEY (beneficiary_id, round, person_id)\n"
     ") WITHOUT ROWID;\n";
 
+/* Identities no other workspace can claim (issue 18). Invitation e-mails leave through an
+ * outbox written in the inviting transaction (runtime/mail.c delivers it after the commit and
+ * clears the body, which holds the invitation token, once delivered or given up); an
+ * invitation remembers its message. The last login is per membership: a workspace sees when
+ * its member last opened a session there, never in another workspace (filled from the
+ * sessions each membership opened so far). */
+static const char identity_sql[] =
+    "CREATE TABLE mail_outbox (\n"
+    "    id TEXT PRIMARY KEY,\n"
+    "    recipient TEXT NOT NULL,\n"
+    "    subject TEXT NOT NULL,\n"
+    "    body TEXT,\n"
+    "    status TEXT NOT NULL CHECK (status IN ('queued', 'sent', 'failed')),\n"
+    "    attempts INTEGER NOT NULL DEFAULT 0,\n"
+    "    next_attempt_ms INTEGER NOT NULL,\n"
+    "    last_error TEXT,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    sent_at TEXT\n"
+    ");\n"
+    "CREATE INDEX mail_outbox_due_idx ON mail_outbox (next_attempt_ms) WHERE status = 'queued';\n"
+    "ALTER TABLE invitations ADD COLUMN mail_id TEXT;\n"
+    "ALTER TABLE members ADD COLUMN last_login_at TEXT;\n"
+    "UPDATE members SET last_login_at = (SELECT max(s.created_at) FROM sessions s\n"
+    "    WHERE s.workspace_id = members.workspace_id AND s.user_id = members.user_id);\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
@@ -536,6 +561,7 @@ const struct migration migrations_list[] = {
     {13, "lean_writes", lean_writes_sql},
     {14, "oauth_origins", oauth_origins_sql},
     {15, "maker_checker", maker_checker_sql},
+    {16, "identity", identity_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

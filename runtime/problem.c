@@ -33,6 +33,7 @@
     X("invalid_invitation", "Invalid invitation")                     \
     X("invitation_used", "Invitation already used")                   \
     X("invitation_expired", "Invitation expired")                     \
+    X("account_exists", "Account already exists")                     \
     X("weak_password", "Password too weak")                           \
     X("mfa_required", "Multi-factor authentication required")         \
     X("invalid_otp", "Invalid one-time code")                         \

@@ -5,6 +5,8 @@ start build/treasury-server (or $TREASURY_SERVER_BIN) on free ports, wait for it
 "listening on https://" line, and at teardown stop it with SIGTERM and require exit code 0 and
 a log free of sanitizer reports."""
 
+import email
+import email.policy
 import json
 import os
 import re
@@ -82,6 +84,13 @@ def run_cli(args, env=None, timeout=30, **kw):
                           text=True, timeout=timeout, **kw)
 
 
+def token_in(text):
+    """The invitation token in an invitation e-mail's text."""
+    m = re.search(r'"invitation_token": "([A-Za-z0-9_-]+)"', text)
+    assert m, "no invitation token in %r" % text
+    return m.group(1)
+
+
 class Server:
     """One server process. Attributes: https_port, http_port, base (https://127.0.0.1:PORT),
     data_dir, log_path (stderr), stdout_path, admin_email, admin_password."""
@@ -109,6 +118,7 @@ class Server:
         self._stdout_offset = 0
         self._clients = []
         self._token = None
+        self.owner_invitation = None  # the last create_workspace's, for an existing account
 
     # ---- process ------------------------------------------------------------------------
     @property
@@ -300,6 +310,51 @@ class Server:
         with open(path, "r+b") as f:
             f.write(struct.pack("<q", int(seconds)))
 
+    # ---- e-mail (the spool: runtime/mail.c without --smtp-url) ------------------------------
+    def mailbox(self):
+        """Every message the server delivered to its spool (<data-dir>/mail/<id>.eml), oldest
+        first, parsed (email.message.EmailMessage)."""
+        spool = self.data_dir / "mail"
+        out = []
+        for path in sorted(spool.glob("*.eml")) if spool.is_dir() else []:
+            with open(path, "rb") as f:
+                out.append(email.message_from_binary_file(f, policy=email.policy.default))
+        return out
+
+    def invitation_email(self, invitation_id, timeout=10.0):
+        """The spooled e-mail of invitation invitation_id (waits for its delivery)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [m for m in self.mailbox() if invitation_id in m.get_content()]
+            if found:
+                assert len(found) == 1, "%d e-mails for %s" % (len(found), invitation_id)
+                return found[0]
+            if time.monotonic() > deadline:
+                raise AssertionError("no e-mail for %s in %s within %.0f s" %
+                                     (invitation_id, self.data_dir / "mail", timeout))
+            time.sleep(0.05)
+
+    def invitation_token(self, invitation_id, timeout=10.0):
+        """The one-time token the invitation's e-mail carries."""
+        return token_in(self.invitation_email(invitation_id, timeout).get_content())
+
+    def accept_invitation(self, invitation_id, access_token):
+        """The signed-in account (access_token) accepts the e-mailed invitation; the
+        membership."""
+        with self.client(token=access_token) as c:
+            r = c.post("/v1/accounts/invitations/accept",
+                       json={"invitation_token": self.invitation_token(invitation_id)})
+        assert r.status == 201, "accepting %s failed: %r" % (invitation_id, r)
+        return r.json()
+
+    def join(self, inviter, email, role, access_token):
+        """An existing account joins a workspace the only way there is: inviter (a client of
+        one of its admins) invites email, the account (signed in: access_token) accepts the
+        e-mailed token. The membership."""
+        r = inviter.post("/v1/admin/users/invite", json={"email": email, "role": role})
+        assert r.status == 201, "inviting %s failed: %r" % (email, r)
+        return self.accept_invitation(r.json()["id"], access_token)
+
     # ---- operator subcommands -----------------------------------------------------------
     def admin(self, *args, check=True, **env):
         """Runs `treasury-server --data-dir D admin ARGS...` with this server's environment."""
@@ -310,10 +365,14 @@ class Server:
         return r
 
     def create_workspace(self, name, owner_email, password=ADMIN_PASSWORD):
+        """The new workspace's id. An owner_email that already has an account is only invited
+        (see owner_invitation)."""
         r = self.admin("create-workspace", "--name", name, "--owner-email", owner_email,
                        TREASURY_ADMIN_PASSWORD=password)
         m = re.search(r"\bwsp_[0-9a-z]{26}\b", r.stdout)
         assert m, "no workspace id in create-workspace output: %r" % r.stdout
+        inv = re.search(r"\binv_[0-9a-z]{26}\b", r.stdout)
+        self.owner_invitation = inv.group(0) if inv else None
         return m.group(0)
 
     def create_user(self, workspace_id, email, role, password=USER_PASSWORD):

@@ -1,6 +1,7 @@
-"""Provisioning: invitations (one-time token shown once, stored hashed, 7 days, superseded by a
-newer one), completing a signup (password policy; an existing account proves its password and
-never has it reset), and the admin's user list and everyone's member list."""
+"""Provisioning: invitations (one-time token e-mailed to the invitee, stored hashed, 7 days,
+superseded by a newer one), completing a signup (password policy; an existing account is sent to
+sign in and accept instead), and the admin's user list and everyone's member list. The tokens
+are read from the server's mail spool (conftest Server.invitation_token)."""
 
 import contextlib
 import sqlite3
@@ -13,6 +14,7 @@ from helpers import assert_json, assert_problem, assert_validation
 
 INVITE = "/v1/admin/users/invite"
 SIGNUP = "/v1/api/complete-signup"
+ACCEPT = "/v1/accounts/invitations/accept"
 GOOD_PASSWORD = "a long and unusual passphrase 7"
 
 
@@ -37,14 +39,18 @@ def signup(server, token, password=GOOD_PASSWORD, name="Sam Rivera"):
                                        "password": password})
 
 
-def test_invite_returns_the_token_once_and_signup_logs_in(server, ws):
+def test_invite_e_mails_the_token_and_signup_logs_in(server, ws):
     wid, c = ws
     address = email()
     inv, r = invite(c, address.upper())
     assert r.header("Cache-Control") == "no-store"
     assert inv["id"].startswith("inv_") and inv["status"] == "pending"
     assert inv["role"] == "treasurer" and inv["expires_at"] > inv["created_at"]
-    token = inv["invitation_token"]
+    assert "invitation_token" not in inv
+    message = server.invitation_email(inv["id"])
+    assert message["To"] == address.upper()
+    token = server.invitation_token(inv["id"])
+    assert token not in r.body.decode()
     db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
     with contextlib.closing(db):
         stored = [row[0] for row in db.execute("SELECT token_hash FROM invitations")]
@@ -63,8 +69,9 @@ def test_invite_returns_the_token_once_and_signup_logs_in(server, ws):
 def test_an_invitation_token_is_single_use(server, ws):
     _, c = ws
     inv, _ = invite(c, email())
-    assert signup(server, inv["invitation_token"]).status == 200
-    r = signup(server, inv["invitation_token"])
+    token = server.invitation_token(inv["id"])
+    assert signup(server, token).status == 200
+    r = signup(server, token)
     assert_problem(r, 410, "invitation_used")
     assert b"access_token" not in r.body
 
@@ -74,8 +81,8 @@ def test_a_newer_invitation_supersedes_the_pending_one(server, ws):
     address = email()
     old, _ = invite(c, address, role="viewer")
     new, _ = invite(c, address, role="approver")
-    assert_problem(signup(server, old["invitation_token"]), 410, "invitation_used")
-    pair = assert_json(signup(server, new["invitation_token"]), 200)
+    assert_problem(signup(server, server.invitation_token(old["id"])), 410, "invitation_used")
+    pair = assert_json(signup(server, server.invitation_token(new["id"])), 200)
     assert "payments:write" in pair["scope"]  # the approver role of the newer invitation
 
 
@@ -87,8 +94,8 @@ def test_an_expired_invitation_is_410(make_server):
     with s.client(token=s.login()["access_token"]) as c:  # a minute before expiry
         late, _ = invite(c, email())
     s.move_clock(7 * 86400 + 1)
-    assert_problem(signup(s, inv["invitation_token"]), 410, "invitation_expired")
-    assert signup(s, late["invitation_token"]).status == 200
+    assert_problem(signup(s, s.invitation_token(inv["id"])), 410, "invitation_expired")
+    assert signup(s, s.invitation_token(late["id"])).status == 200
 
 
 def test_unknown_tokens_are_422(server):
@@ -102,21 +109,28 @@ def test_weak_passwords_are_refused_and_the_invitation_kept(server, ws, password
     address = email()
     inv, _ = invite(c, address)
     pw = address if password == "EMAIL" else password
-    r = signup(server, inv["invitation_token"], password=pw)
+    token = server.invitation_token(inv["id"])
+    r = signup(server, token, password=pw)
     assert_validation(r, {"/password": "weak_password"}, code="weak_password")
-    assert signup(server, inv["invitation_token"]).status == 200  # still usable
+    assert signup(server, token).status == 200  # still usable
 
 
-def test_an_existing_account_joins_with_its_own_password_and_keeps_it(server, ws):
+def test_an_existing_account_cannot_sign_up_and_accepts_after_signing_in(server, ws):
     wid, c = ws
     # the module server's owner has an account (another workspace): invite them here
     inv, _ = invite(c, server.admin_email, role="viewer")
-    r = signup(server, inv["invitation_token"], password="not their password at all")
-    assert_problem(r, 401, "invalid_credentials")
-    pair = assert_json(signup(server, inv["invitation_token"], password=ADMIN_PASSWORD), 200)
-    assert pair["workspace_id"] == wid
+    token = server.invitation_token(inv["id"])
+    assert "already have an account" in server.invitation_email(inv["id"]).get_content()
+    for password in ("not their password at all", ADMIN_PASSWORD):
+        r = signup(server, token, password=password)
+        assert_problem(r, 409, "account_exists")
+        assert b"access_token" not in r.body
+    with server.client(token=server.login()["access_token"]) as me:
+        joined = assert_json(me.post(ACCEPT, json={"invitation_token": token}), 201)
+    assert joined["workspace_id"] == wid and joined["role"] == "viewer"
+    pair = server.login(workspace_id=wid)
     assert all(x.endswith(":read") for x in pair["scope"].split())
-    assert server.login()["access_token"]  # password unchanged, first workspace still default
+    assert server.login()["workspace_id"] != wid  # password unchanged, first workspace default
 
 
 def test_inviting_a_member_is_409_and_unknown_roles_422(server, ws):
@@ -147,7 +161,7 @@ def test_members_list_is_paged_and_scoped_to_the_workspace(server):
     wid, _, c = server.new_workspace()
     for _ in range(4):
         inv, _ = invite(c, email(), role="viewer")
-        assert signup(server, inv["invitation_token"]).status == 200
+        assert signup(server, server.invitation_token(inv["id"])).status == 200
     seen, url = [], "/v1/workspace/members?limit=2"
     while True:
         page = assert_json(c.get(url), 200)

@@ -83,8 +83,8 @@ def test_external_id_uniqueness_is_per_workspace(a, b):
 
 def test_member_of_both_workspaces_sees_only_the_tokens_workspace(server, a, b):
     _, ben = a
-    wid_b, _ = b
-    server.create_user(wid_b, server.admin_email, "owner")  # A's owner joins B
+    wid_b, cb = b
+    server.join(cb, server.admin_email, "owner", server.token)  # A's owner joins B
     tok_b = server.login(workspace_id=wid_b)["access_token"]
     with server.client(token=tok_b) as c:
         assert_problem(c.get(PATH + "/" + ben["id"]), 404, "not_found")

@@ -153,8 +153,9 @@ def test_otp_with_wrong_password_is_the_plain_401(server):
 
 def test_login_chooses_the_requested_workspace_and_defaults_to_the_oldest(server):
     first = server.login()["workspace_id"]
-    second = server.create_workspace("Second", server.admin_email)  # existing user joins
+    second = server.create_workspace("Second", server.admin_email)  # existing user invited
     assert second != first
+    server.accept_invitation(server.owner_invitation, server.token)  # ...and joins
     assert server.login()["workspace_id"] == first
     tok = server.login(workspace_id=second)
     assert tok["workspace_id"] == second

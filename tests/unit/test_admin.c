@@ -246,18 +246,71 @@ static void test_create_workspace_with_a_new_owner(void)
     teardown();
 }
 
-static void test_create_workspace_makes_an_existing_user_owner_without_new_password(void)
+/* A stand-in for the handlers' invitations (runtime/admin.h admin_invite_fn). */
+static char invited[3][128];
+static int invitations;
+
+static int fake_invite(const char *workspace_id, const char *email, const char *role,
+                       const char *base_url, char *id, size_t n, char *why, size_t whylen)
+{
+    (void)base_url;
+    (void)why;
+    (void)whylen;
+    snprintf(invited[0], sizeof invited[0], "%s", workspace_id);
+    snprintf(invited[1], sizeof invited[1], "%s", email);
+    snprintf(invited[2], sizeof invited[2], "%s", role);
+    snprintf(id, n, "inv_01hv3k0000000000000000000%c", (char)('a' + invitations++));
+    return 0;
+}
+
+static void test_create_workspace_invites_an_existing_user_instead_of_making_them_owner(void)
 {
     char ws[64];
     setup();
     CHECK(bootstrap() == 0);
+    /* Without invitations, an existing account is refused and nothing is created. */
+    admin_set_inviter(NULL, NULL);
+    CHECK(run("create-workspace", "--name=Second", "--owner-email=ADMIN@example.com", NULL) == 1);
+    CHECK(strstr(err, "already has an account") != NULL);
+    CHECK(count("SELECT count(*) FROM workspaces") == 1);
+    admin_set_inviter(&fake_invite, "https://treasury.example");
     CHECK(run("create-workspace", "--name=Second", "--owner-email=ADMIN@example.com", NULL) == 0);
     CHECK(strstr(out, "generated password") == NULL);
-    CHECK(strstr(out, "existing user") != NULL);
+    CHECK(strstr(out, "already has an account") != NULL && strstr(out, "inv_") != NULL);
     CHECK(workspace_in(out, ws, sizeof ws) != NULL);
+    CHECK_STR(invited[0], ws);
+    CHECK_STR(invited[1], "ADMIN@example.com");
+    CHECK_STR(invited[2], "owner");
     CHECK(count("SELECT count(*) FROM users") == 1);
     CHECK(count("SELECT count(*) FROM workspaces") == 2);
-    CHECK(count("SELECT count(*) FROM members WHERE role = 'owner'") == 2);
+    CHECK(count("SELECT count(*) FROM members") == 1); /* not attached */
+    admin_set_inviter(NULL, NULL);
+    teardown();
+}
+
+static void test_create_user_refuses_an_existing_account_and_invite_user_invites_it(void)
+{
+    char first[64], second[64];
+    setup();
+    CHECK(bootstrap() == 0);
+    CHECK(workspace_in(out, first, sizeof first) != NULL);
+    CHECK(run("create-workspace", "--name=Second", "--owner-email=other@example.com", NULL) == 0);
+    CHECK(workspace_in(out, second, sizeof second) != NULL);
+    CHECK(run("create-user", "--workspace", second, "--email", "Admin@Example.com", "--role",
+              "viewer", NULL) == 1);
+    CHECK(strstr(err, "already has an account") != NULL && strstr(err, "invite-user") != NULL);
+    CHECK(count("SELECT count(*) FROM members") == 2);
+    admin_set_inviter(&fake_invite, "https://treasury.example");
+    CHECK(run("invite-user", "--workspace", second, "--email", "Admin@Example.com", "--role",
+              "viewer", NULL) == 0);
+    CHECK(strstr(out, "inv_") != NULL && strstr(out, "after signing in") != NULL);
+    CHECK_STR(invited[0], second);
+    CHECK_STR(invited[2], "viewer");
+    CHECK(count("SELECT count(*) FROM members") == 2); /* still only invited */
+    CHECK(run("invite-user", "--workspace", first, "--email", "admin@example.com", "--role",
+              "viewer", NULL) == 1);
+    CHECK(strstr(err, "already a member") != NULL);
+    admin_set_inviter(NULL, NULL);
     teardown();
 }
 
@@ -460,7 +513,8 @@ int main(void)
         UNIT_TEST(test_bootstrap_refuses_a_short_password_and_creates_nothing),
         UNIT_TEST(test_bootstrap_refuses_a_bad_admin_email),
         UNIT_TEST(test_create_workspace_with_a_new_owner),
-        UNIT_TEST(test_create_workspace_makes_an_existing_user_owner_without_new_password),
+        UNIT_TEST(test_create_workspace_invites_an_existing_user_instead_of_making_them_owner),
+        UNIT_TEST(test_create_user_refuses_an_existing_account_and_invite_user_invites_it),
         UNIT_TEST(test_create_user_adds_a_viewer_with_the_environment_password),
         UNIT_TEST(test_create_user_generates_and_prints_a_password_once),
         UNIT_TEST(test_create_user_refuses_a_duplicate_membership),

@@ -1,0 +1,431 @@
+/* Invitations: issuing one (the admin API and the operator CLI), completing a signup with one
+ * (a new account), and accepting one with an existing account after signing in. A user joins a
+ * workspace only through an invitation whose token reached their mailbox: the token is
+ * e-mailed to the invitee through the outbox (runtime/mail.h), never handed to the inviter,
+ * and an existing account accepts only with its own first-party token (a login, which asked
+ * for the second factor), never with a password alone. */
+#include "generated/accounts_api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handlers/accounts.h"
+#include "handlers/invitations.h"
+#include "runtime/audit.h"
+#include "runtime/clock.h"
+#include "runtime/digest.h"
+#include "runtime/format.h"
+#include "runtime/id.h"
+#include "runtime/log.h"
+#include "runtime/mail.h"
+#include "runtime/password.h"
+#include "runtime/ratelimit.h"
+#include "runtime/storage.h"
+#include "runtime/token.h"
+
+#define INVITATION_LIFETIME_S (7 * 86400)
+#define INVITATION_TOKEN_BYTES 32
+#define OPERATOR_ACTOR "operator"
+
+struct invitation {
+    char id[ID_MAX];
+    char workspace_id[ID_MAX];
+    char email[EMAIL_MAX];
+    char email_norm[EMAIL_MAX];
+    char role[48];
+    char status[16];
+    char expires_at[40];
+    char invited_by[ID_MAX];
+};
+
+/* The invitation of a token digest. 0 with *found, -1 on failure. */
+static int find_invitation(const char *hash, struct invitation *inv, bool *found)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT id, workspace_id, email, email_norm, role, status, expires_at, invited_by "
+        "FROM invitations WHERE token_hash = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    *found = rc == SQLITE_ROW;
+    if (*found) {
+        acc_copy_column(st, 0, inv->id, sizeof inv->id);
+        acc_copy_column(st, 1, inv->workspace_id, sizeof inv->workspace_id);
+        acc_copy_column(st, 2, inv->email, sizeof inv->email);
+        acc_copy_column(st, 3, inv->email_norm, sizeof inv->email_norm);
+        acc_copy_column(st, 4, inv->role, sizeof inv->role);
+        acc_copy_column(st, 5, inv->status, sizeof inv->status);
+        acc_copy_column(st, 6, inv->expires_at, sizeof inv->expires_at);
+        acc_copy_column(st, 7, inv->invited_by, sizeof inv->invited_by);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        log_error("invitations: lookup failed: %s", sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    return 0;
+}
+
+/* The name of workspace wid into out ("" when none). 0 / -1. */
+static int workspace_name(const char *wid, char *out, size_t n)
+{
+    sqlite3_stmt *st = storage_prepare("SELECT name FROM workspaces WHERE id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, wid, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    out[0] = '\0';
+    if (rc == SQLITE_ROW)
+        acc_copy_column(st, 0, out, n);
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* audit_record in workspace wid as actor (a signup or an acceptance is recorded in the
+ * workspace joined, whatever workspace the caller's token is for). */
+static int audit_in(struct req *r, const char *wid, const char *actor, const char *action,
+                    const char *type, const char *id, const char *before, const char *after,
+                    const char *detail)
+{
+    struct principal saved = r->principal;
+    r->principal.workspace_id = wid;
+    r->principal.user_id = actor;
+    int rc = audit_record(r, action, type, id, before, after, detail);
+    r->principal = saved;
+    return rc;
+}
+
+/* The membership an accepted invitation creates, the invitation marked accepted by user_id,
+ * and both audited in the invitation's workspace. 0 / -1. */
+static int join(struct req *r, const struct invitation *inv, const char *user_id,
+                const char *now)
+{
+    const char *member[] = {inv->workspace_id, user_id, inv->role, now, inv->invited_by};
+    const char *accepted[] = {now, user_id, inv->id};
+    if (acc_exec_texts("INSERT INTO members (workspace_id, user_id, role, created_at, "
+                       "invited_by) VALUES (?, ?, ?, ?, ?)",
+                       member, 5) != 0 ||
+        acc_exec_texts("UPDATE invitations SET status = 'accepted', accepted_at = ?, "
+                       "user_id = ? WHERE id = ?",
+                       accepted, 3) != 0)
+        return -1;
+    char *detail = arena_printf(&r->arena, "role %s, invited by %s", inv->role, inv->invited_by);
+    if (audit_in(r, inv->workspace_id, user_id, "invitation.accepted", "invitation", inv->id,
+                 "pending", "accepted", NULL) != 0 ||
+        audit_in(r, inv->workspace_id, user_id, "member.created", "user", user_id, NULL,
+                 inv->role, detail) != 0)
+        return -1;
+    return 0;
+}
+
+/* ---- issuing ------------------------------------------------------------------------------ */
+
+/* s with control characters replaced by spaces (names go into e-mail text). In r->arena. */
+static char *printable(struct req *r, const char *s)
+{
+    char *out = arena_strdup(&r->arena, s);
+    for (char *p = out; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
+    return out;
+}
+
+static int queue_email(struct req *r, const char *inv_id, const char *to, const char *wname,
+                       const char *role, const char *token, const char *expires,
+                       const char *base_url, bool has_account, char *mail_id, size_t n)
+{
+    const char *new_account =
+        "You have no account yet: choose your name and a passphrase (12 characters or\n"
+        "more) and complete your signup with\n"
+        "\n"
+        "    POST %s/v1/api/complete-signup\n"
+        "    {\"invitation_token\": \"%s\", \"name\": \"...\", \"password\": \"...\"}\n";
+    const char *existing =
+        "You already have an account: sign in as usual (with your second factor if you\n"
+        "use one), then accept with your access token:\n"
+        "\n"
+        "    POST %s/v1/accounts/invitations/accept\n"
+        "    Authorization: Bearer <your access token>\n"
+        "    {\"invitation_token\": \"%s\"}\n"
+        "\n"
+        "and log in to the workspace with the workspace_id the answer gives.\n";
+    char *how = arena_printf(&r->arena, has_account ? existing : new_account, base_url, token);
+    char *body = arena_printf(
+        &r->arena,
+        "Hello,\n"
+        "\n"
+        "You are invited to join the treasury workspace \"%s\" with the role %s.\n"
+        "\n"
+        "%s"
+        "\n"
+        "Invitation %s, valid until %s, works once.\n"
+        "Keep this message to yourself: whoever holds the token can use it. If you did\n"
+        "not expect this invitation, ignore this message.\n",
+        printable(r, wname), role, how, inv_id, expires);
+    int rc = mail_enqueue(to, "Your invitation to a treasury workspace", body, mail_id, n);
+    /* The arena is the request's: the token does not outlive it, but say so explicitly. */
+    explicit_bzero(how, strlen(how));
+    explicit_bzero(body, strlen(body));
+    return rc;
+}
+
+int invitations_issue(struct req *r, const char *wid, const char *email, const char *role,
+                      const char *base_url, struct invitation_issued *out)
+{
+    char email_norm[EMAIL_MAX], now[40], expires[40], hash[DIGEST_HEX_LEN + 1];
+    char wname[600], mail_id[ID_MAX];
+    struct login_user u;
+    bool has_account = false;
+    acc_lower_ascii(email, email_norm, sizeof email_norm);
+    memset(&u, 0, sizeof u);
+    int64_t now_ms = clock_now_ms();
+    format_time_rfc3339(now_ms, now, sizeof now);
+    format_time_rfc3339(now_ms + (int64_t)INVITATION_LIFETIME_S * 1000, expires, sizeof expires);
+    char *token = id_secret(&r->arena, INVITATION_TOKEN_BYTES);
+    if (digest_sha256_hex(token, strlen(token), hash) != 0 ||
+        workspace_name(wid, wname, sizeof wname) != 0 ||
+        acc_find_user(email_norm, &u, &has_account) != 0)
+        return -1;
+    explicit_bzero(u.password_hash, sizeof u.password_hash);
+    explicit_bzero(u.mfa_secret, sizeof u.mfa_secret);
+    memset(out, 0, sizeof *out);
+    out->id = id_new(&r->arena, "inv");
+    out->object = "invitation";
+    out->email = arena_strdup(&r->arena, email);
+    out->role = arena_strdup(&r->arena, role);
+    out->status = INVITATION_ISSUED_STATUS_PENDING;
+    out->invited_by = r->principal.user_id;
+    out->created_at = arena_strdup(&r->arena, now);
+    out->expires_at = arena_strdup(&r->arena, expires);
+
+    /* A newer invitation replaces a pending one: only the latest token works. */
+    const char *key[] = {wid, email_norm};
+    if (acc_exec_texts("UPDATE invitations SET status = 'superseded' "
+                       "WHERE workspace_id = ? AND email_norm = ? AND status = 'pending'",
+                       key, 2) != 0)
+        return -1;
+    int rc = queue_email(r, out->id, email, wname, role, token, expires, base_url, has_account,
+                         mail_id, sizeof mail_id);
+    explicit_bzero(token, strlen(token));
+    if (rc != 0)
+        return -1;
+    const char *row[] = {out->id, wid,        email,   email_norm, role,
+                         hash,    out->invited_by, now, expires,   mail_id};
+    if (acc_exec_texts(
+            "INSERT INTO invitations (id, workspace_id, email, email_norm, role, token_hash, "
+            "status, invited_by, created_at, expires_at, mail_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
+            row, 10) != 0)
+        return -1;
+    char *detail = arena_printf(&r->arena, "%s as %s (token e-mailed, %s)", email, role, mail_id);
+    return audit_record(r, "user.invited", "invitation", out->id, NULL, "pending", detail);
+}
+
+int invitations_issue_by_operator(const char *wid, const char *email, const char *role,
+                                  const char *base_url, char *id, size_t n, char *err,
+                                  size_t errlen)
+{
+    struct req r;
+    struct invitation_issued inv;
+    memset(&r, 0, sizeof r);
+    arena_init(&r.arena);
+    r.principal.workspace_id = wid;
+    r.principal.user_id = OPERATOR_ACTOR;
+    r.request_id = id_new(&r.arena, "req");
+    int rc = invitations_issue(&r, wid, email, role, base_url, &inv);
+    if (rc == 0)
+        snprintf(id, n, "%s", inv.id);
+    else
+        snprintf(err, errlen, "cannot issue the invitation (logged above)");
+    arena_release(&r.arena);
+    return rc;
+}
+
+/* ---- checking a presented token ----------------------------------------------------------- */
+
+static void invalid_invitation(struct req *r)
+{
+    verr_add(&r->verr, "/invitation_token", NULL, "invalid_invitation", "%s",
+             "no such invitation was issued to you");
+    req_problem(r, 422, "invalid_invitation", "The invitation token is not valid.");
+    r->with_errors = true;
+}
+
+/* 1 usable, 0 answered (410), on an invitation found by its token. */
+static int usable(struct req *r, const struct invitation *inv, const char *now)
+{
+    if (strcmp(inv->status, "pending") != 0) {
+        req_problem(r, 410, "invitation_used",
+                    "This invitation was already used or replaced by a newer one; ask for a "
+                    "new invitation.");
+        return 0;
+    }
+    if (strcmp(inv->expires_at, now) <= 0) {
+        req_problem(r, 410, "invitation_expired",
+                    "This invitation expired at %s; ask for a new invitation.", inv->expires_at);
+        return 0;
+    }
+    return 1;
+}
+
+static void account_exists(struct req *r)
+{
+    req_problem(r, 409, "account_exists",
+                "This email already has an account: sign in (with your second factor if you "
+                "use one) and accept the invitation with POST /v1/accounts/invitations/accept.");
+}
+
+/* ---- completing a signup (a new account) -------------------------------------------------- */
+
+int accounts_complete_signup(struct req *r, const struct accounts_complete_signup_request *in,
+                             struct accounts_complete_signup_response *out)
+{
+    const struct complete_signup_request *b = in->body;
+    char hash[DIGEST_HEX_LEN + 1], now[40], user_id[ID_MAX];
+    char new_hash[PASSWORD_HASH_MAX] = "";
+    struct invitation inv, again;
+    struct login_user u;
+    bool found = false, existing = false;
+
+    memset(&inv, 0, sizeof inv);
+    memset(&u, 0, sizeof u);
+    if (digest_sha256_hex(b->invitation_token, strlen(b->invitation_token), hash) != 0 ||
+        find_invitation(hash, &inv, &found) != 0)
+        return -1;
+    if (!found) {
+        invalid_invitation(r);
+        return 0;
+    }
+    format_now_rfc3339(now, sizeof now);
+    if (!usable(r, &inv, now))
+        return 0;
+    /* An existing account never joins on a password: it signs in (second factor included)
+     * and accepts with its own token. The token's holder is the invitee, so saying that the
+     * account exists tells them nothing new. */
+    if (acc_find_user(inv.email_norm, &u, &existing) != 0)
+        return -1;
+    if (existing) {
+        account_exists(r);
+        return 0;
+    }
+    const char *weak = password_policy_violation(b->password, inv.email);
+    if (weak) {
+        verr_add(&r->verr, "/password", NULL, "weak_password", "%s", weak);
+        req_problem(r, 422, "weak_password", "The password %s.", weak);
+        r->with_errors = true;
+        return 0;
+    }
+    /* scrypt without the write lock, as in login; then everything is read again. */
+    storage_rollback();
+    bool ok = password_hash(b->password, new_hash, sizeof new_hash) == 0;
+    if (storage_begin(true) != 0) {
+        req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
+        return 0;
+    }
+    if (!ok)
+        return -1;
+    memset(&again, 0, sizeof again);
+    if (find_invitation(hash, &again, &found) != 0 ||
+        acc_find_user(inv.email_norm, &u, &existing) != 0)
+        return -1;
+    if (!found || strcmp(again.status, "pending") != 0) {
+        req_problem(r, 410, "invitation_used",
+                    "This invitation was used or replaced while it was being accepted.");
+        return 0;
+    }
+    if (existing) { /* signed up through another invitation meanwhile */
+        account_exists(r);
+        return 0;
+    }
+    snprintf(user_id, sizeof user_id, "%s", id_new(&r->arena, "usr"));
+    const char *row[] = {user_id, inv.email, inv.email_norm, new_hash, b->name, now, now};
+    if (acc_exec_texts("INSERT INTO users (id, email, email_norm, password_hash, status, name, "
+                       "created_at, updated_at) VALUES (?, ?, ?, ?, 'active', ?, ?, ?)",
+                       row, 7) != 0 ||
+        join(r, &inv, user_id, now) != 0)
+        return -1;
+    int64_t lifetime = 86400;
+    char role[48], scope[1024];
+    if (acc_find_standing(user_id, inv.workspace_id, role, sizeof role, &lifetime, &found) != 0)
+        return -1;
+    if (!found) {
+        log_error("signup: the new member %s has no standing in %s", user_id, inv.workspace_id);
+        return -1;
+    }
+    if (acc_role_scopes(inv.workspace_id, role, scope, sizeof scope) != 0)
+        return -1;
+    struct login_response *resp =
+        acc_open_session(r, user_id, inv.workspace_id, scope, lifetime, NULL, NULL, NULL);
+    if (!resp)
+        return -1;
+    out->status = 200;
+    out->body_200 = resp;
+    return 0;
+}
+
+/* ---- accepting with an existing account --------------------------------------------------- */
+
+int accounts_accept_invitation(struct req *r, const struct accounts_accept_invitation_request *in,
+                               struct accounts_accept_invitation_response *out)
+{
+    char hash[DIGEST_HEX_LEN + 1], now[40], email_norm[EMAIL_MAX] = "", wname[600];
+    struct invitation inv;
+    bool found = false;
+    const char *uid = r->principal.user_id;
+
+    if (strncmp(uid, TOKEN_SERVICE_PREFIX, strlen(TOKEN_SERVICE_PREFIX)) == 0) {
+        req_problem(r, 409, "not_a_user", "Service accounts cannot accept invitations.");
+        return 0;
+    }
+    memset(&inv, 0, sizeof inv);
+    if (digest_sha256_hex(in->body->invitation_token, strlen(in->body->invitation_token),
+                          hash) != 0 ||
+        find_invitation(hash, &inv, &found) != 0)
+        return -1;
+    sqlite3_stmt *st =
+        storage_prepare("SELECT email_norm FROM users WHERE id = ? AND status = 'active'");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, uid, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        acc_copy_column(st, 0, email_norm, sizeof email_norm);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return -1;
+    /* Someone else's invitation is answered exactly like one that does not exist. */
+    if (!found || !email_norm[0] || strcmp(inv.email_norm, email_norm) != 0) {
+        invalid_invitation(r);
+        return 0;
+    }
+    format_now_rfc3339(now, sizeof now);
+    if (!usable(r, &inv, now))
+        return 0;
+    const char *key[] = {inv.workspace_id, uid};
+    st = storage_prepare("SELECT 1 FROM members WHERE workspace_id = ? AND user_id = ?");
+    if (!st)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        sqlite3_bind_text(st, i + 1, key[i], -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc == SQLITE_ROW) {
+        req_problem(r, 409, "already_member", "You are already a member of workspace %s.",
+                    inv.workspace_id);
+        return 0;
+    }
+    if (rc != SQLITE_DONE || join(r, &inv, uid, now) != 0 ||
+        workspace_name(inv.workspace_id, wname, sizeof wname) != 0)
+        return -1;
+    struct membership *m = arena_alloc(&r->arena, sizeof *m);
+    m->object = "membership";
+    m->workspace_id = arena_strdup(&r->arena, inv.workspace_id);
+    m->workspace_name = arena_strdup(&r->arena, wname);
+    m->role = arena_strdup(&r->arena, inv.role);
+    m->joined_at = arena_strdup(&r->arena, now);
+    out->status = 201;
+    out->body_201 = m;
+    return 0;
+}
