@@ -331,8 +331,9 @@ struct login_response *acc_open_session(struct req *r, const char *user_id, cons
     /* The last login is the membership's: another workspace never learns of this one. */
     const char *seen[] = {now, wid, user_id};
     if (rc != SQLITE_DONE ||
-        acc_exec_texts("UPDATE members SET last_login_at = ? WHERE workspace_id = ? AND "
-                       "user_id = ?", seen, 3) != 0) {
+        acc_exec_texts("INSERT INTO member_logins (last_login_at, workspace_id, user_id) "
+                       "VALUES (?1, ?2, ?3) ON CONFLICT (workspace_id, user_id) "
+                       "DO UPDATE SET last_login_at = ?1", seen, 3) != 0) {
         log_error("sessions: opening failed: %s", sqlite3_errmsg(storage_db()));
         return NULL;
     }

@@ -842,8 +842,9 @@ int admin_list_users(struct req *r, const struct admin_list_users_request *in,
     if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
     sqlite3_stmt *st = storage_prepare(
-        "SELECT u.id, u.email, u.name, u.status, m.role, m.created_at, m.last_login_at "
-        "FROM members m JOIN users u ON u.id = m.user_id WHERE m.workspace_id = ?1 "
+        "SELECT u.id, u.email, u.name, u.status, m.role, m.created_at, l.last_login_at "
+        "FROM members m JOIN users u ON u.id = m.user_id LEFT JOIN member_logins l "
+        "ON l.workspace_id = m.workspace_id AND l.user_id = m.user_id WHERE m.workspace_id = ?1 "
         "AND (?2 IS NULL OR m.created_at < ?2 OR (m.created_at = ?2 AND u.id < ?3)) "
         "ORDER BY m.created_at DESC, u.id DESC LIMIT ?4");
     if (!st)

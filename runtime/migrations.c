@@ -525,7 +525,9 @@ static const char maker_checker_sql[] =
  * clears the body, which holds the invitation token, once delivered or given up); an
  * invitation remembers its message. The last login is per membership: a workspace sees when
  * its member last opened a session there, never in another workspace (filled from the
- * sessions each membership opened so far). */
+ * sessions each membership opened so far; the account-wide column is emptied). It has a table
+ * of its own, apart from members: a login must not count as a membership change, which
+ * empties the privilege cache (handlers/privileges.c). */
 static const char identity_sql[] =
     "CREATE TABLE mail_outbox (\n"
     "    id TEXT PRIMARY KEY,\n"
@@ -541,9 +543,16 @@ static const char identity_sql[] =
     ");\n"
     "CREATE INDEX mail_outbox_due_idx ON mail_outbox (next_attempt_ms) WHERE status = 'queued';\n"
     "ALTER TABLE invitations ADD COLUMN mail_id TEXT;\n"
-    "ALTER TABLE members ADD COLUMN last_login_at TEXT;\n"
-    "UPDATE members SET last_login_at = (SELECT max(s.created_at) FROM sessions s\n"
-    "    WHERE s.workspace_id = members.workspace_id AND s.user_id = members.user_id);\n";
+    "CREATE TABLE member_logins (\n"
+    "    workspace_id TEXT NOT NULL,\n"
+    "    user_id TEXT NOT NULL,\n"
+    "    last_login_at TEXT NOT NULL,\n"
+    "    PRIMARY KEY (workspace_id, user_id)\n"
+    ") WITHOUT ROWID;\n"
+    "INSERT INTO member_logins (workspace_id, user_id, last_login_at)\n"
+    "    SELECT workspace_id, user_id, max(created_at) FROM sessions\n"
+    "    GROUP BY workspace_id, user_id;\n"
+    "UPDATE users SET last_login_at = NULL;\n";
 
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
