@@ -87,6 +87,8 @@ int accounts_decide_authorization(struct req *r, const struct accounts_decide_au
 struct accounts_sign_in_request {
     const char *host_oauth_session; /* cookie __Host-oauth_session, optional */
     bool has_host_oauth_session;
+    const char *host_device; /* cookie __Host-device, optional */
+    bool has_host_device;
     struct sign_in_form *body; /* request body (required) */
 };
 
@@ -111,6 +113,8 @@ int accounts_sign_in(struct req *r, const struct accounts_sign_in_request *in,
 struct accounts_verify_sign_in_request {
     const char *host_oauth_session; /* cookie __Host-oauth_session, optional */
     bool has_host_oauth_session;
+    const char *host_device; /* cookie __Host-device, optional */
+    bool has_host_device;
     struct verify_form *body; /* request body (required) */
 };
 

@@ -694,6 +694,16 @@ int dispatch_accounts_sign_in(struct req *r)
         in.host_oauth_session = pv.s;
         in.has_host_oauth_session = true;
     }
+    text = req_cookie(r, "__Host-device");
+    if (!text) {
+        /* absent: has_host_device stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/cookie/__Host-device", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_device_cookie(&pv, "/cookie/__Host-device", VALIDATE_REQUEST, &r->verr);
+        in.host_device = pv.s;
+        in.has_host_device = true;
+    }
     if (r->verr.count > 0) {
         req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
                     r->verr.count, r->verr.count == 1 ? "" : "s");
@@ -916,6 +926,16 @@ int dispatch_accounts_verify_sign_in(struct req *r)
         validate_param_sign_in_cookie(&pv, "/cookie/__Host-oauth_session", VALIDATE_REQUEST, &r->verr);
         in.host_oauth_session = pv.s;
         in.has_host_oauth_session = true;
+    }
+    text = req_cookie(r, "__Host-device");
+    if (!text) {
+        /* absent: has_host_device stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/cookie/__Host-device", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_device_cookie(&pv, "/cookie/__Host-device", VALIDATE_REQUEST, &r->verr);
+        in.host_device = pv.s;
+        in.has_host_device = true;
     }
     if (r->verr.count > 0) {
         req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",

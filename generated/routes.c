@@ -212,7 +212,7 @@ const struct op routes_ops[] = {
         .page = true,
         .first_party = false,
         .oauth_errors = false,
-        .own_transaction = false,
+        .own_transaction = true,
         .statuses = statuses_5,
         .dispatch = dispatch_accounts_verify_sign_in,
     },

@@ -621,6 +621,8 @@ struct login_request {
     bool has_otp;
     const char *recovery_code; /* optional, write-only */
     bool has_recovery_code;
+    const char *device_token; /* optional, write-only */
+    bool has_device_token;
     const char *workspace_id; /* optional, WorkspaceId */
     bool has_workspace_id;
 };
@@ -633,6 +635,8 @@ struct login_response {
     const char *token_type; /* required */
     const char *scope; /* required */
     const char *workspace_id; /* required, WorkspaceId */
+    const char *device_token; /* optional */
+    bool has_device_token;
 };
 
 /* Member: A user's membership of the workspace. */
@@ -1184,6 +1188,10 @@ struct sign_in_form {
     const char *csrf; /* required, write-only */
     const char *email; /* required */
     const char *password; /* required, write-only */
+    const char *otp; /* optional, write-only */
+    bool has_otp;
+    const char *recovery_code; /* optional, write-only */
+    bool has_recovery_code;
 };
 
 /* SortCodeAccountNumberIdentification: UK sort code and account number. */
@@ -1561,12 +1569,14 @@ void validate_invitation_issued_invited_by(const struct json_value *v, const cha
 void validate_invitation_issued_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_invitation_issued_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_login_request_device_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_request_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_request_otp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_request_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_request_recovery_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_response(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_response_access_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_login_response_device_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_response_expires_in(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_response_refresh_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_login_response_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1637,6 +1647,7 @@ void validate_object_id(const struct json_value *v, const char *ptr, int mode, s
 void validate_openapi_document(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_originating_account(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_cursor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_param_device_cookie(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_if_match(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_limit(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_sign_in_cookie(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1764,7 +1775,9 @@ void validate_session_page_data(const struct json_value *v, const char *ptr, int
 void validate_sign_in_form(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_sign_in_form_csrf(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_sign_in_form_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sign_in_form_otp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_sign_in_form_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sign_in_form_recovery_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_sign_in_form_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_sort_code_account_number_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_sort_code_account_number_identification_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

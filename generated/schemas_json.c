@@ -1953,6 +1953,9 @@ int decode_login_request(struct arena *a, const struct json_value *v, struct log
         } else if (strcmp(m->key, "recovery_code") == 0) {
             out->has_recovery_code = true;
             out->recovery_code = m->value->s;
+        } else if (strcmp(m->key, "device_token") == 0) {
+            out->has_device_token = true;
+            out->device_token = m->value->s;
         } else if (strcmp(m->key, "workspace_id") == 0) {
             out->has_workspace_id = true;
             out->workspace_id = m->value->s;
@@ -1992,6 +1995,9 @@ int decode_login_response(struct arena *a, const struct json_value *v, struct lo
             out->scope = m->value->s;
         } else if (strcmp(m->key, "workspace_id") == 0) {
             out->workspace_id = m->value->s;
+        } else if (strcmp(m->key, "device_token") == 0) {
+            out->has_device_token = true;
+            out->device_token = m->value->s;
         }
     }
     return 0;
@@ -2012,6 +2018,10 @@ void encode_login_response(struct jsonw *w, const struct login_response *in)
     jsonw_string(w, in->scope);
     jsonw_key(w, "workspace_id");
     jsonw_string(w, in->workspace_id);
+    if (in->has_device_token || in->device_token != NULL) {
+        jsonw_key(w, "device_token");
+        jsonw_string(w, in->device_token);
+    }
     jsonw_object_end(w);
 }
 
@@ -4523,6 +4533,12 @@ int decode_sign_in_form(struct arena *a, const struct json_value *v, struct sign
             out->email = m->value->s;
         } else if (strcmp(m->key, "password") == 0) {
             out->password = m->value->s;
+        } else if (strcmp(m->key, "otp") == 0) {
+            out->has_otp = true;
+            out->otp = m->value->s;
+        } else if (strcmp(m->key, "recovery_code") == 0) {
+            out->has_recovery_code = true;
+            out->recovery_code = m->value->s;
         }
     }
     return 0;

@@ -1579,7 +1579,7 @@ void validate_complete_signup_request_invitation_token(const struct json_value *
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 128)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
-    if (!pattern_match(11, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -2199,7 +2199,7 @@ void validate_invitation_acceptance_invitation_token(const struct json_value *v,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 128)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
-    if (!pattern_match(11, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -2399,6 +2399,12 @@ void validate_login_request(const struct json_value *v, const char *ptr, int mod
                 continue;
             }
             validate_login_request_recovery_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "device_token") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_login_request_device_token(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "workspace_id") == 0) {
             validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else {
@@ -2409,6 +2415,21 @@ void validate_login_request(const struct json_value *v, const char *ptr, int mod
         verr_add(l, ptr, "email", "required", "%s", "is required");
     if (!seen[1] && mode == VALIDATE_REQUEST)
         verr_add(l, ptr, "password", "required", "%s", "is required");
+}
+
+/* login_request_device_token (openapi/accounts.yaml) */
+void validate_login_request_device_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 256)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
+    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
 /* login_request_email (openapi/accounts.yaml) */
@@ -2499,6 +2520,8 @@ void validate_login_response(const struct json_value *v, const char *ptr, int mo
         } else if (strcmp(m->key, "workspace_id") == 0) {
             seen[5] = true;
             validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "device_token") == 0) {
+            validate_login_response_device_token(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         }
     }
     if (!seen[0])
@@ -2526,8 +2549,23 @@ void validate_login_response_access_token(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 8192)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
-    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
+    if (!pattern_match(11, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$");
+}
+
+/* login_response_device_token (openapi/accounts.yaml) */
+void validate_login_response_device_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 256)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
+    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
 /* login_response_expires_in (openapi/accounts.yaml) */
@@ -2569,7 +2607,7 @@ void validate_login_response_refresh_token(const struct json_value *v, const cha
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(11, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -3911,6 +3949,21 @@ void validate_param_cursor(const struct json_value *v, const char *ptr, int mode
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
+}
+
+/* param_device_cookie (openapi/accounts.yaml) */
+void validate_param_device_cookie(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+    if (!pattern_match(34, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 
 /* param_if_match (openapi/common.yaml) */
@@ -5420,7 +5473,7 @@ void validate_refresh_request_refresh_token(const struct json_value *v, const ch
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(11, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -6231,7 +6284,7 @@ void validate_service_account_token_issued_access_token(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 8192)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
-    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
+    if (!pattern_match(11, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$");
 }
 
@@ -6498,6 +6551,18 @@ void validate_sign_in_form(const struct json_value *v, const char *ptr, int mode
                 continue;
             }
             validate_sign_in_form_password(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "otp") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_sign_in_form_otp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "recovery_code") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_sign_in_form_recovery_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else {
             verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
         }
@@ -6538,6 +6603,19 @@ void validate_sign_in_form_email(const struct json_value *v, const char *ptr, in
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 254 characters long");
 }
 
+/* sign_in_form_otp (openapi/accounts.yaml) */
+void validate_sign_in_form_otp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 16)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
+}
+
 /* sign_in_form_password (openapi/accounts.yaml) */
 void validate_sign_in_form_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -6549,6 +6627,19 @@ void validate_sign_in_form_password(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
+}
+
+/* sign_in_form_recovery_code (openapi/accounts.yaml) */
+void validate_sign_in_form_recovery_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 32)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 32 characters long");
 }
 
 /* sign_in_form_request_id (openapi/accounts.yaml) */

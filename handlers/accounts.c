@@ -422,9 +422,10 @@ int acc_use_recovery_code(const char *user_id, const char *code)
 }
 
 /* The second factor of a login whose password was right: 1 go on, 0 answered, -1 failure.
- * *failure tells whether the attempt counts against the account's failure quota. */
+ * *failure tells whether the attempt counts as a failed login. */
 static int login_second_factor(struct req *r, const struct login_user *u,
-                               const struct login_request *b, bool *failure)
+                               const struct login_request *b, const struct acc_guard *g,
+                               bool *failure)
 {
     *failure = false;
     if (!u->mfa_enabled) {
@@ -444,17 +445,37 @@ static int login_second_factor(struct req *r, const struct login_user *u,
                     "from the authenticator app as otp (or a recovery_code).");
         return 0;
     }
-    int ok = b->has_otp ? acc_use_totp(u->id, u->mfa_secret, u->mfa_last_step, b->otp)
-                        : acc_use_recovery_code(u->id, b->recovery_code);
+    int64_t wait = 0;
+    int ok = acc_guard_second_factor(r, g, u, b->has_otp ? b->otp : NULL,
+                                     b->has_recovery_code ? b->recovery_code : NULL, &wait);
     if (ok < 0)
         return -1;
     if (!ok) {
         *failure = true;
-        req_problem(r, 401, "invalid_otp",
-                    "The one-time code is wrong, expired, or was already used.");
+        if (wait > 0)
+            acc_guard_codes_refused(r, wait);
+        else
+            req_problem(r, 401, "invalid_otp",
+                        "The one-time code is wrong, expired, or was already used.");
         return 0;
     }
     return 1;
+}
+
+/* While the client is held back: only the right password with the right second factor of an
+ * MFA account logs in; 1 go on, 0 answered (always the back-off's 429), -1 failure. */
+static int held_back_second_factor(struct req *r, const struct login_user *u,
+                                   const struct login_request *b, const struct acc_guard *g)
+{
+    int64_t wait = 0;
+    int ok = u->mfa_enabled ? acc_guard_second_factor(r, g, u, b->has_otp ? b->otp : NULL,
+                                                      b->has_recovery_code ? b->recovery_code
+                                                                           : NULL,
+                                                      &wait)
+                            : 0;
+    if (ok == 0)
+        acc_guard_refuse(r, g);
+    return ok;
 }
 
 int accounts_login(struct req *r, const struct accounts_login_request *in,
@@ -467,55 +488,59 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
 
     memset(&u, 0, sizeof u);
     acc_lower_ascii(b->email, email_norm, sizeof email_norm);
-
-    /* Every attempt spends one from the account's failure quota up front (exact however many
-     * arrive at once); a proven password gives it back below. */
-    char guard[RATELIMIT_KEY_MAX + 1];
-    struct ratelimit_verdict v;
-    if (acc_failure_key(email_norm, guard, sizeof guard) != 0)
-        return -1;
-    ratelimit_check(guard, LOGIN_FAILURES, LOGIN_FAILURE_PERIOD_S, ratelimit_now_ns(), &v);
-    if (!v.allowed) {
-        /* The headers describe the quota that refused the request, not the address's. */
-        ratelimit_set_headers(r, "login_failures", &v);
-        req_problem(r, 429, "rate_limited",
-                    "Too many failed logins for this account; retry in %lld s.",
-                    (long long)v.retry_after);
-        return 0;
-    }
     if (acc_find_user(email_norm, &u, &found) != 0)
         return -1;
+    /* The failed-login guard (accounts_lockout.c) counts the attempt as a failure up front,
+     * committed before scrypt so that attempts arriving together all see each other; a
+     * proven login takes it back below. */
+    struct acc_guard g;
+    int go = acc_guard_begin(r, email_norm, found ? u.id : "",
+                             b->has_device_token ? b->device_token : NULL,
+                             b->has_otp || b->has_recovery_code, &g);
+    if (go <= 0)
+        return go;
     /* scrypt takes a large part of a second at production cost: do it without holding the
      * database write lock the runtime opened, so logins never stall other writers. */
-    storage_rollback();
+    if (storage_commit() != 0) {
+        storage_rollback();
+        req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
+        return 0;
+    }
     bool ok = found ? password_verify(b->password, u.password_hash)
                     : password_verify_dummy(b->password);
     if (storage_begin(true) != 0) {
         req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
         return 0;
     }
-    if (!ok || !u.active) {
-        invalid_credentials(r);
-        return 0;
-    }
     /* The user may have changed password or been suspended while scrypt ran. */
     struct login_user again;
     memset(&again, 0, sizeof again);
-    if (acc_find_user(email_norm, &again, &found) != 0)
+    if (ok && u.active && acc_find_user(email_norm, &again, &found) != 0)
         return -1;
-    if (!found || !again.active || strcmp(again.id, u.id) != 0 ||
+    if (!ok || !u.active || !found || !again.active || strcmp(again.id, u.id) != 0 ||
         strcmp(again.password_hash, u.password_hash) != 0) {
-        invalid_credentials(r);
+        if (g.in_backoff)
+            acc_guard_refuse(r, &g);
+        else
+            invalid_credentials(r);
         return 0;
     }
 
     /* Only now, with the password proven, may the answer depend on the account. */
-    bool failure = false;
-    int mfa = login_second_factor(r, &again, b, &failure);
-    if (!failure)
-        ratelimit_refund(guard, LOGIN_FAILURES, LOGIN_FAILURE_PERIOD_S, ratelimit_now_ns());
-    if (mfa <= 0)
-        return mfa;
+    if (g.in_backoff) {
+        int mfa = held_back_second_factor(r, &again, b, &g);
+        if (mfa <= 0)
+            return mfa;
+    } else {
+        bool failure = false;
+        int mfa = login_second_factor(r, &again, b, &g, &failure);
+        if (mfa < 0 || (mfa == 0 && !failure && acc_guard_undo(r, &g) != 0))
+            return -1;
+        if (mfa == 0)
+            return 0;
+    }
+    if (acc_guard_success(r, &g) != 0)
+        return -1;
     char wid[ID_MAX], role[48];
     int64_t lifetime = 86400;
     if (acc_find_membership(u.id, b->has_workspace_id ? b->workspace_id : NULL, wid, sizeof wid, role,
@@ -535,6 +560,11 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
     struct login_response *resp = open_session(r, u.id, wid, role, lifetime);
     if (!resp)
         return -1;
+    resp->device_token =
+        acc_device_issue(r, u.id, &g, b->has_device_token ? b->device_token : NULL);
+    if (!resp->device_token)
+        return -1;
+    resp->has_device_token = true;
     out->status = 200;
     out->body_200 = resp;
     return 0;

@@ -14,6 +14,7 @@
 #include "runtime/id.h"
 #include "runtime/jobs.h"
 #include "runtime/password.h"
+#include "runtime/ratelimit.h"
 #include "runtime/req.h"
 
 #define EMAIL_MAX 256
@@ -55,6 +56,40 @@ int acc_failure_key(const char *email_norm, char *key, size_t n);
 int acc_use_totp(const char *user_id, const char *sealed, int64_t last_step, const char *code);
 /* One unused recovery code: 1 used now, 0 wrong or used, -1 failure. */
 int acc_use_recovery_code(const char *user_id, const char *code);
+
+/* (accounts_lockout.c) The failed-login guard of one attempt: the back-off of its client
+ * (a known device, or the account's unknown clients) and the address quota it spent. */
+struct acc_guard {
+    char key[96];           /* back-off key: "dev:<device id>" or "acct:<email digest>" */
+    char device_id[ID_MAX]; /* the known device the attempt came from; "" for none */
+    char address_key[RATELIMIT_KEY_MAX + 1]; /* the address failure quota spent; "" none */
+    bool in_backoff;        /* held back: heard only with a second factor */
+    int64_t retry_after;    /* seconds, for the back-off's 429 */
+    int64_t prev_failures, prev_last;
+};
+/* Before the password is hashed, in the write transaction: finds the device of device_token
+ * (a known one of user_id), refuses a held-back attempt without a second factor and an
+ * address over its failure quota (429 answered: 0), else counts the attempt as a failure
+ * (the caller commits before hashing) and answers 1. -1 on failure. */
+int acc_guard_begin(struct req *r, const char *email_norm, const char *user_id,
+                    const char *device_token, bool second_factor, struct acc_guard *g);
+/* The back-off's 429 (the same whatever went wrong while held back). */
+void acc_guard_refuse(struct req *r, const struct acc_guard *g);
+/* The attempt proved the password but is not a login (no second factor sent): not counted
+ * after all. Sets keep_writes. 0 / -1. */
+int acc_guard_undo(struct req *r, const struct acc_guard *g);
+/* A login: the client's failures are forgotten. Sets keep_writes. 0 / -1. */
+int acc_guard_success(struct req *r, const struct acc_guard *g);
+/* The second factor of u (otp, else recovery_code) under the per-client quota of wrong codes:
+ * 1 right, 0 wrong or over the quota (*retry_after > 0), -1 failure. */
+int acc_guard_second_factor(struct req *r, const struct acc_guard *g, const struct login_user *u,
+                            const char *otp, const char *recovery_code, int64_t *retry_after);
+void acc_guard_codes_refused(struct req *r, int64_t retry_after);
+/* The device token to hand back after a login of user_id: the presented one renewed when it
+ * was a known device, else a new device's. In r->arena; NULL on failure. */
+const char *acc_device_issue(struct req *r, const char *user_id, const struct acc_guard *g,
+                             const char *presented);
+int64_t acc_device_lifetime_s(void);
 
 /* The accounts API's answer to runtime/cors.h (cors_origin_fn): whether origin is registered
  * with the active OAuth client client_id, or with any active client when it is NULL. */

@@ -31,11 +31,13 @@
 #include "runtime/pkce.h"
 #include "runtime/ratelimit.h"
 #include "runtime/revocation.h"
+#include "runtime/seal.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
 
 #define AUTHORIZE_PATH "/v1/accounts/auth/oauth/authorize"
 #define COOKIE_NAME "__Host-oauth_session"
+#define DEVICE_COOKIE "__Host-device"
 #define SECRET_BYTES 32
 #define CODE_TTL_MS INT64_C(60000)
 #define REQUEST_TTL_MS INT64_C(600000)
@@ -857,6 +859,7 @@ struct browser {
     char user_id[ID_MAX]; /* "" until signed in */
     char pending_email[EMAIL_MAX];
     int64_t pending_until;
+    char device_token[200]; /* sealed: the device cookie the next page hands out; "" none */
 };
 
 /* The browser session of cookie: 1 valid, 0 none or expired, -1 failure. */
@@ -866,8 +869,8 @@ static int browser_load(const char *cookie, struct browser *b)
     if (!cookie || sha256_hex(cookie, b->hash) != 0)
         return 0;
     sqlite3_stmt *st = storage_prepare(
-        "SELECT csrf, user_id, pending_email, pending_until FROM oauth_browser_sessions WHERE "
-        "token_hash = ? AND expires_at > ?");
+        "SELECT csrf, user_id, pending_email, pending_until, device_token FROM "
+        "oauth_browser_sessions WHERE token_hash = ? AND expires_at > ?");
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, b->hash, -1, SQLITE_STATIC);
@@ -878,6 +881,7 @@ static int browser_load(const char *cookie, struct browser *b)
         acc_copy_column(st, 1, b->user_id, sizeof b->user_id);
         acc_copy_column(st, 2, b->pending_email, sizeof b->pending_email);
         b->pending_until = sqlite3_column_int64(st, 3);
+        acc_copy_column(st, 4, b->device_token, sizeof b->device_token);
     }
     sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
@@ -944,6 +948,49 @@ static int browser_set_pending(const struct browser *b, const char *email_norm, 
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : db_failed("browser pending");
+}
+
+/* The device cookie of a browser (Strict: only ever sent to this site's own pages). */
+static const char *device_cookie_header(struct req *r, const char *token)
+{
+    return arena_printf(&r->arena,
+                        DEVICE_COOKIE "=%s; Path=/; Secure; HttpOnly; SameSite=Strict; Max-Age=%lld",
+                        token, (long long)acc_device_lifetime_s());
+}
+
+/* Signs browser b in as user_id (a new cookie value into *set_cookie) after a login the guard
+ * g let through; the device token for the browser is kept sealed in the new browser session
+ * until the next page hands it out (a response sets one cookie). 0 / -1. */
+static int finish_sign_in(struct req *r, const char *user_id, const struct browser *b,
+                          const struct acc_guard *g, const char *device, const char **set_cookie)
+{
+    struct browser signed_in;
+    if (acc_guard_success(r, g) != 0 || browser_new(r, user_id, b->hash, &signed_in, set_cookie) != 0)
+        return -1;
+    const char *token = acc_device_issue(r, user_id, g, device);
+    char *sealed = token ? seal(&r->arena, (const unsigned char *)token, strlen(token)) : NULL;
+    if (!sealed)
+        return -1;
+    const char *v[] = {sealed, signed_in.hash};
+    return acc_exec_texts("UPDATE oauth_browser_sessions SET device_token = ? WHERE token_hash = ?",
+                          v, 2);
+}
+
+/* The device cookie waiting in signed-in browser b, handed out now (NULL when none). */
+static const char *take_device_cookie(struct req *r, const struct browser *b)
+{
+    char token[128];
+    size_t n = 0;
+    if (!b->device_token[0] ||
+        seal_open(b->device_token, (unsigned char *)token, sizeof token - 1, &n) != 0)
+        return NULL;
+    token[n] = '\0';
+    const char *v[] = {b->hash};
+    if (acc_exec_texts("UPDATE oauth_browser_sessions SET device_token = NULL WHERE "
+                       "token_hash = ?",
+                       v, 1) != 0)
+        return NULL;
+    return device_cookie_header(r, token);
 }
 
 struct authz {
@@ -1081,6 +1128,9 @@ static const char *sign_in_page(struct req *r, const struct client *c, const cha
         "<label for=\"password\">Password</label>"
         "<input id=\"password\" name=\"password\" type=\"password\" "
         "autocomplete=\"current-password\" required maxlength=\"1024\">"
+        "<label for=\"otp\">One-time code (only if asked for it)</label>"
+        "<input id=\"otp\" name=\"otp\" type=\"text\" inputmode=\"numeric\" "
+        "autocomplete=\"one-time-code\" maxlength=\"16\">"
         "<div class=\"actions\"><button id=\"sign-in\" class=\"primary\" type=\"submit\">Sign in"
         "</button></div></form></div>"
         "<footer class=\"muted\">Your password is never shared with %s.</footer>",
@@ -1270,6 +1320,7 @@ int accounts_authorize(struct req *r, const struct accounts_authorize_request *i
             if (user_label(r, b.user_id, c->c.workspace_id, &email, &workspace) != 0)
                 return -1;
             out->body_200 = consent_page(r, c, &a, b.csrf, give, email, workspace);
+            out->set_cookie = take_device_cookie(r, &b);
             return 0;
         }
         notice = "You are signed in with an account that is not a member of this application's "
@@ -1318,20 +1369,16 @@ static int form_context(struct req *r, const char *cookie, const char *csrf,
     return 1;
 }
 
-/* Spends one attempt of the account's failed-login quota: true allowed; false answered 429. */
-static bool failure_quota(struct req *r, const char *email_norm, char *guard, size_t n)
+/* A run whose answer is a page refusal (400: its writes are rolled back) keeps what the
+ * failed-login guard counted: committed now. 1 / 0 answered 503. */
+static int keep_counted(struct req *r)
 {
-    struct ratelimit_verdict v;
-    if (acc_failure_key(email_norm, guard, n) != 0)
-        return false;
-    ratelimit_check(guard, LOGIN_FAILURES, LOGIN_FAILURE_PERIOD_S, ratelimit_now_ns(), &v);
-    if (v.allowed)
-        return true;
-    ratelimit_set_headers(r, "login_failures", &v);
-    req_problem(r, 429, "rate_limited",
-                "Too many failed sign-ins for this account; try again in %lld seconds.",
-                (long long)v.retry_after);
-    return false;
+    if (storage_commit() != 0 || storage_begin(true) != 0) {
+        storage_rollback();
+        req_problem(r, 503, "unavailable", "The service is busy; try again shortly.");
+        return 0;
+    }
+    return 1;
 }
 
 int accounts_sign_in(struct req *r, const struct accounts_sign_in_request *in,
@@ -1345,17 +1392,26 @@ int accounts_sign_in(struct req *r, const struct accounts_sign_in_request *in,
                           f->request_id, &b, &a, c);
     if (ok <= 0)
         return ok;
-    char email_norm[EMAIL_MAX], guard[RATELIMIT_KEY_MAX + 1];
+    char email_norm[EMAIL_MAX];
     acc_lower_ascii(f->email, email_norm, sizeof email_norm);
-    if (!failure_quota(r, email_norm, guard, sizeof guard))
-        return r->status ? 0 : -1;
     struct login_user u;
     bool found = false;
     memset(&u, 0, sizeof u);
     if (acc_find_user(email_norm, &u, &found) != 0)
         return -1;
-    /* scrypt without holding the write lock (as POST /api/login does). */
-    storage_rollback();
+    bool has_otp = f->has_otp && *f->otp, has_recovery = f->has_recovery_code && *f->recovery_code;
+    const char *device = in->has_host_device ? in->host_device : NULL;
+    struct acc_guard g; /* the failed-login guard of POST /api/login, same counts */
+    ok = acc_guard_begin(r, email_norm, found ? u.id : "", device, has_otp || has_recovery, &g);
+    if (ok <= 0)
+        return ok;
+    /* scrypt without holding the write lock (as POST /api/login does); the attempt stays
+     * counted as a failure unless it proves itself. */
+    if (storage_commit() != 0) {
+        storage_rollback();
+        req_problem(r, 503, "unavailable", "The service is busy; try again shortly.");
+        return 0;
+    }
     bool right = found ? password_verify(f->password, u.password_hash)
                        : password_verify_dummy(f->password);
     if (storage_begin(true) != 0) {
@@ -1368,21 +1424,46 @@ int accounts_sign_in(struct req *r, const struct accounts_sign_in_request *in,
         return -1;
     if (!right || !found || !again.active || strcmp(again.id, u.id) != 0 ||
         strcmp(again.password_hash, u.password_hash) != 0) {
+        if (g.in_backoff) {
+            acc_guard_refuse(r, &g);
+            return 0;
+        }
         out->status = 400;
         out->body_400 = sign_in_page(r, c, a.id, b.csrf, f->email, NULL,
                                      "The email or password is incorrect.");
         return 0;
     }
-    ratelimit_refund(guard, LOGIN_FAILURES, LOGIN_FAILURE_PERIOD_S, ratelimit_now_ns());
-    if (again.mfa_enabled) {
-        if (browser_set_pending(&b, email_norm, clock_now_ms() + PENDING_MFA_MS) != 0)
+    if (again.mfa_enabled && !has_otp && !has_recovery) { /* the code page next */
+        if (acc_guard_undo(r, &g) != 0 ||
+            browser_set_pending(&b, email_norm, clock_now_ms() + PENDING_MFA_MS) != 0)
             return -1;
         out->status = 200;
         out->body_200 = otp_page(r, c, a.id, b.csrf, NULL);
         return 0;
     }
-    struct browser signed_in;
-    if (browser_new(r, again.id, b.hash, &signed_in, &out->set_cookie) != 0)
+    if (again.mfa_enabled || g.in_backoff) {
+        int64_t wait = 0;
+        int code = again.mfa_enabled
+                       ? acc_guard_second_factor(r, &g, &again, has_otp ? f->otp : NULL,
+                                                 has_otp ? NULL : f->recovery_code, &wait)
+                       : 0;
+        if (code < 0)
+            return -1;
+        if (!code) {
+            if (g.in_backoff)
+                acc_guard_refuse(r, &g);
+            else if (wait > 0)
+                acc_guard_codes_refused(r, wait);
+            else {
+                out->status = 400;
+                out->body_400 = sign_in_page(r, c, a.id, b.csrf, f->email, NULL,
+                                             "The one-time code is wrong, expired, or was "
+                                             "already used.");
+            }
+            return 0;
+        }
+    }
+    if (finish_sign_in(r, again.id, &b, &g, device, &out->set_cookie) != 0)
         return -1;
     out->status = 303;
     out->location = authz_url(r, &a);
@@ -1411,29 +1492,38 @@ int accounts_verify_sign_in(struct req *r, const struct accounts_verify_sign_in_
         out->body_400 = otp_page(r, c, a.id, b.csrf, "Enter the code from your authenticator app.");
         return 0;
     }
-    char guard[RATELIMIT_KEY_MAX + 1];
-    if (!failure_quota(r, b.pending_email, guard, sizeof guard))
-        return r->status ? 0 : -1;
     struct login_user u;
     bool found = false;
     memset(&u, 0, sizeof u);
     if (acc_find_user(b.pending_email, &u, &found) != 0)
         return -1;
+    const char *device = in->has_host_device ? in->host_device : NULL;
+    struct acc_guard g;
+    ok = acc_guard_begin(r, b.pending_email, found ? u.id : "", device, true, &g);
+    if (ok <= 0)
+        return ok;
+    int64_t wait = 0;
     int right = 0;
     if (found && u.active && u.mfa_enabled)
-        right = has_otp ? acc_use_totp(u.id, u.mfa_secret, u.mfa_last_step, f->otp)
-                        : acc_use_recovery_code(u.id, f->recovery_code);
+        right = acc_guard_second_factor(r, &g, &u, has_otp ? f->otp : NULL,
+                                        has_otp ? NULL : f->recovery_code, &wait);
     if (right < 0)
         return -1;
     if (!right) {
-        out->status = 400;
-        out->body_400 = otp_page(r, c, a.id, b.csrf,
-                                 "The code is wrong, expired, or was already used.");
+        if (keep_counted(r) <= 0)
+            return 0;
+        if (g.in_backoff)
+            acc_guard_refuse(r, &g);
+        else if (wait > 0)
+            acc_guard_codes_refused(r, wait);
+        else {
+            out->status = 400;
+            out->body_400 = otp_page(r, c, a.id, b.csrf,
+                                     "The code is wrong, expired, or was already used.");
+        }
         return 0;
     }
-    ratelimit_refund(guard, LOGIN_FAILURES, LOGIN_FAILURE_PERIOD_S, ratelimit_now_ns());
-    struct browser signed_in;
-    if (browser_new(r, u.id, b.hash, &signed_in, &out->set_cookie) != 0)
+    if (finish_sign_in(r, u.id, &b, &g, device, &out->set_cookie) != 0)
         return -1;
     out->status = 303;
     out->location = authz_url(r, &a);
@@ -1930,7 +2020,7 @@ int accounts_oauth_callback(struct req *r, const struct accounts_oauth_callback_
 
 /* ==== housekeeping ======================================================================== */
 
-/* Deletes expired codes, requests and browser sessions. How many rows went (a full batch
+/* Deletes expired codes, requests, browser sessions, devices and back-off counts. How many rows went (a full batch
  * reruns at once). */
 static int purge_expired(void)
 {
@@ -1942,6 +2032,12 @@ static int purge_expired(void)
         "expires_at < ? LIMIT 500)",
         "DELETE FROM oauth_browser_sessions WHERE rowid IN (SELECT rowid FROM "
         "oauth_browser_sessions WHERE expires_at < ? LIMIT 500)",
+        /* the failed-login guard's (accounts_lockout.c): devices past their life, back-off
+         * counts a day quiet */
+        "DELETE FROM login_devices WHERE rowid IN (SELECT rowid FROM login_devices WHERE "
+        "expires_at < ? LIMIT 500)",
+        "DELETE FROM login_backoff WHERE key IN (SELECT key FROM login_backoff WHERE "
+        "last_failure_at < ? LIMIT 500)",
     };
     int total = 0;
     for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {
@@ -1953,7 +2049,7 @@ static int purge_expired(void)
             return -1;
         }
         /* A used code stays a day past its expiry, so a late replay still revokes. */
-        sqlite3_bind_int64(st, 1, i == 0 ? now - INT64_C(86400000) : now);
+        sqlite3_bind_int64(st, 1, i == 0 || i == 4 ? now - INT64_C(86400000) : now);
         int rc = sqlite3_step(st);
         int n = sqlite3_changes(storage_db());
         sqlite3_reset(st);

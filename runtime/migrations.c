@@ -554,6 +554,30 @@ static const char identity_sql[] =
     "    GROUP BY workspace_id, user_id;\n"
     "UPDATE users SET last_login_at = NULL;\n";
 
+/* Account security (issue 18): known devices (the OWASP "device cookie" design: a login
+ * from a device that signed in before is not held up by the failures of others), the
+ * per-client back-off of failed logins (a failure count and the time of the last one, per
+ * account for unknown clients and per known device), and the sealed device token a browser
+ * sign-in hands to the next authorization page. */
+static const char account_security_sql[] =
+    "CREATE TABLE login_devices (\n"
+    "    id TEXT PRIMARY KEY,\n"
+    "    user_id TEXT NOT NULL REFERENCES users(id),\n"
+    "    token_hash TEXT NOT NULL UNIQUE,\n"
+    "    created_at TEXT NOT NULL,\n"
+    "    last_used_at TEXT NOT NULL,\n"
+    "    expires_at INTEGER NOT NULL\n"
+    ");\n"
+    "CREATE INDEX login_devices_user_idx ON login_devices (user_id, last_used_at);\n"
+    "CREATE INDEX login_devices_expiry_idx ON login_devices (expires_at);\n"
+    "CREATE TABLE login_backoff (\n"
+    "    key TEXT PRIMARY KEY,\n"
+    "    failures INTEGER NOT NULL,\n"
+    "    last_failure_at INTEGER NOT NULL\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE INDEX login_backoff_age_idx ON login_backoff (last_failure_at);\n"
+    "ALTER TABLE oauth_browser_sessions ADD COLUMN device_token TEXT;\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
@@ -571,6 +595,7 @@ const struct migration migrations_list[] = {
     {14, "oauth_origins", oauth_origins_sql},
     {15, "maker_checker", maker_checker_sql},
     {16, "identity", identity_sql},
+    {17, "account_security", account_security_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

@@ -1,0 +1,200 @@
+"""Account-security controls (issue 18): failed logins hold back guessers without locking the
+owner out (known devices, second factors, progressive back-off, per-address limits), member
+removal, password change, signing out everywhere, re-authentication for MFA changes, and
+anonymous authorization requests that leave nothing behind."""
+
+import re
+import shutil
+import sqlite3
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from conftest import USER_PASSWORD
+from helpers import assert_json, assert_problem
+from oauth_flow import AUTHORIZE, COOKIE, Browser, Workspace, authorize_path, pkce, sign_in
+
+LOGIN = "/v1/api/login"
+MFA = "/v1/accounts/mfa"
+DEVICE_COOKIE = "__Host-device"
+HAS_OATHTOOL = shutil.which("oathtool") is not None
+
+
+def new_user(server, role="viewer"):
+    wid = server.login()["workspace_id"]
+    email = "sec-%s@example.com" % uuid.uuid4().hex[:10]
+    server.create_user(wid, email, role)
+    return wid, email
+
+
+def fail_logins(server, email, n, **extra):
+    """n wrong-password logins; their statuses."""
+    return [server.login_response(email, "wrong password %d" % i, **extra).status
+            for i in range(n)]
+
+
+def oathtool(secret, at):
+    out = subprocess.run(["oathtool", "--totp", "-b", secret, "-N", "@%d" % at],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert re.fullmatch(r"[0-9]{6}", out), out
+    return out
+
+
+def enrol_mfa(client, password=USER_PASSWORD):
+    """Turns MFA on for the client's user; the TOTP secret."""
+    e = assert_json(client.post(MFA + "/enroll", json={"current_password": password}), 201)
+    code = oathtool(e["secret"], int(time.time()))
+    assert_json(client.post(MFA + "/confirm", json={"code": code,
+                                                     "current_password": password}), 200)
+    return e["secret"]
+
+
+# ---- 1. failed logins: back-off without a denial of service --------------------------------
+
+def test_failed_logins_do_not_lock_out_a_known_device(server):
+    """Ten wrong passwords from anyone used to lock the account for everyone: the right
+    password from the owner's known device must still log in."""
+    _, email = new_user(server)
+    first = server.login(email, USER_PASSWORD)
+    device = first["device_token"]
+    assert re.fullmatch(r"[A-Za-z0-9_-]{43}", device), first
+    assert fail_logins(server, email, 10) == [401] * 10  # an outsider, no device token
+    held = server.login_response(email, USER_PASSWORD)  # an unknown client is held back
+    assert_problem(held, 429, "rate_limited")
+    assert held.header("RateLimit-Policy") == '"login_failures";q=10;w=900'
+    assert 1 <= int(held.header("Retry-After")) <= 2
+    assert b"access_token" not in held.body
+    ok = server.login(email, USER_PASSWORD, device_token=device)  # the owner's device
+    assert ok["access_token"] and ok["device_token"] == device
+    # the owner's success forgot nothing of the outsider's count: unknown clients still wait
+    assert_problem(server.login_response(email, USER_PASSWORD), 429, "rate_limited")
+    # another account's device token is no key to this one
+    _, other = new_user(server)
+    foreign = server.login(other, USER_PASSWORD)["device_token"]
+    assert_problem(server.login_response(email, USER_PASSWORD, device_token=foreign), 429,
+                   "rate_limited")
+
+
+def test_failures_from_a_known_device_count_against_that_device_only(server):
+    _, email = new_user(server)
+    device = server.login(email, USER_PASSWORD)["device_token"]
+    assert fail_logins(server, email, 10, device_token=device) == [401] * 10
+    assert_problem(server.login_response(email, USER_PASSWORD, device_token=device), 429,
+                   "rate_limited")
+    # other clients of the account are not held back by that device's failures
+    assert server.login(email, USER_PASSWORD)["access_token"]
+
+
+def test_the_back_off_doubles_with_each_failure_and_is_capped(make_server):
+    s = make_server()
+    _, email = new_user(s)
+    assert fail_logins(s, email, 10) == [401] * 10
+    offset, waits = 0, []
+    for _ in range(14):
+        r = s.login_response(email, "still wrong")
+        assert_problem(r, 429, "rate_limited")  # held back: refused before any check
+        wait = int(r.header("Retry-After"))
+        waits.append(wait)
+        offset += wait
+        s.move_clock(offset)
+        assert_problem(s.login_response(email, "still wrong"), 401, "invalid_credentials")
+    assert waits[:10] == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512], waits
+    assert waits[10:] == [900] * 4, waits
+    # the right password from an unknown client after the wait: in, and the count forgotten
+    r = s.login_response(email, USER_PASSWORD)
+    wait = int(r.header("Retry-After"))
+    s.move_clock(offset + wait)
+    assert s.login(email, USER_PASSWORD)["access_token"]
+    assert fail_logins(s, email, 10) == [401] * 10
+
+
+def test_unknown_emails_are_held_back_exactly_like_real_ones(server):
+    email = "nobody-%s@example.com" % uuid.uuid4().hex[:10]
+    assert fail_logins(server, email, 11) == [401] * 10 + [429]
+
+
+@pytest.mark.skipif(not HAS_OATHTOOL, reason="oathtool is not installed")
+def test_failed_logins_do_not_lock_out_the_owner_with_a_second_factor(make_server):
+    s = make_server()
+    _, email = new_user(s)
+    with s.client(token=s.login(email, USER_PASSWORD)["access_token"]) as c:
+        secret = enrol_mfa(c)
+    s.move_clock(31)  # a new 30 s step: the confirming code is spent
+    assert fail_logins(s, email, 10) == [401] * 10
+    code = oathtool(secret, int(time.time()) + 31)
+    bad = "%06d" % ((int(code) + 1) % 1000000)
+    # held back: anything but the right password with the right code is the same 429
+    for pw, otp in ((USER_PASSWORD, None), ("wrong", code), (USER_PASSWORD, bad)):
+        extra = {"otp": otp} if otp else {}
+        r = s.login_response(email, pw, **extra)
+        assert_problem(r, 429, "rate_limited")
+    assert s.login(email, USER_PASSWORD, otp=code)["access_token"]
+
+
+def test_failed_logins_are_limited_per_client_address(make_server):
+    s = make_server()
+    _, email = new_user(s)
+    device = s.login(email, USER_PASSWORD)["device_token"]
+    statuses = [s.login_response("spray-%d-%s@example.com" % (i, uuid.uuid4().hex[:6]),
+                                 "Summer2024!").status for i in range(100)]
+    assert statuses == [401] * 100
+    r = s.login_response("spray-last@example.com", "Summer2024!")
+    assert_problem(r, 429, "rate_limited")
+    assert r.header("RateLimit-Policy") == '"login_address_failures";q=100;w=3600'
+    assert_problem(s.login_response(email, USER_PASSWORD), 429, "rate_limited")
+    # a known device's logins are not held back by its address's failures
+    assert s.login(email, USER_PASSWORD, device_token=device)["access_token"]
+
+
+class DeviceBrowser(Browser):
+    """A browser that also keeps the device cookie."""
+
+    def __init__(self, server, device=None):
+        super().__init__(server)
+        self.device = device
+
+    def _headers(self, extra=None):
+        h = super()._headers(extra)
+        if self.device:
+            h["Cookie"] = "; ".join(filter(None, [h.get("Cookie"),
+                                                  "%s=%s" % (DEVICE_COOKIE, self.device)]))
+        return h
+
+    def _keep(self, r):
+        for sc in r.header_all("Set-Cookie"):
+            name, _, rest = sc.partition("=")
+            if name == DEVICE_COOKIE:
+                self.device = rest.split(";")[0]
+                assert "SameSite=Strict" in sc and "HttpOnly" in sc and "Secure" in sc, sc
+        return super()._keep(r)
+
+
+def test_failed_sign_ins_do_not_lock_out_a_known_browser(server):
+    """The OAuth sign-in page had the same lock: the browser the owner signed in with before
+    (its device cookie) still signs in after an outsider's ten failures."""
+    ws = Workspace(server)
+    app = ws.register()
+    email = ws.member("viewer")
+    _, challenge = pkce()
+    owner = DeviceBrowser(server)
+    page = owner.get(authorize_path(app, challenge))
+    r = sign_in(owner, page, email)
+    assert r.status == 303, r
+    consent = owner.get(r.header("Location"))
+    assert consent.status == 200 and 'id="consent-form"' in consent.text, consent
+    assert owner.device, "no device cookie after signing in"
+    for i in range(10):
+        b = Browser(server)
+        r = sign_in(b, b.get(authorize_path(app, challenge)), email, "wrong %d" % i)
+        assert r.status == 400, r
+    stranger = Browser(server)
+    r = sign_in(stranger, stranger.get(authorize_path(app, challenge)), email)
+    assert r.status == 429, r
+    # the owner's browser, signed out (a new browser session) but with its device cookie
+    again = DeviceBrowser(server, device=owner.device)
+    r = sign_in(again, again.get(authorize_path(app, challenge)), email)
+    assert r.status == 303, r
+    # and the API login of the same account is held back for unknown clients too
+    assert_problem(server.login_response(email, USER_PASSWORD), 429, "rate_limited")
