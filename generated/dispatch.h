@@ -68,6 +68,7 @@ int dispatch_payments_deny_payment(struct req *r);
 int dispatch_payments_list_payment_events(struct req *r);
 int dispatch_workspace_get_workspace(struct req *r);
 int dispatch_workspace_list_members(struct req *r);
+int dispatch_workspace_remove_member(struct req *r);
 int dispatch_workspace_update_workspace_settings(struct req *r);
 
 #endif

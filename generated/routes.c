@@ -75,7 +75,8 @@ static const int statuses_58[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 
 static const int statuses_59[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
 static const int statuses_60[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
 static const int statuses_61[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_62[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_62[] = { 204, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_63[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -1506,6 +1507,29 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_workspace_list_members,
     },
     {
+        .operation_id = "removeMember",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/workspace/members/{id}",
+        .tag = "workspace",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_62,
+        .dispatch = dispatch_workspace_remove_member,
+    },
+    {
         .operation_id = "updateWorkspaceSettings",
         .method = "PUT",
         .base = "/v1",
@@ -1525,7 +1549,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_62,
+        .statuses = statuses_63,
         .dispatch = dispatch_workspace_update_workspace_settings,
     },
 };
@@ -1620,7 +1644,7 @@ static const size_t ops_18[] = { 61, };
 /* /v1/workspace/settings */
 static const char *const segs_19[] = { "v1", "workspace", "settings", };
 static const char *const names_19[] = { NULL, NULL, NULL, };
-static const size_t ops_19[] = { 62, };
+static const size_t ops_19[] = { 63, };
 /* /v1/accounts/invitations/accept */
 static const char *const segs_20[] = { "v1", "accounts", "invitations", "accept", };
 static const char *const names_20[] = { NULL, NULL, NULL, NULL, };
@@ -1693,66 +1717,70 @@ static const size_t ops_36[] = { 58, };
 static const char *const segs_37[] = { "v1", "payments", NULL, "events", };
 static const char *const names_37[] = { NULL, NULL, "id", NULL, };
 static const size_t ops_37[] = { 59, };
+/* /v1/workspace/members/{id} */
+static const char *const segs_38[] = { "v1", "workspace", "members", NULL, };
+static const char *const names_38[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_38[] = { 62, };
 /* /v1/accounts/auth/oauth/authorize */
-static const char *const segs_38[] = { "v1", "accounts", "auth", "oauth", "authorize", };
-static const char *const names_38[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_38[] = { 2, };
-/* /v1/accounts/auth/oauth/refresh */
-static const char *const segs_39[] = { "v1", "accounts", "auth", "oauth", "refresh", };
+static const char *const segs_39[] = { "v1", "accounts", "auth", "oauth", "authorize", };
 static const char *const names_39[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_39[] = { 6, };
-/* /v1/accounts/auth/oauth/revoke */
-static const char *const segs_40[] = { "v1", "accounts", "auth", "oauth", "revoke", };
+static const size_t ops_39[] = { 2, };
+/* /v1/accounts/auth/oauth/refresh */
+static const char *const segs_40[] = { "v1", "accounts", "auth", "oauth", "refresh", };
 static const char *const names_40[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_40[] = { 7, };
-/* /v1/accounts/auth/oauth/token */
-static const char *const segs_41[] = { "v1", "accounts", "auth", "oauth", "token", };
+static const size_t ops_40[] = { 6, };
+/* /v1/accounts/auth/oauth/revoke */
+static const char *const segs_41[] = { "v1", "accounts", "auth", "oauth", "revoke", };
 static const char *const names_41[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_41[] = { 8, };
+static const size_t ops_41[] = { 7, };
+/* /v1/accounts/auth/oauth/token */
+static const char *const segs_42[] = { "v1", "accounts", "auth", "oauth", "token", };
+static const char *const names_42[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_42[] = { 8, };
 /* /v1/accounts/oauth/clients/{id} */
-static const char *const segs_42[] = { "v1", "accounts", "oauth", "clients", NULL, };
-static const char *const names_42[] = { NULL, NULL, NULL, NULL, "id", };
-static const size_t ops_42[] = { 16, 17, };
-/* /v1/accounts/oauth/grants/{id} */
-static const char *const segs_43[] = { "v1", "accounts", "oauth", "grants", NULL, };
+static const char *const segs_43[] = { "v1", "accounts", "oauth", "clients", NULL, };
 static const char *const names_43[] = { NULL, NULL, NULL, NULL, "id", };
-static const size_t ops_43[] = { 19, };
+static const size_t ops_43[] = { 16, 17, };
+/* /v1/accounts/oauth/grants/{id} */
+static const char *const segs_44[] = { "v1", "accounts", "oauth", "grants", NULL, };
+static const char *const names_44[] = { NULL, NULL, NULL, NULL, "id", };
+static const size_t ops_44[] = { 19, };
 /* /v1/admin/service-accounts/{id}/disable */
-static const char *const segs_44[] = { "v1", "admin", "service-accounts", NULL, "disable", };
-static const char *const names_44[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_44[] = { 27, };
-/* /v1/admin/service-accounts/{id}/tokens */
-static const char *const segs_45[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
+static const char *const segs_45[] = { "v1", "admin", "service-accounts", NULL, "disable", };
 static const char *const names_45[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_45[] = { 28, 29, };
-/* /v1/payments/batches/{id}/approve */
-static const char *const segs_46[] = { "v1", "payments", "batches", NULL, "approve", };
+static const size_t ops_45[] = { 27, };
+/* /v1/admin/service-accounts/{id}/tokens */
+static const char *const segs_46[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
 static const char *const names_46[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_46[] = { 51, };
-/* /v1/payments/batches/{id}/cancel */
-static const char *const segs_47[] = { "v1", "payments", "batches", NULL, "cancel", };
+static const size_t ops_46[] = { 28, 29, };
+/* /v1/payments/batches/{id}/approve */
+static const char *const segs_47[] = { "v1", "payments", "batches", NULL, "approve", };
 static const char *const names_47[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_47[] = { 52, };
-/* /v1/payments/batches/{id}/deny */
-static const char *const segs_48[] = { "v1", "payments", "batches", NULL, "deny", };
+static const size_t ops_47[] = { 51, };
+/* /v1/payments/batches/{id}/cancel */
+static const char *const segs_48[] = { "v1", "payments", "batches", NULL, "cancel", };
 static const char *const names_48[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_48[] = { 53, };
+static const size_t ops_48[] = { 52, };
+/* /v1/payments/batches/{id}/deny */
+static const char *const segs_49[] = { "v1", "payments", "batches", NULL, "deny", };
+static const char *const names_49[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_49[] = { 53, };
 /* /v1/accounts/auth/oauth/authorize/decision */
-static const char *const segs_49[] = { "v1", "accounts", "auth", "oauth", "authorize", "decision", };
-static const char *const names_49[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_49[] = { 3, };
-/* /v1/accounts/auth/oauth/authorize/sign-in */
-static const char *const segs_50[] = { "v1", "accounts", "auth", "oauth", "authorize", "sign-in", };
+static const char *const segs_50[] = { "v1", "accounts", "auth", "oauth", "authorize", "decision", };
 static const char *const names_50[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_50[] = { 4, };
-/* /v1/accounts/auth/oauth/authorize/verify */
-static const char *const segs_51[] = { "v1", "accounts", "auth", "oauth", "authorize", "verify", };
+static const size_t ops_50[] = { 3, };
+/* /v1/accounts/auth/oauth/authorize/sign-in */
+static const char *const segs_51[] = { "v1", "accounts", "auth", "oauth", "authorize", "sign-in", };
 static const char *const names_51[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_51[] = { 5, };
+static const size_t ops_51[] = { 4, };
+/* /v1/accounts/auth/oauth/authorize/verify */
+static const char *const segs_52[] = { "v1", "accounts", "auth", "oauth", "authorize", "verify", };
+static const char *const names_52[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_52[] = { 5, };
 /* /v1/admin/service-accounts/{id}/tokens/{token_id} */
-static const char *const segs_52[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
-static const char *const names_52[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
-static const size_t ops_52[] = { 30, };
+static const char *const segs_53[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
+static const char *const names_53[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
+static const size_t ops_53[] = { 30, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
@@ -1793,21 +1821,22 @@ static const struct route routes[] = {
     { 4, segs_35, names_35, ops_35, 1, "POST" },
     { 4, segs_36, names_36, ops_36, 1, "PUT" },
     { 4, segs_37, names_37, ops_37, 1, "GET" },
-    { 5, segs_38, names_38, ops_38, 1, "GET" },
-    { 5, segs_39, names_39, ops_39, 1, "POST" },
+    { 4, segs_38, names_38, ops_38, 1, "DELETE" },
+    { 5, segs_39, names_39, ops_39, 1, "GET" },
     { 5, segs_40, names_40, ops_40, 1, "POST" },
     { 5, segs_41, names_41, ops_41, 1, "POST" },
-    { 5, segs_42, names_42, ops_42, 2, "GET, PATCH" },
-    { 5, segs_43, names_43, ops_43, 1, "DELETE" },
-    { 5, segs_44, names_44, ops_44, 1, "POST" },
-    { 5, segs_45, names_45, ops_45, 2, "GET, POST" },
-    { 5, segs_46, names_46, ops_46, 1, "PUT" },
-    { 5, segs_47, names_47, ops_47, 1, "POST" },
-    { 5, segs_48, names_48, ops_48, 1, "PUT" },
-    { 6, segs_49, names_49, ops_49, 1, "POST" },
+    { 5, segs_42, names_42, ops_42, 1, "POST" },
+    { 5, segs_43, names_43, ops_43, 2, "GET, PATCH" },
+    { 5, segs_44, names_44, ops_44, 1, "DELETE" },
+    { 5, segs_45, names_45, ops_45, 1, "POST" },
+    { 5, segs_46, names_46, ops_46, 2, "GET, POST" },
+    { 5, segs_47, names_47, ops_47, 1, "PUT" },
+    { 5, segs_48, names_48, ops_48, 1, "POST" },
+    { 5, segs_49, names_49, ops_49, 1, "PUT" },
     { 6, segs_50, names_50, ops_50, 1, "POST" },
     { 6, segs_51, names_51, ops_51, 1, "POST" },
-    { 6, segs_52, names_52, ops_52, 1, "DELETE" },
+    { 6, segs_52, names_52, ops_52, 1, "POST" },
+    { 6, segs_53, names_53, ops_53, 1, "DELETE" },
 };
 
 struct seg {

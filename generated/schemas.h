@@ -1819,6 +1819,7 @@ void validate_workspace_object(const struct json_value *v, const char *ptr, int 
 void validate_workspace_rate_limit(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace_rate_limit_requests_per_minute(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace_rate_limit_source(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_remove_member_param_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace_settings(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 
 /* ---- helpers shared by the generated code ---- */

@@ -7425,6 +7425,19 @@ void validate_workspace_rate_limit_source(const struct json_value *v, const char
         verr_add(l, ptr, NULL, "enum", "%s", "must be one of: default, workspace");
 }
 
+/* workspace_remove_member_param_id (openapi/workspace.yaml) */
+void validate_workspace_remove_member_param_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+}
+
 /* WorkspaceSettings (openapi/workspace.yaml) */
 void validate_workspace_settings(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {

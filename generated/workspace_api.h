@@ -44,6 +44,18 @@ struct workspace_list_members_response {
 int workspace_list_members(struct req *r, const struct workspace_list_members_request *in,
                           struct workspace_list_members_response *out);
 
+/* DELETE /v1/workspace/members/{id} (removeMember): Remove a member from the workspace */
+struct workspace_remove_member_request {
+    const char *id; /* path id, required */
+};
+
+struct workspace_remove_member_response {
+    int status; /* 204; problems (400, 401, 403, 404, 409, 429, 500, 503) via req_problem() */
+};
+
+int workspace_remove_member(struct req *r, const struct workspace_remove_member_request *in,
+                           struct workspace_remove_member_response *out);
+
 /* PUT /v1/workspace/settings (updateWorkspaceSettings): Replace the workspace settings */
 struct workspace_update_workspace_settings_request {
     const char *if_match; /* header If-Match, optional */

@@ -270,6 +270,113 @@ int dispatch_workspace_list_members(struct req *r)
 }
 
 #ifdef TREASURY_CHECK_RESPONSES
+static void check_workspace_remove_member(struct req *r)
+{
+    struct verr_list l;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 204:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 204 is documented without a problem document");
+            break;
+        }
+        if (r->resp_len > 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 204 has no body");
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "removeMember", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "removeMember");
+}
+#endif
+
+/* DELETE /v1/workspace/members/{id} (removeMember) */
+int dispatch_workspace_remove_member(struct req *r)
+{
+    struct workspace_remove_member_request in;
+    struct workspace_remove_member_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_workspace_remove_member_param_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (workspace_remove_member(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 204:
+            req_set_json(r, 204, NULL, 0);
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "removeMember",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_workspace_remove_member(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
 static void check_workspace_update_workspace_settings(struct req *r)
 {
     struct verr_list l;

@@ -2,13 +2,20 @@
  * request quota that applies to it, and its members. */
 #include "generated/workspace_api.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "generated/scopes.h"
+#include "handlers/admin.h"
+#include "runtime/audit.h"
+#include "runtime/clock.h"
 #include "runtime/format.h"
+#include "runtime/id.h"
 #include "runtime/log.h"
 #include "runtime/page.h"
 #include "runtime/ratelimit.h"
+#include "runtime/revocation.h"
 #include "runtime/storage.h"
 
 static const char *text(struct req *r, sqlite3_stmt *st, int col)
@@ -151,5 +158,177 @@ int workspace_list_members(struct req *r, const struct workspace_list_members_re
     page->next_cursor_is_null = !page->next_cursor;
     out->status = 200;
     out->body_200 = page;
+    return 0;
+}
+
+/* ---- removing a member -------------------------------------------------------------------- */
+
+/* on_commit of a removal: refuses what on_commit_arg lists ("s:<session id>" until the
+ * session's access tokens have expired, "t:<service token id>" for good) from the next
+ * request on. */
+static void publish_removal(struct req *r)
+{
+    char id[REVOCATION_ID_MAX + 1];
+    for (const char *p = r->on_commit_arg; p && *p;) {
+        size_t n = strcspn(p, " ");
+        if (n > 2 && n - 2 <= REVOCATION_ID_MAX) {
+            memcpy(id, p + 2, n - 2);
+            id[n - 2] = '\0';
+            revocation_add(id, p[0] == 't' ? INT64_MAX
+                                           : clock_now_s() + REVOCATION_TOKEN_LIFETIME_S);
+        }
+        p += n;
+        while (*p == ' ')
+            p++;
+    }
+}
+
+/* Revokes (sets revoked_at, and publishes after the commit as kind) every row select lists
+ * (ids of user_id in the workspace); update marks them. How many, or -1. */
+static int revoke_all(struct req *r, char kind, const char *select, const char *update,
+                      const char *user_id, const char *now)
+{
+    sqlite3_stmt *st = storage_prepare(select);
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
+    int rc, n = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *id = text(r, st, 0);
+        r->on_commit_arg = r->on_commit_arg
+                               ? arena_printf(&r->arena, "%s %c:%s", r->on_commit_arg, kind, id)
+                               : arena_printf(&r->arena, "%c:%s", kind, id);
+        n++;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return -1;
+    r->on_commit = publish_removal;
+    st = storage_prepare(update);
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->principal.workspace_id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? n : -1;
+}
+
+/* Whether role grants workspace:admin in the caller's workspace. 1 / 0, -1 failure. */
+static int role_is_admin(struct req *r, const char *role)
+{
+    uint64_t mask = 0;
+    int found = admin_role_mask(r->principal.workspace_id, role, &mask);
+    return found < 0 ? -1 : found && (mask & SCOPE_WORKSPACE_ADMIN) == SCOPE_WORKSPACE_ADMIN;
+}
+
+/* Whether a member other than user_id holds a role granting workspace:admin. 1 / 0 / -1. */
+static int another_admin(struct req *r, const char *user_id)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT DISTINCT role FROM members WHERE workspace_id = ? AND user_id <> ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, user_id, -1, SQLITE_STATIC);
+    const char *roles[256];
+    int n = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < 256)
+        roles[n++] = text(r, st, 0);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        int admin = role_is_admin(r, roles[i]);
+        if (admin != 0)
+            return admin;
+    }
+    return 0;
+}
+
+int workspace_remove_member(struct req *r, const struct workspace_remove_member_request *in,
+                            struct workspace_remove_member_response *out)
+{
+    const char *wid = r->principal.workspace_id;
+    const char *role = NULL;
+    if (id_valid(in->id, "usr")) {
+        sqlite3_stmt *st =
+            storage_prepare("SELECT role FROM members WHERE workspace_id = ? AND user_id = ?");
+        if (!st)
+            return -1;
+        sqlite3_bind_text(st, 1, wid, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, in->id, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+            role = text(r, st, 0);
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+            return -1;
+    }
+    if (!role) {
+        req_problem(r, 404, "not_found", "%s is not a member of this workspace.", in->id);
+        return 0;
+    }
+    if (strcmp(in->id, r->principal.user_id) == 0) {
+        req_problem(r, 409, "cannot_remove_self",
+                    "You cannot remove yourself; another administrator of the workspace can.");
+        return 0;
+    }
+    int admin = role_is_admin(r, role);
+    int others = admin > 0 ? another_admin(r, in->id) : 1;
+    if (admin < 0 || others < 0)
+        return -1;
+    if (!others) {
+        req_problem(r, 409, "last_admin",
+                    "%s is the last member holding workspace:admin; give another member an "
+                    "administrator role first.",
+                    in->id);
+        return 0;
+    }
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    int sessions = revoke_all(
+        r, 's',
+        "SELECT id FROM sessions WHERE user_id = ? AND workspace_id = ? AND revoked_at IS NULL",
+        "UPDATE sessions SET revoked_at = ?1, revoked_reason = 'member_removed' WHERE "
+        "user_id = ?2 AND workspace_id = ?3 AND revoked_at IS NULL",
+        in->id, now);
+    int tokens = sessions < 0 ? -1 : revoke_all(
+        r, 't',
+        "SELECT id FROM service_account_tokens WHERE created_by = ? AND workspace_id = ? AND "
+        "revoked_at IS NULL",
+        "UPDATE service_account_tokens SET revoked_at = ?1 WHERE created_by = ?2 AND "
+        "workspace_id = ?3 AND revoked_at IS NULL",
+        in->id, now);
+    if (tokens < 0)
+        return -1;
+    const char *v[] = {now, in->id, wid};
+    static const char *const sql[] = {
+        "UPDATE oauth_grants SET revoked_at = ?1 WHERE user_id = ?2 AND workspace_id = ?3 AND "
+        "revoked_at IS NULL",
+        "DELETE FROM members WHERE user_id = ?2 AND workspace_id = ?3 AND ?1 IS NOT NULL",
+    };
+    for (int i = 0; i < 2; i++) {
+        sqlite3_stmt *st = storage_prepare(sql[i]);
+        if (!st)
+            return -1;
+        for (int k = 0; k < 3; k++)
+            sqlite3_bind_text(st, k + 1, v[k], -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE) {
+            log_error("workspace: removing a member failed: %s", sqlite3_errmsg(storage_db()));
+            return -1;
+        }
+    }
+    const char *detail = arena_printf(&r->arena,
+                                      "role %s; %d session(s) and %d service-account token(s) "
+                                      "revoked",
+                                      role, sessions, tokens);
+    if (audit_record(r, "member.removed", "member", in->id, "active", "removed", detail) != 0)
+        return -1;
+    out->status = 204;
     return 0;
 }

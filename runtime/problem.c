@@ -42,6 +42,9 @@
     X("mfa_not_pending", "No enrolment to confirm")                   \
     X("mfa_not_enabled", "Multi-factor authentication is off")        \
     X("not_a_user", "Not a user")                                     \
+    X("cannot_remove_self", "Cannot remove yourself")                 \
+    X("last_admin", "Last administrator")                             \
+    X("reauthentication_failed", "Re-authentication failed")          \
     X("self_approval", "Self-approval not allowed")                   \
     X("already_approved", "Already decided")                          \
     X("maker_cannot_approve", "A maker cannot approve")               \

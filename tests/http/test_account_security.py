@@ -13,13 +13,17 @@ import uuid
 import pytest
 
 from conftest import USER_PASSWORD
-from helpers import assert_json, assert_problem
+from helpers import assert_json, assert_problem, committed_row, jwt_parts
 from oauth_flow import AUTHORIZE, COOKIE, Browser, Workspace, authorize_path, pkce, sign_in
 
 LOGIN = "/v1/api/login"
 MFA = "/v1/accounts/mfa"
 DEVICE_COOKIE = "__Host-device"
 HAS_OATHTOOL = shutil.which("oathtool") is not None
+
+
+def jwt_sub(token):
+    return jwt_parts(token)[1]["sub"]
 
 
 def new_user(server, role="viewer"):
@@ -198,3 +202,75 @@ def test_failed_sign_ins_do_not_lock_out_a_known_browser(server):
     assert r.status == 303, r
     # and the API login of the same account is held back for unknown clients too
     assert_problem(server.login_response(email, USER_PASSWORD), 429, "rate_limited")
+
+
+# ---- 4. removing a member ---------------------------------------------------------------------
+
+MEMBERS = "/v1/workspace/members"
+
+
+def member_ids(client):
+    return {m["user_id"] for m in assert_json(client.get(MEMBERS + "?limit=100"), 200)["data"]}
+
+
+def test_a_member_can_be_removed_and_their_tokens_stop_at_once(server):
+    """There was no way to remove a member: their tokens kept working."""
+    wid, owner_token, owner = server.new_workspace()
+    email = "leaver-%s@example.com" % uuid.uuid4().hex[:8]
+    server.create_user(wid, email, "admin")
+    pair = server.login(email, USER_PASSWORD, workspace_id=wid)
+    user_id = jwt_sub(pair["access_token"])
+    leaver = server.client(token=pair["access_token"])
+    # a service-account token the leaver minted (they saw its text)
+    sa = assert_json(leaver.post("/v1/admin/service-accounts",
+                                 json={"name": "bot", "role": "viewer"}), 201)
+    bot = assert_json(leaver.post("/v1/admin/service-accounts/%s/tokens" % sa["id"],
+                                  json={"scopes": ["payments:read"]}), 201)["access_token"]
+    assert server.client(token=bot).get("/v1/payments").status == 200
+    assert user_id in member_ids(owner)
+
+    r = owner.delete(MEMBERS + "/" + user_id)
+    assert r.status == 204, r
+    assert_problem(leaver.get("/v1/payments"), 401)  # the very next request
+    assert_problem(server.client(token=bot).get("/v1/payments"), 401)
+    refresh = server.client().post("/v1/accounts/auth/oauth/refresh",
+                                   json={"refresh_token": pair["refresh_token"]})
+    assert refresh.status == 400 and refresh.json()["error"] == "invalid_grant", refresh
+    assert user_id not in member_ids(owner)
+    assert_problem(server.login_response(email, USER_PASSWORD, workspace_id=wid), 422,
+                   "workspace_not_available")
+    # the service account itself stays; a remaining admin can issue it new tokens
+    assert assert_json(owner.get("/v1/admin/service-accounts/%s" % sa["id"]), 200)["status"] \
+        == "active"
+    row = committed_row(server, "SELECT actor_id, before_status, after_status, detail FROM "
+                        "audit_events WHERE workspace_id = ? AND action = 'member.removed' "
+                        "AND resource_id = ?", (wid, user_id))
+    assert row and row[1:3] == ("active", "removed") and "admin" in row[3], row
+    assert row[0] == jwt_sub(owner_token)
+    assert_problem(owner.delete(MEMBERS + "/" + user_id), 404, "not_found")
+
+
+def test_removing_yourself_or_the_last_admin_is_refused(server):
+    wid, owner_token, owner = server.new_workspace()
+    owner_id = jwt_sub(owner_token)
+    assert_problem(owner.delete(MEMBERS + "/" + owner_id), 409, "cannot_remove_self")
+    email = "second-%s@example.com" % uuid.uuid4().hex[:8]
+    server.create_user(wid, email, "owner")
+    second = server.client(token=server.login(email, USER_PASSWORD,
+                                              workspace_id=wid)["access_token"])
+    viewer_email = "viewer-%s@example.com" % uuid.uuid4().hex[:8]
+    server.create_user(wid, viewer_email, "viewer")
+    viewer_id = jwt_sub(server.login(viewer_email, USER_PASSWORD,
+                                     workspace_id=wid)["access_token"])
+    assert second.delete(MEMBERS + "/" + owner_id).status == 204  # another admin remains
+    assert_problem(second.delete(MEMBERS + "/" + viewer_id[:-1] + "0"), 404, "not_found")
+    # the second owner is now the last admin: a viewer cannot do it, and neither can anyone
+    viewer = server.client(token=server.login(viewer_email, USER_PASSWORD,
+                                              workspace_id=wid)["access_token"])
+    assert_problem(viewer.delete(MEMBERS + "/" + owner_id), 403)
+    sa = assert_json(second.post("/v1/admin/service-accounts",
+                                 json={"name": "admin bot", "role": "admin"}), 201)
+    bot_token = assert_json(second.post("/v1/admin/service-accounts/%s/tokens" % sa["id"],
+                                        json={"scopes": ["workspace:admin"]}), 201)
+    with server.client(token=bot_token["access_token"]) as bot:
+        assert_problem(bot.delete(MEMBERS + "/" + jwt_sub(second.token)), 409, "last_admin")
