@@ -217,7 +217,7 @@ struct accounts_disable_mfa_request {
 };
 
 struct accounts_disable_mfa_response {
-    int status; /* 200; problems (400, 401, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct mfa_status *body_200; /* status 200: MFA is off. */
 };
 
@@ -226,11 +226,11 @@ int accounts_disable_mfa(struct req *r, const struct accounts_disable_mfa_reques
 
 /* POST /v1/accounts/mfa/enroll (enrollMfa): Start enrolling a TOTP authenticator */
 struct accounts_enroll_mfa_request {
-    int unused; /* this operation takes no parameters and no body */
+    struct reauthentication *body; /* request body (required) */
 };
 
 struct accounts_enroll_mfa_response {
-    int status; /* 201; problems (400, 401, 409, 429, 500, 503) via req_problem() */
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct mfa_enrollment *body_201; /* status 201: The secret to add to an authenticator app. */
 };
 
@@ -327,6 +327,18 @@ struct accounts_revoke_oauth_grant_response {
 int accounts_revoke_oauth_grant(struct req *r, const struct accounts_revoke_oauth_grant_request *in,
                                struct accounts_revoke_oauth_grant_response *out);
 
+/* POST /v1/accounts/password (changePassword): Change my password */
+struct accounts_change_password_request {
+    struct change_password_request *body; /* request body (required) */
+};
+
+struct accounts_change_password_response {
+    int status; /* 204; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
+};
+
+int accounts_change_password(struct req *r, const struct accounts_change_password_request *in,
+                            struct accounts_change_password_response *out);
+
 /* GET /v1/accounts/sessions (listSessions): List my active sessions */
 struct accounts_list_sessions_request {
     int64_t limit; /* query limit, optional, default 20 */
@@ -342,6 +354,18 @@ struct accounts_list_sessions_response {
 
 int accounts_list_sessions(struct req *r, const struct accounts_list_sessions_request *in,
                           struct accounts_list_sessions_response *out);
+
+/* POST /v1/accounts/sessions/revoke-all (revokeAllSessions): Sign out everywhere */
+struct accounts_revoke_all_sessions_request {
+    int unused; /* this operation takes no parameters and no body */
+};
+
+struct accounts_revoke_all_sessions_response {
+    int status; /* 204; problems (400, 401, 409, 429, 500, 503) via req_problem() */
+};
+
+int accounts_revoke_all_sessions(struct req *r, const struct accounts_revoke_all_sessions_request *in,
+                                struct accounts_revoke_all_sessions_response *out);
 
 /* DELETE /v1/accounts/sessions/{id} (revokeSession): Revoke one of my sessions */
 struct accounts_revoke_session_request {

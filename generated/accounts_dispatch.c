@@ -1870,6 +1870,10 @@ static void check_accounts_disable_mfa(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 409:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
@@ -2005,9 +2009,25 @@ static void check_accounts_enroll_mfa(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 409:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
         break;
     case 429:
         if (!r->problem)
@@ -2040,9 +2060,32 @@ int dispatch_accounts_enroll_mfa(struct req *r)
 {
     struct accounts_enroll_mfa_request in;
     struct accounts_enroll_mfa_response out;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
 
     memset(&in, 0, sizeof in);
     memset(&out, 0, sizeof out);
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_reauthentication(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_reauthentication(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
 
     r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (accounts_enroll_mfa(r, &in, &out) != 0)
@@ -2912,6 +2955,127 @@ int dispatch_accounts_revoke_oauth_grant(struct req *r)
 }
 
 #ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_change_password(struct req *r)
+{
+    struct verr_list l;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 204:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 204 is documented without a problem document");
+            break;
+        }
+        if (r->resp_len > 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 204 has no body");
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "changePassword", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "changePassword");
+}
+#endif
+
+/* POST /v1/accounts/password (changePassword) */
+int dispatch_accounts_change_password(struct req *r)
+{
+    struct accounts_change_password_request in;
+    struct accounts_change_password_response out;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_change_password_request(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_change_password_request(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_change_password(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 204:
+            req_set_json(r, 204, NULL, 0);
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "changePassword",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_change_password(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
 static void check_accounts_list_sessions(struct req *r)
 {
     struct verr_list l;
@@ -3032,6 +3196,88 @@ int dispatch_accounts_list_sessions(struct req *r)
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_accounts_list_sessions(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_accounts_revoke_all_sessions(struct req *r)
+{
+    struct verr_list l;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 204:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 204 is documented without a problem document");
+            break;
+        }
+        if (r->resp_len > 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 204 has no body");
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "revokeAllSessions", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "revokeAllSessions");
+}
+#endif
+
+/* POST /v1/accounts/sessions/revoke-all (revokeAllSessions) */
+int dispatch_accounts_revoke_all_sessions(struct req *r)
+{
+    struct accounts_revoke_all_sessions_request in;
+    struct accounts_revoke_all_sessions_response out;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (accounts_revoke_all_sessions(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 204:
+            req_set_json(r, 204, NULL, 0);
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "revokeAllSessions",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_accounts_revoke_all_sessions(r);
 #endif
     return 0;
 }

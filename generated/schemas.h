@@ -274,6 +274,7 @@ struct beneficiary_create;
 struct beneficiary_denial;
 struct beneficiary_page;
 struct beneficiary_update;
+struct change_password_request;
 struct complete_signup_request;
 struct decision_form;
 struct event;
@@ -317,6 +318,7 @@ struct payment_maker;
 struct payment_page;
 struct payment_update;
 struct problem;
+struct reauthentication;
 struct refresh_request;
 struct revocation_request;
 struct role;
@@ -531,6 +533,12 @@ struct beneficiary_update {
     bool has_metadata;
 };
 
+/* ChangePasswordRequest: The current password and the new one. */
+struct change_password_request {
+    const char *current_password; /* required, write-only, CurrentPassword */
+    const char *new_password; /* required, write-only */
+};
+
 /* CompleteSignupRequest: The invitation token and the invitee's name and password. */
 struct complete_signup_request {
     const char *invitation_token; /* required, write-only */
@@ -687,12 +695,13 @@ struct mfa_enrollment {
     const char *otpauth_uri; /* required */
 };
 
-/* MfaProof: A current TOTP code or one unused recovery code (exactly one of them). */
+/* MfaProof: The current password, and a current TOTP code or one unused recovery code (exactly one of them). */
 struct mfa_proof {
     const char *code; /* optional, write-only, TotpCode */
     bool has_code;
     const char *recovery_code; /* optional, write-only, RecoveryCode */
     bool has_recovery_code;
+    const char *current_password; /* required, write-only, CurrentPassword */
 };
 
 /* MfaStatus: The caller's multi-factor authentication. */
@@ -1016,6 +1025,11 @@ struct problem {
     bool has_errors;
 };
 
+/* Reauthentication: The caller's current password. */
+struct reauthentication {
+    const char *current_password; /* required, write-only, CurrentPassword */
+};
+
 /* RefreshRequest: A refresh token to exchange (RFC 6749 §6 field names; `grant_type` may be sent as OAuth clients do). */
 struct refresh_request {
     const char *grant_type; /* optional */
@@ -1311,6 +1325,8 @@ int decode_beneficiary_page(struct arena *a, const struct json_value *v, struct 
 void encode_beneficiary_page(struct jsonw *w, const struct beneficiary_page *in);
 int decode_beneficiary_update(struct arena *a, const struct json_value *v, struct beneficiary_update *out);
 void encode_beneficiary_update(struct jsonw *w, const struct beneficiary_update *in);
+int decode_change_password_request(struct arena *a, const struct json_value *v, struct change_password_request *out);
+void encode_change_password_request(struct jsonw *w, const struct change_password_request *in);
 int decode_complete_signup_request(struct arena *a, const struct json_value *v, struct complete_signup_request *out);
 void encode_complete_signup_request(struct jsonw *w, const struct complete_signup_request *in);
 int decode_decision_form(struct arena *a, const struct json_value *v, struct decision_form *out);
@@ -1397,6 +1413,8 @@ int decode_payment_update(struct arena *a, const struct json_value *v, struct pa
 void encode_payment_update(struct jsonw *w, const struct payment_update *in);
 int decode_problem(struct arena *a, const struct json_value *v, struct problem *out);
 void encode_problem(struct jsonw *w, const struct problem *in);
+int decode_reauthentication(struct arena *a, const struct json_value *v, struct reauthentication *out);
+void encode_reauthentication(struct jsonw *w, const struct reauthentication *in);
 int decode_refresh_request(struct arena *a, const struct json_value *v, struct refresh_request *out);
 void encode_refresh_request(struct jsonw *w, const struct refresh_request *in);
 int decode_revocation_request(struct arena *a, const struct json_value *v, struct revocation_request *out);
@@ -1522,6 +1540,8 @@ void validate_beneficiary_update_counterparty_id(const struct json_value *v, con
 void validate_beneficiary_update_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_beneficiary_update_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_business_date(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_change_password_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_change_password_request_new_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_complete_signup_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_complete_signup_request_invitation_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_complete_signup_request_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1530,6 +1550,7 @@ void validate_conversion_id(const struct json_value *v, const char *ptr, int mod
 void validate_counterparty_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_country_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_currency_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_current_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_decision_form(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_decision_form_csrf(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_decision_form_decision(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1711,6 +1732,7 @@ void validate_problem_request_id(const struct json_value *v, const char *ptr, in
 void validate_problem_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_title(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_reauthentication(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_recovery_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_redirect_uri_list(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_redirect_uri_list_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

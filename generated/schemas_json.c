@@ -1570,6 +1570,29 @@ void encode_beneficiary_update(struct jsonw *w, const struct beneficiary_update 
     jsonw_object_end(w);
 }
 
+int decode_change_password_request(struct arena *a, const struct json_value *v, struct change_password_request *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "current_password") == 0) {
+            out->current_password = m->value->s;
+        } else if (strcmp(m->key, "new_password") == 0) {
+            out->new_password = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_change_password_request(struct jsonw *w, const struct change_password_request *in)
+{
+    (void)in; /* every property is writeOnly: never sent */
+    jsonw_object_begin(w);
+    jsonw_object_end(w);
+}
+
 int decode_complete_signup_request(struct arena *a, const struct json_value *v, struct complete_signup_request *out)
 {
     (void)a;
@@ -2257,6 +2280,8 @@ int decode_mfa_proof(struct arena *a, const struct json_value *v, struct mfa_pro
         } else if (strcmp(m->key, "recovery_code") == 0) {
             out->has_recovery_code = true;
             out->recovery_code = m->value->s;
+        } else if (strcmp(m->key, "current_password") == 0) {
+            out->current_password = m->value->s;
         }
     }
     return 0;
@@ -3789,6 +3814,27 @@ void encode_problem(struct jsonw *w, const struct problem *in)
         }
         jsonw_array_end(w);
     }
+    jsonw_object_end(w);
+}
+
+int decode_reauthentication(struct arena *a, const struct json_value *v, struct reauthentication *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "current_password") == 0) {
+            out->current_password = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_reauthentication(struct jsonw *w, const struct reauthentication *in)
+{
+    (void)in; /* every property is writeOnly: never sent */
+    jsonw_object_begin(w);
     jsonw_object_end(w);
 }
 

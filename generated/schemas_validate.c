@@ -1527,6 +1527,55 @@ void validate_business_date(const struct json_value *v, const char *ptr, int mod
         verr_add(l, ptr, NULL, "format", "%s", "must be a date (YYYY-MM-DD)");
 }
 
+/* ChangePasswordRequest (openapi/accounts.yaml) */
+void validate_change_password_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[2] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "current_password") == 0) {
+            seen[0] = true;
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_current_password(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "new_password") == 0) {
+            seen[1] = true;
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_change_password_request_new_password(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0] && mode == VALIDATE_REQUEST)
+        verr_add(l, ptr, "current_password", "required", "%s", "is required");
+    if (!seen[1] && mode == VALIDATE_REQUEST)
+        verr_add(l, ptr, "new_password", "required", "%s", "is required");
+}
+
+/* change_password_request_new_password (openapi/accounts.yaml) */
+void validate_change_password_request_new_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 256)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
+}
+
 /* CompleteSignupRequest (openapi/accounts.yaml) */
 void validate_complete_signup_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -1671,6 +1720,21 @@ void validate_currency_code(const struct json_value *v, const char *ptr, int mod
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 3 characters long");
     if (!format_is_currency(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be an active ISO 4217 currency code");
+}
+
+/* CurrentPassword (openapi/accounts.yaml) */
+void validate_current_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 256)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
 }
 
 /* DecisionForm (openapi/accounts.yaml) */
@@ -3088,10 +3152,11 @@ void validate_mfa_proof(const struct json_value *v, const char *ptr, int mode, s
         verr_add(l, ptr, NULL, "type", "%s", "must be an object");
         return;
     }
-    if (v->count < 1)
-        verr_add(l, ptr, NULL, "min_properties", "%s", "must have at least 1 property");
-    if (v->count > 1)
-        verr_add(l, ptr, NULL, "max_properties", "%s", "must have at most 1 property");
+    bool seen[1] = { false };
+    if (v->count < 2)
+        verr_add(l, ptr, NULL, "min_properties", "%s", "must have at least 2 properties");
+    if (v->count > 2)
+        verr_add(l, ptr, NULL, "max_properties", "%s", "must have at most 2 properties");
     for (size_t i = 0; i < v->count; i++) {
         const struct json_member *m = &v->members[i];
         if (strcmp(m->key, "code") == 0) {
@@ -3106,10 +3171,19 @@ void validate_mfa_proof(const struct json_value *v, const char *ptr, int mode, s
                 continue;
             }
             validate_recovery_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "current_password") == 0) {
+            seen[0] = true;
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_current_password(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else {
             verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
         }
     }
+    if (!seen[0] && mode == VALIDATE_REQUEST)
+        verr_add(l, ptr, "current_password", "required", "%s", "is required");
 }
 
 /* MfaStatus (openapi/accounts.yaml) */
@@ -5336,6 +5410,31 @@ void validate_problem_type(const struct json_value *v, const char *ptr, int mode
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
     if (!format_is_uri(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be an absolute URI");
+}
+
+/* Reauthentication (openapi/accounts.yaml) */
+void validate_reauthentication(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "current_password") == 0) {
+            seen[0] = true;
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_current_password(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0] && mode == VALIDATE_REQUEST)
+        verr_add(l, ptr, "current_password", "required", "%s", "is required");
 }
 
 /* RecoveryCode (openapi/accounts.yaml) */

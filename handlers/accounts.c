@@ -15,6 +15,7 @@
 #include "handlers/accounts.h"
 #include "handlers/admin.h"
 #include "handlers/privileges.h"
+#include "runtime/audit.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
 #include "runtime/digest.h"
@@ -1025,9 +1026,11 @@ char *acc_uri_escape(struct arena *a, const char *s)
 int accounts_enroll_mfa(struct req *r, const struct accounts_enroll_mfa_request *in,
                         struct accounts_enroll_mfa_response *out)
 {
-    (void)in;
     struct mfa_row m;
-    int found = load_mfa(r, &m);
+    int found = acc_reauthenticate(r, in->body->current_password, NULL, NULL, 0);
+    if (found <= 0)
+        return found;
+    found = load_mfa(r, &m);
     if (found <= 0)
         return found;
     if (strcmp(m.status, "enabled") == 0) {
@@ -1043,7 +1046,9 @@ int accounts_enroll_mfa(struct req *r, const struct accounts_enroll_mfa_request 
     totp_base32(key, sizeof key, b32);
     OPENSSL_cleanse(key, sizeof key);
     char *sealed = seal(&r->arena, (const unsigned char *)b32, strlen(b32));
-    if (!sealed || set_mfa(r->principal.user_id, "pending", sealed, 0) != 0)
+    if (!sealed || set_mfa(r->principal.user_id, "pending", sealed, 0) != 0 ||
+        audit_record(r, "user.mfa_enrolment_started", "user", r->principal.user_id, m.status,
+                     "pending", NULL) != 0)
         return -1;
     struct mfa_enrollment *e = arena_alloc(&r->arena, sizeof *e);
     e->status = "pending";
@@ -1084,7 +1089,9 @@ int accounts_confirm_mfa(struct req *r, const struct accounts_confirm_mfa_reques
     mfa_right_code(r, guard);
     const char *user[] = {r->principal.user_id};
     if (acc_exec_texts("UPDATE users SET mfa_status = 'enabled' WHERE id = ?", user, 1) != 0 ||
-        acc_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0)
+        acc_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0 ||
+        audit_record(r, "user.mfa_enabled", "user", r->principal.user_id, "pending", "enabled",
+                     NULL) != 0)
         return -1;
     struct mfa_confirmation *c = arena_alloc(&r->arena, sizeof *c);
     c->status = "enabled";
@@ -1119,7 +1126,10 @@ int accounts_disable_mfa(struct req *r, const struct accounts_disable_mfa_reques
     const struct mfa_proof *p = in->body;
     struct mfa_row m;
     char guard[RATELIMIT_KEY_MAX + 1];
-    int found = load_mfa(r, &m);
+    int found = acc_reauthenticate(r, p->current_password, NULL, NULL, 0);
+    if (found <= 0)
+        return found;
+    found = load_mfa(r, &m);
     if (found <= 0)
         return found;
     if (strcmp(m.status, "enabled") != 0) {
@@ -1140,7 +1150,9 @@ int accounts_disable_mfa(struct req *r, const struct accounts_disable_mfa_reques
     mfa_right_code(r, guard);
     const char *user[] = {r->principal.user_id};
     if (set_mfa(r->principal.user_id, "none", NULL, 0) != 0 ||
-        acc_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0)
+        acc_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0 ||
+        audit_record(r, "user.mfa_disabled", "user", r->principal.user_id, "enabled", "none",
+                     p->has_code ? "with a code" : "with a recovery code") != 0)
         return -1;
     struct mfa_status *st = arena_alloc(&r->arena, sizeof *st);
     st->status = MFA_STATUS_STATUS_NONE;

@@ -91,6 +91,17 @@ const char *acc_device_issue(struct req *r, const char *user_id, const struct ac
                              const char *presented);
 int64_t acc_device_lifetime_s(void);
 
+/* (accounts_password.c) true, with 409 `not_a_user` answered, when the caller is a service
+ * account. */
+bool acc_is_service_account(struct req *r);
+/* Re-authenticates the caller (a user) by their current password, under a quota of wrong
+ * passwords per user; with new_password, also hashes it into new_hash. Hashes without the
+ * write lock (the transaction is ended and begun again: call it before reading what the
+ * operation changes; the operation is x-own-transaction). 1 right, 0 answered (403
+ * reauthentication_failed, 409 not_a_user, 429), -1 failure. */
+int acc_reauthenticate(struct req *r, const char *password, const char *new_password,
+                       char *new_hash, size_t new_hash_len);
+
 /* The accounts API's answer to runtime/cors.h (cors_origin_fn): whether origin is registered
  * with the active OAuth client client_id, or with any active client when it is NULL. */
 bool accounts_cors_origin_allowed(const char *origin, const char *client_id);

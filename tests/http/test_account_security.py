@@ -50,8 +50,7 @@ def enrol_mfa(client, password=USER_PASSWORD):
     """Turns MFA on for the client's user; the TOTP secret."""
     e = assert_json(client.post(MFA + "/enroll", json={"current_password": password}), 201)
     code = oathtool(e["secret"], int(time.time()))
-    assert_json(client.post(MFA + "/confirm", json={"code": code,
-                                                     "current_password": password}), 200)
+    assert_json(client.post(MFA + "/confirm", json={"code": code}), 200)
     return e["secret"]
 
 
@@ -274,3 +273,120 @@ def test_removing_yourself_or_the_last_admin_is_refused(server):
                                         json={"scopes": ["workspace:admin"]}), 201)
     with server.client(token=bot_token["access_token"]) as bot:
         assert_problem(bot.delete(MEMBERS + "/" + jwt_sub(second.token)), 409, "last_admin")
+
+
+# ---- 5. changing the password -----------------------------------------------------------------
+
+PASSWORD = "/v1/accounts/password"
+NEW_PASSWORD = "An0ther-long-passphrase-%s" % uuid.uuid4().hex[:6]
+
+
+def test_a_user_can_change_their_password_and_other_sessions_end(server):
+    """There was no way to change a password (nor to cut off a thief's sessions by doing so)."""
+    wid, email = new_user(server)
+    second_wid = server.create_workspace("Second " + email, email, password=USER_PASSWORD)
+    here = server.login(email, USER_PASSWORD, workspace_id=wid)
+    laptop = server.login(email, USER_PASSWORD, workspace_id=wid)
+    elsewhere = server.login(email, USER_PASSWORD, workspace_id=second_wid)
+    c = server.client(token=here["access_token"])
+    r = c.post(PASSWORD, json={"current_password": "not it", "new_password": NEW_PASSWORD})
+    body = assert_problem(r, 403, "reauthentication_failed")
+    assert [e["pointer"] for e in body["errors"]] == ["/current_password"]
+    r = c.post(PASSWORD, json={"current_password": USER_PASSWORD, "new_password": "short"})
+    assert_problem(r, 422, "weak_password")
+    r = c.post(PASSWORD, json={"current_password": USER_PASSWORD,
+                               "new_password": USER_PASSWORD})
+    assert_problem(r, 422, "weak_password")
+    assert server.client(token=laptop["access_token"]).get("/v1/workspace").status == 200
+
+    r = c.post(PASSWORD, json={"current_password": USER_PASSWORD, "new_password": NEW_PASSWORD})
+    assert r.status == 204, r
+    for other in (laptop, elsewhere):
+        assert_problem(server.client(token=other["access_token"]).get("/v1/workspace"), 401)
+        refresh = server.client().post("/v1/accounts/auth/oauth/refresh",
+                                       json={"refresh_token": other["refresh_token"]})
+        assert refresh.status == 400, refresh
+    assert c.get("/v1/workspace").status == 200  # the session that changed it stays
+    assert_problem(server.login_response(email, USER_PASSWORD), 401, "invalid_credentials")
+    assert server.login(email, NEW_PASSWORD)["access_token"]
+    row = committed_row(server, "SELECT detail FROM audit_events WHERE workspace_id = ? AND "
+                        "action = 'user.password_changed' AND resource_id = ?",
+                        (wid, jwt_sub(here["access_token"])))
+    assert row and row[0].startswith("2 other session"), row
+
+
+def test_wrong_current_passwords_are_rate_limited(server):
+    _, email = new_user(server)
+    c = server.client(token=server.login(email, USER_PASSWORD)["access_token"])
+    for i in range(5):
+        r = c.post(PASSWORD, json={"current_password": "wrong %d" % i,
+                                   "new_password": NEW_PASSWORD})
+        assert_problem(r, 403, "reauthentication_failed")
+    r = c.post(PASSWORD, json={"current_password": USER_PASSWORD, "new_password": NEW_PASSWORD})
+    assert_problem(r, 429, "rate_limited")
+    assert r.header("Retry-After")
+
+
+# ---- 6. signing out everywhere ----------------------------------------------------------------
+
+def test_sign_out_everywhere_ends_every_session_of_the_user(server):
+    """There was no way to sign out everywhere: only one session at a time, per workspace."""
+    ws = Workspace(server)
+    app = ws.register()
+    email = ws.member("treasurer")
+    other_wid = server.create_workspace("Other " + email, email, password=USER_PASSWORD)
+    mine = server.login(email, USER_PASSWORD, workspace_id=ws.wid)
+    phone = server.login(email, USER_PASSWORD, workspace_id=ws.wid)
+    other = server.login(email, USER_PASSWORD, workspace_id=other_wid)
+    from oauth_flow import tokens_for
+    oauth = tokens_for(server, ws, app, email)
+    colleague = server.login(ws.owner_email, USER_PASSWORD, workspace_id=ws.wid)
+    tokens = [mine, phone, other]
+    for t in tokens + [oauth]:
+        assert server.client(token=t["access_token"]).get("/v1/payments").status in (200, 403)
+    c = server.client(token=mine["access_token"])
+    r = c.post("/v1/accounts/sessions/revoke-all")
+    assert r.status == 204, r
+    for t in tokens + [oauth]:
+        assert_problem(server.client(token=t["access_token"]).get("/v1/payments"), 401)
+    refresh = server.client().post("/v1/accounts/auth/oauth/refresh",
+                                   json={"refresh_token": phone["refresh_token"]})
+    assert refresh.status == 400 and refresh.json()["error"] == "invalid_grant", refresh
+    # other users are untouched
+    assert server.client(token=colleague["access_token"]).get("/v1/payments").status == 200
+    row = committed_row(server, "SELECT detail FROM audit_events WHERE workspace_id = ? AND "
+                        "action = 'user.sessions_revoked'", (ws.wid,))
+    assert row and row[0].startswith("4 session"), row
+    assert server.login(email, USER_PASSWORD)["access_token"]  # logging in again works
+
+
+# ---- 3. re-authentication for MFA changes ----------------------------------------------------
+
+@pytest.mark.skipif(not HAS_OATHTOOL, reason="oathtool is not installed")
+def test_mfa_changes_need_the_current_password(make_server):
+    """A stolen access token alone could enrol its own authenticator (or turn MFA off)."""
+    s = make_server()
+    wid, email = new_user(s)
+    c = s.client(token=s.login(email, USER_PASSWORD)["access_token"])
+    assert_problem(c.post(MFA + "/enroll", json={}), 422, "validation_failed")
+    r = c.post(MFA + "/enroll", json={"current_password": "guess"})
+    assert_problem(r, 403, "reauthentication_failed")
+    assert assert_json(c.get(MFA), 200)["status"] == "none"
+    e = assert_json(c.post(MFA + "/enroll", json={"current_password": USER_PASSWORD}), 201)
+    code = oathtool(e["secret"], int(time.time()))
+    assert_json(c.post(MFA + "/confirm", json={"code": code}), 200)
+    s.move_clock(31)
+    code = oathtool(e["secret"], int(time.time()) + 31)
+    assert_problem(c.post(MFA + "/disable", json={"code": code, "current_password": "guess"}),
+                   403, "reauthentication_failed")
+    assert assert_json(c.get(MFA), 200)["status"] == "enabled"
+    # wrong passwords are limited: 5 in all (two spent above), then 429
+    for _ in range(3):
+        assert c.post(MFA + "/disable", json={"code": code, "current_password": "x"}).status \
+            == 403
+    r = c.post(MFA + "/disable", json={"code": code, "current_password": USER_PASSWORD})
+    assert_problem(r, 429, "rate_limited")
+    actions = [row[0] for row in sqlite3.connect(str(s.data_dir / "treasury.db")).execute(
+        "SELECT action FROM audit_events WHERE workspace_id = ? AND action LIKE 'user.mfa%' "
+        "ORDER BY seq", (wid,))]
+    assert actions == ["user.mfa_enrolment_started", "user.mfa_enabled"], actions

@@ -15,6 +15,7 @@ from conftest import USER_PASSWORD
 from helpers import assert_json, assert_problem, assert_validation
 
 MFA = "/v1/accounts/mfa"
+REAUTH = {"current_password": USER_PASSWORD}  # re-authentication (issue 18)
 
 pytestmark = pytest.mark.skipif(shutil.which("oathtool") is None,
                                 reason="oathtool is not installed (make test-deps installs it)")
@@ -56,7 +57,7 @@ def user(make_server):
 
 
 def enrol_and_confirm(c, clock):
-    e = assert_json(c.post(MFA + "/enroll"), 201)
+    e = assert_json(c.post(MFA + "/enroll", json=REAUTH), 201)
     code = oathtool(e["secret"], clock.now())
     confirmed = assert_json(c.post(MFA + "/confirm", json={"code": code}), 200)
     return e["secret"], confirmed["recovery_codes"]
@@ -65,7 +66,7 @@ def enrol_and_confirm(c, clock):
 def test_enrolment_gives_a_secret_and_an_otpauth_uri(user):
     s, email, c, _ = user
     assert assert_json(c.get(MFA), 200) == {"status": "none", "recovery_codes_left": 0}
-    r = c.post(MFA + "/enroll")
+    r = c.post(MFA + "/enroll", json=REAUTH)
     e = assert_json(r, 201)
     assert r.header("Cache-Control") == "no-store"
     assert e["status"] == "pending" and re.fullmatch(r"[A-Z2-7]{32}", e["secret"])
@@ -89,16 +90,18 @@ def test_enrolment_gives_a_secret_and_an_otpauth_uri(user):
 
 def test_confirm_needs_a_right_code_and_gives_ten_recovery_codes(user):
     _, _, c, clock = user
-    e = assert_json(c.post(MFA + "/enroll"), 201)
+    e = assert_json(c.post(MFA + "/enroll", json=REAUTH), 201)
     wrong = "%06d" % ((int(oathtool(e["secret"], clock.now())) + 1) % 1000000)
-    assert_validation(c.post(MFA + "/confirm", json={"code": wrong}), {"/code": "invalid_code"},
+    assert_validation(c.post(MFA + "/confirm", json={"code": wrong}),
+                      {"/code": "invalid_code"},
                       code="invalid_code")
     r = c.post(MFA + "/confirm", json={"code": oathtool(e["secret"], clock.now())})
     body = assert_json(r, 200)
     assert body["status"] == "enabled" and len(set(body["recovery_codes"])) == 10
     assert c.get(MFA).json() == {"status": "enabled", "recovery_codes_left": 10}
-    assert_problem(c.post(MFA + "/enroll"), 409, "mfa_already_enabled")
-    assert_problem(c.post(MFA + "/confirm", json={"code": "123456"}), 409, "mfa_not_pending")
+    assert_problem(c.post(MFA + "/enroll", json=REAUTH), 409, "mfa_already_enabled")
+    assert_problem(c.post(MFA + "/confirm", json={"code": "123456"}), 409,
+                   "mfa_not_pending")
 
 
 def test_login_requires_the_code_once_mfa_is_on(user):
@@ -140,21 +143,22 @@ def test_recovery_codes_work_once_each(user):
 def test_disable_with_a_code_or_a_recovery_code(user):
     s, email, c, clock = user
     secret, codes = enrol_and_confirm(c, clock)
-    assert_validation(c.post(MFA + "/disable", json={"recovery_code": "aaaa-aaaa-aaaa"}),
+    assert_validation(c.post(MFA + "/disable",
+                             json={"recovery_code": "aaaa-aaaa-aaaa", **REAUTH}),
                       {"/recovery_code": "invalid_code"}, code="invalid_code")
-    assert_validation(c.post(MFA + "/disable", json={}), {"": "min_properties"})
-    off = assert_json(c.post(MFA + "/disable", json={"recovery_code": codes[3]}), 200)
+    assert_validation(c.post(MFA + "/disable", json=REAUTH), {"": "min_properties"})
+    off = assert_json(c.post(MFA + "/disable", json={"recovery_code": codes[3], **REAUTH}), 200)
     assert off == {"status": "none", "recovery_codes_left": 0}
     assert s.login(email, USER_PASSWORD)["access_token"]  # no code needed any more
-    assert_problem(c.post(MFA + "/disable", json={"code": "123456"}), 409, "mfa_not_enabled")
+    assert_problem(c.post(MFA + "/disable", json={"code": "123456", **REAUTH}), 409,
+                   "mfa_not_enabled")
     # and on again with a new secret, off with a TOTP code
     clock.step()
     secret2, _ = enrol_and_confirm(c, clock)
     assert secret2 != secret
     clock.step()
-    assert assert_json(c.post(MFA + "/disable",
-                              json={"code": oathtool(secret2, clock.now())}), 200)["status"] \
-        == "none"
+    off = c.post(MFA + "/disable", json={"code": oathtool(secret2, clock.now()), **REAUTH})
+    assert assert_json(off, 200)["status"] == "none"
 
 
 def test_wrong_codes_are_rate_limited(user):
@@ -164,8 +168,8 @@ def test_wrong_codes_are_rate_limited(user):
     right = oathtool(secret, clock.now())
     wrong = "%06d" % ((int(right) + 1) % 1000000)
     for _ in range(5):
-        assert c.post(MFA + "/disable", json={"code": wrong}).status == 422
-    r = c.post(MFA + "/disable", json={"code": right})
+        assert c.post(MFA + "/disable", json={"code": wrong, **REAUTH}).status == 422
+    r = c.post(MFA + "/disable", json={"code": right, **REAUTH})
     assert_problem(r, 429, "rate_limited")
     assert r.header("Retry-After")
 
@@ -178,4 +182,4 @@ def test_service_accounts_have_no_mfa(server):
                                  json={"scopes": ["payments:read"]}), 201)["access_token"]
     with server.client(token=tok) as m:
         assert_problem(m.get(MFA), 409, "not_a_user")
-        assert_problem(m.post(MFA + "/enroll"), 409, "not_a_user")
+        assert_problem(m.post(MFA + "/enroll", json=REAUTH), 409, "not_a_user")

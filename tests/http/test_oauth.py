@@ -489,7 +489,8 @@ def test_an_mfa_account_enters_its_code_before_consenting(make_server):
     app = ws.register()
     email = ws.member("treasurer")
     me = server.client(token=ws.token(email))
-    enrolled = assert_json(me.post("/v1/accounts/mfa/enroll"), 201)
+    reauth = {"current_password": USER_PASSWORD}
+    enrolled = assert_json(me.post("/v1/accounts/mfa/enroll", json=reauth), 201)
 
     def code(at):
         return subprocess.run(["oathtool", "--totp", "-b", enrolled["secret"], "-N", "@%d" % at],
