@@ -6750,8 +6750,8 @@ void validate_sign_in_form_request_id(const struct json_value *v, const char *pt
         return;
     }
     size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len > 40)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (len > 4096)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4096 characters long");
 }
 
 /* SortCodeAccountNumberIdentification (openapi/payments.yaml) */
@@ -7360,8 +7360,8 @@ void validate_verify_form_request_id(const struct json_value *v, const char *ptr
         return;
     }
     size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len > 40)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (len > 4096)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4096 characters long");
 }
 
 /* Workspace (openapi/workspace.yaml) */

@@ -44,6 +44,7 @@
 #define BROWSER_TTL_MS INT64_C(43200000)
 #define PENDING_MFA_MS INT64_C(300000)
 #define URI_MAX 600
+#define AUTHZ_ID_MAX 4096 /* an "oar_" id, or a sealed anonymous request (about 3 KB at most) */
 
 #define CLIENT_COLUMNS                                                                        \
     "id, workspace_id, name, type, redirect_uris, scopes, secret_hash, status, created_by, "  \
@@ -860,6 +861,7 @@ struct browser {
     char pending_email[EMAIL_MAX];
     int64_t pending_until;
     char device_token[200]; /* sealed: the device cookie the next page hands out; "" none */
+    bool anonymous; /* no row: a browser that has not signed in (only its cookie) */
 };
 
 /* The browser session of cookie: 1 valid, 0 none or expired, -1 failure. */
@@ -950,6 +952,47 @@ static int browser_set_pending(const struct browser *b, const char *email_norm, 
     return rc == SQLITE_DONE ? 0 : db_failed("browser pending");
 }
 
+/* A browser that has not signed in keeps nothing in the database: its cookie (given now when
+ * it has none) binds its pages' CSRF token and requests, both derived from it. */
+static int browser_anonymous(struct req *r, const char *cookie, struct browser *b,
+                             const char **set_cookie)
+{
+    char csrf[DIGEST_HEX_LEN + 1];
+    memset(b, 0, sizeof *b);
+    if (!cookie) {
+        cookie = id_secret(&r->arena, SECRET_BYTES);
+        *set_cookie = cookie_header(r, cookie);
+    }
+    const char *label = arena_printf(&r->arena, "csrf:%s", cookie);
+    if (sha256_hex(cookie, b->hash) != 0 || sha256_hex(label, csrf) != 0)
+        return -1;
+    snprintf(b->csrf, sizeof b->csrf, "%.43s", csrf);
+    b->anonymous = true;
+    return 0;
+}
+
+/* The first row of a browser that has not signed in: once its password was right, for the
+ * one-time code step (it lives as long as that step may take). 0 / -1. */
+static int browser_pending_insert(const struct browser *b, const char *email_norm, int64_t until)
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    sqlite3_stmt *st = storage_prepare(
+        "INSERT OR REPLACE INTO oauth_browser_sessions (token_hash, csrf, pending_email, "
+        "pending_until, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, b->hash, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, b->csrf, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, email_norm, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, until);
+    sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, until);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_failed("browser pending insert");
+}
+
 /* The device cookie of a browser (Strict: only ever sent to this site's own pages). */
 static const char *device_cookie_header(struct req *r, const char *token)
 {
@@ -994,7 +1037,8 @@ static const char *take_device_cookie(struct req *r, const struct browser *b)
 }
 
 struct authz {
-    char id[ID_MAX];
+    char id[AUTHZ_ID_MAX]; /* "oar_..." (a row), or the sealed request itself (stateless) */
+    bool stateless;
     char browser_hash[DIGEST_HEX_LEN + 1];
     char client_id[ID_MAX];
     char redirect_uri[URI_MAX + 1];
@@ -1005,6 +1049,81 @@ struct authz {
     int64_t expires_at;
     bool decided;
 };
+
+/* An anonymous request travels sealed (AES-256-GCM under the server's key) in the page's form
+ * instead of a row: "<expires_at>" then each field as "<length>:<bytes>" ("-:" for no state). */
+static void put_field(struct req *r, char **out, const char *v)
+{
+    *out = v ? arena_printf(&r->arena, "%s%zu:%s", *out, strlen(v), v)
+             : arena_printf(&r->arena, "%s-:", *out);
+}
+
+static int authz_seal(struct req *r, struct authz *a)
+{
+    char *plain = arena_printf(&r->arena, "%lld|", (long long)a->expires_at);
+    put_field(r, &plain, a->browser_hash);
+    put_field(r, &plain, a->client_id);
+    put_field(r, &plain, a->redirect_uri);
+    put_field(r, &plain, a->scope);
+    put_field(r, &plain, a->has_state ? a->state : NULL);
+    put_field(r, &plain, a->challenge);
+    char *sealed = seal(&r->arena, (const unsigned char *)plain, strlen(plain));
+    if (!sealed || strlen(sealed) >= sizeof a->id)
+        return -1;
+    snprintf(a->id, sizeof a->id, "%s", sealed);
+    a->stateless = true;
+    return 0;
+}
+
+/* One field of a sealed request into out (n bytes); *absent for "-:". false when malformed. */
+static bool get_field(const char **p, const char *end, char *out, size_t n, bool *absent)
+{
+    *absent = false;
+    if (*p < end && **p == '-') {
+        if (*p + 1 >= end || (*p)[1] != ':')
+            return false;
+        *p += 2;
+        *absent = true;
+        out[0] = '\0';
+        return true;
+    }
+    size_t len = 0;
+    while (*p < end && **p >= '0' && **p <= '9' && len < 100000)
+        len = len * 10 + (size_t)(*(*p)++ - '0');
+    if (*p >= end || **p != ':' || len >= n || (size_t)(end - *p - 1) < len)
+        return false;
+    memcpy(out, *p + 1, len);
+    out[len] = '\0';
+    *p += len + 1;
+    return true;
+}
+
+/* The sealed request id of browser b: 1 valid and not expired, 0 not. */
+static int authz_open(const char *id, const struct browser *b, struct authz *a)
+{
+    char plain[AUTHZ_ID_MAX];
+    size_t n = 0;
+    if (seal_open(id, (unsigned char *)plain, sizeof plain - 1, &n) != 0)
+        return 0;
+    const char *p = plain, *end = plain + n;
+    char *bar = memchr(plain, '|', n);
+    if (!bar)
+        return 0;
+    a->expires_at = strtoll(plain, NULL, 10);
+    p = bar + 1;
+    bool absent = false, no_state = false;
+    if (!get_field(&p, end, a->browser_hash, sizeof a->browser_hash, &absent) ||
+        !get_field(&p, end, a->client_id, sizeof a->client_id, &absent) ||
+        !get_field(&p, end, a->redirect_uri, sizeof a->redirect_uri, &absent) ||
+        !get_field(&p, end, a->scope, sizeof a->scope, &absent) ||
+        !get_field(&p, end, a->state, sizeof a->state, &no_state) ||
+        !get_field(&p, end, a->challenge, sizeof a->challenge, &absent) || p != end)
+        return 0;
+    a->has_state = !no_state;
+    snprintf(a->id, sizeof a->id, "%s", id);
+    a->stateless = true;
+    return secure_equal(a->browser_hash, b->hash) && a->expires_at > clock_now_ms();
+}
 
 static int authz_insert(const struct authz *a)
 {
@@ -1030,6 +1149,8 @@ static int authz_insert(const struct authz *a)
 static int authz_load(const char *id, const struct browser *b, struct authz *a)
 {
     memset(a, 0, sizeof *a);
+    if (strncmp(id, "v1.", 3) == 0)
+        return authz_open(id, b, a);
     sqlite3_stmt *st = storage_prepare(
         "SELECT client_id, redirect_uri, scope, state, code_challenge, expires_at, decided_at "
         "FROM oauth_requests WHERE id = ? AND browser_hash = ?");
@@ -1275,14 +1396,14 @@ int accounts_authorize(struct req *r, const struct accounts_authorize_request *i
     acc_scope_intersection(want, c->scopes_text, scope, sizeof scope);
 
     struct browser b;
-    found = browser_load(in->has_host_oauth_session ? in->host_oauth_session : NULL, &b);
+    const char *cookie = in->has_host_oauth_session ? in->host_oauth_session : NULL;
+    found = browser_load(cookie, &b);
     if (found < 0)
         return -1;
-    if (!found && browser_new(r, NULL, NULL, &b, &out->set_cookie) != 0)
+    if (!found && browser_anonymous(r, cookie, &b, &out->set_cookie) != 0)
         return -1;
     struct authz a;
     memset(&a, 0, sizeof a);
-    snprintf(a.id, sizeof a.id, "%s", id_new(&r->arena, "oar"));
     snprintf(a.browser_hash, sizeof a.browser_hash, "%s", b.hash);
     snprintf(a.client_id, sizeof a.client_id, "%s", c->c.id);
     snprintf(a.redirect_uri, sizeof a.redirect_uri, "%s", uri);
@@ -1291,8 +1412,15 @@ int accounts_authorize(struct req *r, const struct accounts_authorize_request *i
     snprintf(a.state, sizeof a.state, "%s", state ? state : "");
     snprintf(a.challenge, sizeof a.challenge, "%s", in->code_challenge);
     a.expires_at = clock_now_ms() + REQUEST_TTL_MS;
-    if (authz_insert(&a) != 0)
+    /* Only a signed-in browser's request is stored (a row living 10 minutes); anybody else's
+     * travels sealed in the page, so anonymous traffic stores nothing. */
+    if (b.user_id[0]) {
+        snprintf(a.id, sizeof a.id, "%s", id_new(&r->arena, "oar"));
+        if (authz_insert(&a) != 0)
+            return -1;
+    } else if (authz_seal(r, &a) != 0) {
         return -1;
+    }
 
     out->status = 200;
     const char *notice = NULL;
@@ -1339,6 +1467,11 @@ static int form_context(struct req *r, const char *cookie, const char *csrf,
     int found = browser_load(cookie, b);
     if (found < 0)
         return -1;
+    if (!found && cookie) {
+        if (browser_anonymous(r, cookie, b, NULL) != 0)
+            return -1;
+        found = 1;
+    }
     if (!found) {
         req_problem(r, 400, "expired_request",
                     "Your sign-in page expired, or this browser blocks cookies. Go back to the "
@@ -1434,8 +1567,10 @@ int accounts_sign_in(struct req *r, const struct accounts_sign_in_request *in,
         return 0;
     }
     if (again.mfa_enabled && !has_otp && !has_recovery) { /* the code page next */
+        int64_t until = clock_now_ms() + PENDING_MFA_MS;
         if (acc_guard_undo(r, &g) != 0 ||
-            browser_set_pending(&b, email_norm, clock_now_ms() + PENDING_MFA_MS) != 0)
+            (b.anonymous ? browser_pending_insert(&b, email_norm, until)
+                         : browser_set_pending(&b, email_norm, until)) != 0)
             return -1;
         out->status = 200;
         out->body_200 = otp_page(r, c, a.id, b.csrf, NULL);
@@ -1588,7 +1723,7 @@ int accounts_decide_authorization(struct req *r,
     char role[48], granted[1024], scope[1024], now[40];
     int64_t lifetime = 0;
     bool member = false;
-    if (b.user_id[0] && acc_find_standing(b.user_id, c->c.workspace_id, role, sizeof role,
+    if (!a.stateless && b.user_id[0] && acc_find_standing(b.user_id, c->c.workspace_id, role, sizeof role,
                                           &lifetime, &member) != 0)
         return -1;
     if (!member) {

@@ -390,3 +390,60 @@ def test_mfa_changes_need_the_current_password(make_server):
         "SELECT action FROM audit_events WHERE workspace_id = ? AND action LIKE 'user.mfa%' "
         "ORDER BY seq", (wid,))]
     assert actions == ["user.mfa_enrolment_started", "user.mfa_enabled"], actions
+
+
+# ---- 2. anonymous authorization requests store nothing ----------------------------------------
+
+def oauth_rows(server):
+    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    try:
+        return [db.execute("SELECT count(*) FROM %s" % t).fetchone()[0]
+                for t in ("oauth_browser_sessions", "oauth_requests")]
+    finally:
+        db.close()
+
+
+def test_anonymous_authorization_requests_do_not_grow_the_database(server):
+    """Each anonymous GET /authorize stored a browser session (12 h) and a request row."""
+    ws = Workspace(server)
+    app = ws.register()
+    email = ws.member("viewer")
+    _, challenge = pkce()
+    before = oauth_rows(server)
+    pages = []
+    for _ in range(25):
+        b = Browser(server)
+        page = b.get(authorize_path(app, challenge))
+        assert page.status == 200 and 'id="sign-in-form"' in page.text, page
+        pages.append((b, page))
+    wrong = sign_in(pages[0][0], pages[0][1], email, "wrong password")
+    assert wrong.status == 400, wrong
+    assert oauth_rows(server) == before  # nothing stored, not even for a wrong password
+    # the sealed request still works: sign in from one of those pages, consent, get a code
+    b, page = pages[-1]
+    r = sign_in(b, page, email)
+    assert r.status == 303, r
+    consent = b.get(r.header("Location"))
+    assert 'id="consent-form"' in consent.text, consent
+    h = Browser.hidden(consent)
+    r = b.post(AUTHORIZE + "/decision", request_id=h["request_id"], csrf=h["csrf"],
+               decision="approve")
+    assert r.status == 302 and "code=" in r.header("Location"), r
+    # a sealed request is bound to its browser and cannot be altered
+    other, other_page = pages[1]
+    h = Browser.hidden(pages[2][1])
+    r = other.post(AUTHORIZE + "/sign-in", request_id=h["request_id"],
+                   csrf=Browser.hidden(other_page)["csrf"], email=email, password=USER_PASSWORD)
+    assert r.status == 400 and "expired" in r.text, r
+    tampered = h["request_id"][:-4] + ("AAAA" if not h["request_id"].endswith("AAAA") else "BBBB")
+    r = pages[2][0].post(AUTHORIZE + "/sign-in", request_id=tampered, csrf=h["csrf"],
+                         email=email, password=USER_PASSWORD)
+    assert r.status == 400 and "expired" in r.text, r
+    # and it expires after 10 minutes
+    b, page = pages[3]
+    server.move_clock(601)
+    try:
+        r = sign_in(b, page, email)
+        assert r.status == 400 and "expired" in r.text, r
+    finally:
+        server.move_clock(0)

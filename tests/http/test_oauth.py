@@ -108,7 +108,8 @@ def test_the_sign_in_page_is_safe_and_sets_a_host_cookie(server, app):
     assert "Domain" not in cookie
     assert app.body["name"] in r.text
     h = Browser.hidden(r)
-    assert h["request_id"].startswith("oar_") and len(h["csrf"]) == 43
+    # nothing stored before signing in: the request travels sealed in the form
+    assert h["request_id"].startswith("v1.") and len(h["csrf"]) == 43
 
 
 def test_full_flow_gives_a_token_that_works_like_a_login_token(server, ws, app, treasurer):
