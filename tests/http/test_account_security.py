@@ -286,6 +286,7 @@ def test_a_user_can_change_their_password_and_other_sessions_end(server):
     wid, email = new_user(server)
     second_wid = server.create_workspace("Second " + email, email, password=USER_PASSWORD)
     here = server.login(email, USER_PASSWORD, workspace_id=wid)
+    server.accept_invitation(server.owner_invitation, here["access_token"])
     laptop = server.login(email, USER_PASSWORD, workspace_id=wid)
     elsewhere = server.login(email, USER_PASSWORD, workspace_id=second_wid)
     c = server.client(token=here["access_token"])
@@ -336,6 +337,7 @@ def test_sign_out_everywhere_ends_every_session_of_the_user(server):
     email = ws.member("treasurer")
     other_wid = server.create_workspace("Other " + email, email, password=USER_PASSWORD)
     mine = server.login(email, USER_PASSWORD, workspace_id=ws.wid)
+    server.accept_invitation(server.owner_invitation, mine["access_token"])
     phone = server.login(email, USER_PASSWORD, workspace_id=ws.wid)
     other = server.login(email, USER_PASSWORD, workspace_id=other_wid)
     from oauth_flow import tokens_for

@@ -155,7 +155,8 @@ def test_an_mfa_account_accepts_only_after_its_second_factor(server):
     email = address("mfa")
     server.create_user(wid_a, email, "viewer")
     with server.client(token=server.login(email, USER_PASSWORD)["access_token"]) as me:
-        e = assert_json(me.post(MFA + "/enroll"), 201)
+        e = assert_json(me.post(MFA + "/enroll", json={"current_password": USER_PASSWORD}),
+                        201)
         code = oathtool_code(e["secret"], int(time.time()))
         recovery = assert_json(me.post(MFA + "/confirm", json={"code": code}), 200)[
             "recovery_codes"]
