@@ -504,22 +504,31 @@ struct create_user_args {
     struct outcome o;
 };
 
-static int create_user_body(void *arg, char *err, size_t errlen)
+/* The two commands' common start: the workspace must exist; *exists tells whether the email
+ * already has an account (its id then in a->o.user_id). 0 / -1 with err. */
+static int find_workspace_and_account(struct create_user_args *a, bool *exists, char *err,
+                                      size_t errlen)
 {
-    struct create_user_args *a = arg;
-    bool exists = false;
+    bool found = false;
     const char *key[] = {a->workspace_id};
     if (query_row("finding the workspace", "SELECT id FROM workspaces WHERE id = ?", key, 1,
-                  &exists, NULL, 0) != 0) {
+                  &found, NULL, 0) != 0) {
         snprintf(err, errlen, "database error (logged above)");
         return -1;
     }
-    if (!exists) {
+    if (!found) {
         snprintf(err, errlen, "no workspace %s (see list-workspaces)", a->workspace_id);
         return -1;
     }
     snprintf(a->o.workspace_id, sizeof a->o.workspace_id, "%s", a->workspace_id);
-    if (existing_account(a->email, &a->o, &exists, err, errlen) != 0)
+    return existing_account(a->email, &a->o, exists, err, errlen);
+}
+
+static int create_user_body(void *arg, char *err, size_t errlen)
+{
+    struct create_user_args *a = arg;
+    bool exists = false;
+    if (find_workspace_and_account(a, &exists, err, errlen) != 0)
         return -1;
     if (exists) {
         char role[48];
@@ -601,18 +610,7 @@ static int invite_user_body(void *arg, char *err, size_t errlen)
 {
     struct create_user_args *a = arg;
     bool exists = false, member = false;
-    const char *key[] = {a->workspace_id};
-    if (query_row("finding the workspace", "SELECT id FROM workspaces WHERE id = ?", key, 1,
-                  &exists, NULL, 0) != 0) {
-        snprintf(err, errlen, "database error (logged above)");
-        return -1;
-    }
-    if (!exists) {
-        snprintf(err, errlen, "no workspace %s (see list-workspaces)", a->workspace_id);
-        return -1;
-    }
-    snprintf(a->o.workspace_id, sizeof a->o.workspace_id, "%s", a->workspace_id);
-    if (existing_account(a->email, &a->o, &exists, err, errlen) != 0)
+    if (find_workspace_and_account(a, &exists, err, errlen) != 0)
         return -1;
     const char *mkey[] = {a->workspace_id, a->o.user_id};
     if (exists && query_row("finding the membership",
