@@ -1,8 +1,8 @@
 """Privileges are current on every request: the scopes a request may use are its token's
 intersected with what the principal's role, membership, service account and OAuth client allow
-now. A role narrowed, a client narrowed or disabled, a custom role deleted from under its
-holders: the very next request with an old token sees it (runtime/privileges.h), and a refresh
-never hands the old privileges back."""
+now. A role narrowed (or replaced by unrelated scopes), a client narrowed or disabled: the very
+next request with an old token sees it (runtime/privileges.h), and a refresh never hands the old
+privileges back."""
 
 import contextlib
 import sqlite3
@@ -69,12 +69,12 @@ def test_a_user_token_follows_its_role_within_its_lifetime(server, ws):
     assert assert_json(r, 200)["scope"] == "payments:read"
 
 
-def test_a_deleted_custom_role_grants_nothing_to_its_holders(server, ws):
-    """A custom role deleted is indistinguishable from one narrowed to nothing (roles are
-    replaced by PUT; here the owner empties it)."""
-    key = "gone_" + uuid.uuid4().hex[:6]
+def test_a_custom_role_narrowed_to_unrelated_scopes_stops_its_holders_at_once(server, ws):
+    """A user's token whose custom role is replaced (PUT) by one granting only unrelated scopes
+    loses what it had: the very next request is refused."""
+    key = "swap_" + uuid.uuid4().hex[:6]
     put_role(ws.owner, key, ["payments:read"])
-    email = "gone-%s@example.com" % uuid.uuid4().hex[:8]
+    email = "swap-%s@example.com" % uuid.uuid4().hex[:8]
     server.create_user(ws.wid, email, key)
     m = server.client(token=server.login(email, USER_PASSWORD, workspace_id=ws.wid)
                       ["access_token"])
