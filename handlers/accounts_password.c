@@ -95,8 +95,9 @@ int acc_reauthenticate(struct req *r, const char *password, const char *new_pass
 }
 
 /* Revokes every active session of the caller in every workspace except keep (NULL: all),
- * refused from the next request once committed, and signs out every browser signed in on
- * the authorization pages. How many sessions, or -1. */
+ * refused from the next request once committed, signs out every browser signed in on the
+ * authorization pages, and voids the authorization codes not yet exchanged (each would open
+ * a fresh session). How many sessions, or -1. */
 static int revoke_user_sessions(struct req *r, const char *keep, const char *reason)
 {
     const char *uid = r->principal.user_id;
@@ -123,7 +124,9 @@ static int revoke_user_sessions(struct req *r, const char *keep, const char *rea
     if (acc_exec_texts("UPDATE sessions SET revoked_at = ?1, revoked_reason = ?2 WHERE "
                        "user_id = ?3 AND revoked_at IS NULL AND (?4 IS NULL OR id <> ?4)",
                        v, 4) != 0 ||
-        acc_exec_texts("DELETE FROM oauth_browser_sessions WHERE user_id = ?", v + 2, 1) != 0)
+        acc_exec_texts("DELETE FROM oauth_browser_sessions WHERE user_id = ?", v + 2, 1) != 0 ||
+        acc_exec_texts("DELETE FROM oauth_codes WHERE user_id = ? AND used_at IS NULL", v + 2,
+                       1) != 0)
         return -1;
     return n;
 }

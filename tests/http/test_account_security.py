@@ -14,7 +14,8 @@ import pytest
 
 from conftest import USER_PASSWORD
 from helpers import assert_json, assert_problem, committed_row, jwt_parts
-from oauth_flow import AUTHORIZE, COOKIE, Browser, Workspace, authorize_path, pkce, sign_in
+from oauth_flow import (AUTHORIZE, COOKIE, Browser, Workspace, authorize_path, consent, exchange,
+                        pkce, query_of, sign_in)
 
 LOGIN = "/v1/api/login"
 MFA = "/v1/accounts/mfa"
@@ -360,6 +361,31 @@ def test_sign_out_everywhere_ends_every_session_of_the_user(server):
                         "action = 'user.sessions_revoked'", (ws.wid,))
     assert row and row[0].startswith("4 session"), row
     assert server.login(email, USER_PASSWORD)["access_token"]  # logging in again works
+
+
+def test_signing_out_everywhere_or_a_new_password_voids_unredeemed_authorization_codes(server):
+    """An authorization code issued before the user signed out everywhere (or changed their
+    password) could still be exchanged for a fresh session within its 60 s."""
+    ws = Workspace(server)
+    app = ws.register()
+    email = ws.member("treasurer")
+    me = server.client(token=server.login(email, USER_PASSWORD)["access_token"])
+    for end in ("revoke-all", "password"):
+        verifier, challenge = pkce()
+        code = query_of(consent(server, app, email, challenge).header("Location"))["code"]
+        if end == "revoke-all":
+            assert me.post("/v1/accounts/sessions/revoke-all").status == 204
+            me = server.client(token=server.login(email, USER_PASSWORD)["access_token"])
+            # a code issued afterwards is exchanged as ever
+            later_verifier, later = pkce()
+            later_code = query_of(consent(server, app, email, later).header("Location"))["code"]
+            assert_json(exchange(server.client(), app, later_code, later_verifier), 200)
+        else:
+            r = me.post(PASSWORD, json={"current_password": USER_PASSWORD,
+                                        "new_password": NEW_PASSWORD})
+            assert r.status == 204, r
+        r = exchange(server.client(), app, code, verifier)
+        assert r.status == 400 and r.json()["error"] == "invalid_grant", (end, r)
 
 
 # ---- 3. re-authentication for MFA changes ----------------------------------------------------
