@@ -539,11 +539,15 @@ struct change_password_request {
     const char *new_password; /* required, write-only */
 };
 
-/* CompleteSignupRequest: The invitation token and the invitee's name and password. */
+/* CompleteSignupRequest: The invitation token and the invitee's name and password (a new account's), or what a login asks... */
 struct complete_signup_request {
     const char *invitation_token; /* required, write-only */
     const char *name; /* required */
     const char *password; /* required, write-only */
+    const char *otp; /* optional, write-only */
+    bool has_otp;
+    const char *recovery_code; /* optional, write-only */
+    bool has_recovery_code;
 };
 
 /* DecisionForm: The consent form. */
@@ -1545,7 +1549,9 @@ void validate_change_password_request_new_password(const struct json_value *v, c
 void validate_complete_signup_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_complete_signup_request_invitation_token(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_complete_signup_request_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_complete_signup_request_otp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_complete_signup_request_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_complete_signup_request_recovery_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_conversion_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_counterparty_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_country_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

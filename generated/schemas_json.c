@@ -1606,6 +1606,12 @@ int decode_complete_signup_request(struct arena *a, const struct json_value *v, 
             out->name = m->value->s;
         } else if (strcmp(m->key, "password") == 0) {
             out->password = m->value->s;
+        } else if (strcmp(m->key, "otp") == 0) {
+            out->has_otp = true;
+            out->otp = m->value->s;
+        } else if (strcmp(m->key, "recovery_code") == 0) {
+            out->has_recovery_code = true;
+            out->recovery_code = m->value->s;
         }
     }
     return 0;

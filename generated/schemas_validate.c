@@ -1603,6 +1603,18 @@ void validate_complete_signup_request(const struct json_value *v, const char *pt
                 continue;
             }
             validate_complete_signup_request_password(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "otp") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_complete_signup_request_otp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "recovery_code") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_complete_signup_request_recovery_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else {
             verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
         }
@@ -1647,6 +1659,21 @@ void validate_complete_signup_request_name(const struct json_value *v, const cha
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
 }
 
+/* complete_signup_request_otp (openapi/accounts.yaml) */
+void validate_complete_signup_request_otp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 6)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
+    if (!pattern_match(8, v->s)) /* ^[0-9]{6}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{6}$");
+}
+
 /* complete_signup_request_password (openapi/accounts.yaml) */
 void validate_complete_signup_request_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -1660,6 +1687,21 @@ void validate_complete_signup_request_password(const struct json_value *v, const
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
+}
+
+/* complete_signup_request_recovery_code (openapi/accounts.yaml) */
+void validate_complete_signup_request_recovery_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 14)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
+    if (!pattern_match(9, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
 }
 
 /* ConversionId (openapi/payments.yaml) */

@@ -59,7 +59,8 @@ void acc_copy_column(sqlite3_stmt *st, int col, char *out, size_t n)
 int acc_find_user(const char *email_norm, struct login_user *u, bool *found)
 {
     sqlite3_stmt *st =
-        storage_prepare("SELECT id, password_hash, status, mfa_status, mfa_secret, mfa_last_step "
+        storage_prepare("SELECT id, password_hash, status, mfa_status, mfa_secret, "
+                        "COALESCE((SELECT last_step FROM mfa_steps WHERE user_id = users.id), 0) "
                         "FROM users WHERE email_norm = ?");
     if (!st)
         return -1;
@@ -377,7 +378,10 @@ static int mfa_key(const char *sealed, unsigned char *key, size_t *len)
 }
 
 /* Accepts a TOTP code once: its step must be newer than the last accepted one. true when the
- * code was right and is now used. -1 on failure. */
+ * code was right and is now used. -1 on failure. The last step has a table of its own, not a
+ * column of users: that table is watched by the privilege cache (handlers/privileges.c), which
+ * every MFA login would otherwise empty. The upsert's condition keeps the check atomic: of two
+ * logins with one code, only one changes the row. */
 int acc_use_totp(const char *user_id, const char *sealed, int64_t last_step, const char *code)
 {
     unsigned char key[TOTP_SECRET_BYTES];
@@ -391,7 +395,8 @@ int acc_use_totp(const char *user_id, const char *sealed, int64_t last_step, con
     if (step < 0 || step <= last_step)
         return 0;
     sqlite3_stmt *st = storage_prepare(
-        "UPDATE users SET mfa_last_step = ?1 WHERE id = ?2 AND mfa_last_step < ?1");
+        "INSERT INTO mfa_steps (user_id, last_step) VALUES (?2, ?1) ON CONFLICT (user_id) "
+        "DO UPDATE SET last_step = ?1 WHERE last_step < ?1");
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, step);
@@ -425,13 +430,13 @@ int acc_use_recovery_code(const char *user_id, const char *code)
 /* The second factor of a login whose password was right: 1 go on, 0 answered, -1 failure.
  * *failure tells whether the attempt counts as a failed login. */
 static int login_second_factor(struct req *r, const struct login_user *u,
-                               const struct login_request *b, const struct acc_guard *g,
+                               const struct acc_credentials *c, const struct acc_guard *g,
                                bool *failure)
 {
     *failure = false;
     if (!u->mfa_enabled) {
-        if (b->has_otp || b->has_recovery_code) {
-            verr_add(&r->verr, b->has_otp ? "/otp" : "/recovery_code", NULL, "mfa_not_enrolled",
+        if (c->otp || c->recovery_code) {
+            verr_add(&r->verr, c->otp ? "/otp" : "/recovery_code", NULL, "mfa_not_enrolled",
                      "%s", "no multi-factor authentication is enrolled for this account");
             req_problem(r, 422, "mfa_not_enrolled",
                         "This account has no multi-factor authentication enrolled; omit otp.");
@@ -440,15 +445,14 @@ static int login_second_factor(struct req *r, const struct login_user *u,
         }
         return 1;
     }
-    if (!b->has_otp && !b->has_recovery_code) {
+    if (!c->otp && !c->recovery_code) {
         req_problem(r, 401, "mfa_required",
                     "This account uses multi-factor authentication: send the current code "
                     "from the authenticator app as otp (or a recovery_code).");
         return 0;
     }
     int64_t wait = 0;
-    int ok = acc_guard_second_factor(r, g, u, b->has_otp ? b->otp : NULL,
-                                     b->has_recovery_code ? b->recovery_code : NULL, &wait);
+    int ok = acc_guard_second_factor(r, g, u, c->otp, c->recovery_code, &wait);
     if (ok < 0)
         return -1;
     if (!ok) {
@@ -466,38 +470,30 @@ static int login_second_factor(struct req *r, const struct login_user *u,
 /* While the client is held back: only the right password with the right second factor of an
  * MFA account logs in; 1 go on, 0 answered (always the back-off's 429), -1 failure. */
 static int held_back_second_factor(struct req *r, const struct login_user *u,
-                                   const struct login_request *b, const struct acc_guard *g)
+                                   const struct acc_credentials *c, const struct acc_guard *g)
 {
     int64_t wait = 0;
-    int ok = u->mfa_enabled ? acc_guard_second_factor(r, g, u, b->has_otp ? b->otp : NULL,
-                                                      b->has_recovery_code ? b->recovery_code
-                                                                           : NULL,
-                                                      &wait)
+    int ok = u->mfa_enabled ? acc_guard_second_factor(r, g, u, c->otp, c->recovery_code, &wait)
                             : 0;
     if (ok == 0)
         acc_guard_refuse(r, g);
     return ok;
 }
 
-int accounts_login(struct req *r, const struct accounts_login_request *in,
-                   struct accounts_login_response *out)
+int acc_prove_account(struct req *r, const char *email_norm, const struct acc_credentials *c,
+                      struct login_user *again, struct acc_guard *g)
 {
-    const struct login_request *b = in->body;
-    char email_norm[EMAIL_MAX];
     struct login_user u;
     bool found = false;
 
     memset(&u, 0, sizeof u);
-    acc_lower_ascii(b->email, email_norm, sizeof email_norm);
     if (acc_find_user(email_norm, &u, &found) != 0)
         return -1;
     /* The failed-login guard (accounts_lockout.c) counts the attempt as a failure up front,
      * committed before scrypt so that attempts arriving together all see each other; a
      * proven login takes it back below. */
-    struct acc_guard g;
-    int go = acc_guard_begin(r, email_norm, found ? u.id : "",
-                             b->has_device_token ? b->device_token : NULL,
-                             b->has_otp || b->has_recovery_code, &g);
+    int go = acc_guard_begin(r, email_norm, found ? u.id : "", c->device_token,
+                             c->otp || c->recovery_code, g);
     if (go <= 0)
         return go;
     /* scrypt takes a large part of a second at production cost: do it without holding the
@@ -507,41 +503,60 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
         req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
         return 0;
     }
-    bool ok = found ? password_verify(b->password, u.password_hash)
-                    : password_verify_dummy(b->password);
+    bool ok = found ? password_verify(c->password, u.password_hash)
+                    : password_verify_dummy(c->password);
     if (storage_begin(true) != 0) {
         req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
         return 0;
     }
     /* The user may have changed password or been suspended while scrypt ran. */
-    struct login_user again;
-    memset(&again, 0, sizeof again);
-    if (ok && u.active && acc_find_user(email_norm, &again, &found) != 0)
+    memset(again, 0, sizeof *again);
+    if (ok && u.active && acc_find_user(email_norm, again, &found) != 0)
         return -1;
-    if (!ok || !u.active || !found || !again.active || strcmp(again.id, u.id) != 0 ||
-        strcmp(again.password_hash, u.password_hash) != 0) {
-        if (g.in_backoff)
-            acc_guard_refuse(r, &g);
+    if (!ok || !u.active || !found || !again->active || strcmp(again->id, u.id) != 0 ||
+        strcmp(again->password_hash, u.password_hash) != 0) {
+        if (g->in_backoff)
+            acc_guard_refuse(r, g);
         else
             invalid_credentials(r);
         return 0;
     }
 
     /* Only now, with the password proven, may the answer depend on the account. */
-    if (g.in_backoff) {
-        int mfa = held_back_second_factor(r, &again, b, &g);
+    if (g->in_backoff) {
+        int mfa = held_back_second_factor(r, again, c, g);
         if (mfa <= 0)
             return mfa;
     } else {
         bool failure = false;
-        int mfa = login_second_factor(r, &again, b, &g, &failure);
-        if (mfa < 0 || (mfa == 0 && !failure && acc_guard_undo(r, &g) != 0))
+        int mfa = login_second_factor(r, again, c, g, &failure);
+        if (mfa < 0 || (mfa == 0 && !failure && acc_guard_undo(r, g) != 0))
             return -1;
         if (mfa == 0)
             return 0;
     }
-    if (acc_guard_success(r, &g) != 0)
-        return -1;
+    return acc_guard_success(r, g) == 0 ? 1 : -1;
+}
+
+int accounts_login(struct req *r, const struct accounts_login_request *in,
+                   struct accounts_login_response *out)
+{
+    const struct login_request *b = in->body;
+    const struct acc_credentials cred = {
+        .password = b->password,
+        .device_token = b->has_device_token ? b->device_token : NULL,
+        .otp = b->has_otp ? b->otp : NULL,
+        .recovery_code = b->has_recovery_code ? b->recovery_code : NULL,
+    };
+    char email_norm[EMAIL_MAX];
+    struct login_user u;
+    struct acc_guard g;
+    bool found = false;
+
+    acc_lower_ascii(b->email, email_norm, sizeof email_norm);
+    int proven = acc_prove_account(r, email_norm, &cred, &u, &g);
+    if (proven <= 0)
+        return proven;
     char wid[ID_MAX], role[48];
     int64_t lifetime = 86400;
     if (acc_find_membership(u.id, b->has_workspace_id ? b->workspace_id : NULL, wid, sizeof wid, role,
@@ -561,8 +576,7 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
     struct login_response *resp = open_session(r, u.id, wid, role, lifetime);
     if (!resp)
         return -1;
-    resp->device_token =
-        acc_device_issue(r, u.id, &g, b->has_device_token ? b->device_token : NULL);
+    resp->device_token = acc_device_issue(r, u.id, &g, cred.device_token);
     if (!resp->device_token)
         return -1;
     resp->has_device_token = true;
@@ -897,7 +911,8 @@ static int load_mfa(struct req *r, struct mfa_row *m)
         return 0;
     }
     sqlite3_stmt *st = storage_prepare(
-        "SELECT email, mfa_status, mfa_secret, mfa_last_step FROM users WHERE id = ?");
+        "SELECT email, mfa_status, mfa_secret, COALESCE((SELECT last_step FROM mfa_steps "
+        "WHERE user_id = users.id), 0) FROM users WHERE id = ?");
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, r->principal.user_id, -1, SQLITE_STATIC);
@@ -928,10 +943,11 @@ static int64_t recovery_codes_left(const char *user_id)
     return n;
 }
 
-static int set_mfa(const char *user_id, const char *status, const char *sealed, int64_t step)
+/* A new MFA status and secret; no step of the new secret (or none) used yet. */
+static int set_mfa(const char *user_id, const char *status, const char *sealed)
 {
-    sqlite3_stmt *st = storage_prepare(
-        "UPDATE users SET mfa_status = ?, mfa_secret = ?, mfa_last_step = ? WHERE id = ?");
+    sqlite3_stmt *st =
+        storage_prepare("UPDATE users SET mfa_status = ?, mfa_secret = ? WHERE id = ?");
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
@@ -939,11 +955,14 @@ static int set_mfa(const char *user_id, const char *status, const char *sealed, 
         sqlite3_bind_text(st, 2, sealed, -1, SQLITE_STATIC);
     else
         sqlite3_bind_null(st, 2);
-    sqlite3_bind_int64(st, 3, step);
-    sqlite3_bind_text(st, 4, user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, user_id, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    const char *user[] = {user_id};
+    return rc == SQLITE_DONE &&
+                   acc_exec_texts("DELETE FROM mfa_steps WHERE user_id = ?", user, 1) == 0
+               ? 0
+               : -1;
 }
 
 /* Gives back an attempt spent by mfa_attempt (as on_rewind: the run is thrown away). */
@@ -1046,7 +1065,7 @@ int accounts_enroll_mfa(struct req *r, const struct accounts_enroll_mfa_request 
     totp_base32(key, sizeof key, b32);
     OPENSSL_cleanse(key, sizeof key);
     char *sealed = seal(&r->arena, (const unsigned char *)b32, strlen(b32));
-    if (!sealed || set_mfa(r->principal.user_id, "pending", sealed, 0) != 0 ||
+    if (!sealed || set_mfa(r->principal.user_id, "pending", sealed) != 0 ||
         audit_record(r, "user.mfa_enrolment_started", "user", r->principal.user_id, m.status,
                      "pending", NULL) != 0)
         return -1;
@@ -1149,7 +1168,7 @@ int accounts_disable_mfa(struct req *r, const struct accounts_disable_mfa_reques
     }
     mfa_right_code(r, guard);
     const char *user[] = {r->principal.user_id};
-    if (set_mfa(r->principal.user_id, "none", NULL, 0) != 0 ||
+    if (set_mfa(r->principal.user_id, "none", NULL) != 0 ||
         acc_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0 ||
         audit_record(r, "user.mfa_disabled", "user", r->principal.user_id, "enabled", "none",
                      p->has_code ? "with a code" : "with a recovery code") != 0)

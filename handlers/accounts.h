@@ -52,10 +52,29 @@ int acc_find_standing(const char *user_id, const char *wid, char *role, size_t r
 int acc_role_scopes(const char *wid, const char *role, char *out, size_t n);
 /* The failed-login guard's quota key of an account. 0 / -1. */
 int acc_failure_key(const char *email_norm, char *key, size_t n);
-/* A TOTP code of the account, accepted once (1), wrong or replayed (0), failure (-1). */
+/* A TOTP code of the account, accepted once (1), wrong or replayed (0), failure (-1):
+ * its time step must be newer than the last one accepted (last_step, read before, and again
+ * atomically in the mfa_steps table, which records it). */
 int acc_use_totp(const char *user_id, const char *sealed, int64_t last_step, const char *code);
 /* One unused recovery code: 1 used now, 0 wrong or used, -1 failure. */
 int acc_use_recovery_code(const char *user_id, const char *code);
+
+/* What a login proves an account with; NULL for what was not sent. */
+struct acc_credentials {
+    const char *password;
+    const char *device_token;
+    const char *otp;
+    const char *recovery_code;
+};
+struct acc_guard;
+/* Proves the account of email_norm as a login does: the password, then the second factor
+ * when MFA is on, under the failed-login guard (accounts_lockout.c), failures counted and
+ * answered exactly as a login's (401 invalid_credentials / mfa_required / invalid_otp, 422
+ * mfa_not_enrolled, 429). Commits the transaction and begins another around the password
+ * hash: the caller reads again whatever it read before. 1 proven (*u the account, *g its
+ * guard, the client's failures forgotten), 0 answered, -1 failure. */
+int acc_prove_account(struct req *r, const char *email_norm, const struct acc_credentials *c,
+                      struct login_user *u, struct acc_guard *g);
 
 /* (accounts_lockout.c) The failed-login guard of one attempt: the back-off of its client
  * (a known device, or the account's unknown clients) and the address quota it spent. */

@@ -1,9 +1,11 @@
 /* Invitations: issuing one (the admin API and the operator CLI), completing a signup with one
- * (a new account), and accepting one with an existing account after signing in. A user joins a
- * workspace only through an invitation whose token reached their mailbox: the token is
- * e-mailed to the invitee through the outbox (runtime/mail.h), never handed to the inviter,
- * and an existing account accepts only with its own first-party token (a login, which asked
- * for the second factor), never with a password alone. */
+ * (a new account, or an existing one proven as a login would), and accepting one with an
+ * existing account after signing in. A user joins a workspace only through an invitation whose
+ * token reached their mailbox: the token is e-mailed to the invitee through the outbox
+ * (runtime/mail.h), never handed to the inviter. An existing account accepts either with its
+ * own first-party token (a login, which asked for the second factor) or, at the signup, with
+ * what a login asks for (its password and, when enrolled, its second factor, counted by the
+ * failed-login guard), never with a password alone when it has a second factor. */
 #include "generated/accounts_api.h"
 
 #include <stdio.h>
@@ -37,14 +39,15 @@ struct invitation {
     char status[16];
     char expires_at[40];
     char invited_by[ID_MAX];
+    bool mailed; /* issued since invitations are e-mailed (it has a mail_id) */
 };
 
 /* The invitation of a token digest. 0 with *found, -1 on failure. */
 static int find_invitation(const char *hash, struct invitation *inv, bool *found)
 {
     sqlite3_stmt *st = storage_prepare(
-        "SELECT id, workspace_id, email, email_norm, role, status, expires_at, invited_by "
-        "FROM invitations WHERE token_hash = ?");
+        "SELECT id, workspace_id, email, email_norm, role, status, expires_at, invited_by, "
+        "mail_id FROM invitations WHERE token_hash = ?");
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
@@ -59,6 +62,7 @@ static int find_invitation(const char *hash, struct invitation *inv, bool *found
         acc_copy_column(st, 5, inv->status, sizeof inv->status);
         acc_copy_column(st, 6, inv->expires_at, sizeof inv->expires_at);
         acc_copy_column(st, 7, inv->invited_by, sizeof inv->invited_by);
+        inv->mailed = sqlite3_column_type(st, 8) != SQLITE_NULL;
     }
     sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -150,8 +154,17 @@ static int queue_email(struct req *r, const char *inv_id, const char *to, const 
         "    Authorization: Bearer <your access token>\n"
         "    {\"invitation_token\": \"%s\"}\n"
         "\n"
-        "and log in to the workspace with the workspace_id the answer gives.\n";
-    char *how = arena_printf(&r->arena, has_account ? existing : new_account, base_url, token);
+        "and log in to the workspace with the workspace_id the answer gives.\n"
+        "\n"
+        "If you cannot sign in (you belong to no workspace any more), accept with your\n"
+        "password instead, and your current one-time code as otp if you use one:\n"
+        "\n"
+        "    POST %s/v1/api/complete-signup\n"
+        "    {\"invitation_token\": \"%s\", \"name\": \"...\", \"password\": \"...\",\n"
+        "     \"otp\": \"123456\"}\n";
+    char *how = has_account
+                    ? arena_printf(&r->arena, existing, base_url, token, base_url, token)
+                    : arena_printf(&r->arena, new_account, base_url, token);
     char *body = arena_printf(
         &r->arena,
         "Hello,\n"
@@ -253,10 +266,12 @@ static void invalid_invitation(struct req *r)
     r->with_errors = true;
 }
 
-/* 1 usable, 0 answered (410), on an invitation found by its token. */
+/* 1 usable, 0 answered (410), on an invitation found by its token. One never e-mailed (issued
+ * before invitations were: its token went back to the inviter) is refused like a replaced one;
+ * the upgrade superseded them all (migration 19). */
 static int usable(struct req *r, const struct invitation *inv, const char *now)
 {
-    if (strcmp(inv->status, "pending") != 0) {
+    if (strcmp(inv->status, "pending") != 0 || !inv->mailed) {
         req_problem(r, 410, "invitation_used",
                     "This invitation was already used or replaced by a newer one; ask for a "
                     "new invitation.");
@@ -270,11 +285,104 @@ static int usable(struct req *r, const struct invitation *inv, const char *now)
     return 1;
 }
 
-static void account_exists(struct req *r)
+/* Whether user_id is a member of wid: 1 yes (409 already_member answered), 0 no, -1
+ * failure. */
+static int already_member(struct req *r, const char *wid, const char *user_id)
 {
-    req_problem(r, 409, "account_exists",
-                "This email already has an account: sign in (with your second factor if you "
-                "use one) and accept the invitation with POST /v1/accounts/invitations/accept.");
+    sqlite3_stmt *st = storage_prepare("SELECT 1 FROM members WHERE workspace_id = ? AND "
+                                       "user_id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, wid, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, user_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return -1;
+    if (rc == SQLITE_ROW)
+        req_problem(r, 409, "already_member", "You are already a member of workspace %s.", wid);
+    return rc == SQLITE_ROW;
+}
+
+/* The invitation of token digest hash read again (the transaction was ended and begun anew
+ * meanwhile): 1 still usable, 0 answered (410), -1 failure. */
+static int still_usable(struct req *r, const char *hash, struct invitation *inv)
+{
+    char now[40];
+    bool found = false;
+    memset(inv, 0, sizeof *inv);
+    if (find_invitation(hash, inv, &found) != 0)
+        return -1;
+    if (!found) {
+        req_problem(r, 410, "invitation_used",
+                    "This invitation was used or replaced while it was being accepted.");
+        return 0;
+    }
+    format_now_rfc3339(now, sizeof now);
+    return usable(r, inv, now);
+}
+
+/* The answer of a signup: a session of user_id in the workspace just joined. 0 / -1. */
+static int signed_in(struct req *r, const char *user_id, const char *wid,
+                     struct accounts_complete_signup_response *out)
+{
+    int64_t lifetime = 86400;
+    char role[48], scope[1024];
+    bool found = false;
+    if (acc_find_standing(user_id, wid, role, sizeof role, &lifetime, &found) != 0)
+        return -1;
+    if (!found) {
+        log_error("signup: the new member %s has no standing in %s", user_id, wid);
+        return -1;
+    }
+    if (acc_role_scopes(wid, role, scope, sizeof scope) != 0)
+        return -1;
+    struct login_response *resp =
+        acc_open_session(r, user_id, wid, scope, lifetime, NULL, NULL, NULL);
+    if (!resp)
+        return -1;
+    out->status = 200;
+    out->body_200 = resp;
+    return 0;
+}
+
+/* ---- completing a signup with an existing account ----------------------------------------- */
+
+/* The e-mailed token proves the mailbox; the account's password and, when enrolled, its second
+ * factor prove the account, exactly as a login (acc_prove_account: the same failed-login
+ * guard, the same answers). Together they are signing in and accepting, which an account that
+ * belongs to no workspace (so cannot sign in) has no other way to do. */
+static int signup_existing(struct req *r, const struct complete_signup_request *b,
+                           const char *hash, const char *email_norm,
+                           struct accounts_complete_signup_response *out)
+{
+    const struct acc_credentials cred = {
+        .password = b->password,
+        .otp = b->has_otp ? b->otp : NULL,
+        .recovery_code = b->has_recovery_code ? b->recovery_code : NULL,
+    };
+    struct login_user u;
+    struct acc_guard g;
+    struct invitation inv;
+    char now[40];
+    int rc = acc_prove_account(r, email_norm, &cred, &u, &g);
+    explicit_bzero(u.password_hash, sizeof u.password_hash);
+    explicit_bzero(u.mfa_secret, sizeof u.mfa_secret);
+    if (rc <= 0)
+        return rc;
+    /* Read again: the transaction was ended around the password hash. */
+    if ((rc = still_usable(r, hash, &inv)) <= 0)
+        return rc;
+    if (strcmp(inv.email_norm, email_norm) != 0) { /* cannot happen: the token is the key */
+        log_error("signup: invitation %s changed its email meanwhile", inv.id);
+        return -1;
+    }
+    if ((rc = already_member(r, inv.workspace_id, u.id)) != 0)
+        return rc < 0 ? -1 : 0;
+    format_now_rfc3339(now, sizeof now);
+    if (join(r, &inv, u.id, now) != 0)
+        return -1;
+    return signed_in(r, u.id, inv.workspace_id, out);
 }
 
 /* ---- completing a signup (a new account) -------------------------------------------------- */
@@ -301,13 +409,21 @@ int accounts_complete_signup(struct req *r, const struct accounts_complete_signu
     format_now_rfc3339(now, sizeof now);
     if (!usable(r, &inv, now))
         return 0;
-    /* An existing account never joins on a password: it signs in (second factor included)
-     * and accepts with its own token. The token's holder is the invitee, so saying that the
-     * account exists tells them nothing new. */
+    /* The token's holder is the invitee, whose e-mail said whether they have an account:
+     * answering by the account's existence tells them nothing new. */
     if (acc_find_user(inv.email_norm, &u, &existing) != 0)
         return -1;
-    if (existing) {
-        account_exists(r);
+    explicit_bzero(u.password_hash, sizeof u.password_hash);
+    explicit_bzero(u.mfa_secret, sizeof u.mfa_secret);
+    if (existing)
+        return signup_existing(r, b, hash, inv.email_norm, out);
+    if (b->has_otp || b->has_recovery_code) {
+        verr_add(&r->verr, b->has_otp ? "/otp" : "/recovery_code", NULL, "mfa_not_enrolled",
+                 "%s", "a new account has no multi-factor authentication yet");
+        req_problem(r, 422, "mfa_not_enrolled",
+                    "This invitation is for a new account, which has no multi-factor "
+                    "authentication yet; omit otp and recovery_code.");
+        r->with_errors = true;
         return 0;
     }
     const char *weak = password_policy_violation(b->password, inv.email);
@@ -326,17 +442,18 @@ int accounts_complete_signup(struct req *r, const struct accounts_complete_signu
     }
     if (!ok)
         return -1;
-    memset(&again, 0, sizeof again);
-    if (find_invitation(hash, &again, &found) != 0 ||
-        acc_find_user(inv.email_norm, &u, &existing) != 0)
+    int rc = still_usable(r, hash, &again);
+    if (rc <= 0)
+        return rc;
+    if (acc_find_user(inv.email_norm, &u, &existing) != 0)
         return -1;
-    if (!found || strcmp(again.status, "pending") != 0) {
-        req_problem(r, 410, "invitation_used",
-                    "This invitation was used or replaced while it was being accepted.");
-        return 0;
-    }
+    explicit_bzero(u.password_hash, sizeof u.password_hash);
+    explicit_bzero(u.mfa_secret, sizeof u.mfa_secret);
     if (existing) { /* signed up through another invitation meanwhile */
-        account_exists(r);
+        req_problem(r, 409, "account_exists",
+                    "This email got an account (through another invitation) while this signup "
+                    "ran: send that account's password, with its second factor if enrolled, "
+                    "or sign in and accept with POST /v1/accounts/invitations/accept.");
         return 0;
     }
     snprintf(user_id, sizeof user_id, "%s", id_new(&r->arena, "usr"));
@@ -344,25 +461,9 @@ int accounts_complete_signup(struct req *r, const struct accounts_complete_signu
     if (acc_exec_texts("INSERT INTO users (id, email, email_norm, password_hash, status, name, "
                        "created_at, updated_at) VALUES (?, ?, ?, ?, 'active', ?, ?, ?)",
                        row, 7) != 0 ||
-        join(r, &inv, user_id, now) != 0)
+        join(r, &again, user_id, now) != 0)
         return -1;
-    int64_t lifetime = 86400;
-    char role[48], scope[1024];
-    if (acc_find_standing(user_id, inv.workspace_id, role, sizeof role, &lifetime, &found) != 0)
-        return -1;
-    if (!found) {
-        log_error("signup: the new member %s has no standing in %s", user_id, inv.workspace_id);
-        return -1;
-    }
-    if (acc_role_scopes(inv.workspace_id, role, scope, sizeof scope) != 0)
-        return -1;
-    struct login_response *resp =
-        acc_open_session(r, user_id, inv.workspace_id, scope, lifetime, NULL, NULL, NULL);
-    if (!resp)
-        return -1;
-    out->status = 200;
-    out->body_200 = resp;
-    return 0;
+    return signed_in(r, user_id, again.workspace_id, out);
 }
 
 /* ---- accepting with an existing account --------------------------------------------------- */
@@ -403,20 +504,9 @@ int accounts_accept_invitation(struct req *r, const struct accounts_accept_invit
     format_now_rfc3339(now, sizeof now);
     if (!usable(r, &inv, now))
         return 0;
-    const char *key[] = {inv.workspace_id, uid};
-    st = storage_prepare("SELECT 1 FROM members WHERE workspace_id = ? AND user_id = ?");
-    if (!st)
-        return -1;
-    for (int i = 0; i < 2; i++)
-        sqlite3_bind_text(st, i + 1, key[i], -1, SQLITE_STATIC);
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc == SQLITE_ROW) {
-        req_problem(r, 409, "already_member", "You are already a member of workspace %s.",
-                    inv.workspace_id);
-        return 0;
-    }
-    if (rc != SQLITE_DONE || join(r, &inv, uid, now) != 0 ||
+    if ((rc = already_member(r, inv.workspace_id, uid)) != 0)
+        return rc < 0 ? -1 : 0;
+    if (join(r, &inv, uid, now) != 0 ||
         workspace_name(inv.workspace_id, wname, sizeof wname) != 0)
         return -1;
     struct membership *m = arena_alloc(&r->arena, sizeof *m);

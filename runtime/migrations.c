@@ -578,6 +578,22 @@ static const char account_security_sql[] =
     "CREATE INDEX login_backoff_age_idx ON login_backoff (last_failure_at);\n"
     "ALTER TABLE oauth_browser_sessions ADD COLUMN device_token TEXT;\n";
 
+/* Identity fixes (issue 18 review):
+ * - the last accepted TOTP step of each account moves out of users into a table of its own: a
+ *   login recording it wrote users, which the privilege cache watches (handlers/privileges.c),
+ *   so every MFA login emptied the cache;
+ * - invitations still pending from before they were e-mailed (no mail_id: their token went
+ *   back to the inviter) are superseded; the token check refuses any such one too. */
+static const char identity_fixes_sql[] =
+    "CREATE TABLE mfa_steps (\n"
+    "    user_id TEXT PRIMARY KEY REFERENCES users(id),\n"
+    "    last_step INTEGER NOT NULL\n"
+    ") WITHOUT ROWID;\n"
+    "INSERT INTO mfa_steps (user_id, last_step)\n"
+    "    SELECT id, mfa_last_step FROM users WHERE mfa_last_step > 0;\n"
+    "ALTER TABLE users DROP COLUMN mfa_last_step;\n"
+    "UPDATE invitations SET status = 'superseded' WHERE status = 'pending' AND mail_id IS NULL;\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
@@ -596,6 +612,7 @@ const struct migration migrations_list[] = {
     {15, "maker_checker", maker_checker_sql},
     {16, "identity", identity_sql},
     {17, "account_security", account_security_sql},
+    {19, "identity_fixes", identity_fixes_sql},
 };
 
 const size_t migrations_count = sizeof migrations_list / sizeof migrations_list[0];

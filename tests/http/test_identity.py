@@ -1,8 +1,9 @@
 """Identities no other workspace can claim (issue 18, item 5): the inviting admin never sees an
 invitation token (it is e-mailed: the spool, or an SMTP relay started here with aiosmtpd), the
 operator CLI never attaches an existing account, an existing account (MFA included) joins only
-by accepting after signing in, nothing about a user's other workspaces is visible, and the mail
-outbox sends nothing for a rolled-back transaction and retries a failing relay."""
+by proving itself as a login would (accepting after signing in, or its password and second
+factor with the e-mailed token), nothing about a user's other workspaces is visible, and the
+mail outbox sends nothing for a rolled-back transaction and retries a failing relay."""
 
 import contextlib
 import shutil
@@ -15,12 +16,13 @@ import pytest
 
 import helpers
 from conftest import USER_PASSWORD, free_ports, token_in
-from helpers import assert_json, assert_problem, assert_validation
+from helpers import assert_json, assert_problem, assert_validation, jwt_parts
 
 INVITE = "/v1/admin/users/invite"
 SIGNUP = "/v1/api/complete-signup"
 ACCEPT = "/v1/accounts/invitations/accept"
 MFA = "/v1/accounts/mfa"
+MEMBERS = "/v1/workspace/members"
 PASSPHRASE = "an attacker's chosen passphrase 9"
 
 
@@ -38,10 +40,14 @@ def invite(c, email, role="treasurer"):
     return assert_json(c.post(INVITE, json={"email": email, "role": role}), 201)
 
 
-def signup(server, token, password=PASSPHRASE):
+def signup(server, token, password=PASSPHRASE, **second_factor):
     with server.client() as anon:
-        return anon.post(SIGNUP, json={"invitation_token": token, "name": "Someone",
-                                       "password": password})
+        return anon.post(SIGNUP, json=dict({"invitation_token": token, "name": "Someone",
+                                            "password": password}, **second_factor))
+
+
+def jwt_sub(token):
+    return jwt_parts(token)[1]["sub"]
 
 
 # ---- (a) the inviter never sees the token ---------------------------------------------------
@@ -125,9 +131,10 @@ def test_cli_create_workspace_and_invite_user_only_invite_an_existing_account(se
     assert inv_id, "create-workspace did not invite the existing account"
     assert_problem(server.login_response(victim, PASSPHRASE, workspace_id=wid), 422,
                    "workspace_not_available")
-    # the e-mailed owner invitation is not usable anonymously, only after signing in
+    # the e-mailed owner invitation is not usable without the account's own password
     token = server.invitation_token(inv_id)
-    assert_problem(signup(server, token), 409, "account_exists")
+    assert_problem(signup(server, token, password="the operator's guess 42"), 401,
+                   "invalid_credentials")
     joined = server.accept_invitation(inv_id, server.login(victim, PASSPHRASE)["access_token"])
     assert joined["workspace_id"] == wid and joined["role"] == "owner"
     assert server.login(victim, PASSPHRASE, workspace_id=wid)["workspace_id"] == wid
@@ -141,7 +148,7 @@ def test_cli_create_workspace_and_invite_user_only_invite_an_existing_account(se
     assert pair["workspace_id"] == wid
 
 
-# ---- (c) an existing account joins only after signing in (second factor included) -----------
+# ---- (c) an existing account joins only by proving itself (second factor included) ---------
 
 def oathtool_code(secret, at):
     import subprocess
@@ -150,7 +157,7 @@ def oathtool_code(secret, at):
 
 
 @pytest.mark.skipif(shutil.which("oathtool") is None, reason="oathtool is not installed")
-def test_an_mfa_account_accepts_only_after_its_second_factor(server):
+def test_an_mfa_account_accepts_only_with_its_second_factor(server):
     wid_a, _, _ = server.new_workspace("Home")
     email = address("mfa")
     server.create_user(wid_a, email, "viewer")
@@ -165,8 +172,13 @@ def test_an_mfa_account_accepts_only_after_its_second_factor(server):
     token = server.invitation_token(inv["id"])
     # the password alone gets nothing: not through the signup...
     r = signup(server, token, password=USER_PASSWORD)
-    assert_problem(r, 409, "account_exists")
+    assert_problem(r, 401, "mfa_required")
     assert b"access_token" not in r.body
+    # (a wrong password says nothing of the second factor; a wrong code is the login's answer)
+    assert_problem(signup(server, token, password="not it", recovery_code=recovery[0]), 401,
+                   "invalid_credentials")
+    assert_problem(signup(server, token, password=USER_PASSWORD,
+                          recovery_code="aaaa-aaaa-aaaa"), 401, "invalid_otp")
     # ...nor through a login, which wants the second factor
     assert_problem(server.login_response(email, USER_PASSWORD), 401, "mfa_required")
     # someone else, signed in, cannot use the token: answered like an unknown one
@@ -175,33 +187,124 @@ def test_an_mfa_account_accepts_only_after_its_second_factor(server):
     assert_validation(r, {"/invitation_token": "invalid_invitation"}, code="invalid_invitation")
     unknown = other.post(ACCEPT, json={"invitation_token": "A" * 43})
     assert r.json()["detail"] == unknown.json()["detail"]
-    # signed in with the second factor, the invitee accepts
-    tok = server.login(email, USER_PASSWORD, recovery_code=recovery[0])["access_token"]
-    with server.client(token=tok) as me:
-        joined = assert_json(me.post(ACCEPT, json={"invitation_token": token}), 201)
-        assert joined == {"object": "membership", "workspace_id": wid_b,
-                          "workspace_name": "Inviting", "role": "approver",
-                          "joined_at": joined["joined_at"]}
-        assert_problem(me.post(ACCEPT, json={"invitation_token": token}), 410,
-                       "invitation_used")
-    pair = server.login(email, USER_PASSWORD, workspace_id=wid_b, recovery_code=recovery[1])
+    # the password with the second factor, and the e-mailed token: signed in and accepted
+    pair = assert_json(signup(server, token, password=USER_PASSWORD,
+                              recovery_code=recovery[0]), 200)
     assert pair["workspace_id"] == wid_b and "payments:write" in pair["scope"]
-    # both workspaces stay reachable
-    pair = server.login(email, USER_PASSWORD, workspace_id=wid_a, recovery_code=recovery[2])
-    assert pair["workspace_id"] == wid_a
+    user_id = jwt_sub(pair["access_token"])
+    assert_problem(signup(server, token, password=USER_PASSWORD, recovery_code=recovery[1]),
+                   410, "invitation_used")
     actions = db_rows(server, "SELECT action, actor_id FROM audit_events WHERE workspace_id = ? "
                               "ORDER BY seq", (wid_b,))
     assert [a for a, _ in actions][-2:] == ["invitation.accepted", "member.created"]
-    user_id = db_rows(server, "SELECT id FROM users WHERE email_norm = ?", (email,))[0][0]
     assert {actor for _, actor in actions[-2:]} == {user_id}
+    # signed in with the second factor, the invitee accepts another invitation
+    wid_c, _, c = server.new_workspace("Third")
+    token_c = server.invitation_token(invite(c, email, role="viewer")["id"])
+    tok = server.login(email, USER_PASSWORD, recovery_code=recovery[1])["access_token"]
+    with server.client(token=tok) as me:
+        joined = assert_json(me.post(ACCEPT, json={"invitation_token": token_c}), 201)
+        assert joined == {"object": "membership", "workspace_id": wid_c,
+                          "workspace_name": "Third", "role": "viewer",
+                          "joined_at": joined["joined_at"]}
+        assert_problem(me.post(ACCEPT, json={"invitation_token": token_c}), 410,
+                       "invitation_used")
+    pair = server.login(email, USER_PASSWORD, workspace_id=wid_b, recovery_code=recovery[2])
+    assert pair["workspace_id"] == wid_b and "payments:write" in pair["scope"]
+    # every workspace stays reachable
+    for wid, code in ((wid_a, recovery[3]), (wid_c, recovery[4])):
+        assert server.login(email, USER_PASSWORD, workspace_id=wid,
+                            recovery_code=code)["workspace_id"] == wid
+
+
+def test_a_user_removed_from_their_only_workspace_can_join_another(server):
+    """Removed from their only workspace, a user could never join one again: a login had no
+    workspace to open (so no token to accept with) and the signup answered account_exists."""
+    wid_a, _, a = server.new_workspace("Former employer")
+    email = address("leaver")
+    server.create_user(wid_a, email, "treasurer")
+    user_id = jwt_sub(server.login(email, USER_PASSWORD)["access_token"])
+    assert a.delete(MEMBERS + "/" + user_id).status == 204
+    assert_problem(server.login_response(email, USER_PASSWORD), 422, "workspace_not_available")
+    name_before = db_rows(server, "SELECT name, password_hash FROM users WHERE id = ?",
+                          (user_id,))
+    wid_b, _, b = server.new_workspace("New employer")
+    inv = invite(b, email, role="viewer")
+    assert "If you cannot sign in" in server.invitation_email(inv["id"]).get_content()
+    token = server.invitation_token(inv["id"])
+    # without the account's password: a wrong login's answer, whatever the password
+    for password in ("not their password at all", "short"):
+        r = signup(server, token, password=password)
+        assert_problem(r, 401, "invalid_credentials")
+        assert b"access_token" not in r.body
+    # the mailbox (token) and the account (password) proven: signed in to B and joined
+    pair = assert_json(signup(server, token, password=USER_PASSWORD), 200)
+    assert pair["workspace_id"] == wid_b and jwt_sub(pair["access_token"]) == user_id
+    assert pair["scope"] and all(x.endswith(":read") for x in pair["scope"].split())
+    with server.client(token=pair["access_token"]) as me:
+        assert me.get("/v1/payments").status == 200
+    assert_problem(signup(server, token, password=USER_PASSWORD), 410, "invitation_used")
+    # the account is the same: name and password untouched, and it now logs in to B
+    assert db_rows(server, "SELECT name, password_hash FROM users WHERE id = ?",
+                   (user_id,)) == name_before
+    assert server.login(email, USER_PASSWORD)["workspace_id"] == wid_b
+    assert_problem(server.login_response(email, USER_PASSWORD, workspace_id=wid_a), 422,
+                   "workspace_not_available")
+    actions = db_rows(server, "SELECT action, actor_id, resource_id FROM audit_events WHERE "
+                              "workspace_id = ? ORDER BY seq", (wid_b,))
+    assert actions[-2:] == [("invitation.accepted", user_id, inv["id"]),
+                            ("member.created", user_id, user_id)]
+
+
+def test_signing_up_with_an_existing_accounts_password_counts_as_a_login(make_server):
+    """Wrong passwords sent with an invitation token count exactly like failed logins: the
+    same back-off, the same 429, the same way out (waiting, or a known device)."""
+    s = make_server()
+    email = address("guessed")
+    s.create_user(s.login()["workspace_id"], email, "viewer")
+    device = s.login(email, USER_PASSWORD)["device_token"]
+    wid, _, c = s.new_workspace("Inviting")
+    token = s.invitation_token(invite(c, email, role="viewer")["id"])
+    statuses = [signup(s, token, password="guess %d" % i).status for i in range(5)]
+    statuses += [s.login_response(email, "guess %d" % i).status for i in range(5, 10)]
+    assert statuses == [401] * 10
+    # held back, at the signup and at the login alike, the right password included
+    held = signup(s, token, password=USER_PASSWORD)
+    assert_problem(held, 429, "rate_limited")
+    assert held.header("RateLimit-Policy") == '"login_failures";q=10;w=900'
+    assert b"access_token" not in held.body
+    assert_problem(s.login_response(email, USER_PASSWORD), 429, "rate_limited")
+    assert s.login(email, USER_PASSWORD, device_token=device)["access_token"]  # known device
+    s.move_clock(int(held.header("Retry-After")))
+    pair = assert_json(signup(s, token, password=USER_PASSWORD), 200)
+    assert pair["workspace_id"] == wid
 
 
 def test_accepting_needs_a_first_party_user_token(server):
     wid, _, c = server.new_workspace()
     inv = invite(c, address())
+    token = server.invitation_token(inv["id"])
     with server.client() as anon:
-        r = anon.post(ACCEPT, json={"invitation_token": server.invitation_token(inv["id"])})
+        r = anon.post(ACCEPT, json={"invitation_token": token})
         assert r.status == 401
+    # an OAuth application's token, even its user's own: not first-party
+    from oauth_flow import Workspace, tokens_for
+    ws = Workspace(server)
+    app = ws.register(scopes=("payments:read",))
+    member = ws.member("viewer")
+    app_token = tokens_for(server, ws, app, member)["access_token"]
+    with server.client(token=app_token) as via_app:
+        assert_problem(via_app.post(ACCEPT, json={"invitation_token": token}), 403,
+                       "insufficient_scope")
+    # a service account is not a user
+    sa = assert_json(ws.owner.post("/v1/admin/service-accounts",
+                                   json={"name": "bot", "role": "viewer"}), 201)
+    bot = assert_json(ws.owner.post("/v1/admin/service-accounts/%s/tokens" % sa["id"],
+                                    json={"scopes": ["payments:read"]}), 201)["access_token"]
+    with server.client(token=bot) as robot:
+        assert_problem(robot.post(ACCEPT, json={"invitation_token": token}), 409, "not_a_user")
+    # the invitation is still usable by its invitee
+    assert signup(server, token).status == 200
 
 
 # ---- (d) nothing about another workspace is visible -----------------------------------------

@@ -1,6 +1,7 @@
 """Provisioning: invitations (one-time token e-mailed to the invitee, stored hashed, 7 days,
-superseded by a newer one), completing a signup (password policy; an existing account is sent to
-sign in and accept instead), and the admin's user list and everyone's member list. The tokens
+superseded by a newer one), completing a signup (password policy; an existing account proves
+itself as a login would, or signs in and accepts), and the admin's user list and everyone's
+member list. The tokens
 are read from the server's mail spool (conftest Server.invitation_token)."""
 
 import contextlib
@@ -115,22 +116,44 @@ def test_weak_passwords_are_refused_and_the_invitation_kept(server, ws, password
     assert signup(server, token).status == 200  # still usable
 
 
-def test_an_existing_account_cannot_sign_up_and_accepts_after_signing_in(server, ws):
+def test_an_existing_account_needs_its_password_to_sign_up_or_accepts_after_signing_in(
+        server, ws):
     wid, c = ws
     # the module server's owner has an account (another workspace): invite them here
     inv, _ = invite(c, server.admin_email, role="viewer")
     token = server.invitation_token(inv["id"])
     assert "already have an account" in server.invitation_email(inv["id"]).get_content()
-    for password in ("not their password at all", ADMIN_PASSWORD):
-        r = signup(server, token, password=password)
-        assert_problem(r, 409, "account_exists")
-        assert b"access_token" not in r.body
+    r = signup(server, token, password="not their password at all")
+    assert_problem(r, 401, "invalid_credentials")  # a wrong login's answer; nothing changed
+    assert b"access_token" not in r.body
     with server.client(token=server.login()["access_token"]) as me:
         joined = assert_json(me.post(ACCEPT, json={"invitation_token": token}), 201)
     assert joined["workspace_id"] == wid and joined["role"] == "viewer"
     pair = server.login(workspace_id=wid)
     assert all(x.endswith(":read") for x in pair["scope"].split())
     assert server.login()["workspace_id"] != wid  # password unchanged, first workspace default
+    assert_problem(signup(server, token, password=ADMIN_PASSWORD), 410, "invitation_used")
+
+
+def test_a_pending_invitation_that_was_never_e_mailed_is_refused(server):
+    """Before invitations were e-mailed, their token went back to the inviter: such a pending
+    invitation (no mail_id; the upgrade supersedes them) is refused whoever presents it."""
+    _, _, c = server.new_workspace()
+    fresh, _ = invite(c, email())
+    existing, _ = invite(c, server.admin_email, role="viewer")
+    tokens = [server.invitation_token(i["id"]) for i in (fresh, existing)]
+    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    with contextlib.closing(db):
+        db.execute("UPDATE invitations SET mail_id = NULL WHERE id IN (?, ?)",
+                   (fresh["id"], existing["id"]))
+        db.commit()
+    assert_problem(signup(server, tokens[0]), 410, "invitation_used")
+    with server.client(token=server.login()["access_token"]) as me:
+        assert_problem(me.post(ACCEPT, json={"invitation_token": tokens[1]}), 410,
+                       "invitation_used")
+    assert_problem(signup(server, tokens[1], password=ADMIN_PASSWORD), 410, "invitation_used")
+    assert [m["email"] for m in c.get("/v1/workspace/members?limit=100").json()["data"]
+            if m["email"] in (fresh["email"], server.admin_email)] == []
 
 
 def test_inviting_a_member_is_409_and_unknown_roles_422(server, ws):

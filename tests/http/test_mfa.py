@@ -2,8 +2,11 @@
 accepted once, recovery codes, disabling; the codes come from oathtool (Debian's oath-toolkit),
 not from our own implementation, at the server's (test) clock."""
 
+import concurrent.futures
+import contextlib
 import re
 import shutil
+import sqlite3
 import subprocess
 import time
 import urllib.parse
@@ -119,6 +122,38 @@ def test_login_requires_the_code_once_mfa_is_on(user):
     assert_problem(s.login_response(email, USER_PASSWORD, otp=code), 401, "invalid_otp")
     clock.step()
     assert s.login(email, USER_PASSWORD, otp=oathtool(secret, clock.now()))["access_token"]
+
+
+def test_an_mfa_login_leaves_the_users_table_alone_and_a_code_works_once(user):
+    """The users table is watched by the privilege cache (handlers/privileges.c): recording
+    the accepted TOTP step there emptied the whole cache at every MFA login. The step is kept
+    apart, as atomically: one code, sent by several logins at once, lets exactly one in."""
+    s, email, c, clock = user
+    secret, _ = enrol_and_confirm(c, clock)
+    db = sqlite3.connect(str(s.data_dir / "treasury.db"), timeout=10)
+    with contextlib.closing(db):
+        db.execute("CREATE TABLE probe_user_writes (id TEXT)")
+        db.execute("CREATE TRIGGER probe_users AFTER UPDATE ON users "
+                   "BEGIN INSERT INTO probe_user_writes VALUES (NEW.id); END")
+        db.commit()
+        clock.step()
+        code = oathtool(secret, clock.now())
+        assert s.login(email, USER_PASSWORD, otp=code)["access_token"]
+        assert_problem(s.login_response(email, USER_PASSWORD, otp=code), 401, "invalid_otp")
+        clock.step()
+        code = oathtool(secret, clock.now())
+        with concurrent.futures.ThreadPoolExecutor(4) as ex:
+            answers = list(ex.map(lambda _: s.login_response(email, USER_PASSWORD, otp=code),
+                                  range(4)))
+        assert sorted(a.status for a in answers) == [200, 401, 401, 401], answers
+        assert [a.json()["code"] for a in answers if a.status == 401] == ["invalid_otp"] * 3
+        assert db.execute("SELECT count(*) FROM probe_user_writes").fetchone() == (0,)
+        db.execute("DROP TRIGGER probe_users")
+        db.commit()
+    # the code of a step before the last one used is refused too (steps only move forward)
+    assert_problem(s.login_response(email, USER_PASSWORD, otp=oathtool(secret,
+                                                                      clock.now() - 30)),
+                   401, "invalid_otp")
 
 
 def test_one_step_of_drift_is_accepted_and_two_are_not(user):

@@ -538,6 +538,61 @@ static void test_lean_writes_migration_keeps_every_event_and_audit_record(void)
     done();
 }
 
+/* Migration 19 moves each account's last accepted TOTP step out of users (a table the
+ * privilege cache watches) into mfa_steps, and supersedes the invitations still pending from
+ * before they were e-mailed (no mail_id: their token went back to the inviter). */
+static void test_identity_fixes_migration_moves_mfa_steps_and_supersedes_unmailed(void)
+{
+    sqlite3 *db = NULL;
+    fresh_path();
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, "
+                           "name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    for (size_t i = 0; i < migrations_count && migrations_list[i].version < 19; i++) {
+        char *sql = sqlite3_mprintf("%s; INSERT INTO schema_migrations VALUES (%d, %Q, "
+                                    "'2026-01-01T00:00:00.000Z')",
+                                    migrations_list[i].sql, migrations_list[i].version,
+                                    migrations_list[i].name);
+        CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
+        sqlite3_free(sql);
+    }
+    CHECK(sqlite3_exec(
+              db,
+              "INSERT INTO workspaces (id, name, created_at, updated_at) VALUES "
+              "('wsp_1', 'One', '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z');"
+              "INSERT INTO users (id, email, email_norm, password_hash, created_at, updated_at, "
+              "mfa_status, mfa_last_step) VALUES "
+              "('usr_1', 'a@x.test', 'a@x.test', 'h', 'now', 'now', 'enabled', 59000123),"
+              "('usr_2', 'b@x.test', 'b@x.test', 'h', 'now', 'now', 'none', 0);"
+              "INSERT INTO invitations (id, workspace_id, email, email_norm, role, token_hash, "
+              "status, invited_by, created_at, expires_at, mail_id) VALUES "
+              "('inv_old', 'wsp_1', 'c@x.test', 'c@x.test', 'viewer', 't1', 'pending', 'usr_1', "
+              "'now', 'later', NULL),"
+              "('inv_mailed', 'wsp_1', 'd@x.test', 'd@x.test', 'viewer', 't2', 'pending', "
+              "'usr_1', 'now', 'later', 'mail_1'),"
+              "('inv_used', 'wsp_1', 'e@x.test', 'e@x.test', 'viewer', 't3', 'accepted', "
+              "'usr_1', 'now', 'later', NULL)",
+              NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+
+    char err[256] = "", buf[64];
+    CHECK(storage_open(path, err, sizeof err) == 0);
+    CHECK(query_int("SELECT count(*) FROM schema_migrations WHERE version = 19") == 1);
+    CHECK(query_int("SELECT last_step FROM mfa_steps WHERE user_id = 'usr_1'") == 59000123);
+    CHECK(query_int("SELECT count(*) FROM mfa_steps") == 1);
+    CHECK(query_int("SELECT count(*) FROM pragma_table_info('users') WHERE name = "
+                    "'mfa_last_step'") == 0);
+    CHECK_STR(query_text("SELECT status FROM invitations WHERE id = 'inv_old'", buf, sizeof buf),
+              "superseded");
+    CHECK_STR(query_text("SELECT status FROM invitations WHERE id = 'inv_mailed'", buf,
+                         sizeof buf),
+              "pending");
+    CHECK_STR(query_text("SELECT status FROM invitations WHERE id = 'inv_used'", buf, sizeof buf),
+              "accepted");
+    done();
+}
+
 static void test_open_reports_a_file_that_is_not_a_database(void)
 {
     char err[256] = "";
@@ -576,6 +631,7 @@ int main(void)
         UNIT_TEST(test_open_twice_is_refused),
         UNIT_TEST(test_open_reports_a_file_that_is_not_a_database),
         UNIT_TEST(test_lean_writes_migration_keeps_every_event_and_audit_record),
+        UNIT_TEST(test_identity_fixes_migration_moves_mfa_steps_and_supersedes_unmailed),
         UNIT_TEST(test_checkpoint_restarts_the_wal_when_its_first_pass_falls_short),
         UNIT_TEST(test_a_checkpoint_answers_the_requests_of_the_commits_it_copied),
     };
