@@ -114,6 +114,26 @@ int admin_service_account_creator(const char *workspace_id, const char *service_
     return rc == SQLITE_ROW;
 }
 
+int admin_service_token_minter(const char *workspace_id, const char *service_account_id,
+                               const char *token_id, char *minter, size_t n)
+{
+    sqlite3_stmt *st = storage_prepare("SELECT created_by FROM service_account_tokens "
+                                       "WHERE id = ? AND service_account_id = ? AND "
+                                       "workspace_id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, token_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, service_account_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, workspace_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        snprintf(minter, n, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_reset(st);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        return -1;
+    return rc == SQLITE_ROW;
+}
+
 /* A space-separated scope list as the array the Role schema holds (in r->arena). */
 static void split_scopes(struct req *r, const char *text, struct role *out)
 {
@@ -531,11 +551,28 @@ int admin_list_service_accounts(struct req *r,
     return 0;
 }
 
+/* Only people create service accounts and issue their tokens: a service account acts for the
+ * person who minted its token (maker-checker, handlers/payments_makers.c), so a service
+ * account that made others would start a chain ending at no person. 1 go on, 0 answered 403. */
+static int person_delegates(struct req *r)
+{
+    if (strncmp(r->principal.user_id, TOKEN_SERVICE_PREFIX,
+                strlen(TOKEN_SERVICE_PREFIX)) != 0)
+        return 1;
+    req_problem(r, 403, "service_account_cannot_delegate",
+                "You are service account %s; only a person (a member signed in) creates service "
+                "accounts and issues their tokens.",
+                r->principal.user_id);
+    return 0;
+}
+
 int admin_create_service_account(struct req *r,
                                  const struct admin_create_service_account_request *in,
                                  struct admin_create_service_account_response *out)
 {
     const struct service_account_create *c = in->body;
+    if (!person_delegates(r))
+        return 0;
     uint64_t mask = 0;
     int known = admin_role_mask(r->principal.workspace_id, c->role, &mask);
     if (known < 0)
@@ -593,6 +630,67 @@ int admin_get_service_account(struct req *r, const struct admin_get_service_acco
     return 0;
 }
 
+/* Disables the active service account id of r's workspace and revokes every token of it, with
+ * the audit record (detail). The caller publishes the revocation after the commit. 0 / -1. */
+static int disable(struct req *r, const char *id, const char *detail)
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    sqlite3_stmt *st = storage_prepare(
+        "UPDATE service_accounts SET status = 'disabled', version = version + 1, "
+        "updated_at = ?1, disabled_at = ?1 WHERE id = ?2 AND workspace_id = ?3");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, r->principal.workspace_id, -1, SQLITE_STATIC);
+    if (exec_bound(st, "disable") != 0)
+        return -1;
+    st = storage_prepare("UPDATE service_account_tokens SET revoked_at = ? "
+                         "WHERE service_account_id = ? AND revoked_at IS NULL");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+    if (exec_bound(st, "revoking its tokens") != 0)
+        return -1;
+    return audit_record(r, "service_account.disabled", "service_account", id, "active",
+                        "disabled", detail);
+}
+
+#define DISABLE_MAX 1000
+
+int admin_disable_service_accounts_of(struct req *r, const char *user_id, const char *detail,
+                                      const char ***ids)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT id FROM service_accounts WHERE workspace_id = ? AND created_by = ? AND "
+        "status = 'active' ORDER BY id");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, user_id, -1, SQLITE_STATIC);
+    const char **found = arena_alloc(&r->arena, DISABLE_MAX * sizeof *found);
+    int n = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < DISABLE_MAX)
+        found[n++] = text(r, st, 0);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        log_error("service accounts: listing a creator's failed: %s",
+                  sqlite3_errmsg(storage_db()));
+        return -1;
+    }
+    if (rc == SQLITE_ROW) { /* more than DISABLE_MAX: refuse rather than leave some active */
+        log_error("service accounts: %s created more than %d", user_id, DISABLE_MAX);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (disable(r, found[i], detail) != 0)
+            return -1;
+    *ids = found;
+    return n;
+}
+
 int admin_disable_service_account(struct req *r,
                                   const struct admin_disable_service_account_request *in,
                                   struct admin_disable_service_account_response *out)
@@ -602,28 +700,8 @@ int admin_disable_service_account(struct req *r,
     if (found <= 0)
         return found;
     if (sa->status == SERVICE_ACCOUNT_STATUS_ACTIVE) {
-        char now[40];
-        format_now_rfc3339(now, sizeof now);
-        sqlite3_stmt *st = storage_prepare(
-            "UPDATE service_accounts SET status = 'disabled', version = version + 1, "
-            "updated_at = ?1, disabled_at = ?1 WHERE id = ?2 AND workspace_id = ?3");
-        if (!st)
-            return -1;
-        sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, sa->id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, r->principal.workspace_id, -1, SQLITE_STATIC);
-        if (exec_bound(st, "disable") != 0)
-            return -1;
-        st = storage_prepare("UPDATE service_account_tokens SET revoked_at = ? "
-                             "WHERE service_account_id = ? AND revoked_at IS NULL");
-        if (!st)
-            return -1;
-        sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, sa->id, -1, SQLITE_STATIC);
-        if (exec_bound(st, "revoking its tokens") != 0 ||
-            load_service_account(r, in->id, sa) != 1 ||
-            audit_record(r, "service_account.disabled", "service_account", sa->id, "active",
-                         "disabled", "every token revoked") != 0)
+        if (disable(r, sa->id, "every token revoked") != 0 ||
+            load_service_account(r, in->id, sa) != 1)
             return -1;
         /* The account id is every one of its tokens' subject: one entry refuses them all. */
         r->on_commit = publish_forever;
@@ -680,6 +758,8 @@ int admin_create_service_account_token(
     struct admin_create_service_account_token_response *out)
 {
     const struct service_account_token_create *c = in->body;
+    if (!person_delegates(r))
+        return 0;
     struct service_account *sa = arena_alloc(&r->arena, sizeof *sa);
     int found = load_service_account(r, in->id, sa);
     if (found <= 0)

@@ -30,7 +30,18 @@ int admin_principal_role(const char *workspace_id, const char *principal_id, cha
 int admin_service_account_creator(const char *workspace_id, const char *service_account_id,
                                   char *creator, size_t n);
 
+/* Who minted a service-account token (token_id, of service_account_id in the workspace): the
+ * person holding its text, whom maker-checker counts as acting through it. Into minter (n
+ * bytes). 1 found, 0 no such token, -1 failure. */
+int admin_service_token_minter(const char *workspace_id, const char *service_account_id,
+                               const char *token_id, char *minter, size_t n);
+
 struct req;
+/* Disables every active service account of r's workspace that user_id created, revoking all
+ * their tokens, each with its audit record (service_account.disabled, detail); their ids into
+ * *ids (in r->arena). How many, or -1. */
+int admin_disable_service_accounts_of(struct req *r, const char *user_id, const char *detail,
+                                      const char ***ids);
 /* Revokes a service-account token of the workspace (logout with a service token): refused from
  * the next request once the caller's transaction commits. 1 revoked, 0 no such active token,
  * -1 failure. */

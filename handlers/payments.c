@@ -86,7 +86,7 @@ int pay_metadata_parse(struct req *r, const char *text, struct metadata_entry **
     "beneficiary_id, effective_date, remittance_information, external_id, status, "          \
     "approvals_required, approval_round, failure_reason, created_by, metadata, version, "    \
     "created_at, updated_at, next_step_at, rail_reference, failure_code, batch_id, "          \
-    "batch_position, created_for"
+    "batch_position, created_for, beneficiary_round"
 
 
 /* The ISO 20022 status code of a status, where one applies (domain.md §1.1). */
@@ -204,6 +204,7 @@ static int row_to_pay_fields(struct req *r, sqlite3_stmt *st, struct pay *x)
     p->batch_id = pay_column(r, st, 23);
     p->has_batch_id = p->batch_id != NULL;
     x->created_for = pay_column(r, st, 25);
+    x->beneficiary_round = sqlite3_column_int64(st, 26); /* NULL reads as 0: not known */
     pay_set_creator(r, x);
     if (!p->type || !p->priority || !p->status) {
         log_error("payments: %s has a value the spec does not know", p->id);
@@ -584,18 +585,18 @@ int pay_save(const struct pay *x, enum pay_write how, int64_t old_version)
     static const char *const sql[] = {
         [PAY_INSERT] = "INSERT INTO payments (" PAY_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
                        "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
-                       "?22, ?23, ?24, ?26, ?27)",
+                       "?22, ?23, ?24, ?26, ?27, ?28)",
         [PAY_UPDATE] = "UPDATE payments SET amount = ?3, currency = ?4, type = ?5, priority = ?6, "
                        "originating_account = ?7, beneficiary_id = ?8, effective_date = ?9, "
                        "remittance_information = ?10, external_id = ?11, status = ?12, "
                        "approvals_required = ?13, approval_round = ?14, failure_reason = ?15, "
                        "metadata = ?17, version = ?18, updated_at = ?20, next_step_at = ?21, "
-                       "rail_reference = ?22, failure_code = ?23 "
+                       "rail_reference = ?22, failure_code = ?23, beneficiary_round = ?28 "
                        "WHERE id = ?1 AND workspace_id = ?2 AND version = ?25",
         [PAY_UPDATE_STATE] = "UPDATE payments SET status = ?12, approvals_required = ?13, "
                              "approval_round = ?14, failure_reason = ?15, version = ?18, "
                              "updated_at = ?20, next_step_at = ?21, rail_reference = ?22, "
-                             "failure_code = ?23 "
+                             "failure_code = ?23, beneficiary_round = ?28 "
                              "WHERE id = ?1 AND workspace_id = ?2 AND version = ?25",
     };
     const struct payment *p = &x->p;
@@ -636,6 +637,10 @@ int pay_save(const struct pay *x, enum pay_write how, int64_t old_version)
     if (insert && p->has_batch_id)
         sqlite3_bind_int64(st, 26, x->batch_position);
     pay_bind_opt(st, 27, x->created_for); /* set once, by the INSERT */
+    if (x->beneficiary_round > 0)
+        sqlite3_bind_int64(st, 28, x->beneficiary_round);
+    else
+        sqlite3_bind_null(st, 28);
     if (!insert)
         sqlite3_bind_int64(st, 25, old_version);
     if (sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(storage_db()) == 1)
@@ -686,16 +691,20 @@ int pay_from_create(struct req *r, const struct payment_create *c, const char *b
     p->created_at = p->updated_at = arena_strdup(&r->arena, now);
     p->approval = arena_alloc(&r->arena, sizeof *p->approval);
     x->round = 1;
-    /* The maker: a service account's payment is made by the user behind it. */
+    /* The maker: a service-account token's payment is made by the person who minted it. */
     if (!(x->created_for = pay_person(r)))
-        return -1;
+        return pay_person_missing(r) == 0 ? 1 : -1;
     pay_set_creator(r, x);
 
     if (c->has_funding_conversion_id)
         verr_add(&r->verr, base, "funding_conversion_id", "conversion_not_found",
                  "no conversion %s exists (conversions are not served yet)",
                  c->funding_conversion_id);
-    return check_payment(r, p, c->has_effective_date, base);
+    /* The approvals will be given for the beneficiary as it is now. */
+    if (check_payment(r, p, c->has_effective_date, base) != 0 ||
+        pay_beneficiary_round(r, p->beneficiary_id, &x->beneficiary_round) != 0)
+        return -1;
+    return 0;
 }
 
 int payments_create_payment(struct req *r, const struct payments_create_payment_request *in,
@@ -703,8 +712,9 @@ int payments_create_payment(struct req *r, const struct payments_create_payment_
 {
     struct pay *x = arena_alloc(&r->arena, sizeof *x);
     struct payment *p = &x->p;
-    if (pay_from_create(r, in->body, "", x) != 0)
-        return -1;
+    int made = pay_from_create(r, in->body, "", x);
+    if (made != 0)
+        return made > 0 ? 0 : -1;
     if (r->verr.count > 0) {
         req_problem_validation(r, 422, "The payment breaks a payment rule.");
         return 0;
@@ -931,10 +941,11 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
     if (reevaluate) {
         const char *me = pay_person(r);
         if (!me)
-            return -1;
+            return pay_person_missing(r);
         const char *persons[2] = {x->created_for ? x->created_for : p->created_by, me};
         int64_t need = pay_approvals_needed_for(r, x, persons, 2);
-        if (need < 0)
+        if (need < 0 ||
+            pay_beneficiary_round(r, p->beneficiary_id, &x->beneficiary_round) != 0)
             return -1;
         x->round++;
         p->approval->required = need;
@@ -988,24 +999,23 @@ static int add_decision(struct req *r, const struct pay *x, const char *decision
 }
 
 int pay_may_decide(struct req *r, const char *what, const char *created_by,
-                   const struct payment_approval *a)
+                   const char *created_for, const struct payment_approval *a)
 {
-    const char *me = pay_person(r), *maker = me ? pay_person_of(r, created_by) : NULL;
+    const char *me = pay_person(r);
+    const char *maker = !me ? NULL : pay_person_of(r, created_for ? created_for : created_by);
     if (!maker)
-        return -1;
+        return pay_person_missing(r);
     if (strcmp(maker, me) == 0) {
         req_problem(r, 403, "self_approval",
-                    strcmp(me, r->principal.user_id) == 0
-                        ? "You created %s; someone else must approve or deny it."
-                        : "Your service account acts for you, and you (or it) created %s; "
-                          "someone else must approve or deny it.",
+                    "You created %s (yourself, or through a service-account token you minted); "
+                    "someone else must approve or deny it.",
                     what);
         return 0;
     }
     for (size_t i = 0; i < a->approvers_count; i++) {
         const char *who = pay_person_of(r, a->approvers[i].user_id);
         if (!who)
-            return -1;
+            return pay_person_missing(r);
         if (strcmp(who, me) == 0) {
             req_problem(r, 409, "already_approved",
                         "You (or a service account acting for you) already decided on %s; one "
@@ -1041,20 +1051,22 @@ int pay_within_limit(struct req *r, const char *what, const char *currency, int6
 static int may_decide(struct req *r, const struct pay *x, const char *action)
 {
     const struct payment *p = &x->p;
-    if (part_of_batch(r, p))
+    const char *what = arena_printf(&r->arena, "payment %s", p->id);
+    if (!pay_decider_is_person(r, what) || part_of_batch(r, p))
         return 0;
     if (p->status != PAYMENT_STATUS_PENDING_APPROVAL) {
         invalid_transition(r, p, action, "pending_approval");
         return 0;
     }
-    int ok = pay_may_decide(r, arena_printf(&r->arena, "payment %s", p->id), p->created_by,
-                            p->approval);
+    int ok = pay_may_decide(r, what, p->created_by, x->created_for, p->approval);
     if (ok <= 0)
         return ok;
     /* Whoever changed what the approvals are for is a maker too (any round, any status). */
     unsigned fields = 0;
     const char *me = pay_person(r);
-    if (!me || (ok = pay_maker_fields(p->id, me, &fields)) < 0)
+    if (!me)
+        return pay_person_missing(r);
+    if ((ok = pay_maker_fields(p->id, me, &fields)) < 0)
         return -1;
     if (ok) {
         req_problem(r, 403, "maker_cannot_approve",
@@ -1085,6 +1097,8 @@ int payments_approve_payment(struct req *r, const struct payments_approve_paymen
         req_problem(r, 422, refusal, "Payment %s cannot be approved: %s.", p->id, why);
         return 0;
     }
+    if ((found = pay_approvals_still_hold(r, x)) <= 0)
+        return found;
     if (add_decision(r, x, "approved", NULL) != 0 || pay_load_approvers(r, x) != 0)
         return -1;
     bool complete = p->approval->received >= p->approval->required;

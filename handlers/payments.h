@@ -24,6 +24,8 @@ struct pay {
     int64_t next_step_at;
     int64_t batch_position; /* its place in its batch (p.batch_id), from 0 */
     const char *created_for; /* the acting person of p.created_by (payments_makers.c) */
+    int64_t beneficiary_round; /* the beneficiary's approval round the approvals of this round
+                                  are given for (0: not known, a row from before) */
 };
 
 /* Small storage helpers: a text column copied into r->arena (NULL for SQL NULL); bind text or
@@ -56,9 +58,10 @@ void pay_touch(struct req *r, struct payment *p);
  * transaction; detail is the actor's reason or NULL. 0 / -1. */
 int pay_record_change(struct req *r, const char *type, const struct payment *p,
                       enum payment_status before, const char *detail);
-/* Fills x as a new payment of r's principal from c (id, defaults, times, version 1, round 1;
- * status and approvals are the caller's) and adds a violation at base's members ("" or
- * "/items/3") for every payment rule c breaks. 0 / -1. */
+/* Fills x as a new payment of r's principal from c (id, defaults, times, version 1, round 1,
+ * the beneficiary's round; status and approvals are the caller's) and adds a violation at
+ * base's members ("" or "/items/3") for every payment rule c breaks. 0, 1 answered (no person
+ * acts: pay_person), -1 failure. */
 int pay_from_create(struct req *r, const struct payment_create *c, const char *base,
                     struct pay *x);
 /* Whether another payment of r's workspace than except (may be NULL) has external_id. 0 / -1. */
@@ -85,22 +88,38 @@ int pay_load_approvers(struct req *r, struct pay *x);
 /* Reads the decisions a prepared "SELECT user_id, decision, reason, decided_at ..." yields
  * into a (approvers, received; at most 20). 0 / -1. */
 int pay_read_decisions(struct req *r, sqlite3_stmt *st, struct payment_approval *a);
-/* The people rules of a decision (maker-checker, domain.md §3), by acting person (a service
- * account is the user who created it): whoever created what (e.g. "payment pay_...") cannot
- * approve or deny it (403 self_approval), and nobody decides twice (409 already_approved).
- * 1 go on, 0 answered, -1 failure. */
+/* The people rules of a decision (maker-checker, domain.md §3), by acting person: whoever
+ * created what (e.g. "payment pay_..."; created_for, the acting person stored when it was
+ * created, else that of created_by) cannot approve or deny it (403 self_approval), and nobody
+ * decides twice (409 already_approved). 1 go on, 0 answered, -1 failure. */
 int pay_may_decide(struct req *r, const char *what, const char *created_by,
-                   const struct payment_approval *a);
+                   const char *created_for, const struct payment_approval *a);
 /* The caller's role approval limit in currency against amount (403 approval_limit_exceeded
  * naming what). 1 within it (or no limit), 0 answered, -1 failure. */
 int pay_within_limit(struct req *r, const char *what, const char *currency, int64_t amount);
 /* ---- maker-checker (payments_makers.c) ---- */
 
-/* The acting person of a principal of r's workspace: a user is themself, a service account is
- * the user who created it (followed through service accounts created by service accounts).
- * In r->arena; NULL on failure. pay_person: r's principal's. */
+/* The acting person of a stored principal id of r's workspace: a user is themself, a service
+ * account the user who created it (followed through service accounts created by service
+ * accounts, rows from before only people could). pay_person: r's principal's - a user, or for
+ * a service-account token the person who minted that token. In r->arena; NULL when the chain
+ * ends at no user (answered 403 acting_person_unknown) or on a failure: the caller returns
+ * pay_person_missing(r) (0 answered, -1 failure). */
 const char *pay_person_of(struct req *r, const char *principal_id);
 const char *pay_person(struct req *r);
+int pay_person_missing(const struct req *r);
+/* Approving and denying (payments, batches, beneficiaries) is a person's decision: 1 when r's
+ * principal is a user, else 0 answered 403 approver_must_be_a_person naming what. */
+int pay_decider_is_person(struct req *r, const char *what);
+/* The approval round of r's workspace's beneficiary id into *round (0: none). 0 / -1. */
+int pay_beneficiary_round(struct req *r, const char *id, int64_t *round);
+/* Approvals are given for a beneficiary as it was: when x's beneficiary's approval round has
+ * moved on since x's approval round started (its details changed and were approved again),
+ * voids x's approvals - a new round for the beneficiary as it is now, the policy run again,
+ * the payment.updated event and audit record, kept although the answer is 409
+ * beneficiary_changed - and answers 0. 1 when the round is the same (or not known), -1
+ * failure. */
+int pay_approvals_still_hold(struct req *r, struct pay *x);
 /* The approval-relevant fields that differ between a and b, as a mask (bit f - 1 for the
  * enum payment_approval_field value f). */
 unsigned pay_changed_fields(const struct payment *a, const struct payment *b);

@@ -22,13 +22,15 @@
 
 #define BATCH_COLUMNS                                                                          \
     "id, workspace_id, status, item_count, approvals_required, created_by, external_id, "     \
-    "metadata, version, created_at, updated_at"
+    "metadata, version, created_at, updated_at, approval_round, created_for"
 
 /* A batch with what the API shows differently: the status decided on it (pending_approval,
  * approved, denied, cancelled), from which the group status is derived. */
 struct batch {
     struct payment_batch b;
     enum payment_batch_status decided;
+    int64_t round;           /* its approval round: the decisions that count are this round's */
+    const char *created_for; /* the acting person of b.created_by (payments_makers.c) */
 };
 
 static int db_failed(const char *what)
@@ -150,15 +152,16 @@ static int load_items(struct req *r, struct payment_batch *b)
     return 0;
 }
 
-static int load_decisions(struct req *r, struct payment_batch *b)
+static int load_decisions(struct req *r, struct payment_batch *b, int64_t round)
 {
     struct payment_approval *a = b->approval;
     sqlite3_stmt *st = storage_prepare(
         "SELECT user_id, decision, reason, decided_at FROM batch_approvals WHERE batch_id = ? "
-        "ORDER BY decided_at, user_id");
+        "AND round = ? ORDER BY decided_at, user_id");
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, round);
     return pay_read_decisions(r, st, a);
 }
 
@@ -166,7 +169,7 @@ static int load_decisions(struct req *r, struct payment_batch *b)
 static int complete(struct req *r, struct batch *x)
 {
     struct payment_batch *b = &x->b;
-    if (load_items(r, b) != 0 || load_decisions(r, b) != 0)
+    if (load_items(r, b) != 0 || load_decisions(r, b, x->round) != 0)
         return -1;
     summarize(r, b);
     b->status = x->decided == PAYMENT_BATCH_STATUS_APPROVED ? group_status(b) : x->decided;
@@ -205,6 +208,8 @@ static int batch_load(struct req *r, const char *id, struct batch *x)
         b->version = sqlite3_column_int64(st, 8);
         b->created_at = pay_column(r, st, 9);
         b->updated_at = pay_column(r, st, 10);
+        x->round = sqlite3_column_int64(st, 11);
+        x->created_for = pay_column(r, st, 12);
     } else {
         ret = rc == SQLITE_DONE ? 0 : db_failed("load");
     }
@@ -223,7 +228,7 @@ static int batch_insert(const struct batch *x)
     const struct payment_batch *b = &x->b;
     char *metadata = pay_metadata_json(b->metadata, b->metadata_count);
     sqlite3_stmt *st = storage_prepare("INSERT INTO payment_batches (" BATCH_COLUMNS
-                                       ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                                       ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     int ret = -1;
     if (st && metadata) {
         sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
@@ -237,6 +242,8 @@ static int batch_insert(const struct batch *x)
         sqlite3_bind_int64(st, 9, b->version);
         sqlite3_bind_text(st, 10, b->created_at, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 11, b->updated_at, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 12, x->round);
+        pay_bind_opt(st, 13, x->created_for);
         ret = sqlite3_step(st) == SQLITE_DONE ? 0 : db_failed("insert");
         sqlite3_reset(st);
     }
@@ -316,15 +323,16 @@ static int add_decision(struct req *r, const struct batch *x, const char *decisi
     char now[40];
     format_now_rfc3339(now, sizeof now);
     sqlite3_stmt *st = storage_prepare(
-        "INSERT INTO batch_approvals (batch_id, user_id, decision, reason, decided_at) "
-        "VALUES (?, ?, ?, ?, ?)");
+        "INSERT INTO batch_approvals (batch_id, round, user_id, decision, reason, decided_at) "
+        "VALUES (?, ?, ?, ?, ?, ?)");
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, x->b.id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->principal.user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, decision, -1, SQLITE_STATIC);
-    pay_bind_opt(st, 4, reason);
-    sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, x->round);
+    sqlite3_bind_text(st, 3, r->principal.user_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, decision, -1, SQLITE_STATIC);
+    pay_bind_opt(st, 5, reason);
+    sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
@@ -441,10 +449,13 @@ int payments_create_payment_batch(struct req *r,
     b->items = arena_alloc(&r->arena, c->items_count * sizeof *b->items);
     b->items_count = c->items_count;
 
+    x->round = 1;
     for (size_t i = 0; i < c->items_count; i++) {
         struct pay *it = &items[i];
-        if (pay_from_create(r, &c->items[i], verr_index(&r->arena, "/items", i), it) != 0)
-            return -1;
+        int made = pay_from_create(r, &c->items[i], verr_index(&r->arena, "/items", i), it);
+        if (made != 0)
+            return made > 0 ? 0 : -1;
+        x->created_for = it->created_for; /* the same person for every item */
         it->p.batch_id = b->id;
         it->p.has_batch_id = true;
         it->batch_position = (int64_t)i;
@@ -549,12 +560,14 @@ static void invalid_transition(struct req *r, const struct batch *x, const char 
  * answered. */
 static int may_decide(struct req *r, const struct batch *x, const char *action)
 {
+    const char *what = arena_printf(&r->arena, "payment batch %s", x->b.id);
+    if (!pay_decider_is_person(r, what))
+        return 0;
     if (x->decided != PAYMENT_BATCH_STATUS_PENDING_APPROVAL) {
         invalid_transition(r, x, action, "pending_approval");
         return 0;
     }
-    return pay_may_decide(r, arena_printf(&r->arena, "payment batch %s", x->b.id),
-                          x->b.created_by, x->b.approval);
+    return pay_may_decide(r, what, x->b.created_by, x->created_for, x->b.approval);
 }
 
 /* The caller's role limits against each currency's total: 1 go on, 0 answered 403, -1. */
@@ -589,6 +602,73 @@ static int payees_payable(struct req *r, const struct batch *x)
     return 1;
 }
 
+/* Approvals are given for the items' beneficiaries as they were (as for a single payment,
+ * pay_approvals_still_hold): when one's approval round moved on since the batch's approval
+ * round started, the approvals collected are voided - a new round for the batch and every
+ * item, recording the beneficiaries as they are now, with the batch's and the items' events
+ * and audit records, kept although the answer is 409 beneficiary_changed. 1 they still hold,
+ * 0 answered, -1 failure. */
+static int approvals_still_hold(struct req *r, struct batch *x)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT p.id, p.beneficiary_id FROM payments p JOIN beneficiaries b "
+        "ON b.id = p.beneficiary_id WHERE p.batch_id = ? AND p.beneficiary_round IS NOT NULL "
+        "AND p.beneficiary_round <> b.approval_round ORDER BY p.batch_position LIMIT 1");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, x->b.id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    const char *item = rc == SQLITE_ROW ? pay_column(r, st, 0) : NULL;
+    const char *ben = rc == SQLITE_ROW ? pay_column(r, st, 1) : NULL;
+    sqlite3_reset(st);
+    if (rc == SQLITE_DONE)
+        return 1;
+    if (rc != SQLITE_ROW)
+        return db_failed("the items' beneficiaries");
+    struct payment_batch *b = &x->b;
+    int64_t received = b->approval->received;
+    const char *detail = arena_printf(&r->arena,
+                                      "approvals voided (beneficiary_changed): beneficiary %s "
+                                      "of item %s changed and was approved again",
+                                      ben, item);
+    st = storage_prepare("UPDATE payment_batches SET approval_round = approval_round + 1 "
+                         "WHERE id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
+    rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return db_failed("a new round");
+    x->round++;
+    for (size_t i = 0; i < b->items_count; i++) {
+        struct pay *it = arena_alloc(&r->arena, sizeof *it);
+        if (pay_load(r, b->items[i].payment_id, NULL, it) != 1)
+            return -1;
+        int64_t old_version = it->p.version;
+        it->round++;
+        it->p.approval->received = 0;
+        it->p.approval->approvers_count = 0;
+        pay_touch(r, &it->p);
+        if (pay_beneficiary_round(r, it->p.beneficiary_id, &it->beneficiary_round) != 0 ||
+            pay_save(it, PAY_UPDATE_STATE, old_version) != 0 ||
+            pay_record_change(r, "payment.updated", &it->p, it->p.status, detail) != 0)
+            return -1;
+    }
+    if (batch_set(r, x, PAYMENT_BATCH_STATUS_PENDING_APPROVAL) != 0 ||
+        load_decisions(r, b, x->round) != 0 ||
+        batch_record(r, "payment_batch.updated", x, "pending_approval", detail) != 0)
+        return -1;
+    r->keep_writes = true; /* the refusal itself changed the batch */
+    req_problem(r, 409, "beneficiary_changed",
+                "The bank details of beneficiary %s (item %s) changed and were approved again "
+                "after approvals of payment batch %s were given; those %lld approval(s) no "
+                "longer count. Review the batch with its beneficiaries as they are now and "
+                "approve it again.",
+                ben, item, b->id, (long long)received);
+    return 0;
+}
+
 int payments_approve_payment_batch(struct req *r,
                                    const struct payments_approve_payment_batch_request *in,
                                    struct payments_approve_payment_batch_response *out)
@@ -596,9 +676,10 @@ int payments_approve_payment_batch(struct req *r,
     struct batch *x = arena_alloc(&r->arena, sizeof *x);
     int found = batch_load(r, in->id, x);
     if (found <= 0 || (found = may_decide(r, x, "approved")) <= 0 ||
-        (found = within_limits(r, x)) <= 0 || (found = payees_payable(r, x)) <= 0)
+        (found = within_limits(r, x)) <= 0 || (found = payees_payable(r, x)) <= 0 ||
+        (found = approvals_still_hold(r, x)) <= 0)
         return found;
-    if (add_decision(r, x, "approved", NULL) != 0 || load_decisions(r, &x->b) != 0)
+    if (add_decision(r, x, "approved", NULL) != 0 || load_decisions(r, &x->b, x->round) != 0)
         return -1;
     struct payment_batch *b = &x->b;
     if (b->approval->received >= b->approval->required) {
@@ -627,7 +708,7 @@ int payments_deny_payment_batch(struct req *r,
     if (found <= 0 || (found = may_decide(r, x, "denied")) <= 0)
         return found;
     const char *reason = in->body->reason;
-    if (add_decision(r, x, "denied", reason) != 0 || load_decisions(r, &x->b) != 0 ||
+    if (add_decision(r, x, "denied", reason) != 0 || load_decisions(r, &x->b, x->round) != 0 ||
         batch_set(r, x, PAYMENT_BATCH_STATUS_DENIED) != 0 ||
         items_to(r, x, PAYMENT_STATUS_DENIED, "payment.denied", reason) != 0 ||
         batch_record(r, "payment_batch.denied", x, "pending_approval", reason) != 0)

@@ -531,7 +531,9 @@ int payments_create_beneficiary(struct req *r, const struct payments_create_bene
     if (refused != 0)
         return refused < 0 ? -1 : 0;
     const char *me = pay_person(r);
-    if (!me || insert(b) != 0 || set_requested_by(r, b->id, me) != 0 ||
+    if (!me)
+        return pay_person_missing(r);
+    if (insert(b) != 0 || set_requested_by(r, b->id, me) != 0 ||
         ben_add_maker(r, b->id, me, BEN_CREATED, false) != 0 ||
         audit_record(r, "beneficiary.created", "beneficiary", b->id, NULL,
                      approval_status_str(b->approval_status), NULL) != 0)
@@ -614,7 +616,9 @@ int payments_update_beneficiary(struct req *r, const struct payments_update_bene
          * who made none of them. Payments to it are not approved or sent meanwhile. */
         b->verification_status = VERIFICATION_STATUS_UNVERIFIED;
         b->approval_status = APPROVAL_STATUS_PENDING_APPROVAL;
-        if (!(me = pay_person(r)) || !(detail = identity_detail(r, &before, b, changed, me)))
+        if (!(me = pay_person(r)))
+            return pay_person_missing(r);
+        if (!(detail = identity_detail(r, &before, b, changed, me)))
             return -1;
     }
     char now[40];
@@ -698,6 +702,8 @@ static int decide_beneficiary(struct req *r, const char *id, enum approval_statu
     int found = load_current(r, id, NULL, b);
     if (found <= 0)
         return found;
+    if (!pay_decider_is_person(r, arena_printf(&r->arena, "beneficiary %s", b->id)))
+        return 0;
     if (b->status == BENEFICIARY_STATUS_ARCHIVED) {
         req_problem(r, 409, "beneficiary_archived", "Beneficiary %s is archived.", b->id);
         return 0;
@@ -709,12 +715,12 @@ static int decide_beneficiary(struct req *r, const char *id, enum approval_statu
                     b->id, approval_status_str(b->approval_status));
         return 0;
     }
-    /* Maker-checker by acting person (a service account is the user who created it): who
+    /* Maker-checker by acting person (a service-account token is whoever minted it): who
      * asked for this approval, and whoever else made the details of this round. */
     const char *verb = decision == APPROVAL_STATUS_APPROVED ? "approve" : "deny";
     const char *asker = requested_by(r, b->id), *me = pay_person(r);
     if (!me || (asker && !(asker = pay_person_of(r, asker))))
-        return -1;
+        return pay_person_missing(r);
     if (asker && strcmp(asker, me) == 0) {
         req_problem(r, 403, "self_approval",
                     "You created or last changed these bank details; someone else must %s them.",

@@ -1,9 +1,12 @@
 /* Maker-checker for payments and beneficiaries (domain.md §1.1, §1.3, §3 rule 5): who made
  * what the approvals are given for, so that none of them can approve or deny it.
  *
- * - The acting person. A service account acts for the user who created it (the
- *   service_accounts.created_by chain, read through handlers/admin.h): an admin's service
- *   account is the admin as far as maker-checker goes, both when it makes and when it decides.
+ * - The acting person. A service-account token acts for the person who minted it
+ *   (service_account_tokens.created_by, read through handlers/admin.h): they hold its text.
+ *   A stored service-account id (a row from before) stands for the account's creator (the
+ *   service_accounts.created_by chain); a chain that ends at no user fails closed (403
+ *   acting_person_unknown). A service account never approves or denies: decisions are a
+ *   person's (403 approver_must_be_a_person).
  * - Payment makers. The creator (payments.created_by, and its acting person in created_for) and
  *   everyone who changed an approval-relevant field afterwards (payment_makers: one row per
  *   payment and person, with the fields as a bit mask of enum payment_approval_field, bit
@@ -36,6 +39,17 @@ static int db_failed(const char *what)
 
 /* ---- the acting person ------------------------------------------------------------------- */
 
+/* Answers 403 acting_person_unknown for a principal whose chain ends at no person. */
+static const char *unknown_person(struct req *r, const char *principal_id, const char *why)
+{
+    req_problem(r, 403, "acting_person_unknown",
+                "No person stands behind %s (%s); maker-checker cannot tell who acts, so "
+                "nothing is done. An administrator re-creates the service account and its "
+                "token.",
+                principal_id, why);
+    return NULL;
+}
+
 const char *pay_person_of(struct req *r, const char *principal_id)
 {
     const char *who = principal_id;
@@ -46,15 +60,134 @@ const char *pay_person_of(struct req *r, const char *principal_id)
         if (found < 0)
             return NULL;
         if (!found)
-            break; /* not a service account of this workspace: it stands for itself */
+            return unknown_person(r, principal_id, "not a service account of this workspace");
         who = arena_strdup(&r->arena, creator);
     }
+    /* Fail closed: a chain that does not end at a user is no person of its own. */
+    if (!who || strncmp(who, "usr_", 4) != 0)
+        return unknown_person(r, principal_id, "its chain of creators ends at no user");
     return who;
 }
 
 const char *pay_person(struct req *r)
 {
-    return pay_person_of(r, r->principal.user_id);
+    const char *me = r->principal.user_id;
+    if (strncmp(me, "sa_", 3) != 0)
+        return me;
+    /* A service-account token acts for the person who minted it (its jti is the token id):
+     * the one holding its text, whoever created the account. */
+    char minter[64];
+    int found = r->principal.token_id
+                    ? admin_service_token_minter(r->principal.workspace_id, me,
+                                                 r->principal.token_id, minter, sizeof minter)
+                    : 0;
+    if (found < 0)
+        return NULL;
+    if (!found)
+        return unknown_person(r, me, "its token is not on record");
+    /* Tokens minted by a service account (rows from before only people could): its chain. */
+    return pay_person_of(r, arena_strdup(&r->arena, minter));
+}
+
+int pay_person_missing(const struct req *r)
+{
+    return r->problem ? 0 : -1;
+}
+
+int pay_decider_is_person(struct req *r, const char *what)
+{
+    if (strncmp(r->principal.user_id, "sa_", 3) != 0)
+        return 1;
+    req_problem(r, 403, "approver_must_be_a_person",
+                "You are service account %s; approving or denying %s is a person's decision, "
+                "made with their own sign-in.",
+                r->principal.user_id, what);
+    return 0;
+}
+
+/* ---- approvals are given for the beneficiary as it was ------------------------------------ */
+
+int pay_beneficiary_round(struct req *r, const char *id, int64_t *round)
+{
+    sqlite3_stmt *st = storage_prepare(
+        "SELECT approval_round FROM beneficiaries WHERE id = ? AND workspace_id = ?");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    *round = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_failed("a beneficiary's round");
+}
+
+/* The audit detail of approvals voided by a beneficiary change (JSON), in r->arena. */
+static const char *voided_detail(struct req *r, const struct pay *x, int64_t before)
+{
+    struct jsonw w;
+    size_t len = 0;
+    jsonw_init(&w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "approvals_voided");
+    jsonw_string(&w, "beneficiary_changed");
+    jsonw_key(&w, "beneficiary_id");
+    jsonw_string(&w, x->p.beneficiary_id);
+    jsonw_key(&w, "beneficiary_round");
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "before");
+    jsonw_int(&w, before);
+    jsonw_key(&w, "after");
+    jsonw_int(&w, x->beneficiary_round);
+    jsonw_object_end(&w);
+    jsonw_key(&w, "approval_round");
+    jsonw_int(&w, x->round);
+    jsonw_key(&w, "approvals_required");
+    jsonw_int(&w, x->p.approval->required);
+    jsonw_object_end(&w);
+    char *text = jsonw_take(&w, &len);
+    jsonw_release(&w);
+    const char *out = text ? arena_strdup(&r->arena, text) : NULL;
+    free(text);
+    return out;
+}
+
+int pay_approvals_still_hold(struct req *r, struct pay *x)
+{
+    struct payment *p = &x->p;
+    int64_t now = 0;
+    if (pay_beneficiary_round(r, p->beneficiary_id, &now) != 0)
+        return -1;
+    if (x->beneficiary_round == 0 || now == x->beneficiary_round)
+        return 1;
+    /* The approvals collected were given for other bank details: a new round for the
+     * beneficiary as it is, under the policy as it is. */
+    const char *creator = x->created_for ? x->created_for : p->created_by;
+    int64_t need = pay_approvals_needed_for(r, x, &creator, 1), before = x->beneficiary_round;
+    if (need < 0)
+        return -1;
+    enum payment_status status = p->status;
+    int64_t old_version = p->version, received = p->approval->received;
+    x->round++;
+    x->beneficiary_round = now;
+    p->approval->required = need;
+    p->approval->received = 0;
+    p->approval->approvers_count = 0;
+    pay_set_status(x, need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED);
+    pay_touch(r, p);
+    const char *detail = voided_detail(r, x, before);
+    if (!detail || pay_save(x, PAY_UPDATE_STATE, old_version) != 0 ||
+        pay_record_change(r, "payment.updated", p, status, detail) != 0 ||
+        (p->status == PAYMENT_STATUS_APPROVED &&
+         pay_record_change(r, "payment.approved", p, status,
+                           "no approval required by the policy") != 0))
+        return -1;
+    r->keep_writes = true; /* the refusal itself changed the payment */
+    req_problem(r, 409, "beneficiary_changed",
+                "The bank details of beneficiary %s changed and were approved again after "
+                "approvals of payment %s were given; those %lld approval(s) no longer count. "
+                "Review the payment with the beneficiary as it is now and approve it again.",
+                p->beneficiary_id, p->id, (long long)received);
+    return 0;
 }
 
 /* ---- payment makers ---------------------------------------------------------------------- */

@@ -13,7 +13,8 @@
  * has only its own writes undone there and stays due; the others of its batch commit.
  *
  *   approved   -> scheduled   when the effective date is still ahead (due again that day, UTC)
- *   approved | scheduled -> failed   when the beneficiary can no longer be paid (payee_refused)
+ *   approved | scheduled -> failed   when the beneficiary can no longer be paid, or changed
+ *                                    since the payment was approved (payee_refused)
  *   approved | scheduled -> processing   submitted to the rail
  *   processing -> sent | failed,  sent -> completed,  completed -> returned   as the rail says
  */
@@ -114,7 +115,8 @@ static int move(struct step *st, struct pay *x, enum payment_status s, int64_t n
 
 /* The beneficiary is checked again just before the payment is sent: it may have been archived,
  * or changed and not approved again, or moved to another currency since the payment was
- * approved. Such a payment is not sent but failed (final: it was approved for a payee that is
+ * approved, or changed and approved again (beneficiary_changed: the payment's approvals were
+ * given for the details as they were, pay_approvals_still_hold). Such a payment is not sent but failed (final: it was approved for a payee that is
  * no longer the one it would reach; the client re-enters it once the beneficiary is approved
  * again), with failure_reason starting with the problem code approval would answer, and its
  * payment.failed event and audit record. *refused when it was failed. 0 / -1. */
@@ -128,6 +130,17 @@ static int payee_refused(struct step *st, struct pay *x, bool *refused)
     *refused = false;
     if (failed)
         return -1;
+    int64_t round = 0;
+    if (!code && pay_beneficiary_round(r, p->beneficiary_id, &round) != 0)
+        return -1;
+    if (!code && x->beneficiary_round != 0 && round != x->beneficiary_round) {
+        /* approved again, but the approvals of this payment were given for other details */
+        code = "beneficiary_changed";
+        why = arena_printf(&r->arena,
+                           "the bank details of beneficiary %s changed after this payment was "
+                           "approved (they were approved again, the payment was not)",
+                           p->beneficiary_id);
+    }
     if (!code)
         return 0;
     p->failure_reason = arena_printf(&r->arena, "%s: %s; the payment was not sent", code, why);

@@ -304,6 +304,17 @@ int workspace_remove_member(struct req *r, const struct workspace_remove_member_
         in->id, now);
     if (tokens < 0)
         return -1;
+    /* The service accounts they created acted for them: disabled with their tokens, whoever
+     * minted those (the remaining admins re-create what they need). */
+    const char **accounts = NULL;
+    int disabled = admin_disable_service_accounts_of(r, in->id, "creator removed", &accounts);
+    if (disabled < 0)
+        return -1;
+    for (int i = 0; i < disabled; i++) /* an account's id is every one of its tokens' subject */
+        r->on_commit_arg = r->on_commit_arg
+                               ? arena_printf(&r->arena, "%s t:%s", r->on_commit_arg, accounts[i])
+                               : arena_printf(&r->arena, "t:%s", accounts[i]);
+    r->on_commit = publish_removal;
     const char *v[] = {now, in->id, wid};
     static const char *const sql[] = {
         "UPDATE oauth_grants SET revoked_at = ?1 WHERE user_id = ?2 AND workspace_id = ?3 AND "
@@ -325,8 +336,8 @@ int workspace_remove_member(struct req *r, const struct workspace_remove_member_
     }
     const char *detail = arena_printf(&r->arena,
                                       "role %s; %d session(s) and %d service-account token(s) "
-                                      "revoked",
-                                      role, sessions, tokens);
+                                      "revoked, %d service account(s) disabled",
+                                      role, sessions, tokens, disabled);
     if (audit_record(r, "member.removed", "member", in->id, "active", "removed", detail) != 0)
         return -1;
     out->status = 204;

@@ -594,6 +594,35 @@ static const char identity_fixes_sql[] =
     "ALTER TABLE users DROP COLUMN mfa_last_step;\n"
     "UPDATE invitations SET status = 'superseded' WHERE status = 'pending' AND mail_id IS NULL;\n";
 
+/* Maker-checker review (issue 18): approvals are given for a beneficiary as it was. A payment
+ * records the approval round of its beneficiary when its own approval round starts
+ * (beneficiary_round; NULL: not known, rows from before), and approvals given before the
+ * beneficiary's round moved on no longer count. Batches get approval rounds too
+ * (payment_batches.approval_round, batch_approvals.round) and their maker's acting person
+ * (created_for, as payments have it). */
+static const char maker_review_sql[] =
+    "ALTER TABLE payments ADD COLUMN beneficiary_round INTEGER;\n"
+    "UPDATE payments SET beneficiary_round = (SELECT b.approval_round FROM beneficiaries b "
+    "WHERE b.id = payments.beneficiary_id);\n"
+    "ALTER TABLE payment_batches ADD COLUMN approval_round INTEGER NOT NULL DEFAULT 1;\n"
+    "ALTER TABLE payment_batches ADD COLUMN created_for TEXT;\n"
+    "UPDATE payment_batches SET created_for = (SELECT p.created_for FROM payments p "
+    "WHERE p.batch_id = payment_batches.id ORDER BY p.batch_position LIMIT 1);\n"
+    "CREATE TABLE batch_approvals_by_round (\n"
+    "    batch_id TEXT NOT NULL REFERENCES payment_batches(id),\n"
+    "    round INTEGER NOT NULL,\n"
+    "    user_id TEXT NOT NULL,\n"
+    "    decision TEXT NOT NULL CHECK (decision IN ('approved', 'denied')),\n"
+    "    reason TEXT,\n"
+    "    decided_at TEXT NOT NULL,\n"
+    "    PRIMARY KEY (batch_id, round, user_id)\n"
+    ");\n"
+    "INSERT INTO batch_approvals_by_round (batch_id, round, user_id, decision, reason, "
+    "decided_at) SELECT batch_id, 1, user_id, decision, reason, decided_at FROM "
+    "batch_approvals;\n"
+    "DROP TABLE batch_approvals;\n"
+    "ALTER TABLE batch_approvals_by_round RENAME TO batch_approvals;\n";
+
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},
     {2, "ratelimit_idempotency", ratelimit_idempotency_sql},
@@ -612,6 +641,7 @@ const struct migration migrations_list[] = {
     {15, "maker_checker", maker_checker_sql},
     {16, "identity", identity_sql},
     {17, "account_security", account_security_sql},
+    {18, "maker_review", maker_review_sql},
     {19, "identity_fixes", identity_fixes_sql},
 };
 

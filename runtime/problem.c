@@ -48,6 +48,10 @@
     X("self_approval", "Self-approval not allowed")                   \
     X("already_approved", "Already decided")                          \
     X("maker_cannot_approve", "A maker cannot approve")               \
+    X("approver_must_be_a_person", "Approver must be a person")       \
+    X("acting_person_unknown", "No person acts")                      \
+    X("service_account_cannot_delegate", "Service account cannot delegate") \
+    X("beneficiary_changed", "Beneficiary changed since approval")   \
     X("beneficiary_archived", "Beneficiary archived")                 \
     X("beneficiary_not_approved", "Beneficiary not approved")         \
     X("beneficiary_mismatch", "Beneficiary does not fit the payment") \

@@ -227,6 +227,11 @@ def test_a_member_can_be_removed_and_their_tokens_stop_at_once(server):
     bot = assert_json(leaver.post("/v1/admin/service-accounts/%s/tokens" % sa["id"],
                                   json={"scopes": ["payments:read"]}), 201)["access_token"]
     assert server.client(token=bot).get("/v1/payments").status == 200
+    # a service account the owner created, with a token the owner minted
+    kept = assert_json(owner.post("/v1/admin/service-accounts",
+                                  json={"name": "kept", "role": "viewer"}), 201)
+    kept_token = assert_json(owner.post("/v1/admin/service-accounts/%s/tokens" % kept["id"],
+                                        json={"scopes": ["payments:read"]}), 201)["access_token"]
     assert user_id in member_ids(owner)
 
     r = owner.delete(MEMBERS + "/" + user_id)
@@ -239,9 +244,20 @@ def test_a_member_can_be_removed_and_their_tokens_stop_at_once(server):
     assert user_id not in member_ids(owner)
     assert_problem(server.login_response(email, USER_PASSWORD, workspace_id=wid), 422,
                    "workspace_not_available")
-    # the service account itself stays; a remaining admin can issue it new tokens
+    # the service accounts the leaver created are disabled (they acted for the leaver); the
+    # remaining admins re-create what they need. One the owner created stays.
     assert assert_json(owner.get("/v1/admin/service-accounts/%s" % sa["id"]), 200)["status"] \
+        == "disabled"
+    assert_problem(owner.post("/v1/admin/service-accounts/%s/tokens" % sa["id"],
+                              json={"scopes": ["payments:read"]}), 409,
+                   "service_account_disabled")
+    assert assert_json(owner.get("/v1/admin/service-accounts/%s" % kept["id"]), 200)["status"] \
         == "active"
+    assert server.client(token=kept_token).get("/v1/payments").status == 200
+    row = committed_row(server, "SELECT actor_id, before_status, after_status, detail FROM "
+                        "audit_events WHERE workspace_id = ? AND action = "
+                        "'service_account.disabled' AND resource_id = ?", (wid, sa["id"]))
+    assert row == (jwt_sub(owner_token), "active", "disabled", "creator removed"), row
     row = committed_row(server, "SELECT actor_id, before_status, after_status, detail FROM "
                         "audit_events WHERE workspace_id = ? AND action = 'member.removed' "
                         "AND resource_id = ?", (wid, user_id))

@@ -2,8 +2,8 @@
 whoever created or changed what approvals are given for never approves it; any such change
 voids the approvals collected; the beneficiary is checked again when a payment is approved and
 when it is sent; a change of who or where the payee is needs approving again; the tiers apply
-to one person's total to one beneficiary within the velocity window; and a service account is
-the user who created it."""
+to one person's total to one beneficiary within the velocity window; a service account decides
+nothing, and what it makes is made by the person who minted its token."""
 
 import contextlib
 import datetime
@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 
 from conftest import Servers
-from helpers import assert_json, assert_problem, jwt_parts
+from helpers import assert_json, assert_problem, create_beneficiary, jwt_parts
 from payments_team import BEN, PAY, POLICY, Team, events, wait_status
 
 SA = "/v1/admin/service-accounts"
@@ -310,16 +310,16 @@ def test_a_policy_change_is_audited_before_and_after(server, team):
 
 def test_an_admin_approves_their_own_payment_through_their_service_account(team):
     """The owner created a service account and approved their own payment with it. A service
-    account is the user who created it: it cannot approve what they made, they cannot approve
-    what it made, and the two decide once between them."""
+    account decides nothing (a decision is a person's), and what it makes is made by the
+    person who minted its token: they cannot approve it."""
     team.policy([{"currency": "EUR", "min_amount": 1, "approvals_required": 2}])
     sa, bot = service_account(team)
     ben = team.beneficiary()
     mine = assert_json(team.pay(ben, 500), 201)
-    r = bot.put(PAY + "/" + mine["id"] + "/approve")
-    assert_problem(r, 403, "self_approval")
+    assert_problem(bot.put(PAY + "/" + mine["id"] + "/approve"), 403,
+                   "approver_must_be_a_person")
     assert_problem(bot.put(PAY + "/" + mine["id"] + "/deny", json={"reason": "x"}), 403,
-                   "self_approval")
+                   "approver_must_be_a_person")
     # the other way round: the service account's payment is the owner's
     its = assert_json(team.pay(ben, 500, client=bot), 201)
     assert its["created_by"] == sa["id"]
@@ -333,18 +333,242 @@ def test_an_admin_approves_their_own_payment_through_their_service_account(team)
     assert changed["makers"][1]["via"] == sa["id"]
     assert_problem(team.owner.put(PAY + "/" + theirs["id"] + "/approve"), 403,
                    "maker_cannot_approve")
-    # one person decides once, directly or through their service account
-    other = assert_json(team.pay(ben, 500, client=team.approvers[1]), 201)
-    assert_json(team.owner.put(PAY + "/" + other["id"] + "/approve"), 200)
-    assert_problem(bot.put(PAY + "/" + other["id"] + "/approve"), 409, "already_approved")
-    # batches, and beneficiaries, follow the same rule
-    batch = assert_json(team.owner.post(PAY + "/batches", json={"items": [{
+    # batches, and beneficiaries, follow the same rules
+    batch = assert_json(bot.post(PAY + "/batches", json={"items": [{
         "amount": 500, "currency": "EUR", "type": "sepa", "originating_account": "acc",
         "beneficiary_id": ben["id"]}]}), 201)
-    assert_problem(bot.put(PAY + "/batches/" + batch["id"] + "/approve"), 403, "self_approval")
+    assert_problem(team.owner.put(PAY + "/batches/" + batch["id"] + "/approve"), 403,
+                   "self_approval")
+    assert_problem(bot.put(PAY + "/batches/" + batch["id"] + "/approve"), 403,
+                   "approver_must_be_a_person")
     fresh = assert_json(bot.post(BEN, json={
         "name": "Bot payee", "account_holder_name": "Bot payee", "currency": "EUR",
         "country": "DE", "account_identification": {
             "scheme": "IBAN", "identification": "DE89370400440532013000"}}), 201)
     assert_problem(team.owner.put(BEN + "/" + fresh["id"] + "/approve"), 403, "self_approval")
+    assert_problem(bot.put(BEN + "/" + fresh["id"] + "/approve"), 403,
+                   "approver_must_be_a_person")
     assert_json(team.approvers[0].put(BEN + "/" + fresh["id"] + "/approve"), 200)
+
+
+# ---- review of attack 4: who acts through a service account -------------------------------
+
+IBAN_DE2 = {"scheme": "IBAN", "identification": "DE02120300000000202051"}
+
+
+def minted(team, creator, minter, role="approver", scopes=("payments:read", "payments:write")):
+    """A service account creator makes, a token for it minter issues, and a client with it."""
+    sa = assert_json(creator.post(SA, json={"name": "bot", "role": role}), 201)
+    tok = assert_json(minter.post(SA + "/" + sa["id"] + "/tokens",
+                                  json={"scopes": list(scopes)}), 201)
+    return sa, team.server.client(token=tok["access_token"])
+
+
+def batch_of(client, ben, amount=500, **over):
+    item = {"amount": amount, "currency": "EUR", "type": "sepa",
+            "originating_account": "acc-operating", "beneficiary_id": ben["id"], **over}
+    return assert_json(client.post(PAY + "/batches", json={"items": [item]}), 201)
+
+
+def test_an_admin_approves_their_own_payment_through_another_admins_service_account(team):
+    """A second admin created a service account; the owner minted a token for it and approved
+    their own payment with it alone (the account counted as the second admin). Now a service
+    account decides nothing, and what a token makes is made by whoever minted that token:
+    the maker rule and the velocity rule see the owner."""
+    team.policy([{"currency": "EUR", "min_amount": 1, "approvals_required": 1}])
+    admin2 = team.member("admin")
+    sa, bot = minted(team, creator=admin2, minter=team.owner)
+    ben = team.beneficiary()
+    mine = assert_json(team.pay(ben, 500), 201)
+    r = bot.put(PAY + "/" + mine["id"] + "/approve")
+    assert_problem(r, 403, "approver_must_be_a_person")
+    still = assert_json(team.owner.get(PAY + "/" + mine["id"]), 200)
+    assert still["status"] == "pending_approval" and still["approval"]["approvers"] == []
+    assert still["version"] == mine["version"]
+    # what the token makes, the owner made (not the account's creator)
+    its = assert_json(team.pay(ben, 500, client=bot), 201)
+    assert its["created_by"] == sa["id"]
+    assert its["makers"] == [{"user_id": user_id(team.owner), "via": sa["id"],
+                              "action": "created", "at": its["created_at"]}]
+    assert_problem(team.owner.put(PAY + "/" + its["id"] + "/approve"), 403, "self_approval")
+    assert assert_json(admin2.put(PAY + "/" + its["id"] + "/approve"), 200)["status"] == \
+        "approved"
+    # a change through the token makes the owner a maker
+    theirs = assert_json(team.pay(ben, 500, client=team.approvers[0]), 201)
+    changed = assert_json(patch(bot, theirs["id"], amount=900), 200)
+    assert changed["makers"][1]["user_id"] == user_id(team.owner)
+    assert changed["makers"][1]["via"] == sa["id"]
+    assert_problem(team.owner.put(PAY + "/" + theirs["id"] + "/approve"), 403,
+                   "maker_cannot_approve")
+    # beneficiary details entered through the token are the owner's
+    fresh = assert_json(bot.post(BEN, json={
+        "name": "Bot payee", "account_holder_name": "Bot payee", "currency": "EUR",
+        "country": "DE", "account_identification": IBAN_DE2}), 201)
+    assert_problem(team.owner.put(BEN + "/" + fresh["id"] + "/approve"), 403, "self_approval")
+    assert_problem(bot.put(BEN + "/" + fresh["id"] + "/approve"), 403,
+                   "approver_must_be_a_person")
+    # batches: no decision through a service account either, and the token's batch is the
+    # owner's
+    batch = batch_of(team.owner, ben)
+    assert_problem(bot.put(PAY + "/batches/" + batch["id"] + "/approve"), 403,
+                   "approver_must_be_a_person")
+    made = batch_of(bot, ben)
+    assert_problem(team.owner.put(PAY + "/batches/" + made["id"] + "/approve"), 403,
+                   "self_approval")
+    assert assert_json(admin2.put(PAY + "/batches/" + made["id"] + "/approve"), 200)[
+        "status"] == "approved"
+    # the velocity rule adds up the owner's payments, the token's included
+    team.policy([{"currency": "EUR", "min_amount": 100000, "approvals_required": 1}])
+    other = team.beneficiary()
+    assert assert_json(team.pay(other, 60000), 201)["status"] == "approved"
+    split = assert_json(team.pay(other, 60000, client=bot), 201)
+    assert split["status"] == "pending_approval" and split["approval"]["required"] == 1
+
+
+def test_a_service_account_denies_what_no_person_decided(team):
+    """A service account's denial ended a payment, a batch or a beneficiary's approval with no
+    person deciding. Now denying, like approving, is a person's decision."""
+    team.policy([{"currency": "EUR", "min_amount": 1, "approvals_required": 1}])
+    admin2 = team.member("admin")
+    _, bot = minted(team, creator=admin2, minter=admin2)
+    ben = team.beneficiary()
+    p = assert_json(team.pay(ben, 500), 201)
+    r = bot.put(PAY + "/" + p["id"] + "/deny", json={"reason": "no"})
+    body = assert_problem(r, 403, "approver_must_be_a_person")
+    assert "person" in body["detail"]
+    assert assert_json(team.owner.get(PAY + "/" + p["id"]), 200)["status"] == "pending_approval"
+    batch = batch_of(team.owner, ben)
+    assert_problem(bot.put(PAY + "/batches/" + batch["id"] + "/deny", json={"reason": "no"}),
+                   403, "approver_must_be_a_person")
+    assert assert_json(team.owner.get(PAY + "/batches/" + batch["id"]), 200)["status"] == \
+        "pending_approval"
+    fresh = create_beneficiary(team.owner, external_id=None,
+                               account_identification=IBAN_DE2)
+    assert_problem(bot.put(BEN + "/" + fresh["id"] + "/deny", json={"reason": "no"}), 403,
+                   "approver_must_be_a_person")
+    assert assert_json(team.owner.get(BEN + "/" + fresh["id"]), 200)["approval_status"] == \
+        "pending_approval"
+    # a person still decides
+    assert assert_json(admin2.put(PAY + "/" + p["id"] + "/deny", json={"reason": "no"}),
+                       200)["status"] == "denied"
+
+
+def test_a_chain_of_service_accounts_is_not_a_person_of_its_own(team):
+    """Nine service accounts, each created by the one before, ended at a service account that
+    counted as a person of its own. Now only people create service accounts and issue their
+    tokens, so no new chain starts."""
+    sa, bot = minted(team, team.owner, team.owner, role="admin", scopes=("workspace:admin",))
+    r = bot.post(SA, json={"name": "next", "role": "approver"})
+    body = assert_problem(r, 403, "service_account_cannot_delegate")
+    assert sa["id"] in body["detail"]
+    other = assert_json(team.owner.post(SA, json={"name": "other", "role": "approver"}), 201)
+    for target in (sa["id"], other["id"]):
+        assert_problem(bot.post(SA + "/" + target + "/tokens",
+                                json={"scopes": ["payments:read"]}), 403,
+                       "service_account_cannot_delegate")
+        assert len(assert_json(team.owner.get(SA + "/" + target + "/tokens"), 200)["data"]) == \
+            (1 if target == sa["id"] else 0)
+    names = [x["name"] for x in assert_json(team.owner.get(SA + "?limit=100"), 200)["data"]]
+    assert "next" not in names
+
+
+def test_a_stored_chain_that_ends_at_no_person_fails_closed(server, team):
+    """Rows written before that rule may still hold a chain (a token minted by a service
+    account created by a service account ...). One that does not end at a person refuses to
+    act instead of counting as a person of its own."""
+    team.policy([{"currency": "EUR", "min_amount": 1, "approvals_required": 1}])
+    a, bot = minted(team, team.owner, team.owner)
+    b = assert_json(team.owner.post(SA, json={"name": "b", "role": "approver"}), 201)
+    tok = jwt_parts(bot.token)[1]["jti"]
+    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    with contextlib.closing(db), db:
+        db.execute("UPDATE service_accounts SET created_by = ? WHERE id = ?", (b["id"], a["id"]))
+        db.execute("UPDATE service_accounts SET created_by = ? WHERE id = ?", (a["id"], b["id"]))
+        db.execute("UPDATE service_account_tokens SET created_by = ? WHERE id = ?",
+                   (a["id"], tok))
+    ben = team.beneficiary()
+    before = assert_json(team.owner.get(PAY + "?limit=100"), 200)["data"]
+    assert_problem(team.pay(ben, 500, client=bot), 403, "acting_person_unknown")
+    assert assert_json(team.owner.get(PAY + "?limit=100"), 200)["data"] == before
+
+
+# ---- review of attack 2: approvals are given for the beneficiary as it was ------------------
+
+def test_approvals_given_before_a_beneficiary_change_do_not_count_after_it(server, team):
+    """One approval of two was given; the beneficiary's IBAN changed and someone approved the
+    new details; the second approval then approved the payment to the new IBAN. Now the
+    approvals collected for the old details are voided (409 beneficiary_changed, the payment
+    back to pending_approval, event and audit kept) and everyone approves again."""
+    team.policy([{"currency": "EUR", "min_amount": 1, "approvals_required": 2}])
+    ben = team.beneficiary()
+    p = assert_json(team.pay(ben, 500), 201)
+    url = PAY + "/" + p["id"] + "/approve"
+    assert assert_json(team.approvers[0].put(url), 200)["approval"]["received"] == 1
+    assert_json(team.owner.patch(BEN + "/" + ben["id"],
+                                 json={"account_identification": IBAN_DE2}), 200)
+    assert_json(team.approvers[1].put(BEN + "/" + ben["id"] + "/approve"), 200)
+    r = team.approvers[2].put(url)
+    body = assert_problem(r, 409, "beneficiary_changed")
+    assert ben["id"] in body["detail"]
+    after = assert_json(team.owner.get(PAY + "/" + p["id"]), 200)
+    assert after["status"] == "pending_approval"
+    assert after["approval"] == {"required": 2, "received": 0, "approvers": []}
+    assert after["version"] > p["version"]
+    assert events(team.owner, p["id"]) == ["payment.created", "payment.updated"]
+    voided = [row for row in audit(server, p["id"]) if row[1] == "payment.updated"]
+    assert len(voided) == 1 and "beneficiary_changed" in voided[0][4]
+    # the approvals start over, for the new details
+    assert assert_json(team.approvers[0].put(url), 200)["approval"]["received"] == 1
+    assert assert_json(team.approvers[2].put(url), 200)["status"] == "approved"
+    # a batch the same
+    other = team.beneficiary()
+    batch = batch_of(team.owner, other)
+    burl = PAY + "/batches/" + batch["id"] + "/approve"
+    assert assert_json(team.approvers[0].put(burl), 200)["approval"]["received"] == 1
+    assert_json(team.owner.patch(BEN + "/" + other["id"],
+                                 json={"account_identification": IBAN_DE2}), 200)
+    assert_json(team.approvers[1].put(BEN + "/" + other["id"] + "/approve"), 200)
+    assert_problem(team.approvers[2].put(burl), 409, "beneficiary_changed")
+    got = assert_json(team.owner.get(PAY + "/batches/" + batch["id"]), 200)
+    assert got["status"] == "pending_approval"
+    assert got["approval"] == {"required": 2, "received": 0, "approvers": []}
+    item = assert_json(team.owner.get(PAY + "/" + got["items"][0]["payment_id"]), 200)
+    assert item["approval"]["approvers"] == []
+    assert assert_json(team.approvers[0].put(burl), 200)["approval"]["received"] == 1
+    assert assert_json(team.approvers[2].put(burl), 200)["status"] == "approved"
+
+
+def test_an_approved_payment_follows_its_beneficiarys_new_bank_details(make_server):
+    """A payment approved for a later date was sent to the beneficiary's new IBAN once someone
+    had approved the new details, although its approvers approved the old ones. Now the worker
+    fails it (failure_reason beneficiary_changed), a batch item too; others go out."""
+    s = make_server(extra_env={"TREASURY_SETTLEMENT_INTERVAL_MS": 20,
+                               "TREASURY_SANDBOX_RAIL_DELAY_MS": 50})
+    t = Team(s)
+    t.policy([{"currency": "EUR", "min_amount": 1, "approvals_required": 1}])
+    tomorrow = (datetime.datetime.now(datetime.timezone.utc).date() +
+                datetime.timedelta(days=1)).isoformat()
+    moved, fine = t.beneficiary(), t.beneficiary()
+    pays = {name: assert_json(t.pay(b, 900, effective_date=tomorrow), 201)
+            for name, b in (("moved", moved), ("fine", fine))}
+    for p in pays.values():
+        assert_json(t.approvers[0].put(PAY + "/" + p["id"] + "/approve"), 200)
+    batch = batch_of(t.owner, moved, effective_date=tomorrow)
+    assert_json(t.approvers[0].put(PAY + "/batches/" + batch["id"] + "/approve"), 200)
+    pays["item"] = {"id": batch["items"][0]["payment_id"]}
+    for p in pays.values():
+        wait_status(t.owner, PAY + "/" + p["id"], {"scheduled"})
+    assert_json(t.owner.patch(BEN + "/" + moved["id"],
+                              json={"account_identification": IBAN_DE2}), 200)
+    assert_json(t.approvers[1].put(BEN + "/" + moved["id"] + "/approve"), 200)
+    s.move_clock(86400)
+    client = t.reconnect()
+    final = {"completed", "failed", "returned"}
+    done = {k: wait_status(client, PAY + "/" + p["id"], final) for k, p in pays.items()}
+    assert done["fine"]["status"] == "completed"
+    for name in ("moved", "item"):
+        d = done[name]
+        assert d["status"] == "failed" and "rail_reference" not in d, d
+        assert d["failure_reason"].startswith("beneficiary_changed:"), d["failure_reason"]
+        last = audit(s, d["id"])[-1]
+        assert last[:4] == ("system", "payment.failed", "scheduled", "failed")
