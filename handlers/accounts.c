@@ -252,29 +252,10 @@ bool acc_scope_beyond(const char *want, const char *allowed, char *out, size_t n
     return false;
 }
 
-/* on_commit: refuses the tokens of every session listed (space-separated) in on_commit_arg. */
-static void publish_revocation(struct req *r)
-{
-    char id[REVOCATION_ID_MAX + 1];
-    for (const char *p = r->on_commit_arg; p && *p;) {
-        size_t n = strcspn(p, " ");
-        if (n > 0 && n <= REVOCATION_ID_MAX) {
-            memcpy(id, p, n);
-            id[n] = '\0';
-            revocation_add(id, clock_now_s() + REVOCATION_TOKEN_LIFETIME_S);
-        }
-        p += n;
-        while (*p == ' ')
-            p++;
-    }
-}
-
 void acc_publish_revocation(struct req *r, const char *sid)
 {
-    r->on_commit = publish_revocation;
-    r->on_commit_arg = r->on_commit_arg
-                           ? arena_printf(&r->arena, "%s %s", r->on_commit_arg, sid)
-                           : arena_strdup(&r->arena, sid);
+    /* Until every access token the session issued has expired. */
+    revocation_after_commit(r, sid, clock_now_s() + REVOCATION_TOKEN_LIFETIME_S);
 }
 
 /* Marks session sid revoked (reason: logout, revoked, refresh_token_reuse, ...) and, once the

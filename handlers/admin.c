@@ -510,11 +510,6 @@ static int exec_bound(sqlite3_stmt *st, const char *what)
     return 0;
 }
 
-static void publish_forever(struct req *r)
-{
-    revocation_add(r->on_commit_arg, INT64_MAX);
-}
-
 static int service_account_row(struct req *r, sqlite3_stmt *st, void *item)
 {
     row_to_service_account(r, st, item);
@@ -654,14 +649,15 @@ static int disable(struct req *r, const char *id, const char *detail)
     sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
     if (exec_bound(st, "revoking its tokens") != 0)
         return -1;
+    /* The account id is every one of its tokens' subject: one entry refuses them all. */
+    revocation_after_commit(r, id, INT64_MAX);
     return audit_record(r, "service_account.disabled", "service_account", id, "active",
                         "disabled", detail);
 }
 
 #define DISABLE_MAX 1000
 
-int admin_disable_service_accounts_of(struct req *r, const char *user_id, const char *detail,
-                                      const char ***ids)
+int admin_disable_service_accounts_of(struct req *r, const char *user_id, const char *detail)
 {
     sqlite3_stmt *st = storage_prepare(
         "SELECT id FROM service_accounts WHERE workspace_id = ? AND created_by = ? AND "
@@ -687,7 +683,6 @@ int admin_disable_service_accounts_of(struct req *r, const char *user_id, const 
     for (int i = 0; i < n; i++)
         if (disable(r, found[i], detail) != 0)
             return -1;
-    *ids = found;
     return n;
 }
 
@@ -703,9 +698,6 @@ int admin_disable_service_account(struct req *r,
         if (disable(r, sa->id, "every token revoked") != 0 ||
             load_service_account(r, in->id, sa) != 1)
             return -1;
-        /* The account id is every one of its tokens' subject: one entry refuses them all. */
-        r->on_commit = publish_forever;
-        r->on_commit_arg = sa->id;
     }
     out->status = 200;
     out->body_200 = sa;
@@ -863,8 +855,7 @@ int admin_revoke_service_token(struct req *r, const char *workspace_id,
                      "active", "revoked",
                      arena_printf(&r->arena, "of %s", service_account_id)) != 0)
         return -1;
-    r->on_commit = publish_forever;
-    r->on_commit_arg = arena_strdup(&r->arena, token_id);
+    revocation_after_commit(r, token_id, INT64_MAX); /* its tokens never expire */
     return 1;
 }
 

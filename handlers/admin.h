@@ -38,10 +38,9 @@ int admin_service_token_minter(const char *workspace_id, const char *service_acc
 
 struct req;
 /* Disables every active service account of r's workspace that user_id created, revoking all
- * their tokens, each with its audit record (service_account.disabled, detail); their ids into
- * *ids (in r->arena). How many, or -1. */
-int admin_disable_service_accounts_of(struct req *r, const char *user_id, const char *detail,
-                                      const char ***ids);
+ * their tokens (refused from the request after the commit), each with its audit record
+ * (service_account.disabled, detail). How many, or -1. */
+int admin_disable_service_accounts_of(struct req *r, const char *user_id, const char *detail);
 /* Revokes a service-account token of the workspace (logout with a service token): refused from
  * the next request once the caller's transaction commits. 1 revoked, 0 no such active token,
  * -1 failure. */

@@ -163,26 +163,6 @@ int workspace_list_members(struct req *r, const struct workspace_list_members_re
 
 /* ---- removing a member -------------------------------------------------------------------- */
 
-/* on_commit of a removal: refuses what on_commit_arg lists ("s:<session id>" until the
- * session's access tokens have expired, "t:<service token id>" for good) from the next
- * request on. */
-static void publish_removal(struct req *r)
-{
-    char id[REVOCATION_ID_MAX + 1];
-    for (const char *p = r->on_commit_arg; p && *p;) {
-        size_t n = strcspn(p, " ");
-        if (n > 2 && n - 2 <= REVOCATION_ID_MAX) {
-            memcpy(id, p + 2, n - 2);
-            id[n - 2] = '\0';
-            revocation_add(id, p[0] == 't' ? INT64_MAX
-                                           : clock_now_s() + REVOCATION_TOKEN_LIFETIME_S);
-        }
-        p += n;
-        while (*p == ' ')
-            p++;
-    }
-}
-
 /* Revokes (sets revoked_at, and publishes after the commit as kind) every row select lists
  * (ids of user_id in the workspace); update marks them. How many, or -1. */
 static int revoke_all(struct req *r, char kind, const char *select, const char *update,
@@ -195,16 +175,15 @@ static int revoke_all(struct req *r, char kind, const char *select, const char *
     sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
     int rc, n = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *id = text(r, st, 0);
-        r->on_commit_arg = r->on_commit_arg
-                               ? arena_printf(&r->arena, "%s %c:%s", r->on_commit_arg, kind, id)
-                               : arena_printf(&r->arena, "%c:%s", kind, id);
+        /* A session until its access tokens have expired; a service token for good. */
+        revocation_after_commit(r, text(r, st, 0),
+                                kind == 't' ? INT64_MAX
+                                            : clock_now_s() + REVOCATION_TOKEN_LIFETIME_S);
         n++;
     }
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return -1;
-    r->on_commit = publish_removal;
     st = storage_prepare(update);
     if (!st)
         return -1;
@@ -306,15 +285,9 @@ int workspace_remove_member(struct req *r, const struct workspace_remove_member_
         return -1;
     /* The service accounts they created acted for them: disabled with their tokens, whoever
      * minted those (the remaining admins re-create what they need). */
-    const char **accounts = NULL;
-    int disabled = admin_disable_service_accounts_of(r, in->id, "creator removed", &accounts);
+    int disabled = admin_disable_service_accounts_of(r, in->id, "creator removed");
     if (disabled < 0)
         return -1;
-    for (int i = 0; i < disabled; i++) /* an account's id is every one of its tokens' subject */
-        r->on_commit_arg = r->on_commit_arg
-                               ? arena_printf(&r->arena, "%s t:%s", r->on_commit_arg, accounts[i])
-                               : arena_printf(&r->arena, "t:%s", accounts[i]);
-    r->on_commit = publish_removal;
     const char *v[] = {now, in->id, wid};
     static const char *const sql[] = {
         "UPDATE oauth_grants SET revoked_at = ?1 WHERE user_id = ?2 AND workspace_id = ?3 AND "

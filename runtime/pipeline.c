@@ -21,6 +21,7 @@
 #include "runtime/log.h"
 #include "runtime/offload.h"
 #include "runtime/ratelimit.h"
+#include "runtime/revocation.h"
 #include "runtime/storage.h"
 
 static int auth_rate_limit;
@@ -199,8 +200,8 @@ static void run_operation(struct req *r, bool write)
     if (w == WRITES_KEEP) {
         if (storage_commit() != 0)
             not_stored(r);
-        else if (r->on_commit)
-            r->on_commit(r);
+        else
+            revocation_publish(r);
         return;
     }
     storage_rollback();
@@ -296,8 +297,8 @@ static void batch_done(void *ctx, enum group_commit_outcome outcome)
         req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
     else if (r->must_commit && outcome == GROUP_COMMIT_LOST)
         not_stored(r);
-    else if (r->must_commit && r->on_commit)
-        r->on_commit(r);
+    else if (r->must_commit)
+        revocation_publish(r);
     idempotency_finish(r);
     MHD_resume_connection(r->conn);
 }

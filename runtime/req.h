@@ -36,6 +36,14 @@ struct req_header {
     const char *value;
 };
 
+/* A session, token or principal id to refuse once the request's transaction committed, until
+ * until_s (Unix seconds; INT64_MAX for ever). */
+struct req_revocation {
+    const char *id;
+    int64_t until_s;
+    struct req_revocation *next;
+};
+
 struct req {
     struct arena arena;
     struct MHD_Connection *conn;
@@ -74,9 +82,8 @@ struct req {
     /* Set by handlers. */
     bool keep_writes; /* commit even though the answer is a problem (the refusal itself changed
                          state, e.g. a reused refresh token revokes its session) */
-    void (*on_commit)(struct req *r); /* runs once the transaction committed, before the
-                                         response is sent (publish in-memory state) */
-    const char *on_commit_arg;
+    struct req_revocation *revocations; /* refused from the next request once the transaction
+                                           committed (runtime/revocation.h) */
     void (*on_rewind)(struct req *r); /* undoes what the handler did outside the database when
                                          its run is thrown away to be run again (group commit:
                                          runtime/group_commit.h), e.g. gives back a spent

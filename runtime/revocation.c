@@ -9,6 +9,7 @@
 
 #include "runtime/format.h"
 #include "runtime/log.h"
+#include "runtime/req.h"
 #include "runtime/storage.h"
 
 #define SHARDS 16
@@ -166,4 +167,19 @@ int revocation_load(int64_t now_s)
     }
     prune(now_s, false);
     return 0;
+}
+
+void revocation_after_commit(struct req *r, const char *id, int64_t until_s)
+{
+    struct req_revocation *x = arena_alloc(&r->arena, sizeof *x);
+    x->id = arena_strdup(&r->arena, id);
+    x->until_s = until_s;
+    x->next = r->revocations;
+    r->revocations = x;
+}
+
+void revocation_publish(const struct req *r)
+{
+    for (const struct req_revocation *x = r->revocations; x; x = x->next)
+        revocation_add(x->id, x->until_s);
 }

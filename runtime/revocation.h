@@ -17,6 +17,11 @@
 /* Adds id (a session id "ses_...", a token id or a principal id) until until_s (Unix
  * seconds; INT64_MAX for ever). */
 void revocation_add(const char *id, int64_t until_s);
+struct req;
+/* Adds id until until_s once r's transaction has committed (a request whose writes are thrown
+ * away revokes nothing); the pipeline publishes the list before the answer is sent. */
+void revocation_after_commit(struct req *r, const char *id, int64_t until_s);
+void revocation_publish(const struct req *r);
 /* True when id is revoked. One relaxed load when nothing is revoked at all. */
 bool revocation_contains(const char *id);
 /* Adds every session revoked in the last REVOCATION_TOKEN_LIFETIME_S, every revoked

@@ -1,10 +1,13 @@
 /* Unit tests for runtime/revocation.c: membership, expiry, and loading revoked sessions from
  * the database. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "runtime/format.h"
+#include "runtime/req.h"
 #include "runtime/revocation.h"
 #include "runtime/storage.h"
 #include "tests/unit/unit.h"
@@ -92,12 +95,32 @@ static void test_load_adds_recent_revocations_and_drops_expired_entries(void)
     rmdir(dir);
 }
 
+static void test_after_commit_revokes_only_once_published(void)
+{
+    revocation_reset();
+    struct req r;
+    memset(&r, 0, sizeof r);
+    arena_init(&r.arena);
+    revocation_after_commit(&r, "ses_queued_one", INT64_MAX);
+    revocation_after_commit(&r, "sat_queued_two", INT64_MAX);
+    CHECK(!revocation_contains("ses_queued_one")); /* not before the commit */
+    struct req other = r;
+    other.revocations = NULL;
+    revocation_publish(&other); /* another request's list: nothing */
+    CHECK(!revocation_contains("ses_queued_one"));
+    revocation_publish(&r);
+    CHECK(revocation_contains("ses_queued_one") && revocation_contains("sat_queued_two"));
+    arena_release(&r.arena);
+    revocation_reset();
+}
+
 int main(void)
 {
     static const struct unit_test tests[] = {
         UNIT_TEST(test_nothing_is_revoked_at_first),
         UNIT_TEST(test_added_ids_are_revoked_and_others_not),
         UNIT_TEST(test_too_long_ids_are_ignored),
+        UNIT_TEST(test_after_commit_revokes_only_once_published),
         UNIT_TEST(test_load_adds_recent_revocations_and_drops_expired_entries),
     };
     return unit_run("revocation", tests, sizeof tests / sizeof tests[0]);
