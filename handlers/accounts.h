@@ -1,7 +1,9 @@
 /* What the accounts handler files share (accounts.c: login, refresh, sessions, MFA;
  * accounts_invitations.c: issuing, signing up with and accepting invitations;
- * accounts_oauth.c: OAuth clients, the authorization pages, the token endpoint, grants). Not
- * a cross-API header. */
+ * accounts_oauth.c: OAuth clients, client authentication, metadata, grants;
+ * accounts_oauth_pages.c: the OAuth authorization endpoint and its pages;
+ * accounts_oauth_token.c: authorization codes, the token endpoint, token revocation; what
+ * only the three OAuth files share is in accounts_oauth.h). Not a cross-API header. */
 #ifndef HANDLERS_ACCOUNTS_H
 #define HANDLERS_ACCOUNTS_H
 
@@ -170,7 +172,7 @@ int acc_refresh_token_session(const char *refresh_token, struct acc_token_sessio
  * invalid_client, 400 invalid_request), -1 failure. */
 int acc_client_authenticate(struct req *r, const char *body_client_id,
                             const char *body_secret, char *client, size_t client_len);
-/* (accounts_oauth.c) The job that deletes expired codes, requests and browser sessions. */
+/* (accounts_oauth_pages.c) The job that deletes expired codes, requests and browser sessions. */
 struct job accounts_oauth_purge_job(void);
 
 #endif

@@ -1,0 +1,65 @@
+/* What the three OAuth 2.0 handler files share, and nothing else includes:
+ *   accounts_oauth.c        the clients a workspace registers (redirect URIs, web origins, the
+ *                           CORS lookup), client authentication, the server metadata, the users'
+ *                           grants; it also defines the helpers declared here;
+ *   accounts_oauth_pages.c  the browser side: browser sessions, the authorization endpoint, the
+ *                           sign-in, one-time code and consent pages, the callback page and the
+ *                           purge job;
+ *   accounts_oauth_token.c  authorization codes, the token endpoint and token revocation
+ *                           (RFC 7009).
+ * What the other accounts files share with them is in accounts.h. */
+#ifndef HANDLERS_ACCOUNTS_OAUTH_H
+#define HANDLERS_ACCOUNTS_OAUTH_H
+
+#include <sqlite3.h>
+#include <stdbool.h>
+
+#include "handlers/accounts.h"
+#include "runtime/digest.h"
+#include "runtime/req.h"
+
+#define OAUTH_AUTHORIZE_PATH "/v1/accounts/auth/oauth/authorize"
+/* Random bytes of a client secret, an authorization code, a browser cookie and a CSRF token. */
+#define OAUTH_SECRET_BYTES 32
+/* The longest redirect URI (and state) an authorization request carries. */
+#define OAUTH_URI_MAX 600
+
+/* A registered client as stored: what the API shows, and what it does not. */
+struct oauth_stored_client {
+    struct oauth_client c;
+    const char *secret_hash; /* NULL for public clients */
+    const char *scopes_text; /* space-separated */
+};
+
+/* ---- defined in accounts_oauth.c ---- */
+
+/* Logs a failed database step ("oauth: <what> failed: ..."). Returns -1. */
+int oauth_db_failed(const char *what);
+/* Text column col of st, copied into r->arena; NULL for SQL NULL. */
+const char *oauth_column(struct req *r, sqlite3_stmt *st, int col);
+/* The SHA-256 of s in hex (how secrets, codes and cookies are stored). 0 / -1. */
+int oauth_sha256_hex(const char *s, char out[DIGEST_HEX_LEN + 1]);
+/* Constant-time equality of two NUL-terminated strings of public length. */
+bool oauth_secure_equal(const char *a, const char *b);
+/* "a b c" -> {"a","b","c"} in r->arena; their number into *count. */
+const char **oauth_split_scopes(struct req *r, const char *text, size_t *count);
+/* The token issuer: the base URL of this server. */
+const char *oauth_issuer(void);
+/* Client id, of workspace wid (NULL: any workspace), into *x (its strings in r->arena).
+ * 1 found, 0 not, -1 failure. */
+int oauth_client_load(struct req *r, const char *id, const char *wid,
+                      struct oauth_stored_client *x);
+/* The registered URI of c that uri matches: exactly, or a loopback URI differing only in its
+ * port (RFC 9700 §2.1, RFC 8252 §7.3). NULL when none. */
+const char *oauth_registered_redirect(const struct oauth_client *c, const char *uri);
+
+/* ---- defined in accounts_oauth_token.c ---- */
+
+/* A new single-use authorization code (it lives 60 s) for user_id under grant_id, bound to
+ * client c, redirect_uri, scope and the PKCE challenge; only its digest is stored. The code
+ * into *code (in r->arena). 0 / -1. */
+int oauth_code_issue(struct req *r, const struct oauth_stored_client *c, const char *grant_id,
+                     const char *user_id, const char *redirect_uri, const char *scope,
+                     const char *challenge, const char **code);
+
+#endif
