@@ -344,7 +344,7 @@ static const char batches_sql[] =
  * whole table per event (17 ms at 300,000 events). Unique, too: one number per event. */
 static const char events_seq_sql[] = "CREATE UNIQUE INDEX events_seq_idx ON events (seq);\n";
 
-/* OAuth 2.0 (handlers/accounts_oauth.c): registered clients, the users' grants to them, single
+/* OAuth 2.0 (handlers/accounts_oauth*.c): registered clients, the users' grants to them, single
  * use authorization codes, the authorization pages' browser sessions and pending requests, and
  * sessions bound to the client and grant they were issued for. Secrets, codes and cookies are
  * stored as SHA-256 digests only. Times the code compares are Unix milliseconds. */
