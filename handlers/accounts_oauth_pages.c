@@ -706,6 +706,20 @@ static int keep_counted(struct req *r)
     return 1;
 }
 
+/* After a second factor that did not prove itself: the failed-login guard's answer when it
+ * has one (the back-off's while the client is held back, else the quota of wrong codes once
+ * it is spent, *wait); false when it has none and the page is shown again. */
+static bool guard_answered(struct req *r, const struct acc_guard *g, int64_t wait)
+{
+    if (g->in_backoff)
+        acc_guard_refuse(r, g);
+    else if (wait > 0)
+        acc_guard_codes_refused(r, wait);
+    else
+        return false;
+    return true;
+}
+
 int accounts_sign_in(struct req *r, const struct accounts_sign_in_request *in,
                      struct accounts_sign_in_response *out)
 {
@@ -777,11 +791,7 @@ int accounts_sign_in(struct req *r, const struct accounts_sign_in_request *in,
         if (code < 0)
             return -1;
         if (!code) {
-            if (g.in_backoff)
-                acc_guard_refuse(r, &g);
-            else if (wait > 0)
-                acc_guard_codes_refused(r, wait);
-            else {
+            if (!guard_answered(r, &g, wait)) {
                 out->status = 400;
                 out->body_400 = sign_in_page(r, c, a.id, b.csrf, f->email, NULL,
                                              "The one-time code is wrong, expired, or was "
@@ -839,11 +849,7 @@ int accounts_verify_sign_in(struct req *r, const struct accounts_verify_sign_in_
     if (!right) {
         if (keep_counted(r) <= 0)
             return 0;
-        if (g.in_backoff)
-            acc_guard_refuse(r, &g);
-        else if (wait > 0)
-            acc_guard_codes_refused(r, wait);
-        else {
+        if (!guard_answered(r, &g, wait)) {
             out->status = 400;
             out->body_400 = otp_page(r, c, a.id, b.csrf,
                                      "The code is wrong, expired, or was already used.");

@@ -60,6 +60,56 @@ char *pay_metadata_json(const struct metadata_entry *m, size_t n)
     return out;
 }
 
+const char *pay_json_text(struct req *r, struct jsonw *w)
+{
+    size_t len = 0;
+    char *text = jsonw_take(w, &len);
+    jsonw_release(w);
+    const char *out = text ? arena_strdup(&r->arena, text) : NULL;
+    free(text);
+    return out;
+}
+
+int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sql,
+                  void (*row)(struct req *r, sqlite3_stmt *st, struct payment *item),
+                  const char *what)
+{
+    if (n == 0)
+        return 0;
+    struct jsonw w;
+    jsonw_init(&w);
+    jsonw_array_begin(&w);
+    for (size_t i = 0; i < n; i++)
+        jsonw_string(&w, items[i].id);
+    jsonw_array_end(&w);
+    size_t len = 0;
+    char *ids = jsonw_take(&w, &len);
+    jsonw_release(&w);
+    if (!ids)
+        return -1;
+    sqlite3_stmt *st = storage_prepare(sql);
+    if (!st) {
+        free(ids);
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, ids, (int)len, SQLITE_STATIC);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *pid = (const char *)sqlite3_column_text(st, 0);
+        for (size_t i = 0; pid && i < n; i++)
+            if (strcmp(items[i].id, pid) == 0) {
+                row(r, st, &items[i]);
+                break;
+            }
+    }
+    sqlite3_reset(st);
+    free(ids);
+    if (rc == SQLITE_DONE)
+        return 0;
+    log_error("%s failed: %s", what, sqlite3_errmsg(storage_db()));
+    return -1;
+}
+
 int pay_metadata_parse(struct req *r, const char *text, struct metadata_entry **m, size_t *n)
 {
     struct json_value *v = NULL;
@@ -220,49 +270,26 @@ static int row_to_pay(struct req *r, sqlite3_stmt *st, struct pay *x)
     return pay_load_approvers(r, x) != 0 ? -1 : pay_load_makers(r, &x->p);
 }
 
+/* A decision of the page's payment p (row columns 1..), one of its current round's. */
+static void page_decision(struct req *r, sqlite3_stmt *st, struct payment *p)
+{
+    struct payment_approval *a = p->approval;
+    if (!a->approvers)
+        a->approvers = arena_alloc(&r->arena, MAX_DECISIONS * sizeof *a->approvers);
+    if (a->approvers_count < MAX_DECISIONS)
+        read_decision(r, st, 1, a);
+}
+
 /* The current round's decisions of a page of payments, in one query (not one per row). */
 static int load_page_approvers(struct req *r, struct payment *items, size_t n)
 {
-    if (n == 0)
-        return 0;
-    struct jsonw w;
-    jsonw_init(&w);
-    jsonw_array_begin(&w);
-    for (size_t i = 0; i < n; i++)
-        jsonw_string(&w, items[i].id);
-    jsonw_array_end(&w);
-    size_t len = 0;
-    char *ids = jsonw_take(&w, &len);
-    if (!ids)
-        return -1;
-    sqlite3_stmt *st = storage_prepare(
-        "SELECT a.payment_id, a.user_id, a.decision, a.reason, a.decided_at "
-        "FROM payment_approvals a JOIN payments p "
-        "ON p.id = a.payment_id AND a.round = p.approval_round "
-        "WHERE a.payment_id IN (SELECT value FROM json_each(?1)) "
-        "ORDER BY a.payment_id, a.decided_at, a.user_id");
-    if (!st) {
-        free(ids);
-        return -1;
-    }
-    sqlite3_bind_text(st, 1, ids, (int)len, SQLITE_STATIC);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *pid = (const char *)sqlite3_column_text(st, 0);
-        size_t at = 0;
-        while (at < n && pid && strcmp(items[at].id, pid) != 0)
-            at++;
-        if (at == n || !pid)
-            continue;
-        struct payment_approval *a = items[at].approval;
-        if (!a->approvers)
-            a->approvers = arena_alloc(&r->arena, MAX_DECISIONS * sizeof *a->approvers);
-        if (a->approvers_count < MAX_DECISIONS)
-            read_decision(r, st, 1, a);
-    }
-    sqlite3_reset(st);
-    free(ids);
-    return rc == SQLITE_DONE ? 0 : db_failed("page approvals");
+    return pay_page_rows(r, items, n,
+                         "SELECT a.payment_id, a.user_id, a.decision, a.reason, a.decided_at "
+                         "FROM payment_approvals a JOIN payments p "
+                         "ON p.id = a.payment_id AND a.round = p.approval_round "
+                         "WHERE a.payment_id IN (SELECT value FROM json_each(?1)) "
+                         "ORDER BY a.payment_id, a.decided_at, a.user_id",
+                         page_decision, "payments: page approvals");
 }
 
 /* The caller's payment: 1 found, 0 answered (404, or 412 for an If-Match naming another
@@ -296,17 +323,12 @@ int pay_load(struct req *r, const char *id, const char *if_match, struct pay *x)
 }
 
 /* The payment as JSON text, as GET answers it (for events). Lives in r->arena. */
-static char *payment_json(struct req *r, const struct payment *p)
+static const char *payment_json(struct req *r, const struct payment *p)
 {
     struct jsonw w;
-    size_t len = 0;
     jsonw_init(&w);
     encode_payment(&w, p);
-    char *text = jsonw_take(&w, &len);
-    jsonw_release(&w);
-    char *out = text ? arena_strdup(&r->arena, text) : NULL;
-    free(text);
-    return out;
+    return pay_json_text(r, &w);
 }
 
 /* pay_record_change with the payment's JSON already rendered (json: payment_json(r, p)). */
@@ -424,7 +446,6 @@ int64_t pay_approvals_needed_for(struct req *r, const struct pay *x, const char 
 static const char *policy_json(struct req *r, const struct approval_policy *pol)
 {
     struct jsonw w;
-    size_t len = 0;
     jsonw_init(&w);
     jsonw_object_begin(&w);
     jsonw_key(&w, "tiers");
@@ -435,11 +456,7 @@ static const char *policy_json(struct req *r, const struct approval_policy *pol)
     jsonw_key(&w, "velocity_window_hours");
     jsonw_int(&w, pol->velocity_window_hours);
     jsonw_object_end(&w);
-    char *text = jsonw_take(&w, &len);
-    jsonw_release(&w);
-    const char *out = text ? arena_strdup(&r->arena, text) : NULL;
-    free(text);
-    return out;
+    return pay_json_text(r, &w);
 }
 
 int payments_get_approval_policy(struct req *r,

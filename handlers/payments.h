@@ -13,6 +13,7 @@
 #include "generated/payments_api.h"
 #include "runtime/config.h"
 #include "runtime/jobs.h"
+#include "runtime/jsonw.h"
 #include "runtime/req.h"
 
 /* A payment with what the API does not show: its approval round and when the settlement
@@ -35,6 +36,14 @@ const char *pay_column(struct req *r, sqlite3_stmt *st, int col);
 void pay_bind_opt(sqlite3_stmt *st, int i, const char *v);
 char *pay_metadata_json(const struct metadata_entry *m, size_t n);
 int pay_metadata_parse(struct req *r, const char *text, struct metadata_entry **m, size_t *n);
+/* What w wrote, as text in r->arena (NULL on failure); w is empty afterwards. */
+const char *pay_json_text(struct req *r, struct jsonw *w);
+/* What sql finds for a page of n payments in one query (not one per row): ?1 is bound to
+ * their ids as a JSON array (for json_each), the first column names the payment, and row(r,
+ * st, item) reads each row into the payment it names. A failure is logged as what. 0 / -1. */
+int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sql,
+                  void (*row)(struct req *r, sqlite3_stmt *st, struct payment *item),
+                  const char *what);
 
 /* Loads r's workspace's payment id into x (in r->arena): 1 found, 0 answered (404, or 412 for
  * an If-Match naming another version), -1 failure. */
@@ -111,6 +120,9 @@ int pay_person_missing(const struct req *r);
 /* Approving and denying (payments, batches, beneficiaries) is a person's decision: 1 when r's
  * principal is a user, else 0 answered 403 approver_must_be_a_person naming what. */
 int pay_decider_is_person(struct req *r, const char *what);
+/* Starts the audit detail of a change made by person through r's principal: opens w's object
+ * with "maker" (person) and, when person acts through a service account, "via" (it). */
+void pay_maker_detail_begin(const struct req *r, struct jsonw *w, const char *person);
 /* The approval round of r's workspace's beneficiary id into *round (0: none). 0 / -1. */
 int pay_beneficiary_round(struct req *r, const char *id, int64_t *round);
 /* Approvals are given for a beneficiary as it was: when x's beneficiary's approval round has

@@ -261,6 +261,18 @@ out:
     return ret;
 }
 
+/* Stores b, changed from the stored row at b->version, as its next version at the current
+ * time. 0 / -1. */
+static int store_next_version(struct req *r, struct beneficiary *b)
+{
+    int64_t old_version = b->version;
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    b->updated_at = arena_strdup(&r->arena, now);
+    b->version = old_version + 1;
+    return store(b, old_version);
+}
+
 /* ---- rules beyond the schema -------------------------------------------------------------- */
 
 /* Adds a violation for every business rule b breaks (schema rules were checked already). */
@@ -401,15 +413,7 @@ static const char *identity_detail(struct req *r, const struct beneficiary *befo
                                    const char *person)
 {
     struct jsonw w;
-    size_t len = 0;
-    jsonw_init(&w);
-    jsonw_object_begin(&w);
-    jsonw_key(&w, "maker");
-    jsonw_string(&w, person);
-    if (strcmp(person, r->principal.user_id) != 0) {
-        jsonw_key(&w, "via");
-        jsonw_string(&w, r->principal.user_id);
-    }
+    pay_maker_detail_begin(r, &w, person);
     jsonw_key(&w, "changed");
     jsonw_object_begin(&w);
     const struct {
@@ -441,11 +445,7 @@ static const char *identity_detail(struct req *r, const struct beneficiary *befo
     }
     jsonw_object_end(&w);
     jsonw_object_end(&w);
-    char *text = jsonw_take(&w, &len);
-    jsonw_release(&w);
-    const char *out = text ? arena_strdup(&r->arena, text) : NULL;
-    free(text);
-    return out;
+    return pay_json_text(r, &w);
 }
 
 static int set_requested_by(struct req *r, const char *id, const char *person);
@@ -621,11 +621,7 @@ int payments_update_beneficiary(struct req *r, const struct payments_update_bene
         if (!(detail = identity_detail(r, &before, b, changed, me)))
             return -1;
     }
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
-    b->updated_at = arena_strdup(&r->arena, now);
-    b->version = before.version + 1;
-    if (store(b, before.version) != 0 ||
+    if (store_next_version(r, b) != 0 ||
         (changed && (set_requested_by(r, b->id, me) != 0 ||
                      ben_add_maker(r, b->id, me, changed,
                                    before.approval_status != APPROVAL_STATUS_PENDING_APPROVAL) !=
@@ -650,13 +646,8 @@ int payments_delete_beneficiary(struct req *r, const struct payments_delete_bene
     out->status = 204;
     if (b->status == BENEFICIARY_STATUS_ARCHIVED)
         return 0; /* archiving is idempotent: nothing changes, no new version */
-    int64_t old_version = b->version;
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
     b->status = BENEFICIARY_STATUS_ARCHIVED;
-    b->updated_at = arena_strdup(&r->arena, now);
-    b->version = old_version + 1;
-    if (store(b, old_version) != 0)
+    if (store_next_version(r, b) != 0)
         return -1;
     return audit_record(r, "beneficiary.archived", "beneficiary", b->id, "active", "archived",
                         NULL);
@@ -737,13 +728,8 @@ static int decide_beneficiary(struct req *r, const char *id, enum approval_statu
                     verb);
         return 0;
     }
-    int64_t old_version = b->version;
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
     b->approval_status = decision;
-    b->updated_at = arena_strdup(&r->arena, now);
-    b->version = old_version + 1;
-    if (store(b, old_version) != 0 ||
+    if (store_next_version(r, b) != 0 ||
         audit_record(r, decision == APPROVAL_STATUS_APPROVED ? "beneficiary.approved"
                                                               : "beneficiary.denied",
                      "beneficiary", b->id, "pending_approval", approval_status_str(decision),

@@ -94,6 +94,26 @@ int pay_person_missing(const struct req *r)
     return r->problem ? 0 : -1;
 }
 
+/* The principal person acts through, when it is not person themself (a service account);
+ * else NULL. */
+static const char *via(const struct req *r, const char *person)
+{
+    return strcmp(person, r->principal.user_id) != 0 ? r->principal.user_id : NULL;
+}
+
+void pay_maker_detail_begin(const struct req *r, struct jsonw *w, const char *person)
+{
+    const char *through = via(r, person);
+    jsonw_init(w);
+    jsonw_object_begin(w);
+    jsonw_key(w, "maker");
+    jsonw_string(w, person);
+    if (through) {
+        jsonw_key(w, "via");
+        jsonw_string(w, through);
+    }
+}
+
 int pay_decider_is_person(struct req *r, const char *what)
 {
     if (strncmp(r->principal.user_id, "sa_", 3) != 0)
@@ -121,11 +141,22 @@ int pay_beneficiary_round(struct req *r, const char *id, int64_t *round)
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_failed("a beneficiary's round");
 }
 
+/* Ends a payment's audit detail with its approval round and the approvals that round needs,
+ * and gives its text (in r->arena; NULL on failure). */
+static const char *detail_end(struct req *r, struct jsonw *w, const struct pay *x)
+{
+    jsonw_key(w, "approval_round");
+    jsonw_int(w, x->round);
+    jsonw_key(w, "approvals_required");
+    jsonw_int(w, x->p.approval->required);
+    jsonw_object_end(w);
+    return pay_json_text(r, w);
+}
+
 /* The audit detail of approvals voided by a beneficiary change (JSON), in r->arena. */
 static const char *voided_detail(struct req *r, const struct pay *x, int64_t before)
 {
     struct jsonw w;
-    size_t len = 0;
     jsonw_init(&w);
     jsonw_object_begin(&w);
     jsonw_key(&w, "approvals_voided");
@@ -139,16 +170,7 @@ static const char *voided_detail(struct req *r, const struct pay *x, int64_t bef
     jsonw_key(&w, "after");
     jsonw_int(&w, x->beneficiary_round);
     jsonw_object_end(&w);
-    jsonw_key(&w, "approval_round");
-    jsonw_int(&w, x->round);
-    jsonw_key(&w, "approvals_required");
-    jsonw_int(&w, x->p.approval->required);
-    jsonw_object_end(&w);
-    char *text = jsonw_take(&w, &len);
-    jsonw_release(&w);
-    const char *out = text ? arena_strdup(&r->arena, text) : NULL;
-    free(text);
-    return out;
+    return detail_end(r, &w, x);
 }
 
 int pay_approvals_still_hold(struct req *r, struct pay *x)
@@ -264,15 +286,7 @@ const char *pay_change_detail(struct req *r, const struct payment *before,
                               const struct pay *x)
 {
     struct jsonw w;
-    size_t len = 0;
-    jsonw_init(&w);
-    jsonw_object_begin(&w);
-    jsonw_key(&w, "maker");
-    jsonw_string(&w, person);
-    if (strcmp(person, r->principal.user_id) != 0) {
-        jsonw_key(&w, "via");
-        jsonw_string(&w, r->principal.user_id);
-    }
+    pay_maker_detail_begin(r, &w, person);
     jsonw_key(&w, "changed");
     jsonw_object_begin(&w);
     for (int f = PAYMENT_APPROVAL_FIELD_AMOUNT; f <= PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION;
@@ -288,16 +302,7 @@ const char *pay_change_detail(struct req *r, const struct payment *before,
         jsonw_object_end(&w);
     }
     jsonw_object_end(&w);
-    jsonw_key(&w, "approval_round");
-    jsonw_int(&w, x->round);
-    jsonw_key(&w, "approvals_required");
-    jsonw_int(&w, x->p.approval->required);
-    jsonw_object_end(&w);
-    char *text = jsonw_take(&w, &len);
-    jsonw_release(&w);
-    const char *out = text ? arena_strdup(&r->arena, text) : NULL;
-    free(text);
-    return out;
+    return detail_end(r, &w, x);
 }
 
 int pay_add_maker(struct req *r, const struct payment *p, const char *person, unsigned fields)
@@ -310,7 +315,7 @@ int pay_add_maker(struct req *r, const struct payment *p, const char *person, un
         return -1;
     sqlite3_bind_text(st, 1, p->id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, person, -1, SQLITE_STATIC);
-    pay_bind_opt(st, 3, strcmp(person, r->principal.user_id) != 0 ? r->principal.user_id : NULL);
+    pay_bind_opt(st, 3, via(r, person));
     sqlite3_bind_int64(st, 4, fields);
     sqlite3_bind_text(st, 5, p->updated_at, -1, SQLITE_STATIC); /* the change's time */
     int rc = sqlite3_step(st);
@@ -395,42 +400,19 @@ int pay_load_makers(struct req *r, struct payment *p)
     return rc == SQLITE_DONE ? 0 : db_failed("reading makers");
 }
 
+/* A changed-entry of the page's payment p (row columns 1..). */
+static void page_maker(struct req *r, sqlite3_stmt *st, struct payment *p)
+{
+    read_maker(r, st, 1, p);
+}
+
 int pay_load_page_makers(struct req *r, struct payment *items, size_t n)
 {
-    if (n == 0)
-        return 0;
-    struct jsonw w;
-    jsonw_init(&w);
-    jsonw_array_begin(&w);
-    for (size_t i = 0; i < n; i++)
-        jsonw_string(&w, items[i].id);
-    jsonw_array_end(&w);
-    size_t len = 0;
-    char *ids = jsonw_take(&w, &len);
-    jsonw_release(&w);
-    if (!ids)
-        return -1;
-    sqlite3_stmt *st = storage_prepare(
-        "SELECT payment_id, person_id, via, fields, last_at FROM payment_makers "
-        "WHERE payment_id IN (SELECT value FROM json_each(?1)) "
-        "ORDER BY payment_id, first_at, person_id");
-    if (!st) {
-        free(ids);
-        return -1;
-    }
-    sqlite3_bind_text(st, 1, ids, (int)len, SQLITE_STATIC);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *pid = (const char *)sqlite3_column_text(st, 0);
-        for (size_t i = 0; pid && i < n; i++)
-            if (strcmp(items[i].id, pid) == 0) {
-                read_maker(r, st, 1, &items[i]);
-                break;
-            }
-    }
-    sqlite3_reset(st);
-    free(ids);
-    return rc == SQLITE_DONE ? 0 : db_failed("reading a page's makers");
+    return pay_page_rows(r, items, n,
+                         "SELECT payment_id, person_id, via, fields, last_at FROM payment_makers "
+                         "WHERE payment_id IN (SELECT value FROM json_each(?1)) "
+                         "ORDER BY payment_id, first_at, person_id",
+                         page_maker, "maker-checker: reading a page's makers");
 }
 
 /* ---- the velocity rule ------------------------------------------------------------------- */
@@ -502,7 +484,7 @@ int ben_add_maker(struct req *r, const char *beneficiary_id, const char *person,
         return -1;
     sqlite3_bind_text(st, 1, beneficiary_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, person, -1, SQLITE_STATIC);
-    pay_bind_opt(st, 3, strcmp(person, r->principal.user_id) != 0 ? r->principal.user_id : NULL);
+    pay_bind_opt(st, 3, via(r, person));
     sqlite3_bind_int64(st, 4, fields);
     sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 6, r->principal.workspace_id, -1, SQLITE_STATIC);
