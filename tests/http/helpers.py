@@ -46,6 +46,16 @@ def committed_row(server, sql, params=(), timeout=10):
             time.sleep(0.02)
 
 
+def audit_of(server, resource_id):
+    """The audit records of resource_id, oldest first: (actor_id, action, before_status,
+    after_status, detail)."""
+    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    with contextlib.closing(db):
+        return db.execute("SELECT actor_id, action, before_status, after_status, detail "
+                          "FROM audit_events WHERE resource_id = ? ORDER BY seq",
+                          (resource_id,)).fetchall()
+
+
 def no_recent_reads():
     """Waits out runtime/group_commit.c's READS_WINDOW_MS (100 ms): while reads arrive the writer
     syncs each commit inside it, so a test of the deferred fsync (the syncer's, which the test

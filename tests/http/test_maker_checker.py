@@ -308,6 +308,17 @@ def test_a_policy_change_is_audited_before_and_after(server, team):
 
 # ---- attack 4 ------------------------------------------------------------------------------
 
+def assert_change_makes_owner_maker(team, sa, bot, ben):
+    """An approver's payment changed through bot (a token of service account sa the owner
+    minted) has the owner as a maker, via sa: the owner can no longer approve it."""
+    theirs = assert_json(team.pay(ben, 500, client=team.approvers[0]), 201)
+    changed = assert_json(patch(bot, theirs["id"], amount=900), 200)
+    assert changed["makers"][1]["user_id"] == user_id(team.owner)
+    assert changed["makers"][1]["via"] == sa["id"]
+    assert_problem(team.owner.put(PAY + "/" + theirs["id"] + "/approve"), 403,
+                   "maker_cannot_approve")
+
+
 def test_an_admin_approves_their_own_payment_through_their_service_account(team):
     """The owner created a service account and approved their own payment with it. A service
     account decides nothing (a decision is a person's), and what it makes is made by the
@@ -327,12 +338,7 @@ def test_an_admin_approves_their_own_payment_through_their_service_account(team)
                               "action": "created", "at": its["created_at"]}]
     assert_problem(team.owner.put(PAY + "/" + its["id"] + "/approve"), 403, "self_approval")
     # a change through the service account makes the owner a maker
-    theirs = assert_json(team.pay(ben, 500, client=team.approvers[0]), 201)
-    changed = assert_json(patch(bot, theirs["id"], amount=900), 200)
-    assert changed["makers"][1]["user_id"] == user_id(team.owner)
-    assert changed["makers"][1]["via"] == sa["id"]
-    assert_problem(team.owner.put(PAY + "/" + theirs["id"] + "/approve"), 403,
-                   "maker_cannot_approve")
+    assert_change_makes_owner_maker(team, sa, bot, ben)
     # batches, and beneficiaries, follow the same rules
     batch = assert_json(bot.post(PAY + "/batches", json={"items": [{
         "amount": 500, "currency": "EUR", "type": "sepa", "originating_account": "acc",
@@ -394,12 +400,7 @@ def test_an_admin_approves_their_own_payment_through_another_admins_service_acco
     assert assert_json(admin2.put(PAY + "/" + its["id"] + "/approve"), 200)["status"] == \
         "approved"
     # a change through the token makes the owner a maker
-    theirs = assert_json(team.pay(ben, 500, client=team.approvers[0]), 201)
-    changed = assert_json(patch(bot, theirs["id"], amount=900), 200)
-    assert changed["makers"][1]["user_id"] == user_id(team.owner)
-    assert changed["makers"][1]["via"] == sa["id"]
-    assert_problem(team.owner.put(PAY + "/" + theirs["id"] + "/approve"), 403,
-                   "maker_cannot_approve")
+    assert_change_makes_owner_maker(team, sa, bot, ben)
     # beneficiary details entered through the token are the owner's
     fresh = assert_json(bot.post(BEN, json={
         "name": "Bot payee", "account_holder_name": "Bot payee", "currency": "EUR",

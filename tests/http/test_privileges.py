@@ -4,14 +4,12 @@ now. A role narrowed (or replaced by unrelated scopes), a client narrowed or dis
 next request with an old token sees it (runtime/privileges.h), and a refresh never hands the old
 privileges back."""
 
-import contextlib
-import sqlite3
 import uuid
 
 import pytest
 
 from conftest import USER_PASSWORD
-from helpers import assert_json, assert_oauth_error, assert_problem, beneficiary
+from helpers import assert_json, assert_oauth_error, assert_problem, audit_of, beneficiary
 from oauth_flow import CLIENTS, TOKEN, Workspace, form, tokens_for
 
 ROLES = "/v1/admin/roles"
@@ -139,14 +137,6 @@ def test_the_privilege_check_holds_across_many_requests_and_principals(server, w
     assert_problem(clients[a].get("/v1/payments"), 403, "insufficient_scope")
     assert clients[b].get("/v1/payments").status == 200
     assert writes(clients[b]) == 201
-
-
-def audit_of(server, resource_id):
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
-    with contextlib.closing(db):
-        return db.execute("SELECT actor_id, action, before_status, after_status, detail "
-                          "FROM audit_events WHERE resource_id = ? ORDER BY seq",
-                          (resource_id,)).fetchall()
 
 
 def test_every_privilege_change_writes_an_audit_record(server, ws):

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import Servers
-from helpers import assert_json, assert_problem, committed_row, no_recent_reads
+from helpers import assert_json, assert_problem, audit_of, committed_row, no_recent_reads
 from payments_team import PAY, Team, events, wait_status
 
 FAST = {"TREASURY_SETTLEMENT_INTERVAL_MS": 20, "TREASURY_SANDBOX_RAIL_DELAY_MS": 150}
@@ -42,14 +42,6 @@ def wait_for(client, pay_id, statuses):
     return wait_status(client, PAY + "/" + pay_id, statuses)
 
 
-def audit_rows(server, pay_id):
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
-    with contextlib.closing(db):
-        return db.execute("SELECT actor_id, action, before_status, after_status, detail "
-                          "FROM audit_events WHERE resource_id = ? ORDER BY seq",
-                          (pay_id,)).fetchall()
-
-
 def test_an_approved_payment_settles_without_a_client(server, team):
     p = assert_json(team.pay(team.ben, 4200, remittance_information="Invoice 7"), 201)
     assert p["status"] == "approved" and p["iso20022_status"] == "ACTC"
@@ -62,7 +54,7 @@ def test_an_approved_payment_settles_without_a_client(server, team):
     timeline = assert_json(team.owner.get(PAY + "/%s/events" % p["id"]), 200)["data"]
     assert [e["data"]["object"]["status"] for e in timeline[2:]] == ["processing", "sent",
                                                                       "completed"]
-    rows = audit_rows(server, p["id"])
+    rows = audit_of(server, p["id"])
     assert [r[:4] for r in rows[2:]] == [
         ("system", "payment.processing", "approved", "processing"),
         ("system", "payment.sent", "processing", "sent"),
@@ -238,7 +230,7 @@ def test_a_round_is_committed_by_the_writer_and_a_failed_step_stays_due(make_ser
     for i in ids:
         assert events(owner, i) == ["payment.created", "payment.approved",
                                     "payment.processing"]
-        assert [r[1] for r in audit_rows(s, i)].count("payment.processing") == 1
+        assert [r[1] for r in audit_of(s, i)].count("payment.processing") == 1
     s.stop()
     m = re.findall(r"group commit: (\d+) write request\(s\) in (\d+) transaction\(s\), "
                    r"largest (\d+), (\d+) run again in savepoints", s.log_text())

@@ -482,9 +482,9 @@ static char *snapshot(sqlite3 *db, const char *sql)
     return out;
 }
 
-/* Migration 13 rebuilds events and audit_events: every row survives with every column, and
- * the numbering carries on from the last event. */
-static void test_lean_writes_migration_keeps_every_event_and_audit_record(void)
+/* A fresh database at path as a server left it before migration version: every earlier
+ * migration applied and recorded. Open, for the caller to fill and close. */
+static sqlite3 *open_before(int version)
 {
     sqlite3 *db = NULL;
     fresh_path();
@@ -492,7 +492,7 @@ static void test_lean_writes_migration_keeps_every_event_and_audit_record(void)
     CHECK(sqlite3_exec(db, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, "
                            "name TEXT NOT NULL, applied_at TEXT NOT NULL)",
                        NULL, NULL, NULL) == SQLITE_OK);
-    for (size_t i = 0; i < migrations_count && migrations_list[i].version < 13; i++) {
+    for (size_t i = 0; i < migrations_count && migrations_list[i].version < version; i++) {
         char *sql = sqlite3_mprintf("%s; INSERT INTO schema_migrations VALUES (%d, %Q, "
                                     "'2026-01-01T00:00:00.000Z')",
                                     migrations_list[i].sql, migrations_list[i].version,
@@ -500,6 +500,14 @@ static void test_lean_writes_migration_keeps_every_event_and_audit_record(void)
         CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
         sqlite3_free(sql);
     }
+    return db;
+}
+
+/* Migration 13 rebuilds events and audit_events: every row survives with every column, and
+ * the numbering carries on from the last event. */
+static void test_lean_writes_migration_keeps_every_event_and_audit_record(void)
+{
+    sqlite3 *db = open_before(13);
     CHECK(sqlite3_exec(
               db,
               "INSERT INTO workspaces (id, name, created_at, updated_at) VALUES "
@@ -543,20 +551,7 @@ static void test_lean_writes_migration_keeps_every_event_and_audit_record(void)
  * before they were e-mailed (no mail_id: their token went back to the inviter). */
 static void test_identity_fixes_migration_moves_mfa_steps_and_supersedes_unmailed(void)
 {
-    sqlite3 *db = NULL;
-    fresh_path();
-    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, "
-                           "name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-                       NULL, NULL, NULL) == SQLITE_OK);
-    for (size_t i = 0; i < migrations_count && migrations_list[i].version < 19; i++) {
-        char *sql = sqlite3_mprintf("%s; INSERT INTO schema_migrations VALUES (%d, %Q, "
-                                    "'2026-01-01T00:00:00.000Z')",
-                                    migrations_list[i].sql, migrations_list[i].version,
-                                    migrations_list[i].name);
-        CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
-        sqlite3_free(sql);
-    }
+    sqlite3 *db = open_before(19);
     CHECK(sqlite3_exec(
               db,
               "INSERT INTO workspaces (id, name, created_at, updated_at) VALUES "
