@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from conftest import USER_PASSWORD
-from helpers import assert_json, assert_oauth_error, assert_problem, audit_of, beneficiary
+from helpers import assert_json, assert_problem, audit_of, beneficiary
 from oauth_flow import CLIENTS, TOKEN, Workspace, form, tokens_for
 
 ROLES = "/v1/admin/roles"
