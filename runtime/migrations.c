@@ -621,7 +621,38 @@ static const char maker_review_sql[] =
     "decided_at) SELECT batch_id, 1, user_id, decision, reason, decided_at FROM "
     "batch_approvals;\n"
     "DROP TABLE batch_approvals;\n"
-    "ALTER TABLE batch_approvals_by_round RENAME TO batch_approvals;\n";
+    "ALTER TABLE batch_approvals_by_round RENAME TO batch_approvals;\n"
+    /* Items still open at the upgrade were made and decided under the old rules: they fail
+     * closed. A service account's decision no longer counts: a payment or batch whose current
+     * round holds one starts a new round, and one it approved goes back to pending_approval.
+     * A payment made through a service-account token counts every person who had minted a
+     * token of that account by then as a maker (the minter was not recorded). A payment whose
+     * beneficiary changed after the payment was last changed or decided gets beneficiary round
+     * 0, which matches none: its approvals are void at the next decision, and the worker fails
+     * it rather than send it to the new details. */
+    "UPDATE payments SET approval_round = approval_round + 1, version = version + 1, "
+    "status = CASE WHEN status IN ('approved', 'scheduled') THEN 'pending_approval' "
+    "ELSE status END "
+    "WHERE batch_id IS NULL AND status IN ('pending_approval', 'approved', 'scheduled') "
+    "AND EXISTS (SELECT 1 FROM payment_approvals a WHERE a.payment_id = payments.id "
+    "AND a.round = payments.approval_round AND a.user_id LIKE 'sa\\_%' ESCAPE '\\');\n"
+    "UPDATE payment_batches SET approval_round = approval_round + 1, version = version + 1, "
+    "status = CASE WHEN status = 'approved' THEN 'pending_approval' ELSE status END "
+    "WHERE status IN ('pending_approval', 'approved') AND EXISTS (SELECT 1 FROM "
+    "batch_approvals a WHERE a.batch_id = payment_batches.id "
+    "AND a.round = payment_batches.approval_round AND a.user_id LIKE 'sa\\_%' ESCAPE '\\');\n"
+    "UPDATE payments SET status = 'pending_approval', version = version + 1 "
+    "WHERE status IN ('approved', 'scheduled') AND batch_id IN "
+    "(SELECT id FROM payment_batches WHERE status = 'pending_approval');\n"
+    "INSERT INTO payment_makers (payment_id, person_id, via, fields, first_at, last_at) "
+    "SELECT p.id, t.created_by, p.created_by, 0, p.created_at, p.created_at FROM payments p "
+    "JOIN service_account_tokens t ON t.service_account_id = p.created_by "
+    "WHERE p.status IN ('pending_approval', 'approved', 'scheduled') "
+    "AND t.created_at <= p.created_at AND t.created_by LIKE 'usr\\_%' ESCAPE '\\' "
+    "ON CONFLICT (payment_id, person_id) DO NOTHING;\n"
+    "UPDATE payments SET beneficiary_round = 0 "
+    "WHERE status IN ('pending_approval', 'approved', 'scheduled') AND (SELECT b.updated_at "
+    "FROM beneficiaries b WHERE b.id = payments.beneficiary_id) > payments.updated_at;\n";
 
 const struct migration migrations_list[] = {
     {1, "initial", initial_sql},

@@ -546,6 +546,101 @@ static void test_lean_writes_migration_keeps_every_event_and_audit_record(void)
     done();
 }
 
+/* Migration 18 makes items still open at the upgrade fail closed: a service account's decision
+ * no longer counts (its round starts over, an approval it gave is withdrawn), the minters of a
+ * service account's tokens become makers of what it created, and a payment whose beneficiary
+ * changed after it was last changed cannot be approved or sent on the old approvals. */
+static void test_maker_review_migration_fails_open_items_closed(void)
+{
+    sqlite3 *db = open_before(18);
+#define PAY_COLS "(id, workspace_id, amount, currency, type, priority, originating_account, " \
+                 "beneficiary_id, effective_date, status, approvals_required, created_by, "    \
+                 "version, created_at, updated_at, batch_id) VALUES "
+#define BEN_ROW(id, updated)                                                                  \
+    "('" id "', 'wsp_1', 'N', 'N', 'IBAN', 'DE89370400440532013000', NULL, NULL, NULL, NULL, " \
+    "'EUR', 'DE', 'ordinary', NULL, NULL, NULL, 'active', 'unverified', 'approved', '{}', 1, " \
+    "'2026-01-01T00:00:00.000Z', '" updated "')"
+    CHECK(sqlite3_exec(
+              db,
+              "INSERT INTO workspaces (id, name, created_at, updated_at) VALUES "
+              "('wsp_1', 'One', '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z');"
+              "INSERT INTO beneficiaries (id, workspace_id, name, account_holder_name, scheme, "
+              "identification, bank_bic, bank_routing_number, bank_name, bank_country, currency, "
+              "country, beneficiary_type, counterparty_id, external_id, email, status, "
+              "verification_status, approval_status, metadata, version, created_at, updated_at) "
+              "VALUES " BEN_ROW("ben_changed", "2026-01-05T00:00:00.000Z") ","
+              BEN_ROW("ben_same", "2026-01-01T00:00:00.000Z") ";"
+              "INSERT INTO service_accounts (id, workspace_id, name, role, status, version, "
+              "created_by, created_at, updated_at) VALUES ('sa_1', 'wsp_1', 'bot', 'admin', "
+              "'active', 1, 'usr_b', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');"
+              "INSERT INTO service_account_tokens (id, service_account_id, workspace_id, scope, "
+              "created_by, created_at) VALUES ('sat_1', 'sa_1', 'wsp_1', 'payments:write', "
+              "'usr_a', '2026-01-01T00:00:00.000Z'), ('sat_late', 'sa_1', 'wsp_1', "
+              "'payments:write', 'usr_late', '2026-01-09T00:00:00.000Z');"
+              "INSERT INTO payment_batches (id, workspace_id, status, item_count, "
+              "approvals_required, created_by, version, created_at, updated_at) VALUES "
+              "('bat_1', 'wsp_1', 'approved', 1, 1, 'usr_a', 2, '2026-01-02T00:00:00.000Z', "
+              "'2026-01-02T00:00:00.000Z');"
+              "INSERT INTO batch_approvals (batch_id, user_id, decision, decided_at) VALUES "
+              "('bat_1', 'sa_1', 'approved', '2026-01-02T00:00:00.000Z');"
+              "INSERT INTO payments " PAY_COLS
+              "('pay_sa_pending', 'wsp_1', 5, 'EUR', 'sepa', 'normal', 'acct', 'ben_same', "
+              "'2026-02-01', 'pending_approval', 2, 'usr_c', 1, '2026-01-02T00:00:00.000Z', "
+              "'2026-01-02T00:00:00.000Z', NULL),"
+              "('pay_sa_approved', 'wsp_1', 5, 'EUR', 'sepa', 'normal', 'acct', 'ben_same', "
+              "'2026-02-01', 'scheduled', 1, 'usr_c', 2, '2026-01-02T00:00:00.000Z', "
+              "'2026-01-02T00:00:00.000Z', NULL),"
+              "('pay_person', 'wsp_1', 5, 'EUR', 'sepa', 'normal', 'acct', 'ben_same', "
+              "'2026-02-01', 'approved', 1, 'usr_c', 2, '2026-01-02T00:00:00.000Z', "
+              "'2026-01-02T00:00:00.000Z', NULL),"
+              "('pay_by_sa', 'wsp_1', 5, 'EUR', 'sepa', 'normal', 'acct', 'ben_same', "
+              "'2026-02-01', 'pending_approval', 1, 'sa_1', 1, '2026-01-03T00:00:00.000Z', "
+              "'2026-01-03T00:00:00.000Z', NULL),"
+              "('pay_ben_changed', 'wsp_1', 5, 'EUR', 'sepa', 'normal', 'acct', 'ben_changed', "
+              "'2026-02-01', 'approved', 0, 'usr_c', 1, '2026-01-02T00:00:00.000Z', "
+              "'2026-01-02T00:00:00.000Z', NULL),"
+              "('pay_item', 'wsp_1', 5, 'EUR', 'sepa', 'normal', 'acct', 'ben_same', "
+              "'2026-02-01', 'approved', 1, 'usr_a', 2, '2026-01-02T00:00:00.000Z', "
+              "'2026-01-02T00:00:00.000Z', 'bat_1');"
+              "INSERT INTO payment_approvals (payment_id, round, user_id, decision, decided_at) "
+              "VALUES ('pay_sa_pending', 1, 'sa_1', 'approved', '2026-01-02T00:00:00.000Z'),"
+              "('pay_sa_pending', 1, 'usr_d', 'approved', '2026-01-02T00:00:00.000Z'),"
+              "('pay_sa_approved', 1, 'sa_1', 'approved', '2026-01-02T00:00:00.000Z'),"
+              "('pay_person', 1, 'usr_d', 'approved', '2026-01-02T00:00:00.000Z')",
+              NULL, NULL, NULL) == SQLITE_OK);
+#undef PAY_COLS
+#undef BEN_ROW
+    sqlite3_close(db);
+
+    char err[256] = "", buf[64];
+    CHECK(storage_open(path, err, sizeof err) == 0);
+    CHECK(storage_schema_version() == latest_version());
+    CHECK(query_int("SELECT approval_round FROM payments WHERE id = 'pay_sa_pending'") == 2);
+    CHECK_STR(query_text("SELECT status FROM payments WHERE id = 'pay_sa_pending'", buf,
+                         sizeof buf),
+              "pending_approval");
+    CHECK(query_int("SELECT approval_round FROM payments WHERE id = 'pay_sa_approved'") == 2);
+    CHECK_STR(query_text("SELECT status FROM payments WHERE id = 'pay_sa_approved'", buf,
+                         sizeof buf),
+              "pending_approval");
+    CHECK(query_int("SELECT version FROM payments WHERE id = 'pay_sa_approved'") == 3);
+    CHECK_STR(query_text("SELECT status FROM payments WHERE id = 'pay_person'", buf, sizeof buf),
+              "approved");
+    CHECK(query_int("SELECT approval_round FROM payments WHERE id = 'pay_person'") == 1);
+    CHECK_STR(query_text("SELECT group_concat(person_id) FROM payment_makers WHERE "
+                         "payment_id = 'pay_by_sa'", buf, sizeof buf),
+              "usr_a");
+    CHECK(query_int("SELECT beneficiary_round FROM payments WHERE id = 'pay_ben_changed'") == 0);
+    CHECK(query_int("SELECT beneficiary_round FROM payments WHERE id = 'pay_person'") == 1);
+    CHECK_STR(query_text("SELECT status FROM payment_batches WHERE id = 'bat_1'", buf,
+                         sizeof buf),
+              "pending_approval");
+    CHECK(query_int("SELECT approval_round FROM payment_batches WHERE id = 'bat_1'") == 2);
+    CHECK_STR(query_text("SELECT status FROM payments WHERE id = 'pay_item'", buf, sizeof buf),
+              "pending_approval");
+    done();
+}
+
 /* Migration 19 moves each account's last accepted TOTP step out of users (a table the
  * privilege cache watches) into mfa_steps, and supersedes the invitations still pending from
  * before they were e-mailed (no mail_id: their token went back to the inviter). */
@@ -626,6 +721,7 @@ int main(void)
         UNIT_TEST(test_open_twice_is_refused),
         UNIT_TEST(test_open_reports_a_file_that_is_not_a_database),
         UNIT_TEST(test_lean_writes_migration_keeps_every_event_and_audit_record),
+        UNIT_TEST(test_maker_review_migration_fails_open_items_closed),
         UNIT_TEST(test_identity_fixes_migration_moves_mfa_steps_and_supersedes_unmailed),
         UNIT_TEST(test_checkpoint_restarts_the_wal_when_its_first_pass_falls_short),
         UNIT_TEST(test_a_checkpoint_answers_the_requests_of_the_commits_it_copied),
