@@ -116,10 +116,11 @@ static int move(struct step *st, struct pay *x, enum payment_status s, int64_t n
 /* The beneficiary is checked again just before the payment is sent: it may have been archived,
  * or changed and not approved again, or moved to another currency since the payment was
  * approved, or changed and approved again (beneficiary_changed: the payment's approvals were
- * given for the details as they were, pay_approvals_still_hold). Such a payment is not sent but failed (final: it was approved for a payee that is
- * no longer the one it would reach; the client re-enters it once the beneficiary is approved
- * again), with failure_reason starting with the problem code approval would answer, and its
- * payment.failed event and audit record. *refused when it was failed. 0 / -1. */
+ * given for the details as they were, pay_approvals_still_hold). Such a payment is not sent
+ * but failed (final: it was approved for a payee that is no longer the one it would reach;
+ * the client re-enters it once the beneficiary is approved again), with failure_reason
+ * starting with the problem code approval would answer, and its payment.failed event and
+ * audit record. *refused when it was failed. 0 / -1. */
 static int payee_refused(struct step *st, struct pay *x, bool *refused)
 {
     struct req *r = &st->r;
