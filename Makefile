@@ -26,7 +26,7 @@ BUILD    ?= build
 SANFLAGS :=
 OPT      := -O2 -g
 endif
-# Test builds validate every response against its schema (architecture.md §3), and have a
+# Test builds validate every response against its schema (codegen/README.md), and have a
 # settable clock and test hooks (a held fsync: runtime/group_commit.c).
 ifneq ($(SAN)$(CHECK),)
 DEFS     := -DTREASURY_CHECK_RESPONSES -DTREASURY_TEST_CLOCK -DTREASURY_TEST_HOOKS

@@ -138,7 +138,7 @@ enum payment_approver_decision {
 const char *payment_approver_decision_str(enum payment_approver_decision v);
 enum payment_approver_decision payment_approver_decision_parse(const char *s);
 
-/* PaymentBatchStatus: The group status (domain.md §1.2, after the ISO 20022 group status codes): `pending_approval`, `a... */
+/* PaymentBatchStatus: The group status (after the ISO 20022 group status codes): `pending_approval`, `approved`, `denie... */
 enum payment_batch_status {
     PAYMENT_BATCH_STATUS_PENDING_APPROVAL = 1,
     PAYMENT_BATCH_STATUS_APPROVED = 2,
@@ -180,7 +180,7 @@ enum payment_priority {
 const char *payment_priority_str(enum payment_priority v);
 enum payment_priority payment_priority_parse(const char *s);
 
-/* PaymentStatus: Where the payment is in its life (domain.md §1.1). */
+/* PaymentStatus: Where the payment is in its life. */
 enum payment_status {
     PAYMENT_STATUS_PENDING_APPROVAL = 1,
     PAYMENT_STATUS_APPROVED = 2,
@@ -828,7 +828,7 @@ struct oauth_grant_page {
     bool next_cursor_is_null;
 };
 
-/* Payment: A payment order to a beneficiary (domain.md §1.1). */
+/* Payment: A payment order to a beneficiary. */
 struct payment {
     const char *id; /* required, PaymentId */
     const char *object; /* required */
@@ -885,7 +885,7 @@ struct payment_approver {
     const char *decided_at; /* required, Timestamp */
 };
 
-/* PaymentBatch: A batch of payments approved together (domain.md §1.2), in the order they were given. */
+/* PaymentBatch: A batch of payments approved together, in the order they were given. */
 struct payment_batch {
     const char *id; /* required, PaymentBatchId */
     const char *object; /* required */

@@ -132,32 +132,6 @@ int acc_role_scopes(const char *wid, const char *role, char *out, size_t n)
     return 0;
 }
 
-int acc_exec_texts(const char *sql, const char *const *v, int n)
-{
-    sqlite3_stmt *st = storage_prepare(sql);
-    if (!st)
-        return -1;
-    for (int i = 0; i < n; i++)
-        sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        log_error("login: write failed: %s", sqlite3_errmsg(storage_db()));
-        return -1;
-    }
-    return 0;
-}
-
-/* The guard's key: a digest of the normalized email, so any email fits in a quota key. */
-int acc_failure_key(const char *email_norm, char *key, size_t n)
-{
-    char h[DIGEST_HEX_LEN + 1];
-    if (digest_sha256_hex(email_norm, strlen(email_norm), h) != 0)
-        return -1;
-    snprintf(key, n, "login-fail:%.32s", h);
-    return 0;
-}
-
 /* A new refresh token of session sid: stored hashed (a 256-bit random secret, so a plain
  * SHA-256 suffices: the database never holds a usable token) in the family's history and as
  * the session's current token. Result lives in r->arena; NULL on failure. */
@@ -169,10 +143,11 @@ static char *new_refresh_token(struct req *r, const char *sid, const char *now)
         return NULL;
     const char *row[] = {hash, sid, now};
     const char *current[] = {hash, sid};
-    if (acc_exec_texts("INSERT INTO refresh_tokens (token_hash, session_id, created_at) "
-                   "VALUES (?, ?, ?)",
-                   row, 3) != 0 ||
-        acc_exec_texts("UPDATE sessions SET refresh_token_hash = ? WHERE id = ?", current, 2) != 0)
+    if (storage_exec_texts("INSERT INTO refresh_tokens (token_hash, session_id, created_at) "
+                           "VALUES (?, ?, ?)",
+                           row, 3) != 0 ||
+        storage_exec_texts("UPDATE sessions SET refresh_token_hash = ? WHERE id = ?", current, 2) !=
+            0)
         return NULL;
     return token;
 }
@@ -314,9 +289,10 @@ struct login_response *acc_open_session(struct req *r, const char *user_id, cons
     /* The last login is the membership's: another workspace never learns of this one. */
     const char *seen[] = {now, wid, user_id};
     if (rc != SQLITE_DONE ||
-        acc_exec_texts("INSERT INTO member_logins (last_login_at, workspace_id, user_id) "
-                       "VALUES (?1, ?2, ?3) ON CONFLICT (workspace_id, user_id) "
-                       "DO UPDATE SET last_login_at = ?1", seen, 3) != 0) {
+        storage_exec_texts("INSERT INTO member_logins (last_login_at, workspace_id, user_id) "
+                           "VALUES (?1, ?2, ?3) ON CONFLICT (workspace_id, user_id) "
+                           "DO UPDATE SET last_login_at = ?1",
+                           seen, 3) != 0) {
         log_error("sessions: opening failed: %s", sqlite3_errmsg(storage_db()));
         return NULL;
     }
@@ -753,7 +729,7 @@ int acc_refresh(struct req *r, const char *refresh_token, const char *want_scope
         return -1;
     }
     const char *seen[] = {now, f.session_id};
-    if (acc_exec_texts("UPDATE sessions SET last_used_at = ? WHERE id = ?", seen, 2) != 0)
+    if (storage_exec_texts("UPDATE sessions SET last_used_at = ? WHERE id = ?", seen, 2) != 0)
         return -1;
     char *refresh = new_refresh_token(r, f.session_id, now);
     if (!refresh)
@@ -792,7 +768,7 @@ int accounts_logout(struct req *r, const struct accounts_logout_request *in,
     (void)in;
     const struct principal *p = &r->principal;
     /* A service account's token is its own session: logging out revokes that token. */
-    bool service = strncmp(p->user_id, TOKEN_SERVICE_PREFIX, strlen(TOKEN_SERVICE_PREFIX)) == 0;
+    bool service = token_is_service_subject(p->user_id);
     if ((service ? admin_revoke_service_token(r, p->workspace_id, p->user_id, p->token_id)
                  : acc_revoke_session(r, p->session_id, p->user_id, p->workspace_id, "logout")) < 0)
         return -1;
@@ -887,7 +863,7 @@ struct mfa_row {
 /* The caller's MFA state; answers 409 for service accounts. 1 found, 0 answered, -1 failure. */
 static int load_mfa(struct req *r, struct mfa_row *m)
 {
-    if (strncmp(r->principal.user_id, TOKEN_SERVICE_PREFIX, strlen(TOKEN_SERVICE_PREFIX)) == 0) {
+    if (token_is_service_subject(r->principal.user_id)) {
         req_problem(r, 409, "not_a_user", "Service accounts have no multi-factor authentication.");
         return 0;
     }
@@ -941,7 +917,7 @@ static int set_mfa(const char *user_id, const char *status, const char *sealed)
     sqlite3_reset(st);
     const char *user[] = {user_id};
     return rc == SQLITE_DONE &&
-                   acc_exec_texts("DELETE FROM mfa_steps WHERE user_id = ?", user, 1) == 0
+                   storage_exec_texts("DELETE FROM mfa_steps WHERE user_id = ?", user, 1) == 0
                ? 0
                : -1;
 }
@@ -1088,8 +1064,8 @@ int accounts_confirm_mfa(struct req *r, const struct accounts_confirm_mfa_reques
     }
     mfa_right_code(r, guard);
     const char *user[] = {r->principal.user_id};
-    if (acc_exec_texts("UPDATE users SET mfa_status = 'enabled' WHERE id = ?", user, 1) != 0 ||
-        acc_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0 ||
+    if (storage_exec_texts("UPDATE users SET mfa_status = 'enabled' WHERE id = ?", user, 1) != 0 ||
+        storage_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0 ||
         audit_record(r, "user.mfa_enabled", "user", r->principal.user_id, "pending", "enabled",
                      NULL) != 0)
         return -1;
@@ -1109,9 +1085,9 @@ int accounts_confirm_mfa(struct req *r, const struct accounts_confirm_mfa_reques
         if (digest_sha256_hex(code, strlen(code), hash) != 0)
             return -1;
         const char *row[] = {r->principal.user_id, hash, now};
-        if (acc_exec_texts("INSERT INTO mfa_recovery_codes (user_id, code_hash, created_at) "
-                       "VALUES (?, ?, ?)",
-                       row, 3) != 0)
+        if (storage_exec_texts("INSERT INTO mfa_recovery_codes (user_id, code_hash, created_at) "
+                               "VALUES (?, ?, ?)",
+                               row, 3) != 0)
             return -1;
         c->recovery_codes[c->recovery_codes_count++] = code;
     }
@@ -1150,7 +1126,7 @@ int accounts_disable_mfa(struct req *r, const struct accounts_disable_mfa_reques
     mfa_right_code(r, guard);
     const char *user[] = {r->principal.user_id};
     if (set_mfa(r->principal.user_id, "none", NULL) != 0 ||
-        acc_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0 ||
+        storage_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0 ||
         audit_record(r, "user.mfa_disabled", "user", r->principal.user_id, "enabled", "none",
                      p->has_code ? "with a code" : "with a recovery code") != 0)
         return -1;

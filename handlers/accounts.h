@@ -20,12 +20,6 @@
 #include "runtime/req.h"
 
 #define EMAIL_MAX 256
-/* Failed-login guard per account (on top of the per-address `auth` quota): 10 failures in a
- * row are allowed, then one attempt per LOGIN_FAILURE_PERIOD_S / LOGIN_FAILURES = 90 s, the
- * wait growing back to nothing as the account stays quiet. Unknown emails are counted the
- * same way, so the guard reveals nothing about which accounts exist. */
-#define LOGIN_FAILURES 10
-#define LOGIN_FAILURE_PERIOD_S 900
 
 struct login_user {
     char id[ID_MAX];
@@ -39,8 +33,6 @@ struct login_user {
 /* ASCII lower case (emails are compared normalized). */
 void acc_lower_ascii(const char *in, char *out, size_t n);
 void acc_copy_column(sqlite3_stmt *st, int col, char *out, size_t n);
-/* Runs sql with v[0..n) bound as text (NULL binds NULL). 0 / -1. */
-int acc_exec_texts(const char *sql, const char *const *v, int n);
 
 /* The user with this normalized email. 0 with *found, -1 on failure. */
 int acc_find_user(const char *email_norm, struct login_user *u, bool *found);
@@ -52,8 +44,6 @@ int acc_find_standing(const char *user_id, const char *wid, char *role, size_t r
                       int64_t *lifetime, bool *found);
 /* The scopes role grants in wid, space-separated. 0 / -1. */
 int acc_role_scopes(const char *wid, const char *role, char *out, size_t n);
-/* The failed-login guard's quota key of an account. 0 / -1. */
-int acc_failure_key(const char *email_norm, char *key, size_t n);
 /* A TOTP code of the account, accepted once (1), wrong or replayed (0), failure (-1):
  * its time step must be newer than the last one accepted (last_step, read before, and again
  * atomically in the mfa_steps table, which records it). */

@@ -108,12 +108,12 @@ static int join(struct req *r, const struct invitation *inv, const char *user_id
 {
     const char *member[] = {inv->workspace_id, user_id, inv->role, now, inv->invited_by};
     const char *accepted[] = {now, user_id, inv->id};
-    if (acc_exec_texts("INSERT INTO members (workspace_id, user_id, role, created_at, "
-                       "invited_by) VALUES (?, ?, ?, ?, ?)",
-                       member, 5) != 0 ||
-        acc_exec_texts("UPDATE invitations SET status = 'accepted', accepted_at = ?, "
-                       "user_id = ? WHERE id = ?",
-                       accepted, 3) != 0)
+    if (storage_exec_texts("INSERT INTO members (workspace_id, user_id, role, created_at, "
+                           "invited_by) VALUES (?, ?, ?, ?, ?)",
+                           member, 5) != 0 ||
+        storage_exec_texts("UPDATE invitations SET status = 'accepted', accepted_at = ?, "
+                           "user_id = ? WHERE id = ?",
+                           accepted, 3) != 0)
         return -1;
     char *detail = arena_printf(&r->arena, "role %s, invited by %s", inv->role, inv->invited_by);
     if (audit_in(r, inv->workspace_id, user_id, "invitation.accepted", "invitation", inv->id,
@@ -215,9 +215,9 @@ int invitations_issue(struct req *r, const char *wid, const char *email, const c
 
     /* A newer invitation replaces a pending one: only the latest token works. */
     const char *key[] = {wid, email_norm};
-    if (acc_exec_texts("UPDATE invitations SET status = 'superseded' "
-                       "WHERE workspace_id = ? AND email_norm = ? AND status = 'pending'",
-                       key, 2) != 0)
+    if (storage_exec_texts("UPDATE invitations SET status = 'superseded' "
+                           "WHERE workspace_id = ? AND email_norm = ? AND status = 'pending'",
+                           key, 2) != 0)
         return -1;
     int rc = queue_email(r, out->id, email, wname, role, token, expires, base_url, has_account,
                          mail_id, sizeof mail_id);
@@ -226,7 +226,7 @@ int invitations_issue(struct req *r, const char *wid, const char *email, const c
         return -1;
     const char *row[] = {out->id, wid,        email,   email_norm, role,
                          hash,    out->invited_by, now, expires,   mail_id};
-    if (acc_exec_texts(
+    if (storage_exec_texts(
             "INSERT INTO invitations (id, workspace_id, email, email_norm, role, token_hash, "
             "status, invited_by, created_at, expires_at, mail_id) "
             "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
@@ -458,9 +458,9 @@ int accounts_complete_signup(struct req *r, const struct accounts_complete_signu
     }
     snprintf(user_id, sizeof user_id, "%s", id_new(&r->arena, "usr"));
     const char *row[] = {user_id, inv.email, inv.email_norm, new_hash, b->name, now, now};
-    if (acc_exec_texts("INSERT INTO users (id, email, email_norm, password_hash, status, name, "
-                       "created_at, updated_at) VALUES (?, ?, ?, ?, 'active', ?, ?, ?)",
-                       row, 7) != 0 ||
+    if (storage_exec_texts("INSERT INTO users (id, email, email_norm, password_hash, status, name, "
+                           "created_at, updated_at) VALUES (?, ?, ?, ?, 'active', ?, ?, ?)",
+                           row, 7) != 0 ||
         join(r, &again, user_id, now) != 0)
         return -1;
     return signed_in(r, user_id, again.workspace_id, out);
@@ -476,7 +476,7 @@ int accounts_accept_invitation(struct req *r, const struct accounts_accept_invit
     bool found = false;
     const char *uid = r->principal.user_id;
 
-    if (strncmp(uid, TOKEN_SERVICE_PREFIX, strlen(TOKEN_SERVICE_PREFIX)) == 0) {
+    if (token_is_service_subject(uid)) {
         req_problem(r, 409, "not_a_user", "Service accounts cannot accept invitations.");
         return 0;
     }

@@ -297,10 +297,10 @@ const char *acc_device_issue(struct req *r, const char *user_id, const struct ac
         return NULL;
     }
     const char *u[] = {user_id, user_id};
-    if (acc_exec_texts("DELETE FROM login_devices WHERE user_id = ? AND id NOT IN (SELECT id "
-                       "FROM login_devices WHERE user_id = ? ORDER BY last_used_at DESC, id "
-                       "DESC LIMIT " DEVICES_PER_USER_TEXT ")",
-                       u, 2) != 0)
+    if (storage_exec_texts("DELETE FROM login_devices WHERE user_id = ? AND id NOT IN (SELECT id "
+                           "FROM login_devices WHERE user_id = ? ORDER BY last_used_at DESC, id "
+                           "DESC LIMIT " DEVICES_PER_USER_TEXT ")",
+                           u, 2) != 0)
         return NULL;
     return token;
 }

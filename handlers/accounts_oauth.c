@@ -127,7 +127,7 @@ static int client_origins(struct req *r, const char *id, const char ***out, size
 static int client_origins_save(const char *id, const char *const *v, size_t n)
 {
     const char *del[] = {id};
-    if (acc_exec_texts("DELETE FROM oauth_client_origins WHERE client_id = ?", del, 1) != 0)
+    if (storage_exec_texts("DELETE FROM oauth_client_origins WHERE client_id = ?", del, 1) != 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
         sqlite3_stmt *st = storage_prepare(
@@ -460,7 +460,7 @@ static int revoke_sessions_of(struct req *r, const char *column_name, const char
                           : "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE "
                             "client_id = ? AND revoked_at IS NULL";
     const char *v[] = {now, reason, id};
-    return acc_exec_texts(upd, v, 3);
+    return storage_exec_texts(upd, v, 3);
 }
 
 int accounts_create_oauth_client(struct req *r,
@@ -622,9 +622,9 @@ int accounts_update_oauth_client(struct req *r,
     if (disabling) {
         const char *v[] = {now, c->id};
         if (revoke_sessions_of(r, "client_id", c->id, "client_disabled") != 0 ||
-            acc_exec_texts("UPDATE oauth_grants SET revoked_at = ? WHERE client_id = ? AND "
-                           "revoked_at IS NULL",
-                           v, 2) != 0)
+            storage_exec_texts("UPDATE oauth_grants SET revoked_at = ? WHERE client_id = ? AND "
+                               "revoked_at IS NULL",
+                               v, 2) != 0)
             return -1;
     }
     out->status = 200;

@@ -111,10 +111,10 @@ static int browser_new(struct req *r, const char *user_id, const char *old_hash,
         return oauth_db_failed("browser insert");
     if (old_hash) {
         const char *v[] = {b->hash, old_hash};
-        if (acc_exec_texts("UPDATE oauth_requests SET browser_hash = ? WHERE browser_hash = ?", v,
-                           2) != 0 ||
-            acc_exec_texts("DELETE FROM oauth_browser_sessions WHERE token_hash = ?", v + 1, 1) !=
-                0)
+        if (storage_exec_texts("UPDATE oauth_requests SET browser_hash = ? WHERE browser_hash = ?",
+                               v, 2) != 0 ||
+            storage_exec_texts("DELETE FROM oauth_browser_sessions WHERE token_hash = ?", v + 1,
+                               1) != 0)
             return -1;
     }
     *set_cookie = cookie_header(r, token);
@@ -198,8 +198,8 @@ static int finish_sign_in(struct req *r, const char *user_id, const struct brows
     if (!sealed)
         return -1;
     const char *v[] = {sealed, signed_in.hash};
-    return acc_exec_texts("UPDATE oauth_browser_sessions SET device_token = ? WHERE token_hash = ?",
-                          v, 2);
+    return storage_exec_texts(
+        "UPDATE oauth_browser_sessions SET device_token = ? WHERE token_hash = ?", v, 2);
 }
 
 /* The device cookie waiting in signed-in browser b, handed out now (NULL when none). */
@@ -212,9 +212,9 @@ static const char *take_device_cookie(struct req *r, const struct browser *b)
         return NULL;
     token[n] = '\0';
     const char *v[] = {b->hash};
-    if (acc_exec_texts("UPDATE oauth_browser_sessions SET device_token = NULL WHERE "
-                       "token_hash = ?",
-                       v, 1) != 0)
+    if (storage_exec_texts("UPDATE oauth_browser_sessions SET device_token = NULL WHERE "
+                           "token_hash = ?",
+                           v, 1) != 0)
         return NULL;
     return device_cookie_header(r, token);
 }
@@ -896,14 +896,15 @@ static int grant_upsert(struct req *r, const char *user_id, const struct oauth_s
             mask |= scopes_mask(names[i]);
         scopes_text(mask, wider, sizeof wider);
         const char *v[] = {wider, now, grant};
-        return acc_exec_texts("UPDATE oauth_grants SET scope = ?, updated_at = ? WHERE id = ?", v,
-                              3);
+        return storage_exec_texts("UPDATE oauth_grants SET scope = ?, updated_at = ? WHERE id = ?",
+                                  v, 3);
     }
     snprintf(grant, n, "%s", id_new(&r->arena, "grt"));
     const char *v[] = {grant, c->c.workspace_id, user_id, c->c.id, scope, now, now};
-    return acc_exec_texts("INSERT INTO oauth_grants (id, workspace_id, user_id, client_id, scope, "
-                          "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                          v, 7);
+    return storage_exec_texts(
+        "INSERT INTO oauth_grants (id, workspace_id, user_id, client_id, scope, "
+        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        v, 7);
 }
 
 int accounts_decide_authorization(struct req *r,
@@ -932,7 +933,7 @@ int accounts_decide_authorization(struct req *r,
     }
     format_now_rfc3339(now, sizeof now);
     const char *done[] = {now, a.id};
-    if (acc_exec_texts("UPDATE oauth_requests SET decided_at = ? WHERE id = ?", done, 2) != 0)
+    if (storage_exec_texts("UPDATE oauth_requests SET decided_at = ? WHERE id = ?", done, 2) != 0)
         return -1;
     const char *state = a.has_state ? a.state : NULL;
     out->status = 302;

@@ -95,9 +95,9 @@ static int code_mark_used(const char *hash, const char *session_id)
     char now[40];
     format_now_rfc3339(now, sizeof now);
     const char *v[] = {now, session_id, hash};
-    return acc_exec_texts("UPDATE oauth_codes SET used_at = ?, session_id = COALESCE(?, "
-                          "session_id) WHERE code_hash = ?",
-                          v, 3);
+    return storage_exec_texts("UPDATE oauth_codes SET used_at = ?, session_id = COALESCE(?, "
+                              "session_id) WHERE code_hash = ?",
+                              v, 3);
 }
 
 /* ==== the token endpoint ================================================================== */

@@ -21,7 +21,7 @@
 
 bool acc_is_service_account(struct req *r)
 {
-    if (strncmp(r->principal.user_id, TOKEN_SERVICE_PREFIX, strlen(TOKEN_SERVICE_PREFIX)) != 0)
+    if (!token_is_service_subject(r->principal.user_id))
         return false;
     req_problem(r, 409, "not_a_user",
                 "Service accounts have no password, sessions or multi-factor authentication.");
@@ -121,12 +121,12 @@ static int revoke_user_sessions(struct req *r, const char *keep, const char *rea
         return -1;
     }
     const char *v[] = {now, reason, uid, keep};
-    if (acc_exec_texts("UPDATE sessions SET revoked_at = ?1, revoked_reason = ?2 WHERE "
-                       "user_id = ?3 AND revoked_at IS NULL AND (?4 IS NULL OR id <> ?4)",
-                       v, 4) != 0 ||
-        acc_exec_texts("DELETE FROM oauth_browser_sessions WHERE user_id = ?", v + 2, 1) != 0 ||
-        acc_exec_texts("DELETE FROM oauth_codes WHERE user_id = ? AND used_at IS NULL", v + 2,
-                       1) != 0)
+    if (storage_exec_texts("UPDATE sessions SET revoked_at = ?1, revoked_reason = ?2 WHERE "
+                           "user_id = ?3 AND revoked_at IS NULL AND (?4 IS NULL OR id <> ?4)",
+                           v, 4) != 0 ||
+        storage_exec_texts("DELETE FROM oauth_browser_sessions WHERE user_id = ?", v + 2, 1) != 0 ||
+        storage_exec_texts("DELETE FROM oauth_codes WHERE user_id = ? AND used_at IS NULL", v + 2,
+                           1) != 0)
         return -1;
     return n;
 }
@@ -157,8 +157,8 @@ int accounts_change_password(struct req *r, const struct accounts_change_passwor
     char now[40];
     format_now_rfc3339(now, sizeof now);
     const char *v[] = {new_hash, now, r->principal.user_id};
-    if (acc_exec_texts("UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?", v, 3) !=
-        0)
+    if (storage_exec_texts("UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?", v,
+                           3) != 0)
         return -1;
     int n = revoke_user_sessions(r, r->principal.session_id, "password_changed");
     if (n < 0 ||

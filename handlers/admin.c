@@ -80,58 +80,29 @@ int admin_role_mask(const char *workspace_id, const char *role, uint64_t *mask)
 int admin_principal_role(const char *workspace_id, const char *principal_id, char *role,
                          size_t n)
 {
-    sqlite3_stmt *st = storage_prepare(
+    const char *v[] = {workspace_id, principal_id};
+    return storage_query_text(
         "SELECT role FROM members WHERE workspace_id = ?1 AND user_id = ?2 "
-        "UNION ALL SELECT role FROM service_accounts WHERE workspace_id = ?1 AND id = ?2");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, principal_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        snprintf(role, n, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return -1;
-    return rc == SQLITE_ROW;
+        "UNION ALL SELECT role FROM service_accounts WHERE workspace_id = ?1 AND id = ?2",
+        v, 2, role, n);
 }
 
 int admin_service_account_creator(const char *workspace_id, const char *service_account_id,
                                   char *creator, size_t n)
 {
-    sqlite3_stmt *st = storage_prepare(
-        "SELECT created_by FROM service_accounts WHERE workspace_id = ? AND id = ?");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, service_account_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        snprintf(creator, n, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return -1;
-    return rc == SQLITE_ROW;
+    const char *v[] = {workspace_id, service_account_id};
+    return storage_query_text(
+        "SELECT created_by FROM service_accounts WHERE workspace_id = ? AND id = ?", v, 2, creator,
+        n);
 }
 
 int admin_service_token_minter(const char *workspace_id, const char *service_account_id,
                                const char *token_id, char *minter, size_t n)
 {
-    sqlite3_stmt *st = storage_prepare("SELECT created_by FROM service_account_tokens "
-                                       "WHERE id = ? AND service_account_id = ? AND "
-                                       "workspace_id = ?");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, token_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, service_account_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, workspace_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
-        snprintf(minter, n, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return -1;
-    return rc == SQLITE_ROW;
+    const char *v[] = {token_id, service_account_id, workspace_id};
+    return storage_query_text("SELECT created_by FROM service_account_tokens "
+                              "WHERE id = ? AND service_account_id = ? AND workspace_id = ?",
+                              v, 3, minter, n);
 }
 
 /* A space-separated scope list as the array the Role schema holds (in r->arena). */
@@ -551,8 +522,7 @@ int admin_list_service_accounts(struct req *r,
  * account that made others would start a chain ending at no person. 1 go on, 0 answered 403. */
 static int person_delegates(struct req *r)
 {
-    if (strncmp(r->principal.user_id, TOKEN_SERVICE_PREFIX,
-                strlen(TOKEN_SERVICE_PREFIX)) != 0)
+    if (!token_is_service_subject(r->principal.user_id))
         return 1;
     req_problem(r, 403, "service_account_cannot_delegate",
                 "You are service account %s; only a person (a member signed in) creates service "

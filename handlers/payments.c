@@ -1,5 +1,5 @@
-/* The payments API: payments (domain.md §1.1), the approval workflow of the state machine,
- * every change written with its domain event (runtime/outbox.c) and audit record
+/* The payments API: payment orders (after Modern Treasury's PaymentOrder), the approval workflow of
+ * the state machine, every change written with its domain event (runtime/outbox.c) and audit record
  * (runtime/audit.c) in the same transaction; beneficiaries are in payments_beneficiaries.c,
  * batches in payments_batches.c, who may decide in payments_makers.c. */
 #include "generated/payments_api.h"
@@ -128,7 +128,7 @@ int pay_metadata_parse(struct req *r, const char *text, struct metadata_entry **
     return 0;
 }
 
-/* ==== payments (domain.md §1.1) =========================================================== */
+/* ==== payments ============================================================================ */
 
 #define PAY_PATH "/v1/payments"
 #define PAY_COLUMNS                                                                           \
@@ -138,8 +138,8 @@ int pay_metadata_parse(struct req *r, const char *text, struct metadata_entry **
     "created_at, updated_at, next_step_at, rail_reference, failure_code, batch_id, "          \
     "batch_position, created_for, beneficiary_round"
 
-
-/* The ISO 20022 status code of a status, where one applies (domain.md §1.1). */
+/* The ISO 20022 status code of a status, where one applies: approved ACTC, processing and sent
+ * ACSP, completed ACSC, failed RJCT, cancelled CANC. */
 static enum payment_iso20022_status iso_status(enum payment_status s)
 {
     switch (s) {
@@ -544,8 +544,9 @@ void pay_today(char out[11])
     out[10] = '\0';
 }
 
-/* Adds a violation, at base's members, for every payment rule p breaks (domain.md §3 rules 15,
- * 16). 0 / -1. */
+/* Adds a violation, at base's members, for every payment rule p breaks: a currency with minor
+ * units, an effective date not in the past, a beneficiary of the workspace that is approved,
+ * not archived and paid in the payment's currency. 0 / -1. */
 static int check_payment(struct req *r, const struct payment *p, bool date_given, const char *base)
 {
     char day[11];

@@ -97,7 +97,7 @@ int pay_load_approvers(struct req *r, struct pay *x);
 /* Reads the decisions a prepared "SELECT user_id, decision, reason, decided_at ..." yields
  * into a (approvers, received; at most 20). 0 / -1. */
 int pay_read_decisions(struct req *r, sqlite3_stmt *st, struct payment_approval *a);
-/* The people rules of a decision (maker-checker, domain.md §3), by acting person: whoever
+/* The people rules of a decision (maker-checker, payments_makers.c), by acting person: whoever
  * created what (e.g. "payment pay_..."; created_for, the acting person stored when it was
  * created, else that of created_by) cannot approve or deny it (403 self_approval), and nobody
  * decides twice (409 already_approved). 1 go on, 0 answered, -1 failure. */

@@ -1,4 +1,4 @@
-/* Batches of payments (domain.md §1.2): 1 to 1000 payments ordered together, all or nothing,
+/* Batches of payments: 1 to 1000 payments ordered together, all or nothing,
  * then approved, denied or cancelled as a whole, the approval policy applied to each
  * currency's total. The items are ordinary payments (batch_id set) that the settlement worker
  * moves one by one; once approved, the batch's group status follows them. Every change writes

@@ -1,4 +1,5 @@
-/* The payments API's beneficiaries (domain.md §1.3): payee bank details owned by one
+/* The payments API's beneficiaries (after Modern Treasury's external accounts and Open
+ * Banking's beneficiaries): payee bank details owned by one
  * workspace, changed under optimistic concurrency (version / ETag / If-Match), approved by
  * someone who made none of the details (maker-checker, payments_makers.c), archived rather
  * than deleted because payments refer to them. */

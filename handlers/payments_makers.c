@@ -1,5 +1,6 @@
-/* Maker-checker for payments and beneficiaries (domain.md §1.1, §1.3, §3 rule 5): who made
- * what the approvals are given for, so that none of them can approve or deny it.
+/* Maker-checker for payments and beneficiaries (four eyes: whoever makes a payment or a payee
+ * cannot approve it): who made what the approvals are given for, so that none of them can
+ * approve or deny it.
  *
  * - The acting person. A service-account token acts for the person who minted it
  *   (service_account_tokens.created_by, read through handlers/admin.h): they hold its text.
@@ -26,6 +27,7 @@
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
 #include "runtime/storage.h"
+#include "runtime/token.h"
 
 #define MAX_MAKERS 100
 /* A service account created by a service account created by ...: followed this far. */
@@ -53,7 +55,7 @@ static const char *unknown_person(struct req *r, const char *principal_id, const
 const char *pay_person_of(struct req *r, const char *principal_id)
 {
     const char *who = principal_id;
-    for (int hop = 0; hop < MAX_HOPS && who && strncmp(who, "sa_", 3) == 0; hop++) {
+    for (int hop = 0; hop < MAX_HOPS && token_is_service_subject(who); hop++) {
         char creator[64];
         int found = admin_service_account_creator(r->principal.workspace_id, who, creator,
                                                   sizeof creator);
@@ -72,7 +74,7 @@ const char *pay_person_of(struct req *r, const char *principal_id)
 const char *pay_person(struct req *r)
 {
     const char *me = r->principal.user_id;
-    if (strncmp(me, "sa_", 3) != 0)
+    if (!token_is_service_subject(me))
         return me;
     /* A service-account token acts for the person who minted it (its jti is the token id):
      * the one holding its text, whoever created the account. */
@@ -116,7 +118,7 @@ void pay_maker_detail_begin(const struct req *r, struct jsonw *w, const char *pe
 
 int pay_decider_is_person(struct req *r, const char *what)
 {
-    if (strncmp(r->principal.user_id, "sa_", 3) != 0)
+    if (!token_is_service_subject(r->principal.user_id))
         return 1;
     req_problem(r, 403, "approver_must_be_a_person",
                 "You are service account %s; approving or denying %s is a person's decision, "

@@ -1,4 +1,4 @@
-/* The settlement worker: approved payments move on without a client (domain.md §1.1). Each
+/* The settlement worker: approved payments move on without a client. Each
  * payment due for a step (payments.next_step_at reached) is advanced in its own part of a
  * write transaction that re-reads it, asks the rail, and writes the new status with its event
  * and audit record, so a cancel racing the worker either happens first (the worker then finds

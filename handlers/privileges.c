@@ -12,6 +12,7 @@
 #include "runtime/auth.h"
 #include "runtime/log.h"
 #include "runtime/storage.h"
+#include "runtime/token.h"
 
 const char *const handlers_privilege_tables[] = {
     "users",            /* status (a deactivated user has no standing) */
@@ -23,35 +24,16 @@ const char *const handlers_privilege_tables[] = {
 const size_t handlers_privilege_tables_count =
     sizeof handlers_privilege_tables / sizeof handlers_privilege_tables[0];
 
-/* One text column of the single row sql selects with the two ids bound: 1 found, 0 none,
- * -1 failure. */
-static int one_text(const char *sql, const char *a, const char *b, char *out, size_t n)
-{
-    sqlite3_stmt *st = storage_prepare(sql);
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, a, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, b, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), found = rc == SQLITE_ROW;
-    if (found)
-        acc_copy_column(st, 0, out, n);
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("privileges: lookup failed: %s", sqlite3_errmsg(storage_db()));
-        return -1;
-    }
-    return found;
-}
-
 int handlers_privileges(const char *wid, const char *sub, const char *client_id,
                         uint64_t *allowed)
 {
     char role[64];
     int found;
-    if (strncmp(sub, "sa_", 3) == 0) {
-        found = one_text("SELECT role FROM service_accounts "
-                         "WHERE id = ? AND workspace_id = ? AND status = 'active'",
-                         sub, wid, role, sizeof role);
+    if (token_is_service_subject(sub)) {
+        const char *v[] = {sub, wid};
+        found = storage_query_text("SELECT role FROM service_accounts "
+                                   "WHERE id = ? AND workspace_id = ? AND status = 'active'",
+                                   v, 2, role, sizeof role);
     } else {
         int64_t lifetime = 0;
         bool member = false;
@@ -66,9 +48,10 @@ int handlers_privileges(const char *wid, const char *sub, const char *client_id,
         return -1; /* a role deleted from under its holders grants nothing: mask stays 0 */
     if (client_id) {
         char scopes[1024];
-        found = one_text("SELECT scopes FROM oauth_clients "
-                         "WHERE id = ? AND workspace_id = ? AND status = 'active'",
-                         client_id, wid, scopes, sizeof scopes);
+        const char *v[] = {client_id, wid};
+        found = storage_query_text("SELECT scopes FROM oauth_clients "
+                                   "WHERE id = ? AND workspace_id = ? AND status = 'active'",
+                                   v, 2, scopes, sizeof scopes);
         if (found <= 0)
             return found;
         mask &= auth_parse_scopes(scopes);

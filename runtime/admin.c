@@ -118,53 +118,21 @@ static int db_failed(const char *what)
     return -1;
 }
 
-static int bind_texts(sqlite3_stmt *st, const char *const *v, int n)
-{
-    for (int i = 0; i < n; i++) {
-        if (sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC) != SQLITE_OK)
-            return -1;
-    }
-    return 0;
-}
-
 /* Runs a statement that returns no rows. */
 static int exec_stmt(const char *what, const char *sql, const char *const *v, int n)
 {
-    sqlite3_stmt *st = storage_prepare(sql);
-    if (!st)
-        return -1;
-    if (bind_texts(st, v, n) != 0 || sqlite3_step(st) != SQLITE_DONE) {
-        db_failed(what);
-        sqlite3_reset(st);
-        return -1;
-    }
-    sqlite3_reset(st);
-    return 0;
+    return storage_exec_texts(sql, v, n) == 0 ? 0 : db_failed(what);
 }
 
 /* Whether a query returns a row; its first column (text) into out when out is not NULL. */
 static int query_row(const char *what, const char *sql, const char *const *v, int n, bool *found,
                      char *out, size_t outlen)
 {
-    sqlite3_stmt *st = storage_prepare(sql);
-    if (!st)
-        return -1;
-    if (bind_texts(st, v, n) != 0)
-        goto fail;
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        goto fail;
-    *found = rc == SQLITE_ROW;
-    if (*found && out) {
-        const unsigned char *t = sqlite3_column_text(st, 0);
-        snprintf(out, outlen, "%s", t ? (const char *)t : "");
-    }
-    sqlite3_reset(st);
+    int rc = storage_query_text(sql, v, n, out, outlen);
+    if (rc < 0)
+        return db_failed(what);
+    *found = rc == 1;
     return 0;
-fail:
-    db_failed(what);
-    sqlite3_reset(st);
-    return -1;
 }
 
 static admin_invite_fn *inviter;

@@ -1,6 +1,6 @@
 /* The append-only audit log: who did what to which resource, with the status before and after
  * and the request id, written in the transaction of the change. Each workspace's records form
- * a hash chain (hash = SHA-256(prev_hash | canonical record), domain.md §2), so altering or
+ * a hash chain (hash = SHA-256(prev_hash | canonical record)), so altering or
  * removing a stored record is detectable. */
 #ifndef RUNTIME_AUDIT_H
 #define RUNTIME_AUDIT_H

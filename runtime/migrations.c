@@ -218,10 +218,10 @@ static const char mfa_sql[] =
     "    PRIMARY KEY (user_id, code_hash)\n"
     ");\n";
 
-/* Payments (domain.md §1.1) with their approvals and approval policy; beneficiaries remember
+/* Payments with their approvals and approval policy; beneficiaries remember
  * who asked for their approval (no self-approval); roles get per-currency approval limits;
  * every state change writes a domain event to the outbox (webhooks deliver from it) and an
- * audit record chained by hash per workspace (domain.md §2 "Audit tamper evidence"). */
+ * audit record chained by hash per workspace (tamper evidence: runtime/audit.h). */
 static const char payments_sql[] =
     "ALTER TABLE beneficiaries ADD COLUMN requested_by TEXT;\n"
     "ALTER TABLE roles ADD COLUMN approval_limits TEXT;\n"

@@ -1,7 +1,7 @@
 /* The transactional outbox: domain events (payment.created, payment.approved, ...) written in
  * the same transaction as the change they report, so an event exists exactly when its change
  * does. Webhook delivery reads them later; a resource's history is read from them. Envelope
- * per domain.md §1.15 (Standard Webhooks / Stripe). */
+ * after Standard Webhooks and Stripe's events. */
 #ifndef RUNTIME_OUTBOX_H
 #define RUNTIME_OUTBOX_H
 

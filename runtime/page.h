@@ -1,4 +1,4 @@
-/* Keyset pagination for list operations (architecture.md §6): newest first by (sort key, id),
+/* Keyset pagination for list operations: newest first by (sort key, id),
  * `limit` items, and an opaque next_cursor signed and bound to the list's filters
  * (runtime/cursor.h), so a page boundary holds however rows are added meanwhile. */
 #ifndef RUNTIME_PAGE_H

@@ -525,6 +525,48 @@ static bool refuse_in_savepoint(const char *what)
     return true;
 }
 
+/* The statement of sql with v bound, or NULL (logged). */
+static sqlite3_stmt *prepare_texts(const char *sql, const char *const *v, int n)
+{
+    sqlite3_stmt *st = storage_prepare(sql);
+    for (int i = 0; st && i < n; i++) {
+        if (sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC) != SQLITE_OK) {
+            log_error("storage: binding failed for: %s", sql);
+            sqlite3_reset(st);
+            return NULL;
+        }
+    }
+    return st;
+}
+
+int storage_exec_texts(const char *sql, const char *const *v, int n)
+{
+    sqlite3_stmt *st = prepare_texts(sql, v, n);
+    if (!st)
+        return -1;
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE)
+        log_error("storage: %s (code %d) for: %s", sqlite3_errmsg(storage_db()), rc, sql);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int storage_query_text(const char *sql, const char *const *v, int n, char *out, size_t outlen)
+{
+    sqlite3_stmt *st = prepare_texts(sql, v, n);
+    if (!st)
+        return -1;
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && out) {
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        snprintf(out, outlen, "%s", t ? (const char *)t : "");
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        log_error("storage: %s (code %d) for: %s", sqlite3_errmsg(storage_db()), rc, sql);
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
 int storage_begin(bool write)
 {
     if (refuse_in_savepoint("begin"))

@@ -20,6 +20,13 @@ sqlite3 *storage_db(void);
 /* Cached prepared statement for this thread's connection, reset and bindings cleared.
  * NULL on failure (logged). Do not finalize it. */
 sqlite3_stmt *storage_prepare(const char *sql);
+/* One statement with v[0..n) bound as text (a NULL binds SQL NULL), on this thread's
+ * connection, for the many one-line reads and writes: storage_exec_texts runs one that returns
+ * no row (0 / -1); storage_query_text copies the first column of its first row into out
+ * (outlen bytes; a NULL column gives ""; out NULL: only whether there is a row) and answers 1
+ * a row, 0 none, -1 failure. Failures are logged with the statement. */
+int storage_exec_texts(const char *sql, const char *const *v, int n);
+int storage_query_text(const char *sql, const char *const *v, int n, char *out, size_t outlen);
 /* BEGIN IMMEDIATE when write (after taking the process's first-come-first-served write lock,
  * released by commit or rollback), else BEGIN. 0 / -1. */
 int storage_begin(bool write);

@@ -335,3 +335,8 @@ const char *token_result_str(enum token_result r)
     }
     return "invalid token";
 }
+
+bool token_is_service_subject(const char *sub)
+{
+    return sub && strncmp(sub, TOKEN_SERVICE_PREFIX, strlen(TOKEN_SERVICE_PREFIX)) == 0;
+}

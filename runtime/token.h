@@ -13,6 +13,8 @@
 #define TOKEN_MAX_BYTES 8192 /* longer bearer tokens are refused unparsed */
 /* Subjects of service accounts: their tokens may have no exp (all others must). */
 #define TOKEN_SERVICE_PREFIX "sa_"
+/* True when sub (a JWT subject or a stored principal id) is a service account's. */
+bool token_is_service_subject(const char *sub);
 /* The client_id (RFC 9068) of tokens from our own login, refresh and service-account
  * endpoints; tokens issued to an OAuth application carry its client id ("cli_..."). */
 #define TOKEN_FIRST_PARTY "first-party"

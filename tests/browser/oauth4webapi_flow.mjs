@@ -1,10 +1,10 @@
-// The OAuth flow as a strict third-party client library runs it (oauth4webapi, standards.md
-// B.5): RFC 8414 discovery with the issuer checked byte for byte, PKCE, the authorization
-// response validated (state and the RFC 9207 `iss`), the code exchanged, a protected resource
-// called, the refresh token rotated, then revoked (RFC 7009) and refused afterwards, and the
-// code refused when used a second time: oauth4webapi must read each refusal as an RFC 6749
-// error (a ResponseBodyError with `error`, or the Bearer challenge's). The person in the
-// middle is oauth_consent.mjs in Chromium.
+// The OAuth flow as a strict third-party client library runs it (oauth4webapi): RFC 8414
+// discovery with the issuer checked byte for byte, PKCE, the authorization response validated
+// (state and the RFC 9207 `iss`), the code exchanged, a protected resource called, the refresh
+// token rotated, then revoked (RFC 7009) and refused afterwards, and the code refused when used
+// a second time: oauth4webapi must read each refusal as an RFC 6749 error (a ResponseBodyError
+// with `error`, or the Bearer challenge's). The person in the middle is oauth_consent.mjs in
+// Chromium.
 //
 //   NODE_EXTRA_CA_CERTS=<data-dir>/tls.crt node tests/browser/oauth4webapi_flow.mjs \
 //     --issuer https://127.0.0.1:8443 --client-id cli_... --redirect-uri http://127.0.0.1:P/cb \

@@ -1,4 +1,4 @@
-"""Batches of payments (domain.md §1.2): all-or-nothing creation with per-item pointers, the
+"""Batches of payments: all-or-nothing creation with per-item pointers, the
 approval policy on each currency's total, decisions on the batch for every item (four eyes,
 once each, role limits, one approval event however approvers race), items that cannot be
 decided alone, cancellation, workspace isolation, and the group status as items settle."""

@@ -1,5 +1,5 @@
-"""The bearer check (RFC 6750, RFC 8725, RFC 9068) with the libjwt 1.10.2 traps of
-standards.md: tokens forged with PyJWT and by hand, using the data-dir key where the point is a
+"""The bearer check (RFC 6750, RFC 8725, RFC 9068) with the libjwt 1.10.2 traps (README,
+Dependencies): tokens forged with PyJWT and by hand, using the data-dir key where the point is a
 correctly signed token with one bad property. Every refusal is 401 + error="invalid_token";
 no token is 401 without an error code; a valid token lacking the scope is 403."""
 

@@ -1,4 +1,4 @@
-"""OAuth 2.0 authorization code + PKCE (standards.md B.1-B.6): client registration, the sign-in
+"""OAuth 2.0 authorization code + PKCE (RFC 6749, RFC 7636, RFC 8414, RFC 9700): client registration, the sign-in
 and consent pages, the token endpoint's RFC 6749 errors, PKCE, code replay and expiry, exact
 redirect URIs, scopes, refresh binding and rotation, grants, disabling a client, the metadata
 document, and what an application's token may not do."""

@@ -1,4 +1,4 @@
-"""Payments (domain.md §1.1, §3 rules 4, 5, 12, 13, 15, 16): creation against approved
+"""Payments: creation against approved
 beneficiaries, the approval policy, approvals (no self-approval, once per user, role limits,
 exactly one payment.approved however approvers race), denial, cancellation, changes with
 If-Match that re-run the rules, filters and pagination, the event history and the audit chain,

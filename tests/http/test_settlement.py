@@ -1,4 +1,4 @@
-"""The settlement worker and the sandbox rail (domain.md §1.1): approved payments move through
+"""The settlement worker and the sandbox rail: approved payments move through
 processing -> sent -> completed without a client, fail or come back on the documented sandbox
 test values, wait in scheduled until their effective date, cannot be changed or cancelled from
 processing on, race a cancel cleanly, and resume exactly once after a crash."""

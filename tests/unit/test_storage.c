@@ -212,6 +212,35 @@ static void test_prepare_returns_the_same_statement_reset_and_unbound(void)
     done();
 }
 
+/* The one-statement helpers: texts bound in order (NULL as NULL), the first column of the first
+ * row, whether there was one, and failures answered -1 with nothing left running. */
+static void test_exec_and_query_texts_bind_in_order_and_tell_row_none_failure(void)
+{
+    char out[16] = "unchanged";
+    CHECK(open_fresh() == 0);
+    CHECK(storage_begin(true) == 0);
+    CHECK(storage_exec_texts("CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)", NULL, 0) == 0);
+    const char *row[] = {"a", "one"}, *nul[] = {"b", NULL};
+    CHECK(storage_exec_texts("INSERT INTO t (k, v) VALUES (?, ?)", row, 2) == 0);
+    CHECK(storage_exec_texts("INSERT INTO t (k, v) VALUES (?, ?)", nul, 2) == 0);
+    CHECK(storage_exec_texts("INSERT INTO t (k, v) VALUES (?, ?)", row, 2) == -1); /* unique */
+    const char *a[] = {"a"}, *b[] = {"b"}, *z[] = {"z"};
+    CHECK(storage_query_text("SELECT v FROM t WHERE k = ?", a, 1, out, sizeof out) == 1);
+    CHECK_STR(out, "one");
+    CHECK(storage_query_text("SELECT v FROM t WHERE k = ?", b, 1, out, sizeof out) == 1);
+    CHECK_STR(out, ""); /* a NULL column */
+    snprintf(out, sizeof out, "unchanged");
+    CHECK(storage_query_text("SELECT v FROM t WHERE k = ?", z, 1, out, sizeof out) == 0);
+    CHECK_STR(out, "unchanged");
+    CHECK(storage_query_text("SELECT 1 FROM t WHERE k = ?", a, 1, NULL, 0) == 1);
+    CHECK(storage_query_text("SELECT json(?)", (const char *[]){"{not json"}, 1, out,
+                             sizeof out) == -1); /* fails at step */
+    CHECK(storage_query_text("SELECT 'a long value'", NULL, 0, out, 4) == 1);
+    CHECK_STR(out, "a l"); /* cut to outlen, still terminated */
+    storage_rollback();
+    done();
+}
+
 static void test_prepare_cache_keeps_statements_past_its_initial_size(void)
 {
     char sql[64];
@@ -709,6 +738,7 @@ int main(void)
         UNIT_TEST(test_foreign_keys_are_enforced),
         UNIT_TEST(test_users_email_norm_must_be_lower_case),
         UNIT_TEST(test_prepare_returns_the_same_statement_reset_and_unbound),
+        UNIT_TEST(test_exec_and_query_texts_bind_in_order_and_tell_row_none_failure),
         UNIT_TEST(test_prepare_cache_keeps_statements_past_its_initial_size),
         UNIT_TEST(test_prepare_refuses_more_than_one_statement),
         UNIT_TEST(test_rollback_discards_changes),

@@ -1,5 +1,5 @@
-/* Access tokens: issue/verify round trip and the hostile tokens of standards.md (libjwt probe
- * table, RFC 8725, RFC 9068), each built here with base64url + HMAC so the suite stands alone. */
+/* Access tokens: issue/verify round trip and the hostile tokens the README's Dependencies
+ * section names (the libjwt 1.10.2 traps, RFC 8725, RFC 9068), each built here with base64url + HMAC so the suite stands alone. */
 #include "runtime/token.h"
 
 #include <openssl/evp.h>
@@ -302,7 +302,7 @@ static void test_other_algorithms_are_refused(void)
 
 static void test_hs256_signed_with_other_secret_is_refused(void)
 {
-    /* standards.md A.8: HS256 keyed with a public-key PEM, as in the alg-confusion attack */
+    /* HS256 keyed with a public-key PEM, as in the alg-confusion attack (RFC 8725 §2.1) */
     static const char pem[] = "-----BEGIN PUBLIC KEY-----\n"
                               "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEexample\n"
                               "-----END PUBLIC KEY-----\n";
