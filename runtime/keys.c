@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/file.h"
 #include "runtime/format.h"
 
 #define SIGNING_KEY_FILE "jwt-signing.key"
@@ -49,32 +50,6 @@ static const char *ossl_reason(void)
     ERR_error_string_n(e, buf, sizeof buf);
     ERR_clear_error();
     return buf;
-}
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Makes the new directory entry itself durable, not just the file's data. */
-static int fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
 }
 
 static void set_kid(struct token_key *k)
@@ -117,7 +92,7 @@ static int create_signing_key(const char *dir, const char *path, char *err, size
             seterr(err, errlen, "cannot create %s: %s", path, strerror(errno));
         goto out;
     }
-    if (write_all(fd, text, sizeof text) != 0 || fsync(fd) != 0) {
+    if (file_write_all(fd, text, sizeof text) != 0 || fsync(fd) != 0) {
         seterr(err, errlen, "cannot write %s: %s", path, strerror(errno));
         close(fd);
         fd = -1;
@@ -131,7 +106,7 @@ static int create_signing_key(const char *dir, const char *path, char *err, size
         goto out;
     }
     fd = -1;
-    if (fsync_dir(dir) != 0) {
+    if (file_sync_dir(dir) != 0) {
         seterr(err, errlen, "cannot sync directory %s: %s", dir, strerror(errno));
         goto out;
     }
@@ -307,34 +282,6 @@ static char *bio_text(BIO *b, size_t *len)
     return s;
 }
 
-/* Writes data to <dir>/.<name>.XXXXXX with mode, fsyncs it and leaves its path in tmp. */
-static int write_temp(const char *dir, const char *name, const char *data, size_t len, mode_t mode,
-                      char *tmp, size_t tmplen, char *err, size_t errlen)
-{
-    int w = snprintf(tmp, tmplen, "%s/.%s.XXXXXX", dir, name);
-    if (w < 0 || (size_t)w >= tmplen) {
-        seterr(err, errlen, "data directory path too long");
-        tmp[0] = '\0';
-        return -1;
-    }
-    int fd = mkstemp(tmp); /* 0600 from the start, so the key is never briefly readable */
-    if (fd < 0) {
-        seterr(err, errlen, "cannot create a file in %s: %s", dir, strerror(errno));
-        tmp[0] = '\0';
-        return -1;
-    }
-    if (fchmod(fd, mode) != 0 || write_all(fd, data, len) != 0 || fsync(fd) != 0) {
-        seterr(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    if (close(fd) != 0) {
-        seterr(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 static bool exists(const char *path, int *e)
 {
     struct stat st;
@@ -398,9 +345,11 @@ int keys_ensure_tls(const char *dir, bool *created, char *err, size_t errlen)
         seterr(err, errlen, "cannot encode TLS key pair: %s", ossl_reason());
         goto out;
     }
-    if (write_temp(dir, "tls.key", key_pem, key_len, 0600, tmp_key, sizeof tmp_key, err, errlen))
+    if (file_write_temp(dir, "tls.key", key_pem, key_len, 0600, tmp_key, sizeof tmp_key, err,
+                        errlen))
         goto out;
-    if (write_temp(dir, "tls.crt", crt_pem, crt_len, 0644, tmp_crt, sizeof tmp_crt, err, errlen))
+    if (file_write_temp(dir, "tls.crt", crt_pem, crt_len, 0644, tmp_crt, sizeof tmp_crt, err,
+                        errlen))
         goto out;
     /* Key first: a crash between the renames leaves a key without a certificate, which the next
      * start reports instead of silently serving a certificate without its key. */
@@ -415,7 +364,7 @@ int keys_ensure_tls(const char *dir, bool *created, char *err, size_t errlen)
         goto out;
     }
     tmp_crt[0] = '\0';
-    if (fsync_dir(dir) != 0) {
+    if (file_sync_dir(dir) != 0) {
         seterr(err, errlen, "cannot sync directory %s: %s", dir, strerror(errno));
         goto out;
     }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "runtime/clock.h"
+#include "runtime/file.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
 #include "runtime/log.h"
@@ -342,54 +343,13 @@ static char *render(const struct message *m)
 
 /* ---- delivery ----------------------------------------------------------------------------- */
 
-/* <spool>/<id>.eml: a temporary file written, synced and renamed into place, then the
- * directory synced, so a reader sees whole messages only and a crash loses no delivered one. */
+/* <spool>/<id>.eml, written aside, synced and renamed into place, the directory synced
+ * (runtime/file.h): a reader sees whole messages only, and a crash loses no delivered one. */
 static int deliver_spool(const struct message *m, const char *text, char *why, size_t n)
 {
-    char tmp[sizeof cfg.spool + ID_MAX + 16], path[sizeof cfg.spool + ID_MAX + 16];
-    snprintf(tmp, sizeof tmp, "%s/.%s.eml.tmp", cfg.spool, m->id);
-    snprintf(path, sizeof path, "%s/%s.eml", cfg.spool, m->id);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) {
-        snprintf(why, n, "cannot create .%s.eml.tmp in the spool: %s", m->id, strerror(errno));
-        return -1;
-    }
-    size_t len = strlen(text), done = 0;
-    int rc = fchmod(fd, 0600);
-    while (rc == 0 && done < len) {
-        ssize_t w = write(fd, text + done, len - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            rc = -1;
-        else
-            done += (size_t)w;
-    }
-    if (rc == 0)
-        rc = fsync(fd);
-    int saved = errno;
-    if (close(fd) != 0 && rc == 0) {
-        rc = -1;
-        saved = errno;
-    }
-    if (rc == 0 && rename(tmp, path) != 0) {
-        rc = -1;
-        saved = errno;
-    }
-    if (rc != 0) {
-        unlink(tmp);
-        snprintf(why, n, "cannot write %s.eml in the spool: %s", m->id, strerror(saved));
-        return -1;
-    }
-    int dir = open(cfg.spool, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0 || fsync(dir) != 0) {
-        snprintf(why, n, "cannot sync the spool directory: %s", strerror(errno));
-        if (dir >= 0)
-            close(dir);
-        return -1;
-    }
-    close(dir);
-    return 0;
+    char name[ID_MAX + 8];
+    snprintf(name, sizeof name, "%s.eml", m->id);
+    return file_replace(cfg.spool, name, text, strlen(text), 0600, why, n);
 }
 
 struct upload {
