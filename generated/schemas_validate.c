@@ -152,7 +152,7 @@ void validate_aba_account_identification_identification(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 17)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 17 characters long");
-    if (!pattern_match(20, v->s)) /* ^[0-9]{4,17}$ */
+    if (!pattern_match(22, v->s)) /* ^[0-9]{4,17}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4,17}$");
 }
 
@@ -378,7 +378,7 @@ void validate_allowed_origin_list_item(const struct json_value *v, const char *p
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 8 characters long");
     if (len > 255)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 255 characters long");
-    if (!pattern_match(5, v->s)) /* ^https?://[^/?#@\s]+$ */
+    if (!pattern_match(7, v->s)) /* ^https?://[^/?#@\s]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^https?://[^/?#@\\s]+$");
 }
 
@@ -998,7 +998,7 @@ void validate_bank_details_routing_number(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 9)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 9 characters long");
-    if (!pattern_match(22, v->s)) /* ^[0-9]{9}$ */
+    if (!pattern_match(24, v->s)) /* ^[0-9]{9}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{9}$");
 }
 
@@ -1039,7 +1039,7 @@ void validate_bban_account_identification_identification(const struct json_value
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(21, v->s)) /* ^[A-Z0-9]{1,30}$ */
+    if (!pattern_match(23, v->s)) /* ^[A-Z0-9]{1,30}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{1,30}$");
 }
 
@@ -1323,7 +1323,7 @@ void validate_beneficiary_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(16, v->s)) /* ^ben_[0-9a-z]{26}$ */
+    if (!pattern_match(18, v->s)) /* ^ben_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ben_[0-9a-z]{26}$");
 }
 
@@ -1472,7 +1472,7 @@ void validate_beneficiary_update_counterparty_id(const struct json_value *v, con
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(17, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(19, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -1508,8 +1508,23 @@ void validate_beneficiary_update_external_id(const struct json_value *v, const c
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(18, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(20, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
+}
+
+/* Bic (openapi/common.yaml) */
+void validate_bic(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 11)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 11 characters long");
+    if (!format_is_bic(v->s))
+        verr_add(l, ptr, NULL, "format", "%s", "must be a valid BIC");
 }
 
 /* BusinessDate (openapi/common.yaml) */
@@ -1640,7 +1655,7 @@ void validate_complete_signup_request_invitation_token(const struct json_value *
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 128)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
-    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -1670,7 +1685,7 @@ void validate_complete_signup_request_otp(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 6)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
-    if (!pattern_match(8, v->s)) /* ^[0-9]{6}$ */
+    if (!pattern_match(10, v->s)) /* ^[0-9]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{6}$");
 }
 
@@ -1700,7 +1715,7 @@ void validate_complete_signup_request_recovery_code(const struct json_value *v, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(9, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+    if (!pattern_match(11, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
 }
 
@@ -1715,7 +1730,7 @@ void validate_conversion_id(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(24, v->s)) /* ^cnv_[0-9a-z]{26}$ */
+    if (!pattern_match(26, v->s)) /* ^cnv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cnv_[0-9a-z]{26}$");
 }
 
@@ -1730,7 +1745,7 @@ void validate_counterparty_id(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(17, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(19, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -1917,7 +1932,7 @@ void validate_event_api_version(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 10)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 10 characters long");
-    if (!pattern_match(29, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
+    if (!pattern_match(31, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4}-[0-9]{2}-[0-9]{2}$");
 }
 
@@ -1963,7 +1978,7 @@ void validate_event_id(const struct json_value *v, const char *ptr, int mode, st
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(27, v->s)) /* ^evt_[0-9a-z]{26}$ */
+    if (!pattern_match(29, v->s)) /* ^evt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^evt_[0-9a-z]{26}$");
 }
 
@@ -2079,7 +2094,7 @@ void validate_event_type(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(28, v->s)) /* ^[a-z_]+[.][a-z_]+$ */
+    if (!pattern_match(30, v->s)) /* ^[a-z_]+[.][a-z_]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z_]+[.][a-z_]+$");
 }
 
@@ -2096,7 +2111,7 @@ void validate_external_id(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(18, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(20, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -2121,7 +2136,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(36, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(38, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -2136,7 +2151,7 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(35, v->s)) /* ^/v1/ */
+    if (!pattern_match(37, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
 }
 
@@ -2212,6 +2227,21 @@ void validate_health_status(const struct json_value *v, const char *ptr, int mod
     }
     if (strcmp(v->s, "ok") != 0)
         verr_add(l, ptr, NULL, "const", "%s", "must be \"ok\"");
+}
+
+/* Iban (openapi/common.yaml) */
+void validate_iban(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 34)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 34 characters long");
+    if (!format_is_iban(v->s))
+        verr_add(l, ptr, NULL, "format", "%s", "must be a valid IBAN");
 }
 
 /* IbanAccountIdentification (openapi/payments.yaml) */
@@ -2305,7 +2335,7 @@ void validate_invitation_acceptance_invitation_token(const struct json_value *v,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 128)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
-    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -2430,7 +2460,7 @@ void validate_invitation_issued_id(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(33, v->s)) /* ^inv_[0-9a-z]{26}$ */
+    if (!pattern_match(35, v->s)) /* ^inv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^inv_[0-9a-z]{26}$");
 }
 
@@ -2445,7 +2475,7 @@ void validate_invitation_issued_invited_by(const struct json_value *v, const cha
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -2534,7 +2564,7 @@ void validate_login_request_device_token(const struct json_value *v, const char 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -2564,7 +2594,7 @@ void validate_login_request_otp(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 6)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
-    if (!pattern_match(8, v->s)) /* ^[0-9]{6}$ */
+    if (!pattern_match(10, v->s)) /* ^[0-9]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{6}$");
 }
 
@@ -2594,7 +2624,7 @@ void validate_login_request_recovery_code(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(9, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+    if (!pattern_match(11, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
 }
 
@@ -2655,7 +2685,7 @@ void validate_login_response_access_token(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 8192)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
-    if (!pattern_match(11, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
+    if (!pattern_match(13, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$");
 }
 
@@ -2670,7 +2700,7 @@ void validate_login_response_device_token(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -2713,7 +2743,7 @@ void validate_login_response_refresh_token(const struct json_value *v, const cha
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -2728,7 +2758,7 @@ void validate_login_response_scope(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(12, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(14, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -2882,7 +2912,7 @@ void validate_member_role(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(14, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(16, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -2897,7 +2927,7 @@ void validate_member_user_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(30, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(32, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 
@@ -2965,7 +2995,7 @@ void validate_membership_role(const struct json_value *v, const char *ptr, int m
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(14, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(16, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -3100,7 +3130,7 @@ void validate_mfa_confirmation_recovery_codes_item(const struct json_value *v, c
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(9, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+    if (!pattern_match(11, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
 }
 
@@ -3171,7 +3201,7 @@ void validate_mfa_enrollment_secret(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(15, v->s)) /* ^[A-Z2-7]+$ */
+    if (!pattern_match(17, v->s)) /* ^[A-Z2-7]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z2-7]+$");
 }
 
@@ -3333,6 +3363,34 @@ void validate_next_cursor(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
 }
 
+/* NonNegativeAmount (openapi/common.yaml) */
+void validate_non_negative_amount(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9007199254740991");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(9007199254740991))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9007199254740991");
+}
+
 /* OAuthError (openapi/accounts.yaml) */
 void validate_o_auth_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -3382,7 +3440,7 @@ void validate_o_auth_error_error_description(const struct json_value *v, const c
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(7, v->s)) /* ^[ !#-\[\]-~]*$ */
+    if (!pattern_match(9, v->s)) /* ^[ !#-\[\]-~]*$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[ !#-\\[\\]-~]*$");
 }
 
@@ -3622,7 +3680,7 @@ void validate_oauth_client_created_by(const struct json_value *v, const char *pt
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -3650,7 +3708,7 @@ void validate_oauth_client_id(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(3, v->s)) /* ^cli_[0-9a-z]{26}$ */
+    if (!pattern_match(5, v->s)) /* ^cli_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cli_[0-9a-z]{26}$");
 }
 
@@ -3884,7 +3942,7 @@ void validate_oauth_grant_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(6, v->s)) /* ^grt_[0-9a-z]{26}$ */
+    if (!pattern_match(8, v->s)) /* ^grt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^grt_[0-9a-z]{26}$");
 }
 
@@ -4006,7 +4064,7 @@ void validate_oauth_scope_list_item(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(4, v->s)) /* ^[a-z]+:[a-z]+$ */
+    if (!pattern_match(6, v->s)) /* ^[a-z]+:[a-z]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
 }
 
@@ -4021,7 +4079,7 @@ void validate_object_id(const struct json_value *v, const char *ptr, int mode, s
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -4048,7 +4106,7 @@ void validate_originating_account(const struct json_value *v, const char *ptr, i
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(18, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(20, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -4078,7 +4136,7 @@ void validate_param_device_cookie(const struct json_value *v, const char *ptr, i
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(34, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+    if (!pattern_match(36, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 
@@ -4093,7 +4151,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(37, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
+    if (!pattern_match(39, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(\\*|\"v[1-9][0-9]{0,9}\")$");
 }
 
@@ -4136,7 +4194,7 @@ void validate_param_sign_in_cookie(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(34, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+    if (!pattern_match(36, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 
@@ -4437,7 +4495,7 @@ void validate_payment_approver_user_id(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -4617,7 +4675,7 @@ void validate_payment_batch_created_by(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -4632,7 +4690,7 @@ void validate_payment_batch_id(const struct json_value *v, const char *ptr, int 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(26, v->s)) /* ^pbt_[0-9a-z]{26}$ */
+    if (!pattern_match(28, v->s)) /* ^pbt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^pbt_[0-9a-z]{26}$");
 }
 
@@ -4718,7 +4776,7 @@ void validate_payment_batch_item_failure_code(const struct json_value *v, const 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(25, v->s)) /* ^[A-Z0-9]{4}$ */
+    if (!pattern_match(27, v->s)) /* ^[A-Z0-9]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{4}$");
 }
 
@@ -4893,7 +4951,7 @@ void validate_payment_created_by(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -4944,7 +5002,7 @@ void validate_payment_failure_code(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(25, v->s)) /* ^[A-Z0-9]{4}$ */
+    if (!pattern_match(27, v->s)) /* ^[A-Z0-9]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{4}$");
 }
 
@@ -4972,7 +5030,7 @@ void validate_payment_id(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(23, v->s)) /* ^pay_[0-9a-z]{26}$ */
+    if (!pattern_match(25, v->s)) /* ^pay_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^pay_[0-9a-z]{26}$");
 }
 
@@ -5057,7 +5115,7 @@ void validate_payment_maker_user_id(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -5072,7 +5130,7 @@ void validate_payment_maker_via(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(2, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -5244,7 +5302,7 @@ void validate_payment_update_external_id(const struct json_value *v, const char 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(18, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(20, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -5454,6 +5512,21 @@ void validate_problem_type(const struct json_value *v, const char *ptr, int mode
         verr_add(l, ptr, NULL, "format", "%s", "must be an absolute URI");
 }
 
+/* Rate (openapi/common.yaml) */
+void validate_rate(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 20)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
+    if (!pattern_match(2, v->s)) /* ^(0|[1-9][0-9]{0,7})([.][0-9]{1,10})?$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(0|[1-9][0-9]{0,7})([.][0-9]{1,10})?$");
+}
+
 /* Reauthentication (openapi/accounts.yaml) */
 void validate_reauthentication(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -5490,7 +5563,7 @@ void validate_recovery_code(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(9, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+    if (!pattern_match(11, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
 }
 
@@ -5614,7 +5687,7 @@ void validate_refresh_request_refresh_token(const struct json_value *v, const ch
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(10, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -5629,7 +5702,7 @@ void validate_refresh_request_scope(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(12, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(14, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -5909,7 +5982,7 @@ void validate_role_key(const struct json_value *v, const char *ptr, int mode, st
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(14, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(16, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -6006,7 +6079,7 @@ void validate_scope_name(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(4, v->s)) /* ^[a-z]+:[a-z]+$ */
+    if (!pattern_match(6, v->s)) /* ^[a-z]+:[a-z]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
 }
 
@@ -6153,7 +6226,7 @@ void validate_service_account_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 29)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 29 characters long");
-    if (!pattern_match(31, v->s)) /* ^sa_[0-9a-z]{26}$ */
+    if (!pattern_match(33, v->s)) /* ^sa_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sa_[0-9a-z]{26}$");
 }
 
@@ -6352,7 +6425,7 @@ void validate_service_account_token_id(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(32, v->s)) /* ^sat_[0-9a-z]{26}$ */
+    if (!pattern_match(34, v->s)) /* ^sat_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sat_[0-9a-z]{26}$");
 }
 
@@ -6425,7 +6498,7 @@ void validate_service_account_token_issued_access_token(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 8192)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
-    if (!pattern_match(11, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
+    if (!pattern_match(13, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$");
 }
 
@@ -6521,7 +6594,7 @@ void validate_service_account_token_scope(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(12, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(14, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -6604,7 +6677,7 @@ void validate_session_id(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(13, v->s)) /* ^ses_[0-9a-z]{26}$ */
+    if (!pattern_match(15, v->s)) /* ^ses_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ses_[0-9a-z]{26}$");
 }
 
@@ -6796,6 +6869,49 @@ void validate_sign_in_form_request_id(const struct json_value *v, const char *pt
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4096 characters long");
 }
 
+/* SignedAmount (openapi/common.yaml) */
+void validate_signed_amount(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= -9007199254740991");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9007199254740991");
+        return;
+    }
+    if (n < INT64_C(-9007199254740991))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= -9007199254740991");
+    if (n > INT64_C(9007199254740991))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9007199254740991");
+}
+
+/* SignedDecimal (openapi/common.yaml) */
+void validate_signed_decimal(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 21)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 21 characters long");
+    if (!pattern_match(3, v->s)) /* ^-?(0|[1-9][0-9]{0,7})([.][0-9]{1,10})?$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^-?(0|[1-9][0-9]{0,7})([.][0-9]{1,10})?$");
+}
+
 /* SortCodeAccountNumberIdentification (openapi/payments.yaml) */
 void validate_sort_code_account_number_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -6833,7 +6949,7 @@ void validate_sort_code_account_number_identification_identification(const struc
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(19, v->s)) /* ^[0-9]{14}$ */
+    if (!pattern_match(21, v->s)) /* ^[0-9]{14}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{14}$");
 }
 
@@ -7054,7 +7170,7 @@ void validate_totp_code(const struct json_value *v, const char *ptr, int mode, s
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 6)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
-    if (!pattern_match(8, v->s)) /* ^[0-9]{6}$ */
+    if (!pattern_match(10, v->s)) /* ^[0-9]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{6}$");
 }
 
@@ -7132,7 +7248,7 @@ void validate_user_id(const struct json_value *v, const char *ptr, int mode, str
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(30, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(32, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 

@@ -10,12 +10,14 @@ const char *const scopes_names[] = {
     "accounts:read",
     "accounts:write",
     "analytics:read",
+    "analytics:write",
     "audit:read",
     "audit:write",
     "conversions:read",
     "conversions:write",
     "integrations:read",
     "integrations:write",
+    "ledger:close",
     "ledger:read",
     "ledger:write",
     "payments:read",
@@ -29,6 +31,7 @@ const char *const scopes_names[] = {
     "sheets:read",
     "sheets:write",
     "transfers:read",
+    "transfers:sign",
     "transfers:write",
     "workspace:admin",
     "workspace:read",
@@ -39,12 +42,14 @@ const char *const scopes_descriptions[] = {
     "View bank accounts, balances, transactions and statements.",
     "Manage bank connections and trigger statement and feed retrieval.",
     "Run analytics queries and view forecasts, dashboards, KPIs and anomalies.",
+    "Request forecasts, manage dashboards and give feedback on anomalies.",
     "Query audit events, timelines and compliance reports.",
     "Generate compliance reports and manage audit alerts.",
     "View FX quotes, conversions and positions.",
     "Request FX quotes and execute or cancel conversions.",
     "View connectors, integrations, webhook subscriptions and sync runs.",
     "Manage integrations and webhook subscriptions and trigger syncs.",
+    "Close accounting periods, and post into a period that is closing.",
     "View the chart of accounts, journals, periods and the trial balance.",
     "Post journal entries and manage ledger accounts and periods.",
     "View payments and beneficiaries.",
@@ -58,12 +63,13 @@ const char *const scopes_descriptions[] = {
     "View sheets, cells and version history.",
     "Create and edit sheets and cells and manage sharing.",
     "View high-value transfers, their signatures and counterparties.",
-    "Create high-value transfers, sign them and manage counterparties.",
+    "Sign (authorise) or reject high-value transfers created by others.",
+    "Create, submit and recall high-value transfers and manage counterparties.",
     "Full workspace administration; implies every other scope.",
     "View workspace settings, members and the application catalogue.",
 };
 
-const int scopes_count = 25;
+const int scopes_count = 28;
 
 uint64_t scopes_mask(const char *name)
 {
@@ -86,7 +92,7 @@ uint64_t scopes_mask(const char *name)
 
 uint64_t scopes_all(void)
 {
-    return (UINT64_C(1) << 25) - 1;
+    return (UINT64_C(1) << 28) - 1;
 }
 
 void scopes_text(uint64_t mask, char *out, size_t n)
@@ -112,12 +118,12 @@ const struct scopes_role scopes_roles[] = {
       SCOPE_WORKSPACE_ADMIN },
     { "admin", "Administrator", "Runs the workspace for the owner; everything, including administration.", "workspace:admin",
       SCOPE_WORKSPACE_ADMIN },
-    { "treasurer", "Treasurer", "Moves money - payments, FX, transfers, bank connections - and reads the books.", "accounts:read accounts:write analytics:read conversions:read conversions:write ledger:read payments:read payments:write rates:read rates:write reporting:read scheduling:read transfers:read transfers:write workspace:read",
-      SCOPE_ACCOUNTS_READ | SCOPE_ACCOUNTS_WRITE | SCOPE_ANALYTICS_READ | SCOPE_CONVERSIONS_READ | SCOPE_CONVERSIONS_WRITE | SCOPE_LEDGER_READ | SCOPE_PAYMENTS_READ | SCOPE_PAYMENTS_WRITE | SCOPE_RATES_READ | SCOPE_RATES_WRITE | SCOPE_REPORTING_READ | SCOPE_SCHEDULING_READ | SCOPE_TRANSFERS_READ | SCOPE_TRANSFERS_WRITE | SCOPE_WORKSPACE_READ },
-    { "approver", "Approver", "Reviews, approves and signs payments and high-value transfers.", "accounts:read payments:read payments:write rates:read transfers:read transfers:write workspace:read",
-      SCOPE_ACCOUNTS_READ | SCOPE_PAYMENTS_READ | SCOPE_PAYMENTS_WRITE | SCOPE_RATES_READ | SCOPE_TRANSFERS_READ | SCOPE_TRANSFERS_WRITE | SCOPE_WORKSPACE_READ },
-    { "accountant", "Accountant", "Keeps the ledger, closes periods and builds reports and sheets.", "accounts:read analytics:read audit:read ledger:read ledger:write payments:read rates:read reporting:read reporting:write sheets:read sheets:write workspace:read",
-      SCOPE_ACCOUNTS_READ | SCOPE_ANALYTICS_READ | SCOPE_AUDIT_READ | SCOPE_LEDGER_READ | SCOPE_LEDGER_WRITE | SCOPE_PAYMENTS_READ | SCOPE_RATES_READ | SCOPE_REPORTING_READ | SCOPE_REPORTING_WRITE | SCOPE_SHEETS_READ | SCOPE_SHEETS_WRITE | SCOPE_WORKSPACE_READ },
+    { "treasurer", "Treasurer", "Moves money - payments, FX, transfers, bank connections - and reads the books.", "accounts:read accounts:write analytics:read analytics:write conversions:read conversions:write ledger:read payments:read payments:write rates:read rates:write reporting:read scheduling:read transfers:read transfers:write workspace:read",
+      SCOPE_ACCOUNTS_READ | SCOPE_ACCOUNTS_WRITE | SCOPE_ANALYTICS_READ | SCOPE_ANALYTICS_WRITE | SCOPE_CONVERSIONS_READ | SCOPE_CONVERSIONS_WRITE | SCOPE_LEDGER_READ | SCOPE_PAYMENTS_READ | SCOPE_PAYMENTS_WRITE | SCOPE_RATES_READ | SCOPE_RATES_WRITE | SCOPE_REPORTING_READ | SCOPE_SCHEDULING_READ | SCOPE_TRANSFERS_READ | SCOPE_TRANSFERS_WRITE | SCOPE_WORKSPACE_READ },
+    { "approver", "Approver", "Reviews, approves and signs payments and high-value transfers.", "accounts:read payments:read payments:write rates:read transfers:read transfers:sign workspace:read",
+      SCOPE_ACCOUNTS_READ | SCOPE_PAYMENTS_READ | SCOPE_PAYMENTS_WRITE | SCOPE_RATES_READ | SCOPE_TRANSFERS_READ | SCOPE_TRANSFERS_SIGN | SCOPE_WORKSPACE_READ },
+    { "accountant", "Accountant", "Keeps the ledger, closes periods and builds reports and sheets.", "accounts:read analytics:read audit:read ledger:close ledger:read ledger:write payments:read rates:read reporting:read reporting:write sheets:read sheets:write workspace:read",
+      SCOPE_ACCOUNTS_READ | SCOPE_ANALYTICS_READ | SCOPE_AUDIT_READ | SCOPE_LEDGER_CLOSE | SCOPE_LEDGER_READ | SCOPE_LEDGER_WRITE | SCOPE_PAYMENTS_READ | SCOPE_RATES_READ | SCOPE_REPORTING_READ | SCOPE_REPORTING_WRITE | SCOPE_SHEETS_READ | SCOPE_SHEETS_WRITE | SCOPE_WORKSPACE_READ },
     { "auditor", "Auditor", "Reads everything and produces compliance reports; changes nothing else.", "accounts:read analytics:read audit:read audit:write conversions:read integrations:read ledger:read payments:read rates:read reporting:read scheduling:read sheets:read transfers:read workspace:read",
       SCOPE_ACCOUNTS_READ | SCOPE_ANALYTICS_READ | SCOPE_AUDIT_READ | SCOPE_AUDIT_WRITE | SCOPE_CONVERSIONS_READ | SCOPE_INTEGRATIONS_READ | SCOPE_LEDGER_READ | SCOPE_PAYMENTS_READ | SCOPE_RATES_READ | SCOPE_REPORTING_READ | SCOPE_SCHEDULING_READ | SCOPE_SHEETS_READ | SCOPE_TRANSFERS_READ | SCOPE_WORKSPACE_READ },
     { "viewer", "Viewer", "Reads everything, changes nothing.", "accounts:read analytics:read audit:read conversions:read integrations:read ledger:read payments:read rates:read reporting:read scheduling:read sheets:read transfers:read workspace:read",

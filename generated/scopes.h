@@ -10,28 +10,31 @@
 #define SCOPE_ACCOUNTS_READ (UINT64_C(1) << 0) /* accounts:read: View bank accounts, balances, transactions and statements. */
 #define SCOPE_ACCOUNTS_WRITE (UINT64_C(1) << 1) /* accounts:write: Manage bank connections and trigger statement and feed retrieval. */
 #define SCOPE_ANALYTICS_READ (UINT64_C(1) << 2) /* analytics:read: Run analytics queries and view forecasts, dashboards, KPIs and anomalies. */
-#define SCOPE_AUDIT_READ (UINT64_C(1) << 3) /* audit:read: Query audit events, timelines and compliance reports. */
-#define SCOPE_AUDIT_WRITE (UINT64_C(1) << 4) /* audit:write: Generate compliance reports and manage audit alerts. */
-#define SCOPE_CONVERSIONS_READ (UINT64_C(1) << 5) /* conversions:read: View FX quotes, conversions and positions. */
-#define SCOPE_CONVERSIONS_WRITE (UINT64_C(1) << 6) /* conversions:write: Request FX quotes and execute or cancel conversions. */
-#define SCOPE_INTEGRATIONS_READ (UINT64_C(1) << 7) /* integrations:read: View connectors, integrations, webhook subscriptions and sync runs. */
-#define SCOPE_INTEGRATIONS_WRITE (UINT64_C(1) << 8) /* integrations:write: Manage integrations and webhook subscriptions and trigger syncs. */
-#define SCOPE_LEDGER_READ (UINT64_C(1) << 9) /* ledger:read: View the chart of accounts, journals, periods and the trial balance. */
-#define SCOPE_LEDGER_WRITE (UINT64_C(1) << 10) /* ledger:write: Post journal entries and manage ledger accounts and periods. */
-#define SCOPE_PAYMENTS_READ (UINT64_C(1) << 11) /* payments:read: View payments and beneficiaries. */
-#define SCOPE_PAYMENTS_WRITE (UINT64_C(1) << 12) /* payments:write: Create, change and approve payments and beneficiaries. */
-#define SCOPE_RATES_READ (UINT64_C(1) << 13) /* rates:read: Read live and reference FX rates and rate history. */
-#define SCOPE_RATES_WRITE (UINT64_C(1) << 14) /* rates:write: Manage rate alerts and custom rate curves. */
-#define SCOPE_REPORTING_READ (UINT64_C(1) << 15) /* reporting:read: Access reports and analytics. */
-#define SCOPE_REPORTING_WRITE (UINT64_C(1) << 16) /* reporting:write: Create report templates, generate, schedule and distribute reports. */
-#define SCOPE_SCHEDULING_READ (UINT64_C(1) << 17) /* scheduling:read: View schedules, workflow chains and run history. */
-#define SCOPE_SCHEDULING_WRITE (UINT64_C(1) << 18) /* scheduling:write: Manage schedules and workflow chains and trigger runs. */
-#define SCOPE_SHEETS_READ (UINT64_C(1) << 19) /* sheets:read: View sheets, cells and version history. */
-#define SCOPE_SHEETS_WRITE (UINT64_C(1) << 20) /* sheets:write: Create and edit sheets and cells and manage sharing. */
-#define SCOPE_TRANSFERS_READ (UINT64_C(1) << 21) /* transfers:read: View high-value transfers, their signatures and counterparties. */
-#define SCOPE_TRANSFERS_WRITE (UINT64_C(1) << 22) /* transfers:write: Create high-value transfers, sign them and manage counterparties. */
-#define SCOPE_WORKSPACE_ADMIN (UINT64_C(1) << 23) /* workspace:admin: Full workspace administration; implies every other scope. */
-#define SCOPE_WORKSPACE_READ (UINT64_C(1) << 24) /* workspace:read: View workspace settings, members and the application catalogue. */
+#define SCOPE_ANALYTICS_WRITE (UINT64_C(1) << 3) /* analytics:write: Request forecasts, manage dashboards and give feedback on anomalies. */
+#define SCOPE_AUDIT_READ (UINT64_C(1) << 4) /* audit:read: Query audit events, timelines and compliance reports. */
+#define SCOPE_AUDIT_WRITE (UINT64_C(1) << 5) /* audit:write: Generate compliance reports and manage audit alerts. */
+#define SCOPE_CONVERSIONS_READ (UINT64_C(1) << 6) /* conversions:read: View FX quotes, conversions and positions. */
+#define SCOPE_CONVERSIONS_WRITE (UINT64_C(1) << 7) /* conversions:write: Request FX quotes and execute or cancel conversions. */
+#define SCOPE_INTEGRATIONS_READ (UINT64_C(1) << 8) /* integrations:read: View connectors, integrations, webhook subscriptions and sync runs. */
+#define SCOPE_INTEGRATIONS_WRITE (UINT64_C(1) << 9) /* integrations:write: Manage integrations and webhook subscriptions and trigger syncs. */
+#define SCOPE_LEDGER_CLOSE (UINT64_C(1) << 10) /* ledger:close: Close accounting periods, and post into a period that is closing. */
+#define SCOPE_LEDGER_READ (UINT64_C(1) << 11) /* ledger:read: View the chart of accounts, journals, periods and the trial balance. */
+#define SCOPE_LEDGER_WRITE (UINT64_C(1) << 12) /* ledger:write: Post journal entries and manage ledger accounts and periods. */
+#define SCOPE_PAYMENTS_READ (UINT64_C(1) << 13) /* payments:read: View payments and beneficiaries. */
+#define SCOPE_PAYMENTS_WRITE (UINT64_C(1) << 14) /* payments:write: Create, change and approve payments and beneficiaries. */
+#define SCOPE_RATES_READ (UINT64_C(1) << 15) /* rates:read: Read live and reference FX rates and rate history. */
+#define SCOPE_RATES_WRITE (UINT64_C(1) << 16) /* rates:write: Manage rate alerts and custom rate curves. */
+#define SCOPE_REPORTING_READ (UINT64_C(1) << 17) /* reporting:read: Access reports and analytics. */
+#define SCOPE_REPORTING_WRITE (UINT64_C(1) << 18) /* reporting:write: Create report templates, generate, schedule and distribute reports. */
+#define SCOPE_SCHEDULING_READ (UINT64_C(1) << 19) /* scheduling:read: View schedules, workflow chains and run history. */
+#define SCOPE_SCHEDULING_WRITE (UINT64_C(1) << 20) /* scheduling:write: Manage schedules and workflow chains and trigger runs. */
+#define SCOPE_SHEETS_READ (UINT64_C(1) << 21) /* sheets:read: View sheets, cells and version history. */
+#define SCOPE_SHEETS_WRITE (UINT64_C(1) << 22) /* sheets:write: Create and edit sheets and cells and manage sharing. */
+#define SCOPE_TRANSFERS_READ (UINT64_C(1) << 23) /* transfers:read: View high-value transfers, their signatures and counterparties. */
+#define SCOPE_TRANSFERS_SIGN (UINT64_C(1) << 24) /* transfers:sign: Sign (authorise) or reject high-value transfers created by others. */
+#define SCOPE_TRANSFERS_WRITE (UINT64_C(1) << 25) /* transfers:write: Create, submit and recall high-value transfers and manage counterparties. */
+#define SCOPE_WORKSPACE_ADMIN (UINT64_C(1) << 26) /* workspace:admin: Full workspace administration; implies every other scope. */
+#define SCOPE_WORKSPACE_READ (UINT64_C(1) << 27) /* workspace:read: View workspace settings, members and the application catalogue. */
 
 extern const char *const scopes_names[];
 extern const char *const scopes_descriptions[]; /* x-scopes text, same order */
