@@ -2060,7 +2060,8 @@ class Model:
                 f.statuses.append(status)
                 if required:
                     f.required_statuses.append(status)
-            if 300 <= status < 400 and 'location' not in {
+            # 304 Not Modified is no redirect: it answers a conditional request, not a move.
+            if 300 <= status < 400 and status != 304 and 'location' not in {
                     h.lower() for h in (r.get('headers') or {})}:
                 self.fail(rloc, 'a %d response needs a Location header' % status)
             op.responses.append(resp)

@@ -7,6 +7,7 @@
 struct req;
 
 int dispatch_accounts_get_authorization_server_metadata(struct req *r);
+int dispatch_meta_get_docs(struct req *r);
 int dispatch_meta_get_health(struct req *r);
 int dispatch_accounts_authorize(struct req *r);
 int dispatch_accounts_decide_authorization(struct req *r);

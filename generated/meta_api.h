@@ -14,6 +14,27 @@
 #include "generated/schemas.h"
 #include "runtime/req.h"
 
+/* GET /docs (getDocs): Read the API reference as a web page */
+struct meta_get_docs_request {
+    const char *if_none_match; /* header If-None-Match, optional */
+    bool has_if_none_match;
+};
+
+struct meta_get_docs_response {
+    int status; /* 200, 304, 400, 429, 500, 503; problems (none) via req_problem() */
+    const char *body_200; /* status 200: The reference page, a complete HTML document. (an HTML document) */
+    const char *body_400; /* status 400: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_429; /* status 429: Too many requests from this address; the page says when to retry. (an HTML document) */
+    const char *body_500; /* status 500: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *body_503; /* status 503: An error page for the person in the browser; nothing was changed. (an HTML document) */
+    const char *etag; /* header ETag on 200, 304; NULL = not sent */
+    const char *cache_control; /* header Cache-Control on 200, 304; NULL = not sent */
+    const char *content_security_policy; /* header Content-Security-Policy on 200; NULL = not sent */
+};
+
+int meta_get_docs(struct req *r, const struct meta_get_docs_request *in,
+                 struct meta_get_docs_response *out);
+
 /* GET /healthz (getHealth): Check liveness and database reachability */
 struct meta_get_health_request {
     int unused; /* this operation takes no parameters and no body */

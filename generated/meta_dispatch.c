@@ -16,6 +16,207 @@
 #include "runtime/verr.h"
 
 #ifdef TREASURY_CHECK_RESPONSES
+static const char *resp_header(const struct req *r, const char *name)
+{
+    for (int i = 0; i < r->n_resp_headers; i++)
+        if (strcasecmp(r->resp_headers[i].name, name) == 0)
+            return r->resp_headers[i].value;
+    return NULL;
+}
+#endif
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_meta_get_docs(struct req *r)
+{
+    struct verr_list l;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is an HTML document");
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_docsetag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "Cache-Control");
+        if (!hval)
+            verr_add(&l, "/header/Cache-Control", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Cache-Control", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_docscachecontrol(&hv, "/header/Cache-Control", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "Content-Security-Policy");
+        if (!hval)
+            verr_add(&l, "/header/Content-Security-Policy", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Content-Security-Policy", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_docscontentsecuritypolicy(&hv, "/header/Content-Security-Policy", VALIDATE_RESPONSE, &l);
+        break;
+    case 304:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 304 is documented without a problem document");
+            break;
+        }
+        if (r->resp_len > 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 304 has no body");
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_docsetag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "Cache-Control");
+        if (!hval)
+            verr_add(&l, "/header/Cache-Control", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Cache-Control", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_docscachecontrol(&hv, "/header/Cache-Control", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is an HTML document");
+        break;
+    case 429:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is an HTML document");
+        break;
+    case 500:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is an HTML document");
+        break;
+    case 503:
+        if (r->problem)
+            break; /* rendered as an HTML error page by the runtime */
+        if (!r->resp_body || r->resp_len < 15 || memcmp(r->resp_body, "<!DOCTYPE html>", 15) != 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is an HTML document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "getDocs", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "getDocs");
+}
+#endif
+
+/* GET /docs (getDocs) */
+int dispatch_meta_get_docs(struct req *r)
+{
+    struct meta_get_docs_request in;
+    struct meta_get_docs_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_header(r, "If-None-Match");
+    if (!text) {
+        /* absent: has_if_none_match stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/header/If-None-Match", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_meta_get_docs_param_if_none_match(&pv, "/header/If-None-Match", VALIDATE_REQUEST, &r->verr);
+        in.if_none_match = pv.s;
+        in.has_if_none_match = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (meta_get_docs(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "getDocs");
+                return -1;
+            }
+            if (req_set_html(r, 200, out.body_200) != 0)
+                return -1;
+            break;
+        case 304:
+            req_set_json(r, 304, NULL, 0);
+            break;
+        case 400:
+            if (!out.body_400) {
+                log_error("%s answered 400 without body_400", "getDocs");
+                return -1;
+            }
+            if (req_set_html(r, 400, out.body_400) != 0)
+                return -1;
+            break;
+        case 429:
+            if (!out.body_429) {
+                log_error("%s answered 429 without body_429", "getDocs");
+                return -1;
+            }
+            if (req_set_html(r, 429, out.body_429) != 0)
+                return -1;
+            break;
+        case 500:
+            if (!out.body_500) {
+                log_error("%s answered 500 without body_500", "getDocs");
+                return -1;
+            }
+            if (req_set_html(r, 500, out.body_500) != 0)
+                return -1;
+            break;
+        case 503:
+            if (!out.body_503) {
+                log_error("%s answered 503 without body_503", "getDocs");
+                return -1;
+            }
+            if (req_set_html(r, 503, out.body_503) != 0)
+                return -1;
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "getDocs",
+                      out.status);
+            return -1;
+        }
+        if (out.etag && (r->status == 200 || r->status == 304))
+            req_set_header(r, "ETag", out.etag);
+        if (out.cache_control && (r->status == 200 || r->status == 304))
+            req_set_header(r, "Cache-Control", out.cache_control);
+        if (out.content_security_policy && (r->status == 200))
+            req_set_header(r, "Content-Security-Policy", out.content_security_policy);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_meta_get_docs(r);
+#endif
+    return 0;
+}
+
+#ifdef TREASURY_CHECK_RESPONSES
 static void check_meta_get_health(struct req *r)
 {
     struct verr_list l;

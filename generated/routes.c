@@ -14,71 +14,72 @@
 #define MAX_SEGS 6
 
 static const int statuses_0[] = { 200, 429, 500, 503, 0 };
-static const int statuses_1[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_2[] = { 200, 302, 400, 429, 500, 503, 0 };
-static const int statuses_3[] = { 302, 400, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_4[] = { 200, 303, 400, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_5[] = { 303, 400, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_6[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_1[] = { 200, 304, 400, 429, 500, 503, 0 };
+static const int statuses_2[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_3[] = { 200, 302, 400, 429, 500, 503, 0 };
+static const int statuses_4[] = { 302, 400, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_5[] = { 200, 303, 400, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_6[] = { 303, 400, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_7[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_8[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_9[] = { 201, 400, 401, 409, 410, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_10[] = { 200, 400, 401, 409, 429, 500, 503, 0 };
-static const int statuses_11[] = { 200, 400, 401, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_12[] = { 200, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_13[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_14[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_15[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_16[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_17[] = { 200, 400, 401, 403, 404, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_18[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_19[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_20[] = { 204, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_21[] = { 200, 400, 401, 429, 500, 503, 0 };
-static const int statuses_22[] = { 204, 400, 401, 409, 429, 500, 503, 0 };
-static const int statuses_23[] = { 204, 400, 401, 404, 429, 500, 503, 0 };
-static const int statuses_24[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_25[] = { 200, 201, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_26[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_27[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_28[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_29[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_30[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_31[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_32[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_33[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_34[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_35[] = { 200, 400, 401, 409, 410, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_36[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_37[] = { 204, 400, 401, 429, 500, 503, 0 };
-static const int statuses_38[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_39[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_40[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_41[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_42[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_43[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
-static const int statuses_44[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_45[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_46[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_47[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_48[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_49[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_50[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_51[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_52[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_53[] = { 200, 400, 401, 403, 404, 409, 422, 429, 500, 503, 0 };
-static const int statuses_54[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_55[] = { 200, 400, 401, 403, 404, 409, 415, 422, 429, 500, 503, 0 };
-static const int statuses_56[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_57[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503, 0 };
-static const int statuses_58[] = { 200, 400, 401, 403, 404, 409, 422, 429, 500, 503, 0 };
-static const int statuses_59[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_60[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_61[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_9[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_10[] = { 201, 400, 401, 409, 410, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_11[] = { 200, 400, 401, 409, 429, 500, 503, 0 };
+static const int statuses_12[] = { 200, 400, 401, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_13[] = { 200, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_14[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_15[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_16[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_17[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_18[] = { 200, 400, 401, 403, 404, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_19[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_20[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_21[] = { 204, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_22[] = { 200, 400, 401, 429, 500, 503, 0 };
+static const int statuses_23[] = { 204, 400, 401, 409, 429, 500, 503, 0 };
+static const int statuses_24[] = { 204, 400, 401, 404, 429, 500, 503, 0 };
+static const int statuses_25[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_26[] = { 200, 201, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_27[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_28[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_29[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_30[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_31[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_32[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_33[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_34[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_35[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_36[] = { 200, 400, 401, 409, 410, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_37[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_38[] = { 204, 400, 401, 429, 500, 503, 0 };
+static const int statuses_39[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_40[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_41[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_42[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_43[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_44[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
+static const int statuses_45[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_46[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_47[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_48[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_49[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_50[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_51[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_52[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_53[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_54[] = { 200, 400, 401, 403, 404, 409, 422, 429, 500, 503, 0 };
+static const int statuses_55[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_56[] = { 200, 400, 401, 403, 404, 409, 415, 422, 429, 500, 503, 0 };
+static const int statuses_57[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_58[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503, 0 };
+static const int statuses_59[] = { 200, 400, 401, 403, 404, 409, 422, 429, 500, 503, 0 };
+static const int statuses_60[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_61[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_62[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_63[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_64[] = { 204, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_65[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_63[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_64[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_65[] = { 204, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_66[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -105,6 +106,29 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_accounts_get_authorization_server_metadata,
     },
     {
+        .operation_id = "getDocs",
+        .method = "GET",
+        .base = "",
+        .path = "/docs",
+        .tag = "meta",
+        .is_public = true,
+        .scopes = 0,
+        .scopes_text = "",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_1,
+        .dispatch = dispatch_meta_get_docs,
+    },
+    {
         .operation_id = "getHealth",
         .method = "GET",
         .base = "",
@@ -124,7 +148,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_1,
+        .statuses = statuses_2,
         .dispatch = dispatch_meta_get_health,
     },
     {
@@ -147,7 +171,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_2,
+        .statuses = statuses_3,
         .dispatch = dispatch_accounts_authorize,
     },
     {
@@ -170,7 +194,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_3,
+        .statuses = statuses_4,
         .dispatch = dispatch_accounts_decide_authorization,
     },
     {
@@ -193,7 +217,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_4,
+        .statuses = statuses_5,
         .dispatch = dispatch_accounts_sign_in,
     },
     {
@@ -216,7 +240,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_5,
+        .statuses = statuses_6,
         .dispatch = dispatch_accounts_verify_sign_in,
     },
     {
@@ -239,7 +263,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = true,
         .own_transaction = false,
-        .statuses = statuses_6,
+        .statuses = statuses_7,
         .dispatch = dispatch_accounts_refresh_token,
     },
     {
@@ -262,7 +286,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = true,
         .own_transaction = false,
-        .statuses = statuses_7,
+        .statuses = statuses_8,
         .dispatch = dispatch_accounts_revoke_token,
     },
     {
@@ -285,7 +309,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = true,
         .own_transaction = false,
-        .statuses = statuses_8,
+        .statuses = statuses_9,
         .dispatch = dispatch_accounts_issue_token,
     },
     {
@@ -308,7 +332,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_9,
+        .statuses = statuses_10,
         .dispatch = dispatch_accounts_accept_invitation,
     },
     {
@@ -331,7 +355,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_10,
+        .statuses = statuses_11,
         .dispatch = dispatch_accounts_get_mfa,
     },
     {
@@ -354,7 +378,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_11,
+        .statuses = statuses_12,
         .dispatch = dispatch_accounts_confirm_mfa,
     },
     {
@@ -377,7 +401,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_12,
+        .statuses = statuses_13,
         .dispatch = dispatch_accounts_disable_mfa,
     },
     {
@@ -400,7 +424,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_13,
+        .statuses = statuses_14,
         .dispatch = dispatch_accounts_enroll_mfa,
     },
     {
@@ -423,7 +447,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_14,
+        .statuses = statuses_15,
         .dispatch = dispatch_accounts_list_oauth_clients,
     },
     {
@@ -447,7 +471,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_15,
+        .statuses = statuses_16,
         .dispatch = dispatch_accounts_create_oauth_client,
     },
     {
@@ -470,7 +494,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_16,
+        .statuses = statuses_17,
         .dispatch = dispatch_accounts_get_oauth_client,
     },
     {
@@ -493,7 +517,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_17,
+        .statuses = statuses_18,
         .dispatch = dispatch_accounts_update_oauth_client,
     },
     {
@@ -516,7 +540,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_18,
+        .statuses = statuses_19,
         .dispatch = dispatch_accounts_list_oauth_grants,
     },
     {
@@ -539,7 +563,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_19,
+        .statuses = statuses_20,
         .dispatch = dispatch_accounts_revoke_oauth_grant,
     },
     {
@@ -562,7 +586,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_20,
+        .statuses = statuses_21,
         .dispatch = dispatch_accounts_change_password,
     },
     {
@@ -585,7 +609,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_21,
+        .statuses = statuses_22,
         .dispatch = dispatch_accounts_list_sessions,
     },
     {
@@ -608,7 +632,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_22,
+        .statuses = statuses_23,
         .dispatch = dispatch_accounts_revoke_all_sessions,
     },
     {
@@ -631,7 +655,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_23,
+        .statuses = statuses_24,
         .dispatch = dispatch_accounts_revoke_session,
     },
     {
@@ -654,7 +678,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_24,
+        .statuses = statuses_25,
         .dispatch = dispatch_admin_list_roles,
     },
     {
@@ -677,7 +701,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_25,
+        .statuses = statuses_26,
         .dispatch = dispatch_admin_put_role,
     },
     {
@@ -700,7 +724,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_26,
+        .statuses = statuses_27,
         .dispatch = dispatch_admin_list_service_accounts,
     },
     {
@@ -723,7 +747,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_27,
+        .statuses = statuses_28,
         .dispatch = dispatch_admin_create_service_account,
     },
     {
@@ -746,7 +770,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_28,
+        .statuses = statuses_29,
         .dispatch = dispatch_admin_get_service_account,
     },
     {
@@ -769,7 +793,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_29,
+        .statuses = statuses_30,
         .dispatch = dispatch_admin_disable_service_account,
     },
     {
@@ -792,7 +816,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_30,
+        .statuses = statuses_31,
         .dispatch = dispatch_admin_list_service_account_tokens,
     },
     {
@@ -815,7 +839,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_31,
+        .statuses = statuses_32,
         .dispatch = dispatch_admin_create_service_account_token,
     },
     {
@@ -838,7 +862,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_32,
+        .statuses = statuses_33,
         .dispatch = dispatch_admin_revoke_service_account_token,
     },
     {
@@ -861,7 +885,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_33,
+        .statuses = statuses_34,
         .dispatch = dispatch_admin_list_users,
     },
     {
@@ -884,7 +908,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_34,
+        .statuses = statuses_35,
         .dispatch = dispatch_admin_invite_user,
     },
     {
@@ -907,7 +931,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_35,
+        .statuses = statuses_36,
         .dispatch = dispatch_accounts_complete_signup,
     },
     {
@@ -930,7 +954,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_36,
+        .statuses = statuses_37,
         .dispatch = dispatch_accounts_login,
     },
     {
@@ -953,7 +977,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_37,
+        .statuses = statuses_38,
         .dispatch = dispatch_accounts_logout,
     },
     {
@@ -976,7 +1000,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_38,
+        .statuses = statuses_39,
         .dispatch = dispatch_accounts_oauth_callback,
     },
     {
@@ -999,7 +1023,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_39,
+        .statuses = statuses_40,
         .dispatch = dispatch_payments_list_beneficiaries,
     },
     {
@@ -1022,7 +1046,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_40,
+        .statuses = statuses_41,
         .dispatch = dispatch_payments_create_beneficiary,
     },
     {
@@ -1045,7 +1069,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_41,
+        .statuses = statuses_42,
         .dispatch = dispatch_payments_get_beneficiary,
     },
     {
@@ -1068,7 +1092,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_42,
+        .statuses = statuses_43,
         .dispatch = dispatch_payments_update_beneficiary,
     },
     {
@@ -1091,7 +1115,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_43,
+        .statuses = statuses_44,
         .dispatch = dispatch_payments_delete_beneficiary,
     },
     {
@@ -1114,7 +1138,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_44,
+        .statuses = statuses_45,
         .dispatch = dispatch_payments_approve_beneficiary,
     },
     {
@@ -1137,7 +1161,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_45,
+        .statuses = statuses_46,
         .dispatch = dispatch_payments_deny_beneficiary,
     },
     {
@@ -1160,7 +1184,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_46,
+        .statuses = statuses_47,
         .dispatch = dispatch_meta_get_openapi,
     },
     {
@@ -1183,7 +1207,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_47,
+        .statuses = statuses_48,
         .dispatch = dispatch_payments_list_payments,
     },
     {
@@ -1206,7 +1230,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_48,
+        .statuses = statuses_49,
         .dispatch = dispatch_payments_create_payment,
     },
     {
@@ -1229,7 +1253,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_49,
+        .statuses = statuses_50,
         .dispatch = dispatch_payments_get_approval_policy,
     },
     {
@@ -1252,7 +1276,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_50,
+        .statuses = statuses_51,
         .dispatch = dispatch_payments_put_approval_policy,
     },
     {
@@ -1275,7 +1299,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_51,
+        .statuses = statuses_52,
         .dispatch = dispatch_payments_create_payment_batch,
     },
     {
@@ -1298,7 +1322,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_52,
+        .statuses = statuses_53,
         .dispatch = dispatch_payments_get_payment_batch,
     },
     {
@@ -1321,7 +1345,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_53,
+        .statuses = statuses_54,
         .dispatch = dispatch_payments_approve_payment_batch,
     },
     {
@@ -1344,7 +1368,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_54,
+        .statuses = statuses_55,
         .dispatch = dispatch_payments_cancel_payment_batch,
     },
     {
@@ -1367,7 +1391,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_55,
+        .statuses = statuses_56,
         .dispatch = dispatch_payments_deny_payment_batch,
     },
     {
@@ -1390,7 +1414,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_56,
+        .statuses = statuses_57,
         .dispatch = dispatch_payments_get_payment,
     },
     {
@@ -1413,7 +1437,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_57,
+        .statuses = statuses_58,
         .dispatch = dispatch_payments_update_payment,
     },
     {
@@ -1436,7 +1460,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_58,
+        .statuses = statuses_59,
         .dispatch = dispatch_payments_approve_payment,
     },
     {
@@ -1459,7 +1483,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_59,
+        .statuses = statuses_60,
         .dispatch = dispatch_payments_cancel_payment,
     },
     {
@@ -1482,7 +1506,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_60,
+        .statuses = statuses_61,
         .dispatch = dispatch_payments_deny_payment,
     },
     {
@@ -1505,7 +1529,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_61,
+        .statuses = statuses_62,
         .dispatch = dispatch_payments_list_payment_events,
     },
     {
@@ -1528,7 +1552,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_62,
+        .statuses = statuses_63,
         .dispatch = dispatch_workspace_get_workspace,
     },
     {
@@ -1551,7 +1575,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_63,
+        .statuses = statuses_64,
         .dispatch = dispatch_workspace_list_members,
     },
     {
@@ -1574,7 +1598,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_64,
+        .statuses = statuses_65,
         .dispatch = dispatch_workspace_remove_member,
     },
     {
@@ -1597,7 +1621,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_65,
+        .statuses = statuses_66,
         .dispatch = dispatch_workspace_update_workspace_settings,
     },
 };
@@ -1613,288 +1637,293 @@ struct route {
     const char *allow;        /* the Allow header for this path */
 };
 
-/* /healthz */
-static const char *const segs_0[] = { "healthz", };
+/* /docs */
+static const char *const segs_0[] = { "docs", };
 static const char *const names_0[] = { NULL, };
 static const size_t ops_0[] = { 1, };
+/* /healthz */
+static const char *const segs_1[] = { "healthz", };
+static const char *const names_1[] = { NULL, };
+static const size_t ops_1[] = { 2, };
 /* /.well-known/oauth-authorization-server */
-static const char *const segs_1[] = { ".well-known", "oauth-authorization-server", };
-static const char *const names_1[] = { NULL, NULL, };
-static const size_t ops_1[] = { 0, };
-/* /v1/beneficiaries */
-static const char *const segs_2[] = { "v1", "beneficiaries", };
+static const char *const segs_2[] = { ".well-known", "oauth-authorization-server", };
 static const char *const names_2[] = { NULL, NULL, };
-static const size_t ops_2[] = { 39, 40, };
-/* /v1/openapi.json */
-static const char *const segs_3[] = { "v1", "openapi.json", };
+static const size_t ops_2[] = { 0, };
+/* /v1/beneficiaries */
+static const char *const segs_3[] = { "v1", "beneficiaries", };
 static const char *const names_3[] = { NULL, NULL, };
-static const size_t ops_3[] = { 46, };
-/* /v1/payments */
-static const char *const segs_4[] = { "v1", "payments", };
+static const size_t ops_3[] = { 40, 41, };
+/* /v1/openapi.json */
+static const char *const segs_4[] = { "v1", "openapi.json", };
 static const char *const names_4[] = { NULL, NULL, };
-static const size_t ops_4[] = { 47, 48, };
-/* /v1/workspace */
-static const char *const segs_5[] = { "v1", "workspace", };
+static const size_t ops_4[] = { 47, };
+/* /v1/payments */
+static const char *const segs_5[] = { "v1", "payments", };
 static const char *const names_5[] = { NULL, NULL, };
-static const size_t ops_5[] = { 62, };
+static const size_t ops_5[] = { 48, 49, };
+/* /v1/workspace */
+static const char *const segs_6[] = { "v1", "workspace", };
+static const char *const names_6[] = { NULL, NULL, };
+static const size_t ops_6[] = { 63, };
 /* /v1/accounts/mfa */
-static const char *const segs_6[] = { "v1", "accounts", "mfa", };
-static const char *const names_6[] = { NULL, NULL, NULL, };
-static const size_t ops_6[] = { 10, };
-/* /v1/accounts/password */
-static const char *const segs_7[] = { "v1", "accounts", "password", };
+static const char *const segs_7[] = { "v1", "accounts", "mfa", };
 static const char *const names_7[] = { NULL, NULL, NULL, };
-static const size_t ops_7[] = { 20, };
-/* /v1/accounts/sessions */
-static const char *const segs_8[] = { "v1", "accounts", "sessions", };
+static const size_t ops_7[] = { 11, };
+/* /v1/accounts/password */
+static const char *const segs_8[] = { "v1", "accounts", "password", };
 static const char *const names_8[] = { NULL, NULL, NULL, };
 static const size_t ops_8[] = { 21, };
-/* /v1/admin/roles */
-static const char *const segs_9[] = { "v1", "admin", "roles", };
+/* /v1/accounts/sessions */
+static const char *const segs_9[] = { "v1", "accounts", "sessions", };
 static const char *const names_9[] = { NULL, NULL, NULL, };
-static const size_t ops_9[] = { 24, };
-/* /v1/admin/service-accounts */
-static const char *const segs_10[] = { "v1", "admin", "service-accounts", };
+static const size_t ops_9[] = { 22, };
+/* /v1/admin/roles */
+static const char *const segs_10[] = { "v1", "admin", "roles", };
 static const char *const names_10[] = { NULL, NULL, NULL, };
-static const size_t ops_10[] = { 26, 27, };
-/* /v1/admin/users */
-static const char *const segs_11[] = { "v1", "admin", "users", };
+static const size_t ops_10[] = { 25, };
+/* /v1/admin/service-accounts */
+static const char *const segs_11[] = { "v1", "admin", "service-accounts", };
 static const char *const names_11[] = { NULL, NULL, NULL, };
-static const size_t ops_11[] = { 33, };
-/* /v1/api/complete-signup */
-static const char *const segs_12[] = { "v1", "api", "complete-signup", };
+static const size_t ops_11[] = { 27, 28, };
+/* /v1/admin/users */
+static const char *const segs_12[] = { "v1", "admin", "users", };
 static const char *const names_12[] = { NULL, NULL, NULL, };
-static const size_t ops_12[] = { 35, };
-/* /v1/api/login */
-static const char *const segs_13[] = { "v1", "api", "login", };
+static const size_t ops_12[] = { 34, };
+/* /v1/api/complete-signup */
+static const char *const segs_13[] = { "v1", "api", "complete-signup", };
 static const char *const names_13[] = { NULL, NULL, NULL, };
 static const size_t ops_13[] = { 36, };
-/* /v1/api/logout */
-static const char *const segs_14[] = { "v1", "api", "logout", };
+/* /v1/api/login */
+static const char *const segs_14[] = { "v1", "api", "login", };
 static const char *const names_14[] = { NULL, NULL, NULL, };
 static const size_t ops_14[] = { 37, };
+/* /v1/api/logout */
+static const char *const segs_15[] = { "v1", "api", "logout", };
+static const char *const names_15[] = { NULL, NULL, NULL, };
+static const size_t ops_15[] = { 38, };
 /* /v1/beneficiaries/{id} */
-static const char *const segs_15[] = { "v1", "beneficiaries", NULL, };
-static const char *const names_15[] = { NULL, NULL, "id", };
-static const size_t ops_15[] = { 41, 42, 43, };
+static const char *const segs_16[] = { "v1", "beneficiaries", NULL, };
+static const char *const names_16[] = { NULL, NULL, "id", };
+static const size_t ops_16[] = { 42, 43, 44, };
 /* /v1/payments/approval-policy */
-static const char *const segs_16[] = { "v1", "payments", "approval-policy", };
-static const char *const names_16[] = { NULL, NULL, NULL, };
-static const size_t ops_16[] = { 49, 50, };
-/* /v1/payments/batches */
-static const char *const segs_17[] = { "v1", "payments", "batches", };
+static const char *const segs_17[] = { "v1", "payments", "approval-policy", };
 static const char *const names_17[] = { NULL, NULL, NULL, };
-static const size_t ops_17[] = { 51, };
+static const size_t ops_17[] = { 50, 51, };
+/* /v1/payments/batches */
+static const char *const segs_18[] = { "v1", "payments", "batches", };
+static const char *const names_18[] = { NULL, NULL, NULL, };
+static const size_t ops_18[] = { 52, };
 /* /v1/payments/{id} */
-static const char *const segs_18[] = { "v1", "payments", NULL, };
-static const char *const names_18[] = { NULL, NULL, "id", };
-static const size_t ops_18[] = { 56, 57, };
+static const char *const segs_19[] = { "v1", "payments", NULL, };
+static const char *const names_19[] = { NULL, NULL, "id", };
+static const size_t ops_19[] = { 57, 58, };
 /* /v1/workspace/members */
-static const char *const segs_19[] = { "v1", "workspace", "members", };
-static const char *const names_19[] = { NULL, NULL, NULL, };
-static const size_t ops_19[] = { 63, };
-/* /v1/workspace/settings */
-static const char *const segs_20[] = { "v1", "workspace", "settings", };
+static const char *const segs_20[] = { "v1", "workspace", "members", };
 static const char *const names_20[] = { NULL, NULL, NULL, };
-static const size_t ops_20[] = { 65, };
+static const size_t ops_20[] = { 64, };
+/* /v1/workspace/settings */
+static const char *const segs_21[] = { "v1", "workspace", "settings", };
+static const char *const names_21[] = { NULL, NULL, NULL, };
+static const size_t ops_21[] = { 66, };
 /* /v1/accounts/invitations/accept */
-static const char *const segs_21[] = { "v1", "accounts", "invitations", "accept", };
-static const char *const names_21[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_21[] = { 9, };
-/* /v1/accounts/mfa/confirm */
-static const char *const segs_22[] = { "v1", "accounts", "mfa", "confirm", };
+static const char *const segs_22[] = { "v1", "accounts", "invitations", "accept", };
 static const char *const names_22[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_22[] = { 11, };
-/* /v1/accounts/mfa/disable */
-static const char *const segs_23[] = { "v1", "accounts", "mfa", "disable", };
+static const size_t ops_22[] = { 10, };
+/* /v1/accounts/mfa/confirm */
+static const char *const segs_23[] = { "v1", "accounts", "mfa", "confirm", };
 static const char *const names_23[] = { NULL, NULL, NULL, NULL, };
 static const size_t ops_23[] = { 12, };
-/* /v1/accounts/mfa/enroll */
-static const char *const segs_24[] = { "v1", "accounts", "mfa", "enroll", };
+/* /v1/accounts/mfa/disable */
+static const char *const segs_24[] = { "v1", "accounts", "mfa", "disable", };
 static const char *const names_24[] = { NULL, NULL, NULL, NULL, };
 static const size_t ops_24[] = { 13, };
-/* /v1/accounts/oauth/clients */
-static const char *const segs_25[] = { "v1", "accounts", "oauth", "clients", };
+/* /v1/accounts/mfa/enroll */
+static const char *const segs_25[] = { "v1", "accounts", "mfa", "enroll", };
 static const char *const names_25[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_25[] = { 14, 15, };
-/* /v1/accounts/oauth/grants */
-static const char *const segs_26[] = { "v1", "accounts", "oauth", "grants", };
+static const size_t ops_25[] = { 14, };
+/* /v1/accounts/oauth/clients */
+static const char *const segs_26[] = { "v1", "accounts", "oauth", "clients", };
 static const char *const names_26[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_26[] = { 18, };
-/* /v1/accounts/sessions/revoke-all */
-static const char *const segs_27[] = { "v1", "accounts", "sessions", "revoke-all", };
+static const size_t ops_26[] = { 15, 16, };
+/* /v1/accounts/oauth/grants */
+static const char *const segs_27[] = { "v1", "accounts", "oauth", "grants", };
 static const char *const names_27[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_27[] = { 22, };
-/* /v1/accounts/sessions/{id} */
-static const char *const segs_28[] = { "v1", "accounts", "sessions", NULL, };
-static const char *const names_28[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_27[] = { 19, };
+/* /v1/accounts/sessions/revoke-all */
+static const char *const segs_28[] = { "v1", "accounts", "sessions", "revoke-all", };
+static const char *const names_28[] = { NULL, NULL, NULL, NULL, };
 static const size_t ops_28[] = { 23, };
-/* /v1/admin/roles/{id} */
-static const char *const segs_29[] = { "v1", "admin", "roles", NULL, };
+/* /v1/accounts/sessions/{id} */
+static const char *const segs_29[] = { "v1", "accounts", "sessions", NULL, };
 static const char *const names_29[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_29[] = { 25, };
-/* /v1/admin/service-accounts/{id} */
-static const char *const segs_30[] = { "v1", "admin", "service-accounts", NULL, };
+static const size_t ops_29[] = { 24, };
+/* /v1/admin/roles/{id} */
+static const char *const segs_30[] = { "v1", "admin", "roles", NULL, };
 static const char *const names_30[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_30[] = { 28, };
+static const size_t ops_30[] = { 26, };
+/* /v1/admin/service-accounts/{id} */
+static const char *const segs_31[] = { "v1", "admin", "service-accounts", NULL, };
+static const char *const names_31[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_31[] = { 29, };
 /* /v1/admin/users/invite */
-static const char *const segs_31[] = { "v1", "admin", "users", "invite", };
-static const char *const names_31[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_31[] = { 34, };
-/* /v1/auth/oauth/callback */
-static const char *const segs_32[] = { "v1", "auth", "oauth", "callback", };
+static const char *const segs_32[] = { "v1", "admin", "users", "invite", };
 static const char *const names_32[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_32[] = { 38, };
+static const size_t ops_32[] = { 35, };
+/* /v1/auth/oauth/callback */
+static const char *const segs_33[] = { "v1", "auth", "oauth", "callback", };
+static const char *const names_33[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_33[] = { 39, };
 /* /v1/beneficiaries/{id}/approve */
-static const char *const segs_33[] = { "v1", "beneficiaries", NULL, "approve", };
-static const char *const names_33[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_33[] = { 44, };
-/* /v1/beneficiaries/{id}/deny */
-static const char *const segs_34[] = { "v1", "beneficiaries", NULL, "deny", };
+static const char *const segs_34[] = { "v1", "beneficiaries", NULL, "approve", };
 static const char *const names_34[] = { NULL, NULL, "id", NULL, };
 static const size_t ops_34[] = { 45, };
+/* /v1/beneficiaries/{id}/deny */
+static const char *const segs_35[] = { "v1", "beneficiaries", NULL, "deny", };
+static const char *const names_35[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_35[] = { 46, };
 /* /v1/payments/batches/{id} */
-static const char *const segs_35[] = { "v1", "payments", "batches", NULL, };
-static const char *const names_35[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_35[] = { 52, };
+static const char *const segs_36[] = { "v1", "payments", "batches", NULL, };
+static const char *const names_36[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_36[] = { 53, };
 /* /v1/payments/{id}/approve */
-static const char *const segs_36[] = { "v1", "payments", NULL, "approve", };
-static const char *const names_36[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_36[] = { 58, };
-/* /v1/payments/{id}/cancel */
-static const char *const segs_37[] = { "v1", "payments", NULL, "cancel", };
+static const char *const segs_37[] = { "v1", "payments", NULL, "approve", };
 static const char *const names_37[] = { NULL, NULL, "id", NULL, };
 static const size_t ops_37[] = { 59, };
-/* /v1/payments/{id}/deny */
-static const char *const segs_38[] = { "v1", "payments", NULL, "deny", };
+/* /v1/payments/{id}/cancel */
+static const char *const segs_38[] = { "v1", "payments", NULL, "cancel", };
 static const char *const names_38[] = { NULL, NULL, "id", NULL, };
 static const size_t ops_38[] = { 60, };
-/* /v1/payments/{id}/events */
-static const char *const segs_39[] = { "v1", "payments", NULL, "events", };
+/* /v1/payments/{id}/deny */
+static const char *const segs_39[] = { "v1", "payments", NULL, "deny", };
 static const char *const names_39[] = { NULL, NULL, "id", NULL, };
 static const size_t ops_39[] = { 61, };
+/* /v1/payments/{id}/events */
+static const char *const segs_40[] = { "v1", "payments", NULL, "events", };
+static const char *const names_40[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_40[] = { 62, };
 /* /v1/workspace/members/{id} */
-static const char *const segs_40[] = { "v1", "workspace", "members", NULL, };
-static const char *const names_40[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_40[] = { 64, };
+static const char *const segs_41[] = { "v1", "workspace", "members", NULL, };
+static const char *const names_41[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_41[] = { 65, };
 /* /v1/accounts/auth/oauth/authorize */
-static const char *const segs_41[] = { "v1", "accounts", "auth", "oauth", "authorize", };
-static const char *const names_41[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_41[] = { 2, };
-/* /v1/accounts/auth/oauth/refresh */
-static const char *const segs_42[] = { "v1", "accounts", "auth", "oauth", "refresh", };
+static const char *const segs_42[] = { "v1", "accounts", "auth", "oauth", "authorize", };
 static const char *const names_42[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_42[] = { 6, };
-/* /v1/accounts/auth/oauth/revoke */
-static const char *const segs_43[] = { "v1", "accounts", "auth", "oauth", "revoke", };
+static const size_t ops_42[] = { 3, };
+/* /v1/accounts/auth/oauth/refresh */
+static const char *const segs_43[] = { "v1", "accounts", "auth", "oauth", "refresh", };
 static const char *const names_43[] = { NULL, NULL, NULL, NULL, NULL, };
 static const size_t ops_43[] = { 7, };
-/* /v1/accounts/auth/oauth/token */
-static const char *const segs_44[] = { "v1", "accounts", "auth", "oauth", "token", };
+/* /v1/accounts/auth/oauth/revoke */
+static const char *const segs_44[] = { "v1", "accounts", "auth", "oauth", "revoke", };
 static const char *const names_44[] = { NULL, NULL, NULL, NULL, NULL, };
 static const size_t ops_44[] = { 8, };
+/* /v1/accounts/auth/oauth/token */
+static const char *const segs_45[] = { "v1", "accounts", "auth", "oauth", "token", };
+static const char *const names_45[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_45[] = { 9, };
 /* /v1/accounts/oauth/clients/{id} */
-static const char *const segs_45[] = { "v1", "accounts", "oauth", "clients", NULL, };
-static const char *const names_45[] = { NULL, NULL, NULL, NULL, "id", };
-static const size_t ops_45[] = { 16, 17, };
-/* /v1/accounts/oauth/grants/{id} */
-static const char *const segs_46[] = { "v1", "accounts", "oauth", "grants", NULL, };
+static const char *const segs_46[] = { "v1", "accounts", "oauth", "clients", NULL, };
 static const char *const names_46[] = { NULL, NULL, NULL, NULL, "id", };
-static const size_t ops_46[] = { 19, };
+static const size_t ops_46[] = { 17, 18, };
+/* /v1/accounts/oauth/grants/{id} */
+static const char *const segs_47[] = { "v1", "accounts", "oauth", "grants", NULL, };
+static const char *const names_47[] = { NULL, NULL, NULL, NULL, "id", };
+static const size_t ops_47[] = { 20, };
 /* /v1/admin/service-accounts/{id}/disable */
-static const char *const segs_47[] = { "v1", "admin", "service-accounts", NULL, "disable", };
-static const char *const names_47[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_47[] = { 29, };
-/* /v1/admin/service-accounts/{id}/tokens */
-static const char *const segs_48[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
+static const char *const segs_48[] = { "v1", "admin", "service-accounts", NULL, "disable", };
 static const char *const names_48[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_48[] = { 30, 31, };
-/* /v1/payments/batches/{id}/approve */
-static const char *const segs_49[] = { "v1", "payments", "batches", NULL, "approve", };
+static const size_t ops_48[] = { 30, };
+/* /v1/admin/service-accounts/{id}/tokens */
+static const char *const segs_49[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
 static const char *const names_49[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_49[] = { 53, };
-/* /v1/payments/batches/{id}/cancel */
-static const char *const segs_50[] = { "v1", "payments", "batches", NULL, "cancel", };
+static const size_t ops_49[] = { 31, 32, };
+/* /v1/payments/batches/{id}/approve */
+static const char *const segs_50[] = { "v1", "payments", "batches", NULL, "approve", };
 static const char *const names_50[] = { NULL, NULL, NULL, "id", NULL, };
 static const size_t ops_50[] = { 54, };
-/* /v1/payments/batches/{id}/deny */
-static const char *const segs_51[] = { "v1", "payments", "batches", NULL, "deny", };
+/* /v1/payments/batches/{id}/cancel */
+static const char *const segs_51[] = { "v1", "payments", "batches", NULL, "cancel", };
 static const char *const names_51[] = { NULL, NULL, NULL, "id", NULL, };
 static const size_t ops_51[] = { 55, };
+/* /v1/payments/batches/{id}/deny */
+static const char *const segs_52[] = { "v1", "payments", "batches", NULL, "deny", };
+static const char *const names_52[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_52[] = { 56, };
 /* /v1/accounts/auth/oauth/authorize/decision */
-static const char *const segs_52[] = { "v1", "accounts", "auth", "oauth", "authorize", "decision", };
-static const char *const names_52[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_52[] = { 3, };
-/* /v1/accounts/auth/oauth/authorize/sign-in */
-static const char *const segs_53[] = { "v1", "accounts", "auth", "oauth", "authorize", "sign-in", };
+static const char *const segs_53[] = { "v1", "accounts", "auth", "oauth", "authorize", "decision", };
 static const char *const names_53[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
 static const size_t ops_53[] = { 4, };
-/* /v1/accounts/auth/oauth/authorize/verify */
-static const char *const segs_54[] = { "v1", "accounts", "auth", "oauth", "authorize", "verify", };
+/* /v1/accounts/auth/oauth/authorize/sign-in */
+static const char *const segs_54[] = { "v1", "accounts", "auth", "oauth", "authorize", "sign-in", };
 static const char *const names_54[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
 static const size_t ops_54[] = { 5, };
+/* /v1/accounts/auth/oauth/authorize/verify */
+static const char *const segs_55[] = { "v1", "accounts", "auth", "oauth", "authorize", "verify", };
+static const char *const names_55[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_55[] = { 6, };
 /* /v1/admin/service-accounts/{id}/tokens/{token_id} */
-static const char *const segs_55[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
-static const char *const names_55[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
-static const size_t ops_55[] = { 32, };
+static const char *const segs_56[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
+static const char *const names_56[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
+static const size_t ops_56[] = { 33, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
-    { 2, segs_1, names_1, ops_1, 1, "GET" },
-    { 2, segs_2, names_2, ops_2, 2, "GET, POST" },
-    { 2, segs_3, names_3, ops_3, 1, "GET" },
-    { 2, segs_4, names_4, ops_4, 2, "GET, POST" },
-    { 2, segs_5, names_5, ops_5, 1, "GET" },
-    { 3, segs_6, names_6, ops_6, 1, "GET" },
-    { 3, segs_7, names_7, ops_7, 1, "POST" },
-    { 3, segs_8, names_8, ops_8, 1, "GET" },
+    { 1, segs_1, names_1, ops_1, 1, "GET" },
+    { 2, segs_2, names_2, ops_2, 1, "GET" },
+    { 2, segs_3, names_3, ops_3, 2, "GET, POST" },
+    { 2, segs_4, names_4, ops_4, 1, "GET" },
+    { 2, segs_5, names_5, ops_5, 2, "GET, POST" },
+    { 2, segs_6, names_6, ops_6, 1, "GET" },
+    { 3, segs_7, names_7, ops_7, 1, "GET" },
+    { 3, segs_8, names_8, ops_8, 1, "POST" },
     { 3, segs_9, names_9, ops_9, 1, "GET" },
-    { 3, segs_10, names_10, ops_10, 2, "GET, POST" },
-    { 3, segs_11, names_11, ops_11, 1, "GET" },
-    { 3, segs_12, names_12, ops_12, 1, "POST" },
+    { 3, segs_10, names_10, ops_10, 1, "GET" },
+    { 3, segs_11, names_11, ops_11, 2, "GET, POST" },
+    { 3, segs_12, names_12, ops_12, 1, "GET" },
     { 3, segs_13, names_13, ops_13, 1, "POST" },
     { 3, segs_14, names_14, ops_14, 1, "POST" },
-    { 3, segs_15, names_15, ops_15, 3, "GET, PATCH, DELETE" },
-    { 3, segs_16, names_16, ops_16, 2, "GET, PUT" },
-    { 3, segs_17, names_17, ops_17, 1, "POST" },
-    { 3, segs_18, names_18, ops_18, 2, "GET, PATCH" },
-    { 3, segs_19, names_19, ops_19, 1, "GET" },
-    { 3, segs_20, names_20, ops_20, 1, "PUT" },
-    { 4, segs_21, names_21, ops_21, 1, "POST" },
+    { 3, segs_15, names_15, ops_15, 1, "POST" },
+    { 3, segs_16, names_16, ops_16, 3, "GET, PATCH, DELETE" },
+    { 3, segs_17, names_17, ops_17, 2, "GET, PUT" },
+    { 3, segs_18, names_18, ops_18, 1, "POST" },
+    { 3, segs_19, names_19, ops_19, 2, "GET, PATCH" },
+    { 3, segs_20, names_20, ops_20, 1, "GET" },
+    { 3, segs_21, names_21, ops_21, 1, "PUT" },
     { 4, segs_22, names_22, ops_22, 1, "POST" },
     { 4, segs_23, names_23, ops_23, 1, "POST" },
     { 4, segs_24, names_24, ops_24, 1, "POST" },
-    { 4, segs_25, names_25, ops_25, 2, "GET, POST" },
-    { 4, segs_26, names_26, ops_26, 1, "GET" },
-    { 4, segs_27, names_27, ops_27, 1, "POST" },
-    { 4, segs_28, names_28, ops_28, 1, "DELETE" },
-    { 4, segs_29, names_29, ops_29, 1, "PUT" },
-    { 4, segs_30, names_30, ops_30, 1, "GET" },
-    { 4, segs_31, names_31, ops_31, 1, "POST" },
-    { 4, segs_32, names_32, ops_32, 1, "GET" },
-    { 4, segs_33, names_33, ops_33, 1, "PUT" },
+    { 4, segs_25, names_25, ops_25, 1, "POST" },
+    { 4, segs_26, names_26, ops_26, 2, "GET, POST" },
+    { 4, segs_27, names_27, ops_27, 1, "GET" },
+    { 4, segs_28, names_28, ops_28, 1, "POST" },
+    { 4, segs_29, names_29, ops_29, 1, "DELETE" },
+    { 4, segs_30, names_30, ops_30, 1, "PUT" },
+    { 4, segs_31, names_31, ops_31, 1, "GET" },
+    { 4, segs_32, names_32, ops_32, 1, "POST" },
+    { 4, segs_33, names_33, ops_33, 1, "GET" },
     { 4, segs_34, names_34, ops_34, 1, "PUT" },
-    { 4, segs_35, names_35, ops_35, 1, "GET" },
-    { 4, segs_36, names_36, ops_36, 1, "PUT" },
-    { 4, segs_37, names_37, ops_37, 1, "POST" },
-    { 4, segs_38, names_38, ops_38, 1, "PUT" },
-    { 4, segs_39, names_39, ops_39, 1, "GET" },
-    { 4, segs_40, names_40, ops_40, 1, "DELETE" },
-    { 5, segs_41, names_41, ops_41, 1, "GET" },
-    { 5, segs_42, names_42, ops_42, 1, "POST" },
+    { 4, segs_35, names_35, ops_35, 1, "PUT" },
+    { 4, segs_36, names_36, ops_36, 1, "GET" },
+    { 4, segs_37, names_37, ops_37, 1, "PUT" },
+    { 4, segs_38, names_38, ops_38, 1, "POST" },
+    { 4, segs_39, names_39, ops_39, 1, "PUT" },
+    { 4, segs_40, names_40, ops_40, 1, "GET" },
+    { 4, segs_41, names_41, ops_41, 1, "DELETE" },
+    { 5, segs_42, names_42, ops_42, 1, "GET" },
     { 5, segs_43, names_43, ops_43, 1, "POST" },
     { 5, segs_44, names_44, ops_44, 1, "POST" },
-    { 5, segs_45, names_45, ops_45, 2, "GET, PATCH" },
-    { 5, segs_46, names_46, ops_46, 1, "DELETE" },
-    { 5, segs_47, names_47, ops_47, 1, "POST" },
-    { 5, segs_48, names_48, ops_48, 2, "GET, POST" },
-    { 5, segs_49, names_49, ops_49, 1, "PUT" },
-    { 5, segs_50, names_50, ops_50, 1, "POST" },
-    { 5, segs_51, names_51, ops_51, 1, "PUT" },
-    { 6, segs_52, names_52, ops_52, 1, "POST" },
+    { 5, segs_45, names_45, ops_45, 1, "POST" },
+    { 5, segs_46, names_46, ops_46, 2, "GET, PATCH" },
+    { 5, segs_47, names_47, ops_47, 1, "DELETE" },
+    { 5, segs_48, names_48, ops_48, 1, "POST" },
+    { 5, segs_49, names_49, ops_49, 2, "GET, POST" },
+    { 5, segs_50, names_50, ops_50, 1, "PUT" },
+    { 5, segs_51, names_51, ops_51, 1, "POST" },
+    { 5, segs_52, names_52, ops_52, 1, "PUT" },
     { 6, segs_53, names_53, ops_53, 1, "POST" },
     { 6, segs_54, names_54, ops_54, 1, "POST" },
-    { 6, segs_55, names_55, ops_55, 1, "DELETE" },
+    { 6, segs_55, names_55, ops_55, 1, "POST" },
+    { 6, segs_56, names_56, ops_56, 1, "DELETE" },
 };
 
 struct seg {

@@ -1576,6 +1576,9 @@ void validate_event_request_idempotency_key(const struct json_value *v, const ch
 void validate_event_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_has_more(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_header_docscachecontrol(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_header_docscontentsecuritypolicy(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_header_docsetag(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_etag(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_location(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_pagelocation(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1623,6 +1626,7 @@ void validate_membership_object(const struct json_value *v, const char *ptr, int
 void validate_membership_role(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_membership_workspace_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_membership_workspace_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_meta_get_docs_param_if_none_match(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_metadata(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_metadata_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_mfa_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -2125,6 +2125,48 @@ void validate_has_more(const struct json_value *v, const char *ptr, int mode, st
     }
 }
 
+/* header_docscachecontrol (openapi/meta.yaml) */
+void validate_header_docscachecontrol(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "public, max-age=3600") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"public, max-age=3600\"");
+}
+
+/* header_docscontentsecuritypolicy (openapi/meta.yaml) */
+void validate_header_docscontentsecuritypolicy(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 512)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
+    if (!pattern_match(37, v->s)) /* ^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]{43}='; */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]{43}=';");
+}
+
+/* header_docsetag (openapi/meta.yaml) */
+void validate_header_docsetag(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 34)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 34 characters long");
+    if (!pattern_match(36, v->s)) /* ^"[0-9a-f]{32}"$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"[0-9a-f]{32}\"$");
+}
+
 /* header_etag (openapi/common.yaml) */
 void validate_header_etag(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -2136,7 +2178,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(38, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(40, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -2151,7 +2193,7 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(37, v->s)) /* ^/v1/ */
+    if (!pattern_match(39, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
 }
 
@@ -3027,6 +3069,19 @@ void validate_membership_workspace_name(const struct json_value *v, const char *
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 140)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
+}
+
+/* meta_get_docs_param_if_none_match (openapi/meta.yaml) */
+void validate_meta_get_docs_param_if_none_match(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 1024)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
 }
 
 /* Metadata (openapi/common.yaml) */
@@ -4136,7 +4191,7 @@ void validate_param_device_cookie(const struct json_value *v, const char *ptr, i
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(36, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+    if (!pattern_match(38, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 
@@ -4151,7 +4206,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(39, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
+    if (!pattern_match(41, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(\\*|\"v[1-9][0-9]{0,9}\")$");
 }
 
@@ -4194,7 +4249,7 @@ void validate_param_sign_in_cookie(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(36, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+    if (!pattern_match(38, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 

@@ -155,15 +155,20 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
     if (r->content_type && r->resp_len > 0)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
     MHD_add_response_header(resp, "X-Request-ID", r->request_id ? r->request_id : "-");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    /* no-store unless the operation chose its own (the public reference page, GET /docs,
+     * which it sets from its spec) */
+    if (!req_response_header(r, "Cache-Control"))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (op && op->oauth_errors) /* RFC 6749 §5.1 */
         MHD_add_response_header(resp, "Pragma", "no-cache");
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     if (r->tls)
         MHD_add_response_header(resp, "Strict-Transport-Security", "max-age=31536000");
     if (r->content_type && strcmp(r->content_type, REQ_HTML) == 0) {
-        MHD_add_response_header(resp, "Content-Security-Policy",
-                                html_csp(&r->arena, r->form_action));
+        /* A page with a stylesheet of its own (GET /docs) sends its own policy. */
+        if (!req_response_header(r, "Content-Security-Policy"))
+            MHD_add_response_header(resp, "Content-Security-Policy",
+                                    html_csp(&r->arena, r->form_action));
         MHD_add_response_header(resp, "X-Frame-Options", "DENY");
         MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
     }
