@@ -61,7 +61,7 @@ static void check_meta_get_docs(struct req *r)
         else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
             verr_add(&l, "/header/Content-Security-Policy", NULL, "type", "%s", "must be a string");
         else if (hval)
-            validate_header_docscontentsecuritypolicy(&hv, "/header/Content-Security-Policy", VALIDATE_RESPONSE, &l);
+            validate_meta_get_docs_header_content_security_policy(&hv, "/header/Content-Security-Policy", VALIDATE_RESPONSE, &l);
         break;
     case 304:
         if (r->problem) {

@@ -1577,7 +1577,6 @@ void validate_event_type(const struct json_value *v, const char *ptr, int mode, 
 void validate_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_has_more(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_docscachecontrol(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_header_docscontentsecuritypolicy(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_docsetag(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_etag(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_location(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1626,6 +1625,7 @@ void validate_membership_object(const struct json_value *v, const char *ptr, int
 void validate_membership_role(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_membership_workspace_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_membership_workspace_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_meta_get_docs_header_content_security_policy(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_meta_get_docs_param_if_none_match(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_metadata(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_metadata_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -2137,21 +2137,6 @@ void validate_header_docscachecontrol(const struct json_value *v, const char *pt
         verr_add(l, ptr, NULL, "const", "%s", "must be \"public, max-age=3600\"");
 }
 
-/* header_docscontentsecuritypolicy (openapi/meta.yaml) */
-void validate_header_docscontentsecuritypolicy(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len > 512)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(37, v->s)) /* ^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]{43}='; */
-        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]{43}=';");
-}
-
 /* header_docsetag (openapi/meta.yaml) */
 void validate_header_docsetag(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -3069,6 +3054,21 @@ void validate_membership_workspace_name(const struct json_value *v, const char *
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 140)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
+}
+
+/* meta_get_docs_header_content_security_policy (openapi/meta.yaml) */
+void validate_meta_get_docs_header_content_security_policy(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 512)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
+    if (!pattern_match(37, v->s)) /* ^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]{43}='; */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]{43}=';");
 }
 
 /* meta_get_docs_param_if_none_match (openapi/meta.yaml) */

@@ -1,0 +1,155 @@
+#!/usr/bin/env node
+// Opens the API reference page (GET /docs) in a real Chromium (Debian's /usr/bin/chromium via
+// playwright-core) with every request to anything but the server blocked and recorded, then
+// checks what a reader relies on: nothing left the page, no CSP violation, the stylesheet
+// applied, every contents link has its target and a sample of them scrolls there when
+// clicked. Saves a full-page screenshot and one of the first screen.
+//
+//   node tests/browser/docs_page.mjs --url https://127.0.0.1:PORT/docs --screenshot-dir DIR \
+//        [--timeout-ms 60000]
+//
+// Exit 0: one line of JSON with what was seen (the pytest side asserts on it):
+//   {"status", "requests": [urls], "blocked": [urls], "console": [lines], "violations": [..],
+//    "page_errors": [..], "body_display", "toc_links", "missing_targets": [hrefs],
+//    "clicked": [{"href", "hash", "top"}], "height", "screenshots": [paths]}
+// Exit 1: {"error": "...", "step": "..."}; step "launch" means the browser could not run.
+// Exit 2: bad arguments.
+
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { chromium } from 'playwright-core';
+
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--no-first-run'];
+// Full-page screenshots taller than this are cut (Chromium's limit is about 16k device px
+// per dimension before it tiles; the first screens are what a reader sees anyway).
+const MAX_SHOT_HEIGHT = 16000;
+
+let printed = false;
+function emit(obj) {
+  if (printed) return;
+  printed = true;
+  process.stdout.write(JSON.stringify(obj) + '\n');
+}
+
+let values;
+try {
+  ({ values } = parseArgs({
+    options: {
+      url: { type: 'string' },
+      'screenshot-dir': { type: 'string' },
+      'timeout-ms': { type: 'string', default: '60000' },
+    },
+    strict: true,
+  }));
+} catch (e) {
+  emit({ error: 'usage: ' + e.message });
+  process.exit(2);
+}
+if (!values.url || !values['screenshot-dir']) {
+  emit({ error: 'usage: --url and --screenshot-dir are required' });
+  process.exit(2);
+}
+const timeoutMs = Number(values['timeout-ms']);
+const origin = new URL(values.url).origin;
+const dir = values['screenshot-dir'];
+const watchdog = setTimeout(() => {
+  emit({ error: `timed out after ${timeoutMs} ms`, step });
+  process.exit(1);
+}, timeoutMs);
+
+let step = 'launch';
+let browser = null;
+const seen = {
+  requests: [], blocked: [], console: [], violations: [], page_errors: [], clicked: [],
+  missing_targets: [], screenshots: [],
+};
+
+async function run() {
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS,
+    timeout: Math.min(30000, timeoutMs) });
+  step = 'open';
+  const context = await browser.newContext({
+    ignoreHTTPSErrors: true, viewport: { width: 1280, height: 900 }, serviceWorkers: 'block',
+  });
+  // Anything not addressed to the server is recorded and never sent.
+  await context.route('**/*', (route) => {
+    const u = route.request().url();
+    if (u.startsWith(origin + '/')) return route.continue();
+    seen.blocked.push(u);
+    return route.abort('blockedbyclient');
+  });
+  const page = await context.newPage();
+  page.on('request', (req) => seen.requests.push(req.url()));
+  page.on('console', (m) => seen.console.push(`${m.type()}: ${m.text()}`));
+  page.on('pageerror', (e) => seen.page_errors.push(String(e)));
+  // Injected by the driver (CDP), so the page's CSP does not apply to it: it only listens.
+  await page.addInitScript(() => {
+    window.__violations = [];
+    document.addEventListener('securitypolicyviolation', (e) => {
+      window.__violations.push(`${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`);
+    });
+  });
+  const resp = await page.goto(values.url, { waitUntil: 'load', timeout: timeoutMs / 2 });
+  seen.status = resp ? resp.status() : 0;
+  step = 'inspect';
+  seen.body_display = await page.evaluate(() => getComputedStyle(document.body).display);
+  const links = await page.evaluate(() => [...document.querySelectorAll('nav.toc a[href^="#"]')]
+    .map((a) => a.getAttribute('href')));
+  seen.toc_links = links.length;
+  seen.missing_targets = await page.evaluate((hrefs) => hrefs.filter(
+    (h) => !document.getElementById(decodeURIComponent(h.slice(1)))), links);
+  seen.height = await page.evaluate(() => document.documentElement.scrollHeight);
+
+  step = 'screenshot';
+  mkdirSync(dir, { recursive: true });
+  const top = join(dir, 'docs-top.png');
+  await page.screenshot({ path: top });
+  seen.screenshots.push(top);
+  const full = join(dir, 'docs.png');
+  if (seen.height <= MAX_SHOT_HEIGHT) {
+    await page.screenshot({ path: full, fullPage: true, timeout: timeoutMs / 3 });
+  } else {
+    await page.screenshot({ path: full, timeout: timeoutMs / 3,
+      clip: { x: 0, y: 0, width: 1280, height: MAX_SHOT_HEIGHT } , fullPage: true });
+  }
+  seen.screenshots.push(full);
+
+  // Click a spread of contents links: the first, some in the middle, the last.
+  step = 'navigate';
+  const picks = [...new Set([0, 1, 2, Math.floor(links.length / 3), Math.floor(links.length / 2),
+    Math.floor((2 * links.length) / 3), links.length - 2, links.length - 1])]
+    .filter((i) => i >= 0 && i < links.length);
+  for (const i of picks) {
+    const href = links[i];
+    await page.locator(`nav.toc a[href="${href.replace(/"/g, '\\"')}"]`).first().click({ timeout: 10000 });
+    const r = await page.evaluate((h) => {
+      const el = document.getElementById(decodeURIComponent(h.slice(1)));
+      const atBottom = window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 2;
+      return { hash: location.hash, top: el ? Math.round(el.getBoundingClientRect().top) : null, atBottom };
+    }, href);
+    seen.clicked.push({ href, ...r });
+  }
+  if (picks.length) {
+    const shot = join(dir, 'docs-after-click.png');
+    await page.screenshot({ path: shot });
+    seen.screenshots.push(shot);
+  }
+  seen.violations = await page.evaluate(() => window.__violations);
+  await browser.close();
+  browser = null;
+}
+
+try {
+  await run();
+  clearTimeout(watchdog);
+  emit(seen);
+  process.exit(0);
+} catch (e) {
+  emit({ error: String(e && e.message || e).slice(0, 2000), step });
+  if (browser) await browser.close().catch(() => {});
+  process.exit(1);
+}
