@@ -53,6 +53,11 @@ count_suite fuzz $MAKE fuzz FUZZ_SECONDS=${FUZZ_SECONDS:-5}
 count_suite http-san env TREASURY_SERVER_BIN=build/san/treasury-server TREASURY_TEST_SANITIZED=1 $PY -m pytest -q -p no:cacheprovider tests/http
 
 echo
+# Screenshots the browser tests keep for people to look at (the docs page, the OAuth pages).
+if [ -d build/test-artifacts ]; then
+    echo "test artifacts (screenshots): build/test-artifacts/"
+    find build/test-artifacts -name '*.png' | sort | sed 's/^/  /'
+fi
 [ ${#failures[@]} -eq 0 ] || echo "failed stages: ${failures[*]}"
 echo "total: $passed passed, $failed failed"
 [ $failed -eq 0 ]
