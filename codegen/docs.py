@@ -99,11 +99,25 @@ def md(src):
 
 
 def first_sentence(src):
+    """The text up to the first full stop that ends a sentence (followed by a space or the
+    end; not inside `code` or parentheses)."""
     if not isinstance(src, str):
         return ''
     t = ' '.join(src.split())
-    m = re.search(r'[.:;](\s|$)', t)
-    return t[:m.start() + 1] if m else t
+    in_code, depth = False, 0
+    for i, ch in enumerate(t):
+        if ch == '`':
+            in_code = not in_code
+        elif in_code:
+            continue
+        elif ch == '(':
+            depth += 1
+        elif ch == ')':
+            depth = max(0, depth - 1)
+        elif ch == '.' and depth == 0 and (i + 1 == len(t) or t[i + 1] == ' ') and \
+                t[max(0, i - 3):i] not in ('e.g', 'i.e', 'etc'):
+            return t[:i + 1]
+    return t
 
 
 def code(v):

@@ -176,6 +176,8 @@ def test_markdown_subset():
     assert docs.md('[link](https://evil.example) <a href=x>') == \
         '<p>[link](https://evil.example) &lt;a href=x&gt;</p>'
     assert docs.md(None) == ''
+    # shared parameters show their first sentence beside the link to the full text
+    assert docs.first_sentence('Use `a. b` (e.g. c. d). Then more.') == 'Use `a. b` (e.g. c. d).'
 
 
 def test_constraints_are_spelled_out():
