@@ -3,7 +3,8 @@
 // playwright-core) with every request to anything but the server blocked and recorded, then
 // checks what a reader relies on: nothing left the page, no CSP violation, the stylesheet
 // applied, every contents link has its target and a sample of them scrolls there when
-// clicked. Saves a full-page screenshot and one of the first screen.
+// clicked. Saves docs-top.png (the first screen), docs-after-click.png and docs.png (the whole
+// page, opened a second time at a device scale that keeps the image under 60,000 px).
 //
 //   node tests/browser/docs_page.mjs --url https://127.0.0.1:PORT/docs --screenshot-dir DIR \
 //        [--timeout-ms 60000]
@@ -11,7 +12,8 @@
 // Exit 0: one line of JSON with what was seen (the pytest side asserts on it):
 //   {"status", "requests": [urls], "blocked": [urls], "console": [lines], "violations": [..],
 //    "page_errors": [..], "body_display", "toc_links", "missing_targets": [hrefs],
-//    "clicked": [{"href", "hash", "top"}], "height", "screenshots": [paths]}
+//    "clicked": [{"href", "hash", "top", "atBottom"}], "height", "full_page_scale",
+//    "full_page_cut", "screenshots": [paths]}
 // Exit 1: {"error": "...", "step": "..."}; step "launch" means the browser could not run.
 // Exit 2: bad arguments.
 
@@ -24,9 +26,11 @@ const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu',
   '--disable-background-networking', '--disable-component-update', '--disable-sync',
   '--no-first-run'];
-// Full-page screenshots taller than this are cut (Chromium's limit is about 16k device px
-// per dimension before it tiles; the first screens are what a reader sees anyway).
-const MAX_SHOT_HEIGHT = 16000;
+// The full-page screenshot is taken at a device scale that keeps it at most this many pixels
+// tall (a 100,000 px page at 1x takes half a minute and 16 MB); below MIN_SCALE the image
+// shows nothing any more, so a page longer than MAX_SHOT_HEIGHT / MIN_SCALE CSS px is cut.
+const MAX_SHOT_HEIGHT = 60000;
+const MIN_SCALE = 0.25;
 
 let printed = false;
 function emit(obj) {
@@ -68,14 +72,14 @@ const seen = {
   missing_targets: [], screenshots: [],
 };
 
-async function run() {
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS,
-    timeout: Math.min(30000, timeoutMs) });
-  step = 'open';
+// A context whose every request not addressed to the server is recorded and never sent, with
+// a listener for CSP violations injected by the driver (over CDP, so the page's CSP does not
+// apply to it: it only listens).
+async function openPage(deviceScaleFactor) {
   const context = await browser.newContext({
-    ignoreHTTPSErrors: true, viewport: { width: 1280, height: 900 }, serviceWorkers: 'block',
+    ignoreHTTPSErrors: true, viewport: { width: 1280, height: 900 }, deviceScaleFactor,
+    serviceWorkers: 'block',
   });
-  // Anything not addressed to the server is recorded and never sent.
   await context.route('**/*', (route) => {
     const u = route.request().url();
     if (u.startsWith(origin + '/')) return route.continue();
@@ -86,15 +90,22 @@ async function run() {
   page.on('request', (req) => seen.requests.push(req.url()));
   page.on('console', (m) => seen.console.push(`${m.type()}: ${m.text()}`));
   page.on('pageerror', (e) => seen.page_errors.push(String(e)));
-  // Injected by the driver (CDP), so the page's CSP does not apply to it: it only listens.
   await page.addInitScript(() => {
     window.__violations = [];
     document.addEventListener('securitypolicyviolation', (e) => {
       window.__violations.push(`${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`);
     });
   });
-  const resp = await page.goto(values.url, { waitUntil: 'load', timeout: timeoutMs / 2 });
+  const resp = await page.goto(values.url, { waitUntil: 'load', timeout: timeoutMs / 3 });
   seen.status = resp ? resp.status() : 0;
+  return page;
+}
+
+async function run() {
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS,
+    timeout: Math.min(30000, timeoutMs) });
+  step = 'open';
+  const page = await openPage(1);
   step = 'inspect';
   seen.body_display = await page.evaluate(() => getComputedStyle(document.body).display);
   const links = await page.evaluate(() => [...document.querySelectorAll('nav.toc a[href^="#"]')]
@@ -109,14 +120,6 @@ async function run() {
   const top = join(dir, 'docs-top.png');
   await page.screenshot({ path: top });
   seen.screenshots.push(top);
-  const full = join(dir, 'docs.png');
-  if (seen.height <= MAX_SHOT_HEIGHT) {
-    await page.screenshot({ path: full, fullPage: true, timeout: timeoutMs / 3 });
-  } else {
-    await page.screenshot({ path: full, timeout: timeoutMs / 3,
-      clip: { x: 0, y: 0, width: 1280, height: MAX_SHOT_HEIGHT } , fullPage: true });
-  }
-  seen.screenshots.push(full);
 
   // Click a spread of contents links: the first, some in the middle, the last.
   step = 'navigate';
@@ -139,6 +142,19 @@ async function run() {
     seen.screenshots.push(shot);
   }
   seen.violations = await page.evaluate(() => window.__violations);
+
+  // The whole page in one image, at a device scale that keeps it under MAX_SHOT_HEIGHT pixels
+  // (at most 1, at least MIN_SCALE; a long page is then cut there).
+  step = 'full-page screenshot';
+  seen.full_page_scale = Math.max(MIN_SCALE, Math.min(1, MAX_SHOT_HEIGHT / seen.height));
+  const whole = await openPage(seen.full_page_scale);
+  const full = join(dir, 'docs.png');
+  const cut = seen.height * seen.full_page_scale > MAX_SHOT_HEIGHT;
+  await whole.screenshot({ path: full, fullPage: true, timeout: timeoutMs / 2,
+    ...(cut ? { clip: { x: 0, y: 0, width: 1280, height: MAX_SHOT_HEIGHT / seen.full_page_scale } } : {}) });
+  seen.full_page_cut = cut;
+  seen.screenshots.push(full);
+  seen.violations.push(...await whole.evaluate(() => window.__violations));
   await browser.close();
   browser = null;
 }

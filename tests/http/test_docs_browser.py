@@ -2,8 +2,9 @@
 tests/browser/docs_page.mjs): every request that is not for the server is blocked and
 recorded, and none may happen; no CSP violation and no console error; the stylesheet applies
 (its hash is right); every link of the contents has its target, and clicking a spread of them
-scrolls there. Screenshots are kept in build/test-artifacts/docs/ (docs.png the whole page, or
-its first 16,000 px; docs-top.png the first screen) for people to look at."""
+scrolls there. Screenshots are kept in build/test-artifacts/docs/ for people to look at:
+docs.png (the whole page, scaled to stay under 60,000 px), docs-top.png (the first screen),
+docs-after-click.png."""
 
 import json
 import os
@@ -40,13 +41,16 @@ def drive(url):
 
 def test_docs_page_in_chromium_loads_nothing_else_and_navigates_by_its_contents(server):
     seen = drive(server.base + "/docs")
-    print("docs screenshots: %s" % ", ".join(seen["screenshots"]))
+    print("docs screenshots: %s (page %d CSS px tall, whole-page image at scale %.2f%s)"
+          % (", ".join(seen["screenshots"]), seen["height"], seen["full_page_scale"],
+             ", cut" if seen["full_page_cut"] else ""))
     assert seen["status"] == 200
     assert seen["blocked"] == [], "requests left the page: %r" % seen["blocked"]
     assert all(u.startswith(server.base + "/") for u in seen["requests"]), seen["requests"]
-    # the page itself, and at most the browser's own favicon probe of the server
-    assert [u for u in seen["requests"] if not u.endswith("/favicon.ico")] == \
-        [server.base + "/docs"], seen["requests"]
+    # the page itself (opened twice: to click, then for the whole-page image), and at most
+    # the browser's own favicon probe of the server
+    assert {u for u in seen["requests"] if not u.endswith("/favicon.ico")} == \
+        {server.base + "/docs"}, seen["requests"]
     assert seen["violations"] == [], seen["violations"]
     noise = [ln for ln in seen["console"] if "favicon.ico" not in ln]
     assert not [ln for ln in noise if ln.startswith(("error", "warning"))], noise
