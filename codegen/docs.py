@@ -244,6 +244,14 @@ def constraints(s):
         c.append(Markup('default ') + code(v if isinstance(v, str) else json_text(v)))
     if s.get('additionalProperties') is False and s.get('properties'):
         c.append(Markup('no other properties'))
+    # what an inline item or map value must be (a $ref's constraints are on its own entry)
+    for key, label in (('items', 'each item'), ('additionalProperties', 'each value')):
+        sub = s.get(key)
+        if isinstance(sub, dict) and '$ref' not in sub and (key == 'items' or
+                                                            not s.get('properties')):
+            inner = constraints(sub)
+            if inner:
+                c.append(Markup('%s: ' % label) + Markup(', ').join(inner))
     return c
 
 

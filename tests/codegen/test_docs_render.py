@@ -213,3 +213,33 @@ def test_csp_hash_and_etag_match_the_bytes_and_output_is_deterministic():
     assert 'script' not in a['csp'] and 'unsafe' not in a['csp']
     assert a['etag'] == '"%s"' % hashlib.sha256(a['html'].encode()).hexdigest()[:32]
     assert style == docs.stylesheet()
+
+
+def test_shapes_the_new_apis_bring_render():
+    """What the other APIs of the contract add (array query parameters, non-JSON bodies and
+    answers, arrays of arrays, exact decimals) renders without a special case."""
+    d = copy.deepcopy(bundled(SMALL))
+    op = d['paths']['/things']['get']
+    op['parameters'].append({'name': 'status', 'in': 'query', 'explode': False,
+                             'schema': {'type': 'array', 'maxItems': 5,
+                                        'items': {'type': 'string', 'enum': ['a', 'b']}}})
+    op['responses']['200']['content']['text/csv'] = {
+        'schema': {'type': 'string', 'maxLength': 100}, 'example': 'a,b\n1,"<2>"\n'}
+    post = d['paths']['/things']['post']
+    post['requestBody']['content']['application/xml'] = {
+        'schema': {'type': 'string', 'maxLength': 1000}, 'example': '<Document/>'}
+    d['components']['schemas']['Grid'] = {
+        'type': 'object', 'properties': {'cells': {
+            'type': 'array', 'maxItems': 10, 'items': {
+                'type': 'array', 'maxItems': 5, 'items': {'type': ['string', 'null'],
+                                                         'maxLength': 9}}}}}
+    page = docs.build(d)
+    text = page['html']
+    check_page(text, d)
+    assert 'query<br><span class="c">comma-separated</span>' in text
+    assert 'array of string · ≤ 5 items · each item: one of <code>a</code>, <code>b</code>' in text
+    assert '<code>text/csv</code> string' in text
+    assert '<pre>a,b\n1,"&lt;2&gt;"\n</pre>' in text
+    assert '<pre>&lt;Document/&gt;</pre>' in text
+    assert 'array of array of string | null · ≤ 10 items · each item: ≤ 5 items, each item: ' \
+        'length ≤ 9' in text
