@@ -439,7 +439,8 @@ def render(doc):
             known.add(o.tag)
     by_tag = {t['name']: [o for o in ops if o.tag == t['name']] for t in tags}
     comps = doc.get('components') or {}
-    env.globals.update(md=md, inline=lambda t: Markup(inline(t if isinstance(t, str) else '')), type_of=type_of,
+    env.globals.update(md=md, inline=lambda t: Markup(inline(t if isinstance(t, str) else '')),
+                       type_of=type_of,
                        type_line=type_line, schema_body=schema_body, flags=flags,
                        security_text=security_text, resolve=lambda n: resolve(doc, n),
                        media_examples=media_examples, first_sentence=first_sentence,

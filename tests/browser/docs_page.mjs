@@ -93,7 +93,8 @@ async function openPage(deviceScaleFactor) {
   await page.addInitScript(() => {
     window.__violations = [];
     document.addEventListener('securitypolicyviolation', (e) => {
-      window.__violations.push(`${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`);
+      window.__violations.push(
+        `${e.violatedDirective} ${e.blockedURI} ${e.sourceFile}:${e.lineNumber}`);
     });
   });
   const resp = await page.goto(values.url, { waitUntil: 'load', timeout: timeoutMs / 3 });
@@ -128,11 +129,14 @@ async function run() {
     .filter((i) => i >= 0 && i < links.length);
   for (const i of picks) {
     const href = links[i];
-    await page.locator(`nav.toc a[href="${href.replace(/"/g, '\\"')}"]`).first().click({ timeout: 10000 });
+    const link = page.locator(`nav.toc a[href="${href.replace(/"/g, '\\"')}"]`).first();
+    await link.click({ timeout: 10000 });
     const r = await page.evaluate((h) => {
       const el = document.getElementById(decodeURIComponent(h.slice(1)));
-      const atBottom = window.scrollY + window.innerHeight >= document.documentElement.scrollHeight - 2;
-      return { hash: location.hash, top: el ? Math.round(el.getBoundingClientRect().top) : null, atBottom };
+      const atBottom = window.scrollY + window.innerHeight
+        >= document.documentElement.scrollHeight - 2;
+      const top = el ? Math.round(el.getBoundingClientRect().top) : null;
+      return { hash: location.hash, top, atBottom };
     }, href);
     seen.clicked.push({ href, ...r });
   }
@@ -150,8 +154,9 @@ async function run() {
   const whole = await openPage(seen.full_page_scale);
   const full = join(dir, 'docs.png');
   const cut = seen.height * seen.full_page_scale > MAX_SHOT_HEIGHT;
+  const clip = { x: 0, y: 0, width: 1280, height: MAX_SHOT_HEIGHT / seen.full_page_scale };
   await whole.screenshot({ path: full, fullPage: true, timeout: timeoutMs / 2,
-    ...(cut ? { clip: { x: 0, y: 0, width: 1280, height: MAX_SHOT_HEIGHT / seen.full_page_scale } } : {}) });
+    ...(cut ? { clip } : {}) });
   seen.full_page_cut = cut;
   seen.screenshots.push(full);
   seen.violations.push(...await whole.evaluate(() => window.__violations));

@@ -172,7 +172,8 @@ def test_everything_from_the_spec_is_escaped():
 
 def test_markdown_subset():
     assert docs.md('a `<b>` **c** d') == '<p>a <code>&lt;b&gt;</code> <strong>c</strong> d</p>'
-    assert docs.md('one\ntwo\n\n- x\n- `y`') == '<p>one two</p><ul><li>x</li><li><code>y</code></li></ul>'
+    assert docs.md('one\ntwo\n\n- x\n- `y`') == \
+        '<p>one two</p><ul><li>x</li><li><code>y</code></li></ul>'
     assert docs.md('[link](https://evil.example) <a href=x>') == \
         '<p>[link](https://evil.example) &lt;a href=x&gt;</p>'
     assert docs.md(None) == ''
@@ -237,9 +238,10 @@ def test_shapes_the_new_apis_bring_render():
     text = page['html']
     check_page(text, d)
     assert 'query<br><span class="c">comma-separated</span>' in text
-    assert 'array of string · ≤ 5 items · each item: one of <code>a</code>, <code>b</code>' in text
+    assert 'array of string · ≤ 5 items · each item: one of <code>a</code>, <code>b</code>' \
+        in text
     assert '<code>text/csv</code> string' in text
     assert '<pre>a,b\n1,"&lt;2&gt;"\n</pre>' in text
     assert '<pre>&lt;Document/&gt;</pre>' in text
-    assert 'array of array of string | null · ≤ 10 items · each item: ≤ 5 items, each item: ' \
-        'length ≤ 9' in text
+    assert 'array of array of string | null · ≤ 10 items · each item: ≤ 5 items, ' \
+        'each item: length ≤ 9' in text
