@@ -23,15 +23,31 @@ REAL = os.path.join(REPO, 'openapi', 'openapi.yaml')
 EVIL = '<script>alert("x&y")</script>'
 
 
+VOID = {'meta', 'br', 'hr', 'img', 'input', 'link', 'wbr', 'col', 'area', 'base', 'embed',
+        'source', 'track'}
+
+
 class Page(html.parser.HTMLParser):
-    """Every tag with its attributes, the ids, the hrefs, the text of <style>."""
+    """Every tag with its attributes, the ids, the hrefs, the text of <style>; every element
+    closed, in order (mismatches in `unbalanced`)."""
 
     def __init__(self, text):
         super().__init__(convert_charrefs=True)
         self.tags, self.ids, self.hrefs, self.style, self._in_style = [], [], [], '', False
+        self.open, self.unbalanced = [], []
         self.feed(text)
+        self.unbalanced += self.open
+
+    def handle_endtag(self, tag):
+        self._in_style = False
+        if self.open and self.open[-1] == tag:
+            self.open.pop()
+        else:
+            self.unbalanced.append((tag, self.getpos(), self.open[-3:]))
 
     def handle_starttag(self, tag, attrs):
+        if tag not in VOID:
+            self.open.append(tag)
         a = dict(attrs)
         self.tags.append((tag, a))
         if 'id' in a:
@@ -39,9 +55,6 @@ class Page(html.parser.HTMLParser):
         if 'href' in a:
             self.hrefs.append(a['href'])
         self._in_style = tag == 'style'
-
-    def handle_endtag(self, tag):
-        self._in_style = False
 
     def handle_data(self, data):
         if self._in_style:
@@ -59,6 +72,7 @@ def op_ids(doc):
 
 def check_page(text, doc):
     p = Page(text)
+    assert p.unbalanced == []
     assert len(p.ids) == len(set(p.ids)), 'duplicate ids'
     ids = set(p.ids)
     for href in p.hrefs:   # navigation only, inside the page
