@@ -143,6 +143,20 @@ class _V:
                 w.ind += 1
                 add_err(w, 'l', 'ptr', None, 'format', c['detail'])
                 w.ind -= 1
+            elif op == 'decimal':
+                w('struct decimal dec;')
+                w.open('if (decimal_parse(v->s, %d, %d, %s, &dec) != 0)'
+                       % (c['precision'], c['scale'], 'true' if c['negative'] else 'false'))
+                add_err(w, 'l', 'ptr', None, 'format', c['detail'])
+                if c['bounds']:
+                    w.mid('else')
+                for b in c['bounds']:
+                    w('if (decimal_cmp(dec, (struct decimal){ %s, %d }) %s 0)'
+                      % (b['units'], b['scale'], b['cmp']))
+                    w.ind += 1
+                    add_err(w, 'l', 'ptr', None, b['code'], b['detail'])
+                    w.ind -= 1
+                w.close()
             elif op == 'const_string':
                 w('if (strcmp(v->s, %s) != 0)' % lit(c['value']))
                 w.ind += 1

@@ -4,6 +4,7 @@ and every naming rule. Templates only print; all decisions are made here.
 Pipeline (driven by generate.py): load_bundle() -> Model(bundle) (checks + model) -> render.
 Every error is reported as `openapi/file.yaml#/json/pointer: message`.
 """
+import decimal
 import json
 import os
 import re
@@ -30,8 +31,15 @@ SCHEMA_KEYWORDS = ANNOTATIONS | SITE_FLAGS | {
     'maxLength', 'pattern', 'format', 'minimum', 'maximum', 'exclusiveMinimum',
     'exclusiveMaximum', 'multipleOf', 'minItems', 'maxItems', 'uniqueItems', 'minProperties',
     'maxProperties', 'items', '$ref', 'allOf', 'oneOf', 'discriminator'}
+# Our own string formats live in x-format (a generic validator fails a schema on an unknown
+# `format`), each with a pattern a generic validator can check; the runtime checks exactly.
+DECIMAL_KEYWORDS = {'x-precision', 'x-scale', 'x-minimum', 'x-maximum', 'x-exclusive-minimum',
+                    'x-exclusive-maximum'}
+X_SCHEMA_KEYWORDS = {'x-format'} | DECIMAL_KEYWORDS
+SCHEMA_KEYWORDS |= X_SCHEMA_KEYWORDS
 TYPE_KEYWORDS = {
-    'string': {'minLength', 'maxLength', 'pattern', 'format', 'enum', 'const'},
+    'string': {'minLength', 'maxLength', 'pattern', 'format', 'enum', 'const'} |
+              X_SCHEMA_KEYWORDS,
     'integer': {'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf',
                 'format', 'enum', 'const'},
     'number': {'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'},
@@ -48,11 +56,15 @@ STRING_FORMATS = {
     'uuid': ('format_is_uuid', 'must be a UUID'),
     'email': ('format_is_email', 'must be an email address'),
     'uri': ('format_is_uri', 'must be an absolute URI'),
+    'password': None,
+}
+# x-format -> (runtime/format.h predicate, error detail); decimal is runtime/decimal.h
+X_FORMATS = {
     'iso4217': ('format_is_currency', 'must be an active ISO 4217 currency code'),
     'iso3166-alpha2': ('format_is_country', 'must be an ISO 3166-1 alpha-2 country code'),
     'iban': ('format_is_iban', 'must be a valid IBAN'),
     'bic': ('format_is_bic', 'must be a valid BIC'),
-    'password': None,
+    'decimal': None,
 }
 INTEGER_FORMATS = {'int32', 'int64'}
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
@@ -1038,9 +1050,15 @@ class Model:
             if isinstance(s.get(k), list):
                 for i, m in enumerate(s[k]):
                     self.walk_schema(m, loc / k / i)
-        if 'format' in s and s['format'] not in STRING_FORMATS and \
+        if 'format' in s and s['format'] in X_FORMATS:
+            self.errors.append('%s: format %r is not a standard format (generic validators '
+                               'fail on it): write x-format: %s with a pattern'
+                               % (loc / 'format', s['format'], s['format']))
+        elif 'format' in s and s['format'] not in STRING_FORMATS and \
                 s['format'] not in INTEGER_FORMATS:
             self.errors.append('%s: unknown format %r' % (loc / 'format', s['format']))
+        if 'x-format' in s and s['x-format'] not in X_FORMATS:
+            self.errors.append('%s: unknown x-format %r' % (loc / 'x-format', s['x-format']))
         if 'pattern' in s:
             try:
                 translate_pattern(s['pattern'])
@@ -1238,6 +1256,7 @@ class Model:
             if STRING_FORMATS[f]:
                 ch.append({'op': 'format', 'func': STRING_FORMATS[f][0],
                            'detail': STRING_FORMATS[f][1]})
+        self.fill_x_format(node, eff, loc)
         if 'const' in eff:
             if not isinstance(eff['const'], str):
                 self.fail(loc / 'const', 'const must be a string')
@@ -1267,6 +1286,68 @@ class Model:
             ch.append({'op': 'enum_string', 'values': [v for v, _ in node.enum_values],
                        'detail': 'must be one of: ' + ', '.join(v for v, _ in node.enum_values)})
         self.register(node)
+
+    def fill_x_format(self, node, eff, loc):
+        """x-format: one of ours, checked exactly by the runtime, always with a pattern a
+        generic validator can check; decimal with its precision, scale and decimal bounds."""
+        xf = eff.get('x-format')
+        used = sorted(k for k in DECIMAL_KEYWORDS if k in eff)
+        if xf != 'decimal' and used:
+            self.fail(loc / used[0], '%s needs x-format: decimal' % used[0])
+        if xf is None:
+            return
+        if xf not in X_FORMATS:
+            self.fail(loc / 'x-format', 'unknown x-format %r' % (xf,))
+        if 'pattern' not in eff:
+            self.fail(loc / 'x-format', 'x-format %s needs a pattern that generic validators '
+                                        'can check' % xf)
+        if X_FORMATS[xf]:
+            node.checks.append({'op': 'format', 'func': X_FORMATS[xf][0],
+                                'detail': X_FORMATS[xf][1]})
+            return
+        p, sc = eff.get('x-precision'), eff.get('x-scale')
+        if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 18:
+            self.fail(loc / 'x-precision', 'x-precision must be an integer from 1 to 18')
+        if isinstance(sc, bool) or not isinstance(sc, int) or not 0 <= sc <= p:
+            self.fail(loc / 'x-scale', 'x-scale must be an integer from 0 to x-precision')
+        bounds = {}
+        for k in ('x-minimum', 'x-exclusive-minimum', 'x-maximum', 'x-exclusive-maximum'):
+            if k in eff:
+                bounds[k] = self.decimal_value(eff[k], loc / k, k)
+        for a, b in (('x-minimum', 'x-exclusive-minimum'), ('x-maximum', 'x-exclusive-maximum')):
+            if a in bounds and b in bounds:
+                self.fail(loc / b, '%s and %s together: keep one' % (a, b))
+        lo = bounds.get('x-minimum', bounds.get('x-exclusive-minimum'))
+        negative = lo is None or lo[0] < 0
+        d = {'op': 'decimal', 'precision': p, 'scale': sc, 'negative': negative,
+             'bounds': [],
+             'detail': 'must be a decimal number%s with at most %d significant digit%s and %d '
+                       'decimal place%s, without exponent' % (
+                           '' if negative else ' without sign', p, '' if p == 1 else 's', sc,
+                           '' if sc == 1 else 's')}
+        for k, (v, units, scale, text) in bounds.items():
+            low = 'minimum' in k
+            excl = 'exclusive' in k
+            d['bounds'].append({'code': 'minimum' if low else 'maximum',
+                                'units': int_literal(units), 'scale': scale,
+                                'cmp': ('<=' if excl else '<') if low else ('>=' if excl else '>'),
+                                'detail': 'must be %s %s' % (('>' if excl else '>=') if low else
+                                                             ('<' if excl else '<='), text)})
+        node.checks.append(d)
+
+    def decimal_value(self, v, loc, what):
+        """A decimal bound: a string in the decimal grammar with at most 18 significant digits
+        and 18 decimal places -> (Decimal, units, scale, text), normalised."""
+        if not isinstance(v, str) or not re.match(r'^-?(0|[1-9][0-9]*)([.][0-9]+)?$', v):
+            self.fail(loc, '%s must be a decimal string like "0" or "-1.5"' % what)
+        d = decimal.Decimal(v)
+        digits = v.lstrip('-').replace('.', '').lstrip('0')
+        frac = v.split('.')[1] if '.' in v else ''
+        if len(digits) > 18 or len(frac) > 18:
+            self.fail(loc, '%s has more than 18 significant digits or decimal places' % what)
+        scale = len(frac.rstrip('0'))
+        units = int((d * (decimal.Decimal(10) ** scale)).to_integral_exact())
+        return d, units, scale, v
 
     def int_value(self, v, loc, what):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or \

@@ -6,6 +6,7 @@
 #include <float.h>
 #include <string.h>
 
+#include "runtime/decimal.h"
 #include "runtime/format.h"
 #include "runtime/pattern.h"
 
@@ -152,7 +153,7 @@ void validate_aba_account_identification_identification(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 17)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 17 characters long");
-    if (!pattern_match(22, v->s)) /* ^[0-9]{4,17}$ */
+    if (!pattern_match(26, v->s)) /* ^[0-9]{4,17}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4,17}$");
 }
 
@@ -378,7 +379,7 @@ void validate_allowed_origin_list_item(const struct json_value *v, const char *p
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 8 characters long");
     if (len > 255)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 255 characters long");
-    if (!pattern_match(7, v->s)) /* ^https?://[^/?#@\s]+$ */
+    if (!pattern_match(11, v->s)) /* ^https?://[^/?#@\s]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^https?://[^/?#@\\s]+$");
 }
 
@@ -968,6 +969,8 @@ void validate_bank_details_bic(const struct json_value *v, const char *ptr, int 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 11)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 11 characters long");
+    if (!pattern_match(7, v->s)) /* ^[A-Z]{4}[A-Z]{2}[A-Z0-9]{2}([A-Z0-9]{3})?$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{4}[A-Z]{2}[A-Z0-9]{2}([A-Z0-9]{3})?$");
     if (!format_is_bic(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be a valid BIC");
 }
@@ -998,7 +1001,7 @@ void validate_bank_details_routing_number(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 9)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 9 characters long");
-    if (!pattern_match(24, v->s)) /* ^[0-9]{9}$ */
+    if (!pattern_match(28, v->s)) /* ^[0-9]{9}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{9}$");
 }
 
@@ -1039,7 +1042,7 @@ void validate_bban_account_identification_identification(const struct json_value
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(23, v->s)) /* ^[A-Z0-9]{1,30}$ */
+    if (!pattern_match(27, v->s)) /* ^[A-Z0-9]{1,30}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{1,30}$");
 }
 
@@ -1323,7 +1326,7 @@ void validate_beneficiary_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(18, v->s)) /* ^ben_[0-9a-z]{26}$ */
+    if (!pattern_match(22, v->s)) /* ^ben_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ben_[0-9a-z]{26}$");
 }
 
@@ -1472,7 +1475,7 @@ void validate_beneficiary_update_counterparty_id(const struct json_value *v, con
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(19, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(23, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -1508,7 +1511,7 @@ void validate_beneficiary_update_external_id(const struct json_value *v, const c
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(20, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(24, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -1523,6 +1526,8 @@ void validate_bic(const struct json_value *v, const char *ptr, int mode, struct 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 11)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 11 characters long");
+    if (!pattern_match(7, v->s)) /* ^[A-Z]{4}[A-Z]{2}[A-Z0-9]{2}([A-Z0-9]{3})?$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{4}[A-Z]{2}[A-Z0-9]{2}([A-Z0-9]{3})?$");
     if (!format_is_bic(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be a valid BIC");
 }
@@ -1655,7 +1660,7 @@ void validate_complete_signup_request_invitation_token(const struct json_value *
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 128)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
-    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(16, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -1685,7 +1690,7 @@ void validate_complete_signup_request_otp(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 6)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
-    if (!pattern_match(10, v->s)) /* ^[0-9]{6}$ */
+    if (!pattern_match(14, v->s)) /* ^[0-9]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{6}$");
 }
 
@@ -1715,7 +1720,7 @@ void validate_complete_signup_request_recovery_code(const struct json_value *v, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(11, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+    if (!pattern_match(15, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
 }
 
@@ -1730,7 +1735,7 @@ void validate_conversion_id(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(26, v->s)) /* ^cnv_[0-9a-z]{26}$ */
+    if (!pattern_match(30, v->s)) /* ^cnv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cnv_[0-9a-z]{26}$");
 }
 
@@ -1745,7 +1750,7 @@ void validate_counterparty_id(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(19, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(23, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -1760,6 +1765,8 @@ void validate_country_code(const struct json_value *v, const char *ptr, int mode
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 2)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 2 characters long");
+    if (!pattern_match(3, v->s)) /* ^[A-Z]{2}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{2}$");
     if (!format_is_country(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be an ISO 3166-1 alpha-2 country code");
 }
@@ -1775,6 +1782,8 @@ void validate_currency_code(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 3)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 3 characters long");
+    if (!pattern_match(2, v->s)) /* ^[A-Z]{3}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{3}$");
     if (!format_is_currency(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be an active ISO 4217 currency code");
 }
@@ -1932,7 +1941,7 @@ void validate_event_api_version(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 10)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 10 characters long");
-    if (!pattern_match(31, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
+    if (!pattern_match(35, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4}-[0-9]{2}-[0-9]{2}$");
 }
 
@@ -1978,7 +1987,7 @@ void validate_event_id(const struct json_value *v, const char *ptr, int mode, st
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(29, v->s)) /* ^evt_[0-9a-z]{26}$ */
+    if (!pattern_match(33, v->s)) /* ^evt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^evt_[0-9a-z]{26}$");
 }
 
@@ -2094,7 +2103,7 @@ void validate_event_type(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(30, v->s)) /* ^[a-z_]+[.][a-z_]+$ */
+    if (!pattern_match(34, v->s)) /* ^[a-z_]+[.][a-z_]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z_]+[.][a-z_]+$");
 }
 
@@ -2111,7 +2120,7 @@ void validate_external_id(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(20, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(24, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -2136,7 +2145,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(38, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(42, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -2151,7 +2160,7 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(37, v->s)) /* ^/v1/ */
+    if (!pattern_match(41, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
 }
 
@@ -2240,6 +2249,8 @@ void validate_iban(const struct json_value *v, const char *ptr, int mode, struct
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 34)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 34 characters long");
+    if (!pattern_match(6, v->s)) /* ^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$");
     if (!format_is_iban(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be a valid IBAN");
 }
@@ -2281,6 +2292,8 @@ void validate_iban_account_identification_identification(const struct json_value
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 34)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 34 characters long");
+    if (!pattern_match(6, v->s)) /* ^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$");
     if (!format_is_iban(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be a valid IBAN");
 }
@@ -2335,7 +2348,7 @@ void validate_invitation_acceptance_invitation_token(const struct json_value *v,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 128)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 128 characters long");
-    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(16, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -2460,7 +2473,7 @@ void validate_invitation_issued_id(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(35, v->s)) /* ^inv_[0-9a-z]{26}$ */
+    if (!pattern_match(39, v->s)) /* ^inv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^inv_[0-9a-z]{26}$");
 }
 
@@ -2475,7 +2488,7 @@ void validate_invitation_issued_invited_by(const struct json_value *v, const cha
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -2564,7 +2577,7 @@ void validate_login_request_device_token(const struct json_value *v, const char 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(16, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -2594,7 +2607,7 @@ void validate_login_request_otp(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 6)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
-    if (!pattern_match(10, v->s)) /* ^[0-9]{6}$ */
+    if (!pattern_match(14, v->s)) /* ^[0-9]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{6}$");
 }
 
@@ -2624,7 +2637,7 @@ void validate_login_request_recovery_code(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(11, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+    if (!pattern_match(15, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
 }
 
@@ -2685,7 +2698,7 @@ void validate_login_response_access_token(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 8192)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
-    if (!pattern_match(13, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
+    if (!pattern_match(17, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$");
 }
 
@@ -2700,7 +2713,7 @@ void validate_login_response_device_token(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(16, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -2743,7 +2756,7 @@ void validate_login_response_refresh_token(const struct json_value *v, const cha
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(16, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -2758,7 +2771,7 @@ void validate_login_response_scope(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(14, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(18, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -2912,7 +2925,7 @@ void validate_member_role(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(16, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(20, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -2927,7 +2940,7 @@ void validate_member_user_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(32, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(36, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 
@@ -2995,7 +3008,7 @@ void validate_membership_role(const struct json_value *v, const char *ptr, int m
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(16, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(20, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -3130,7 +3143,7 @@ void validate_mfa_confirmation_recovery_codes_item(const struct json_value *v, c
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(11, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+    if (!pattern_match(15, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
 }
 
@@ -3201,7 +3214,7 @@ void validate_mfa_enrollment_secret(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(17, v->s)) /* ^[A-Z2-7]+$ */
+    if (!pattern_match(21, v->s)) /* ^[A-Z2-7]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z2-7]+$");
 }
 
@@ -3440,7 +3453,7 @@ void validate_o_auth_error_error_description(const struct json_value *v, const c
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(9, v->s)) /* ^[ !#-\[\]-~]*$ */
+    if (!pattern_match(13, v->s)) /* ^[ !#-\[\]-~]*$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[ !#-\\[\\]-~]*$");
 }
 
@@ -3680,7 +3693,7 @@ void validate_oauth_client_created_by(const struct json_value *v, const char *pt
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -3708,7 +3721,7 @@ void validate_oauth_client_id(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(5, v->s)) /* ^cli_[0-9a-z]{26}$ */
+    if (!pattern_match(9, v->s)) /* ^cli_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cli_[0-9a-z]{26}$");
 }
 
@@ -3942,7 +3955,7 @@ void validate_oauth_grant_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(8, v->s)) /* ^grt_[0-9a-z]{26}$ */
+    if (!pattern_match(12, v->s)) /* ^grt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^grt_[0-9a-z]{26}$");
 }
 
@@ -4064,7 +4077,7 @@ void validate_oauth_scope_list_item(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(6, v->s)) /* ^[a-z]+:[a-z]+$ */
+    if (!pattern_match(10, v->s)) /* ^[a-z]+:[a-z]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
 }
 
@@ -4079,7 +4092,7 @@ void validate_object_id(const struct json_value *v, const char *ptr, int mode, s
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -4106,7 +4119,7 @@ void validate_originating_account(const struct json_value *v, const char *ptr, i
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(20, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(24, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -4136,7 +4149,7 @@ void validate_param_device_cookie(const struct json_value *v, const char *ptr, i
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(36, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+    if (!pattern_match(40, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 
@@ -4151,7 +4164,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(39, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
+    if (!pattern_match(43, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(\\*|\"v[1-9][0-9]{0,9}\")$");
 }
 
@@ -4194,7 +4207,7 @@ void validate_param_sign_in_cookie(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(36, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+    if (!pattern_match(40, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 
@@ -4495,7 +4508,7 @@ void validate_payment_approver_user_id(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -4675,7 +4688,7 @@ void validate_payment_batch_created_by(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -4690,7 +4703,7 @@ void validate_payment_batch_id(const struct json_value *v, const char *ptr, int 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(28, v->s)) /* ^pbt_[0-9a-z]{26}$ */
+    if (!pattern_match(32, v->s)) /* ^pbt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^pbt_[0-9a-z]{26}$");
 }
 
@@ -4776,7 +4789,7 @@ void validate_payment_batch_item_failure_code(const struct json_value *v, const 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(27, v->s)) /* ^[A-Z0-9]{4}$ */
+    if (!pattern_match(31, v->s)) /* ^[A-Z0-9]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{4}$");
 }
 
@@ -4951,7 +4964,7 @@ void validate_payment_created_by(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -5002,7 +5015,7 @@ void validate_payment_failure_code(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(27, v->s)) /* ^[A-Z0-9]{4}$ */
+    if (!pattern_match(31, v->s)) /* ^[A-Z0-9]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{4}$");
 }
 
@@ -5030,7 +5043,7 @@ void validate_payment_id(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(25, v->s)) /* ^pay_[0-9a-z]{26}$ */
+    if (!pattern_match(29, v->s)) /* ^pay_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^pay_[0-9a-z]{26}$");
 }
 
@@ -5115,7 +5128,7 @@ void validate_payment_maker_user_id(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -5130,7 +5143,7 @@ void validate_payment_maker_via(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(4, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -5302,7 +5315,7 @@ void validate_payment_update_external_id(const struct json_value *v, const char 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(20, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(24, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -5523,8 +5536,15 @@ void validate_rate(const struct json_value *v, const char *ptr, int mode, struct
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 20)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
-    if (!pattern_match(2, v->s)) /* ^(0|[1-9][0-9]{0,7})([.][0-9]{1,10})?$ */
+    if (!pattern_match(4, v->s)) /* ^(0|[1-9][0-9]{0,7})([.][0-9]{1,10})?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(0|[1-9][0-9]{0,7})([.][0-9]{1,10})?$");
+    struct decimal dec;
+    if (decimal_parse(v->s, 18, 10, false, &dec) != 0) {
+        verr_add(l, ptr, NULL, "format", "%s", "must be a decimal number without sign with at most 18 significant digits and 10 decimal places, without exponent");
+    } else {
+        if (decimal_cmp(dec, (struct decimal){ INT64_C(0), 0 }) <= 0)
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be > 0");
+    }
 }
 
 /* Reauthentication (openapi/accounts.yaml) */
@@ -5563,7 +5583,7 @@ void validate_recovery_code(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(11, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
+    if (!pattern_match(15, v->s)) /* ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4}$");
 }
 
@@ -5687,7 +5707,7 @@ void validate_refresh_request_refresh_token(const struct json_value *v, const ch
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(12, v->s)) /* ^[A-Za-z0-9_-]+$ */
+    if (!pattern_match(16, v->s)) /* ^[A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+$");
 }
 
@@ -5702,7 +5722,7 @@ void validate_refresh_request_scope(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(14, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(18, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -5982,7 +6002,7 @@ void validate_role_key(const struct json_value *v, const char *ptr, int mode, st
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(16, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(20, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -6079,7 +6099,7 @@ void validate_scope_name(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(6, v->s)) /* ^[a-z]+:[a-z]+$ */
+    if (!pattern_match(10, v->s)) /* ^[a-z]+:[a-z]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
 }
 
@@ -6226,7 +6246,7 @@ void validate_service_account_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 29)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 29 characters long");
-    if (!pattern_match(33, v->s)) /* ^sa_[0-9a-z]{26}$ */
+    if (!pattern_match(37, v->s)) /* ^sa_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sa_[0-9a-z]{26}$");
 }
 
@@ -6425,7 +6445,7 @@ void validate_service_account_token_id(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(34, v->s)) /* ^sat_[0-9a-z]{26}$ */
+    if (!pattern_match(38, v->s)) /* ^sat_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sat_[0-9a-z]{26}$");
 }
 
@@ -6498,7 +6518,7 @@ void validate_service_account_token_issued_access_token(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 8192)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
-    if (!pattern_match(13, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
+    if (!pattern_match(17, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$");
 }
 
@@ -6594,7 +6614,7 @@ void validate_service_account_token_scope(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(14, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(18, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -6677,7 +6697,7 @@ void validate_session_id(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(15, v->s)) /* ^ses_[0-9a-z]{26}$ */
+    if (!pattern_match(19, v->s)) /* ^ses_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ses_[0-9a-z]{26}$");
 }
 
@@ -6908,8 +6928,12 @@ void validate_signed_decimal(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 21)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 21 characters long");
-    if (!pattern_match(3, v->s)) /* ^-?(0|[1-9][0-9]{0,7})([.][0-9]{1,10})?$ */
+    if (!pattern_match(5, v->s)) /* ^-?(0|[1-9][0-9]{0,7})([.][0-9]{1,10})?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^-?(0|[1-9][0-9]{0,7})([.][0-9]{1,10})?$");
+    struct decimal dec;
+    if (decimal_parse(v->s, 18, 10, true, &dec) != 0) {
+        verr_add(l, ptr, NULL, "format", "%s", "must be a decimal number with at most 18 significant digits and 10 decimal places, without exponent");
+    }
 }
 
 /* SortCodeAccountNumberIdentification (openapi/payments.yaml) */
@@ -6949,7 +6973,7 @@ void validate_sort_code_account_number_identification_identification(const struc
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(21, v->s)) /* ^[0-9]{14}$ */
+    if (!pattern_match(25, v->s)) /* ^[0-9]{14}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{14}$");
 }
 
@@ -7170,7 +7194,7 @@ void validate_totp_code(const struct json_value *v, const char *ptr, int mode, s
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 6)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
-    if (!pattern_match(10, v->s)) /* ^[0-9]{6}$ */
+    if (!pattern_match(14, v->s)) /* ^[0-9]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{6}$");
 }
 
@@ -7248,7 +7272,7 @@ void validate_user_id(const struct json_value *v, const char *ptr, int mode, str
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(32, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(36, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 

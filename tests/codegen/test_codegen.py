@@ -27,6 +27,7 @@ CFLAGS = ['-std=c11', '-D_POSIX_C_SOURCE=200809L', '-D_DEFAULT_SOURCE', '-Wall',
           '-Werror', '-Wmissing-prototypes', '-Wstrict-prototypes', '-Wshadow', '-Wcast-qual',
           '-Wpointer-arith']
 RUNTIME = ['runtime/json.c', 'runtime/jsonw.c', 'runtime/verr.c', 'runtime/format.c',
+           'runtime/decimal.c',
            'runtime/clock.c', 'runtime/arena.c', 'runtime/pattern.c', 'runtime/oauth_error.c']
 
 
@@ -78,7 +79,8 @@ BAD_CASES = sorted(d for d in os.listdir(BAD) if os.path.isdir(os.path.join(BAD,
 def test_bad_cases_cover_the_required_checks():
     for case in ('missing_operation_id', 'unresolved_ref', 'unknown_scope',
                  'unsupported_keyword_anyof', 'no_security', 'duplicate_operation_id',
-                 'response_without_schema', 'unknown_format', 'pattern_lookahead'):
+                 'response_without_schema', 'unknown_format', 'pattern_lookahead',
+                 'format_ours_not_standard', 'x_format_without_pattern'):
         assert case in BAD_CASES
 
 

@@ -188,7 +188,8 @@ static struct verr_list *check(void (*fn)(const struct json_value *, const char 
     "\"uuid\":\"123e4567-e89b-12d3-a456-426614174000\",\"email\":\"a@example.com\","          \
     "\"uri\":\"https://example.com/x\",\"currency\":\"EUR\",\"country\":\"DE\","              \
     "\"iban\":\"DE89370400440532013000\",\"bic\":\"COBADEFFXXX\","                            \
-    "\"big\":-9223372036854775808,\"small\":-2147483648,\"ratio\":1},"                        \
+    "\"big\":-9223372036854775808,\"small\":-2147483648,\"ratio\":1,"                         \
+    "\"rate\":\"1.0842500000\",\"delta\":\"-1.5\",\"any_decimal\":\"-0.000000000000000001\"}," \
     "\"index\":{\"a\":{\"n\":0}},\"tally\":{\"total\":3,\"extra\":9},\"default\":2"
 
 static void setup(void)
@@ -327,6 +328,57 @@ static void test_multiple_of_and_exclusive_bounds(void)
     CHECK_ERR(l, "", "maximum");
     l = check(validate_formats_ratio, "1e400", VALIDATE_REQUEST);
     CHECK_ERR(l, "", "type");
+}
+
+static void test_decimals_are_parsed_and_compared_exactly(void)
+{
+    setup();
+    static const char *const ok_rate[] = {"\"0.0000000001\"", "\"1000\"", "\"999.9999999999\"",
+                                          "\"1.5\""};
+    for (size_t i = 0; i < sizeof ok_rate / sizeof ok_rate[0]; i++) {
+        struct verr_list *l = check(validate_formats_rate, ok_rate[i], VALIDATE_REQUEST);
+        if (l->count != 0)
+            dump(l);
+        CHECK(l->count == 0);
+    }
+    struct verr_list *l = check(validate_formats_rate, "\"0\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "minimum");
+    CHECK(l->count == 1);
+    l = check(validate_formats_rate, "\"0.0000000000\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "minimum");
+    l = check(validate_formats_rate, "\"1000.0000000001\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "maximum");
+    CHECK(l->count == 1);
+    l = check(validate_formats_rate, "\"-1\"", VALIDATE_REQUEST); /* no sign: bound is 0 */
+    CHECK_ERR(l, "", "format");
+    CHECK_ERR(l, "", "pattern");
+    l = check(validate_formats_rate, "\"1.00000000001\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "format");
+    l = check(validate_formats_rate, "\"1e3\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "format");
+    l = check(validate_formats_rate, "1.5", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "type");
+    /* delta: -1.5 <= x < 10.25, 4 significant digits, 2 places */
+    l = check(validate_formats_delta, "\"-1.5\"", VALIDATE_REQUEST);
+    CHECK(l->count == 0);
+    l = check(validate_formats_delta, "\"10.24\"", VALIDATE_REQUEST);
+    CHECK(l->count == 0);
+    l = check(validate_formats_delta, "\"-1.51\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "minimum");
+    l = check(validate_formats_delta, "\"10.25\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "maximum");
+    l = check(validate_formats_delta, "\"10.250\"", VALIDATE_REQUEST); /* 3 places */
+    CHECK_ERR(l, "", "format");
+    l = check(validate_formats_delta, "\"1.234\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "format");
+    l = check(validate_formats_delta, "\"01.5\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "format");
+    CHECK(!has_error(l, "", "minimum") && !has_error(l, "", "maximum"));
+    /* no bounds: the sign is allowed, the scale goes to 18 */
+    l = check(validate_formats_any_decimal, "\"-123456789.123456789\"", VALIDATE_REQUEST);
+    CHECK(l->count == 0);
+    l = check(validate_formats_any_decimal, "\"0.1234567890123456789\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "format");
 }
 
 static void test_lengths_count_code_points(void)
@@ -965,6 +1017,7 @@ int main(void)
         UNIT_TEST(test_every_violation_is_collected_with_its_pointer),
         UNIT_TEST(test_integers_are_exact),
         UNIT_TEST(test_multiple_of_and_exclusive_bounds),
+        UNIT_TEST(test_decimals_are_parsed_and_compared_exactly),
         UNIT_TEST(test_lengths_count_code_points),
         UNIT_TEST(test_patterns_follow_ecma_semantics),
         UNIT_TEST(test_one_of_dispatches_on_the_discriminator),

@@ -120,6 +120,12 @@ struct formats {
     bool has_iban;
     const char *bic; /* optional */
     bool has_bic;
+    const char *rate; /* optional */
+    bool has_rate;
+    const char *delta; /* optional */
+    bool has_delta;
+    const char *any_decimal; /* optional */
+    bool has_any_decimal;
     int64_t big; /* optional */
     bool has_big;
     int64_t small; /* optional */
@@ -310,14 +316,17 @@ void validate_circle(const struct json_value *v, const char *ptr, int mode, stru
 void validate_circle_kind(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_circle_radius(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_formats_any_decimal(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_bic(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_big(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_country(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_currency(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_day(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_formats_delta(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_iban(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_formats_rate(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_ratio(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_small(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_uri(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -157,6 +157,15 @@ int decode_formats(struct arena *a, const struct json_value *v, struct formats *
         } else if (strcmp(m->key, "bic") == 0) {
             out->has_bic = true;
             out->bic = m->value->s;
+        } else if (strcmp(m->key, "rate") == 0) {
+            out->has_rate = true;
+            out->rate = m->value->s;
+        } else if (strcmp(m->key, "delta") == 0) {
+            out->has_delta = true;
+            out->delta = m->value->s;
+        } else if (strcmp(m->key, "any_decimal") == 0) {
+            out->has_any_decimal = true;
+            out->any_decimal = m->value->s;
         } else if (strcmp(m->key, "big") == 0) {
             out->has_big = true;
             (void)json_number_to_int64(m->value, &out->big);
@@ -209,6 +218,18 @@ void encode_formats(struct jsonw *w, const struct formats *in)
     if (in->has_bic || in->bic != NULL) {
         jsonw_key(w, "bic");
         jsonw_string(w, in->bic);
+    }
+    if (in->has_rate || in->rate != NULL) {
+        jsonw_key(w, "rate");
+        jsonw_string(w, in->rate);
+    }
+    if (in->has_delta || in->delta != NULL) {
+        jsonw_key(w, "delta");
+        jsonw_string(w, in->delta);
+    }
+    if (in->has_any_decimal || in->any_decimal != NULL) {
+        jsonw_key(w, "any_decimal");
+        jsonw_string(w, in->any_decimal);
     }
     if (in->has_big) {
         jsonw_key(w, "big");

@@ -6,6 +6,7 @@
 #include <float.h>
 #include <string.h>
 
+#include "runtime/decimal.h"
 #include "runtime/format.h"
 #include "runtime/pattern.h"
 
@@ -208,6 +209,12 @@ void validate_formats(const struct json_value *v, const char *ptr, int mode, str
             validate_formats_iban(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "bic") == 0) {
             validate_formats_bic(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "rate") == 0) {
+            validate_formats_rate(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "delta") == 0) {
+            validate_formats_delta(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "any_decimal") == 0) {
+            validate_formats_any_decimal(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "big") == 0) {
             validate_formats_big(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "small") == 0) {
@@ -217,6 +224,25 @@ void validate_formats(const struct json_value *v, const char *ptr, int mode, str
         } else {
             verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
         }
+    }
+}
+
+/* formats_any_decimal (tests/codegen/small/things.yaml) */
+void validate_formats_any_decimal(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(8, v->s)) /* ^-?[0-9.]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^-?[0-9.]+$");
+    struct decimal dec;
+    if (decimal_parse(v->s, 18, 18, true, &dec) != 0) {
+        verr_add(l, ptr, NULL, "format", "%s", "must be a decimal number with at most 18 significant digits and 18 decimal places, without exponent");
     }
 }
 
@@ -246,6 +272,8 @@ void validate_formats_bic(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 11)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 11 characters long");
+    if (!pattern_match(5, v->s)) /* ^[A-Z]{6}[A-Z0-9]{2}([A-Z0-9]{3})?$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{6}[A-Z0-9]{2}([A-Z0-9]{3})?$");
     if (!format_is_bic(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be a valid BIC");
 }
@@ -289,6 +317,8 @@ void validate_formats_country(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 2)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 2 characters long");
+    if (!pattern_match(3, v->s)) /* ^[A-Z]{2}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{2}$");
     if (!format_is_country(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be an ISO 3166-1 alpha-2 country code");
 }
@@ -304,6 +334,8 @@ void validate_formats_currency(const struct json_value *v, const char *ptr, int 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 3)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 3 characters long");
+    if (!pattern_match(2, v->s)) /* ^[A-Z]{3}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{3}$");
     if (!format_is_currency(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be an active ISO 4217 currency code");
 }
@@ -321,6 +353,30 @@ void validate_formats_day(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 10 characters long");
     if (!format_is_date(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be a date (YYYY-MM-DD)");
+}
+
+/* formats_delta (tests/codegen/small/things.yaml) */
+void validate_formats_delta(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 8)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8 characters long");
+    if (!pattern_match(7, v->s)) /* ^-?[0-9]+([.][0-9]+)?$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^-?[0-9]+([.][0-9]+)?$");
+    struct decimal dec;
+    if (decimal_parse(v->s, 4, 2, true, &dec) != 0) {
+        verr_add(l, ptr, NULL, "format", "%s", "must be a decimal number with at most 4 significant digits and 2 decimal places, without exponent");
+    } else {
+        if (decimal_cmp(dec, (struct decimal){ INT64_C(-15), 1 }) < 0)
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= -1.5");
+        if (decimal_cmp(dec, (struct decimal){ INT64_C(1025), 2 }) >= 0)
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be < 10.25");
+    }
 }
 
 /* formats_email (tests/codegen/small/things.yaml) */
@@ -349,8 +405,34 @@ void validate_formats_iban(const struct json_value *v, const char *ptr, int mode
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 34)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 34 characters long");
+    if (!pattern_match(4, v->s)) /* ^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$");
     if (!format_is_iban(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be a valid IBAN");
+}
+
+/* formats_rate (tests/codegen/small/things.yaml) */
+void validate_formats_rate(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 20)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
+    if (!pattern_match(6, v->s)) /* ^(0|[1-9][0-9]{0,7})([.][0-9]{1,10})?$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(0|[1-9][0-9]{0,7})([.][0-9]{1,10})?$");
+    struct decimal dec;
+    if (decimal_parse(v->s, 18, 10, false, &dec) != 0) {
+        verr_add(l, ptr, NULL, "format", "%s", "must be a decimal number without sign with at most 18 significant digits and 10 decimal places, without exponent");
+    } else {
+        if (decimal_cmp(dec, (struct decimal){ INT64_C(0), 0 }) <= 0)
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be > 0");
+        if (decimal_cmp(dec, (struct decimal){ INT64_C(1000), 0 }) > 0)
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 1000");
+    }
 }
 
 /* formats_ratio (tests/codegen/small/things.yaml) */
@@ -441,7 +523,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(4, v->s)) /* ^"v[1-9][0-9]*"$ */
+    if (!pattern_match(11, v->s)) /* ^"v[1-9][0-9]*"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]*\"$");
 }
 
@@ -577,7 +659,7 @@ void validate_misc_get_welcome_param_visitor(const struct json_value *v, const c
         verr_add(l, ptr, NULL, "type", "%s", "must be a string");
         return;
     }
-    if (!pattern_match(6, v->s)) /* ^[a-z]{1,8}$ */
+    if (!pattern_match(13, v->s)) /* ^[a-z]{1,8}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{1,8}$");
 }
 
@@ -659,7 +741,7 @@ void validate_o_auth_error_error_description(const struct json_value *v, const c
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(2, v->s)) /* ^[ !#-\[\]-~]*$ */
+    if (!pattern_match(9, v->s)) /* ^[ !#-\[\]-~]*$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[ !#-\\[\\]-~]*$");
 }
 
@@ -674,7 +756,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(4, v->s)) /* ^"v[1-9][0-9]*"$ */
+    if (!pattern_match(11, v->s)) /* ^"v[1-9][0-9]*"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]*\"$");
 }
 
@@ -1642,7 +1724,7 @@ void validate_things_create_thing_header_location(const struct json_value *v, co
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(5, v->s)) /* ^/v1/things/ */
+    if (!pattern_match(12, v->s)) /* ^/v1/things/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/things/");
 }
 
@@ -1688,7 +1770,7 @@ void validate_things_list_things_param_x_trace(const struct json_value *v, const
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 16)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
-    if (!pattern_match(3, v->s)) /* ^[a-f\d]+$ */
+    if (!pattern_match(10, v->s)) /* ^[a-f\d]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-f\\d]+$");
 }
 
