@@ -189,6 +189,7 @@ run: deps
 # ---- tests ----------------------------------------------------------------------------------
 lint-spec: node_modules/.stamp
 	$(Q)npx --no-install spectral lint openapi/openapi.yaml --ruleset openapi/.spectral.yaml --fail-severity=warn
+	$(Q)node tests/spec/ajv_check.mjs generated/openapi.json
 
 unit: $(UNIT_BIN)
 	$(Q)tests/run-unit.sh $(UNIT_BIN)
