@@ -376,7 +376,8 @@ def decode_value(w, n, role, dst, src):
     if k == 'string':
         w('%s = %s;' % (dst, member(src, 's')))
     elif k == 'integer':
-        w('(void)json_number_to_int64(%s, &%s);' % (src[1:-1] if src.startswith('(&') else src, dst))
+        w('(void)json_number_to_int64(%s, &%s);' % (src[1:-1] if src.startswith('(&') and
+                                                     src.endswith(')') else src, dst))
     elif k == 'number':
         w('%s = json_number_to_double(%s);' % (dst, src))
     elif k == 'boolean':
@@ -630,6 +631,7 @@ def dispatch_body(op):
     w('struct %s_response out;' % h)
     if op.params:
         w('struct json_value pv;')
+    if any(not p.collect for p in op.params):
         w('const char *text;')
     if op.body:
         w('struct json_value *doc = NULL;')
@@ -639,6 +641,9 @@ def dispatch_body(op):
     w('memset(&out, 0, sizeof out);')
     for p in op.params:
         ptr = lit(p.pointer)
+        if p.collect:
+            array_param(w, p, ptr)
+            continue
         w('text = %s(r, %s);' % (p.getter, lit(p.json_name)))
         w.open('if (!text)')
         if p.required:
@@ -770,6 +775,40 @@ def dispatch_body(op):
     w('#endif')
     w('return 0;')
     return w.lines
+
+
+def array_param(w, p, ptr):
+    """An array query parameter: its values (repeated keys, or one comma-separated value)
+    as a JSON array of the item type, validated with pointers /query/<name>/<index>."""
+    w('{')
+    w.ind += 1
+    w('struct arena *a = &r->arena;')
+    w('const char *qv[%d];' % p.collect)
+    w('size_t qn = req_query_values(r, %s, qv, %d);' % (lit(p.json_name), p.collect))
+    w()
+    w.open('if (qn == 0)')
+    if p.required:
+        add_err(w, '&r->verr', ptr, None, 'required', 'is required')
+    else:
+        w('/* absent: has_%s stays false */' % p.cname)
+    if not p.explode:
+        w.mid('else if (qn > 1)')
+        add_err(w, '&r->verr', ptr, None, 'type',
+                'must be given once, its values separated by commas')
+    w.mid('else')
+    if not p.explode:
+        w('qn = schemas_param_split(a, qv[0], qv, %d);' % p.collect)
+    w('if (schemas_param_array(a, &pv, qv, qn < %d ? qn : %d, SCHEMAS_PARAM_%s, %s,'
+      % (p.collect, p.collect, p.param_type, ptr))
+    w('                        %s, &r->verr) == 0) {' % lit(p.type_detail))
+    w.ind += 1
+    w(validate_call(p.node, '&pv', ptr, l='&r->verr', mode='VALIDATE_REQUEST'))
+    decode_value(w, p.node, 'field', 'in.' + p.cname, '&pv')
+    if p.optional:
+        w('in.has_%s = true;' % p.cname)
+    w.close()
+    w.close()
+    w.close()
 
 
 def check_body(op):

@@ -21,6 +21,7 @@ PROBLEM_MEDIA = 'application/problem+json'
 HTML_MEDIA = 'text/html'
 MAX_SCOPES = 64
 ROUTE_MAX_PARAMS = 8          # runtime/op.h
+QUERY_ARRAY_MAX = 100         # the most items an array query parameter may allow
 DEFAULT_MAX_BODY = 65536
 
 ANNOTATIONS = {'description', 'title', 'example', 'examples', 'deprecated', '$comment',
@@ -1875,9 +1876,13 @@ class Model:
             if p.get('style', style) != style:
                 self.fail(ploc / 'style', 'only the default style (%s) is supported for %s '
                                           'parameters' % (style, where))
-            if p.get('explode', explode) != explode:
+            is_array = where == 'query' and isinstance(p.get('schema'), dict) and \
+                self.merge(p['schema'], ploc / 'schema')[0].get('type') == 'array'
+            if not is_array and p.get('explode', explode) != explode:
                 self.fail(ploc / 'explode', 'only the default explode (%s) is supported for %s '
                                             'parameters' % (str(explode).lower(), where))
+            if not isinstance(p.get('explode', explode), bool):
+                self.fail(ploc / 'explode', 'explode must be a boolean')
             if p.get('allowEmptyValue', False) is not False:
                 self.fail(ploc / 'allowEmptyValue', 'allowEmptyValue is not supported')
             if where == 'header' and name.lower() in RESERVED_HEADERS:
@@ -1899,9 +1904,17 @@ class Model:
             node_name = ('param_' + snake(comp_name)) if comp_name else \
                 '%s_param_%s' % (op.handler, cname)
             node = self.node_of(p['schema'], ploc / 'schema', node_name)
-            if node.kind not in ('string', 'enum', 'integer', 'number', 'boolean'):
+            scalar = node.items if node.kind == 'array' else node
+            if node.kind == 'array' and where != 'query':
+                self.fail(ploc / 'schema', 'only query parameters can be arrays')
+            if scalar.kind not in ('string', 'enum', 'integer', 'number', 'boolean'):
                 self.fail(ploc / 'schema', 'parameters must be strings, enums, integers, '
-                                           'numbers or booleans')
+                                           'numbers or booleans, or query arrays of them')
+            if node.kind == 'array':
+                hi = [c['value'] for c in node.checks if c['op'] == 'max_items']
+                if not hi or hi[0] > QUERY_ARRAY_MAX:
+                    self.fail(ploc / 'schema', 'an array parameter needs maxItems (at most %d)'
+                              % QUERY_ARRAY_MAX)
             if node.nullable:
                 self.fail(ploc / 'schema', 'nullable parameters are not supported')
             ro, wo, default, has_default = self.site_flags(p['schema'], ploc / 'schema')
@@ -1918,11 +1931,17 @@ class Model:
                         'header': 'req_header', 'cookie': 'req_cookie'}[where]
             f.pointer = '/%s/%s' % (where, ptr_escape(name))
             f.param_type = {'string': 'STRING', 'enum': 'STRING', 'integer': 'INTEGER',
-                            'number': 'NUMBER', 'boolean': 'BOOLEAN'}[node.kind]
-            f.comment = comment_text('%s %s, %s%s' % (where, name,
-                                                      'required' if required else 'optional',
-                                                      ', default %s' % f.default_json
-                                                      if f.default else ''))
+                            'number': 'NUMBER', 'boolean': 'BOOLEAN'}[scalar.kind]
+            f.type_detail = scalar.type_detail if f.param_type != 'STRING' \
+                else 'must be valid UTF-8 text'
+            f.explode = p.get('explode', explode)
+            # an array parameter collects one value more than maxItems, so max_items fires
+            f.collect = hi[0] + 1 if node.kind == 'array' else 0
+            f.comment = comment_text('%s %s, %s%s%s' % (
+                where, name, 'required' if required else 'optional',
+                ', default %s' % f.default_json if f.default else '',
+                '' if not f.collect else ', repeated: ?%s=a&%s=b' % (name, name) if f.explode
+                else ', comma-separated: ?%s=a,b' % name))
             op.params.append(f)
         for v in tvars:
             if v not in declared_path:

@@ -20,7 +20,8 @@ struct payments_list_beneficiaries_request {
     bool has_limit;
     const char *cursor; /* query cursor, optional */
     bool has_cursor;
-    enum beneficiary_status status; /* query status, optional */
+    enum beneficiary_status *status; /* query status, optional, repeated: ?status=a&status=b */
+    size_t status_count;
     bool has_status;
     const char *currency; /* query currency, optional */
     bool has_currency;
@@ -129,7 +130,8 @@ struct payments_list_payments_request {
     bool has_limit;
     const char *cursor; /* query cursor, optional */
     bool has_cursor;
-    enum payment_status status; /* query status, optional */
+    enum payment_status *status; /* query status, optional, repeated: ?status=a&status=b */
+    size_t status_count;
     bool has_status;
     const char *currency; /* query currency, optional */
     bool has_currency;

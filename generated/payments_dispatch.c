@@ -113,15 +113,27 @@ int dispatch_payments_list_beneficiaries(struct req *r)
         in.cursor = pv.s;
         in.has_cursor = true;
     }
-    text = req_query(r, "status");
-    if (!text) {
-        /* absent: has_status stays false */
-    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
-        verr_add(&r->verr, "/query/status", NULL, "type", "%s", "must be valid UTF-8 text");
-    } else {
-        validate_beneficiary_status(&pv, "/query/status", VALIDATE_REQUEST, &r->verr);
-        in.status = beneficiary_status_parse(pv.s);
-        in.has_status = true;
+    {
+        struct arena *a = &r->arena;
+        const char *qv[3];
+        size_t qn = req_query_values(r, "status", qv, 3);
+
+        if (qn == 0) {
+            /* absent: has_status stays false */
+        } else {
+            if (schemas_param_array(a, &pv, qv, qn < 3 ? qn : 3, SCHEMAS_PARAM_STRING, "/query/status",
+                                    "must be valid UTF-8 text", &r->verr) == 0) {
+                validate_param_beneficiary_status_filter(&pv, "/query/status", VALIDATE_REQUEST, &r->verr);
+                if ((&pv)->type != JSON_ARRAY)
+                    return -1;
+                in.status_count = (&pv)->count;
+                in.status = arena_alloc(a, ((&pv)->count + 1) * sizeof *in.status);
+                for (size_t j = 0; j < (&pv)->count; j++) {
+                    in.status[j] = beneficiary_status_parse((&pv)->items[j]->s);
+                }
+                in.has_status = true;
+            }
+        }
     }
     text = req_query(r, "currency");
     if (!text) {
@@ -1162,15 +1174,27 @@ int dispatch_payments_list_payments(struct req *r)
         in.cursor = pv.s;
         in.has_cursor = true;
     }
-    text = req_query(r, "status");
-    if (!text) {
-        /* absent: has_status stays false */
-    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
-        verr_add(&r->verr, "/query/status", NULL, "type", "%s", "must be valid UTF-8 text");
-    } else {
-        validate_payment_status(&pv, "/query/status", VALIDATE_REQUEST, &r->verr);
-        in.status = payment_status_parse(pv.s);
-        in.has_status = true;
+    {
+        struct arena *a = &r->arena;
+        const char *qv[11];
+        size_t qn = req_query_values(r, "status", qv, 11);
+
+        if (qn == 0) {
+            /* absent: has_status stays false */
+        } else {
+            if (schemas_param_array(a, &pv, qv, qn < 11 ? qn : 11, SCHEMAS_PARAM_STRING, "/query/status",
+                                    "must be valid UTF-8 text", &r->verr) == 0) {
+                validate_payments_list_payments_param_status(&pv, "/query/status", VALIDATE_REQUEST, &r->verr);
+                if ((&pv)->type != JSON_ARRAY)
+                    return -1;
+                in.status_count = (&pv)->count;
+                in.status = arena_alloc(a, ((&pv)->count + 1) * sizeof *in.status);
+                for (size_t j = 0; j < (&pv)->count; j++) {
+                    in.status[j] = payment_status_parse((&pv)->items[j]->s);
+                }
+                in.has_status = true;
+            }
+        }
     }
     text = req_query(r, "currency");
     if (!text) {

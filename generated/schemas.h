@@ -1676,6 +1676,7 @@ void validate_oauth_scope_list_item(const struct json_value *v, const char *ptr,
 void validate_object_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_openapi_document(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_originating_account(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_param_beneficiary_status_filter(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_cursor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_device_cookie(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_if_match(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1731,6 +1732,7 @@ void validate_payment_type(const struct json_value *v, const char *ptr, int mode
 void validate_payment_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_update_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_update_remittance_information(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payments_list_payments_param_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_person_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1867,6 +1869,15 @@ enum schemas_param_type {
 /* Wraps a parameter's text as a JSON value of the given type so the schema validators apply:
  * 0, or -1 when the text is not valid UTF-8 / a JSON number / true or false. out borrows text. */
 int schemas_param_value(struct json_value *out, const char *text, enum schemas_param_type t);
+/* The n texts of an array query parameter as a JSON array of the given item type (in arena a):
+ * 0, or -1 after adding a `type` error with detail at ptr/<index> for each text that is not of
+ * that type. */
+int schemas_param_array(struct arena *a, struct json_value *out, const char *const *texts,
+                        size_t n, enum schemas_param_type t, const char *ptr,
+                        const char *detail, struct verr_list *l);
+/* Splits a comma-separated parameter value (explode: false) into copies in arena a: the first
+ * max into out, the number of values returned ("" has none, "a," has "a" and ""). */
+size_t schemas_param_split(struct arena *a, const char *text, const char **out, size_t max);
 /* JSON equality (numbers by value, objects regardless of member order). */
 bool schemas_json_equal(const struct json_value *a, const struct json_value *b);
 /* True when no two items of the array are equal. */

@@ -68,6 +68,44 @@ int schemas_param_value(struct json_value *out, const char *text, enum schemas_p
     return *p == '\0' ? 0 : -1;
 }
 
+int schemas_param_array(struct arena *a, struct json_value *out, const char *const *texts,
+                        size_t n, enum schemas_param_type t, const char *ptr,
+                        const char *detail, struct verr_list *l)
+{
+    int rc = 0;
+
+    memset(out, 0, sizeof *out);
+    out->type = JSON_ARRAY;
+    out->count = n;
+    out->items = arena_alloc(a, (n + 1) * sizeof *out->items);
+    for (size_t i = 0; i < n; i++) {
+        out->items[i] = arena_alloc(a, sizeof *out->items[i]);
+        if (schemas_param_value(out->items[i], texts[i], t) != 0) {
+            verr_add(l, verr_index(a, ptr, i), NULL, "type", "%s", detail);
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+size_t schemas_param_split(struct arena *a, const char *text, const char **out, size_t max)
+{
+    size_t n = 0;
+
+    if (*text == '\0')
+        return 0;
+    for (const char *p = text;; p++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (n < max)
+            out[n] = arena_strndup(a, p, len);
+        n++;
+        if (!end)
+            return n;
+        p = end;
+    }
+}
+
 bool schemas_json_equal(const struct json_value *a, const struct json_value *b)
 {
     if (a->type != b->type)
@@ -4123,6 +4161,23 @@ void validate_originating_account(const struct json_value *v, const char *ptr, i
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
+/* param_beneficiary_status_filter (openapi/payments.yaml) */
+void validate_param_beneficiary_status_filter(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_items", "%s", "must have at least 1 item");
+    if (v->count > 2)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 2 items");
+    if (!schemas_items_unique(v))
+        verr_add(l, ptr, NULL, "unique_items", "%s", "must not contain duplicates");
+    for (size_t i = 0; i < v->count; i++)
+        validate_beneficiary_status(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
 /* param_cursor (openapi/common.yaml) */
 void validate_param_cursor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -5334,6 +5389,23 @@ void validate_payment_update_remittance_information(const struct json_value *v, 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 140)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
+}
+
+/* payments_list_payments_param_status (openapi/payments.yaml) */
+void validate_payments_list_payments_param_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_items", "%s", "must have at least 1 item");
+    if (v->count > 10)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 10 items");
+    if (!schemas_items_unique(v))
+        verr_add(l, ptr, NULL, "unique_items", "%s", "must not contain duplicates");
+    for (size_t i = 0; i < v->count; i++)
+        validate_payment_status(v->items[i], verr_index(l->arena, ptr, i), mode, l);
 }
 
 /* PersonName (openapi/admin.yaml) */

@@ -798,10 +798,25 @@ static const char *utc(struct req *r, bool has, const char *ts)
     return arena_strdup(&r->arena, buf);
 }
 
+/* The statuses asked for as ",a,b," in the enum's order, so the filter (and the cursor bound
+ * to it) is the same set whatever the order they were given in; NULL for every status. */
+static const char *status_set(struct req *r, const enum payment_status *v, size_t n)
+{
+    const char *set = n ? "," : NULL;
+    for (int s = 1; n && payment_status_str((enum payment_status)s); s++)
+        for (size_t i = 0; i < n; i++)
+            if (v[i] == (enum payment_status)s) {
+                set = arena_printf(&r->arena, "%s%s,", set,
+                                   payment_status_str((enum payment_status)s));
+                break;
+            }
+    return set;
+}
+
 int payments_list_payments(struct req *r, const struct payments_list_payments_request *in,
                            struct payments_list_payments_response *out)
 {
-    const char *status = in->has_status ? payment_status_str(in->status) : NULL;
+    const char *status = in->has_status ? status_set(r, in->status, in->status_count) : NULL;
     const char *created_gte = utc(r, in->has_created_gte, in->created_gte);
     const char *created_lt = utc(r, in->has_created_lt, in->created_lt);
     const char *filters = arena_printf(
@@ -818,7 +833,8 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
         return 0;
     sqlite3_stmt *st = storage_prepare(
         "SELECT " PAY_COLUMNS " FROM payments WHERE workspace_id = ?1 "
-        "AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR currency = ?3) "
+        "AND (?2 IS NULL OR instr(?2, ',' || status || ',') > 0) "
+        "AND (?3 IS NULL OR currency = ?3) "
         "AND (?4 IS NULL OR beneficiary_id = ?4) AND (?5 IS NULL OR amount >= ?5) "
         "AND (?6 IS NULL OR amount < ?6) AND (?7 IS NULL OR created_at >= ?7) "
         "AND (?8 IS NULL OR created_at < ?8) AND (?9 IS NULL OR effective_date >= ?9) "

@@ -129,6 +129,10 @@ struct req {
 const char *req_header(const struct req *r, const char *name);
 const char *req_query(const struct req *r, const char *name);
 const char *req_cookie(const struct req *r, const char *name);
+/* Every value of a query argument given once or more (`?status=a&status=b`), in request order:
+ * the first max into out (a key without `=` gives ""), the number of occurrences returned
+ * (more than max when the client sent more). Values live in MHD's memory like req_query's. */
+size_t req_query_values(const struct req *r, const char *name, const char **out, size_t max);
 /* The operation the request was routed to, also when it was refused before the operation
  * ran (plain HTTP, shutting down); NULL when none matched or the head was refused. */
 const struct op *req_routed_op(const struct req *r);

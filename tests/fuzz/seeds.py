@@ -50,6 +50,13 @@ def main():
                 write("form", urllib.parse.urlencode(flat))
         else:
             write("dispatch", bytes([index]) + (param + "\n").encode())
+        # array query parameters: one value, a comma-separated list, an empty value
+        params = [spec["components"]["parameters"][p["$ref"].split("/")[-1]] if "$ref" in p
+                  else p for p in op.get("parameters", [])]
+        if any(p.get("in") == "query" and p.get("schema", {}).get("type") == "array"
+               for p in params):
+            for value in ["approved", "approved,pending_approval", "", ",", "active,x,"]:
+                write("dispatch", bytes([index]) + (value + "\n").encode())
     for base, path in paths:
         full = base + re.sub(r"\{[^}]+\}", "x_01jq5f6g7h8j9k0m1n2p3q4r5s", path)
         write("router", b"\x00" + full.encode())
@@ -75,9 +82,13 @@ def main():
                "a@b.example", "https://x.example/p?q#f", "EUR", "DE", "DE89370400440532013000",
                "COBADEFFXXX", "2025-03-14T09:26:53.589Z", "AAECAwQF",
                "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk",
-               "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "2025-03-14T09:26:53.589Z"]
+               "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "1.0842500000",
+               "2025-03-14T09:26:53.589Z"]
     for i, s in enumerate(samples):
         write("formats", bytes([i]) + s.encode())
+    for s in ["-0.0012500000", "99999999.9999999999", "0", "-0.000", "1e5", "01.5",
+              "0.000000000000000001", "999999999999999999"]:
+        write("formats", bytes([13]) + s.encode())
     for head in [b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
                  b"POST /v1/payments?limit=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
                  b"Content-Type: application/json\r\nX-Tab: a\tb\r\n\r\n",

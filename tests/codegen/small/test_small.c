@@ -24,7 +24,7 @@
 
 /* ---- test doubles for runtime/req.c and runtime/log.c ---------------------------------- */
 
-#define MAX_FAKE 8
+#define MAX_FAKE 12
 
 static struct {
     const char *query_names[MAX_FAKE], *query_values[MAX_FAKE];
@@ -50,6 +50,19 @@ const char *req_query(const struct req *r, const char *name)
         if (strcmp(fake.query_names[i], name) == 0)
             return fake.query_values[i];
     return NULL;
+}
+
+size_t req_query_values(const struct req *r, const char *name, const char **out, size_t max)
+{
+    size_t n = 0;
+    (void)r;
+    for (int i = 0; i < fake.n_query; i++)
+        if (strcmp(fake.query_names[i], name) == 0) {
+            if (n < max)
+                out[n] = fake.query_values[i];
+            n++;
+        }
+    return n;
 }
 
 const char *req_cookie(const struct req *r, const char *name)
@@ -797,6 +810,78 @@ static void test_dispatch_rejects_every_bad_param_with_400(void)
     CHECK_ERR(&R.verr, "/path/id", "pattern");
 }
 
+static void test_dispatch_array_query_parameters(void)
+{
+    request("GET", "/v1/things", NULL);
+    query("kinds", "large");
+    query("kinds", "small");
+    query("sizes", "0,9,3");
+    query("names", "ab");
+    query("names", "");
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && !R.problem);
+    CHECK(small_seen.list.has_kinds && small_seen.list.kinds_count == 2);
+    CHECK(small_seen.list.kinds[0] == KIND_LARGE && small_seen.list.kinds[1] == KIND_SMALL);
+    CHECK(small_seen.list.has_sizes && small_seen.list.sizes_count == 3);
+    CHECK(small_seen.list.sizes[0] == 0 && small_seen.list.sizes[1] == 9 &&
+          small_seen.list.sizes[2] == 3);
+    CHECK(small_seen.list.has_names && small_seen.list.names_count == 2);
+    CHECK_STR(small_seen.list.names[0], "ab");
+    CHECK_STR(small_seen.list.names[1], "");
+
+    request("GET", "/v1/things", NULL); /* absent: no has_, no items */
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && !small_seen.list.has_kinds && small_seen.list.kinds_count == 0);
+    CHECK(!small_seen.list.has_sizes && !small_seen.list.has_names);
+
+    request("GET", "/v1/things", NULL); /* comma-separated "" is no item at all */
+    query("sizes", "");
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && small_seen.list.has_sizes && small_seen.list.sizes_count == 0);
+
+    request("GET", "/v1/things", NULL); /* each item validated, at its index */
+    query("kinds", "large");
+    query("kinds", "huge");
+    query("kinds", "large");
+    query("sizes", "1,x,10,");
+    query("names", "abcd");
+    CHECK(run() == 0);
+    CHECK(R.status == 400 && R.with_errors);
+    CHECK_STR(R.problem_code, "invalid_request");
+    CHECK_ERR(&R.verr, "/query/kinds/1", "enum");
+    CHECK_ERR(&R.verr, "/query/kinds", "unique_items");
+    CHECK_ERR(&R.verr, "/query/sizes/1", "type");
+    CHECK_ERR(&R.verr, "/query/sizes/3", "type");
+    CHECK_ERR(&R.verr, "/query/names/0", "max_length");
+    CHECK(small_seen.called == 0);
+
+    request("GET", "/v1/things", NULL); /* bounds: maxItems, minItems never for absent */
+    for (int i = 0; i < 4; i++)
+        query("kinds", i % 2 ? "small" : "large");
+    query("sizes", "1,2,3,4,5,6,7,8");
+    query("names", "a");
+    query("names", "b");
+    query("names", "c");
+    CHECK(run() == 0);
+    CHECK(R.status == 400);
+    CHECK_ERR(&R.verr, "/query/kinds", "max_items");
+    CHECK_ERR(&R.verr, "/query/sizes", "max_items");
+    CHECK_ERR(&R.verr, "/query/names", "max_items");
+    CHECK(!has_error(&R.verr, "/query/sizes/5", "type"));
+
+    request("GET", "/v1/things", NULL); /* explode: false takes one value only */
+    query("sizes", "1");
+    query("sizes", "2");
+    CHECK(run() == 0);
+    CHECK(R.status == 400);
+    CHECK_ERR(&R.verr, "/query/sizes", "type");
+    request("GET", "/v1/things", NULL); /* explode: true keeps a comma inside an item */
+    query("kinds", "large,small");
+    CHECK(run() == 0);
+    CHECK(R.status == 400);
+    CHECK_ERR(&R.verr, "/query/kinds/0", "enum");
+}
+
 static void test_dispatch_body_errors(void)
 {
     request("POST", "/v1/things", NULL);
@@ -1034,6 +1119,7 @@ int main(void)
         UNIT_TEST(test_role_table),
         UNIT_TEST(test_dispatch_decodes_params_with_defaults),
         UNIT_TEST(test_dispatch_rejects_every_bad_param_with_400),
+        UNIT_TEST(test_dispatch_array_query_parameters),
         UNIT_TEST(test_dispatch_body_errors),
         UNIT_TEST(test_dispatch_serialises_typed_response_and_headers),
         UNIT_TEST(test_dispatch_refuses_undocumented_statuses),

@@ -394,7 +394,12 @@ void validate_things_add_shape_200(const struct json_value *v, const char *ptr, 
 void validate_things_create_thing_409(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_things_create_thing_header_location(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_things_list_things_param_active(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_things_list_things_param_kinds(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_things_list_things_param_names(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_things_list_things_param_names_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_things_list_things_param_ratio(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_things_list_things_param_sizes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_things_list_things_param_sizes_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_things_list_things_param_x_trace(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_timestamp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_token_form(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -411,6 +416,15 @@ enum schemas_param_type {
 /* Wraps a parameter's text as a JSON value of the given type so the schema validators apply:
  * 0, or -1 when the text is not valid UTF-8 / a JSON number / true or false. out borrows text. */
 int schemas_param_value(struct json_value *out, const char *text, enum schemas_param_type t);
+/* The n texts of an array query parameter as a JSON array of the given item type (in arena a):
+ * 0, or -1 after adding a `type` error with detail at ptr/<index> for each text that is not of
+ * that type. */
+int schemas_param_array(struct arena *a, struct json_value *out, const char *const *texts,
+                        size_t n, enum schemas_param_type t, const char *ptr,
+                        const char *detail, struct verr_list *l);
+/* Splits a comma-separated parameter value (explode: false) into copies in arena a: the first
+ * max into out, the number of values returned ("" has none, "a," has "a" and ""). */
+size_t schemas_param_split(struct arena *a, const char *text, const char **out, size_t max);
 /* JSON equality (numbers by value, objects regardless of member order). */
 bool schemas_json_equal(const struct json_value *a, const struct json_value *b);
 /* True when no two items of the array are equal. */

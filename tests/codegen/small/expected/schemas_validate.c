@@ -68,6 +68,44 @@ int schemas_param_value(struct json_value *out, const char *text, enum schemas_p
     return *p == '\0' ? 0 : -1;
 }
 
+int schemas_param_array(struct arena *a, struct json_value *out, const char *const *texts,
+                        size_t n, enum schemas_param_type t, const char *ptr,
+                        const char *detail, struct verr_list *l)
+{
+    int rc = 0;
+
+    memset(out, 0, sizeof *out);
+    out->type = JSON_ARRAY;
+    out->count = n;
+    out->items = arena_alloc(a, (n + 1) * sizeof *out->items);
+    for (size_t i = 0; i < n; i++) {
+        out->items[i] = arena_alloc(a, sizeof *out->items[i]);
+        if (schemas_param_value(out->items[i], texts[i], t) != 0) {
+            verr_add(l, verr_index(a, ptr, i), NULL, "type", "%s", detail);
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+size_t schemas_param_split(struct arena *a, const char *text, const char **out, size_t max)
+{
+    size_t n = 0;
+
+    if (*text == '\0')
+        return 0;
+    for (const char *p = text;; p++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (n < max)
+            out[n] = arena_strndup(a, p, len);
+        n++;
+        if (!end)
+            return n;
+        p = end;
+    }
+}
+
 bool schemas_json_equal(const struct json_value *a, const struct json_value *b)
 {
     if (a->type != b->type)
@@ -1738,6 +1776,49 @@ void validate_things_list_things_param_active(const struct json_value *v, const 
     }
 }
 
+/* things_list_things_param_kinds (tests/codegen/small/things.yaml) */
+void validate_things_list_things_param_kinds(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_items", "%s", "must have at least 1 item");
+    if (v->count > 3)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 3 items");
+    if (!schemas_items_unique(v))
+        verr_add(l, ptr, NULL, "unique_items", "%s", "must not contain duplicates");
+    for (size_t i = 0; i < v->count; i++)
+        validate_kind(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* things_list_things_param_names (tests/codegen/small/things.yaml) */
+void validate_things_list_things_param_names(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 2)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 2 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_things_list_things_param_names_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* things_list_things_param_names_item (tests/codegen/small/things.yaml) */
+void validate_things_list_things_param_names_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 3)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 3 characters long");
+}
+
 /* things_list_things_param_ratio (tests/codegen/small/things.yaml) */
 void validate_things_list_things_param_ratio(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -1755,6 +1836,47 @@ void validate_things_list_things_param_ratio(const struct json_value *v, const c
         verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
     if (d >= 1.0)
         verr_add(l, ptr, NULL, "maximum", "%s", "must be < 1");
+}
+
+/* things_list_things_param_sizes (tests/codegen/small/things.yaml) */
+void validate_things_list_things_param_sizes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 4)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 4 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_things_list_things_param_sizes_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* things_list_things_param_sizes_item (tests/codegen/small/things.yaml) */
+void validate_things_list_things_param_sizes_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(9))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9");
 }
 
 /* things_list_things_param_x_trace (tests/codegen/small/things.yaml) */

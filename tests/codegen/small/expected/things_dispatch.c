@@ -124,6 +124,75 @@ int dispatch_things_list_things(struct req *r)
         in.ratio = json_number_to_double((&pv));
         in.has_ratio = true;
     }
+    {
+        struct arena *a = &r->arena;
+        const char *qv[4];
+        size_t qn = req_query_values(r, "kinds", qv, 4);
+
+        if (qn == 0) {
+            /* absent: has_kinds stays false */
+        } else {
+            if (schemas_param_array(a, &pv, qv, qn < 4 ? qn : 4, SCHEMAS_PARAM_STRING, "/query/kinds",
+                                    "must be valid UTF-8 text", &r->verr) == 0) {
+                validate_things_list_things_param_kinds(&pv, "/query/kinds", VALIDATE_REQUEST, &r->verr);
+                if ((&pv)->type != JSON_ARRAY)
+                    return -1;
+                in.kinds_count = (&pv)->count;
+                in.kinds = arena_alloc(a, ((&pv)->count + 1) * sizeof *in.kinds);
+                for (size_t j = 0; j < (&pv)->count; j++) {
+                    in.kinds[j] = kind_parse((&pv)->items[j]->s);
+                }
+                in.has_kinds = true;
+            }
+        }
+    }
+    {
+        struct arena *a = &r->arena;
+        const char *qv[5];
+        size_t qn = req_query_values(r, "sizes", qv, 5);
+
+        if (qn == 0) {
+            /* absent: has_sizes stays false */
+        } else if (qn > 1) {
+            verr_add(&r->verr, "/query/sizes", NULL, "type", "%s", "must be given once, its values separated by commas");
+        } else {
+            qn = schemas_param_split(a, qv[0], qv, 5);
+            if (schemas_param_array(a, &pv, qv, qn < 5 ? qn : 5, SCHEMAS_PARAM_INTEGER, "/query/sizes",
+                                    "must be an integer", &r->verr) == 0) {
+                validate_things_list_things_param_sizes(&pv, "/query/sizes", VALIDATE_REQUEST, &r->verr);
+                if ((&pv)->type != JSON_ARRAY)
+                    return -1;
+                in.sizes_count = (&pv)->count;
+                in.sizes = arena_alloc(a, ((&pv)->count + 1) * sizeof *in.sizes);
+                for (size_t j = 0; j < (&pv)->count; j++) {
+                    (void)json_number_to_int64((&pv)->items[j], &in.sizes[j]);
+                }
+                in.has_sizes = true;
+            }
+        }
+    }
+    {
+        struct arena *a = &r->arena;
+        const char *qv[3];
+        size_t qn = req_query_values(r, "names", qv, 3);
+
+        if (qn == 0) {
+            /* absent: has_names stays false */
+        } else {
+            if (schemas_param_array(a, &pv, qv, qn < 3 ? qn : 3, SCHEMAS_PARAM_STRING, "/query/names",
+                                    "must be valid UTF-8 text", &r->verr) == 0) {
+                validate_things_list_things_param_names(&pv, "/query/names", VALIDATE_REQUEST, &r->verr);
+                if ((&pv)->type != JSON_ARRAY)
+                    return -1;
+                in.names_count = (&pv)->count;
+                in.names = arena_alloc(a, ((&pv)->count + 1) * sizeof *in.names);
+                for (size_t j = 0; j < (&pv)->count; j++) {
+                    in.names[j] = (&pv)->items[j]->s;
+                }
+                in.has_names = true;
+            }
+        }
+    }
     text = req_header(r, "X-Trace");
     if (!text) {
         /* absent: has_x_trace stays false */
