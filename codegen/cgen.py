@@ -84,6 +84,17 @@ def struct_decls(node):
     return out
 
 
+def array_struct_decls(node):
+    """struct <name> members of an array stored by value (an array item or a map value)."""
+    return ['%s*items;' % ctype(node.items, 'elem'), 'size_t count;']
+
+
+def loop_var(expr):
+    """A loop variable not used by the loops around expr: j, j1, j2 ..."""
+    depth = expr.count('[j')
+    return 'j' if depth == 0 else 'j%d' % depth
+
+
 def entry_decls(node):
     """struct <name>_entry members for a map node or an object with additionalProperties."""
     value = node.value if node.kind == 'map' else node.addl
@@ -395,12 +406,17 @@ def decode_value(w, n, role, dst, src):
             w('if (decode_%s(a, %s, %s) != 0)' % (n.cname, src, dst))
             w('    return -1;')
     elif k == 'array':
+        j = loop_var(dst)
         w('if (%s->type != JSON_ARRAY)' % src)
         w('    return -1;')
-        w('%s_count = %s->count;' % (dst, src))
+        if role in ('elem', 'entry'):
+            count, dst = dst + '.count', dst + '.items'
+        else:
+            count = dst + '_count'
+        w('%s = %s->count;' % (count, src))
         w('%s = arena_alloc(a, (%s->count + 1) * sizeof *%s);' % (dst, src, dst))
-        w.open('for (size_t j = 0; j < %s->count; j++)' % src)
-        decode_value(w, n.items, 'elem', '%s[j]' % dst, '%s->items[j]' % src)
+        w.open('for (size_t %s = 0; %s < %s->count; %s++)' % (j, j, src, j))
+        decode_value(w, n.items, 'elem', '%s[%s]' % (dst, j), '%s->items[%s]' % (src, j))
         w.close()
     elif k == 'map':
         w('if (%s->type != JSON_OBJECT)' % src)
@@ -509,9 +525,14 @@ def encode_value(w, n, role, src):
             w('else')
             w('    jsonw_null(w);')
     elif k == 'array':
+        j = loop_var(src)
+        if role in ('elem', 'entry'):
+            count, src = src + '.count', src + '.items'
+        else:
+            count = src + '_count'
         w('jsonw_array_begin(w);')
-        w.open('for (size_t j = 0; j < %s_count; j++)' % src)
-        encode_value(w, n.items, 'elem', '%s[j]' % src)
+        w.open('for (size_t %s = 0; %s < %s; %s++)' % (j, j, count, j))
+        encode_value(w, n.items, 'elem', '%s[%s]' % (src, j))
         w.close()
         w('jsonw_array_end(w);')
     elif k == 'map':

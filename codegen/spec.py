@@ -738,6 +738,7 @@ class Node:
         self.type_name = None     # JSON type for 'type' errors
         self.type_detail = ''
         self.json_type_test = ''  # C condition true when v has the right JSON type
+        self.array_struct = False # array used as an array item or map value: a struct type
 
     @property
     def is_struct(self):
@@ -805,6 +806,8 @@ def ctype(node, role):
         return 'enum %s ' % node.cname
     if k in ('object', 'oneof'):
         return 'struct %s ' % node.cname if role == 'elem' else 'struct %s *' % node.cname
+    if k == 'array' and role in ('elem', 'entry'):
+        return 'struct %s ' % node.cname
     if k == 'any':
         return 'const struct json_value *'
     raise AssertionError(k)
@@ -1458,9 +1461,11 @@ class Model:
         if not isinstance(items, dict):
             self.fail(loc / 'items', 'items must be one schema')
         node.items = self.node_of(items, loc / 'items', node.cname + '_item')
-        if node.items.kind in ('array', 'map'):
-            self.fail(loc / 'items', 'arrays of arrays or maps are not supported; wrap the '
-                                     'inner value in an object')
+        if node.items.kind == 'map':
+            self.fail(loc / 'items', 'arrays of maps are not supported; wrap the map in an '
+                                     'object')
+        if node.items.kind == 'array':
+            self.array_struct(node.items)
         if node.items.nullable and node.items.kind != 'any':
             self.fail(loc / 'items', 'nullable array items are not supported')
         lo = self.count_keyword(eff, 'minItems', loc)
@@ -1477,6 +1482,13 @@ class Model:
         if u:
             node.checks.append({'op': 'unique_items', 'detail': 'must not contain duplicates'})
         self.register(node)
+
+    def array_struct(self, node):
+        """An array that is an array item or a map value is stored by value as
+        struct <name> { T *items; size_t count; }."""
+        if not node.array_struct:
+            node.array_struct = True
+            self.claim(node.cname, node.loc, 'schema %s' % (node.component or node.cname))
 
     def fill_object(self, node, eff, loc, proplocs):
         self.set_type(node, 'object', '(v->type == JSON_OBJECT)', 'must be an object')
@@ -1508,9 +1520,11 @@ class Model:
         elif isinstance(addl, dict) and (set(addl) - ANNOTATIONS):
             sub = node.cname + ('_value' if not props else '_additional')
             node.addl = self.node_of(addl, loc / 'additionalProperties', sub)
-            if node.addl.kind in ('array', 'map'):
-                self.fail(loc / 'additionalProperties', 'map values that are arrays or maps are '
-                                                        'not supported; wrap them in an object')
+            if node.addl.kind == 'map':
+                self.fail(loc / 'additionalProperties', 'map values that are maps are not '
+                                                        'supported; wrap them in an object')
+            if node.addl.kind == 'array':
+                self.array_struct(node.addl)
             if node.addl.nullable and node.addl.kind != 'any':
                 self.fail(loc / 'additionalProperties', 'nullable map values are not supported')
         if not props:

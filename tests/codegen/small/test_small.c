@@ -583,6 +583,66 @@ static void test_decode_then_encode_round_trips(void)
     CHECK_STR(encode(enc_shape, &s), "null");
 }
 
+static void test_arrays_of_arrays_and_maps_of_arrays(void)
+{
+    setup();
+    const char *text =
+        "{\"name\":\"grid\",\"kind\":\"small\",\"id\":\"thg_0001\",\"size\":5,\"tags\":[\"a\"],"
+        "\"created_at\":\"2025-03-14T09:26:53.589Z\","
+        "\"grid\":[[1,2],[3],[9,0]],\"cube\":[[[{\"n\":1}],[]],[[{\"n\":2},{\"n\":3}]]],"
+        "\"groups\":{\"a\":[\"x\",\"y\"],\"b\":[]}}";
+    struct verr_list *l = check(validate_thing, text, VALIDATE_RESPONSE);
+    if (l->count)
+        dump(l);
+    CHECK(l->count == 0);
+    struct thing t;
+    memset(&t, 0, sizeof t);
+    CHECK(decode_thing(&A, parse(text), &t) == 0);
+    CHECK(t.has_grid && t.grid_count == 3);
+    CHECK(t.grid[0].count == 2 && t.grid[0].items[0] == 1 && t.grid[0].items[1] == 2);
+    CHECK(t.grid[1].count == 1 && t.grid[1].items[0] == 3);
+    CHECK(t.grid[2].count == 2 && t.grid[2].items[0] == 9 && t.grid[2].items[1] == 0);
+    CHECK(t.cube_count == 2 && t.cube[0].count == 2 && t.cube[0].items[0].count == 1);
+    CHECK(t.cube[0].items[0].items[0].n == 1 && t.cube[0].items[1].count == 0);
+    CHECK(t.cube[1].items[0].count == 2 && t.cube[1].items[0].items[1].n == 3);
+    CHECK(t.groups_count == 2);
+    CHECK_STR(t.groups[0].key, "a");
+    CHECK(t.groups[0].value.count == 2);
+    CHECK_STR(t.groups[0].value.items[1], "y");
+    CHECK(t.groups[1].value.count == 0);
+    const char *out = encode(enc_thing, &t);
+    CHECK(strstr(out, "\"grid\":[[1,2],[3],[9,0]]") != NULL);
+    CHECK(strstr(out, "\"cube\":[[[{\"n\":1}],[]],[[{\"n\":2},{\"n\":3}]]]") != NULL);
+    CHECK(strstr(out, "\"groups\":{\"a\":[\"x\",\"y\"],\"b\":[]}") != NULL);
+
+    /* a handler builds one by hand */
+    static int64_t row[] = {4, 5};
+    struct thing_grid_item rows[] = {{row, 2}, {row + 1, 1}};
+    t.grid = rows;
+    t.grid_count = 2;
+    CHECK(strstr(encode(enc_thing, &t), "\"grid\":[[4,5],[5]]") != NULL);
+
+    /* every level validated, with its indexes in the pointer */
+    l = check(validate_thing,
+              "{\"grid\":[[1,10],[],[1,2,3],[1]],"
+              "\"cube\":[[[{\"n\":1}]],[[{\"n\":1}]],[[{\"n\":10}]]],"
+              "\"groups\":{\"a\":[\"toolong\",\"x\",\"y\"],\"b\":\"x\",\"c\":[1]}}",
+              VALIDATE_REQUEST);
+    CHECK_ERR(l, "/grid", "max_items");
+    CHECK_ERR(l, "/grid/0/1", "maximum");
+    CHECK_ERR(l, "/grid/1", "min_items");
+    CHECK_ERR(l, "/grid/2", "max_items");
+    CHECK_ERR(l, "/cube", "max_items");
+    CHECK_ERR(l, "/cube", "unique_items");
+    CHECK_ERR(l, "/cube/2/0/0/n", "maximum");
+    CHECK_ERR(l, "/groups/a", "max_items");
+    CHECK_ERR(l, "/groups/a/0", "max_length");
+    CHECK_ERR(l, "/groups/b", "type");
+    CHECK_ERR(l, "/groups/c/0", "type");
+    l = check(validate_thing, "{\"grid\":[1,[2]]}", VALIDATE_REQUEST);
+    CHECK_ERR(l, "/grid/0", "type");
+}
+
 static void test_enum_str_and_parse(void)
 {
     CHECK_STR(kind_str(KIND_X_LARGE), "x-large");
@@ -1111,6 +1171,7 @@ int main(void)
         UNIT_TEST(test_decode_fills_typed_fields_and_applies_defaults),
         UNIT_TEST(test_encode_omits_absent_optional_and_write_only_fields),
         UNIT_TEST(test_decode_then_encode_round_trips),
+        UNIT_TEST(test_arrays_of_arrays_and_maps_of_arrays),
         UNIT_TEST(test_enum_str_and_parse),
         UNIT_TEST(test_routes_prefer_literal_segments_and_capture_params),
         UNIT_TEST(test_routes_answer_405_with_allow_and_404_otherwise),

@@ -74,10 +74,38 @@ struct tally;
 struct thing;
 struct thing_base;
 struct thing_create;
+struct thing_cube_item;
+struct thing_cube_item_item;
 struct thing_dims;
+struct thing_grid_item;
+struct thing_groups_value;
 struct thing_page;
 struct things_create_thing_409;
 struct token_form;
+
+/* thing_cube_item: an array inside an array or a map */
+struct thing_cube_item {
+    struct thing_cube_item_item *items;
+    size_t count;
+};
+
+/* thing_cube_item_item: an array inside an array or a map */
+struct thing_cube_item_item {
+    struct part *items;
+    size_t count;
+};
+
+/* thing_grid_item: an array inside an array or a map */
+struct thing_grid_item {
+    int64_t *items;
+    size_t count;
+};
+
+/* thing_groups_value: an array inside an array or a map */
+struct thing_groups_value {
+    const char **items;
+    size_t count;
+};
 
 struct part_index_entry {
     const char *key;
@@ -87,6 +115,11 @@ struct part_index_entry {
 struct tally_entry {
     const char *key;
     int64_t value;
+};
+
+struct thing_groups_entry {
+    const char *key;
+    struct thing_groups_value value;
 };
 
 struct thing_labels_entry {
@@ -228,6 +261,15 @@ struct thing {
     bool has_index;
     struct tally *tally; /* optional, Tally */
     bool has_tally;
+    struct thing_grid_item *grid; /* optional */
+    size_t grid_count;
+    bool has_grid;
+    struct thing_cube_item *cube; /* optional */
+    size_t cube_count;
+    bool has_cube;
+    struct thing_groups_entry *groups; /* optional */
+    size_t groups_count;
+    bool has_groups;
     int64_t default_; /* optional, JSON "default" */
     bool has_default_;
 };
@@ -371,10 +413,19 @@ void validate_thing_blob(const struct json_value *v, const char *ptr, int mode, 
 void validate_thing_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_thing_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_thing_create_size(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_thing_cube(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_thing_cube_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_thing_cube_item_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_thing_default_(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_thing_dims(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_thing_dims_h(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_thing_dims_w(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_thing_grid(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_thing_grid_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_thing_grid_item_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_thing_groups(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_thing_groups_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_thing_groups_value_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_thing_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_thing_labels(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_thing_labels_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -580,6 +580,59 @@ int decode_thing(struct arena *a, const struct json_value *v, struct thing *out)
             out->tally = arena_alloc(a, sizeof *out->tally);
             if (decode_tally(a, m->value, out->tally) != 0)
                 return -1;
+        } else if (strcmp(m->key, "grid") == 0) {
+            out->has_grid = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->grid_count = m->value->count;
+            out->grid = arena_alloc(a, (m->value->count + 1) * sizeof *out->grid);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (m->value->items[j]->type != JSON_ARRAY)
+                    return -1;
+                out->grid[j].count = m->value->items[j]->count;
+                out->grid[j].items = arena_alloc(a, (m->value->items[j]->count + 1) * sizeof *out->grid[j].items);
+                for (size_t j1 = 0; j1 < m->value->items[j]->count; j1++) {
+                    (void)json_number_to_int64(m->value->items[j]->items[j1], &out->grid[j].items[j1]);
+                }
+            }
+        } else if (strcmp(m->key, "cube") == 0) {
+            out->has_cube = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->cube_count = m->value->count;
+            out->cube = arena_alloc(a, (m->value->count + 1) * sizeof *out->cube);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (m->value->items[j]->type != JSON_ARRAY)
+                    return -1;
+                out->cube[j].count = m->value->items[j]->count;
+                out->cube[j].items = arena_alloc(a, (m->value->items[j]->count + 1) * sizeof *out->cube[j].items);
+                for (size_t j1 = 0; j1 < m->value->items[j]->count; j1++) {
+                    if (m->value->items[j]->items[j1]->type != JSON_ARRAY)
+                        return -1;
+                    out->cube[j].items[j1].count = m->value->items[j]->items[j1]->count;
+                    out->cube[j].items[j1].items = arena_alloc(a, (m->value->items[j]->items[j1]->count + 1) * sizeof *out->cube[j].items[j1].items);
+                    for (size_t j2 = 0; j2 < m->value->items[j]->items[j1]->count; j2++) {
+                        if (decode_part(a, m->value->items[j]->items[j1]->items[j2], &out->cube[j].items[j1].items[j2]) != 0)
+                            return -1;
+                    }
+                }
+            }
+        } else if (strcmp(m->key, "groups") == 0) {
+            out->has_groups = true;
+            if (m->value->type != JSON_OBJECT)
+                return -1;
+            out->groups_count = m->value->count;
+            out->groups = arena_alloc(a, (m->value->count + 1) * sizeof *out->groups);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->groups[j].key = m->value->members[j].key;
+                if (m->value->members[j].value->type != JSON_ARRAY)
+                    return -1;
+                out->groups[j].value.count = m->value->members[j].value->count;
+                out->groups[j].value.items = arena_alloc(a, (m->value->members[j].value->count + 1) * sizeof *out->groups[j].value.items);
+                for (size_t j1 = 0; j1 < m->value->members[j].value->count; j1++) {
+                    out->groups[j].value.items[j1] = m->value->members[j].value->items[j1]->s;
+                }
+            }
         } else if (strcmp(m->key, "default") == 0) {
             out->has_default_ = true;
             (void)json_number_to_int64(m->value, &out->default_);
@@ -706,6 +759,47 @@ void encode_thing(struct jsonw *w, const struct thing *in)
             encode_tally(w, in->tally);
         else
             jsonw_null(w);
+    }
+    if (in->has_grid || in->grid != NULL) {
+        jsonw_key(w, "grid");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->grid_count; j++) {
+            jsonw_array_begin(w);
+            for (size_t j1 = 0; j1 < in->grid[j].count; j1++) {
+                jsonw_int(w, in->grid[j].items[j1]);
+            }
+            jsonw_array_end(w);
+        }
+        jsonw_array_end(w);
+    }
+    if (in->has_cube || in->cube != NULL) {
+        jsonw_key(w, "cube");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->cube_count; j++) {
+            jsonw_array_begin(w);
+            for (size_t j1 = 0; j1 < in->cube[j].count; j1++) {
+                jsonw_array_begin(w);
+                for (size_t j2 = 0; j2 < in->cube[j].items[j1].count; j2++) {
+                    encode_part(w, &in->cube[j].items[j1].items[j2]);
+                }
+                jsonw_array_end(w);
+            }
+            jsonw_array_end(w);
+        }
+        jsonw_array_end(w);
+    }
+    if (in->has_groups || in->groups != NULL) {
+        jsonw_key(w, "groups");
+        jsonw_object_begin(w);
+        for (size_t j = 0; j < in->groups_count; j++) {
+            jsonw_key(w, in->groups[j].key);
+            jsonw_array_begin(w);
+            for (size_t j1 = 0; j1 < in->groups[j].value.count; j1++) {
+                jsonw_string(w, in->groups[j].value.items[j1]);
+            }
+            jsonw_array_end(w);
+        }
+        jsonw_object_end(w);
     }
     if (in->has_default_) {
         jsonw_key(w, "default");

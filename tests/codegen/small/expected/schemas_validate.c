@@ -1213,6 +1213,12 @@ void validate_thing(const struct json_value *v, const char *ptr, int mode, struc
             validate_part_index(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "tally") == 0) {
             validate_tally(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "grid") == 0) {
+            validate_thing_grid(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "cube") == 0) {
+            validate_thing_cube(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "groups") == 0) {
+            validate_thing_groups(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "default") == 0) {
             validate_thing_default_(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else {
@@ -1370,6 +1376,47 @@ void validate_thing_create_size(const struct json_value *v, const char *ptr, int
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 995");
 }
 
+/* thing_cube (tests/codegen/small/things.yaml) */
+void validate_thing_cube(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 2)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 2 items");
+    if (!schemas_items_unique(v))
+        verr_add(l, ptr, NULL, "unique_items", "%s", "must not contain duplicates");
+    for (size_t i = 0; i < v->count; i++)
+        validate_thing_cube_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* thing_cube_item (tests/codegen/small/things.yaml) */
+void validate_thing_cube_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 2)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 2 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_thing_cube_item_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* thing_cube_item_item (tests/codegen/small/things.yaml) */
+void validate_thing_cube_item_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 2)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 2 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_part(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
 /* thing_default_ (tests/codegen/small/things.yaml) */
 void validate_thing_default_(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -1477,6 +1524,101 @@ void validate_thing_dims_w(const struct json_value *v, const char *ptr, int mode
         verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
     if (n > INT64_C(10))
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+}
+
+/* thing_grid (tests/codegen/small/things.yaml) */
+void validate_thing_grid(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 3)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 3 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_thing_grid_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* thing_grid_item (tests/codegen/small/things.yaml) */
+void validate_thing_grid_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_items", "%s", "must have at least 1 item");
+    if (v->count > 2)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 2 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_thing_grid_item_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* thing_grid_item_item (tests/codegen/small/things.yaml) */
+void validate_thing_grid_item_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(9))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9");
+}
+
+/* thing_groups (tests/codegen/small/things.yaml) */
+void validate_thing_groups(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    if (v->count > 3)
+        verr_add(l, ptr, NULL, "max_properties", "%s", "must have at most 3 properties");
+    for (size_t i = 0; i < v->count; i++)
+        validate_thing_groups_value(v->members[i].value, verr_child(l->arena, ptr, v->members[i].key), mode, l);
+}
+
+/* thing_groups_value (tests/codegen/small/things.yaml) */
+void validate_thing_groups_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 2)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 2 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_thing_groups_value_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* thing_groups_value_item (tests/codegen/small/things.yaml) */
+void validate_thing_groups_value_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 4)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
 }
 
 /* ThingId (tests/codegen/small/common.yaml) */
