@@ -674,6 +674,9 @@ def dispatch_body(op):
             w('in.has_%s = true;' % p.cname)
         else:
             w('/* absent: has_%s stays false */' % p.cname)
+        if p.where == 'query':
+            w.mid('else if (req_query_values(r, %s, NULL, 0) > 1)' % lit(p.json_name))
+            add_err(w, '&r->verr', ptr, None, 'type', 'must be given once')
         w.mid('else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_%s) != 0)' % p.param_type)
         add_err(w, '&r->verr', ptr, None, 'type', p.node.type_detail if p.param_type != 'STRING'
                 else 'must be valid UTF-8 text')

@@ -411,6 +411,8 @@ int dispatch_admin_list_service_accounts(struct req *r)
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -421,6 +423,8 @@ int dispatch_admin_list_service_accounts(struct req *r)
     text = req_query(r, "cursor");
     if (!text) {
         /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -980,6 +984,8 @@ int dispatch_admin_list_service_account_tokens(struct req *r)
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -990,6 +996,8 @@ int dispatch_admin_list_service_account_tokens(struct req *r)
     text = req_query(r, "cursor");
     if (!text) {
         /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1381,6 +1389,8 @@ int dispatch_admin_list_users(struct req *r)
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -1391,6 +1401,8 @@ int dispatch_admin_list_users(struct req *r)
     text = req_query(r, "cursor");
     if (!text) {
         /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {

@@ -96,6 +96,8 @@ int dispatch_payments_list_beneficiaries(struct req *r)
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -106,6 +108,8 @@ int dispatch_payments_list_beneficiaries(struct req *r)
     text = req_query(r, "cursor");
     if (!text) {
         /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -138,6 +142,8 @@ int dispatch_payments_list_beneficiaries(struct req *r)
     text = req_query(r, "currency");
     if (!text) {
         /* absent: has_currency stays false */
+    } else if (req_query_values(r, "currency", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/currency", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/currency", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1157,6 +1163,8 @@ int dispatch_payments_list_payments(struct req *r)
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -1167,6 +1175,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "cursor");
     if (!text) {
         /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1199,6 +1209,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "currency");
     if (!text) {
         /* absent: has_currency stays false */
+    } else if (req_query_values(r, "currency", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/currency", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/currency", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1209,6 +1221,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "beneficiary_id");
     if (!text) {
         /* absent: has_beneficiary_id stays false */
+    } else if (req_query_values(r, "beneficiary_id", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/beneficiary_id", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/beneficiary_id", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1219,6 +1233,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "batch_id");
     if (!text) {
         /* absent: has_batch_id stays false */
+    } else if (req_query_values(r, "batch_id", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/batch_id", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/batch_id", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1229,6 +1245,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "amount_gte");
     if (!text) {
         /* absent: has_amount_gte stays false */
+    } else if (req_query_values(r, "amount_gte", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/amount_gte", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/amount_gte", NULL, "type", "%s", "must be an integer");
     } else {
@@ -1239,6 +1257,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "amount_lt");
     if (!text) {
         /* absent: has_amount_lt stays false */
+    } else if (req_query_values(r, "amount_lt", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/amount_lt", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/amount_lt", NULL, "type", "%s", "must be an integer");
     } else {
@@ -1249,6 +1269,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "created_gte");
     if (!text) {
         /* absent: has_created_gte stays false */
+    } else if (req_query_values(r, "created_gte", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/created_gte", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/created_gte", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1259,6 +1281,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "created_lt");
     if (!text) {
         /* absent: has_created_lt stays false */
+    } else if (req_query_values(r, "created_lt", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/created_lt", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/created_lt", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1269,6 +1293,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "effective_date_gte");
     if (!text) {
         /* absent: has_effective_date_gte stays false */
+    } else if (req_query_values(r, "effective_date_gte", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/effective_date_gte", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/effective_date_gte", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1279,6 +1305,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "effective_date_lt");
     if (!text) {
         /* absent: has_effective_date_lt stays false */
+    } else if (req_query_values(r, "effective_date_lt", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/effective_date_lt", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/effective_date_lt", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -3355,6 +3383,8 @@ int dispatch_payments_list_payment_events(struct req *r)
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -3365,6 +3395,8 @@ int dispatch_payments_list_payment_events(struct req *r)
     text = req_query(r, "cursor");
     if (!text) {
         /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {

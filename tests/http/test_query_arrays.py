@@ -135,3 +135,12 @@ def test_beneficiaries_filter_on_several_statuses(server):
     r = t.owner.get(BEN + "?status=active&status=archived&status=active")
     assert_validation(r, {"/query/status": ("max_items", "unique_items")}, status=400,
                       code="invalid_request")
+
+
+def test_a_scalar_parameter_given_twice_is_refused(made):
+    """Not the first or the last silently: which one the client meant is unknown."""
+    t = made[0]
+    r = t.owner.get(PAY + "?limit=1&limit=100")
+    assert_validation(r, {"/query/limit": "type"}, status=400, code="invalid_request")
+    r = t.owner.get(PAY + "?currency=EUR&currency=GBP&status=approved")
+    assert_validation(r, {"/query/currency": "type"}, status=400, code="invalid_request")

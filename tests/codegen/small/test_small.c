@@ -935,6 +935,13 @@ static void test_dispatch_array_query_parameters(void)
     CHECK(run() == 0);
     CHECK(R.status == 400);
     CHECK_ERR(&R.verr, "/query/sizes", "type");
+    request("GET", "/v1/things", NULL); /* a scalar query parameter is given once */
+    query("limit", "5");
+    query("limit", "6");
+    CHECK(run() == 0);
+    CHECK(R.status == 400);
+    CHECK_ERR(&R.verr, "/query/limit", "type");
+    CHECK(R.verr.count == 1);
     request("GET", "/v1/things", NULL); /* explode: true keeps a comma inside an item */
     query("kinds", "large,small");
     CHECK(run() == 0);

@@ -87,6 +87,8 @@ int dispatch_things_list_things(struct req *r)
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -97,6 +99,8 @@ int dispatch_things_list_things(struct req *r)
     text = req_query(r, "kind");
     if (!text) {
         /* absent: has_kind stays false */
+    } else if (req_query_values(r, "kind", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/kind", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/kind", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -107,6 +111,8 @@ int dispatch_things_list_things(struct req *r)
     text = req_query(r, "active");
     if (!text) {
         /* absent: has_active stays false */
+    } else if (req_query_values(r, "active", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/active", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_BOOLEAN) != 0) {
         verr_add(&r->verr, "/query/active", NULL, "type", "%s", "must be a boolean");
     } else {
@@ -117,6 +123,8 @@ int dispatch_things_list_things(struct req *r)
     text = req_query(r, "ratio");
     if (!text) {
         /* absent: has_ratio stays false */
+    } else if (req_query_values(r, "ratio", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/ratio", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_NUMBER) != 0) {
         verr_add(&r->verr, "/query/ratio", NULL, "type", "%s", "must be a number");
     } else {
