@@ -77,6 +77,9 @@ COMPONENT_SECTIONS = {'schemas', 'parameters', 'responses', 'headers', 'examples
                       'requestBodies', 'securitySchemes'}
 # Headers HTTP itself or the runtime owns; OpenAPI says such parameters are ignored.
 RESERVED_HEADERS = {'authorization', 'content-type', 'accept'}
+# Request headers the runtime reads for every operation (request id, idempotency key): the
+# served document declares them (codegen/served.py adds them), the sources do not.
+RUNTIME_PARAMS = {'x-request-id', 'idempotency-key'}
 
 C_KEYWORDS = {
     'auto', 'break', 'case', 'char', 'const', 'continue', 'default', 'do', 'double', 'else',
@@ -1675,6 +1678,18 @@ class Model:
                 self.fail(loc / 'x-any-scope', 'x-any-scope on a public operation')
             return
         op.is_public = False
+        schemes = self.doc['components'].get('securitySchemes', {})
+        # The served form [{bearerAuth: [s]}, {oauth2: [s]}] (codegen/served.py) is one
+        # requirement: an OAuth application's token is a bearer token checked the same way.
+        if len(sec) == 2 and isinstance(sec[1], dict) and len(sec[1]) == 1:
+            alt, alt_scopes = next(iter(sec[1].items()))
+            if not isinstance(schemes.get(alt), dict) or schemes[alt].get('type') != 'oauth2':
+                self.fail(loc / 'security' / 1, 'a second security requirement must name the '
+                                                'oauth2 scheme')
+            if not isinstance(sec[0], dict) or list(sec[0].values()) != [alt_scopes]:
+                self.fail(loc / 'security' / 1 / alt, 'the oauth2 alternative must list the same '
+                                                      'scopes as the bearer requirement')
+            sec = sec[:1]
         if len(sec) != 1:
             self.fail(loc / 'security', 'exactly one security requirement object is supported '
                                         '(found %d)' % len(sec))
@@ -1683,7 +1698,6 @@ class Model:
             self.fail(loc / 'security' / 0, 'the security requirement must name exactly one '
                                             'scheme')
         scheme, scopes = next(iter(req.items()))
-        schemes = self.doc['components'].get('securitySchemes', {})
         if scheme not in schemes:
             self.fail(loc / 'security' / 0 / scheme, 'unknown security scheme %s' % scheme)
         s = schemes[scheme]
@@ -1801,6 +1815,10 @@ class Model:
                 self.fail(ploc / 'allowEmptyValue', 'allowEmptyValue is not supported')
             if where == 'header' and name.lower() in RESERVED_HEADERS:
                 self.fail(ploc / 'name', 'header %s cannot be a parameter' % name)
+            if where == 'header' and name.lower() in RUNTIME_PARAMS:
+                self.fail(ploc / 'name', 'header %s is read by the runtime; the served document '
+                                         'declares it on every operation it applies to '
+                                         '(codegen/served.py), do not list it' % name)
             required = p.get('required', False)
             if not isinstance(required, bool):
                 self.fail(ploc / 'required', 'required must be a boolean')

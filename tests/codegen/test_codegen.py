@@ -236,3 +236,38 @@ def test_pattern_translation_rejects(ecma, why):
     with pytest.raises(ValueError) as e:
         spec.translate_pattern(ecma)
     assert why in str(e.value)
+
+
+# ---- the served document (codegen/served.py) -------------------------------------------------
+
+def test_served_document_adds_oauth2_alternative_and_runtime_headers(tmp_path):
+    import json
+    r = generate('tests/codegen/small/openapi.yaml', str(tmp_path / 'out'))
+    assert r.returncode == 0, r.stderr
+    doc = json.load(open(tmp_path / 'out' / 'openapi.json'))
+    ops = {o['operationId']: o for item in doc['paths'].values() for m, o in item.items()
+           if m in ('get', 'put', 'post', 'patch', 'delete')}
+    flow = doc['components']['securitySchemes']['oauth2']['flows']['authorizationCode']
+    assert list(flow['scopes']) == ['things:read', 'things:write']   # workspace:admin withheld
+    assert ops['listThings']['security'] == [{'bearerAuth': ['things:read']},
+                                             {'oauth2': ['things:read']}]
+    # written as the pair in the source: taken as it is, not doubled
+    assert ops['deleteThing']['security'] == [{'bearerAuth': ['things:write']},
+                                              {'oauth2': ['things:write']}]
+    assert ops['addShape']['security'] == [{'bearerAuth': ['things:write']}]   # x-first-party
+    assert ops['getHealth']['security'] == []
+
+    def header_refs(o):
+        return [p['$ref'].rsplit('/', 1)[1] for p in o.get('parameters', []) if '$ref' in p]
+    for oid, o in ops.items():
+        assert 'RequestId' in header_refs(o), oid
+    assert 'IdempotencyKey' in header_refs(ops['createThing'])
+    assert 'IdempotencyKey' in header_refs(ops['addShape'])
+    assert 'IdempotencyKey' not in header_refs(ops['replaceThing'])   # x-idempotent: false
+    assert 'IdempotencyKey' not in header_refs(ops['issueToken'])     # public
+    assert 'IdempotencyKey' not in header_refs(ops['getThing'])       # GET
+    assert '**Planned**' in ops['searchThings']['description']
+    assert '- `things`: 6 operations built, 1 planned' in doc['info']['description']
+    # the typed requests do not see the runtime's headers
+    api_h = open(tmp_path / 'out' / 'things_api.h').read()
+    assert 'x_request_id' not in api_h and 'idempotency_key' not in api_h
