@@ -188,10 +188,13 @@ run: deps
 
 # ---- tests ----------------------------------------------------------------------------------
 # The sources, then the served document (generated/openapi.json: the sources plus what
-# codegen/served.py adds) with the same rules.
+# codegen/served.py adds) with the same rules, then the served document with Redocly's
+# (openapi/redocly.yaml). Any finding fails.
 lint-spec: node_modules/.stamp
 	$(Q)npx --no-install spectral lint openapi/openapi.yaml --ruleset openapi/.spectral.yaml --fail-severity=warn
 	$(Q)npx --no-install spectral lint generated/openapi.json --ruleset openapi/.spectral.yaml --fail-severity=warn
+	$(Q)REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true npx --no-install redocly lint \
+	    generated/openapi.json --config openapi/redocly.yaml --format=stylish
 
 # A TypeScript client (tests/sdk/client.ts) type-checked (tsc, strict) against the types
 # openapi-typescript generates from the served document, as an integrator's SDK would be;
