@@ -8141,7 +8141,7 @@ const char openapi_json[] =
     "            \"type\": \"string\",\n"
     "            \"maxLength\": 64,\n"
     "            \"pattern\": \"^[a-z][a-z0-9_]*$\",\n"
-    "            \"description\": \"Stable machine-readable code (`validation_failed`, `insufficient_scope`, `duplicate_external_id`, ...). openapi/README.md lists them.\",\n"
+    "            \"description\": \"Stable machine-readable code (`validation_failed`, `insufficient_scope`, `duplicate_external_id`, ...); `type` is `urn:treasury:problem:<code>`. Each operation's description and responses name the codes it answers.\",\n"
     "            \"example\": \"validation_failed\"\n"
     "          },\n"
     "          \"request_id\": {\n"
