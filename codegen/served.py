@@ -166,8 +166,12 @@ def served_document(bundle, model):
         o = item[op.method.lower()]
         sec = o['security']
         names = {s['name'] for s in op.scopes}
-        if oauth and not op.is_public and not op.first_party and not (names & withheld) and \
-                len(sec) == 1:
+        eligible = oauth and not op.is_public and not op.first_party and not (names & withheld)
+        if len(sec) == 2 and not eligible:
+            why = 'an x-first-party operation' if op.first_party else \
+                'an operation needing %s (x-withheld-scopes)' % ', '.join(sorted(names & withheld))
+            _fail(op.loc / 'security' / 1, 'no oauth2 alternative on %s' % why)
+        if eligible and len(sec) == 1:
             o['security'] = [sec[0], {oauth_name: list(next(iter(sec[0].values())))}]
         refs = [rid] if rid else []
         if idem and op.idempotent and not op.is_public:
