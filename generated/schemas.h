@@ -1731,6 +1731,8 @@ void validate_payment_type(const struct json_value *v, const char *ptr, int mode
 void validate_payment_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_update_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_update_remittance_information(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payments_list_payments_200_text_csv(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payments_list_payments_header_link(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_person_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

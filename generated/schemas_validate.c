@@ -5323,6 +5323,32 @@ void validate_payment_update_remittance_information(const struct json_value *v, 
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
 }
 
+/* payments_list_payments_200_text_csv (openapi/payments.yaml) */
+void validate_payments_list_payments_200_text_csv(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 1000000)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1000000 characters long");
+}
+
+/* payments_list_payments_header_link (openapi/payments.yaml) */
+void validate_payments_list_payments_header_link(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 4096)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4096 characters long");
+}
+
 /* PersonName (openapi/admin.yaml) */
 void validate_person_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
