@@ -27,7 +27,8 @@ CFLAGS = ['-std=c11', '-D_POSIX_C_SOURCE=200809L', '-D_DEFAULT_SOURCE', '-Wall',
           '-Werror', '-Wmissing-prototypes', '-Wstrict-prototypes', '-Wshadow', '-Wcast-qual',
           '-Wpointer-arith']
 RUNTIME = ['runtime/json.c', 'runtime/jsonw.c', 'runtime/verr.c', 'runtime/format.c',
-           'runtime/clock.c', 'runtime/arena.c', 'runtime/pattern.c', 'runtime/oauth_error.c']
+           'runtime/clock.c', 'runtime/arena.c', 'runtime/pattern.c', 'runtime/oauth_error.c',
+           'runtime/media.c']
 
 
 def generate(spec_path, out, cwd=REPO, env=None):
@@ -145,7 +146,8 @@ def build_and_run_small(tmp_path, extra):
     exe = str(tmp_path / 'test_small')
     cmd = ['gcc'] + CFLAGS + extra + ['-I' + str(inc), '-I.', '-o', exe,
                                       'tests/codegen/small/test_small.c',
-                                      'tests/codegen/small/handlers.c'] + gen_c + RUNTIME
+                                      'tests/codegen/small/handlers.c',
+                                      'tests/codegen/small/handlers_exports.c'] + gen_c + RUNTIME
     r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     r = subprocess.run([exe], cwd=REPO, capture_output=True, text=True,
@@ -163,6 +165,9 @@ def test_small_generated_code_works_with_response_checks(tmp_path):
     assert 'RESPONSE SCHEMA VIOLATION op=issueToken status=400 pointer=/error code=enum' \
         in r.stderr
     assert 'RESPONSE SCHEMA VIOLATION op=revokeToken status=200 pointer= code=type' in r.stderr
+    assert 'RESPONSE SCHEMA VIOLATION op=getReport status=200 pointer= code=pattern' in r.stderr
+    assert 'RESPONSE SCHEMA VIOLATION op=getStatement status=200 pointer= code=max_length' \
+        in r.stderr
 
 
 def test_small_generated_code_works_in_release_build(tmp_path):

@@ -68,6 +68,7 @@ struct misc_issue_token_200;
 struct o_auth_error;
 struct part;
 struct problem;
+struct report;
 struct shape;
 struct square;
 struct tally;
@@ -158,6 +159,11 @@ struct problem {
     const char *title; /* required */
     int64_t status; /* required */
     const char *code; /* required */
+};
+
+/* Report */
+struct report {
+    int64_t rows; /* required */
 };
 
 /* Shape */
@@ -283,6 +289,8 @@ int decode_part(struct arena *a, const struct json_value *v, struct part *out);
 void encode_part(struct jsonw *w, const struct part *in);
 int decode_problem(struct arena *a, const struct json_value *v, struct problem *out);
 void encode_problem(struct jsonw *w, const struct problem *in);
+int decode_report(struct arena *a, const struct json_value *v, struct report *out);
+void encode_report(struct jsonw *w, const struct report *in);
 int decode_shape(struct arena *a, const struct json_value *v, struct shape *out);
 void encode_shape(struct jsonw *w, const struct shape *in);
 int decode_square(struct arena *a, const struct json_value *v, struct square *out);
@@ -309,6 +317,10 @@ void encode_token_form(struct jsonw *w, const struct token_form *in);
 void validate_circle(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_circle_kind(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_circle_radius(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_exports_get_report_200_text_csv(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_exports_get_statement_200_text_plain(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_exports_import_statement_body_application_xml(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_exports_import_statement_body_text_plain(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_bic(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -347,6 +359,8 @@ void validate_problem_code(const struct json_value *v, const char *ptr, int mode
 void validate_problem_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_title(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_problem_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_report(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_report_rows(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_shape(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_square(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_square_kind(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -361,6 +361,28 @@ void encode_problem(struct jsonw *w, const struct problem *in)
     jsonw_object_end(w);
 }
 
+int decode_report(struct arena *a, const struct json_value *v, struct report *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "rows") == 0) {
+            (void)json_number_to_int64(m->value, &out->rows);
+        }
+    }
+    return 0;
+}
+
+void encode_report(struct jsonw *w, const struct report *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "rows");
+    jsonw_int(w, in->rows);
+    jsonw_object_end(w);
+}
+
 int decode_shape(struct arena *a, const struct json_value *v, struct shape *out)
 {
     const struct json_value *d = json_get(v, "kind");

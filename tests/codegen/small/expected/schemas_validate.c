@@ -181,6 +181,66 @@ void validate_circle_radius(const struct json_value *v, const char *ptr, int mod
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 100");
 }
 
+/* exports_get_report_200_text_csv (tests/codegen/small/exports.yaml) */
+void validate_exports_get_report_200_text_csv(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+    if (!pattern_match(7, v->s)) /* ^rows */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^rows");
+}
+
+/* exports_get_statement_200_text_plain (tests/codegen/small/exports.yaml) */
+void validate_exports_get_statement_200_text_plain(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 32)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 32 characters long");
+}
+
+/* exports_import_statement_body_application_xml (tests/codegen/small/exports.yaml) */
+void validate_exports_import_statement_body_application_xml(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 100)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 100 characters long");
+    if (!pattern_match(8, v->s)) /* ^< */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^<");
+}
+
+/* exports_import_statement_body_text_plain (tests/codegen/small/exports.yaml) */
+void validate_exports_import_statement_body_text_plain(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 2)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
+    if (len > 20)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
+}
+
 /* Formats (tests/codegen/small/things.yaml) */
 void validate_formats(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -867,6 +927,55 @@ void validate_problem_type(const struct json_value *v, const char *ptr, int mode
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
+}
+
+/* Report (tests/codegen/small/exports.yaml) */
+void validate_report(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "rows") == 0) {
+            seen[0] = true;
+            validate_report_rows(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "rows", "required", "%s", "is required");
+}
+
+/* report_rows (tests/codegen/small/exports.yaml) */
+void validate_report_rows(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 100");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(100))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 100");
 }
 
 /* Shape (tests/codegen/small/things.yaml) */
