@@ -871,12 +871,17 @@ def check_media(w, r):
                 w('else')
                 w('    ' + validate_call(r.field.node, 'doc', '""', l='&l',
                                          mode='VALIDATE_RESPONSE'))
-        elif node is None:   # application/pdf: bytes, bounded
-            w('if (r->resp_len == 0 || r->resp_len > %d)' % r.binary_max)
+        elif node is None:   # application/pdf: bytes that start as a PDF does, bounded
+            w('if (!r->resp_body || r->resp_len < 5 || memcmp(r->resp_body, "%PDF-", 5) != 0)')
             w.ind += 1
-            add_err(w, '&l', '""', None, 'max_length', 'must be 1 to %d bytes of %s'
-                    % (r.binary_max, media))
+            add_err(w, '&l', '""', None, 'type', 'must be a PDF document (%PDF-)')
             w.ind -= 1
+            if r.binary_max is not None:
+                w('else if (r->resp_len > %d)' % r.binary_max)
+                w.ind += 1
+                add_err(w, '&l', '""', None, 'max_length', 'must be at most %d bytes'
+                        % r.binary_max)
+                w.ind -= 1
         else:
             w.open('if (!r->resp_body || !json_utf8_valid(r->resp_body, r->resp_len))')
             add_err(w, '&l', '""', None, 'type', 'must be valid UTF-8 text (%s)' % media)

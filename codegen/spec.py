@@ -2187,11 +2187,13 @@ class Model:
                 if sch.get('type') != 'string' or sch.get('format') != 'binary' or \
                         set(sch) - {'type', 'format', 'maxLength', 'description'}:
                     self.fail(mloc / 'schema', 'an %s response has the schema {type: string, '
-                                               'format: binary, maxLength: N}' % BINARY_MEDIA)
+                                               'format: binary} (maxLength allowed, in bytes)'
+                              % BINARY_MEDIA)
                 mx = sch.get('maxLength')
-                if not isinstance(mx, int) or isinstance(mx, bool) or mx <= 0:
-                    self.fail(mloc / 'schema', 'an %s response needs a positive maxLength '
-                                               '(bytes)' % BINARY_MEDIA)
+                if mx is not None and (not isinstance(mx, int) or isinstance(mx, bool) or
+                                       mx <= 0):
+                    self.fail(mloc / 'schema' / 'maxLength', 'maxLength must be a positive '
+                                                             'integer (bytes)')
                 resp.media.append((media, RAW_MEDIA[media], None))
                 resp.binary_max = mx
                 continue

@@ -166,6 +166,8 @@ def test_small_generated_code_works_with_response_checks(tmp_path):
         in r.stderr
     assert 'RESPONSE SCHEMA VIOLATION op=revokeToken status=200 pointer= code=type' in r.stderr
     assert 'RESPONSE SCHEMA VIOLATION op=getReport status=200 pointer= code=pattern' in r.stderr
+    assert 'RESPONSE SCHEMA VIOLATION op=getReport status=200 pointer= code=type detail=must ' \
+        'be a PDF document' in r.stderr
     assert 'RESPONSE SCHEMA VIOLATION op=getStatement status=200 pointer= code=max_length' \
         in r.stderr
 

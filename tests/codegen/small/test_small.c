@@ -1036,6 +1036,15 @@ static void test_response_checks_catch_wrong_raw_answers(void)
 #else
     CHECK(R.status == 200);
 #endif
+    request("GET", "/v1/exports/report", NULL);
+    header("Accept", "application/pdf");
+    small_exports.answer = "<html>not a PDF</html>";
+    CHECK(run() == 0);
+#ifdef TREASURY_CHECK_RESPONSES
+    CHECK(R.status == 500);
+#else
+    CHECK(R.status == 200);
+#endif
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         request("GET", "/v1/exports/statement", NULL);
         small_exports.answer = bad[i]; /* too short a pattern, not UTF-8, too long */

@@ -179,8 +179,10 @@ static void check_exports_get_report(struct req *r)
             }
             break;
         case MEDIA_PDF:
-            if (r->resp_len == 0 || r->resp_len > 1000)
-                verr_add(&l, "", NULL, "max_length", "%s", "must be 1 to 1000 bytes of application/pdf");
+            if (!r->resp_body || r->resp_len < 5 || memcmp(r->resp_body, "%PDF-", 5) != 0)
+                verr_add(&l, "", NULL, "type", "%s", "must be a PDF document (%PDF-)");
+            else if (r->resp_len > 1000)
+                verr_add(&l, "", NULL, "max_length", "%s", "must be at most 1000 bytes");
             break;
         default:
             verr_add(&l, "", NULL, "type", "status %d is sent as %s, not as application/json or text/csv or application/pdf", r->status,
