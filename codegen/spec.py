@@ -2237,11 +2237,11 @@ class Model:
             need[422] = 'schema violations answer 422 validation_failed'
         if op.planned:
             need[501] = 'planned operations answer 501 not_implemented'
-        if op.negotiated and not op.planned:
-            need[406] = 'a negotiated operation answers 406 not_acceptable'
-        if op.raw_body and not op.planned:
-            need[415] = 'a raw body of another Content-Type answers 415'
-        if not op.planned:
+        else:
+            if op.negotiated:
+                need[406] = 'a negotiated operation answers 406 not_acceptable'
+            if op.raw_body:
+                need[415] = 'a raw body of another Content-Type answers 415'
             if not any(r.kind in ('json', 'empty', 'html', 'raw') and 200 <= r.status < 400
                        for r in op.responses):
                 self.fail(loc / 'responses', 'an operation needs a 2xx or 3xx response')
