@@ -20,6 +20,35 @@ enum validate_mode { VALIDATE_REQUEST = 1, VALIDATE_RESPONSE = 2 };
 
 /* ---- enums: 0 is "unset"; _str() gives NULL and _parse() gives 0 for unknown values ---- */
 
+/* application_availability: `available`: built by this server; `planned`: described in the API reference, its operations answ... */
+enum application_availability {
+    APPLICATION_AVAILABILITY_AVAILABLE = 1,
+    APPLICATION_AVAILABILITY_PLANNED = 2,
+};
+const char *application_availability_str(enum application_availability v);
+enum application_availability application_availability_parse(const char *s);
+
+/* ApplicationKey: An application of the catalogue, named by its API tag. */
+enum application_key {
+    APPLICATION_KEY_ACCOUNTS = 1,
+    APPLICATION_KEY_ADMIN = 2,
+    APPLICATION_KEY_ANALYTICS = 3,
+    APPLICATION_KEY_AUDIT = 4,
+    APPLICATION_KEY_BANKING = 5,
+    APPLICATION_KEY_CONVERSIONS = 6,
+    APPLICATION_KEY_INTEGRATIONS = 7,
+    APPLICATION_KEY_LEDGER = 8,
+    APPLICATION_KEY_PAYMENTS = 9,
+    APPLICATION_KEY_RATES = 10,
+    APPLICATION_KEY_REPORTING = 11,
+    APPLICATION_KEY_SCHEDULING = 12,
+    APPLICATION_KEY_SHEETS = 13,
+    APPLICATION_KEY_TRANSFERS = 14,
+    APPLICATION_KEY_WORKSPACE = 15,
+};
+const char *application_key_str(enum application_key v);
+enum application_key application_key_parse(const char *s);
+
 /* ApprovalStatus: Internal approval of the payee. */
 enum approval_status {
     APPROVAL_STATUS_PENDING_APPROVAL = 1,
@@ -44,6 +73,15 @@ enum beneficiary_type {
 };
 const char *beneficiary_type_str(enum beneficiary_type v);
 enum beneficiary_type beneficiary_type_parse(const char *s);
+
+/* custom_domain_status: `pending` until the TXT record is found, `verified` once it is, `failed` when it was not found wi... */
+enum custom_domain_status {
+    CUSTOM_DOMAIN_STATUS_PENDING = 1,
+    CUSTOM_DOMAIN_STATUS_VERIFIED = 2,
+    CUSTOM_DOMAIN_STATUS_FAILED = 3,
+};
+const char *custom_domain_status_str(enum custom_domain_status v);
+enum custom_domain_status custom_domain_status_parse(const char *s);
 
 /* decision_form_decision: The button pressed. */
 enum decision_form_decision {
@@ -263,6 +301,9 @@ enum account_identification_kind {
 
 struct aba_account_identification;
 struct account_identification;
+struct application;
+struct application_list;
+struct application_update;
 struct approval_policy;
 struct approval_policy_update;
 struct approval_tier;
@@ -276,6 +317,9 @@ struct beneficiary_page;
 struct beneficiary_update;
 struct change_password_request;
 struct complete_signup_request;
+struct custom_domain;
+struct custom_domain_set;
+struct custom_domain_verification;
 struct decision_form;
 struct event;
 struct event_data;
@@ -367,6 +411,29 @@ struct account_identification {
     struct sort_code_account_number_identification *sort_code_account_number; /* ACCOUNT_IDENTIFICATION_KIND_SORT_CODE_ACCOUNT_NUMBER: scheme = "SortCodeAccountNumber" */
     struct aba_account_identification *aba; /* ACCOUNT_IDENTIFICATION_KIND_ABA: scheme = "ABA" */
     struct bban_account_identification *bban; /* ACCOUNT_IDENTIFICATION_KIND_BBAN: scheme = "BBAN" */
+};
+
+/* Application: One application (API) of the service and its state in this workspace. */
+struct application {
+    enum application_key key; /* required, ApplicationKey */
+    const char *object; /* required */
+    const char *name; /* required */
+    const char *description; /* required */
+    enum application_availability availability; /* required */
+    bool enabled; /* required */
+    const char **scopes; /* required */
+    size_t scopes_count;
+};
+
+/* ApplicationList: The whole catalogue, in a fixed order. */
+struct application_list {
+    struct application *data; /* required */
+    size_t data_count;
+};
+
+/* ApplicationUpdate: The application's new state for this workspace. */
+struct application_update {
+    bool enabled; /* required */
 };
 
 /* ApprovalPolicy: The workspace's payment approval tiers and velocity window. */
@@ -548,6 +615,33 @@ struct complete_signup_request {
     bool has_otp;
     const char *recovery_code; /* optional, write-only */
     bool has_recovery_code;
+};
+
+/* CustomDomain: The workspace's custom domain and its DNS verification (a TXT record the workspace publishes to p... */
+struct custom_domain {
+    const char *object; /* required */
+    const char *hostname; /* required, Hostname */
+    enum custom_domain_status status; /* required */
+    struct custom_domain_verification *verification; /* required */
+    const char *verified_at; /* required, nullable */
+    bool verified_at_is_null;
+    const char *failure_reason; /* required, nullable */
+    bool failure_reason_is_null;
+    int64_t version; /* required, ResourceVersion */
+    const char *created_at; /* required, Timestamp */
+    const char *updated_at; /* required, Timestamp */
+};
+
+/* CustomDomainSet: The host name to serve the workspace under. */
+struct custom_domain_set {
+    const char *hostname; /* required, Hostname */
+};
+
+/* custom_domain_verification: The DNS record to publish. */
+struct custom_domain_verification {
+    const char *type; /* required */
+    const char *name; /* required */
+    const char *value; /* required */
 };
 
 /* DecisionForm: The consent form. */
@@ -1307,6 +1401,12 @@ int decode_aba_account_identification(struct arena *a, const struct json_value *
 void encode_aba_account_identification(struct jsonw *w, const struct aba_account_identification *in);
 int decode_account_identification(struct arena *a, const struct json_value *v, struct account_identification *out);
 void encode_account_identification(struct jsonw *w, const struct account_identification *in);
+int decode_application(struct arena *a, const struct json_value *v, struct application *out);
+void encode_application(struct jsonw *w, const struct application *in);
+int decode_application_list(struct arena *a, const struct json_value *v, struct application_list *out);
+void encode_application_list(struct jsonw *w, const struct application_list *in);
+int decode_application_update(struct arena *a, const struct json_value *v, struct application_update *out);
+void encode_application_update(struct jsonw *w, const struct application_update *in);
 int decode_approval_policy(struct arena *a, const struct json_value *v, struct approval_policy *out);
 void encode_approval_policy(struct jsonw *w, const struct approval_policy *in);
 int decode_approval_policy_update(struct arena *a, const struct json_value *v, struct approval_policy_update *out);
@@ -1333,6 +1433,12 @@ int decode_change_password_request(struct arena *a, const struct json_value *v, 
 void encode_change_password_request(struct jsonw *w, const struct change_password_request *in);
 int decode_complete_signup_request(struct arena *a, const struct json_value *v, struct complete_signup_request *out);
 void encode_complete_signup_request(struct jsonw *w, const struct complete_signup_request *in);
+int decode_custom_domain(struct arena *a, const struct json_value *v, struct custom_domain *out);
+void encode_custom_domain(struct jsonw *w, const struct custom_domain *in);
+int decode_custom_domain_set(struct arena *a, const struct json_value *v, struct custom_domain_set *out);
+void encode_custom_domain_set(struct jsonw *w, const struct custom_domain_set *in);
+int decode_custom_domain_verification(struct arena *a, const struct json_value *v, struct custom_domain_verification *out);
+void encode_custom_domain_verification(struct jsonw *w, const struct custom_domain_verification *in);
 int decode_decision_form(struct arena *a, const struct json_value *v, struct decision_form *out);
 void encode_decision_form(struct jsonw *w, const struct decision_form *in);
 int decode_event(struct arena *a, const struct json_value *v, struct event *out);
@@ -1489,6 +1595,19 @@ void validate_accounts_oauth_callback_param_state(const struct json_value *v, co
 void validate_allowed_origin_list(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_allowed_origin_list_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_amount(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_application(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_application_availability(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_application_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_application_enabled(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_application_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_application_list(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_application_list_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_application_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_application_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_application_scopes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_application_scopes_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_application_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_application_update_enabled(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_approval_limits(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_approval_policy(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_approval_policy_tiers(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1558,6 +1677,16 @@ void validate_counterparty_id(const struct json_value *v, const char *ptr, int m
 void validate_country_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_currency_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_current_password(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_custom_domain(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_custom_domain_failure_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_custom_domain_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_custom_domain_set(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_custom_domain_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_custom_domain_verification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_custom_domain_verification_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_custom_domain_verification_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_custom_domain_verification_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_custom_domain_verified_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_decision_form(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_decision_form_csrf(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_decision_form_decision(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -1583,6 +1712,7 @@ void validate_header_signincookie(const struct json_value *v, const char *ptr, i
 void validate_health(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_health_database(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_health_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_hostname(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_iban(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_iban_account_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_iban_account_identification_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

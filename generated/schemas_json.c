@@ -5,6 +5,102 @@
 
 #include <string.h>
 
+const char *application_availability_str(enum application_availability v)
+{
+    switch (v) {
+    case APPLICATION_AVAILABILITY_AVAILABLE:
+        return "available";
+    case APPLICATION_AVAILABILITY_PLANNED:
+        return "planned";
+    }
+    return NULL;
+}
+
+enum application_availability application_availability_parse(const char *s)
+{
+    if (!s)
+        return (enum application_availability)0;
+    if (strcmp(s, "available") == 0)
+        return APPLICATION_AVAILABILITY_AVAILABLE;
+    if (strcmp(s, "planned") == 0)
+        return APPLICATION_AVAILABILITY_PLANNED;
+    return (enum application_availability)0;
+}
+
+const char *application_key_str(enum application_key v)
+{
+    switch (v) {
+    case APPLICATION_KEY_ACCOUNTS:
+        return "accounts";
+    case APPLICATION_KEY_ADMIN:
+        return "admin";
+    case APPLICATION_KEY_ANALYTICS:
+        return "analytics";
+    case APPLICATION_KEY_AUDIT:
+        return "audit";
+    case APPLICATION_KEY_BANKING:
+        return "banking";
+    case APPLICATION_KEY_CONVERSIONS:
+        return "conversions";
+    case APPLICATION_KEY_INTEGRATIONS:
+        return "integrations";
+    case APPLICATION_KEY_LEDGER:
+        return "ledger";
+    case APPLICATION_KEY_PAYMENTS:
+        return "payments";
+    case APPLICATION_KEY_RATES:
+        return "rates";
+    case APPLICATION_KEY_REPORTING:
+        return "reporting";
+    case APPLICATION_KEY_SCHEDULING:
+        return "scheduling";
+    case APPLICATION_KEY_SHEETS:
+        return "sheets";
+    case APPLICATION_KEY_TRANSFERS:
+        return "transfers";
+    case APPLICATION_KEY_WORKSPACE:
+        return "workspace";
+    }
+    return NULL;
+}
+
+enum application_key application_key_parse(const char *s)
+{
+    if (!s)
+        return (enum application_key)0;
+    if (strcmp(s, "accounts") == 0)
+        return APPLICATION_KEY_ACCOUNTS;
+    if (strcmp(s, "admin") == 0)
+        return APPLICATION_KEY_ADMIN;
+    if (strcmp(s, "analytics") == 0)
+        return APPLICATION_KEY_ANALYTICS;
+    if (strcmp(s, "audit") == 0)
+        return APPLICATION_KEY_AUDIT;
+    if (strcmp(s, "banking") == 0)
+        return APPLICATION_KEY_BANKING;
+    if (strcmp(s, "conversions") == 0)
+        return APPLICATION_KEY_CONVERSIONS;
+    if (strcmp(s, "integrations") == 0)
+        return APPLICATION_KEY_INTEGRATIONS;
+    if (strcmp(s, "ledger") == 0)
+        return APPLICATION_KEY_LEDGER;
+    if (strcmp(s, "payments") == 0)
+        return APPLICATION_KEY_PAYMENTS;
+    if (strcmp(s, "rates") == 0)
+        return APPLICATION_KEY_RATES;
+    if (strcmp(s, "reporting") == 0)
+        return APPLICATION_KEY_REPORTING;
+    if (strcmp(s, "scheduling") == 0)
+        return APPLICATION_KEY_SCHEDULING;
+    if (strcmp(s, "sheets") == 0)
+        return APPLICATION_KEY_SHEETS;
+    if (strcmp(s, "transfers") == 0)
+        return APPLICATION_KEY_TRANSFERS;
+    if (strcmp(s, "workspace") == 0)
+        return APPLICATION_KEY_WORKSPACE;
+    return (enum application_key)0;
+}
+
 const char *approval_status_str(enum approval_status v)
 {
     switch (v) {
@@ -73,6 +169,32 @@ enum beneficiary_type beneficiary_type_parse(const char *s)
     if (strcmp(s, "ordinary") == 0)
         return BENEFICIARY_TYPE_ORDINARY;
     return (enum beneficiary_type)0;
+}
+
+const char *custom_domain_status_str(enum custom_domain_status v)
+{
+    switch (v) {
+    case CUSTOM_DOMAIN_STATUS_PENDING:
+        return "pending";
+    case CUSTOM_DOMAIN_STATUS_VERIFIED:
+        return "verified";
+    case CUSTOM_DOMAIN_STATUS_FAILED:
+        return "failed";
+    }
+    return NULL;
+}
+
+enum custom_domain_status custom_domain_status_parse(const char *s)
+{
+    if (!s)
+        return (enum custom_domain_status)0;
+    if (strcmp(s, "pending") == 0)
+        return CUSTOM_DOMAIN_STATUS_PENDING;
+    if (strcmp(s, "verified") == 0)
+        return CUSTOM_DOMAIN_STATUS_VERIFIED;
+    if (strcmp(s, "failed") == 0)
+        return CUSTOM_DOMAIN_STATUS_FAILED;
+    return (enum custom_domain_status)0;
 }
 
 const char *decision_form_decision_str(enum decision_form_decision v)
@@ -774,6 +896,117 @@ void encode_account_identification(struct jsonw *w, const struct account_identif
         break;
     }
     jsonw_null(w);
+}
+
+int decode_application(struct arena *a, const struct json_value *v, struct application *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "key") == 0) {
+            out->key = application_key_parse(m->value->s);
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "description") == 0) {
+            out->description = m->value->s;
+        } else if (strcmp(m->key, "availability") == 0) {
+            out->availability = application_availability_parse(m->value->s);
+        } else if (strcmp(m->key, "enabled") == 0) {
+            out->enabled = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "scopes") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->scopes_count = m->value->count;
+            out->scopes = arena_alloc(a, (m->value->count + 1) * sizeof *out->scopes);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->scopes[j] = m->value->items[j]->s;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_application(struct jsonw *w, const struct application *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "key");
+    jsonw_string(w, application_key_str(in->key));
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "name");
+    jsonw_string(w, in->name);
+    jsonw_key(w, "description");
+    jsonw_string(w, in->description);
+    jsonw_key(w, "availability");
+    jsonw_string(w, application_availability_str(in->availability));
+    jsonw_key(w, "enabled");
+    jsonw_bool(w, in->enabled);
+    jsonw_key(w, "scopes");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->scopes_count; j++) {
+        jsonw_string(w, in->scopes[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_object_end(w);
+}
+
+int decode_application_list(struct arena *a, const struct json_value *v, struct application_list *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->data_count = m->value->count;
+            out->data = arena_alloc(a, (m->value->count + 1) * sizeof *out->data);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_application(a, m->value->items[j], &out->data[j]) != 0)
+                    return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_application_list(struct jsonw *w, const struct application_list *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "data");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->data_count; j++) {
+        encode_application(w, &in->data[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_object_end(w);
+}
+
+int decode_application_update(struct arena *a, const struct json_value *v, struct application_update *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "enabled") == 0) {
+            out->enabled = m->value->type == JSON_TRUE;
+        }
+    }
+    return 0;
+}
+
+void encode_application_update(struct jsonw *w, const struct application_update *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "enabled");
+    jsonw_bool(w, in->enabled);
+    jsonw_object_end(w);
 }
 
 int decode_approval_policy(struct arena *a, const struct json_value *v, struct approval_policy *out)
@@ -1622,6 +1855,133 @@ void encode_complete_signup_request(struct jsonw *w, const struct complete_signu
     jsonw_object_begin(w);
     jsonw_key(w, "name");
     jsonw_string(w, in->name);
+    jsonw_object_end(w);
+}
+
+int decode_custom_domain(struct arena *a, const struct json_value *v, struct custom_domain *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "hostname") == 0) {
+            out->hostname = m->value->s;
+        } else if (strcmp(m->key, "status") == 0) {
+            out->status = custom_domain_status_parse(m->value->s);
+        } else if (strcmp(m->key, "verification") == 0) {
+            out->verification = arena_alloc(a, sizeof *out->verification);
+            if (decode_custom_domain_verification(a, m->value, out->verification) != 0)
+                return -1;
+        } else if (strcmp(m->key, "verified_at") == 0) {
+            if (m->value->type == JSON_NULL)
+                out->verified_at_is_null = true;
+            else {
+                out->verified_at = m->value->s;
+            }
+        } else if (strcmp(m->key, "failure_reason") == 0) {
+            if (m->value->type == JSON_NULL)
+                out->failure_reason_is_null = true;
+            else {
+                out->failure_reason = m->value->s;
+            }
+        } else if (strcmp(m->key, "version") == 0) {
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->updated_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_custom_domain(struct jsonw *w, const struct custom_domain *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "hostname");
+    jsonw_string(w, in->hostname);
+    jsonw_key(w, "status");
+    jsonw_string(w, custom_domain_status_str(in->status));
+    jsonw_key(w, "verification");
+    if (in->verification)
+        encode_custom_domain_verification(w, in->verification);
+    else
+        jsonw_null(w);
+    jsonw_key(w, "verified_at");
+    if (in->verified_at_is_null)
+        jsonw_null(w);
+    else {
+        jsonw_string(w, in->verified_at);
+    }
+    jsonw_key(w, "failure_reason");
+    if (in->failure_reason_is_null)
+        jsonw_null(w);
+    else {
+        jsonw_string(w, in->failure_reason);
+    }
+    jsonw_key(w, "version");
+    jsonw_int(w, in->version);
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    jsonw_key(w, "updated_at");
+    jsonw_string(w, in->updated_at);
+    jsonw_object_end(w);
+}
+
+int decode_custom_domain_set(struct arena *a, const struct json_value *v, struct custom_domain_set *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "hostname") == 0) {
+            out->hostname = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_custom_domain_set(struct jsonw *w, const struct custom_domain_set *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "hostname");
+    jsonw_string(w, in->hostname);
+    jsonw_object_end(w);
+}
+
+int decode_custom_domain_verification(struct arena *a, const struct json_value *v, struct custom_domain_verification *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "type") == 0) {
+            out->type = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "value") == 0) {
+            out->value = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_custom_domain_verification(struct jsonw *w, const struct custom_domain_verification *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "type");
+    jsonw_string(w, in->type);
+    jsonw_key(w, "name");
+    jsonw_string(w, in->name);
+    jsonw_key(w, "value");
+    jsonw_string(w, in->value);
     jsonw_object_end(w);
 }
 

@@ -410,6 +410,223 @@ void validate_amount(const struct json_value *v, const char *ptr, int mode, stru
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9007199254740991");
 }
 
+/* Application (openapi/workspace.yaml) */
+void validate_application(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[7] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "key") == 0) {
+            seen[0] = true;
+            validate_application_key(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            validate_application_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            seen[2] = true;
+            validate_application_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "description") == 0) {
+            seen[3] = true;
+            validate_application_description(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "availability") == 0) {
+            seen[4] = true;
+            validate_application_availability(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "enabled") == 0) {
+            seen[5] = true;
+            validate_application_enabled(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scopes") == 0) {
+            seen[6] = true;
+            validate_application_scopes(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "key", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "description", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "availability", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "enabled", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "scopes", "required", "%s", "is required");
+}
+
+/* application_availability (openapi/workspace.yaml) */
+void validate_application_availability(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (application_availability_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: available, planned");
+}
+
+/* application_description (openapi/workspace.yaml) */
+void validate_application_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 300)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 300 characters long");
+}
+
+/* application_enabled (openapi/workspace.yaml) */
+void validate_application_enabled(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* ApplicationKey (openapi/workspace.yaml) */
+void validate_application_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 12)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 12 characters long");
+    if (application_key_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: accounts, admin, analytics, audit, banking, conversions, integrations, ledger, payments, rates, reporting, scheduling, sheets, transfers, workspace");
+}
+
+/* ApplicationList (openapi/workspace.yaml) */
+void validate_application_list(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "data") == 0) {
+            seen[0] = true;
+            validate_application_list_data(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "data", "required", "%s", "is required");
+}
+
+/* application_list_data (openapi/workspace.yaml) */
+void validate_application_list_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 20)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 20 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_application(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* application_name (openapi/workspace.yaml) */
+void validate_application_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 60)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 60 characters long");
+}
+
+/* application_object (openapi/workspace.yaml) */
+void validate_application_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "application") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"application\"");
+}
+
+/* application_scopes (openapi/workspace.yaml) */
+void validate_application_scopes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 8)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 8 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_application_scopes_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* application_scopes_item (openapi/workspace.yaml) */
+void validate_application_scopes_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (!pattern_match(6, v->s)) /* ^[a-z]+:[a-z]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
+}
+
+/* ApplicationUpdate (openapi/workspace.yaml) */
+void validate_application_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "enabled") == 0) {
+            seen[0] = true;
+            validate_application_update_enabled(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "enabled", "required", "%s", "is required");
+}
+
+/* application_update_enabled (openapi/workspace.yaml) */
+void validate_application_update_enabled(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
 /* ApprovalLimits (openapi/admin.yaml) */
 void validate_approval_limits(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -1794,6 +2011,211 @@ void validate_current_password(const struct json_value *v, const char *ptr, int 
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
 }
 
+/* CustomDomain (openapi/workspace.yaml) */
+void validate_custom_domain(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[9] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            seen[0] = true;
+            validate_custom_domain_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "hostname") == 0) {
+            seen[1] = true;
+            validate_hostname(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "status") == 0) {
+            seen[2] = true;
+            validate_custom_domain_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "verification") == 0) {
+            seen[3] = true;
+            validate_custom_domain_verification(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "verified_at") == 0) {
+            seen[4] = true;
+            validate_custom_domain_verified_at(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "failure_reason") == 0) {
+            seen[5] = true;
+            validate_custom_domain_failure_reason(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            seen[6] = true;
+            validate_resource_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[7] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            seen[8] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "hostname", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "verification", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "verified_at", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "failure_reason", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "version", "required", "%s", "is required");
+    if (!seen[7])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[8])
+        verr_add(l, ptr, "updated_at", "required", "%s", "is required");
+}
+
+/* custom_domain_failure_reason (openapi/workspace.yaml) */
+void validate_custom_domain_failure_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string or null");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 300)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 300 characters long");
+}
+
+/* custom_domain_object (openapi/workspace.yaml) */
+void validate_custom_domain_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "custom_domain") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"custom_domain\"");
+}
+
+/* CustomDomainSet (openapi/workspace.yaml) */
+void validate_custom_domain_set(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "hostname") == 0) {
+            seen[0] = true;
+            validate_hostname(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "hostname", "required", "%s", "is required");
+}
+
+/* custom_domain_status (openapi/workspace.yaml) */
+void validate_custom_domain_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (custom_domain_status_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: pending, verified, failed");
+}
+
+/* custom_domain_verification (openapi/workspace.yaml) */
+void validate_custom_domain_verification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "type") == 0) {
+            seen[0] = true;
+            validate_custom_domain_verification_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            seen[1] = true;
+            validate_custom_domain_verification_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "value") == 0) {
+            seen[2] = true;
+            validate_custom_domain_verification_value(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "type", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "value", "required", "%s", "is required");
+}
+
+/* custom_domain_verification_name (openapi/workspace.yaml) */
+void validate_custom_domain_verification_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 253)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 253 characters long");
+}
+
+/* custom_domain_verification_type (openapi/workspace.yaml) */
+void validate_custom_domain_verification_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "TXT") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"TXT\"");
+}
+
+/* custom_domain_verification_value (openapi/workspace.yaml) */
+void validate_custom_domain_verification_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+    if (!pattern_match(34, v->s)) /* ^tsv-[0-9a-f]{32}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^tsv-[0-9a-f]{32}$");
+}
+
+/* custom_domain_verified_at (openapi/workspace.yaml) */
+void validate_custom_domain_verified_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string or null");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 35)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 35 characters long");
+    if (!format_is_date_time(v->s))
+        verr_add(l, ptr, NULL, "format", "%s", "must be an RFC 3339 date-time with offset");
+}
+
 /* DecisionForm (openapi/accounts.yaml) */
 void validate_decision_form(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -2136,7 +2558,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(38, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(40, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -2151,7 +2573,7 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(37, v->s)) /* ^/v1/ */
+    if (!pattern_match(39, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
 }
 
@@ -2227,6 +2649,23 @@ void validate_health_status(const struct json_value *v, const char *ptr, int mod
     }
     if (strcmp(v->s, "ok") != 0)
         verr_add(l, ptr, NULL, "const", "%s", "must be \"ok\"");
+}
+
+/* Hostname (openapi/workspace.yaml) */
+void validate_hostname(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 4)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 4 characters long");
+    if (len > 253)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 253 characters long");
+    if (!pattern_match(33, v->s)) /* ^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?[.])+[a-z]{2,63}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?[.])+[a-z]{2,63}$");
 }
 
 /* Iban (openapi/common.yaml) */
@@ -2460,7 +2899,7 @@ void validate_invitation_issued_id(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(35, v->s)) /* ^inv_[0-9a-z]{26}$ */
+    if (!pattern_match(37, v->s)) /* ^inv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^inv_[0-9a-z]{26}$");
 }
 
@@ -4136,7 +4575,7 @@ void validate_param_device_cookie(const struct json_value *v, const char *ptr, i
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(36, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+    if (!pattern_match(38, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 
@@ -4151,7 +4590,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(39, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
+    if (!pattern_match(41, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(\\*|\"v[1-9][0-9]{0,9}\")$");
 }
 
@@ -4194,7 +4633,7 @@ void validate_param_sign_in_cookie(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(36, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+    if (!pattern_match(38, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 
@@ -6226,7 +6665,7 @@ void validate_service_account_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 29)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 29 characters long");
-    if (!pattern_match(33, v->s)) /* ^sa_[0-9a-z]{26}$ */
+    if (!pattern_match(35, v->s)) /* ^sa_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sa_[0-9a-z]{26}$");
 }
 
@@ -6425,7 +6864,7 @@ void validate_service_account_token_id(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(34, v->s)) /* ^sat_[0-9a-z]{26}$ */
+    if (!pattern_match(36, v->s)) /* ^sat_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sat_[0-9a-z]{26}$");
 }
 

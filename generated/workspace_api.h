@@ -72,4 +72,13 @@ struct workspace_update_workspace_settings_response {
 int workspace_update_workspace_settings(struct req *r, const struct workspace_update_workspace_settings_request *in,
                                        struct workspace_update_workspace_settings_response *out);
 
+/* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
+ *   GET /v1/workspace/applications (listApplications)
+ *   PUT /v1/workspace/applications/{key} (updateApplication)
+ *   GET /v1/workspace/domain (getCustomDomain)
+ *   PUT /v1/workspace/domain (setCustomDomain)
+ *   DELETE /v1/workspace/domain (removeCustomDomain)
+ *   POST /v1/workspace/domain/verify (verifyCustomDomain)
+ */
+
 #endif

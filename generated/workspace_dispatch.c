@@ -140,6 +140,48 @@ int dispatch_workspace_get_workspace(struct req *r)
     return 0;
 }
 
+/* GET /v1/workspace/applications (listApplications) */
+int dispatch_workspace_list_applications(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/workspace/applications (listApplications)");
+    return 0;
+}
+
+/* PUT /v1/workspace/applications/{key} (updateApplication) */
+int dispatch_workspace_update_application(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "PUT /v1/workspace/applications/{key} (updateApplication)");
+    return 0;
+}
+
+/* GET /v1/workspace/domain (getCustomDomain) */
+int dispatch_workspace_get_custom_domain(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/workspace/domain (getCustomDomain)");
+    return 0;
+}
+
+/* PUT /v1/workspace/domain (setCustomDomain) */
+int dispatch_workspace_set_custom_domain(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "PUT /v1/workspace/domain (setCustomDomain)");
+    return 0;
+}
+
+/* DELETE /v1/workspace/domain (removeCustomDomain) */
+int dispatch_workspace_remove_custom_domain(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "DELETE /v1/workspace/domain (removeCustomDomain)");
+    return 0;
+}
+
+/* POST /v1/workspace/domain/verify (verifyCustomDomain) */
+int dispatch_workspace_verify_custom_domain(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/workspace/domain/verify (verifyCustomDomain)");
+    return 0;
+}
+
 #ifdef TREASURY_CHECK_RESPONSES
 static void check_workspace_list_members(struct req *r)
 {
