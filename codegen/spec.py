@@ -889,10 +889,54 @@ class Model:
         self.apis = sorted({op.api for op in self.ops})
         self.ops.sort(key=lambda o: (o.api, o.full_path, METHODS.index(o.method.lower())))
         self.node_list = sorted(self.nodes.values(), key=lambda n: n.cname)
+        self.build_schema_groups(root)
         self.build_routes()
         n = len(self.scopes)
         self.scopes_all = 'UINT64_MAX' if n == 64 else '(UINT64_C(1) << %d) - 1' % n \
             if n else 'UINT64_C(0)'
+
+    def build_schema_groups(self, root):
+        """Splits the schemas by the file that defines them, so that a change to one API's
+        schemas recompiles only that API's code: group = file stem (`common` for common.yaml
+        and the root). Each group's header includes the headers of the groups its schemas use;
+        those includes must not form a cycle (a schema two API files share belongs in
+        common.yaml). Sets node.group, self.groups [(name, nodes, deps)] and op.schema_groups."""
+        def stem(loc):
+            name = os.path.splitext(os.path.basename(loc.file))[0]
+            return 'common' if loc.file == self.b.root_rel else name
+        for n in self.node_list:
+            n.group = stem(n.loc)
+        deps = {}
+        for n in self.node_list:
+            for child in _node_children(n):
+                if child.group != n.group:
+                    deps.setdefault(n.group, set()).add(child.group)
+        names = sorted({n.group for n in self.node_list}, key=lambda g: (g != 'common', g))
+        order, state = [], {}
+
+        def visit(g, trail):
+            if state.get(g) == 'done':
+                return
+            if state.get(g) == 'open':
+                cyc = trail[trail.index(g):] + [g]
+                self.fail(root / 'components' / 'schemas',
+                          'the schemas of %s use each other (%s); move what they share to '
+                          'common.yaml' % (' and '.join(sorted(set(cyc))), ' -> '.join(cyc)))
+                return
+            state[g] = 'open'
+            for d in sorted(deps.get(g, ())):
+                visit(d, trail + [g])
+            state[g] = 'done'
+            order.append(g)
+        for g in names:
+            visit(g, [])
+        if self.errors:
+            raise SpecError(self.errors)
+        self.groups = [(g, [n for n in self.node_list if n.group == g], sorted(deps.get(g, ())))
+                       for g in order]
+        for op in self.ops:
+            op.schema_groups = sorted({n.group for n in _reachable_nodes(op)},
+                                      key=lambda g: order.index(g))
 
     def build_routes(self):
         """The route table: one entry per distinct template, in match precedence order
@@ -2289,6 +2333,34 @@ class Resp:
         self.oauth = False    # a problem the runtime renders as an RFC 6749 error (x-oauth-errors)
         self.node = None
         self.field = None
+
+
+def _node_children(n):
+    """The nodes a node's generated code refers to directly."""
+    out = [f.node for f in n.fields]
+    out += [x for x in (n.items, n.addl, n.value) if isinstance(x, Node)]
+    out += [v.node for v in n.variants]
+    return out
+
+
+def _reachable_nodes(obj):
+    """Every Node an operation's generated code refers to (its parameters, body, responses and
+    headers), not descending into the nodes themselves."""
+    found, seen, todo = [], set(), [obj]
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, Node):
+            found.append(x)
+        elif isinstance(x, (list, tuple, set)):
+            todo.extend(x)
+        elif isinstance(x, dict):
+            todo.extend(x.values())
+        elif hasattr(x, '__dict__') and type(x).__module__ == __name__:
+            todo.extend(vars(x).values())
+    return found
 
 
 def _runtime_structs():

@@ -243,3 +243,26 @@ def test_pattern_translation_rejects(ecma, why):
     with pytest.raises(ValueError) as e:
         spec.translate_pattern(ecma)
     assert why in str(e.value)
+
+
+def test_a_change_to_one_api_file_regenerates_only_that_apis_schema_code(tmp_path):
+    """Schemas are split by the file that defines them (schemas_<api>.h, _json.c, _validate.c):
+    an optional property added in things.yaml must leave misc's and common's generated code, and
+    so their object files, untouched."""
+    src = tmp_path / 'spec'
+    shutil.copytree(SMALL, src, ignore=shutil.ignore_patterns('expected', '*.c', '*.h'))
+    out = tmp_path / 'out'
+    assert generate(str(src / 'openapi.yaml'), str(out)).returncode == 0
+    things = (src / 'things.yaml').read_text()
+    anchor = "        n: {type: integer, minimum: 0, maximum: 9}\n"
+    assert things.count(anchor) == 1
+    (src / 'things.yaml').write_text(things.replace(anchor, anchor + '        label: {type: '
+                                                    'string, maxLength: 20}\n'))
+    r = generate(str(src / 'openapi.yaml'), str(out))
+    assert r.returncode == 0, r.stderr
+    written = sorted(line.split()[-1].rsplit('/', 1)[-1] for line in r.stdout.splitlines())
+    assert written and set(written) <= {'schemas_things.h', 'schemas_things_json.c',
+                                        'schemas_things_validate.c', 'things_api.h',
+                                        'things_dispatch.c', 'openapi.json',
+                                        'openapi_json.c'}, written
+    assert 'schemas_things.h' in written and 'schemas_things_validate.c' in written

@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "generated/schemas.h"
+#include "generated/schemas_common.h"
+#include "generated/schemas_exports.h"
 #include "runtime/media.h"
 #include "runtime/req.h"
 
