@@ -1114,7 +1114,7 @@ static void check_payments_list_payments(struct req *r)
         if (hval && schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
             verr_add(&l, "/header/Link", NULL, "type", "%s", "must be a string");
         else if (hval)
-            validate_payments_list_payments_header_link(&hv, "/header/Link", VALIDATE_RESPONSE, &l);
+            validate_header_link(&hv, "/header/Link", VALIDATE_RESPONSE, &l);
         break;
     case 400:
         if (!r->problem)

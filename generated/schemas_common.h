@@ -66,6 +66,7 @@ void validate_country_code(const struct json_value *v, const char *ptr, int mode
 void validate_currency_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_has_more(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_etag(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_header_link(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_location(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_iban(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_metadata(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

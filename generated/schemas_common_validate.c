@@ -124,6 +124,19 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
+/* header_link (openapi/common.yaml) */
+void validate_header_link(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 4096)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4096 characters long");
+}
+
 /* header_location (openapi/common.yaml) */
 void validate_header_location(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {

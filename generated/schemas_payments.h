@@ -739,7 +739,6 @@ void validate_payment_update(const struct json_value *v, const char *ptr, int mo
 void validate_payment_update_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_update_remittance_information(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payments_list_payments_200_text_csv(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_payments_list_payments_header_link(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_remittance_information(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_sort_code_account_number_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_sort_code_account_number_identification_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

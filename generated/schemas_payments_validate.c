@@ -2351,19 +2351,6 @@ void validate_payments_list_payments_200_text_csv(const struct json_value *v, co
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1000000 characters long");
 }
 
-/* payments_list_payments_header_link (openapi/payments.yaml) */
-void validate_payments_list_payments_header_link(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len > 4096)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4096 characters long");
-}
-
 /* RemittanceInformation (openapi/payments.yaml) */
 void validate_remittance_information(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
