@@ -47,14 +47,18 @@ def render(model, bundle):
         text = env.get_template(template).render(header=header(src), m=model, **ctx)
         files[name] = text.encode('utf-8')
 
-    nodes = model.node_list
     put('scopes.h', 'scopes.h.j2')
     put('scopes.c', 'scopes.c.j2')
     put('patterns.h', 'patterns.h.j2')
     put('patterns.c', 'patterns.c.j2')
-    put('schemas.h', 'schemas.h.j2', nodes=nodes)
-    put('schemas_json.c', 'schemas_json.c.j2', nodes=nodes)
-    put('schemas_validate.c', 'schemas_validate.c.j2', nodes=nodes)
+    put('schemas.h', 'schemas.h.j2')
+    put('schemas.c', 'schemas.c.j2')
+    for group, nodes, deps in model.groups:
+        src = nodes[0].loc.file
+        ctx = dict(group=group, group_file=src, nodes=nodes, deps=deps)
+        put('schemas_%s.h' % group, 'schemas_group.h.j2', src=src, **ctx)
+        put('schemas_%s_json.c' % group, 'schemas_json.c.j2', src=src, **ctx)
+        put('schemas_%s_validate.c' % group, 'schemas_validate.c.j2', src=src, **ctx)
     put('dispatch.h', 'dispatch.h.j2')
     put('routes.h', 'routes.h.j2')
     put('routes.c', 'routes.c.j2', routes=model.routes, route_ops=model.route_ops,
@@ -62,7 +66,9 @@ def render(model, bundle):
     for api in model.apis:
         ops = [o for o in model.ops if o.api == api]
         src = ops[0].loc.file
-        put('%s_api.h' % api, 'api.h.j2', src=src, api=api, ops=ops)
+        groups = sorted({g for o in ops if not o.planned for g in o.schema_groups},
+                        key=[g for g, _, _ in model.groups].index)
+        put('%s_api.h' % api, 'api.h.j2', src=src, api=api, ops=ops, groups=groups)
         put('%s_dispatch.c' % api, 'dispatch.c.j2', src=src, api=api, ops=ops,
             needs_resp_header=any(o.headers for o in ops if not o.planned),
             needs_oauth_errors=any(r.oauth for o in ops if not o.planned for r in o.responses))

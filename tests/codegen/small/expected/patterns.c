@@ -17,6 +17,10 @@ const char *const patterns[] = {
     "^/v1/things/",
     /* 6: ^[a-z]{1,8}$ */
     "^[a-z]{1,8}$",
+    /* 7: ^rows */
+    "^rows",
+    /* 8: ^< */
+    "^<",
 };
 
-const size_t patterns_count = 7;
+const size_t patterns_count = 9;
