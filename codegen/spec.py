@@ -19,6 +19,12 @@ JSON_MEDIA = 'application/json'
 FORM_MEDIA = 'application/x-www-form-urlencoded'
 PROBLEM_MEDIA = 'application/problem+json'
 HTML_MEDIA = 'text/html'
+# Non-JSON representations (runtime/media.h): a 2xx response may offer them beside or instead
+# of JSON (negotiated on Accept); a request body may be sent as one of RAW_REQUEST_MEDIA.
+RAW_MEDIA = {'text/csv': 'MEDIA_CSV', 'application/xml': 'MEDIA_XML',
+             'text/plain': 'MEDIA_TEXT', 'application/pdf': 'MEDIA_PDF'}
+RAW_REQUEST_MEDIA = ('application/xml', 'text/plain', 'text/csv')
+BINARY_MEDIA = 'application/pdf'   # the only place for format: binary
 MAX_SCOPES = 64
 ROUTE_MAX_PARAMS = 8          # runtime/op.h
 QUERY_ARRAY_MAX = 100         # the most items an array query parameter may allow
@@ -90,6 +96,9 @@ COMPONENT_SECTIONS = {'schemas', 'parameters', 'responses', 'headers', 'examples
                       'requestBodies', 'securitySchemes'}
 # Headers HTTP itself or the runtime owns; OpenAPI says such parameters are ignored.
 RESERVED_HEADERS = {'authorization', 'content-type', 'accept'}
+# Request headers the runtime reads for every operation (request id, idempotency key): the
+# served document declares them (codegen/served.py adds them), the sources do not.
+RUNTIME_PARAMS = {'x-request-id', 'idempotency-key'}
 
 C_KEYWORDS = {
     'auto', 'break', 'case', 'char', 'const', 'continue', 'default', 'do', 'double', 'else',
@@ -899,10 +908,54 @@ class Model:
         self.apis = sorted({op.api for op in self.ops})
         self.ops.sort(key=lambda o: (o.api, o.full_path, METHODS.index(o.method.lower())))
         self.node_list = sorted(self.nodes.values(), key=lambda n: n.cname)
+        self.build_schema_groups(root)
         self.build_routes()
         n = len(self.scopes)
         self.scopes_all = 'UINT64_MAX' if n == 64 else '(UINT64_C(1) << %d) - 1' % n \
             if n else 'UINT64_C(0)'
+
+    def build_schema_groups(self, root):
+        """Splits the schemas by the file that defines them, so that a change to one API's
+        schemas recompiles only that API's code: group = file stem (`common` for common.yaml
+        and the root). Each group's header includes the headers of the groups its schemas use;
+        those includes must not form a cycle (a schema two API files share belongs in
+        common.yaml). Sets node.group, self.groups [(name, nodes, deps)] and op.schema_groups."""
+        def stem(loc):
+            name = os.path.splitext(os.path.basename(loc.file))[0]
+            return 'common' if loc.file == self.b.root_rel else name
+        for n in self.node_list:
+            n.group = stem(n.loc)
+        deps = {}
+        for n in self.node_list:
+            for child in _node_children(n):
+                if child.group != n.group:
+                    deps.setdefault(n.group, set()).add(child.group)
+        names = sorted({n.group for n in self.node_list}, key=lambda g: (g != 'common', g))
+        order, state = [], {}
+
+        def visit(g, trail):
+            if state.get(g) == 'done':
+                return
+            if state.get(g) == 'open':
+                cyc = trail[trail.index(g):] + [g]
+                self.fail(root / 'components' / 'schemas',
+                          'the schemas of %s use each other (%s); move what they share to '
+                          'common.yaml' % (' and '.join(sorted(set(cyc))), ' -> '.join(cyc)))
+                return
+            state[g] = 'open'
+            for d in sorted(deps.get(g, ())):
+                visit(d, trail + [g])
+            state[g] = 'done'
+            order.append(g)
+        for g in names:
+            visit(g, [])
+        if self.errors:
+            raise SpecError(self.errors)
+        self.groups = [(g, [n for n in self.node_list if n.group == g], sorted(deps.get(g, ())))
+                       for g in order]
+        for op in self.ops:
+            op.schema_groups = sorted({n.group for n in _reachable_nodes(op)},
+                                      key=lambda g: order.index(g))
 
     def build_routes(self):
         """The route table: one entry per distinct template, in match precedence order
@@ -1026,6 +1079,8 @@ class Model:
         if not isinstance(r, dict):
             return
         for media, mt in (r.get('content') or {}).items():
+            if media == BINARY_MEDIA:
+                continue   # {type: string, format: binary}: checked where the response is built
             if isinstance(mt, dict) and isinstance(mt.get('schema'), dict):
                 self.walk_schema(mt['schema'], self.loc(mt['schema']))
         for hname, h in (r.get('headers') or {}).items():
@@ -1060,7 +1115,9 @@ class Model:
                                % (loc / 'format', s['format'], s['format']))
         elif 'format' in s and s['format'] not in STRING_FORMATS and \
                 s['format'] not in INTEGER_FORMATS:
-            self.errors.append('%s: unknown format %r' % (loc / 'format', s['format']))
+            self.errors.append('%s: unknown format %r%s' % (
+                loc / 'format', s['format'], ' (only in an %s response)' % BINARY_MEDIA
+                if s['format'] == 'binary' else ''))
         if 'x-format' in s and s['x-format'] not in X_FORMATS:
             self.errors.append('%s: unknown x-format %r' % (loc / 'x-format', s['x-format']))
         if 'pattern' in s:
@@ -1771,6 +1828,18 @@ class Model:
                 self.fail(loc / 'x-any-scope', 'x-any-scope on a public operation')
             return
         op.is_public = False
+        schemes = self.doc['components'].get('securitySchemes', {})
+        # The served form [{bearerAuth: [s]}, {oauth2: [s]}] (codegen/served.py) is one
+        # requirement: an OAuth application's token is a bearer token checked the same way.
+        if len(sec) == 2 and isinstance(sec[1], dict) and len(sec[1]) == 1:
+            alt, alt_scopes = next(iter(sec[1].items()))
+            if not isinstance(schemes.get(alt), dict) or schemes[alt].get('type') != 'oauth2':
+                self.fail(loc / 'security' / 1, 'a second security requirement must name the '
+                                                'oauth2 scheme')
+            if not isinstance(sec[0], dict) or list(sec[0].values()) != [alt_scopes]:
+                self.fail(loc / 'security' / 1 / alt, 'the oauth2 alternative must list the same '
+                                                      'scopes as the bearer requirement')
+            sec = sec[:1]
         if len(sec) != 1:
             self.fail(loc / 'security', 'exactly one security requirement object is supported '
                                         '(found %d)' % len(sec))
@@ -1779,7 +1848,6 @@ class Model:
             self.fail(loc / 'security' / 0, 'the security requirement must name exactly one '
                                             'scheme')
         scheme, scopes = next(iter(req.items()))
-        schemes = self.doc['components'].get('securitySchemes', {})
         if scheme not in schemes:
             self.fail(loc / 'security' / 0 / scheme, 'unknown security scheme %s' % scheme)
         s = schemes[scheme]
@@ -1901,6 +1969,10 @@ class Model:
                 self.fail(ploc / 'allowEmptyValue', 'allowEmptyValue is not supported')
             if where == 'header' and name.lower() in RESERVED_HEADERS:
                 self.fail(ploc / 'name', 'header %s cannot be a parameter' % name)
+            if where == 'header' and name.lower() in RUNTIME_PARAMS:
+                self.fail(ploc / 'name', 'header %s is read by the runtime; the served document '
+                                         'declares it on every operation it applies to '
+                                         '(codegen/served.py), do not list it' % name)
             required = p.get('required', False)
             if not isinstance(required, bool):
                 self.fail(ploc / 'required', 'required must be a boolean')
@@ -1967,6 +2039,8 @@ class Model:
         op.body = None
         op.body_required = False
         op.form_body = False
+        op.raw_body = []   # non-JSON body: (media type, MEDIA_ constant, string node)
+        op.raw_body_mask = ''
         if 'requestBody' not in o:
             op.max_body_bytes = op.x_max_body or 0
             if op.x_max_body:
@@ -1984,6 +2058,9 @@ class Model:
             if k not in REQUEST_BODY_KEYS:
                 self.fail(rloc / k, 'unsupported request body key %s' % k)
         content = rb.get('content')
+        if isinstance(content, dict) and content and \
+                any(k in RAW_REQUEST_MEDIA for k in content):
+            return self.build_raw_body(op, rb, rloc, content)
         if not isinstance(content, dict) or JSON_MEDIA not in content or \
                 set(content) - {JSON_MEDIA, FORM_MEDIA}:
             self.fail(rloc / 'content', 'a request body must have the media type %s (and may '
@@ -2008,6 +2085,38 @@ class Model:
         op.body = Field('body', 'body', node, required)
         op.body.comment = 'request body (%s)' % ('required' if required else 'optional; NULL '
                                                  'when absent')
+        op.body_required = required
+        op.max_body_bytes = op.x_max_body or DEFAULT_MAX_BODY
+
+    def build_raw_body(self, op, rb, rloc, content):
+        """A non-JSON request body (a bank statement, a rate file): one or more of
+        application/xml, text/plain, text/csv, each {type: string, maxLength}, never mixed
+        with JSON. The dispatcher checks the Content-Type (415), the UTF-8 of text types and
+        the schema (422), and hands the handler the bytes, their length and the media type."""
+        for media, mt in content.items():
+            mloc = rloc / 'content' / media
+            if media not in RAW_REQUEST_MEDIA:
+                self.fail(mloc, 'a non-JSON request body is one or more of %s, alone (not %s)'
+                          % (', '.join(RAW_REQUEST_MEDIA), media))
+            if not isinstance(mt, dict) or not isinstance(mt.get('schema'), dict):
+                self.fail(mloc, 'request body without schema')
+            for k in mt:
+                if k not in MEDIA_KEYS:
+                    self.fail(mloc / k, 'unsupported media type key %s' % k)
+            node = self.node_of(mt['schema'], mloc / 'schema', '%s_body_%s'
+                                % (op.handler, snake(media)))
+            if node.kind != 'string' or node.nullable or 'maxLength' not in mt['schema']:
+                self.fail(mloc / 'schema', 'a %s request body has the schema {type: string, '
+                                           'maxLength: N} (minLength and pattern allowed)'
+                          % media)
+            op.raw_body.append((media, RAW_MEDIA[media], node))
+        required = rb.get('required', False)
+        if not isinstance(required, bool):
+            self.fail(rloc / 'required', 'required must be a boolean')
+        op.raw_body_mask = ' | '.join('MEDIA_BIT(%s)' % c for _, c, _ in op.raw_body)
+        op.body = Field('body', 'body', None, required)
+        op.body.comment = 'request body: its bytes (%s), NUL-terminated' % (
+            'required' if required else 'optional; NULL when absent')
         op.body_required = required
         op.max_body_bytes = op.x_max_body or DEFAULT_MAX_BODY
 
@@ -2085,6 +2194,8 @@ class Model:
                 resp.field.comment = comment_text('status %d: %s (an HTML document)'
                                                   % (status, first_sentence(r['description'])))
                 members.add(resp.field.cname)
+            elif isinstance(content, dict) and any(k in RAW_MEDIA for k in content):
+                self.build_raw_response(op, status, r, rloc, resp, members, comp)
             else:
                 if not isinstance(content, dict) or len(content) != 1:
                     self.fail(rloc, 'response without schema (content needs exactly one media '
@@ -2195,8 +2306,87 @@ class Model:
                               'a page operation answers errors as pages: document status %d '
                               'as %s' % (r.status, HTML_MEDIA))
         op.html_error_statuses = [r.status for r in op.html_responses if r.status >= 400]
+        # Negotiated operations: every 2xx with content offers the same media types, in the
+        # same order (ties in Accept go to the earlier one; no Accept takes the first).
+        op.raw_responses = [r for r in op.responses if r.media]
+        op.produces = []
+        if op.raw_responses:
+            if op.page or op.oauth_errors:
+                self.fail(loc / 'responses', 'a page or x-oauth-errors operation cannot offer '
+                                             'non-JSON media types')
+            first = op.raw_responses[0]
+            op.produces = [(m, c) for m, c, _ in first.media]
+            for r in op.responses:
+                if 200 <= r.status < 300 and r.kind != 'empty' and \
+                        [(m, c) for m, c, _ in r.media] != op.produces:
+                    self.fail(loc / 'responses' / str(r.status),
+                              'every 2xx response of a negotiated operation offers the same '
+                              'media types (%s)' % ', '.join(m for m, _ in op.produces))
+        op.negotiated = bool(op.produces)
         op.problem_statuses = [r.status for r in op.responses if r.kind == 'problem']
         op.empty_statuses = [r.status for r in op.responses if r.kind == 'empty']
+
+    def build_raw_response(self, op, status, r, rloc, resp, members, comp):
+        """A 2xx offering non-JSON representations (text/csv, application/xml, text/plain,
+        application/pdf), beside or instead of JSON: the dispatcher picks one on Accept before
+        the handler runs (in.accept), the handler fills body_<status> (JSON) or
+        raw_<status>/raw_<status>_len (the chosen raw type)."""
+        content = r['content']
+        if not 200 <= status < 300:
+            self.fail(rloc / 'content', 'non-JSON media types are for 2xx responses only')
+        resp.media = []   # (media type, MEDIA_ constant, string node or None) in spec order
+        for media, mt in content.items():
+            mloc = rloc / 'content' / media
+            if media != JSON_MEDIA and media not in RAW_MEDIA:
+                self.fail(mloc, 'unsupported media type %s beside non-JSON ones (allowed: %s)'
+                          % (media, ', '.join([JSON_MEDIA] + sorted(RAW_MEDIA))))
+            if not isinstance(mt, dict) or not isinstance(mt.get('schema'), dict):
+                self.fail(mloc, 'response without schema')
+            for k in mt:
+                if k not in MEDIA_KEYS:
+                    self.fail(mloc / k, 'unsupported media type key %s' % k)
+            sch = mt['schema']
+            if media == JSON_MEDIA:
+                name = ('response_' + snake(comp)) if comp else '%s_%d' % (op.handler, status)
+                node = self.node_of(sch, mloc / 'schema', name)
+                if node.kind not in ('object', 'oneof', 'any') or node.nullable:
+                    self.fail(mloc / 'schema', 'a response body must be an object schema')
+                resp.kind = 'json'
+                resp.node = node
+                resp.field = Field('body_%d' % status, 'body_%d' % status, node, True)
+                resp.field.comment = comment_text('status %d as JSON (in->accept): %s'
+                                                  % (status, first_sentence(r['description'])))
+                members.add(resp.field.cname)
+                resp.media.append((media, 'MEDIA_JSON', None))
+                continue
+            if media == BINARY_MEDIA:
+                if sch.get('type') != 'string' or sch.get('format') != 'binary' or \
+                        set(sch) - {'type', 'format', 'maxLength', 'description'}:
+                    self.fail(mloc / 'schema', 'an %s response has the schema {type: string, '
+                                               'format: binary} (maxLength allowed, in bytes)'
+                              % BINARY_MEDIA)
+                mx = sch.get('maxLength')
+                if mx is not None and (not isinstance(mx, int) or isinstance(mx, bool) or
+                                       mx <= 0):
+                    self.fail(mloc / 'schema' / 'maxLength', 'maxLength must be a positive '
+                                                             'integer (bytes)')
+                resp.media.append((media, RAW_MEDIA[media], None))
+                resp.binary_max = mx
+                continue
+            node = self.node_of(sch, mloc / 'schema', '%s_%d_%s'
+                                % (op.handler, status, snake(media)))
+            if node.kind != 'string' or node.nullable or 'maxLength' not in sch:
+                self.fail(mloc / 'schema', 'a %s response has the schema {type: string, '
+                                           'maxLength: N} (minLength and pattern allowed)'
+                          % media)
+            resp.media.append((media, RAW_MEDIA[media], node))
+        if resp.kind != 'json':
+            resp.kind = 'raw'
+        resp.raw_field = 'raw_%d' % status
+        for m in (resp.raw_field, resp.raw_field + '_len'):
+            if m in members:
+                self.fail(rloc, 'response member %s clashes with another one' % m)
+            members.add(m)
 
     def check_oauth_error_schema(self, node, loc):
         """An RFC 6749 §5.2 error body: an object with the required string `error` (and the
@@ -2224,7 +2414,11 @@ class Model:
         if op.planned:
             need[501] = 'planned operations answer 501 not_implemented'
         else:
-            if not any(r.kind in ('json', 'empty', 'html') and 200 <= r.status < 400
+            if op.negotiated:
+                need[406] = 'a negotiated operation answers 406 not_acceptable'
+            if op.raw_body:
+                need[415] = 'a raw body of another Content-Type answers 415'
+            if not any(r.kind in ('json', 'empty', 'html', 'raw') and 200 <= r.status < 400
                        for r in op.responses):
                 self.fail(loc / 'responses', 'an operation needs a 2xx or 3xx response')
         for status, why in sorted(need.items()):
@@ -2264,10 +2458,41 @@ class Op:
 class Resp:
     def __init__(self, status):
         self.status = status
-        self.kind = None      # json | problem | empty | html
+        self.kind = None      # json | problem | empty | html | raw (non-JSON media only)
+        self.media = []       # negotiated: (media type, MEDIA_ constant, string node or None)
+        self.raw_field = None  # raw_<status>: the handler's bytes for a non-JSON media type
+        self.binary_max = None  # application/pdf: maxLength in bytes
         self.oauth = False    # a problem the runtime renders as an RFC 6749 error (x-oauth-errors)
         self.node = None
         self.field = None
+
+
+def _node_children(n):
+    """The nodes a node's generated code refers to directly."""
+    out = [f.node for f in n.fields]
+    out += [x for x in (n.items, n.addl, n.value) if isinstance(x, Node)]
+    out += [v.node for v in n.variants]
+    return out
+
+
+def _reachable_nodes(obj):
+    """Every Node an operation's generated code refers to (its parameters, body, responses and
+    headers), not descending into the nodes themselves."""
+    found, seen, todo = [], set(), [obj]
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, Node):
+            found.append(x)
+        elif isinstance(x, (list, tuple, set)):
+            todo.extend(x)
+        elif isinstance(x, dict):
+            todo.extend(x.values())
+        elif hasattr(x, '__dict__') and type(x).__module__ == __name__:
+            todo.extend(vars(x).values())
+    return found
 
 
 def _runtime_structs():

@@ -8,7 +8,6 @@
 
 #include "generated/payments_api.h"
 #include "generated/dispatch.h"
-#include "generated/schemas.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
@@ -1098,6 +1097,8 @@ static void check_payments_list_payments(struct req *r)
     struct verr_list l;
     struct json_value *doc = NULL;
     struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
 
     verr_init(&l, &r->arena);
     switch (r->status) {
@@ -1106,10 +1107,32 @@ static void check_payments_list_payments(struct req *r)
             verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
             break;
         }
-        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
-            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
-        else
-            validate_payment_page(doc, "", VALIDATE_RESPONSE, &l);
+        switch (media_of(r->content_type)) {
+        case MEDIA_JSON:
+            if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+                verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+            else
+                validate_payment_page(doc, "", VALIDATE_RESPONSE, &l);
+            break;
+        case MEDIA_CSV:
+            if (!r->resp_body || !json_utf8_valid(r->resp_body, r->resp_len)) {
+                verr_add(&l, "", NULL, "type", "%s", "must be valid UTF-8 text (text/csv)");
+            } else {
+                struct json_value sv = { .type = JSON_STRING, .s = r->resp_body, .len = r->resp_len };
+
+                validate_payments_list_payments_200_text_csv(&sv, "", VALIDATE_RESPONSE, &l);
+            }
+            break;
+        default:
+            verr_add(&l, "", NULL, "type", "status %d is sent as %s, not as application/json or text/csv", r->status,
+                     r->content_type ? r->content_type : "nothing");
+            break;
+        }
+        hval = resp_header(r, "Link");
+        if (hval && schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Link", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_link(&hv, "/header/Link", VALIDATE_RESPONSE, &l);
         break;
     case 400:
         if (!r->problem)
@@ -1122,6 +1145,10 @@ static void check_payments_list_payments(struct req *r)
     case 403:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 406:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 406 is documented as a problem document");
         break;
     case 429:
         if (!r->problem)
@@ -1156,9 +1183,16 @@ int dispatch_payments_list_payments(struct req *r)
     struct payments_list_payments_response out;
     struct json_value pv;
     const char *text;
+    static const enum media offered[] = { MEDIA_JSON, MEDIA_CSV };
 
     memset(&in, 0, sizeof in);
     memset(&out, 0, sizeof out);
+    in.accept = media_negotiate(req_header(r, "Accept"), offered, 2);
+    if (in.accept == MEDIA_NONE) {
+        req_problem(r, 406, "not_acceptable", "None of the media types this operation answers (%s) is acceptable to the Accept header.",
+                    media_list(&r->arena, offered, 2));
+        return 0;
+    }
     text = req_query(r, "limit");
     if (!text) {
         in.limit = INT64_C(20);
@@ -1327,6 +1361,15 @@ int dispatch_payments_list_payments(struct req *r)
     if (r->status == 0) {
         switch (out.status) {
         case 200:
+            if (in.accept != MEDIA_JSON) {
+                if (!out.raw_200) {
+                    log_error("%s answered 200 as %s without raw_200", "listPayments", media_name(in.accept));
+                    return -1;
+                }
+                if (req_set_body(r, 200, media_content_type(in.accept), out.raw_200, out.raw_200_len) != 0)
+                    return -1;
+                break;
+            }
             if (!out.body_200) {
                 log_error("%s answered 200 without body_200", "listPayments");
                 return -1;
@@ -1348,6 +1391,8 @@ int dispatch_payments_list_payments(struct req *r)
                       out.status);
             return -1;
         }
+        if (out.link && (r->status == 200))
+            req_set_header(r, "Link", out.link);
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_list_payments(r);

@@ -8,7 +8,6 @@
 
 #include "generated/workspace_api.h"
 #include "generated/dispatch.h"
-#include "generated/schemas.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
@@ -137,6 +136,48 @@ int dispatch_workspace_get_workspace(struct req *r)
 #ifdef TREASURY_CHECK_RESPONSES
     check_workspace_get_workspace(r);
 #endif
+    return 0;
+}
+
+/* GET /v1/workspace/applications (listApplications) */
+int dispatch_workspace_list_applications(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/workspace/applications (listApplications)");
+    return 0;
+}
+
+/* PUT /v1/workspace/applications/{key} (updateApplication) */
+int dispatch_workspace_update_application(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "PUT /v1/workspace/applications/{key} (updateApplication)");
+    return 0;
+}
+
+/* GET /v1/workspace/domain (getCustomDomain) */
+int dispatch_workspace_get_custom_domain(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/workspace/domain (getCustomDomain)");
+    return 0;
+}
+
+/* PUT /v1/workspace/domain (setCustomDomain) */
+int dispatch_workspace_set_custom_domain(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "PUT /v1/workspace/domain (setCustomDomain)");
+    return 0;
+}
+
+/* DELETE /v1/workspace/domain (removeCustomDomain) */
+int dispatch_workspace_remove_custom_domain(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "DELETE /v1/workspace/domain (removeCustomDomain)");
+    return 0;
+}
+
+/* POST /v1/workspace/domain/verify (verifyCustomDomain) */
+int dispatch_workspace_verify_custom_domain(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/workspace/domain/verify (verifyCustomDomain)");
     return 0;
 }
 

@@ -150,6 +150,11 @@ void req_set_json(struct req *r, int status, char *body, size_t len);
 /* Sets a text/html response with a copy of document. 0 / -1. */
 int req_set_html(struct req *r, int status, const char *document);
 
+/* Sets a response of another media type (content_type static, e.g. media_content_type())
+ * with a copy of body[0..len). 0 / -1. */
+int req_set_body(struct req *r, int status, const char *content_type, const char *body,
+                 size_t len);
+
 /* Records an RFC 9457 problem response (application/problem+json) with `code` and a
  * printf-style detail; the body is built when the response is sent. Handlers return 0 after
  * calling it. Validation errors collected in r->verr are included as `errors[]`. */

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "generated/dispatch.h"
+#include "generated/exports_api.h"
 #include "generated/misc_api.h"
 #include "generated/patterns.h"
 #include "generated/routes.h"
@@ -111,6 +112,17 @@ int req_set_html(struct req *r, int status, const char *document)
 {
     req_set_json(r, status, strdup(document), strlen(document));
     r->content_type = REQ_HTML;
+    return 0;
+}
+
+int req_set_body(struct req *r, int status, const char *content_type, const char *body,
+                 size_t len)
+{
+    char *copy = malloc(len + 1);
+    memcpy(copy, body, len);
+    copy[len] = '\0';
+    req_set_json(r, status, copy, len);
+    r->content_type = content_type;
     return 0;
 }
 
@@ -725,7 +737,13 @@ static void test_operation_descriptors_carry_spec_and_defaults(void)
     o = op_named("addShape");
     CHECK(o && o->has_body && !o->body_required);
     CHECK(op_named("searchThings")->planned);
-    CHECK(routes_count == 11);
+    o = op_named("getReport");
+    CHECK(o && o->negotiated && o->raw_body_media == 0 && !o->has_body);
+    CHECK(!op_named("listThings")->negotiated);
+    o = op_named("importStatement");
+    CHECK(o && !o->negotiated && o->has_body && o->max_body_bytes == 4096);
+    CHECK(o->raw_body_media == (MEDIA_BIT(MEDIA_XML) | MEDIA_BIT(MEDIA_TEXT)));
+    CHECK(routes_count == 14);
 }
 
 static void test_scope_table(void)
@@ -768,6 +786,7 @@ static void request(const char *method, const char *path, const char *body)
     memset(&R, 0, sizeof R);
     memset(&fake, 0, sizeof fake);
     memset(&small_seen, 0, sizeof small_seen);
+    memset(&small_exports, 0, sizeof small_exports);
     arena_init(&R.arena);
     verr_init(&R.verr, &R.arena);
     R.method = method;
@@ -1155,6 +1174,149 @@ static void test_dispatch_oauth_errors_and_empty_bodies(void)
 #endif
 }
 
+static void test_dispatch_negotiates_the_representation(void)
+{
+    request("GET", "/v1/exports/report", NULL);
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && small_exports.accept == MEDIA_JSON);
+    CHECK_STR(R.content_type, "application/json");
+    CHECK(R.resp_body && strcmp(R.resp_body, "{\"rows\":1}") == 0);
+
+    request("GET", "/v1/exports/report", NULL);
+    header("Accept", "text/csv");
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && small_exports.accept == MEDIA_CSV && !R.problem);
+    CHECK_STR(R.content_type, "text/csv; charset=utf-8");
+    CHECK(R.resp_len == 9 && memcmp(R.resp_body, "rows\r\n1\r\n", 9) == 0);
+    CHECK_STR(resp_header("X-Count"), "1"); /* headers as for JSON */
+
+    request("GET", "/v1/exports/report", NULL);
+    header("Accept", "application/*;q=0.5, application/pdf");
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && small_exports.accept == MEDIA_PDF);
+    CHECK_STR(R.content_type, "application/pdf");
+    CHECK(R.resp_len == 16 && memcmp(R.resp_body, "%PDF-1.7\n\0binary", 16) == 0);
+
+    request("GET", "/v1/exports/report", NULL);
+    header("Accept", "text/*;q=0.5, application/json;q=0.5");
+    CHECK(run() == 0);
+    CHECK(small_exports.accept == MEDIA_JSON); /* a tie: the spec's order */
+
+    request("GET", "/v1/exports/report", NULL);
+    header("Accept", "image/png, application/json;q=0");
+    CHECK(run() == 0);
+    CHECK(R.status == 406 && R.problem && small_exports.called == 0);
+    CHECK_STR(R.problem_code, "not_acceptable");
+    CHECK(strstr(R.problem_detail, "(application/json, text/csv, application/pdf)") != NULL);
+
+    request("GET", "/v1/exports/report", NULL); /* 406 comes before the parameters */
+    query("limit", "0");
+    header("Accept", "text/html");
+    CHECK(run() == 0);
+    CHECK(R.status == 406);
+
+    request("GET", "/v1/exports/statement", NULL);
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && small_exports.accept == MEDIA_TEXT);
+    CHECK_STR(R.content_type, "text/plain; charset=utf-8");
+
+    request("GET", "/v1/exports/statement", NULL);
+    header("Accept", "application/json");
+    CHECK(run() == 0);
+    CHECK(R.status == 406 && small_exports.called == 0);
+    CHECK(strstr(R.problem_detail, "(text/plain)") != NULL);
+}
+
+static void test_response_checks_catch_wrong_raw_answers(void)
+{
+    static const char *const bad[] = { "nope", "\xff\xfe", "0123456789012345678901234567890123" };
+    request("GET", "/v1/exports/report", NULL);
+    header("Accept", "text/csv");
+    small_exports.answer = "nope"; /* breaks the CSV schema's pattern */
+    CHECK(run() == 0);
+#ifdef TREASURY_CHECK_RESPONSES
+    CHECK(R.status == 500);
+    CHECK_STR(R.problem_code, "response_schema_violation");
+#else
+    CHECK(R.status == 200);
+#endif
+    request("GET", "/v1/exports/report", NULL);
+    header("Accept", "application/pdf");
+    small_exports.answer = "<html>not a PDF</html>";
+    CHECK(run() == 0);
+#ifdef TREASURY_CHECK_RESPONSES
+    CHECK(R.status == 500);
+#else
+    CHECK(R.status == 200);
+#endif
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        request("GET", "/v1/exports/statement", NULL);
+        small_exports.answer = bad[i]; /* too short a pattern, not UTF-8, too long */
+        CHECK(run() == 0);
+#ifdef TREASURY_CHECK_RESPONSES
+        CHECK(i == 0 ? R.status == 200 : R.status == 500);
+#else
+        CHECK(R.status == 200);
+#endif
+    }
+}
+
+static void raw_request(const char *content_type, const char *body, size_t len)
+{
+    request("POST", "/v1/exports/imports", NULL);
+    R.body = body;
+    R.body_len = len;
+    if (content_type)
+        header("Content-Type", content_type);
+}
+
+static bool has_verr(const char *code)
+{
+    return R.with_errors && has_error(&R.verr, "", code);
+}
+
+static void test_dispatch_raw_bodies(void)
+{
+    raw_request("application/xml", "<Document/>", 11);
+    CHECK(run() == 0);
+    CHECK(R.status == 201 && small_exports.body_media == MEDIA_XML);
+    CHECK(small_exports.body_len == 11 && memcmp(small_exports.body, "<Document/>", 11) == 0);
+    CHECK(R.resp_body && strcmp(R.resp_body, "{\"rows\":11}") == 0);
+
+    raw_request("Text/Plain; charset=\"UTF-8\"", ":20:X", 5);
+    CHECK(run() == 0);
+    CHECK(R.status == 201 && small_exports.body_media == MEDIA_TEXT);
+
+    static const char *const refused[] = { "application/json", "text/plain; charset=latin1",
+                                           NULL, "text/csv", "text/plain;" };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        raw_request(refused[i], ":20:X", 5);
+        CHECK(run() == 0);
+        CHECK(R.status == 415 && small_exports.called == 0);
+        CHECK_STR(R.problem_code, "unsupported_media_type");
+        CHECK(strstr(R.problem_detail, "application/xml or text/plain") != NULL);
+    }
+
+    raw_request("text/plain", "\xff\xfe", 2);
+    CHECK(run() == 0);
+    CHECK(R.status == 422 && has_verr("type") && small_exports.called == 0);
+    raw_request("text/plain", "a\0b", 3);
+    CHECK(run() == 0);
+    CHECK(R.status == 422 && has_verr("type"));
+    raw_request("text/plain", "x", 1);
+    CHECK(run() == 0);
+    CHECK(R.status == 422 && has_verr("min_length"));
+    raw_request("application/xml", "Document", 8); /* each type its own schema */
+    CHECK(run() == 0);
+    CHECK(R.status == 422 && has_verr("pattern"));
+    raw_request("text/plain", "Document", 8);
+    CHECK(run() == 0);
+    CHECK(R.status == 201);
+    raw_request("application/xml", NULL, 0);
+    CHECK(run() == 0);
+    CHECK(R.status == 422 && has_verr("required"));
+}
+
 int main(void)
 {
     char err[256];
@@ -1195,6 +1357,9 @@ int main(void)
         UNIT_TEST(test_dispatch_optional_free_form_and_planned),
         UNIT_TEST(test_dispatch_pages_cookies_and_redirects),
         UNIT_TEST(test_dispatch_oauth_errors_and_empty_bodies),
+        UNIT_TEST(test_dispatch_negotiates_the_representation),
+        UNIT_TEST(test_response_checks_catch_wrong_raw_answers),
+        UNIT_TEST(test_dispatch_raw_bodies),
     };
     int rc = unit_run("codegen_small", tests, sizeof tests / sizeof tests[0]);
     free(R.resp_body);

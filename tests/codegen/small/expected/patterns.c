@@ -31,6 +31,10 @@ const char *const patterns[] = {
     "^/v1/things/",
     /* 13: ^[a-z]{1,8}$ */
     "^[a-z]{1,8}$",
+    /* 14: ^rows */
+    "^rows",
+    /* 15: ^< */
+    "^<",
 };
 
-const size_t patterns_count = 14;
+const size_t patterns_count = 16;
