@@ -187,8 +187,34 @@ run: deps
 	./$(BIN) $(ARGS)
 
 # ---- tests ----------------------------------------------------------------------------------
+# The sources, then the served document (generated/openapi.json: the sources plus what
+# codegen/served.py adds) with the same rules, then the served document with Redocly's
+# (openapi/redocly.yaml). Any finding fails.
 lint-spec: node_modules/.stamp
 	$(Q)npx --no-install spectral lint openapi/openapi.yaml --ruleset openapi/.spectral.yaml --fail-severity=warn
+	$(Q)node tests/spec/ajv_check.mjs generated/openapi.json
+	$(Q)npx --no-install spectral lint generated/openapi.json --ruleset openapi/.spectral.yaml --fail-severity=warn
+	$(Q)REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true npx --no-install redocly lint \
+	    generated/openapi.json --config openapi/redocly.yaml --format=stylish
+
+# A TypeScript client (tests/sdk/client.ts) type-checked (tsc, strict) against the types
+# openapi-typescript generates from the served document, as an integrator's SDK would be;
+# sdk-build also compiles it for tests/http/test_sdk_client.py (build/sdk/out/client.js).
+SDK_DIR := build/sdk
+
+$(SDK_DIR)/api.d.ts: generated/openapi.json node_modules/.stamp
+	@mkdir -p $(@D)
+	$(Q)npx --no-install openapi-typescript generated/openapi.json -o $@ > $(SDK_DIR)/openapi-typescript.log 2>&1 \
+	    || { cat $(SDK_DIR)/openapi-typescript.log; exit 1; }
+
+sdk-check: $(SDK_DIR)/api.d.ts
+	$(Q)npx --no-install tsc -p tests/sdk/tsconfig.json --noEmit
+	@echo "tests/sdk/client.ts type-checks against the types of generated/openapi.json"
+
+$(SDK_DIR)/out/client.js: tests/sdk/client.ts tests/sdk/tsconfig.json $(SDK_DIR)/api.d.ts
+	$(Q)npx --no-install tsc -p tests/sdk/tsconfig.json
+
+sdk-build: $(SDK_DIR)/out/client.js
 
 unit: $(UNIT_BIN)
 	$(Q)tests/run-unit.sh $(UNIT_BIN)
@@ -223,6 +249,6 @@ $(BUILD)/bench/bare_mhd: tests/bench/bare_mhd.c
 clean:
 	rm -rf build
 
-.PHONY: all generate check-generated deps test-deps fuzz fuzz-build bench-idle run lint-spec unit test bench clean
+.PHONY: all generate check-generated deps test-deps fuzz fuzz-build bench-idle run lint-spec sdk-check sdk-build unit test bench clean
 
 -include $(SERVER_OBJ:.o=.d) $(UNIT_BIN:%=%.d) $(UNIT_LINK:.o=.d)

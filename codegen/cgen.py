@@ -84,6 +84,17 @@ def struct_decls(node):
     return out
 
 
+def array_struct_decls(node):
+    """struct <name> members of an array stored by value (an array item or a map value)."""
+    return ['%s*items;' % ctype(node.items, 'elem'), 'size_t count;']
+
+
+def loop_var(expr):
+    """A loop variable not used by the loops around expr: j, j1, j2 ..."""
+    depth = expr.count('[j')
+    return 'j' if depth == 0 else 'j%d' % depth
+
+
 def entry_decls(node):
     """struct <name>_entry members for a map node or an object with additionalProperties."""
     value = node.value if node.kind == 'map' else node.addl
@@ -143,6 +154,20 @@ class _V:
                 w.ind += 1
                 add_err(w, 'l', 'ptr', None, 'format', c['detail'])
                 w.ind -= 1
+            elif op == 'decimal':
+                w('struct decimal dec;')
+                w.open('if (decimal_parse(v->s, %d, %d, %s, &dec) != 0)'
+                       % (c['precision'], c['scale'], 'true' if c['negative'] else 'false'))
+                add_err(w, 'l', 'ptr', None, 'format', c['detail'])
+                if c['bounds']:
+                    w.mid('else')
+                for b in c['bounds']:
+                    w('if (decimal_cmp(dec, (struct decimal){ %s, %d }) %s 0)'
+                      % (b['units'], b['scale'], b['cmp']))
+                    w.ind += 1
+                    add_err(w, 'l', 'ptr', None, b['code'], b['detail'])
+                    w.ind -= 1
+                w.close()
             elif op == 'const_string':
                 w('if (strcmp(v->s, %s) != 0)' % lit(c['value']))
                 w.ind += 1
@@ -362,7 +387,8 @@ def decode_value(w, n, role, dst, src):
     if k == 'string':
         w('%s = %s;' % (dst, member(src, 's')))
     elif k == 'integer':
-        w('(void)json_number_to_int64(%s, &%s);' % (src[1:-1] if src.startswith('(&') else src, dst))
+        w('(void)json_number_to_int64(%s, &%s);' % (src[1:-1] if src.startswith('(&') and
+                                                     src.endswith(')') else src, dst))
     elif k == 'number':
         w('%s = json_number_to_double(%s);' % (dst, src))
     elif k == 'boolean':
@@ -380,12 +406,17 @@ def decode_value(w, n, role, dst, src):
             w('if (decode_%s(a, %s, %s) != 0)' % (n.cname, src, dst))
             w('    return -1;')
     elif k == 'array':
+        j = loop_var(dst)
         w('if (%s->type != JSON_ARRAY)' % src)
         w('    return -1;')
-        w('%s_count = %s->count;' % (dst, src))
+        if role in ('elem', 'entry'):
+            count, dst = dst + '.count', dst + '.items'
+        else:
+            count = dst + '_count'
+        w('%s = %s->count;' % (count, src))
         w('%s = arena_alloc(a, (%s->count + 1) * sizeof *%s);' % (dst, src, dst))
-        w.open('for (size_t j = 0; j < %s->count; j++)' % src)
-        decode_value(w, n.items, 'elem', '%s[j]' % dst, '%s->items[j]' % src)
+        w.open('for (size_t %s = 0; %s < %s->count; %s++)' % (j, j, src, j))
+        decode_value(w, n.items, 'elem', '%s[%s]' % (dst, j), '%s->items[%s]' % (src, j))
         w.close()
     elif k == 'map':
         w('if (%s->type != JSON_OBJECT)' % src)
@@ -494,9 +525,14 @@ def encode_value(w, n, role, src):
             w('else')
             w('    jsonw_null(w);')
     elif k == 'array':
+        j = loop_var(src)
+        if role in ('elem', 'entry'):
+            count, src = src + '.count', src + '.items'
+        else:
+            count = src + '_count'
         w('jsonw_array_begin(w);')
-        w.open('for (size_t j = 0; j < %s_count; j++)' % src)
-        encode_value(w, n.items, 'elem', '%s[j]' % src)
+        w.open('for (size_t %s = 0; %s < %s; %s++)' % (j, j, count, j))
+        encode_value(w, n.items, 'elem', '%s[%s]' % (src, j))
         w.close()
         w('jsonw_array_end(w);')
     elif k == 'map':
@@ -574,7 +610,15 @@ def request_decls(op):
     out = []
     for p in op.params:
         out.extend(member_decls(p))
-    if op.body:
+    if op.negotiated:
+        out.append('enum media accept; /* the representation the dispatcher chose from Accept: '
+                   '%s */' % ', '.join(c for _, c in op.produces))
+    if op.raw_body:
+        out.append('const char *body; /* %s */' % op.body.comment)
+        out.append('size_t body_len;')
+        out.append('enum media body_media; /* its Content-Type: %s */'
+                   % ', '.join(c for _, c, _ in op.raw_body))
+    elif op.body:
         out.append('%sbody; /* %s */' % (ctype(op.body.node, 'field'), op.body.comment))
     if not out:
         out.append('int unused; /* this operation takes no parameters and no body */')
@@ -591,6 +635,11 @@ def response_decls(op):
                                          r.field.comment))
     for r in op.html_responses:
         out.append('const char *%s; /* %s */' % (r.field.cname, r.field.comment))
+    for r in op.raw_responses:
+        raw = [m for m, c, _ in r.media if c != 'MEDIA_JSON']
+        out.append('const char *%s; /* status %d as %s (in->accept): the bytes, copied */'
+                   % (r.raw_field, r.status, ' or '.join(raw)))
+        out.append('size_t %s_len;' % r.raw_field)
     for h in op.headers:
         if h.kind == 'integer':
             out.append('int64_t %s; /* %s */' % (h.cname, h.comment))
@@ -602,6 +651,68 @@ def response_decls(op):
 
 def status_cond(var, statuses):
     return ' || '.join('%s == %d' % (var, s) for s in sorted(statuses))
+
+
+def raw_body(w, op):
+    """A non-JSON body: Content-Type (415), UTF-8 and the media type's schema (422), then the
+    bytes as they came."""
+    names = [m for m, _, _ in op.raw_body]
+    w.open('if (!r->body || r->body_len == 0)')
+    if op.body_required:
+        add_err(w, '&r->verr', '""', None, 'required', 'a request body is required')
+        w('req_problem_validation(r, 422, "The request body is missing.");')
+        w('return 0;')
+    else:
+        w('/* optional body absent: in.body stays NULL */')
+    w.mid('else')
+    w('in.body_media = media_request_type(req_header(r, "Content-Type"), %s, &why);'
+      % op.raw_body_mask)
+    w.open('if (in.body_media == MEDIA_NONE)')
+    w('req_problem(r, 415, "unsupported_media_type", "Send the request body as Content-Type: '
+      '%s (%%s).", why);' % ' or '.join(names))
+    w('return 0;')
+    w.close()
+    w.open('if (!json_utf8_valid(r->body, r->body_len) || memchr(r->body, 0, r->body_len))')
+    add_err(w, '&r->verr', '""', None, 'type', 'must be valid UTF-8 text without NUL bytes')
+    w.mid('else')
+    w('struct json_value sv = { .type = JSON_STRING, .s = r->body, .len = r->body_len };')
+    w()
+    if len(op.raw_body) == 1:
+        w(validate_call(op.raw_body[0][2], '&sv', '""', l='&r->verr', mode='VALIDATE_REQUEST'))
+    else:
+        for i, (media, c, node) in enumerate(op.raw_body):
+            head = 'if (in.body_media == %s)' % c
+            if i == 0:
+                w(head)
+            elif i < len(op.raw_body) - 1:
+                w('else ' + head)
+            else:
+                w('else')
+            w('    ' + validate_call(node, '&sv', '""', l='&r->verr', mode='VALIDATE_REQUEST'))
+    w.close()
+    w.open('if (r->verr.count > 0)')
+    w('req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d '
+      'violation%s.",')
+    w('                                           r->verr.count, r->verr.count == 1 ? "" : '
+      '"s"));')
+    w('return 0;')
+    w.close()
+    w('in.body = r->body;')
+    w('in.body_len = r->body_len;')
+    w.close()
+
+
+def raw_answer(w, op, r):
+    """The chosen non-JSON representation of a negotiated status: the handler's bytes."""
+    fld = 'out.' + r.raw_field
+    w.open('if (!%s)' % fld)
+    w('log_error("%%s answered %d as %%s without %s", %s, media_name(in.accept));'
+      % (r.status, r.raw_field, lit(op.operation_id)))
+    w('return -1;')
+    w.close()
+    w('if (req_set_body(r, %d, media_content_type(in.accept), %s, %s_len) != 0)'
+      % (r.status, fld, fld))
+    w('    return -1;')
 
 
 def dispatch_body(op):
@@ -616,15 +727,32 @@ def dispatch_body(op):
     w('struct %s_response out;' % h)
     if op.params:
         w('struct json_value pv;')
+    if any(not p.collect for p in op.params):
         w('const char *text;')
-    if op.body:
+    if op.negotiated:
+        w('static const enum media offered[] = { %s };' % ', '.join(c for _, c in op.produces))
+    if op.raw_body:
+        w('const char *why = NULL;')
+    elif op.body:
         w('struct json_value *doc = NULL;')
         w('struct json_error jerr;')
     w()
     w('memset(&in, 0, sizeof in);')
     w('memset(&out, 0, sizeof out);')
+    if op.negotiated:
+        n = len(op.produces)
+        w('in.accept = media_negotiate(req_header(r, "Accept"), offered, %d);' % n)
+        w.open('if (in.accept == MEDIA_NONE)')
+        w('req_problem(r, 406, "not_acceptable", "None of the media types this operation answers '
+          '(%s) is acceptable to the Accept header.",')
+        w('            media_list(&r->arena, offered, %d));' % n)
+        w('return 0;')
+        w.close()
     for p in op.params:
         ptr = lit(p.pointer)
+        if p.collect:
+            array_param(w, p, ptr)
+            continue
         w('text = %s(r, %s);' % (p.getter, lit(p.json_name)))
         w.open('if (!text)')
         if p.required:
@@ -634,6 +762,9 @@ def dispatch_body(op):
             w('in.has_%s = true;' % p.cname)
         else:
             w('/* absent: has_%s stays false */' % p.cname)
+        if p.where == 'query':
+            w.mid('else if (req_query_values(r, %s, NULL, 0) > 1)' % lit(p.json_name))
+            add_err(w, '&r->verr', ptr, None, 'type', 'must be given once')
         w.mid('else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_%s) != 0)' % p.param_type)
         add_err(w, '&r->verr', ptr, None, 'type', p.node.type_detail if p.param_type != 'STRING'
                 else 'must be valid UTF-8 text')
@@ -651,7 +782,9 @@ def dispatch_body(op):
         w('r->with_errors = true;')
         w('return 0;')
         w.close()
-    if op.body:
+    if op.raw_body:
+        raw_body(w, op)
+    elif op.body:
         b = op.body.node
         w.open('if (!r->body || r->body_len == 0)')
         if op.body_required:
@@ -697,6 +830,8 @@ def dispatch_body(op):
         w.ind += 1
         if r.kind == 'empty':
             w('req_set_json(r, %d, NULL, 0);' % r.status)
+        elif r.kind == 'raw':
+            raw_answer(w, op, r)
         elif r.kind == 'html':
             fld = 'out.' + r.field.cname
             w.open('if (!%s)' % fld)
@@ -708,6 +843,11 @@ def dispatch_body(op):
             w('    return -1;')
         else:
             fld = 'out.' + r.field.cname
+            if r.media:
+                w.open('if (in.accept != MEDIA_JSON)')
+                raw_answer(w, op, r)
+                w('break;')
+                w.close()
             w.open('if (!%s)' % fld)
             w('log_error("%%s answered %d without %s", %s);' % (r.status, r.field.cname,
                                                               lit(op.operation_id)))
@@ -756,6 +896,86 @@ def dispatch_body(op):
     w('#endif')
     w('return 0;')
     return w.lines
+
+
+def array_param(w, p, ptr):
+    """An array query parameter: its values (repeated keys, or one comma-separated value)
+    as a JSON array of the item type, validated with pointers /query/<name>/<index>."""
+    w('{')
+    w.ind += 1
+    w('struct arena *a = &r->arena;')
+    w('const char *qv[%d];' % p.collect)
+    w('size_t qn = req_query_values(r, %s, qv, %d);' % (lit(p.json_name), p.collect))
+    w()
+    w.open('if (qn == 0)')
+    if p.required:
+        add_err(w, '&r->verr', ptr, None, 'required', 'is required')
+    else:
+        w('/* absent: has_%s stays false */' % p.cname)
+    if not p.explode:
+        w.mid('else if (qn > 1)')
+        add_err(w, '&r->verr', ptr, None, 'type',
+                'must be given once, its values separated by commas')
+    w.mid('else')
+    if not p.explode:
+        w('qn = schemas_param_split(a, qv[0], qv, %d);' % p.collect)
+    w('if (schemas_param_array(a, &pv, qv, qn < %d ? qn : %d, SCHEMAS_PARAM_%s, %s,'
+      % (p.collect, p.collect, p.param_type, ptr))
+    w('                        %s, &r->verr) == 0) {' % lit(p.type_detail))
+    w.ind += 1
+    w(validate_call(p.node, '&pv', ptr, l='&r->verr', mode='VALIDATE_REQUEST'))
+    decode_value(w, p.node, 'field', 'in.' + p.cname, '&pv')
+    if p.optional:
+        w('in.has_%s = true;' % p.cname)
+    w.close()
+    w.close()
+    w.close()
+
+
+def check_media(w, r):
+    """Test builds: a negotiated status is sent as one of its declared media types, and its
+    body fits that type's schema."""
+    w.switch('switch (media_of(r->content_type))')
+    for media, c, node in r.media:
+        w('case %s:' % c)
+        w.ind += 1
+        if c == 'MEDIA_JSON':
+            w('if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, '
+              '&jerr) != 0)')
+            w('    verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, '
+              'jerr.offset);')
+            if not r.field.node.trivial:
+                w('else')
+                w('    ' + validate_call(r.field.node, 'doc', '""', l='&l',
+                                         mode='VALIDATE_RESPONSE'))
+        elif node is None:   # application/pdf: bytes that start as a PDF does, bounded
+            w('if (!r->resp_body || r->resp_len < 5 || memcmp(r->resp_body, "%PDF-", 5) != 0)')
+            w.ind += 1
+            add_err(w, '&l', '""', None, 'type', 'must be a PDF document (%PDF-)')
+            w.ind -= 1
+            if r.binary_max is not None:
+                w('else if (r->resp_len > %d)' % r.binary_max)
+                w.ind += 1
+                add_err(w, '&l', '""', None, 'max_length', 'must be at most %d bytes'
+                        % r.binary_max)
+                w.ind -= 1
+        else:
+            w.open('if (!r->resp_body || !json_utf8_valid(r->resp_body, r->resp_len))')
+            add_err(w, '&l', '""', None, 'type', 'must be valid UTF-8 text (%s)' % media)
+            w.mid('else')
+            w('struct json_value sv = { .type = JSON_STRING, .s = r->resp_body, '
+              '.len = r->resp_len };')
+            w()
+            w(validate_call(node, '&sv', '""', l='&l', mode='VALIDATE_RESPONSE'))
+            w.close()
+        w('break;')
+        w.ind -= 1
+    w('default:')
+    w('    verr_add(&l, "", NULL, "type", "status %%d is sent as %%s, not as %s", r->status,'
+      % ' or '.join(m for m, _, _ in r.media))
+    w('             r->content_type ? r->content_type : "nothing");')
+    w('    break;')
+    w.end_switch()
 
 
 def check_body(op):
@@ -807,7 +1027,9 @@ def check_body(op):
                                                  'document' % r.status)
             w('break;')
             w.close()
-        if r.kind == 'empty':
+        if r.media:
+            check_media(w, r)
+        elif r.kind == 'empty':
             w('if (r->resp_len > 0)')
             w.ind += 1
             add_err(w, '&l', '""', None, 'type', 'status %d has no body' % r.status)

@@ -4,6 +4,7 @@ and every naming rule. Templates only print; all decisions are made here.
 Pipeline (driven by generate.py): load_bundle() -> Model(bundle) (checks + model) -> render.
 Every error is reported as `openapi/file.yaml#/json/pointer: message`.
 """
+import decimal
 import json
 import os
 import re
@@ -18,8 +19,15 @@ JSON_MEDIA = 'application/json'
 FORM_MEDIA = 'application/x-www-form-urlencoded'
 PROBLEM_MEDIA = 'application/problem+json'
 HTML_MEDIA = 'text/html'
+# Non-JSON representations (runtime/media.h): a 2xx response may offer them beside or instead
+# of JSON (negotiated on Accept); a request body may be sent as one of RAW_REQUEST_MEDIA.
+RAW_MEDIA = {'text/csv': 'MEDIA_CSV', 'application/xml': 'MEDIA_XML',
+             'text/plain': 'MEDIA_TEXT', 'application/pdf': 'MEDIA_PDF'}
+RAW_REQUEST_MEDIA = ('application/xml', 'text/plain', 'text/csv')
+BINARY_MEDIA = 'application/pdf'   # the only place for format: binary
 MAX_SCOPES = 64
 ROUTE_MAX_PARAMS = 8          # runtime/op.h
+QUERY_ARRAY_MAX = 100         # the most items an array query parameter may allow
 DEFAULT_MAX_BODY = 65536
 
 ANNOTATIONS = {'description', 'title', 'example', 'examples', 'deprecated', '$comment',
@@ -30,8 +38,15 @@ SCHEMA_KEYWORDS = ANNOTATIONS | SITE_FLAGS | {
     'maxLength', 'pattern', 'format', 'minimum', 'maximum', 'exclusiveMinimum',
     'exclusiveMaximum', 'multipleOf', 'minItems', 'maxItems', 'uniqueItems', 'minProperties',
     'maxProperties', 'items', '$ref', 'allOf', 'oneOf', 'discriminator'}
+# Our own string formats live in x-format (a generic validator fails a schema on an unknown
+# `format`), each with a pattern a generic validator can check; the runtime checks exactly.
+DECIMAL_KEYWORDS = {'x-precision', 'x-scale', 'x-minimum', 'x-maximum', 'x-exclusive-minimum',
+                    'x-exclusive-maximum'}
+X_SCHEMA_KEYWORDS = {'x-format'} | DECIMAL_KEYWORDS
+SCHEMA_KEYWORDS |= X_SCHEMA_KEYWORDS
 TYPE_KEYWORDS = {
-    'string': {'minLength', 'maxLength', 'pattern', 'format', 'enum', 'const'},
+    'string': {'minLength', 'maxLength', 'pattern', 'format', 'enum', 'const'} |
+              X_SCHEMA_KEYWORDS,
     'integer': {'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf',
                 'format', 'enum', 'const'},
     'number': {'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'},
@@ -48,11 +63,15 @@ STRING_FORMATS = {
     'uuid': ('format_is_uuid', 'must be a UUID'),
     'email': ('format_is_email', 'must be an email address'),
     'uri': ('format_is_uri', 'must be an absolute URI'),
+    'password': None,
+}
+# x-format -> (runtime/format.h predicate, error detail); decimal is runtime/decimal.h
+X_FORMATS = {
     'iso4217': ('format_is_currency', 'must be an active ISO 4217 currency code'),
     'iso3166-alpha2': ('format_is_country', 'must be an ISO 3166-1 alpha-2 country code'),
     'iban': ('format_is_iban', 'must be a valid IBAN'),
     'bic': ('format_is_bic', 'must be a valid BIC'),
-    'password': None,
+    'decimal': None,
 }
 INTEGER_FORMATS = {'int32', 'int64'}
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
@@ -77,6 +96,9 @@ COMPONENT_SECTIONS = {'schemas', 'parameters', 'responses', 'headers', 'examples
                       'requestBodies', 'securitySchemes'}
 # Headers HTTP itself or the runtime owns; OpenAPI says such parameters are ignored.
 RESERVED_HEADERS = {'authorization', 'content-type', 'accept'}
+# Request headers the runtime reads for every operation (request id, idempotency key): the
+# served document declares them (codegen/served.py adds them), the sources do not.
+RUNTIME_PARAMS = {'x-request-id', 'idempotency-key'}
 
 C_KEYWORDS = {
     'auto', 'break', 'case', 'char', 'const', 'continue', 'default', 'do', 'double', 'else',
@@ -725,6 +747,7 @@ class Node:
         self.type_name = None     # JSON type for 'type' errors
         self.type_detail = ''
         self.json_type_test = ''  # C condition true when v has the right JSON type
+        self.array_struct = False # array used as an array item or map value: a struct type
 
     @property
     def is_struct(self):
@@ -792,6 +815,8 @@ def ctype(node, role):
         return 'enum %s ' % node.cname
     if k in ('object', 'oneof'):
         return 'struct %s ' % node.cname if role == 'elem' else 'struct %s *' % node.cname
+    if k == 'array' and role in ('elem', 'entry'):
+        return 'struct %s ' % node.cname
     if k == 'any':
         return 'const struct json_value *'
     raise AssertionError(k)
@@ -883,10 +908,54 @@ class Model:
         self.apis = sorted({op.api for op in self.ops})
         self.ops.sort(key=lambda o: (o.api, o.full_path, METHODS.index(o.method.lower())))
         self.node_list = sorted(self.nodes.values(), key=lambda n: n.cname)
+        self.build_schema_groups(root)
         self.build_routes()
         n = len(self.scopes)
         self.scopes_all = 'UINT64_MAX' if n == 64 else '(UINT64_C(1) << %d) - 1' % n \
             if n else 'UINT64_C(0)'
+
+    def build_schema_groups(self, root):
+        """Splits the schemas by the file that defines them, so that a change to one API's
+        schemas recompiles only that API's code: group = file stem (`common` for common.yaml
+        and the root). Each group's header includes the headers of the groups its schemas use;
+        those includes must not form a cycle (a schema two API files share belongs in
+        common.yaml). Sets node.group, self.groups [(name, nodes, deps)] and op.schema_groups."""
+        def stem(loc):
+            name = os.path.splitext(os.path.basename(loc.file))[0]
+            return 'common' if loc.file == self.b.root_rel else name
+        for n in self.node_list:
+            n.group = stem(n.loc)
+        deps = {}
+        for n in self.node_list:
+            for child in _node_children(n):
+                if child.group != n.group:
+                    deps.setdefault(n.group, set()).add(child.group)
+        names = sorted({n.group for n in self.node_list}, key=lambda g: (g != 'common', g))
+        order, state = [], {}
+
+        def visit(g, trail):
+            if state.get(g) == 'done':
+                return
+            if state.get(g) == 'open':
+                cyc = trail[trail.index(g):] + [g]
+                self.fail(root / 'components' / 'schemas',
+                          'the schemas of %s use each other (%s); move what they share to '
+                          'common.yaml' % (' and '.join(sorted(set(cyc))), ' -> '.join(cyc)))
+                return
+            state[g] = 'open'
+            for d in sorted(deps.get(g, ())):
+                visit(d, trail + [g])
+            state[g] = 'done'
+            order.append(g)
+        for g in names:
+            visit(g, [])
+        if self.errors:
+            raise SpecError(self.errors)
+        self.groups = [(g, [n for n in self.node_list if n.group == g], sorted(deps.get(g, ())))
+                       for g in order]
+        for op in self.ops:
+            op.schema_groups = sorted({n.group for n in _reachable_nodes(op)},
+                                      key=lambda g: order.index(g))
 
     def build_routes(self):
         """The route table: one entry per distinct template, in match precedence order
@@ -1010,6 +1079,8 @@ class Model:
         if not isinstance(r, dict):
             return
         for media, mt in (r.get('content') or {}).items():
+            if media == BINARY_MEDIA:
+                continue   # {type: string, format: binary}: checked where the response is built
             if isinstance(mt, dict) and isinstance(mt.get('schema'), dict):
                 self.walk_schema(mt['schema'], self.loc(mt['schema']))
         for hname, h in (r.get('headers') or {}).items():
@@ -1038,9 +1109,17 @@ class Model:
             if isinstance(s.get(k), list):
                 for i, m in enumerate(s[k]):
                     self.walk_schema(m, loc / k / i)
-        if 'format' in s and s['format'] not in STRING_FORMATS and \
+        if 'format' in s and s['format'] in X_FORMATS:
+            self.errors.append('%s: format %r is not a standard format (generic validators '
+                               'fail on it): write x-format: %s with a pattern'
+                               % (loc / 'format', s['format'], s['format']))
+        elif 'format' in s and s['format'] not in STRING_FORMATS and \
                 s['format'] not in INTEGER_FORMATS:
-            self.errors.append('%s: unknown format %r' % (loc / 'format', s['format']))
+            self.errors.append('%s: unknown format %r%s' % (
+                loc / 'format', s['format'], ' (only in an %s response)' % BINARY_MEDIA
+                if s['format'] == 'binary' else ''))
+        if 'x-format' in s and s['x-format'] not in X_FORMATS:
+            self.errors.append('%s: unknown x-format %r' % (loc / 'x-format', s['x-format']))
         if 'pattern' in s:
             try:
                 translate_pattern(s['pattern'])
@@ -1238,6 +1317,7 @@ class Model:
             if STRING_FORMATS[f]:
                 ch.append({'op': 'format', 'func': STRING_FORMATS[f][0],
                            'detail': STRING_FORMATS[f][1]})
+        self.fill_x_format(node, eff, loc)
         if 'const' in eff:
             if not isinstance(eff['const'], str):
                 self.fail(loc / 'const', 'const must be a string')
@@ -1267,6 +1347,68 @@ class Model:
             ch.append({'op': 'enum_string', 'values': [v for v, _ in node.enum_values],
                        'detail': 'must be one of: ' + ', '.join(v for v, _ in node.enum_values)})
         self.register(node)
+
+    def fill_x_format(self, node, eff, loc):
+        """x-format: one of ours, checked exactly by the runtime, always with a pattern a
+        generic validator can check; decimal with its precision, scale and decimal bounds."""
+        xf = eff.get('x-format')
+        used = sorted(k for k in DECIMAL_KEYWORDS if k in eff)
+        if xf != 'decimal' and used:
+            self.fail(loc / used[0], '%s needs x-format: decimal' % used[0])
+        if xf is None:
+            return
+        if xf not in X_FORMATS:
+            self.fail(loc / 'x-format', 'unknown x-format %r' % (xf,))
+        if 'pattern' not in eff:
+            self.fail(loc / 'x-format', 'x-format %s needs a pattern that generic validators '
+                                        'can check' % xf)
+        if X_FORMATS[xf]:
+            node.checks.append({'op': 'format', 'func': X_FORMATS[xf][0],
+                                'detail': X_FORMATS[xf][1]})
+            return
+        p, sc = eff.get('x-precision'), eff.get('x-scale')
+        if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 18:
+            self.fail(loc / 'x-precision', 'x-precision must be an integer from 1 to 18')
+        if isinstance(sc, bool) or not isinstance(sc, int) or not 0 <= sc <= p:
+            self.fail(loc / 'x-scale', 'x-scale must be an integer from 0 to x-precision')
+        bounds = {}
+        for k in ('x-minimum', 'x-exclusive-minimum', 'x-maximum', 'x-exclusive-maximum'):
+            if k in eff:
+                bounds[k] = self.decimal_value(eff[k], loc / k, k)
+        for a, b in (('x-minimum', 'x-exclusive-minimum'), ('x-maximum', 'x-exclusive-maximum')):
+            if a in bounds and b in bounds:
+                self.fail(loc / b, '%s and %s together: keep one' % (a, b))
+        lo = bounds.get('x-minimum', bounds.get('x-exclusive-minimum'))
+        negative = lo is None or lo[0] < 0
+        d = {'op': 'decimal', 'precision': p, 'scale': sc, 'negative': negative,
+             'bounds': [],
+             'detail': 'must be a decimal number%s with at most %d significant digit%s and %d '
+                       'decimal place%s, without exponent' % (
+                           '' if negative else ' without sign', p, '' if p == 1 else 's', sc,
+                           '' if sc == 1 else 's')}
+        for k, (v, units, scale, text) in bounds.items():
+            low = 'minimum' in k
+            excl = 'exclusive' in k
+            d['bounds'].append({'code': 'minimum' if low else 'maximum',
+                                'units': int_literal(units), 'scale': scale,
+                                'cmp': ('<=' if excl else '<') if low else ('>=' if excl else '>'),
+                                'detail': 'must be %s %s' % (('>' if excl else '>=') if low else
+                                                             ('<' if excl else '<='), text)})
+        node.checks.append(d)
+
+    def decimal_value(self, v, loc, what):
+        """A decimal bound: a string in the decimal grammar with at most 18 significant digits
+        and 18 decimal places -> (Decimal, units, scale, text), normalised."""
+        if not isinstance(v, str) or not re.match(r'^-?(0|[1-9][0-9]*)([.][0-9]+)?$', v):
+            self.fail(loc, '%s must be a decimal string like "0" or "-1.5"' % what)
+        d = decimal.Decimal(v)
+        digits = v.lstrip('-').replace('.', '').lstrip('0')
+        frac = v.split('.')[1] if '.' in v else ''
+        if len(digits) > 18 or len(frac) > 18:
+            self.fail(loc, '%s has more than 18 significant digits or decimal places' % what)
+        scale = len(frac.rstrip('0'))
+        units = int((d * (decimal.Decimal(10) ** scale)).to_integral_exact())
+        return d, units, scale, v
 
     def int_value(self, v, loc, what):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or \
@@ -1376,9 +1518,11 @@ class Model:
         if not isinstance(items, dict):
             self.fail(loc / 'items', 'items must be one schema')
         node.items = self.node_of(items, loc / 'items', node.cname + '_item')
-        if node.items.kind in ('array', 'map'):
-            self.fail(loc / 'items', 'arrays of arrays or maps are not supported; wrap the '
-                                     'inner value in an object')
+        if node.items.kind == 'map':
+            self.fail(loc / 'items', 'arrays of maps are not supported; wrap the map in an '
+                                     'object')
+        if node.items.kind == 'array':
+            self.array_struct(node.items)
         if node.items.nullable and node.items.kind != 'any':
             self.fail(loc / 'items', 'nullable array items are not supported')
         lo = self.count_keyword(eff, 'minItems', loc)
@@ -1395,6 +1539,13 @@ class Model:
         if u:
             node.checks.append({'op': 'unique_items', 'detail': 'must not contain duplicates'})
         self.register(node)
+
+    def array_struct(self, node):
+        """An array that is an array item or a map value is stored by value as
+        struct <name> { T *items; size_t count; }."""
+        if not node.array_struct:
+            node.array_struct = True
+            self.claim(node.cname, node.loc, 'schema %s' % (node.component or node.cname))
 
     def fill_object(self, node, eff, loc, proplocs):
         self.set_type(node, 'object', '(v->type == JSON_OBJECT)', 'must be an object')
@@ -1426,9 +1577,11 @@ class Model:
         elif isinstance(addl, dict) and (set(addl) - ANNOTATIONS):
             sub = node.cname + ('_value' if not props else '_additional')
             node.addl = self.node_of(addl, loc / 'additionalProperties', sub)
-            if node.addl.kind in ('array', 'map'):
-                self.fail(loc / 'additionalProperties', 'map values that are arrays or maps are '
-                                                        'not supported; wrap them in an object')
+            if node.addl.kind == 'map':
+                self.fail(loc / 'additionalProperties', 'map values that are maps are not '
+                                                        'supported; wrap them in an object')
+            if node.addl.kind == 'array':
+                self.array_struct(node.addl)
             if node.addl.nullable and node.addl.kind != 'any':
                 self.fail(loc / 'additionalProperties', 'nullable map values are not supported')
         if not props:
@@ -1675,6 +1828,18 @@ class Model:
                 self.fail(loc / 'x-any-scope', 'x-any-scope on a public operation')
             return
         op.is_public = False
+        schemes = self.doc['components'].get('securitySchemes', {})
+        # The served form [{bearerAuth: [s]}, {oauth2: [s]}] (codegen/served.py) is one
+        # requirement: an OAuth application's token is a bearer token checked the same way.
+        if len(sec) == 2 and isinstance(sec[1], dict) and len(sec[1]) == 1:
+            alt, alt_scopes = next(iter(sec[1].items()))
+            if not isinstance(schemes.get(alt), dict) or schemes[alt].get('type') != 'oauth2':
+                self.fail(loc / 'security' / 1, 'a second security requirement must name the '
+                                                'oauth2 scheme')
+            if not isinstance(sec[0], dict) or list(sec[0].values()) != [alt_scopes]:
+                self.fail(loc / 'security' / 1 / alt, 'the oauth2 alternative must list the same '
+                                                      'scopes as the bearer requirement')
+            sec = sec[:1]
         if len(sec) != 1:
             self.fail(loc / 'security', 'exactly one security requirement object is supported '
                                         '(found %d)' % len(sec))
@@ -1683,7 +1848,6 @@ class Model:
             self.fail(loc / 'security' / 0, 'the security requirement must name exactly one '
                                             'scheme')
         scheme, scopes = next(iter(req.items()))
-        schemes = self.doc['components'].get('securitySchemes', {})
         if scheme not in schemes:
             self.fail(loc / 'security' / 0 / scheme, 'unknown security scheme %s' % scheme)
         s = schemes[scheme]
@@ -1794,13 +1958,21 @@ class Model:
             if p.get('style', style) != style:
                 self.fail(ploc / 'style', 'only the default style (%s) is supported for %s '
                                           'parameters' % (style, where))
-            if p.get('explode', explode) != explode:
+            is_array = where == 'query' and isinstance(p.get('schema'), dict) and \
+                self.merge(p['schema'], ploc / 'schema')[0].get('type') == 'array'
+            if not is_array and p.get('explode', explode) != explode:
                 self.fail(ploc / 'explode', 'only the default explode (%s) is supported for %s '
                                             'parameters' % (str(explode).lower(), where))
+            if not isinstance(p.get('explode', explode), bool):
+                self.fail(ploc / 'explode', 'explode must be a boolean')
             if p.get('allowEmptyValue', False) is not False:
                 self.fail(ploc / 'allowEmptyValue', 'allowEmptyValue is not supported')
             if where == 'header' and name.lower() in RESERVED_HEADERS:
                 self.fail(ploc / 'name', 'header %s cannot be a parameter' % name)
+            if where == 'header' and name.lower() in RUNTIME_PARAMS:
+                self.fail(ploc / 'name', 'header %s is read by the runtime; the served document '
+                                         'declares it on every operation it applies to '
+                                         '(codegen/served.py), do not list it' % name)
             required = p.get('required', False)
             if not isinstance(required, bool):
                 self.fail(ploc / 'required', 'required must be a boolean')
@@ -1818,9 +1990,17 @@ class Model:
             node_name = ('param_' + snake(comp_name)) if comp_name else \
                 '%s_param_%s' % (op.handler, cname)
             node = self.node_of(p['schema'], ploc / 'schema', node_name)
-            if node.kind not in ('string', 'enum', 'integer', 'number', 'boolean'):
+            scalar = node.items if node.kind == 'array' else node
+            if node.kind == 'array' and where != 'query':
+                self.fail(ploc / 'schema', 'only query parameters can be arrays')
+            if scalar.kind not in ('string', 'enum', 'integer', 'number', 'boolean'):
                 self.fail(ploc / 'schema', 'parameters must be strings, enums, integers, '
-                                           'numbers or booleans')
+                                           'numbers or booleans, or query arrays of them')
+            if node.kind == 'array':
+                hi = [c['value'] for c in node.checks if c['op'] == 'max_items']
+                if not hi or hi[0] > QUERY_ARRAY_MAX:
+                    self.fail(ploc / 'schema', 'an array parameter needs maxItems (at most %d)'
+                              % QUERY_ARRAY_MAX)
             if node.nullable:
                 self.fail(ploc / 'schema', 'nullable parameters are not supported')
             ro, wo, default, has_default = self.site_flags(p['schema'], ploc / 'schema')
@@ -1837,11 +2017,17 @@ class Model:
                         'header': 'req_header', 'cookie': 'req_cookie'}[where]
             f.pointer = '/%s/%s' % (where, ptr_escape(name))
             f.param_type = {'string': 'STRING', 'enum': 'STRING', 'integer': 'INTEGER',
-                            'number': 'NUMBER', 'boolean': 'BOOLEAN'}[node.kind]
-            f.comment = comment_text('%s %s, %s%s' % (where, name,
-                                                      'required' if required else 'optional',
-                                                      ', default %s' % f.default_json
-                                                      if f.default else ''))
+                            'number': 'NUMBER', 'boolean': 'BOOLEAN'}[scalar.kind]
+            f.type_detail = scalar.type_detail if f.param_type != 'STRING' \
+                else 'must be valid UTF-8 text'
+            f.explode = p.get('explode', explode)
+            # an array parameter collects one value more than maxItems, so max_items fires
+            f.collect = hi[0] + 1 if node.kind == 'array' else 0
+            f.comment = comment_text('%s %s, %s%s%s' % (
+                where, name, 'required' if required else 'optional',
+                ', default %s' % f.default_json if f.default else '',
+                '' if not f.collect else ', repeated: ?%s=a&%s=b' % (name, name) if f.explode
+                else ', comma-separated: ?%s=a,b' % name))
             op.params.append(f)
         for v in tvars:
             if v not in declared_path:
@@ -1853,6 +2039,8 @@ class Model:
         op.body = None
         op.body_required = False
         op.form_body = False
+        op.raw_body = []   # non-JSON body: (media type, MEDIA_ constant, string node)
+        op.raw_body_mask = ''
         if 'requestBody' not in o:
             op.max_body_bytes = op.x_max_body or 0
             if op.x_max_body:
@@ -1870,6 +2058,9 @@ class Model:
             if k not in REQUEST_BODY_KEYS:
                 self.fail(rloc / k, 'unsupported request body key %s' % k)
         content = rb.get('content')
+        if isinstance(content, dict) and content and \
+                any(k in RAW_REQUEST_MEDIA for k in content):
+            return self.build_raw_body(op, rb, rloc, content)
         if not isinstance(content, dict) or JSON_MEDIA not in content or \
                 set(content) - {JSON_MEDIA, FORM_MEDIA}:
             self.fail(rloc / 'content', 'a request body must have the media type %s (and may '
@@ -1894,6 +2085,38 @@ class Model:
         op.body = Field('body', 'body', node, required)
         op.body.comment = 'request body (%s)' % ('required' if required else 'optional; NULL '
                                                  'when absent')
+        op.body_required = required
+        op.max_body_bytes = op.x_max_body or DEFAULT_MAX_BODY
+
+    def build_raw_body(self, op, rb, rloc, content):
+        """A non-JSON request body (a bank statement, a rate file): one or more of
+        application/xml, text/plain, text/csv, each {type: string, maxLength}, never mixed
+        with JSON. The dispatcher checks the Content-Type (415), the UTF-8 of text types and
+        the schema (422), and hands the handler the bytes, their length and the media type."""
+        for media, mt in content.items():
+            mloc = rloc / 'content' / media
+            if media not in RAW_REQUEST_MEDIA:
+                self.fail(mloc, 'a non-JSON request body is one or more of %s, alone (not %s)'
+                          % (', '.join(RAW_REQUEST_MEDIA), media))
+            if not isinstance(mt, dict) or not isinstance(mt.get('schema'), dict):
+                self.fail(mloc, 'request body without schema')
+            for k in mt:
+                if k not in MEDIA_KEYS:
+                    self.fail(mloc / k, 'unsupported media type key %s' % k)
+            node = self.node_of(mt['schema'], mloc / 'schema', '%s_body_%s'
+                                % (op.handler, snake(media)))
+            if node.kind != 'string' or node.nullable or 'maxLength' not in mt['schema']:
+                self.fail(mloc / 'schema', 'a %s request body has the schema {type: string, '
+                                           'maxLength: N} (minLength and pattern allowed)'
+                          % media)
+            op.raw_body.append((media, RAW_MEDIA[media], node))
+        required = rb.get('required', False)
+        if not isinstance(required, bool):
+            self.fail(rloc / 'required', 'required must be a boolean')
+        op.raw_body_mask = ' | '.join('MEDIA_BIT(%s)' % c for _, c, _ in op.raw_body)
+        op.body = Field('body', 'body', None, required)
+        op.body.comment = 'request body: its bytes (%s), NUL-terminated' % (
+            'required' if required else 'optional; NULL when absent')
         op.body_required = required
         op.max_body_bytes = op.x_max_body or DEFAULT_MAX_BODY
 
@@ -1971,6 +2194,8 @@ class Model:
                 resp.field.comment = comment_text('status %d: %s (an HTML document)'
                                                   % (status, first_sentence(r['description'])))
                 members.add(resp.field.cname)
+            elif isinstance(content, dict) and any(k in RAW_MEDIA for k in content):
+                self.build_raw_response(op, status, r, rloc, resp, members, comp)
             else:
                 if not isinstance(content, dict) or len(content) != 1:
                     self.fail(rloc, 'response without schema (content needs exactly one media '
@@ -2082,8 +2307,87 @@ class Model:
                               'a page operation answers errors as pages: document status %d '
                               'as %s' % (r.status, HTML_MEDIA))
         op.html_error_statuses = [r.status for r in op.html_responses if r.status >= 400]
+        # Negotiated operations: every 2xx with content offers the same media types, in the
+        # same order (ties in Accept go to the earlier one; no Accept takes the first).
+        op.raw_responses = [r for r in op.responses if r.media]
+        op.produces = []
+        if op.raw_responses:
+            if op.page or op.oauth_errors:
+                self.fail(loc / 'responses', 'a page or x-oauth-errors operation cannot offer '
+                                             'non-JSON media types')
+            first = op.raw_responses[0]
+            op.produces = [(m, c) for m, c, _ in first.media]
+            for r in op.responses:
+                if 200 <= r.status < 300 and r.kind != 'empty' and \
+                        [(m, c) for m, c, _ in r.media] != op.produces:
+                    self.fail(loc / 'responses' / str(r.status),
+                              'every 2xx response of a negotiated operation offers the same '
+                              'media types (%s)' % ', '.join(m for m, _ in op.produces))
+        op.negotiated = bool(op.produces)
         op.problem_statuses = [r.status for r in op.responses if r.kind == 'problem']
         op.empty_statuses = [r.status for r in op.responses if r.kind == 'empty']
+
+    def build_raw_response(self, op, status, r, rloc, resp, members, comp):
+        """A 2xx offering non-JSON representations (text/csv, application/xml, text/plain,
+        application/pdf), beside or instead of JSON: the dispatcher picks one on Accept before
+        the handler runs (in.accept), the handler fills body_<status> (JSON) or
+        raw_<status>/raw_<status>_len (the chosen raw type)."""
+        content = r['content']
+        if not 200 <= status < 300:
+            self.fail(rloc / 'content', 'non-JSON media types are for 2xx responses only')
+        resp.media = []   # (media type, MEDIA_ constant, string node or None) in spec order
+        for media, mt in content.items():
+            mloc = rloc / 'content' / media
+            if media != JSON_MEDIA and media not in RAW_MEDIA:
+                self.fail(mloc, 'unsupported media type %s beside non-JSON ones (allowed: %s)'
+                          % (media, ', '.join([JSON_MEDIA] + sorted(RAW_MEDIA))))
+            if not isinstance(mt, dict) or not isinstance(mt.get('schema'), dict):
+                self.fail(mloc, 'response without schema')
+            for k in mt:
+                if k not in MEDIA_KEYS:
+                    self.fail(mloc / k, 'unsupported media type key %s' % k)
+            sch = mt['schema']
+            if media == JSON_MEDIA:
+                name = ('response_' + snake(comp)) if comp else '%s_%d' % (op.handler, status)
+                node = self.node_of(sch, mloc / 'schema', name)
+                if node.kind not in ('object', 'oneof', 'any') or node.nullable:
+                    self.fail(mloc / 'schema', 'a response body must be an object schema')
+                resp.kind = 'json'
+                resp.node = node
+                resp.field = Field('body_%d' % status, 'body_%d' % status, node, True)
+                resp.field.comment = comment_text('status %d as JSON (in->accept): %s'
+                                                  % (status, first_sentence(r['description'])))
+                members.add(resp.field.cname)
+                resp.media.append((media, 'MEDIA_JSON', None))
+                continue
+            if media == BINARY_MEDIA:
+                if sch.get('type') != 'string' or sch.get('format') != 'binary' or \
+                        set(sch) - {'type', 'format', 'maxLength', 'description'}:
+                    self.fail(mloc / 'schema', 'an %s response has the schema {type: string, '
+                                               'format: binary} (maxLength allowed, in bytes)'
+                              % BINARY_MEDIA)
+                mx = sch.get('maxLength')
+                if mx is not None and (not isinstance(mx, int) or isinstance(mx, bool) or
+                                       mx <= 0):
+                    self.fail(mloc / 'schema' / 'maxLength', 'maxLength must be a positive '
+                                                             'integer (bytes)')
+                resp.media.append((media, RAW_MEDIA[media], None))
+                resp.binary_max = mx
+                continue
+            node = self.node_of(sch, mloc / 'schema', '%s_%d_%s'
+                                % (op.handler, status, snake(media)))
+            if node.kind != 'string' or node.nullable or 'maxLength' not in sch:
+                self.fail(mloc / 'schema', 'a %s response has the schema {type: string, '
+                                           'maxLength: N} (minLength and pattern allowed)'
+                          % media)
+            resp.media.append((media, RAW_MEDIA[media], node))
+        if resp.kind != 'json':
+            resp.kind = 'raw'
+        resp.raw_field = 'raw_%d' % status
+        for m in (resp.raw_field, resp.raw_field + '_len'):
+            if m in members:
+                self.fail(rloc, 'response member %s clashes with another one' % m)
+            members.add(m)
 
     def check_oauth_error_schema(self, node, loc):
         """An RFC 6749 §5.2 error body: an object with the required string `error` (and the
@@ -2111,7 +2415,11 @@ class Model:
         if op.planned:
             need[501] = 'planned operations answer 501 not_implemented'
         else:
-            if not any(r.kind in ('json', 'empty', 'html') and 200 <= r.status < 400
+            if op.negotiated:
+                need[406] = 'a negotiated operation answers 406 not_acceptable'
+            if op.raw_body:
+                need[415] = 'a raw body of another Content-Type answers 415'
+            if not any(r.kind in ('json', 'empty', 'html', 'raw') and 200 <= r.status < 400
                        for r in op.responses):
                 self.fail(loc / 'responses', 'an operation needs a 2xx or 3xx response')
         for status, why in sorted(need.items()):
@@ -2151,10 +2459,41 @@ class Op:
 class Resp:
     def __init__(self, status):
         self.status = status
-        self.kind = None      # json | problem | empty | html
+        self.kind = None      # json | problem | empty | html | raw (non-JSON media only)
+        self.media = []       # negotiated: (media type, MEDIA_ constant, string node or None)
+        self.raw_field = None  # raw_<status>: the handler's bytes for a non-JSON media type
+        self.binary_max = None  # application/pdf: maxLength in bytes
         self.oauth = False    # a problem the runtime renders as an RFC 6749 error (x-oauth-errors)
         self.node = None
         self.field = None
+
+
+def _node_children(n):
+    """The nodes a node's generated code refers to directly."""
+    out = [f.node for f in n.fields]
+    out += [x for x in (n.items, n.addl, n.value) if isinstance(x, Node)]
+    out += [v.node for v in n.variants]
+    return out
+
+
+def _reachable_nodes(obj):
+    """Every Node an operation's generated code refers to (its parameters, body, responses and
+    headers), not descending into the nodes themselves."""
+    found, seen, todo = [], set(), [obj]
+    while todo:
+        x = todo.pop()
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, Node):
+            found.append(x)
+        elif isinstance(x, (list, tuple, set)):
+            todo.extend(x)
+        elif isinstance(x, dict):
+            todo.extend(x.values())
+        elif hasattr(x, '__dict__') and type(x).__module__ == __name__:
+            todo.extend(vars(x).values())
+    return found
 
 
 def _runtime_structs():

@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "generated/schemas.h"
+#include "generated/schemas_common.h"
+#include "generated/schemas_accounts.h"
 #include "runtime/req.h"
 
 /* GET /.well-known/oauth-authorization-server (getAuthorizationServerMetadata): OAuth authorization server metadata (RFC 8414) */

@@ -9,7 +9,6 @@
 
 #include "generated/accounts_api.h"
 #include "generated/dispatch.h"
-#include "generated/schemas.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
@@ -223,6 +222,8 @@ int dispatch_accounts_authorize(struct req *r)
     text = req_query(r, "response_type");
     if (!text) {
         /* absent: has_response_type stays false */
+    } else if (req_query_values(r, "response_type", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/response_type", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/response_type", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -233,6 +234,8 @@ int dispatch_accounts_authorize(struct req *r)
     text = req_query(r, "client_id");
     if (!text) {
         /* absent: has_client_id stays false */
+    } else if (req_query_values(r, "client_id", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/client_id", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/client_id", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -243,6 +246,8 @@ int dispatch_accounts_authorize(struct req *r)
     text = req_query(r, "redirect_uri");
     if (!text) {
         /* absent: has_redirect_uri stays false */
+    } else if (req_query_values(r, "redirect_uri", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/redirect_uri", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/redirect_uri", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -253,6 +258,8 @@ int dispatch_accounts_authorize(struct req *r)
     text = req_query(r, "scope");
     if (!text) {
         /* absent: has_scope stays false */
+    } else if (req_query_values(r, "scope", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/scope", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/scope", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -263,6 +270,8 @@ int dispatch_accounts_authorize(struct req *r)
     text = req_query(r, "state");
     if (!text) {
         /* absent: has_state stays false */
+    } else if (req_query_values(r, "state", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/state", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/state", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -273,6 +282,8 @@ int dispatch_accounts_authorize(struct req *r)
     text = req_query(r, "code_challenge");
     if (!text) {
         /* absent: has_code_challenge stays false */
+    } else if (req_query_values(r, "code_challenge", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/code_challenge", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/code_challenge", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -283,6 +294,8 @@ int dispatch_accounts_authorize(struct req *r)
     text = req_query(r, "code_challenge_method");
     if (!text) {
         /* absent: has_code_challenge_method stays false */
+    } else if (req_query_values(r, "code_challenge_method", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/code_challenge_method", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/code_challenge_method", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -2192,6 +2205,8 @@ int dispatch_accounts_list_oauth_clients(struct req *r)
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -2202,6 +2217,8 @@ int dispatch_accounts_list_oauth_clients(struct req *r)
     text = req_query(r, "cursor");
     if (!text) {
         /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -2793,6 +2810,8 @@ int dispatch_accounts_list_oauth_grants(struct req *r)
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -2803,6 +2822,8 @@ int dispatch_accounts_list_oauth_grants(struct req *r)
     text = req_query(r, "cursor");
     if (!text) {
         /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -3142,6 +3163,8 @@ int dispatch_accounts_list_sessions(struct req *r)
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -3152,6 +3175,8 @@ int dispatch_accounts_list_sessions(struct req *r)
     text = req_query(r, "cursor");
     if (!text) {
         /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -3795,6 +3820,8 @@ int dispatch_accounts_oauth_callback(struct req *r)
     text = req_query(r, "code");
     if (!text) {
         /* absent: has_code stays false */
+    } else if (req_query_values(r, "code", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/code", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/code", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -3805,6 +3832,8 @@ int dispatch_accounts_oauth_callback(struct req *r)
     text = req_query(r, "state");
     if (!text) {
         /* absent: has_state stays false */
+    } else if (req_query_values(r, "state", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/state", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/state", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -3815,6 +3844,8 @@ int dispatch_accounts_oauth_callback(struct req *r)
     text = req_query(r, "error");
     if (!text) {
         /* absent: has_error stays false */
+    } else if (req_query_values(r, "error", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/error", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/error", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -3825,6 +3856,8 @@ int dispatch_accounts_oauth_callback(struct req *r)
     text = req_query(r, "iss");
     if (!text) {
         /* absent: has_iss stays false */
+    } else if (req_query_values(r, "iss", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/iss", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/iss", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {

@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "generated/schemas.h"
+#include "generated/schemas_common.h"
+#include "generated/schemas_admin.h"
 #include "runtime/req.h"
 
 /* GET /v1/admin/roles (listRoles): List the roles */

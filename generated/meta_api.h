@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "generated/schemas.h"
+#include "generated/schemas_common.h"
+#include "generated/schemas_meta.h"
 #include "runtime/req.h"
 
 /* GET /docs (getDocs): Read the API reference as a web page */

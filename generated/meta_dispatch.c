@@ -8,7 +8,6 @@
 
 #include "generated/meta_api.h"
 #include "generated/dispatch.h"
-#include "generated/schemas.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"

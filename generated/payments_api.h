@@ -12,6 +12,9 @@
 #include <stdint.h>
 
 #include "generated/schemas.h"
+#include "generated/schemas_common.h"
+#include "generated/schemas_payments.h"
+#include "runtime/media.h"
 #include "runtime/req.h"
 
 /* GET /v1/beneficiaries (listBeneficiaries): List beneficiaries */
@@ -20,7 +23,8 @@ struct payments_list_beneficiaries_request {
     bool has_limit;
     const char *cursor; /* query cursor, optional */
     bool has_cursor;
-    enum beneficiary_status status; /* query status, optional */
+    enum beneficiary_status *status; /* query status, optional, repeated: ?status=a&status=b */
+    size_t status_count;
     bool has_status;
     const char *currency; /* query currency, optional */
     bool has_currency;
@@ -129,7 +133,8 @@ struct payments_list_payments_request {
     bool has_limit;
     const char *cursor; /* query cursor, optional */
     bool has_cursor;
-    enum payment_status status; /* query status, optional */
+    enum payment_status *status; /* query status, optional, repeated: ?status=a&status=b */
+    size_t status_count;
     bool has_status;
     const char *currency; /* query currency, optional */
     bool has_currency;
@@ -149,11 +154,15 @@ struct payments_list_payments_request {
     bool has_effective_date_gte;
     const char *effective_date_lt; /* query effective_date_lt, optional */
     bool has_effective_date_lt;
+    enum media accept; /* the representation the dispatcher chose from Accept: MEDIA_JSON, MEDIA_CSV */
 };
 
 struct payments_list_payments_response {
-    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
-    struct payment_page *body_200; /* status 200: One page of payments. */
+    int status; /* 200; problems (400, 401, 403, 406, 429, 500, 503) via req_problem() */
+    struct payment_page *body_200; /* status 200 as JSON (in->accept): One page of payments, as JSON or CSV (`Accept`). */
+    const char *raw_200; /* status 200 as text/csv (in->accept): the bytes, copied */
+    size_t raw_200_len;
+    const char *link; /* header Link on 200; NULL = not sent */
 };
 
 int payments_list_payments(struct req *r, const struct payments_list_payments_request *in,

@@ -8,7 +8,6 @@
 
 #include "generated/payments_api.h"
 #include "generated/dispatch.h"
-#include "generated/schemas.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
@@ -96,6 +95,8 @@ int dispatch_payments_list_beneficiaries(struct req *r)
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -106,6 +107,8 @@ int dispatch_payments_list_beneficiaries(struct req *r)
     text = req_query(r, "cursor");
     if (!text) {
         /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -113,19 +116,33 @@ int dispatch_payments_list_beneficiaries(struct req *r)
         in.cursor = pv.s;
         in.has_cursor = true;
     }
-    text = req_query(r, "status");
-    if (!text) {
-        /* absent: has_status stays false */
-    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
-        verr_add(&r->verr, "/query/status", NULL, "type", "%s", "must be valid UTF-8 text");
-    } else {
-        validate_beneficiary_status(&pv, "/query/status", VALIDATE_REQUEST, &r->verr);
-        in.status = beneficiary_status_parse(pv.s);
-        in.has_status = true;
+    {
+        struct arena *a = &r->arena;
+        const char *qv[3];
+        size_t qn = req_query_values(r, "status", qv, 3);
+
+        if (qn == 0) {
+            /* absent: has_status stays false */
+        } else {
+            if (schemas_param_array(a, &pv, qv, qn < 3 ? qn : 3, SCHEMAS_PARAM_STRING, "/query/status",
+                                    "must be valid UTF-8 text", &r->verr) == 0) {
+                validate_param_beneficiary_status_filter(&pv, "/query/status", VALIDATE_REQUEST, &r->verr);
+                if ((&pv)->type != JSON_ARRAY)
+                    return -1;
+                in.status_count = (&pv)->count;
+                in.status = arena_alloc(a, ((&pv)->count + 1) * sizeof *in.status);
+                for (size_t j = 0; j < (&pv)->count; j++) {
+                    in.status[j] = beneficiary_status_parse((&pv)->items[j]->s);
+                }
+                in.has_status = true;
+            }
+        }
     }
     text = req_query(r, "currency");
     if (!text) {
         /* absent: has_currency stays false */
+    } else if (req_query_values(r, "currency", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/currency", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/currency", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1080,6 +1097,8 @@ static void check_payments_list_payments(struct req *r)
     struct verr_list l;
     struct json_value *doc = NULL;
     struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
 
     verr_init(&l, &r->arena);
     switch (r->status) {
@@ -1088,10 +1107,32 @@ static void check_payments_list_payments(struct req *r)
             verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
             break;
         }
-        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
-            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
-        else
-            validate_payment_page(doc, "", VALIDATE_RESPONSE, &l);
+        switch (media_of(r->content_type)) {
+        case MEDIA_JSON:
+            if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+                verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+            else
+                validate_payment_page(doc, "", VALIDATE_RESPONSE, &l);
+            break;
+        case MEDIA_CSV:
+            if (!r->resp_body || !json_utf8_valid(r->resp_body, r->resp_len)) {
+                verr_add(&l, "", NULL, "type", "%s", "must be valid UTF-8 text (text/csv)");
+            } else {
+                struct json_value sv = { .type = JSON_STRING, .s = r->resp_body, .len = r->resp_len };
+
+                validate_payments_list_payments_200_text_csv(&sv, "", VALIDATE_RESPONSE, &l);
+            }
+            break;
+        default:
+            verr_add(&l, "", NULL, "type", "status %d is sent as %s, not as application/json or text/csv", r->status,
+                     r->content_type ? r->content_type : "nothing");
+            break;
+        }
+        hval = resp_header(r, "Link");
+        if (hval && schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Link", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_link(&hv, "/header/Link", VALIDATE_RESPONSE, &l);
         break;
     case 400:
         if (!r->problem)
@@ -1104,6 +1145,10 @@ static void check_payments_list_payments(struct req *r)
     case 403:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 406:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 406 is documented as a problem document");
         break;
     case 429:
         if (!r->problem)
@@ -1138,13 +1183,22 @@ int dispatch_payments_list_payments(struct req *r)
     struct payments_list_payments_response out;
     struct json_value pv;
     const char *text;
+    static const enum media offered[] = { MEDIA_JSON, MEDIA_CSV };
 
     memset(&in, 0, sizeof in);
     memset(&out, 0, sizeof out);
+    in.accept = media_negotiate(req_header(r, "Accept"), offered, 2);
+    if (in.accept == MEDIA_NONE) {
+        req_problem(r, 406, "not_acceptable", "None of the media types this operation answers (%s) is acceptable to the Accept header.",
+                    media_list(&r->arena, offered, 2));
+        return 0;
+    }
     text = req_query(r, "limit");
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -1155,6 +1209,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "cursor");
     if (!text) {
         /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1162,19 +1218,33 @@ int dispatch_payments_list_payments(struct req *r)
         in.cursor = pv.s;
         in.has_cursor = true;
     }
-    text = req_query(r, "status");
-    if (!text) {
-        /* absent: has_status stays false */
-    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
-        verr_add(&r->verr, "/query/status", NULL, "type", "%s", "must be valid UTF-8 text");
-    } else {
-        validate_payment_status(&pv, "/query/status", VALIDATE_REQUEST, &r->verr);
-        in.status = payment_status_parse(pv.s);
-        in.has_status = true;
+    {
+        struct arena *a = &r->arena;
+        const char *qv[11];
+        size_t qn = req_query_values(r, "status", qv, 11);
+
+        if (qn == 0) {
+            /* absent: has_status stays false */
+        } else {
+            if (schemas_param_array(a, &pv, qv, qn < 11 ? qn : 11, SCHEMAS_PARAM_STRING, "/query/status",
+                                    "must be valid UTF-8 text", &r->verr) == 0) {
+                validate_payments_list_payments_param_status(&pv, "/query/status", VALIDATE_REQUEST, &r->verr);
+                if ((&pv)->type != JSON_ARRAY)
+                    return -1;
+                in.status_count = (&pv)->count;
+                in.status = arena_alloc(a, ((&pv)->count + 1) * sizeof *in.status);
+                for (size_t j = 0; j < (&pv)->count; j++) {
+                    in.status[j] = payment_status_parse((&pv)->items[j]->s);
+                }
+                in.has_status = true;
+            }
+        }
     }
     text = req_query(r, "currency");
     if (!text) {
         /* absent: has_currency stays false */
+    } else if (req_query_values(r, "currency", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/currency", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/currency", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1185,6 +1255,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "beneficiary_id");
     if (!text) {
         /* absent: has_beneficiary_id stays false */
+    } else if (req_query_values(r, "beneficiary_id", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/beneficiary_id", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/beneficiary_id", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1195,6 +1267,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "batch_id");
     if (!text) {
         /* absent: has_batch_id stays false */
+    } else if (req_query_values(r, "batch_id", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/batch_id", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/batch_id", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1205,6 +1279,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "amount_gte");
     if (!text) {
         /* absent: has_amount_gte stays false */
+    } else if (req_query_values(r, "amount_gte", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/amount_gte", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/amount_gte", NULL, "type", "%s", "must be an integer");
     } else {
@@ -1215,6 +1291,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "amount_lt");
     if (!text) {
         /* absent: has_amount_lt stays false */
+    } else if (req_query_values(r, "amount_lt", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/amount_lt", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/amount_lt", NULL, "type", "%s", "must be an integer");
     } else {
@@ -1225,6 +1303,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "created_gte");
     if (!text) {
         /* absent: has_created_gte stays false */
+    } else if (req_query_values(r, "created_gte", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/created_gte", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/created_gte", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1235,6 +1315,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "created_lt");
     if (!text) {
         /* absent: has_created_lt stays false */
+    } else if (req_query_values(r, "created_lt", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/created_lt", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/created_lt", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1245,6 +1327,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "effective_date_gte");
     if (!text) {
         /* absent: has_effective_date_gte stays false */
+    } else if (req_query_values(r, "effective_date_gte", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/effective_date_gte", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/effective_date_gte", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1255,6 +1339,8 @@ int dispatch_payments_list_payments(struct req *r)
     text = req_query(r, "effective_date_lt");
     if (!text) {
         /* absent: has_effective_date_lt stays false */
+    } else if (req_query_values(r, "effective_date_lt", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/effective_date_lt", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/effective_date_lt", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -1275,6 +1361,15 @@ int dispatch_payments_list_payments(struct req *r)
     if (r->status == 0) {
         switch (out.status) {
         case 200:
+            if (in.accept != MEDIA_JSON) {
+                if (!out.raw_200) {
+                    log_error("%s answered 200 as %s without raw_200", "listPayments", media_name(in.accept));
+                    return -1;
+                }
+                if (req_set_body(r, 200, media_content_type(in.accept), out.raw_200, out.raw_200_len) != 0)
+                    return -1;
+                break;
+            }
             if (!out.body_200) {
                 log_error("%s answered 200 without body_200", "listPayments");
                 return -1;
@@ -1296,6 +1391,8 @@ int dispatch_payments_list_payments(struct req *r)
                       out.status);
             return -1;
         }
+        if (out.link && (r->status == 200))
+            req_set_header(r, "Link", out.link);
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_list_payments(r);
@@ -3331,6 +3428,8 @@ int dispatch_payments_list_payment_events(struct req *r)
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -3341,6 +3440,8 @@ int dispatch_payments_list_payment_events(struct req *r)
     text = req_query(r, "cursor");
     if (!text) {
         /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {

@@ -61,7 +61,7 @@ static const int statuses_44[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 
 static const int statuses_45[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
 static const int statuses_46[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_47[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_48[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_48[] = { 200, 400, 401, 403, 406, 429, 500, 503, 0 };
 static const int statuses_49[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_50[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_51[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
@@ -77,9 +77,15 @@ static const int statuses_60[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 
 static const int statuses_61[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_62[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
 static const int statuses_63[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_64[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_65[] = { 204, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_66[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_64[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_65[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_66[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_67[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_68[] = { 204, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_69[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_70[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_71[] = { 204, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_72[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -1204,6 +1210,7 @@ const struct op routes_ops[] = {
         .form_body = false,
         .body_required = false,
         .page = false,
+        .negotiated = true,
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
@@ -1556,6 +1563,144 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_workspace_get_workspace,
     },
     {
+        .operation_id = "listApplications",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/workspace/applications",
+        .tag = "workspace",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_READ,
+        .scopes_text = "workspace:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_64,
+        .dispatch = dispatch_workspace_list_applications,
+    },
+    {
+        .operation_id = "updateApplication",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/workspace/applications/{key}",
+        .tag = "workspace",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_65,
+        .dispatch = dispatch_workspace_update_application,
+    },
+    {
+        .operation_id = "getCustomDomain",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/workspace/domain",
+        .tag = "workspace",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_READ,
+        .scopes_text = "workspace:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_66,
+        .dispatch = dispatch_workspace_get_custom_domain,
+    },
+    {
+        .operation_id = "setCustomDomain",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/workspace/domain",
+        .tag = "workspace",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_67,
+        .dispatch = dispatch_workspace_set_custom_domain,
+    },
+    {
+        .operation_id = "removeCustomDomain",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/workspace/domain",
+        .tag = "workspace",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_68,
+        .dispatch = dispatch_workspace_remove_custom_domain,
+    },
+    {
+        .operation_id = "verifyCustomDomain",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/workspace/domain/verify",
+        .tag = "workspace",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_69,
+        .dispatch = dispatch_workspace_verify_custom_domain,
+    },
+    {
         .operation_id = "listMembers",
         .method = "GET",
         .base = "/v1",
@@ -1575,7 +1720,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_64,
+        .statuses = statuses_70,
         .dispatch = dispatch_workspace_list_members,
     },
     {
@@ -1598,7 +1743,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_65,
+        .statuses = statuses_71,
         .dispatch = dispatch_workspace_remove_member,
     },
     {
@@ -1621,7 +1766,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_66,
+        .statuses = statuses_72,
         .dispatch = dispatch_workspace_update_workspace_settings,
     },
 };
@@ -1717,154 +1862,170 @@ static const size_t ops_18[] = { 52, };
 static const char *const segs_19[] = { "v1", "payments", NULL, };
 static const char *const names_19[] = { NULL, NULL, "id", };
 static const size_t ops_19[] = { 57, 58, };
-/* /v1/workspace/members */
-static const char *const segs_20[] = { "v1", "workspace", "members", };
+/* /v1/workspace/applications */
+static const char *const segs_20[] = { "v1", "workspace", "applications", };
 static const char *const names_20[] = { NULL, NULL, NULL, };
 static const size_t ops_20[] = { 64, };
-/* /v1/workspace/settings */
-static const char *const segs_21[] = { "v1", "workspace", "settings", };
+/* /v1/workspace/domain */
+static const char *const segs_21[] = { "v1", "workspace", "domain", };
 static const char *const names_21[] = { NULL, NULL, NULL, };
-static const size_t ops_21[] = { 66, };
+static const size_t ops_21[] = { 66, 67, 68, };
+/* /v1/workspace/members */
+static const char *const segs_22[] = { "v1", "workspace", "members", };
+static const char *const names_22[] = { NULL, NULL, NULL, };
+static const size_t ops_22[] = { 70, };
+/* /v1/workspace/settings */
+static const char *const segs_23[] = { "v1", "workspace", "settings", };
+static const char *const names_23[] = { NULL, NULL, NULL, };
+static const size_t ops_23[] = { 72, };
 /* /v1/accounts/invitations/accept */
-static const char *const segs_22[] = { "v1", "accounts", "invitations", "accept", };
-static const char *const names_22[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_22[] = { 10, };
-/* /v1/accounts/mfa/confirm */
-static const char *const segs_23[] = { "v1", "accounts", "mfa", "confirm", };
-static const char *const names_23[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_23[] = { 12, };
-/* /v1/accounts/mfa/disable */
-static const char *const segs_24[] = { "v1", "accounts", "mfa", "disable", };
+static const char *const segs_24[] = { "v1", "accounts", "invitations", "accept", };
 static const char *const names_24[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_24[] = { 13, };
-/* /v1/accounts/mfa/enroll */
-static const char *const segs_25[] = { "v1", "accounts", "mfa", "enroll", };
+static const size_t ops_24[] = { 10, };
+/* /v1/accounts/mfa/confirm */
+static const char *const segs_25[] = { "v1", "accounts", "mfa", "confirm", };
 static const char *const names_25[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_25[] = { 14, };
-/* /v1/accounts/oauth/clients */
-static const char *const segs_26[] = { "v1", "accounts", "oauth", "clients", };
+static const size_t ops_25[] = { 12, };
+/* /v1/accounts/mfa/disable */
+static const char *const segs_26[] = { "v1", "accounts", "mfa", "disable", };
 static const char *const names_26[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_26[] = { 15, 16, };
-/* /v1/accounts/oauth/grants */
-static const char *const segs_27[] = { "v1", "accounts", "oauth", "grants", };
+static const size_t ops_26[] = { 13, };
+/* /v1/accounts/mfa/enroll */
+static const char *const segs_27[] = { "v1", "accounts", "mfa", "enroll", };
 static const char *const names_27[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_27[] = { 19, };
-/* /v1/accounts/sessions/revoke-all */
-static const char *const segs_28[] = { "v1", "accounts", "sessions", "revoke-all", };
+static const size_t ops_27[] = { 14, };
+/* /v1/accounts/oauth/clients */
+static const char *const segs_28[] = { "v1", "accounts", "oauth", "clients", };
 static const char *const names_28[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_28[] = { 23, };
+static const size_t ops_28[] = { 15, 16, };
+/* /v1/accounts/oauth/grants */
+static const char *const segs_29[] = { "v1", "accounts", "oauth", "grants", };
+static const char *const names_29[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_29[] = { 19, };
+/* /v1/accounts/sessions/revoke-all */
+static const char *const segs_30[] = { "v1", "accounts", "sessions", "revoke-all", };
+static const char *const names_30[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_30[] = { 23, };
 /* /v1/accounts/sessions/{id} */
-static const char *const segs_29[] = { "v1", "accounts", "sessions", NULL, };
-static const char *const names_29[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_29[] = { 24, };
-/* /v1/admin/roles/{id} */
-static const char *const segs_30[] = { "v1", "admin", "roles", NULL, };
-static const char *const names_30[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_30[] = { 26, };
-/* /v1/admin/service-accounts/{id} */
-static const char *const segs_31[] = { "v1", "admin", "service-accounts", NULL, };
+static const char *const segs_31[] = { "v1", "accounts", "sessions", NULL, };
 static const char *const names_31[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_31[] = { 29, };
+static const size_t ops_31[] = { 24, };
+/* /v1/admin/roles/{id} */
+static const char *const segs_32[] = { "v1", "admin", "roles", NULL, };
+static const char *const names_32[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_32[] = { 26, };
+/* /v1/admin/service-accounts/{id} */
+static const char *const segs_33[] = { "v1", "admin", "service-accounts", NULL, };
+static const char *const names_33[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_33[] = { 29, };
 /* /v1/admin/users/invite */
-static const char *const segs_32[] = { "v1", "admin", "users", "invite", };
-static const char *const names_32[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_32[] = { 35, };
+static const char *const segs_34[] = { "v1", "admin", "users", "invite", };
+static const char *const names_34[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_34[] = { 35, };
 /* /v1/auth/oauth/callback */
-static const char *const segs_33[] = { "v1", "auth", "oauth", "callback", };
-static const char *const names_33[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_33[] = { 39, };
+static const char *const segs_35[] = { "v1", "auth", "oauth", "callback", };
+static const char *const names_35[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_35[] = { 39, };
 /* /v1/beneficiaries/{id}/approve */
-static const char *const segs_34[] = { "v1", "beneficiaries", NULL, "approve", };
-static const char *const names_34[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_34[] = { 45, };
+static const char *const segs_36[] = { "v1", "beneficiaries", NULL, "approve", };
+static const char *const names_36[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_36[] = { 45, };
 /* /v1/beneficiaries/{id}/deny */
-static const char *const segs_35[] = { "v1", "beneficiaries", NULL, "deny", };
-static const char *const names_35[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_35[] = { 46, };
-/* /v1/payments/batches/{id} */
-static const char *const segs_36[] = { "v1", "payments", "batches", NULL, };
-static const char *const names_36[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_36[] = { 53, };
-/* /v1/payments/{id}/approve */
-static const char *const segs_37[] = { "v1", "payments", NULL, "approve", };
+static const char *const segs_37[] = { "v1", "beneficiaries", NULL, "deny", };
 static const char *const names_37[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_37[] = { 59, };
-/* /v1/payments/{id}/cancel */
-static const char *const segs_38[] = { "v1", "payments", NULL, "cancel", };
-static const char *const names_38[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_38[] = { 60, };
-/* /v1/payments/{id}/deny */
-static const char *const segs_39[] = { "v1", "payments", NULL, "deny", };
+static const size_t ops_37[] = { 46, };
+/* /v1/payments/batches/{id} */
+static const char *const segs_38[] = { "v1", "payments", "batches", NULL, };
+static const char *const names_38[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_38[] = { 53, };
+/* /v1/payments/{id}/approve */
+static const char *const segs_39[] = { "v1", "payments", NULL, "approve", };
 static const char *const names_39[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_39[] = { 61, };
-/* /v1/payments/{id}/events */
-static const char *const segs_40[] = { "v1", "payments", NULL, "events", };
+static const size_t ops_39[] = { 59, };
+/* /v1/payments/{id}/cancel */
+static const char *const segs_40[] = { "v1", "payments", NULL, "cancel", };
 static const char *const names_40[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_40[] = { 62, };
+static const size_t ops_40[] = { 60, };
+/* /v1/payments/{id}/deny */
+static const char *const segs_41[] = { "v1", "payments", NULL, "deny", };
+static const char *const names_41[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_41[] = { 61, };
+/* /v1/payments/{id}/events */
+static const char *const segs_42[] = { "v1", "payments", NULL, "events", };
+static const char *const names_42[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_42[] = { 62, };
+/* /v1/workspace/applications/{key} */
+static const char *const segs_43[] = { "v1", "workspace", "applications", NULL, };
+static const char *const names_43[] = { NULL, NULL, NULL, "key", };
+static const size_t ops_43[] = { 65, };
+/* /v1/workspace/domain/verify */
+static const char *const segs_44[] = { "v1", "workspace", "domain", "verify", };
+static const char *const names_44[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_44[] = { 69, };
 /* /v1/workspace/members/{id} */
-static const char *const segs_41[] = { "v1", "workspace", "members", NULL, };
-static const char *const names_41[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_41[] = { 65, };
+static const char *const segs_45[] = { "v1", "workspace", "members", NULL, };
+static const char *const names_45[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_45[] = { 71, };
 /* /v1/accounts/auth/oauth/authorize */
-static const char *const segs_42[] = { "v1", "accounts", "auth", "oauth", "authorize", };
-static const char *const names_42[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_42[] = { 3, };
+static const char *const segs_46[] = { "v1", "accounts", "auth", "oauth", "authorize", };
+static const char *const names_46[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_46[] = { 3, };
 /* /v1/accounts/auth/oauth/refresh */
-static const char *const segs_43[] = { "v1", "accounts", "auth", "oauth", "refresh", };
-static const char *const names_43[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_43[] = { 7, };
+static const char *const segs_47[] = { "v1", "accounts", "auth", "oauth", "refresh", };
+static const char *const names_47[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_47[] = { 7, };
 /* /v1/accounts/auth/oauth/revoke */
-static const char *const segs_44[] = { "v1", "accounts", "auth", "oauth", "revoke", };
-static const char *const names_44[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_44[] = { 8, };
+static const char *const segs_48[] = { "v1", "accounts", "auth", "oauth", "revoke", };
+static const char *const names_48[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_48[] = { 8, };
 /* /v1/accounts/auth/oauth/token */
-static const char *const segs_45[] = { "v1", "accounts", "auth", "oauth", "token", };
-static const char *const names_45[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_45[] = { 9, };
+static const char *const segs_49[] = { "v1", "accounts", "auth", "oauth", "token", };
+static const char *const names_49[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_49[] = { 9, };
 /* /v1/accounts/oauth/clients/{id} */
-static const char *const segs_46[] = { "v1", "accounts", "oauth", "clients", NULL, };
-static const char *const names_46[] = { NULL, NULL, NULL, NULL, "id", };
-static const size_t ops_46[] = { 17, 18, };
+static const char *const segs_50[] = { "v1", "accounts", "oauth", "clients", NULL, };
+static const char *const names_50[] = { NULL, NULL, NULL, NULL, "id", };
+static const size_t ops_50[] = { 17, 18, };
 /* /v1/accounts/oauth/grants/{id} */
-static const char *const segs_47[] = { "v1", "accounts", "oauth", "grants", NULL, };
-static const char *const names_47[] = { NULL, NULL, NULL, NULL, "id", };
-static const size_t ops_47[] = { 20, };
+static const char *const segs_51[] = { "v1", "accounts", "oauth", "grants", NULL, };
+static const char *const names_51[] = { NULL, NULL, NULL, NULL, "id", };
+static const size_t ops_51[] = { 20, };
 /* /v1/admin/service-accounts/{id}/disable */
-static const char *const segs_48[] = { "v1", "admin", "service-accounts", NULL, "disable", };
-static const char *const names_48[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_48[] = { 30, };
-/* /v1/admin/service-accounts/{id}/tokens */
-static const char *const segs_49[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
-static const char *const names_49[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_49[] = { 31, 32, };
-/* /v1/payments/batches/{id}/approve */
-static const char *const segs_50[] = { "v1", "payments", "batches", NULL, "approve", };
-static const char *const names_50[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_50[] = { 54, };
-/* /v1/payments/batches/{id}/cancel */
-static const char *const segs_51[] = { "v1", "payments", "batches", NULL, "cancel", };
-static const char *const names_51[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_51[] = { 55, };
-/* /v1/payments/batches/{id}/deny */
-static const char *const segs_52[] = { "v1", "payments", "batches", NULL, "deny", };
+static const char *const segs_52[] = { "v1", "admin", "service-accounts", NULL, "disable", };
 static const char *const names_52[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_52[] = { 56, };
+static const size_t ops_52[] = { 30, };
+/* /v1/admin/service-accounts/{id}/tokens */
+static const char *const segs_53[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
+static const char *const names_53[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_53[] = { 31, 32, };
+/* /v1/payments/batches/{id}/approve */
+static const char *const segs_54[] = { "v1", "payments", "batches", NULL, "approve", };
+static const char *const names_54[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_54[] = { 54, };
+/* /v1/payments/batches/{id}/cancel */
+static const char *const segs_55[] = { "v1", "payments", "batches", NULL, "cancel", };
+static const char *const names_55[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_55[] = { 55, };
+/* /v1/payments/batches/{id}/deny */
+static const char *const segs_56[] = { "v1", "payments", "batches", NULL, "deny", };
+static const char *const names_56[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_56[] = { 56, };
 /* /v1/accounts/auth/oauth/authorize/decision */
-static const char *const segs_53[] = { "v1", "accounts", "auth", "oauth", "authorize", "decision", };
-static const char *const names_53[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_53[] = { 4, };
+static const char *const segs_57[] = { "v1", "accounts", "auth", "oauth", "authorize", "decision", };
+static const char *const names_57[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_57[] = { 4, };
 /* /v1/accounts/auth/oauth/authorize/sign-in */
-static const char *const segs_54[] = { "v1", "accounts", "auth", "oauth", "authorize", "sign-in", };
-static const char *const names_54[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_54[] = { 5, };
+static const char *const segs_58[] = { "v1", "accounts", "auth", "oauth", "authorize", "sign-in", };
+static const char *const names_58[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_58[] = { 5, };
 /* /v1/accounts/auth/oauth/authorize/verify */
-static const char *const segs_55[] = { "v1", "accounts", "auth", "oauth", "authorize", "verify", };
-static const char *const names_55[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_55[] = { 6, };
+static const char *const segs_59[] = { "v1", "accounts", "auth", "oauth", "authorize", "verify", };
+static const char *const names_59[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_59[] = { 6, };
 /* /v1/admin/service-accounts/{id}/tokens/{token_id} */
-static const char *const segs_56[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
-static const char *const names_56[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
-static const size_t ops_56[] = { 33, };
+static const char *const segs_60[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
+static const char *const names_60[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
+static const size_t ops_60[] = { 33, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
@@ -1888,42 +2049,46 @@ static const struct route routes[] = {
     { 3, segs_18, names_18, ops_18, 1, "POST" },
     { 3, segs_19, names_19, ops_19, 2, "GET, PATCH" },
     { 3, segs_20, names_20, ops_20, 1, "GET" },
-    { 3, segs_21, names_21, ops_21, 1, "PUT" },
-    { 4, segs_22, names_22, ops_22, 1, "POST" },
-    { 4, segs_23, names_23, ops_23, 1, "POST" },
+    { 3, segs_21, names_21, ops_21, 3, "GET, PUT, DELETE" },
+    { 3, segs_22, names_22, ops_22, 1, "GET" },
+    { 3, segs_23, names_23, ops_23, 1, "PUT" },
     { 4, segs_24, names_24, ops_24, 1, "POST" },
     { 4, segs_25, names_25, ops_25, 1, "POST" },
-    { 4, segs_26, names_26, ops_26, 2, "GET, POST" },
-    { 4, segs_27, names_27, ops_27, 1, "GET" },
-    { 4, segs_28, names_28, ops_28, 1, "POST" },
-    { 4, segs_29, names_29, ops_29, 1, "DELETE" },
-    { 4, segs_30, names_30, ops_30, 1, "PUT" },
-    { 4, segs_31, names_31, ops_31, 1, "GET" },
-    { 4, segs_32, names_32, ops_32, 1, "POST" },
+    { 4, segs_26, names_26, ops_26, 1, "POST" },
+    { 4, segs_27, names_27, ops_27, 1, "POST" },
+    { 4, segs_28, names_28, ops_28, 2, "GET, POST" },
+    { 4, segs_29, names_29, ops_29, 1, "GET" },
+    { 4, segs_30, names_30, ops_30, 1, "POST" },
+    { 4, segs_31, names_31, ops_31, 1, "DELETE" },
+    { 4, segs_32, names_32, ops_32, 1, "PUT" },
     { 4, segs_33, names_33, ops_33, 1, "GET" },
-    { 4, segs_34, names_34, ops_34, 1, "PUT" },
-    { 4, segs_35, names_35, ops_35, 1, "PUT" },
-    { 4, segs_36, names_36, ops_36, 1, "GET" },
+    { 4, segs_34, names_34, ops_34, 1, "POST" },
+    { 4, segs_35, names_35, ops_35, 1, "GET" },
+    { 4, segs_36, names_36, ops_36, 1, "PUT" },
     { 4, segs_37, names_37, ops_37, 1, "PUT" },
-    { 4, segs_38, names_38, ops_38, 1, "POST" },
+    { 4, segs_38, names_38, ops_38, 1, "GET" },
     { 4, segs_39, names_39, ops_39, 1, "PUT" },
-    { 4, segs_40, names_40, ops_40, 1, "GET" },
-    { 4, segs_41, names_41, ops_41, 1, "DELETE" },
-    { 5, segs_42, names_42, ops_42, 1, "GET" },
-    { 5, segs_43, names_43, ops_43, 1, "POST" },
-    { 5, segs_44, names_44, ops_44, 1, "POST" },
-    { 5, segs_45, names_45, ops_45, 1, "POST" },
-    { 5, segs_46, names_46, ops_46, 2, "GET, PATCH" },
-    { 5, segs_47, names_47, ops_47, 1, "DELETE" },
+    { 4, segs_40, names_40, ops_40, 1, "POST" },
+    { 4, segs_41, names_41, ops_41, 1, "PUT" },
+    { 4, segs_42, names_42, ops_42, 1, "GET" },
+    { 4, segs_43, names_43, ops_43, 1, "PUT" },
+    { 4, segs_44, names_44, ops_44, 1, "POST" },
+    { 4, segs_45, names_45, ops_45, 1, "DELETE" },
+    { 5, segs_46, names_46, ops_46, 1, "GET" },
+    { 5, segs_47, names_47, ops_47, 1, "POST" },
     { 5, segs_48, names_48, ops_48, 1, "POST" },
-    { 5, segs_49, names_49, ops_49, 2, "GET, POST" },
-    { 5, segs_50, names_50, ops_50, 1, "PUT" },
-    { 5, segs_51, names_51, ops_51, 1, "POST" },
-    { 5, segs_52, names_52, ops_52, 1, "PUT" },
-    { 6, segs_53, names_53, ops_53, 1, "POST" },
-    { 6, segs_54, names_54, ops_54, 1, "POST" },
-    { 6, segs_55, names_55, ops_55, 1, "POST" },
-    { 6, segs_56, names_56, ops_56, 1, "DELETE" },
+    { 5, segs_49, names_49, ops_49, 1, "POST" },
+    { 5, segs_50, names_50, ops_50, 2, "GET, PATCH" },
+    { 5, segs_51, names_51, ops_51, 1, "DELETE" },
+    { 5, segs_52, names_52, ops_52, 1, "POST" },
+    { 5, segs_53, names_53, ops_53, 2, "GET, POST" },
+    { 5, segs_54, names_54, ops_54, 1, "PUT" },
+    { 5, segs_55, names_55, ops_55, 1, "POST" },
+    { 5, segs_56, names_56, ops_56, 1, "PUT" },
+    { 6, segs_57, names_57, ops_57, 1, "POST" },
+    { 6, segs_58, names_58, ops_58, 1, "POST" },
+    { 6, segs_59, names_59, ops_59, 1, "POST" },
+    { 6, segs_60, names_60, ops_60, 1, "DELETE" },
 };
 
 struct seg {

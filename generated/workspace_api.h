@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "generated/schemas.h"
+#include "generated/schemas_common.h"
+#include "generated/schemas_workspace.h"
 #include "runtime/req.h"
 
 /* GET /v1/workspace (getWorkspace): Get the workspace */
@@ -71,5 +73,14 @@ struct workspace_update_workspace_settings_response {
 
 int workspace_update_workspace_settings(struct req *r, const struct workspace_update_workspace_settings_request *in,
                                        struct workspace_update_workspace_settings_response *out);
+
+/* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
+ *   GET /v1/workspace/applications (listApplications)
+ *   PUT /v1/workspace/applications/{key} (updateApplication)
+ *   GET /v1/workspace/domain (getCustomDomain)
+ *   PUT /v1/workspace/domain (setCustomDomain)
+ *   DELETE /v1/workspace/domain (removeCustomDomain)
+ *   POST /v1/workspace/domain/verify (verifyCustomDomain)
+ */
 
 #endif

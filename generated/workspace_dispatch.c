@@ -8,7 +8,6 @@
 
 #include "generated/workspace_api.h"
 #include "generated/dispatch.h"
-#include "generated/schemas.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
@@ -140,6 +139,48 @@ int dispatch_workspace_get_workspace(struct req *r)
     return 0;
 }
 
+/* GET /v1/workspace/applications (listApplications) */
+int dispatch_workspace_list_applications(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/workspace/applications (listApplications)");
+    return 0;
+}
+
+/* PUT /v1/workspace/applications/{key} (updateApplication) */
+int dispatch_workspace_update_application(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "PUT /v1/workspace/applications/{key} (updateApplication)");
+    return 0;
+}
+
+/* GET /v1/workspace/domain (getCustomDomain) */
+int dispatch_workspace_get_custom_domain(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/workspace/domain (getCustomDomain)");
+    return 0;
+}
+
+/* PUT /v1/workspace/domain (setCustomDomain) */
+int dispatch_workspace_set_custom_domain(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "PUT /v1/workspace/domain (setCustomDomain)");
+    return 0;
+}
+
+/* DELETE /v1/workspace/domain (removeCustomDomain) */
+int dispatch_workspace_remove_custom_domain(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "DELETE /v1/workspace/domain (removeCustomDomain)");
+    return 0;
+}
+
+/* POST /v1/workspace/domain/verify (verifyCustomDomain) */
+int dispatch_workspace_verify_custom_domain(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/workspace/domain/verify (verifyCustomDomain)");
+    return 0;
+}
+
 #ifdef TREASURY_CHECK_RESPONSES
 static void check_workspace_list_members(struct req *r)
 {
@@ -211,6 +252,8 @@ int dispatch_workspace_list_members(struct req *r)
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -221,6 +264,8 @@ int dispatch_workspace_list_members(struct req *r)
     text = req_query(r, "cursor");
     if (!text) {
         /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "generated/schemas.h"
+#include "generated/schemas_admin.h"
 #include "runtime/req.h"
 
 /* Invites email (compared case-insensitively) to workspace wid with role, which the caller

@@ -798,10 +798,162 @@ static const char *utc(struct req *r, bool has, const char *ts)
     return arena_strdup(&r->arena, buf);
 }
 
+/* The statuses asked for as ",a,b," in the enum's order, so the filter (and the cursor bound
+ * to it) is the same set whatever the order they were given in; NULL for every status. */
+static const char *status_set(struct req *r, const enum payment_status *v, size_t n)
+{
+    const char *set = n ? "," : NULL;
+    for (int s = 1; n && payment_status_str((enum payment_status)s); s++)
+        for (size_t i = 0; i < n; i++)
+            if (v[i] == (enum payment_status)s) {
+                set = arena_printf(&r->arena, "%s%s,", set,
+                                   payment_status_str((enum payment_status)s));
+                break;
+            }
+    return set;
+}
+
+/* ---- the CSV representation of a page (Accept: text/csv) ---------------------------------- */
+
+struct csv {
+    struct arena *a;
+    char *p;
+    size_t len, cap;
+};
+
+static void csv_put(struct csv *c, const char *s, size_t n)
+{
+    if (c->len + n + 1 > c->cap) {
+        size_t cap = c->cap ? c->cap : 4096;
+        while (cap < c->len + n + 1)
+            cap *= 2;
+        char *p = arena_alloc(c->a, cap);
+        if (c->len)
+            memcpy(p, c->p, c->len);
+        c->p = p;
+        c->cap = cap;
+    }
+    memcpy(c->p + c->len, s, n);
+    c->len += n;
+    c->p[c->len] = '\0';
+}
+
+/* One cell (RFC 4180): quoted when it holds a comma, a quote or a line break, quotes doubled;
+ * a cell a spreadsheet would read as a formula (starting with = + - @, tab or CR) gets a
+ * leading ' (OWASP CSV injection). NULL is an empty cell. */
+static void csv_cell(struct csv *c, bool first, const char *v)
+{
+    if (!first)
+        csv_put(c, ",", 1);
+    if (!v)
+        return;
+    bool formula = v[0] && strchr("=+-@\t\r", v[0]);
+    bool quote = strpbrk(v, ",\"\r\n") != NULL;
+    if (quote)
+        csv_put(c, "\"", 1);
+    if (formula)
+        csv_put(c, "'", 1);
+    for (const char *s = v; *s; s++) {
+        csv_put(c, s, 1);
+        if (*s == '"')
+            csv_put(c, "\"", 1); /* doubled */
+    }
+    if (quote)
+        csv_put(c, "\"", 1);
+}
+
+static const char *opt(bool has, const char *v)
+{
+    return has ? v : NULL;
+}
+
+/* The page as CSV: one header row, one row per payment, CRLF line ends. */
+static void payments_csv(struct req *r, const struct payment_page *page, const char **text,
+                         size_t *len)
+{
+    static const char *const head[] = {
+        "id", "created_at", "updated_at", "status", "amount", "currency", "type", "priority",
+        "originating_account", "beneficiary_id", "effective_date", "remittance_information",
+        "external_id", "batch_id", "failure_code", "failure_reason", "rail_reference", "version",
+    };
+    struct csv c = { .a = &r->arena };
+    for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
+        csv_cell(&c, i == 0, head[i]);
+    csv_put(&c, "\r\n", 2);
+    for (size_t i = 0; i < page->data_count; i++) {
+        const struct payment *p = &page->data[i];
+        const char *row[] = {
+            p->id, p->created_at, p->updated_at, payment_status_str(p->status),
+            arena_printf(&r->arena, "%lld", (long long)p->amount), p->currency,
+            payment_type_str(p->type), payment_priority_str(p->priority),
+            p->originating_account, p->beneficiary_id, p->effective_date,
+            opt(p->has_remittance_information, p->remittance_information),
+            opt(p->has_external_id, p->external_id), opt(p->has_batch_id, p->batch_id),
+            opt(p->has_failure_code, p->failure_code),
+            opt(p->has_failure_reason, p->failure_reason),
+            opt(p->has_rail_reference, p->rail_reference),
+            arena_printf(&r->arena, "%lld", (long long)p->version),
+        };
+        for (size_t k = 0; k < sizeof row / sizeof row[0]; k++)
+            csv_cell(&c, k == 0, row[k]);
+        csv_put(&c, "\r\n", 2);
+    }
+    *text = c.p;
+    *len = c.len;
+}
+
+/* name=value&, percent-encoded (RFC 3986 unreserved characters kept). */
+static void query_add(struct csv *q, const char *name, const char *value)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    csv_put(q, q->len ? "&" : "?", 1);
+    csv_put(q, name, strlen(name));
+    csv_put(q, "=", 1);
+    for (const unsigned char *s = (const unsigned char *)value; *s; s++) {
+        if ((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+            strchr("-._~", *s)) {
+            csv_put(q, (const char *)s, 1);
+        } else {
+            char e[3] = { '%', hex[*s >> 4], hex[*s & 15] };
+            csv_put(q, e, 3);
+        }
+    }
+}
+
+/* Link: <the same request with the next cursor>; rel="next" (RFC 8288). */
+static const char *next_link(struct req *r, const struct payments_list_payments_request *in,
+                             const char *cursor)
+{
+    struct csv q = { .a = &r->arena };
+    query_add(&q, "limit", arena_printf(&r->arena, "%lld", (long long)in->limit));
+    for (size_t i = 0; in->has_status && i < in->status_count; i++)
+        query_add(&q, "status", payment_status_str(in->status[i]));
+    if (in->has_currency)
+        query_add(&q, "currency", in->currency);
+    if (in->has_beneficiary_id)
+        query_add(&q, "beneficiary_id", in->beneficiary_id);
+    if (in->has_batch_id)
+        query_add(&q, "batch_id", in->batch_id);
+    if (in->has_amount_gte)
+        query_add(&q, "amount_gte", arena_printf(&r->arena, "%lld", (long long)in->amount_gte));
+    if (in->has_amount_lt)
+        query_add(&q, "amount_lt", arena_printf(&r->arena, "%lld", (long long)in->amount_lt));
+    if (in->has_created_gte)
+        query_add(&q, "created_gte", in->created_gte);
+    if (in->has_created_lt)
+        query_add(&q, "created_lt", in->created_lt);
+    if (in->has_effective_date_gte)
+        query_add(&q, "effective_date_gte", in->effective_date_gte);
+    if (in->has_effective_date_lt)
+        query_add(&q, "effective_date_lt", in->effective_date_lt);
+    query_add(&q, "cursor", cursor);
+    return arena_printf(&r->arena, "<%s%s>; rel=\"next\"", r->path, q.p);
+}
+
 int payments_list_payments(struct req *r, const struct payments_list_payments_request *in,
                            struct payments_list_payments_response *out)
 {
-    const char *status = in->has_status ? payment_status_str(in->status) : NULL;
+    const char *status = in->has_status ? status_set(r, in->status, in->status_count) : NULL;
     const char *created_gte = utc(r, in->has_created_gte, in->created_gte);
     const char *created_lt = utc(r, in->has_created_lt, in->created_lt);
     const char *filters = arena_printf(
@@ -818,7 +970,8 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
         return 0;
     sqlite3_stmt *st = storage_prepare(
         "SELECT " PAY_COLUMNS " FROM payments WHERE workspace_id = ?1 "
-        "AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR currency = ?3) "
+        "AND (?2 IS NULL OR instr(?2, ',' || status || ',') > 0) "
+        "AND (?3 IS NULL OR currency = ?3) "
         "AND (?4 IS NULL OR beneficiary_id = ?4) AND (?5 IS NULL OR amount >= ?5) "
         "AND (?6 IS NULL OR amount < ?6) AND (?7 IS NULL OR created_at >= ?7) "
         "AND (?8 IS NULL OR created_at < ?8) AND (?9 IS NULL OR effective_date >= ?9) "
@@ -857,7 +1010,12 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
     page->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
     page->next_cursor_is_null = !page->next_cursor;
     out->status = 200;
-    out->body_200 = page;
+    if (page->has_more && page->next_cursor)
+        out->link = next_link(r, in, page->next_cursor);
+    if (in->accept == MEDIA_CSV)
+        payments_csv(r, page, &out->raw_200, &out->raw_200_len);
+    else
+        out->body_200 = page;
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
+#include "runtime/media.h"
 #include "runtime/storage.h"
 
 #define CLAIM_BUCKETS 256
@@ -110,11 +111,15 @@ static void canonical(struct arena *a, struct jsonw *w, const struct json_value 
 }
 
 /* SHA-256 of the canonical body; of the raw bytes when it is not JSON (such a request is
- * refused before its handler runs, so it is never stored, but it must still not match). */
+ * refused before its handler runs, so it is never stored, but it must still not match).
+ * An operation taking a non-JSON body (op->raw_body_media: XML, text, CSV) is fingerprinted
+ * by the SHA-256 of its bytes exactly as sent: there is no canonical form to take. */
 static int fingerprint(struct req *r, char out[DIGEST_HEX_LEN + 1])
 {
     struct json_value *v = NULL;
     struct json_error err;
+    if (r->op && r->op->raw_body_media)
+        return digest_sha256_hex(r->body ? r->body : "", r->body_len, out);
     if (r->body_len == 0 || json_parse(&r->arena, r->body, r->body_len, &v, &err) != 0) {
         char *raw = arena_alloc(&r->arena, r->body_len + 4);
         memcpy(raw, "raw:", 4);
@@ -223,7 +228,7 @@ static int replay_body(struct req *r, int status, const char *ctype, const char 
         copy[len] = '\0';
     }
     req_set_json(r, status, copy, len);
-    r->content_type = ctype && strcmp(ctype, "application/json") == 0 ? "application/json" : NULL;
+    r->content_type = media_of(ctype) != MEDIA_NONE ? media_content_type(media_of(ctype)) : NULL;
     return 0;
 }
 

@@ -30,9 +30,13 @@ struct op {
     bool planned;               /* x-status: planned -> answered 501 by the dispatcher */
     bool has_body;
     bool form_body;             /* also accepts application/x-www-form-urlencoded (string values) */
+    unsigned raw_body_media;    /* a non-JSON body: the MEDIA_BIT()s of its types
+                                   (runtime/media.h), checked by the dispatcher; 0 for JSON */
     bool body_required;
     bool page;                  /* answers text/html pages, its errors too (rendered by the
                                    runtime from the problem as an HTML error page) */
+    bool negotiated;            /* its success offers several media types (Accept): every
+                                   answer carries Vary: Accept */
     bool first_party;           /* x-first-party: refused to tokens of OAuth applications */
     bool oauth_errors;          /* x-oauth-errors: an RFC 6749 endpoint; its problems are sent
                                    as RFC 6749 §5.2 JSON (runtime/oauth_error.h), and every

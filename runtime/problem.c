@@ -75,6 +75,7 @@
     X("precondition_failed", "Precondition failed")                   \
     X("payload_too_large", "Request body too large")                  \
     X("unsupported_media_type", "Unsupported media type")             \
+    X("not_acceptable", "Not acceptable")                             \
     X("validation_failed", "Request validation failed")               \
     X("idempotency_key_reused", "Idempotency key reused")             \
     X("idempotency_request_in_progress", "Request still in progress")  \
@@ -102,6 +103,7 @@ const char *problem_reason(int status)
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
     case 409: return "Conflict";
     case 410: return "Gone";
     case 412: return "Precondition Failed";

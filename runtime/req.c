@@ -66,6 +66,20 @@ int req_set_html(struct req *r, int status, const char *document)
     return 0;
 }
 
+int req_set_body(struct req *r, int status, const char *content_type, const char *body,
+                 size_t len)
+{
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return -1;
+    if (len)
+        memcpy(copy, body, len);
+    copy[len] = '\0';
+    req_set_json(r, status, copy, len);
+    r->content_type = content_type;
+    return 0;
+}
+
 void req_problem(struct req *r, int status, const char *code, const char *fmt, ...)
 {
     va_list ap;

@@ -129,6 +129,10 @@ struct req {
 const char *req_header(const struct req *r, const char *name);
 const char *req_query(const struct req *r, const char *name);
 const char *req_cookie(const struct req *r, const char *name);
+/* Every value of a query argument given once or more (`?status=a&status=b`), in request order:
+ * the first max into out (a key without `=` gives ""), the number of occurrences returned
+ * (more than max when the client sent more). Values live in MHD's memory like req_query's. */
+size_t req_query_values(const struct req *r, const char *name, const char **out, size_t max);
 /* The operation the request was routed to, also when it was refused before the operation
  * ran (plain HTTP, shutting down); NULL when none matched or the head was refused. */
 const struct op *req_routed_op(const struct req *r);
@@ -145,6 +149,11 @@ void req_set_json(struct req *r, int status, char *body, size_t len);
 #define REQ_HTML "text/html; charset=utf-8"
 /* Sets a text/html response with a copy of document. 0 / -1. */
 int req_set_html(struct req *r, int status, const char *document);
+
+/* Sets a response of another media type (content_type static, e.g. media_content_type())
+ * with a copy of body[0..len). 0 / -1. */
+int req_set_body(struct req *r, int status, const char *content_type, const char *body,
+                 size_t len);
 
 /* Records an RFC 9457 problem response (application/problem+json) with `code` and a
  * printf-style detail; the body is built when the response is sent. Handlers return 0 after

@@ -1,6 +1,7 @@
 /* The request accessors that read libmicrohttpd's connection (declared in runtime/req.h), kept
  * apart from runtime/req.c so code without a connection (fuzz targets) links with doubles. */
 #include <microhttpd.h>
+#include <strings.h>
 
 #include "runtime/req.h"
 
@@ -12,6 +13,32 @@ const char *req_header(const struct req *r, const char *name)
 const char *req_query(const struct req *r, const char *name)
 {
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+struct query_values {
+    const char *name;
+    const char **out;
+    size_t max, count;
+};
+
+static enum MHD_Result collect_value(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value)
+{
+    struct query_values *q = cls;
+    (void)kind;
+    if (key && strcasecmp(key, q->name) == 0) { /* as MHD_lookup_connection_value */
+        if (q->count < q->max)
+            q->out[q->count] = value ? value : "";
+        q->count++;
+    }
+    return MHD_YES;
+}
+
+size_t req_query_values(const struct req *r, const char *name, const char **out, size_t max)
+{
+    struct query_values q = {name, out, max, 0};
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_value, &q);
+    return q.count;
 }
 
 const char *req_cookie(const struct req *r, const char *name)

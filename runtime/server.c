@@ -122,6 +122,13 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
     /* The routed operation, also when it was refused before it ran (plain HTTP, shutting
      * down): an RFC 6749 endpoint answers those in its own error format too. */
     const struct op *op = req_routed_op(r);
+    if (op && op->negotiated) { /* the answer depends on Accept, refusals included (406) */
+        const char *vary = req_response_header(r, "Vary");
+        if (!vary)
+            req_set_header(r, "Vary", "Accept");
+        else if (!strstr(vary, "Accept"))
+            req_set_header(r, "Vary", arena_printf(&r->arena, "%s, Accept", vary));
+    }
     if (r->status == 0) {
         log_error("operation %s set no response (request %s)",
                   r->op ? r->op->operation_id : "-", r->request_id);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make test`: every stage CI runs, in order, each counted; ends with "total: N passed, N failed".
-# Stages: generated-code drift, builds, spec lint, codegen tests, unit + HTTP tests on a
-# response-checking build, then unit + HTTP tests again under ASan+UBSan, and a few seconds of
-# each libFuzzer target (clang, ASan+UBSan) after replaying its kept crash inputs.
+# Stages: generated-code drift, builds, spec lint, the TypeScript SDK check, codegen tests,
+# unit + HTTP tests on a response-checking build, then unit + HTTP tests again under
+# ASan+UBSan, and a few seconds of each libFuzzer target (clang, ASan+UBSan) after replaying
+# its kept crash inputs.
 set -u
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3
@@ -44,6 +45,7 @@ count_check check-generated $MAKE check-generated
 count_check build $MAKE all CHECK=1
 count_check build-release $MAKE all build/bench/ratelimit_bench build/bench/bare_mhd
 count_check lint-spec $MAKE lint-spec
+count_check sdk-check $MAKE sdk-check
 count_suite codegen $PY -m pytest -q -p no:cacheprovider tests/codegen
 count_suite unit $MAKE unit CHECK=1
 count_suite http env TREASURY_SERVER_BIN=build/check/treasury-server $PY -m pytest -q -p no:cacheprovider tests/http

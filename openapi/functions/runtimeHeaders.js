@@ -1,5 +1,5 @@
 // Every response must document the headers the runtime sets on all of them: X-Request-ID and
-// the rate-limit headers (spec-conventions.md; 429 responses also carry Retry-After).
+// the rate-limit headers (openapi/README.md; 429 responses also carry Retry-After).
 import { createRulesetFunction } from '@stoplight/spectral-core';
 
 const EVERY = ['X-Request-ID', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset',

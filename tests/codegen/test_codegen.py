@@ -27,7 +27,9 @@ CFLAGS = ['-std=c11', '-D_POSIX_C_SOURCE=200809L', '-D_DEFAULT_SOURCE', '-Wall',
           '-Werror', '-Wmissing-prototypes', '-Wstrict-prototypes', '-Wshadow', '-Wcast-qual',
           '-Wpointer-arith']
 RUNTIME = ['runtime/json.c', 'runtime/jsonw.c', 'runtime/verr.c', 'runtime/format.c',
-           'runtime/clock.c', 'runtime/arena.c', 'runtime/pattern.c', 'runtime/oauth_error.c']
+           'runtime/decimal.c',
+           'runtime/clock.c', 'runtime/arena.c', 'runtime/pattern.c', 'runtime/oauth_error.c',
+           'runtime/media.c']
 
 
 def generate(spec_path, out, cwd=REPO, env=None):
@@ -78,7 +80,8 @@ BAD_CASES = sorted(d for d in os.listdir(BAD) if os.path.isdir(os.path.join(BAD,
 def test_bad_cases_cover_the_required_checks():
     for case in ('missing_operation_id', 'unresolved_ref', 'unknown_scope',
                  'unsupported_keyword_anyof', 'no_security', 'duplicate_operation_id',
-                 'response_without_schema', 'unknown_format', 'pattern_lookahead'):
+                 'response_without_schema', 'unknown_format', 'pattern_lookahead',
+                 'format_ours_not_standard', 'x_format_without_pattern'):
         assert case in BAD_CASES
 
 
@@ -145,7 +148,8 @@ def build_and_run_small(tmp_path, extra):
     exe = str(tmp_path / 'test_small')
     cmd = ['gcc'] + CFLAGS + extra + ['-I' + str(inc), '-I.', '-o', exe,
                                       'tests/codegen/small/test_small.c',
-                                      'tests/codegen/small/handlers.c'] + gen_c + RUNTIME
+                                      'tests/codegen/small/handlers.c',
+                                      'tests/codegen/small/handlers_exports.c'] + gen_c + RUNTIME
     r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     r = subprocess.run([exe], cwd=REPO, capture_output=True, text=True,
@@ -163,6 +167,11 @@ def test_small_generated_code_works_with_response_checks(tmp_path):
     assert 'RESPONSE SCHEMA VIOLATION op=issueToken status=400 pointer=/error code=enum' \
         in r.stderr
     assert 'RESPONSE SCHEMA VIOLATION op=revokeToken status=200 pointer= code=type' in r.stderr
+    assert 'RESPONSE SCHEMA VIOLATION op=getReport status=200 pointer= code=pattern' in r.stderr
+    assert 'RESPONSE SCHEMA VIOLATION op=getReport status=200 pointer= code=type detail=must ' \
+        'be a PDF document' in r.stderr
+    assert 'RESPONSE SCHEMA VIOLATION op=getStatement status=200 pointer= code=max_length' \
+        in r.stderr
 
 
 def test_small_generated_code_works_in_release_build(tmp_path):
@@ -236,3 +245,61 @@ def test_pattern_translation_rejects(ecma, why):
     with pytest.raises(ValueError) as e:
         spec.translate_pattern(ecma)
     assert why in str(e.value)
+
+
+# ---- the served document (codegen/served.py) -------------------------------------------------
+
+def test_served_document_adds_oauth2_alternative_and_runtime_headers(tmp_path):
+    import json
+    r = generate('tests/codegen/small/openapi.yaml', str(tmp_path / 'out'))
+    assert r.returncode == 0, r.stderr
+    doc = json.load(open(tmp_path / 'out' / 'openapi.json'))
+    ops = {o['operationId']: o for item in doc['paths'].values() for m, o in item.items()
+           if m in ('get', 'put', 'post', 'patch', 'delete')}
+    flow = doc['components']['securitySchemes']['oauth2']['flows']['authorizationCode']
+    assert list(flow['scopes']) == ['things:read', 'things:write']   # workspace:admin withheld
+    assert ops['listThings']['security'] == [{'bearerAuth': ['things:read']},
+                                             {'oauth2': ['things:read']}]
+    # written as the pair in the source: taken as it is, not doubled
+    assert ops['deleteThing']['security'] == [{'bearerAuth': ['things:write']},
+                                              {'oauth2': ['things:write']}]
+    assert ops['addShape']['security'] == [{'bearerAuth': ['things:write']}]   # x-first-party
+    assert ops['getHealth']['security'] == []
+
+    def header_refs(o):
+        return [p['$ref'].rsplit('/', 1)[1] for p in o.get('parameters', []) if '$ref' in p]
+    for oid, o in ops.items():
+        assert 'RequestId' in header_refs(o), oid
+    assert 'IdempotencyKey' in header_refs(ops['createThing'])
+    assert 'IdempotencyKey' in header_refs(ops['addShape'])
+    assert 'IdempotencyKey' not in header_refs(ops['replaceThing'])   # x-idempotent: false
+    assert 'IdempotencyKey' not in header_refs(ops['issueToken'])     # public
+    assert 'IdempotencyKey' not in header_refs(ops['getThing'])       # GET
+    assert '**Planned**' in ops['searchThings']['description']
+    assert '- `things`: 6 operations built, 1 planned' in doc['info']['description']
+    # the typed requests do not see the runtime's headers
+    api_h = open(tmp_path / 'out' / 'things_api.h').read()
+    assert 'x_request_id' not in api_h and 'idempotency_key' not in api_h
+
+
+def test_a_change_to_one_api_file_regenerates_only_that_apis_schema_code(tmp_path):
+    """Schemas are split by the file that defines them (schemas_<api>.h, _json.c, _validate.c):
+    an optional property added in things.yaml must leave misc's and common's generated code, and
+    so their object files, untouched."""
+    src = tmp_path / 'spec'
+    shutil.copytree(SMALL, src, ignore=shutil.ignore_patterns('expected', '*.c', '*.h'))
+    out = tmp_path / 'out'
+    assert generate(str(src / 'openapi.yaml'), str(out)).returncode == 0
+    things = (src / 'things.yaml').read_text()
+    anchor = "        n: {type: integer, minimum: 0, maximum: 9}\n"
+    assert things.count(anchor) == 1
+    (src / 'things.yaml').write_text(things.replace(anchor, anchor + '        label: {type: '
+                                                    'string, maxLength: 20}\n'))
+    r = generate(str(src / 'openapi.yaml'), str(out))
+    assert r.returncode == 0, r.stderr
+    written = sorted(line.split()[-1].rsplit('/', 1)[-1] for line in r.stdout.splitlines())
+    assert written and set(written) <= {'schemas_things.h', 'schemas_things_json.c',
+                                        'schemas_things_validate.c', 'things_api.h',
+                                        'things_dispatch.c', 'openapi.json',
+                                        'openapi_json.c'}, written
+    assert 'schemas_things.h' in written and 'schemas_things_validate.c' in written

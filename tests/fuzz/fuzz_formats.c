@@ -1,11 +1,12 @@
 /* libFuzzer: the text formats the server checks or parses (runtime/format.c, base64url.c,
- * pkce.c). The first byte picks the function, the rest is the text. Properties: never
- * crashes; what base64url decodes re-encodes to the same text; a parsed timestamp formats and
- * parses back to itself. */
+ * pkce.c, decimal.c). The first byte picks the function, the rest is the text. Properties:
+ * never crashes; what base64url decodes re-encodes to the same text; a parsed timestamp formats
+ * and parses back to itself; a parsed decimal prints canonically and parses back equal. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/base64url.h"
+#include "runtime/decimal.h"
 #include "runtime/format.h"
 #include "runtime/pkce.h"
 
@@ -21,7 +22,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
     memcpy(s, data + 1, size - 1);
     s[size - 1] = '\0';
     int64_t ms = 0;
-    switch (data[0] % 14) {
+    switch (data[0] % 15) {
     case 0: (void)format_is_date(s); break;
     case 1: (void)format_is_date_time(s); break;
     case 2: (void)format_is_uuid(s); break;
@@ -59,6 +60,17 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         if (pkce_verifier_ok(s) && pkce_s256_matches(s, s))
             abort(); /* a verifier is never its own S256 challenge (43 vs base64 of a digest) */
         break;
+    case 13: {
+        struct decimal d, back;
+        char text[DECIMAL_TEXT_MAX];
+        if (decimal_parse(s, DECIMAL_MAX_DIGITS, DECIMAL_MAX_DIGITS, true, &d) == 0) {
+            decimal_format(d, text, sizeof text);
+            if (decimal_parse(text, DECIMAL_MAX_DIGITS, DECIMAL_MAX_DIGITS, true, &back) != 0 ||
+                back.units != d.units || back.scale != d.scale || decimal_cmp(d, back) != 0)
+                abort();
+        }
+        break;
+    }
     default: (void)format_time_parse(s, &ms); break;
     }
     free(s);

@@ -21,6 +21,16 @@ const char *req_query(const struct req *r, const char *name)
     return param;
 }
 
+size_t req_query_values(const struct req *r, const char *name, const char **out, size_t max)
+{
+    (void)r, (void)name;
+    if (!param)
+        return 0;
+    if (max > 0)
+        out[0] = param;
+    return 1;
+}
+
 const char *req_cookie(const struct req *r, const char *name)
 {
     (void)r, (void)name;

@@ -25,6 +25,17 @@ def write(target, data):
         f.write(data)
 
 
+RAW_BODY_MEDIA = ("application/xml", "text/plain", "text/csv")
+RAW_ANSWER_MEDIA = ("text/csv", "application/xml", "text/plain", "application/pdf")
+# Accept headers (RFC 9110 §12.5.1): ranges, q-values, q=0, parameters, junk.
+ACCEPTS = ["text/csv", "text/*", "*/*", "application/json;q=0.5, text/csv",
+           "text/csv;q=0, */*", "*/*;q=0", "application/xml, application/pdf;q=0.9",
+           "text/csv;charset=utf-8;q=0.7, text/plain;charset=latin1",
+           "text/csv;q=1.000, application/json;q=0.999", "garbage, ,;q=, */csv",
+           "text/csv;charset=\"utf-8, x\";q=0.5", "text/csv;q=0.5;ext=\"a\\\"b\"",
+           "TEXT/CSV", "application/*;q=0.001", ""]
+
+
 def main():
     shutil.rmtree(OUT, ignore_errors=True)
     spec = json.load(open(os.path.join(REPO, "generated", "openapi.json")))
@@ -41,6 +52,19 @@ def main():
         content = op.get("requestBody", {}).get("content", {})
         example = content.get("application/json", {}).get("example")
         param = "pay_01jq5f6g7h8j9k0m1n2p3q4r5s"
+        # Every header has the parameter's value (fuzz_dispatch.c): a media type as the
+        # parameter drives the Content-Type of a raw body and the Accept of a negotiated
+        # answer at once.
+        for media, mt in content.items():
+            if media in RAW_BODY_MEDIA and isinstance(mt.get("example"), str):
+                for ct in (media, media + "; charset=utf-8", "application/json"):
+                    write("dispatch", bytes([index]) + (ct + "\n" + mt["example"]).encode())
+                write("dispatch", bytes([index]) + (media + "\n").encode() + b"\xff\xfe<x/>")
+        produces = [m for r in op.get("responses", {}).values() if isinstance(r, dict)
+                    for m in r.get("content", {})]
+        if any(m in RAW_ANSWER_MEDIA for m in produces):
+            for accept in ACCEPTS:
+                write("dispatch", bytes([index]) + (accept + "\n").encode())
         if example is not None:
             body = json.dumps(example)
             write("dispatch", bytes([index]) + (param + "\n" + body).encode())
@@ -50,6 +74,13 @@ def main():
                 write("form", urllib.parse.urlencode(flat))
         else:
             write("dispatch", bytes([index]) + (param + "\n").encode())
+        # array query parameters: one value, a comma-separated list, an empty value
+        params = [spec["components"]["parameters"][p["$ref"].split("/")[-1]] if "$ref" in p
+                  else p for p in op.get("parameters", [])]
+        if any(p.get("in") == "query" and p.get("schema", {}).get("type") == "array"
+               for p in params):
+            for value in ["approved", "approved,pending_approval", "", ",", "active,x,"]:
+                write("dispatch", bytes([index]) + (value + "\n").encode())
     for base, path in paths:
         full = base + re.sub(r"\{[^}]+\}", "x_01jq5f6g7h8j9k0m1n2p3q4r5s", path)
         write("router", b"\x00" + full.encode())
@@ -75,9 +106,18 @@ def main():
                "a@b.example", "https://x.example/p?q#f", "EUR", "DE", "DE89370400440532013000",
                "COBADEFFXXX", "2025-03-14T09:26:53.589Z", "AAECAwQF",
                "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk",
-               "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "2025-03-14T09:26:53.589Z"]
+               "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "1.0842500000",
+               "2025-03-14T09:26:53.589Z"]
     for i, s in enumerate(samples):
         write("formats", bytes([i]) + s.encode())
+    for s in ["-0.0012500000", "99999999.9999999999", "0", "-0.000", "1e5", "01.5",
+              "0.000000000000000001", "999999999999999999"]:
+        write("formats", bytes([13]) + s.encode())
+    # fuzz_media.c: byte 0 picks the offered types and their order, then the header text
+    for i, accept in enumerate(ACCEPTS + list(RAW_BODY_MEDIA) + [
+            "text/plain; charset=UTF-8", "application/xml;charset=\"utf-8\"",
+            "text/csv; header=present", "text/plain; charset", "text/plain x"]):
+        write("media", bytes([(i * 37 + 3) & 0xFF]) + accept.encode())
     for head in [b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
                  b"POST /v1/payments?limit=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
                  b"Content-Type: application/json\r\nX-Tab: a\tb\r\n\r\n",

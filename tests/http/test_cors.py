@@ -86,12 +86,13 @@ def test_an_apps_token_is_readable_by_its_own_origins_only(server, ws, app, othe
     assert own.status == 200 and own.header("Access-Control-Allow-Origin") == APP
     exposed = {h.strip() for h in own.header("Access-Control-Expose-Headers").split(",")}
     assert {"ETag", "Location", "X-Request-ID", "RateLimit", "X-RateLimit-Remaining",
-            "Retry-After"} <= exposed
-    assert own.header("Vary") == "Origin"
+            "Retry-After", "Link"} <= exposed
+    assert own.header("Vary") == "Origin, Accept"  # GET /v1/payments also answers text/csv
     assert_no_cors(foreign)  # registered, but by another app
     assert_no_cors(stranger)
     assert_no_cors(none)
-    assert none.header("Vary") == "Origin"  # the answer depends on Origin even without one
+    # the answer depends on Origin even without one
+    assert none.header("Vary") == "Origin, Accept"
 
 
 def test_a_first_party_token_gets_no_cors(server, ws, app):

@@ -234,13 +234,13 @@ def test_limit_bounds_are_accepted(c, value):
 
 def test_invalid_status_filter_is_refused(c):
     r = c.get("/v1/beneficiaries?status=deleted")
-    assert_validation(r, {"/query/status": "enum"}, status=QUERY_PARAM_STATUS,
+    assert_validation(r, {"/query/status/0": "enum"}, status=QUERY_PARAM_STATUS,
                       code=QUERY_PARAM_CODE)
 
 
 def test_every_invalid_query_parameter_is_reported(c):
     r = c.get("/v1/beneficiaries?limit=0&status=nope&currency=euro")
-    assert_validation(r, {"/query/limit": None, "/query/status": None, "/query/currency": None},
+    assert_validation(r, {"/query/limit": None, "/query/status/0": None, "/query/currency": None},
                       status=QUERY_PARAM_STATUS, code=QUERY_PARAM_CODE)
 
 

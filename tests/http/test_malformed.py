@@ -103,8 +103,10 @@ def value_cases(schema, value):
             bad = non_matching(s["pattern"], lo, hi)
             if bad is not None:
                 out.append((bad, "pattern"))
-        if s.get("format") in CHECKED_FORMATS and "pattern" not in s:
-            out.append((CHECKED_FORMATS[s["format"]], "format"))
+        # our own formats (x-format) always carry a pattern, which these samples match
+        fmt = s.get("x-format", s.get("format"))
+        if fmt in CHECKED_FORMATS and ("pattern" not in s or "x-format" in s):
+            out.append((CHECKED_FORMATS[fmt], "format"))
     if t & {"integer", "number"}:
         if "maximum" in s:
             out.append((s["maximum"] + 1, "maximum"))

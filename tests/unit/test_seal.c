@@ -39,11 +39,29 @@ static void test_altered_or_foreign_sealed_text_is_refused(void)
     arena_release(&a);
 }
 
+/* An authorization request of an application asking for every scope, sealed into the
+ * sign-in page of a browser that has not signed in: a 2.5 KB plaintext fits, a larger one not. */
+static void test_a_whole_authorization_request_fits(void)
+{
+    struct arena a;
+    static unsigned char plain[2561], out[2561];
+    size_t n = 0;
+    arena_init(&a);
+    seal_init(k1, sizeof k1);
+    memset(plain, 's', sizeof plain);
+    char *x = seal(&a, plain, 2560);
+    CHECK(x && strlen(x) < 4096);
+    CHECK(seal_open(x, out, sizeof out, &n) == 0 && n == 2560 && memcmp(out, plain, n) == 0);
+    CHECK(seal(&a, plain, 2561) == NULL);
+    arena_release(&a);
+}
+
 int main(void)
 {
     static const struct unit_test tests[] = {
         UNIT_TEST(test_sealed_secrets_open_again_and_differ_each_time),
         UNIT_TEST(test_altered_or_foreign_sealed_text_is_refused),
+        UNIT_TEST(test_a_whole_authorization_request_fits),
     };
     return unit_run("seal", tests, sizeof tests / sizeof tests[0]);
 }

@@ -3,6 +3,7 @@
 #define TESTS_CODEGEN_SMALL_HANDLERS_H
 
 #include "generated/things_api.h"
+#include "runtime/media.h"
 
 struct small_seen {
     int called;
@@ -15,5 +16,17 @@ struct small_seen {
 };
 
 extern struct small_seen small_seen;
+
+/* What the exports handlers (handlers_exports.c) saw, and what they answer. */
+struct small_exports {
+    int called;
+    enum media accept;
+    const char *body;
+    size_t body_len;
+    enum media body_media;
+    const char *answer; /* non-NULL: the raw bytes to answer instead of the right ones */
+};
+
+extern struct small_exports small_exports;
 
 #endif

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "generated/dispatch.h"
+#include "generated/exports_api.h"
 #include "generated/misc_api.h"
 #include "generated/patterns.h"
 #include "generated/routes.h"
@@ -24,7 +25,7 @@
 
 /* ---- test doubles for runtime/req.c and runtime/log.c ---------------------------------- */
 
-#define MAX_FAKE 8
+#define MAX_FAKE 12
 
 static struct {
     const char *query_names[MAX_FAKE], *query_values[MAX_FAKE];
@@ -50,6 +51,19 @@ const char *req_query(const struct req *r, const char *name)
         if (strcmp(fake.query_names[i], name) == 0)
             return fake.query_values[i];
     return NULL;
+}
+
+size_t req_query_values(const struct req *r, const char *name, const char **out, size_t max)
+{
+    size_t n = 0;
+    (void)r;
+    for (int i = 0; i < fake.n_query; i++)
+        if (strcmp(fake.query_names[i], name) == 0) {
+            if (n < max)
+                out[n] = fake.query_values[i];
+            n++;
+        }
+    return n;
 }
 
 const char *req_cookie(const struct req *r, const char *name)
@@ -98,6 +112,17 @@ int req_set_html(struct req *r, int status, const char *document)
 {
     req_set_json(r, status, strdup(document), strlen(document));
     r->content_type = REQ_HTML;
+    return 0;
+}
+
+int req_set_body(struct req *r, int status, const char *content_type, const char *body,
+                 size_t len)
+{
+    char *copy = malloc(len + 1);
+    memcpy(copy, body, len);
+    copy[len] = '\0';
+    req_set_json(r, status, copy, len);
+    r->content_type = content_type;
     return 0;
 }
 
@@ -188,7 +213,8 @@ static struct verr_list *check(void (*fn)(const struct json_value *, const char 
     "\"uuid\":\"123e4567-e89b-12d3-a456-426614174000\",\"email\":\"a@example.com\","          \
     "\"uri\":\"https://example.com/x\",\"currency\":\"EUR\",\"country\":\"DE\","              \
     "\"iban\":\"DE89370400440532013000\",\"bic\":\"COBADEFFXXX\","                            \
-    "\"big\":-9223372036854775808,\"small\":-2147483648,\"ratio\":1},"                        \
+    "\"big\":-9223372036854775808,\"small\":-2147483648,\"ratio\":1,"                         \
+    "\"rate\":\"1.0842500000\",\"delta\":\"-1.5\",\"any_decimal\":\"-0.000000000000000001\"}," \
     "\"index\":{\"a\":{\"n\":0}},\"tally\":{\"total\":3,\"extra\":9},\"default\":2"
 
 static void setup(void)
@@ -327,6 +353,57 @@ static void test_multiple_of_and_exclusive_bounds(void)
     CHECK_ERR(l, "", "maximum");
     l = check(validate_formats_ratio, "1e400", VALIDATE_REQUEST);
     CHECK_ERR(l, "", "type");
+}
+
+static void test_decimals_are_parsed_and_compared_exactly(void)
+{
+    setup();
+    static const char *const ok_rate[] = {"\"0.0000000001\"", "\"1000\"", "\"999.9999999999\"",
+                                          "\"1.5\""};
+    for (size_t i = 0; i < sizeof ok_rate / sizeof ok_rate[0]; i++) {
+        struct verr_list *l = check(validate_formats_rate, ok_rate[i], VALIDATE_REQUEST);
+        if (l->count != 0)
+            dump(l);
+        CHECK(l->count == 0);
+    }
+    struct verr_list *l = check(validate_formats_rate, "\"0\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "minimum");
+    CHECK(l->count == 1);
+    l = check(validate_formats_rate, "\"0.0000000000\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "minimum");
+    l = check(validate_formats_rate, "\"1000.0000000001\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "maximum");
+    CHECK(l->count == 1);
+    l = check(validate_formats_rate, "\"-1\"", VALIDATE_REQUEST); /* no sign: bound is 0 */
+    CHECK_ERR(l, "", "format");
+    CHECK_ERR(l, "", "pattern");
+    l = check(validate_formats_rate, "\"1.00000000001\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "format");
+    l = check(validate_formats_rate, "\"1e3\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "format");
+    l = check(validate_formats_rate, "1.5", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "type");
+    /* delta: -1.5 <= x < 10.25, 4 significant digits, 2 places */
+    l = check(validate_formats_delta, "\"-1.5\"", VALIDATE_REQUEST);
+    CHECK(l->count == 0);
+    l = check(validate_formats_delta, "\"10.24\"", VALIDATE_REQUEST);
+    CHECK(l->count == 0);
+    l = check(validate_formats_delta, "\"-1.51\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "minimum");
+    l = check(validate_formats_delta, "\"10.25\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "maximum");
+    l = check(validate_formats_delta, "\"10.250\"", VALIDATE_REQUEST); /* 3 places */
+    CHECK_ERR(l, "", "format");
+    l = check(validate_formats_delta, "\"1.234\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "format");
+    l = check(validate_formats_delta, "\"01.5\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "format");
+    CHECK(!has_error(l, "", "minimum") && !has_error(l, "", "maximum"));
+    /* no bounds: the sign is allowed, the scale goes to 18 */
+    l = check(validate_formats_any_decimal, "\"-123456789.123456789\"", VALIDATE_REQUEST);
+    CHECK(l->count == 0);
+    l = check(validate_formats_any_decimal, "\"0.1234567890123456789\"", VALIDATE_REQUEST);
+    CHECK_ERR(l, "", "format");
 }
 
 static void test_lengths_count_code_points(void)
@@ -518,6 +595,66 @@ static void test_decode_then_encode_round_trips(void)
     CHECK_STR(encode(enc_shape, &s), "null");
 }
 
+static void test_arrays_of_arrays_and_maps_of_arrays(void)
+{
+    setup();
+    const char *text =
+        "{\"name\":\"grid\",\"kind\":\"small\",\"id\":\"thg_0001\",\"size\":5,\"tags\":[\"a\"],"
+        "\"created_at\":\"2025-03-14T09:26:53.589Z\","
+        "\"grid\":[[1,2],[3],[9,0]],\"cube\":[[[{\"n\":1}],[]],[[{\"n\":2},{\"n\":3}]]],"
+        "\"groups\":{\"a\":[\"x\",\"y\"],\"b\":[]}}";
+    struct verr_list *l = check(validate_thing, text, VALIDATE_RESPONSE);
+    if (l->count)
+        dump(l);
+    CHECK(l->count == 0);
+    struct thing t;
+    memset(&t, 0, sizeof t);
+    CHECK(decode_thing(&A, parse(text), &t) == 0);
+    CHECK(t.has_grid && t.grid_count == 3);
+    CHECK(t.grid[0].count == 2 && t.grid[0].items[0] == 1 && t.grid[0].items[1] == 2);
+    CHECK(t.grid[1].count == 1 && t.grid[1].items[0] == 3);
+    CHECK(t.grid[2].count == 2 && t.grid[2].items[0] == 9 && t.grid[2].items[1] == 0);
+    CHECK(t.cube_count == 2 && t.cube[0].count == 2 && t.cube[0].items[0].count == 1);
+    CHECK(t.cube[0].items[0].items[0].n == 1 && t.cube[0].items[1].count == 0);
+    CHECK(t.cube[1].items[0].count == 2 && t.cube[1].items[0].items[1].n == 3);
+    CHECK(t.groups_count == 2);
+    CHECK_STR(t.groups[0].key, "a");
+    CHECK(t.groups[0].value.count == 2);
+    CHECK_STR(t.groups[0].value.items[1], "y");
+    CHECK(t.groups[1].value.count == 0);
+    const char *out = encode(enc_thing, &t);
+    CHECK(strstr(out, "\"grid\":[[1,2],[3],[9,0]]") != NULL);
+    CHECK(strstr(out, "\"cube\":[[[{\"n\":1}],[]],[[{\"n\":2},{\"n\":3}]]]") != NULL);
+    CHECK(strstr(out, "\"groups\":{\"a\":[\"x\",\"y\"],\"b\":[]}") != NULL);
+
+    /* a handler builds one by hand */
+    static int64_t row[] = {4, 5};
+    struct thing_grid_item rows[] = {{row, 2}, {row + 1, 1}};
+    t.grid = rows;
+    t.grid_count = 2;
+    CHECK(strstr(encode(enc_thing, &t), "\"grid\":[[4,5],[5]]") != NULL);
+
+    /* every level validated, with its indexes in the pointer */
+    l = check(validate_thing,
+              "{\"grid\":[[1,10],[],[1,2,3],[1]],"
+              "\"cube\":[[[{\"n\":1}]],[[{\"n\":1}]],[[{\"n\":10}]]],"
+              "\"groups\":{\"a\":[\"toolong\",\"x\",\"y\"],\"b\":\"x\",\"c\":[1]}}",
+              VALIDATE_REQUEST);
+    CHECK_ERR(l, "/grid", "max_items");
+    CHECK_ERR(l, "/grid/0/1", "maximum");
+    CHECK_ERR(l, "/grid/1", "min_items");
+    CHECK_ERR(l, "/grid/2", "max_items");
+    CHECK_ERR(l, "/cube", "max_items");
+    CHECK_ERR(l, "/cube", "unique_items");
+    CHECK_ERR(l, "/cube/2/0/0/n", "maximum");
+    CHECK_ERR(l, "/groups/a", "max_items");
+    CHECK_ERR(l, "/groups/a/0", "max_length");
+    CHECK_ERR(l, "/groups/b", "type");
+    CHECK_ERR(l, "/groups/c/0", "type");
+    l = check(validate_thing, "{\"grid\":[1,[2]]}", VALIDATE_REQUEST);
+    CHECK_ERR(l, "/grid/0", "type");
+}
+
 static void test_enum_str_and_parse(void)
 {
     CHECK_STR(kind_str(KIND_X_LARGE), "x-large");
@@ -600,7 +737,13 @@ static void test_operation_descriptors_carry_spec_and_defaults(void)
     o = op_named("addShape");
     CHECK(o && o->has_body && !o->body_required);
     CHECK(op_named("searchThings")->planned);
-    CHECK(routes_count == 11);
+    o = op_named("getReport");
+    CHECK(o && o->negotiated && o->raw_body_media == 0 && !o->has_body);
+    CHECK(!op_named("listThings")->negotiated);
+    o = op_named("importStatement");
+    CHECK(o && !o->negotiated && o->has_body && o->max_body_bytes == 4096);
+    CHECK(o->raw_body_media == (MEDIA_BIT(MEDIA_XML) | MEDIA_BIT(MEDIA_TEXT)));
+    CHECK(routes_count == 14);
 }
 
 static void test_scope_table(void)
@@ -643,6 +786,7 @@ static void request(const char *method, const char *path, const char *body)
     memset(&R, 0, sizeof R);
     memset(&fake, 0, sizeof fake);
     memset(&small_seen, 0, sizeof small_seen);
+    memset(&small_exports, 0, sizeof small_exports);
     arena_init(&R.arena);
     verr_init(&R.verr, &R.arena);
     R.method = method;
@@ -743,6 +887,85 @@ static void test_dispatch_rejects_every_bad_param_with_400(void)
     CHECK(run() == 0);
     CHECK(R.status == 400);
     CHECK_ERR(&R.verr, "/path/id", "pattern");
+}
+
+static void test_dispatch_array_query_parameters(void)
+{
+    request("GET", "/v1/things", NULL);
+    query("kinds", "large");
+    query("kinds", "small");
+    query("sizes", "0,9,3");
+    query("names", "ab");
+    query("names", "");
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && !R.problem);
+    CHECK(small_seen.list.has_kinds && small_seen.list.kinds_count == 2);
+    CHECK(small_seen.list.kinds[0] == KIND_LARGE && small_seen.list.kinds[1] == KIND_SMALL);
+    CHECK(small_seen.list.has_sizes && small_seen.list.sizes_count == 3);
+    CHECK(small_seen.list.sizes[0] == 0 && small_seen.list.sizes[1] == 9 &&
+          small_seen.list.sizes[2] == 3);
+    CHECK(small_seen.list.has_names && small_seen.list.names_count == 2);
+    CHECK_STR(small_seen.list.names[0], "ab");
+    CHECK_STR(small_seen.list.names[1], "");
+
+    request("GET", "/v1/things", NULL); /* absent: no has_, no items */
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && !small_seen.list.has_kinds && small_seen.list.kinds_count == 0);
+    CHECK(!small_seen.list.has_sizes && !small_seen.list.has_names);
+
+    request("GET", "/v1/things", NULL); /* comma-separated "" is no item at all */
+    query("sizes", "");
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && small_seen.list.has_sizes && small_seen.list.sizes_count == 0);
+
+    request("GET", "/v1/things", NULL); /* each item validated, at its index */
+    query("kinds", "large");
+    query("kinds", "huge");
+    query("kinds", "large");
+    query("sizes", "1,x,10,");
+    query("names", "abcd");
+    CHECK(run() == 0);
+    CHECK(R.status == 400 && R.with_errors);
+    CHECK_STR(R.problem_code, "invalid_request");
+    CHECK_ERR(&R.verr, "/query/kinds/1", "enum");
+    CHECK_ERR(&R.verr, "/query/kinds", "unique_items");
+    CHECK_ERR(&R.verr, "/query/sizes/1", "type");
+    CHECK_ERR(&R.verr, "/query/sizes/3", "type");
+    CHECK_ERR(&R.verr, "/query/names/0", "max_length");
+    CHECK(small_seen.called == 0);
+
+    request("GET", "/v1/things", NULL); /* bounds: maxItems, minItems never for absent */
+    for (int i = 0; i < 4; i++)
+        query("kinds", i % 2 ? "small" : "large");
+    query("sizes", "1,2,3,4,5,6,7,8");
+    query("names", "a");
+    query("names", "b");
+    query("names", "c");
+    CHECK(run() == 0);
+    CHECK(R.status == 400);
+    CHECK_ERR(&R.verr, "/query/kinds", "max_items");
+    CHECK_ERR(&R.verr, "/query/sizes", "max_items");
+    CHECK_ERR(&R.verr, "/query/names", "max_items");
+    CHECK(!has_error(&R.verr, "/query/sizes/5", "type"));
+
+    request("GET", "/v1/things", NULL); /* explode: false takes one value only */
+    query("sizes", "1");
+    query("sizes", "2");
+    CHECK(run() == 0);
+    CHECK(R.status == 400);
+    CHECK_ERR(&R.verr, "/query/sizes", "type");
+    request("GET", "/v1/things", NULL); /* a scalar query parameter is given once */
+    query("limit", "5");
+    query("limit", "6");
+    CHECK(run() == 0);
+    CHECK(R.status == 400);
+    CHECK_ERR(&R.verr, "/query/limit", "type");
+    CHECK(R.verr.count == 1);
+    request("GET", "/v1/things", NULL); /* explode: true keeps a comma inside an item */
+    query("kinds", "large,small");
+    CHECK(run() == 0);
+    CHECK(R.status == 400);
+    CHECK_ERR(&R.verr, "/query/kinds/0", "enum");
 }
 
 static void test_dispatch_body_errors(void)
@@ -951,6 +1174,149 @@ static void test_dispatch_oauth_errors_and_empty_bodies(void)
 #endif
 }
 
+static void test_dispatch_negotiates_the_representation(void)
+{
+    request("GET", "/v1/exports/report", NULL);
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && small_exports.accept == MEDIA_JSON);
+    CHECK_STR(R.content_type, "application/json");
+    CHECK(R.resp_body && strcmp(R.resp_body, "{\"rows\":1}") == 0);
+
+    request("GET", "/v1/exports/report", NULL);
+    header("Accept", "text/csv");
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && small_exports.accept == MEDIA_CSV && !R.problem);
+    CHECK_STR(R.content_type, "text/csv; charset=utf-8");
+    CHECK(R.resp_len == 9 && memcmp(R.resp_body, "rows\r\n1\r\n", 9) == 0);
+    CHECK_STR(resp_header("X-Count"), "1"); /* headers as for JSON */
+
+    request("GET", "/v1/exports/report", NULL);
+    header("Accept", "application/*;q=0.5, application/pdf");
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && small_exports.accept == MEDIA_PDF);
+    CHECK_STR(R.content_type, "application/pdf");
+    CHECK(R.resp_len == 16 && memcmp(R.resp_body, "%PDF-1.7\n\0binary", 16) == 0);
+
+    request("GET", "/v1/exports/report", NULL);
+    header("Accept", "text/*;q=0.5, application/json;q=0.5");
+    CHECK(run() == 0);
+    CHECK(small_exports.accept == MEDIA_JSON); /* a tie: the spec's order */
+
+    request("GET", "/v1/exports/report", NULL);
+    header("Accept", "image/png, application/json;q=0");
+    CHECK(run() == 0);
+    CHECK(R.status == 406 && R.problem && small_exports.called == 0);
+    CHECK_STR(R.problem_code, "not_acceptable");
+    CHECK(strstr(R.problem_detail, "(application/json, text/csv, application/pdf)") != NULL);
+
+    request("GET", "/v1/exports/report", NULL); /* 406 comes before the parameters */
+    query("limit", "0");
+    header("Accept", "text/html");
+    CHECK(run() == 0);
+    CHECK(R.status == 406);
+
+    request("GET", "/v1/exports/statement", NULL);
+    CHECK(run() == 0);
+    CHECK(R.status == 200 && small_exports.accept == MEDIA_TEXT);
+    CHECK_STR(R.content_type, "text/plain; charset=utf-8");
+
+    request("GET", "/v1/exports/statement", NULL);
+    header("Accept", "application/json");
+    CHECK(run() == 0);
+    CHECK(R.status == 406 && small_exports.called == 0);
+    CHECK(strstr(R.problem_detail, "(text/plain)") != NULL);
+}
+
+static void test_response_checks_catch_wrong_raw_answers(void)
+{
+    static const char *const bad[] = { "nope", "\xff\xfe", "0123456789012345678901234567890123" };
+    request("GET", "/v1/exports/report", NULL);
+    header("Accept", "text/csv");
+    small_exports.answer = "nope"; /* breaks the CSV schema's pattern */
+    CHECK(run() == 0);
+#ifdef TREASURY_CHECK_RESPONSES
+    CHECK(R.status == 500);
+    CHECK_STR(R.problem_code, "response_schema_violation");
+#else
+    CHECK(R.status == 200);
+#endif
+    request("GET", "/v1/exports/report", NULL);
+    header("Accept", "application/pdf");
+    small_exports.answer = "<html>not a PDF</html>";
+    CHECK(run() == 0);
+#ifdef TREASURY_CHECK_RESPONSES
+    CHECK(R.status == 500);
+#else
+    CHECK(R.status == 200);
+#endif
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        request("GET", "/v1/exports/statement", NULL);
+        small_exports.answer = bad[i]; /* too short a pattern, not UTF-8, too long */
+        CHECK(run() == 0);
+#ifdef TREASURY_CHECK_RESPONSES
+        CHECK(i == 0 ? R.status == 200 : R.status == 500);
+#else
+        CHECK(R.status == 200);
+#endif
+    }
+}
+
+static void raw_request(const char *content_type, const char *body, size_t len)
+{
+    request("POST", "/v1/exports/imports", NULL);
+    R.body = body;
+    R.body_len = len;
+    if (content_type)
+        header("Content-Type", content_type);
+}
+
+static bool has_verr(const char *code)
+{
+    return R.with_errors && has_error(&R.verr, "", code);
+}
+
+static void test_dispatch_raw_bodies(void)
+{
+    raw_request("application/xml", "<Document/>", 11);
+    CHECK(run() == 0);
+    CHECK(R.status == 201 && small_exports.body_media == MEDIA_XML);
+    CHECK(small_exports.body_len == 11 && memcmp(small_exports.body, "<Document/>", 11) == 0);
+    CHECK(R.resp_body && strcmp(R.resp_body, "{\"rows\":11}") == 0);
+
+    raw_request("Text/Plain; charset=\"UTF-8\"", ":20:X", 5);
+    CHECK(run() == 0);
+    CHECK(R.status == 201 && small_exports.body_media == MEDIA_TEXT);
+
+    static const char *const refused[] = { "application/json", "text/plain; charset=latin1",
+                                           NULL, "text/csv", "text/plain;" };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        raw_request(refused[i], ":20:X", 5);
+        CHECK(run() == 0);
+        CHECK(R.status == 415 && small_exports.called == 0);
+        CHECK_STR(R.problem_code, "unsupported_media_type");
+        CHECK(strstr(R.problem_detail, "application/xml or text/plain") != NULL);
+    }
+
+    raw_request("text/plain", "\xff\xfe", 2);
+    CHECK(run() == 0);
+    CHECK(R.status == 422 && has_verr("type") && small_exports.called == 0);
+    raw_request("text/plain", "a\0b", 3);
+    CHECK(run() == 0);
+    CHECK(R.status == 422 && has_verr("type"));
+    raw_request("text/plain", "x", 1);
+    CHECK(run() == 0);
+    CHECK(R.status == 422 && has_verr("min_length"));
+    raw_request("application/xml", "Document", 8); /* each type its own schema */
+    CHECK(run() == 0);
+    CHECK(R.status == 422 && has_verr("pattern"));
+    raw_request("text/plain", "Document", 8);
+    CHECK(run() == 0);
+    CHECK(R.status == 201);
+    raw_request("application/xml", NULL, 0);
+    CHECK(run() == 0);
+    CHECK(R.status == 422 && has_verr("required"));
+}
+
 int main(void)
 {
     char err[256];
@@ -965,6 +1331,7 @@ int main(void)
         UNIT_TEST(test_every_violation_is_collected_with_its_pointer),
         UNIT_TEST(test_integers_are_exact),
         UNIT_TEST(test_multiple_of_and_exclusive_bounds),
+        UNIT_TEST(test_decimals_are_parsed_and_compared_exactly),
         UNIT_TEST(test_lengths_count_code_points),
         UNIT_TEST(test_patterns_follow_ecma_semantics),
         UNIT_TEST(test_one_of_dispatches_on_the_discriminator),
@@ -973,6 +1340,7 @@ int main(void)
         UNIT_TEST(test_decode_fills_typed_fields_and_applies_defaults),
         UNIT_TEST(test_encode_omits_absent_optional_and_write_only_fields),
         UNIT_TEST(test_decode_then_encode_round_trips),
+        UNIT_TEST(test_arrays_of_arrays_and_maps_of_arrays),
         UNIT_TEST(test_enum_str_and_parse),
         UNIT_TEST(test_routes_prefer_literal_segments_and_capture_params),
         UNIT_TEST(test_routes_answer_405_with_allow_and_404_otherwise),
@@ -981,6 +1349,7 @@ int main(void)
         UNIT_TEST(test_role_table),
         UNIT_TEST(test_dispatch_decodes_params_with_defaults),
         UNIT_TEST(test_dispatch_rejects_every_bad_param_with_400),
+        UNIT_TEST(test_dispatch_array_query_parameters),
         UNIT_TEST(test_dispatch_body_errors),
         UNIT_TEST(test_dispatch_serialises_typed_response_and_headers),
         UNIT_TEST(test_dispatch_refuses_undocumented_statuses),
@@ -988,6 +1357,9 @@ int main(void)
         UNIT_TEST(test_dispatch_optional_free_form_and_planned),
         UNIT_TEST(test_dispatch_pages_cookies_and_redirects),
         UNIT_TEST(test_dispatch_oauth_errors_and_empty_bodies),
+        UNIT_TEST(test_dispatch_negotiates_the_representation),
+        UNIT_TEST(test_response_checks_catch_wrong_raw_answers),
+        UNIT_TEST(test_dispatch_raw_bodies),
     };
     int rc = unit_run("codegen_small", tests, sizeof tests / sizeof tests[0]);
     free(R.resp_body);

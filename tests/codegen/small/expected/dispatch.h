@@ -7,6 +7,9 @@
 struct req;
 
 int dispatch_misc_get_health(struct req *r);
+int dispatch_exports_import_statement(struct req *r);
+int dispatch_exports_get_report(struct req *r);
+int dispatch_exports_get_statement(struct req *r);
 int dispatch_things_list_things(struct req *r);
 int dispatch_things_create_thing(struct req *r);
 int dispatch_things_search_things(struct req *r);

@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "generated/schemas.h"
+#include "generated/schemas_common.h"
+#include "generated/schemas_misc.h"
 #include "runtime/req.h"
 
 /* GET /healthz (getHealth): Liveness */

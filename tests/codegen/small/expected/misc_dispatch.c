@@ -9,7 +9,6 @@
 
 #include "generated/misc_api.h"
 #include "generated/dispatch.h"
-#include "generated/schemas.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
@@ -420,6 +419,8 @@ int dispatch_misc_get_welcome(struct req *r)
     text = req_query(r, "name");
     if (!text) {
         /* absent: has_name stays false */
+    } else if (req_query_values(r, "name", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/name", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/name", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {

@@ -9,21 +9,25 @@
 #include "generated/dispatch.h"
 #include "generated/patterns.h"
 #include "generated/scopes.h"
+#include "runtime/media.h"
 #include "runtime/pattern.h"
 
 #define MAX_SEGS 4
 
 static const int statuses_0[] = { 200, 500, 0 };
-static const int statuses_1[] = { 200, 400, 500, 0 };
-static const int statuses_2[] = { 201, 400, 409, 422, 500, 0 };
-static const int statuses_3[] = { 200, 500, 501, 0 };
-static const int statuses_4[] = { 200, 400, 404, 500, 0 };
-static const int statuses_5[] = { 200, 400, 404, 422, 500, 0 };
-static const int statuses_6[] = { 204, 400, 404, 500, 0 };
-static const int statuses_7[] = { 200, 400, 422, 500, 0 };
-static const int statuses_8[] = { 200, 400, 422, 500, 0 };
-static const int statuses_9[] = { 200, 400, 422, 500, 0 };
-static const int statuses_10[] = { 200, 303, 400, 500, 0 };
+static const int statuses_1[] = { 201, 400, 415, 422, 500, 0 };
+static const int statuses_2[] = { 200, 400, 406, 500, 0 };
+static const int statuses_3[] = { 200, 406, 500, 0 };
+static const int statuses_4[] = { 200, 400, 500, 0 };
+static const int statuses_5[] = { 201, 400, 409, 422, 500, 0 };
+static const int statuses_6[] = { 200, 500, 501, 0 };
+static const int statuses_7[] = { 200, 400, 404, 500, 0 };
+static const int statuses_8[] = { 200, 400, 404, 422, 500, 0 };
+static const int statuses_9[] = { 204, 400, 404, 500, 0 };
+static const int statuses_10[] = { 200, 400, 422, 500, 0 };
+static const int statuses_11[] = { 200, 400, 422, 500, 0 };
+static const int statuses_12[] = { 200, 400, 422, 500, 0 };
+static const int statuses_13[] = { 200, 303, 400, 500, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -50,6 +54,78 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_misc_get_health,
     },
     {
+        .operation_id = "importStatement",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/exports/imports",
+        .tag = "exports",
+        .is_public = false,
+        .scopes = SCOPE_THINGS_WRITE,
+        .scopes_text = "things:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 4096,
+        .planned = false,
+        .has_body = true,
+        .form_body = false,
+        .raw_body_media = MEDIA_BIT(MEDIA_XML) | MEDIA_BIT(MEDIA_TEXT),
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_1,
+        .dispatch = dispatch_exports_import_statement,
+    },
+    {
+        .operation_id = "getReport",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/exports/report",
+        .tag = "exports",
+        .is_public = false,
+        .scopes = SCOPE_THINGS_READ,
+        .scopes_text = "things:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .negotiated = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_2,
+        .dispatch = dispatch_exports_get_report,
+    },
+    {
+        .operation_id = "getStatement",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/exports/statement",
+        .tag = "exports",
+        .is_public = false,
+        .scopes = SCOPE_THINGS_READ,
+        .scopes_text = "things:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = false,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .negotiated = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_3,
+        .dispatch = dispatch_exports_get_statement,
+    },
+    {
         .operation_id = "listThings",
         .method = "GET",
         .base = "/v1",
@@ -69,7 +145,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_1,
+        .statuses = statuses_4,
         .dispatch = dispatch_things_list_things,
     },
     {
@@ -92,7 +168,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_2,
+        .statuses = statuses_5,
         .dispatch = dispatch_things_create_thing,
     },
     {
@@ -115,7 +191,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_3,
+        .statuses = statuses_6,
         .dispatch = dispatch_things_search_things,
     },
     {
@@ -138,7 +214,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_4,
+        .statuses = statuses_7,
         .dispatch = dispatch_things_get_thing,
     },
     {
@@ -161,7 +237,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_5,
+        .statuses = statuses_8,
         .dispatch = dispatch_things_replace_thing,
     },
     {
@@ -184,7 +260,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_6,
+        .statuses = statuses_9,
         .dispatch = dispatch_things_delete_thing,
     },
     {
@@ -204,10 +280,10 @@ const struct op routes_ops[] = {
         .form_body = false,
         .body_required = false,
         .page = false,
-        .first_party = false,
+        .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_7,
+        .statuses = statuses_10,
         .dispatch = dispatch_things_add_shape,
     },
     {
@@ -230,7 +306,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = true,
         .own_transaction = false,
-        .statuses = statuses_8,
+        .statuses = statuses_11,
         .dispatch = dispatch_misc_issue_token,
     },
     {
@@ -253,7 +329,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = true,
         .own_transaction = false,
-        .statuses = statuses_9,
+        .statuses = statuses_12,
         .dispatch = dispatch_misc_revoke_token,
     },
     {
@@ -276,7 +352,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_10,
+        .statuses = statuses_13,
         .dispatch = dispatch_misc_get_welcome,
     },
 };
@@ -299,41 +375,56 @@ static const size_t ops_0[] = { 0, };
 /* /v1/things */
 static const char *const segs_1[] = { "v1", "things", };
 static const char *const names_1[] = { NULL, NULL, };
-static const size_t ops_1[] = { 1, 2, };
+static const size_t ops_1[] = { 4, 5, };
 /* /v1/tokens */
 static const char *const segs_2[] = { "v1", "tokens", };
 static const char *const names_2[] = { NULL, NULL, };
-static const size_t ops_2[] = { 8, };
+static const size_t ops_2[] = { 11, };
 /* /v1/welcome */
 static const char *const segs_3[] = { "v1", "welcome", };
 static const char *const names_3[] = { NULL, NULL, };
-static const size_t ops_3[] = { 10, };
-/* /v1/things/search */
-static const char *const segs_4[] = { "v1", "things", "search", };
+static const size_t ops_3[] = { 13, };
+/* /v1/exports/imports */
+static const char *const segs_4[] = { "v1", "exports", "imports", };
 static const char *const names_4[] = { NULL, NULL, NULL, };
-static const size_t ops_4[] = { 3, };
-/* /v1/things/{id} */
-static const char *const segs_5[] = { "v1", "things", NULL, };
-static const char *const names_5[] = { NULL, NULL, "id", };
-static const size_t ops_5[] = { 4, 5, 6, };
-/* /v1/tokens/revoke */
-static const char *const segs_6[] = { "v1", "tokens", "revoke", };
+static const size_t ops_4[] = { 1, };
+/* /v1/exports/report */
+static const char *const segs_5[] = { "v1", "exports", "report", };
+static const char *const names_5[] = { NULL, NULL, NULL, };
+static const size_t ops_5[] = { 2, };
+/* /v1/exports/statement */
+static const char *const segs_6[] = { "v1", "exports", "statement", };
 static const char *const names_6[] = { NULL, NULL, NULL, };
-static const size_t ops_6[] = { 9, };
+static const size_t ops_6[] = { 3, };
+/* /v1/things/search */
+static const char *const segs_7[] = { "v1", "things", "search", };
+static const char *const names_7[] = { NULL, NULL, NULL, };
+static const size_t ops_7[] = { 6, };
+/* /v1/things/{id} */
+static const char *const segs_8[] = { "v1", "things", NULL, };
+static const char *const names_8[] = { NULL, NULL, "id", };
+static const size_t ops_8[] = { 7, 8, 9, };
+/* /v1/tokens/revoke */
+static const char *const segs_9[] = { "v1", "tokens", "revoke", };
+static const char *const names_9[] = { NULL, NULL, NULL, };
+static const size_t ops_9[] = { 12, };
 /* /v1/things/{id}/shapes */
-static const char *const segs_7[] = { "v1", "things", NULL, "shapes", };
-static const char *const names_7[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_7[] = { 7, };
+static const char *const segs_10[] = { "v1", "things", NULL, "shapes", };
+static const char *const names_10[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_10[] = { 10, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
     { 2, segs_1, names_1, ops_1, 2, "GET, POST" },
     { 2, segs_2, names_2, ops_2, 1, "POST" },
     { 2, segs_3, names_3, ops_3, 1, "GET" },
-    { 3, segs_4, names_4, ops_4, 1, "GET" },
-    { 3, segs_5, names_5, ops_5, 3, "GET, PUT, DELETE" },
-    { 3, segs_6, names_6, ops_6, 1, "POST" },
-    { 4, segs_7, names_7, ops_7, 1, "POST" },
+    { 3, segs_4, names_4, ops_4, 1, "POST" },
+    { 3, segs_5, names_5, ops_5, 1, "GET" },
+    { 3, segs_6, names_6, ops_6, 1, "GET" },
+    { 3, segs_7, names_7, ops_7, 1, "GET" },
+    { 3, segs_8, names_8, ops_8, 3, "GET, PUT, DELETE" },
+    { 3, segs_9, names_9, ops_9, 1, "POST" },
+    { 4, segs_10, names_10, ops_10, 1, "POST" },
 };
 
 struct seg {

@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "generated/schemas.h"
+#include "generated/schemas_common.h"
+#include "generated/schemas_things.h"
 #include "runtime/req.h"
 
 /* GET /v1/things (listThings): List things */
@@ -24,6 +26,15 @@ struct things_list_things_request {
     bool has_active;
     double ratio; /* query ratio, optional */
     bool has_ratio;
+    enum kind *kinds; /* query kinds, optional, repeated: ?kinds=a&kinds=b */
+    size_t kinds_count;
+    bool has_kinds;
+    int64_t *sizes; /* query sizes, optional, comma-separated: ?sizes=a,b */
+    size_t sizes_count;
+    bool has_sizes;
+    const char **names; /* query names, optional, repeated: ?names=a&names=b */
+    size_t names_count;
+    bool has_names;
     const char *x_trace; /* header X-Trace, optional */
     bool has_x_trace;
 };

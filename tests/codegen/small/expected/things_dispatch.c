@@ -8,7 +8,6 @@
 
 #include "generated/things_api.h"
 #include "generated/dispatch.h"
-#include "generated/schemas.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
@@ -87,6 +86,8 @@ int dispatch_things_list_things(struct req *r)
     if (!text) {
         in.limit = INT64_C(20);
         in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
         verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
     } else {
@@ -97,6 +98,8 @@ int dispatch_things_list_things(struct req *r)
     text = req_query(r, "kind");
     if (!text) {
         /* absent: has_kind stays false */
+    } else if (req_query_values(r, "kind", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/kind", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
         verr_add(&r->verr, "/query/kind", NULL, "type", "%s", "must be valid UTF-8 text");
     } else {
@@ -107,6 +110,8 @@ int dispatch_things_list_things(struct req *r)
     text = req_query(r, "active");
     if (!text) {
         /* absent: has_active stays false */
+    } else if (req_query_values(r, "active", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/active", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_BOOLEAN) != 0) {
         verr_add(&r->verr, "/query/active", NULL, "type", "%s", "must be a boolean");
     } else {
@@ -117,12 +122,83 @@ int dispatch_things_list_things(struct req *r)
     text = req_query(r, "ratio");
     if (!text) {
         /* absent: has_ratio stays false */
+    } else if (req_query_values(r, "ratio", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/ratio", NULL, "type", "%s", "must be given once");
     } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_NUMBER) != 0) {
         verr_add(&r->verr, "/query/ratio", NULL, "type", "%s", "must be a number");
     } else {
         validate_things_list_things_param_ratio(&pv, "/query/ratio", VALIDATE_REQUEST, &r->verr);
         in.ratio = json_number_to_double((&pv));
         in.has_ratio = true;
+    }
+    {
+        struct arena *a = &r->arena;
+        const char *qv[4];
+        size_t qn = req_query_values(r, "kinds", qv, 4);
+
+        if (qn == 0) {
+            /* absent: has_kinds stays false */
+        } else {
+            if (schemas_param_array(a, &pv, qv, qn < 4 ? qn : 4, SCHEMAS_PARAM_STRING, "/query/kinds",
+                                    "must be valid UTF-8 text", &r->verr) == 0) {
+                validate_things_list_things_param_kinds(&pv, "/query/kinds", VALIDATE_REQUEST, &r->verr);
+                if ((&pv)->type != JSON_ARRAY)
+                    return -1;
+                in.kinds_count = (&pv)->count;
+                in.kinds = arena_alloc(a, ((&pv)->count + 1) * sizeof *in.kinds);
+                for (size_t j = 0; j < (&pv)->count; j++) {
+                    in.kinds[j] = kind_parse((&pv)->items[j]->s);
+                }
+                in.has_kinds = true;
+            }
+        }
+    }
+    {
+        struct arena *a = &r->arena;
+        const char *qv[5];
+        size_t qn = req_query_values(r, "sizes", qv, 5);
+
+        if (qn == 0) {
+            /* absent: has_sizes stays false */
+        } else if (qn > 1) {
+            verr_add(&r->verr, "/query/sizes", NULL, "type", "%s", "must be given once, its values separated by commas");
+        } else {
+            qn = schemas_param_split(a, qv[0], qv, 5);
+            if (schemas_param_array(a, &pv, qv, qn < 5 ? qn : 5, SCHEMAS_PARAM_INTEGER, "/query/sizes",
+                                    "must be an integer", &r->verr) == 0) {
+                validate_things_list_things_param_sizes(&pv, "/query/sizes", VALIDATE_REQUEST, &r->verr);
+                if ((&pv)->type != JSON_ARRAY)
+                    return -1;
+                in.sizes_count = (&pv)->count;
+                in.sizes = arena_alloc(a, ((&pv)->count + 1) * sizeof *in.sizes);
+                for (size_t j = 0; j < (&pv)->count; j++) {
+                    (void)json_number_to_int64((&pv)->items[j], &in.sizes[j]);
+                }
+                in.has_sizes = true;
+            }
+        }
+    }
+    {
+        struct arena *a = &r->arena;
+        const char *qv[3];
+        size_t qn = req_query_values(r, "names", qv, 3);
+
+        if (qn == 0) {
+            /* absent: has_names stays false */
+        } else {
+            if (schemas_param_array(a, &pv, qv, qn < 3 ? qn : 3, SCHEMAS_PARAM_STRING, "/query/names",
+                                    "must be valid UTF-8 text", &r->verr) == 0) {
+                validate_things_list_things_param_names(&pv, "/query/names", VALIDATE_REQUEST, &r->verr);
+                if ((&pv)->type != JSON_ARRAY)
+                    return -1;
+                in.names_count = (&pv)->count;
+                in.names = arena_alloc(a, ((&pv)->count + 1) * sizeof *in.names);
+                for (size_t j = 0; j < (&pv)->count; j++) {
+                    in.names[j] = (&pv)->items[j]->s;
+                }
+                in.has_names = true;
+            }
+        }
     }
     text = req_header(r, "X-Trace");
     if (!text) {

@@ -1,0 +1,36 @@
+/* Exact decimal strings (`x-format: decimal` in the spec: rates, signed ratios): parsed into an
+ * integer and a scale, compared exactly, printed back in a canonical form. Never a double. */
+#ifndef RUNTIME_DECIMAL_H
+#define RUNTIME_DECIMAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The most significant digits a decimal may have: 10^18 - 1 still fits an int64_t. */
+#define DECIMAL_MAX_DIGITS 18
+/* Bytes decimal_format() needs at most: sign, 18 digits, a point, a leading "0." and NUL. */
+#define DECIMAL_TEXT_MAX 24
+
+/* value = units / 10^scale. Normalised: no trailing zero in the fraction (scale is as small as
+ * the value allows), zero is {0, 0}. */
+struct decimal {
+    int64_t units;
+    int scale; /* 0 … DECIMAL_MAX_DIGITS */
+};
+
+/* Parses s, which must be `-?(0|[1-9][0-9]*)([.][0-9]+)?` exactly: no exponent, no `+`, no
+ * spaces, no leading zeros, no bare point; `-` only when allow_negative. At most max_scale
+ * digits after the point (as written, trailing zeros included) and at most max_precision
+ * significant digits (from the first non-zero digit to the last digit written); max_precision
+ * and max_scale at most DECIMAL_MAX_DIGITS. 0 and the normalised value in *out ("-0.0" is
+ * zero), or -1. */
+int decimal_parse(const char *s, int max_precision, int max_scale, bool allow_negative,
+                  struct decimal *out);
+/* -1, 0 or 1 as a < b, a == b, a > b; exact for any two normalised values, no overflow. */
+int decimal_cmp(struct decimal a, struct decimal b);
+/* Canonical text ("1.5" for "1.50", "0" for "-0.00", "-0.25"), NUL-terminated, into buf of n
+ * bytes (DECIMAL_TEXT_MAX is always enough); returns buf. */
+char *decimal_format(struct decimal d, char *buf, size_t n);
+
+#endif
