@@ -204,7 +204,7 @@ SDK_DIR := build/sdk
 
 $(SDK_DIR)/api.d.ts: generated/openapi.json node_modules/.stamp
 	@mkdir -p $(@D)
-	$(Q)npx --no-install openapi-typescript generated/openapi.json -o $@ > $(SDK_DIR)/openapi-typescript.log 2>&1 \
+	$(Q)npx --no-install openapi-typescript generated/openapi.json --default-non-nullable false -o $@ > $(SDK_DIR)/openapi-typescript.log 2>&1 \
 	    || { cat $(SDK_DIR)/openapi-typescript.log; exit 1; }
 
 sdk-check: $(SDK_DIR)/api.d.ts

@@ -2105,7 +2105,8 @@ class Model:
                     self.fail(mloc / k, 'unsupported media type key %s' % k)
             node = self.node_of(mt['schema'], mloc / 'schema', '%s_body_%s'
                                 % (op.handler, snake(media)))
-            if node.kind != 'string' or node.nullable or 'maxLength' not in mt['schema']:
+            if node.kind != 'string' or node.nullable or \
+                    'maxLength' not in self.merge(mt['schema'], mloc / 'schema')[0]:
                 self.fail(mloc / 'schema', 'a %s request body has the schema {type: string, '
                                            'maxLength: N} (minLength and pattern allowed)'
                           % media)
@@ -2376,7 +2377,8 @@ class Model:
                 continue
             node = self.node_of(sch, mloc / 'schema', '%s_%d_%s'
                                 % (op.handler, status, snake(media)))
-            if node.kind != 'string' or node.nullable or 'maxLength' not in sch:
+            if node.kind != 'string' or node.nullable or \
+                    'maxLength' not in self.merge(sch, mloc / 'schema')[0]:
                 self.fail(mloc / 'schema', 'a %s response has the schema {type: string, '
                                            'maxLength: N} (minLength and pattern allowed)'
                           % media)

@@ -179,4 +179,19 @@ struct admin_invite_user_response {
 int admin_invite_user(struct req *r, const struct admin_invite_user_request *in,
                      struct admin_invite_user_response *out);
 
+/* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
+ *   GET /v1/admin/audit-settings (getAuditSettings)
+ *   PUT /v1/admin/audit-settings (putAuditSettings)
+ *   GET /v1/admin/branding (getBranding)
+ *   PUT /v1/admin/branding (putBranding)
+ *   GET /v1/admin/sso (getSsoConfiguration)
+ *   PUT /v1/admin/sso (putSsoConfiguration)
+ *   DELETE /v1/admin/sso (deleteSsoConfiguration)
+ *   POST /v1/admin/sso/test (testSsoConfiguration)
+ *   GET /v1/admin/users/{id} (getUser)
+ *   PATCH /v1/admin/users/{id} (updateUser)
+ *   DELETE /v1/admin/users/{id} (removeUser)
+ *   POST /v1/admin/users/{id}/deactivate (deactivateUser)
+ */
+
 #endif

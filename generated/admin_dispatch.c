@@ -24,6 +24,34 @@ static const char *resp_header(const struct req *r, const char *name)
 }
 #endif
 
+/* GET /v1/admin/audit-settings (getAuditSettings) */
+int dispatch_admin_get_audit_settings(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/admin/audit-settings (getAuditSettings)");
+    return 0;
+}
+
+/* PUT /v1/admin/audit-settings (putAuditSettings) */
+int dispatch_admin_put_audit_settings(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "PUT /v1/admin/audit-settings (putAuditSettings)");
+    return 0;
+}
+
+/* GET /v1/admin/branding (getBranding) */
+int dispatch_admin_get_branding(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/admin/branding (getBranding)");
+    return 0;
+}
+
+/* PUT /v1/admin/branding (putBranding) */
+int dispatch_admin_put_branding(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "PUT /v1/admin/branding (putBranding)");
+    return 0;
+}
+
 #ifdef TREASURY_CHECK_RESPONSES
 static void check_admin_list_roles(struct req *r)
 {
@@ -1317,6 +1345,34 @@ int dispatch_admin_revoke_service_account_token(struct req *r)
     return 0;
 }
 
+/* GET /v1/admin/sso (getSsoConfiguration) */
+int dispatch_admin_get_sso_configuration(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/admin/sso (getSsoConfiguration)");
+    return 0;
+}
+
+/* PUT /v1/admin/sso (putSsoConfiguration) */
+int dispatch_admin_put_sso_configuration(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "PUT /v1/admin/sso (putSsoConfiguration)");
+    return 0;
+}
+
+/* DELETE /v1/admin/sso (deleteSsoConfiguration) */
+int dispatch_admin_delete_sso_configuration(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "DELETE /v1/admin/sso (deleteSsoConfiguration)");
+    return 0;
+}
+
+/* POST /v1/admin/sso/test (testSsoConfiguration) */
+int dispatch_admin_test_sso_configuration(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/admin/sso/test (testSsoConfiguration)");
+    return 0;
+}
+
 #ifdef TREASURY_CHECK_RESPONSES
 static void check_admin_list_users(struct req *r)
 {
@@ -1586,5 +1642,33 @@ int dispatch_admin_invite_user(struct req *r)
 #ifdef TREASURY_CHECK_RESPONSES
     check_admin_invite_user(r);
 #endif
+    return 0;
+}
+
+/* GET /v1/admin/users/{id} (getUser) */
+int dispatch_admin_get_user(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/admin/users/{id} (getUser)");
+    return 0;
+}
+
+/* PATCH /v1/admin/users/{id} (updateUser) */
+int dispatch_admin_update_user(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "PATCH /v1/admin/users/{id} (updateUser)");
+    return 0;
+}
+
+/* DELETE /v1/admin/users/{id} (removeUser) */
+int dispatch_admin_remove_user(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "DELETE /v1/admin/users/{id} (removeUser)");
+    return 0;
+}
+
+/* POST /v1/admin/users/{id}/deactivate (deactivateUser) */
+int dispatch_admin_deactivate_user(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/admin/users/{id}/deactivate (deactivateUser)");
     return 0;
 }

@@ -9,6 +9,7 @@
 #include "generated/dispatch.h"
 #include "generated/patterns.h"
 #include "generated/scopes.h"
+#include "runtime/media.h"
 #include "runtime/pattern.h"
 
 #define MAX_SEGS 6
@@ -16,76 +17,283 @@
 static const int statuses_0[] = { 200, 429, 500, 503, 0 };
 static const int statuses_1[] = { 200, 304, 400, 429, 500, 503, 0 };
 static const int statuses_2[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_3[] = { 200, 302, 400, 429, 500, 503, 0 };
-static const int statuses_4[] = { 302, 400, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_5[] = { 200, 303, 400, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_6[] = { 303, 400, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_7[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_3[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_4[] = { 200, 302, 400, 429, 500, 503, 0 };
+static const int statuses_5[] = { 302, 400, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_6[] = { 200, 303, 400, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_7[] = { 303, 400, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_8[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_9[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_10[] = { 201, 400, 401, 409, 410, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_11[] = { 200, 400, 401, 409, 429, 500, 503, 0 };
-static const int statuses_12[] = { 200, 400, 401, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_13[] = { 200, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_14[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_15[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_16[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_17[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_18[] = { 200, 400, 401, 403, 404, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_19[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_20[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_21[] = { 204, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_22[] = { 200, 400, 401, 429, 500, 503, 0 };
-static const int statuses_23[] = { 204, 400, 401, 409, 429, 500, 503, 0 };
-static const int statuses_24[] = { 204, 400, 401, 404, 429, 500, 503, 0 };
-static const int statuses_25[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_26[] = { 200, 201, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_27[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_28[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_29[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_30[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_31[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_32[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_33[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_34[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_35[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_36[] = { 200, 400, 401, 409, 410, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_37[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_38[] = { 204, 400, 401, 429, 500, 503, 0 };
-static const int statuses_39[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_10[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_11[] = { 201, 400, 401, 409, 410, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_12[] = { 200, 400, 401, 409, 429, 500, 503, 0 };
+static const int statuses_13[] = { 200, 400, 401, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_14[] = { 200, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_15[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_16[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_17[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_18[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_19[] = { 200, 400, 401, 403, 404, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_20[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_21[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_22[] = { 204, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_23[] = { 200, 400, 401, 429, 500, 503, 0 };
+static const int statuses_24[] = { 204, 400, 401, 409, 429, 500, 503, 0 };
+static const int statuses_25[] = { 204, 400, 401, 404, 429, 500, 503, 0 };
+static const int statuses_26[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_27[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_28[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_29[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_30[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_31[] = { 200, 400, 401, 403, 404, 406, 429, 500, 501, 503, 0 };
+static const int statuses_32[] = { 200, 400, 401, 403, 404, 406, 429, 500, 501, 503, 0 };
+static const int statuses_33[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_34[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_35[] = { 200, 400, 401, 403, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_36[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_37[] = { 200, 400, 401, 403, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_38[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_39[] = { 200, 201, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_40[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_41[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_42[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_43[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_44[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
-static const int statuses_45[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_46[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_47[] = { 200, 400, 429, 500, 503, 0 };
-static const int statuses_48[] = { 200, 400, 401, 403, 406, 429, 500, 503, 0 };
-static const int statuses_49[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_50[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_51[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_43[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_44[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_45[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_46[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_47[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_48[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_49[] = { 204, 400, 401, 403, 404, 412, 429, 500, 501, 503, 0 };
+static const int statuses_50[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_51[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_52[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_53[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_54[] = { 200, 400, 401, 403, 404, 409, 422, 429, 500, 503, 0 };
-static const int statuses_55[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_56[] = { 200, 400, 401, 403, 404, 409, 415, 422, 429, 500, 503, 0 };
-static const int statuses_57[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_58[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503, 0 };
-static const int statuses_59[] = { 200, 400, 401, 403, 404, 409, 422, 429, 500, 503, 0 };
-static const int statuses_60[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_61[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
-static const int statuses_62[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_63[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_64[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
-static const int statuses_65[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
-static const int statuses_66[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
-static const int statuses_67[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
-static const int statuses_68[] = { 204, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
-static const int statuses_69[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
-static const int statuses_70[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_71[] = { 204, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_72[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_53[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_54[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_55[] = { 204, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_56[] = { 200, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_57[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_58[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_59[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_60[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_61[] = { 200, 400, 401, 403, 404, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_62[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_63[] = { 200, 400, 401, 409, 410, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_64[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_65[] = { 204, 400, 401, 429, 500, 503, 0 };
+static const int statuses_66[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_67[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_68[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_69[] = { 200, 400, 401, 403, 404, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_70[] = { 204, 400, 401, 403, 404, 412, 429, 500, 501, 503, 0 };
+static const int statuses_71[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_72[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_73[] = { 200, 400, 401, 403, 406, 429, 500, 501, 503, 0 };
+static const int statuses_74[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_75[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_76[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_77[] = { 202, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_78[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_79[] = { 200, 400, 401, 403, 404, 406, 409, 429, 500, 501, 503, 0 };
+static const int statuses_80[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_81[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_82[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_83[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_84[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_85[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_86[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_87[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
+static const int statuses_88[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_89[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_90[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_91[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_92[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_93[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_94[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_95[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_96[] = { 202, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_97[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_98[] = { 200, 400, 401, 403, 406, 429, 500, 501, 503, 0 };
+static const int statuses_99[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_100[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_101[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_102[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_103[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_104[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_105[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_106[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_107[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_108[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_109[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_110[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_111[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_112[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_113[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_114[] = { 200, 400, 401, 403, 404, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_115[] = { 204, 400, 401, 403, 404, 412, 429, 500, 501, 503, 0 };
+static const int statuses_116[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_117[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_118[] = { 202, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_119[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_120[] = { 202, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_121[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_122[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_123[] = { 200, 400, 401, 403, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_124[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_125[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_126[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_127[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_128[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_129[] = { 204, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_130[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_131[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_132[] = { 202, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_133[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_134[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_135[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_136[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_137[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_138[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_139[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_140[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_141[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_142[] = { 200, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_143[] = { 200, 400, 401, 403, 406, 429, 500, 501, 503, 0 };
+static const int statuses_144[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_145[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_146[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 501, 503, 0 };
+static const int statuses_147[] = { 200, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_148[] = { 200, 400, 401, 403, 404, 409, 412, 422, 429, 500, 501, 503, 0 };
+static const int statuses_149[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_150[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_151[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_152[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_153[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_154[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_155[] = { 200, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_156[] = { 200, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_157[] = { 200, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_158[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_159[] = { 200, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_160[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_161[] = { 200, 400, 401, 403, 412, 413, 415, 422, 428, 429, 500, 501, 503, 0 };
+static const int statuses_162[] = { 200, 400, 401, 403, 404, 406, 429, 500, 501, 503, 0 };
+static const int statuses_163[] = { 200, 400, 429, 500, 503, 0 };
+static const int statuses_164[] = { 200, 400, 401, 403, 406, 429, 500, 503, 0 };
+static const int statuses_165[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_166[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_167[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_168[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_169[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_170[] = { 200, 400, 401, 403, 404, 409, 422, 429, 500, 503, 0 };
+static const int statuses_171[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_172[] = { 200, 400, 401, 403, 404, 409, 415, 422, 429, 500, 503, 0 };
+static const int statuses_173[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_174[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503, 0 };
+static const int statuses_175[] = { 200, 400, 401, 403, 404, 409, 422, 429, 500, 503, 0 };
+static const int statuses_176[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_177[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_178[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_179[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_180[] = { 200, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_181[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_182[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_183[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_184[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_185[] = { 204, 400, 401, 403, 404, 412, 429, 500, 501, 503, 0 };
+static const int statuses_186[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_187[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_188[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_189[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_190[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_191[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_192[] = { 204, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_193[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_194[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_195[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_196[] = { 200, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_197[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_198[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_199[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_200[] = { 202, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_201[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_202[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_203[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_204[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_205[] = { 204, 400, 401, 403, 404, 412, 429, 500, 501, 503, 0 };
+static const int statuses_206[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_207[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_208[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_209[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_210[] = { 204, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_211[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_212[] = { 202, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_213[] = { 200, 400, 401, 403, 404, 406, 409, 429, 500, 501, 503, 0 };
+static const int statuses_214[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_215[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_216[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_217[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_218[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_219[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_220[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_221[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_222[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_223[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_224[] = { 202, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_225[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_226[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_227[] = { 200, 400, 401, 403, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_228[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_229[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 501, 503, 0 };
+static const int statuses_230[] = { 204, 400, 401, 403, 404, 412, 429, 500, 501, 503, 0 };
+static const int statuses_231[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_232[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 501, 503, 0 };
+static const int statuses_233[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_234[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_235[] = { 200, 400, 401, 403, 404, 406, 429, 500, 501, 503, 0 };
+static const int statuses_236[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 501, 503, 0 };
+static const int statuses_237[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_238[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_239[] = { 201, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_240[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_241[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_242[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_243[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_244[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_245[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_246[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_247[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 501, 503, 0 };
+static const int statuses_248[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_249[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_250[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_251[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_252[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_253[] = { 200, 400, 401, 403, 404, 409, 422, 429, 500, 501, 503, 0 };
+static const int statuses_254[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_255[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_256[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_257[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_258[] = { 204, 400, 401, 403, 404, 412, 429, 500, 501, 503, 0 };
+static const int statuses_259[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_260[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_261[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_262[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_263[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_264[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_265[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_266[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_267[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_268[] = { 204, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_269[] = { 202, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_270[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const int statuses_271[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_272[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_273[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_274[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_275[] = { 204, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_276[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_277[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_278[] = { 204, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_279[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -158,6 +366,29 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_meta_get_health,
     },
     {
+        .operation_id = "listBankAccounts",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/accounts",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_READ,
+        .scopes_text = "accounts:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_3,
+        .dispatch = dispatch_banking_list_bank_accounts,
+    },
+    {
         .operation_id = "authorize",
         .method = "GET",
         .base = "/v1",
@@ -177,7 +408,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_3,
+        .statuses = statuses_4,
         .dispatch = dispatch_accounts_authorize,
     },
     {
@@ -200,7 +431,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_4,
+        .statuses = statuses_5,
         .dispatch = dispatch_accounts_decide_authorization,
     },
     {
@@ -223,7 +454,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_5,
+        .statuses = statuses_6,
         .dispatch = dispatch_accounts_sign_in,
     },
     {
@@ -246,7 +477,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_6,
+        .statuses = statuses_7,
         .dispatch = dispatch_accounts_verify_sign_in,
     },
     {
@@ -269,7 +500,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = true,
         .own_transaction = false,
-        .statuses = statuses_7,
+        .statuses = statuses_8,
         .dispatch = dispatch_accounts_refresh_token,
     },
     {
@@ -292,7 +523,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = true,
         .own_transaction = false,
-        .statuses = statuses_8,
+        .statuses = statuses_9,
         .dispatch = dispatch_accounts_revoke_token,
     },
     {
@@ -315,7 +546,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = true,
         .own_transaction = false,
-        .statuses = statuses_9,
+        .statuses = statuses_10,
         .dispatch = dispatch_accounts_issue_token,
     },
     {
@@ -338,7 +569,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_10,
+        .statuses = statuses_11,
         .dispatch = dispatch_accounts_accept_invitation,
     },
     {
@@ -361,7 +592,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_11,
+        .statuses = statuses_12,
         .dispatch = dispatch_accounts_get_mfa,
     },
     {
@@ -384,7 +615,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_12,
+        .statuses = statuses_13,
         .dispatch = dispatch_accounts_confirm_mfa,
     },
     {
@@ -407,7 +638,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_13,
+        .statuses = statuses_14,
         .dispatch = dispatch_accounts_disable_mfa,
     },
     {
@@ -430,7 +661,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_14,
+        .statuses = statuses_15,
         .dispatch = dispatch_accounts_enroll_mfa,
     },
     {
@@ -453,7 +684,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_15,
+        .statuses = statuses_16,
         .dispatch = dispatch_accounts_list_oauth_clients,
     },
     {
@@ -477,7 +708,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_16,
+        .statuses = statuses_17,
         .dispatch = dispatch_accounts_create_oauth_client,
     },
     {
@@ -500,7 +731,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_17,
+        .statuses = statuses_18,
         .dispatch = dispatch_accounts_get_oauth_client,
     },
     {
@@ -523,7 +754,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_18,
+        .statuses = statuses_19,
         .dispatch = dispatch_accounts_update_oauth_client,
     },
     {
@@ -546,7 +777,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_19,
+        .statuses = statuses_20,
         .dispatch = dispatch_accounts_list_oauth_grants,
     },
     {
@@ -569,7 +800,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_20,
+        .statuses = statuses_21,
         .dispatch = dispatch_accounts_revoke_oauth_grant,
     },
     {
@@ -592,7 +823,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_21,
+        .statuses = statuses_22,
         .dispatch = dispatch_accounts_change_password,
     },
     {
@@ -615,7 +846,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_22,
+        .statuses = statuses_23,
         .dispatch = dispatch_accounts_list_sessions,
     },
     {
@@ -638,7 +869,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_23,
+        .statuses = statuses_24,
         .dispatch = dispatch_accounts_revoke_all_sessions,
     },
     {
@@ -661,8 +892,287 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_24,
+        .statuses = statuses_25,
         .dispatch = dispatch_accounts_revoke_session,
+    },
+    {
+        .operation_id = "getBankAccount",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/accounts/{id}",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_READ,
+        .scopes_text = "accounts:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_26,
+        .dispatch = dispatch_banking_get_bank_account,
+    },
+    {
+        .operation_id = "getBankAccountBalance",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/accounts/{id}/balance",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_READ,
+        .scopes_text = "accounts:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_27,
+        .dispatch = dispatch_banking_get_bank_account_balance,
+    },
+    {
+        .operation_id = "listBankAccountBalanceHistory",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/accounts/{id}/balance/history",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_READ,
+        .scopes_text = "accounts:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_28,
+        .dispatch = dispatch_banking_list_bank_account_balance_history,
+    },
+    {
+        .operation_id = "listBankStatements",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/accounts/{id}/statements",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_READ,
+        .scopes_text = "accounts:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_29,
+        .dispatch = dispatch_banking_list_bank_statements,
+    },
+    {
+        .operation_id = "importBankStatement",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/accounts/{id}/statements/import",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_WRITE,
+        .scopes_text = "accounts:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 5242880,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .raw_body_media = MEDIA_BIT(MEDIA_XML) | MEDIA_BIT(MEDIA_TEXT),
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_30,
+        .dispatch = dispatch_banking_import_bank_statement,
+    },
+    {
+        .operation_id = "getBankStatement",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/accounts/{id}/statements/{statement_id}",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_READ,
+        .scopes_text = "accounts:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .negotiated = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_31,
+        .dispatch = dispatch_banking_get_bank_statement,
+    },
+    {
+        .operation_id = "listBankTransactions",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/accounts/{id}/transactions",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_READ,
+        .scopes_text = "accounts:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .negotiated = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_32,
+        .dispatch = dispatch_banking_list_bank_transactions,
+    },
+    {
+        .operation_id = "getBankTransaction",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/accounts/{id}/transactions/{transaction_id}",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_READ,
+        .scopes_text = "accounts:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_33,
+        .dispatch = dispatch_banking_get_bank_transaction,
+    },
+    {
+        .operation_id = "getAuditSettings",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/admin/audit-settings",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_34,
+        .dispatch = dispatch_admin_get_audit_settings,
+    },
+    {
+        .operation_id = "putAuditSettings",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/admin/audit-settings",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_35,
+        .dispatch = dispatch_admin_put_audit_settings,
+    },
+    {
+        .operation_id = "getBranding",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/admin/branding",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_READ,
+        .scopes_text = "workspace:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_36,
+        .dispatch = dispatch_admin_get_branding,
+    },
+    {
+        .operation_id = "putBranding",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/admin/branding",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_37,
+        .dispatch = dispatch_admin_put_branding,
     },
     {
         .operation_id = "listRoles",
@@ -684,7 +1194,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_25,
+        .statuses = statuses_38,
         .dispatch = dispatch_admin_list_roles,
     },
     {
@@ -707,7 +1217,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_26,
+        .statuses = statuses_39,
         .dispatch = dispatch_admin_put_role,
     },
     {
@@ -730,7 +1240,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_27,
+        .statuses = statuses_40,
         .dispatch = dispatch_admin_list_service_accounts,
     },
     {
@@ -753,7 +1263,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_28,
+        .statuses = statuses_41,
         .dispatch = dispatch_admin_create_service_account,
     },
     {
@@ -776,7 +1286,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_29,
+        .statuses = statuses_42,
         .dispatch = dispatch_admin_get_service_account,
     },
     {
@@ -799,7 +1309,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_30,
+        .statuses = statuses_43,
         .dispatch = dispatch_admin_disable_service_account,
     },
     {
@@ -822,7 +1332,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_31,
+        .statuses = statuses_44,
         .dispatch = dispatch_admin_list_service_account_tokens,
     },
     {
@@ -845,7 +1355,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_32,
+        .statuses = statuses_45,
         .dispatch = dispatch_admin_create_service_account_token,
     },
     {
@@ -868,8 +1378,100 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_33,
+        .statuses = statuses_46,
         .dispatch = dispatch_admin_revoke_service_account_token,
+    },
+    {
+        .operation_id = "getSsoConfiguration",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/admin/sso",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_47,
+        .dispatch = dispatch_admin_get_sso_configuration,
+    },
+    {
+        .operation_id = "putSsoConfiguration",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/admin/sso",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_48,
+        .dispatch = dispatch_admin_put_sso_configuration,
+    },
+    {
+        .operation_id = "deleteSsoConfiguration",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/admin/sso",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_49,
+        .dispatch = dispatch_admin_delete_sso_configuration,
+    },
+    {
+        .operation_id = "testSsoConfiguration",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/admin/sso/test",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_50,
+        .dispatch = dispatch_admin_test_sso_configuration,
     },
     {
         .operation_id = "listUsers",
@@ -891,7 +1493,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_34,
+        .statuses = statuses_51,
         .dispatch = dispatch_admin_list_users,
     },
     {
@@ -914,8 +1516,238 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_35,
+        .statuses = statuses_52,
         .dispatch = dispatch_admin_invite_user,
+    },
+    {
+        .operation_id = "getUser",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/admin/users/{id}",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_53,
+        .dispatch = dispatch_admin_get_user,
+    },
+    {
+        .operation_id = "updateUser",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/admin/users/{id}",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_54,
+        .dispatch = dispatch_admin_update_user,
+    },
+    {
+        .operation_id = "removeUser",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/admin/users/{id}",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_55,
+        .dispatch = dispatch_admin_remove_user,
+    },
+    {
+        .operation_id = "deactivateUser",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/admin/users/{id}/deactivate",
+        .tag = "admin",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_56,
+        .dispatch = dispatch_admin_deactivate_user,
+    },
+    {
+        .operation_id = "listAnomalies",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/anomalies",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_READ,
+        .scopes_text = "analytics:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_57,
+        .dispatch = dispatch_analytics_list_anomalies,
+    },
+    {
+        .operation_id = "getAnomaly",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/anomalies/{id}",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_READ,
+        .scopes_text = "analytics:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_58,
+        .dispatch = dispatch_analytics_get_anomaly,
+    },
+    {
+        .operation_id = "acknowledgeAnomaly",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/anomalies/{id}/acknowledge",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_WRITE,
+        .scopes_text = "analytics:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_59,
+        .dispatch = dispatch_analytics_acknowledge_anomaly,
+    },
+    {
+        .operation_id = "dismissAnomaly",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/anomalies/{id}/dismiss",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_WRITE,
+        .scopes_text = "analytics:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_60,
+        .dispatch = dispatch_analytics_dismiss_anomaly,
+    },
+    {
+        .operation_id = "setAnomalyFeedback",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/anomalies/{id}/feedback",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_WRITE,
+        .scopes_text = "analytics:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_61,
+        .dispatch = dispatch_analytics_set_anomaly_feedback,
+    },
+    {
+        .operation_id = "resolveAnomaly",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/anomalies/{id}/resolve",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_WRITE,
+        .scopes_text = "analytics:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_62,
+        .dispatch = dispatch_analytics_resolve_anomaly,
     },
     {
         .operation_id = "completeSignup",
@@ -937,7 +1769,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_36,
+        .statuses = statuses_63,
         .dispatch = dispatch_accounts_complete_signup,
     },
     {
@@ -960,7 +1792,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = true,
-        .statuses = statuses_37,
+        .statuses = statuses_64,
         .dispatch = dispatch_accounts_login,
     },
     {
@@ -983,8 +1815,378 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_38,
+        .statuses = statuses_65,
         .dispatch = dispatch_accounts_logout,
+    },
+    {
+        .operation_id = "listAuditAlerts",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/audit/alerts",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_READ,
+        .scopes_text = "audit:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_66,
+        .dispatch = dispatch_audit_list_audit_alerts,
+    },
+    {
+        .operation_id = "createAuditAlert",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/audit/alerts",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_WRITE,
+        .scopes_text = "audit:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_67,
+        .dispatch = dispatch_audit_create_audit_alert,
+    },
+    {
+        .operation_id = "getAuditAlert",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/audit/alerts/{id}",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_READ,
+        .scopes_text = "audit:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_68,
+        .dispatch = dispatch_audit_get_audit_alert,
+    },
+    {
+        .operation_id = "updateAuditAlert",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/audit/alerts/{id}",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_WRITE,
+        .scopes_text = "audit:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_69,
+        .dispatch = dispatch_audit_update_audit_alert,
+    },
+    {
+        .operation_id = "deleteAuditAlert",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/audit/alerts/{id}",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_WRITE,
+        .scopes_text = "audit:write",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_70,
+        .dispatch = dispatch_audit_delete_audit_alert,
+    },
+    {
+        .operation_id = "listAuditChainHeads",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/audit/chain-heads",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_READ,
+        .scopes_text = "audit:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_71,
+        .dispatch = dispatch_audit_list_audit_chain_heads,
+    },
+    {
+        .operation_id = "listAuditEvents",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/audit/events",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_READ,
+        .scopes_text = "audit:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_72,
+        .dispatch = dispatch_audit_list_audit_events,
+    },
+    {
+        .operation_id = "exportAuditEvents",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/audit/events/export",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_READ,
+        .scopes_text = "audit:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .negotiated = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_73,
+        .dispatch = dispatch_audit_export_audit_events,
+    },
+    {
+        .operation_id = "getAuditEvent",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/audit/events/{id}",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_READ,
+        .scopes_text = "audit:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_74,
+        .dispatch = dispatch_audit_get_audit_event,
+    },
+    {
+        .operation_id = "getAuditEventTimeline",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/audit/events/{id}/timeline",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_READ,
+        .scopes_text = "audit:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_75,
+        .dispatch = dispatch_audit_get_audit_event_timeline,
+    },
+    {
+        .operation_id = "listComplianceReports",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/audit/reports",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_READ,
+        .scopes_text = "audit:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_76,
+        .dispatch = dispatch_audit_list_compliance_reports,
+    },
+    {
+        .operation_id = "createComplianceReport",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/audit/reports",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_WRITE,
+        .scopes_text = "audit:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_77,
+        .dispatch = dispatch_audit_create_compliance_report,
+    },
+    {
+        .operation_id = "getComplianceReport",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/audit/reports/{id}",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_READ,
+        .scopes_text = "audit:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_78,
+        .dispatch = dispatch_audit_get_compliance_report,
+    },
+    {
+        .operation_id = "downloadComplianceReport",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/audit/reports/{id}/file",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_READ,
+        .scopes_text = "audit:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .negotiated = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_79,
+        .dispatch = dispatch_audit_download_compliance_report,
+    },
+    {
+        .operation_id = "getAuditTimeline",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/audit/timelines/{target_type}/{target_id}",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_READ,
+        .scopes_text = "audit:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_80,
+        .dispatch = dispatch_audit_get_audit_timeline,
+    },
+    {
+        .operation_id = "verifyAuditChain",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/audit/verify",
+        .tag = "audit",
+        .is_public = false,
+        .scopes = SCOPE_AUDIT_READ,
+        .scopes_text = "audit:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_81,
+        .dispatch = dispatch_audit_verify_audit_chain,
     },
     {
         .operation_id = "oauthCallback",
@@ -1006,7 +2208,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_39,
+        .statuses = statuses_82,
         .dispatch = dispatch_accounts_oauth_callback,
     },
     {
@@ -1029,7 +2231,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_40,
+        .statuses = statuses_83,
         .dispatch = dispatch_payments_list_beneficiaries,
     },
     {
@@ -1052,7 +2254,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_41,
+        .statuses = statuses_84,
         .dispatch = dispatch_payments_create_beneficiary,
     },
     {
@@ -1075,7 +2277,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_42,
+        .statuses = statuses_85,
         .dispatch = dispatch_payments_get_beneficiary,
     },
     {
@@ -1098,7 +2300,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_43,
+        .statuses = statuses_86,
         .dispatch = dispatch_payments_update_beneficiary,
     },
     {
@@ -1121,7 +2323,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_44,
+        .statuses = statuses_87,
         .dispatch = dispatch_payments_delete_beneficiary,
     },
     {
@@ -1144,7 +2346,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_45,
+        .statuses = statuses_88,
         .dispatch = dispatch_payments_approve_beneficiary,
     },
     {
@@ -1167,8 +2369,1690 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_46,
+        .statuses = statuses_89,
         .dispatch = dispatch_payments_deny_beneficiary,
+    },
+    {
+        .operation_id = "listBankConnections",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/connections",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_READ,
+        .scopes_text = "accounts:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_90,
+        .dispatch = dispatch_banking_list_bank_connections,
+    },
+    {
+        .operation_id = "createBankConnection",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/connections",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_WRITE,
+        .scopes_text = "accounts:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_91,
+        .dispatch = dispatch_banking_create_bank_connection,
+    },
+    {
+        .operation_id = "getBankConnection",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/connections/{id}",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_READ,
+        .scopes_text = "accounts:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_92,
+        .dispatch = dispatch_banking_get_bank_connection,
+    },
+    {
+        .operation_id = "updateBankConnection",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/connections/{id}",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_WRITE,
+        .scopes_text = "accounts:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_93,
+        .dispatch = dispatch_banking_update_bank_connection,
+    },
+    {
+        .operation_id = "reauthenticateBankConnection",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/connections/{id}/reauthenticate",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_WRITE,
+        .scopes_text = "accounts:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_94,
+        .dispatch = dispatch_banking_reauthenticate_bank_connection,
+    },
+    {
+        .operation_id = "revokeBankConnection",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/connections/{id}/revoke",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_WRITE,
+        .scopes_text = "accounts:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_95,
+        .dispatch = dispatch_banking_revoke_bank_connection,
+    },
+    {
+        .operation_id = "syncBankConnection",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/connections/{id}/sync",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_WRITE,
+        .scopes_text = "accounts:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_96,
+        .dispatch = dispatch_banking_sync_bank_connection,
+    },
+    {
+        .operation_id = "syncBankConnectionTransactions",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/connections/{id}/transactions/sync",
+        .tag = "banking",
+        .is_public = false,
+        .scopes = SCOPE_ACCOUNTS_READ,
+        .scopes_text = "accounts:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_97,
+        .dispatch = dispatch_banking_sync_bank_connection_transactions,
+    },
+    {
+        .operation_id = "listConversions",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/conversions",
+        .tag = "conversions",
+        .is_public = false,
+        .scopes = SCOPE_CONVERSIONS_READ,
+        .scopes_text = "conversions:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .negotiated = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_98,
+        .dispatch = dispatch_conversions_list_conversions,
+    },
+    {
+        .operation_id = "executeConversion",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/conversions/execute",
+        .tag = "conversions",
+        .is_public = false,
+        .scopes = SCOPE_CONVERSIONS_WRITE,
+        .scopes_text = "conversions:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_99,
+        .dispatch = dispatch_conversions_execute_conversion,
+    },
+    {
+        .operation_id = "getConversionPositions",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/conversions/positions",
+        .tag = "conversions",
+        .is_public = false,
+        .scopes = SCOPE_CONVERSIONS_READ,
+        .scopes_text = "conversions:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_100,
+        .dispatch = dispatch_conversions_get_conversion_positions,
+    },
+    {
+        .operation_id = "createConversionQuote",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/conversions/quote",
+        .tag = "conversions",
+        .is_public = false,
+        .scopes = SCOPE_CONVERSIONS_WRITE,
+        .scopes_text = "conversions:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_101,
+        .dispatch = dispatch_conversions_create_conversion_quote,
+    },
+    {
+        .operation_id = "getConversionQuote",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/conversions/quotes/{id}",
+        .tag = "conversions",
+        .is_public = false,
+        .scopes = SCOPE_CONVERSIONS_READ,
+        .scopes_text = "conversions:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_102,
+        .dispatch = dispatch_conversions_get_conversion_quote,
+    },
+    {
+        .operation_id = "getConversion",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/conversions/{id}",
+        .tag = "conversions",
+        .is_public = false,
+        .scopes = SCOPE_CONVERSIONS_READ,
+        .scopes_text = "conversions:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_103,
+        .dispatch = dispatch_conversions_get_conversion,
+    },
+    {
+        .operation_id = "cancelConversion",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/conversions/{id}/cancel",
+        .tag = "conversions",
+        .is_public = false,
+        .scopes = SCOPE_CONVERSIONS_WRITE,
+        .scopes_text = "conversions:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_104,
+        .dispatch = dispatch_conversions_cancel_conversion,
+    },
+    {
+        .operation_id = "listCounterparties",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/counterparties",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_READ,
+        .scopes_text = "transfers:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_105,
+        .dispatch = dispatch_transfers_list_counterparties,
+    },
+    {
+        .operation_id = "createCounterparty",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/counterparties",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_WRITE,
+        .scopes_text = "transfers:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_106,
+        .dispatch = dispatch_transfers_create_counterparty,
+    },
+    {
+        .operation_id = "getCounterparty",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/counterparties/{id}",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_READ,
+        .scopes_text = "transfers:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_107,
+        .dispatch = dispatch_transfers_get_counterparty,
+    },
+    {
+        .operation_id = "updateCounterparty",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/counterparties/{id}",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_WRITE,
+        .scopes_text = "transfers:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_108,
+        .dispatch = dispatch_transfers_update_counterparty,
+    },
+    {
+        .operation_id = "archiveCounterparty",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/counterparties/{id}/archive",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_WRITE,
+        .scopes_text = "transfers:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_109,
+        .dispatch = dispatch_transfers_archive_counterparty,
+    },
+    {
+        .operation_id = "verifyCounterparty",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/counterparties/{id}/verify",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_WRITE,
+        .scopes_text = "transfers:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_110,
+        .dispatch = dispatch_transfers_verify_counterparty,
+    },
+    {
+        .operation_id = "listDashboards",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/dashboards",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_READ,
+        .scopes_text = "analytics:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_111,
+        .dispatch = dispatch_analytics_list_dashboards,
+    },
+    {
+        .operation_id = "createDashboard",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/dashboards",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_WRITE,
+        .scopes_text = "analytics:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 1048576,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_112,
+        .dispatch = dispatch_analytics_create_dashboard,
+    },
+    {
+        .operation_id = "getDashboard",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/dashboards/{id}",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_READ,
+        .scopes_text = "analytics:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_113,
+        .dispatch = dispatch_analytics_get_dashboard,
+    },
+    {
+        .operation_id = "updateDashboard",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/dashboards/{id}",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_WRITE,
+        .scopes_text = "analytics:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 1048576,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_114,
+        .dispatch = dispatch_analytics_update_dashboard,
+    },
+    {
+        .operation_id = "deleteDashboard",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/dashboards/{id}",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_WRITE,
+        .scopes_text = "analytics:write",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_115,
+        .dispatch = dispatch_analytics_delete_dashboard,
+    },
+    {
+        .operation_id = "listEvents",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/events",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_READ,
+        .scopes_text = "integrations:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_116,
+        .dispatch = dispatch_integrations_list_events,
+    },
+    {
+        .operation_id = "getEvent",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/events/{id}",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_READ,
+        .scopes_text = "integrations:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_117,
+        .dispatch = dispatch_integrations_get_event,
+    },
+    {
+        .operation_id = "redeliverEvent",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/events/{id}/redeliver",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_118,
+        .dispatch = dispatch_integrations_redeliver_event,
+    },
+    {
+        .operation_id = "listForecasts",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/forecasts",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_READ,
+        .scopes_text = "analytics:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_119,
+        .dispatch = dispatch_analytics_list_forecasts,
+    },
+    {
+        .operation_id = "createForecast",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/forecasts",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_WRITE,
+        .scopes_text = "analytics:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 262144,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_120,
+        .dispatch = dispatch_analytics_create_forecast,
+    },
+    {
+        .operation_id = "getCashflowForecast",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/forecasts/cashflow",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_READ,
+        .scopes_text = "analytics:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_121,
+        .dispatch = dispatch_analytics_get_cashflow_forecast,
+    },
+    {
+        .operation_id = "getForecast",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/forecasts/{id}",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_READ,
+        .scopes_text = "analytics:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_122,
+        .dispatch = dispatch_analytics_get_forecast,
+    },
+    {
+        .operation_id = "runInsightsQuery",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/insights/query",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_READ,
+        .scopes_text = "analytics:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 131072,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_123,
+        .dispatch = dispatch_analytics_run_insights_query,
+    },
+    {
+        .operation_id = "listIntegrations",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/integrations",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_READ,
+        .scopes_text = "integrations:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_124,
+        .dispatch = dispatch_integrations_list_integrations,
+    },
+    {
+        .operation_id = "createIntegration",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/integrations",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_125,
+        .dispatch = dispatch_integrations_create_integration,
+    },
+    {
+        .operation_id = "listIntegrationConnectors",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/integrations/connectors",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_READ,
+        .scopes_text = "integrations:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_126,
+        .dispatch = dispatch_integrations_list_integration_connectors,
+    },
+    {
+        .operation_id = "getIntegration",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/integrations/{id}",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_READ,
+        .scopes_text = "integrations:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_127,
+        .dispatch = dispatch_integrations_get_integration,
+    },
+    {
+        .operation_id = "updateIntegration",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/integrations/{id}",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_128,
+        .dispatch = dispatch_integrations_update_integration,
+    },
+    {
+        .operation_id = "deleteIntegration",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/integrations/{id}",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_129,
+        .dispatch = dispatch_integrations_delete_integration,
+    },
+    {
+        .operation_id = "pauseIntegration",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/integrations/{id}/pause",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_130,
+        .dispatch = dispatch_integrations_pause_integration,
+    },
+    {
+        .operation_id = "resumeIntegration",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/integrations/{id}/resume",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_131,
+        .dispatch = dispatch_integrations_resume_integration,
+    },
+    {
+        .operation_id = "triggerIntegrationSync",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/integrations/{id}/sync",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_132,
+        .dispatch = dispatch_integrations_trigger_integration_sync,
+    },
+    {
+        .operation_id = "listIntegrationSyncRuns",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/integrations/{id}/sync-runs",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_READ,
+        .scopes_text = "integrations:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_133,
+        .dispatch = dispatch_integrations_list_integration_sync_runs,
+    },
+    {
+        .operation_id = "getIntegrationSyncRun",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/integrations/{id}/sync-runs/{run_id}",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_READ,
+        .scopes_text = "integrations:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_134,
+        .dispatch = dispatch_integrations_get_integration_sync_run,
+    },
+    {
+        .operation_id = "cancelIntegrationSyncRun",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/integrations/{id}/sync-runs/{run_id}/cancel",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_135,
+        .dispatch = dispatch_integrations_cancel_integration_sync_run,
+    },
+    {
+        .operation_id = "listKpis",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/kpis",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_READ,
+        .scopes_text = "analytics:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_136,
+        .dispatch = dispatch_analytics_list_kpis,
+    },
+    {
+        .operation_id = "getKpi",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/kpis/{key}",
+        .tag = "analytics",
+        .is_public = false,
+        .scopes = SCOPE_ANALYTICS_READ,
+        .scopes_text = "analytics:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_137,
+        .dispatch = dispatch_analytics_get_kpi,
+    },
+    {
+        .operation_id = "listLedgerAccounts",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/ledger/accounts",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_READ,
+        .scopes_text = "ledger:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_138,
+        .dispatch = dispatch_ledger_list_ledger_accounts,
+    },
+    {
+        .operation_id = "createLedgerAccount",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/ledger/accounts",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_WRITE,
+        .scopes_text = "ledger:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_139,
+        .dispatch = dispatch_ledger_create_ledger_account,
+    },
+    {
+        .operation_id = "getLedgerAccount",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/ledger/accounts/{id}",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_READ,
+        .scopes_text = "ledger:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_140,
+        .dispatch = dispatch_ledger_get_ledger_account,
+    },
+    {
+        .operation_id = "updateLedgerAccount",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/ledger/accounts/{id}",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_WRITE,
+        .scopes_text = "ledger:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_141,
+        .dispatch = dispatch_ledger_update_ledger_account,
+    },
+    {
+        .operation_id = "archiveLedgerAccount",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/ledger/accounts/{id}/archive",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_WRITE,
+        .scopes_text = "ledger:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_142,
+        .dispatch = dispatch_ledger_archive_ledger_account,
+    },
+    {
+        .operation_id = "listJournalEntries",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/ledger/journals",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_READ,
+        .scopes_text = "ledger:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .negotiated = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_143,
+        .dispatch = dispatch_ledger_list_journal_entries,
+    },
+    {
+        .operation_id = "createJournalEntry",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/ledger/journals",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_WRITE,
+        .scopes_text = "ledger:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 1048576,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_144,
+        .dispatch = dispatch_ledger_create_journal_entry,
+    },
+    {
+        .operation_id = "getJournalEntry",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/ledger/journals/{id}",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_READ,
+        .scopes_text = "ledger:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_145,
+        .dispatch = dispatch_ledger_get_journal_entry,
+    },
+    {
+        .operation_id = "updateJournalEntry",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/ledger/journals/{id}",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_WRITE,
+        .scopes_text = "ledger:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 1048576,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_146,
+        .dispatch = dispatch_ledger_update_journal_entry,
+    },
+    {
+        .operation_id = "discardJournalEntry",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/ledger/journals/{id}/discard",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_WRITE,
+        .scopes_text = "ledger:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_147,
+        .dispatch = dispatch_ledger_discard_journal_entry,
+    },
+    {
+        .operation_id = "postJournalEntry",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/ledger/journals/{id}/post",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_WRITE,
+        .scopes_text = "ledger:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_148,
+        .dispatch = dispatch_ledger_post_journal_entry,
+    },
+    {
+        .operation_id = "reverseJournalEntry",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/ledger/journals/{id}/reverse",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_WRITE,
+        .scopes_text = "ledger:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_149,
+        .dispatch = dispatch_ledger_reverse_journal_entry,
+    },
+    {
+        .operation_id = "listJournalEntryVersions",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/ledger/journals/{id}/versions",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_READ,
+        .scopes_text = "ledger:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_150,
+        .dispatch = dispatch_ledger_list_journal_entry_versions,
+    },
+    {
+        .operation_id = "listLedgerPeriods",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/ledger/periods",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_READ,
+        .scopes_text = "ledger:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_151,
+        .dispatch = dispatch_ledger_list_ledger_periods,
+    },
+    {
+        .operation_id = "createLedgerPeriod",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/ledger/periods",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_WRITE,
+        .scopes_text = "ledger:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_152,
+        .dispatch = dispatch_ledger_create_ledger_period,
+    },
+    {
+        .operation_id = "getLedgerPeriod",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/ledger/periods/{id}",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_READ,
+        .scopes_text = "ledger:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_153,
+        .dispatch = dispatch_ledger_get_ledger_period,
+    },
+    {
+        .operation_id = "getLedgerPeriodChecklist",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/ledger/periods/{id}/checklist",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_READ,
+        .scopes_text = "ledger:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_154,
+        .dispatch = dispatch_ledger_get_ledger_period_checklist,
+    },
+    {
+        .operation_id = "closeLedgerPeriod",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/ledger/periods/{id}/close",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_CLOSE,
+        .scopes_text = "ledger:close",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_155,
+        .dispatch = dispatch_ledger_close_ledger_period,
+    },
+    {
+        .operation_id = "lockLedgerPeriod",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/ledger/periods/{id}/lock",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_156,
+        .dispatch = dispatch_ledger_lock_ledger_period,
+    },
+    {
+        .operation_id = "openLedgerPeriod",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/ledger/periods/{id}/open",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_WRITE,
+        .scopes_text = "ledger:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_157,
+        .dispatch = dispatch_ledger_open_ledger_period,
+    },
+    {
+        .operation_id = "reopenLedgerPeriod",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/ledger/periods/{id}/reopen",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_158,
+        .dispatch = dispatch_ledger_reopen_ledger_period,
+    },
+    {
+        .operation_id = "softCloseLedgerPeriod",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/ledger/periods/{id}/soft-close",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_CLOSE,
+        .scopes_text = "ledger:close",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_159,
+        .dispatch = dispatch_ledger_soft_close_ledger_period,
+    },
+    {
+        .operation_id = "getLedgerSettings",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/ledger/settings",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_READ,
+        .scopes_text = "ledger:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_160,
+        .dispatch = dispatch_ledger_get_ledger_settings,
+    },
+    {
+        .operation_id = "putLedgerSettings",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/ledger/settings",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_WRITE,
+        .scopes_text = "ledger:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_161,
+        .dispatch = dispatch_ledger_put_ledger_settings,
+    },
+    {
+        .operation_id = "getTrialBalance",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/ledger/trial-balance",
+        .tag = "ledger",
+        .is_public = false,
+        .scopes = SCOPE_LEDGER_READ,
+        .scopes_text = "ledger:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .negotiated = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_162,
+        .dispatch = dispatch_ledger_get_trial_balance,
     },
     {
         .operation_id = "getOpenapi",
@@ -1190,7 +4074,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_47,
+        .statuses = statuses_163,
         .dispatch = dispatch_meta_get_openapi,
     },
     {
@@ -1214,7 +4098,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_48,
+        .statuses = statuses_164,
         .dispatch = dispatch_payments_list_payments,
     },
     {
@@ -1237,7 +4121,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_49,
+        .statuses = statuses_165,
         .dispatch = dispatch_payments_create_payment,
     },
     {
@@ -1260,7 +4144,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_50,
+        .statuses = statuses_166,
         .dispatch = dispatch_payments_get_approval_policy,
     },
     {
@@ -1283,7 +4167,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_51,
+        .statuses = statuses_167,
         .dispatch = dispatch_payments_put_approval_policy,
     },
     {
@@ -1306,7 +4190,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_52,
+        .statuses = statuses_168,
         .dispatch = dispatch_payments_create_payment_batch,
     },
     {
@@ -1329,7 +4213,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_53,
+        .statuses = statuses_169,
         .dispatch = dispatch_payments_get_payment_batch,
     },
     {
@@ -1352,7 +4236,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_54,
+        .statuses = statuses_170,
         .dispatch = dispatch_payments_approve_payment_batch,
     },
     {
@@ -1375,7 +4259,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_55,
+        .statuses = statuses_171,
         .dispatch = dispatch_payments_cancel_payment_batch,
     },
     {
@@ -1398,7 +4282,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_56,
+        .statuses = statuses_172,
         .dispatch = dispatch_payments_deny_payment_batch,
     },
     {
@@ -1421,7 +4305,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_57,
+        .statuses = statuses_173,
         .dispatch = dispatch_payments_get_payment,
     },
     {
@@ -1444,7 +4328,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_58,
+        .statuses = statuses_174,
         .dispatch = dispatch_payments_update_payment,
     },
     {
@@ -1467,7 +4351,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_59,
+        .statuses = statuses_175,
         .dispatch = dispatch_payments_approve_payment,
     },
     {
@@ -1490,7 +4374,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_60,
+        .statuses = statuses_176,
         .dispatch = dispatch_payments_cancel_payment,
     },
     {
@@ -1513,7 +4397,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_61,
+        .statuses = statuses_177,
         .dispatch = dispatch_payments_deny_payment,
     },
     {
@@ -1536,8 +4420,2106 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_62,
+        .statuses = statuses_178,
         .dispatch = dispatch_payments_list_payment_events,
+    },
+    {
+        .operation_id = "listRates",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/rates",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_READ,
+        .scopes_text = "rates:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_179,
+        .dispatch = dispatch_rates_list_rates,
+    },
+    {
+        .operation_id = "pushRates",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/rates",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_WRITE,
+        .scopes_text = "rates:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 262144,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_180,
+        .dispatch = dispatch_rates_push_rates,
+    },
+    {
+        .operation_id = "listRateAlerts",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/rates/alerts",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_READ,
+        .scopes_text = "rates:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_181,
+        .dispatch = dispatch_rates_list_rate_alerts,
+    },
+    {
+        .operation_id = "createRateAlert",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/rates/alerts",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_WRITE,
+        .scopes_text = "rates:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_182,
+        .dispatch = dispatch_rates_create_rate_alert,
+    },
+    {
+        .operation_id = "getRateAlert",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/rates/alerts/{id}",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_READ,
+        .scopes_text = "rates:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_183,
+        .dispatch = dispatch_rates_get_rate_alert,
+    },
+    {
+        .operation_id = "updateRateAlert",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/rates/alerts/{id}",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_WRITE,
+        .scopes_text = "rates:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_184,
+        .dispatch = dispatch_rates_update_rate_alert,
+    },
+    {
+        .operation_id = "deleteRateAlert",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/rates/alerts/{id}",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_WRITE,
+        .scopes_text = "rates:write",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_185,
+        .dispatch = dispatch_rates_delete_rate_alert,
+    },
+    {
+        .operation_id = "pauseRateAlert",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/rates/alerts/{id}/pause",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_WRITE,
+        .scopes_text = "rates:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_186,
+        .dispatch = dispatch_rates_pause_rate_alert,
+    },
+    {
+        .operation_id = "resumeRateAlert",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/rates/alerts/{id}/resume",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_WRITE,
+        .scopes_text = "rates:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_187,
+        .dispatch = dispatch_rates_resume_rate_alert,
+    },
+    {
+        .operation_id = "listRateCurves",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/rates/curves",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_READ,
+        .scopes_text = "rates:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_188,
+        .dispatch = dispatch_rates_list_rate_curves,
+    },
+    {
+        .operation_id = "createRateCurve",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/rates/curves",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_WRITE,
+        .scopes_text = "rates:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_189,
+        .dispatch = dispatch_rates_create_rate_curve,
+    },
+    {
+        .operation_id = "getRateCurve",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/rates/curves/{id}",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_READ,
+        .scopes_text = "rates:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_190,
+        .dispatch = dispatch_rates_get_rate_curve,
+    },
+    {
+        .operation_id = "updateRateCurve",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/rates/curves/{id}",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_WRITE,
+        .scopes_text = "rates:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_191,
+        .dispatch = dispatch_rates_update_rate_curve,
+    },
+    {
+        .operation_id = "deleteRateCurve",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/rates/curves/{id}",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_WRITE,
+        .scopes_text = "rates:write",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_192,
+        .dispatch = dispatch_rates_delete_rate_curve,
+    },
+    {
+        .operation_id = "activateRateCurve",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/rates/curves/{id}/activate",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_WRITE,
+        .scopes_text = "rates:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_193,
+        .dispatch = dispatch_rates_activate_rate_curve,
+    },
+    {
+        .operation_id = "archiveRateCurve",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/rates/curves/{id}/archive",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_WRITE,
+        .scopes_text = "rates:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_194,
+        .dispatch = dispatch_rates_archive_rate_curve,
+    },
+    {
+        .operation_id = "getReferenceRates",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/rates/reference",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_READ,
+        .scopes_text = "rates:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_195,
+        .dispatch = dispatch_rates_get_reference_rates,
+    },
+    {
+        .operation_id = "importReferenceRates",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/rates/reference/import",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_WRITE,
+        .scopes_text = "rates:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 16777216,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .raw_body_media = MEDIA_BIT(MEDIA_XML),
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_196,
+        .dispatch = dispatch_rates_import_reference_rates,
+    },
+    {
+        .operation_id = "getRate",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/rates/{pair}",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_READ,
+        .scopes_text = "rates:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_197,
+        .dispatch = dispatch_rates_get_rate,
+    },
+    {
+        .operation_id = "getRateHistory",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/rates/{pair}/history",
+        .tag = "rates",
+        .is_public = false,
+        .scopes = SCOPE_RATES_READ,
+        .scopes_text = "rates:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_198,
+        .dispatch = dispatch_rates_get_rate_history,
+    },
+    {
+        .operation_id = "listReports",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/reports",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_READ,
+        .scopes_text = "reporting:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_199,
+        .dispatch = dispatch_reporting_list_reports,
+    },
+    {
+        .operation_id = "generateReport",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/reports/generate",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_WRITE,
+        .scopes_text = "reporting:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_200,
+        .dispatch = dispatch_reporting_generate_report,
+    },
+    {
+        .operation_id = "scheduleReport",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/reports/schedule",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_WRITE,
+        .scopes_text = "reporting:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_201,
+        .dispatch = dispatch_reporting_schedule_report,
+    },
+    {
+        .operation_id = "listReportSchedules",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/reports/schedules",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_READ,
+        .scopes_text = "reporting:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_202,
+        .dispatch = dispatch_reporting_list_report_schedules,
+    },
+    {
+        .operation_id = "getReportSchedule",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/reports/schedules/{id}",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_READ,
+        .scopes_text = "reporting:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_203,
+        .dispatch = dispatch_reporting_get_report_schedule,
+    },
+    {
+        .operation_id = "updateReportSchedule",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/reports/schedules/{id}",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_WRITE,
+        .scopes_text = "reporting:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_204,
+        .dispatch = dispatch_reporting_update_report_schedule,
+    },
+    {
+        .operation_id = "deleteReportSchedule",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/reports/schedules/{id}",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_WRITE,
+        .scopes_text = "reporting:write",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_205,
+        .dispatch = dispatch_reporting_delete_report_schedule,
+    },
+    {
+        .operation_id = "listReportTemplates",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/reports/templates",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_READ,
+        .scopes_text = "reporting:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_206,
+        .dispatch = dispatch_reporting_list_report_templates,
+    },
+    {
+        .operation_id = "createReportTemplate",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/reports/templates",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_WRITE,
+        .scopes_text = "reporting:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_207,
+        .dispatch = dispatch_reporting_create_report_template,
+    },
+    {
+        .operation_id = "getReportTemplate",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/reports/templates/{id}",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_READ,
+        .scopes_text = "reporting:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_208,
+        .dispatch = dispatch_reporting_get_report_template,
+    },
+    {
+        .operation_id = "updateReportTemplate",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/reports/templates/{id}",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_WRITE,
+        .scopes_text = "reporting:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_209,
+        .dispatch = dispatch_reporting_update_report_template,
+    },
+    {
+        .operation_id = "deleteReportTemplate",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/reports/templates/{id}",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_WRITE,
+        .scopes_text = "reporting:write",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_210,
+        .dispatch = dispatch_reporting_delete_report_template,
+    },
+    {
+        .operation_id = "getReport",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/reports/{id}",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_READ,
+        .scopes_text = "reporting:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_211,
+        .dispatch = dispatch_reporting_get_report,
+    },
+    {
+        .operation_id = "distributeReport",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/reports/{id}/distribute",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_WRITE,
+        .scopes_text = "reporting:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_212,
+        .dispatch = dispatch_reporting_distribute_report,
+    },
+    {
+        .operation_id = "downloadReport",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/reports/{id}/file",
+        .tag = "reporting",
+        .is_public = false,
+        .scopes = SCOPE_REPORTING_READ,
+        .scopes_text = "reporting:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .negotiated = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_213,
+        .dispatch = dispatch_reporting_download_report,
+    },
+    {
+        .operation_id = "listRuns",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/runs",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_READ,
+        .scopes_text = "scheduling:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_214,
+        .dispatch = dispatch_scheduling_list_runs,
+    },
+    {
+        .operation_id = "getRun",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/runs/{id}",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_READ,
+        .scopes_text = "scheduling:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_215,
+        .dispatch = dispatch_scheduling_get_run,
+    },
+    {
+        .operation_id = "cancelRun",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/runs/{id}/cancel",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_WRITE,
+        .scopes_text = "scheduling:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_216,
+        .dispatch = dispatch_scheduling_cancel_run,
+    },
+    {
+        .operation_id = "listSchedules",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/schedules",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_READ,
+        .scopes_text = "scheduling:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_217,
+        .dispatch = dispatch_scheduling_list_schedules,
+    },
+    {
+        .operation_id = "createSchedule",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/schedules",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_WRITE,
+        .scopes_text = "scheduling:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_218,
+        .dispatch = dispatch_scheduling_create_schedule,
+    },
+    {
+        .operation_id = "getSchedule",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/schedules/{id}",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_READ,
+        .scopes_text = "scheduling:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_219,
+        .dispatch = dispatch_scheduling_get_schedule,
+    },
+    {
+        .operation_id = "updateSchedule",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/schedules/{id}",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_WRITE,
+        .scopes_text = "scheduling:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_220,
+        .dispatch = dispatch_scheduling_update_schedule,
+    },
+    {
+        .operation_id = "archiveSchedule",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/schedules/{id}/archive",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_WRITE,
+        .scopes_text = "scheduling:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_221,
+        .dispatch = dispatch_scheduling_archive_schedule,
+    },
+    {
+        .operation_id = "pauseSchedule",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/schedules/{id}/pause",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_WRITE,
+        .scopes_text = "scheduling:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_222,
+        .dispatch = dispatch_scheduling_pause_schedule,
+    },
+    {
+        .operation_id = "resumeSchedule",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/schedules/{id}/resume",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_WRITE,
+        .scopes_text = "scheduling:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_223,
+        .dispatch = dispatch_scheduling_resume_schedule,
+    },
+    {
+        .operation_id = "runSchedule",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/schedules/{id}/run",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_WRITE,
+        .scopes_text = "scheduling:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_224,
+        .dispatch = dispatch_scheduling_run_schedule,
+    },
+    {
+        .operation_id = "listSheets",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/sheets",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_READ,
+        .scopes_text = "sheets:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_225,
+        .dispatch = dispatch_sheets_list_sheets,
+    },
+    {
+        .operation_id = "createSheet",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/sheets",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_WRITE,
+        .scopes_text = "sheets:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_226,
+        .dispatch = dispatch_sheets_create_sheet,
+    },
+    {
+        .operation_id = "evaluateSheetFunctions",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/sheets/functions/evaluate",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_READ,
+        .scopes_text = "sheets:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_227,
+        .dispatch = dispatch_sheets_evaluate_sheet_functions,
+    },
+    {
+        .operation_id = "getSheet",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/sheets/{id}",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_READ,
+        .scopes_text = "sheets:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_228,
+        .dispatch = dispatch_sheets_get_sheet,
+    },
+    {
+        .operation_id = "updateSheet",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/sheets/{id}",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_WRITE,
+        .scopes_text = "sheets:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_229,
+        .dispatch = dispatch_sheets_update_sheet,
+    },
+    {
+        .operation_id = "deleteSheet",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/sheets/{id}",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_WRITE,
+        .scopes_text = "sheets:write",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_230,
+        .dispatch = dispatch_sheets_delete_sheet,
+    },
+    {
+        .operation_id = "getSheetCells",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/sheets/{id}/cells",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_READ,
+        .scopes_text = "sheets:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_231,
+        .dispatch = dispatch_sheets_get_sheet_cells,
+    },
+    {
+        .operation_id = "updateSheetCells",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/sheets/{id}/cells",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_WRITE,
+        .scopes_text = "sheets:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 1048576,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_232,
+        .dispatch = dispatch_sheets_update_sheet_cells,
+    },
+    {
+        .operation_id = "getSheetSharing",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/sheets/{id}/sharing",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_READ,
+        .scopes_text = "sheets:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_233,
+        .dispatch = dispatch_sheets_get_sheet_sharing,
+    },
+    {
+        .operation_id = "updateSheetSharing",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/sheets/{id}/sharing",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_WRITE,
+        .scopes_text = "sheets:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_234,
+        .dispatch = dispatch_sheets_update_sheet_sharing,
+    },
+    {
+        .operation_id = "getSheetValues",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/sheets/{id}/values",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_READ,
+        .scopes_text = "sheets:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .negotiated = true,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_235,
+        .dispatch = dispatch_sheets_get_sheet_values,
+    },
+    {
+        .operation_id = "updateSheetValues",
+        .method = "PUT",
+        .base = "/v1",
+        .path = "/sheets/{id}/values",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_WRITE,
+        .scopes_text = "sheets:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 1048576,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_236,
+        .dispatch = dispatch_sheets_update_sheet_values,
+    },
+    {
+        .operation_id = "listSheetVersions",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/sheets/{id}/versions",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_READ,
+        .scopes_text = "sheets:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_237,
+        .dispatch = dispatch_sheets_list_sheet_versions,
+    },
+    {
+        .operation_id = "getSheetVersion",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/sheets/{id}/versions/{revision}",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_READ,
+        .scopes_text = "sheets:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_238,
+        .dispatch = dispatch_sheets_get_sheet_version,
+    },
+    {
+        .operation_id = "restoreSheetVersion",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/sheets/{id}/versions/{revision}/restore",
+        .tag = "sheets",
+        .is_public = false,
+        .scopes = SCOPE_SHEETS_WRITE,
+        .scopes_text = "sheets:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_239,
+        .dispatch = dispatch_sheets_restore_sheet_version,
+    },
+    {
+        .operation_id = "listTransfers",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/transfers",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_READ,
+        .scopes_text = "transfers:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_240,
+        .dispatch = dispatch_transfers_list_transfers,
+    },
+    {
+        .operation_id = "createTransfer",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/transfers",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_WRITE,
+        .scopes_text = "transfers:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_241,
+        .dispatch = dispatch_transfers_create_transfer,
+    },
+    {
+        .operation_id = "listTransferSigningKeys",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/transfers/signing-keys",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_READ,
+        .scopes_text = "transfers:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_242,
+        .dispatch = dispatch_transfers_list_transfer_signing_keys,
+    },
+    {
+        .operation_id = "registerTransferSigningKey",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/transfers/signing-keys",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_SIGN,
+        .scopes_text = "transfers:sign",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_243,
+        .dispatch = dispatch_transfers_register_transfer_signing_key,
+    },
+    {
+        .operation_id = "getTransferSigningKey",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/transfers/signing-keys/{id}",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_READ,
+        .scopes_text = "transfers:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_244,
+        .dispatch = dispatch_transfers_get_transfer_signing_key,
+    },
+    {
+        .operation_id = "revokeTransferSigningKey",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/transfers/signing-keys/{id}/revoke",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_SIGN,
+        .scopes_text = "transfers:sign",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_245,
+        .dispatch = dispatch_transfers_revoke_transfer_signing_key,
+    },
+    {
+        .operation_id = "getTransfer",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/transfers/{id}",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_READ,
+        .scopes_text = "transfers:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_246,
+        .dispatch = dispatch_transfers_get_transfer,
+    },
+    {
+        .operation_id = "updateTransfer",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/transfers/{id}",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_WRITE,
+        .scopes_text = "transfers:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_247,
+        .dispatch = dispatch_transfers_update_transfer,
+    },
+    {
+        .operation_id = "cancelTransfer",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/transfers/{id}/cancel",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_WRITE,
+        .scopes_text = "transfers:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_248,
+        .dispatch = dispatch_transfers_cancel_transfer,
+    },
+    {
+        .operation_id = "recallTransfer",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/transfers/{id}/recall",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_WRITE,
+        .scopes_text = "transfers:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_249,
+        .dispatch = dispatch_transfers_recall_transfer,
+    },
+    {
+        .operation_id = "rejectTransfer",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/transfers/{id}/reject",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_SIGN,
+        .scopes_text = "transfers:sign",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_250,
+        .dispatch = dispatch_transfers_reject_transfer,
+    },
+    {
+        .operation_id = "signTransfer",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/transfers/{id}/sign",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_SIGN,
+        .scopes_text = "transfers:sign",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_251,
+        .dispatch = dispatch_transfers_sign_transfer,
+    },
+    {
+        .operation_id = "getTransferSigningPayload",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/transfers/{id}/signing-payload",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_READ,
+        .scopes_text = "transfers:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_252,
+        .dispatch = dispatch_transfers_get_transfer_signing_payload,
+    },
+    {
+        .operation_id = "submitTransfer",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/transfers/{id}/submit",
+        .tag = "transfers",
+        .is_public = false,
+        .scopes = SCOPE_TRANSFERS_WRITE,
+        .scopes_text = "transfers:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_253,
+        .dispatch = dispatch_transfers_submit_transfer,
+    },
+    {
+        .operation_id = "listWebhookEndpoints",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/webhooks",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_READ,
+        .scopes_text = "integrations:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_254,
+        .dispatch = dispatch_integrations_list_webhook_endpoints,
+    },
+    {
+        .operation_id = "createWebhookEndpoint",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/webhooks",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = true,
+        .no_replay = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_255,
+        .dispatch = dispatch_integrations_create_webhook_endpoint,
+    },
+    {
+        .operation_id = "getWebhookEndpoint",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/webhooks/{id}",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_READ,
+        .scopes_text = "integrations:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_256,
+        .dispatch = dispatch_integrations_get_webhook_endpoint,
+    },
+    {
+        .operation_id = "updateWebhookEndpoint",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/webhooks/{id}",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_257,
+        .dispatch = dispatch_integrations_update_webhook_endpoint,
+    },
+    {
+        .operation_id = "deleteWebhookEndpoint",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/webhooks/{id}",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_258,
+        .dispatch = dispatch_integrations_delete_webhook_endpoint,
+    },
+    {
+        .operation_id = "listWebhookDeliveries",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/webhooks/{id}/deliveries",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_READ,
+        .scopes_text = "integrations:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_259,
+        .dispatch = dispatch_integrations_list_webhook_deliveries,
+    },
+    {
+        .operation_id = "disableWebhookEndpoint",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/webhooks/{id}/disable",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_260,
+        .dispatch = dispatch_integrations_disable_webhook_endpoint,
+    },
+    {
+        .operation_id = "enableWebhookEndpoint",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/webhooks/{id}/enable",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_261,
+        .dispatch = dispatch_integrations_enable_webhook_endpoint,
+    },
+    {
+        .operation_id = "rotateWebhookEndpointSecret",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/webhooks/{id}/rotate-secret",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = true,
+        .no_replay = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_262,
+        .dispatch = dispatch_integrations_rotate_webhook_endpoint_secret,
+    },
+    {
+        .operation_id = "testWebhookEndpoint",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/webhooks/{id}/test",
+        .tag = "integrations",
+        .is_public = false,
+        .scopes = SCOPE_INTEGRATIONS_WRITE,
+        .scopes_text = "integrations:write",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_263,
+        .dispatch = dispatch_integrations_test_webhook_endpoint,
+    },
+    {
+        .operation_id = "listWorkflowChains",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/workflow-chains",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_READ,
+        .scopes_text = "scheduling:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_264,
+        .dispatch = dispatch_scheduling_list_workflow_chains,
+    },
+    {
+        .operation_id = "createWorkflowChain",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/workflow-chains",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_WRITE,
+        .scopes_text = "scheduling:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_265,
+        .dispatch = dispatch_scheduling_create_workflow_chain,
+    },
+    {
+        .operation_id = "getWorkflowChain",
+        .method = "GET",
+        .base = "/v1",
+        .path = "/workflow-chains/{id}",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_READ,
+        .scopes_text = "scheduling:read",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_266,
+        .dispatch = dispatch_scheduling_get_workflow_chain,
+    },
+    {
+        .operation_id = "updateWorkflowChain",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/workflow-chains/{id}",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_WRITE,
+        .scopes_text = "scheduling:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_267,
+        .dispatch = dispatch_scheduling_update_workflow_chain,
+    },
+    {
+        .operation_id = "deleteWorkflowChain",
+        .method = "DELETE",
+        .base = "/v1",
+        .path = "/workflow-chains/{id}",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_WRITE,
+        .scopes_text = "scheduling:write",
+        .idempotent = false,
+        .rate_limit_class = "default",
+        .max_body_bytes = 0,
+        .planned = true,
+        .has_body = false,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_268,
+        .dispatch = dispatch_scheduling_delete_workflow_chain,
+    },
+    {
+        .operation_id = "runWorkflowChain",
+        .method = "POST",
+        .base = "/v1",
+        .path = "/workflow-chains/{id}/run",
+        .tag = "scheduling",
+        .is_public = false,
+        .scopes = SCOPE_SCHEDULING_WRITE,
+        .scopes_text = "scheduling:write",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = false,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_269,
+        .dispatch = dispatch_scheduling_run_workflow_chain,
     },
     {
         .operation_id = "getWorkspace",
@@ -1559,7 +6541,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_63,
+        .statuses = statuses_270,
         .dispatch = dispatch_workspace_get_workspace,
     },
     {
@@ -1582,7 +6564,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_64,
+        .statuses = statuses_271,
         .dispatch = dispatch_workspace_list_applications,
     },
     {
@@ -1605,7 +6587,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_65,
+        .statuses = statuses_272,
         .dispatch = dispatch_workspace_update_application,
     },
     {
@@ -1628,7 +6610,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_66,
+        .statuses = statuses_273,
         .dispatch = dispatch_workspace_get_custom_domain,
     },
     {
@@ -1651,7 +6633,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_67,
+        .statuses = statuses_274,
         .dispatch = dispatch_workspace_set_custom_domain,
     },
     {
@@ -1674,7 +6656,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_68,
+        .statuses = statuses_275,
         .dispatch = dispatch_workspace_remove_custom_domain,
     },
     {
@@ -1697,7 +6679,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_69,
+        .statuses = statuses_276,
         .dispatch = dispatch_workspace_verify_custom_domain,
     },
     {
@@ -1720,7 +6702,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_70,
+        .statuses = statuses_277,
         .dispatch = dispatch_workspace_list_members,
     },
     {
@@ -1743,7 +6725,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_71,
+        .statuses = statuses_278,
         .dispatch = dispatch_workspace_remove_member,
     },
     {
@@ -1766,7 +6748,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_72,
+        .statuses = statuses_279,
         .dispatch = dispatch_workspace_update_workspace_settings,
     },
 };
@@ -1794,301 +6776,1056 @@ static const size_t ops_1[] = { 2, };
 static const char *const segs_2[] = { ".well-known", "oauth-authorization-server", };
 static const char *const names_2[] = { NULL, NULL, };
 static const size_t ops_2[] = { 0, };
-/* /v1/beneficiaries */
-static const char *const segs_3[] = { "v1", "beneficiaries", };
+/* /v1/accounts */
+static const char *const segs_3[] = { "v1", "accounts", };
 static const char *const names_3[] = { NULL, NULL, };
-static const size_t ops_3[] = { 40, 41, };
-/* /v1/openapi.json */
-static const char *const segs_4[] = { "v1", "openapi.json", };
+static const size_t ops_3[] = { 3, };
+/* /v1/anomalies */
+static const char *const segs_4[] = { "v1", "anomalies", };
 static const char *const names_4[] = { NULL, NULL, };
-static const size_t ops_4[] = { 47, };
-/* /v1/payments */
-static const char *const segs_5[] = { "v1", "payments", };
+static const size_t ops_4[] = { 57, };
+/* /v1/beneficiaries */
+static const char *const segs_5[] = { "v1", "beneficiaries", };
 static const char *const names_5[] = { NULL, NULL, };
-static const size_t ops_5[] = { 48, 49, };
-/* /v1/workspace */
-static const char *const segs_6[] = { "v1", "workspace", };
+static const size_t ops_5[] = { 83, 84, };
+/* /v1/connections */
+static const char *const segs_6[] = { "v1", "connections", };
 static const char *const names_6[] = { NULL, NULL, };
-static const size_t ops_6[] = { 63, };
+static const size_t ops_6[] = { 90, 91, };
+/* /v1/conversions */
+static const char *const segs_7[] = { "v1", "conversions", };
+static const char *const names_7[] = { NULL, NULL, };
+static const size_t ops_7[] = { 98, };
+/* /v1/counterparties */
+static const char *const segs_8[] = { "v1", "counterparties", };
+static const char *const names_8[] = { NULL, NULL, };
+static const size_t ops_8[] = { 105, 106, };
+/* /v1/dashboards */
+static const char *const segs_9[] = { "v1", "dashboards", };
+static const char *const names_9[] = { NULL, NULL, };
+static const size_t ops_9[] = { 111, 112, };
+/* /v1/events */
+static const char *const segs_10[] = { "v1", "events", };
+static const char *const names_10[] = { NULL, NULL, };
+static const size_t ops_10[] = { 116, };
+/* /v1/forecasts */
+static const char *const segs_11[] = { "v1", "forecasts", };
+static const char *const names_11[] = { NULL, NULL, };
+static const size_t ops_11[] = { 119, 120, };
+/* /v1/integrations */
+static const char *const segs_12[] = { "v1", "integrations", };
+static const char *const names_12[] = { NULL, NULL, };
+static const size_t ops_12[] = { 124, 125, };
+/* /v1/kpis */
+static const char *const segs_13[] = { "v1", "kpis", };
+static const char *const names_13[] = { NULL, NULL, };
+static const size_t ops_13[] = { 136, };
+/* /v1/openapi.json */
+static const char *const segs_14[] = { "v1", "openapi.json", };
+static const char *const names_14[] = { NULL, NULL, };
+static const size_t ops_14[] = { 163, };
+/* /v1/payments */
+static const char *const segs_15[] = { "v1", "payments", };
+static const char *const names_15[] = { NULL, NULL, };
+static const size_t ops_15[] = { 164, 165, };
+/* /v1/rates */
+static const char *const segs_16[] = { "v1", "rates", };
+static const char *const names_16[] = { NULL, NULL, };
+static const size_t ops_16[] = { 179, 180, };
+/* /v1/reports */
+static const char *const segs_17[] = { "v1", "reports", };
+static const char *const names_17[] = { NULL, NULL, };
+static const size_t ops_17[] = { 199, };
+/* /v1/runs */
+static const char *const segs_18[] = { "v1", "runs", };
+static const char *const names_18[] = { NULL, NULL, };
+static const size_t ops_18[] = { 214, };
+/* /v1/schedules */
+static const char *const segs_19[] = { "v1", "schedules", };
+static const char *const names_19[] = { NULL, NULL, };
+static const size_t ops_19[] = { 217, 218, };
+/* /v1/sheets */
+static const char *const segs_20[] = { "v1", "sheets", };
+static const char *const names_20[] = { NULL, NULL, };
+static const size_t ops_20[] = { 225, 226, };
+/* /v1/transfers */
+static const char *const segs_21[] = { "v1", "transfers", };
+static const char *const names_21[] = { NULL, NULL, };
+static const size_t ops_21[] = { 240, 241, };
+/* /v1/webhooks */
+static const char *const segs_22[] = { "v1", "webhooks", };
+static const char *const names_22[] = { NULL, NULL, };
+static const size_t ops_22[] = { 254, 255, };
+/* /v1/workflow-chains */
+static const char *const segs_23[] = { "v1", "workflow-chains", };
+static const char *const names_23[] = { NULL, NULL, };
+static const size_t ops_23[] = { 264, 265, };
+/* /v1/workspace */
+static const char *const segs_24[] = { "v1", "workspace", };
+static const char *const names_24[] = { NULL, NULL, };
+static const size_t ops_24[] = { 270, };
 /* /v1/accounts/mfa */
-static const char *const segs_7[] = { "v1", "accounts", "mfa", };
-static const char *const names_7[] = { NULL, NULL, NULL, };
-static const size_t ops_7[] = { 11, };
-/* /v1/accounts/password */
-static const char *const segs_8[] = { "v1", "accounts", "password", };
-static const char *const names_8[] = { NULL, NULL, NULL, };
-static const size_t ops_8[] = { 21, };
-/* /v1/accounts/sessions */
-static const char *const segs_9[] = { "v1", "accounts", "sessions", };
-static const char *const names_9[] = { NULL, NULL, NULL, };
-static const size_t ops_9[] = { 22, };
-/* /v1/admin/roles */
-static const char *const segs_10[] = { "v1", "admin", "roles", };
-static const char *const names_10[] = { NULL, NULL, NULL, };
-static const size_t ops_10[] = { 25, };
-/* /v1/admin/service-accounts */
-static const char *const segs_11[] = { "v1", "admin", "service-accounts", };
-static const char *const names_11[] = { NULL, NULL, NULL, };
-static const size_t ops_11[] = { 27, 28, };
-/* /v1/admin/users */
-static const char *const segs_12[] = { "v1", "admin", "users", };
-static const char *const names_12[] = { NULL, NULL, NULL, };
-static const size_t ops_12[] = { 34, };
-/* /v1/api/complete-signup */
-static const char *const segs_13[] = { "v1", "api", "complete-signup", };
-static const char *const names_13[] = { NULL, NULL, NULL, };
-static const size_t ops_13[] = { 36, };
-/* /v1/api/login */
-static const char *const segs_14[] = { "v1", "api", "login", };
-static const char *const names_14[] = { NULL, NULL, NULL, };
-static const size_t ops_14[] = { 37, };
-/* /v1/api/logout */
-static const char *const segs_15[] = { "v1", "api", "logout", };
-static const char *const names_15[] = { NULL, NULL, NULL, };
-static const size_t ops_15[] = { 38, };
-/* /v1/beneficiaries/{id} */
-static const char *const segs_16[] = { "v1", "beneficiaries", NULL, };
-static const char *const names_16[] = { NULL, NULL, "id", };
-static const size_t ops_16[] = { 42, 43, 44, };
-/* /v1/payments/approval-policy */
-static const char *const segs_17[] = { "v1", "payments", "approval-policy", };
-static const char *const names_17[] = { NULL, NULL, NULL, };
-static const size_t ops_17[] = { 50, 51, };
-/* /v1/payments/batches */
-static const char *const segs_18[] = { "v1", "payments", "batches", };
-static const char *const names_18[] = { NULL, NULL, NULL, };
-static const size_t ops_18[] = { 52, };
-/* /v1/payments/{id} */
-static const char *const segs_19[] = { "v1", "payments", NULL, };
-static const char *const names_19[] = { NULL, NULL, "id", };
-static const size_t ops_19[] = { 57, 58, };
-/* /v1/workspace/applications */
-static const char *const segs_20[] = { "v1", "workspace", "applications", };
-static const char *const names_20[] = { NULL, NULL, NULL, };
-static const size_t ops_20[] = { 64, };
-/* /v1/workspace/domain */
-static const char *const segs_21[] = { "v1", "workspace", "domain", };
-static const char *const names_21[] = { NULL, NULL, NULL, };
-static const size_t ops_21[] = { 66, 67, 68, };
-/* /v1/workspace/members */
-static const char *const segs_22[] = { "v1", "workspace", "members", };
-static const char *const names_22[] = { NULL, NULL, NULL, };
-static const size_t ops_22[] = { 70, };
-/* /v1/workspace/settings */
-static const char *const segs_23[] = { "v1", "workspace", "settings", };
-static const char *const names_23[] = { NULL, NULL, NULL, };
-static const size_t ops_23[] = { 72, };
-/* /v1/accounts/invitations/accept */
-static const char *const segs_24[] = { "v1", "accounts", "invitations", "accept", };
-static const char *const names_24[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_24[] = { 10, };
-/* /v1/accounts/mfa/confirm */
-static const char *const segs_25[] = { "v1", "accounts", "mfa", "confirm", };
-static const char *const names_25[] = { NULL, NULL, NULL, NULL, };
+static const char *const segs_25[] = { "v1", "accounts", "mfa", };
+static const char *const names_25[] = { NULL, NULL, NULL, };
 static const size_t ops_25[] = { 12, };
+/* /v1/accounts/password */
+static const char *const segs_26[] = { "v1", "accounts", "password", };
+static const char *const names_26[] = { NULL, NULL, NULL, };
+static const size_t ops_26[] = { 22, };
+/* /v1/accounts/sessions */
+static const char *const segs_27[] = { "v1", "accounts", "sessions", };
+static const char *const names_27[] = { NULL, NULL, NULL, };
+static const size_t ops_27[] = { 23, };
+/* /v1/accounts/{id} */
+static const char *const segs_28[] = { "v1", "accounts", NULL, };
+static const char *const names_28[] = { NULL, NULL, "id", };
+static const size_t ops_28[] = { 26, };
+/* /v1/admin/audit-settings */
+static const char *const segs_29[] = { "v1", "admin", "audit-settings", };
+static const char *const names_29[] = { NULL, NULL, NULL, };
+static const size_t ops_29[] = { 34, 35, };
+/* /v1/admin/branding */
+static const char *const segs_30[] = { "v1", "admin", "branding", };
+static const char *const names_30[] = { NULL, NULL, NULL, };
+static const size_t ops_30[] = { 36, 37, };
+/* /v1/admin/roles */
+static const char *const segs_31[] = { "v1", "admin", "roles", };
+static const char *const names_31[] = { NULL, NULL, NULL, };
+static const size_t ops_31[] = { 38, };
+/* /v1/admin/service-accounts */
+static const char *const segs_32[] = { "v1", "admin", "service-accounts", };
+static const char *const names_32[] = { NULL, NULL, NULL, };
+static const size_t ops_32[] = { 40, 41, };
+/* /v1/admin/sso */
+static const char *const segs_33[] = { "v1", "admin", "sso", };
+static const char *const names_33[] = { NULL, NULL, NULL, };
+static const size_t ops_33[] = { 47, 48, 49, };
+/* /v1/admin/users */
+static const char *const segs_34[] = { "v1", "admin", "users", };
+static const char *const names_34[] = { NULL, NULL, NULL, };
+static const size_t ops_34[] = { 51, };
+/* /v1/anomalies/{id} */
+static const char *const segs_35[] = { "v1", "anomalies", NULL, };
+static const char *const names_35[] = { NULL, NULL, "id", };
+static const size_t ops_35[] = { 58, };
+/* /v1/api/complete-signup */
+static const char *const segs_36[] = { "v1", "api", "complete-signup", };
+static const char *const names_36[] = { NULL, NULL, NULL, };
+static const size_t ops_36[] = { 63, };
+/* /v1/api/login */
+static const char *const segs_37[] = { "v1", "api", "login", };
+static const char *const names_37[] = { NULL, NULL, NULL, };
+static const size_t ops_37[] = { 64, };
+/* /v1/api/logout */
+static const char *const segs_38[] = { "v1", "api", "logout", };
+static const char *const names_38[] = { NULL, NULL, NULL, };
+static const size_t ops_38[] = { 65, };
+/* /v1/audit/alerts */
+static const char *const segs_39[] = { "v1", "audit", "alerts", };
+static const char *const names_39[] = { NULL, NULL, NULL, };
+static const size_t ops_39[] = { 66, 67, };
+/* /v1/audit/chain-heads */
+static const char *const segs_40[] = { "v1", "audit", "chain-heads", };
+static const char *const names_40[] = { NULL, NULL, NULL, };
+static const size_t ops_40[] = { 71, };
+/* /v1/audit/events */
+static const char *const segs_41[] = { "v1", "audit", "events", };
+static const char *const names_41[] = { NULL, NULL, NULL, };
+static const size_t ops_41[] = { 72, };
+/* /v1/audit/reports */
+static const char *const segs_42[] = { "v1", "audit", "reports", };
+static const char *const names_42[] = { NULL, NULL, NULL, };
+static const size_t ops_42[] = { 76, 77, };
+/* /v1/audit/verify */
+static const char *const segs_43[] = { "v1", "audit", "verify", };
+static const char *const names_43[] = { NULL, NULL, NULL, };
+static const size_t ops_43[] = { 81, };
+/* /v1/beneficiaries/{id} */
+static const char *const segs_44[] = { "v1", "beneficiaries", NULL, };
+static const char *const names_44[] = { NULL, NULL, "id", };
+static const size_t ops_44[] = { 85, 86, 87, };
+/* /v1/connections/{id} */
+static const char *const segs_45[] = { "v1", "connections", NULL, };
+static const char *const names_45[] = { NULL, NULL, "id", };
+static const size_t ops_45[] = { 92, 93, };
+/* /v1/conversions/execute */
+static const char *const segs_46[] = { "v1", "conversions", "execute", };
+static const char *const names_46[] = { NULL, NULL, NULL, };
+static const size_t ops_46[] = { 99, };
+/* /v1/conversions/positions */
+static const char *const segs_47[] = { "v1", "conversions", "positions", };
+static const char *const names_47[] = { NULL, NULL, NULL, };
+static const size_t ops_47[] = { 100, };
+/* /v1/conversions/quote */
+static const char *const segs_48[] = { "v1", "conversions", "quote", };
+static const char *const names_48[] = { NULL, NULL, NULL, };
+static const size_t ops_48[] = { 101, };
+/* /v1/conversions/{id} */
+static const char *const segs_49[] = { "v1", "conversions", NULL, };
+static const char *const names_49[] = { NULL, NULL, "id", };
+static const size_t ops_49[] = { 103, };
+/* /v1/counterparties/{id} */
+static const char *const segs_50[] = { "v1", "counterparties", NULL, };
+static const char *const names_50[] = { NULL, NULL, "id", };
+static const size_t ops_50[] = { 107, 108, };
+/* /v1/dashboards/{id} */
+static const char *const segs_51[] = { "v1", "dashboards", NULL, };
+static const char *const names_51[] = { NULL, NULL, "id", };
+static const size_t ops_51[] = { 113, 114, 115, };
+/* /v1/events/{id} */
+static const char *const segs_52[] = { "v1", "events", NULL, };
+static const char *const names_52[] = { NULL, NULL, "id", };
+static const size_t ops_52[] = { 117, };
+/* /v1/forecasts/cashflow */
+static const char *const segs_53[] = { "v1", "forecasts", "cashflow", };
+static const char *const names_53[] = { NULL, NULL, NULL, };
+static const size_t ops_53[] = { 121, };
+/* /v1/forecasts/{id} */
+static const char *const segs_54[] = { "v1", "forecasts", NULL, };
+static const char *const names_54[] = { NULL, NULL, "id", };
+static const size_t ops_54[] = { 122, };
+/* /v1/insights/query */
+static const char *const segs_55[] = { "v1", "insights", "query", };
+static const char *const names_55[] = { NULL, NULL, NULL, };
+static const size_t ops_55[] = { 123, };
+/* /v1/integrations/connectors */
+static const char *const segs_56[] = { "v1", "integrations", "connectors", };
+static const char *const names_56[] = { NULL, NULL, NULL, };
+static const size_t ops_56[] = { 126, };
+/* /v1/integrations/{id} */
+static const char *const segs_57[] = { "v1", "integrations", NULL, };
+static const char *const names_57[] = { NULL, NULL, "id", };
+static const size_t ops_57[] = { 127, 128, 129, };
+/* /v1/kpis/{key} */
+static const char *const segs_58[] = { "v1", "kpis", NULL, };
+static const char *const names_58[] = { NULL, NULL, "key", };
+static const size_t ops_58[] = { 137, };
+/* /v1/ledger/accounts */
+static const char *const segs_59[] = { "v1", "ledger", "accounts", };
+static const char *const names_59[] = { NULL, NULL, NULL, };
+static const size_t ops_59[] = { 138, 139, };
+/* /v1/ledger/journals */
+static const char *const segs_60[] = { "v1", "ledger", "journals", };
+static const char *const names_60[] = { NULL, NULL, NULL, };
+static const size_t ops_60[] = { 143, 144, };
+/* /v1/ledger/periods */
+static const char *const segs_61[] = { "v1", "ledger", "periods", };
+static const char *const names_61[] = { NULL, NULL, NULL, };
+static const size_t ops_61[] = { 151, 152, };
+/* /v1/ledger/settings */
+static const char *const segs_62[] = { "v1", "ledger", "settings", };
+static const char *const names_62[] = { NULL, NULL, NULL, };
+static const size_t ops_62[] = { 160, 161, };
+/* /v1/ledger/trial-balance */
+static const char *const segs_63[] = { "v1", "ledger", "trial-balance", };
+static const char *const names_63[] = { NULL, NULL, NULL, };
+static const size_t ops_63[] = { 162, };
+/* /v1/payments/approval-policy */
+static const char *const segs_64[] = { "v1", "payments", "approval-policy", };
+static const char *const names_64[] = { NULL, NULL, NULL, };
+static const size_t ops_64[] = { 166, 167, };
+/* /v1/payments/batches */
+static const char *const segs_65[] = { "v1", "payments", "batches", };
+static const char *const names_65[] = { NULL, NULL, NULL, };
+static const size_t ops_65[] = { 168, };
+/* /v1/payments/{id} */
+static const char *const segs_66[] = { "v1", "payments", NULL, };
+static const char *const names_66[] = { NULL, NULL, "id", };
+static const size_t ops_66[] = { 173, 174, };
+/* /v1/rates/alerts */
+static const char *const segs_67[] = { "v1", "rates", "alerts", };
+static const char *const names_67[] = { NULL, NULL, NULL, };
+static const size_t ops_67[] = { 181, 182, };
+/* /v1/rates/curves */
+static const char *const segs_68[] = { "v1", "rates", "curves", };
+static const char *const names_68[] = { NULL, NULL, NULL, };
+static const size_t ops_68[] = { 188, 189, };
+/* /v1/rates/reference */
+static const char *const segs_69[] = { "v1", "rates", "reference", };
+static const char *const names_69[] = { NULL, NULL, NULL, };
+static const size_t ops_69[] = { 195, };
+/* /v1/rates/{pair} */
+static const char *const segs_70[] = { "v1", "rates", NULL, };
+static const char *const names_70[] = { NULL, NULL, "pair", };
+static const size_t ops_70[] = { 197, };
+/* /v1/reports/generate */
+static const char *const segs_71[] = { "v1", "reports", "generate", };
+static const char *const names_71[] = { NULL, NULL, NULL, };
+static const size_t ops_71[] = { 200, };
+/* /v1/reports/schedule */
+static const char *const segs_72[] = { "v1", "reports", "schedule", };
+static const char *const names_72[] = { NULL, NULL, NULL, };
+static const size_t ops_72[] = { 201, };
+/* /v1/reports/schedules */
+static const char *const segs_73[] = { "v1", "reports", "schedules", };
+static const char *const names_73[] = { NULL, NULL, NULL, };
+static const size_t ops_73[] = { 202, };
+/* /v1/reports/templates */
+static const char *const segs_74[] = { "v1", "reports", "templates", };
+static const char *const names_74[] = { NULL, NULL, NULL, };
+static const size_t ops_74[] = { 206, 207, };
+/* /v1/reports/{id} */
+static const char *const segs_75[] = { "v1", "reports", NULL, };
+static const char *const names_75[] = { NULL, NULL, "id", };
+static const size_t ops_75[] = { 211, };
+/* /v1/runs/{id} */
+static const char *const segs_76[] = { "v1", "runs", NULL, };
+static const char *const names_76[] = { NULL, NULL, "id", };
+static const size_t ops_76[] = { 215, };
+/* /v1/schedules/{id} */
+static const char *const segs_77[] = { "v1", "schedules", NULL, };
+static const char *const names_77[] = { NULL, NULL, "id", };
+static const size_t ops_77[] = { 219, 220, };
+/* /v1/sheets/{id} */
+static const char *const segs_78[] = { "v1", "sheets", NULL, };
+static const char *const names_78[] = { NULL, NULL, "id", };
+static const size_t ops_78[] = { 228, 229, 230, };
+/* /v1/transfers/signing-keys */
+static const char *const segs_79[] = { "v1", "transfers", "signing-keys", };
+static const char *const names_79[] = { NULL, NULL, NULL, };
+static const size_t ops_79[] = { 242, 243, };
+/* /v1/transfers/{id} */
+static const char *const segs_80[] = { "v1", "transfers", NULL, };
+static const char *const names_80[] = { NULL, NULL, "id", };
+static const size_t ops_80[] = { 246, 247, };
+/* /v1/webhooks/{id} */
+static const char *const segs_81[] = { "v1", "webhooks", NULL, };
+static const char *const names_81[] = { NULL, NULL, "id", };
+static const size_t ops_81[] = { 256, 257, 258, };
+/* /v1/workflow-chains/{id} */
+static const char *const segs_82[] = { "v1", "workflow-chains", NULL, };
+static const char *const names_82[] = { NULL, NULL, "id", };
+static const size_t ops_82[] = { 266, 267, 268, };
+/* /v1/workspace/applications */
+static const char *const segs_83[] = { "v1", "workspace", "applications", };
+static const char *const names_83[] = { NULL, NULL, NULL, };
+static const size_t ops_83[] = { 271, };
+/* /v1/workspace/domain */
+static const char *const segs_84[] = { "v1", "workspace", "domain", };
+static const char *const names_84[] = { NULL, NULL, NULL, };
+static const size_t ops_84[] = { 273, 274, 275, };
+/* /v1/workspace/members */
+static const char *const segs_85[] = { "v1", "workspace", "members", };
+static const char *const names_85[] = { NULL, NULL, NULL, };
+static const size_t ops_85[] = { 277, };
+/* /v1/workspace/settings */
+static const char *const segs_86[] = { "v1", "workspace", "settings", };
+static const char *const names_86[] = { NULL, NULL, NULL, };
+static const size_t ops_86[] = { 279, };
+/* /v1/accounts/invitations/accept */
+static const char *const segs_87[] = { "v1", "accounts", "invitations", "accept", };
+static const char *const names_87[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_87[] = { 11, };
+/* /v1/accounts/mfa/confirm */
+static const char *const segs_88[] = { "v1", "accounts", "mfa", "confirm", };
+static const char *const names_88[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_88[] = { 13, };
 /* /v1/accounts/mfa/disable */
-static const char *const segs_26[] = { "v1", "accounts", "mfa", "disable", };
-static const char *const names_26[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_26[] = { 13, };
+static const char *const segs_89[] = { "v1", "accounts", "mfa", "disable", };
+static const char *const names_89[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_89[] = { 14, };
 /* /v1/accounts/mfa/enroll */
-static const char *const segs_27[] = { "v1", "accounts", "mfa", "enroll", };
-static const char *const names_27[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_27[] = { 14, };
+static const char *const segs_90[] = { "v1", "accounts", "mfa", "enroll", };
+static const char *const names_90[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_90[] = { 15, };
 /* /v1/accounts/oauth/clients */
-static const char *const segs_28[] = { "v1", "accounts", "oauth", "clients", };
-static const char *const names_28[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_28[] = { 15, 16, };
+static const char *const segs_91[] = { "v1", "accounts", "oauth", "clients", };
+static const char *const names_91[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_91[] = { 16, 17, };
 /* /v1/accounts/oauth/grants */
-static const char *const segs_29[] = { "v1", "accounts", "oauth", "grants", };
-static const char *const names_29[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_29[] = { 19, };
+static const char *const segs_92[] = { "v1", "accounts", "oauth", "grants", };
+static const char *const names_92[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_92[] = { 20, };
 /* /v1/accounts/sessions/revoke-all */
-static const char *const segs_30[] = { "v1", "accounts", "sessions", "revoke-all", };
-static const char *const names_30[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_30[] = { 23, };
+static const char *const segs_93[] = { "v1", "accounts", "sessions", "revoke-all", };
+static const char *const names_93[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_93[] = { 24, };
 /* /v1/accounts/sessions/{id} */
-static const char *const segs_31[] = { "v1", "accounts", "sessions", NULL, };
-static const char *const names_31[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_31[] = { 24, };
+static const char *const segs_94[] = { "v1", "accounts", "sessions", NULL, };
+static const char *const names_94[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_94[] = { 25, };
+/* /v1/accounts/{id}/balance */
+static const char *const segs_95[] = { "v1", "accounts", NULL, "balance", };
+static const char *const names_95[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_95[] = { 27, };
+/* /v1/accounts/{id}/statements */
+static const char *const segs_96[] = { "v1", "accounts", NULL, "statements", };
+static const char *const names_96[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_96[] = { 29, };
+/* /v1/accounts/{id}/transactions */
+static const char *const segs_97[] = { "v1", "accounts", NULL, "transactions", };
+static const char *const names_97[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_97[] = { 32, };
 /* /v1/admin/roles/{id} */
-static const char *const segs_32[] = { "v1", "admin", "roles", NULL, };
-static const char *const names_32[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_32[] = { 26, };
+static const char *const segs_98[] = { "v1", "admin", "roles", NULL, };
+static const char *const names_98[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_98[] = { 39, };
 /* /v1/admin/service-accounts/{id} */
-static const char *const segs_33[] = { "v1", "admin", "service-accounts", NULL, };
-static const char *const names_33[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_33[] = { 29, };
+static const char *const segs_99[] = { "v1", "admin", "service-accounts", NULL, };
+static const char *const names_99[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_99[] = { 42, };
+/* /v1/admin/sso/test */
+static const char *const segs_100[] = { "v1", "admin", "sso", "test", };
+static const char *const names_100[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_100[] = { 50, };
 /* /v1/admin/users/invite */
-static const char *const segs_34[] = { "v1", "admin", "users", "invite", };
-static const char *const names_34[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_34[] = { 35, };
+static const char *const segs_101[] = { "v1", "admin", "users", "invite", };
+static const char *const names_101[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_101[] = { 52, };
+/* /v1/admin/users/{id} */
+static const char *const segs_102[] = { "v1", "admin", "users", NULL, };
+static const char *const names_102[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_102[] = { 53, 54, 55, };
+/* /v1/anomalies/{id}/acknowledge */
+static const char *const segs_103[] = { "v1", "anomalies", NULL, "acknowledge", };
+static const char *const names_103[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_103[] = { 59, };
+/* /v1/anomalies/{id}/dismiss */
+static const char *const segs_104[] = { "v1", "anomalies", NULL, "dismiss", };
+static const char *const names_104[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_104[] = { 60, };
+/* /v1/anomalies/{id}/feedback */
+static const char *const segs_105[] = { "v1", "anomalies", NULL, "feedback", };
+static const char *const names_105[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_105[] = { 61, };
+/* /v1/anomalies/{id}/resolve */
+static const char *const segs_106[] = { "v1", "anomalies", NULL, "resolve", };
+static const char *const names_106[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_106[] = { 62, };
+/* /v1/audit/alerts/{id} */
+static const char *const segs_107[] = { "v1", "audit", "alerts", NULL, };
+static const char *const names_107[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_107[] = { 68, 69, 70, };
+/* /v1/audit/events/export */
+static const char *const segs_108[] = { "v1", "audit", "events", "export", };
+static const char *const names_108[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_108[] = { 73, };
+/* /v1/audit/events/{id} */
+static const char *const segs_109[] = { "v1", "audit", "events", NULL, };
+static const char *const names_109[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_109[] = { 74, };
+/* /v1/audit/reports/{id} */
+static const char *const segs_110[] = { "v1", "audit", "reports", NULL, };
+static const char *const names_110[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_110[] = { 78, };
 /* /v1/auth/oauth/callback */
-static const char *const segs_35[] = { "v1", "auth", "oauth", "callback", };
-static const char *const names_35[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_35[] = { 39, };
+static const char *const segs_111[] = { "v1", "auth", "oauth", "callback", };
+static const char *const names_111[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_111[] = { 82, };
 /* /v1/beneficiaries/{id}/approve */
-static const char *const segs_36[] = { "v1", "beneficiaries", NULL, "approve", };
-static const char *const names_36[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_36[] = { 45, };
+static const char *const segs_112[] = { "v1", "beneficiaries", NULL, "approve", };
+static const char *const names_112[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_112[] = { 88, };
 /* /v1/beneficiaries/{id}/deny */
-static const char *const segs_37[] = { "v1", "beneficiaries", NULL, "deny", };
-static const char *const names_37[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_37[] = { 46, };
+static const char *const segs_113[] = { "v1", "beneficiaries", NULL, "deny", };
+static const char *const names_113[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_113[] = { 89, };
+/* /v1/connections/{id}/reauthenticate */
+static const char *const segs_114[] = { "v1", "connections", NULL, "reauthenticate", };
+static const char *const names_114[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_114[] = { 94, };
+/* /v1/connections/{id}/revoke */
+static const char *const segs_115[] = { "v1", "connections", NULL, "revoke", };
+static const char *const names_115[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_115[] = { 95, };
+/* /v1/connections/{id}/sync */
+static const char *const segs_116[] = { "v1", "connections", NULL, "sync", };
+static const char *const names_116[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_116[] = { 96, };
+/* /v1/conversions/quotes/{id} */
+static const char *const segs_117[] = { "v1", "conversions", "quotes", NULL, };
+static const char *const names_117[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_117[] = { 102, };
+/* /v1/conversions/{id}/cancel */
+static const char *const segs_118[] = { "v1", "conversions", NULL, "cancel", };
+static const char *const names_118[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_118[] = { 104, };
+/* /v1/counterparties/{id}/archive */
+static const char *const segs_119[] = { "v1", "counterparties", NULL, "archive", };
+static const char *const names_119[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_119[] = { 109, };
+/* /v1/counterparties/{id}/verify */
+static const char *const segs_120[] = { "v1", "counterparties", NULL, "verify", };
+static const char *const names_120[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_120[] = { 110, };
+/* /v1/events/{id}/redeliver */
+static const char *const segs_121[] = { "v1", "events", NULL, "redeliver", };
+static const char *const names_121[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_121[] = { 118, };
+/* /v1/integrations/{id}/pause */
+static const char *const segs_122[] = { "v1", "integrations", NULL, "pause", };
+static const char *const names_122[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_122[] = { 130, };
+/* /v1/integrations/{id}/resume */
+static const char *const segs_123[] = { "v1", "integrations", NULL, "resume", };
+static const char *const names_123[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_123[] = { 131, };
+/* /v1/integrations/{id}/sync */
+static const char *const segs_124[] = { "v1", "integrations", NULL, "sync", };
+static const char *const names_124[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_124[] = { 132, };
+/* /v1/integrations/{id}/sync-runs */
+static const char *const segs_125[] = { "v1", "integrations", NULL, "sync-runs", };
+static const char *const names_125[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_125[] = { 133, };
+/* /v1/ledger/accounts/{id} */
+static const char *const segs_126[] = { "v1", "ledger", "accounts", NULL, };
+static const char *const names_126[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_126[] = { 140, 141, };
+/* /v1/ledger/journals/{id} */
+static const char *const segs_127[] = { "v1", "ledger", "journals", NULL, };
+static const char *const names_127[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_127[] = { 145, 146, };
+/* /v1/ledger/periods/{id} */
+static const char *const segs_128[] = { "v1", "ledger", "periods", NULL, };
+static const char *const names_128[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_128[] = { 153, };
 /* /v1/payments/batches/{id} */
-static const char *const segs_38[] = { "v1", "payments", "batches", NULL, };
-static const char *const names_38[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_38[] = { 53, };
+static const char *const segs_129[] = { "v1", "payments", "batches", NULL, };
+static const char *const names_129[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_129[] = { 169, };
 /* /v1/payments/{id}/approve */
-static const char *const segs_39[] = { "v1", "payments", NULL, "approve", };
-static const char *const names_39[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_39[] = { 59, };
+static const char *const segs_130[] = { "v1", "payments", NULL, "approve", };
+static const char *const names_130[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_130[] = { 175, };
 /* /v1/payments/{id}/cancel */
-static const char *const segs_40[] = { "v1", "payments", NULL, "cancel", };
-static const char *const names_40[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_40[] = { 60, };
+static const char *const segs_131[] = { "v1", "payments", NULL, "cancel", };
+static const char *const names_131[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_131[] = { 176, };
 /* /v1/payments/{id}/deny */
-static const char *const segs_41[] = { "v1", "payments", NULL, "deny", };
-static const char *const names_41[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_41[] = { 61, };
+static const char *const segs_132[] = { "v1", "payments", NULL, "deny", };
+static const char *const names_132[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_132[] = { 177, };
 /* /v1/payments/{id}/events */
-static const char *const segs_42[] = { "v1", "payments", NULL, "events", };
-static const char *const names_42[] = { NULL, NULL, "id", NULL, };
-static const size_t ops_42[] = { 62, };
+static const char *const segs_133[] = { "v1", "payments", NULL, "events", };
+static const char *const names_133[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_133[] = { 178, };
+/* /v1/rates/alerts/{id} */
+static const char *const segs_134[] = { "v1", "rates", "alerts", NULL, };
+static const char *const names_134[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_134[] = { 183, 184, 185, };
+/* /v1/rates/curves/{id} */
+static const char *const segs_135[] = { "v1", "rates", "curves", NULL, };
+static const char *const names_135[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_135[] = { 190, 191, 192, };
+/* /v1/rates/reference/import */
+static const char *const segs_136[] = { "v1", "rates", "reference", "import", };
+static const char *const names_136[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_136[] = { 196, };
+/* /v1/rates/{pair}/history */
+static const char *const segs_137[] = { "v1", "rates", NULL, "history", };
+static const char *const names_137[] = { NULL, NULL, "pair", NULL, };
+static const size_t ops_137[] = { 198, };
+/* /v1/reports/schedules/{id} */
+static const char *const segs_138[] = { "v1", "reports", "schedules", NULL, };
+static const char *const names_138[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_138[] = { 203, 204, 205, };
+/* /v1/reports/templates/{id} */
+static const char *const segs_139[] = { "v1", "reports", "templates", NULL, };
+static const char *const names_139[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_139[] = { 208, 209, 210, };
+/* /v1/reports/{id}/distribute */
+static const char *const segs_140[] = { "v1", "reports", NULL, "distribute", };
+static const char *const names_140[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_140[] = { 212, };
+/* /v1/reports/{id}/file */
+static const char *const segs_141[] = { "v1", "reports", NULL, "file", };
+static const char *const names_141[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_141[] = { 213, };
+/* /v1/runs/{id}/cancel */
+static const char *const segs_142[] = { "v1", "runs", NULL, "cancel", };
+static const char *const names_142[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_142[] = { 216, };
+/* /v1/schedules/{id}/archive */
+static const char *const segs_143[] = { "v1", "schedules", NULL, "archive", };
+static const char *const names_143[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_143[] = { 221, };
+/* /v1/schedules/{id}/pause */
+static const char *const segs_144[] = { "v1", "schedules", NULL, "pause", };
+static const char *const names_144[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_144[] = { 222, };
+/* /v1/schedules/{id}/resume */
+static const char *const segs_145[] = { "v1", "schedules", NULL, "resume", };
+static const char *const names_145[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_145[] = { 223, };
+/* /v1/schedules/{id}/run */
+static const char *const segs_146[] = { "v1", "schedules", NULL, "run", };
+static const char *const names_146[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_146[] = { 224, };
+/* /v1/sheets/functions/evaluate */
+static const char *const segs_147[] = { "v1", "sheets", "functions", "evaluate", };
+static const char *const names_147[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_147[] = { 227, };
+/* /v1/sheets/{id}/cells */
+static const char *const segs_148[] = { "v1", "sheets", NULL, "cells", };
+static const char *const names_148[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_148[] = { 231, 232, };
+/* /v1/sheets/{id}/sharing */
+static const char *const segs_149[] = { "v1", "sheets", NULL, "sharing", };
+static const char *const names_149[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_149[] = { 233, 234, };
+/* /v1/sheets/{id}/values */
+static const char *const segs_150[] = { "v1", "sheets", NULL, "values", };
+static const char *const names_150[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_150[] = { 235, 236, };
+/* /v1/sheets/{id}/versions */
+static const char *const segs_151[] = { "v1", "sheets", NULL, "versions", };
+static const char *const names_151[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_151[] = { 237, };
+/* /v1/transfers/signing-keys/{id} */
+static const char *const segs_152[] = { "v1", "transfers", "signing-keys", NULL, };
+static const char *const names_152[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_152[] = { 244, };
+/* /v1/transfers/{id}/cancel */
+static const char *const segs_153[] = { "v1", "transfers", NULL, "cancel", };
+static const char *const names_153[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_153[] = { 248, };
+/* /v1/transfers/{id}/recall */
+static const char *const segs_154[] = { "v1", "transfers", NULL, "recall", };
+static const char *const names_154[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_154[] = { 249, };
+/* /v1/transfers/{id}/reject */
+static const char *const segs_155[] = { "v1", "transfers", NULL, "reject", };
+static const char *const names_155[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_155[] = { 250, };
+/* /v1/transfers/{id}/sign */
+static const char *const segs_156[] = { "v1", "transfers", NULL, "sign", };
+static const char *const names_156[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_156[] = { 251, };
+/* /v1/transfers/{id}/signing-payload */
+static const char *const segs_157[] = { "v1", "transfers", NULL, "signing-payload", };
+static const char *const names_157[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_157[] = { 252, };
+/* /v1/transfers/{id}/submit */
+static const char *const segs_158[] = { "v1", "transfers", NULL, "submit", };
+static const char *const names_158[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_158[] = { 253, };
+/* /v1/webhooks/{id}/deliveries */
+static const char *const segs_159[] = { "v1", "webhooks", NULL, "deliveries", };
+static const char *const names_159[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_159[] = { 259, };
+/* /v1/webhooks/{id}/disable */
+static const char *const segs_160[] = { "v1", "webhooks", NULL, "disable", };
+static const char *const names_160[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_160[] = { 260, };
+/* /v1/webhooks/{id}/enable */
+static const char *const segs_161[] = { "v1", "webhooks", NULL, "enable", };
+static const char *const names_161[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_161[] = { 261, };
+/* /v1/webhooks/{id}/rotate-secret */
+static const char *const segs_162[] = { "v1", "webhooks", NULL, "rotate-secret", };
+static const char *const names_162[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_162[] = { 262, };
+/* /v1/webhooks/{id}/test */
+static const char *const segs_163[] = { "v1", "webhooks", NULL, "test", };
+static const char *const names_163[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_163[] = { 263, };
+/* /v1/workflow-chains/{id}/run */
+static const char *const segs_164[] = { "v1", "workflow-chains", NULL, "run", };
+static const char *const names_164[] = { NULL, NULL, "id", NULL, };
+static const size_t ops_164[] = { 269, };
 /* /v1/workspace/applications/{key} */
-static const char *const segs_43[] = { "v1", "workspace", "applications", NULL, };
-static const char *const names_43[] = { NULL, NULL, NULL, "key", };
-static const size_t ops_43[] = { 65, };
+static const char *const segs_165[] = { "v1", "workspace", "applications", NULL, };
+static const char *const names_165[] = { NULL, NULL, NULL, "key", };
+static const size_t ops_165[] = { 272, };
 /* /v1/workspace/domain/verify */
-static const char *const segs_44[] = { "v1", "workspace", "domain", "verify", };
-static const char *const names_44[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_44[] = { 69, };
+static const char *const segs_166[] = { "v1", "workspace", "domain", "verify", };
+static const char *const names_166[] = { NULL, NULL, NULL, NULL, };
+static const size_t ops_166[] = { 276, };
 /* /v1/workspace/members/{id} */
-static const char *const segs_45[] = { "v1", "workspace", "members", NULL, };
-static const char *const names_45[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_45[] = { 71, };
+static const char *const segs_167[] = { "v1", "workspace", "members", NULL, };
+static const char *const names_167[] = { NULL, NULL, NULL, "id", };
+static const size_t ops_167[] = { 278, };
 /* /v1/accounts/auth/oauth/authorize */
-static const char *const segs_46[] = { "v1", "accounts", "auth", "oauth", "authorize", };
-static const char *const names_46[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_46[] = { 3, };
+static const char *const segs_168[] = { "v1", "accounts", "auth", "oauth", "authorize", };
+static const char *const names_168[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_168[] = { 4, };
 /* /v1/accounts/auth/oauth/refresh */
-static const char *const segs_47[] = { "v1", "accounts", "auth", "oauth", "refresh", };
-static const char *const names_47[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_47[] = { 7, };
+static const char *const segs_169[] = { "v1", "accounts", "auth", "oauth", "refresh", };
+static const char *const names_169[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_169[] = { 8, };
 /* /v1/accounts/auth/oauth/revoke */
-static const char *const segs_48[] = { "v1", "accounts", "auth", "oauth", "revoke", };
-static const char *const names_48[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_48[] = { 8, };
+static const char *const segs_170[] = { "v1", "accounts", "auth", "oauth", "revoke", };
+static const char *const names_170[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_170[] = { 9, };
 /* /v1/accounts/auth/oauth/token */
-static const char *const segs_49[] = { "v1", "accounts", "auth", "oauth", "token", };
-static const char *const names_49[] = { NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_49[] = { 9, };
+static const char *const segs_171[] = { "v1", "accounts", "auth", "oauth", "token", };
+static const char *const names_171[] = { NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_171[] = { 10, };
 /* /v1/accounts/oauth/clients/{id} */
-static const char *const segs_50[] = { "v1", "accounts", "oauth", "clients", NULL, };
-static const char *const names_50[] = { NULL, NULL, NULL, NULL, "id", };
-static const size_t ops_50[] = { 17, 18, };
+static const char *const segs_172[] = { "v1", "accounts", "oauth", "clients", NULL, };
+static const char *const names_172[] = { NULL, NULL, NULL, NULL, "id", };
+static const size_t ops_172[] = { 18, 19, };
 /* /v1/accounts/oauth/grants/{id} */
-static const char *const segs_51[] = { "v1", "accounts", "oauth", "grants", NULL, };
-static const char *const names_51[] = { NULL, NULL, NULL, NULL, "id", };
-static const size_t ops_51[] = { 20, };
+static const char *const segs_173[] = { "v1", "accounts", "oauth", "grants", NULL, };
+static const char *const names_173[] = { NULL, NULL, NULL, NULL, "id", };
+static const size_t ops_173[] = { 21, };
+/* /v1/accounts/{id}/balance/history */
+static const char *const segs_174[] = { "v1", "accounts", NULL, "balance", "history", };
+static const char *const names_174[] = { NULL, NULL, "id", NULL, NULL, };
+static const size_t ops_174[] = { 28, };
+/* /v1/accounts/{id}/statements/import */
+static const char *const segs_175[] = { "v1", "accounts", NULL, "statements", "import", };
+static const char *const names_175[] = { NULL, NULL, "id", NULL, NULL, };
+static const size_t ops_175[] = { 30, };
+/* /v1/accounts/{id}/statements/{statement_id} */
+static const char *const segs_176[] = { "v1", "accounts", NULL, "statements", NULL, };
+static const char *const names_176[] = { NULL, NULL, "id", NULL, "statement_id", };
+static const size_t ops_176[] = { 31, };
+/* /v1/accounts/{id}/transactions/{transaction_id} */
+static const char *const segs_177[] = { "v1", "accounts", NULL, "transactions", NULL, };
+static const char *const names_177[] = { NULL, NULL, "id", NULL, "transaction_id", };
+static const size_t ops_177[] = { 33, };
 /* /v1/admin/service-accounts/{id}/disable */
-static const char *const segs_52[] = { "v1", "admin", "service-accounts", NULL, "disable", };
-static const char *const names_52[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_52[] = { 30, };
+static const char *const segs_178[] = { "v1", "admin", "service-accounts", NULL, "disable", };
+static const char *const names_178[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_178[] = { 43, };
 /* /v1/admin/service-accounts/{id}/tokens */
-static const char *const segs_53[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
-static const char *const names_53[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_53[] = { 31, 32, };
+static const char *const segs_179[] = { "v1", "admin", "service-accounts", NULL, "tokens", };
+static const char *const names_179[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_179[] = { 44, 45, };
+/* /v1/admin/users/{id}/deactivate */
+static const char *const segs_180[] = { "v1", "admin", "users", NULL, "deactivate", };
+static const char *const names_180[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_180[] = { 56, };
+/* /v1/audit/events/{id}/timeline */
+static const char *const segs_181[] = { "v1", "audit", "events", NULL, "timeline", };
+static const char *const names_181[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_181[] = { 75, };
+/* /v1/audit/reports/{id}/file */
+static const char *const segs_182[] = { "v1", "audit", "reports", NULL, "file", };
+static const char *const names_182[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_182[] = { 79, };
+/* /v1/audit/timelines/{target_type}/{target_id} */
+static const char *const segs_183[] = { "v1", "audit", "timelines", NULL, NULL, };
+static const char *const names_183[] = { NULL, NULL, NULL, "target_type", "target_id", };
+static const size_t ops_183[] = { 80, };
+/* /v1/connections/{id}/transactions/sync */
+static const char *const segs_184[] = { "v1", "connections", NULL, "transactions", "sync", };
+static const char *const names_184[] = { NULL, NULL, "id", NULL, NULL, };
+static const size_t ops_184[] = { 97, };
+/* /v1/integrations/{id}/sync-runs/{run_id} */
+static const char *const segs_185[] = { "v1", "integrations", NULL, "sync-runs", NULL, };
+static const char *const names_185[] = { NULL, NULL, "id", NULL, "run_id", };
+static const size_t ops_185[] = { 134, };
+/* /v1/ledger/accounts/{id}/archive */
+static const char *const segs_186[] = { "v1", "ledger", "accounts", NULL, "archive", };
+static const char *const names_186[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_186[] = { 142, };
+/* /v1/ledger/journals/{id}/discard */
+static const char *const segs_187[] = { "v1", "ledger", "journals", NULL, "discard", };
+static const char *const names_187[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_187[] = { 147, };
+/* /v1/ledger/journals/{id}/post */
+static const char *const segs_188[] = { "v1", "ledger", "journals", NULL, "post", };
+static const char *const names_188[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_188[] = { 148, };
+/* /v1/ledger/journals/{id}/reverse */
+static const char *const segs_189[] = { "v1", "ledger", "journals", NULL, "reverse", };
+static const char *const names_189[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_189[] = { 149, };
+/* /v1/ledger/journals/{id}/versions */
+static const char *const segs_190[] = { "v1", "ledger", "journals", NULL, "versions", };
+static const char *const names_190[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_190[] = { 150, };
+/* /v1/ledger/periods/{id}/checklist */
+static const char *const segs_191[] = { "v1", "ledger", "periods", NULL, "checklist", };
+static const char *const names_191[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_191[] = { 154, };
+/* /v1/ledger/periods/{id}/close */
+static const char *const segs_192[] = { "v1", "ledger", "periods", NULL, "close", };
+static const char *const names_192[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_192[] = { 155, };
+/* /v1/ledger/periods/{id}/lock */
+static const char *const segs_193[] = { "v1", "ledger", "periods", NULL, "lock", };
+static const char *const names_193[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_193[] = { 156, };
+/* /v1/ledger/periods/{id}/open */
+static const char *const segs_194[] = { "v1", "ledger", "periods", NULL, "open", };
+static const char *const names_194[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_194[] = { 157, };
+/* /v1/ledger/periods/{id}/reopen */
+static const char *const segs_195[] = { "v1", "ledger", "periods", NULL, "reopen", };
+static const char *const names_195[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_195[] = { 158, };
+/* /v1/ledger/periods/{id}/soft-close */
+static const char *const segs_196[] = { "v1", "ledger", "periods", NULL, "soft-close", };
+static const char *const names_196[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_196[] = { 159, };
 /* /v1/payments/batches/{id}/approve */
-static const char *const segs_54[] = { "v1", "payments", "batches", NULL, "approve", };
-static const char *const names_54[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_54[] = { 54, };
+static const char *const segs_197[] = { "v1", "payments", "batches", NULL, "approve", };
+static const char *const names_197[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_197[] = { 170, };
 /* /v1/payments/batches/{id}/cancel */
-static const char *const segs_55[] = { "v1", "payments", "batches", NULL, "cancel", };
-static const char *const names_55[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_55[] = { 55, };
+static const char *const segs_198[] = { "v1", "payments", "batches", NULL, "cancel", };
+static const char *const names_198[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_198[] = { 171, };
 /* /v1/payments/batches/{id}/deny */
-static const char *const segs_56[] = { "v1", "payments", "batches", NULL, "deny", };
-static const char *const names_56[] = { NULL, NULL, NULL, "id", NULL, };
-static const size_t ops_56[] = { 56, };
+static const char *const segs_199[] = { "v1", "payments", "batches", NULL, "deny", };
+static const char *const names_199[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_199[] = { 172, };
+/* /v1/rates/alerts/{id}/pause */
+static const char *const segs_200[] = { "v1", "rates", "alerts", NULL, "pause", };
+static const char *const names_200[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_200[] = { 186, };
+/* /v1/rates/alerts/{id}/resume */
+static const char *const segs_201[] = { "v1", "rates", "alerts", NULL, "resume", };
+static const char *const names_201[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_201[] = { 187, };
+/* /v1/rates/curves/{id}/activate */
+static const char *const segs_202[] = { "v1", "rates", "curves", NULL, "activate", };
+static const char *const names_202[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_202[] = { 193, };
+/* /v1/rates/curves/{id}/archive */
+static const char *const segs_203[] = { "v1", "rates", "curves", NULL, "archive", };
+static const char *const names_203[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_203[] = { 194, };
+/* /v1/sheets/{id}/versions/{revision} */
+static const char *const segs_204[] = { "v1", "sheets", NULL, "versions", NULL, };
+static const char *const names_204[] = { NULL, NULL, "id", NULL, "revision", };
+static const size_t ops_204[] = { 238, };
+/* /v1/transfers/signing-keys/{id}/revoke */
+static const char *const segs_205[] = { "v1", "transfers", "signing-keys", NULL, "revoke", };
+static const char *const names_205[] = { NULL, NULL, NULL, "id", NULL, };
+static const size_t ops_205[] = { 245, };
 /* /v1/accounts/auth/oauth/authorize/decision */
-static const char *const segs_57[] = { "v1", "accounts", "auth", "oauth", "authorize", "decision", };
-static const char *const names_57[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_57[] = { 4, };
+static const char *const segs_206[] = { "v1", "accounts", "auth", "oauth", "authorize", "decision", };
+static const char *const names_206[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_206[] = { 5, };
 /* /v1/accounts/auth/oauth/authorize/sign-in */
-static const char *const segs_58[] = { "v1", "accounts", "auth", "oauth", "authorize", "sign-in", };
-static const char *const names_58[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_58[] = { 5, };
+static const char *const segs_207[] = { "v1", "accounts", "auth", "oauth", "authorize", "sign-in", };
+static const char *const names_207[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_207[] = { 6, };
 /* /v1/accounts/auth/oauth/authorize/verify */
-static const char *const segs_59[] = { "v1", "accounts", "auth", "oauth", "authorize", "verify", };
-static const char *const names_59[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
-static const size_t ops_59[] = { 6, };
+static const char *const segs_208[] = { "v1", "accounts", "auth", "oauth", "authorize", "verify", };
+static const char *const names_208[] = { NULL, NULL, NULL, NULL, NULL, NULL, };
+static const size_t ops_208[] = { 7, };
 /* /v1/admin/service-accounts/{id}/tokens/{token_id} */
-static const char *const segs_60[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
-static const char *const names_60[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
-static const size_t ops_60[] = { 33, };
+static const char *const segs_209[] = { "v1", "admin", "service-accounts", NULL, "tokens", NULL, };
+static const char *const names_209[] = { NULL, NULL, NULL, "id", NULL, "token_id", };
+static const size_t ops_209[] = { 46, };
+/* /v1/integrations/{id}/sync-runs/{run_id}/cancel */
+static const char *const segs_210[] = { "v1", "integrations", NULL, "sync-runs", NULL, "cancel", };
+static const char *const names_210[] = { NULL, NULL, "id", NULL, "run_id", NULL, };
+static const size_t ops_210[] = { 135, };
+/* /v1/sheets/{id}/versions/{revision}/restore */
+static const char *const segs_211[] = { "v1", "sheets", NULL, "versions", NULL, "restore", };
+static const char *const names_211[] = { NULL, NULL, "id", NULL, "revision", NULL, };
+static const size_t ops_211[] = { 239, };
 
 static const struct route routes[] = {
     { 1, segs_0, names_0, ops_0, 1, "GET" },
     { 1, segs_1, names_1, ops_1, 1, "GET" },
     { 2, segs_2, names_2, ops_2, 1, "GET" },
-    { 2, segs_3, names_3, ops_3, 2, "GET, POST" },
+    { 2, segs_3, names_3, ops_3, 1, "GET" },
     { 2, segs_4, names_4, ops_4, 1, "GET" },
     { 2, segs_5, names_5, ops_5, 2, "GET, POST" },
-    { 2, segs_6, names_6, ops_6, 1, "GET" },
-    { 3, segs_7, names_7, ops_7, 1, "GET" },
-    { 3, segs_8, names_8, ops_8, 1, "POST" },
-    { 3, segs_9, names_9, ops_9, 1, "GET" },
-    { 3, segs_10, names_10, ops_10, 1, "GET" },
-    { 3, segs_11, names_11, ops_11, 2, "GET, POST" },
-    { 3, segs_12, names_12, ops_12, 1, "GET" },
-    { 3, segs_13, names_13, ops_13, 1, "POST" },
-    { 3, segs_14, names_14, ops_14, 1, "POST" },
-    { 3, segs_15, names_15, ops_15, 1, "POST" },
-    { 3, segs_16, names_16, ops_16, 3, "GET, PATCH, DELETE" },
-    { 3, segs_17, names_17, ops_17, 2, "GET, PUT" },
-    { 3, segs_18, names_18, ops_18, 1, "POST" },
-    { 3, segs_19, names_19, ops_19, 2, "GET, PATCH" },
-    { 3, segs_20, names_20, ops_20, 1, "GET" },
-    { 3, segs_21, names_21, ops_21, 3, "GET, PUT, DELETE" },
-    { 3, segs_22, names_22, ops_22, 1, "GET" },
-    { 3, segs_23, names_23, ops_23, 1, "PUT" },
-    { 4, segs_24, names_24, ops_24, 1, "POST" },
-    { 4, segs_25, names_25, ops_25, 1, "POST" },
-    { 4, segs_26, names_26, ops_26, 1, "POST" },
-    { 4, segs_27, names_27, ops_27, 1, "POST" },
-    { 4, segs_28, names_28, ops_28, 2, "GET, POST" },
-    { 4, segs_29, names_29, ops_29, 1, "GET" },
-    { 4, segs_30, names_30, ops_30, 1, "POST" },
-    { 4, segs_31, names_31, ops_31, 1, "DELETE" },
-    { 4, segs_32, names_32, ops_32, 1, "PUT" },
-    { 4, segs_33, names_33, ops_33, 1, "GET" },
-    { 4, segs_34, names_34, ops_34, 1, "POST" },
-    { 4, segs_35, names_35, ops_35, 1, "GET" },
-    { 4, segs_36, names_36, ops_36, 1, "PUT" },
-    { 4, segs_37, names_37, ops_37, 1, "PUT" },
-    { 4, segs_38, names_38, ops_38, 1, "GET" },
-    { 4, segs_39, names_39, ops_39, 1, "PUT" },
-    { 4, segs_40, names_40, ops_40, 1, "POST" },
-    { 4, segs_41, names_41, ops_41, 1, "PUT" },
-    { 4, segs_42, names_42, ops_42, 1, "GET" },
-    { 4, segs_43, names_43, ops_43, 1, "PUT" },
-    { 4, segs_44, names_44, ops_44, 1, "POST" },
-    { 4, segs_45, names_45, ops_45, 1, "DELETE" },
-    { 5, segs_46, names_46, ops_46, 1, "GET" },
-    { 5, segs_47, names_47, ops_47, 1, "POST" },
-    { 5, segs_48, names_48, ops_48, 1, "POST" },
-    { 5, segs_49, names_49, ops_49, 1, "POST" },
-    { 5, segs_50, names_50, ops_50, 2, "GET, PATCH" },
-    { 5, segs_51, names_51, ops_51, 1, "DELETE" },
-    { 5, segs_52, names_52, ops_52, 1, "POST" },
-    { 5, segs_53, names_53, ops_53, 2, "GET, POST" },
-    { 5, segs_54, names_54, ops_54, 1, "PUT" },
-    { 5, segs_55, names_55, ops_55, 1, "POST" },
-    { 5, segs_56, names_56, ops_56, 1, "PUT" },
-    { 6, segs_57, names_57, ops_57, 1, "POST" },
-    { 6, segs_58, names_58, ops_58, 1, "POST" },
-    { 6, segs_59, names_59, ops_59, 1, "POST" },
-    { 6, segs_60, names_60, ops_60, 1, "DELETE" },
+    { 2, segs_6, names_6, ops_6, 2, "GET, POST" },
+    { 2, segs_7, names_7, ops_7, 1, "GET" },
+    { 2, segs_8, names_8, ops_8, 2, "GET, POST" },
+    { 2, segs_9, names_9, ops_9, 2, "GET, POST" },
+    { 2, segs_10, names_10, ops_10, 1, "GET" },
+    { 2, segs_11, names_11, ops_11, 2, "GET, POST" },
+    { 2, segs_12, names_12, ops_12, 2, "GET, POST" },
+    { 2, segs_13, names_13, ops_13, 1, "GET" },
+    { 2, segs_14, names_14, ops_14, 1, "GET" },
+    { 2, segs_15, names_15, ops_15, 2, "GET, POST" },
+    { 2, segs_16, names_16, ops_16, 2, "GET, POST" },
+    { 2, segs_17, names_17, ops_17, 1, "GET" },
+    { 2, segs_18, names_18, ops_18, 1, "GET" },
+    { 2, segs_19, names_19, ops_19, 2, "GET, POST" },
+    { 2, segs_20, names_20, ops_20, 2, "GET, POST" },
+    { 2, segs_21, names_21, ops_21, 2, "GET, POST" },
+    { 2, segs_22, names_22, ops_22, 2, "GET, POST" },
+    { 2, segs_23, names_23, ops_23, 2, "GET, POST" },
+    { 2, segs_24, names_24, ops_24, 1, "GET" },
+    { 3, segs_25, names_25, ops_25, 1, "GET" },
+    { 3, segs_26, names_26, ops_26, 1, "POST" },
+    { 3, segs_27, names_27, ops_27, 1, "GET" },
+    { 3, segs_28, names_28, ops_28, 1, "GET" },
+    { 3, segs_29, names_29, ops_29, 2, "GET, PUT" },
+    { 3, segs_30, names_30, ops_30, 2, "GET, PUT" },
+    { 3, segs_31, names_31, ops_31, 1, "GET" },
+    { 3, segs_32, names_32, ops_32, 2, "GET, POST" },
+    { 3, segs_33, names_33, ops_33, 3, "GET, PUT, DELETE" },
+    { 3, segs_34, names_34, ops_34, 1, "GET" },
+    { 3, segs_35, names_35, ops_35, 1, "GET" },
+    { 3, segs_36, names_36, ops_36, 1, "POST" },
+    { 3, segs_37, names_37, ops_37, 1, "POST" },
+    { 3, segs_38, names_38, ops_38, 1, "POST" },
+    { 3, segs_39, names_39, ops_39, 2, "GET, POST" },
+    { 3, segs_40, names_40, ops_40, 1, "GET" },
+    { 3, segs_41, names_41, ops_41, 1, "GET" },
+    { 3, segs_42, names_42, ops_42, 2, "GET, POST" },
+    { 3, segs_43, names_43, ops_43, 1, "GET" },
+    { 3, segs_44, names_44, ops_44, 3, "GET, PATCH, DELETE" },
+    { 3, segs_45, names_45, ops_45, 2, "GET, PATCH" },
+    { 3, segs_46, names_46, ops_46, 1, "POST" },
+    { 3, segs_47, names_47, ops_47, 1, "GET" },
+    { 3, segs_48, names_48, ops_48, 1, "POST" },
+    { 3, segs_49, names_49, ops_49, 1, "GET" },
+    { 3, segs_50, names_50, ops_50, 2, "GET, PATCH" },
+    { 3, segs_51, names_51, ops_51, 3, "GET, PATCH, DELETE" },
+    { 3, segs_52, names_52, ops_52, 1, "GET" },
+    { 3, segs_53, names_53, ops_53, 1, "GET" },
+    { 3, segs_54, names_54, ops_54, 1, "GET" },
+    { 3, segs_55, names_55, ops_55, 1, "POST" },
+    { 3, segs_56, names_56, ops_56, 1, "GET" },
+    { 3, segs_57, names_57, ops_57, 3, "GET, PATCH, DELETE" },
+    { 3, segs_58, names_58, ops_58, 1, "GET" },
+    { 3, segs_59, names_59, ops_59, 2, "GET, POST" },
+    { 3, segs_60, names_60, ops_60, 2, "GET, POST" },
+    { 3, segs_61, names_61, ops_61, 2, "GET, POST" },
+    { 3, segs_62, names_62, ops_62, 2, "GET, PUT" },
+    { 3, segs_63, names_63, ops_63, 1, "GET" },
+    { 3, segs_64, names_64, ops_64, 2, "GET, PUT" },
+    { 3, segs_65, names_65, ops_65, 1, "POST" },
+    { 3, segs_66, names_66, ops_66, 2, "GET, PATCH" },
+    { 3, segs_67, names_67, ops_67, 2, "GET, POST" },
+    { 3, segs_68, names_68, ops_68, 2, "GET, POST" },
+    { 3, segs_69, names_69, ops_69, 1, "GET" },
+    { 3, segs_70, names_70, ops_70, 1, "GET" },
+    { 3, segs_71, names_71, ops_71, 1, "POST" },
+    { 3, segs_72, names_72, ops_72, 1, "POST" },
+    { 3, segs_73, names_73, ops_73, 1, "GET" },
+    { 3, segs_74, names_74, ops_74, 2, "GET, POST" },
+    { 3, segs_75, names_75, ops_75, 1, "GET" },
+    { 3, segs_76, names_76, ops_76, 1, "GET" },
+    { 3, segs_77, names_77, ops_77, 2, "GET, PATCH" },
+    { 3, segs_78, names_78, ops_78, 3, "GET, PATCH, DELETE" },
+    { 3, segs_79, names_79, ops_79, 2, "GET, POST" },
+    { 3, segs_80, names_80, ops_80, 2, "GET, PATCH" },
+    { 3, segs_81, names_81, ops_81, 3, "GET, PATCH, DELETE" },
+    { 3, segs_82, names_82, ops_82, 3, "GET, PATCH, DELETE" },
+    { 3, segs_83, names_83, ops_83, 1, "GET" },
+    { 3, segs_84, names_84, ops_84, 3, "GET, PUT, DELETE" },
+    { 3, segs_85, names_85, ops_85, 1, "GET" },
+    { 3, segs_86, names_86, ops_86, 1, "PUT" },
+    { 4, segs_87, names_87, ops_87, 1, "POST" },
+    { 4, segs_88, names_88, ops_88, 1, "POST" },
+    { 4, segs_89, names_89, ops_89, 1, "POST" },
+    { 4, segs_90, names_90, ops_90, 1, "POST" },
+    { 4, segs_91, names_91, ops_91, 2, "GET, POST" },
+    { 4, segs_92, names_92, ops_92, 1, "GET" },
+    { 4, segs_93, names_93, ops_93, 1, "POST" },
+    { 4, segs_94, names_94, ops_94, 1, "DELETE" },
+    { 4, segs_95, names_95, ops_95, 1, "GET" },
+    { 4, segs_96, names_96, ops_96, 1, "GET" },
+    { 4, segs_97, names_97, ops_97, 1, "GET" },
+    { 4, segs_98, names_98, ops_98, 1, "PUT" },
+    { 4, segs_99, names_99, ops_99, 1, "GET" },
+    { 4, segs_100, names_100, ops_100, 1, "POST" },
+    { 4, segs_101, names_101, ops_101, 1, "POST" },
+    { 4, segs_102, names_102, ops_102, 3, "GET, PATCH, DELETE" },
+    { 4, segs_103, names_103, ops_103, 1, "POST" },
+    { 4, segs_104, names_104, ops_104, 1, "POST" },
+    { 4, segs_105, names_105, ops_105, 1, "PUT" },
+    { 4, segs_106, names_106, ops_106, 1, "POST" },
+    { 4, segs_107, names_107, ops_107, 3, "GET, PATCH, DELETE" },
+    { 4, segs_108, names_108, ops_108, 1, "GET" },
+    { 4, segs_109, names_109, ops_109, 1, "GET" },
+    { 4, segs_110, names_110, ops_110, 1, "GET" },
+    { 4, segs_111, names_111, ops_111, 1, "GET" },
+    { 4, segs_112, names_112, ops_112, 1, "PUT" },
+    { 4, segs_113, names_113, ops_113, 1, "PUT" },
+    { 4, segs_114, names_114, ops_114, 1, "POST" },
+    { 4, segs_115, names_115, ops_115, 1, "POST" },
+    { 4, segs_116, names_116, ops_116, 1, "POST" },
+    { 4, segs_117, names_117, ops_117, 1, "GET" },
+    { 4, segs_118, names_118, ops_118, 1, "POST" },
+    { 4, segs_119, names_119, ops_119, 1, "POST" },
+    { 4, segs_120, names_120, ops_120, 1, "POST" },
+    { 4, segs_121, names_121, ops_121, 1, "POST" },
+    { 4, segs_122, names_122, ops_122, 1, "POST" },
+    { 4, segs_123, names_123, ops_123, 1, "POST" },
+    { 4, segs_124, names_124, ops_124, 1, "POST" },
+    { 4, segs_125, names_125, ops_125, 1, "GET" },
+    { 4, segs_126, names_126, ops_126, 2, "GET, PATCH" },
+    { 4, segs_127, names_127, ops_127, 2, "GET, PATCH" },
+    { 4, segs_128, names_128, ops_128, 1, "GET" },
+    { 4, segs_129, names_129, ops_129, 1, "GET" },
+    { 4, segs_130, names_130, ops_130, 1, "PUT" },
+    { 4, segs_131, names_131, ops_131, 1, "POST" },
+    { 4, segs_132, names_132, ops_132, 1, "PUT" },
+    { 4, segs_133, names_133, ops_133, 1, "GET" },
+    { 4, segs_134, names_134, ops_134, 3, "GET, PATCH, DELETE" },
+    { 4, segs_135, names_135, ops_135, 3, "GET, PATCH, DELETE" },
+    { 4, segs_136, names_136, ops_136, 1, "POST" },
+    { 4, segs_137, names_137, ops_137, 1, "GET" },
+    { 4, segs_138, names_138, ops_138, 3, "GET, PATCH, DELETE" },
+    { 4, segs_139, names_139, ops_139, 3, "GET, PATCH, DELETE" },
+    { 4, segs_140, names_140, ops_140, 1, "POST" },
+    { 4, segs_141, names_141, ops_141, 1, "GET" },
+    { 4, segs_142, names_142, ops_142, 1, "POST" },
+    { 4, segs_143, names_143, ops_143, 1, "POST" },
+    { 4, segs_144, names_144, ops_144, 1, "POST" },
+    { 4, segs_145, names_145, ops_145, 1, "POST" },
+    { 4, segs_146, names_146, ops_146, 1, "POST" },
+    { 4, segs_147, names_147, ops_147, 1, "POST" },
+    { 4, segs_148, names_148, ops_148, 2, "GET, PATCH" },
+    { 4, segs_149, names_149, ops_149, 2, "GET, PUT" },
+    { 4, segs_150, names_150, ops_150, 2, "GET, PUT" },
+    { 4, segs_151, names_151, ops_151, 1, "GET" },
+    { 4, segs_152, names_152, ops_152, 1, "GET" },
+    { 4, segs_153, names_153, ops_153, 1, "POST" },
+    { 4, segs_154, names_154, ops_154, 1, "POST" },
+    { 4, segs_155, names_155, ops_155, 1, "POST" },
+    { 4, segs_156, names_156, ops_156, 1, "POST" },
+    { 4, segs_157, names_157, ops_157, 1, "GET" },
+    { 4, segs_158, names_158, ops_158, 1, "POST" },
+    { 4, segs_159, names_159, ops_159, 1, "GET" },
+    { 4, segs_160, names_160, ops_160, 1, "POST" },
+    { 4, segs_161, names_161, ops_161, 1, "POST" },
+    { 4, segs_162, names_162, ops_162, 1, "POST" },
+    { 4, segs_163, names_163, ops_163, 1, "POST" },
+    { 4, segs_164, names_164, ops_164, 1, "POST" },
+    { 4, segs_165, names_165, ops_165, 1, "PUT" },
+    { 4, segs_166, names_166, ops_166, 1, "POST" },
+    { 4, segs_167, names_167, ops_167, 1, "DELETE" },
+    { 5, segs_168, names_168, ops_168, 1, "GET" },
+    { 5, segs_169, names_169, ops_169, 1, "POST" },
+    { 5, segs_170, names_170, ops_170, 1, "POST" },
+    { 5, segs_171, names_171, ops_171, 1, "POST" },
+    { 5, segs_172, names_172, ops_172, 2, "GET, PATCH" },
+    { 5, segs_173, names_173, ops_173, 1, "DELETE" },
+    { 5, segs_174, names_174, ops_174, 1, "GET" },
+    { 5, segs_175, names_175, ops_175, 1, "POST" },
+    { 5, segs_176, names_176, ops_176, 1, "GET" },
+    { 5, segs_177, names_177, ops_177, 1, "GET" },
+    { 5, segs_178, names_178, ops_178, 1, "POST" },
+    { 5, segs_179, names_179, ops_179, 2, "GET, POST" },
+    { 5, segs_180, names_180, ops_180, 1, "POST" },
+    { 5, segs_181, names_181, ops_181, 1, "GET" },
+    { 5, segs_182, names_182, ops_182, 1, "GET" },
+    { 5, segs_183, names_183, ops_183, 1, "GET" },
+    { 5, segs_184, names_184, ops_184, 1, "GET" },
+    { 5, segs_185, names_185, ops_185, 1, "GET" },
+    { 5, segs_186, names_186, ops_186, 1, "POST" },
+    { 5, segs_187, names_187, ops_187, 1, "POST" },
+    { 5, segs_188, names_188, ops_188, 1, "POST" },
+    { 5, segs_189, names_189, ops_189, 1, "POST" },
+    { 5, segs_190, names_190, ops_190, 1, "GET" },
+    { 5, segs_191, names_191, ops_191, 1, "GET" },
+    { 5, segs_192, names_192, ops_192, 1, "POST" },
+    { 5, segs_193, names_193, ops_193, 1, "POST" },
+    { 5, segs_194, names_194, ops_194, 1, "POST" },
+    { 5, segs_195, names_195, ops_195, 1, "POST" },
+    { 5, segs_196, names_196, ops_196, 1, "POST" },
+    { 5, segs_197, names_197, ops_197, 1, "PUT" },
+    { 5, segs_198, names_198, ops_198, 1, "POST" },
+    { 5, segs_199, names_199, ops_199, 1, "PUT" },
+    { 5, segs_200, names_200, ops_200, 1, "POST" },
+    { 5, segs_201, names_201, ops_201, 1, "POST" },
+    { 5, segs_202, names_202, ops_202, 1, "POST" },
+    { 5, segs_203, names_203, ops_203, 1, "POST" },
+    { 5, segs_204, names_204, ops_204, 1, "GET" },
+    { 5, segs_205, names_205, ops_205, 1, "POST" },
+    { 6, segs_206, names_206, ops_206, 1, "POST" },
+    { 6, segs_207, names_207, ops_207, 1, "POST" },
+    { 6, segs_208, names_208, ops_208, 1, "POST" },
+    { 6, segs_209, names_209, ops_209, 1, "DELETE" },
+    { 6, segs_210, names_210, ops_210, 1, "POST" },
+    { 6, segs_211, names_211, ops_211, 1, "POST" },
 };
 
 struct seg {

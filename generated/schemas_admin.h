@@ -7,9 +7,26 @@
 #define GENERATED_SCHEMAS_ADMIN_H
 
 #include "generated/schemas.h"
+#include "generated/schemas_audit.h"
 #include "generated/schemas_common.h"
 
 /* ---- enums: 0 is "unset"; _str() gives NULL and _parse() gives 0 for unknown values ---- */
+
+/* AuditExportFormat: JSON Lines (one event per line, as the API shows it) or CSV (as the export). */
+enum audit_export_format {
+    AUDIT_EXPORT_FORMAT_JSONL = 1,
+    AUDIT_EXPORT_FORMAT_CSV = 2,
+};
+const char *audit_export_format_str(enum audit_export_format v);
+enum audit_export_format audit_export_format_parse(const char *s);
+
+/* AuditExportFrequency: How often new events are sent. */
+enum audit_export_frequency {
+    AUDIT_EXPORT_FREQUENCY_HOURLY = 1,
+    AUDIT_EXPORT_FREQUENCY_DAILY = 2,
+};
+const char *audit_export_frequency_str(enum audit_export_frequency v);
+enum audit_export_frequency audit_export_frequency_parse(const char *s);
 
 /* invitation_issued_status: `pending` until the signup completes or a newer invitation replaces it. */
 enum invitation_issued_status {
@@ -36,6 +53,23 @@ enum service_account_token_status {
 const char *service_account_token_status_str(enum service_account_token_status v);
 enum service_account_token_status service_account_token_status_parse(const char *s);
 
+/* sso_domain_status: `pending` until the TXT record is found (`verified`); `failed` when it was not found within 72 ho... */
+enum sso_domain_status {
+    SSO_DOMAIN_STATUS_PENDING = 1,
+    SSO_DOMAIN_STATUS_VERIFIED = 2,
+    SSO_DOMAIN_STATUS_FAILED = 3,
+};
+const char *sso_domain_status_str(enum sso_domain_status v);
+enum sso_domain_status sso_domain_status_parse(const char *s);
+
+/* SsoProtocol: SAML 2.0 or OpenID Connect. */
+enum sso_protocol {
+    SSO_PROTOCOL_SAML = 1,
+    SSO_PROTOCOL_OIDC = 2,
+};
+const char *sso_protocol_str(enum sso_protocol v);
+enum sso_protocol sso_protocol_parse(const char *s);
+
 /* user_status: Only `active` users can log in. */
 enum user_status {
     USER_STATUS_INVITED = 1,
@@ -46,13 +80,37 @@ enum user_status {
 const char *user_status_str(enum user_status v);
 enum user_status user_status_parse(const char *s);
 
+/* user_update_status: `suspended` suspends an active member; `active` reactivates a suspended one. */
+enum user_update_status {
+    USER_UPDATE_STATUS_ACTIVE = 1,
+    USER_UPDATE_STATUS_SUSPENDED = 2,
+};
+const char *user_update_status_str(enum user_update_status v);
+enum user_update_status user_update_status_parse(const char *s);
+
+/* AuditExportDestination: which oneOf member is set, by type */
+enum audit_export_destination_kind {
+    AUDIT_EXPORT_DESTINATION_KIND_S3 = 1, /* s3 */
+    AUDIT_EXPORT_DESTINATION_KIND_WEBHOOK = 2, /* webhook */
+};
+
 /* ---- structs ---- */
 
+struct audit_alert_defaults;
+struct audit_export_destination;
+struct audit_export_s3_destination;
+struct audit_export_webhook_destination;
+struct audit_settings;
+struct audit_settings_update;
+struct branding;
+struct branding_update;
 struct invitation_create;
 struct invitation_issued;
+struct oidc_settings;
 struct role;
 struct role_definition;
 struct role_list;
+struct saml_settings;
 struct service_account;
 struct service_account_create;
 struct service_account_page;
@@ -60,8 +118,98 @@ struct service_account_token;
 struct service_account_token_create;
 struct service_account_token_issued;
 struct service_account_token_page;
+struct sso_configuration;
+struct sso_configuration_update;
+struct sso_domain;
+struct sso_domain_verification;
+struct sso_test_check;
+struct sso_test_result;
 struct user;
 struct user_page;
+struct user_update;
+
+/* AuditAlertDefaults: Defaults for audit alerts. */
+struct audit_alert_defaults {
+    struct audit_alert_channel *channels; /* optional */
+    size_t channels_count;
+    bool has_channels;
+};
+
+/* AuditExportDestination: Where audit events are exported. */
+struct audit_export_destination {
+    enum audit_export_destination_kind kind; /* which member below is set */
+    struct audit_export_s3_destination *s3; /* AUDIT_EXPORT_DESTINATION_KIND_S3: type = "s3" */
+    struct audit_export_webhook_destination *webhook; /* AUDIT_EXPORT_DESTINATION_KIND_WEBHOOK: type = "webhook" */
+};
+
+/* AuditExportS3Destination: An S3 bucket the service writes to by assuming `role_arn`. */
+struct audit_export_s3_destination {
+    const char *type; /* required */
+    const char *bucket; /* required */
+    const char *prefix; /* optional */
+    bool has_prefix;
+    const char *region; /* required */
+    const char *role_arn; /* required */
+    enum audit_export_format format; /* optional, default "jsonl", AuditExportFormat */
+    bool has_format;
+    enum audit_export_frequency frequency; /* optional, default "daily", AuditExportFrequency */
+    bool has_frequency;
+};
+
+/* AuditExportWebhookDestination: A webhook endpoint of the integrations API, sent `audit.export` events. */
+struct audit_export_webhook_destination {
+    const char *type; /* required */
+    const char *webhook_endpoint_id; /* required */
+    enum audit_export_format format; /* optional, default "jsonl", AuditExportFormat */
+    bool has_format;
+    enum audit_export_frequency frequency; /* optional, default "daily", AuditExportFrequency */
+    bool has_frequency;
+};
+
+/* AuditSettings: The workspace's audit retention, export and alert defaults. */
+struct audit_settings {
+    const char *object; /* required */
+    const char *workspace_id; /* required, WorkspaceId */
+    int64_t retention_days; /* required, default 2555, AuditRetentionDays */
+    struct audit_export_destination *export_destinations; /* required */
+    size_t export_destinations_count;
+    struct audit_alert_defaults *alert_defaults; /* required, AuditAlertDefaults */
+    int64_t version; /* required */
+    const char *updated_at; /* optional, Timestamp */
+    bool has_updated_at;
+};
+
+/* AuditSettingsUpdate: The whole audit settings; a member left out takes its default. */
+struct audit_settings_update {
+    int64_t retention_days; /* optional, default 2555, AuditRetentionDays */
+    bool has_retention_days;
+    struct audit_export_destination *export_destinations; /* optional */
+    size_t export_destinations_count;
+    bool has_export_destinations;
+    struct audit_alert_defaults *alert_defaults; /* optional, AuditAlertDefaults */
+    bool has_alert_defaults;
+};
+
+/* Branding: The workspace's logo and primary colour. */
+struct branding {
+    const char *object; /* required */
+    const char *workspace_id; /* required, WorkspaceId */
+    const char *logo_url; /* optional, BrandingLogoUrl */
+    bool has_logo_url;
+    const char *primary_color; /* optional, BrandingColor */
+    bool has_primary_color;
+    int64_t version; /* required */
+    const char *updated_at; /* optional, Timestamp */
+    bool has_updated_at;
+};
+
+/* BrandingUpdate: The whole branding; a field left out is cleared. */
+struct branding_update {
+    const char *logo_url; /* optional, BrandingLogoUrl */
+    bool has_logo_url;
+    const char *primary_color; /* optional, BrandingColor */
+    bool has_primary_color;
+};
 
 /* InvitationCreate: Whom to invite, with which role. */
 struct invitation_create {
@@ -79,6 +227,19 @@ struct invitation_issued {
     const char *invited_by; /* required */
     const char *created_at; /* required, Timestamp */
     const char *expires_at; /* required, Timestamp */
+};
+
+/* OidcSettings: OpenID Connect provider settings (authorization code flow with PKCE). */
+struct oidc_settings {
+    const char *issuer; /* required */
+    const char *client_id; /* required */
+    const char *client_secret; /* optional, write-only */
+    bool has_client_secret;
+    const char **scopes; /* optional */
+    size_t scopes_count;
+    bool has_scopes;
+    const char *redirect_uri; /* optional, read-only */
+    bool has_redirect_uri;
 };
 
 /* Role: A role and the scopes it grants. */
@@ -118,6 +279,19 @@ struct role_definition {
 struct role_list {
     struct role *data; /* required */
     size_t data_count;
+};
+
+/* SamlSettings: SAML 2.0 identity provider settings (HTTP-Redirect binding out, HTTP-POST back). */
+struct saml_settings {
+    const char *idp_entity_id; /* required */
+    const char *idp_sso_url; /* required */
+    const char *idp_certificate; /* required */
+    bool sign_requests; /* optional, default false */
+    bool has_sign_requests;
+    const char *sp_entity_id; /* optional, read-only */
+    bool has_sp_entity_id;
+    const char *acs_url; /* optional, read-only */
+    bool has_acs_url;
 };
 
 /* ServiceAccount: A non-human principal of the workspace, holding a role. */
@@ -201,6 +375,80 @@ struct service_account_token_page {
     bool next_cursor_is_null;
 };
 
+/* SsoConfiguration: The workspace's single sign-on configuration. */
+struct sso_configuration {
+    const char *object; /* required */
+    const char *workspace_id; /* required, WorkspaceId */
+    enum sso_protocol protocol; /* required, SsoProtocol */
+    bool enabled; /* required */
+    bool enforce; /* required */
+    struct sso_domain *domains; /* required */
+    size_t domains_count;
+    bool jit_provisioning; /* required */
+    const char *default_role; /* optional, RoleKey */
+    bool has_default_role;
+    struct saml_settings *saml; /* optional, SamlSettings */
+    bool has_saml;
+    struct oidc_settings *oidc; /* optional, OidcSettings */
+    bool has_oidc;
+    int64_t version; /* required, ResourceVersion */
+    const char *created_at; /* required, Timestamp */
+    const char *updated_at; /* required, Timestamp */
+};
+
+/* SsoConfigurationUpdate: The whole SSO configuration. */
+struct sso_configuration_update {
+    enum sso_protocol protocol; /* required, SsoProtocol */
+    bool enabled; /* required */
+    bool enforce; /* optional, default false */
+    bool has_enforce;
+    const char **domains; /* optional */
+    size_t domains_count;
+    bool has_domains;
+    bool jit_provisioning; /* optional, default false */
+    bool has_jit_provisioning;
+    const char *default_role; /* optional, RoleKey */
+    bool has_default_role;
+    struct saml_settings *saml; /* optional, SamlSettings */
+    bool has_saml;
+    struct oidc_settings *oidc; /* optional, OidcSettings */
+    bool has_oidc;
+};
+
+/* SsoDomain: An email domain whose members sign in through the identity provider. */
+struct sso_domain {
+    const char *domain; /* required, SsoDomainName */
+    enum sso_domain_status status; /* required */
+    struct sso_domain_verification *verification; /* required, SsoDomainVerification */
+    const char *verified_at; /* optional, Timestamp */
+    bool has_verified_at;
+};
+
+/* SsoDomainVerification: The DNS TXT record to publish to prove the domain is the workspace's. */
+struct sso_domain_verification {
+    const char *type; /* required */
+    const char *name; /* required */
+    const char *value; /* required */
+};
+
+/* SsoTestCheck: One check of an SSO test. */
+struct sso_test_check {
+    const char *name; /* required */
+    bool ok; /* required */
+    const char *detail; /* optional */
+    bool has_detail;
+};
+
+/* SsoTestResult: The result of testing the SSO configuration. */
+struct sso_test_result {
+    const char *object; /* required */
+    enum sso_protocol protocol; /* required, SsoProtocol */
+    bool ok; /* required */
+    struct sso_test_check *checks; /* required */
+    size_t checks_count;
+    const char *tested_at; /* required, Timestamp */
+};
+
 /* User: A user and their membership of this workspace. */
 struct user {
     const char *id; /* required, UserId */
@@ -213,6 +461,18 @@ struct user {
     const char *joined_at; /* required, Timestamp */
     const char *last_login_at; /* optional, Timestamp */
     bool has_last_login_at;
+    const char *given_name; /* optional */
+    bool has_given_name;
+    const char *family_name; /* optional */
+    bool has_family_name;
+    bool mfa_enrolled; /* optional */
+    bool has_mfa_enrolled;
+    const char *sso_subject; /* optional */
+    bool has_sso_subject;
+    int64_t version; /* optional, ResourceVersion */
+    bool has_version;
+    const char *updated_at; /* optional, Timestamp */
+    bool has_updated_at;
 };
 
 /* UserPage: One page of users, newest member first. */
@@ -224,18 +484,54 @@ struct user_page {
     bool next_cursor_is_null;
 };
 
+/* UserUpdate: The fields of a member to change. */
+struct user_update {
+    const char *given_name; /* optional, nullable */
+    bool given_name_is_null;
+    bool has_given_name;
+    const char *family_name; /* optional, nullable */
+    bool family_name_is_null;
+    bool has_family_name;
+    const char *name; /* optional, PersonName */
+    bool has_name;
+    const char *role; /* optional, RoleKey */
+    bool has_role;
+    enum user_update_status status; /* optional */
+    bool has_status;
+};
+
 /* ---- JSON <-> structs: decode_*() expect a value its validate_*() accepted; 0 or -1 ---- */
 
+int decode_audit_alert_defaults(struct arena *a, const struct json_value *v, struct audit_alert_defaults *out);
+void encode_audit_alert_defaults(struct jsonw *w, const struct audit_alert_defaults *in);
+int decode_audit_export_destination(struct arena *a, const struct json_value *v, struct audit_export_destination *out);
+void encode_audit_export_destination(struct jsonw *w, const struct audit_export_destination *in);
+int decode_audit_export_s3_destination(struct arena *a, const struct json_value *v, struct audit_export_s3_destination *out);
+void encode_audit_export_s3_destination(struct jsonw *w, const struct audit_export_s3_destination *in);
+int decode_audit_export_webhook_destination(struct arena *a, const struct json_value *v, struct audit_export_webhook_destination *out);
+void encode_audit_export_webhook_destination(struct jsonw *w, const struct audit_export_webhook_destination *in);
+int decode_audit_settings(struct arena *a, const struct json_value *v, struct audit_settings *out);
+void encode_audit_settings(struct jsonw *w, const struct audit_settings *in);
+int decode_audit_settings_update(struct arena *a, const struct json_value *v, struct audit_settings_update *out);
+void encode_audit_settings_update(struct jsonw *w, const struct audit_settings_update *in);
+int decode_branding(struct arena *a, const struct json_value *v, struct branding *out);
+void encode_branding(struct jsonw *w, const struct branding *in);
+int decode_branding_update(struct arena *a, const struct json_value *v, struct branding_update *out);
+void encode_branding_update(struct jsonw *w, const struct branding_update *in);
 int decode_invitation_create(struct arena *a, const struct json_value *v, struct invitation_create *out);
 void encode_invitation_create(struct jsonw *w, const struct invitation_create *in);
 int decode_invitation_issued(struct arena *a, const struct json_value *v, struct invitation_issued *out);
 void encode_invitation_issued(struct jsonw *w, const struct invitation_issued *in);
+int decode_oidc_settings(struct arena *a, const struct json_value *v, struct oidc_settings *out);
+void encode_oidc_settings(struct jsonw *w, const struct oidc_settings *in);
 int decode_role(struct arena *a, const struct json_value *v, struct role *out);
 void encode_role(struct jsonw *w, const struct role *in);
 int decode_role_definition(struct arena *a, const struct json_value *v, struct role_definition *out);
 void encode_role_definition(struct jsonw *w, const struct role_definition *in);
 int decode_role_list(struct arena *a, const struct json_value *v, struct role_list *out);
 void encode_role_list(struct jsonw *w, const struct role_list *in);
+int decode_saml_settings(struct arena *a, const struct json_value *v, struct saml_settings *out);
+void encode_saml_settings(struct jsonw *w, const struct saml_settings *in);
 int decode_service_account(struct arena *a, const struct json_value *v, struct service_account *out);
 void encode_service_account(struct jsonw *w, const struct service_account *in);
 int decode_service_account_create(struct arena *a, const struct json_value *v, struct service_account_create *out);
@@ -250,14 +546,55 @@ int decode_service_account_token_issued(struct arena *a, const struct json_value
 void encode_service_account_token_issued(struct jsonw *w, const struct service_account_token_issued *in);
 int decode_service_account_token_page(struct arena *a, const struct json_value *v, struct service_account_token_page *out);
 void encode_service_account_token_page(struct jsonw *w, const struct service_account_token_page *in);
+int decode_sso_configuration(struct arena *a, const struct json_value *v, struct sso_configuration *out);
+void encode_sso_configuration(struct jsonw *w, const struct sso_configuration *in);
+int decode_sso_configuration_update(struct arena *a, const struct json_value *v, struct sso_configuration_update *out);
+void encode_sso_configuration_update(struct jsonw *w, const struct sso_configuration_update *in);
+int decode_sso_domain(struct arena *a, const struct json_value *v, struct sso_domain *out);
+void encode_sso_domain(struct jsonw *w, const struct sso_domain *in);
+int decode_sso_domain_verification(struct arena *a, const struct json_value *v, struct sso_domain_verification *out);
+void encode_sso_domain_verification(struct jsonw *w, const struct sso_domain_verification *in);
+int decode_sso_test_check(struct arena *a, const struct json_value *v, struct sso_test_check *out);
+void encode_sso_test_check(struct jsonw *w, const struct sso_test_check *in);
+int decode_sso_test_result(struct arena *a, const struct json_value *v, struct sso_test_result *out);
+void encode_sso_test_result(struct jsonw *w, const struct sso_test_result *in);
 int decode_user(struct arena *a, const struct json_value *v, struct user *out);
 void encode_user(struct jsonw *w, const struct user *in);
 int decode_user_page(struct arena *a, const struct json_value *v, struct user_page *out);
 void encode_user_page(struct jsonw *w, const struct user_page *in);
+int decode_user_update(struct arena *a, const struct json_value *v, struct user_update *out);
+void encode_user_update(struct jsonw *w, const struct user_update *in);
 
 /* ---- validators: every violation under ptr is added to l (mode: enum validate_mode) ---- */
 
 void validate_approval_limits(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_alert_defaults(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_alert_defaults_channels(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_export_destination(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_export_format(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_export_frequency(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_export_s3_destination(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_export_s3_destination_bucket(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_export_s3_destination_prefix(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_export_s3_destination_region(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_export_s3_destination_role_arn(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_export_s3_destination_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_export_webhook_destination(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_export_webhook_destination_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_export_webhook_destination_webhook_endpoint_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_retention_days(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_settings(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_settings_export_destinations(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_settings_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_settings_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_settings_update_export_destinations(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_audit_settings_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_branding(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_branding_color(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_branding_logo_url(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_branding_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_branding_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_branding_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_invitation_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_invitation_create_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_invitation_issued(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -266,6 +603,13 @@ void validate_invitation_issued_id(const struct json_value *v, const char *ptr, 
 void validate_invitation_issued_invited_by(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_invitation_issued_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_invitation_issued_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oidc_settings(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oidc_settings_client_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oidc_settings_client_secret(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oidc_settings_issuer(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oidc_settings_redirect_uri(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oidc_settings_scopes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_oidc_settings_scopes_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_person_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_role(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_role_definition(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -280,6 +624,13 @@ void validate_role_name(const struct json_value *v, const char *ptr, int mode, s
 void validate_role_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_role_scopes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_role_system(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_saml_settings(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_saml_settings_acs_url(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_saml_settings_idp_certificate(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_saml_settings_idp_entity_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_saml_settings_idp_sso_url(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_saml_settings_sign_requests(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_saml_settings_sp_entity_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_scope_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_service_account(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_service_account_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -306,12 +657,47 @@ void validate_service_account_token_page(const struct json_value *v, const char 
 void validate_service_account_token_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_service_account_token_scope(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_service_account_token_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_configuration(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_configuration_domains(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_configuration_enabled(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_configuration_enforce(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_configuration_jit_provisioning(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_configuration_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_configuration_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_configuration_update_domains(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_configuration_update_enabled(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_configuration_update_enforce(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_configuration_update_jit_provisioning(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_domain(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_domain_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_domain_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_domain_verification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_domain_verification_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_domain_verification_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_domain_verification_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_protocol(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_test_check(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_test_check_detail(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_test_check_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_test_check_ok(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_test_result(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_test_result_checks(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_test_result_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_sso_test_result_ok(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_user(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_user_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user_family_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user_given_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user_mfa_enrolled(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_user_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_user_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_user_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user_sso_subject(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_user_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user_update_family_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user_update_given_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_user_update_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 
 #endif

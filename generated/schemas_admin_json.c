@@ -6,6 +6,50 @@
 
 #include <string.h>
 
+const char *audit_export_format_str(enum audit_export_format v)
+{
+    switch (v) {
+    case AUDIT_EXPORT_FORMAT_JSONL:
+        return "jsonl";
+    case AUDIT_EXPORT_FORMAT_CSV:
+        return "csv";
+    }
+    return NULL;
+}
+
+enum audit_export_format audit_export_format_parse(const char *s)
+{
+    if (!s)
+        return (enum audit_export_format)0;
+    if (strcmp(s, "jsonl") == 0)
+        return AUDIT_EXPORT_FORMAT_JSONL;
+    if (strcmp(s, "csv") == 0)
+        return AUDIT_EXPORT_FORMAT_CSV;
+    return (enum audit_export_format)0;
+}
+
+const char *audit_export_frequency_str(enum audit_export_frequency v)
+{
+    switch (v) {
+    case AUDIT_EXPORT_FREQUENCY_HOURLY:
+        return "hourly";
+    case AUDIT_EXPORT_FREQUENCY_DAILY:
+        return "daily";
+    }
+    return NULL;
+}
+
+enum audit_export_frequency audit_export_frequency_parse(const char *s)
+{
+    if (!s)
+        return (enum audit_export_frequency)0;
+    if (strcmp(s, "hourly") == 0)
+        return AUDIT_EXPORT_FREQUENCY_HOURLY;
+    if (strcmp(s, "daily") == 0)
+        return AUDIT_EXPORT_FREQUENCY_DAILY;
+    return (enum audit_export_frequency)0;
+}
+
 const char *invitation_issued_status_str(enum invitation_issued_status v)
 {
     switch (v) {
@@ -76,6 +120,54 @@ enum service_account_token_status service_account_token_status_parse(const char 
     return (enum service_account_token_status)0;
 }
 
+const char *sso_domain_status_str(enum sso_domain_status v)
+{
+    switch (v) {
+    case SSO_DOMAIN_STATUS_PENDING:
+        return "pending";
+    case SSO_DOMAIN_STATUS_VERIFIED:
+        return "verified";
+    case SSO_DOMAIN_STATUS_FAILED:
+        return "failed";
+    }
+    return NULL;
+}
+
+enum sso_domain_status sso_domain_status_parse(const char *s)
+{
+    if (!s)
+        return (enum sso_domain_status)0;
+    if (strcmp(s, "pending") == 0)
+        return SSO_DOMAIN_STATUS_PENDING;
+    if (strcmp(s, "verified") == 0)
+        return SSO_DOMAIN_STATUS_VERIFIED;
+    if (strcmp(s, "failed") == 0)
+        return SSO_DOMAIN_STATUS_FAILED;
+    return (enum sso_domain_status)0;
+}
+
+const char *sso_protocol_str(enum sso_protocol v)
+{
+    switch (v) {
+    case SSO_PROTOCOL_SAML:
+        return "saml";
+    case SSO_PROTOCOL_OIDC:
+        return "oidc";
+    }
+    return NULL;
+}
+
+enum sso_protocol sso_protocol_parse(const char *s)
+{
+    if (!s)
+        return (enum sso_protocol)0;
+    if (strcmp(s, "saml") == 0)
+        return SSO_PROTOCOL_SAML;
+    if (strcmp(s, "oidc") == 0)
+        return SSO_PROTOCOL_OIDC;
+    return (enum sso_protocol)0;
+}
+
 const char *user_status_str(enum user_status v)
 {
     switch (v) {
@@ -104,6 +196,421 @@ enum user_status user_status_parse(const char *s)
     if (strcmp(s, "deactivated") == 0)
         return USER_STATUS_DEACTIVATED;
     return (enum user_status)0;
+}
+
+const char *user_update_status_str(enum user_update_status v)
+{
+    switch (v) {
+    case USER_UPDATE_STATUS_ACTIVE:
+        return "active";
+    case USER_UPDATE_STATUS_SUSPENDED:
+        return "suspended";
+    }
+    return NULL;
+}
+
+enum user_update_status user_update_status_parse(const char *s)
+{
+    if (!s)
+        return (enum user_update_status)0;
+    if (strcmp(s, "active") == 0)
+        return USER_UPDATE_STATUS_ACTIVE;
+    if (strcmp(s, "suspended") == 0)
+        return USER_UPDATE_STATUS_SUSPENDED;
+    return (enum user_update_status)0;
+}
+
+int decode_audit_alert_defaults(struct arena *a, const struct json_value *v, struct audit_alert_defaults *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "channels") == 0) {
+            out->has_channels = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->channels_count = m->value->count;
+            out->channels = arena_alloc(a, (m->value->count + 1) * sizeof *out->channels);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_audit_alert_channel(a, m->value->items[j], &out->channels[j]) != 0)
+                    return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_audit_alert_defaults(struct jsonw *w, const struct audit_alert_defaults *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_channels || in->channels != NULL) {
+        jsonw_key(w, "channels");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->channels_count; j++) {
+            encode_audit_alert_channel(w, &in->channels[j]);
+        }
+        jsonw_array_end(w);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_audit_export_destination(struct arena *a, const struct json_value *v, struct audit_export_destination *out)
+{
+    const struct json_value *d = json_get(v, "type");
+    if (!d || d->type != JSON_STRING)
+        return -1;
+    if (strcmp(d->s, "s3") == 0) {
+        out->kind = AUDIT_EXPORT_DESTINATION_KIND_S3;
+        out->s3 = arena_alloc(a, sizeof *out->s3);
+        return decode_audit_export_s3_destination(a, v, out->s3);
+    }
+    if (strcmp(d->s, "webhook") == 0) {
+        out->kind = AUDIT_EXPORT_DESTINATION_KIND_WEBHOOK;
+        out->webhook = arena_alloc(a, sizeof *out->webhook);
+        return decode_audit_export_webhook_destination(a, v, out->webhook);
+    }
+    return -1;
+}
+
+void encode_audit_export_destination(struct jsonw *w, const struct audit_export_destination *in)
+{
+    switch (in->kind) {
+    case AUDIT_EXPORT_DESTINATION_KIND_S3:
+        if (in->s3) {
+            encode_audit_export_s3_destination(w, in->s3);
+            return;
+        }
+        break;
+    case AUDIT_EXPORT_DESTINATION_KIND_WEBHOOK:
+        if (in->webhook) {
+            encode_audit_export_webhook_destination(w, in->webhook);
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    jsonw_null(w);
+}
+
+int decode_audit_export_s3_destination(struct arena *a, const struct json_value *v, struct audit_export_s3_destination *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "type") == 0) {
+            out->type = m->value->s;
+        } else if (strcmp(m->key, "bucket") == 0) {
+            out->bucket = m->value->s;
+        } else if (strcmp(m->key, "prefix") == 0) {
+            out->has_prefix = true;
+            out->prefix = m->value->s;
+        } else if (strcmp(m->key, "region") == 0) {
+            out->region = m->value->s;
+        } else if (strcmp(m->key, "role_arn") == 0) {
+            out->role_arn = m->value->s;
+        } else if (strcmp(m->key, "format") == 0) {
+            out->has_format = true;
+            out->format = audit_export_format_parse(m->value->s);
+        } else if (strcmp(m->key, "frequency") == 0) {
+            out->has_frequency = true;
+            out->frequency = audit_export_frequency_parse(m->value->s);
+        }
+    }
+    if (!out->has_format) {
+        out->format = AUDIT_EXPORT_FORMAT_JSONL;
+        out->has_format = true;
+    }
+    if (!out->has_frequency) {
+        out->frequency = AUDIT_EXPORT_FREQUENCY_DAILY;
+        out->has_frequency = true;
+    }
+    return 0;
+}
+
+void encode_audit_export_s3_destination(struct jsonw *w, const struct audit_export_s3_destination *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "type");
+    jsonw_string(w, in->type);
+    jsonw_key(w, "bucket");
+    jsonw_string(w, in->bucket);
+    if (in->has_prefix || in->prefix != NULL) {
+        jsonw_key(w, "prefix");
+        jsonw_string(w, in->prefix);
+    }
+    jsonw_key(w, "region");
+    jsonw_string(w, in->region);
+    jsonw_key(w, "role_arn");
+    jsonw_string(w, in->role_arn);
+    if (in->has_format) {
+        jsonw_key(w, "format");
+        jsonw_string(w, audit_export_format_str(in->format));
+    }
+    if (in->has_frequency) {
+        jsonw_key(w, "frequency");
+        jsonw_string(w, audit_export_frequency_str(in->frequency));
+    }
+    jsonw_object_end(w);
+}
+
+int decode_audit_export_webhook_destination(struct arena *a, const struct json_value *v, struct audit_export_webhook_destination *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "type") == 0) {
+            out->type = m->value->s;
+        } else if (strcmp(m->key, "webhook_endpoint_id") == 0) {
+            out->webhook_endpoint_id = m->value->s;
+        } else if (strcmp(m->key, "format") == 0) {
+            out->has_format = true;
+            out->format = audit_export_format_parse(m->value->s);
+        } else if (strcmp(m->key, "frequency") == 0) {
+            out->has_frequency = true;
+            out->frequency = audit_export_frequency_parse(m->value->s);
+        }
+    }
+    if (!out->has_format) {
+        out->format = AUDIT_EXPORT_FORMAT_JSONL;
+        out->has_format = true;
+    }
+    if (!out->has_frequency) {
+        out->frequency = AUDIT_EXPORT_FREQUENCY_DAILY;
+        out->has_frequency = true;
+    }
+    return 0;
+}
+
+void encode_audit_export_webhook_destination(struct jsonw *w, const struct audit_export_webhook_destination *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "type");
+    jsonw_string(w, in->type);
+    jsonw_key(w, "webhook_endpoint_id");
+    jsonw_string(w, in->webhook_endpoint_id);
+    if (in->has_format) {
+        jsonw_key(w, "format");
+        jsonw_string(w, audit_export_format_str(in->format));
+    }
+    if (in->has_frequency) {
+        jsonw_key(w, "frequency");
+        jsonw_string(w, audit_export_frequency_str(in->frequency));
+    }
+    jsonw_object_end(w);
+}
+
+int decode_audit_settings(struct arena *a, const struct json_value *v, struct audit_settings *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            out->workspace_id = m->value->s;
+        } else if (strcmp(m->key, "retention_days") == 0) {
+            (void)json_number_to_int64(m->value, &out->retention_days);
+        } else if (strcmp(m->key, "export_destinations") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->export_destinations_count = m->value->count;
+            out->export_destinations = arena_alloc(a, (m->value->count + 1) * sizeof *out->export_destinations);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_audit_export_destination(a, m->value->items[j], &out->export_destinations[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "alert_defaults") == 0) {
+            out->alert_defaults = arena_alloc(a, sizeof *out->alert_defaults);
+            if (decode_audit_alert_defaults(a, m->value, out->alert_defaults) != 0)
+                return -1;
+        } else if (strcmp(m->key, "version") == 0) {
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->has_updated_at = true;
+            out->updated_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_audit_settings(struct jsonw *w, const struct audit_settings *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "workspace_id");
+    jsonw_string(w, in->workspace_id);
+    jsonw_key(w, "retention_days");
+    jsonw_int(w, in->retention_days);
+    jsonw_key(w, "export_destinations");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->export_destinations_count; j++) {
+        encode_audit_export_destination(w, &in->export_destinations[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "alert_defaults");
+    if (in->alert_defaults)
+        encode_audit_alert_defaults(w, in->alert_defaults);
+    else
+        jsonw_null(w);
+    jsonw_key(w, "version");
+    jsonw_int(w, in->version);
+    if (in->has_updated_at || in->updated_at != NULL) {
+        jsonw_key(w, "updated_at");
+        jsonw_string(w, in->updated_at);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_audit_settings_update(struct arena *a, const struct json_value *v, struct audit_settings_update *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "retention_days") == 0) {
+            out->has_retention_days = true;
+            (void)json_number_to_int64(m->value, &out->retention_days);
+        } else if (strcmp(m->key, "export_destinations") == 0) {
+            out->has_export_destinations = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->export_destinations_count = m->value->count;
+            out->export_destinations = arena_alloc(a, (m->value->count + 1) * sizeof *out->export_destinations);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_audit_export_destination(a, m->value->items[j], &out->export_destinations[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "alert_defaults") == 0) {
+            out->has_alert_defaults = true;
+            out->alert_defaults = arena_alloc(a, sizeof *out->alert_defaults);
+            if (decode_audit_alert_defaults(a, m->value, out->alert_defaults) != 0)
+                return -1;
+        }
+    }
+    if (!out->has_retention_days) {
+        out->retention_days = INT64_C(2555);
+        out->has_retention_days = true;
+    }
+    return 0;
+}
+
+void encode_audit_settings_update(struct jsonw *w, const struct audit_settings_update *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_retention_days) {
+        jsonw_key(w, "retention_days");
+        jsonw_int(w, in->retention_days);
+    }
+    if (in->has_export_destinations || in->export_destinations != NULL) {
+        jsonw_key(w, "export_destinations");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->export_destinations_count; j++) {
+            encode_audit_export_destination(w, &in->export_destinations[j]);
+        }
+        jsonw_array_end(w);
+    }
+    if (in->has_alert_defaults || in->alert_defaults != NULL) {
+        jsonw_key(w, "alert_defaults");
+        if (in->alert_defaults)
+            encode_audit_alert_defaults(w, in->alert_defaults);
+        else
+            jsonw_null(w);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_branding(struct arena *a, const struct json_value *v, struct branding *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            out->workspace_id = m->value->s;
+        } else if (strcmp(m->key, "logo_url") == 0) {
+            out->has_logo_url = true;
+            out->logo_url = m->value->s;
+        } else if (strcmp(m->key, "primary_color") == 0) {
+            out->has_primary_color = true;
+            out->primary_color = m->value->s;
+        } else if (strcmp(m->key, "version") == 0) {
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->has_updated_at = true;
+            out->updated_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_branding(struct jsonw *w, const struct branding *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "workspace_id");
+    jsonw_string(w, in->workspace_id);
+    if (in->has_logo_url || in->logo_url != NULL) {
+        jsonw_key(w, "logo_url");
+        jsonw_string(w, in->logo_url);
+    }
+    if (in->has_primary_color || in->primary_color != NULL) {
+        jsonw_key(w, "primary_color");
+        jsonw_string(w, in->primary_color);
+    }
+    jsonw_key(w, "version");
+    jsonw_int(w, in->version);
+    if (in->has_updated_at || in->updated_at != NULL) {
+        jsonw_key(w, "updated_at");
+        jsonw_string(w, in->updated_at);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_branding_update(struct arena *a, const struct json_value *v, struct branding_update *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "logo_url") == 0) {
+            out->has_logo_url = true;
+            out->logo_url = m->value->s;
+        } else if (strcmp(m->key, "primary_color") == 0) {
+            out->has_primary_color = true;
+            out->primary_color = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_branding_update(struct jsonw *w, const struct branding_update *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_logo_url || in->logo_url != NULL) {
+        jsonw_key(w, "logo_url");
+        jsonw_string(w, in->logo_url);
+    }
+    if (in->has_primary_color || in->primary_color != NULL) {
+        jsonw_key(w, "primary_color");
+        jsonw_string(w, in->primary_color);
+    }
+    jsonw_object_end(w);
 }
 
 int decode_invitation_create(struct arena *a, const struct json_value *v, struct invitation_create *out)
@@ -179,6 +686,59 @@ void encode_invitation_issued(struct jsonw *w, const struct invitation_issued *i
     jsonw_string(w, in->created_at);
     jsonw_key(w, "expires_at");
     jsonw_string(w, in->expires_at);
+    jsonw_object_end(w);
+}
+
+int decode_oidc_settings(struct arena *a, const struct json_value *v, struct oidc_settings *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "issuer") == 0) {
+            out->issuer = m->value->s;
+        } else if (strcmp(m->key, "client_id") == 0) {
+            out->client_id = m->value->s;
+        } else if (strcmp(m->key, "client_secret") == 0) {
+            out->has_client_secret = true;
+            out->client_secret = m->value->s;
+        } else if (strcmp(m->key, "scopes") == 0) {
+            out->has_scopes = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->scopes_count = m->value->count;
+            out->scopes = arena_alloc(a, (m->value->count + 1) * sizeof *out->scopes);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->scopes[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "redirect_uri") == 0) {
+            out->has_redirect_uri = true;
+            out->redirect_uri = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_oidc_settings(struct jsonw *w, const struct oidc_settings *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "issuer");
+    jsonw_string(w, in->issuer);
+    jsonw_key(w, "client_id");
+    jsonw_string(w, in->client_id);
+    if (in->has_scopes || in->scopes != NULL) {
+        jsonw_key(w, "scopes");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->scopes_count; j++) {
+            jsonw_string(w, in->scopes[j]);
+        }
+        jsonw_array_end(w);
+    }
+    if (in->has_redirect_uri || in->redirect_uri != NULL) {
+        jsonw_key(w, "redirect_uri");
+        jsonw_string(w, in->redirect_uri);
+    }
     jsonw_object_end(w);
 }
 
@@ -367,6 +927,61 @@ void encode_role_list(struct jsonw *w, const struct role_list *in)
         encode_role(w, &in->data[j]);
     }
     jsonw_array_end(w);
+    jsonw_object_end(w);
+}
+
+int decode_saml_settings(struct arena *a, const struct json_value *v, struct saml_settings *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "idp_entity_id") == 0) {
+            out->idp_entity_id = m->value->s;
+        } else if (strcmp(m->key, "idp_sso_url") == 0) {
+            out->idp_sso_url = m->value->s;
+        } else if (strcmp(m->key, "idp_certificate") == 0) {
+            out->idp_certificate = m->value->s;
+        } else if (strcmp(m->key, "sign_requests") == 0) {
+            out->has_sign_requests = true;
+            out->sign_requests = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "sp_entity_id") == 0) {
+            out->has_sp_entity_id = true;
+            out->sp_entity_id = m->value->s;
+        } else if (strcmp(m->key, "acs_url") == 0) {
+            out->has_acs_url = true;
+            out->acs_url = m->value->s;
+        }
+    }
+    if (!out->has_sign_requests) {
+        out->sign_requests = false;
+        out->has_sign_requests = true;
+    }
+    return 0;
+}
+
+void encode_saml_settings(struct jsonw *w, const struct saml_settings *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "idp_entity_id");
+    jsonw_string(w, in->idp_entity_id);
+    jsonw_key(w, "idp_sso_url");
+    jsonw_string(w, in->idp_sso_url);
+    jsonw_key(w, "idp_certificate");
+    jsonw_string(w, in->idp_certificate);
+    if (in->has_sign_requests) {
+        jsonw_key(w, "sign_requests");
+        jsonw_bool(w, in->sign_requests);
+    }
+    if (in->has_sp_entity_id || in->sp_entity_id != NULL) {
+        jsonw_key(w, "sp_entity_id");
+        jsonw_string(w, in->sp_entity_id);
+    }
+    if (in->has_acs_url || in->acs_url != NULL) {
+        jsonw_key(w, "acs_url");
+        jsonw_string(w, in->acs_url);
+    }
     jsonw_object_end(w);
 }
 
@@ -728,6 +1343,356 @@ void encode_service_account_token_page(struct jsonw *w, const struct service_acc
     jsonw_object_end(w);
 }
 
+int decode_sso_configuration(struct arena *a, const struct json_value *v, struct sso_configuration *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            out->workspace_id = m->value->s;
+        } else if (strcmp(m->key, "protocol") == 0) {
+            out->protocol = sso_protocol_parse(m->value->s);
+        } else if (strcmp(m->key, "enabled") == 0) {
+            out->enabled = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "enforce") == 0) {
+            out->enforce = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "domains") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->domains_count = m->value->count;
+            out->domains = arena_alloc(a, (m->value->count + 1) * sizeof *out->domains);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_sso_domain(a, m->value->items[j], &out->domains[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "jit_provisioning") == 0) {
+            out->jit_provisioning = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "default_role") == 0) {
+            out->has_default_role = true;
+            out->default_role = m->value->s;
+        } else if (strcmp(m->key, "saml") == 0) {
+            out->has_saml = true;
+            out->saml = arena_alloc(a, sizeof *out->saml);
+            if (decode_saml_settings(a, m->value, out->saml) != 0)
+                return -1;
+        } else if (strcmp(m->key, "oidc") == 0) {
+            out->has_oidc = true;
+            out->oidc = arena_alloc(a, sizeof *out->oidc);
+            if (decode_oidc_settings(a, m->value, out->oidc) != 0)
+                return -1;
+        } else if (strcmp(m->key, "version") == 0) {
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->updated_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_sso_configuration(struct jsonw *w, const struct sso_configuration *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "workspace_id");
+    jsonw_string(w, in->workspace_id);
+    jsonw_key(w, "protocol");
+    jsonw_string(w, sso_protocol_str(in->protocol));
+    jsonw_key(w, "enabled");
+    jsonw_bool(w, in->enabled);
+    jsonw_key(w, "enforce");
+    jsonw_bool(w, in->enforce);
+    jsonw_key(w, "domains");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->domains_count; j++) {
+        encode_sso_domain(w, &in->domains[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "jit_provisioning");
+    jsonw_bool(w, in->jit_provisioning);
+    if (in->has_default_role || in->default_role != NULL) {
+        jsonw_key(w, "default_role");
+        jsonw_string(w, in->default_role);
+    }
+    if (in->has_saml || in->saml != NULL) {
+        jsonw_key(w, "saml");
+        if (in->saml)
+            encode_saml_settings(w, in->saml);
+        else
+            jsonw_null(w);
+    }
+    if (in->has_oidc || in->oidc != NULL) {
+        jsonw_key(w, "oidc");
+        if (in->oidc)
+            encode_oidc_settings(w, in->oidc);
+        else
+            jsonw_null(w);
+    }
+    jsonw_key(w, "version");
+    jsonw_int(w, in->version);
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    jsonw_key(w, "updated_at");
+    jsonw_string(w, in->updated_at);
+    jsonw_object_end(w);
+}
+
+int decode_sso_configuration_update(struct arena *a, const struct json_value *v, struct sso_configuration_update *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "protocol") == 0) {
+            out->protocol = sso_protocol_parse(m->value->s);
+        } else if (strcmp(m->key, "enabled") == 0) {
+            out->enabled = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "enforce") == 0) {
+            out->has_enforce = true;
+            out->enforce = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "domains") == 0) {
+            out->has_domains = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->domains_count = m->value->count;
+            out->domains = arena_alloc(a, (m->value->count + 1) * sizeof *out->domains);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->domains[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "jit_provisioning") == 0) {
+            out->has_jit_provisioning = true;
+            out->jit_provisioning = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "default_role") == 0) {
+            out->has_default_role = true;
+            out->default_role = m->value->s;
+        } else if (strcmp(m->key, "saml") == 0) {
+            out->has_saml = true;
+            out->saml = arena_alloc(a, sizeof *out->saml);
+            if (decode_saml_settings(a, m->value, out->saml) != 0)
+                return -1;
+        } else if (strcmp(m->key, "oidc") == 0) {
+            out->has_oidc = true;
+            out->oidc = arena_alloc(a, sizeof *out->oidc);
+            if (decode_oidc_settings(a, m->value, out->oidc) != 0)
+                return -1;
+        }
+    }
+    if (!out->has_enforce) {
+        out->enforce = false;
+        out->has_enforce = true;
+    }
+    if (!out->has_jit_provisioning) {
+        out->jit_provisioning = false;
+        out->has_jit_provisioning = true;
+    }
+    return 0;
+}
+
+void encode_sso_configuration_update(struct jsonw *w, const struct sso_configuration_update *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "protocol");
+    jsonw_string(w, sso_protocol_str(in->protocol));
+    jsonw_key(w, "enabled");
+    jsonw_bool(w, in->enabled);
+    if (in->has_enforce) {
+        jsonw_key(w, "enforce");
+        jsonw_bool(w, in->enforce);
+    }
+    if (in->has_domains || in->domains != NULL) {
+        jsonw_key(w, "domains");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->domains_count; j++) {
+            jsonw_string(w, in->domains[j]);
+        }
+        jsonw_array_end(w);
+    }
+    if (in->has_jit_provisioning) {
+        jsonw_key(w, "jit_provisioning");
+        jsonw_bool(w, in->jit_provisioning);
+    }
+    if (in->has_default_role || in->default_role != NULL) {
+        jsonw_key(w, "default_role");
+        jsonw_string(w, in->default_role);
+    }
+    if (in->has_saml || in->saml != NULL) {
+        jsonw_key(w, "saml");
+        if (in->saml)
+            encode_saml_settings(w, in->saml);
+        else
+            jsonw_null(w);
+    }
+    if (in->has_oidc || in->oidc != NULL) {
+        jsonw_key(w, "oidc");
+        if (in->oidc)
+            encode_oidc_settings(w, in->oidc);
+        else
+            jsonw_null(w);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_sso_domain(struct arena *a, const struct json_value *v, struct sso_domain *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "domain") == 0) {
+            out->domain = m->value->s;
+        } else if (strcmp(m->key, "status") == 0) {
+            out->status = sso_domain_status_parse(m->value->s);
+        } else if (strcmp(m->key, "verification") == 0) {
+            out->verification = arena_alloc(a, sizeof *out->verification);
+            if (decode_sso_domain_verification(a, m->value, out->verification) != 0)
+                return -1;
+        } else if (strcmp(m->key, "verified_at") == 0) {
+            out->has_verified_at = true;
+            out->verified_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_sso_domain(struct jsonw *w, const struct sso_domain *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "domain");
+    jsonw_string(w, in->domain);
+    jsonw_key(w, "status");
+    jsonw_string(w, sso_domain_status_str(in->status));
+    jsonw_key(w, "verification");
+    if (in->verification)
+        encode_sso_domain_verification(w, in->verification);
+    else
+        jsonw_null(w);
+    if (in->has_verified_at || in->verified_at != NULL) {
+        jsonw_key(w, "verified_at");
+        jsonw_string(w, in->verified_at);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_sso_domain_verification(struct arena *a, const struct json_value *v, struct sso_domain_verification *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "type") == 0) {
+            out->type = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "value") == 0) {
+            out->value = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_sso_domain_verification(struct jsonw *w, const struct sso_domain_verification *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "type");
+    jsonw_string(w, in->type);
+    jsonw_key(w, "name");
+    jsonw_string(w, in->name);
+    jsonw_key(w, "value");
+    jsonw_string(w, in->value);
+    jsonw_object_end(w);
+}
+
+int decode_sso_test_check(struct arena *a, const struct json_value *v, struct sso_test_check *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "ok") == 0) {
+            out->ok = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "detail") == 0) {
+            out->has_detail = true;
+            out->detail = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_sso_test_check(struct jsonw *w, const struct sso_test_check *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "name");
+    jsonw_string(w, in->name);
+    jsonw_key(w, "ok");
+    jsonw_bool(w, in->ok);
+    if (in->has_detail || in->detail != NULL) {
+        jsonw_key(w, "detail");
+        jsonw_string(w, in->detail);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_sso_test_result(struct arena *a, const struct json_value *v, struct sso_test_result *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "protocol") == 0) {
+            out->protocol = sso_protocol_parse(m->value->s);
+        } else if (strcmp(m->key, "ok") == 0) {
+            out->ok = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "checks") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->checks_count = m->value->count;
+            out->checks = arena_alloc(a, (m->value->count + 1) * sizeof *out->checks);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_sso_test_check(a, m->value->items[j], &out->checks[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "tested_at") == 0) {
+            out->tested_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_sso_test_result(struct jsonw *w, const struct sso_test_result *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "protocol");
+    jsonw_string(w, sso_protocol_str(in->protocol));
+    jsonw_key(w, "ok");
+    jsonw_bool(w, in->ok);
+    jsonw_key(w, "checks");
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->checks_count; j++) {
+        encode_sso_test_check(w, &in->checks[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_key(w, "tested_at");
+    jsonw_string(w, in->tested_at);
+    jsonw_object_end(w);
+}
+
 int decode_user(struct arena *a, const struct json_value *v, struct user *out)
 {
     (void)a;
@@ -753,6 +1718,24 @@ int decode_user(struct arena *a, const struct json_value *v, struct user *out)
         } else if (strcmp(m->key, "last_login_at") == 0) {
             out->has_last_login_at = true;
             out->last_login_at = m->value->s;
+        } else if (strcmp(m->key, "given_name") == 0) {
+            out->has_given_name = true;
+            out->given_name = m->value->s;
+        } else if (strcmp(m->key, "family_name") == 0) {
+            out->has_family_name = true;
+            out->family_name = m->value->s;
+        } else if (strcmp(m->key, "mfa_enrolled") == 0) {
+            out->has_mfa_enrolled = true;
+            out->mfa_enrolled = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "sso_subject") == 0) {
+            out->has_sso_subject = true;
+            out->sso_subject = m->value->s;
+        } else if (strcmp(m->key, "version") == 0) {
+            out->has_version = true;
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->has_updated_at = true;
+            out->updated_at = m->value->s;
         }
     }
     return 0;
@@ -780,6 +1763,30 @@ void encode_user(struct jsonw *w, const struct user *in)
     if (in->has_last_login_at || in->last_login_at != NULL) {
         jsonw_key(w, "last_login_at");
         jsonw_string(w, in->last_login_at);
+    }
+    if (in->has_given_name || in->given_name != NULL) {
+        jsonw_key(w, "given_name");
+        jsonw_string(w, in->given_name);
+    }
+    if (in->has_family_name || in->family_name != NULL) {
+        jsonw_key(w, "family_name");
+        jsonw_string(w, in->family_name);
+    }
+    if (in->has_mfa_enrolled) {
+        jsonw_key(w, "mfa_enrolled");
+        jsonw_bool(w, in->mfa_enrolled);
+    }
+    if (in->has_sso_subject || in->sso_subject != NULL) {
+        jsonw_key(w, "sso_subject");
+        jsonw_string(w, in->sso_subject);
+    }
+    if (in->has_version) {
+        jsonw_key(w, "version");
+        jsonw_int(w, in->version);
+    }
+    if (in->has_updated_at || in->updated_at != NULL) {
+        jsonw_key(w, "updated_at");
+        jsonw_string(w, in->updated_at);
     }
     jsonw_object_end(w);
 }
@@ -829,6 +1836,75 @@ void encode_user_page(struct jsonw *w, const struct user_page *in)
         jsonw_null(w);
     else {
         jsonw_string(w, in->next_cursor);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_user_update(struct arena *a, const struct json_value *v, struct user_update *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "given_name") == 0) {
+            out->has_given_name = true;
+            if (m->value->type == JSON_NULL)
+                out->given_name_is_null = true;
+            else {
+                out->given_name = m->value->s;
+            }
+        } else if (strcmp(m->key, "family_name") == 0) {
+            out->has_family_name = true;
+            if (m->value->type == JSON_NULL)
+                out->family_name_is_null = true;
+            else {
+                out->family_name = m->value->s;
+            }
+        } else if (strcmp(m->key, "name") == 0) {
+            out->has_name = true;
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "role") == 0) {
+            out->has_role = true;
+            out->role = m->value->s;
+        } else if (strcmp(m->key, "status") == 0) {
+            out->has_status = true;
+            out->status = user_update_status_parse(m->value->s);
+        }
+    }
+    return 0;
+}
+
+void encode_user_update(struct jsonw *w, const struct user_update *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_given_name || in->given_name_is_null || in->given_name != NULL) {
+        jsonw_key(w, "given_name");
+        if (in->given_name_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_string(w, in->given_name);
+        }
+    }
+    if (in->has_family_name || in->family_name_is_null || in->family_name != NULL) {
+        jsonw_key(w, "family_name");
+        if (in->family_name_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_string(w, in->family_name);
+        }
+    }
+    if (in->has_name || in->name != NULL) {
+        jsonw_key(w, "name");
+        jsonw_string(w, in->name);
+    }
+    if (in->has_role || in->role != NULL) {
+        jsonw_key(w, "role");
+        jsonw_string(w, in->role);
+    }
+    if (in->has_status) {
+        jsonw_key(w, "status");
+        jsonw_string(w, user_update_status_str(in->status));
     }
     jsonw_object_end(w);
 }

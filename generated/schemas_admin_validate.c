@@ -25,6 +25,546 @@ void validate_approval_limits(const struct json_value *v, const char *ptr, int m
         validate_money(v->items[i], verr_index(l->arena, ptr, i), mode, l);
 }
 
+/* AuditAlertDefaults (openapi/admin.yaml) */
+void validate_audit_alert_defaults(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "channels") == 0) {
+            validate_audit_alert_defaults_channels(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* audit_alert_defaults_channels (openapi/admin.yaml) */
+void validate_audit_alert_defaults_channels(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 10)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 10 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_audit_alert_channel(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* AuditExportDestination (openapi/admin.yaml) */
+void validate_audit_export_destination(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    const struct json_value *d = json_get(v, "type");
+    if (!d) {
+        verr_add(l, ptr, "type", "required", "%s", "is required");
+        return;
+    }
+    if (d->type == JSON_STRING && strcmp(d->s, "s3") == 0)
+        validate_audit_export_s3_destination(v, ptr, mode, l);
+    else if (d->type == JSON_STRING && strcmp(d->s, "webhook") == 0)
+        validate_audit_export_webhook_destination(v, ptr, mode, l);
+    else
+        verr_add(l, ptr, "type", "one_of", "%s", "must be one of: s3, webhook");
+}
+
+/* AuditExportFormat (openapi/admin.yaml) */
+void validate_audit_export_format(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 8)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8 characters long");
+    if (audit_export_format_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: jsonl, csv");
+}
+
+/* AuditExportFrequency (openapi/admin.yaml) */
+void validate_audit_export_frequency(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 8)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8 characters long");
+    if (audit_export_frequency_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: hourly, daily");
+}
+
+/* AuditExportS3Destination (openapi/admin.yaml) */
+void validate_audit_export_s3_destination(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[4] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "type") == 0) {
+            seen[0] = true;
+            validate_audit_export_s3_destination_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "bucket") == 0) {
+            seen[1] = true;
+            validate_audit_export_s3_destination_bucket(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "prefix") == 0) {
+            validate_audit_export_s3_destination_prefix(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "region") == 0) {
+            seen[2] = true;
+            validate_audit_export_s3_destination_region(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "role_arn") == 0) {
+            seen[3] = true;
+            validate_audit_export_s3_destination_role_arn(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "format") == 0) {
+            validate_audit_export_format(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "frequency") == 0) {
+            validate_audit_export_frequency(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "type", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "bucket", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "region", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "role_arn", "required", "%s", "is required");
+}
+
+/* audit_export_s3_destination_bucket (openapi/admin.yaml) */
+void validate_audit_export_s3_destination_bucket(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 3)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 3 characters long");
+    if (len > 63)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 63 characters long");
+    if (!pattern_match(45, v->s)) /* ^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$");
+}
+
+/* audit_export_s3_destination_prefix (openapi/admin.yaml) */
+void validate_audit_export_s3_destination_prefix(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 200)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 200 characters long");
+    if (!pattern_match(46, v->s)) /* ^[A-Za-z0-9_./-]{0,200}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_./-]{0,200}$");
+}
+
+/* audit_export_s3_destination_region (openapi/admin.yaml) */
+void validate_audit_export_s3_destination_region(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 32)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 32 characters long");
+    if (!pattern_match(47, v->s)) /* ^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$");
+}
+
+/* audit_export_s3_destination_role_arn (openapi/admin.yaml) */
+void validate_audit_export_s3_destination_role_arn(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 256)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
+    if (!pattern_match(48, v->s)) /* ^arn:aws:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,200}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^arn:aws:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,200}$");
+}
+
+/* audit_export_s3_destination_type (openapi/admin.yaml) */
+void validate_audit_export_s3_destination_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "s3") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"s3\"");
+}
+
+/* AuditExportWebhookDestination (openapi/admin.yaml) */
+void validate_audit_export_webhook_destination(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[2] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "type") == 0) {
+            seen[0] = true;
+            validate_audit_export_webhook_destination_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "webhook_endpoint_id") == 0) {
+            seen[1] = true;
+            validate_audit_export_webhook_destination_webhook_endpoint_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "format") == 0) {
+            validate_audit_export_format(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "frequency") == 0) {
+            validate_audit_export_frequency(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "type", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "webhook_endpoint_id", "required", "%s", "is required");
+}
+
+/* audit_export_webhook_destination_type (openapi/admin.yaml) */
+void validate_audit_export_webhook_destination_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "webhook") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"webhook\"");
+}
+
+/* audit_export_webhook_destination_webhook_endpoint_id (openapi/admin.yaml) */
+void validate_audit_export_webhook_destination_webhook_endpoint_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(49, v->s)) /* ^whe_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^whe_[0-9a-z]{26}$");
+}
+
+/* AuditRetentionDays (openapi/admin.yaml) */
+void validate_audit_retention_days(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 365");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 3650");
+        return;
+    }
+    if (n < INT64_C(365))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 365");
+    if (n > INT64_C(3650))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 3650");
+}
+
+/* AuditSettings (openapi/admin.yaml) */
+void validate_audit_settings(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[6] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            seen[0] = true;
+            validate_audit_settings_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            seen[1] = true;
+            validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "retention_days") == 0) {
+            seen[2] = true;
+            validate_audit_retention_days(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "export_destinations") == 0) {
+            seen[3] = true;
+            validate_audit_settings_export_destinations(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "alert_defaults") == 0) {
+            seen[4] = true;
+            validate_audit_alert_defaults(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            seen[5] = true;
+            validate_audit_settings_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "workspace_id", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "retention_days", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "export_destinations", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "alert_defaults", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "version", "required", "%s", "is required");
+}
+
+/* audit_settings_export_destinations (openapi/admin.yaml) */
+void validate_audit_settings_export_destinations(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 5)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 5 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_audit_export_destination(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* audit_settings_object (openapi/admin.yaml) */
+void validate_audit_settings_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "audit_settings") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"audit_settings\"");
+}
+
+/* AuditSettingsUpdate (openapi/admin.yaml) */
+void validate_audit_settings_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "retention_days") == 0) {
+            validate_audit_retention_days(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "export_destinations") == 0) {
+            validate_audit_settings_update_export_destinations(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "alert_defaults") == 0) {
+            validate_audit_alert_defaults(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* audit_settings_update_export_destinations (openapi/admin.yaml) */
+void validate_audit_settings_update_export_destinations(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 5)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 5 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_audit_export_destination(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* audit_settings_version (openapi/admin.yaml) */
+void validate_audit_settings_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 2147483647");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(2147483647))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 2147483647");
+}
+
+/* Branding (openapi/admin.yaml) */
+void validate_branding(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            seen[0] = true;
+            validate_branding_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            seen[1] = true;
+            validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "logo_url") == 0) {
+            validate_branding_logo_url(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "primary_color") == 0) {
+            validate_branding_color(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            seen[2] = true;
+            validate_branding_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "workspace_id", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "version", "required", "%s", "is required");
+}
+
+/* BrandingColor (openapi/admin.yaml) */
+void validate_branding_color(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 7)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 7 characters long");
+    if (!pattern_match(44, v->s)) /* ^#[0-9A-Fa-f]{6}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^#[0-9A-Fa-f]{6}$");
+}
+
+/* BrandingLogoUrl (openapi/admin.yaml) */
+void validate_branding_logo_url(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 2048)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 2048 characters long");
+    if (!pattern_match(42, v->s)) /* ^https:// */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^https://");
+    if (!format_is_uri(v->s))
+        verr_add(l, ptr, NULL, "format", "%s", "must be an absolute URI");
+}
+
+/* branding_object (openapi/admin.yaml) */
+void validate_branding_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "branding") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"branding\"");
+}
+
+/* BrandingUpdate (openapi/admin.yaml) */
+void validate_branding_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "logo_url") == 0) {
+            validate_branding_logo_url(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "primary_color") == 0) {
+            validate_branding_color(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* branding_version (openapi/admin.yaml) */
+void validate_branding_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 2147483647");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(2147483647))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 2147483647");
+}
+
 /* InvitationCreate (openapi/admin.yaml) */
 void validate_invitation_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -187,6 +727,136 @@ void validate_invitation_issued_status(const struct json_value *v, const char *p
     }
     if (invitation_issued_status_parse(v->s) == 0)
         verr_add(l, ptr, NULL, "enum", "%s", "must be one of: pending, accepted, superseded");
+}
+
+/* OidcSettings (openapi/admin.yaml) */
+void validate_oidc_settings(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[2] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "issuer") == 0) {
+            seen[0] = true;
+            validate_oidc_settings_issuer(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "client_id") == 0) {
+            seen[1] = true;
+            validate_oidc_settings_client_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "client_secret") == 0) {
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_oidc_settings_client_secret(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "scopes") == 0) {
+            validate_oidc_settings_scopes(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "redirect_uri") == 0) {
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_oidc_settings_redirect_uri(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "issuer", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "client_id", "required", "%s", "is required");
+}
+
+/* oidc_settings_client_id (openapi/admin.yaml) */
+void validate_oidc_settings_client_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 255)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 255 characters long");
+}
+
+/* oidc_settings_client_secret (openapi/admin.yaml) */
+void validate_oidc_settings_client_secret(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 512)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
+}
+
+/* oidc_settings_issuer (openapi/admin.yaml) */
+void validate_oidc_settings_issuer(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 2048)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 2048 characters long");
+    if (!pattern_match(42, v->s)) /* ^https:// */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^https://");
+    if (!format_is_uri(v->s))
+        verr_add(l, ptr, NULL, "format", "%s", "must be an absolute URI");
+}
+
+/* oidc_settings_redirect_uri (openapi/admin.yaml) */
+void validate_oidc_settings_redirect_uri(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 2048)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 2048 characters long");
+}
+
+/* oidc_settings_scopes (openapi/admin.yaml) */
+void validate_oidc_settings_scopes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 10)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 10 items");
+    if (!schemas_items_unique(v))
+        verr_add(l, ptr, NULL, "unique_items", "%s", "must not contain duplicates");
+    for (size_t i = 0; i < v->count; i++)
+        validate_oidc_settings_scopes_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* oidc_settings_scopes_item (openapi/admin.yaml) */
+void validate_oidc_settings_scopes_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+    if (!pattern_match(43, v->s)) /* ^[A-Za-z0-9_.:-]{1,64}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_.:-]{1,64}$");
 }
 
 /* PersonName (openapi/admin.yaml) */
@@ -438,6 +1108,134 @@ void validate_role_system(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
         return;
     }
+}
+
+/* SamlSettings (openapi/admin.yaml) */
+void validate_saml_settings(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "idp_entity_id") == 0) {
+            seen[0] = true;
+            validate_saml_settings_idp_entity_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "idp_sso_url") == 0) {
+            seen[1] = true;
+            validate_saml_settings_idp_sso_url(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "idp_certificate") == 0) {
+            seen[2] = true;
+            validate_saml_settings_idp_certificate(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "sign_requests") == 0) {
+            validate_saml_settings_sign_requests(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "sp_entity_id") == 0) {
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_saml_settings_sp_entity_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "acs_url") == 0) {
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_saml_settings_acs_url(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "idp_entity_id", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "idp_sso_url", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "idp_certificate", "required", "%s", "is required");
+}
+
+/* saml_settings_acs_url (openapi/admin.yaml) */
+void validate_saml_settings_acs_url(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 2048)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 2048 characters long");
+}
+
+/* saml_settings_idp_certificate (openapi/admin.yaml) */
+void validate_saml_settings_idp_certificate(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 100)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 100 characters long");
+    if (len > 16384)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16384 characters long");
+}
+
+/* saml_settings_idp_entity_id (openapi/admin.yaml) */
+void validate_saml_settings_idp_entity_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 1024)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
+}
+
+/* saml_settings_idp_sso_url (openapi/admin.yaml) */
+void validate_saml_settings_idp_sso_url(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 2048)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 2048 characters long");
+    if (!pattern_match(42, v->s)) /* ^https:// */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^https://");
+    if (!format_is_uri(v->s))
+        verr_add(l, ptr, NULL, "format", "%s", "must be an absolute URI");
+}
+
+/* saml_settings_sign_requests (openapi/admin.yaml) */
+void validate_saml_settings_sign_requests(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* saml_settings_sp_entity_id (openapi/admin.yaml) */
+void validate_saml_settings_sp_entity_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 2048)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 2048 characters long");
 }
 
 /* ScopeName (openapi/admin.yaml) */
@@ -982,6 +1780,495 @@ void validate_service_account_token_status(const struct json_value *v, const cha
         verr_add(l, ptr, NULL, "enum", "%s", "must be one of: active, revoked");
 }
 
+/* SsoConfiguration (openapi/admin.yaml) */
+void validate_sso_configuration(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[10] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            seen[0] = true;
+            validate_sso_configuration_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            seen[1] = true;
+            validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "protocol") == 0) {
+            seen[2] = true;
+            validate_sso_protocol(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "enabled") == 0) {
+            seen[3] = true;
+            validate_sso_configuration_enabled(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "enforce") == 0) {
+            seen[4] = true;
+            validate_sso_configuration_enforce(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "domains") == 0) {
+            seen[5] = true;
+            validate_sso_configuration_domains(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "jit_provisioning") == 0) {
+            seen[6] = true;
+            validate_sso_configuration_jit_provisioning(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "default_role") == 0) {
+            validate_role_key(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "saml") == 0) {
+            validate_saml_settings(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "oidc") == 0) {
+            validate_oidc_settings(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            seen[7] = true;
+            validate_resource_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[8] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            seen[9] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "workspace_id", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "protocol", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "enabled", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "enforce", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "domains", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "jit_provisioning", "required", "%s", "is required");
+    if (!seen[7])
+        verr_add(l, ptr, "version", "required", "%s", "is required");
+    if (!seen[8])
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[9])
+        verr_add(l, ptr, "updated_at", "required", "%s", "is required");
+}
+
+/* sso_configuration_domains (openapi/admin.yaml) */
+void validate_sso_configuration_domains(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 20)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 20 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_sso_domain(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* sso_configuration_enabled (openapi/admin.yaml) */
+void validate_sso_configuration_enabled(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* sso_configuration_enforce (openapi/admin.yaml) */
+void validate_sso_configuration_enforce(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* sso_configuration_jit_provisioning (openapi/admin.yaml) */
+void validate_sso_configuration_jit_provisioning(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* sso_configuration_object (openapi/admin.yaml) */
+void validate_sso_configuration_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "sso_configuration") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"sso_configuration\"");
+}
+
+/* SsoConfigurationUpdate (openapi/admin.yaml) */
+void validate_sso_configuration_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[2] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "protocol") == 0) {
+            seen[0] = true;
+            validate_sso_protocol(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "enabled") == 0) {
+            seen[1] = true;
+            validate_sso_configuration_update_enabled(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "enforce") == 0) {
+            validate_sso_configuration_update_enforce(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "domains") == 0) {
+            validate_sso_configuration_update_domains(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "jit_provisioning") == 0) {
+            validate_sso_configuration_update_jit_provisioning(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "default_role") == 0) {
+            validate_role_key(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "saml") == 0) {
+            validate_saml_settings(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "oidc") == 0) {
+            validate_oidc_settings(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "protocol", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "enabled", "required", "%s", "is required");
+}
+
+/* sso_configuration_update_domains (openapi/admin.yaml) */
+void validate_sso_configuration_update_domains(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 20)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 20 items");
+    if (!schemas_items_unique(v))
+        verr_add(l, ptr, NULL, "unique_items", "%s", "must not contain duplicates");
+    for (size_t i = 0; i < v->count; i++)
+        validate_sso_domain_name(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* sso_configuration_update_enabled (openapi/admin.yaml) */
+void validate_sso_configuration_update_enabled(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* sso_configuration_update_enforce (openapi/admin.yaml) */
+void validate_sso_configuration_update_enforce(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* sso_configuration_update_jit_provisioning (openapi/admin.yaml) */
+void validate_sso_configuration_update_jit_provisioning(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* SsoDomain (openapi/admin.yaml) */
+void validate_sso_domain(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "domain") == 0) {
+            seen[0] = true;
+            validate_sso_domain_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "status") == 0) {
+            seen[1] = true;
+            validate_sso_domain_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "verification") == 0) {
+            seen[2] = true;
+            validate_sso_domain_verification(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "verified_at") == 0) {
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "domain", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "status", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "verification", "required", "%s", "is required");
+}
+
+/* SsoDomainName (openapi/admin.yaml) */
+void validate_sso_domain_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 4)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 4 characters long");
+    if (len > 253)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 253 characters long");
+    if (!pattern_match(37, v->s)) /* ^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?[.])+[a-z]{2,63}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?[.])+[a-z]{2,63}$");
+}
+
+/* sso_domain_status (openapi/admin.yaml) */
+void validate_sso_domain_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 16)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
+    if (sso_domain_status_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: pending, verified, failed");
+}
+
+/* SsoDomainVerification (openapi/admin.yaml) */
+void validate_sso_domain_verification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "type") == 0) {
+            seen[0] = true;
+            validate_sso_domain_verification_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            seen[1] = true;
+            validate_sso_domain_verification_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "value") == 0) {
+            seen[2] = true;
+            validate_sso_domain_verification_value(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "type", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "value", "required", "%s", "is required");
+}
+
+/* sso_domain_verification_name (openapi/admin.yaml) */
+void validate_sso_domain_verification_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 253)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 253 characters long");
+}
+
+/* sso_domain_verification_type (openapi/admin.yaml) */
+void validate_sso_domain_verification_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "TXT") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"TXT\"");
+}
+
+/* sso_domain_verification_value (openapi/admin.yaml) */
+void validate_sso_domain_verification_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 255)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 255 characters long");
+}
+
+/* SsoProtocol (openapi/admin.yaml) */
+void validate_sso_protocol(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 8)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8 characters long");
+    if (sso_protocol_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: saml, oidc");
+}
+
+/* SsoTestCheck (openapi/admin.yaml) */
+void validate_sso_test_check(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[2] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            seen[0] = true;
+            validate_sso_test_check_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "ok") == 0) {
+            seen[1] = true;
+            validate_sso_test_check_ok(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "detail") == 0) {
+            validate_sso_test_check_detail(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "ok", "required", "%s", "is required");
+}
+
+/* sso_test_check_detail (openapi/admin.yaml) */
+void validate_sso_test_check_detail(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 500)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 500 characters long");
+}
+
+/* sso_test_check_name (openapi/admin.yaml) */
+void validate_sso_test_check_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 300)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 300 characters long");
+}
+
+/* sso_test_check_ok (openapi/admin.yaml) */
+void validate_sso_test_check_ok(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* SsoTestResult (openapi/admin.yaml) */
+void validate_sso_test_result(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[5] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            seen[0] = true;
+            validate_sso_test_result_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "protocol") == 0) {
+            seen[1] = true;
+            validate_sso_protocol(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "ok") == 0) {
+            seen[2] = true;
+            validate_sso_test_result_ok(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "checks") == 0) {
+            seen[3] = true;
+            validate_sso_test_result_checks(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "tested_at") == 0) {
+            seen[4] = true;
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "protocol", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "ok", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "checks", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "tested_at", "required", "%s", "is required");
+}
+
+/* sso_test_result_checks (openapi/admin.yaml) */
+void validate_sso_test_result_checks(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 30)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 30 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_sso_test_check(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* sso_test_result_object (openapi/admin.yaml) */
+void validate_sso_test_result_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "sso_test_result") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"sso_test_result\"");
+}
+
+/* sso_test_result_ok (openapi/admin.yaml) */
+void validate_sso_test_result_ok(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
 /* User (openapi/admin.yaml) */
 void validate_user(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -1014,6 +2301,18 @@ void validate_user(const struct json_value *v, const char *ptr, int mode, struct
             validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "last_login_at") == 0) {
             validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "given_name") == 0) {
+            validate_user_given_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "family_name") == 0) {
+            validate_user_family_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "mfa_enrolled") == 0) {
+            validate_user_mfa_enrolled(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "sso_subject") == 0) {
+            validate_user_sso_subject(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            validate_resource_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         }
     }
     if (!seen[0])
@@ -1045,6 +2344,36 @@ void validate_user_email(const struct json_value *v, const char *ptr, int mode, 
         verr_add(l, ptr, NULL, "format", "%s", "must be an email address");
 }
 
+/* user_family_name (openapi/admin.yaml) */
+void validate_user_family_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 70)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 70 characters long");
+}
+
+/* user_given_name (openapi/admin.yaml) */
+void validate_user_given_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 70)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 70 characters long");
+}
+
 /* UserId (openapi/admin.yaml) */
 void validate_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -1058,6 +2387,16 @@ void validate_user_id(const struct json_value *v, const char *ptr, int mode, str
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
     if (!pattern_match(36, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
+}
+
+/* user_mfa_enrolled (openapi/admin.yaml) */
+void validate_user_mfa_enrolled(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
 }
 
 /* user_object (openapi/admin.yaml) */
@@ -1114,6 +2453,19 @@ void validate_user_page_data(const struct json_value *v, const char *ptr, int mo
         validate_user(v->items[i], verr_index(l->arena, ptr, i), mode, l);
 }
 
+/* user_sso_subject (openapi/admin.yaml) */
+void validate_user_sso_subject(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 255)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 255 characters long");
+}
+
 /* user_status (openapi/admin.yaml) */
 void validate_user_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -1124,4 +2476,80 @@ void validate_user_status(const struct json_value *v, const char *ptr, int mode,
     }
     if (user_status_parse(v->s) == 0)
         verr_add(l, ptr, NULL, "enum", "%s", "must be one of: invited, active, suspended, deactivated");
+}
+
+/* UserUpdate (openapi/admin.yaml) */
+void validate_user_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_properties", "%s", "must have at least 1 property");
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "given_name") == 0) {
+            validate_user_update_given_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "family_name") == 0) {
+            validate_user_update_family_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            validate_person_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "role") == 0) {
+            validate_role_key(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "status") == 0) {
+            validate_user_update_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* user_update_family_name (openapi/admin.yaml) */
+void validate_user_update_family_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string or null");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 70)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 70 characters long");
+}
+
+/* user_update_given_name (openapi/admin.yaml) */
+void validate_user_update_given_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string or null");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 70)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 70 characters long");
+}
+
+/* user_update_status (openapi/admin.yaml) */
+void validate_user_update_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 16)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
+    if (user_update_status_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: active, suspended");
 }

@@ -301,5 +301,5 @@ def test_a_change_to_one_api_file_regenerates_only_that_apis_schema_code(tmp_pat
     assert written and set(written) <= {'schemas_things.h', 'schemas_things_json.c',
                                         'schemas_things_validate.c', 'things_api.h',
                                         'things_dispatch.c', 'openapi.json',
-                                        'openapi_json.c'}, written
+                                        'openapi_json.c', 'docs_html.c', 'docs_html.h'}, written
     assert 'schemas_things.h' in written and 'schemas_things_validate.c' in written

@@ -41,7 +41,37 @@ export const calls: Record<string, (api: Api) => Promise<Outcome>> = {
         country: "DE",
       },
     }),
-  // rates: (api) => api.GET("/rates", ...),   <- one line per API as it lands
+  rates: (api) =>
+    api.GET("/rates", { params: { query: { pair: ["EURUSD", "EURGBP"], limit: 10 } } }),
+  banking: (api) => api.GET("/connections", { params: { query: { limit: 10 } } }),
+  ledger: (api) =>
+    api.POST("/ledger/journals", {
+      params: { header: { "Idempotency-Key": uuid() } },
+      body: {
+        description: "Accrued March office rent",
+        effective_date: "2025-03-31",
+        post: true,
+        lines: [
+          { ledger_account_id: "lac_01jq7a4e5f6g7h8j9k0m1n2p3q", direction: "debit",
+            amount: 450000, currency: "EUR" },
+          { ledger_account_id: "lac_01jq7a5f6g7h8j9k0m1n2p3q4r", direction: "credit",
+            amount: 450000, currency: "EUR" },
+        ],
+      },
+    }),
+  reporting: (api) => api.GET("/reports", { params: { query: { limit: 10 } } }),
+  audit: (api) => api.GET("/audit/events", { params: { query: { limit: 10 } } }),
+  integrations: (api) => api.GET("/integrations", { params: { query: { limit: 10 } } }),
+  conversions: (api) =>
+    api.POST("/conversions/quote", {
+      params: { header: { "Idempotency-Key": uuid() } },
+      body: { sell_currency: "EUR", buy_currency: "USD", fixed_side: "sell",
+              sell_amount: 100000000, value_date: "2025-03-18" },
+    }),
+  transfers: (api) => api.GET("/counterparties", { params: { query: { limit: 10 } } }),
+  analytics: (api) => api.GET("/anomalies", { params: { query: { limit: 10 } } }),
+  scheduling: (api) => api.GET("/schedules", { params: { query: { limit: 10 } } }),
+  sheets: (api) => api.GET("/sheets", { params: { query: { limit: 10 } } }),
 };
 
 // ---- the run ------------------------------------------------------------------------------
