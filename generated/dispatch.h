@@ -277,6 +277,7 @@ int dispatch_scheduling_update_workflow_chain(struct req *r);
 int dispatch_scheduling_delete_workflow_chain(struct req *r);
 int dispatch_scheduling_run_workflow_chain(struct req *r);
 int dispatch_workspace_get_workspace(struct req *r);
+int dispatch_workspace_update_workspace(struct req *r);
 int dispatch_workspace_list_applications(struct req *r);
 int dispatch_workspace_update_application(struct req *r);
 int dispatch_workspace_get_custom_domain(struct req *r);

@@ -285,15 +285,16 @@ static const int statuses_267[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415,
 static const int statuses_268[] = { 204, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
 static const int statuses_269[] = { 202, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
 static const int statuses_270[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
-static const int statuses_271[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
-static const int statuses_272[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
-static const int statuses_273[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
-static const int statuses_274[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
-static const int statuses_275[] = { 204, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
-static const int statuses_276[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
-static const int statuses_277[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
-static const int statuses_278[] = { 204, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
-static const int statuses_279[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const int statuses_271[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 501, 503, 0 };
+static const int statuses_272[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
+static const int statuses_273[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_274[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
+static const int statuses_275[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
+static const int statuses_276[] = { 204, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
+static const int statuses_277[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
+static const int statuses_278[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
+static const int statuses_279[] = { 204, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const int statuses_280[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
 
 const struct op routes_ops[] = {
     {
@@ -6545,6 +6546,29 @@ const struct op routes_ops[] = {
         .dispatch = dispatch_workspace_get_workspace,
     },
     {
+        .operation_id = "updateWorkspace",
+        .method = "PATCH",
+        .base = "/v1",
+        .path = "/workspace",
+        .tag = "workspace",
+        .is_public = false,
+        .scopes = SCOPE_WORKSPACE_ADMIN,
+        .scopes_text = "workspace:admin",
+        .idempotent = true,
+        .rate_limit_class = "default",
+        .max_body_bytes = 65536,
+        .planned = true,
+        .has_body = true,
+        .form_body = false,
+        .body_required = true,
+        .page = false,
+        .first_party = false,
+        .oauth_errors = false,
+        .own_transaction = false,
+        .statuses = statuses_271,
+        .dispatch = dispatch_workspace_update_workspace,
+    },
+    {
         .operation_id = "listApplications",
         .method = "GET",
         .base = "/v1",
@@ -6564,7 +6588,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_271,
+        .statuses = statuses_272,
         .dispatch = dispatch_workspace_list_applications,
     },
     {
@@ -6587,7 +6611,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_272,
+        .statuses = statuses_273,
         .dispatch = dispatch_workspace_update_application,
     },
     {
@@ -6610,7 +6634,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_273,
+        .statuses = statuses_274,
         .dispatch = dispatch_workspace_get_custom_domain,
     },
     {
@@ -6633,7 +6657,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_274,
+        .statuses = statuses_275,
         .dispatch = dispatch_workspace_set_custom_domain,
     },
     {
@@ -6656,7 +6680,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_275,
+        .statuses = statuses_276,
         .dispatch = dispatch_workspace_remove_custom_domain,
     },
     {
@@ -6679,7 +6703,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_276,
+        .statuses = statuses_277,
         .dispatch = dispatch_workspace_verify_custom_domain,
     },
     {
@@ -6702,7 +6726,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_277,
+        .statuses = statuses_278,
         .dispatch = dispatch_workspace_list_members,
     },
     {
@@ -6725,7 +6749,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_278,
+        .statuses = statuses_279,
         .dispatch = dispatch_workspace_remove_member,
     },
     {
@@ -6748,7 +6772,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
-        .statuses = statuses_279,
+        .statuses = statuses_280,
         .dispatch = dispatch_workspace_update_workspace_settings,
     },
 };
@@ -6863,7 +6887,7 @@ static const size_t ops_23[] = { 264, 265, };
 /* /v1/workspace */
 static const char *const segs_24[] = { "v1", "workspace", };
 static const char *const names_24[] = { NULL, NULL, };
-static const size_t ops_24[] = { 270, };
+static const size_t ops_24[] = { 270, 271, };
 /* /v1/accounts/mfa */
 static const char *const segs_25[] = { "v1", "accounts", "mfa", };
 static const char *const names_25[] = { NULL, NULL, NULL, };
@@ -7099,19 +7123,19 @@ static const size_t ops_82[] = { 266, 267, 268, };
 /* /v1/workspace/applications */
 static const char *const segs_83[] = { "v1", "workspace", "applications", };
 static const char *const names_83[] = { NULL, NULL, NULL, };
-static const size_t ops_83[] = { 271, };
+static const size_t ops_83[] = { 272, };
 /* /v1/workspace/domain */
 static const char *const segs_84[] = { "v1", "workspace", "domain", };
 static const char *const names_84[] = { NULL, NULL, NULL, };
-static const size_t ops_84[] = { 273, 274, 275, };
+static const size_t ops_84[] = { 274, 275, 276, };
 /* /v1/workspace/members */
 static const char *const segs_85[] = { "v1", "workspace", "members", };
 static const char *const names_85[] = { NULL, NULL, NULL, };
-static const size_t ops_85[] = { 277, };
+static const size_t ops_85[] = { 278, };
 /* /v1/workspace/settings */
 static const char *const segs_86[] = { "v1", "workspace", "settings", };
 static const char *const names_86[] = { NULL, NULL, NULL, };
-static const size_t ops_86[] = { 279, };
+static const size_t ops_86[] = { 280, };
 /* /v1/accounts/invitations/accept */
 static const char *const segs_87[] = { "v1", "accounts", "invitations", "accept", };
 static const char *const names_87[] = { NULL, NULL, NULL, NULL, };
@@ -7427,15 +7451,15 @@ static const size_t ops_164[] = { 269, };
 /* /v1/workspace/applications/{key} */
 static const char *const segs_165[] = { "v1", "workspace", "applications", NULL, };
 static const char *const names_165[] = { NULL, NULL, NULL, "key", };
-static const size_t ops_165[] = { 272, };
+static const size_t ops_165[] = { 273, };
 /* /v1/workspace/domain/verify */
 static const char *const segs_166[] = { "v1", "workspace", "domain", "verify", };
 static const char *const names_166[] = { NULL, NULL, NULL, NULL, };
-static const size_t ops_166[] = { 276, };
+static const size_t ops_166[] = { 277, };
 /* /v1/workspace/members/{id} */
 static const char *const segs_167[] = { "v1", "workspace", "members", NULL, };
 static const char *const names_167[] = { NULL, NULL, NULL, "id", };
-static const size_t ops_167[] = { 278, };
+static const size_t ops_167[] = { 279, };
 /* /v1/accounts/auth/oauth/authorize */
 static const char *const segs_168[] = { "v1", "accounts", "auth", "oauth", "authorize", };
 static const char *const names_168[] = { NULL, NULL, NULL, NULL, NULL, };
@@ -7638,7 +7662,7 @@ static const struct route routes[] = {
     { 2, segs_21, names_21, ops_21, 2, "GET, POST" },
     { 2, segs_22, names_22, ops_22, 2, "GET, POST" },
     { 2, segs_23, names_23, ops_23, 2, "GET, POST" },
-    { 2, segs_24, names_24, ops_24, 1, "GET" },
+    { 2, segs_24, names_24, ops_24, 2, "GET, PATCH" },
     { 3, segs_25, names_25, ops_25, 1, "GET" },
     { 3, segs_26, names_26, ops_26, 1, "POST" },
     { 3, segs_27, names_27, ops_27, 1, "GET" },

@@ -642,7 +642,6 @@ void validate_banking_get_bank_statement_200_text_csv(const struct json_value *v
 void validate_banking_list_bank_transactions_200_text_csv(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_banking_list_bank_transactions_param_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_camt053_document(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_header_x_next_cursor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_mt940_message(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_param_bank_feed_cursor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_removed_bank_transaction(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -237,7 +237,7 @@ void validate_fx_conversion_ledger_transaction_id(const struct json_value *v, co
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(61, v->s)) /* ^jrn_[0-9a-z]{26}$ */
+    if (!pattern_match(63, v->s)) /* ^jrn_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^jrn_[0-9a-z]{26}$");
 }
 
@@ -306,7 +306,7 @@ void validate_fx_conversion_short_reference(const struct json_value *v, const ch
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 16)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
-    if (!pattern_match(88, v->s)) /* ^FX-[0-9]{6}-[0-9A-Z]{6}$ */
+    if (!pattern_match(90, v->s)) /* ^FX-[0-9]{6}-[0-9A-Z]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^FX-[0-9]{6}-[0-9A-Z]{6}$");
 }
 
@@ -698,7 +698,7 @@ void validate_fx_quote_id(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(87, v->s)) /* ^quo_[0-9a-z]{26}$ */
+    if (!pattern_match(89, v->s)) /* ^quo_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^quo_[0-9a-z]{26}$");
 }
 
@@ -725,7 +725,7 @@ void validate_fx_quote_rate_source(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(51, v->s)) /* ^(ecb|manual|provider:[a-z0-9_-]{1,32}|curve:crv_[0-9a-z]{26})$ */
+    if (!pattern_match(53, v->s)) /* ^(ecb|manual|provider:[a-z0-9_-]{1,32}|curve:crv_[0-9a-z]{26})$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(ecb|manual|provider:[a-z0-9_-]{1,32}|curve:crv_[0-9a-z]{26})$");
 }
 

@@ -235,7 +235,7 @@ void validate_report_bank_account_ref(const struct json_value *v, const char *pt
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(56, v->s)) /* ^bac_[0-9a-z]{26}$ */
+    if (!pattern_match(58, v->s)) /* ^bac_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^bac_[0-9a-z]{26}$");
 }
 
@@ -324,7 +324,7 @@ void validate_report_cron(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 9 characters long");
     if (len > 100)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 100 characters long");
-    if (!pattern_match(70, v->s)) /* ^[0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+$ */
+    if (!pattern_match(72, v->s)) /* ^[0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+$");
 }
 
@@ -617,7 +617,7 @@ void validate_report_file_sha256(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(68, v->s)) /* ^[0-9a-f]{64}$ */
+    if (!pattern_match(70, v->s)) /* ^[0-9a-f]{64}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9a-f]{64}$");
 }
 
@@ -699,7 +699,7 @@ void validate_report_period_ref(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(63, v->s)) /* ^per_[0-9a-z]{26}$ */
+    if (!pattern_match(65, v->s)) /* ^per_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^per_[0-9a-z]{26}$");
 }
 
@@ -912,7 +912,7 @@ void validate_report_run_id(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(65, v->s)) /* ^rpt_[0-9a-z]{26}$ */
+    if (!pattern_match(67, v->s)) /* ^rpt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^rpt_[0-9a-z]{26}$");
 }
 
@@ -981,7 +981,7 @@ void validate_report_run_result_url(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 80)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 80 characters long");
-    if (!pattern_match(69, v->s)) /* ^/v1/reports/rpt_[0-9a-z]{26}/file$ */
+    if (!pattern_match(71, v->s)) /* ^/v1/reports/rpt_[0-9a-z]{26}/file$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/reports/rpt_[0-9a-z]{26}/file$");
 }
 
@@ -1163,7 +1163,7 @@ void validate_report_schedule_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(67, v->s)) /* ^rsc_[0-9a-z]{26}$ */
+    if (!pattern_match(69, v->s)) /* ^rsc_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^rsc_[0-9a-z]{26}$");
 }
 
@@ -1466,7 +1466,7 @@ void validate_report_template_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(66, v->s)) /* ^rtp_[0-9a-z]{26}$ */
+    if (!pattern_match(68, v->s)) /* ^rtp_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^rtp_[0-9a-z]{26}$");
 }
 
@@ -1611,7 +1611,7 @@ void validate_report_time_zone(const struct json_value *v, const char *ptr, int 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(71, v->s)) /* ^[A-Za-z0-9_+/-]+$ */
+    if (!pattern_match(73, v->s)) /* ^[A-Za-z0-9_+/-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_+/-]+$");
 }
 
@@ -1679,7 +1679,7 @@ void validate_report_webhook_recipient_webhook_endpoint_id(const struct json_val
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(49, v->s)) /* ^whe_[0-9a-z]{26}$ */
+    if (!pattern_match(51, v->s)) /* ^whe_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^whe_[0-9a-z]{26}$");
 }
 

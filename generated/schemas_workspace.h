@@ -70,6 +70,9 @@ struct member_page;
 struct workspace;
 struct workspace_rate_limit;
 struct workspace_settings;
+struct workspace_treasury_settings;
+struct workspace_update;
+struct workspace_update_treasury;
 
 /* Application: One application (API) of the service and its state in this workspace. */
 struct application {
@@ -146,7 +149,17 @@ struct workspace {
     const char *id; /* required, WorkspaceId */
     const char *object; /* required */
     const char *name; /* required */
+    const char *slug; /* optional, WorkspaceSlug */
+    bool has_slug;
+    const char *base_currency; /* optional, CurrencyCode */
+    bool has_base_currency;
+    const char *timezone; /* optional, TimeZoneId */
+    bool has_timezone;
+    int64_t fiscal_year_start_month; /* optional, FiscalYearStartMonth */
+    bool has_fiscal_year_start_month;
     struct workspace_settings *settings; /* required, WorkspaceSettings */
+    struct workspace_treasury_settings *treasury; /* optional, WorkspaceTreasurySettings */
+    bool has_treasury;
     struct workspace_rate_limit *rate_limit; /* required, WorkspaceRateLimit */
     int64_t version; /* required, ResourceVersion */
     const char *created_at; /* required, Timestamp */
@@ -162,6 +175,60 @@ struct workspace_rate_limit {
 /* WorkspaceSettings: The workspace's settings, replaced as a whole. */
 struct workspace_settings {
     int64_t token_lifetime_seconds; /* required, TokenLifetime */
+};
+
+/* WorkspaceTreasurySettings: Settings the treasury APIs read. */
+struct workspace_treasury_settings {
+    int64_t fx_quote_ttl_seconds; /* optional, default 30 */
+    bool has_fx_quote_ttl_seconds;
+    int64_t fx_spread_bps; /* optional, default 0 */
+    bool has_fx_spread_bps;
+    int64_t transfer_signatures_required; /* optional, default 2 */
+    bool has_transfer_signatures_required;
+    int64_t transfer_authorisation_hours; /* optional, default 72 */
+    bool has_transfer_authorisation_hours;
+    bool require_mfa; /* optional, default false */
+    bool has_require_mfa;
+    int64_t idempotency_retention_hours; /* optional, default 24 */
+    bool has_idempotency_retention_hours;
+};
+
+/* WorkspaceUpdate: A JSON merge patch of the workspace profile; at least one member. */
+struct workspace_update {
+    const char *name; /* optional */
+    bool has_name;
+    const char *slug; /* optional, WorkspaceSlug */
+    bool has_slug;
+    const char *base_currency; /* optional, CurrencyCode */
+    bool has_base_currency;
+    const char *timezone; /* optional, TimeZoneId */
+    bool has_timezone;
+    int64_t fiscal_year_start_month; /* optional, FiscalYearStartMonth */
+    bool has_fiscal_year_start_month;
+    struct workspace_update_treasury *treasury; /* optional */
+    bool has_treasury;
+};
+
+/* workspace_update_treasury: The treasury settings to change; `null` for a member resets it. */
+struct workspace_update_treasury {
+    int64_t fx_quote_ttl_seconds; /* optional, nullable */
+    bool fx_quote_ttl_seconds_is_null;
+    bool has_fx_quote_ttl_seconds;
+    int64_t fx_spread_bps; /* optional, nullable */
+    bool fx_spread_bps_is_null;
+    bool has_fx_spread_bps;
+    int64_t transfer_signatures_required; /* optional, nullable */
+    bool transfer_signatures_required_is_null;
+    bool has_transfer_signatures_required;
+    int64_t transfer_authorisation_hours; /* optional, nullable */
+    bool transfer_authorisation_hours_is_null;
+    bool has_transfer_authorisation_hours;
+    bool require_mfa; /* optional, nullable */
+    bool require_mfa_is_null;
+    bool has_require_mfa;
+    int64_t idempotency_retention_hours; /* optional, nullable */
+    bool idempotency_retention_hours_is_null;
+    bool has_idempotency_retention_hours;
 };
 
 /* ---- JSON <-> structs: decode_*() expect a value its validate_*() accepted; 0 or -1 ---- */
@@ -188,6 +255,12 @@ int decode_workspace_rate_limit(struct arena *a, const struct json_value *v, str
 void encode_workspace_rate_limit(struct jsonw *w, const struct workspace_rate_limit *in);
 int decode_workspace_settings(struct arena *a, const struct json_value *v, struct workspace_settings *out);
 void encode_workspace_settings(struct jsonw *w, const struct workspace_settings *in);
+int decode_workspace_treasury_settings(struct arena *a, const struct json_value *v, struct workspace_treasury_settings *out);
+void encode_workspace_treasury_settings(struct jsonw *w, const struct workspace_treasury_settings *in);
+int decode_workspace_update(struct arena *a, const struct json_value *v, struct workspace_update *out);
+void encode_workspace_update(struct jsonw *w, const struct workspace_update *in);
+int decode_workspace_update_treasury(struct arena *a, const struct json_value *v, struct workspace_update_treasury *out);
+void encode_workspace_update_treasury(struct jsonw *w, const struct workspace_update_treasury *in);
 
 /* ---- validators: every violation under ptr is added to l (mode: enum validate_mode) ---- */
 
@@ -214,6 +287,7 @@ void validate_custom_domain_verification_name(const struct json_value *v, const 
 void validate_custom_domain_verification_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_custom_domain_verification_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_custom_domain_verified_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_fiscal_year_start_month(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_hostname(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_member(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_member_email(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -223,6 +297,7 @@ void validate_member_page(const struct json_value *v, const char *ptr, int mode,
 void validate_member_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_member_role(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_member_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_time_zone_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_token_lifetime(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -232,5 +307,22 @@ void validate_workspace_rate_limit_requests_per_minute(const struct json_value *
 void validate_workspace_rate_limit_source(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace_remove_member_param_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace_settings(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_slug(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_treasury_settings(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_treasury_settings_fx_quote_ttl_seconds(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_treasury_settings_fx_spread_bps(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_treasury_settings_idempotency_retention_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_treasury_settings_require_mfa(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_treasury_settings_transfer_authorisation_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_treasury_settings_transfer_signatures_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_update_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_update_treasury(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_update_treasury_fx_quote_ttl_seconds(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_update_treasury_fx_spread_bps(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_update_treasury_idempotency_retention_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_update_treasury_require_mfa(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_update_treasury_transfer_authorisation_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_update_treasury_transfer_signatures_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 
 #endif

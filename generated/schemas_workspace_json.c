@@ -495,9 +495,26 @@ int decode_workspace(struct arena *a, const struct json_value *v, struct workspa
             out->object = m->value->s;
         } else if (strcmp(m->key, "name") == 0) {
             out->name = m->value->s;
+        } else if (strcmp(m->key, "slug") == 0) {
+            out->has_slug = true;
+            out->slug = m->value->s;
+        } else if (strcmp(m->key, "base_currency") == 0) {
+            out->has_base_currency = true;
+            out->base_currency = m->value->s;
+        } else if (strcmp(m->key, "timezone") == 0) {
+            out->has_timezone = true;
+            out->timezone = m->value->s;
+        } else if (strcmp(m->key, "fiscal_year_start_month") == 0) {
+            out->has_fiscal_year_start_month = true;
+            (void)json_number_to_int64(m->value, &out->fiscal_year_start_month);
         } else if (strcmp(m->key, "settings") == 0) {
             out->settings = arena_alloc(a, sizeof *out->settings);
             if (decode_workspace_settings(a, m->value, out->settings) != 0)
+                return -1;
+        } else if (strcmp(m->key, "treasury") == 0) {
+            out->has_treasury = true;
+            out->treasury = arena_alloc(a, sizeof *out->treasury);
+            if (decode_workspace_treasury_settings(a, m->value, out->treasury) != 0)
                 return -1;
         } else if (strcmp(m->key, "rate_limit") == 0) {
             out->rate_limit = arena_alloc(a, sizeof *out->rate_limit);
@@ -523,11 +540,34 @@ void encode_workspace(struct jsonw *w, const struct workspace *in)
     jsonw_string(w, in->object);
     jsonw_key(w, "name");
     jsonw_string(w, in->name);
+    if (in->has_slug || in->slug != NULL) {
+        jsonw_key(w, "slug");
+        jsonw_string(w, in->slug);
+    }
+    if (in->has_base_currency || in->base_currency != NULL) {
+        jsonw_key(w, "base_currency");
+        jsonw_string(w, in->base_currency);
+    }
+    if (in->has_timezone || in->timezone != NULL) {
+        jsonw_key(w, "timezone");
+        jsonw_string(w, in->timezone);
+    }
+    if (in->has_fiscal_year_start_month) {
+        jsonw_key(w, "fiscal_year_start_month");
+        jsonw_int(w, in->fiscal_year_start_month);
+    }
     jsonw_key(w, "settings");
     if (in->settings)
         encode_workspace_settings(w, in->settings);
     else
         jsonw_null(w);
+    if (in->has_treasury || in->treasury != NULL) {
+        jsonw_key(w, "treasury");
+        if (in->treasury)
+            encode_workspace_treasury_settings(w, in->treasury);
+        else
+            jsonw_null(w);
+    }
     jsonw_key(w, "rate_limit");
     if (in->rate_limit)
         encode_workspace_rate_limit(w, in->rate_limit);
@@ -587,5 +627,262 @@ void encode_workspace_settings(struct jsonw *w, const struct workspace_settings 
     jsonw_object_begin(w);
     jsonw_key(w, "token_lifetime_seconds");
     jsonw_int(w, in->token_lifetime_seconds);
+    jsonw_object_end(w);
+}
+
+int decode_workspace_treasury_settings(struct arena *a, const struct json_value *v, struct workspace_treasury_settings *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "fx_quote_ttl_seconds") == 0) {
+            out->has_fx_quote_ttl_seconds = true;
+            (void)json_number_to_int64(m->value, &out->fx_quote_ttl_seconds);
+        } else if (strcmp(m->key, "fx_spread_bps") == 0) {
+            out->has_fx_spread_bps = true;
+            (void)json_number_to_int64(m->value, &out->fx_spread_bps);
+        } else if (strcmp(m->key, "transfer_signatures_required") == 0) {
+            out->has_transfer_signatures_required = true;
+            (void)json_number_to_int64(m->value, &out->transfer_signatures_required);
+        } else if (strcmp(m->key, "transfer_authorisation_hours") == 0) {
+            out->has_transfer_authorisation_hours = true;
+            (void)json_number_to_int64(m->value, &out->transfer_authorisation_hours);
+        } else if (strcmp(m->key, "require_mfa") == 0) {
+            out->has_require_mfa = true;
+            out->require_mfa = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "idempotency_retention_hours") == 0) {
+            out->has_idempotency_retention_hours = true;
+            (void)json_number_to_int64(m->value, &out->idempotency_retention_hours);
+        }
+    }
+    if (!out->has_fx_quote_ttl_seconds) {
+        out->fx_quote_ttl_seconds = INT64_C(30);
+        out->has_fx_quote_ttl_seconds = true;
+    }
+    if (!out->has_fx_spread_bps) {
+        out->fx_spread_bps = INT64_C(0);
+        out->has_fx_spread_bps = true;
+    }
+    if (!out->has_transfer_signatures_required) {
+        out->transfer_signatures_required = INT64_C(2);
+        out->has_transfer_signatures_required = true;
+    }
+    if (!out->has_transfer_authorisation_hours) {
+        out->transfer_authorisation_hours = INT64_C(72);
+        out->has_transfer_authorisation_hours = true;
+    }
+    if (!out->has_require_mfa) {
+        out->require_mfa = false;
+        out->has_require_mfa = true;
+    }
+    if (!out->has_idempotency_retention_hours) {
+        out->idempotency_retention_hours = INT64_C(24);
+        out->has_idempotency_retention_hours = true;
+    }
+    return 0;
+}
+
+void encode_workspace_treasury_settings(struct jsonw *w, const struct workspace_treasury_settings *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_fx_quote_ttl_seconds) {
+        jsonw_key(w, "fx_quote_ttl_seconds");
+        jsonw_int(w, in->fx_quote_ttl_seconds);
+    }
+    if (in->has_fx_spread_bps) {
+        jsonw_key(w, "fx_spread_bps");
+        jsonw_int(w, in->fx_spread_bps);
+    }
+    if (in->has_transfer_signatures_required) {
+        jsonw_key(w, "transfer_signatures_required");
+        jsonw_int(w, in->transfer_signatures_required);
+    }
+    if (in->has_transfer_authorisation_hours) {
+        jsonw_key(w, "transfer_authorisation_hours");
+        jsonw_int(w, in->transfer_authorisation_hours);
+    }
+    if (in->has_require_mfa) {
+        jsonw_key(w, "require_mfa");
+        jsonw_bool(w, in->require_mfa);
+    }
+    if (in->has_idempotency_retention_hours) {
+        jsonw_key(w, "idempotency_retention_hours");
+        jsonw_int(w, in->idempotency_retention_hours);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_workspace_update(struct arena *a, const struct json_value *v, struct workspace_update *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            out->has_name = true;
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "slug") == 0) {
+            out->has_slug = true;
+            out->slug = m->value->s;
+        } else if (strcmp(m->key, "base_currency") == 0) {
+            out->has_base_currency = true;
+            out->base_currency = m->value->s;
+        } else if (strcmp(m->key, "timezone") == 0) {
+            out->has_timezone = true;
+            out->timezone = m->value->s;
+        } else if (strcmp(m->key, "fiscal_year_start_month") == 0) {
+            out->has_fiscal_year_start_month = true;
+            (void)json_number_to_int64(m->value, &out->fiscal_year_start_month);
+        } else if (strcmp(m->key, "treasury") == 0) {
+            out->has_treasury = true;
+            out->treasury = arena_alloc(a, sizeof *out->treasury);
+            if (decode_workspace_update_treasury(a, m->value, out->treasury) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+void encode_workspace_update(struct jsonw *w, const struct workspace_update *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_name || in->name != NULL) {
+        jsonw_key(w, "name");
+        jsonw_string(w, in->name);
+    }
+    if (in->has_slug || in->slug != NULL) {
+        jsonw_key(w, "slug");
+        jsonw_string(w, in->slug);
+    }
+    if (in->has_base_currency || in->base_currency != NULL) {
+        jsonw_key(w, "base_currency");
+        jsonw_string(w, in->base_currency);
+    }
+    if (in->has_timezone || in->timezone != NULL) {
+        jsonw_key(w, "timezone");
+        jsonw_string(w, in->timezone);
+    }
+    if (in->has_fiscal_year_start_month) {
+        jsonw_key(w, "fiscal_year_start_month");
+        jsonw_int(w, in->fiscal_year_start_month);
+    }
+    if (in->has_treasury || in->treasury != NULL) {
+        jsonw_key(w, "treasury");
+        if (in->treasury)
+            encode_workspace_update_treasury(w, in->treasury);
+        else
+            jsonw_null(w);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_workspace_update_treasury(struct arena *a, const struct json_value *v, struct workspace_update_treasury *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "fx_quote_ttl_seconds") == 0) {
+            out->has_fx_quote_ttl_seconds = true;
+            if (m->value->type == JSON_NULL)
+                out->fx_quote_ttl_seconds_is_null = true;
+            else {
+                (void)json_number_to_int64(m->value, &out->fx_quote_ttl_seconds);
+            }
+        } else if (strcmp(m->key, "fx_spread_bps") == 0) {
+            out->has_fx_spread_bps = true;
+            if (m->value->type == JSON_NULL)
+                out->fx_spread_bps_is_null = true;
+            else {
+                (void)json_number_to_int64(m->value, &out->fx_spread_bps);
+            }
+        } else if (strcmp(m->key, "transfer_signatures_required") == 0) {
+            out->has_transfer_signatures_required = true;
+            if (m->value->type == JSON_NULL)
+                out->transfer_signatures_required_is_null = true;
+            else {
+                (void)json_number_to_int64(m->value, &out->transfer_signatures_required);
+            }
+        } else if (strcmp(m->key, "transfer_authorisation_hours") == 0) {
+            out->has_transfer_authorisation_hours = true;
+            if (m->value->type == JSON_NULL)
+                out->transfer_authorisation_hours_is_null = true;
+            else {
+                (void)json_number_to_int64(m->value, &out->transfer_authorisation_hours);
+            }
+        } else if (strcmp(m->key, "require_mfa") == 0) {
+            out->has_require_mfa = true;
+            if (m->value->type == JSON_NULL)
+                out->require_mfa_is_null = true;
+            else {
+                out->require_mfa = m->value->type == JSON_TRUE;
+            }
+        } else if (strcmp(m->key, "idempotency_retention_hours") == 0) {
+            out->has_idempotency_retention_hours = true;
+            if (m->value->type == JSON_NULL)
+                out->idempotency_retention_hours_is_null = true;
+            else {
+                (void)json_number_to_int64(m->value, &out->idempotency_retention_hours);
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_workspace_update_treasury(struct jsonw *w, const struct workspace_update_treasury *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_fx_quote_ttl_seconds || in->fx_quote_ttl_seconds_is_null) {
+        jsonw_key(w, "fx_quote_ttl_seconds");
+        if (in->fx_quote_ttl_seconds_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_int(w, in->fx_quote_ttl_seconds);
+        }
+    }
+    if (in->has_fx_spread_bps || in->fx_spread_bps_is_null) {
+        jsonw_key(w, "fx_spread_bps");
+        if (in->fx_spread_bps_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_int(w, in->fx_spread_bps);
+        }
+    }
+    if (in->has_transfer_signatures_required || in->transfer_signatures_required_is_null) {
+        jsonw_key(w, "transfer_signatures_required");
+        if (in->transfer_signatures_required_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_int(w, in->transfer_signatures_required);
+        }
+    }
+    if (in->has_transfer_authorisation_hours || in->transfer_authorisation_hours_is_null) {
+        jsonw_key(w, "transfer_authorisation_hours");
+        if (in->transfer_authorisation_hours_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_int(w, in->transfer_authorisation_hours);
+        }
+    }
+    if (in->has_require_mfa || in->require_mfa_is_null) {
+        jsonw_key(w, "require_mfa");
+        if (in->require_mfa_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_bool(w, in->require_mfa);
+        }
+    }
+    if (in->has_idempotency_retention_hours || in->idempotency_retention_hours_is_null) {
+        jsonw_key(w, "idempotency_retention_hours");
+        if (in->idempotency_retention_hours_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_int(w, in->idempotency_retention_hours);
+        }
+    }
     jsonw_object_end(w);
 }

@@ -413,7 +413,7 @@ void validate_custom_domain_verification_value(const struct json_value *v, const
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(38, v->s)) /* ^tsv-[0-9a-f]{32}$ */
+    if (!pattern_match(40, v->s)) /* ^tsv-[0-9a-f]{32}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^tsv-[0-9a-f]{32}$");
 }
 
@@ -434,6 +434,34 @@ void validate_custom_domain_verified_at(const struct json_value *v, const char *
         verr_add(l, ptr, NULL, "format", "%s", "must be an RFC 3339 date-time with offset");
 }
 
+/* FiscalYearStartMonth (openapi/workspace.yaml) */
+void validate_fiscal_year_start_month(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 12");
+        return;
+    }
+    if (n < INT64_C(1))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+    if (n > INT64_C(12))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 12");
+}
+
 /* Hostname (openapi/workspace.yaml) */
 void validate_hostname(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -447,7 +475,7 @@ void validate_hostname(const struct json_value *v, const char *ptr, int mode, st
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 4 characters long");
     if (len > 253)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 253 characters long");
-    if (!pattern_match(37, v->s)) /* ^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?[.])+[a-z]{2,63}$ */
+    if (!pattern_match(39, v->s)) /* ^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?[.])+[a-z]{2,63}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?[.])+[a-z]{2,63}$");
 }
 
@@ -604,8 +632,25 @@ void validate_member_user_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(36, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(38, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
+}
+
+/* TimeZoneId (openapi/workspace.yaml) */
+void validate_time_zone_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 3)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 3 characters long");
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+    if (!pattern_match(37, v->s)) /* ^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$");
 }
 
 /* TokenLifetime (openapi/workspace.yaml) */
@@ -655,9 +700,19 @@ void validate_workspace(const struct json_value *v, const char *ptr, int mode, s
         } else if (strcmp(m->key, "name") == 0) {
             seen[2] = true;
             validate_workspace_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "slug") == 0) {
+            validate_workspace_slug(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "base_currency") == 0) {
+            validate_currency_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "timezone") == 0) {
+            validate_time_zone_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "fiscal_year_start_month") == 0) {
+            validate_fiscal_year_start_month(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "settings") == 0) {
             seen[3] = true;
             validate_workspace_settings(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "treasury") == 0) {
+            validate_workspace_treasury_settings(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "rate_limit") == 0) {
             seen[4] = true;
             validate_workspace_rate_limit(m->value, verr_child(l->arena, ptr, m->key), mode, l);
@@ -813,4 +868,435 @@ void validate_workspace_settings(const struct json_value *v, const char *ptr, in
     }
     if (!seen[0])
         verr_add(l, ptr, "token_lifetime_seconds", "required", "%s", "is required");
+}
+
+/* WorkspaceSlug (openapi/workspace.yaml) */
+void validate_workspace_slug(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 3)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 3 characters long");
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (!pattern_match(36, v->s)) /* ^[a-z0-9-]{3,40}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z0-9-]{3,40}$");
+}
+
+/* WorkspaceTreasurySettings (openapi/workspace.yaml) */
+void validate_workspace_treasury_settings(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "fx_quote_ttl_seconds") == 0) {
+            validate_workspace_treasury_settings_fx_quote_ttl_seconds(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "fx_spread_bps") == 0) {
+            validate_workspace_treasury_settings_fx_spread_bps(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "transfer_signatures_required") == 0) {
+            validate_workspace_treasury_settings_transfer_signatures_required(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "transfer_authorisation_hours") == 0) {
+            validate_workspace_treasury_settings_transfer_authorisation_hours(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "require_mfa") == 0) {
+            validate_workspace_treasury_settings_require_mfa(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "idempotency_retention_hours") == 0) {
+            validate_workspace_treasury_settings_idempotency_retention_hours(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* workspace_treasury_settings_fx_quote_ttl_seconds (openapi/workspace.yaml) */
+void validate_workspace_treasury_settings_fx_quote_ttl_seconds(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 5");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 3600");
+        return;
+    }
+    if (n < INT64_C(5))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 5");
+    if (n > INT64_C(3600))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 3600");
+}
+
+/* workspace_treasury_settings_fx_spread_bps (openapi/workspace.yaml) */
+void validate_workspace_treasury_settings_fx_spread_bps(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 1000");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(1000))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 1000");
+}
+
+/* workspace_treasury_settings_idempotency_retention_hours (openapi/workspace.yaml) */
+void validate_workspace_treasury_settings_idempotency_retention_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 24");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 720");
+        return;
+    }
+    if (n < INT64_C(24))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 24");
+    if (n > INT64_C(720))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 720");
+}
+
+/* workspace_treasury_settings_require_mfa (openapi/workspace.yaml) */
+void validate_workspace_treasury_settings_require_mfa(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* workspace_treasury_settings_transfer_authorisation_hours (openapi/workspace.yaml) */
+void validate_workspace_treasury_settings_transfer_authorisation_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 720");
+        return;
+    }
+    if (n < INT64_C(1))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+    if (n > INT64_C(720))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 720");
+}
+
+/* workspace_treasury_settings_transfer_signatures_required (openapi/workspace.yaml) */
+void validate_workspace_treasury_settings_transfer_signatures_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 2");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 5");
+        return;
+    }
+    if (n < INT64_C(2))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 2");
+    if (n > INT64_C(5))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 5");
+}
+
+/* WorkspaceUpdate (openapi/workspace.yaml) */
+void validate_workspace_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_properties", "%s", "must have at least 1 property");
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            validate_workspace_update_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "slug") == 0) {
+            validate_workspace_slug(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "base_currency") == 0) {
+            validate_currency_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "timezone") == 0) {
+            validate_time_zone_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "fiscal_year_start_month") == 0) {
+            validate_fiscal_year_start_month(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "treasury") == 0) {
+            validate_workspace_update_treasury(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* workspace_update_name (openapi/workspace.yaml) */
+void validate_workspace_update_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 140)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
+}
+
+/* workspace_update_treasury (openapi/workspace.yaml) */
+void validate_workspace_update_treasury(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_properties", "%s", "must have at least 1 property");
+    if (v->count > 6)
+        verr_add(l, ptr, NULL, "max_properties", "%s", "must have at most 6 properties");
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "fx_quote_ttl_seconds") == 0) {
+            validate_workspace_update_treasury_fx_quote_ttl_seconds(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "fx_spread_bps") == 0) {
+            validate_workspace_update_treasury_fx_spread_bps(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "transfer_signatures_required") == 0) {
+            validate_workspace_update_treasury_transfer_signatures_required(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "transfer_authorisation_hours") == 0) {
+            validate_workspace_update_treasury_transfer_authorisation_hours(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "require_mfa") == 0) {
+            validate_workspace_update_treasury_require_mfa(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "idempotency_retention_hours") == 0) {
+            validate_workspace_update_treasury_idempotency_retention_hours(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* workspace_update_treasury_fx_quote_ttl_seconds (openapi/workspace.yaml) */
+void validate_workspace_update_treasury_fx_quote_ttl_seconds(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer or null");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 5");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 3600");
+        return;
+    }
+    if (n < INT64_C(5))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 5");
+    if (n > INT64_C(3600))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 3600");
+}
+
+/* workspace_update_treasury_fx_spread_bps (openapi/workspace.yaml) */
+void validate_workspace_update_treasury_fx_spread_bps(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer or null");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 1000");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(1000))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 1000");
+}
+
+/* workspace_update_treasury_idempotency_retention_hours (openapi/workspace.yaml) */
+void validate_workspace_update_treasury_idempotency_retention_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer or null");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 24");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 720");
+        return;
+    }
+    if (n < INT64_C(24))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 24");
+    if (n > INT64_C(720))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 720");
+}
+
+/* workspace_update_treasury_require_mfa (openapi/workspace.yaml) */
+void validate_workspace_update_treasury_require_mfa(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean or null");
+        return;
+    }
+}
+
+/* workspace_update_treasury_transfer_authorisation_hours (openapi/workspace.yaml) */
+void validate_workspace_update_treasury_transfer_authorisation_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer or null");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 720");
+        return;
+    }
+    if (n < INT64_C(1))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+    if (n > INT64_C(720))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 720");
+}
+
+/* workspace_update_treasury_transfer_signatures_required (openapi/workspace.yaml) */
+void validate_workspace_update_treasury_transfer_signatures_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer or null");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 2");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 5");
+        return;
+    }
+    if (n < INT64_C(2))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 2");
+    if (n > INT64_C(5))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 5");
 }

@@ -75,6 +75,7 @@ int workspace_update_workspace_settings(struct req *r, const struct workspace_up
                                        struct workspace_update_workspace_settings_response *out);
 
 /* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
+ *   PATCH /v1/workspace (updateWorkspace)
  *   GET /v1/workspace/applications (listApplications)
  *   PUT /v1/workspace/applications/{key} (updateApplication)
  *   GET /v1/workspace/domain (getCustomDomain)

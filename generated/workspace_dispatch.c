@@ -139,6 +139,13 @@ int dispatch_workspace_get_workspace(struct req *r)
     return 0;
 }
 
+/* PATCH /v1/workspace (updateWorkspace) */
+int dispatch_workspace_update_workspace(struct req *r)
+{
+    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "PATCH /v1/workspace (updateWorkspace)");
+    return 0;
+}
+
 /* GET /v1/workspace/applications (listApplications) */
 int dispatch_workspace_list_applications(struct req *r)
 {

@@ -152,3 +152,17 @@ def test_contract_operations_that_are_built_do_not_answer_501(server):
             continue
         r = c.get("/v1" + path)
         assert r.status == 200, (path, r.status)
+
+
+def test_readme_table_of_apis_tells_what_is_built():
+    """README.md's table of the fifteen APIs (built and planned counts) matches the spec, so the
+    first page a newcomer reads stays true as operations get built."""
+    counts = {}
+    for _, _, op in operations():
+        counts.setdefault(op["tags"][0], [0, 0])
+        counts[op["tags"][0]][1 if op.get("x-status") == "planned" else 0] += 1
+    text = (REPO / "README.md").read_text()
+    rows = re.findall(r"^\| (\w+)[^|]*\| `(\w+)\.yaml` \| (\d+) \| (\d+) \|$", text, re.M)
+    assert {r[0] for r in rows} == CONTRACT_APIS
+    for tag, stem, built, planned_n in rows:
+        assert stem == tag and counts[tag] == [int(built), int(planned_n)], (tag, counts[tag])
