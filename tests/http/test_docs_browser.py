@@ -2,9 +2,9 @@
 tests/browser/docs_page.mjs): every request that is not for the server is blocked and
 recorded, and none may happen; no CSP violation and no console error; the stylesheet applies
 (its hash is right); every link of the contents has its target, and clicking a spread of them
-scrolls there. Screenshots are kept in build/test-artifacts/docs/ for people to look at:
-docs.png (the whole page, scaled to stay under 60,000 px), docs-top.png (the first screen),
-docs-after-click.png."""
+scrolls there; a planned operation, reached from the contents, shows its badge. Screenshots
+are kept in build/test-artifacts/docs/ for people to look at: docs-top.png (the first
+screen), docs-after-click.png, docs-planned.png."""
 
 import json
 import os
@@ -41,14 +41,12 @@ def drive(url):
 
 def test_docs_page_in_chromium_loads_nothing_else_and_navigates_by_its_contents(server):
     seen = drive(server.base + "/docs")
-    print("docs screenshots: %s (page %d CSS px tall, whole-page image at scale %.2f%s)"
-          % (", ".join(seen["screenshots"]), seen["height"], seen["full_page_scale"],
-             ", cut" if seen["full_page_cut"] else ""))
+    print("docs screenshots: %s (page %d CSS px tall)"
+          % (", ".join(seen["screenshots"]), seen["height"]))
     assert seen["status"] == 200
     assert seen["blocked"] == [], "requests left the page: %r" % seen["blocked"]
     assert all(u.startswith(server.base + "/") for u in seen["requests"]), seen["requests"]
-    # the page itself (opened twice: to click, then for the whole-page image), and at most
-    # the browser's own favicon probe of the server
+    # the page itself, and at most the browser's own favicon probe of the server
     assert {u for u in seen["requests"] if not u.endswith("/favicon.ico")} == \
         {server.base + "/docs"}, seen["requests"]
     assert seen["violations"] == [], seen["violations"]
@@ -62,5 +60,6 @@ def test_docs_page_in_chromium_loads_nothing_else_and_navigates_by_its_contents(
         assert c["hash"] == c["href"], c
         # scrolled to the target (scroll-padding-top is 1rem), or as far as the page goes
         assert c["top"] is not None and (abs(c["top"] - 16) <= 4 or c["atBottom"]), c
+    assert seen["planned_href"] and seen["planned_badge_visible"], seen.get("planned_href")
     for shot in seen["screenshots"]:
         assert Path(shot).stat().st_size > 10000, shot
