@@ -1000,6 +1000,14 @@ class Model:
             self.scopes.append({'name': n, 'macro': macro, 'bit': i,
                                 'description': comment_text(xs[n])})
         self.scope_by_name = {s['name']: s for s in self.scopes}
+        # Scopes never delegated to an OAuth application (the oauth2 scheme's x-withheld-scopes;
+        # codegen/served.py checks the list and leaves them out of the flow): SCOPES_WITHHELD.
+        withheld = set()
+        schemes = (self.doc.get('components') or {}).get('securitySchemes') or {}
+        for sch in schemes.values():
+            if isinstance(sch, dict) and isinstance(sch.get('x-withheld-scopes'), list):
+                withheld.update(x for x in sch['x-withheld-scopes'] if x in self.scope_by_name)
+        self.withheld_macros = [s['macro'] for s in self.scopes if s['name'] in withheld]
 
     def build_roles(self, root):
         """Built-in roles (root x-roles, in source order): key -> {name, description,

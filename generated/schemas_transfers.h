@@ -507,6 +507,7 @@ struct transfer_signing_key {
 /* TransferSigningKeyCreate: A public key to register for the caller. */
 struct transfer_signing_key_create {
     const char *name; /* required */
+    const char *otp; /* required, write-only */
     enum transfer_signing_algorithm alg; /* required, TransferSigningAlgorithm */
     struct transfer_public_jwk *public_key; /* required, TransferPublicJwk */
     struct metadata_entry *metadata; /* optional, Metadata */
@@ -707,6 +708,7 @@ void validate_transfer_signing_fields_round(const struct json_value *v, const ch
 void validate_transfer_signing_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_transfer_signing_key_create(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_transfer_signing_key_create_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_transfer_signing_key_create_otp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_transfer_signing_key_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_transfer_signing_key_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_transfer_signing_key_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -1850,6 +1850,8 @@ int decode_transfer_signing_key_create(struct arena *a, const struct json_value 
         const struct json_member *m = &v->members[i];
         if (strcmp(m->key, "name") == 0) {
             out->name = m->value->s;
+        } else if (strcmp(m->key, "otp") == 0) {
+            out->otp = m->value->s;
         } else if (strcmp(m->key, "alg") == 0) {
             out->alg = transfer_signing_algorithm_parse(m->value->s);
         } else if (strcmp(m->key, "public_key") == 0) {

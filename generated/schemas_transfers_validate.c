@@ -2110,17 +2110,24 @@ void validate_transfer_signing_key_create(const struct json_value *v, const char
         verr_add(l, ptr, NULL, "type", "%s", "must be an object");
         return;
     }
-    bool seen[3] = { false };
+    bool seen[4] = { false };
     for (size_t i = 0; i < v->count; i++) {
         const struct json_member *m = &v->members[i];
         if (strcmp(m->key, "name") == 0) {
             seen[0] = true;
             validate_transfer_signing_key_create_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "alg") == 0) {
+        } else if (strcmp(m->key, "otp") == 0) {
             seen[1] = true;
+            if (mode == VALIDATE_RESPONSE) {
+                verr_add(l, ptr, m->key, "write_only", "%s", "is write-only and never returned");
+                continue;
+            }
+            validate_transfer_signing_key_create_otp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "alg") == 0) {
+            seen[2] = true;
             validate_transfer_signing_algorithm(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "public_key") == 0) {
-            seen[2] = true;
+            seen[3] = true;
             validate_transfer_public_jwk(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "metadata") == 0) {
             validate_metadata(m->value, verr_child(l->arena, ptr, m->key), mode, l);
@@ -2130,9 +2137,11 @@ void validate_transfer_signing_key_create(const struct json_value *v, const char
     }
     if (!seen[0])
         verr_add(l, ptr, "name", "required", "%s", "is required");
-    if (!seen[1])
-        verr_add(l, ptr, "alg", "required", "%s", "is required");
+    if (!seen[1] && mode == VALIDATE_REQUEST)
+        verr_add(l, ptr, "otp", "required", "%s", "is required");
     if (!seen[2])
+        verr_add(l, ptr, "alg", "required", "%s", "is required");
+    if (!seen[3])
         verr_add(l, ptr, "public_key", "required", "%s", "is required");
 }
 
@@ -2149,6 +2158,23 @@ void validate_transfer_signing_key_create_name(const struct json_value *v, const
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 100)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 100 characters long");
+}
+
+/* transfer_signing_key_create_otp (openapi/transfers.yaml) */
+void validate_transfer_signing_key_create_otp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 6)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 6 characters long");
+    if (len > 6)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
+    if (!pattern_match(14, v->s)) /* ^[0-9]{6}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{6}$");
 }
 
 /* TransferSigningKeyId (openapi/transfers.yaml) */

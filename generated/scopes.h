@@ -36,6 +36,9 @@
 #define SCOPE_WORKSPACE_ADMIN (UINT64_C(1) << 26) /* workspace:admin: Full workspace administration; implies every other scope. */
 #define SCOPE_WORKSPACE_READ (UINT64_C(1) << 27) /* workspace:read: View workspace settings, members and the application catalogue. */
 
+/* Scopes an OAuth application is never granted (the oauth2 scheme's x-withheld-scopes). */
+#define SCOPES_WITHHELD (SCOPE_TRANSFERS_SIGN | SCOPE_WORKSPACE_ADMIN)
+
 extern const char *const scopes_names[];
 extern const char *const scopes_descriptions[]; /* x-scopes text, same order */
 extern const int scopes_count;

@@ -379,9 +379,9 @@ static void check_client_fields(struct req *r, const char *const *uris, size_t n
             verr_add(&r->verr, "/scopes", at, "unknown_scope",
                      "%s is not a scope of this API (see x-scopes in /v1/openapi.json)",
                      scopes[i]);
-        else if (bit == SCOPE_WORKSPACE_ADMIN)
+        else if (bit & SCOPES_WITHHELD)
             verr_add(&r->verr, "/scopes", at, "scope_not_allowed",
-                     "workspace:admin cannot be delegated to an application");
+                     "%s cannot be delegated to an application", scopes[i]);
     }
 }
 
@@ -812,7 +812,7 @@ int accounts_get_authorization_server_metadata(
     m->revocation_endpoint_auth_methods_supported_count = 3;
     m->scopes_supported = arena_alloc(&r->arena, (size_t)scopes_count * sizeof(const char *));
     for (int i = 0; i < scopes_count; i++)
-        if (scopes_mask(scopes_names[i]) != SCOPE_WORKSPACE_ADMIN)
+        if (!(scopes_mask(scopes_names[i]) & SCOPES_WITHHELD))
             m->scopes_supported[m->scopes_supported_count++] = scopes_names[i];
     m->authorization_response_iss_parameter_supported = true;
     m->has_authorization_response_iss_parameter_supported = true;

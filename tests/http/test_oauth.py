@@ -74,11 +74,19 @@ def test_unsafe_redirect_uris_are_refused(ws, uri):
     assert_validation(r, {"/redirect_uris/0": "invalid_redirect_uri"})
 
 
-def test_scopes_must_exist_and_admin_cannot_be_delegated(ws):
+def test_scopes_must_exist_and_admin_and_signing_cannot_be_delegated(ws):
     r = ws.owner.post(CLIENTS, json={"name": "x", "type": "public", "redirect_uris": [APP_URI],
                                      "scopes": ["payments:read", "nope:read",
-                                                "workspace:admin"]})
-    assert_validation(r, {"/scopes/1": "unknown_scope", "/scopes/2": "scope_not_allowed"})
+                                                "workspace:admin", "transfers:sign"]})
+    assert_validation(r, {"/scopes/1": "unknown_scope", "/scopes/2": "scope_not_allowed",
+                          "/scopes/3": "scope_not_allowed"})
+
+
+def test_metadata_offers_no_withheld_scope(server):
+    meta = server.client().get("/.well-known/oauth-authorization-server").json()
+    assert "payments:read" in meta["scopes_supported"]
+    assert "workspace:admin" not in meta["scopes_supported"]
+    assert "transfers:sign" not in meta["scopes_supported"]
 
 
 def test_only_administrators_manage_clients(server, ws, app):

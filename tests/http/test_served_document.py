@@ -44,8 +44,12 @@ def test_the_oauth2_flow_runs_at_the_urls_the_document_names(server, doc):
         server.base + AUTHORIZE
     assert urllib.parse.urljoin(server.base + "/v1/", flow["tokenUrl"]) == server.base + TOKEN
     assert flow["refreshUrl"] == flow["tokenUrl"]
-    assert set(flow["scopes"]) == set(doc["x-scopes"]) - {"workspace:admin"}
     meta = assert_json(server.client().get("/.well-known/oauth-authorization-server"), 200)
+    # the flow offers exactly what the authorization server grants applications
+    withheld = set(scheme["x-withheld-scopes"])
+    assert {"workspace:admin", "transfers:sign"} <= withheld
+    assert set(flow["scopes"]) == set(doc["x-scopes"]) - withheld == \
+        set(meta["scopes_supported"])
     assert meta["authorization_endpoint"] == server.base + AUTHORIZE
     assert meta["token_endpoint"] == server.base + TOKEN
     assert sorted(meta["scopes_supported"]) == sorted(flow["scopes"])
