@@ -12,6 +12,9 @@
 
 /* ---- structs ---- */
 
+struct event;
+struct event_data;
+struct event_request;
 struct money;
 struct problem;
 struct validation_error;
@@ -19,6 +22,33 @@ struct validation_error;
 struct metadata_entry {
     const char *key;
     const char *value;
+};
+
+/* Event: A domain event (the Standard Webhooks / Stripe envelope), written in the same transaction as the... */
+struct event {
+    const char *id; /* required */
+    const char *object; /* required */
+    const char *type; /* required */
+    const char *created_at; /* required, Timestamp */
+    const char *api_version; /* required */
+    const char *workspace_id; /* required, WorkspaceId */
+    struct event_data *data; /* required, EventData */
+    struct event_request *request; /* optional, EventRequest */
+    bool has_request;
+};
+
+/* EventData: The resource the event is about. */
+struct event_data {
+    const struct json_value *object; /* required */
+    const struct json_value *previous_attributes; /* optional */
+    bool has_previous_attributes;
+};
+
+/* EventRequest: The API request that caused the event. */
+struct event_request {
+    const char *id; /* required */
+    const char *idempotency_key; /* optional */
+    bool has_idempotency_key;
 };
 
 /* Money: An amount with its currency. */
@@ -50,6 +80,12 @@ struct validation_error {
 
 /* ---- JSON <-> structs: decode_*() expect a value its validate_*() accepted; 0 or -1 ---- */
 
+int decode_event(struct arena *a, const struct json_value *v, struct event *out);
+void encode_event(struct jsonw *w, const struct event *in);
+int decode_event_data(struct arena *a, const struct json_value *v, struct event_data *out);
+void encode_event_data(struct jsonw *w, const struct event_data *in);
+int decode_event_request(struct arena *a, const struct json_value *v, struct event_request *out);
+void encode_event_request(struct jsonw *w, const struct event_request *in);
 int decode_money(struct arena *a, const struct json_value *v, struct money *out);
 void encode_money(struct jsonw *w, const struct money *in);
 int decode_problem(struct arena *a, const struct json_value *v, struct problem *out);
@@ -64,6 +100,17 @@ void validate_bic(const struct json_value *v, const char *ptr, int mode, struct 
 void validate_business_date(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_country_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_currency_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_api_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_data_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_data_previous_attributes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_request_idempotency_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_event_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_has_more(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_etag(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_header_link(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -6,6 +6,133 @@
 
 #include <string.h>
 
+int decode_event(struct arena *a, const struct json_value *v, struct event *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "type") == 0) {
+            out->type = m->value->s;
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "api_version") == 0) {
+            out->api_version = m->value->s;
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            out->workspace_id = m->value->s;
+        } else if (strcmp(m->key, "data") == 0) {
+            out->data = arena_alloc(a, sizeof *out->data);
+            if (decode_event_data(a, m->value, out->data) != 0)
+                return -1;
+        } else if (strcmp(m->key, "request") == 0) {
+            out->has_request = true;
+            out->request = arena_alloc(a, sizeof *out->request);
+            if (decode_event_request(a, m->value, out->request) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+void encode_event(struct jsonw *w, const struct event *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "type");
+    jsonw_string(w, in->type);
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    jsonw_key(w, "api_version");
+    jsonw_string(w, in->api_version);
+    jsonw_key(w, "workspace_id");
+    jsonw_string(w, in->workspace_id);
+    jsonw_key(w, "data");
+    if (in->data)
+        encode_event_data(w, in->data);
+    else
+        jsonw_null(w);
+    if (in->has_request || in->request != NULL) {
+        jsonw_key(w, "request");
+        if (in->request)
+            encode_event_request(w, in->request);
+        else
+            jsonw_null(w);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_event_data(struct arena *a, const struct json_value *v, struct event_data *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "object") == 0) {
+            out->object = m->value;
+        } else if (strcmp(m->key, "previous_attributes") == 0) {
+            out->has_previous_attributes = true;
+            out->previous_attributes = m->value;
+        }
+    }
+    return 0;
+}
+
+void encode_event_data(struct jsonw *w, const struct event_data *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "object");
+    if (in->object)
+        jsonw_value(w, in->object);
+    else
+        jsonw_null(w);
+    if (in->has_previous_attributes || in->previous_attributes != NULL) {
+        jsonw_key(w, "previous_attributes");
+        if (in->previous_attributes)
+            jsonw_value(w, in->previous_attributes);
+        else
+            jsonw_null(w);
+    }
+    jsonw_object_end(w);
+}
+
+int decode_event_request(struct arena *a, const struct json_value *v, struct event_request *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "idempotency_key") == 0) {
+            out->has_idempotency_key = true;
+            out->idempotency_key = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_event_request(struct jsonw *w, const struct event_request *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    if (in->has_idempotency_key || in->idempotency_key != NULL) {
+        jsonw_key(w, "idempotency_key");
+        jsonw_string(w, in->idempotency_key);
+    }
+    jsonw_object_end(w);
+}
+
 int decode_money(struct arena *a, const struct json_value *v, struct money *out)
 {
     (void)a;

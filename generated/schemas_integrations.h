@@ -161,10 +161,7 @@ struct webhook_endpoint_page;
 struct webhook_endpoint_secret_rotation;
 struct webhook_endpoint_update;
 struct webhook_endpoint_with_secret;
-struct webhook_event;
-struct webhook_event_data;
 struct webhook_event_page;
-struct webhook_event_request;
 struct webhook_redelivery;
 struct webhook_secret_rotation;
 
@@ -491,40 +488,13 @@ struct webhook_endpoint_with_secret {
     const char *secret; /* required, WebhookSecret */
 };
 
-/* WebhookEvent: The event envelope, what webhooks deliver: written in the same transaction as the change it repor... */
-struct webhook_event {
-    const char *id; /* required, WebhookEventId */
-    const char *object; /* required */
-    const char *type; /* required, WebhookEventType */
-    const char *created_at; /* required, Timestamp */
-    const char *api_version; /* required */
-    const char *workspace_id; /* required, WorkspaceId */
-    struct webhook_event_data *data; /* required, WebhookEventData */
-    struct webhook_event_request *request; /* optional, WebhookEventRequest */
-    bool has_request;
-};
-
-/* WebhookEventData: The resource the event is about. */
-struct webhook_event_data {
-    const struct json_value *object; /* required */
-    const struct json_value *previous_attributes; /* optional */
-    bool has_previous_attributes;
-};
-
 /* WebhookEventPage: One page of events, newest first. */
 struct webhook_event_page {
-    struct webhook_event *data; /* required */
+    struct event *data; /* required */
     size_t data_count;
     bool has_more; /* required, HasMore */
     const char *next_cursor; /* required, nullable, NextCursor */
     bool next_cursor_is_null;
-};
-
-/* WebhookEventRequest: The API request that caused the event. */
-struct webhook_event_request {
-    const char *id; /* required */
-    const char *idempotency_key; /* optional */
-    bool has_idempotency_key;
 };
 
 /* WebhookRedelivery: Where to redeliver (every subscribed enabled endpoint when absent). */
@@ -585,14 +555,8 @@ int decode_webhook_endpoint_update(struct arena *a, const struct json_value *v, 
 void encode_webhook_endpoint_update(struct jsonw *w, const struct webhook_endpoint_update *in);
 int decode_webhook_endpoint_with_secret(struct arena *a, const struct json_value *v, struct webhook_endpoint_with_secret *out);
 void encode_webhook_endpoint_with_secret(struct jsonw *w, const struct webhook_endpoint_with_secret *in);
-int decode_webhook_event(struct arena *a, const struct json_value *v, struct webhook_event *out);
-void encode_webhook_event(struct jsonw *w, const struct webhook_event *in);
-int decode_webhook_event_data(struct arena *a, const struct json_value *v, struct webhook_event_data *out);
-void encode_webhook_event_data(struct jsonw *w, const struct webhook_event_data *in);
 int decode_webhook_event_page(struct arena *a, const struct json_value *v, struct webhook_event_page *out);
 void encode_webhook_event_page(struct jsonw *w, const struct webhook_event_page *in);
-int decode_webhook_event_request(struct arena *a, const struct json_value *v, struct webhook_event_request *out);
-void encode_webhook_event_request(struct jsonw *w, const struct webhook_event_request *in);
 int decode_webhook_redelivery(struct arena *a, const struct json_value *v, struct webhook_redelivery *out);
 void encode_webhook_redelivery(struct jsonw *w, const struct webhook_redelivery *in);
 int decode_webhook_secret_rotation(struct arena *a, const struct json_value *v, struct webhook_secret_rotation *out);
@@ -701,18 +665,9 @@ void validate_webhook_endpoint_update_description(const struct json_value *v, co
 void validate_webhook_endpoint_update_event_types(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_webhook_endpoint_url(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_webhook_endpoint_with_secret(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_webhook_event(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_webhook_event_api_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_webhook_event_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_webhook_event_data_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_webhook_event_data_previous_attributes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_webhook_event_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_webhook_event_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_webhook_event_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_webhook_event_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_webhook_event_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_webhook_event_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_webhook_event_request_idempotency_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_webhook_event_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_webhook_event_type_selector(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_webhook_redelivery(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -1552,7 +1552,7 @@ void validate_webhook_delivery_id(const struct json_value *v, const char *ptr, i
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(88, v->s)) /* ^dlv_[0-9a-z]{26}$ */
+    if (!pattern_match(87, v->s)) /* ^dlv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^dlv_[0-9a-z]{26}$");
 }
 
@@ -2125,117 +2125,6 @@ void validate_webhook_endpoint_with_secret(const struct json_value *v, const cha
         verr_add(l, ptr, "secret", "required", "%s", "is required");
 }
 
-/* WebhookEvent (openapi/integrations.yaml) */
-void validate_webhook_event(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    if (!(v->type == JSON_OBJECT)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
-        return;
-    }
-    bool seen[7] = { false };
-    for (size_t i = 0; i < v->count; i++) {
-        const struct json_member *m = &v->members[i];
-        if (strcmp(m->key, "id") == 0) {
-            seen[0] = true;
-            validate_webhook_event_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "object") == 0) {
-            seen[1] = true;
-            validate_webhook_event_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "type") == 0) {
-            seen[2] = true;
-            validate_webhook_event_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "created_at") == 0) {
-            seen[3] = true;
-            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "api_version") == 0) {
-            seen[4] = true;
-            validate_webhook_event_api_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "workspace_id") == 0) {
-            seen[5] = true;
-            validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "data") == 0) {
-            seen[6] = true;
-            validate_webhook_event_data(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "request") == 0) {
-            validate_webhook_event_request(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        }
-    }
-    if (!seen[0])
-        verr_add(l, ptr, "id", "required", "%s", "is required");
-    if (!seen[1])
-        verr_add(l, ptr, "object", "required", "%s", "is required");
-    if (!seen[2])
-        verr_add(l, ptr, "type", "required", "%s", "is required");
-    if (!seen[3])
-        verr_add(l, ptr, "created_at", "required", "%s", "is required");
-    if (!seen[4])
-        verr_add(l, ptr, "api_version", "required", "%s", "is required");
-    if (!seen[5])
-        verr_add(l, ptr, "workspace_id", "required", "%s", "is required");
-    if (!seen[6])
-        verr_add(l, ptr, "data", "required", "%s", "is required");
-}
-
-/* webhook_event_api_version (openapi/integrations.yaml) */
-void validate_webhook_event_api_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len > 10)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 10 characters long");
-    if (!pattern_match(35, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
-        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4}-[0-9]{2}-[0-9]{2}$");
-}
-
-/* WebhookEventData (openapi/integrations.yaml) */
-void validate_webhook_event_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    if (!(v->type == JSON_OBJECT)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
-        return;
-    }
-    bool seen[1] = { false };
-    for (size_t i = 0; i < v->count; i++) {
-        const struct json_member *m = &v->members[i];
-        if (strcmp(m->key, "object") == 0) {
-            seen[0] = true;
-            validate_webhook_event_data_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "previous_attributes") == 0) {
-            validate_webhook_event_data_previous_attributes(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        }
-    }
-    if (!seen[0])
-        verr_add(l, ptr, "object", "required", "%s", "is required");
-}
-
-/* webhook_event_data_object (openapi/integrations.yaml) */
-void validate_webhook_event_data_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_OBJECT)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
-        return;
-    }
-    if (v->count > 100)
-        verr_add(l, ptr, NULL, "max_properties", "%s", "must have at most 100 properties");
-}
-
-/* webhook_event_data_previous_attributes (openapi/integrations.yaml) */
-void validate_webhook_event_data_previous_attributes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_OBJECT)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
-        return;
-    }
-    if (v->count > 100)
-        verr_add(l, ptr, NULL, "max_properties", "%s", "must have at most 100 properties");
-}
-
 /* WebhookEventId (openapi/integrations.yaml) */
 void validate_webhook_event_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -2247,20 +2136,8 @@ void validate_webhook_event_id(const struct json_value *v, const char *ptr, int 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(33, v->s)) /* ^evt_[0-9a-z]{26}$ */
+    if (!pattern_match(9, v->s)) /* ^evt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^evt_[0-9a-z]{26}$");
-}
-
-/* webhook_event_object (openapi/integrations.yaml) */
-void validate_webhook_event_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    if (strcmp(v->s, "event") != 0)
-        verr_add(l, ptr, NULL, "const", "%s", "must be \"event\"");
 }
 
 /* WebhookEventPage (openapi/integrations.yaml) */
@@ -2302,54 +2179,7 @@ void validate_webhook_event_page_data(const struct json_value *v, const char *pt
     if (v->count > 100)
         verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 100 items");
     for (size_t i = 0; i < v->count; i++)
-        validate_webhook_event(v->items[i], verr_index(l->arena, ptr, i), mode, l);
-}
-
-/* WebhookEventRequest (openapi/integrations.yaml) */
-void validate_webhook_event_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    if (!(v->type == JSON_OBJECT)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
-        return;
-    }
-    bool seen[1] = { false };
-    for (size_t i = 0; i < v->count; i++) {
-        const struct json_member *m = &v->members[i];
-        if (strcmp(m->key, "id") == 0) {
-            seen[0] = true;
-            validate_webhook_event_request_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "idempotency_key") == 0) {
-            validate_webhook_event_request_idempotency_key(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        }
-    }
-    if (!seen[0])
-        verr_add(l, ptr, "id", "required", "%s", "is required");
-}
-
-/* webhook_event_request_id (openapi/integrations.yaml) */
-void validate_webhook_event_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len > 64)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-}
-
-/* webhook_event_request_idempotency_key (openapi/integrations.yaml) */
-void validate_webhook_event_request_idempotency_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len > 64)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+        validate_event(v->items[i], verr_index(l->arena, ptr, i), mode, l);
 }
 
 /* WebhookEventType (openapi/integrations.yaml) */
@@ -2363,7 +2193,7 @@ void validate_webhook_event_type(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(85, v->s)) /* ^[a-z_]+([.][a-z_]+)+$ */
+    if (!pattern_match(10, v->s)) /* ^[a-z_]+([.][a-z_]+)+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z_]+([.][a-z_]+)+$");
 }
 
@@ -2378,7 +2208,7 @@ void validate_webhook_event_type_selector(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(86, v->s)) /* ^([*]|[a-z_]+([.][a-z_]+)*([.][*])?)$ */
+    if (!pattern_match(85, v->s)) /* ^([*]|[a-z_]+([.][a-z_]+)*([.][*])?)$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([*]|[a-z_]+([.][a-z_]+)*([.][*])?)$");
 }
 
@@ -2410,7 +2240,7 @@ void validate_webhook_secret(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 50)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 50 characters long");
-    if (!pattern_match(87, v->s)) /* ^whsec_[A-Za-z0-9+/]{43}=$ */
+    if (!pattern_match(86, v->s)) /* ^whsec_[A-Za-z0-9+/]{43}=$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^whsec_[A-Za-z0-9+/]{43}=$");
 }
 

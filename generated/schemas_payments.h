@@ -159,10 +159,7 @@ struct beneficiary_create;
 struct beneficiary_denial;
 struct beneficiary_page;
 struct beneficiary_update;
-struct event;
-struct event_data;
 struct event_page;
-struct event_request;
 struct iban_account_identification;
 struct payment;
 struct payment_approval;
@@ -335,23 +332,6 @@ struct beneficiary_update {
     bool has_metadata;
 };
 
-/* Event: A domain event (the Standard Webhooks / Stripe envelope), written in the same transaction as the... */
-struct event {
-    const char *id; /* required */
-    const char *object; /* required */
-    const char *type; /* required */
-    const char *created_at; /* required, Timestamp */
-    const char *api_version; /* required */
-    const char *workspace_id; /* required, WorkspaceId */
-    struct event_data *data; /* required, EventData */
-    struct event_request *request; /* required, EventRequest */
-};
-
-/* EventData: The resource right after the change. */
-struct event_data {
-    const struct json_value *object; /* required */
-};
-
 /* EventPage: One page of events, oldest first. */
 struct event_page {
     struct event *data; /* required */
@@ -359,13 +339,6 @@ struct event_page {
     bool has_more; /* required, HasMore */
     const char *next_cursor; /* required, nullable, NextCursor */
     bool next_cursor_is_null;
-};
-
-/* EventRequest: The API request that caused the event. */
-struct event_request {
-    const char *id; /* required */
-    const char *idempotency_key; /* optional */
-    bool has_idempotency_key;
 };
 
 /* IbanAccountIdentification: International Bank Account Number (ISO 13616). */
@@ -593,14 +566,8 @@ int decode_beneficiary_page(struct arena *a, const struct json_value *v, struct 
 void encode_beneficiary_page(struct jsonw *w, const struct beneficiary_page *in);
 int decode_beneficiary_update(struct arena *a, const struct json_value *v, struct beneficiary_update *out);
 void encode_beneficiary_update(struct jsonw *w, const struct beneficiary_update *in);
-int decode_event(struct arena *a, const struct json_value *v, struct event *out);
-void encode_event(struct jsonw *w, const struct event *in);
-int decode_event_data(struct arena *a, const struct json_value *v, struct event_data *out);
-void encode_event_data(struct jsonw *w, const struct event_data *in);
 int decode_event_page(struct arena *a, const struct json_value *v, struct event_page *out);
 void encode_event_page(struct jsonw *w, const struct event_page *in);
-int decode_event_request(struct arena *a, const struct json_value *v, struct event_request *out);
-void encode_event_request(struct jsonw *w, const struct event_request *in);
 int decode_iban_account_identification(struct arena *a, const struct json_value *v, struct iban_account_identification *out);
 void encode_iban_account_identification(struct jsonw *w, const struct iban_account_identification *in);
 int decode_payment(struct arena *a, const struct json_value *v, struct payment *out);
@@ -671,18 +638,8 @@ void validate_beneficiary_update_email(const struct json_value *v, const char *p
 void validate_beneficiary_update_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_conversion_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_counterparty_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_event(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_event_api_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_event_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_event_data_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_event_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_event_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_event_page(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_event_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_event_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_event_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_event_request_idempotency_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_event_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_iban_account_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_iban_account_identification_identification(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -49,7 +49,7 @@ void validate_aba_account_identification_identification(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 17)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 17 characters long");
-    if (!pattern_match(26, v->s)) /* ^[0-9]{4,17}$ */
+    if (!pattern_match(29, v->s)) /* ^[0-9]{4,17}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4,17}$");
 }
 
@@ -354,7 +354,7 @@ void validate_bank_details_routing_number(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 9)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 9 characters long");
-    if (!pattern_match(28, v->s)) /* ^[0-9]{9}$ */
+    if (!pattern_match(31, v->s)) /* ^[0-9]{9}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{9}$");
 }
 
@@ -395,7 +395,7 @@ void validate_bban_account_identification_identification(const struct json_value
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(27, v->s)) /* ^[A-Z0-9]{1,30}$ */
+    if (!pattern_match(30, v->s)) /* ^[A-Z0-9]{1,30}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{1,30}$");
 }
 
@@ -679,7 +679,7 @@ void validate_beneficiary_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(22, v->s)) /* ^ben_[0-9a-z]{26}$ */
+    if (!pattern_match(25, v->s)) /* ^ben_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ben_[0-9a-z]{26}$");
 }
 
@@ -828,7 +828,7 @@ void validate_beneficiary_update_counterparty_id(const struct json_value *v, con
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(23, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(26, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
 }
 
@@ -864,7 +864,7 @@ void validate_beneficiary_update_external_id(const struct json_value *v, const c
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(24, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(27, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -879,7 +879,7 @@ void validate_conversion_id(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(30, v->s)) /* ^cnv_[0-9a-z]{26}$ */
+    if (!pattern_match(33, v->s)) /* ^cnv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cnv_[0-9a-z]{26}$");
 }
 
@@ -894,135 +894,8 @@ void validate_counterparty_id(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 31)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 31 characters long");
-    if (!pattern_match(23, v->s)) /* ^cpty_[0-9a-z]{26}$ */
+    if (!pattern_match(26, v->s)) /* ^cpty_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cpty_[0-9a-z]{26}$");
-}
-
-/* Event (openapi/payments.yaml) */
-void validate_event(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    if (!(v->type == JSON_OBJECT)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
-        return;
-    }
-    bool seen[8] = { false };
-    for (size_t i = 0; i < v->count; i++) {
-        const struct json_member *m = &v->members[i];
-        if (strcmp(m->key, "id") == 0) {
-            seen[0] = true;
-            validate_event_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "object") == 0) {
-            seen[1] = true;
-            validate_event_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "type") == 0) {
-            seen[2] = true;
-            validate_event_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "created_at") == 0) {
-            seen[3] = true;
-            validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "api_version") == 0) {
-            seen[4] = true;
-            validate_event_api_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "workspace_id") == 0) {
-            seen[5] = true;
-            validate_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "data") == 0) {
-            seen[6] = true;
-            validate_event_data(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "request") == 0) {
-            seen[7] = true;
-            validate_event_request(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        }
-    }
-    if (!seen[0])
-        verr_add(l, ptr, "id", "required", "%s", "is required");
-    if (!seen[1])
-        verr_add(l, ptr, "object", "required", "%s", "is required");
-    if (!seen[2])
-        verr_add(l, ptr, "type", "required", "%s", "is required");
-    if (!seen[3])
-        verr_add(l, ptr, "created_at", "required", "%s", "is required");
-    if (!seen[4])
-        verr_add(l, ptr, "api_version", "required", "%s", "is required");
-    if (!seen[5])
-        verr_add(l, ptr, "workspace_id", "required", "%s", "is required");
-    if (!seen[6])
-        verr_add(l, ptr, "data", "required", "%s", "is required");
-    if (!seen[7])
-        verr_add(l, ptr, "request", "required", "%s", "is required");
-}
-
-/* event_api_version (openapi/payments.yaml) */
-void validate_event_api_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len > 10)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 10 characters long");
-    if (!pattern_match(35, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
-        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4}-[0-9]{2}-[0-9]{2}$");
-}
-
-/* EventData (openapi/payments.yaml) */
-void validate_event_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    if (!(v->type == JSON_OBJECT)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
-        return;
-    }
-    bool seen[1] = { false };
-    for (size_t i = 0; i < v->count; i++) {
-        const struct json_member *m = &v->members[i];
-        if (strcmp(m->key, "object") == 0) {
-            seen[0] = true;
-            validate_event_data_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        }
-    }
-    if (!seen[0])
-        verr_add(l, ptr, "object", "required", "%s", "is required");
-}
-
-/* event_data_object (openapi/payments.yaml) */
-void validate_event_data_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_OBJECT)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
-        return;
-    }
-    if (v->count > 64)
-        verr_add(l, ptr, NULL, "max_properties", "%s", "must have at most 64 properties");
-}
-
-/* event_id (openapi/payments.yaml) */
-void validate_event_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len > 30)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(33, v->s)) /* ^evt_[0-9a-z]{26}$ */
-        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^evt_[0-9a-z]{26}$");
-}
-
-/* event_object (openapi/payments.yaml) */
-void validate_event_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    if (strcmp(v->s, "event") != 0)
-        verr_add(l, ptr, NULL, "const", "%s", "must be \"event\"");
 }
 
 /* EventPage (openapi/payments.yaml) */
@@ -1067,68 +940,6 @@ void validate_event_page_data(const struct json_value *v, const char *ptr, int m
         validate_event(v->items[i], verr_index(l->arena, ptr, i), mode, l);
 }
 
-/* EventRequest (openapi/payments.yaml) */
-void validate_event_request(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    if (!(v->type == JSON_OBJECT)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
-        return;
-    }
-    bool seen[1] = { false };
-    for (size_t i = 0; i < v->count; i++) {
-        const struct json_member *m = &v->members[i];
-        if (strcmp(m->key, "id") == 0) {
-            seen[0] = true;
-            validate_event_request_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "idempotency_key") == 0) {
-            validate_event_request_idempotency_key(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        }
-    }
-    if (!seen[0])
-        verr_add(l, ptr, "id", "required", "%s", "is required");
-}
-
-/* event_request_id (openapi/payments.yaml) */
-void validate_event_request_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len > 64)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-}
-
-/* event_request_idempotency_key (openapi/payments.yaml) */
-void validate_event_request_idempotency_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len > 64)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-}
-
-/* event_type (openapi/payments.yaml) */
-void validate_event_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len > 64)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(34, v->s)) /* ^[a-z_]+[.][a-z_]+$ */
-        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z_]+[.][a-z_]+$");
-}
-
 /* ExternalId (openapi/payments.yaml) */
 void validate_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -1142,7 +953,7 @@ void validate_external_id(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(24, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(27, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -1214,7 +1025,7 @@ void validate_originating_account(const struct json_value *v, const char *ptr, i
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(24, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(27, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -1727,7 +1538,7 @@ void validate_payment_batch_id(const struct json_value *v, const char *ptr, int 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(32, v->s)) /* ^pbt_[0-9a-z]{26}$ */
+    if (!pattern_match(35, v->s)) /* ^pbt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^pbt_[0-9a-z]{26}$");
 }
 
@@ -1813,7 +1624,7 @@ void validate_payment_batch_item_failure_code(const struct json_value *v, const 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(31, v->s)) /* ^[A-Z0-9]{4}$ */
+    if (!pattern_match(34, v->s)) /* ^[A-Z0-9]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{4}$");
 }
 
@@ -2039,7 +1850,7 @@ void validate_payment_failure_code(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(31, v->s)) /* ^[A-Z0-9]{4}$ */
+    if (!pattern_match(34, v->s)) /* ^[A-Z0-9]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z0-9]{4}$");
 }
 
@@ -2067,7 +1878,7 @@ void validate_payment_id(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(29, v->s)) /* ^pay_[0-9a-z]{26}$ */
+    if (!pattern_match(32, v->s)) /* ^pay_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^pay_[0-9a-z]{26}$");
 }
 
@@ -2339,7 +2150,7 @@ void validate_payment_update_external_id(const struct json_value *v, const char 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(24, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(27, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -2442,7 +2253,7 @@ void validate_sort_code_account_number_identification_identification(const struc
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 14)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 14 characters long");
-    if (!pattern_match(25, v->s)) /* ^[0-9]{14}$ */
+    if (!pattern_match(28, v->s)) /* ^[0-9]{14}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{14}$");
 }
 
