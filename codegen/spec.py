@@ -2422,6 +2422,9 @@ class Model:
         if op.body:
             need[400] = 'malformed JSON answers 400 malformed_json'
             need[422] = 'schema violations answer 422 validation_failed'
+        if op.idempotent and not op.is_public:
+            need[409] = ('a retry while the first request with its idempotency key still runs '
+                         'answers 409 idempotency_request_in_progress')
         if op.planned:
             need[501] = 'planned operations answer 501 not_implemented'
         else:

@@ -293,7 +293,7 @@ struct accounts_update_oauth_client_request {
 };
 
 struct accounts_update_oauth_client_response {
-    int status; /* 200; problems (400, 401, 403, 404, 412, 413, 415, 422, 429, 500, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct oauth_client *body_200; /* status 200: Changed; the client as it is now. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };

@@ -2602,6 +2602,10 @@ static void check_accounts_update_oauth_client(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
         break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
     case 412:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 412 is documented as a problem document");

@@ -270,7 +270,7 @@ def test_served_document_adds_oauth2_alternative_and_runtime_headers(tmp_path):
         return [p['$ref'].rsplit('/', 1)[1] for p in o.get('parameters', []) if '$ref' in p]
     for oid, o in ops.items():
         assert 'RequestId' in header_refs(o), oid
-    assert 'IdempotencyKey' in header_refs(ops['createThing'])
+    assert 'IdempotencyKey' not in header_refs(ops['createThing'])   # x-idempotent: false
     assert 'IdempotencyKey' in header_refs(ops['addShape'])
     assert 'IdempotencyKey' not in header_refs(ops['replaceThing'])   # x-idempotent: false
     assert 'IdempotencyKey' not in header_refs(ops['issueToken'])     # public

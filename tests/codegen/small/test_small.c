@@ -722,7 +722,9 @@ static void test_operation_descriptors_carry_spec_and_defaults(void)
     const struct op *o = op_named("createThing");
     CHECK(o && o->scopes == (SCOPE_THINGS_WRITE | SCOPE_THINGS_READ));
     CHECK_STR(o->scopes_text, "things:write things:read");
-    CHECK(o->idempotent && o->has_body && o->body_required && o->max_body_bytes == 65536);
+    /* x-idempotent: false (its 409 is a typed body); a POST is idempotent by default */
+    CHECK(!o->idempotent && o->has_body && o->body_required && o->max_body_bytes == 65536);
+    CHECK(op_named("addShape") && op_named("addShape")->idempotent);
     CHECK_STR(o->rate_limit_class, "default");
     CHECK(o->statuses[0] == 201 && o->statuses[1] == 400 && o->statuses[2] == 409 &&
           o->statuses[3] == 422 && o->statuses[4] == 500 && o->statuses[5] == 0);

@@ -25,7 +25,7 @@ struct exports_import_statement_request {
 };
 
 struct exports_import_statement_response {
-    int status; /* 201; problems (400, 415, 422, 500) via req_problem() */
+    int status; /* 201; problems (400, 409, 415, 422, 500) via req_problem() */
     struct report *body_201; /* status 201: Imported. */
 };
 

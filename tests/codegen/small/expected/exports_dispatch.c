@@ -47,6 +47,10 @@ static void check_exports_import_statement(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
         break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
     case 415:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");

@@ -15,7 +15,7 @@
 #define MAX_SEGS 4
 
 static const int statuses_0[] = { 200, 500, 0 };
-static const int statuses_1[] = { 201, 400, 415, 422, 500, 0 };
+static const int statuses_1[] = { 201, 400, 409, 415, 422, 500, 0 };
 static const int statuses_2[] = { 200, 400, 406, 500, 0 };
 static const int statuses_3[] = { 200, 406, 500, 0 };
 static const int statuses_4[] = { 200, 400, 500, 0 };
@@ -24,7 +24,7 @@ static const int statuses_6[] = { 200, 500, 501, 0 };
 static const int statuses_7[] = { 200, 400, 404, 500, 0 };
 static const int statuses_8[] = { 200, 400, 404, 422, 500, 0 };
 static const int statuses_9[] = { 204, 400, 404, 500, 0 };
-static const int statuses_10[] = { 200, 400, 422, 500, 0 };
+static const int statuses_10[] = { 200, 400, 409, 422, 500, 0 };
 static const int statuses_11[] = { 200, 400, 422, 500, 0 };
 static const int statuses_12[] = { 200, 400, 422, 500, 0 };
 static const int statuses_13[] = { 200, 303, 400, 500, 0 };
@@ -157,7 +157,7 @@ const struct op routes_ops[] = {
         .is_public = false,
         .scopes = SCOPE_THINGS_WRITE | SCOPE_THINGS_READ,
         .scopes_text = "things:write things:read",
-        .idempotent = true,
+        .idempotent = false,
         .rate_limit_class = "default",
         .max_body_bytes = 65536,
         .planned = false,

@@ -11,6 +11,9 @@
 #define SCOPE_THINGS_WRITE (UINT64_C(1) << 1) /* things:write: Write things. */
 #define SCOPE_WORKSPACE_ADMIN (UINT64_C(1) << 2) /* workspace:admin: Everything. */
 
+/* Scopes an OAuth application is never granted (the oauth2 scheme's x-withheld-scopes). */
+#define SCOPES_WITHHELD (SCOPE_WORKSPACE_ADMIN)
+
 extern const char *const scopes_names[];
 extern const char *const scopes_descriptions[]; /* x-scopes text, same order */
 extern const int scopes_count;

@@ -114,7 +114,7 @@ struct things_add_shape_request {
 };
 
 struct things_add_shape_response {
-    int status; /* 200; problems (400, 422, 500) via req_problem() */
+    int status; /* 200; problems (400, 409, 422, 500) via req_problem() */
     const struct json_value *body_200; /* status 200: Anything. */
 };
 

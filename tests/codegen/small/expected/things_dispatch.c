@@ -790,6 +790,10 @@ static void check_things_add_shape(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
         break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
     case 422:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
