@@ -160,7 +160,7 @@ void validate_audit_export_s3_destination_bucket(const struct json_value *v, con
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 3 characters long");
     if (len > 63)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 63 characters long");
-    if (!pattern_match(47, v->s)) /* ^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$ */
+    if (!pattern_match(48, v->s)) /* ^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$");
 }
 
@@ -175,7 +175,7 @@ void validate_audit_export_s3_destination_prefix(const struct json_value *v, con
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 200)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 200 characters long");
-    if (!pattern_match(48, v->s)) /* ^[A-Za-z0-9_./-]{0,200}$ */
+    if (!pattern_match(49, v->s)) /* ^[A-Za-z0-9_./-]{0,200}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_./-]{0,200}$");
 }
 
@@ -190,7 +190,7 @@ void validate_audit_export_s3_destination_region(const struct json_value *v, con
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 32)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 32 characters long");
-    if (!pattern_match(49, v->s)) /* ^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$ */
+    if (!pattern_match(50, v->s)) /* ^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$");
 }
 
@@ -205,7 +205,7 @@ void validate_audit_export_s3_destination_role_arn(const struct json_value *v, c
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 256)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 256 characters long");
-    if (!pattern_match(50, v->s)) /* ^arn:aws:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,200}$ */
+    if (!pattern_match(51, v->s)) /* ^arn:aws:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,200}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^arn:aws:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,200}$");
 }
 
@@ -274,7 +274,7 @@ void validate_audit_export_webhook_destination_webhook_endpoint_id(const struct 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(51, v->s)) /* ^whe_[0-9a-z]{26}$ */
+    if (!pattern_match(52, v->s)) /* ^whe_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^whe_[0-9a-z]{26}$");
 }
 
@@ -485,7 +485,7 @@ void validate_branding_color(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 7)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 7 characters long");
-    if (!pattern_match(46, v->s)) /* ^#[0-9A-Fa-f]{6}$ */
+    if (!pattern_match(47, v->s)) /* ^#[0-9A-Fa-f]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^#[0-9A-Fa-f]{6}$");
 }
 
@@ -500,7 +500,7 @@ void validate_branding_logo_url(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 2048)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 2048 characters long");
-    if (!pattern_match(44, v->s)) /* ^https:// */
+    if (!pattern_match(45, v->s)) /* ^https:// */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^https://");
     if (!format_is_uri(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be an absolute URI");
@@ -686,7 +686,7 @@ void validate_invitation_issued_id(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(43, v->s)) /* ^inv_[0-9a-z]{26}$ */
+    if (!pattern_match(44, v->s)) /* ^inv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^inv_[0-9a-z]{26}$");
 }
 
@@ -701,7 +701,7 @@ void validate_invitation_issued_invited_by(const struct json_value *v, const cha
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(10, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -810,7 +810,7 @@ void validate_oidc_settings_issuer(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 2048)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 2048 characters long");
-    if (!pattern_match(44, v->s)) /* ^https:// */
+    if (!pattern_match(45, v->s)) /* ^https:// */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^https://");
     if (!format_is_uri(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be an absolute URI");
@@ -855,7 +855,7 @@ void validate_oidc_settings_scopes_item(const struct json_value *v, const char *
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(45, v->s)) /* ^[A-Za-z0-9_.:-]{1,64}$ */
+    if (!pattern_match(46, v->s)) /* ^[A-Za-z0-9_.:-]{1,64}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_.:-]{1,64}$");
 }
 
@@ -1024,7 +1024,7 @@ void validate_role_key(const struct json_value *v, const char *ptr, int mode, st
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(23, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(25, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -1209,7 +1209,7 @@ void validate_saml_settings_idp_sso_url(const struct json_value *v, const char *
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 2048)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 2048 characters long");
-    if (!pattern_match(44, v->s)) /* ^https:// */
+    if (!pattern_match(45, v->s)) /* ^https:// */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^https://");
     if (!format_is_uri(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be an absolute URI");
@@ -1249,7 +1249,7 @@ void validate_scope_name(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(13, v->s)) /* ^[a-z]+:[a-z]+$ */
+    if (!pattern_match(15, v->s)) /* ^[a-z]+:[a-z]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
 }
 
@@ -1396,7 +1396,7 @@ void validate_service_account_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 29)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 29 characters long");
-    if (!pattern_match(41, v->s)) /* ^sa_[0-9a-z]{26}$ */
+    if (!pattern_match(42, v->s)) /* ^sa_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sa_[0-9a-z]{26}$");
 }
 
@@ -1595,7 +1595,7 @@ void validate_service_account_token_id(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(42, v->s)) /* ^sat_[0-9a-z]{26}$ */
+    if (!pattern_match(43, v->s)) /* ^sat_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sat_[0-9a-z]{26}$");
 }
 
@@ -1668,7 +1668,7 @@ void validate_service_account_token_issued_access_token(const struct json_value 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 8192)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8192 characters long");
-    if (!pattern_match(20, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
+    if (!pattern_match(22, v->s)) /* ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]+[.][A-Za-z0-9_-]+[.][A-Za-z0-9_-]+$");
 }
 
@@ -1764,7 +1764,7 @@ void validate_service_account_token_scope(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(21, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
+    if (!pattern_match(23, v->s)) /* ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z]+:[a-z]+( [a-z]+:[a-z]+)*)?$");
 }
 
@@ -2032,7 +2032,7 @@ void validate_sso_domain_name(const struct json_value *v, const char *ptr, int m
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 4 characters long");
     if (len > 253)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 253 characters long");
-    if (!pattern_match(39, v->s)) /* ^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?[.])+[a-z]{2,63}$ */
+    if (!pattern_match(40, v->s)) /* ^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?[.])+[a-z]{2,63}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?[.])+[a-z]{2,63}$");
 }
 
@@ -2385,7 +2385,7 @@ void validate_user_id(const struct json_value *v, const char *ptr, int mode, str
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(38, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(39, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 

@@ -291,7 +291,7 @@ void validate_bank_account_id(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(58, v->s)) /* ^bac_[0-9a-z]{26}$ */
+    if (!pattern_match(59, v->s)) /* ^bac_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^bac_[0-9a-z]{26}$");
 }
 
@@ -817,7 +817,7 @@ void validate_bank_connection_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(57, v->s)) /* ^con_[0-9a-z]{26}$ */
+    if (!pattern_match(58, v->s)) /* ^con_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^con_[0-9a-z]{26}$");
 }
 
@@ -1018,7 +1018,7 @@ void validate_bank_consent_redirect_uri(const struct json_value *v, const char *
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 2048)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 2048 characters long");
-    if (!pattern_match(44, v->s)) /* ^https:// */
+    if (!pattern_match(45, v->s)) /* ^https:// */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^https://");
     if (!format_is_uri(v->s))
         verr_add(l, ptr, NULL, "format", "%s", "must be an absolute URI");
@@ -1167,7 +1167,7 @@ void validate_bank_institution_id(const struct json_value *v, const char *ptr, i
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(61, v->s)) /* ^[a-z0-9][a-z0-9_-]*$ */
+    if (!pattern_match(62, v->s)) /* ^[a-z0-9][a-z0-9_-]*$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z0-9][a-z0-9_-]*$");
 }
 
@@ -1480,7 +1480,7 @@ void validate_bank_statement_id(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(60, v->s)) /* ^stm_[0-9a-z]{26}$ */
+    if (!pattern_match(61, v->s)) /* ^stm_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^stm_[0-9a-z]{26}$");
 }
 
@@ -1880,7 +1880,7 @@ void validate_bank_transaction_code_domain(const struct json_value *v, const cha
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(62, v->s)) /* ^[A-Z]{4}$ */
+    if (!pattern_match(63, v->s)) /* ^[A-Z]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{4}$");
 }
 
@@ -1895,7 +1895,7 @@ void validate_bank_transaction_code_family(const struct json_value *v, const cha
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(62, v->s)) /* ^[A-Z]{4}$ */
+    if (!pattern_match(63, v->s)) /* ^[A-Z]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{4}$");
 }
 
@@ -1923,7 +1923,7 @@ void validate_bank_transaction_code_sub_family(const struct json_value *v, const
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(62, v->s)) /* ^[A-Z]{4}$ */
+    if (!pattern_match(63, v->s)) /* ^[A-Z]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{4}$");
 }
 
@@ -1964,7 +1964,7 @@ void validate_bank_transaction_id(const struct json_value *v, const char *ptr, i
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(59, v->s)) /* ^btx_[0-9a-z]{26}$ */
+    if (!pattern_match(60, v->s)) /* ^btx_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^btx_[0-9a-z]{26}$");
 }
 
@@ -2056,7 +2056,7 @@ void validate_bank_transaction_reconciliation_journal_entry_id(const struct json
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(63, v->s)) /* ^jrn_[0-9a-z]{26}$ */
+    if (!pattern_match(64, v->s)) /* ^jrn_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^jrn_[0-9a-z]{26}$");
 }
 

@@ -99,6 +99,7 @@ void validate_amount(const struct json_value *v, const char *ptr, int mode, stru
 void validate_bic(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_business_date(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_country_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_cron_expression(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_currency_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_event(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_event_api_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -138,6 +139,7 @@ void validate_rate(const struct json_value *v, const char *ptr, int mode, struct
 void validate_resource_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_signed_amount(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_signed_decimal(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_time_zone_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_timestamp(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_validation_error(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_validation_error_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

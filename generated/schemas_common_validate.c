@@ -89,6 +89,23 @@ void validate_country_code(const struct json_value *v, const char *ptr, int mode
         verr_add(l, ptr, NULL, "format", "%s", "must be an ISO 3166-1 alpha-2 country code");
 }
 
+/* CronExpression (openapi/common.yaml) */
+void validate_cron_expression(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 9)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 9 characters long");
+    if (len > 100)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 100 characters long");
+    if (!pattern_match(9, v->s)) /* ^[0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+$");
+}
+
 /* CurrencyCode (openapi/common.yaml) */
 void validate_currency_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -168,7 +185,7 @@ void validate_event_api_version(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 10)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 10 characters long");
-    if (!pattern_match(11, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
+    if (!pattern_match(13, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4}-[0-9]{2}-[0-9]{2}$");
 }
 
@@ -228,7 +245,7 @@ void validate_event_id(const struct json_value *v, const char *ptr, int mode, st
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(9, v->s)) /* ^evt_[0-9a-z]{26}$ */
+    if (!pattern_match(11, v->s)) /* ^evt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^evt_[0-9a-z]{26}$");
 }
 
@@ -302,7 +319,7 @@ void validate_event_type(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(10, v->s)) /* ^[a-z_]+([.][a-z_]+)+$ */
+    if (!pattern_match(12, v->s)) /* ^[a-z_]+([.][a-z_]+)+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z_]+([.][a-z_]+)+$");
 }
 
@@ -327,7 +344,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(115, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(114, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -355,7 +372,7 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(114, v->s)) /* ^/v1/ */
+    if (!pattern_match(113, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
 }
 
@@ -482,7 +499,7 @@ void validate_object_id(const struct json_value *v, const char *ptr, int mode, s
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(10, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -512,7 +529,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(116, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
+    if (!pattern_match(115, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(\\*|\"v[1-9][0-9]{0,9}\")$");
 }
 
@@ -813,6 +830,23 @@ void validate_signed_decimal(const struct json_value *v, const char *ptr, int mo
     if (decimal_parse(v->s, 18, 10, true, &dec) != 0) {
         verr_add(l, ptr, NULL, "format", "%s", "must be a decimal number with at most 18 significant digits and 10 decimal places, without exponent");
     }
+}
+
+/* TimeZoneName (openapi/common.yaml) */
+void validate_time_zone_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 64)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
+    if (!pattern_match(8, v->s)) /* ^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$");
 }
 
 /* Timestamp (openapi/common.yaml) */

@@ -174,7 +174,7 @@ void validate_fx_conversion_created_by(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(10, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -237,7 +237,7 @@ void validate_fx_conversion_ledger_transaction_id(const struct json_value *v, co
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(63, v->s)) /* ^jrn_[0-9a-z]{26}$ */
+    if (!pattern_match(64, v->s)) /* ^jrn_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^jrn_[0-9a-z]{26}$");
 }
 
@@ -306,7 +306,7 @@ void validate_fx_conversion_short_reference(const struct json_value *v, const ch
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 16)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
-    if (!pattern_match(89, v->s)) /* ^FX-[0-9]{6}-[0-9A-Z]{6}$ */
+    if (!pattern_match(88, v->s)) /* ^FX-[0-9]{6}-[0-9A-Z]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^FX-[0-9]{6}-[0-9A-Z]{6}$");
 }
 
@@ -683,7 +683,7 @@ void validate_fx_quote_created_by(const struct json_value *v, const char *ptr, i
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(10, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -698,7 +698,7 @@ void validate_fx_quote_id(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(88, v->s)) /* ^quo_[0-9a-z]{26}$ */
+    if (!pattern_match(87, v->s)) /* ^quo_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^quo_[0-9a-z]{26}$");
 }
 
@@ -725,7 +725,7 @@ void validate_fx_quote_rate_source(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(53, v->s)) /* ^(ecb|manual|provider:[a-z0-9_-]{1,32}|curve:crv_[0-9a-z]{26})$ */
+    if (!pattern_match(54, v->s)) /* ^(ecb|manual|provider:[a-z0-9_-]{1,32}|curve:crv_[0-9a-z]{26})$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(ecb|manual|provider:[a-z0-9_-]{1,32}|curve:crv_[0-9a-z]{26})$");
 }
 
@@ -761,15 +761,15 @@ void validate_fx_quote_ttl_seconds(const struct json_value *v, const char *ptr, 
         return;
     default:
         if (v->s[0] == '-')
-            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 5");
         else
-            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 86400");
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 3600");
         return;
     }
-    if (n < INT64_C(1))
-        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
-    if (n > INT64_C(86400))
-        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 86400");
+    if (n < INT64_C(5))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 5");
+    if (n > INT64_C(3600))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 3600");
 }
 
 /* FxSpreadBps (openapi/conversions.yaml) */

@@ -344,7 +344,7 @@ void validate_journal_entry_id(const struct json_value *v, const char *ptr, int 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(63, v->s)) /* ^jrn_[0-9a-z]{26}$ */
+    if (!pattern_match(64, v->s)) /* ^jrn_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^jrn_[0-9a-z]{26}$");
 }
 
@@ -503,7 +503,7 @@ void validate_journal_entry_update_external_id(const struct json_value *v, const
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(27, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(29, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -665,7 +665,7 @@ void validate_journal_external_id(const struct json_value *v, const char *ptr, i
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(27, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(29, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -1089,7 +1089,7 @@ void validate_ledger_account_code(const struct json_value *v, const char *ptr, i
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 10)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 10 characters long");
-    if (!pattern_match(66, v->s)) /* ^[A-Za-z0-9._-]+$ */
+    if (!pattern_match(67, v->s)) /* ^[A-Za-z0-9._-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._-]+$");
 }
 
@@ -1217,7 +1217,7 @@ void validate_ledger_account_id(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(64, v->s)) /* ^lac_[0-9a-z]{26}$ */
+    if (!pattern_match(65, v->s)) /* ^lac_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^lac_[0-9a-z]{26}$");
 }
 
@@ -1387,7 +1387,7 @@ void validate_ledger_account_update_parent_id(const struct json_value *v, const 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(64, v->s)) /* ^lac_[0-9a-z]{26}$ */
+    if (!pattern_match(65, v->s)) /* ^lac_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^lac_[0-9a-z]{26}$");
 }
 
@@ -1459,7 +1459,7 @@ void validate_ledger_cash_account_mapping_bank_account_id(const struct json_valu
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(58, v->s)) /* ^bac_[0-9a-z]{26}$ */
+    if (!pattern_match(59, v->s)) /* ^bac_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^bac_[0-9a-z]{26}$");
 }
 
@@ -2079,7 +2079,7 @@ void validate_ledger_period_id(const struct json_value *v, const char *ptr, int 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(65, v->s)) /* ^per_[0-9a-z]{26}$ */
+    if (!pattern_match(66, v->s)) /* ^per_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^per_[0-9a-z]{26}$");
 }
 

@@ -25,7 +25,7 @@ void validate_currency_pair(const struct json_value *v, const char *ptr, int mod
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 6 characters long");
     if (len > 6)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
-    if (!pattern_match(52, v->s)) /* ^[A-Z]{6}$ */
+    if (!pattern_match(53, v->s)) /* ^[A-Z]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{6}$");
 }
 
@@ -527,7 +527,7 @@ void validate_fx_rate_push_source(const struct json_value *v, const char *ptr, i
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 41)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 41 characters long");
-    if (!pattern_match(54, v->s)) /* ^(manual|provider:[a-z0-9_-]{1,32})$ */
+    if (!pattern_match(55, v->s)) /* ^(manual|provider:[a-z0-9_-]{1,32})$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(manual|provider:[a-z0-9_-]{1,32})$");
 }
 
@@ -781,7 +781,7 @@ void validate_rate_alert_created_by(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(10, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -796,7 +796,7 @@ void validate_rate_alert_id(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(56, v->s)) /* ^alr_[0-9a-z]{26}$ */
+    if (!pattern_match(57, v->s)) /* ^alr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^alr_[0-9a-z]{26}$");
 }
 
@@ -1197,7 +1197,7 @@ void validate_rate_curve_created_by(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(10, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -1212,7 +1212,7 @@ void validate_rate_curve_id(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(55, v->s)) /* ^crv_[0-9a-z]{26}$ */
+    if (!pattern_match(56, v->s)) /* ^crv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^crv_[0-9a-z]{26}$");
 }
 
@@ -1496,7 +1496,7 @@ void validate_rate_source(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(53, v->s)) /* ^(ecb|manual|provider:[a-z0-9_-]{1,32}|curve:crv_[0-9a-z]{26})$ */
+    if (!pattern_match(54, v->s)) /* ^(ecb|manual|provider:[a-z0-9_-]{1,32}|curve:crv_[0-9a-z]{26})$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(ecb|manual|provider:[a-z0-9_-]{1,32}|curve:crv_[0-9a-z]{26})$");
 }
 

@@ -323,8 +323,8 @@ struct report_schedule {
     struct report_parameters *parameters; /* optional, ReportParameters */
     bool has_parameters;
     enum report_format format; /* required, ReportFormat */
-    const char *cron; /* required, ReportCron */
-    const char *timezone; /* required, ReportTimeZone */
+    const char *cron; /* required, CronExpression */
+    const char *timezone; /* required, TimeZoneName */
     enum report_schedule_status status; /* required, ReportScheduleStatus */
     struct report_recipient *recipients; /* required, ReportRecipients */
     size_t recipients_count;
@@ -351,8 +351,8 @@ struct report_schedule_create {
     bool has_parameters;
     enum report_format format; /* optional, ReportFormat */
     bool has_format;
-    const char *cron; /* required, ReportCron */
-    const char *timezone; /* optional, ReportTimeZone */
+    const char *cron; /* required, CronExpression */
+    const char *timezone; /* optional, TimeZoneName */
     bool has_timezone;
     struct report_recipient *recipients; /* optional, ReportRecipients */
     size_t recipients_count;
@@ -381,9 +381,9 @@ struct report_schedule_update {
     bool has_parameters;
     enum report_format format; /* optional, ReportFormat */
     bool has_format;
-    const char *cron; /* optional, ReportCron */
+    const char *cron; /* optional, CronExpression */
     bool has_cron;
-    const char *timezone; /* optional, ReportTimeZone */
+    const char *timezone; /* optional, TimeZoneName */
     bool has_timezone;
     enum report_schedule_status status; /* optional, ReportScheduleStatus */
     bool has_status;
@@ -551,7 +551,6 @@ void validate_report_column(const struct json_value *v, const char *ptr, int mod
 void validate_report_column_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_report_column_label(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_report_column_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_report_cron(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_report_distribution(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_report_distribution_recipients(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_report_document(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -609,7 +608,6 @@ void validate_report_template_page_data(const struct json_value *v, const char *
 void validate_report_template_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_report_template_update_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_report_template_update_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_report_time_zone(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_report_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_report_webhook_recipient(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_report_webhook_recipient_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -235,7 +235,7 @@ void validate_report_bank_account_ref(const struct json_value *v, const char *pt
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(58, v->s)) /* ^bac_[0-9a-z]{26}$ */
+    if (!pattern_match(59, v->s)) /* ^bac_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^bac_[0-9a-z]{26}$");
 }
 
@@ -309,23 +309,6 @@ void validate_report_column_type(const struct json_value *v, const char *ptr, in
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
     if (report_column_type_parse(v->s) == 0)
         verr_add(l, ptr, NULL, "enum", "%s", "must be one of: string, amount, currency, date, timestamp, integer, decimal");
-}
-
-/* ReportCron (openapi/reporting.yaml) */
-void validate_report_cron(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len < 9)
-        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 9 characters long");
-    if (len > 100)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 100 characters long");
-    if (!pattern_match(72, v->s)) /* ^[0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+$ */
-        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+$");
 }
 
 /* ReportDistribution (openapi/reporting.yaml) */
@@ -617,7 +600,7 @@ void validate_report_file_sha256(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(70, v->s)) /* ^[0-9a-f]{64}$ */
+    if (!pattern_match(71, v->s)) /* ^[0-9a-f]{64}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9a-f]{64}$");
 }
 
@@ -699,7 +682,7 @@ void validate_report_period_ref(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(65, v->s)) /* ^per_[0-9a-z]{26}$ */
+    if (!pattern_match(66, v->s)) /* ^per_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^per_[0-9a-z]{26}$");
 }
 
@@ -912,7 +895,7 @@ void validate_report_run_id(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(67, v->s)) /* ^rpt_[0-9a-z]{26}$ */
+    if (!pattern_match(68, v->s)) /* ^rpt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^rpt_[0-9a-z]{26}$");
 }
 
@@ -981,7 +964,7 @@ void validate_report_run_result_url(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 80)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 80 characters long");
-    if (!pattern_match(71, v->s)) /* ^/v1/reports/rpt_[0-9a-z]{26}/file$ */
+    if (!pattern_match(72, v->s)) /* ^/v1/reports/rpt_[0-9a-z]{26}/file$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/reports/rpt_[0-9a-z]{26}/file$");
 }
 
@@ -1034,10 +1017,10 @@ void validate_report_schedule(const struct json_value *v, const char *ptr, int m
             validate_report_format(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "cron") == 0) {
             seen[6] = true;
-            validate_report_cron(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_cron_expression(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "timezone") == 0) {
             seen[7] = true;
-            validate_report_time_zone(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_time_zone_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "status") == 0) {
             seen[8] = true;
             validate_report_schedule_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
@@ -1120,9 +1103,9 @@ void validate_report_schedule_create(const struct json_value *v, const char *ptr
             validate_report_format(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "cron") == 0) {
             seen[1] = true;
-            validate_report_cron(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_cron_expression(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "timezone") == 0) {
-            validate_report_time_zone(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_time_zone_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "recipients") == 0) {
             validate_report_recipients(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "metadata") == 0) {
@@ -1163,7 +1146,7 @@ void validate_report_schedule_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(69, v->s)) /* ^rsc_[0-9a-z]{26}$ */
+    if (!pattern_match(70, v->s)) /* ^rsc_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^rsc_[0-9a-z]{26}$");
 }
 
@@ -1271,9 +1254,9 @@ void validate_report_schedule_update(const struct json_value *v, const char *ptr
         } else if (strcmp(m->key, "format") == 0) {
             validate_report_format(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "cron") == 0) {
-            validate_report_cron(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_cron_expression(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "timezone") == 0) {
-            validate_report_time_zone(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_time_zone_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "status") == 0) {
             validate_report_schedule_status(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "recipients") == 0) {
@@ -1466,7 +1449,7 @@ void validate_report_template_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(68, v->s)) /* ^rtp_[0-9a-z]{26}$ */
+    if (!pattern_match(69, v->s)) /* ^rtp_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^rtp_[0-9a-z]{26}$");
 }
 
@@ -1598,23 +1581,6 @@ void validate_report_template_update_name(const struct json_value *v, const char
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 120 characters long");
 }
 
-/* ReportTimeZone (openapi/reporting.yaml) */
-void validate_report_time_zone(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len < 1)
-        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
-    if (len > 64)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(73, v->s)) /* ^[A-Za-z0-9_+/-]+$ */
-        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_+/-]+$");
-}
-
 /* ReportType (openapi/reporting.yaml) */
 void validate_report_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -1679,7 +1645,7 @@ void validate_report_webhook_recipient_webhook_endpoint_id(const struct json_val
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(51, v->s)) /* ^whe_[0-9a-z]{26}$ */
+    if (!pattern_match(52, v->s)) /* ^whe_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^whe_[0-9a-z]{26}$");
 }
 

@@ -240,8 +240,8 @@ struct schedule_spec {
 /* ScheduleSpecCron: A five-field cron expression (minute, hour, day of month, month, day of week; numbers, `*`, lists... */
 struct schedule_spec_cron {
     const char *kind; /* required */
-    const char *expression; /* required */
-    const char *timezone; /* required, ScheduleTimeZone */
+    const char *expression; /* required, CronExpression */
+    const char *timezone; /* required, TimeZoneName */
 };
 
 /* ScheduleSpecInterval: A fixed interval, independent of time zones and daylight saving. */
@@ -257,7 +257,7 @@ struct schedule_spec_rrule {
     const char *kind; /* required */
     const char *rrule; /* required */
     const char *dtstart; /* required */
-    const char *timezone; /* required, ScheduleTimeZone */
+    const char *timezone; /* required, TimeZoneName */
 };
 
 /* ScheduleUpdate: The fields to change (at least one); `null` clears `description`. */
@@ -527,7 +527,6 @@ void validate_schedule_run_request(const struct json_value *v, const char *ptr, 
 void validate_schedule_run_request_backfill(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_schedule_spec(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_schedule_spec_cron(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_schedule_spec_cron_expression(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_schedule_spec_cron_kind(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_schedule_spec_interval(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_schedule_spec_interval_interval_seconds(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -537,7 +536,6 @@ void validate_schedule_spec_rrule_dtstart(const struct json_value *v, const char
 void validate_schedule_spec_rrule_kind(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_schedule_spec_rrule_rrule(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_schedule_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_schedule_time_zone(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_schedule_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_schedule_update_catchup_window_seconds(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_schedule_update_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

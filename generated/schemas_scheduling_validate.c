@@ -280,7 +280,7 @@ void validate_schedule_id(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(100, v->s)) /* ^sch_[0-9a-z]{26}$ */
+    if (!pattern_match(99, v->s)) /* ^sch_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sch_[0-9a-z]{26}$");
 }
 
@@ -500,10 +500,10 @@ void validate_schedule_spec_cron(const struct json_value *v, const char *ptr, in
             validate_schedule_spec_cron_kind(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "expression") == 0) {
             seen[1] = true;
-            validate_schedule_spec_cron_expression(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_cron_expression(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "timezone") == 0) {
             seen[2] = true;
-            validate_schedule_time_zone(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_time_zone_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else {
             verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
         }
@@ -514,23 +514,6 @@ void validate_schedule_spec_cron(const struct json_value *v, const char *ptr, in
         verr_add(l, ptr, "expression", "required", "%s", "is required");
     if (!seen[2])
         verr_add(l, ptr, "timezone", "required", "%s", "is required");
-}
-
-/* schedule_spec_cron_expression (openapi/scheduling.yaml) */
-void validate_schedule_spec_cron_expression(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len < 9)
-        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 9 characters long");
-    if (len > 100)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 100 characters long");
-    if (!pattern_match(72, v->s)) /* ^[0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+$ */
-        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+ [0-9*,/-]+$");
 }
 
 /* schedule_spec_cron_kind (openapi/scheduling.yaml) */
@@ -634,7 +617,7 @@ void validate_schedule_spec_rrule(const struct json_value *v, const char *ptr, i
             validate_schedule_spec_rrule_dtstart(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "timezone") == 0) {
             seen[3] = true;
-            validate_schedule_time_zone(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_time_zone_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else {
             verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
         }
@@ -660,7 +643,7 @@ void validate_schedule_spec_rrule_dtstart(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 19)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 19 characters long");
-    if (!pattern_match(103, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$ */
+    if (!pattern_match(102, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$");
 }
 
@@ -689,7 +672,7 @@ void validate_schedule_spec_rrule_rrule(const struct json_value *v, const char *
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 6 characters long");
     if (len > 500)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 500 characters long");
-    if (!pattern_match(102, v->s)) /* ^FREQ=(MINUTELY|HOURLY|DAILY|WEEKLY|MONTHLY|YEARLY)(;[A-Z]+=[A-Za-z0-9,+:-]+)*$ */
+    if (!pattern_match(101, v->s)) /* ^FREQ=(MINUTELY|HOURLY|DAILY|WEEKLY|MONTHLY|YEARLY)(;[A-Z]+=[A-Za-z0-9,+:-]+)*$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^FREQ=(MINUTELY|HOURLY|DAILY|WEEKLY|MONTHLY|YEARLY)(;[A-Z]+=[A-Za-z0-9,+:-]+)*$");
 }
 
@@ -703,23 +686,6 @@ void validate_schedule_status(const struct json_value *v, const char *ptr, int m
     }
     if (schedule_status_parse(v->s) == 0)
         verr_add(l, ptr, NULL, "enum", "%s", "must be one of: active, paused, archived");
-}
-
-/* ScheduleTimeZone (openapi/scheduling.yaml) */
-void validate_schedule_time_zone(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len < 1)
-        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
-    if (len > 64)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(73, v->s)) /* ^[A-Za-z0-9_+/-]+$ */
-        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_+/-]+$");
 }
 
 /* ScheduleUpdate (openapi/scheduling.yaml) */
@@ -1078,7 +1044,7 @@ void validate_workflow_chain_id(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(101, v->s)) /* ^chn_[0-9a-z]{26}$ */
+    if (!pattern_match(100, v->s)) /* ^chn_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^chn_[0-9a-z]{26}$");
 }
 
@@ -1573,7 +1539,7 @@ void validate_workflow_run_id(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(84, v->s)) /* ^run_[0-9a-z]{26}$ */
+    if (!pattern_match(83, v->s)) /* ^run_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^run_[0-9a-z]{26}$");
 }
 

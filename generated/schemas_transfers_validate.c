@@ -354,7 +354,7 @@ void validate_counterparty_created_by(const struct json_value *v, const char *pt
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(10, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -401,7 +401,7 @@ void validate_counterparty_lei(const struct json_value *v, const char *ptr, int 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 20 characters long");
     if (len > 20)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
-    if (!pattern_match(95, v->s)) /* ^[0-9A-Z]{18}[0-9]{2}$ */
+    if (!pattern_match(94, v->s)) /* ^[0-9A-Z]{18}[0-9]{2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9A-Z]{18}[0-9]{2}$");
 }
 
@@ -683,7 +683,7 @@ void validate_counterparty_update_external_id(const struct json_value *v, const 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(27, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(29, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -702,7 +702,7 @@ void validate_counterparty_update_lei(const struct json_value *v, const char *pt
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 20 characters long");
     if (len > 20)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
-    if (!pattern_match(95, v->s)) /* ^[0-9A-Z]{18}[0-9]{2}$ */
+    if (!pattern_match(94, v->s)) /* ^[0-9A-Z]{18}[0-9]{2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9A-Z]{18}[0-9]{2}$");
 }
 
@@ -787,7 +787,7 @@ void validate_counterparty_verified_by(const struct json_value *v, const char *p
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(38, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(39, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 
@@ -1215,7 +1215,7 @@ void validate_transfer_created_by(const struct json_value *v, const char *ptr, i
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(10, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -1303,7 +1303,7 @@ void validate_transfer_id(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(90, v->s)) /* ^trf_[0-9a-z]{26}$ */
+    if (!pattern_match(89, v->s)) /* ^trf_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^trf_[0-9a-z]{26}$");
 }
 
@@ -1320,7 +1320,7 @@ void validate_transfer_key_coordinate(const struct json_value *v, const char *pt
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 43 characters long");
     if (len > 43)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 43 characters long");
-    if (!pattern_match(94, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+    if (!pattern_match(93, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 
@@ -1394,7 +1394,7 @@ void validate_transfer_maker_user_id(const struct json_value *v, const char *ptr
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(10, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -1533,7 +1533,7 @@ void validate_transfer_payload_sha256(const struct json_value *v, const char *pt
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 64 characters long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(70, v->s)) /* ^[0-9a-f]{64}$ */
+    if (!pattern_match(71, v->s)) /* ^[0-9a-f]{64}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9a-f]{64}$");
 }
 
@@ -1570,7 +1570,7 @@ void validate_transfer_purpose_code(const struct json_value *v, const char *ptr,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 4 characters long");
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(62, v->s)) /* ^[A-Z]{4}$ */
+    if (!pattern_match(63, v->s)) /* ^[A-Z]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{4}$");
 }
 
@@ -1772,7 +1772,7 @@ void validate_transfer_signature_role(const struct json_value *v, const char *pt
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(93, v->s)) /* ^[a-z][a-z0-9_-]{0,63}$ */
+    if (!pattern_match(92, v->s)) /* ^[a-z][a-z0-9_-]{0,63}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_-]{0,63}$");
 }
 
@@ -1787,7 +1787,7 @@ void validate_transfer_signature_user_id(const struct json_value *v, const char 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(38, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(39, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 
@@ -1804,7 +1804,7 @@ void validate_transfer_signature_value(const struct json_value *v, const char *p
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 86 characters long");
     if (len > 86)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 86 characters long");
-    if (!pattern_match(92, v->s)) /* ^[A-Za-z0-9_-]{86}$ */
+    if (!pattern_match(91, v->s)) /* ^[A-Za-z0-9_-]{86}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{86}$");
 }
 
@@ -1895,7 +1895,7 @@ void validate_transfer_signing_beneficiary_routing_number(const struct json_valu
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 9)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 9 characters long");
-    if (!pattern_match(31, v->s)) /* ^[0-9]{9}$ */
+    if (!pattern_match(33, v->s)) /* ^[0-9]{9}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{9}$");
 }
 
@@ -2173,7 +2173,7 @@ void validate_transfer_signing_key_create_otp(const struct json_value *v, const 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 6 characters long");
     if (len > 6)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 6 characters long");
-    if (!pattern_match(17, v->s)) /* ^[0-9]{6}$ */
+    if (!pattern_match(19, v->s)) /* ^[0-9]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{6}$");
 }
 
@@ -2188,7 +2188,7 @@ void validate_transfer_signing_key_id(const struct json_value *v, const char *pt
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(91, v->s)) /* ^sgk_[0-9a-z]{26}$ */
+    if (!pattern_match(90, v->s)) /* ^sgk_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sgk_[0-9a-z]{26}$");
 }
 
@@ -2272,7 +2272,7 @@ void validate_transfer_signing_key_revoked_by(const struct json_value *v, const 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(8, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
+    if (!pattern_match(10, v->s)) /* ^[a-z]{2,8}_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{2,8}_[0-9a-z]{26}$");
 }
 
@@ -2302,7 +2302,7 @@ void validate_transfer_signing_key_user_id(const struct json_value *v, const cha
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(38, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(39, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 
@@ -2491,7 +2491,7 @@ void validate_transfer_update_external_id(const struct json_value *v, const char
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(27, v->s)) /* ^[A-Za-z0-9._:-]+$ */
+    if (!pattern_match(29, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
 }
 
@@ -2510,7 +2510,7 @@ void validate_transfer_update_purpose_code(const struct json_value *v, const cha
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 4 characters long");
     if (len > 4)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
-    if (!pattern_match(62, v->s)) /* ^[A-Z]{4}$ */
+    if (!pattern_match(63, v->s)) /* ^[A-Z]{4}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Z]{4}$");
 }
 
@@ -2525,7 +2525,7 @@ void validate_transfers_list_transfer_signing_keys_param_user_id(const struct js
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(38, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(39, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
 }
 

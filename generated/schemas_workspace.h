@@ -153,7 +153,7 @@ struct workspace {
     bool has_slug;
     const char *base_currency; /* optional, CurrencyCode */
     bool has_base_currency;
-    const char *timezone; /* optional, TimeZoneId */
+    const char *timezone; /* optional, TimeZoneName */
     bool has_timezone;
     int64_t fiscal_year_start_month; /* optional, FiscalYearStartMonth */
     bool has_fiscal_year_start_month;
@@ -201,7 +201,7 @@ struct workspace_update {
     bool has_slug;
     const char *base_currency; /* optional, CurrencyCode */
     bool has_base_currency;
-    const char *timezone; /* optional, TimeZoneId */
+    const char *timezone; /* optional, TimeZoneName */
     bool has_timezone;
     int64_t fiscal_year_start_month; /* optional, FiscalYearStartMonth */
     bool has_fiscal_year_start_month;
@@ -297,7 +297,6 @@ void validate_member_page(const struct json_value *v, const char *ptr, int mode,
 void validate_member_page_data(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_member_role(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_member_user_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_time_zone_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_token_lifetime(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

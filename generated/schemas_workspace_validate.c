@@ -194,7 +194,7 @@ void validate_application_scopes_item(const struct json_value *v, const char *pt
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(13, v->s)) /* ^[a-z]+:[a-z]+$ */
+    if (!pattern_match(15, v->s)) /* ^[a-z]+:[a-z]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+:[a-z]+$");
 }
 
@@ -413,7 +413,7 @@ void validate_custom_domain_verification_value(const struct json_value *v, const
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(40, v->s)) /* ^tsv-[0-9a-f]{32}$ */
+    if (!pattern_match(41, v->s)) /* ^tsv-[0-9a-f]{32}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^tsv-[0-9a-f]{32}$");
 }
 
@@ -475,7 +475,7 @@ void validate_hostname(const struct json_value *v, const char *ptr, int mode, st
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 4 characters long");
     if (len > 253)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 253 characters long");
-    if (!pattern_match(39, v->s)) /* ^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?[.])+[a-z]{2,63}$ */
+    if (!pattern_match(40, v->s)) /* ^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?[.])+[a-z]{2,63}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?[.])+[a-z]{2,63}$");
 }
 
@@ -617,7 +617,7 @@ void validate_member_role(const struct json_value *v, const char *ptr, int mode,
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(23, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
+    if (!pattern_match(25, v->s)) /* ^[a-z][a-z0-9_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]{1,39}$");
 }
 
@@ -632,25 +632,8 @@ void validate_member_user_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(38, v->s)) /* ^usr_[0-9a-z]{26}$ */
+    if (!pattern_match(39, v->s)) /* ^usr_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^usr_[0-9a-z]{26}$");
-}
-
-/* TimeZoneId (openapi/workspace.yaml) */
-void validate_time_zone_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len < 3)
-        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 3 characters long");
-    if (len > 64)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(37, v->s)) /* ^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$ */
-        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){0,2}$");
 }
 
 /* TokenLifetime (openapi/workspace.yaml) */
@@ -705,7 +688,7 @@ void validate_workspace(const struct json_value *v, const char *ptr, int mode, s
         } else if (strcmp(m->key, "base_currency") == 0) {
             validate_currency_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "timezone") == 0) {
-            validate_time_zone_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_time_zone_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "fiscal_year_start_month") == 0) {
             validate_fiscal_year_start_month(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "settings") == 0) {
@@ -883,7 +866,7 @@ void validate_workspace_slug(const struct json_value *v, const char *ptr, int mo
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 3 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(36, v->s)) /* ^[a-z0-9-]{3,40}$ */
+    if (!pattern_match(38, v->s)) /* ^[a-z0-9-]{3,40}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z0-9-]{3,40}$");
 }
 
@@ -1082,7 +1065,7 @@ void validate_workspace_update(const struct json_value *v, const char *ptr, int 
         } else if (strcmp(m->key, "base_currency") == 0) {
             validate_currency_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "timezone") == 0) {
-            validate_time_zone_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_time_zone_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "fiscal_year_start_month") == 0) {
             validate_fiscal_year_start_month(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "treasury") == 0) {

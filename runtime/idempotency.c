@@ -113,13 +113,25 @@ static void canonical(struct arena *a, struct jsonw *w, const struct json_value 
 /* SHA-256 of the canonical body; of the raw bytes when it is not JSON (such a request is
  * refused before its handler runs, so it is never stored, but it must still not match).
  * An operation taking a non-JSON body (op->raw_body_media: XML, text, CSV) is fingerprinted
- * by the SHA-256 of its bytes exactly as sent: there is no canonical form to take. */
+ * by the SHA-256 of its media type, a line feed and its bytes exactly as sent: there is no
+ * canonical form to take, and the same bytes as another type are another request. */
 static int fingerprint(struct req *r, char out[DIGEST_HEX_LEN + 1])
 {
     struct json_value *v = NULL;
     struct json_error err;
-    if (r->op && r->op->raw_body_media)
-        return digest_sha256_hex(r->body ? r->body : "", r->body_len, out);
+    if (r->op && r->op->raw_body_media) {
+        const char *why = NULL;
+        enum media m = media_request_type(req_header(r, "Content-Type"), r->op->raw_body_media,
+                                          &why);
+        const char *type = m == MEDIA_NONE ? "?" : media_name(m);
+        size_t tl = strlen(type);
+        char *buf = arena_alloc(&r->arena, tl + 1 + r->body_len);
+        memcpy(buf, type, tl);
+        buf[tl] = '\n';
+        if (r->body_len)
+            memcpy(buf + tl + 1, r->body, r->body_len);
+        return digest_sha256_hex(buf, tl + 1 + r->body_len, out);
+    }
     if (r->body_len == 0 || json_parse(&r->arena, r->body, r->body_len, &v, &err) != 0) {
         char *raw = arena_alloc(&r->arena, r->body_len + 4);
         memcpy(raw, "raw:", 4);

@@ -180,8 +180,12 @@ static bool parse_range(const char *s, const char *end, struct range *rg)
                 return false; /* we send UTF-8 only: such a range accepts nothing of ours */
             if (rg->rank == 3)
                 rg->rank = 4;
-        } else if (rg->rank == 3) {
-            rg->rank = 4;
+        } else if (eq(name, nlen, "header") && eq(val, vlen, "present")) {
+            if (rg->rank == 3) /* RFC 4180's parameter: our CSV always has its header row */
+                rg->rank = 4;
+        } else {
+            return false; /* a parameter we never produce (header=absent, a profile): the
+                             range asks for a representation we do not have */
         }
     }
     return true;

@@ -38,8 +38,9 @@ bool media_is_text(enum media m);
  * range that matches it (type/subtype with parameters, type/subtype, type/any, any/any); q=0
  * means "not acceptable"; the highest quality wins, ties go to the earlier offered type.
  * An absent or blank Accept accepts anything (offered[0]). Elements that do not parse
- * (no '/', a bad q) are ignored, as is a charset other than utf-8 on a range (we send utf-8
- * only). MEDIA_NONE when nothing offered is acceptable (the caller answers 406). */
+ * (no '/', a bad q) are ignored, as are a charset other than utf-8 on a range (we send utf-8
+ * only) and any other parameter but `header=present` (RFC 4180: our CSV always has its
+ * header row), since we produce no representation that has it. MEDIA_NONE when nothing offered is acceptable (the caller answers 406). */
 enum media media_negotiate(const char *accept, const enum media *offered, size_t n);
 
 /* The media type of a raw request body's Content-Type among the allowed ones (a mask of

@@ -80,8 +80,21 @@ int req_set_body(struct req *r, int status, const char *content_type, const char
     return 0;
 }
 
+static void drop_header(struct req *r, const char *name)
+{
+    for (int i = 0; i < r->n_resp_headers; i++)
+        if (strcasecmp(r->resp_headers[i].name, name) == 0) {
+            r->resp_headers[i] = r->resp_headers[--r->n_resp_headers];
+            return;
+        }
+}
+
 void req_problem(struct req *r, int status, const char *code, const char *fmt, ...)
 {
+    /* A handler's caching and page policy described its success (GET /docs sets both), not
+     * this problem: the runtime's defaults (no-store, the problem's own policy) apply. */
+    drop_header(r, "Cache-Control");
+    drop_header(r, "Content-Security-Policy");
     va_list ap;
     va_start(ap, fmt);
     r->problem_detail = arena_vprintf(&r->arena, fmt, ap);

@@ -116,6 +116,24 @@ static const char *peer_of(struct MHD_Connection *conn, struct arena *a)
     return arena_strdup(a, buf);
 }
 
+/* True when the Vary list (comma-separated field names) names field, case-insensitively:
+ * "Accept" is not named by "Accept-Encoding". */
+static bool vary_names(const char *vary, const char *field)
+{
+    size_t n = strlen(field);
+    for (const char *p = vary; *p;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',' && *e != ' ' && *e != '\t')
+            e++;
+        if ((size_t)(e - p) == n && strncasecmp(p, field, n) == 0)
+            return true;
+        p = e;
+    }
+    return false;
+}
+
 static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
 {
     cors_answer(r);
@@ -126,7 +144,7 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
         const char *vary = req_response_header(r, "Vary");
         if (!vary)
             req_set_header(r, "Vary", "Accept");
-        else if (!strstr(vary, "Accept"))
+        else if (!vary_names(vary, "Accept"))
             req_set_header(r, "Vary", arena_printf(&r->arena, "%s, Accept", vary));
     }
     if (r->status == 0) {

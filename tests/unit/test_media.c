@@ -34,6 +34,9 @@ static void test_exact_types_and_ranges_match(void)
     CHECK(pick("text/csv;charset=utf-8") == MEDIA_CSV);
     CHECK(pick("text/csv; charset=\"UTF-8\"") == MEDIA_CSV);
     CHECK(pick("text/csv;header=present") == MEDIA_CSV);
+    /* a parameter we never produce: that range asks for something else */
+    CHECK(pick("text/csv;header=absent, application/json;q=0.1") == MEDIA_JSON);
+    CHECK(pick("application/json;profile=\"urn:x\", text/csv;q=0.2") == MEDIA_CSV);
 }
 
 static void test_q_values_decide_and_ties_go_to_the_spec_order(void)
