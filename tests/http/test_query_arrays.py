@@ -102,9 +102,11 @@ def test_a_value_twice_and_too_many_values_are_refused(made):
     r = t.owner.get(PAY + "?" + "&".join("status=" + s for s in statuses))
     assert_json(r, 200)
     r = t.owner.get(PAY + "?" + "&".join("status=" + s for s in statuses + ["approved"] * 30))
-    body = assert_validation(r, {"/query/status": ("max_items", "unique_items")}, status=400,
-                             code="invalid_request", exact=False)
-    assert any(e["code"] == "max_items" for e in body["errors"])
+    body = assert_validation(r, {"/query/status": None}, status=400, code="invalid_request",
+                             exact=False)
+    # both rules are broken, and both are reported at the array
+    assert {e["code"] for e in body["errors"] if e["pointer"] == "/query/status"} == \
+        {"max_items", "unique_items"}
 
 
 def test_an_empty_value_is_an_invalid_item(made):
@@ -133,8 +135,8 @@ def test_beneficiaries_filter_on_several_statuses(server):
     r = t.owner.get(BEN + "?status=active&status=deleted")
     assert_validation(r, {"/query/status/1": "enum"}, status=400, code="invalid_request")
     r = t.owner.get(BEN + "?status=active&status=archived&status=active")
-    assert_validation(r, {"/query/status": ("max_items", "unique_items")}, status=400,
-                      code="invalid_request")
+    body = assert_validation(r, {"/query/status": None}, status=400, code="invalid_request")
+    assert sorted(e["code"] for e in body["errors"]) == ["max_items", "unique_items"]
 
 
 def test_a_scalar_parameter_given_twice_is_refused(made):
