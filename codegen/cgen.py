@@ -653,10 +653,9 @@ def status_cond(var, statuses):
     return ' || '.join('%s == %d' % (var, s) for s in sorted(statuses))
 
 
-def raw_body(w, op):
-    """A non-JSON body: Content-Type (415), UTF-8 and the media type's schema (422), then the
-    bytes as they came."""
-    names = [m for m, _, _ in op.raw_body]
+def absent_body(w, op):
+    """Opens `if (no body) {...} else {`: 422 when the body is required, else nothing to do;
+    the caller writes what a present body gets and closes the block."""
     w.open('if (!r->body || r->body_len == 0)')
     if op.body_required:
         add_err(w, '&r->verr', '""', None, 'required', 'a request body is required')
@@ -665,6 +664,13 @@ def raw_body(w, op):
     else:
         w('/* optional body absent: in.body stays NULL */')
     w.mid('else')
+
+
+def raw_body(w, op):
+    """A non-JSON body: Content-Type (415), UTF-8 and the media type's schema (422), then the
+    bytes as they came."""
+    names = [m for m, _, _ in op.raw_body]
+    absent_body(w, op)
     w('in.body_media = media_request_type(req_header(r, "Content-Type"), %s, &why);'
       % op.raw_body_mask)
     w.open('if (in.body_media == MEDIA_NONE)')
@@ -786,14 +792,7 @@ def dispatch_body(op):
         raw_body(w, op)
     elif op.body:
         b = op.body.node
-        w.open('if (!r->body || r->body_len == 0)')
-        if op.body_required:
-            add_err(w, '&r->verr', '""', None, 'required', 'a request body is required')
-            w('req_problem_validation(r, 422, "The request body is missing.");')
-            w('return 0;')
-        else:
-            w('/* optional body absent: in.body stays NULL */')
-        w.mid('else')
+        absent_body(w, op)
         w.open('if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0)')
         w('req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at '
           'byte %zu.",')
