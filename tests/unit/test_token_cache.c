@@ -144,6 +144,31 @@ static void test_many_tokens_never_mix(void)
         free(toks[i]);
 }
 
+/* A token carrying the longest scope claim the server can issue is cached like any other
+ * (an owner's token carries every scope of the catalogue). */
+static void test_the_longest_token_is_cached(void)
+{
+    setup();
+    struct token_claims c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.sub, sizeof c.sub, "usr_01j25s85hbqr5w9c7j3m2q9ky3");
+    snprintf(c.wid, sizeof c.wid, "wsp_01jbycr4w7jz2q8mj4c2nwgevs");
+    snprintf(c.sid, sizeof c.sid, "ses_01jbycr4w7jz2q8mj4c2nwgevs");
+    snprintf(c.jti, sizeof c.jti, "tok_01jbycr4w7jz2q8mj4c2nwgevs");
+    snprintf(c.client_id, sizeof c.client_id, TOKEN_FIRST_PARTY);
+    memset(c.scope, 'a', sizeof c.scope - 1);
+    c.scope[sizeof c.scope - 1] = '\0';
+    c.iat = NOW;
+    c.exp = NOW + 900;
+    char *tok = NULL;
+    CHECK(token_issue(&key, &c, &tok) == 0);
+    remember(tok, NOW);
+    struct token_claims got;
+    CHECK(token_cache_get(&key, tok, NOW + 1, &got));
+    CHECK(strlen(got.scope) == sizeof c.scope - 1);
+    free(tok);
+}
+
 int main(void)
 {
     static const struct unit_test tests[] = {
@@ -152,6 +177,7 @@ int main(void)
         UNIT_TEST(test_a_cached_token_still_expires),
         UNIT_TEST(test_tokens_without_exp_stay_valid),
         UNIT_TEST(test_many_tokens_never_mix),
+        UNIT_TEST(test_the_longest_token_is_cached),
     };
     return unit_run("token_cache", tests, sizeof tests / sizeof tests[0]);
 }
