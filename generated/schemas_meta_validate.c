@@ -20,8 +20,8 @@ void validate_header_docscachecontrol(const struct json_value *v, const char *pt
         verr_add(l, ptr, NULL, "type", "%s", "must be a string");
         return;
     }
-    if (strcmp(v->s, "public, max-age=3600") != 0)
-        verr_add(l, ptr, NULL, "const", "%s", "must be \"public, max-age=3600\"");
+    if (strcmp(v->s, "private, max-age=3600") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"private, max-age=3600\"");
 }
 
 /* header_docsetag (openapi/meta.yaml) */

@@ -75,7 +75,7 @@ int meta_get_docs(struct req *r, const struct meta_get_docs_request *in,
 {
     (void)r;
     out->etag = docs_html_etag;
-    out->cache_control = "public, max-age=3600";
+    out->cache_control = "private, max-age=3600";
     if (in->has_if_none_match && none_match_hits(in->if_none_match, docs_html_etag)) {
         out->status = 304;
         return 0;

@@ -49,7 +49,7 @@ def test_docs_is_a_strict_self_contained_page(server):
     assert r.header("X-Content-Type-Options") == "nosniff"
     assert r.header("X-Frame-Options") == "DENY"
     assert r.header("Referrer-Policy") == "no-referrer"
-    assert r.header("Cache-Control") == "public, max-age=3600"
+    assert r.header("Cache-Control") == "private, max-age=3600"
     assert len(r.header_all("Content-Security-Policy")) == 1
     assert len(r.header_all("Cache-Control")) == 1
     page = Page(r.text)
@@ -111,7 +111,7 @@ def test_if_none_match_answers_304_without_a_body(server):
         for value in (etag, "W/" + etag, '"other", ' + etag, "*"):
             r = c.get(DOCS, headers={"If-None-Match": value})
             assert r.status == 304 and r.body == b"", value
-            assert r.header("ETag") == etag and r.header("Cache-Control") == "public, max-age=3600"
+            assert r.header("ETag") == etag and r.header("Cache-Control") == "private, max-age=3600"
             assert r.header("Content-Type") is None
         r = c.get(DOCS, headers={"If-None-Match": '"%s"' % ("0" * 32)})
         assert r.status == 200 and r.header("ETag") == etag and len(r.body) > 1000
