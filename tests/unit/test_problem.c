@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "runtime/json.h"
+#include "runtime/req.h"
 #include "tests/unit/unit.h"
 
 static void test_problem_has_every_member_and_status_matches(void)
@@ -79,9 +80,30 @@ static void test_unknown_code_gets_the_reason_phrase_as_title(void)
     CHECK_STR(problem_title("rate_limited", 429), "Too many requests");
 }
 
+/* A problem replaces what a handler had set for its success: its caching and page policy go
+ * (the runtime's no-store and the problem's own policy apply), other headers stay. */
+static void test_a_problem_drops_the_success_caching_and_page_policy(void)
+{
+    struct req r;
+    memset(&r, 0, sizeof r);
+    arena_init(&r.arena);
+    req_set_header(&r, "Cache-Control", "private, max-age=3600");
+    req_set_header(&r, "ETag", "\"abc\"");
+    req_set_header(&r, "Content-Security-Policy", "default-src 'none'");
+    req_set_header(&r, "Location", "/v1/x");
+    req_problem(&r, 500, "internal_error", "boom");
+    CHECK(req_response_header(&r, "Cache-Control") == NULL);
+    CHECK(req_response_header(&r, "Content-Security-Policy") == NULL);
+    CHECK_STR(req_response_header(&r, "ETag"), "\"abc\"");
+    CHECK_STR(req_response_header(&r, "Location"), "/v1/x");
+    CHECK(r.status == 500 && r.problem);
+    arena_release(&r.arena);
+}
+
 int main(void)
 {
     static const struct unit_test tests[] = {
+        UNIT_TEST(test_a_problem_drops_the_success_caching_and_page_policy),
         UNIT_TEST(test_problem_has_every_member_and_status_matches),
         UNIT_TEST(test_validation_problem_lists_every_error),
         UNIT_TEST(test_a_page_problem_is_an_escaped_html_page),
