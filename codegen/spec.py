@@ -742,6 +742,7 @@ class Node:
         self.value = None
         self.enum_values = []     # [(json value, C constant)]
         self.enum_has_null = False
+        self.set_text = False     # enum: items of an array query parameter get <enum>_set()
         self.disc_prop = None
         self.variants = []        # oneof: [Variant]
         self.type_name = None     # JSON type for 'type' errors
@@ -1256,6 +1257,7 @@ class Model:
         if node.kind == 'enum':
             self.claim(node.cname + '_str', node.loc, what)
             self.claim(node.cname + '_parse', node.loc, what)
+            self.claim(node.cname + '_set', node.loc, what)  # when a filter set (set_text)
             for v, c in node.enum_values:
                 self.claim(c, node.loc, 'enum value %r' % v)
         if node.kind == 'map' or (node.kind == 'object' and isinstance(node.addl, Node)):
@@ -2031,6 +2033,8 @@ class Model:
             f.explode = p.get('explode', explode)
             # an array parameter collects one value more than maxItems, so max_items fires
             f.collect = hi[0] + 1 if node.kind == 'array' else 0
+            if node.kind == 'array' and node.items.kind == 'enum':
+                node.items.set_text = True  # a filter set: handlers bind cursors to its text
             f.comment = comment_text('%s %s, %s%s%s' % (
                 where, name, 'required' if required else 'optional',
                 ', default %s' % f.default_json if f.default else '',

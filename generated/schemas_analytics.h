@@ -48,6 +48,10 @@ enum anomaly_status {
 };
 const char *anomaly_status_str(enum anomaly_status v);
 enum anomaly_status anomaly_status_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *anomaly_status_set(struct arena *a, const enum anomaly_status *v, size_t n);
 
 /* DashboardVisibility: `private` - only its owner sees it; `workspace` - every member with `analytics:read`. */
 enum dashboard_visibility {
@@ -165,6 +169,10 @@ enum kpi_key {
 };
 const char *kpi_key_str(enum kpi_key v);
 enum kpi_key kpi_key_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *kpi_key_set(struct arena *a, const enum kpi_key *v, size_t n);
 
 /* kpi_series_granularity: Length of each period. */
 enum kpi_series_granularity {

@@ -118,6 +118,27 @@ enum anomaly_status anomaly_status_parse(const char *s)
     return (enum anomaly_status)0;
 }
 
+const char *anomaly_status_set(struct arena *a, const enum anomaly_status *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 39);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 4; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = anomaly_status_str((enum anomaly_status)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
+}
+
 const char *dashboard_visibility_str(enum dashboard_visibility v)
 {
     switch (v) {
@@ -474,6 +495,27 @@ enum kpi_key kpi_key_parse(const char *s)
     if (strcmp(s, "days_cash_on_hand") == 0)
         return KPI_KEY_DAYS_CASH_ON_HAND;
     return (enum kpi_key)0;
+}
+
+const char *kpi_key_set(struct arena *a, const enum kpi_key *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 117);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 8; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = kpi_key_str((enum kpi_key)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
 }
 
 const char *kpi_series_granularity_str(enum kpi_series_granularity v)

@@ -88,6 +88,10 @@ enum compliance_report_status {
 };
 const char *compliance_report_status_str(enum compliance_report_status v);
 enum compliance_report_status compliance_report_status_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *compliance_report_status_set(struct arena *a, const enum compliance_report_status *v, size_t n);
 
 /* ComplianceReportType: `access_review` (who can do what), `approvals_sod` (approvals and segregation of duties over a pe... */
 enum compliance_report_type {

@@ -228,6 +228,27 @@ enum compliance_report_status compliance_report_status_parse(const char *s)
     return (enum compliance_report_status)0;
 }
 
+const char *compliance_report_status_set(struct arena *a, const enum compliance_report_status *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 35);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 4; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = compliance_report_status_str((enum compliance_report_status)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
+}
+
 const char *compliance_report_type_str(enum compliance_report_type v)
 {
     switch (v) {

@@ -160,6 +160,10 @@ enum bank_transaction_status {
 };
 const char *bank_transaction_status_str(enum bank_transaction_status v);
 enum bank_transaction_status bank_transaction_status_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *bank_transaction_status_set(struct arena *a, const enum bank_transaction_status *v, size_t n);
 
 /* ---- structs ---- */
 

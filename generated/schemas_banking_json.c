@@ -452,6 +452,27 @@ enum bank_transaction_status bank_transaction_status_parse(const char *s)
     return (enum bank_transaction_status)0;
 }
 
+const char *bank_transaction_status_set(struct arena *a, const enum bank_transaction_status *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 26);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 3; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = bank_transaction_status_str((enum bank_transaction_status)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
+}
+
 int decode_bank_account(struct arena *a, const struct json_value *v, struct bank_account *out)
 {
     (void)a;

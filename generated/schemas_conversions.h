@@ -21,6 +21,10 @@ enum fx_conversion_status {
 };
 const char *fx_conversion_status_str(enum fx_conversion_status v);
 enum fx_conversion_status fx_conversion_status_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *fx_conversion_status_set(struct arena *a, const enum fx_conversion_status *v, size_t n);
 
 /* FxFixedSide: Which amount the client fixes: `sell` (this much is sold, the bought amount is computed) or `buy`... */
 enum fx_fixed_side {

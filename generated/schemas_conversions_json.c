@@ -36,6 +36,27 @@ enum fx_conversion_status fx_conversion_status_parse(const char *s)
     return (enum fx_conversion_status)0;
 }
 
+const char *fx_conversion_status_set(struct arena *a, const enum fx_conversion_status *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 38);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 4; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = fx_conversion_status_str((enum fx_conversion_status)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
+}
+
 const char *fx_fixed_side_str(enum fx_fixed_side v)
 {
     switch (v) {

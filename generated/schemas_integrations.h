@@ -81,6 +81,10 @@ enum integration_sync_run_status {
 };
 const char *integration_sync_run_status_str(enum integration_sync_run_status v);
 enum integration_sync_run_status integration_sync_run_status_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *integration_sync_run_status_set(struct arena *a, const enum integration_sync_run_status *v, size_t n);
 
 /* integration_sync_run_trigger: `schedule`: the integration's own frequency; `manual`: `POST /v1/integrations/{id}/sync`; `run`:... */
 enum integration_sync_run_trigger {
@@ -110,6 +114,10 @@ enum webhook_delivery_status {
 };
 const char *webhook_delivery_status_str(enum webhook_delivery_status v);
 enum webhook_delivery_status webhook_delivery_status_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *webhook_delivery_status_set(struct arena *a, const enum webhook_delivery_status *v, size_t n);
 
 /* webhook_delivery_trigger: Sent on its own, redelivered on request, or a test send. */
 enum webhook_delivery_trigger {

@@ -216,6 +216,27 @@ enum integration_sync_run_status integration_sync_run_status_parse(const char *s
     return (enum integration_sync_run_status)0;
 }
 
+const char *integration_sync_run_status_set(struct arena *a, const enum integration_sync_run_status *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 44);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 5; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = integration_sync_run_status_str((enum integration_sync_run_status)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
+}
+
 const char *integration_sync_run_trigger_str(enum integration_sync_run_trigger v)
 {
     switch (v) {
@@ -300,6 +321,27 @@ enum webhook_delivery_status webhook_delivery_status_parse(const char *s)
     if (strcmp(s, "failed") == 0)
         return WEBHOOK_DELIVERY_STATUS_FAILED;
     return (enum webhook_delivery_status)0;
+}
+
+const char *webhook_delivery_status_set(struct arena *a, const enum webhook_delivery_status *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 27);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 3; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = webhook_delivery_status_str((enum webhook_delivery_status)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
 }
 
 const char *webhook_delivery_trigger_str(enum webhook_delivery_trigger v)

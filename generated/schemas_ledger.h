@@ -50,6 +50,10 @@ enum ledger_classification {
 };
 const char *ledger_classification_str(enum ledger_classification v);
 enum ledger_classification ledger_classification_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *ledger_classification_set(struct arena *a, const enum ledger_classification *v, size_t n);
 
 /* LedgerDirection: Debit or credit. */
 enum ledger_direction {

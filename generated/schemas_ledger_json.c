@@ -122,6 +122,27 @@ enum ledger_classification ledger_classification_parse(const char *s)
     return (enum ledger_classification)0;
 }
 
+const char *ledger_classification_set(struct arena *a, const enum ledger_classification *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 41);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 5; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = ledger_classification_str((enum ledger_classification)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
+}
+
 const char *ledger_direction_str(enum ledger_direction v)
 {
     switch (v) {

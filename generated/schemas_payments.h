@@ -27,6 +27,10 @@ enum beneficiary_status {
 };
 const char *beneficiary_status_str(enum beneficiary_status v);
 enum beneficiary_status beneficiary_status_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *beneficiary_status_set(struct arena *a, const enum beneficiary_status *v, size_t n);
 
 /* BeneficiaryType: `trusted` marks a payee the workspace has confirmed out of band (OBIE beneficiary type); `ordinar... */
 enum beneficiary_type {
@@ -115,6 +119,10 @@ enum payment_status {
 };
 const char *payment_status_str(enum payment_status v);
 enum payment_status payment_status_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *payment_status_set(struct arena *a, const enum payment_status *v, size_t n);
 
 /* PaymentType: The rail the payment travels on. */
 enum payment_type {

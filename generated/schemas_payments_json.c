@@ -54,6 +54,27 @@ enum beneficiary_status beneficiary_status_parse(const char *s)
     return (enum beneficiary_status)0;
 }
 
+const char *beneficiary_status_set(struct arena *a, const enum beneficiary_status *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 18);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 2; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = beneficiary_status_str((enum beneficiary_status)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
+}
+
 const char *beneficiary_type_str(enum beneficiary_type v)
 {
     switch (v) {
@@ -324,6 +345,27 @@ enum payment_status payment_status_parse(const char *s)
     if (strcmp(s, "cancelled") == 0)
         return PAYMENT_STATUS_CANCELLED;
     return (enum payment_status)0;
+}
+
+const char *payment_status_set(struct arena *a, const enum payment_status *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 97);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 10; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = payment_status_str((enum payment_status)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
 }
 
 const char *payment_type_str(enum payment_type v)

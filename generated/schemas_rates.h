@@ -56,6 +56,10 @@ enum rate_alert_status {
 };
 const char *rate_alert_status_str(enum rate_alert_status v);
 enum rate_alert_status rate_alert_status_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *rate_alert_status_set(struct arena *a, const enum rate_alert_status *v, size_t n);
 
 /* RateCurveSpotSource: The spot rate the forward points are added to; `live` when absent. */
 enum rate_curve_spot_source {

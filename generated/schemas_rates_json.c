@@ -140,6 +140,27 @@ enum rate_alert_status rate_alert_status_parse(const char *s)
     return (enum rate_alert_status)0;
 }
 
+const char *rate_alert_status_set(struct arena *a, const enum rate_alert_status *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 34);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 4; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = rate_alert_status_str((enum rate_alert_status)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
+}
+
 const char *rate_curve_spot_source_str(enum rate_curve_spot_source v)
 {
     switch (v) {

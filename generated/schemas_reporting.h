@@ -68,6 +68,10 @@ enum report_run_status {
 };
 const char *report_run_status_str(enum report_run_status v);
 enum report_run_status report_run_status_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *report_run_status_set(struct arena *a, const enum report_run_status *v, size_t n);
 
 /* ReportScheduleStatus: `active` schedules generate runs; `paused` ones do not until resumed. */
 enum report_schedule_status {

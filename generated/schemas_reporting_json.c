@@ -178,6 +178,27 @@ enum report_run_status report_run_status_parse(const char *s)
     return (enum report_run_status)0;
 }
 
+const char *report_run_status_set(struct arena *a, const enum report_run_status *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 35);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 4; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = report_run_status_str((enum report_run_status)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
+}
+
 const char *report_schedule_status_str(enum report_schedule_status v)
 {
     switch (v) {

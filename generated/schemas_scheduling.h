@@ -36,6 +36,10 @@ enum schedule_status {
 };
 const char *schedule_status_str(enum schedule_status v);
 enum schedule_status schedule_status_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *schedule_status_set(struct arena *a, const enum schedule_status *v, size_t n);
 
 /* WorkflowActionType: What a run does. */
 enum workflow_action_type {
@@ -86,6 +90,10 @@ enum workflow_run_status {
 };
 const char *workflow_run_status_str(enum workflow_run_status v);
 enum workflow_run_status workflow_run_status_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *workflow_run_status_set(struct arena *a, const enum workflow_run_status *v, size_t n);
 
 /* WorkflowRunTrigger: A tick of its schedule, a manual run, or a backfill. */
 enum workflow_run_trigger {

@@ -80,6 +80,27 @@ enum schedule_status schedule_status_parse(const char *s)
     return (enum schedule_status)0;
 }
 
+const char *schedule_status_set(struct arena *a, const enum schedule_status *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 25);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 3; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = schedule_status_str((enum schedule_status)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
+}
+
 const char *workflow_action_type_str(enum workflow_action_type v)
 {
     switch (v) {
@@ -228,6 +249,27 @@ enum workflow_run_status workflow_run_status_parse(const char *s)
     if (strcmp(s, "skipped") == 0)
         return WORKFLOW_RUN_STATUS_SKIPPED;
     return (enum workflow_run_status)0;
+}
+
+const char *workflow_run_status_set(struct arena *a, const enum workflow_run_status *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 62);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 7; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = workflow_run_status_str((enum workflow_run_status)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
 }
 
 const char *workflow_run_trigger_str(enum workflow_run_trigger v)

@@ -147,6 +147,10 @@ enum transfer_status {
 };
 const char *transfer_status_str(enum transfer_status v);
 enum transfer_status transfer_status_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *transfer_status_set(struct arena *a, const enum transfer_status *v, size_t n);
 
 /* TransferPublicJwk: which oneOf member is set, by kty */
 enum transfer_public_jwk_kind {

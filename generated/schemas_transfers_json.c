@@ -410,6 +410,27 @@ enum transfer_status transfer_status_parse(const char *s)
     return (enum transfer_status)0;
 }
 
+const char *transfer_status_set(struct arena *a, const enum transfer_status *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 100);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 10; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = transfer_status_str((enum transfer_status)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
+}
+
 int decode_counterparty(struct arena *a, const struct json_value *v, struct counterparty *out)
 {
     (void)a;

@@ -798,21 +798,6 @@ static const char *utc(struct req *r, bool has, const char *ts)
     return arena_strdup(&r->arena, buf);
 }
 
-/* The statuses asked for as ",a,b," in the enum's order, so the filter (and the cursor bound
- * to it) is the same set whatever the order they were given in; NULL for every status. */
-static const char *status_set(struct req *r, const enum payment_status *v, size_t n)
-{
-    const char *set = n ? "," : NULL;
-    for (int s = 1; n && payment_status_str((enum payment_status)s); s++)
-        for (size_t i = 0; i < n; i++)
-            if (v[i] == (enum payment_status)s) {
-                set = arena_printf(&r->arena, "%s%s,", set,
-                                   payment_status_str((enum payment_status)s));
-                break;
-            }
-    return set;
-}
-
 /* ---- the CSV representation of a page (Accept: text/csv) ---------------------------------- */
 
 struct csv {
@@ -953,7 +938,7 @@ static const char *next_link(struct req *r, const struct payments_list_payments_
 int payments_list_payments(struct req *r, const struct payments_list_payments_request *in,
                            struct payments_list_payments_response *out)
 {
-    const char *status = in->has_status ? status_set(r, in->status, in->status_count) : NULL;
+    const char *status = payment_status_set(&r->arena, in->status, in->status_count);
     const char *created_gte = utc(r, in->has_created_gte, in->created_gte);
     const char *created_lt = utc(r, in->has_created_lt, in->created_lt);
     const char *filters = arena_printf(

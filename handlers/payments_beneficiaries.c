@@ -458,25 +458,10 @@ static int beneficiary_row(struct req *r, sqlite3_stmt *st, void *item)
     return row_to_beneficiary(r, st, item);
 }
 
-/* The statuses asked for as ",a,b," in the enum's order, so the filter (and the cursor bound
- * to it) is the same set whatever the order they were given in; NULL for both. */
-static const char *status_set(struct req *r, const enum beneficiary_status *v, size_t n)
-{
-    const char *set = n ? "," : NULL;
-    for (int s = 1; n && beneficiary_status_str((enum beneficiary_status)s); s++)
-        for (size_t i = 0; i < n; i++)
-            if (v[i] == (enum beneficiary_status)s) {
-                set = arena_printf(&r->arena, "%s%s,", set,
-                                   beneficiary_status_str((enum beneficiary_status)s));
-                break;
-            }
-    return set;
-}
-
 int payments_list_beneficiaries(struct req *r, const struct payments_list_beneficiaries_request *in,
                                 struct payments_list_beneficiaries_response *out)
 {
-    const char *status = in->has_status ? status_set(r, in->status, in->status_count) : NULL;
+    const char *status = beneficiary_status_set(&r->arena, in->status, in->status_count);
     const char *currency = in->has_currency ? in->currency : NULL;
     /* The cursor is bound to the workspace and the filters it was issued for. */
     const char *filters = arena_printf(&r->arena, "w=%s&status=%s&currency=%s",

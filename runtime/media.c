@@ -110,6 +110,27 @@ static bool parse_param(const char **s, const char *end, const char **name, size
     return true;
 }
 
+/* The next `; name=value` of a parameter list at *s: 1 with it, 0 at the end, -1 when what
+ * follows is not a parameter. */
+static int next_param(const char **s, const char *end, const char **name, size_t *nlen,
+                      const char **val, size_t *vlen)
+{
+    const char *p = *s;
+    while (p < end && is_ows(*p))
+        p++;
+    if (p >= end) {
+        *s = p;
+        return 0;
+    }
+    if (*p != ';')
+        return -1;
+    p++;
+    if (!parse_param(&p, end, name, nlen, val, vlen))
+        return -1;
+    *s = p;
+    return 1;
+}
+
 static bool eq(const char *s, size_t n, const char *want)
 {
     return n == strlen(want) && strncasecmp(s, want, n) == 0;
@@ -157,18 +178,10 @@ static bool parse_range(const char *s, const char *end, struct range *rg)
     rg->rank = star_type ? 1 : star_sub ? 2 : 3;
     rg->q = 1000;
     bool seen_q = false;
-    while (s < end) {
-        while (s < end && is_ows(*s))
-            s++;
-        if (s >= end)
-            break;
-        if (*s != ';')
-            return false;
-        s++;
-        const char *name, *val;
-        size_t nlen, vlen;
-        if (!parse_param(&s, end, &name, &nlen, &val, &vlen))
-            return false;
+    const char *name, *val;
+    size_t nlen, vlen;
+    int more;
+    while ((more = next_param(&s, end, &name, &nlen, &val, &vlen)) > 0) {
         if (eq(name, nlen, "q")) {
             if (seen_q || (rg->q = parse_q(val, vlen)) < 0)
                 return false;
@@ -188,7 +201,7 @@ static bool parse_range(const char *s, const char *end, struct range *rg)
                              range asks for a representation we do not have */
         }
     }
-    return true;
+    return more == 0;
 }
 
 static bool matches(const struct range *rg, const char *name)
@@ -282,23 +295,18 @@ enum media media_request_type(const char *content_type, unsigned allowed, const 
     const char *p = strchr(content_type, '/'), *end = content_type + strlen(content_type);
     p++;
     p += token_len(p, end);
-    while (p < end) {
-        while (p < end && is_ows(*p))
-            p++;
-        if (p >= end)
-            break;
-        *why = "malformed Content-Type parameters";
-        if (*p != ';')
-            return MEDIA_NONE;
-        p++;
-        const char *name, *val;
-        size_t nlen, vlen;
-        if (!parse_param(&p, end, &name, &nlen, &val, &vlen))
-            return MEDIA_NONE;
+    const char *name, *val;
+    size_t nlen, vlen;
+    int more;
+    while ((more = next_param(&p, end, &name, &nlen, &val, &vlen)) > 0) {
         if (eq(name, nlen, "charset") && !eq(val, vlen, "utf-8")) {
             *why = "only charset=utf-8 is accepted";
             return MEDIA_NONE;
         }
+    }
+    if (more < 0) {
+        *why = "malformed Content-Type parameters";
+        return MEDIA_NONE;
     }
     *why = NULL;
     return m;

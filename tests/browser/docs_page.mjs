@@ -22,17 +22,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-  '--no-first-run'];
-
-let printed = false;
-function emit(obj) {
-  if (printed) return;
-  printed = true;
-  process.stdout.write(JSON.stringify(obj) + '\n');
-}
+import { CHROMIUM, CHROMIUM_ARGS, emit } from './chromium.mjs';
 
 let values;
 try {

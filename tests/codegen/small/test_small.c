@@ -664,6 +664,20 @@ static void test_enum_str_and_parse(void)
     CHECK(kind_str((enum kind)0) == NULL);
 }
 
+/* An enum that is a filter set (items of an array query parameter) gets <enum>_set(): the
+ * values in the enum's order, each once, whatever the client's order. */
+static void test_enum_filter_set_is_canonical(void)
+{
+    struct arena a;
+    arena_init(&a);
+    const enum kind picked[] = { KIND_X_LARGE, KIND_SMALL, KIND_X_LARGE };
+    const enum kind every[] = { KIND_LARGE, KIND_X_LARGE, KIND_SMALL };
+    CHECK_STR(kind_set(&a, picked, 3), ",small,x-large,");
+    CHECK_STR(kind_set(&a, every, 3), ",small,large,x-large,");
+    CHECK(kind_set(&a, picked, 0) == NULL);
+    arena_release(&a);
+}
+
 /* ---- routes and scopes ------------------------------------------------------------------- */
 
 static enum route_result route(const char *method, const char *path, struct route_match *m,
@@ -1344,6 +1358,7 @@ int main(void)
         UNIT_TEST(test_decode_then_encode_round_trips),
         UNIT_TEST(test_arrays_of_arrays_and_maps_of_arrays),
         UNIT_TEST(test_enum_str_and_parse),
+        UNIT_TEST(test_enum_filter_set_is_canonical),
         UNIT_TEST(test_routes_prefer_literal_segments_and_capture_params),
         UNIT_TEST(test_routes_answer_405_with_allow_and_404_otherwise),
         UNIT_TEST(test_operation_descriptors_carry_spec_and_defaults),

@@ -19,6 +19,10 @@ enum kind {
 };
 const char *kind_str(enum kind v);
 enum kind kind_parse(const char *s);
+/* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
+ * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
+ * client wrote it; NULL when n is 0. */
+const char *kind_set(struct arena *a, const enum kind *v, size_t n);
 
 /* square_kind */
 enum square_kind {

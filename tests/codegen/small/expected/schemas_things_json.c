@@ -32,6 +32,27 @@ enum kind kind_parse(const char *s)
     return (enum kind)0;
 }
 
+const char *kind_set(struct arena *a, const enum kind *v, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    char *out = arena_alloc(a, 22);
+    size_t len = 0;
+    out[len++] = ',';
+    for (int e = 1; e <= 3; e++)
+        for (size_t i = 0; i < n; i++)
+            if ((int)v[i] == e) {
+                const char *s = kind_str((enum kind)e);
+                size_t k = strlen(s);
+                memcpy(out + len, s, k);
+                len += k;
+                out[len++] = ',';
+                break;
+            }
+    out[len] = '\0';
+    return out;
+}
+
 const char *square_kind_str(enum square_kind v)
 {
     switch (v) {
