@@ -19,6 +19,8 @@ import re
 import jinja2
 from markupsafe import Markup, escape
 
+from spec import first_sentence
+
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'templates')
 METHODS = ('get', 'post', 'put', 'patch', 'delete')
 # On every response (documented once, in the Headers section, not per response).
@@ -96,28 +98,6 @@ def md(src):
         else:
             out.append('<p>%s</p>' % inline(' '.join(ln.strip() for ln in lines)))
     return Markup(''.join(out))
-
-
-def first_sentence(src):
-    """The text up to the first full stop that ends a sentence (followed by a space or the
-    end; not inside `code` or parentheses)."""
-    if not isinstance(src, str):
-        return ''
-    t = ' '.join(src.split())
-    in_code, depth = False, 0
-    for i, ch in enumerate(t):
-        if ch == '`':
-            in_code = not in_code
-        elif in_code:
-            continue
-        elif ch == '(':
-            depth += 1
-        elif ch == ')':
-            depth = max(0, depth - 1)
-        elif ch == '.' and depth == 0 and (i + 1 == len(t) or t[i + 1] == ' ') and \
-                t[max(0, i - 3):i] not in ('e.g', 'i.e', 'etc'):
-            return t[:i + 1]
-    return t
 
 
 def code(v):

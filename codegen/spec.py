@@ -186,10 +186,26 @@ def comment_text(s, limit=100):
     return s
 
 
-def first_sentence(s):
-    s = ' '.join(str(s or '').split())
-    m = re.match(r'(.+?[.])(\s|$)', s)
-    return m.group(1) if m else s
+def first_sentence(src):
+    """The text up to the first full stop that ends a sentence (followed by a space or the
+    end; not inside `code` or parentheses)."""
+    if not isinstance(src, str):
+        return ''
+    t = ' '.join(src.split())
+    in_code, depth = False, 0
+    for i, ch in enumerate(t):
+        if ch == '`':
+            in_code = not in_code
+        elif in_code:
+            continue
+        elif ch == '(':
+            depth += 1
+        elif ch == ')':
+            depth = max(0, depth - 1)
+        elif ch == '.' and depth == 0 and (i + 1 == len(t) or t[i + 1] == ' ') and \
+                t[max(0, i - 3):i] not in ('e.g', 'i.e', 'etc'):
+            return t[:i + 1]
+    return t
 
 
 def plural(n, word):
