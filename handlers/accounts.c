@@ -980,25 +980,6 @@ int accounts_get_mfa(struct req *r, const struct accounts_get_mfa_request *in,
     return 0;
 }
 
-/* "name@host" -> "name%40host": the otpauth label is a URI path segment. */
-char *acc_uri_escape(struct arena *a, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    char *out = arena_alloc(a, strlen(s) * 3 + 1), *o = out;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            *p == '-' || *p == '.' || *p == '_' || *p == '~') {
-            *o++ = (char)*p;
-        } else {
-            *o++ = '%';
-            *o++ = hex[*p >> 4];
-            *o++ = hex[*p & 15];
-        }
-    }
-    *o = '\0';
-    return out;
-}
-
 int accounts_enroll_mfa(struct req *r, const struct accounts_enroll_mfa_request *in,
                         struct accounts_enroll_mfa_response *out)
 {
@@ -1032,7 +1013,7 @@ int accounts_enroll_mfa(struct req *r, const struct accounts_enroll_mfa_request 
     e->otpauth_uri = arena_printf(&r->arena,
                                   "otpauth://totp/treasury:%s?secret=%s&issuer=treasury"
                                   "&algorithm=SHA1&digits=6&period=30",
-                                  acc_uri_escape(&r->arena, m.email), b32);
+                                  format_uri_component(&r->arena, m.email), b32);
     OPENSSL_cleanse(b32, sizeof b32);
     out->status = 201;
     out->body_201 = e;

@@ -117,8 +117,6 @@ int acc_reauthenticate(struct req *r, const char *password, const char *new_pass
  * with the active OAuth client client_id, or with any active client when it is NULL. */
 bool accounts_cors_origin_allowed(const char *origin, const char *client_id);
 
-/* s percent-encoded except RFC 3986 unreserved characters (URI query values). In a. */
-char *acc_uri_escape(struct arena *a, const char *s);
 
 /* Space-separated scope lists. */
 bool acc_has_scope(const char *list, const char *name, size_t n);

@@ -367,10 +367,10 @@ static const char *authz_url(struct req *r, const struct authz *a)
         &r->arena,
         OAUTH_AUTHORIZE_PATH "?response_type=code&client_id=%s&redirect_uri=%s&scope=%s%s%s"
                        "&code_challenge=%s&code_challenge_method=S256",
-        acc_uri_escape(&r->arena, a->client_id), acc_uri_escape(&r->arena, a->redirect_uri),
-        acc_uri_escape(&r->arena, a->scope), a->has_state ? "&state=" : "",
-        a->has_state ? acc_uri_escape(&r->arena, a->state) : "",
-        acc_uri_escape(&r->arena, a->challenge));
+        format_uri_component(&r->arena, a->client_id), format_uri_component(&r->arena, a->redirect_uri),
+        format_uri_component(&r->arena, a->scope), a->has_state ? "&state=" : "",
+        a->has_state ? format_uri_component(&r->arena, a->state) : "",
+        format_uri_component(&r->arena, a->challenge));
 }
 
 /* redirect_uri plus the response parameters (state and iss always follow). */
@@ -378,14 +378,14 @@ static const char *redirect_with(struct req *r, const char *uri, const char *par
                                  const char *state)
 {
     return arena_printf(&r->arena, "%s%s%s%s%s&iss=%s", uri, strchr(uri, '?') ? "&" : "?",
-                        params, state ? "&state=" : "", state ? acc_uri_escape(&r->arena, state) : "",
-                        acc_uri_escape(&r->arena, oauth_issuer()));
+                        params, state ? "&state=" : "", state ? format_uri_component(&r->arena, state) : "",
+                        format_uri_component(&r->arena, oauth_issuer()));
 }
 
 static const char *error_params(struct req *r, const char *error, const char *description)
 {
     return arena_printf(&r->arena, "error=%s&error_description=%s", error,
-                        acc_uri_escape(&r->arena, description));
+                        format_uri_component(&r->arena, description));
 }
 
 /* The origin of an absolute URI ("https://app.example:8443"), for the consent page's CSP. */

@@ -887,54 +887,6 @@ static void payments_csv(struct req *r, const struct payment_page *page, const c
     *len = c.len;
 }
 
-/* name=value&, percent-encoded (RFC 3986 unreserved characters kept). */
-static void query_add(struct csv *q, const char *name, const char *value)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    csv_put(q, q->len ? "&" : "?", 1);
-    csv_put(q, name, strlen(name));
-    csv_put(q, "=", 1);
-    for (const unsigned char *s = (const unsigned char *)value; *s; s++) {
-        if ((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
-            strchr("-._~", *s)) {
-            csv_put(q, (const char *)s, 1);
-        } else {
-            char e[3] = { '%', hex[*s >> 4], hex[*s & 15] };
-            csv_put(q, e, 3);
-        }
-    }
-}
-
-/* Link: <the same request with the next cursor>; rel="next" (RFC 8288). */
-static const char *next_link(struct req *r, const struct payments_list_payments_request *in,
-                             const char *cursor)
-{
-    struct csv q = { .a = &r->arena };
-    query_add(&q, "limit", arena_printf(&r->arena, "%lld", (long long)in->limit));
-    for (size_t i = 0; in->has_status && i < in->status_count; i++)
-        query_add(&q, "status", payment_status_str(in->status[i]));
-    if (in->has_currency)
-        query_add(&q, "currency", in->currency);
-    if (in->has_beneficiary_id)
-        query_add(&q, "beneficiary_id", in->beneficiary_id);
-    if (in->has_batch_id)
-        query_add(&q, "batch_id", in->batch_id);
-    if (in->has_amount_gte)
-        query_add(&q, "amount_gte", arena_printf(&r->arena, "%lld", (long long)in->amount_gte));
-    if (in->has_amount_lt)
-        query_add(&q, "amount_lt", arena_printf(&r->arena, "%lld", (long long)in->amount_lt));
-    if (in->has_created_gte)
-        query_add(&q, "created_gte", in->created_gte);
-    if (in->has_created_lt)
-        query_add(&q, "created_lt", in->created_lt);
-    if (in->has_effective_date_gte)
-        query_add(&q, "effective_date_gte", in->effective_date_gte);
-    if (in->has_effective_date_lt)
-        query_add(&q, "effective_date_lt", in->effective_date_lt);
-    query_add(&q, "cursor", cursor);
-    return arena_printf(&r->arena, "<%s%s>; rel=\"next\"", r->path, q.p);
-}
-
 int payments_list_payments(struct req *r, const struct payments_list_payments_request *in,
                            struct payments_list_payments_response *out)
 {
@@ -996,7 +948,7 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
     page->next_cursor_is_null = !page->next_cursor;
     out->status = 200;
     if (page->has_more && page->next_cursor)
-        out->link = next_link(r, in, page->next_cursor);
+        out->link = req_next_link(r, page->next_cursor);
     if (in->accept == MEDIA_CSV)
         payments_csv(r, page, &out->raw_200, &out->raw_200_len);
     else

@@ -569,3 +569,21 @@ bool format_is_bic(const char *s)
             return false;
     return true;
 }
+
+char *format_uri_component(struct arena *a, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char *out = arena_alloc(a, strlen(s) * 3 + 1), *o = out;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/arena.h"
+
 bool format_is_date(const char *s);      /* RFC 3339 full-date, real calendar dates */
 bool format_is_date_time(const char *s); /* RFC 3339 date-time, offset required */
 bool format_is_uuid(const char *s);      /* 8-4-4-4-12 hex, any version */
@@ -18,6 +20,9 @@ bool format_is_iban(const char *s);      /* country + check digits, per-country 
 bool format_is_bic(const char *s);       /* ISO 9362: 8 or 11, valid country */
 /* The value of a hexadecimal digit (either case), -1 for any other character. */
 int format_hex_digit(char c);
+/* s percent-encoded except RFC 3986 unreserved characters (a URI query value or path segment),
+ * in a. */
+char *format_uri_component(struct arena *a, const char *s);
 /* Minor-unit exponent of an ISO 4217 code (JPY 0, BHD 3, CLF 4, most 2); -1 if unknown. */
 int format_currency_exponent(const char *code);
 /* v in decimal, NUL-terminated, into buf (FORMAT_I64_MAX bytes); returns the length. */

@@ -133,6 +133,10 @@ const char *req_cookie(const struct req *r, const char *name);
  * the first max into out (a key without `=` gives ""), the number of occurrences returned
  * (more than max when the client sent more). Values live in MHD's memory like req_query's. */
 size_t req_query_values(const struct req *r, const char *name, const char **out, size_t max);
+/* The value of an RFC 8288 Link header naming the next page of a list: this request's path and
+ * query arguments (filters, limit, in the order sent, percent-encoded again) with `cursor` set
+ * to cursor: `</v1/payments?limit=2&cursor=...>; rel="next"`. In r->arena. */
+const char *req_next_link(struct req *r, const char *cursor);
 /* The operation the request was routed to, also when it was refused before the operation
  * ran (plain HTTP, shutting down); NULL when none matched or the head was refused. */
 const struct op *req_routed_op(const struct req *r);

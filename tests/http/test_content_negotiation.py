@@ -185,6 +185,16 @@ def test_the_json_page_links_its_next_cursor(team):
     link = next_link(r)
     q = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)
     assert q["cursor"] == [page["next_cursor"]] and q["limit"] == ["2"]
+    # the link repeats the request's filters as sent, a repeated one included, and replaces
+    # the cursor it came with
+    r = get(team.owner, None, query="?limit=1&status=approved&status=pending_approval")
+    page = assert_json(r, 200)
+    q = urllib.parse.parse_qs(urllib.parse.urlsplit(next_link(r)).query)
+    assert q == {"limit": ["1"], "status": ["approved", "pending_approval"],
+                 "cursor": [page["next_cursor"]]}
+    r2 = team.owner.get(next_link(r))
+    q2 = urllib.parse.parse_qs(urllib.parse.urlsplit(next_link(r2)).query)
+    assert q2["cursor"] == [assert_json(r2, 200)["next_cursor"]] and q2["status"] == q["status"]
     last = assert_json(get(team.owner, None, query="?limit=100"), 200)
     assert last["has_more"] is False
     assert get(team.owner, None, query="?limit=100").header("Link") is None
