@@ -931,6 +931,18 @@ def array_param(w, p, ptr):
     w.close()
 
 
+def check_json_answer(w, r):
+    """Test builds: the answer parses as JSON and fits status r's schema."""
+    w('if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, '
+      '&jerr) != 0)')
+    w('    verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, '
+      'jerr.offset);')
+    if not r.field.node.trivial:
+        w('else')
+        w('    ' + validate_call(r.field.node, 'doc', '""', l='&l',
+                                 mode='VALIDATE_RESPONSE'))
+
+
 def check_media(w, r):
     """Test builds: a negotiated status is sent as one of its declared media types, and its
     body fits that type's schema."""
@@ -939,14 +951,7 @@ def check_media(w, r):
         w('case %s:' % c)
         w.ind += 1
         if c == 'MEDIA_JSON':
-            w('if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, '
-              '&jerr) != 0)')
-            w('    verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, '
-              'jerr.offset);')
-            if not r.field.node.trivial:
-                w('else')
-                w('    ' + validate_call(r.field.node, 'doc', '""', l='&l',
-                                         mode='VALIDATE_RESPONSE'))
+            check_json_answer(w, r)
         elif node is None:   # application/pdf: bytes that start as a PDF does, bounded
             w('if (!r->resp_body || r->resp_len < 5 || memcmp(r->resp_body, "%PDF-", 5) != 0)')
             w.ind += 1
@@ -1040,14 +1045,7 @@ def check_body(op):
             add_err(w, '&l', '""', None, 'type', 'status %d is an HTML document' % r.status)
             w.ind -= 1
         else:
-            w('if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, '
-              '&jerr) != 0)')
-            w('    verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, '
-              'jerr.offset);')
-            if not r.field.node.trivial:
-                w('else')
-                w('    ' + validate_call(r.field.node, 'doc', '""', l='&l',
-                                         mode='VALIDATE_RESPONSE'))
+            check_json_answer(w, r)
         for hd in op.headers:
             if r.status not in hd.statuses:
                 continue
