@@ -43,43 +43,43 @@ void acc_lower_ascii(const char *in, char *out, size_t n)
 }
 
 /* Text column copied into the arena; NULL for SQL NULL. */
-static const char *column_text(struct req *r, sqlite3_stmt *st, int col)
+static const char *column_text(struct req *r, struct db_stmt *st, int col)
 {
-    const unsigned char *t = sqlite3_column_text(st, col);
+    const char *t = db_column_text(st, col);
     return t ? arena_strdup(&r->arena, (const char *)t) : NULL;
 }
 
-void acc_copy_column(sqlite3_stmt *st, int col, char *out, size_t n)
+void acc_copy_column(struct db_stmt *st, int col, char *out, size_t n)
 {
-    const unsigned char *t = sqlite3_column_text(st, col);
+    const char *t = db_column_text(st, col);
     snprintf(out, n, "%s", t ? (const char *)t : "");
 }
 
 /* 0 with *found, or -1 on a database failure. */
 int acc_find_user(const char *email_norm, struct login_user *u, bool *found)
 {
-    sqlite3_stmt *st =
+    struct db_stmt *st =
         storage_prepare("SELECT id, password_hash, status, mfa_status, mfa_secret, "
                         "COALESCE((SELECT last_step FROM mfa_steps WHERE user_id = users.id), 0) "
                         "FROM users WHERE email_norm = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, email_norm, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *found = rc == SQLITE_ROW;
+    db_bind_text(st, 1, email_norm);
+    int rc = db_step(st);
+    *found = rc == DB_ROW;
     if (*found) {
         acc_copy_column(st, 0, u->id, sizeof u->id);
         acc_copy_column(st, 1, u->password_hash, sizeof u->password_hash);
-        const unsigned char *status = sqlite3_column_text(st, 2);
+        const char *status = db_column_text(st, 2);
         u->active = status && strcmp((const char *)status, "active") == 0;
-        const unsigned char *mfa = sqlite3_column_text(st, 3);
+        const char *mfa = db_column_text(st, 3);
         u->mfa_enabled = mfa && strcmp((const char *)mfa, "enabled") == 0;
         acc_copy_column(st, 4, u->mfa_secret, sizeof u->mfa_secret);
-        u->mfa_last_step = sqlite3_column_int64(st, 5);
+        u->mfa_last_step = db_column_int64(st, 5);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("login: user lookup failed: %s", sqlite3_errmsg(storage_db()));
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
+        log_error("login: user lookup failed: %s", storage_errmsg());
         return -1;
     }
     return 0;
@@ -97,22 +97,22 @@ int acc_find_membership(const char *user_id, const char *wanted, char *wid, size
         "SELECT w.id, m.role, w.token_lifetime_seconds FROM members m "
         "JOIN workspaces w ON w.id = m.workspace_id WHERE m.user_id = ? "
         "ORDER BY m.created_at, w.id LIMIT 1";
-    sqlite3_stmt *st = storage_prepare(wanted ? by_id : oldest);
+    struct db_stmt *st = storage_prepare(wanted ? by_id : oldest);
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, user_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, user_id);
     if (wanted)
-        sqlite3_bind_text(st, 2, wanted, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *found = rc == SQLITE_ROW;
+        db_bind_text(st, 2, wanted);
+    int rc = db_step(st);
+    *found = rc == DB_ROW;
     if (*found) {
         acc_copy_column(st, 0, wid, wid_len);
         acc_copy_column(st, 1, role, role_len);
-        *lifetime = sqlite3_column_int64(st, 2);
+        *lifetime = db_column_int64(st, 2);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("login: membership lookup failed: %s", sqlite3_errmsg(storage_db()));
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
+        log_error("login: membership lookup failed: %s", storage_errmsg());
         return -1;
     }
     return 0;
@@ -241,19 +241,19 @@ int acc_revoke_session(struct req *r, const char *sid, const char *user_id, cons
 {
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "UPDATE sessions SET revoked_at = ?, revoked_reason = ? "
         "WHERE id = ? AND user_id = ? AND workspace_id = ? AND revoked_at IS NULL");
     if (!st)
         return -1;
     const char *v[] = {now, reason, sid, user_id, wid};
     for (int i = 0; i < 5; i++)
-        sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    int changed = sqlite3_changes(storage_db());
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        log_error("sessions: revoking failed: %s", sqlite3_errmsg(storage_db()));
+        db_bind_text(st, i + 1, v[i]);
+    int rc = db_step(st);
+    int changed = storage_changes();
+    db_reset(st);
+    if (rc != DB_DONE) {
+        log_error("sessions: revoking failed: %s", storage_errmsg());
         return -1;
     }
     if (changed == 0)
@@ -275,7 +275,7 @@ struct login_response *acc_open_session(struct req *r, const char *user_id, cons
     format_time_rfc3339((clock_now_s() + SESSION_LIFETIME_S) * 1000, expires, sizeof expires);
     /* The session row first (refresh_tokens refers to it); its current-token column is
      * filled by new_refresh_token() right after. */
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO sessions (id, workspace_id, user_id, refresh_token_hash, created_at, "
         "expires_at, scope, client_id, grant_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (!st)
@@ -283,17 +283,17 @@ struct login_response *acc_open_session(struct req *r, const char *user_id, cons
     const char *v[] = {session_id, wid, user_id, session_id, now, expires, scope, client_id,
                        grant_id};
     for (int i = 0; i < 9; i++)
-        sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC); /* NULL binds SQL NULL */
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
+        db_bind_text(st, i + 1, v[i]); /* NULL binds SQL NULL */
+    int rc = db_step(st);
+    db_reset(st);
     /* The last login is the membership's: another workspace never learns of this one. */
     const char *seen[] = {now, wid, user_id};
-    if (rc != SQLITE_DONE ||
+    if (rc != DB_DONE ||
         storage_exec_texts("INSERT INTO member_logins (last_login_at, workspace_id, user_id) "
                            "VALUES (?1, ?2, ?3) ON CONFLICT (workspace_id, user_id) "
                            "DO UPDATE SET last_login_at = ?1",
                            seen, 3) != 0) {
-        log_error("sessions: opening failed: %s", sqlite3_errmsg(storage_db()));
+        log_error("sessions: opening failed: %s", storage_errmsg());
         return NULL;
     }
     char *refresh = new_refresh_token(r, session_id, now);
@@ -351,16 +351,16 @@ int acc_use_totp(const char *user_id, const char *sealed, int64_t last_step, con
     OPENSSL_cleanse(key, sizeof key);
     if (step < 0 || step <= last_step)
         return 0;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO mfa_steps (user_id, last_step) VALUES (?2, ?1) ON CONFLICT (user_id) "
         "DO UPDATE SET last_step = ?1 WHERE last_step < ?1");
     if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, step);
-    sqlite3_bind_text(st, 2, user_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), changed = sqlite3_changes(storage_db());
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
+    db_bind_int64(st, 1, step);
+    db_bind_text(st, 2, user_id);
+    int rc = db_step(st), changed = storage_changes();
+    db_reset(st);
+    if (rc != DB_DONE)
         return -1;
     return changed == 1;
 }
@@ -372,16 +372,16 @@ int acc_use_recovery_code(const char *user_id, const char *code)
     if (digest_sha256_hex(code, strlen(code), hash) != 0)
         return -1;
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare("UPDATE mfa_recovery_codes SET used_at = ? WHERE "
+    struct db_stmt *st = storage_prepare("UPDATE mfa_recovery_codes SET used_at = ? WHERE "
                                        "user_id = ? AND code_hash = ? AND used_at IS NULL");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, hash, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), changed = sqlite3_changes(storage_db());
-    sqlite3_reset(st);
-    return rc != SQLITE_DONE ? -1 : changed == 1;
+    db_bind_text(st, 1, now);
+    db_bind_text(st, 2, user_id);
+    db_bind_text(st, 3, hash);
+    int rc = db_step(st), changed = storage_changes();
+    db_reset(st);
+    return rc != DB_DONE ? -1 : changed == 1;
 }
 
 /* The second factor of a login whose password was right: 1 go on, 0 answered, -1 failure.
@@ -558,28 +558,28 @@ struct family {
 /* The session a refresh token belongs to. 0 with *found, -1 on failure. */
 static int find_family(const char *hash, struct family *f, bool *found)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT s.id, s.workspace_id, s.user_id, s.scope, s.expires_at, rt.used_at, "
         "s.revoked_at, s.client_id FROM refresh_tokens rt JOIN sessions s ON s.id = "
         "rt.session_id WHERE rt.token_hash = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *found = rc == SQLITE_ROW;
+    db_bind_text(st, 1, hash);
+    int rc = db_step(st);
+    *found = rc == DB_ROW;
     if (*found) {
         acc_copy_column(st, 0, f->session_id, sizeof f->session_id);
         acc_copy_column(st, 1, f->workspace_id, sizeof f->workspace_id);
         acc_copy_column(st, 2, f->user_id, sizeof f->user_id);
         acc_copy_column(st, 3, f->scope, sizeof f->scope);
         acc_copy_column(st, 4, f->expires_at, sizeof f->expires_at);
-        f->used = sqlite3_column_type(st, 5) != SQLITE_NULL;
-        f->revoked = sqlite3_column_type(st, 6) != SQLITE_NULL;
+        f->used = !db_column_is_null(st, 5);
+        f->revoked = !db_column_is_null(st, 6);
         acc_copy_column(st, 7, f->client_id, sizeof f->client_id);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("refresh: lookup failed: %s", sqlite3_errmsg(storage_db()));
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
+        log_error("refresh: lookup failed: %s", storage_errmsg());
         return -1;
     }
     return 0;
@@ -590,23 +590,23 @@ static int find_family(const char *hash, struct family *f, bool *found)
 int acc_find_standing(const char *user_id, const char *wid, char *role, size_t role_len,
                          int64_t *lifetime, bool *found)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT m.role, w.token_lifetime_seconds FROM members m "
         "JOIN users u ON u.id = m.user_id JOIN workspaces w ON w.id = m.workspace_id "
         "WHERE m.user_id = ? AND m.workspace_id = ? AND u.status = 'active'");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, wid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *found = rc == SQLITE_ROW;
+    db_bind_text(st, 1, user_id);
+    db_bind_text(st, 2, wid);
+    int rc = db_step(st);
+    *found = rc == DB_ROW;
     if (*found) {
         acc_copy_column(st, 0, role, role_len);
-        *lifetime = sqlite3_column_int64(st, 1);
+        *lifetime = db_column_int64(st, 1);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("refresh: membership lookup failed: %s", sqlite3_errmsg(storage_db()));
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
+        log_error("refresh: membership lookup failed: %s", storage_errmsg());
         return -1;
     }
     return 0;
@@ -716,15 +716,15 @@ int acc_refresh(struct req *r, const char *refresh_token, const char *want_scope
     if (lifetime < 900 || lifetime > 86400)
         lifetime = 86400;
 
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "UPDATE refresh_tokens SET used_at = ? WHERE token_hash = ? AND used_at IS NULL");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), changed = sqlite3_changes(storage_db());
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE || changed != 1) {
+    db_bind_text(st, 1, now);
+    db_bind_text(st, 2, hash);
+    int rc = db_step(st), changed = storage_changes();
+    db_reset(st);
+    if (rc != DB_DONE || changed != 1) {
         log_error("refresh: marking the token used failed (changed %d)", changed);
         return -1;
     }
@@ -794,7 +794,7 @@ int accounts_revoke_session(struct req *r, const struct accounts_revoke_session_
     return 0;
 }
 
-static int session_row(struct req *r, sqlite3_stmt *st, void *item)
+static int session_row(struct req *r, struct db_stmt *st, void *item)
 {
     struct session *s = item;
     memset(s, 0, sizeof *s);
@@ -803,7 +803,7 @@ static int session_row(struct req *r, sqlite3_stmt *st, void *item)
     s->workspace_id = column_text(r, st, 1);
     s->current = r->principal.session_id && strcmp(s->id, r->principal.session_id) == 0;
     s->created_at = column_text(r, st, 2);
-    s->last_used_at = sqlite3_column_type(st, 3) != SQLITE_NULL ? column_text(r, st, 3) : NULL;
+    s->last_used_at = !db_column_is_null(st, 3) ? column_text(r, st, 3) : NULL;
     s->has_last_used_at = s->last_used_at != NULL;
     s->expires_at = column_text(r, st, 4);
     return 0;
@@ -820,16 +820,16 @@ int accounts_list_sessions(struct req *r, const struct accounts_list_sessions_re
     if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT id, workspace_id, created_at, last_used_at, expires_at FROM sessions "
         "WHERE user_id = ?1 AND workspace_id = ?2 AND revoked_at IS NULL AND expires_at > ?3 "
         "AND (?4 IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?5)) "
         "ORDER BY created_at DESC, id DESC LIMIT ?6");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, p->user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, p->workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, p->user_id);
+    db_bind_text(st, 2, p->workspace_id);
+    db_bind_text(st, 3, now);
     page_bind(&pg, st, 4, 5, 6);
     struct session_page *page = arena_alloc(&r->arena, sizeof *page);
     page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
@@ -867,21 +867,21 @@ static int load_mfa(struct req *r, struct mfa_row *m)
         req_problem(r, 409, "not_a_user", "Service accounts have no multi-factor authentication.");
         return 0;
     }
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT email, mfa_status, mfa_secret, COALESCE((SELECT last_step FROM mfa_steps "
         "WHERE user_id = users.id), 0) FROM users WHERE id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.user_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    db_bind_text(st, 1, r->principal.user_id);
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
         acc_copy_column(st, 0, m->email, sizeof m->email);
         acc_copy_column(st, 1, m->status, sizeof m->status);
         acc_copy_column(st, 2, m->secret, sizeof m->secret);
-        m->last_step = sqlite3_column_int64(st, 3);
+        m->last_step = db_column_int64(st, 3);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW) {
+    db_reset(st);
+    if (rc != DB_ROW) {
         log_error("mfa: the token's user %s is not in the database", r->principal.user_id);
         return -1;
     }
@@ -890,33 +890,33 @@ static int load_mfa(struct req *r, struct mfa_row *m)
 
 static int64_t recovery_codes_left(const char *user_id)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT count(*) FROM mfa_recovery_codes WHERE user_id = ? AND used_at IS NULL");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, user_id, -1, SQLITE_STATIC);
-    int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-    sqlite3_reset(st);
+    db_bind_text(st, 1, user_id);
+    int64_t n = db_step(st) == DB_ROW ? db_column_int64(st, 0) : -1;
+    db_reset(st);
     return n;
 }
 
 /* A new MFA status and secret; no step of the new secret (or none) used yet. */
 static int set_mfa(const char *user_id, const char *status, const char *sealed)
 {
-    sqlite3_stmt *st =
+    struct db_stmt *st =
         storage_prepare("UPDATE users SET mfa_status = ?, mfa_secret = ? WHERE id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, status, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, status);
     if (sealed)
-        sqlite3_bind_text(st, 2, sealed, -1, SQLITE_STATIC);
+        db_bind_text(st, 2, sealed);
     else
-        sqlite3_bind_null(st, 2);
-    sqlite3_bind_text(st, 3, user_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
+        db_bind_null(st, 2);
+    db_bind_text(st, 3, user_id);
+    int rc = db_step(st);
+    db_reset(st);
     const char *user[] = {user_id};
-    return rc == SQLITE_DONE &&
+    return rc == DB_DONE &&
                    storage_exec_texts("DELETE FROM mfa_steps WHERE user_id = ?", user, 1) == 0
                ? 0
                : -1;

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sqlite3.h>
 
+#include "runtime/storage.h"
 #include "generated/accounts_api.h"
 #include "runtime/id.h"
 #include "runtime/jobs.h"
@@ -32,7 +32,7 @@ struct login_user {
 
 /* ASCII lower case (emails are compared normalized). */
 void acc_lower_ascii(const char *in, char *out, size_t n);
-void acc_copy_column(sqlite3_stmt *st, int col, char *out, size_t n);
+void acc_copy_column(struct db_stmt *st, int col, char *out, size_t n);
 
 /* The user with this normalized email. 0 with *found, -1 on failure. */
 int acc_find_user(const char *email_norm, struct login_user *u, bool *found);

@@ -45,14 +45,14 @@ struct invitation {
 /* The invitation of a token digest. 0 with *found, -1 on failure. */
 static int find_invitation(const char *hash, struct invitation *inv, bool *found)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT id, workspace_id, email, email_norm, role, status, expires_at, invited_by, "
         "mail_id FROM invitations WHERE token_hash = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *found = rc == SQLITE_ROW;
+    db_bind_text(st, 1, hash);
+    int rc = db_step(st);
+    *found = rc == DB_ROW;
     if (*found) {
         acc_copy_column(st, 0, inv->id, sizeof inv->id);
         acc_copy_column(st, 1, inv->workspace_id, sizeof inv->workspace_id);
@@ -62,11 +62,11 @@ static int find_invitation(const char *hash, struct invitation *inv, bool *found
         acc_copy_column(st, 5, inv->status, sizeof inv->status);
         acc_copy_column(st, 6, inv->expires_at, sizeof inv->expires_at);
         acc_copy_column(st, 7, inv->invited_by, sizeof inv->invited_by);
-        inv->mailed = sqlite3_column_type(st, 8) != SQLITE_NULL;
+        inv->mailed = !db_column_is_null(st, 8);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("invitations: lookup failed: %s", sqlite3_errmsg(storage_db()));
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
+        log_error("invitations: lookup failed: %s", storage_errmsg());
         return -1;
     }
     return 0;
@@ -75,16 +75,16 @@ static int find_invitation(const char *hash, struct invitation *inv, bool *found
 /* The name of workspace wid into out ("" when none). 0 / -1. */
 static int workspace_name(const char *wid, char *out, size_t n)
 {
-    sqlite3_stmt *st = storage_prepare("SELECT name FROM workspaces WHERE id = ?");
+    struct db_stmt *st = storage_prepare("SELECT name FROM workspaces WHERE id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, wid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    db_bind_text(st, 1, wid);
+    int rc = db_step(st);
     out[0] = '\0';
-    if (rc == SQLITE_ROW)
+    if (rc == DB_ROW)
         acc_copy_column(st, 0, out, n);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+    db_reset(st);
+    return rc == DB_ROW || rc == DB_DONE ? 0 : -1;
 }
 
 /* audit_record in workspace wid as actor (a signup or an acceptance is recorded in the
@@ -289,19 +289,19 @@ static int usable(struct req *r, const struct invitation *inv, const char *now)
  * failure. */
 static int already_member(struct req *r, const char *wid, const char *user_id)
 {
-    sqlite3_stmt *st = storage_prepare("SELECT 1 FROM members WHERE workspace_id = ? AND "
+    struct db_stmt *st = storage_prepare("SELECT 1 FROM members WHERE workspace_id = ? AND "
                                        "user_id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, wid, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, user_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    db_bind_text(st, 1, wid);
+    db_bind_text(st, 2, user_id);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE)
         return -1;
-    if (rc == SQLITE_ROW)
+    if (rc == DB_ROW)
         req_problem(r, 409, "already_member", "You are already a member of workspace %s.", wid);
-    return rc == SQLITE_ROW;
+    return rc == DB_ROW;
 }
 
 /* The invitation of token digest hash read again (the transaction was ended and begun anew
@@ -485,16 +485,16 @@ int accounts_accept_invitation(struct req *r, const struct accounts_accept_invit
                           hash) != 0 ||
         find_invitation(hash, &inv, &found) != 0)
         return -1;
-    sqlite3_stmt *st =
+    struct db_stmt *st =
         storage_prepare("SELECT email_norm FROM users WHERE id = ? AND status = 'active'");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, uid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
+    db_bind_text(st, 1, uid);
+    int rc = db_step(st);
+    if (rc == DB_ROW)
         acc_copy_column(st, 0, email_norm, sizeof email_norm);
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE)
         return -1;
     /* Someone else's invitation is answered exactly like one that does not exist. */
     if (!found || !email_norm[0] || strcmp(inv.email_norm, email_norm) != 0) {

@@ -44,7 +44,7 @@
 
 static int db_failed(const char *what)
 {
-    log_error("login guard: %s failed: %s", what, sqlite3_errmsg(storage_db()));
+    log_error("login guard: %s failed: %s", what, storage_errmsg());
     return -1;
 }
 
@@ -66,35 +66,35 @@ static int find_device(const char *user_id, const char *token, char *out, size_t
     if (!token || !*token || !user_id || !*user_id ||
         digest_sha256_hex(token, strlen(token), hash) != 0)
         return 0;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT id FROM login_devices WHERE token_hash = ? AND user_id = ? AND expires_at > ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, clock_now_ms());
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
+    db_bind_text(st, 1, hash);
+    db_bind_text(st, 2, user_id);
+    db_bind_int64(st, 3, clock_now_ms());
+    int rc = db_step(st);
+    if (rc == DB_ROW)
         acc_copy_column(st, 0, out, n);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_failed("device lookup");
+    db_reset(st);
+    return rc == DB_ROW || rc == DB_DONE ? 0 : db_failed("device lookup");
 }
 
 static int backoff_load(const char *key, int64_t *failures, int64_t *last)
 {
     *failures = *last = 0;
-    sqlite3_stmt *st =
+    struct db_stmt *st =
         storage_prepare("SELECT failures, last_failure_at FROM login_backoff WHERE key = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        *failures = sqlite3_column_int64(st, 0);
-        *last = sqlite3_column_int64(st, 1);
+    db_bind_text(st, 1, key);
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
+        *failures = db_column_int64(st, 0);
+        *last = db_column_int64(st, 1);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE)
         return db_failed("back-off lookup");
     if (*last < clock_now_ms() - FORGET_MS)
         *failures = *last = 0; /* quiet for a day: forgotten */
@@ -104,21 +104,21 @@ static int backoff_load(const char *key, int64_t *failures, int64_t *last)
 /* Sets key's count (deleting the row at 0). */
 static int backoff_store(const char *key, int64_t failures, int64_t last)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         failures > 0 ? "INSERT INTO login_backoff (key, failures, last_failure_at) "
                        "VALUES (?1, ?2, ?3) ON CONFLICT (key) DO UPDATE SET failures = ?2, "
                        "last_failure_at = ?3"
                      : "DELETE FROM login_backoff WHERE key = ?1");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, key);
     if (failures > 0) {
-        sqlite3_bind_int64(st, 2, failures);
-        sqlite3_bind_int64(st, 3, last);
+        db_bind_int64(st, 2, failures);
+        db_bind_int64(st, 3, last);
     }
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : db_failed("back-off store");
+    int rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE ? 0 : db_failed("back-off store");
 }
 
 /* The client address as a quota key, an IPv6 client by its /64 (as runtime/pipeline.c). */
@@ -266,33 +266,33 @@ const char *acc_device_issue(struct req *r, const char *user_id, const struct ac
     format_now_rfc3339(now, sizeof now);
     int64_t expires = clock_now_ms() + DEVICE_LIFETIME_MS;
     if (g->device_id[0] && presented) { /* known: its life starts again */
-        sqlite3_stmt *st = storage_prepare(
+        struct db_stmt *st = storage_prepare(
             "UPDATE login_devices SET last_used_at = ?, expires_at = ? WHERE id = ?");
         if (!st)
             return NULL;
-        sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, expires);
-        sqlite3_bind_text(st, 3, g->device_id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        return rc == SQLITE_DONE ? arena_strdup(&r->arena, presented)
+        db_bind_text(st, 1, now);
+        db_bind_int64(st, 2, expires);
+        db_bind_text(st, 3, g->device_id);
+        int rc = db_step(st);
+        db_reset(st);
+        return rc == DB_DONE ? arena_strdup(&r->arena, presented)
                                  : (db_failed("device renew"), NULL);
     }
     char *token = id_secret(&r->arena, 32), hash[DIGEST_HEX_LEN + 1];
     if (digest_sha256_hex(token, strlen(token), hash) != 0)
         return NULL;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO login_devices (id, user_id, token_hash, created_at, last_used_at, "
         "expires_at) VALUES (?, ?, ?, ?, ?, ?)");
     if (!st)
         return NULL;
     const char *v[] = {id_new(&r->arena, "dev"), user_id, hash, now, now};
     for (int i = 0; i < 5; i++)
-        sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 6, expires);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
+        db_bind_text(st, i + 1, v[i]);
+    db_bind_int64(st, 6, expires);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE) {
         db_failed("device insert");
         return NULL;
     }

@@ -39,13 +39,13 @@
 
 int oauth_db_failed(const char *what)
 {
-    log_error("oauth: %s failed: %s", what, sqlite3_errmsg(storage_db()));
+    log_error("oauth: %s failed: %s", what, storage_errmsg());
     return -1;
 }
 
-const char *oauth_column(struct req *r, sqlite3_stmt *st, int col)
+const char *oauth_column(struct req *r, struct db_stmt *st, int col)
 {
-    const unsigned char *t = sqlite3_column_text(st, col);
+    const char *t = db_column_text(st, col);
     return t ? arena_strdup(&r->arena, (const char *)t) : NULL;
 }
 
@@ -98,15 +98,15 @@ const char *oauth_issuer(void)
 /* The web origins client id registered, in their order (oauth_client_origins). 0 / -1. */
 static int client_origins(struct req *r, const char *id, const char ***out, size_t *count)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT origin FROM oauth_client_origins WHERE client_id = ? ORDER BY position");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, id);
     size_t n = 0, cap = 4;
     const char **v = arena_alloc(&r->arena, cap * sizeof *v);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         if (n == cap) {
             const char **grown = arena_alloc(&r->arena, 2 * cap * sizeof *grown);
             memcpy(grown, v, n * sizeof *v);
@@ -115,8 +115,8 @@ static int client_origins(struct req *r, const char *id, const char ***out, size
         }
         v[n++] = oauth_column(r, st, 0);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
+    db_reset(st);
+    if (rc != DB_DONE)
         return oauth_db_failed("client origins");
     *out = v;
     *count = n;
@@ -130,22 +130,22 @@ static int client_origins_save(const char *id, const char *const *v, size_t n)
     if (storage_exec_texts("DELETE FROM oauth_client_origins WHERE client_id = ?", del, 1) != 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
-        sqlite3_stmt *st = storage_prepare(
+        struct db_stmt *st = storage_prepare(
             "INSERT INTO oauth_client_origins (client_id, origin, position) VALUES (?, ?, ?)");
         if (!st)
             return -1;
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, v[i], -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, (int64_t)i);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE)
+        db_bind_text(st, 1, id);
+        db_bind_text(st, 2, v[i]);
+        db_bind_int64(st, 3, (int64_t)i);
+        int rc = db_step(st);
+        db_reset(st);
+        if (rc != DB_DONE)
             return oauth_db_failed("client origin save");
     }
     return 0;
 }
 
-static int client_row(struct req *r, sqlite3_stmt *st, void *item)
+static int client_row(struct req *r, struct db_stmt *st, void *item)
 {
     struct oauth_stored_client *x = item;
     struct oauth_client *c = &x->c;
@@ -172,7 +172,7 @@ static int client_row(struct req *r, sqlite3_stmt *st, void *item)
     x->secret_hash = oauth_column(r, st, 6);
     c->status = oauth_client_status_parse(oauth_column(r, st, 7));
     c->created_by = oauth_column(r, st, 8);
-    c->version = sqlite3_column_int64(st, 9);
+    c->version = db_column_int64(st, 9);
     c->created_at = oauth_column(r, st, 10);
     c->updated_at = oauth_column(r, st, 11);
     if (!c->type || !c->status)
@@ -185,18 +185,18 @@ int oauth_client_load(struct req *r, const char *id, const char *wid, struct oau
 {
     if (!id || !id_valid(id, "cli"))
         return 0;
-    sqlite3_stmt *st = storage_prepare("SELECT " CLIENT_COLUMNS " FROM oauth_clients WHERE id = ? "
+    struct db_stmt *st = storage_prepare("SELECT " CLIENT_COLUMNS " FROM oauth_clients WHERE id = ? "
                                        "AND (?2 IS NULL OR workspace_id = ?2)");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, wid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), ret;
-    if (rc == SQLITE_ROW)
+    db_bind_text(st, 1, id);
+    db_bind_text(st, 2, wid);
+    int rc = db_step(st), ret;
+    if (rc == DB_ROW)
         ret = client_row(r, st, x) == 0 ? 1 : -1;
     else
-        ret = rc == SQLITE_DONE ? 0 : oauth_db_failed("client load");
-    sqlite3_reset(st);
+        ret = rc == DB_DONE ? 0 : oauth_db_failed("client load");
+    db_reset(st);
     return ret;
 }
 
@@ -340,19 +340,19 @@ static bool origin_ok(const char *o, const char **why)
 
 bool accounts_cors_origin_allowed(const char *origin, const char *client_id)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT 1 FROM oauth_client_origins o JOIN oauth_clients c ON c.id = o.client_id "
         "WHERE o.origin = ?1 AND (?2 IS NULL OR o.client_id = ?2) AND c.status = 'active' "
         "LIMIT 1");
     if (!st)
         return false;
-    sqlite3_bind_text(st, 1, origin, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, client_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    db_bind_text(st, 1, origin);
+    db_bind_text(st, 2, client_id);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE)
         oauth_db_failed("origin check");
-    return rc == SQLITE_ROW;
+    return rc == DB_ROW;
 }
 
 /* The checks creating and changing share: redirect URIs, origins and scopes. */
@@ -403,7 +403,7 @@ static int client_save(const struct oauth_stored_client *x, bool insert, int64_t
 {
     const struct oauth_client *c = &x->c;
     char *uris = uris_json(c->redirect_uris, c->redirect_uris_count);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         insert ? "INSERT INTO oauth_clients (" CLIENT_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
                  "?7, ?8, ?9, ?10, ?11, ?12)"
                : "UPDATE oauth_clients SET name = ?3, redirect_uris = ?5, scopes = ?6, "
@@ -411,24 +411,24 @@ static int client_save(const struct oauth_stored_client *x, bool insert, int64_t
                  "workspace_id = ?2 AND version = ?13");
     int ret = -1;
     if (st && uris) {
-        sqlite3_bind_text(st, 1, c->id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, c->workspace_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, c->name, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, oauth_client_type_str(c->type), -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 5, uris, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 6, x->scopes_text, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 7, x->secret_hash, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 8, oauth_client_status_str(c->status), -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 9, c->created_by, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 10, c->version);
-        sqlite3_bind_text(st, 11, c->created_at, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 12, c->updated_at, -1, SQLITE_STATIC);
+        db_bind_text(st, 1, c->id);
+        db_bind_text(st, 2, c->workspace_id);
+        db_bind_text(st, 3, c->name);
+        db_bind_text(st, 4, oauth_client_type_str(c->type));
+        db_bind_text(st, 5, uris);
+        db_bind_text(st, 6, x->scopes_text);
+        db_bind_text(st, 7, x->secret_hash);
+        db_bind_text(st, 8, oauth_client_status_str(c->status));
+        db_bind_text(st, 9, c->created_by);
+        db_bind_int64(st, 10, c->version);
+        db_bind_text(st, 11, c->created_at);
+        db_bind_text(st, 12, c->updated_at);
         if (!insert)
-            sqlite3_bind_int64(st, 13, old_version);
-        ret = sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(storage_db()) == 1
+            db_bind_int64(st, 13, old_version);
+        ret = db_step(st) == DB_DONE && storage_changes() == 1
                   ? 0
                   : oauth_db_failed("client save");
-        sqlite3_reset(st);
+        db_reset(st);
     }
     free(uris);
     return ret;
@@ -444,15 +444,15 @@ static int revoke_sessions_of(struct req *r, const char *column_name, const char
     const char *sql = strcmp(column_name, "grant_id") == 0
                           ? "SELECT id FROM sessions WHERE grant_id = ? AND revoked_at IS NULL"
                           : "SELECT id FROM sessions WHERE client_id = ? AND revoked_at IS NULL";
-    sqlite3_stmt *st = storage_prepare(sql);
+    struct db_stmt *st = storage_prepare(sql);
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, id);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    while ((rc = db_step(st)) == DB_ROW)
         acc_publish_revocation(r, oauth_column(r, st, 0));
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
+    db_reset(st);
+    if (rc != DB_DONE)
         return oauth_db_failed("sessions of");
     const char *upd = strcmp(column_name, "grant_id") == 0
                           ? "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE "
@@ -633,7 +633,7 @@ int accounts_update_oauth_client(struct req *r,
     return 0;
 }
 
-static int client_list_row(struct req *r, sqlite3_stmt *st, void *item)
+static int client_list_row(struct req *r, struct db_stmt *st, void *item)
 {
     struct oauth_stored_client x;
     if (client_row(r, st, &x) != 0)
@@ -650,13 +650,13 @@ int accounts_list_oauth_clients(struct req *r,
     if (page_begin(r, &pg, arena_printf(&r->arena, "oauth_clients&w=%s", r->principal.workspace_id),
                    in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT " CLIENT_COLUMNS " FROM oauth_clients WHERE workspace_id = ?1 AND (?2 IS NULL OR "
         "created_at < ?2 OR (created_at = ?2 AND id < ?3)) ORDER BY created_at DESC, id DESC "
         "LIMIT ?4");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, r->principal.workspace_id);
     page_bind(&pg, st, 2, 3, 4);
     struct oauth_client_page *p = arena_alloc(&r->arena, sizeof *p);
     p->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *p->data);
@@ -825,7 +825,7 @@ int accounts_get_authorization_server_metadata(
 
 /* ==== grants ============================================================================== */
 
-static int grant_row(struct req *r, sqlite3_stmt *st, void *item)
+static int grant_row(struct req *r, struct db_stmt *st, void *item)
 {
     struct oauth_grant *g = item;
     g->id = oauth_column(r, st, 0);
@@ -848,15 +848,15 @@ int accounts_list_oauth_grants(struct req *r, const struct accounts_list_oauth_g
                                 r->principal.user_id),
                    in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT g.id, g.client_id, c.name, g.scope, g.created_at, g.updated_at FROM oauth_grants "
         "g JOIN oauth_clients c ON c.id = g.client_id WHERE g.user_id = ?1 AND g.workspace_id = "
         "?2 AND g.revoked_at IS NULL AND (?3 IS NULL OR g.created_at < ?3 OR (g.created_at = ?3 "
         "AND g.id < ?4)) ORDER BY g.created_at DESC, g.id DESC LIMIT ?5");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, r->principal.user_id);
+    db_bind_text(st, 2, r->principal.workspace_id);
     page_bind(&pg, st, 3, 4, 5);
     struct oauth_grant_page *p = arena_alloc(&r->arena, sizeof *p);
     p->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *p->data);
@@ -880,18 +880,18 @@ int accounts_revoke_oauth_grant(struct req *r,
     format_now_rfc3339(now, sizeof now);
     int changed = 0;
     if (id_valid(in->id, "grt")) {
-        sqlite3_stmt *st = storage_prepare(
+        struct db_stmt *st = storage_prepare(
             "UPDATE oauth_grants SET revoked_at = ? WHERE id = ? AND user_id = ? AND "
             "workspace_id = ? AND revoked_at IS NULL");
         if (!st)
             return -1;
         const char *v[] = {now, in->id, r->principal.user_id, r->principal.workspace_id};
         for (int i = 0; i < 4; i++)
-            sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        changed = sqlite3_changes(storage_db());
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE)
+            db_bind_text(st, i + 1, v[i]);
+        int rc = db_step(st);
+        changed = storage_changes();
+        db_reset(st);
+        if (rc != DB_DONE)
             return oauth_db_failed("grant revoke");
     }
     if (!changed) {

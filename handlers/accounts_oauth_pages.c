@@ -53,25 +53,25 @@ static int browser_load(const char *cookie, struct browser *b)
     memset(b, 0, sizeof *b);
     if (!cookie || oauth_sha256_hex(cookie, b->hash) != 0)
         return 0;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT csrf, user_id, pending_email, pending_until, device_token FROM "
         "oauth_browser_sessions WHERE token_hash = ? AND expires_at > ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, b->hash, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, clock_now_ms());
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    db_bind_text(st, 1, b->hash);
+    db_bind_int64(st, 2, clock_now_ms());
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
         acc_copy_column(st, 0, b->csrf, sizeof b->csrf);
         acc_copy_column(st, 1, b->user_id, sizeof b->user_id);
         acc_copy_column(st, 2, b->pending_email, sizeof b->pending_email);
-        b->pending_until = sqlite3_column_int64(st, 3);
+        b->pending_until = db_column_int64(st, 3);
         acc_copy_column(st, 4, b->device_token, sizeof b->device_token);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE)
         return oauth_db_failed("browser session");
-    return rc == SQLITE_ROW;
+    return rc == DB_ROW;
 }
 
 static const char *cookie_header(struct req *r, const char *value)
@@ -95,19 +95,19 @@ static int browser_new(struct req *r, const char *user_id, const char *old_hash,
         return -1;
     snprintf(b->csrf, sizeof b->csrf, "%s", id_secret(&r->arena, OAUTH_SECRET_BYTES));
     snprintf(b->user_id, sizeof b->user_id, "%s", user_id ? user_id : "");
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO oauth_browser_sessions (token_hash, csrf, user_id, created_at, expires_at) "
         "VALUES (?, ?, ?, ?, ?)");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, b->hash, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, b->csrf, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, now, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, clock_now_ms() + BROWSER_TTL_MS);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
+    db_bind_text(st, 1, b->hash);
+    db_bind_text(st, 2, b->csrf);
+    db_bind_text(st, 3, user_id);
+    db_bind_text(st, 4, now);
+    db_bind_int64(st, 5, clock_now_ms() + BROWSER_TTL_MS);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE)
         return oauth_db_failed("browser insert");
     if (old_hash) {
         const char *v[] = {b->hash, old_hash};
@@ -123,16 +123,16 @@ static int browser_new(struct req *r, const char *user_id, const char *old_hash,
 
 static int browser_set_pending(const struct browser *b, const char *email_norm, int64_t until)
 {
-    sqlite3_stmt *st = storage_prepare("UPDATE oauth_browser_sessions SET pending_email = ?, "
+    struct db_stmt *st = storage_prepare("UPDATE oauth_browser_sessions SET pending_email = ?, "
                                        "pending_until = ? WHERE token_hash = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, email_norm, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, until);
-    sqlite3_bind_text(st, 3, b->hash, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : oauth_db_failed("browser pending");
+    db_bind_text(st, 1, email_norm);
+    db_bind_int64(st, 2, until);
+    db_bind_text(st, 3, b->hash);
+    int rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE ? 0 : oauth_db_failed("browser pending");
 }
 
 /* A browser that has not signed in keeps nothing in the database: its cookie (given now when
@@ -160,20 +160,20 @@ static int browser_pending_insert(const struct browser *b, const char *email_nor
 {
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT OR REPLACE INTO oauth_browser_sessions (token_hash, csrf, pending_email, "
         "pending_until, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, b->hash, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, b->csrf, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, email_norm, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, until);
-    sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 6, until);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : oauth_db_failed("browser pending insert");
+    db_bind_text(st, 1, b->hash);
+    db_bind_text(st, 2, b->csrf);
+    db_bind_text(st, 3, email_norm);
+    db_bind_int64(st, 4, until);
+    db_bind_text(st, 5, now);
+    db_bind_int64(st, 6, until);
+    int rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE ? 0 : oauth_db_failed("browser pending insert");
 }
 
 /* The device cookie of a browser (Strict: only ever sent to this site's own pages). */
@@ -310,22 +310,22 @@ static int authz_open(const char *id, const struct browser *b, struct authz *a)
 
 static int authz_insert(const struct authz *a)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO oauth_requests (id, browser_hash, client_id, redirect_uri, scope, state, "
         "code_challenge, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, a->id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, a->browser_hash, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, a->client_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, a->redirect_uri, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, a->scope, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, a->has_state ? a->state : NULL, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, a->challenge, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 8, a->expires_at);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : oauth_db_failed("request insert");
+    db_bind_text(st, 1, a->id);
+    db_bind_text(st, 2, a->browser_hash);
+    db_bind_text(st, 3, a->client_id);
+    db_bind_text(st, 4, a->redirect_uri);
+    db_bind_text(st, 5, a->scope);
+    db_bind_text(st, 6, a->has_state ? a->state : NULL);
+    db_bind_text(st, 7, a->challenge);
+    db_bind_int64(st, 8, a->expires_at);
+    int rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE ? 0 : oauth_db_failed("request insert");
 }
 
 /* Request id of browser b, pending and not expired: 1, else 0, -1 failure. */
@@ -334,30 +334,30 @@ static int authz_load(const char *id, const struct browser *b, struct authz *a)
     memset(a, 0, sizeof *a);
     if (strncmp(id, "v1.", 3) == 0)
         return authz_open(id, b, a);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT client_id, redirect_uri, scope, state, code_challenge, expires_at, decided_at "
         "FROM oauth_requests WHERE id = ? AND browser_hash = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, b->hash, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    db_bind_text(st, 1, id);
+    db_bind_text(st, 2, b->hash);
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
         snprintf(a->id, sizeof a->id, "%s", id);
         snprintf(a->browser_hash, sizeof a->browser_hash, "%s", b->hash);
         acc_copy_column(st, 0, a->client_id, sizeof a->client_id);
         acc_copy_column(st, 1, a->redirect_uri, sizeof a->redirect_uri);
         acc_copy_column(st, 2, a->scope, sizeof a->scope);
-        a->has_state = sqlite3_column_type(st, 3) != SQLITE_NULL;
+        a->has_state = !db_column_is_null(st, 3);
         acc_copy_column(st, 3, a->state, sizeof a->state);
         acc_copy_column(st, 4, a->challenge, sizeof a->challenge);
-        a->expires_at = sqlite3_column_int64(st, 5);
-        a->decided = sqlite3_column_type(st, 6) != SQLITE_NULL;
+        a->expires_at = db_column_int64(st, 5);
+        a->decided = !db_column_is_null(st, 6);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE)
         return oauth_db_failed("request load");
-    return rc == SQLITE_ROW && !a->decided && a->expires_at > clock_now_ms();
+    return rc == DB_ROW && !a->decided && a->expires_at > clock_now_ms();
 }
 
 /* The authorization URL of a pending request: where the pages go after each step. */
@@ -514,19 +514,19 @@ static const char *consent_page(struct req *r, const struct oauth_stored_client 
 static int user_label(struct req *r, const char *user_id, const char *wid, const char **email,
                       const char **workspace)
 {
-    sqlite3_stmt *st = storage_prepare("SELECT u.email, w.name FROM users u, workspaces w WHERE "
+    struct db_stmt *st = storage_prepare("SELECT u.email, w.name FROM users u, workspaces w WHERE "
                                        "u.id = ? AND w.id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, wid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    db_bind_text(st, 1, user_id);
+    db_bind_text(st, 2, wid);
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
         *email = oauth_column(r, st, 0);
         *workspace = oauth_column(r, st, 1);
     }
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW ? 0 : oauth_db_failed("user label");
+    db_reset(st);
+    return rc == DB_ROW ? 0 : oauth_db_failed("user label");
 }
 
 /* ==== the authorization endpoint ========================================================== */
@@ -870,22 +870,22 @@ static int grant_upsert(struct req *r, const char *user_id, const struct oauth_s
 {
     char now[40], wider[1024];
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare("SELECT id, scope FROM oauth_grants WHERE user_id = ? AND "
+    struct db_stmt *st = storage_prepare("SELECT id, scope FROM oauth_grants WHERE user_id = ? AND "
                                        "client_id = ? AND revoked_at IS NULL");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, c->c.id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    db_bind_text(st, 1, user_id);
+    db_bind_text(st, 2, c->c.id);
+    int rc = db_step(st);
     char old[1024] = "";
-    if (rc == SQLITE_ROW) {
+    if (rc == DB_ROW) {
         acc_copy_column(st, 0, grant, n);
         acc_copy_column(st, 1, old, sizeof old);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE)
         return oauth_db_failed("grant lookup");
-    if (rc == SQLITE_ROW) {
+    if (rc == DB_ROW) {
         /* old + what is new, in catalogue order */
         char both[2100];
         snprintf(both, sizeof both, "%s %s", old, scope);
@@ -1017,17 +1017,17 @@ static int purge_expired(void)
     for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {
         if (storage_begin(true) != 0)
             return -1;
-        sqlite3_stmt *st = storage_prepare(sql[i]);
+        struct db_stmt *st = storage_prepare(sql[i]);
         if (!st) {
             storage_rollback();
             return -1;
         }
         /* A used code stays a day past its expiry, so a late replay still revokes. */
-        sqlite3_bind_int64(st, 1, i == 0 || i == 4 ? now - INT64_C(86400000) : now);
-        int rc = sqlite3_step(st);
-        int n = sqlite3_changes(storage_db());
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE || storage_commit() != 0) {
+        db_bind_int64(st, 1, i == 0 || i == 4 ? now - INT64_C(86400000) : now);
+        int rc = db_step(st);
+        int n = storage_changes();
+        db_reset(st);
+        if (rc != DB_DONE || storage_commit() != 0) {
             storage_rollback();
             return oauth_db_failed("purge");
         }

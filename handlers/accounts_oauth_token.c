@@ -44,7 +44,7 @@ int oauth_code_issue(struct req *r, const struct oauth_stored_client *c, const c
     char *secret = id_secret(&r->arena, OAUTH_SECRET_BYTES);
     if (oauth_sha256_hex(secret, hash) != 0)
         return -1;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO oauth_codes (code_hash, client_id, grant_id, workspace_id, user_id, "
         "redirect_uri, scope, code_challenge, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (!st)
@@ -52,11 +52,11 @@ int oauth_code_issue(struct req *r, const struct oauth_stored_client *c, const c
     const char *v[] = {hash,    c->c.id,      grant_id, c->c.workspace_id,
                        user_id, redirect_uri, scope,    challenge};
     for (int i = 0; i < 8; i++)
-        sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 9, clock_now_ms() + CODE_TTL_MS);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
+        db_bind_text(st, i + 1, v[i]);
+    db_bind_int64(st, 9, clock_now_ms() + CODE_TTL_MS);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE)
         return oauth_db_failed("code insert");
     *code = secret;
     return 0;
@@ -64,15 +64,15 @@ int oauth_code_issue(struct req *r, const struct oauth_stored_client *c, const c
 
 static int code_load(const char *hash, struct code_row *k, bool *found)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT k.client_id, k.grant_id, k.workspace_id, k.user_id, k.redirect_uri, k.scope, "
         "k.code_challenge, k.expires_at, k.used_at, k.session_id, g.revoked_at FROM oauth_codes "
         "k JOIN oauth_grants g ON g.id = k.grant_id WHERE k.code_hash = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *found = rc == SQLITE_ROW;
+    db_bind_text(st, 1, hash);
+    int rc = db_step(st);
+    *found = rc == DB_ROW;
     if (*found) {
         acc_copy_column(st, 0, k->client_id, sizeof k->client_id);
         acc_copy_column(st, 1, k->grant_id, sizeof k->grant_id);
@@ -81,13 +81,13 @@ static int code_load(const char *hash, struct code_row *k, bool *found)
         acc_copy_column(st, 4, k->redirect_uri, sizeof k->redirect_uri);
         acc_copy_column(st, 5, k->scope, sizeof k->scope);
         acc_copy_column(st, 6, k->challenge, sizeof k->challenge);
-        k->expires_at = sqlite3_column_int64(st, 7);
-        k->used = sqlite3_column_type(st, 8) != SQLITE_NULL;
+        k->expires_at = db_column_int64(st, 7);
+        k->used = !db_column_is_null(st, 8);
         acc_copy_column(st, 9, k->session_id, sizeof k->session_id);
-        k->grant_revoked = sqlite3_column_type(st, 10) != SQLITE_NULL;
+        k->grant_revoked = !db_column_is_null(st, 10);
     }
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : oauth_db_failed("code load");
+    db_reset(st);
+    return rc == DB_ROW || rc == DB_DONE ? 0 : oauth_db_failed("code load");
 }
 
 static int code_mark_used(const char *hash, const char *session_id)

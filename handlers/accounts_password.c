@@ -32,22 +32,22 @@ bool acc_is_service_account(struct req *r)
 static int load_user(const char *user_id, char *hash, size_t hash_len, char *email,
                      size_t email_len)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT password_hash, email FROM users WHERE id = ? AND status = 'active'");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, user_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    db_bind_text(st, 1, user_id);
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
         acc_copy_column(st, 0, hash, hash_len);
         acc_copy_column(st, 1, email, email_len);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("reauthentication: user lookup failed: %s", sqlite3_errmsg(storage_db()));
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
+        log_error("reauthentication: user lookup failed: %s", storage_errmsg());
         return -1;
     }
-    return rc == SQLITE_ROW;
+    return rc == DB_ROW;
 }
 
 int acc_reauthenticate(struct req *r, const char *password, const char *new_password,
@@ -103,21 +103,21 @@ static int revoke_user_sessions(struct req *r, const char *keep, const char *rea
     const char *uid = r->principal.user_id;
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare("SELECT id FROM sessions WHERE user_id = ?1 AND "
+    struct db_stmt *st = storage_prepare("SELECT id FROM sessions WHERE user_id = ?1 AND "
                                        "revoked_at IS NULL AND (?2 IS NULL OR id <> ?2)");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, uid, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, keep, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, uid);
+    db_bind_text(st, 2, keep);
     int rc, n = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const unsigned char *id = sqlite3_column_text(st, 0);
+    while ((rc = db_step(st)) == DB_ROW) {
+        const char *id = db_column_text(st, 0);
         acc_publish_revocation(r, arena_strdup(&r->arena, (const char *)id));
         n++;
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        log_error("sessions: listing failed: %s", sqlite3_errmsg(storage_db()));
+    db_reset(st);
+    if (rc != DB_DONE) {
+        log_error("sessions: listing failed: %s", storage_errmsg());
         return -1;
     }
     const char *v[] = {now, reason, uid, keep};

@@ -60,18 +60,18 @@ int admin_role_mask(const char *workspace_id, const char *role, uint64_t *mask)
         *mask = expand(builtin->mask);
         return 1;
     }
-    sqlite3_stmt *st =
+    struct db_stmt *st =
         storage_prepare("SELECT scopes FROM roles WHERE workspace_id = ? AND key = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, role, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), found = rc == SQLITE_ROW;
+    db_bind_text(st, 1, workspace_id);
+    db_bind_text(st, 2, role);
+    int rc = db_step(st), found = rc == DB_ROW;
     if (found)
-        *mask = expand(mask_of_text((const char *)sqlite3_column_text(st, 0)));
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("roles: lookup failed: %s", sqlite3_errmsg(storage_db()));
+        *mask = expand(mask_of_text(db_column_text(st, 0)));
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
+        log_error("roles: lookup failed: %s", storage_errmsg());
         return -1;
     }
     return found;
@@ -123,9 +123,9 @@ static void split_scopes(struct req *r, const char *text, struct role *out)
     }
 }
 
-static const char *text(struct req *r, sqlite3_stmt *st, int col)
+static const char *text(struct req *r, struct db_stmt *st, int col)
 {
-    const unsigned char *t = sqlite3_column_text(st, col);
+    const char *t = db_column_text(st, col);
     return t ? arena_strdup(&r->arena, (const char *)t) : NULL;
 }
 
@@ -178,34 +178,34 @@ int admin_role_approval_limit(const char *workspace_id, const char *role, const 
     *limited = false;
     if (scopes_role(role))
         return 0; /* built-in roles have no limit */
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT approval_limits FROM roles WHERE workspace_id = ? AND key = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, role, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), ret = 0;
-    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+    db_bind_text(st, 1, workspace_id);
+    db_bind_text(st, 2, role);
+    int rc = db_step(st), ret = 0;
+    if (rc == DB_ROW && !db_column_is_null(st, 0)) {
         struct arena a;
         struct money *m = NULL;
         size_t n = 0;
         arena_init(&a);
         *limited = true;
         *limit = 0; /* a currency not listed cannot be approved at all */
-        if (limits_from(&a, (const char *)sqlite3_column_text(st, 0), &m, &n) != 0)
+        if (limits_from(&a, db_column_text(st, 0), &m, &n) != 0)
             ret = -1;
         for (size_t i = 0; ret == 0 && i < n; i++)
             if (strcmp(m[i].currency, currency) == 0)
                 *limit = m[i].amount;
         arena_release(&a);
-    } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    } else if (rc != DB_ROW && rc != DB_DONE) {
         ret = -1;
     }
-    sqlite3_reset(st);
+    db_reset(st);
     return ret;
 }
 
-static void row_to_role(struct req *r, sqlite3_stmt *st, struct role *role)
+static void row_to_role(struct req *r, struct db_stmt *st, struct role *role)
 {
     memset(role, 0, sizeof *role);
     role->key = text(r, st, 0);
@@ -215,7 +215,7 @@ static void row_to_role(struct req *r, sqlite3_stmt *st, struct role *role)
     role->has_description = role->description != NULL;
     split_scopes(r, text(r, st, 3), role);
     role->system = false;
-    role->version = sqlite3_column_int64(st, 4);
+    role->version = db_column_int64(st, 4);
     role->has_version = true;
     role->created_at = text(r, st, 5);
     role->has_created_at = true;
@@ -246,18 +246,18 @@ int admin_list_roles(struct req *r, const struct admin_list_roles_request *in,
         split_scopes(r, scopes, role);
         role->system = true;
     }
-    sqlite3_stmt *st = storage_prepare("SELECT " ROLE_COLUMNS
+    struct db_stmt *st = storage_prepare("SELECT " ROLE_COLUMNS
                                        " FROM roles WHERE workspace_id = ? ORDER BY key");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, r->principal.workspace_id);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW &&
+    while ((rc = db_step(st)) == DB_ROW &&
            list->data_count < (size_t)(scopes_roles_count + CUSTOM_ROLES_MAX))
         row_to_role(r, st, &list->data[list->data_count++]);
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("roles: listing failed: %s", sqlite3_errmsg(storage_db()));
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
+        log_error("roles: listing failed: %s", storage_errmsg());
         return -1;
     }
     out->status = 200;
@@ -268,31 +268,31 @@ int admin_list_roles(struct req *r, const struct admin_list_roles_request *in,
 /* The workspace's own role with this key: 1 found (into *role), 0 none, -1 failure. */
 static int load_custom(struct req *r, const char *key, struct role *role)
 {
-    sqlite3_stmt *st = storage_prepare("SELECT " ROLE_COLUMNS
+    struct db_stmt *st = storage_prepare("SELECT " ROLE_COLUMNS
                                        " FROM roles WHERE workspace_id = ? AND key = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, key, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
+    db_bind_text(st, 1, r->principal.workspace_id);
+    db_bind_text(st, 2, key);
+    int rc = db_step(st);
+    if (rc == DB_ROW)
         row_to_role(r, st, role);
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("roles: load failed: %s", sqlite3_errmsg(storage_db()));
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
+        log_error("roles: load failed: %s", storage_errmsg());
         return -1;
     }
-    return rc == SQLITE_ROW;
+    return rc == DB_ROW;
 }
 
 static int64_t custom_role_count(struct req *r)
 {
-    sqlite3_stmt *st = storage_prepare("SELECT count(*) FROM roles WHERE workspace_id = ?");
+    struct db_stmt *st = storage_prepare("SELECT count(*) FROM roles WHERE workspace_id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-    sqlite3_reset(st);
+    db_bind_text(st, 1, r->principal.workspace_id);
+    int64_t n = db_step(st) == DB_ROW ? db_column_int64(st, 0) : -1;
+    db_reset(st);
     return n;
 }
 
@@ -357,7 +357,7 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
     const char *before = "";
     for (size_t i = 0; found && i < role->scopes_count; i++)
         before = arena_printf(&r->arena, "%s%s%s", before, i ? " " : "", role->scopes[i]);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         found ? "UPDATE roles SET name = ?3, description = ?4, scopes = ?5, version = ?6, "
                 "updated_at = ?7, approval_limits = ?8 WHERE workspace_id = ?1 AND key = ?2"
               : "INSERT INTO roles (workspace_id, key, name, description, scopes, version, "
@@ -369,25 +369,25 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
                        ? limits_json(d->approval_limits, d->approval_limits_count)
                        : NULL;
     if (limits) {
-        sqlite3_bind_text(st, 8, arena_strdup(&r->arena, limits), -1, SQLITE_STATIC);
+        db_bind_text(st, 8, arena_strdup(&r->arena, limits));
         free(limits);
     } else {
-        sqlite3_bind_null(st, 8);
+        db_bind_null(st, 8);
     }
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, in->id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, d->name, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, r->principal.workspace_id);
+    db_bind_text(st, 2, in->id);
+    db_bind_text(st, 3, d->name);
     if (d->has_description)
-        sqlite3_bind_text(st, 4, d->description, -1, SQLITE_STATIC);
+        db_bind_text(st, 4, d->description);
     else
-        sqlite3_bind_null(st, 4);
-    sqlite3_bind_text(st, 5, scopes, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 6, version);
-    sqlite3_bind_text(st, 7, now, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        log_error("roles: write failed: %s", sqlite3_errmsg(storage_db()));
+        db_bind_null(st, 4);
+    db_bind_text(st, 5, scopes);
+    db_bind_int64(st, 6, version);
+    db_bind_text(st, 7, now);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE) {
+        log_error("roles: write failed: %s", storage_errmsg());
         return -1;
     }
     if (load_custom(r, in->id, role) != 1 ||
@@ -414,7 +414,7 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
     "disabled_at"
 #define SAT_COLUMNS "id, service_account_id, name, scope, created_at, revoked_at"
 
-static void row_to_service_account(struct req *r, sqlite3_stmt *st, struct service_account *sa)
+static void row_to_service_account(struct req *r, struct db_stmt *st, struct service_account *sa)
 {
     memset(sa, 0, sizeof *sa);
     sa->id = text(r, st, 0);
@@ -425,14 +425,14 @@ static void row_to_service_account(struct req *r, sqlite3_stmt *st, struct servi
     sa->has_description = sa->description != NULL;
     sa->role = text(r, st, 4);
     sa->status = service_account_status_parse(text(r, st, 5));
-    sa->version = sqlite3_column_int64(st, 6);
+    sa->version = db_column_int64(st, 6);
     sa->created_at = text(r, st, 7);
     sa->updated_at = text(r, st, 8);
     sa->disabled_at = text(r, st, 9);
     sa->has_disabled_at = sa->disabled_at != NULL;
 }
 
-static void row_to_token(struct req *r, sqlite3_stmt *st, struct service_account_token *t)
+static void row_to_token(struct req *r, struct db_stmt *st, struct service_account_token *t)
 {
     memset(t, 0, sizeof *t);
     t->id = text(r, st, 0);
@@ -451,37 +451,37 @@ static void row_to_token(struct req *r, sqlite3_stmt *st, struct service_account
 /* The workspace's service account: 1 found, 0 answered 404, -1 failure. */
 static int load_service_account(struct req *r, const char *id, struct service_account *sa)
 {
-    sqlite3_stmt *st = storage_prepare("SELECT " SA_COLUMNS " FROM service_accounts "
+    struct db_stmt *st = storage_prepare("SELECT " SA_COLUMNS " FROM service_accounts "
                                        "WHERE id = ? AND workspace_id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW)
+    db_bind_text(st, 1, id);
+    db_bind_text(st, 2, r->principal.workspace_id);
+    int rc = db_step(st);
+    if (rc == DB_ROW)
         row_to_service_account(r, st, sa);
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("service accounts: load failed: %s", sqlite3_errmsg(storage_db()));
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
+        log_error("service accounts: load failed: %s", storage_errmsg());
         return -1;
     }
-    if (rc == SQLITE_DONE)
+    if (rc == DB_DONE)
         req_problem(r, 404, "not_found", "No service account %s in this workspace.", id);
-    return rc == SQLITE_ROW;
+    return rc == DB_ROW;
 }
 
-static int exec_bound(sqlite3_stmt *st, const char *what)
+static int exec_bound(struct db_stmt *st, const char *what)
 {
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        log_error("service accounts: %s failed: %s", what, sqlite3_errmsg(storage_db()));
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE) {
+        log_error("service accounts: %s failed: %s", what, storage_errmsg());
         return -1;
     }
     return 0;
 }
 
-static int service_account_row(struct req *r, sqlite3_stmt *st, void *item)
+static int service_account_row(struct req *r, struct db_stmt *st, void *item)
 {
     row_to_service_account(r, st, item);
     return 0;
@@ -495,13 +495,13 @@ int admin_list_service_accounts(struct req *r,
     struct page pg;
     if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT " SA_COLUMNS " FROM service_accounts WHERE workspace_id = ?1 "
         "AND (?2 IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
         "ORDER BY created_at DESC, id DESC LIMIT ?4");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, r->principal.workspace_id);
     page_bind(&pg, st, 2, 3, 4);
     struct service_account_page *page = arena_alloc(&r->arena, sizeof *page);
     page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
@@ -551,23 +551,23 @@ int admin_create_service_account(struct req *r,
     char now[40];
     format_now_rfc3339(now, sizeof now);
     char *id = id_new(&r->arena, "sa");
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO service_accounts (id, workspace_id, name, description, role, status, "
         "version, created_by, created_at, updated_at) "
         "VALUES (?, ?, ?, ?, ?, 'active', 1, ?, ?, ?)");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, c->name, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, id);
+    db_bind_text(st, 2, r->principal.workspace_id);
+    db_bind_text(st, 3, c->name);
     if (c->has_description)
-        sqlite3_bind_text(st, 4, c->description, -1, SQLITE_STATIC);
+        db_bind_text(st, 4, c->description);
     else
-        sqlite3_bind_null(st, 4);
-    sqlite3_bind_text(st, 5, c->role, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, r->principal.user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 8, now, -1, SQLITE_STATIC);
+        db_bind_null(st, 4);
+    db_bind_text(st, 5, c->role);
+    db_bind_text(st, 6, r->principal.user_id);
+    db_bind_text(st, 7, now);
+    db_bind_text(st, 8, now);
     if (exec_bound(st, "create") != 0)
         return -1;
     struct service_account *sa = arena_alloc(&r->arena, sizeof *sa);
@@ -601,22 +601,22 @@ static int disable(struct req *r, const char *id, const char *detail)
 {
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "UPDATE service_accounts SET status = 'disabled', version = version + 1, "
         "updated_at = ?1, disabled_at = ?1 WHERE id = ?2 AND workspace_id = ?3");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, r->principal.workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, now);
+    db_bind_text(st, 2, id);
+    db_bind_text(st, 3, r->principal.workspace_id);
     if (exec_bound(st, "disable") != 0)
         return -1;
     st = storage_prepare("UPDATE service_account_tokens SET revoked_at = ? "
                          "WHERE service_account_id = ? AND revoked_at IS NULL");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, now);
+    db_bind_text(st, 2, id);
     if (exec_bound(st, "revoking its tokens") != 0)
         return -1;
     /* The account id is every one of its tokens' subject: one entry refuses them all. */
@@ -629,24 +629,24 @@ static int disable(struct req *r, const char *id, const char *detail)
 
 int admin_disable_service_accounts_of(struct req *r, const char *user_id, const char *detail)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT id FROM service_accounts WHERE workspace_id = ? AND created_by = ? AND "
         "status = 'active' ORDER BY id");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, user_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, r->principal.workspace_id);
+    db_bind_text(st, 2, user_id);
     const char **found = arena_alloc(&r->arena, DISABLE_MAX * sizeof *found);
     int n = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < DISABLE_MAX)
+    while ((rc = db_step(st)) == DB_ROW && n < DISABLE_MAX)
         found[n++] = text(r, st, 0);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+    db_reset(st);
+    if (rc != DB_DONE && rc != DB_ROW) {
         log_error("service accounts: listing a creator's failed: %s",
-                  sqlite3_errmsg(storage_db()));
+                  storage_errmsg());
         return -1;
     }
-    if (rc == SQLITE_ROW) { /* more than DISABLE_MAX: refuse rather than leave some active */
+    if (rc == DB_ROW) { /* more than DISABLE_MAX: refuse rather than leave some active */
         log_error("service accounts: %s created more than %d", user_id, DISABLE_MAX);
         return -1;
     }
@@ -675,7 +675,7 @@ int admin_disable_service_account(struct req *r,
     return 0;
 }
 
-static int token_row(struct req *r, sqlite3_stmt *st, void *item)
+static int token_row(struct req *r, struct db_stmt *st, void *item)
 {
     row_to_token(r, st, item);
     return 0;
@@ -693,13 +693,13 @@ int admin_list_service_account_tokens(struct req *r,
     if (page_begin(r, &pg, arena_printf(&r->arena, "sat&sa=%s", sa->id), in->limit,
                    in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT " SAT_COLUMNS " FROM service_account_tokens WHERE service_account_id = ?1 "
         "AND (?2 IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
         "ORDER BY created_at DESC, id DESC LIMIT ?4");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, sa->id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, sa->id);
     page_bind(&pg, st, 2, 3, 4);
     struct service_account_token_page *page = arena_alloc(&r->arena, sizeof *page);
     page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
@@ -763,21 +763,21 @@ int admin_create_service_account_token(
     t->created_at = arena_strdup(&r->arena, now);
     t->token_type = "Bearer";
 
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO service_account_tokens (id, service_account_id, workspace_id, name, scope, "
         "created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, t->id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, sa->id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, r->principal.workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, t->id);
+    db_bind_text(st, 2, sa->id);
+    db_bind_text(st, 3, r->principal.workspace_id);
     if (t->has_name)
-        sqlite3_bind_text(st, 4, t->name, -1, SQLITE_STATIC);
+        db_bind_text(st, 4, t->name);
     else
-        sqlite3_bind_null(st, 4);
-    sqlite3_bind_text(st, 5, t->scope, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, r->principal.user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, now, -1, SQLITE_STATIC);
+        db_bind_null(st, 4);
+    db_bind_text(st, 5, t->scope);
+    db_bind_text(st, 6, r->principal.user_id);
+    db_bind_text(st, 7, now);
     if (exec_bound(st, "issuing a token") != 0 ||
         audit_record(r, "service_account_token.issued", "service_account_token", t->id, NULL,
                      "active",
@@ -808,18 +808,18 @@ int admin_revoke_service_token(struct req *r, const char *workspace_id,
 {
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "UPDATE service_account_tokens SET revoked_at = ? WHERE id = ? AND "
         "service_account_id = ? AND workspace_id = ? AND revoked_at IS NULL");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, token_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, service_account_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, now);
+    db_bind_text(st, 2, token_id);
+    db_bind_text(st, 3, service_account_id);
+    db_bind_text(st, 4, workspace_id);
     if (exec_bound(st, "revoking a token") != 0)
         return -1;
-    if (sqlite3_changes(storage_db()) == 0)
+    if (storage_changes() == 0)
         return 0;
     if (audit_record(r, "service_account_token.revoked", "service_account_token", token_id,
                      "active", "revoked",
@@ -833,20 +833,20 @@ int admin_revoke_service_account_token(
     struct req *r, const struct admin_revoke_service_account_token_request *in,
     struct admin_revoke_service_account_token_response *out)
 {
-    sqlite3_stmt *st = storage_prepare("SELECT revoked_at FROM service_account_tokens WHERE "
+    struct db_stmt *st = storage_prepare("SELECT revoked_at FROM service_account_tokens WHERE "
                                        "id = ? AND service_account_id = ? AND workspace_id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, in->token_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, in->id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, r->principal.workspace_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("service accounts: token lookup failed: %s", sqlite3_errmsg(storage_db()));
+    db_bind_text(st, 1, in->token_id);
+    db_bind_text(st, 2, in->id);
+    db_bind_text(st, 3, r->principal.workspace_id);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
+        log_error("service accounts: token lookup failed: %s", storage_errmsg());
         return -1;
     }
-    if (rc == SQLITE_DONE) {
+    if (rc == DB_DONE) {
         req_problem(r, 404, "not_found", "Service account %s has no token %s.", in->id,
                     in->token_id);
         return 0;
@@ -859,7 +859,7 @@ int admin_revoke_service_account_token(
 
 /* ---- users and invitations ---------------------------------------------------------------- */
 
-static int user_row(struct req *r, sqlite3_stmt *st, void *item)
+static int user_row(struct req *r, struct db_stmt *st, void *item)
 {
     struct user *u = item;
     u->id = text(r, st, 0);
@@ -882,7 +882,7 @@ int admin_list_users(struct req *r, const struct admin_list_users_request *in,
     struct page pg;
     if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT u.id, u.email, u.name, u.status, m.role, m.created_at, l.last_login_at "
         "FROM members m JOIN users u ON u.id = m.user_id LEFT JOIN member_logins l "
         "ON l.workspace_id = m.workspace_id AND l.user_id = m.user_id WHERE m.workspace_id = ?1 "
@@ -890,7 +890,7 @@ int admin_list_users(struct req *r, const struct admin_list_users_request *in,
         "ORDER BY m.created_at DESC, u.id DESC LIMIT ?4");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, r->principal.workspace_id);
     page_bind(&pg, st, 2, 3, 4);
     struct user_page *page = arena_alloc(&r->arena, sizeof *page);
     page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
@@ -930,21 +930,21 @@ int admin_invite_user(struct req *r, const struct admin_invite_user_request *in,
         req_problem_validation(r, 422, "The invitation's role does not exist.");
         return 0;
     }
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT 1 FROM members m JOIN users u ON u.id = m.user_id "
         "WHERE m.workspace_id = ? AND u.email_norm = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, wid, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, email_norm, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc == SQLITE_ROW) {
+    db_bind_text(st, 1, wid);
+    db_bind_text(st, 2, email_norm);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc == DB_ROW) {
         req_problem(r, 409, "already_member", "%s is already a member of this workspace.",
                     c->email);
         return 0;
     }
-    if (rc != SQLITE_DONE)
+    if (rc != DB_DONE)
         return -1;
 
     struct invitation_issued *inv = arena_alloc(&r->arena, sizeof *inv);

@@ -31,11 +31,11 @@ int meta_get_health(struct req *r, const struct meta_get_health_request *in,
                     struct meta_get_health_response *out)
 {
     (void)in;
-    sqlite3_stmt *st = storage_prepare("SELECT 1");
-    int rc = st ? sqlite3_step(st) : SQLITE_ERROR;
+    struct db_stmt *st = storage_prepare("SELECT 1");
+    int rc = st ? db_step(st) : DB_ERR;
     if (st)
-        sqlite3_reset(st);
-    if (rc != SQLITE_ROW) {
+        db_reset(st);
+    if (rc != DB_ROW) {
         log_error("health: the database did not answer SELECT 1 (code %d)", rc);
         req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
         return 0;

@@ -23,23 +23,23 @@
 
 static int db_failed(const char *what)
 {
-    log_error("payments: %s failed: %s", what, sqlite3_errmsg(storage_db()));
+    log_error("payments: %s failed: %s", what, storage_errmsg());
     return -1;
 }
 
 /* Text column copied into the arena; NULL for SQL NULL. */
-const char *pay_column(struct req *r, sqlite3_stmt *st, int col)
+const char *pay_column(struct req *r, struct db_stmt *st, int col)
 {
-    const unsigned char *t = sqlite3_column_text(st, col);
+    const char *t = db_column_text(st, col);
     return t ? arena_strdup(&r->arena, (const char *)t) : NULL;
 }
 
-void pay_bind_opt(sqlite3_stmt *st, int i, const char *v)
+void pay_bind_opt(struct db_stmt *st, int i, const char *v)
 {
     if (v)
-        sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
+        db_bind_text(st, i, v);
     else
-        sqlite3_bind_null(st, i);
+        db_bind_null(st, i);
 }
 
 /* ---- metadata: stored as a JSON object text ---------------------------------------------- */
@@ -71,42 +71,37 @@ const char *pay_json_text(struct req *r, struct jsonw *w)
 }
 
 int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sql,
-                  void (*row)(struct req *r, sqlite3_stmt *st, struct payment *item),
+                  void (*row)(struct req *r, struct db_stmt *st, struct payment *item),
                   const char *what)
 {
     if (n == 0)
         return 0;
-    struct jsonw w;
-    jsonw_init(&w);
-    jsonw_array_begin(&w);
-    for (size_t i = 0; i < n; i++)
-        jsonw_string(&w, items[i].id);
-    jsonw_array_end(&w);
-    size_t len = 0;
-    char *ids = jsonw_take(&w, &len);
-    jsonw_release(&w);
-    if (!ids)
-        return -1;
-    sqlite3_stmt *st = storage_prepare(sql);
-    if (!st) {
-        free(ids);
+    if (n > DB_IN_LIST_MAX) {
+        log_error("%s: a page of %zu items is longer than DB_IN_LIST_MAX", what, n);
         return -1;
     }
-    sqlite3_bind_text(st, 1, ids, (int)len, SQLITE_STATIC);
+    struct db_stmt *st = storage_prepare(sql);
+    if (!st)
+        return -1;
+    for (size_t i = 0; i < DB_IN_LIST_MAX; i++) {
+        if (i < n)
+            db_bind_text(st, (int)i + 1, items[i].id);
+        else
+            db_bind_null(st, (int)i + 1);
+    }
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *pid = (const char *)sqlite3_column_text(st, 0);
+    while ((rc = db_step(st)) == DB_ROW) {
+        const char *pid = db_column_text(st, 0);
         for (size_t i = 0; pid && i < n; i++)
             if (strcmp(items[i].id, pid) == 0) {
                 row(r, st, &items[i]);
                 break;
             }
     }
-    sqlite3_reset(st);
-    free(ids);
-    if (rc == SQLITE_DONE)
+    db_reset(st);
+    if (rc == DB_DONE)
         return 0;
-    log_error("%s failed: %s", what, sqlite3_errmsg(storage_db()));
+    log_error("%s failed: %s", what, storage_errmsg());
     return -1;
 }
 
@@ -174,13 +169,13 @@ void pay_set_status(struct pay *x, enum payment_status s)
 int pay_load_approvers(struct req *r, struct pay *x)
 {
     struct payment_approval *a = arena_alloc(&r->arena, sizeof *a);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT user_id, decision, reason, decided_at FROM payment_approvals "
         "WHERE payment_id = ? AND round = ? ORDER BY decided_at, user_id");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, x->p.id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, x->round);
+    db_bind_text(st, 1, x->p.id);
+    db_bind_int64(st, 2, x->round);
     a->required = x->p.approval ? x->p.approval->required : 0;
     x->p.approval = a;
     return pay_read_decisions(r, st, a);
@@ -190,7 +185,7 @@ int pay_load_approvers(struct req *r, struct pay *x)
 
 /* One decision from the row's columns col.. (user_id, decision, reason, decided_at), appended
  * to a (which has room for MAX_DECISIONS). */
-static void read_decision(struct req *r, sqlite3_stmt *st, int col, struct payment_approval *a)
+static void read_decision(struct req *r, struct db_stmt *st, int col, struct payment_approval *a)
 {
     struct payment_approver *d = &a->approvers[a->approvers_count++];
     d->user_id = pay_column(r, st, col);
@@ -202,27 +197,27 @@ static void read_decision(struct req *r, sqlite3_stmt *st, int col, struct payme
         a->received++;
 }
 
-int pay_read_decisions(struct req *r, sqlite3_stmt *st, struct payment_approval *a)
+int pay_read_decisions(struct req *r, struct db_stmt *st, struct payment_approval *a)
 {
     a->approvers = arena_alloc(&r->arena, MAX_DECISIONS * sizeof *a->approvers);
     a->approvers_count = 0;
     a->received = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && a->approvers_count < MAX_DECISIONS)
+    while ((rc = db_step(st)) == DB_ROW && a->approvers_count < MAX_DECISIONS)
         read_decision(r, st, 0, a);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_failed("approvals");
+    db_reset(st);
+    return rc == DB_ROW || rc == DB_DONE ? 0 : db_failed("approvals");
 }
 
 /* The columns of PAY_COLUMNS into x, the approval without its decisions. */
-static int row_to_pay_fields(struct req *r, sqlite3_stmt *st, struct pay *x)
+static int row_to_pay_fields(struct req *r, struct db_stmt *st, struct pay *x)
 {
     struct payment *p = &x->p;
     memset(x, 0, sizeof *x);
     p->id = pay_column(r, st, 0);
     p->object = "payment";
     p->workspace_id = pay_column(r, st, 1);
-    p->amount = sqlite3_column_int64(st, 2);
+    p->amount = db_column_int64(st, 2);
     p->currency = pay_column(r, st, 3);
     p->type = payment_type_parse(pay_column(r, st, 4));
     p->priority = payment_priority_parse(pay_column(r, st, 5));
@@ -235,18 +230,18 @@ static int row_to_pay_fields(struct req *r, sqlite3_stmt *st, struct pay *x)
     p->has_external_id = p->external_id != NULL;
     pay_set_status(x, payment_status_parse(pay_column(r, st, 11)));
     p->approval = arena_alloc(&r->arena, sizeof *p->approval);
-    p->approval->required = sqlite3_column_int64(st, 12);
-    x->round = sqlite3_column_int64(st, 13);
+    p->approval->required = db_column_int64(st, 12);
+    x->round = db_column_int64(st, 13);
     p->failure_reason = pay_column(r, st, 14);
     p->has_failure_reason = p->failure_reason != NULL;
     p->created_by = pay_column(r, st, 15);
     if (pay_metadata_parse(r, pay_column(r, st, 16), &p->metadata, &p->metadata_count) != 0)
         return -1;
-    p->version = sqlite3_column_int64(st, 17);
+    p->version = db_column_int64(st, 17);
     p->created_at = pay_column(r, st, 18);
     p->updated_at = pay_column(r, st, 19);
-    x->has_next_step = sqlite3_column_type(st, 20) != SQLITE_NULL;
-    x->next_step_at = sqlite3_column_int64(st, 20);
+    x->has_next_step = !db_column_is_null(st, 20);
+    x->next_step_at = db_column_int64(st, 20);
     p->rail_reference = pay_column(r, st, 21);
     p->has_rail_reference = p->rail_reference != NULL;
     p->failure_code = pay_column(r, st, 22);
@@ -254,7 +249,7 @@ static int row_to_pay_fields(struct req *r, sqlite3_stmt *st, struct pay *x)
     p->batch_id = pay_column(r, st, 23);
     p->has_batch_id = p->batch_id != NULL;
     x->created_for = pay_column(r, st, 25);
-    x->beneficiary_round = sqlite3_column_int64(st, 26); /* NULL reads as 0: not known */
+    x->beneficiary_round = db_column_int64(st, 26); /* NULL reads as 0: not known */
     pay_set_creator(r, x);
     if (!p->type || !p->priority || !p->status) {
         log_error("payments: %s has a value the spec does not know", p->id);
@@ -263,7 +258,7 @@ static int row_to_pay_fields(struct req *r, sqlite3_stmt *st, struct pay *x)
     return 0;
 }
 
-static int row_to_pay(struct req *r, sqlite3_stmt *st, struct pay *x)
+static int row_to_pay(struct req *r, struct db_stmt *st, struct pay *x)
 {
     if (row_to_pay_fields(r, st, x) != 0)
         return -1;
@@ -271,7 +266,7 @@ static int row_to_pay(struct req *r, sqlite3_stmt *st, struct pay *x)
 }
 
 /* A decision of the page's payment p (row columns 1..), one of its current round's. */
-static void page_decision(struct req *r, sqlite3_stmt *st, struct payment *p)
+static void page_decision(struct req *r, struct db_stmt *st, struct payment *p)
 {
     struct payment_approval *a = p->approval;
     if (!a->approvers)
@@ -287,7 +282,7 @@ static int load_page_approvers(struct req *r, struct payment *items, size_t n)
                          "SELECT a.payment_id, a.user_id, a.decision, a.reason, a.decided_at "
                          "FROM payment_approvals a JOIN payments p "
                          "ON p.id = a.payment_id AND a.round = p.approval_round "
-                         "WHERE a.payment_id IN (SELECT value FROM json_each(?1)) "
+                         "WHERE a.payment_id IN " DB_IN_LIST " "
                          "ORDER BY a.payment_id, a.decided_at, a.user_id",
                          page_decision, "payments: page approvals");
 }
@@ -300,19 +295,19 @@ int pay_load(struct req *r, const char *id, const char *if_match, struct pay *x)
         req_problem(r, 404, "not_found", "No payment %s in this workspace.", id);
         return 0;
     }
-    sqlite3_stmt *st = storage_prepare("SELECT " PAY_COLUMNS
+    struct db_stmt *st = storage_prepare("SELECT " PAY_COLUMNS
                                        " FROM payments WHERE id = ? AND workspace_id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), ret;
-    if (rc == SQLITE_ROW) {
+    db_bind_text(st, 1, id);
+    db_bind_text(st, 2, r->principal.workspace_id);
+    int rc = db_step(st), ret;
+    if (rc == DB_ROW) {
         ret = row_to_pay(r, st, x) == 0 ? 1 : -1; /* reads the approvals with another statement */
     } else {
-        ret = rc == SQLITE_DONE ? 0 : db_failed("payment load");
+        ret = rc == DB_DONE ? 0 : db_failed("payment load");
     }
-    sqlite3_reset(st);
+    db_reset(st);
     if (ret == 0)
         req_problem(r, 404, "not_found", "No payment %s in this workspace.", id);
     if (ret == 1 && if_match && !req_if_match(if_match, x->p.version)) {
@@ -355,19 +350,19 @@ static int load_policy(struct req *r, struct approval_policy *pol)
     memset(pol, 0, sizeof *pol);
     pol->updated_at = "1970-01-01T00:00:00.000Z";
     pol->velocity_window_hours = 24;
-    sqlite3_stmt *st = storage_prepare("SELECT tiers, version, updated_at, velocity_window_hours "
+    struct db_stmt *st = storage_prepare("SELECT tiers, version, updated_at, velocity_window_hours "
                                        "FROM approval_policies WHERE workspace_id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), ret = 0;
-    if (rc == SQLITE_ROW) {
+    db_bind_text(st, 1, r->principal.workspace_id);
+    int rc = db_step(st), ret = 0;
+    if (rc == DB_ROW) {
         const char *tiers = pay_column(r, st, 0);
         struct json_value *v = NULL;
         struct json_error err;
-        pol->version = sqlite3_column_int64(st, 1);
+        pol->version = db_column_int64(st, 1);
         pol->updated_at = pay_column(r, st, 2);
-        pol->velocity_window_hours = sqlite3_column_int64(st, 3);
+        pol->velocity_window_hours = db_column_int64(st, 3);
         if (json_parse(&r->arena, tiers, strlen(tiers), &v, &err) != 0 || v->type != JSON_ARRAY)
             ret = -1;
         else {
@@ -378,10 +373,10 @@ static int load_policy(struct req *r, struct approval_policy *pol)
                     ret = -1;
             }
         }
-    } else if (rc != SQLITE_DONE) {
+    } else if (rc != DB_DONE) {
         ret = -1;
     }
-    sqlite3_reset(st);
+    db_reset(st);
     if (ret != 0)
         log_error("payments: the approval policy of %s is unreadable", r->principal.workspace_id);
     return ret;
@@ -507,7 +502,7 @@ int payments_put_approval_policy(struct req *r,
     jsonw_release(&w);
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO approval_policies (workspace_id, tiers, version, updated_at, "
         "velocity_window_hours) VALUES (?1, ?2, 1, ?3, ?4) ON CONFLICT (workspace_id) DO "
         "UPDATE SET tiers = ?2, version = version + 1, updated_at = ?3, "
@@ -516,15 +511,15 @@ int payments_put_approval_policy(struct req *r,
         free(tiers);
         return -1;
     }
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, tiers, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, u->velocity_window_hours); /* the decoder's default: 24 */
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
+    db_bind_text(st, 1, r->principal.workspace_id);
+    db_bind_text(st, 2, tiers);
+    db_bind_text(st, 3, now);
+    db_bind_int64(st, 4, u->velocity_window_hours); /* the decoder's default: 24 */
+    int rc = db_step(st);
+    db_reset(st);
     free(tiers);
     /* The control as it was and as it is now: tiers and velocity window, each as JSON. */
-    if (rc != SQLITE_DONE || load_policy(r, pol) != 0 ||
+    if (rc != DB_DONE || load_policy(r, pol) != 0 ||
         audit_record(r, "payments.approval_policy.updated", "approval_policy",
                      r->principal.workspace_id, before, policy_json(r, pol), NULL) != 0)
         return -1;
@@ -582,17 +577,17 @@ static int check_payment(struct req *r, const struct payment *p, bool date_given
 int pay_external_id_taken(struct req *r, const char *external_id, const char *except,
                                      bool *taken)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT 1 FROM payments WHERE workspace_id = ? AND external_id = ? AND id <> ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, external_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, except ? except : "", -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *taken = rc == SQLITE_ROW;
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+    db_bind_text(st, 1, r->principal.workspace_id);
+    db_bind_text(st, 2, external_id);
+    db_bind_text(st, 3, except ? except : "");
+    int rc = db_step(st);
+    *taken = rc == DB_ROW;
+    db_reset(st);
+    return rc == DB_ROW || rc == DB_DONE ? 0 : -1;
 }
 
 /* Writes every column of x: INSERT when insert, else UPDATE at old_version. 0 / -1. */
@@ -621,51 +616,51 @@ int pay_save(const struct pay *x, enum pay_write how, int64_t old_version)
     bool insert = how == PAY_INSERT;
     char *metadata = how == PAY_UPDATE_STATE ? NULL
                                               : pay_metadata_json(p->metadata, p->metadata_count);
-    sqlite3_stmt *st = storage_prepare(sql[how]);
+    struct db_stmt *st = storage_prepare(sql[how]);
     int ret = -1;
     if (!st)
         goto out;
-    sqlite3_bind_text(st, 1, p->id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, p->workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, p->amount);
-    sqlite3_bind_text(st, 4, p->currency, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, payment_type_str(p->type), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, payment_priority_str(p->priority), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 7, p->originating_account, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 8, p->beneficiary_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 9, p->effective_date, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, p->id);
+    db_bind_text(st, 2, p->workspace_id);
+    db_bind_int64(st, 3, p->amount);
+    db_bind_text(st, 4, p->currency);
+    db_bind_text(st, 5, payment_type_str(p->type));
+    db_bind_text(st, 6, payment_priority_str(p->priority));
+    db_bind_text(st, 7, p->originating_account);
+    db_bind_text(st, 8, p->beneficiary_id);
+    db_bind_text(st, 9, p->effective_date);
     pay_bind_opt(st, 10, p->has_remittance_information ? p->remittance_information : NULL);
     pay_bind_opt(st, 11, p->has_external_id ? p->external_id : NULL);
-    sqlite3_bind_text(st, 12, payment_status_str(p->status), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 13, p->approval->required);
-    sqlite3_bind_int64(st, 14, x->round);
+    db_bind_text(st, 12, payment_status_str(p->status));
+    db_bind_int64(st, 13, p->approval->required);
+    db_bind_int64(st, 14, x->round);
     pay_bind_opt(st, 15, p->has_failure_reason ? p->failure_reason : NULL);
-    sqlite3_bind_text(st, 16, p->created_by, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 17, metadata, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 18, p->version);
-    sqlite3_bind_text(st, 19, p->created_at, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 20, p->updated_at, -1, SQLITE_STATIC);
+    db_bind_text(st, 16, p->created_by);
+    db_bind_text(st, 17, metadata);
+    db_bind_int64(st, 18, p->version);
+    db_bind_text(st, 19, p->created_at);
+    db_bind_text(st, 20, p->updated_at);
     if (x->has_next_step)
-        sqlite3_bind_int64(st, 21, x->next_step_at);
+        db_bind_int64(st, 21, x->next_step_at);
     else
-        sqlite3_bind_null(st, 21);
+        db_bind_null(st, 21);
     pay_bind_opt(st, 22, p->has_rail_reference ? p->rail_reference : NULL);
     pay_bind_opt(st, 23, p->has_failure_code ? p->failure_code : NULL);
     pay_bind_opt(st, 24, p->has_batch_id ? p->batch_id : NULL); /* set once, by the INSERT */
     if (insert && p->has_batch_id)
-        sqlite3_bind_int64(st, 26, x->batch_position);
+        db_bind_int64(st, 26, x->batch_position);
     pay_bind_opt(st, 27, x->created_for); /* set once, by the INSERT */
     if (x->beneficiary_round > 0)
-        sqlite3_bind_int64(st, 28, x->beneficiary_round);
+        db_bind_int64(st, 28, x->beneficiary_round);
     else
-        sqlite3_bind_null(st, 28);
+        db_bind_null(st, 28);
     if (!insert)
-        sqlite3_bind_int64(st, 25, old_version);
-    if (sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(storage_db()) == 1)
+        db_bind_int64(st, 25, old_version);
+    if (db_step(st) == DB_DONE && storage_changes() == 1)
         ret = 0;
     else
         db_failed(insert ? "payment insert" : "payment update");
-    sqlite3_reset(st);
+    db_reset(st);
 out:
     free(metadata);
     return ret;
@@ -778,7 +773,7 @@ int payments_get_payment(struct req *r, const struct payments_get_payment_reques
     return 0;
 }
 
-static int payment_row(struct req *r, sqlite3_stmt *st, void *item)
+static int payment_row(struct req *r, struct db_stmt *st, void *item)
 {
     struct pay x;
     if (row_to_pay_fields(r, st, &x) != 0)
@@ -905,7 +900,7 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
     struct page pg;
     if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT " PAY_COLUMNS " FROM payments WHERE workspace_id = ?1 "
         "AND (?2 IS NULL OR instr(?2, ',' || status || ',') > 0) "
         "AND (?3 IS NULL OR currency = ?3) "
@@ -917,18 +912,18 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
         "ORDER BY created_at DESC, id DESC LIMIT ?13");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, r->principal.workspace_id);
     pay_bind_opt(st, 2, status);
     pay_bind_opt(st, 3, in->has_currency ? in->currency : NULL);
     pay_bind_opt(st, 4, in->has_beneficiary_id ? in->beneficiary_id : NULL);
     if (in->has_amount_gte)
-        sqlite3_bind_int64(st, 5, in->amount_gte);
+        db_bind_int64(st, 5, in->amount_gte);
     else
-        sqlite3_bind_null(st, 5);
+        db_bind_null(st, 5);
     if (in->has_amount_lt)
-        sqlite3_bind_int64(st, 6, in->amount_lt);
+        db_bind_int64(st, 6, in->amount_lt);
     else
-        sqlite3_bind_null(st, 6);
+        db_bind_null(st, 6);
     pay_bind_opt(st, 7, created_gte);
     pay_bind_opt(st, 8, created_lt);
     pay_bind_opt(st, 9, in->has_effective_date_gte ? in->effective_date_gte : NULL);
@@ -1095,20 +1090,20 @@ static int add_decision(struct req *r, const struct pay *x, const char *decision
 {
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO payment_approvals (payment_id, round, user_id, decision, reason, decided_at) "
         "VALUES (?, ?, ?, ?, ?, ?)");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, x->p.id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, x->round);
-    sqlite3_bind_text(st, 3, r->principal.user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, decision, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, x->p.id);
+    db_bind_int64(st, 2, x->round);
+    db_bind_text(st, 3, r->principal.user_id);
+    db_bind_text(st, 4, decision);
     pay_bind_opt(st, 5, reason);
-    sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : db_failed("decision");
+    db_bind_text(st, 6, now);
+    int rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE ? 0 : db_failed("decision");
 }
 
 int pay_may_decide(struct req *r, const char *what, const char *created_by,
@@ -1294,7 +1289,7 @@ struct event_item {
     const char *seq;
 };
 
-static int event_row(struct req *r, sqlite3_stmt *st, void *item)
+static int event_row(struct req *r, struct db_stmt *st, void *item)
 {
     struct event_item *it = item;
     struct event *e = &it->e;
@@ -1333,16 +1328,16 @@ int payments_list_payment_events(struct req *r,
                    in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
     /* Oldest first: the cursor's key is the last event's sequence number. */
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT id, type, created_at, workspace_id, data, request_id, idempotency_key, "
         "CAST(seq AS TEXT) FROM events WHERE resource_id = ?1 AND workspace_id = ?2 "
         "AND (?3 IS NULL OR seq > CAST(?3 AS INTEGER)) ORDER BY seq LIMIT ?4");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, x->p.id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, x->p.id);
+    db_bind_text(st, 2, r->principal.workspace_id);
     pay_bind_opt(st, 3, pg.after_key);
-    sqlite3_bind_int64(st, 4, in->limit + 1);
+    db_bind_int64(st, 4, in->limit + 1);
     struct event_item *items = arena_alloc(&r->arena, (size_t)in->limit * sizeof *items);
     if (page_fill(r, &pg, st, items, sizeof *items, event_row) != 0)
         return -1;

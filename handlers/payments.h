@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sqlite3.h>
 
+#include "runtime/storage.h"
 #include "generated/payments_api.h"
 #include "runtime/config.h"
 #include "runtime/jobs.h"
@@ -32,8 +32,8 @@ struct pay {
 /* Small storage helpers: a text column copied into r->arena (NULL for SQL NULL); bind text or
  * NULL; metadata as the JSON object text it is stored as (malloc'd) and back (into r->arena,
  * 0 / -1). */
-const char *pay_column(struct req *r, sqlite3_stmt *st, int col);
-void pay_bind_opt(sqlite3_stmt *st, int i, const char *v);
+const char *pay_column(struct req *r, struct db_stmt *st, int col);
+void pay_bind_opt(struct db_stmt *st, int i, const char *v);
 char *pay_metadata_json(const struct metadata_entry *m, size_t n);
 int pay_metadata_parse(struct req *r, const char *text, struct metadata_entry **m, size_t *n);
 /* What w wrote, as text in r->arena (NULL on failure); w is empty afterwards. */
@@ -42,7 +42,7 @@ const char *pay_json_text(struct req *r, struct jsonw *w);
  * their ids as a JSON array (for json_each), the first column names the payment, and row(r,
  * st, item) reads each row into the payment it names. A failure is logged as what. 0 / -1. */
 int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sql,
-                  void (*row)(struct req *r, sqlite3_stmt *st, struct payment *item),
+                  void (*row)(struct req *r, struct db_stmt *st, struct payment *item),
                   const char *what);
 
 /* Loads r's workspace's payment id into x (in r->arena): 1 found, 0 answered (404, or 412 for
@@ -96,7 +96,7 @@ const char *pay_beneficiary_refusal(struct req *r, const struct payment *p, cons
 int pay_load_approvers(struct req *r, struct pay *x);
 /* Reads the decisions a prepared "SELECT user_id, decision, reason, decided_at ..." yields
  * into a (approvers, received; at most 20). 0 / -1. */
-int pay_read_decisions(struct req *r, sqlite3_stmt *st, struct payment_approval *a);
+int pay_read_decisions(struct req *r, struct db_stmt *st, struct payment_approval *a);
 /* The people rules of a decision (maker-checker, payments_makers.c), by acting person: whoever
  * created what (e.g. "payment pay_..."; created_for, the acting person stored when it was
  * created, else that of created_by) cannot approve or deny it (403 self_approval), and nobody

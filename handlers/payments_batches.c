@@ -35,7 +35,7 @@ struct batch {
 
 static int db_failed(const char *what)
 {
-    log_error("payment batches: %s failed: %s", what, sqlite3_errmsg(storage_db()));
+    log_error("payment batches: %s failed: %s", what, storage_errmsg());
     return -1;
 }
 
@@ -120,20 +120,20 @@ static enum payment_batch_status group_status(const struct payment_batch *b)
 
 static int load_items(struct req *r, struct payment_batch *b)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT id, status, amount, currency, beneficiary_id, external_id, failure_code "
         "FROM payments WHERE batch_id = ? ORDER BY batch_position");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, b->id);
     b->items = arena_alloc(&r->arena, (size_t)b->item_count * sizeof *b->items);
     b->items_count = 0;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && b->items_count < (size_t)b->item_count) {
+    while ((rc = db_step(st)) == DB_ROW && b->items_count < (size_t)b->item_count) {
         struct payment_batch_item *it = &b->items[b->items_count++];
         it->payment_id = pay_column(r, st, 0);
         it->status = payment_status_parse(pay_column(r, st, 1));
-        it->amount = sqlite3_column_int64(st, 2);
+        it->amount = db_column_int64(st, 2);
         it->currency = pay_column(r, st, 3);
         it->beneficiary_id = pay_column(r, st, 4);
         it->external_id = pay_column(r, st, 5);
@@ -141,8 +141,8 @@ static int load_items(struct req *r, struct payment_batch *b)
         it->failure_code = pay_column(r, st, 6);
         it->has_failure_code = it->failure_code != NULL;
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+    db_reset(st);
+    if (rc != DB_DONE && rc != DB_ROW)
         return db_failed("items");
     if (b->items_count != (size_t)b->item_count) {
         log_error("payment batches: %s has %zu items, not %lld", b->id, b->items_count,
@@ -155,13 +155,13 @@ static int load_items(struct req *r, struct payment_batch *b)
 static int load_decisions(struct req *r, struct payment_batch *b, int64_t round)
 {
     struct payment_approval *a = b->approval;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT user_id, decision, reason, decided_at FROM batch_approvals WHERE batch_id = ? "
         "AND round = ? ORDER BY decided_at, user_id");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, round);
+    db_bind_text(st, 1, b->id);
+    db_bind_int64(st, 2, round);
     return pay_read_decisions(r, st, a);
 }
 
@@ -184,36 +184,36 @@ static int batch_load(struct req *r, const char *id, struct batch *x)
         req_problem(r, 404, "not_found", "No payment batch %s in this workspace.", id);
         return 0;
     }
-    sqlite3_stmt *st = storage_prepare("SELECT " BATCH_COLUMNS " FROM payment_batches "
+    struct db_stmt *st = storage_prepare("SELECT " BATCH_COLUMNS " FROM payment_batches "
                                        "WHERE id = ? AND workspace_id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, id);
+    db_bind_text(st, 2, r->principal.workspace_id);
     struct payment_batch *b = &x->b;
-    int rc = sqlite3_step(st), ret = 1;
-    if (rc == SQLITE_ROW) {
+    int rc = db_step(st), ret = 1;
+    if (rc == DB_ROW) {
         b->id = pay_column(r, st, 0);
         b->object = "payment_batch";
         b->workspace_id = pay_column(r, st, 1);
         x->decided = payment_batch_status_parse(pay_column(r, st, 2));
-        b->item_count = sqlite3_column_int64(st, 3);
+        b->item_count = db_column_int64(st, 3);
         b->approval = arena_alloc(&r->arena, sizeof *b->approval);
-        b->approval->required = sqlite3_column_int64(st, 4);
+        b->approval->required = db_column_int64(st, 4);
         b->created_by = pay_column(r, st, 5);
         b->external_id = pay_column(r, st, 6);
         b->has_external_id = b->external_id != NULL;
         if (pay_metadata_parse(r, pay_column(r, st, 7), &b->metadata, &b->metadata_count) != 0)
             ret = -1;
-        b->version = sqlite3_column_int64(st, 8);
+        b->version = db_column_int64(st, 8);
         b->created_at = pay_column(r, st, 9);
         b->updated_at = pay_column(r, st, 10);
-        x->round = sqlite3_column_int64(st, 11);
+        x->round = db_column_int64(st, 11);
         x->created_for = pay_column(r, st, 12);
     } else {
-        ret = rc == SQLITE_DONE ? 0 : db_failed("load");
+        ret = rc == DB_DONE ? 0 : db_failed("load");
     }
-    sqlite3_reset(st);
+    db_reset(st);
     if (ret == 0)
         req_problem(r, 404, "not_found", "No payment batch %s in this workspace.", id);
     if (ret == 1 && (!x->decided || complete(r, x) != 0))
@@ -227,25 +227,25 @@ static int batch_insert(const struct batch *x)
 {
     const struct payment_batch *b = &x->b;
     char *metadata = pay_metadata_json(b->metadata, b->metadata_count);
-    sqlite3_stmt *st = storage_prepare("INSERT INTO payment_batches (" BATCH_COLUMNS
+    struct db_stmt *st = storage_prepare("INSERT INTO payment_batches (" BATCH_COLUMNS
                                        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     int ret = -1;
     if (st && metadata) {
-        sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, b->workspace_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, payment_batch_status_str(x->decided), -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 4, b->item_count);
-        sqlite3_bind_int64(st, 5, b->approval->required);
-        sqlite3_bind_text(st, 6, b->created_by, -1, SQLITE_STATIC);
+        db_bind_text(st, 1, b->id);
+        db_bind_text(st, 2, b->workspace_id);
+        db_bind_text(st, 3, payment_batch_status_str(x->decided));
+        db_bind_int64(st, 4, b->item_count);
+        db_bind_int64(st, 5, b->approval->required);
+        db_bind_text(st, 6, b->created_by);
         pay_bind_opt(st, 7, b->has_external_id ? b->external_id : NULL);
-        sqlite3_bind_text(st, 8, metadata, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 9, b->version);
-        sqlite3_bind_text(st, 10, b->created_at, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 11, b->updated_at, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 12, x->round);
+        db_bind_text(st, 8, metadata);
+        db_bind_int64(st, 9, b->version);
+        db_bind_text(st, 10, b->created_at);
+        db_bind_text(st, 11, b->updated_at);
+        db_bind_int64(st, 12, x->round);
         pay_bind_opt(st, 13, x->created_for);
-        ret = sqlite3_step(st) == SQLITE_DONE ? 0 : db_failed("insert");
-        sqlite3_reset(st);
+        ret = db_step(st) == DB_DONE ? 0 : db_failed("insert");
+        db_reset(st);
     }
     free(metadata);
     return ret;
@@ -256,18 +256,18 @@ static int batch_set(struct req *r, struct batch *x, enum payment_batch_status s
 {
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "UPDATE payment_batches SET status = ?, version = version + 1, updated_at = ? "
         "WHERE id = ? AND version = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, payment_batch_status_str(s), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, x->b.id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, x->b.version);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE || sqlite3_changes(storage_db()) != 1)
+    db_bind_text(st, 1, payment_batch_status_str(s));
+    db_bind_text(st, 2, now);
+    db_bind_text(st, 3, x->b.id);
+    db_bind_int64(st, 4, x->b.version);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE || storage_changes() != 1)
         return db_failed("update");
     x->decided = s;
     x->b.version++;
@@ -322,34 +322,34 @@ static int add_decision(struct req *r, const struct batch *x, const char *decisi
 {
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO batch_approvals (batch_id, round, user_id, decision, reason, decided_at) "
         "VALUES (?, ?, ?, ?, ?, ?)");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, x->b.id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, x->round);
-    sqlite3_bind_text(st, 3, r->principal.user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, decision, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, x->b.id);
+    db_bind_int64(st, 2, x->round);
+    db_bind_text(st, 3, r->principal.user_id);
+    db_bind_text(st, 4, decision);
     pay_bind_opt(st, 5, reason);
-    sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
+    db_bind_text(st, 6, now);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE)
         return db_failed("decision");
     st = storage_prepare(
         "INSERT INTO payment_approvals (payment_id, round, user_id, decision, reason, decided_at) "
         "SELECT id, approval_round, ?, ?, ?, ? FROM payments WHERE batch_id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, decision, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, r->principal.user_id);
+    db_bind_text(st, 2, decision);
     pay_bind_opt(st, 3, reason);
-    sqlite3_bind_text(st, 4, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, x->b.id, -1, SQLITE_STATIC);
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : db_failed("item decisions");
+    db_bind_text(st, 4, now);
+    db_bind_text(st, 5, x->b.id);
+    rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE ? 0 : db_failed("item decisions");
 }
 
 /* ---- create ------------------------------------------------------------------------------ */
@@ -383,16 +383,16 @@ static int check_external_ids(struct req *r, const struct payment_batch_create *
 
 static int batch_external_id_taken(struct req *r, const char *external_id, bool *taken)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT 1 FROM payment_batches WHERE workspace_id = ? AND external_id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, external_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *taken = rc == SQLITE_ROW;
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_failed("external id");
+    db_bind_text(st, 1, r->principal.workspace_id);
+    db_bind_text(st, 2, external_id);
+    int rc = db_step(st);
+    *taken = rc == DB_ROW;
+    db_reset(st);
+    return rc == DB_ROW || rc == DB_DONE ? 0 : db_failed("external id");
 }
 
 /* The approvals the velocity rule asks of a new batch's n items (all of one maker): for each
@@ -610,20 +610,20 @@ static int payees_payable(struct req *r, const struct batch *x)
  * 0 answered, -1 failure. */
 static int approvals_still_hold(struct req *r, struct batch *x)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT p.id, p.beneficiary_id FROM payments p JOIN beneficiaries b "
         "ON b.id = p.beneficiary_id WHERE p.batch_id = ? AND p.beneficiary_round IS NOT NULL "
         "AND p.beneficiary_round <> b.approval_round ORDER BY p.batch_position LIMIT 1");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, x->b.id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    const char *item = rc == SQLITE_ROW ? pay_column(r, st, 0) : NULL;
-    const char *ben = rc == SQLITE_ROW ? pay_column(r, st, 1) : NULL;
-    sqlite3_reset(st);
-    if (rc == SQLITE_DONE)
+    db_bind_text(st, 1, x->b.id);
+    int rc = db_step(st);
+    const char *item = rc == DB_ROW ? pay_column(r, st, 0) : NULL;
+    const char *ben = rc == DB_ROW ? pay_column(r, st, 1) : NULL;
+    db_reset(st);
+    if (rc == DB_DONE)
         return 1;
-    if (rc != SQLITE_ROW)
+    if (rc != DB_ROW)
         return db_failed("the items' beneficiaries");
     struct payment_batch *b = &x->b;
     int64_t received = b->approval->received;
@@ -635,10 +635,10 @@ static int approvals_still_hold(struct req *r, struct batch *x)
                          "WHERE id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
+    db_bind_text(st, 1, b->id);
+    rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE)
         return db_failed("a new round");
     x->round++;
     for (size_t i = 0; i < b->items_count; i++) {

@@ -31,7 +31,7 @@ enum { LOAD_FOUND = 0, LOAD_MISSING = 1, LOAD_FAILED = -1 };
 
 static int db_failed(const char *what)
 {
-    log_error("beneficiaries: %s failed: %s", what, sqlite3_errmsg(storage_db()));
+    log_error("beneficiaries: %s failed: %s", what, storage_errmsg());
     return -1;
 }
 
@@ -100,7 +100,7 @@ static int account_identification_from(struct req *r, const char *scheme, const 
 
 /* ---- rows --------------------------------------------------------------------------------- */
 
-static int row_to_beneficiary(struct req *r, sqlite3_stmt *st, struct beneficiary *b)
+static int row_to_beneficiary(struct req *r, struct db_stmt *st, struct beneficiary *b)
 {
     memset(b, 0, sizeof *b);
     b->id = pay_column(r, st, 0);
@@ -145,7 +145,7 @@ static int row_to_beneficiary(struct req *r, sqlite3_stmt *st, struct beneficiar
         log_error("beneficiaries: %s has unreadable metadata", b->id);
         return -1;
     }
-    b->version = sqlite3_column_int64(st, 20);
+    b->version = db_column_int64(st, 20);
     b->created_at = pay_column(r, st, 21);
     b->updated_at = pay_column(r, st, 22);
     if (!b->beneficiary_type || !b->status || !b->verification_status || !b->approval_status) {
@@ -161,20 +161,20 @@ static int load(struct req *r, const char *id, struct beneficiary *b)
 {
     if (!id_valid(id, "ben"))
         return LOAD_MISSING;
-    sqlite3_stmt *st = storage_prepare("SELECT " BEN_COLUMNS
+    struct db_stmt *st = storage_prepare("SELECT " BEN_COLUMNS
                                        " FROM beneficiaries WHERE id = ? AND workspace_id = ?");
     if (!st)
         return LOAD_FAILED;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), ret;
-    if (rc == SQLITE_ROW)
+    db_bind_text(st, 1, id);
+    db_bind_text(st, 2, r->principal.workspace_id);
+    int rc = db_step(st), ret;
+    if (rc == DB_ROW)
         ret = row_to_beneficiary(r, st, b) == 0 ? LOAD_FOUND : LOAD_FAILED;
-    else if (rc == SQLITE_DONE)
+    else if (rc == DB_DONE)
         ret = LOAD_MISSING;
     else
         ret = db_failed("load");
-    sqlite3_reset(st);
+    db_reset(st);
     return ret;
 }
 
@@ -184,49 +184,49 @@ static void not_found(struct req *r, const char *id)
 }
 
 /* Binds every stored column of b in BEN_COLUMNS order (metadata as given text). */
-static void bind_all(sqlite3_stmt *st, const struct beneficiary *b, const char *metadata)
+static void bind_all(struct db_stmt *st, const struct beneficiary *b, const char *metadata)
 {
     const struct bank_details *k = b->has_bank ? b->bank : NULL;
-    sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, b->workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, b->name, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, b->account_holder_name, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, scheme_of(b->account_identification), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, identification_of(b->account_identification), -1, SQLITE_STATIC);
+    db_bind_text(st, 1, b->id);
+    db_bind_text(st, 2, b->workspace_id);
+    db_bind_text(st, 3, b->name);
+    db_bind_text(st, 4, b->account_holder_name);
+    db_bind_text(st, 5, scheme_of(b->account_identification));
+    db_bind_text(st, 6, identification_of(b->account_identification));
     pay_bind_opt(st, 7, k && k->has_bic ? k->bic : NULL);
     pay_bind_opt(st, 8, k && k->has_routing_number ? k->routing_number : NULL);
     pay_bind_opt(st, 9, k && k->has_name ? k->name : NULL);
     pay_bind_opt(st, 10, k && k->has_country ? k->country : NULL);
-    sqlite3_bind_text(st, 11, b->currency, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 12, b->country, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 13, beneficiary_type_str(b->beneficiary_type), -1, SQLITE_STATIC);
+    db_bind_text(st, 11, b->currency);
+    db_bind_text(st, 12, b->country);
+    db_bind_text(st, 13, beneficiary_type_str(b->beneficiary_type));
     pay_bind_opt(st, 14, b->has_counterparty_id ? b->counterparty_id : NULL);
     pay_bind_opt(st, 15, b->has_external_id ? b->external_id : NULL);
     pay_bind_opt(st, 16, b->has_email ? b->email : NULL);
-    sqlite3_bind_text(st, 17, beneficiary_status_str(b->status), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 18, verification_status_str(b->verification_status), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 19, approval_status_str(b->approval_status), -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 20, metadata, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 21, b->version);
-    sqlite3_bind_text(st, 22, b->created_at, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 23, b->updated_at, -1, SQLITE_STATIC);
+    db_bind_text(st, 17, beneficiary_status_str(b->status));
+    db_bind_text(st, 18, verification_status_str(b->verification_status));
+    db_bind_text(st, 19, approval_status_str(b->approval_status));
+    db_bind_text(st, 20, metadata);
+    db_bind_int64(st, 21, b->version);
+    db_bind_text(st, 22, b->created_at);
+    db_bind_text(st, 23, b->updated_at);
 }
 
 static int insert(const struct beneficiary *b)
 {
     char *metadata = pay_metadata_json(b->metadata, b->metadata_count);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO beneficiaries (" BEN_COLUMNS ") VALUES "
         "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     int ret = -1;
     if (!st)
         goto out;
     bind_all(st, b, metadata);
-    if (sqlite3_step(st) == SQLITE_DONE)
+    if (db_step(st) == DB_DONE)
         ret = 0;
     else
         db_failed("insert");
-    sqlite3_reset(st);
+    db_reset(st);
 out:
     free(metadata);
     return ret;
@@ -237,7 +237,7 @@ out:
 static int store(const struct beneficiary *b, int64_t old_version)
 {
     char *metadata = pay_metadata_json(b->metadata, b->metadata_count);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "UPDATE beneficiaries SET id = ?1, workspace_id = ?2, name = ?3, account_holder_name = ?4, "
         "scheme = ?5, identification = ?6, bank_bic = ?7, bank_routing_number = ?8, "
         "bank_name = ?9, bank_country = ?10, currency = ?11, country = ?12, "
@@ -249,14 +249,14 @@ static int store(const struct beneficiary *b, int64_t old_version)
     if (!st)
         goto out;
     bind_all(st, b, metadata);
-    sqlite3_bind_int64(st, 24, old_version);
-    if (sqlite3_step(st) != SQLITE_DONE)
+    db_bind_int64(st, 24, old_version);
+    if (db_step(st) != DB_DONE)
         db_failed("update");
-    else if (sqlite3_changes(storage_db()) != 1)
+    else if (storage_changes() != 1)
         log_error("beneficiaries: %s changed under a held write lock", b->id);
     else
         ret = 0;
-    sqlite3_reset(st);
+    db_reset(st);
 out:
     free(metadata);
     return ret;
@@ -292,17 +292,17 @@ static void check_rules(struct req *r, const struct beneficiary *b)
 static int external_id_taken(struct req *r, const char *external_id, const char *except_id,
                              bool *taken)
 {
-    sqlite3_stmt *st = storage_prepare("SELECT id FROM beneficiaries WHERE workspace_id = ? AND "
+    struct db_stmt *st = storage_prepare("SELECT id FROM beneficiaries WHERE workspace_id = ? AND "
                                        "external_id = ? AND id <> ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, external_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, except_id ? except_id : "", -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *taken = rc == SQLITE_ROW;
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    db_bind_text(st, 1, r->principal.workspace_id);
+    db_bind_text(st, 2, external_id);
+    db_bind_text(st, 3, except_id ? except_id : "");
+    int rc = db_step(st);
+    *taken = rc == DB_ROW;
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE)
         return db_failed("external_id lookup");
     return 0;
 }
@@ -453,7 +453,7 @@ static int set_requested_by(struct req *r, const char *id, const char *person);
 
 /* ---- operations --------------------------------------------------------------------------- */
 
-static int beneficiary_row(struct req *r, sqlite3_stmt *st, void *item)
+static int beneficiary_row(struct req *r, struct db_stmt *st, void *item)
 {
     return row_to_beneficiary(r, st, item);
 }
@@ -470,7 +470,7 @@ int payments_list_beneficiaries(struct req *r, const struct payments_list_benefi
     struct page pg;
     if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT " BEN_COLUMNS " FROM beneficiaries WHERE workspace_id = ?1 "
         "AND (?2 IS NULL OR instr(?2, ',' || status || ',') > 0) "
         "AND (?3 IS NULL OR currency = ?3) "
@@ -478,7 +478,7 @@ int payments_list_beneficiaries(struct req *r, const struct payments_list_benefi
         "ORDER BY created_at DESC, id DESC LIMIT ?6");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, r->principal.workspace_id);
     pay_bind_opt(st, 2, status);
     pay_bind_opt(st, 3, currency);
     page_bind(&pg, st, 4, 5, 6);
@@ -660,30 +660,30 @@ int payments_delete_beneficiary(struct req *r, const struct payments_delete_bene
 /* Records person (the acting person of r's principal) as who asked for the approval. */
 static int set_requested_by(struct req *r, const char *id, const char *person)
 {
-    sqlite3_stmt *st =
+    struct db_stmt *st =
         storage_prepare("UPDATE beneficiaries SET requested_by = ? WHERE id = ? AND workspace_id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, person, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, r->principal.workspace_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : db_failed("recording who asked for approval");
+    db_bind_text(st, 1, person);
+    db_bind_text(st, 2, id);
+    db_bind_text(st, 3, r->principal.workspace_id);
+    int rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE ? 0 : db_failed("recording who asked for approval");
 }
 
 /* Who asked for the current approval (created it, or last changed where money goes); NULL
  * for beneficiaries from before this was recorded. */
 static const char *requested_by(struct req *r, const char *id)
 {
-    sqlite3_stmt *st = storage_prepare("SELECT requested_by FROM beneficiaries WHERE id = ?");
+    struct db_stmt *st = storage_prepare("SELECT requested_by FROM beneficiaries WHERE id = ?");
     const char *who = NULL;
     if (!st)
         return NULL;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
+    db_bind_text(st, 1, id);
+    if (db_step(st) == DB_ROW)
         who = pay_column(r, st, 0);
-    sqlite3_reset(st);
+    db_reset(st);
     return who;
 }
 

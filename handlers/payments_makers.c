@@ -35,7 +35,7 @@
 
 static int db_failed(const char *what)
 {
-    log_error("maker-checker: %s failed: %s", what, sqlite3_errmsg(storage_db()));
+    log_error("maker-checker: %s failed: %s", what, storage_errmsg());
     return -1;
 }
 
@@ -131,16 +131,16 @@ int pay_decider_is_person(struct req *r, const char *what)
 
 int pay_beneficiary_round(struct req *r, const char *id, int64_t *round)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT approval_round FROM beneficiaries WHERE id = ? AND workspace_id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *round = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_failed("a beneficiary's round");
+    db_bind_text(st, 1, id);
+    db_bind_text(st, 2, r->principal.workspace_id);
+    int rc = db_step(st);
+    *round = rc == DB_ROW ? db_column_int64(st, 0) : 0;
+    db_reset(st);
+    return rc == DB_ROW || rc == DB_DONE ? 0 : db_failed("a beneficiary's round");
 }
 
 /* Ends a payment's audit detail with its approval round and the approvals that round needs,
@@ -309,36 +309,36 @@ const char *pay_change_detail(struct req *r, const struct payment *before,
 
 int pay_add_maker(struct req *r, const struct payment *p, const char *person, unsigned fields)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO payment_makers (payment_id, person_id, via, fields, first_at, last_at) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (payment_id, person_id) DO UPDATE SET "
         "via = ?3, fields = fields | ?4, last_at = ?5");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, p->id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, person, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, p->id);
+    db_bind_text(st, 2, person);
     pay_bind_opt(st, 3, via(r, person));
-    sqlite3_bind_int64(st, 4, fields);
-    sqlite3_bind_text(st, 5, p->updated_at, -1, SQLITE_STATIC); /* the change's time */
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : db_failed("recording a maker");
+    db_bind_int64(st, 4, fields);
+    db_bind_text(st, 5, p->updated_at); /* the change's time */
+    int rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE ? 0 : db_failed("recording a maker");
 }
 
 int pay_maker_fields(const char *payment_id, const char *person, unsigned *fields)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT fields FROM payment_makers WHERE payment_id = ? AND person_id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, payment_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, person, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *fields = rc == SQLITE_ROW ? (unsigned)sqlite3_column_int64(st, 0) : 0;
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+    db_bind_text(st, 1, payment_id);
+    db_bind_text(st, 2, person);
+    int rc = db_step(st);
+    *fields = rc == DB_ROW ? (unsigned)db_column_int64(st, 0) : 0;
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE)
         return db_failed("reading a maker");
-    return rc == SQLITE_ROW;
+    return rc == DB_ROW;
 }
 
 const char *pay_fields_text(struct req *r, unsigned fields)
@@ -366,12 +366,12 @@ void pay_set_creator(struct req *r, struct pay *x)
 }
 
 /* A changed-entry from the row's columns col.. (person_id, via, fields, last_at). */
-static void read_maker(struct req *r, sqlite3_stmt *st, int col, struct payment *p)
+static void read_maker(struct req *r, struct db_stmt *st, int col, struct payment *p)
 {
     if (p->makers_count >= MAX_MAKERS)
         return;
     struct payment_maker *m = &p->makers[p->makers_count++];
-    unsigned fields = (unsigned)sqlite3_column_int64(st, col + 2);
+    unsigned fields = (unsigned)db_column_int64(st, col + 2);
     m->user_id = pay_column(r, st, col);
     m->via = pay_column(r, st, col + 1);
     m->has_via = m->via != NULL;
@@ -388,22 +388,22 @@ static void read_maker(struct req *r, sqlite3_stmt *st, int col, struct payment 
 
 int pay_load_makers(struct req *r, struct payment *p)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT person_id, via, fields, last_at FROM payment_makers WHERE payment_id = ? "
         "ORDER BY first_at, person_id");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, p->id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, p->id);
     p->makers_count = p->makers_count ? 1 : 0; /* the creator stays; the others are read again */
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    while ((rc = db_step(st)) == DB_ROW)
         read_maker(r, st, 0, p);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : db_failed("reading makers");
+    db_reset(st);
+    return rc == DB_DONE ? 0 : db_failed("reading makers");
 }
 
 /* A changed-entry of the page's payment p (row columns 1..). */
-static void page_maker(struct req *r, sqlite3_stmt *st, struct payment *p)
+static void page_maker(struct req *r, struct db_stmt *st, struct payment *p)
 {
     read_maker(r, st, 1, p);
 }
@@ -412,7 +412,7 @@ int pay_load_page_makers(struct req *r, struct payment *items, size_t n)
 {
     return pay_page_rows(r, items, n,
                          "SELECT payment_id, person_id, via, fields, last_at FROM payment_makers "
-                         "WHERE payment_id IN (SELECT value FROM json_each(?1)) "
+                         "WHERE payment_id IN " DB_IN_LIST " "
                          "ORDER BY payment_id, first_at, person_id",
                          page_maker, "maker-checker: reading a page's makers");
 }
@@ -433,27 +433,27 @@ int pay_velocity_total(struct req *r, const struct pay *x, const char *person,
     format_time_rfc3339(clock_now_ms() - window_hours * INT64_C(3600000), since, sizeof since);
     /* payments_velocity_idx (beneficiary_id, created_for, created_at) finds them; the sum
      * stops once it reaches enough (the largest tier), so a busy pair costs a few rows. */
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT amount FROM payments WHERE beneficiary_id = ?1 AND created_for = ?2 "
         "AND created_at >= ?3 AND workspace_id = ?4 AND currency = ?5 AND id <> ?6 "
         "AND status IN " VELOCITY_STATUSES " ORDER BY created_at DESC");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, p->beneficiary_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, person, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, since, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, p->workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, p->currency, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, p->id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, p->beneficiary_id);
+    db_bind_text(st, 2, person);
+    db_bind_text(st, 3, since);
+    db_bind_text(st, 4, p->workspace_id);
+    db_bind_text(st, 5, p->currency);
+    db_bind_text(st, 6, p->id);
     int64_t sum = p->amount;
-    int rc = SQLITE_DONE;
-    while (sum < enough && (rc = sqlite3_step(st)) == SQLITE_ROW)
-        sum += sqlite3_column_int64(st, 0); /* each at most 2^53 - 1, and sum < enough */
-    if (sum < enough && rc != SQLITE_DONE) {
-        sqlite3_reset(st);
+    int rc = DB_DONE;
+    while (sum < enough && (rc = db_step(st)) == DB_ROW)
+        sum += db_column_int64(st, 0); /* each at most 2^53 - 1, and sum < enough */
+    if (sum < enough && rc != DB_DONE) {
+        db_reset(st);
         return db_failed("the velocity total");
     }
-    sqlite3_reset(st);
+    db_reset(st);
     *total = sum;
     return 0;
 }
@@ -466,48 +466,48 @@ int ben_add_maker(struct req *r, const char *beneficiary_id, const char *person,
     char now[40];
     format_now_rfc3339(now, sizeof now);
     if (new_round) {
-        sqlite3_stmt *up = storage_prepare("UPDATE beneficiaries SET approval_round = "
+        struct db_stmt *up = storage_prepare("UPDATE beneficiaries SET approval_round = "
                                            "approval_round + 1 WHERE id = ? AND workspace_id = ?");
         if (!up)
             return -1;
-        sqlite3_bind_text(up, 1, beneficiary_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(up, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(up);
-        sqlite3_reset(up);
-        if (rc != SQLITE_DONE)
+        db_bind_text(up, 1, beneficiary_id);
+        db_bind_text(up, 2, r->principal.workspace_id);
+        int rc = db_step(up);
+        db_reset(up);
+        if (rc != DB_DONE)
             return db_failed("a new approval round");
     }
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO beneficiary_makers (beneficiary_id, round, person_id, via, fields, made_at) "
         "SELECT id, approval_round, ?2, ?3, ?4, ?5 FROM beneficiaries WHERE id = ?1 AND "
         "workspace_id = ?6 ON CONFLICT (beneficiary_id, round, person_id) DO UPDATE SET "
         "via = ?3, fields = fields | ?4, made_at = ?5");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, beneficiary_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, person, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, beneficiary_id);
+    db_bind_text(st, 2, person);
     pay_bind_opt(st, 3, via(r, person));
-    sqlite3_bind_int64(st, 4, fields);
-    sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 6, r->principal.workspace_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : db_failed("recording a beneficiary maker");
+    db_bind_int64(st, 4, fields);
+    db_bind_text(st, 5, now);
+    db_bind_text(st, 6, r->principal.workspace_id);
+    int rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE ? 0 : db_failed("recording a beneficiary maker");
 }
 
 int ben_is_maker(struct req *r, const char *beneficiary_id, const char *person, bool *is)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT 1 FROM beneficiary_makers m JOIN beneficiaries b ON b.id = m.beneficiary_id "
         "AND m.round = b.approval_round WHERE b.id = ? AND b.workspace_id = ? AND "
         "m.person_id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, beneficiary_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, person, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    *is = rc == SQLITE_ROW;
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_failed("reading beneficiary makers");
+    db_bind_text(st, 1, beneficiary_id);
+    db_bind_text(st, 2, r->principal.workspace_id);
+    db_bind_text(st, 3, person);
+    int rc = db_step(st);
+    *is = rc == DB_ROW;
+    db_reset(st);
+    return rc == DB_ROW || rc == DB_DONE ? 0 : db_failed("reading beneficiary makers");
 }

@@ -66,19 +66,19 @@ static enum rail_state rail_state_of(enum payment_status s)
 /* Only the time of the next step changes (no status change: no new version, no event). */
 static int reschedule(const struct pay *x, bool has_next, int64_t at)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "UPDATE payments SET next_step_at = ? WHERE id = ? AND version = ?");
     if (!st)
         return -1;
     if (has_next)
-        sqlite3_bind_int64(st, 1, at);
+        db_bind_int64(st, 1, at);
     else
-        sqlite3_bind_null(st, 1);
-    sqlite3_bind_text(st, 2, x->p.id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, x->p.version);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+        db_bind_null(st, 1);
+    db_bind_text(st, 2, x->p.id);
+    db_bind_int64(st, 3, x->p.version);
+    int rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE ? 0 : -1;
 }
 
 /* One payment's step: a group-commit item. Everything it allocates lives in r's arena, which
@@ -276,27 +276,27 @@ static int settle_due(void)
 {
     int64_t now = clock_now_ms();
     int n = 0, failed = 0;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT id, workspace_id FROM payments WHERE next_step_at IS NOT NULL AND "
         "next_step_at <= ? ORDER BY next_step_at, id LIMIT ?");
     if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, now);
-    sqlite3_bind_int(st, 2, BATCH);
+    db_bind_int64(st, 1, now);
+    db_bind_int64(st, 2, BATCH);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < BATCH) {
+    while ((rc = db_step(st)) == DB_ROW && n < BATCH) {
         struct step *s = &steps[n++];
         memset(s, 0, sizeof *s);
-        snprintf(s->id, sizeof s->id, "%s", (const char *)sqlite3_column_text(st, 0));
-        snprintf(s->ws, sizeof s->ws, "%s", (const char *)sqlite3_column_text(st, 1));
+        snprintf(s->id, sizeof s->id, "%s", db_column_text(st, 0));
+        snprintf(s->ws, sizeof s->ws, "%s", db_column_text(st, 1));
         s->now = now;
         s->item.run = step_run;
         s->item.done = step_done;
         s->item.ctx = s;
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-        log_error("settlement: cannot read the due payments: %s", sqlite3_errmsg(storage_db()));
+    db_reset(st);
+    if (rc != DB_DONE && rc != DB_ROW) {
+        log_error("settlement: cannot read the due payments: %s", storage_errmsg());
         return -1;
     }
     /* A rail is told only of durable payments: an approval a crash could still take back

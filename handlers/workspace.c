@@ -18,50 +18,50 @@
 #include "runtime/revocation.h"
 #include "runtime/storage.h"
 
-static const char *text(struct req *r, sqlite3_stmt *st, int col)
+static const char *text(struct req *r, struct db_stmt *st, int col)
 {
-    const unsigned char *t = sqlite3_column_text(st, col);
+    const char *t = db_column_text(st, col);
     return arena_strdup(&r->arena, t ? (const char *)t : "");
 }
 
 /* The token's workspace. 1 found, 0 not (deleted under a live token: 404), -1 failure. */
 static int load(struct req *r, struct workspace *w)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT id, name, token_lifetime_seconds, rate_limit_per_minute, version, created_at, "
         "updated_at FROM workspaces WHERE id = ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    db_bind_text(st, 1, r->principal.workspace_id);
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
         memset(w, 0, sizeof *w);
         w->id = text(r, st, 0);
         w->object = "workspace";
         w->name = text(r, st, 1);
         w->settings = arena_alloc(&r->arena, sizeof *w->settings);
-        w->settings->token_lifetime_seconds = sqlite3_column_int64(st, 2);
+        w->settings->token_lifetime_seconds = db_column_int64(st, 2);
         w->rate_limit = arena_alloc(&r->arena, sizeof *w->rate_limit);
-        if (sqlite3_column_type(st, 3) == SQLITE_NULL) {
+        if (db_column_is_null(st, 3)) {
             w->rate_limit->requests_per_minute = ratelimit_default();
             w->rate_limit->source = WORKSPACE_RATE_LIMIT_SOURCE_DEFAULT;
         } else {
-            w->rate_limit->requests_per_minute = sqlite3_column_int64(st, 3);
+            w->rate_limit->requests_per_minute = db_column_int64(st, 3);
             w->rate_limit->source = WORKSPACE_RATE_LIMIT_SOURCE_WORKSPACE;
         }
-        w->version = sqlite3_column_int64(st, 4);
+        w->version = db_column_int64(st, 4);
         w->created_at = text(r, st, 5);
         w->updated_at = text(r, st, 6);
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("workspace: load failed: %s", sqlite3_errmsg(storage_db()));
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
+        log_error("workspace: load failed: %s", storage_errmsg());
         return -1;
     }
-    if (rc == SQLITE_DONE)
+    if (rc == DB_DONE)
         req_problem(r, 404, "not_found", "The workspace %s no longer exists.",
                     r->principal.workspace_id);
-    return rc == SQLITE_ROW;
+    return rc == DB_ROW;
 }
 
 int workspace_get_workspace(struct req *r, const struct workspace_get_workspace_request *in,
@@ -92,19 +92,19 @@ int workspace_update_workspace_settings(
     }
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "UPDATE workspaces SET token_lifetime_seconds = ?, version = version + 1, updated_at = ? "
         "WHERE id = ? AND version = ?");
     if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, in->body->token_lifetime_seconds);
-    sqlite3_bind_text(st, 2, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, w->id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, w->version);
-    int rc = sqlite3_step(st), changed = sqlite3_changes(storage_db());
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE || changed != 1) {
-        log_error("workspace: update failed: %s", sqlite3_errmsg(storage_db()));
+    db_bind_int64(st, 1, in->body->token_lifetime_seconds);
+    db_bind_text(st, 2, now);
+    db_bind_text(st, 3, w->id);
+    db_bind_int64(st, 4, w->version);
+    int rc = db_step(st), changed = storage_changes();
+    db_reset(st);
+    if (rc != DB_DONE || changed != 1) {
+        log_error("workspace: update failed: %s", storage_errmsg());
         return -1;
     }
     w->settings->token_lifetime_seconds = in->body->token_lifetime_seconds;
@@ -116,13 +116,13 @@ int workspace_update_workspace_settings(
     return 0;
 }
 
-static int member_row(struct req *r, sqlite3_stmt *st, void *item)
+static int member_row(struct req *r, struct db_stmt *st, void *item)
 {
     struct member *m = item;
     m->user_id = text(r, st, 0);
     m->object = "member";
     m->email = text(r, st, 1);
-    if (sqlite3_column_type(st, 2) != SQLITE_NULL) {
+    if (!db_column_is_null(st, 2)) {
         m->name = text(r, st, 2);
         m->has_name = true;
     }
@@ -138,14 +138,14 @@ int workspace_list_members(struct req *r, const struct workspace_list_members_re
     struct page pg;
     if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT u.id, u.email, u.name, m.role, m.created_at FROM members m "
         "JOIN users u ON u.id = m.user_id WHERE m.workspace_id = ?1 "
         "AND (?2 IS NULL OR m.created_at < ?2 OR (m.created_at = ?2 AND u.id < ?3)) "
         "ORDER BY m.created_at DESC, u.id DESC LIMIT ?4");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, r->principal.workspace_id);
     page_bind(&pg, st, 2, 3, 4);
     struct member_page *page = arena_alloc(&r->arena, sizeof *page);
     page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
@@ -168,31 +168,31 @@ int workspace_list_members(struct req *r, const struct workspace_list_members_re
 static int revoke_all(struct req *r, char kind, const char *select, const char *update,
                       const char *user_id, const char *now)
 {
-    sqlite3_stmt *st = storage_prepare(select);
+    struct db_stmt *st = storage_prepare(select);
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, user_id);
+    db_bind_text(st, 2, r->principal.workspace_id);
     int rc, n = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         /* A session until its access tokens have expired; a service token for good. */
         revocation_after_commit(r, text(r, st, 0),
                                 kind == 't' ? INT64_MAX
                                             : clock_now_s() + REVOCATION_TOKEN_LIFETIME_S);
         n++;
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE)
+    db_reset(st);
+    if (rc != DB_DONE)
         return -1;
     st = storage_prepare(update);
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, r->principal.workspace_id, -1, SQLITE_STATIC);
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? n : -1;
+    db_bind_text(st, 1, now);
+    db_bind_text(st, 2, user_id);
+    db_bind_text(st, 3, r->principal.workspace_id);
+    rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE ? n : -1;
 }
 
 /* Whether role grants workspace:admin in the caller's workspace. 1 / 0, -1 failure. */
@@ -206,18 +206,18 @@ static int role_is_admin(struct req *r, const char *role)
 /* Whether a member other than user_id holds a role granting workspace:admin. 1 / 0 / -1. */
 static int another_admin(struct req *r, const char *user_id)
 {
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT DISTINCT role FROM members WHERE workspace_id = ? AND user_id <> ?");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, user_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, r->principal.workspace_id);
+    db_bind_text(st, 2, user_id);
     const char *roles[256];
     int n = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < 256)
+    while ((rc = db_step(st)) == DB_ROW && n < 256)
         roles[n++] = text(r, st, 0);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+    db_reset(st);
+    if (rc != DB_DONE && rc != DB_ROW)
         return -1;
     for (int i = 0; i < n; i++) {
         int admin = role_is_admin(r, roles[i]);
@@ -233,17 +233,17 @@ int workspace_remove_member(struct req *r, const struct workspace_remove_member_
     const char *wid = r->principal.workspace_id;
     const char *role = NULL;
     if (id_valid(in->id, "usr")) {
-        sqlite3_stmt *st =
+        struct db_stmt *st =
             storage_prepare("SELECT role FROM members WHERE workspace_id = ? AND user_id = ?");
         if (!st)
             return -1;
-        sqlite3_bind_text(st, 1, wid, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, in->id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW)
+        db_bind_text(st, 1, wid);
+        db_bind_text(st, 2, in->id);
+        int rc = db_step(st);
+        if (rc == DB_ROW)
             role = text(r, st, 0);
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        db_reset(st);
+        if (rc != DB_ROW && rc != DB_DONE)
             return -1;
     }
     if (!role) {
@@ -295,15 +295,15 @@ int workspace_remove_member(struct req *r, const struct workspace_remove_member_
         "DELETE FROM members WHERE user_id = ?2 AND workspace_id = ?3 AND ?1 IS NOT NULL",
     };
     for (int i = 0; i < 2; i++) {
-        sqlite3_stmt *st = storage_prepare(sql[i]);
+        struct db_stmt *st = storage_prepare(sql[i]);
         if (!st)
             return -1;
         for (int k = 0; k < 3; k++)
-            sqlite3_bind_text(st, k + 1, v[k], -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE) {
-            log_error("workspace: removing a member failed: %s", sqlite3_errmsg(storage_db()));
+            db_bind_text(st, k + 1, v[k]);
+        int rc = db_step(st);
+        db_reset(st);
+        if (rc != DB_DONE) {
+            log_error("workspace: removing a member failed: %s", storage_errmsg());
             return -1;
         }
     }

@@ -113,8 +113,7 @@ static int normalize_email(const char *email, char *out, size_t n)
 
 static int db_failed(const char *what)
 {
-    sqlite3 *db = storage_db();
-    log_error("admin: %s failed: %s", what, db ? sqlite3_errmsg(db) : "no database connection");
+    log_error("admin: %s failed: %s", what, storage_errmsg());
     return -1;
 }
 
@@ -638,26 +637,26 @@ static int set_rate_limit_body(void *arg, char *err, size_t errlen)
     struct set_rate_limit_args *a = arg;
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "UPDATE workspaces SET rate_limit_per_minute = ?, updated_at = ? WHERE id = ?");
     if (!st) {
         snprintf(err, errlen, "database error (logged above)");
         return -1;
     }
     if (a->per_minute > 0)
-        sqlite3_bind_int64(st, 1, a->per_minute);
+        db_bind_int64(st, 1, a->per_minute);
     else
-        sqlite3_bind_null(st, 1);
-    sqlite3_bind_text(st, 2, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, a->workspace_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
+        db_bind_null(st, 1);
+    db_bind_text(st, 2, now);
+    db_bind_text(st, 3, a->workspace_id);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE) {
         db_failed("setting the rate limit");
         snprintf(err, errlen, "database error (logged above)");
         return -1;
     }
-    if (sqlite3_changes(storage_db()) != 1) {
+    if (storage_changes() != 1) {
         snprintf(err, errlen, "no workspace %s (see list-workspaces)", a->workspace_id);
         return -1;
     }
@@ -720,19 +719,19 @@ static long display_width(const char *s)
     return n;
 }
 
-static const char *column_text(sqlite3_stmt *st, int i)
+static const char *column_text(struct db_stmt *st, int i)
 {
-    const unsigned char *t = sqlite3_column_text(st, i);
+    const char *t = db_column_text(st, i);
     return t ? (const char *)t : "";
 }
 
-static int list_json(sqlite3_stmt *st, FILE *out)
+static int list_json(struct db_stmt *st, FILE *out)
 {
     struct jsonw w;
     int rc;
     jsonw_init(&w);
     jsonw_array_begin(&w);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         jsonw_object_begin(&w);
         jsonw_key(&w, "id");
         jsonw_string(&w, column_text(st, 0));
@@ -741,16 +740,16 @@ static int list_json(sqlite3_stmt *st, FILE *out)
         jsonw_key(&w, "created_at");
         jsonw_string(&w, column_text(st, 2));
         jsonw_key(&w, "members");
-        jsonw_int(&w, sqlite3_column_int64(st, 3));
+        jsonw_int(&w, db_column_int64(st, 3));
         jsonw_key(&w, "rate_limit_per_minute"); /* null: the server's default */
-        if (sqlite3_column_type(st, 4) == SQLITE_NULL)
+        if (db_column_is_null(st, 4))
             jsonw_null(&w);
         else
-            jsonw_int(&w, sqlite3_column_int64(st, 4));
+            jsonw_int(&w, db_column_int64(st, 4));
         jsonw_object_end(&w);
     }
     jsonw_array_end(&w);
-    if (rc != SQLITE_DONE) {
+    if (rc != DB_DONE) {
         jsonw_release(&w);
         return db_failed("listing workspaces");
     }
@@ -764,11 +763,11 @@ static int list_json(sqlite3_stmt *st, FILE *out)
 }
 
 /* Two passes over one read snapshot: the first measures the columns. */
-static int list_table(sqlite3_stmt *st, FILE *out)
+static int list_table(struct db_stmt *st, FILE *out)
 {
     long wid = 2, wname = 4, wcreated = 10;
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         long n = display_width(column_text(st, 0));
         wid = n > wid ? n : wid;
         n = display_width(column_text(st, 1));
@@ -776,24 +775,24 @@ static int list_table(sqlite3_stmt *st, FILE *out)
         n = display_width(column_text(st, 2));
         wcreated = n > wcreated ? n : wcreated;
     }
-    if (rc != SQLITE_DONE)
+    if (rc != DB_DONE)
         return db_failed("listing workspaces");
-    sqlite3_reset(st);
+    db_reset(st);
     print_cell(out, "ID", wid + 2);
     print_cell(out, "NAME", wname + 2);
     print_cell(out, "CREATED_AT", wcreated + 2);
     fputs("MEMBERS  RATE_LIMIT\n", out);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         print_cell(out, column_text(st, 0), wid + 2);
         print_cell(out, column_text(st, 1), wname + 2);
         print_cell(out, column_text(st, 2), wcreated + 2);
-        fprintf(out, "%-7lld  ", (long long)sqlite3_column_int64(st, 3));
-        if (sqlite3_column_type(st, 4) == SQLITE_NULL)
+        fprintf(out, "%-7lld  ", (long long)db_column_int64(st, 3));
+        if (db_column_is_null(st, 4))
             fputs("default\n", out);
         else
-            fprintf(out, "%lld/min\n", (long long)sqlite3_column_int64(st, 4));
+            fprintf(out, "%lld/min\n", (long long)db_column_int64(st, 4));
     }
-    if (rc != SQLITE_DONE)
+    if (rc != DB_DONE)
         return db_failed("listing workspaces");
     return 0;
 }
@@ -804,12 +803,12 @@ static int cmd_list_workspaces(struct option *opts, FILE *out, FILE *errout)
     if (storage_begin(false) != 0)
         return fail(errout, "list-workspaces", EXIT_FAILURE,
                     "cannot start a transaction (logged above)");
-    sqlite3_stmt *st = storage_prepare(list_sql);
+    struct db_stmt *st = storage_prepare(list_sql);
     if (!st)
         goto out;
     if ((opts[0].seen ? list_json(st, out) : list_table(st, out)) != 0)
         goto out;
-    sqlite3_reset(st);
+    db_reset(st);
     if (storage_commit() != 0)
         goto out;
     ret = EXIT_SUCCESS;

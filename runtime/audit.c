@@ -90,18 +90,18 @@ int audit_record(struct req *r, const char *action, const char *resource_type,
     rec.request_id = r->request_id;
     rec.seq = 1;
 
-    sqlite3_stmt *st = storage_prepare("SELECT seq, hash FROM audit_events WHERE workspace_id = ? "
+    struct db_stmt *st = storage_prepare("SELECT seq, hash FROM audit_events WHERE workspace_id = ? "
                                        "ORDER BY seq DESC LIMIT 1");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, rec.workspace_id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
-        rec.seq = sqlite3_column_int64(st, 0) + 1;
-        snprintf(prev, sizeof prev, "%s", (const char *)sqlite3_column_text(st, 1));
+    db_bind_text(st, 1, rec.workspace_id);
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
+        rec.seq = db_column_int64(st, 0) + 1;
+        snprintf(prev, sizeof prev, "%s", db_column_text(st, 1));
     }
-    sqlite3_reset(st);
-    if ((rc != SQLITE_ROW && rc != SQLITE_DONE) || chain_hash(prev, &rec, hash) != 0)
+    db_reset(st);
+    if ((rc != DB_ROW && rc != DB_DONE) || chain_hash(prev, &rec, hash) != 0)
         return -1;
     st = storage_prepare(
         "INSERT INTO audit_events (workspace_id, seq, id, occurred_at, actor_id, action, "
@@ -114,24 +114,24 @@ int audit_record(struct req *r, const char *action, const char *resource_type,
                           detail,           rec.request_id, prev,        hash};
     for (int i = 0; i < 14; i++) {
         if (i == 1)
-            sqlite3_bind_int64(st, 2, rec.seq);
+            db_bind_int64(st, 2, rec.seq);
         else if (text[i])
-            sqlite3_bind_text(st, i + 1, text[i], -1, SQLITE_STATIC);
+            db_bind_text(st, i + 1, text[i]);
         else
-            sqlite3_bind_null(st, i + 1);
+            db_bind_null(st, i + 1);
     }
-    rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        log_error("audit: writing %s failed: %s", action, sqlite3_errmsg(storage_db()));
+    rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE) {
+        log_error("audit: writing %s failed: %s", action, storage_errmsg());
         return -1;
     }
     return 0;
 }
 
-static const char *col(sqlite3_stmt *st, int i)
+static const char *col(struct db_stmt *st, int i)
 {
-    return (const char *)sqlite3_column_text(st, i);
+    return db_column_text(st, i);
 }
 
 int audit_verify(const char *workspace_id, int64_t *broken)
@@ -139,18 +139,18 @@ int audit_verify(const char *workspace_id, int64_t *broken)
     char prev[65] = GENESIS, hash[65];
     int64_t expect = 1;
     *broken = 0;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT seq, id, occurred_at, actor_id, action, resource_type, resource_id, "
         "before_status, after_status, detail, request_id, prev_hash, hash FROM audit_events "
         "WHERE workspace_id = ? ORDER BY seq");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, workspace_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, workspace_id);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         struct record rec = {workspace_id, col(st, 1), col(st, 2),  col(st, 3),
                              col(st, 4),   col(st, 5), col(st, 6),  col(st, 7),
-                             col(st, 8),   col(st, 9), col(st, 10), sqlite3_column_int64(st, 0)};
+                             col(st, 8),   col(st, 9), col(st, 10), db_column_int64(st, 0)};
         if (rec.seq != expect || !col(st, 11) || strcmp(col(st, 11), prev) != 0 ||
             chain_hash(prev, &rec, hash) != 0 || !col(st, 12) || strcmp(col(st, 12), hash) != 0) {
             *broken = rec.seq;
@@ -159,6 +159,6 @@ int audit_verify(const char *workspace_id, int64_t *broken)
         snprintf(prev, sizeof prev, "%s", hash);
         expect++;
     }
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
+    db_reset(st);
+    return rc == DB_ROW || rc == DB_DONE ? 0 : -1;
 }

@@ -34,6 +34,7 @@ struct flag {
 
 static const struct flag flags[] = {
     F("data-dir", "TREASURY_DATA_DIR", K_PATH, data_dir, 0, "data directory (database, keys, certificate) [./var]"),
+    F("database", "TREASURY_DATABASE", K_STR, database, 0, "a SQLite database file, or a PostgreSQL database as a postgresql:// URL that several instances may share (README: Running several instances) [<data-dir>/treasury.db]"),
     F("listen", "TREASURY_LISTEN", K_STR, listen, 0, "address(es) to listen on, comma-separated, at most 4 [127.0.0.1]"),
     F("https-port", "TREASURY_HTTPS_PORT", K_PORT, https_port, 65535, "HTTPS port [8443]"),
     F("http-port", "TREASURY_HTTP_PORT", K_PORT, http_port, 65535, "plain-HTTP port answering 400 \"use HTTPS\"; 0 disables [8080]"),

@@ -12,6 +12,8 @@
 
 struct config {
     char data_dir[CONFIG_PATH_MAX];
+    char database[CONFIG_PATH_MAX]; /* a SQLite file or a postgresql:// URL; empty:
+                                       <data_dir>/treasury.db */
     char listen[256];        /* one address, or several separated by commas */
     int https_port;
     int http_port; /* 0 disables the plain-HTTP "use HTTPS" listener */

@@ -30,12 +30,12 @@ static int64_t last_data_version = -1;
  * `admin` process) commits, so quotas are re-read only after something may have changed. */
 static int64_t data_version(void)
 {
-    sqlite3_stmt *st = storage_prepare("PRAGMA data_version");
+    struct db_stmt *st = storage_prepare("PRAGMA data_version");
     int64_t v = -1;
-    if (st && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
+    if (st && db_step(st) == DB_ROW)
+        v = db_column_int64(st, 0);
     if (st)
-        sqlite3_reset(st);
+        db_reset(st);
     return v;
 }
 
@@ -59,9 +59,7 @@ static void *loop(void *arg)
 {
     (void)arg;
     prctl(PR_SET_NAME, "tr-housekeeping");
-    sqlite3 *db = storage_db();
-    if (db)
-        sqlite3_exec(db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+    storage_lazy_sync();
     pthread_mutex_lock(&lock);
     while (!stopping) {
         struct timespec until;

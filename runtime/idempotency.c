@@ -202,13 +202,13 @@ void idempotency_finish(struct req *r)
     }
 }
 
-static void bind_scope(sqlite3_stmt *st, const struct req *r)
+static void bind_scope(struct db_stmt *st, const struct req *r)
 {
-    sqlite3_bind_text(st, 1, r->principal.workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->principal.user_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, r->method, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, r->path, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, r->idem_key, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, r->principal.workspace_id);
+    db_bind_text(st, 2, r->principal.user_id);
+    db_bind_text(st, 3, r->method);
+    db_bind_text(st, 4, r->path);
+    db_bind_text(st, 5, r->idem_key);
 }
 
 /* Stored headers are a JSON array of [name, value] pairs. */
@@ -274,24 +274,24 @@ int idempotency_lookup(struct req *r)
 {
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT fingerprint, status, content_type, headers, body FROM idempotency_keys "
         "WHERE workspace_id = ? AND user_id = ? AND method = ? AND path = ? AND key = ? "
         "AND expires_at > ?");
     if (!st)
         return -1;
     bind_scope(st, r);
-    sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), ret = 0;
-    if (rc == SQLITE_DONE)
+    db_bind_text(st, 6, now);
+    int rc = db_step(st), ret = 0;
+    if (rc == DB_DONE)
         goto out;
-    if (rc != SQLITE_ROW) {
-        log_error("idempotency: lookup failed: %s", sqlite3_errmsg(storage_db()));
+    if (rc != DB_ROW) {
+        log_error("idempotency: lookup failed: %s", storage_errmsg());
         ret = -1;
         goto out;
     }
     ret = 1;
-    const char *fp = (const char *)sqlite3_column_text(st, 0);
+    const char *fp = db_column_text(st, 0);
     if (!fp || strcmp(fp, r->idem_fingerprint) != 0) {
         req_problem(r, 422, "idempotency_key_reused",
                     "This %s was already used for a request with a different body; use a new "
@@ -299,11 +299,11 @@ int idempotency_lookup(struct req *r)
                     r->idem_header);
         goto out;
     }
-    const char *ctype = (const char *)sqlite3_column_text(st, 2);
-    const char *headers = (const char *)sqlite3_column_text(st, 3);
-    const char *body = sqlite3_column_blob(st, 4);
-    size_t len = (size_t)sqlite3_column_bytes(st, 4);
-    int status = sqlite3_column_int(st, 1);
+    const char *ctype = db_column_text(st, 2);
+    const char *headers = db_column_text(st, 3);
+    size_t len = 0;
+    const char *body = db_column_blob(st, 4, &len);
+    int status = db_column_int(st, 1);
     if (r->op->no_replay && !(ctype && strcmp(ctype, PROBLEM_TYPE) == 0)) {
         /* The answer held a secret shown once (x-replay: false): only its headers were
          * kept. Running again would create a second resource; answering the first is not
@@ -333,7 +333,7 @@ int idempotency_lookup(struct req *r)
     req_set_header(r, "Idempotent-Replayed", "true");
     r->replayed = true;
 out:
-    sqlite3_reset(st);
+    db_reset(st);
     return ret;
 }
 
@@ -388,7 +388,7 @@ int idempotency_store(struct req *r, int first_header)
     format_time_rfc3339(ms, now, sizeof now);
     format_time_rfc3339(ms + (int64_t)IDEMPOTENCY_RETENTION_S * 1000, expires, sizeof expires);
     /* A record that expired but was not purged yet gives way to the new one. */
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO idempotency_keys (workspace_id, user_id, method, path, key, fingerprint, "
         "status, content_type, headers, body, created_at, expires_at) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
@@ -400,29 +400,28 @@ int idempotency_store(struct req *r, int first_header)
     if (!st || !headers || (r->problem && !problem))
         goto out;
     bind_scope(st, r);
-    sqlite3_bind_text(st, 6, r->idem_fingerprint, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 7, r->status);
+    db_bind_text(st, 6, r->idem_fingerprint);
+    db_bind_int64(st, 7, r->status);
     if (r->problem)
-        sqlite3_bind_text(st, 8, PROBLEM_TYPE, -1, SQLITE_STATIC);
+        db_bind_text(st, 8, PROBLEM_TYPE);
     else if (r->content_type && r->resp_len > 0)
-        sqlite3_bind_text(st, 8, r->content_type, -1, SQLITE_STATIC);
+        db_bind_text(st, 8, r->content_type);
     else
-        sqlite3_bind_null(st, 8);
-    sqlite3_bind_text(st, 9, headers, -1, SQLITE_STATIC);
+        db_bind_null(st, 8);
+    db_bind_text(st, 9, headers);
     if (r->problem)
-        sqlite3_bind_blob(st, 10, problem, (int)problem_len, SQLITE_STATIC);
+        db_bind_blob(st, 10, problem, problem_len);
     else if (r->op->no_replay) /* a secret shown once: never at rest (x-replay: false) */
-        sqlite3_bind_blob(st, 10, "", 0, SQLITE_STATIC);
+        db_bind_blob(st, 10, "", 0);
     else
-        sqlite3_bind_blob(st, 10, r->resp_body ? r->resp_body : "", (int)r->resp_len,
-                          SQLITE_STATIC);
-    sqlite3_bind_text(st, 11, now, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 12, expires, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_DONE)
+        db_bind_blob(st, 10, r->resp_body ? r->resp_body : "", r->resp_len);
+    db_bind_text(st, 11, now);
+    db_bind_text(st, 12, expires);
+    if (db_step(st) == DB_DONE)
         ret = 0;
     else
-        log_error("idempotency: storing the record failed: %s", sqlite3_errmsg(storage_db()));
-    sqlite3_reset(st);
+        log_error("idempotency: storing the record failed: %s", storage_errmsg());
+    db_reset(st);
 out:
     free(headers);
     free(problem);
@@ -435,7 +434,7 @@ int idempotency_purge(int64_t now_ms, int max_rows)
     format_time_rfc3339(now_ms, now, sizeof now);
     if (storage_begin(true) != 0)
         return -1;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "DELETE FROM idempotency_keys WHERE (workspace_id, user_id, method, path, key) IN "
         "(SELECT workspace_id, user_id, method, path, key FROM idempotency_keys "
         "WHERE expires_at <= ? LIMIT ?)");
@@ -443,13 +442,13 @@ int idempotency_purge(int64_t now_ms, int max_rows)
         storage_rollback();
         return -1;
     }
-    sqlite3_bind_text(st, 1, now, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 2, max_rows);
-    int rc = sqlite3_step(st);
-    int n = sqlite3_changes(storage_db());
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        log_error("idempotency: purge failed: %s", sqlite3_errmsg(storage_db()));
+    db_bind_text(st, 1, now);
+    db_bind_int64(st, 2, max_rows);
+    int rc = db_step(st);
+    int n = storage_changes();
+    db_reset(st);
+    if (rc != DB_DONE) {
+        log_error("idempotency: purge failed: %s", storage_errmsg());
         storage_rollback();
         return -1;
     }

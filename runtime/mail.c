@@ -203,21 +203,21 @@ int mail_enqueue(const char *to, const char *subject, const char *body, char *id
     if (id_new_buf(mid, sizeof mid, "mail") != 0)
         return -1;
     format_now_rfc3339(now, sizeof now);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO mail_outbox (id, recipient, subject, body, status, next_attempt_ms, "
         "created_at) VALUES (?, ?, ?, ?, 'queued', ?, ?)");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, mid, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, to, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, subject, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, body, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 5, clock_now_ms());
-    sqlite3_bind_text(st, 6, now, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        log_error("mail: queueing failed: %s", sqlite3_errmsg(storage_db()));
+    db_bind_text(st, 1, mid);
+    db_bind_text(st, 2, to);
+    db_bind_text(st, 3, subject);
+    db_bind_text(st, 4, body);
+    db_bind_int64(st, 5, clock_now_ms());
+    db_bind_text(st, 6, now);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE) {
+        log_error("mail: queueing failed: %s", storage_errmsg());
         return -1;
     }
     if (id)
@@ -407,9 +407,9 @@ static int deliver_smtp(const struct message *m, const char *text, char *why, si
     return rc == CURLE_OK ? 0 : -1;
 }
 
-static char *dup_column(sqlite3_stmt *st, int col)
+static char *dup_column(struct db_stmt *st, int col)
 {
-    const unsigned char *t = sqlite3_column_text(st, col);
+    const char *t = db_column_text(st, col);
     return strdup(t ? (const char *)t : "");
 }
 
@@ -418,38 +418,38 @@ static int load_due(struct message *ms, int64_t now_ms)
 {
     if (storage_begin(false) != 0)
         return -1;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT id, recipient, subject, body, attempts, created_at FROM mail_outbox "
         "WHERE status = 'queued' AND next_attempt_ms <= ? ORDER BY next_attempt_ms LIMIT ?");
     if (!st) {
         storage_rollback();
         return -1;
     }
-    sqlite3_bind_int64(st, 1, now_ms);
-    sqlite3_bind_int(st, 2, BATCH);
+    db_bind_int64(st, 1, now_ms);
+    db_bind_int64(st, 2, BATCH);
     int n = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < BATCH) {
+    while ((rc = db_step(st)) == DB_ROW && n < BATCH) {
         struct message *m = &ms[n];
         memset(m, 0, sizeof *m);
-        const unsigned char *id = sqlite3_column_text(st, 0);
+        const char *id = db_column_text(st, 0);
         snprintf(m->id, sizeof m->id, "%s", id ? (const char *)id : "");
         m->to = dup_column(st, 1);
         m->subject = dup_column(st, 2);
         m->body = dup_column(st, 3);
-        m->attempts = sqlite3_column_int64(st, 4);
-        const unsigned char *created = sqlite3_column_text(st, 5);
+        m->attempts = db_column_int64(st, 4);
+        const char *created = db_column_text(st, 5);
         m->created_ms = now_ms;
         if (created)
             format_time_parse((const char *)created, &m->created_ms);
         n++;
         if (!m->to || !m->subject || !m->body) {
-            rc = SQLITE_NOMEM;
+            rc = DB_ERR;
             break;
         }
     }
-    sqlite3_reset(st);
+    db_reset(st);
     storage_rollback();
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+    if (rc != DB_ROW && rc != DB_DONE) {
         log_error("mail: reading the outbox failed (%d)", rc);
         for (int i = 0; i < n; i++)
             message_free(&ms[i]);
@@ -470,7 +470,7 @@ static int record(const struct message *m, bool sent, const char *why, int64_t n
         delay_s = BACKOFF_MAX_S;
     if (storage_begin(true) != 0)
         return -1;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "UPDATE mail_outbox SET status = ?1, attempts = ?2, last_error = ?3, "
         "next_attempt_ms = ?4, sent_at = ?5, body = CASE WHEN ?1 = 'queued' THEN body END "
         "WHERE id = ?6 AND status = 'queued'");
@@ -478,21 +478,21 @@ static int record(const struct message *m, bool sent, const char *why, int64_t n
         storage_rollback();
         return -1;
     }
-    sqlite3_bind_text(st, 1, sent ? "sent" : give_up ? "failed" : "queued", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, attempts);
+    db_bind_text(st, 1, sent ? "sent" : give_up ? "failed" : "queued");
+    db_bind_int64(st, 2, attempts);
     if (sent)
-        sqlite3_bind_null(st, 3);
+        db_bind_null(st, 3);
     else
-        sqlite3_bind_text(st, 3, why, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, now_ms + delay_s * 1000);
+        db_bind_text(st, 3, why);
+    db_bind_int64(st, 4, now_ms + delay_s * 1000);
     if (sent)
-        sqlite3_bind_text(st, 5, now, -1, SQLITE_STATIC);
+        db_bind_text(st, 5, now);
     else
-        sqlite3_bind_null(st, 5);
-    sqlite3_bind_text(st, 6, m->id, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE || storage_commit() != 0) {
+        db_bind_null(st, 5);
+    db_bind_text(st, 6, m->id);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE || storage_commit() != 0) {
         log_error("mail: recording the delivery of %s failed", m->id);
         storage_rollback();
         return -1;

@@ -93,13 +93,30 @@ static void private_files(const char *db)
     }
 }
 
+/* The SQLite file the server uses: --database, or treasury.db in the data directory. */
+static void sqlite_path(const struct config *c, char *path, size_t n)
+{
+    if (c->database[0])
+        snprintf(path, n, "%s", c->database);
+    else
+        snprintf(path, n, "%s/treasury.db", c->data_dir);
+}
+
 static int open_storage(const struct config *c, char *err, size_t errlen)
 {
     char path[CONFIG_PATH_MAX + 32];
     char why[512] = "";
     if (ensure_data_dir(c->data_dir, err, errlen) != 0)
         return -1;
-    snprintf(path, sizeof path, "%s/treasury.db", c->data_dir);
+    if (storage_is_postgresql_url(c->database)) {
+        /* The URL may hold a password: never echoed. */
+        if (storage_open(c->database, why, sizeof why) != 0) {
+            snprintf(err, errlen, "cannot open the PostgreSQL database: %s", why);
+            return -1;
+        }
+        return 0;
+    }
+    sqlite_path(c, path, sizeof path);
     private_files(path);
     if (storage_open(path, why, sizeof why) != 0) {
         snprintf(err, errlen, "cannot open database %s: %s", path, why);
@@ -115,10 +132,10 @@ static int open_for_admin(bool create, void *arg, char *err, size_t errlen)
     const struct config *c = arg;
     char path[CONFIG_PATH_MAX + 32];
     struct stat st;
-    snprintf(path, sizeof path, "%s/treasury.db", c->data_dir);
+    sqlite_path(c, path, sizeof path);
     if (stat(c->data_dir, &st) == 0 && ensure_data_dir(c->data_dir, err, errlen) != 0)
         return -1; /* an existing directory's permissions first */
-    if (!create && stat(path, &st) != 0) {
+    if (!create && !storage_is_postgresql_url(c->database) && stat(path, &st) != 0) {
         snprintf(err, errlen, "no database at %s (check --data-dir; start the server once or "
                               "run admin create-workspace to create one)", path);
         return -1;
@@ -237,7 +254,9 @@ static int run_server(const struct config *c)
         snprintf(err, sizeof err, "cannot start the log flusher and housekeeping threads");
         goto out;
     }
-    if (storage_checkpoints_start() != 0 || group_commit_start() != 0 || offload_start() != 0) {
+    /* SQLite's checkpoints have a thread of their own; PostgreSQL runs its own. */
+    if ((storage_batches_writes() && storage_checkpoints_start() != 0) ||
+        group_commit_start() != 0 || offload_start() != 0) {
         snprintf(err, sizeof err, "cannot start the checkpoint, group-commit and offload threads");
         group_commit_stop();
         storage_checkpoints_stop();

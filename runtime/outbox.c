@@ -23,29 +23,29 @@ int outbox_add(struct req *r, const char *type, const char *resource_type,
     memcpy(data + sizeof head - 1, object_json, len);
     data[sizeof head - 1 + len] = '}'; /* the arena's memory is zeroed: NUL-terminated */
     char *id = id_new(&r->arena, "evt");
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO events (id, workspace_id, type, resource_type, resource_id, "
         "resource_version, data, request_id, idempotency_key, created_at, seq) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events))");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, r->principal.workspace_id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, type, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, resource_type, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 5, resource_id, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 6, resource_version);
-    sqlite3_bind_text(st, 7, data, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 8, r->request_id, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, id);
+    db_bind_text(st, 2, r->principal.workspace_id);
+    db_bind_text(st, 3, type);
+    db_bind_text(st, 4, resource_type);
+    db_bind_text(st, 5, resource_id);
+    db_bind_int64(st, 6, resource_version);
+    db_bind_text(st, 7, data);
+    db_bind_text(st, 8, r->request_id);
     if (r->idem_key)
-        sqlite3_bind_text(st, 9, r->idem_key, -1, SQLITE_STATIC);
+        db_bind_text(st, 9, r->idem_key);
     else
-        sqlite3_bind_null(st, 9);
-    sqlite3_bind_text(st, 10, now, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        log_error("outbox: writing %s failed: %s", type, sqlite3_errmsg(storage_db()));
+        db_bind_null(st, 9);
+    db_bind_text(st, 10, now);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE) {
+        log_error("outbox: writing %s failed: %s", type, storage_errmsg());
         return -1;
     }
     return 0;

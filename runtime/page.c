@@ -22,37 +22,37 @@ int page_begin(struct req *r, struct page *p, const char *filters, int64_t limit
     return 0;
 }
 
-void page_bind(const struct page *p, sqlite3_stmt *st, int key_param, int id_param,
+void page_bind(const struct page *p, struct db_stmt *st, int key_param, int id_param,
                int limit_param)
 {
     if (p->after_key) {
-        sqlite3_bind_text(st, key_param, p->after_key, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, id_param, p->after_id, -1, SQLITE_STATIC);
+        db_bind_text(st, key_param, p->after_key);
+        db_bind_text(st, id_param, p->after_id);
     } else {
-        sqlite3_bind_null(st, key_param);
-        sqlite3_bind_null(st, id_param);
+        db_bind_null(st, key_param);
+        db_bind_null(st, id_param);
     }
-    sqlite3_bind_int64(st, limit_param, p->limit + 1); /* one more tells whether more follow */
+    db_bind_int64(st, limit_param, p->limit + 1); /* one more tells whether more follow */
 }
 
-int page_fill(struct req *r, struct page *p, sqlite3_stmt *st, void *items, size_t item_size,
+int page_fill(struct req *r, struct page *p, struct db_stmt *st, void *items, size_t item_size,
               page_row_fn *row)
 {
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    while ((rc = db_step(st)) == DB_ROW) {
         if ((int64_t)p->count == p->limit) {
             p->has_more = true;
             break;
         }
         if (row(r, st, (char *)items + p->count * item_size) != 0) {
-            sqlite3_reset(st);
+            db_reset(st);
             return -1;
         }
         p->count++;
     }
-    sqlite3_reset(st);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-        log_error("page: listing failed: %s", sqlite3_errmsg(storage_db()));
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE) {
+        log_error("page: listing failed: %s", storage_errmsg());
         return -1;
     }
     return 0;

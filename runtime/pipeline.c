@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "runtime/auth.h"
 #include "runtime/cors.h"
@@ -194,28 +195,73 @@ static void refusal_not_stored(const struct req *r)
              r->status, r->request_id);
 }
 
-/* Reads, and the writes of x-own-transaction operations: one transaction on this thread. */
-static void run_operation(struct req *r, bool write)
+static void rewind_request(struct req *r);
+
+/* How often a transaction that failed on a conflict with a concurrent one (PostgreSQL's
+ * serialization failures and deadlocks: storage_should_retry) is run again before the client
+ * gets a 503. Each run starts from the request as it arrived (rewind_request). */
+#define CONFLICT_RUNS 8
+
+/* One run of the operation in a transaction on this thread. Returns true when it failed on a
+ * conflict and may be run again. */
+static bool run_once(struct req *r, bool write)
 {
     if (storage_begin(write) != 0) {
         req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
-        return;
+        return false;
     }
     enum writes w = execute(r);
     if (w == WRITES_KEEP) {
-        if (storage_commit() != 0)
+        if (storage_commit() != 0) {
+            if (storage_should_retry())
+                return true;
             not_stored(r);
-        else
+        } else {
             revocation_publish(r);
-        return;
+        }
+        return false;
     }
     storage_rollback();
+    if (storage_should_retry())
+        return true;
     if (w == WRITES_DISCARD_STORE_ANSWER) {
         if (storage_begin(true) != 0 || idempotency_store(r, r->op_headers) != 0 ||
             storage_commit() != 0) {
             storage_rollback();
+            storage_should_retry();
             refusal_not_stored(r);
         }
+    }
+    return false;
+}
+
+/* Reads, the writes of x-own-transaction operations, and every write on an engine without
+ * the group-commit writer: one transaction on this thread, run again from the start while it
+ * fails on a conflict with a concurrent one (never on SQLite: one writer). */
+static void run_operation(struct req *r, bool write)
+{
+    if (storage_batches_writes()) {
+        run_once(r, write);
+        return;
+    }
+    r->before_run = arena_alloc(&r->arena, sizeof *r);
+    *r->before_run = *r;
+    for (int run = 1;; run++) {
+        if (!run_once(r, write))
+            return;
+        log_warn("operation %s (request %s) met a concurrent transaction; run %d of %d",
+                 r->op->operation_id, r->request_id, run, CONFLICT_RUNS);
+        rewind_request(r);
+        if (run == CONFLICT_RUNS) {
+            req_problem(r, 503, "unavailable",
+                        "The request met too many concurrent changes; nothing was changed. "
+                        "Retry shortly.");
+            req_set_header(r, "Retry-After", "1");
+            return;
+        }
+        /* Apart a little, growing, so that two colliding requests do not collide again. */
+        struct timespec pause = {0, (long)(rand() % (run * 2000) + 500) * 1000L};
+        nanosleep(&pause, NULL);
     }
 }
 
@@ -317,7 +363,7 @@ static void run_offloaded(void *ctx)
     storage_used();
     run_operation(r, write);
     idempotency_finish(r);
-    if (storage_used())
+    if (storage_used() && storage_batches_writes())
         group_commit_wait_durable(group_commit_visible());
     MHD_resume_connection(r->conn);
 }
@@ -331,7 +377,8 @@ static void durable_done(void *ctx, enum group_commit_outcome outcome)
 
 bool pipeline_wait_until_durable(struct req *r)
 {
-    if (!storage_used())
+    /* PostgreSQL shows a commit to others only once it is flushed (synchronous_commit=on). */
+    if (!storage_used() || !storage_batches_writes())
         return false;
     group_commit_note_read();
     uint64_t seq = group_commit_visible();
@@ -430,7 +477,7 @@ bool pipeline_process(struct req *r, bool plain_listener)
     if (r->op->idempotent && r->principal.authenticated && idempotency_prepare(r) != 0)
         return false;
     bool write = strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0;
-    if (write && !r->op->own_transaction) {
+    if (write && !r->op->own_transaction && storage_batches_writes()) {
         r->handed_off = true;
         r->write = (struct group_commit_item){ .run = run_batched, .done = batch_done, .ctx = r };
         /* Suspended first: the writer may finish and resume it before submit returns. */
@@ -438,8 +485,9 @@ bool pipeline_process(struct req *r, bool plain_listener)
         group_commit_submit(&r->write);
         return true;
     }
-    if (r->op->own_transaction) {
-        /* It hashes a password: off this thread, which serves other connections meanwhile. */
+    if (r->op->own_transaction || write) {
+        /* It hashes a password, or is a write on an engine that takes them on every connection:
+         * off this thread, which serves other connections meanwhile. */
         r->handed_off = true;
         r->offload = (struct offload_item){ .run = run_offloaded, .ctx = r };
         MHD_suspend_connection(r->conn);

@@ -262,7 +262,7 @@ int ratelimit_load_overrides(void)
     char key[RATELIMIT_KEY_MAX + 1];
     if (storage_begin(false) != 0)
         return -1;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT id, rate_limit_per_minute FROM workspaces WHERE rate_limit_per_minute IS NOT NULL");
     if (!st) {
         storage_rollback();
@@ -270,17 +270,17 @@ int ratelimit_load_overrides(void)
     }
     ratelimit_overrides_begin();
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *id = (const char *)sqlite3_column_text(st, 0);
+    while ((rc = db_step(st)) == DB_ROW) {
+        const char *id = db_column_text(st, 0);
         if (!id)
             continue;
         ratelimit_workspace_key(key, sizeof key, id);
-        ratelimit_set_override(key, sqlite3_column_int64(st, 1));
+        ratelimit_set_override(key, db_column_int64(st, 1));
     }
-    sqlite3_reset(st);
+    db_reset(st);
     storage_rollback();
-    if (rc != SQLITE_DONE) {
-        log_error("ratelimit: loading workspace quotas failed: %s", sqlite3_errmsg(storage_db()));
+    if (rc != DB_DONE) {
+        log_error("ratelimit: loading workspace quotas failed: %s", storage_errmsg());
         return -1; /* keep the overrides we had */
     }
     ratelimit_overrides_end();
@@ -319,7 +319,7 @@ static void mark_dirty(const struct saved *list, size_t n)
 
 static int write_saved(const struct saved *list, size_t n, int64_t now)
 {
-    sqlite3_stmt *up = NULL, *del = NULL;
+    struct db_stmt *up = NULL, *del = NULL;
     if (storage_begin(true) != 0)
         return -1;
     up = storage_prepare("INSERT INTO ratelimit_state (key, tat_ns) VALUES (?, ?) "
@@ -328,17 +328,17 @@ static int write_saved(const struct saved *list, size_t n, int64_t now)
     if (!up || !del)
         goto fail;
     for (size_t i = 0; i < n; i++) {
-        sqlite3_stmt *st = list[i].tat > now ? up : del;
-        sqlite3_bind_text(st, 1, list[i].key, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, list[i].tat > now ? list[i].tat : now);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE)
+        struct db_stmt *st = list[i].tat > now ? up : del;
+        db_bind_text(st, 1, list[i].key);
+        db_bind_int64(st, 2, list[i].tat > now ? list[i].tat : now);
+        int rc = db_step(st);
+        db_reset(st);
+        if (rc != DB_DONE)
             goto fail;
     }
     return storage_commit();
 fail:
-    log_error("ratelimit: checkpoint failed: %s", sqlite3_errmsg(storage_db()));
+    log_error("ratelimit: checkpoint failed: %s", storage_errmsg());
     storage_rollback();
     return -1;
 }
@@ -390,16 +390,16 @@ int ratelimit_restore(int64_t now)
     pthread_once(&once, init_locks);
     if (storage_begin(false) != 0)
         return -1;
-    sqlite3_stmt *st = storage_prepare("SELECT key, tat_ns FROM ratelimit_state WHERE tat_ns > ?");
+    struct db_stmt *st = storage_prepare("SELECT key, tat_ns FROM ratelimit_state WHERE tat_ns > ?");
     if (!st) {
         storage_rollback();
         return -1;
     }
-    sqlite3_bind_int64(st, 1, now);
+    db_bind_int64(st, 1, now);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *key = (const char *)sqlite3_column_text(st, 0);
-        int64_t tat = sqlite3_column_int64(st, 1);
+    while ((rc = db_step(st)) == DB_ROW) {
+        const char *key = db_column_text(st, 0);
+        int64_t tat = db_column_int64(st, 1);
         if (!key)
             continue;
         uint64_t h = hash(key);
@@ -410,10 +410,10 @@ int ratelimit_restore(int64_t now)
             s->tat = tat;
         pthread_mutex_unlock(&sh->lock);
     }
-    sqlite3_reset(st);
+    db_reset(st);
     storage_rollback();
-    if (rc != SQLITE_DONE) {
-        log_error("ratelimit: restore failed: %s", sqlite3_errmsg(storage_db()));
+    if (rc != DB_DONE) {
+        log_error("ratelimit: restore failed: %s", storage_errmsg());
         return -1;
     }
     return 0;

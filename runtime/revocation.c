@@ -130,39 +130,39 @@ int revocation_load(int64_t now_s)
     format_time_rfc3339((now_s - REVOCATION_TOKEN_LIFETIME_S) * 1000, since, sizeof since);
     if (storage_begin(false) != 0)
         return -1;
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "SELECT id, revoked_at FROM sessions WHERE revoked_at IS NOT NULL AND revoked_at > ?");
     if (!st) {
         storage_rollback();
         return -1;
     }
-    sqlite3_bind_text(st, 1, since, -1, SQLITE_STATIC);
+    db_bind_text(st, 1, since);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *id = (const char *)sqlite3_column_text(st, 0);
-        const char *at = (const char *)sqlite3_column_text(st, 1);
+    while ((rc = db_step(st)) == DB_ROW) {
+        const char *id = db_column_text(st, 0);
+        const char *at = db_column_text(st, 1);
         int64_t ms = 0;
         /* An unreadable time is treated as "just now": kept a full lifetime. */
         int64_t revoked_s = format_time_parse(at, &ms) ? ms / 1000 : now_s;
         revocation_add(id, revoked_s + REVOCATION_TOKEN_LIFETIME_S);
     }
-    sqlite3_reset(st);
+    db_reset(st);
     /* Service-account tokens never expire, so their revocations (and disabled accounts) are
      * kept for good. */
-    sqlite3_stmt *forever = rc == SQLITE_DONE
+    struct db_stmt *forever = rc == DB_DONE
         ? storage_prepare("SELECT id FROM service_account_tokens WHERE revoked_at IS NOT NULL "
                           "UNION ALL SELECT id FROM service_accounts WHERE status = 'disabled'")
         : NULL;
     if (forever) {
-        while ((rc = sqlite3_step(forever)) == SQLITE_ROW)
-            revocation_add((const char *)sqlite3_column_text(forever, 0), INT64_MAX);
-        sqlite3_reset(forever);
-    } else if (rc == SQLITE_DONE) {
-        rc = SQLITE_ERROR;
+        while ((rc = db_step(forever)) == DB_ROW)
+            revocation_add(db_column_text(forever, 0), INT64_MAX);
+        db_reset(forever);
+    } else if (rc == DB_DONE) {
+        rc = DB_ERR;
     }
     storage_rollback();
-    if (rc != SQLITE_DONE) {
-        log_error("revocation: loading revocations failed: %s", sqlite3_errmsg(storage_db()));
+    if (rc != DB_DONE) {
+        log_error("revocation: loading revocations failed: %s", storage_errmsg());
         return -1;
     }
     prune(now_s, false);

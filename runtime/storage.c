@@ -1,259 +1,223 @@
-/* SQLite storage: the database file, one lazily opened connection per thread with its own
- * prepared-statement cache, transactions, and the migrations applied by storage_open(). */
+/* The storage interface (storage.h) over the engine chosen when it opens: a file path opens
+ * SQLite (storage_sqlite.c), a postgresql:// URL PostgreSQL (storage_pg.c). Every call goes to
+ * the engine; what is the same for both (the one-statement helpers, storage_used, the watched
+ * tables) is here. */
 #include "runtime/storage.h"
 
-#include <ctype.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 
-#include "runtime/format.h"
 #include "runtime/log.h"
-#include "runtime/migrations.h"
-#include "runtime/storage_vfs.h"
+#include "runtime/storage_engine.h"
 
-#define BUSY_TIMEOUT_MS 5000
-#define CACHE_INITIAL_SLOTS 64 /* power of two; grows at half full */
-#define SQL_EXCERPT 100
-
-struct cached {
-    char *sql; /* own copy: a caller may build SQL in a buffer it later reuses */
-    uint64_t hash;
-    sqlite3_stmt *stmt;
-};
-
-/* storage_prepare's first look: by the address of the caller's SQL text (a string literal
- * nearly always), confirmed by comparing the text, before hashing it. */
-#define MEMO_BITS 6
-#define MEMO_SLOTS (1 << MEMO_BITS)
-struct memo {
-    const char *key; /* the caller's pointer */
-    const char *sql; /* the cache's own copy of the text */
-    sqlite3_stmt *stmt;
-};
-
-struct conn {
-    sqlite3 *db;
-    struct cached *slots; /* open addressing, linear probing */
-    size_t nslots, used;
-    struct memo memo[MEMO_SLOTS];
-    struct conn *next;
-};
-
-static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct conn *conns; /* every thread's connection, so storage_close() reaches them all */
-static char *db_path;
-static int schema_version;
-/* Bumped by storage_close(): a thread-local connection from an earlier open is stale and must
- * not be touched (it has been freed), so it is recognised without dereferencing it. */
-static atomic_uint generation;
-
-static _Thread_local struct conn *my_conn;
-static _Thread_local unsigned my_generation;
-
-/* The process's write lock, first come first served (a ticket lock): every write transaction
- * of this process takes it before BEGIN IMMEDIATE, so our own threads queue here in order
- * instead of polling SQLite's lock through the busy handler (which sleeps 1, 2, 5, 10... ms
- * and would starve a login behind a stream of group-commit batches). Other processes (admin
- * commands) still meet SQLite's lock and the busy timeout. */
-static pthread_mutex_t write_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t write_cv = PTHREAD_COND_INITIALIZER;
-static unsigned long write_next, write_serving;
-static _Thread_local bool write_held;
-/* An open request savepoint (storage_savepoint) on this thread, and whether the code inside it
- * tried to end the enclosing transaction. */
-static _Thread_local bool in_savepoint;
-static _Thread_local bool savepoint_misused;
-/* sqlite3_total_changes64 when an unguarded request part began (storage_unguarded_begin). */
-static _Thread_local sqlite3_int64 unguarded_changes;
+static const struct storage_engine *E; /* set by storage_open, for the process's life */
 /* A statement prepared or a transaction begun on this thread since storage_used() last asked. */
 static _Thread_local bool used;
-/* storage_watch: the tables, and whether this thread's open transaction changed one. */
+/* storage_watch: the tables, and what to call after a commit that changed one. */
 static const char *watched[STORAGE_WATCH_MAX];
 static size_t n_watched;
 static void (*watched_changed)(void);
-static _Thread_local bool changed_watched;
 
-/* Checkpoints on a thread of their own (storage_checkpoints_start): connections opened after the
- * start do not checkpoint when they commit (SQLite's default, every 1000 WAL pages, which would
- * stall the group-commit writer while it copies pages); their WAL hook wakes the checkpointer
- * instead, which copies the WAL into the database concurrently with new writes (PASSIVE).
- * Should it fall far behind, a committing connection checkpoints itself as before.
- * Every 2000 pages (8 MiB): each checkpoint's last pass stalls the writer for two fsyncs,
- * however few frames it copies, so fewer checkpoints stall it less; POST -c64 spent about 7 %
- * less CPU per request than at 1000, with the same p99 (4000 raised the p99 by 3-5 ms: its
- * longer first pass leaves more for the locked one and flushes more beside the WAL's fsyncs). */
-#define CHECKPOINT_PAGES 2000
-#define CHECKPOINT_BACKSTOP_PAGES 16000 /* 64 MiB */
-static pthread_mutex_t ckpt_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t ckpt_cv = PTHREAD_COND_INITIALIZER;
-static pthread_t ckpt_thread;
-static bool ckpt_running, ckpt_stopping, ckpt_wanted;
-static atomic_bool ckpt_hooked;
-
-/* The SQL text only (values are always bound, never inlined), folded onto one log line. */
-static void sql_excerpt(const char *sql, char *buf, size_t n)
+bool storage_is_postgresql_url(const char *where)
 {
-    size_t j = 0;
-    bool space = false;
-    const char *p = sql;
-    for (; *p && j + 5 < n; p++) {
-        if (isspace((unsigned char)*p)) {
-            space = j > 0;
-            continue;
-        }
-        if (space) {
-            buf[j++] = ' ';
-            space = false;
-        }
-        buf[j++] = *p;
-    }
-    while (*p && isspace((unsigned char)*p))
-        p++;
-    if (*p) {
-        memcpy(buf + j, "...", 3);
-        j += 3;
-    }
-    buf[j] = '\0';
+    return strncmp(where, "postgresql://", 13) == 0 || strncmp(where, "postgres://", 11) == 0;
 }
 
-static void db_error(sqlite3 *db, const char *what, const char *sql)
+int storage_open(const char *where, char *err, size_t errlen)
 {
-    char ex[SQL_EXCERPT];
-    sql_excerpt(sql ? sql : "", ex, sizeof ex);
-    log_error("storage: %s failed: %s (code %d)%s%s", what,
-              db ? sqlite3_errmsg(db) : "no connection", db ? sqlite3_extended_errcode(db) : 0,
-              sql ? " for: " : "", ex);
-}
-
-/* Runs sql without a result; on failure the message goes to err, or to the log without err. */
-static int exec_sql(sqlite3 *db, const char *sql, char *err, size_t errlen)
-{
-    char *msg = NULL;
-    int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-    if (rc == SQLITE_OK)
-        return 0;
-    if (err) {
-        snprintf(err, errlen, "%s", msg ? msg : sqlite3_errstr(rc));
-    } else {
-        char ex[SQL_EXCERPT];
-        sql_excerpt(sql, ex, sizeof ex);
-        log_error("storage: exec failed: %s (code %d) for: %s", msg ? msg : sqlite3_errstr(rc), rc,
-                  ex);
-    }
-    sqlite3_free(msg);
-    return -1;
-}
-
-/* First column of the first row of a one-off query, as text. */
-static int query_text(sqlite3 *db, const char *sql, char *out, size_t n, char *err, size_t errlen)
-{
-    sqlite3_stmt *st = NULL;
-    int ret = -1;
-    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-    if (rc != SQLITE_OK) {
-        snprintf(err, errlen, "%s: %s", sql, sqlite3_errmsg(db));
-        goto out;
-    }
-    rc = sqlite3_step(st);
-    if (rc != SQLITE_ROW) {
-        snprintf(err, errlen, "%s: %s", sql, rc == SQLITE_DONE ? "no result" : sqlite3_errmsg(db));
-        goto out;
-    }
-    const unsigned char *v = sqlite3_column_text(st, 0);
-    snprintf(out, n, "%s", v ? (const char *)v : "");
-    ret = 0;
-out:
-    sqlite3_finalize(st);
-    return ret;
-}
-
-/* Applies one PRAGMA and reads it back: a pragma SQLite does not understand or cannot honour
- * (WAL on a read-only medium) is otherwise silently ignored. */
-static int pragma_set(sqlite3 *db, const char *set, const char *get, const char *want, char *err,
-                      size_t errlen)
-{
-    char got[32];
-    if (exec_sql(db, set, err, errlen) != 0)
-        return -1;
-    if (query_text(db, get, got, sizeof got, err, errlen) != 0)
-        return -1;
-    if (strcmp(got, want) != 0) {
-        snprintf(err, errlen, "%s left \"%s\", expected \"%s\"", set, got, want);
+    if (E) {
+        snprintf(err, errlen, "storage is already open");
         return -1;
     }
+    const struct storage_engine *e =
+        storage_is_postgresql_url(where) ? &storage_engine_pg : &storage_engine_sqlite;
+    if (e->open(where, err, errlen) != 0)
+        return -1;
+    E = e;
     return 0;
 }
 
-/* Applied to every connection, in this order, and read back. */
-static const struct {
-    const char *set, *get, *want;
-} pragmas[] = {
-    {"PRAGMA journal_mode = WAL", "PRAGMA journal_mode", "wal"},
-    {"PRAGMA synchronous = FULL", "PRAGMA synchronous", "2"}, /* a 2xx means durable */
-    {"PRAGMA foreign_keys = ON", "PRAGMA foreign_keys", "1"},
-    /* Savepoint sub-journals and sort scratch in memory: a group-committed request's
-     * savepoint would otherwise spill to a temporary file (open, write, unlink) past 64 KiB. */
-    {"PRAGMA temp_store = MEMORY", "PRAGMA temp_store", "2"},
-};
-
-static int wal_hook(void *arg, sqlite3 *db, const char *name, int pages)
+void storage_close(void)
 {
-    (void)arg;
-    if (pages >= CHECKPOINT_BACKSTOP_PAGES) {
-        /* Inside a commit whose sync may have been deferred (storage_commit_unsynced): the
-         * checkpoint's own sync of the WAL, before it copies frames, must be real. */
-        bool deferring = storage_vfs_defer_syncs(false);
-        sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-        storage_vfs_defer_syncs(deferring);
-    } else if (pages >= CHECKPOINT_PAGES) {
-        pthread_mutex_lock(&ckpt_mu);
-        ckpt_wanted = true;
-        pthread_cond_signal(&ckpt_cv);
-        pthread_mutex_unlock(&ckpt_mu);
-    }
-    return SQLITE_OK;
+    if (E)
+        E->close();
+    E = NULL;
 }
 
-static void conn_close(struct conn *c)
+const char *storage_engine_name(void)
 {
-    if (!c)
-        return;
-    for (size_t i = 0; i < c->nslots; i++) {
-        if (!c->slots[i].sql)
-            continue;
-        sqlite3_finalize(c->slots[i].stmt);
-        free(c->slots[i].sql);
-    }
-    free(c->slots);
-    if (c->db) {
-        int rc = sqlite3_close(c->db);
-        if (rc != SQLITE_OK) {
-            /* A caller still holds its own unfinalized statements: let SQLite close the
-             * handle once they are gone instead of leaking it. */
-            log_error("storage: close failed: %s (code %d)", sqlite3_errstr(rc), rc);
-            sqlite3_close_v2(c->db);
-        }
-    }
-    free(c);
+    return E ? E->name : "none";
 }
 
-/* sqlite3_update_hook: notes a change to a watched table (storage_watch). */
-static void row_changed(void *arg, int op, const char *db, const char *table, sqlite3_int64 row)
+bool storage_batches_writes(void)
 {
-    (void)arg, (void)op, (void)db, (void)row;
-    if (changed_watched)
-        return;
-    for (size_t i = 0; i < n_watched; i++) {
-        if (strcmp(table, watched[i]) == 0) {
-            changed_watched = true;
-            return;
+    return E == &storage_engine_sqlite;
+}
+
+struct db_stmt *storage_prepare(const char *sql)
+{
+    used = true;
+    if (!E) {
+        log_error("storage: used before storage_open() or after storage_close()");
+        return NULL;
+    }
+    return E->prepare(sql);
+}
+
+int db_bind_text(struct db_stmt *st, int i, const char *v)
+{
+    return E->bind_text(st, i, v);
+}
+
+int db_bind_int64(struct db_stmt *st, int i, int64_t v)
+{
+    return E->bind_int64(st, i, v);
+}
+
+int db_bind_null(struct db_stmt *st, int i)
+{
+    return E->bind_null(st, i);
+}
+
+int db_bind_blob(struct db_stmt *st, int i, const void *p, size_t n)
+{
+    return E->bind_blob(st, i, p, n);
+}
+
+int db_step(struct db_stmt *st)
+{
+    return E->step(st);
+}
+
+const char *db_column_text(struct db_stmt *st, int col)
+{
+    return E->column_text(st, col);
+}
+
+int64_t db_column_int64(struct db_stmt *st, int col)
+{
+    return E->column_int64(st, col);
+}
+
+int db_column_int(struct db_stmt *st, int col)
+{
+    return (int)E->column_int64(st, col);
+}
+
+bool db_column_is_null(struct db_stmt *st, int col)
+{
+    return E->column_is_null(st, col);
+}
+
+const void *db_column_blob(struct db_stmt *st, int col, size_t *len)
+{
+    return E->column_blob(st, col, len);
+}
+
+void db_reset(struct db_stmt *st)
+{
+    E->reset(st);
+}
+
+int64_t storage_changes(void)
+{
+    return E ? E->changes() : 0;
+}
+
+const char *storage_errmsg(void)
+{
+    return E ? E->errmsg() : "storage is not open";
+}
+
+int storage_begin(bool write)
+{
+    used = true;
+    if (!E) {
+        log_error("storage: used before storage_open() or after storage_close()");
+        return -1;
+    }
+    return E->begin(write);
+}
+
+int storage_commit(void)
+{
+    return E ? E->commit() : -1;
+}
+
+void storage_rollback(void)
+{
+    if (E)
+        E->rollback();
+}
+
+bool storage_in_tx(void)
+{
+    return E && E->in_tx();
+}
+
+void storage_lazy_sync(void)
+{
+    if (E)
+        E->lazy_sync();
+}
+
+int storage_schema_version(void)
+{
+    return E ? E->schema_version() : 0;
+}
+
+bool storage_should_retry(void)
+{
+    return E && E->should_retry();
+}
+
+bool storage_used(void)
+{
+    bool was = used;
+    used = false;
+    return was;
+}
+
+/* The statement of sql with v bound, or NULL (logged). */
+static struct db_stmt *prepare_texts(const char *sql, const char *const *v, int n)
+{
+    struct db_stmt *st = storage_prepare(sql);
+    for (int i = 0; st && i < n; i++) {
+        if (db_bind_text(st, i + 1, v[i]) != 0) {
+            log_error("storage: binding failed for: %s", sql);
+            db_reset(st);
+            return NULL;
         }
     }
+    return st;
+}
+
+int storage_exec_texts(const char *sql, const char *const *v, int n)
+{
+    struct db_stmt *st = prepare_texts(sql, v, n);
+    if (!st)
+        return -1;
+    int rc = db_step(st);
+    if (rc != DB_DONE)
+        log_error("storage: %s (code %d) for: %s", storage_errmsg(), rc, sql);
+    db_reset(st);
+    return rc == DB_DONE ? 0 : -1;
+}
+
+int storage_query_text(const char *sql, const char *const *v, int n, char *out, size_t outlen)
+{
+    struct db_stmt *st = prepare_texts(sql, v, n);
+    if (!st)
+        return -1;
+    int rc = db_step(st);
+    if (rc == DB_ROW && out) {
+        const char *t = db_column_text(st, 0);
+        snprintf(out, outlen, "%s", t ? t : "");
+    }
+    if (rc != DB_ROW && rc != DB_DONE)
+        log_error("storage: %s (code %d) for: %s", storage_errmsg(), rc, sql);
+    db_reset(st);
+    return rc == DB_ROW ? 1 : rc == DB_DONE ? 0 : -1;
 }
 
 int storage_watch(const char *const *tables, size_t n, void (*changed)(void))
@@ -267,777 +231,17 @@ int storage_watch(const char *const *tables, size_t n, void (*changed)(void))
     return 0;
 }
 
-/* create: only storage_open() may create the file; a thread opening later must find the
- * migrated database, not an empty one someone deleted it for. */
-static struct conn *conn_open(const char *path, bool create, char *err, size_t errlen)
+bool storage_is_watched(const char *table)
 {
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-    struct conn *c = calloc(1, sizeof *c);
-    if (!c) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
+    for (size_t i = 0; i < n_watched; i++) {
+        if (strcmp(table, watched[i]) == 0)
+            return true;
     }
-    c->nslots = CACHE_INITIAL_SLOTS;
-    c->slots = calloc(c->nslots, sizeof *c->slots);
-    if (!c->slots) {
-        snprintf(err, errlen, "out of memory");
-        goto fail;
-    }
-    int rc = sqlite3_open_v2(path, &c->db, flags, STORAGE_VFS);
-    if (rc != SQLITE_OK) {
-        snprintf(err, errlen, "%s", c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
-        goto fail;
-    }
-    rc = sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
-    if (rc != SQLITE_OK) {
-        snprintf(err, errlen, "busy_timeout: %s", sqlite3_errmsg(c->db));
-        goto fail;
-    }
-    /* busy_timeout first: switching to WAL needs a lock another process may hold. */
-    for (size_t i = 0; i < sizeof pragmas / sizeof pragmas[0]; i++) {
-        if (pragma_set(c->db, pragmas[i].set, pragmas[i].get, pragmas[i].want, err, errlen) != 0)
-            goto fail;
-    }
-    if (atomic_load(&ckpt_hooked))
-        sqlite3_wal_hook(c->db, wal_hook, NULL); /* replaces the automatic checkpoint */
-    sqlite3_update_hook(c->db, row_changed, NULL);
-    return c;
-fail:
-    conn_close(c);
-    return NULL;
+    return false;
 }
 
-static struct conn *existing(void)
+void storage_watched_changed(void)
 {
-    if (my_conn && my_generation == atomic_load(&generation))
-        return my_conn;
-    return NULL;
-}
-
-static struct conn *current(void)
-{
-    char err[256] = "";
-    struct conn *c = existing();
-    if (c)
-        return c;
-
-    pthread_mutex_lock(&conns_lock);
-    unsigned gen = atomic_load(&generation);
-    char *path = db_path ? strdup(db_path) : NULL;
-    bool opened = db_path != NULL;
-    pthread_mutex_unlock(&conns_lock);
-    if (!opened) {
-        log_error("storage: used before storage_open() or after storage_close()");
-        return NULL;
-    }
-    if (!path) {
-        log_error("storage: out of memory");
-        return NULL;
-    }
-    c = conn_open(path, false, err, sizeof err);
-    free(path);
-    if (!c) {
-        log_error("storage: cannot open a connection: %s", err);
-        return NULL;
-    }
-    pthread_mutex_lock(&conns_lock);
-    if (gen != atomic_load(&generation)) {
-        pthread_mutex_unlock(&conns_lock);
-        conn_close(c);
-        log_error("storage: closed while opening a connection");
-        return NULL;
-    }
-    c->next = conns;
-    conns = c;
-    pthread_mutex_unlock(&conns_lock);
-    my_conn = c;
-    my_generation = gen;
-    return c;
-}
-
-sqlite3 *storage_db(void)
-{
-    struct conn *c = current();
-    return c ? c->db : NULL;
-}
-
-/* FNV-1a over the text. */
-static uint64_t hash_sql(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325u;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3u;
-    }
-    return h;
-}
-
-static struct cached *find_slot(struct cached *slots, size_t nslots, const char *sql, uint64_t h)
-{
-    size_t mask = nslots - 1;
-    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
-        struct cached *e = &slots[i];
-        if (!e->sql || (e->hash == h && strcmp(e->sql, sql) == 0))
-            return e;
-    }
-}
-
-/* Doubles the table; entries move, statements stay prepared. No eviction: a statement handed
- * out may still be stepping, and a program's set of SQL texts is finite. */
-static int cache_grow(struct conn *c)
-{
-    size_t n = c->nslots * 2;
-    struct cached *slots = calloc(n, sizeof *slots);
-    if (!slots)
-        return -1;
-    for (size_t i = 0; i < c->nslots; i++) {
-        if (c->slots[i].sql)
-            *find_slot(slots, n, c->slots[i].sql, c->slots[i].hash) = c->slots[i];
-    }
-    free(c->slots);
-    c->slots = slots;
-    c->nslots = n;
-    return 0;
-}
-
-static bool only_space(const char *s)
-{
-    for (; *s; s++) {
-        if (!isspace((unsigned char)*s) && *s != ';')
-            return false;
-    }
-    return true;
-}
-
-static sqlite3_stmt *reuse(struct conn *c, sqlite3_stmt *st, const char *sql)
-{
-    /* reset's result repeats the last step's error, which that step already reported. */
-    sqlite3_reset(st);
-    if (sqlite3_clear_bindings(st) != SQLITE_OK) {
-        db_error(c->db, "clear bindings", sql);
-        return NULL;
-    }
-    return st;
-}
-
-sqlite3_stmt *storage_prepare(const char *sql)
-{
-    used = true;
-    struct conn *c = current();
-    if (!c)
-        return NULL;
-    uint64_t at = (uint64_t)(uintptr_t)sql * UINT64_C(0x9E3779B97F4A7C15); /* Fibonacci hash */
-    struct memo *m = &c->memo[at >> (64 - MEMO_BITS)];
-    if (m->key == sql && strcmp(m->sql, sql) == 0)
-        return reuse(c, m->stmt, sql);
-    uint64_t h = hash_sql(sql);
-    struct cached *e = find_slot(c->slots, c->nslots, sql, h);
-    if (e->sql) {
-        *m = (struct memo){sql, e->sql, e->stmt};
-        return reuse(c, e->stmt, sql);
-    }
-
-    sqlite3_stmt *st = NULL;
-    const char *tail = NULL;
-    int rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, &tail);
-    if (rc != SQLITE_OK) {
-        db_error(c->db, "prepare", sql);
-        return NULL;
-    }
-    /* Only the first statement would ever run; refuse rather than drop the rest silently. */
-    if (!st || (tail && !only_space(tail))) {
-        sqlite3_finalize(st);
-        char ex[SQL_EXCERPT];
-        sql_excerpt(sql, ex, sizeof ex);
-        log_error("storage: prepare failed: expected exactly one statement in: %s", ex);
-        return NULL;
-    }
-    char *copy = strdup(sql);
-    if (!copy || ((c->used + 1) * 2 > c->nslots && cache_grow(c) != 0)) {
-        free(copy);
-        sqlite3_finalize(st);
-        log_error("storage: out of memory caching a statement");
-        return NULL;
-    }
-    e = find_slot(c->slots, c->nslots, sql, h);
-    e->sql = copy;
-    e->hash = h;
-    e->stmt = st;
-    c->used++;
-    *m = (struct memo){sql, copy, st};
-    return st;
-}
-
-/* A statement left mid-iteration keeps its read snapshot alive; end them all before the
- * transaction boundary so every request starts and ends clean. */
-static void reset_busy(struct conn *c)
-{
-    for (size_t i = 0; i < c->nslots; i++) {
-        if (c->slots[i].sql && sqlite3_stmt_busy(c->slots[i].stmt))
-            sqlite3_reset(c->slots[i].stmt);
-    }
-}
-
-static int step_done(struct conn *c, const char *sql)
-{
-    sqlite3_stmt *st = storage_prepare(sql);
-    if (!st)
-        return -1;
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_DONE) {
-        db_error(c->db, "step", sql);
-        sqlite3_reset(st);
-        return -1;
-    }
-    sqlite3_reset(st);
-    return 0;
-}
-
-static void write_lock(void)
-{
-    pthread_mutex_lock(&write_mu);
-    unsigned long ticket = write_next++;
-    while (ticket != write_serving)
-        pthread_cond_wait(&write_cv, &write_mu);
-    pthread_mutex_unlock(&write_mu);
-    write_held = true;
-}
-
-static void write_unlock(void)
-{
-    if (!write_held)
-        return;
-    write_held = false;
-    pthread_mutex_lock(&write_mu);
-    write_serving++;
-    pthread_cond_broadcast(&write_cv);
-    pthread_mutex_unlock(&write_mu);
-}
-
-/* Code running inside a request savepoint must not end the batch's transaction. */
-static bool refuse_in_savepoint(const char *what)
-{
-    if (!in_savepoint)
-        return false;
-    log_error("storage: %s inside a group-committed request; mark the operation "
-              "x-own-transaction", what);
-    savepoint_misused = true;
-    return true;
-}
-
-/* The statement of sql with v bound, or NULL (logged). */
-static sqlite3_stmt *prepare_texts(const char *sql, const char *const *v, int n)
-{
-    sqlite3_stmt *st = storage_prepare(sql);
-    for (int i = 0; st && i < n; i++) {
-        if (sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC) != SQLITE_OK) {
-            log_error("storage: binding failed for: %s", sql);
-            sqlite3_reset(st);
-            return NULL;
-        }
-    }
-    return st;
-}
-
-int storage_exec_texts(const char *sql, const char *const *v, int n)
-{
-    sqlite3_stmt *st = prepare_texts(sql, v, n);
-    if (!st)
-        return -1;
-    int rc = sqlite3_step(st);
-    if (rc != SQLITE_DONE)
-        log_error("storage: %s (code %d) for: %s", sqlite3_errmsg(storage_db()), rc, sql);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : -1;
-}
-
-int storage_query_text(const char *sql, const char *const *v, int n, char *out, size_t outlen)
-{
-    sqlite3_stmt *st = prepare_texts(sql, v, n);
-    if (!st)
-        return -1;
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW && out) {
-        const unsigned char *t = sqlite3_column_text(st, 0);
-        snprintf(out, outlen, "%s", t ? (const char *)t : "");
-    }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        log_error("storage: %s (code %d) for: %s", sqlite3_errmsg(storage_db()), rc, sql);
-    sqlite3_reset(st);
-    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
-}
-
-int storage_begin(bool write)
-{
-    if (refuse_in_savepoint("begin"))
-        return -1;
-    struct conn *c = current();
-    if (!c)
-        return -1;
-    if (!sqlite3_get_autocommit(c->db)) {
-        log_error("storage: begin while a transaction is already open");
-        return -1;
-    }
-    used = true;
-    changed_watched = false;
-    reset_busy(c);
-    if (write)
-        write_lock();
-    if (step_done(c, write ? "BEGIN IMMEDIATE" : "BEGIN") == 0)
-        return 0;
-    write_unlock();
-    return -1;
-}
-
-int storage_commit(void)
-{
-    if (refuse_in_savepoint("commit"))
-        return -1;
-    struct conn *c = existing();
-    if (!c || sqlite3_get_autocommit(c->db)) {
-        log_error("storage: commit without an open transaction");
-        write_unlock();
-        return -1;
-    }
-    reset_busy(c);
-    if (step_done(c, "COMMIT") == 0) {
-        write_unlock();
-        if (changed_watched && watched_changed)
-            watched_changed();
-        changed_watched = false;
-        return 0;
-    }
-    /* Not committed: leave the connection clean for the next request. */
-    storage_rollback();
-    return -1;
-}
-
-int storage_commit_unsynced(void **wal)
-{
-    bool deferring = storage_vfs_defer_syncs(true);
-    int rc = storage_commit();
-    storage_vfs_defer_syncs(deferring);
-    void *w = storage_vfs_take_deferred();
-    *wal = rc == 0 ? w : NULL;
-    return rc;
-}
-
-int storage_sync(void *wal)
-{
-    return storage_vfs_sync(wal);
-}
-
-bool storage_used(void)
-{
-    bool was = used;
-    used = false;
-    return was;
-}
-
-void storage_rollback(void)
-{
-    if (refuse_in_savepoint("rollback"))
-        return;
-    struct conn *c = existing();
-    if (c && !sqlite3_get_autocommit(c->db)) {
-        reset_busy(c);
-        if (step_done(c, "ROLLBACK") != 0) {
-            /* The cached statement could not even be prepared (out of memory); try directly. */
-            exec_sql(c->db, "ROLLBACK", NULL, 0);
-        }
-    }
-    changed_watched = false;
-    write_unlock();
-}
-
-int storage_savepoint(void)
-{
-    struct conn *c = existing();
-    if (!c || sqlite3_get_autocommit(c->db) || in_savepoint) {
-        log_error("storage: savepoint outside a transaction or inside another");
-        return -1;
-    }
-    reset_busy(c);
-    if (step_done(c, "SAVEPOINT request") != 0)
-        return -1;
-    in_savepoint = true;
-    savepoint_misused = false;
-    return 0;
-}
-
-int storage_savepoint_end(bool keep)
-{
-    struct conn *c = existing();
-    if (!in_savepoint)
-        return -1;
-    in_savepoint = false;
-    if (savepoint_misused)
-        keep = false;
-    /* Some errors (disk full, I/O, out of memory) make SQLite roll the whole transaction
-     * back: then there is no savepoint left to end, and the caller must know. */
-    if (!c || sqlite3_get_autocommit(c->db))
-        return -1;
-    reset_busy(c);
-    if (!keep && step_done(c, "ROLLBACK TO request") != 0)
-        return -1;
-    if (step_done(c, "RELEASE request") != 0)
-        return -1;
-    return savepoint_misused ? -1 : 0;
-}
-
-int storage_unguarded_begin(void)
-{
-    struct conn *c = existing();
-    if (!c || sqlite3_get_autocommit(c->db) || in_savepoint) {
-        log_error("storage: request part outside a transaction or inside another");
-        return -1;
-    }
-    in_savepoint = true; /* begin, commit and rollback are refused as in a savepoint */
-    savepoint_misused = false;
-    unguarded_changes = sqlite3_total_changes64(c->db);
-    return 0;
-}
-
-int storage_unguarded_end(bool keep)
-{
-    struct conn *c = existing();
-    if (!in_savepoint)
-        return -1;
-    in_savepoint = false;
-    if (!c || sqlite3_get_autocommit(c->db))
-        return -1;
-    /* A failed statement undoes its own changes and does not count them, so an unchanged
-     * total means the request left no row behind. */
-    bool changed = sqlite3_total_changes64(c->db) != unguarded_changes;
-    if (savepoint_misused || (!keep && changed))
-        return 1;
-    return 0;
-}
-
-bool storage_in_tx(void)
-{
-    struct conn *c = existing();
-    return c && !sqlite3_get_autocommit(c->db);
-}
-
-int storage_schema_version(void)
-{
-    return schema_version;
-}
-
-static const struct migration *known_migration(int version)
-{
-    for (size_t i = 0; i < migrations_count; i++) {
-        if (migrations_list[i].version == version)
-            return &migrations_list[i];
-    }
-    return NULL;
-}
-
-static int check_migration_list(char *err, size_t errlen)
-{
-    int prev = 0;
-    for (size_t i = 0; i < migrations_count; i++) {
-        const struct migration *m = &migrations_list[i];
-        if (m->version <= prev || !m->name || !*m->name || !m->sql) {
-            snprintf(err, errlen, "migration list is malformed at entry %zu", i);
-            return -1;
-        }
-        prev = m->version;
-    }
-    return 0;
-}
-
-/* Refuses a database written by a newer binary, or one whose history differs from ours. */
-static int check_applied(sqlite3 *db, int latest, char *err, size_t errlen)
-{
-    sqlite3_stmt *st = NULL;
-    int ret = -1, rc;
-    rc = sqlite3_prepare_v2(db, "SELECT version, name FROM schema_migrations ORDER BY version", -1,
-                            &st, NULL);
-    if (rc != SQLITE_OK) {
-        snprintf(err, errlen, "reading schema_migrations: %s", sqlite3_errmsg(db));
-        goto out;
-    }
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int v = sqlite3_column_int(st, 0);
-        const char *name = (const char *)sqlite3_column_text(st, 1);
-        const struct migration *m = known_migration(v);
-        if (v > latest) {
-            snprintf(err, errlen,
-                     "database schema version %d is newer than this binary supports (%d); "
-                     "run a newer treasury-server",
-                     v, latest);
-            goto out;
-        }
-        if (!m || !name || strcmp(name, m->name) != 0) {
-            snprintf(err, errlen,
-                     "database migration %d is \"%s\" but this binary's is \"%s\"; "
-                     "the database belongs to a different build",
-                     v, name ? name : "", m ? m->name : "(none)");
-            goto out;
-        }
-    }
-    if (rc != SQLITE_DONE) {
-        snprintf(err, errlen, "reading schema_migrations: %s", sqlite3_errmsg(db));
-        goto out;
-    }
-    ret = 0;
-out:
-    sqlite3_finalize(st);
-    return ret;
-}
-
-static int is_applied(sqlite3 *db, int version, bool *applied, char *err, size_t errlen)
-{
-    sqlite3_stmt *st = NULL;
-    int ret = -1;
-    int rc =
-        sqlite3_prepare_v2(db, "SELECT 1 FROM schema_migrations WHERE version = ?", -1, &st, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 1, version);
-    if (rc == SQLITE_OK) {
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-            *applied = rc == SQLITE_ROW;
-            ret = 0;
-        }
-    }
-    if (ret != 0)
-        snprintf(err, errlen, "reading schema_migrations: %s", sqlite3_errmsg(db));
-    sqlite3_finalize(st);
-    return ret;
-}
-
-static int record_migration(sqlite3 *db, const struct migration *m, char *err, size_t errlen)
-{
-    sqlite3_stmt *st = NULL;
-    char now[40];
-    int ret = -1;
-    format_now_rfc3339(now, sizeof now);
-    int rc = sqlite3_prepare_v2(
-        db, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", -1, &st,
-        NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 1, m->version);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_DONE)
-        ret = 0;
-    else
-        snprintf(err, errlen, "recording the migration: %s", sqlite3_errmsg(db));
-    sqlite3_finalize(st);
-    return ret;
-}
-
-/* Each migration in its own write transaction, re-checked inside it, so two processes starting
- * at once (server and an admin command) neither apply one twice nor see a half-applied one. */
-static int apply_one(sqlite3 *db, const struct migration *m, int latest, char *err, size_t errlen)
-{
-    char why[256] = "";
-    bool applied = false;
-    if (exec_sql(db, "BEGIN IMMEDIATE", why, sizeof why) != 0)
-        goto fail;
-    if (check_applied(db, latest, err, errlen) != 0) {
-        exec_sql(db, "ROLLBACK", NULL, 0);
-        return -1;
-    }
-    if (is_applied(db, m->version, &applied, why, sizeof why) != 0)
-        goto fail_rollback;
-    if (applied)
-        return exec_sql(db, "ROLLBACK", err, errlen);
-    if (exec_sql(db, m->sql, why, sizeof why) != 0 ||
-        record_migration(db, m, why, sizeof why) != 0 ||
-        exec_sql(db, "COMMIT", why, sizeof why) != 0)
-        goto fail_rollback;
-    log_info("storage: applied migration %d (%s)", m->version, m->name);
-    return 0;
-fail_rollback:
-    if (!sqlite3_get_autocommit(db))
-        exec_sql(db, "ROLLBACK", NULL, 0);
-fail:
-    snprintf(err, errlen, "migration %d (%s) failed: %s", m->version, m->name, why);
-    return -1;
-}
-
-static int migrate(sqlite3 *db, int *version, char *err, size_t errlen)
-{
-    char v[32];
-    int latest = migrations_count ? migrations_list[migrations_count - 1].version : 0;
-    if (check_migration_list(err, errlen) != 0)
-        return -1;
-    if (exec_sql(db,
-                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                 "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-                 err, errlen) != 0)
-        return -1;
-    for (size_t i = 0; i < migrations_count; i++) {
-        if (apply_one(db, &migrations_list[i], latest, err, errlen) != 0)
-            return -1;
-    }
-    /* Also with an empty list, so a newer database is refused by every build. */
-    if (check_applied(db, latest, err, errlen) != 0)
-        return -1;
-    if (query_text(db, "SELECT coalesce(max(version), 0) FROM schema_migrations", v, sizeof v, err,
-                   errlen) != 0)
-        return -1;
-    *version = atoi(v);
-    return 0;
-}
-
-static int checkpoint_passive(sqlite3 *db)
-{
-    int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-    if (rc != SQLITE_OK && rc != SQLITE_BUSY)
-        log_warn("storage: checkpoint failed: %s (code %d)", sqlite3_errmsg(db), rc);
-    return rc;
-}
-
-/* Copies the WAL into the database in two passes. The first runs alongside new commits and
- * copies the bulk. The second holds the write lock, so no commit lands while it copies the
- * few frames committed meanwhile: the WAL is then wholly in the database, and the next write
- * transaction starts the WAL over from its beginning (SQLite restarts it when a writer begins
- * on a fully copied WAL and no reader still uses its frames). Without the second pass a steady
- * stream of commits keeps the copy always a little behind, the WAL never restarts, and it
- * grows to the backstop, with every checkpoint sorting its index anew. */
-void storage_checkpoint(void (*between)(void))
-{
-    sqlite3 *db = storage_db();
-    if (!db) {
-        log_warn("storage: checkpoint failed: no connection");
-        return;
-    }
-    if (checkpoint_passive(db) != SQLITE_OK)
-        return;
-    if (between)
-        between();
-    write_lock();
-    checkpoint_passive(db);
-    /* Every commit so far is in the pass just made: the requests those commits' hooks made
-     * meanwhile are answered. Left standing, they ran a second checkpoint right after this one
-     * that copied the few frames of the new WAL and, like every second pass, held the write
-     * lock for its two fsyncs: about 2 ms of stalled writer per checkpoint under load. */
-    pthread_mutex_lock(&ckpt_mu);
-    ckpt_wanted = false;
-    pthread_mutex_unlock(&ckpt_mu);
-    write_unlock();
-}
-
-static void *checkpointer_main(void *arg)
-{
-    (void)arg;
-    prctl(PR_SET_NAME, "tr-checkpoint");
-    pthread_mutex_lock(&ckpt_mu);
-    while (!ckpt_stopping) {
-        if (!ckpt_wanted) {
-            pthread_cond_wait(&ckpt_cv, &ckpt_mu);
-            continue;
-        }
-        ckpt_wanted = false;
-        pthread_mutex_unlock(&ckpt_mu);
-        storage_checkpoint(NULL);
-        pthread_mutex_lock(&ckpt_mu);
-    }
-    pthread_mutex_unlock(&ckpt_mu);
-    return NULL;
-}
-
-int storage_checkpoints_start(void)
-{
-    pthread_mutex_lock(&ckpt_mu);
-    ckpt_stopping = ckpt_wanted = false;
-    int rc = pthread_create(&ckpt_thread, NULL, checkpointer_main, NULL);
-    ckpt_running = rc == 0;
-    pthread_mutex_unlock(&ckpt_mu);
-    if (rc != 0) {
-        log_error("storage: cannot start the checkpoint thread");
-        return -1;
-    }
-    atomic_store(&ckpt_hooked, true);
-    return 0;
-}
-
-#ifdef TREASURY_TEST_HOOKS
-bool storage_checkpoint_pending(void)
-{
-    pthread_mutex_lock(&ckpt_mu);
-    bool wanted = ckpt_wanted;
-    pthread_mutex_unlock(&ckpt_mu);
-    return wanted;
-}
-#endif
-
-void storage_checkpoints_stop(void)
-{
-    pthread_mutex_lock(&ckpt_mu);
-    bool was = ckpt_running;
-    ckpt_stopping = true;
-    ckpt_running = false;
-    atomic_store(&ckpt_hooked, false); /* connections opened from now on checkpoint themselves */
-    pthread_cond_signal(&ckpt_cv);
-    pthread_mutex_unlock(&ckpt_mu);
-    if (was)
-        pthread_join(ckpt_thread, NULL);
-}
-
-int storage_open(const char *path, char *err, size_t errlen)
-{
-    int version = 0;
-    /* No global memory statistics: with them every SQLite allocation takes a process-wide
-     * mutex. Must precede SQLite's initialisation; refused (harmlessly) afterwards. */
-    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-    int vrc = storage_vfs_register(NULL);
-    if (vrc != SQLITE_OK) {
-        snprintf(err, errlen, "cannot register the storage VFS: %s", sqlite3_errstr(vrc));
-        return -1;
-    }
-    pthread_mutex_lock(&conns_lock);
-    bool already = db_path != NULL;
-    pthread_mutex_unlock(&conns_lock);
-    if (already) {
-        snprintf(err, errlen, "storage is already open");
-        return -1;
-    }
-    struct conn *c = conn_open(path, true, err, errlen);
-    if (!c)
-        return -1;
-    if (migrate(c->db, &version, err, errlen) != 0) {
-        conn_close(c);
-        return -1;
-    }
-    char *copy = strdup(path);
-    if (!copy) {
-        conn_close(c);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    pthread_mutex_lock(&conns_lock);
-    db_path = copy;
-    schema_version = version;
-    c->next = conns;
-    conns = c;
-    my_conn = c;
-    my_generation = atomic_load(&generation);
-    pthread_mutex_unlock(&conns_lock);
-    return 0;
-}
-
-void storage_close(void)
-{
-    pthread_mutex_lock(&conns_lock);
-    struct conn *list = conns;
-    conns = NULL;
-    free(db_path);
-    db_path = NULL;
-    schema_version = 0;
-    atomic_fetch_add(&generation, 1);
-    pthread_mutex_unlock(&conns_lock);
-    my_conn = NULL;
-    while (list) {
-        struct conn *next = list->next;
-        conn_close(list);
-        list = next;
-    }
+    if (watched_changed)
+        watched_changed();
 }

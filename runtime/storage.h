@@ -1,25 +1,80 @@
-/* SQLite storage: one database file, WAL, synchronous=FULL, foreign keys, versioned migrations,
- * one connection per thread with a per-connection prepared-statement cache, opened through the
- * storage VFS (storage_vfs.h: a commit's WAL frames in one write). Handlers write portable SQL
- * through these few calls; a 2xx is only sent once its commit is durable: storage_commit()
- * succeeded, or the group-commit writer's storage_commit_unsynced() and then storage_sync(). */
+/* Storage: the interface handlers and runtime modules use, over one of two engines chosen at
+ * start (--database): SQLite, embedded (a file path; storage_sqlite.c: WAL, synchronous=FULL,
+ * the storage VFS, group commit), or PostgreSQL (a postgresql:// URL; storage_pg.c: libpq,
+ * synchronous_commit=on, several instances on one database). Both: one connection per thread
+ * with its own prepared-statement cache, versioned migrations applied at open. Handlers write
+ * SQL in the portable subset (storage/README.md) through these few calls; a 2xx is only sent
+ * once its commit is durable: storage_commit() succeeded, or the group-commit writer's
+ * storage_commit_unsynced() and then storage_sync(). */
 #ifndef RUNTIME_STORAGE_H
 #define RUNTIME_STORAGE_H
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <sqlite3.h>
+#include <stdint.h>
 
-/* Opens (creating if needed) path, applies pending migrations in one transaction each.
- * Returns 0, or -1 with a message in err (>= 256 bytes). Call once from main. */
-int storage_open(const char *path, char *err, size_t errlen);
+/* ---- statements: what handlers and runtime modules use --------------------------------------
+ * Prepared statements from SQL text in the project's portable subset (storage/README.md), typed
+ * binds (1-based) and column reads (0-based), row by row. No engine type crosses this line. */
+struct db_stmt;
+
+/* db_step's answers: a row, the end, or an error mapped to the few kinds code acts on. */
+enum {
+    DB_OK = 0,
+    DB_ROW = 100,
+    DB_DONE = 101,
+    DB_ERR = -1,             /* anything else (logged with the statement by the caller) */
+    DB_ERR_UNIQUE = -2,      /* a UNIQUE or PRIMARY KEY constraint refused the row */
+    DB_ERR_FOREIGN_KEY = -3, /* a FOREIGN KEY constraint refused the change */
+    DB_ERR_RETRY = -4,       /* busy or a serialization failure: the runtime runs it again */
+};
+
+/* A parenthesised list of DB_IN_LIST_MAX placeholders, so that one portable statement takes a
+ * page of ids ("WHERE id IN " DB_IN_LIST): bind the ids, then NULL to the unused places (an
+ * IN list's NULL matches nothing). A page holds at most 100 items. */
+#define DB_IN_LIST_MAX 100
+#define DB_Q10_ "?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
+#define DB_Q50_ DB_Q10_ ", " DB_Q10_ ", " DB_Q10_ ", " DB_Q10_ ", " DB_Q10_
+#define DB_IN_LIST "(" DB_Q50_ ", " DB_Q50_ ")"
+
+/* Cached prepared statement for this thread's connection, reset and bindings cleared.
+ * NULL on failure (logged). Never freed by the caller. */
+struct db_stmt *storage_prepare(const char *sql);
+/* Binds: text and blobs are not copied, so they must stay valid until db_reset (a NULL text
+ * binds SQL NULL). 0 / -1. */
+int db_bind_text(struct db_stmt *st, int i, const char *v);
+int db_bind_int64(struct db_stmt *st, int i, int64_t v);
+int db_bind_null(struct db_stmt *st, int i);
+int db_bind_blob(struct db_stmt *st, int i, const void *p, size_t n);
+/* The next row (DB_ROW), the end (DB_DONE) or an error (< 0). */
+int db_step(struct db_stmt *st);
+/* Columns of the current row. Text and blobs stay valid until the next step or reset; a NULL
+ * column reads as NULL text, 0, or an empty blob. */
+const char *db_column_text(struct db_stmt *st, int col);
+int64_t db_column_int64(struct db_stmt *st, int col);
+int db_column_int(struct db_stmt *st, int col);
+bool db_column_is_null(struct db_stmt *st, int col);
+const void *db_column_blob(struct db_stmt *st, int col, size_t *len);
+/* Ends the statement's run (also mid-iteration) so it can run again. */
+void db_reset(struct db_stmt *st);
+/* Rows changed by this thread's last INSERT, UPDATE or DELETE. */
+int64_t storage_changes(void);
+/* The last error on this thread's connection, for a log line. */
+const char *storage_errmsg(void);
+
+/* Opens where (a SQLite file path, created if needed, or a postgresql:// URL), applies
+ * pending migrations in one transaction each. Returns 0, or -1 with a message in err
+ * (>= 256 bytes). Call once from main. */
+int storage_open(const char *where, char *err, size_t errlen);
+/* Whether where names a PostgreSQL database (postgresql:// or postgres://). */
+bool storage_is_postgresql_url(const char *where);
+/* "sqlite" or "postgresql" once open. */
+const char *storage_engine_name(void);
+/* Whether writes go through the group-commit writer (runtime/group_commit.h): one writer
+ * connection for the process, as SQLite has; PostgreSQL takes writes on every connection. */
+bool storage_batches_writes(void);
 /* Closes every thread's connection; call after the server stopped. */
 void storage_close(void);
-/* This thread's connection, opened on first use. NULL on failure (logged). */
-sqlite3 *storage_db(void);
-/* Cached prepared statement for this thread's connection, reset and bindings cleared.
- * NULL on failure (logged). Do not finalize it. */
-sqlite3_stmt *storage_prepare(const char *sql);
 /* One statement with v[0..n) bound as text (a NULL binds SQL NULL), on this thread's
  * connection, for the many one-line reads and writes: storage_exec_texts runs one that returns
  * no row (0 / -1); storage_query_text copies the first column of its first row into out
@@ -56,6 +111,14 @@ int storage_savepoint_end(bool keep);
  * savepoints), -1 when the transaction is gone, as for storage_savepoint_end. */
 int storage_unguarded_begin(void);
 int storage_unguarded_end(bool keep);
+/* This thread's commits need not be durable at once (the housekeeping thread's purges: losing
+ * one to a power cut only means it runs again). Best effort. */
+void storage_lazy_sync(void);
+/* After a rollback or a failed commit: whether the transaction failed on a conflict with a
+ * concurrent one (PostgreSQL's serialization failures and deadlocks), so that running the
+ * request again may succeed. The runtime does (pipeline.c); handlers never retry. Asking
+ * clears it. */
+bool storage_should_retry(void);
 /* True while this thread has an open transaction. */
 bool storage_in_tx(void);
 /* True when this thread prepared a statement or began a transaction since the last call. */

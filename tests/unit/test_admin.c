@@ -10,6 +10,7 @@
 #include "runtime/log.h"
 #include "runtime/password.h"
 #include "runtime/storage.h"
+#include "runtime/storage_sqlite.h"
 #include "tests/unit/unit.h"
 
 #define OUT_MAX 8192
@@ -101,29 +102,29 @@ static int bootstrap(void)
 
 static long long count(const char *sql)
 {
-    sqlite3_stmt *st = storage_prepare(sql);
-    if (!st || sqlite3_step(st) != SQLITE_ROW)
+    struct db_stmt *st = storage_prepare(sql);
+    if (!st || db_step(st) != DB_ROW)
         return -1;
-    long long v = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
+    long long v = db_column_int64(st, 0);
+    db_reset(st);
     return v;
 }
 
 /* First column of the first row for one text parameter, into buf. */
 static const char *lookup(const char *sql, const char *param, char *buf, size_t n)
 {
-    sqlite3_stmt *st = storage_prepare(sql);
+    struct db_stmt *st = storage_prepare(sql);
     if (!st)
         return NULL;
     if (param)
-        sqlite3_bind_text(st, 1, param, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) != SQLITE_ROW) {
-        sqlite3_reset(st);
+        db_bind_text(st, 1, param);
+    if (db_step(st) != DB_ROW) {
+        db_reset(st);
         return NULL;
     }
-    const unsigned char *t = sqlite3_column_text(st, 0);
+    const char *t = db_column_text(st, 0);
     snprintf(buf, n, "%s", t ? (const char *)t : "");
-    sqlite3_reset(st);
+    db_reset(st);
     return buf;
 }
 
@@ -401,7 +402,7 @@ static void test_create_user_accepts_a_custom_role_of_the_workspace(void)
              "INSERT INTO roles (workspace_id, key, name, scopes, version, created_at, "
              "updated_at) VALUES ('%s', 'fx_desk', 'FX desk', 'rates:read', 1, 'x', 'x')",
              ws);
-    CHECK(sqlite3_exec(storage_db(), sql, NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(storage_sqlite_db(), sql, NULL, NULL, NULL) == DB_OK);
     setenv("TREASURY_USER_PASSWORD", "fx desk password 1", 1);
     CHECK(run("create-user", "--workspace", ws, "--email", "fx@example.com", "--role", "fx_desk",
               NULL) == 0);

@@ -7,6 +7,7 @@
 
 #include "runtime/audit.h"
 #include "runtime/storage.h"
+#include "runtime/storage_sqlite.h"
 #include "tests/unit/unit.h"
 
 static char dir[] = "/tmp/treasury-audit-XXXXXX", path[80];
@@ -28,10 +29,10 @@ static void setup(void)
     CHECK(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/t.db", dir);
     CHECK(storage_open(path, err, sizeof err) == 0);
-    CHECK(sqlite3_exec(storage_db(),
+    CHECK(sqlite3_exec(storage_sqlite_db(),
                        "INSERT INTO workspaces (id, name, created_at, updated_at) "
                        "VALUES ('wsp_1', 'w', 'x', 'x'), ('wsp_2', 'v', 'x', 'x')",
-                       NULL, NULL, NULL) == SQLITE_OK);
+                       NULL, NULL, NULL) == DB_OK);
 }
 
 static void teardown(void)
@@ -85,16 +86,16 @@ static void test_tampering_breaks_the_chain_where_it_happened(void)
     struct req *r = fake_req();
     setup();
     write_three(r);
-    sqlite3_exec(storage_db(), "UPDATE audit_events SET after_status = 'approved' WHERE seq = 2",
+    sqlite3_exec(storage_sqlite_db(), "UPDATE audit_events SET after_status = 'approved' WHERE seq = 2",
                  NULL, NULL, NULL);
     CHECK(verify("wsp_1") == 2);
-    sqlite3_exec(storage_db(), "UPDATE audit_events SET after_status = 'denied' WHERE seq = 2",
+    sqlite3_exec(storage_sqlite_db(), "UPDATE audit_events SET after_status = 'denied' WHERE seq = 2",
                  NULL, NULL, NULL);
     CHECK(verify("wsp_1") == 0);
-    sqlite3_exec(storage_db(), "UPDATE audit_events SET detail = NULL WHERE seq = 2", NULL, NULL,
+    sqlite3_exec(storage_sqlite_db(), "UPDATE audit_events SET detail = NULL WHERE seq = 2", NULL, NULL,
                  NULL);
     CHECK(verify("wsp_1") == 2);
-    sqlite3_exec(storage_db(), "DELETE FROM audit_events WHERE seq = 2", NULL, NULL, NULL);
+    sqlite3_exec(storage_sqlite_db(), "DELETE FROM audit_events WHERE seq = 2", NULL, NULL, NULL);
     CHECK(verify("wsp_1") == 3);
     arena_release(&r->arena);
     teardown();

@@ -11,6 +11,7 @@
 
 #include "runtime/group_commit.h"
 #include "runtime/storage.h"
+#include "runtime/storage_sqlite.h"
 #include "tests/unit/unit.h"
 
 static char dir[64];
@@ -30,9 +31,9 @@ static void open_fresh(void)
         exit(1);
     }
     CHECK(storage_begin(true) == 0);
-    sqlite3_stmt *st = storage_prepare("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)");
-    CHECK(st && sqlite3_step(st) == SQLITE_DONE);
-    sqlite3_reset(st);
+    struct db_stmt *st = storage_prepare("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)");
+    CHECK(st && db_step(st) == DB_DONE);
+    db_reset(st);
     CHECK(storage_commit() == 0);
 }
 
@@ -55,9 +56,9 @@ static long long count_rows(const char *where)
     long long n = -1;
     if (storage_begin(false) != 0)
         return -1;
-    sqlite3_stmt *st = storage_prepare(sql);
-    if (st && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
+    struct db_stmt *st = storage_prepare(sql);
+    if (st && db_step(st) == DB_ROW)
+        n = db_column_int64(st, 0);
     storage_rollback();
     return n;
 }
@@ -78,14 +79,14 @@ static atomic_int ran_count;
 
 static bool insert(int key, const char *v)
 {
-    sqlite3_stmt *st = storage_prepare("INSERT INTO t (k, v) VALUES (?, ?)");
+    struct db_stmt *st = storage_prepare("INSERT INTO t (k, v) VALUES (?, ?)");
     if (!st)
         return false;
-    sqlite3_bind_int(st, 1, key);
-    sqlite3_bind_text(st, 2, v, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE;
+    db_bind_int64(st, 1, key);
+    db_bind_text(st, 2, v);
+    int rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE;
 }
 
 static bool run(void *ctx, bool guarded)
@@ -115,7 +116,7 @@ static bool run(void *ctx, bool guarded)
     case LOSE_TX:
         /* What SQLite does on an I/O or disk-full error: the whole transaction is gone. */
         insert(it->key, "a");
-        sqlite3_exec(storage_db(), "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_exec(storage_sqlite_db(), "ROLLBACK", NULL, NULL, NULL);
         break;
     case MISUSE:
         insert(it->key, "a");

@@ -56,11 +56,11 @@ static long long count(const char *sql)
 {
     long long n = -1;
     CHECK(storage_begin(false) == 0);
-    sqlite3_stmt *st = storage_prepare(sql);
-    if (st && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
+    struct db_stmt *st = storage_prepare(sql);
+    if (st && db_step(st) == DB_ROW)
+        n = db_column_int64(st, 0);
     if (st)
-        sqlite3_reset(st);
+        db_reset(st);
     storage_rollback();
     return n;
 }

@@ -31,11 +31,11 @@ static int lookup(const char *wid, const char *sub, const char *client_id, uint6
 static void exec_in_tx(const char *sql, bool commit)
 {
     CHECK(storage_begin(true) == 0);
-    sqlite3_stmt *st = storage_prepare(sql);
+    struct db_stmt *st = storage_prepare(sql);
     CHECK(st != NULL);
     if (st) {
-        CHECK(sqlite3_step(st) == SQLITE_DONE);
-        sqlite3_reset(st);
+        CHECK(db_step(st) == DB_DONE);
+        db_reset(st);
     }
     if (commit)
         CHECK(storage_commit() == 0);

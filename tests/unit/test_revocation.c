@@ -10,6 +10,7 @@
 #include "runtime/req.h"
 #include "runtime/revocation.h"
 #include "runtime/storage.h"
+#include "runtime/storage_sqlite.h"
 #include "tests/unit/unit.h"
 
 static void test_nothing_is_revoked_at_first(void)
@@ -54,7 +55,7 @@ static void test_load_adds_recent_revocations_and_drops_expired_entries(void)
     format_time_rfc3339((now - 3600) * 1000, recent, sizeof recent);
     format_time_rfc3339((now - 3 * 86400) * 1000, old, sizeof old);
     CHECK(storage_begin(true) == 0);
-    sqlite3_exec(storage_db(),
+    sqlite3_exec(storage_sqlite_db(),
                  "INSERT INTO workspaces (id, name, created_at, updated_at) "
                  "VALUES ('wsp_1', 'w', 'x', 'x');"
                  "INSERT INTO users (id, email, email_norm, password_hash, created_at, updated_at) "
@@ -63,15 +64,15 @@ static void test_load_adds_recent_revocations_and_drops_expired_entries(void)
     const char *rows[][3] = {{"ses_recent", recent, "h1"}, {"ses_old", old, "h2"},
                              {"ses_live", NULL, "h3"}};
     for (int i = 0; i < 3; i++) {
-        sqlite3_stmt *st = storage_prepare(
+        struct db_stmt *st = storage_prepare(
             "INSERT INTO sessions (id, workspace_id, user_id, refresh_token_hash, created_at, "
             "expires_at, revoked_at) VALUES (?, 'wsp_1', 'usr_1', ?, 'x', 'x', ?)");
-        sqlite3_bind_text(st, 1, rows[i][0], -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, rows[i][2], -1, SQLITE_STATIC);
+        db_bind_text(st, 1, rows[i][0]);
+        db_bind_text(st, 2, rows[i][2]);
         if (rows[i][1])
-            sqlite3_bind_text(st, 3, rows[i][1], -1, SQLITE_STATIC);
-        CHECK(sqlite3_step(st) == SQLITE_DONE);
-        sqlite3_reset(st);
+            db_bind_text(st, 3, rows[i][1]);
+        CHECK(db_step(st) == DB_DONE);
+        db_reset(st);
     }
     CHECK(storage_commit() == 0);
 

@@ -9,6 +9,7 @@
 #include "runtime/log.h"
 #include "runtime/migrations.h"
 #include "runtime/storage.h"
+#include "runtime/storage_sqlite.h"
 #include "tests/unit/unit.h"
 
 static char dir[64];
@@ -59,37 +60,37 @@ static void done(void)
 
 static long long query_int(const char *sql)
 {
-    sqlite3_stmt *st = storage_prepare(sql);
-    if (!st || sqlite3_step(st) != SQLITE_ROW)
+    struct db_stmt *st = storage_prepare(sql);
+    if (!st || db_step(st) != DB_ROW)
         return -1;
-    long long v = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
+    long long v = db_column_int64(st, 0);
+    db_reset(st);
     return v;
 }
 
 static const char *query_text(const char *sql, char *buf, size_t n)
 {
-    sqlite3_stmt *st = storage_prepare(sql);
-    if (!st || sqlite3_step(st) != SQLITE_ROW)
+    struct db_stmt *st = storage_prepare(sql);
+    if (!st || db_step(st) != DB_ROW)
         return NULL;
-    const unsigned char *t = sqlite3_column_text(st, 0);
+    const char *t = db_column_text(st, 0);
     snprintf(buf, n, "%s", t ? (const char *)t : "(null)");
-    sqlite3_reset(st);
+    db_reset(st);
     return buf;
 }
 
 static int insert_workspace(const char *id, const char *name)
 {
-    sqlite3_stmt *st =
+    struct db_stmt *st =
         storage_prepare("INSERT INTO workspaces (id, name, created_at, updated_at) "
                         "VALUES (?, ?, '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z')");
     if (!st)
         return -1;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    db_bind_text(st, 1, id);
+    db_bind_text(st, 2, name);
+    int rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE ? 0 : -1;
 }
 
 static void test_open_creates_database_with_every_table(void)
@@ -156,14 +157,13 @@ static void test_connection_uses_wal_full_sync_and_busy_timeout(void)
 static void test_foreign_keys_are_enforced(void)
 {
     CHECK(open_fresh() == 0);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO members (workspace_id, user_id, role, created_at) "
         "VALUES ('wsp_missing', 'usr_missing', 'owner', '2024-01-01T00:00:00.000Z')");
     CHECK(st != NULL);
     if (st) {
-        CHECK(sqlite3_step(st) == SQLITE_CONSTRAINT);
-        CHECK(sqlite3_extended_errcode(storage_db()) == SQLITE_CONSTRAINT_FOREIGNKEY);
-        sqlite3_reset(st);
+        CHECK(db_step(st) == DB_ERR_FOREIGN_KEY);
+        db_reset(st);
     }
     CHECK(query_int("SELECT count(*) FROM members") == 0);
     done();
@@ -172,13 +172,13 @@ static void test_foreign_keys_are_enforced(void)
 static void test_users_email_norm_must_be_lower_case(void)
 {
     CHECK(open_fresh() == 0);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO users (id, email, email_norm, password_hash, created_at, updated_at) "
         "VALUES ('usr_a', 'A@X.TEST', 'A@X.TEST', 'h', 'now', 'now')");
     CHECK(st != NULL);
     if (st) {
-        CHECK(sqlite3_step(st) == SQLITE_CONSTRAINT);
-        sqlite3_reset(st);
+        CHECK(db_step(st) == DB_ERR);
+        db_reset(st);
     }
     done();
 }
@@ -188,24 +188,24 @@ static void test_prepare_returns_the_same_statement_reset_and_unbound(void)
     char sql[] = "SELECT ?1, ?1 IS NULL";
     char copy[sizeof sql];
     CHECK(open_fresh() == 0);
-    sqlite3_stmt *a = storage_prepare("SELECT ?1, ?1 IS NULL");
+    struct db_stmt *a = storage_prepare("SELECT ?1, ?1 IS NULL");
     CHECK(a != NULL);
     if (!a) {
         done();
         return;
     }
-    CHECK(sqlite3_bind_int(a, 1, 42) == SQLITE_OK);
-    CHECK(sqlite3_step(a) == SQLITE_ROW);
-    CHECK(sqlite3_column_int(a, 0) == 42);
-    CHECK(sqlite3_stmt_busy(a));
+    CHECK(db_bind_int64(a, 1, 42) == DB_OK);
+    CHECK(db_step(a) == DB_ROW);
+    CHECK(db_column_int(a, 0) == 42);
+    CHECK(sqlite3_stmt_busy((sqlite3_stmt *)(void *)a));
     /* The same text from another buffer is the same cached statement. */
     memcpy(copy, sql, sizeof sql);
-    sqlite3_stmt *b = storage_prepare(copy);
+    struct db_stmt *b = storage_prepare(copy);
     CHECK(a == b);
-    CHECK(!sqlite3_stmt_busy(b));
-    CHECK(sqlite3_step(b) == SQLITE_ROW);
-    CHECK(sqlite3_column_int(b, 1) == 1); /* binding cleared */
-    sqlite3_reset(b);
+    CHECK(!sqlite3_stmt_busy((sqlite3_stmt *)(void *)b));
+    CHECK(db_step(b) == DB_ROW);
+    CHECK(db_column_int(b, 1) == 1); /* binding cleared */
+    db_reset(b);
     /* Different text in the reused buffer is a different statement. */
     snprintf(copy, sizeof copy, "SELECT 7");
     CHECK(storage_prepare(copy) != a);
@@ -244,7 +244,7 @@ static void test_exec_and_query_texts_bind_in_order_and_tell_row_none_failure(vo
 static void test_prepare_cache_keeps_statements_past_its_initial_size(void)
 {
     char sql[64];
-    sqlite3_stmt *first[200];
+    struct db_stmt *first[200];
     bool same = true;
     CHECK(open_fresh() == 0);
     for (int i = 0; i < 200; i++) {
@@ -254,9 +254,9 @@ static void test_prepare_cache_keeps_statements_past_its_initial_size(void)
     }
     for (int i = 0; i < 200; i++) {
         snprintf(sql, sizeof sql, "SELECT %d", i);
-        sqlite3_stmt *st = storage_prepare(sql);
-        same = same && st == first[i] && sqlite3_step(st) == SQLITE_ROW &&
-               sqlite3_column_int(st, 0) == i;
+        struct db_stmt *st = storage_prepare(sql);
+        same = same && st == first[i] && db_step(st) == DB_ROW &&
+               db_column_int(st, 0) == i;
     }
     CHECK(same);
     done();
@@ -303,10 +303,10 @@ static void test_commit_resets_statements_left_mid_iteration(void)
     CHECK(storage_begin(true) == 0);
     CHECK(insert_workspace("wsp_1", "One") == 0);
     CHECK(insert_workspace("wsp_2", "Two") == 0);
-    sqlite3_stmt *st = storage_prepare("SELECT id FROM workspaces");
-    CHECK(st && sqlite3_step(st) == SQLITE_ROW);
+    struct db_stmt *st = storage_prepare("SELECT id FROM workspaces");
+    CHECK(st && db_step(st) == DB_ROW);
     CHECK(storage_commit() == 0);
-    CHECK(st && !sqlite3_stmt_busy(st));
+    CHECK(st && !sqlite3_stmt_busy((sqlite3_stmt *)(void *)st));
     done();
 }
 
@@ -320,7 +320,7 @@ struct thread_result {
 static void *reader(void *arg)
 {
     struct thread_result *r = arg;
-    r->db = storage_db();
+    r->db = storage_sqlite_db();
     if (storage_begin(false) == 0) {
         r->workspaces = query_int("SELECT count(*) FROM workspaces");
         r->foreign_keys = query_int("PRAGMA foreign_keys");
@@ -340,7 +340,7 @@ static void test_each_thread_gets_its_own_configured_connection(void)
     CHECK(storage_commit() == 0);
     CHECK(pthread_create(&t, NULL, reader, &r) == 0);
     pthread_join(t, NULL);
-    CHECK(r.db != NULL && r.db != storage_db());
+    CHECK(r.db != NULL && r.db != storage_sqlite_db());
     CHECK(r.workspaces == 1);
     CHECK(r.foreign_keys == 1);
     CHECK_STR(r.journal, "wal");
@@ -351,7 +351,7 @@ static void test_storage_is_unusable_after_close(void)
 {
     CHECK(open_fresh() == 0);
     done();
-    CHECK(storage_db() == NULL);
+    CHECK(storage_sqlite_db() == NULL);
     CHECK(storage_begin(true) == -1);
     CHECK(!storage_in_tx());
     storage_rollback();
@@ -361,18 +361,18 @@ static void test_newer_schema_database_is_refused(void)
 {
     char err[256] = "";
     CHECK(open_fresh() == 0);
-    sqlite3_stmt *st = storage_prepare(
+    struct db_stmt *st = storage_prepare(
         "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', 'now')");
     CHECK(st != NULL);
     if (st) {
-        sqlite3_bind_int(st, 1, latest_version() + 1);
-        CHECK(sqlite3_step(st) == SQLITE_DONE);
-        sqlite3_reset(st);
+        db_bind_int64(st, 1, latest_version() + 1);
+        CHECK(db_step(st) == DB_DONE);
+        db_reset(st);
     }
     storage_close();
     CHECK(storage_open(path, err, sizeof err) == -1);
     CHECK(strstr(err, "newer") != NULL);
-    CHECK(storage_db() == NULL);
+    CHECK(storage_sqlite_db() == NULL);
     storage_close(); /* harmless after a failed open */
     remove_db();
 }
@@ -382,9 +382,9 @@ static void test_database_with_another_migration_history_is_refused(void)
     char err[256] = "";
     CHECK(open_fresh() == 0);
     CHECK(query_int("SELECT count(*) FROM schema_migrations") >= 1);
-    sqlite3_stmt *st =
+    struct db_stmt *st =
         storage_prepare("UPDATE schema_migrations SET name = 'something else' WHERE version = 1");
-    CHECK(st && sqlite3_step(st) == SQLITE_DONE);
+    CHECK(st && db_step(st) == DB_DONE);
     storage_close();
     CHECK(storage_open(path, err, sizeof err) == -1);
     CHECK(strstr(err, "different build") != NULL);
@@ -407,19 +407,19 @@ static int count_frames(void *arg, sqlite3 *db, const char *name, int frames)
 {
     (void)arg, (void)db, (void)name;
     wal_frames = frames;
-    return SQLITE_OK;
+    return DB_OK;
 }
 
 static int commit_rows(int rows)
 {
     if (storage_begin(true) != 0)
         return -1;
-    sqlite3_stmt *st = storage_prepare("INSERT INTO blobs (b) VALUES (zeroblob(3000))");
+    struct db_stmt *st = storage_prepare("INSERT INTO blobs (b) VALUES (zeroblob(3000))");
     int rc = st ? 0 : -1;
     for (int k = 0; k < rows && rc == 0; k++) {
-        if (sqlite3_step(st) != SQLITE_DONE)
+        if (db_step(st) != DB_DONE)
             rc = -1;
-        sqlite3_reset(st);
+        db_reset(st);
     }
     if (rc != 0) {
         storage_rollback();
@@ -432,7 +432,7 @@ static sqlite3 *old_reader; /* a reader of an older snapshot, as GETs are under 
 
 static void reader_finishes(void)
 {
-    CHECK(sqlite3_exec(old_reader, "COMMIT", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK(sqlite3_exec(old_reader, "COMMIT", NULL, NULL, NULL) == DB_OK);
 }
 
 /* A checkpoint brings the WAL back to its start even when its first pass cannot copy it all
@@ -443,13 +443,13 @@ static void reader_finishes(void)
 static void test_checkpoint_restarts_the_wal_when_its_first_pass_falls_short(void)
 {
     CHECK(open_fresh() == 0);
-    sqlite3_wal_hook(storage_db(), count_frames, NULL);
-    CHECK(sqlite3_exec(storage_db(), "CREATE TABLE blobs (b BLOB)", NULL, NULL, NULL) ==
-          SQLITE_OK);
+    sqlite3_wal_hook(storage_sqlite_db(), count_frames, NULL);
+    CHECK(sqlite3_exec(storage_sqlite_db(), "CREATE TABLE blobs (b BLOB)", NULL, NULL, NULL) ==
+          DB_OK);
     CHECK(commit_rows(50) == 0);
-    CHECK(sqlite3_open(path, &old_reader) == SQLITE_OK);
+    CHECK(sqlite3_open(path, &old_reader) == DB_OK);
     CHECK(sqlite3_exec(old_reader, "BEGIN; SELECT count(*) FROM blobs", NULL, NULL, NULL) ==
-          SQLITE_OK);
+          DB_OK);
     CHECK(commit_rows(4) == 0); /* newer than the reader's snapshot: the first pass stops short */
     int before = wal_frames;
     storage_checkpoint(reader_finishes);
@@ -478,8 +478,8 @@ static void test_a_checkpoint_answers_the_requests_of_the_commits_it_copied(void
     CHECK(storage_checkpoints_start() == 0);
     CHECK(open_fresh() == 0);
     storage_checkpoints_stop();
-    CHECK(sqlite3_exec(storage_db(), "CREATE TABLE blobs (b BLOB)", NULL, NULL, NULL) ==
-          SQLITE_OK);
+    CHECK(sqlite3_exec(storage_sqlite_db(), "CREATE TABLE blobs (b BLOB)", NULL, NULL, NULL) ==
+          DB_OK);
     CHECK(commit_rows(2100) == 0); /* a page each: past CHECKPOINT_PAGES (2,000) */
     CHECK(storage_checkpoint_pending());
     storage_checkpoint(one_more_commit); /* a commit between its passes asks again */
@@ -517,16 +517,16 @@ static sqlite3 *open_before(int version)
 {
     sqlite3 *db = NULL;
     fresh_path();
-    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK(sqlite3_open(path, &db) == DB_OK);
     CHECK(sqlite3_exec(db, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, "
                            "name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-                       NULL, NULL, NULL) == SQLITE_OK);
+                       NULL, NULL, NULL) == DB_OK);
     for (size_t i = 0; i < migrations_count && migrations_list[i].version < version; i++) {
         char *sql = sqlite3_mprintf("%s; INSERT INTO schema_migrations VALUES (%d, %Q, "
                                     "'2026-01-01T00:00:00.000Z')",
                                     migrations_list[i].sql, migrations_list[i].version,
                                     migrations_list[i].name);
-        CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
+        CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == DB_OK);
         sqlite3_free(sql);
     }
     return db;
@@ -554,7 +554,7 @@ static void test_lean_writes_migration_keeps_every_event_and_audit_record(void)
               "('wsp_1', 2, 'aud_b', '2026-01-01T00:00:01.000Z', 'usr_2', 'payment.approved', "
               "'payment', 'pay_1', 'pending_approval', 'approved', 'four eyes', 'req_2', 'h1', "
               "'h2')",
-              NULL, NULL, NULL) == SQLITE_OK);
+              NULL, NULL, NULL) == DB_OK);
     char *events_before = snapshot(db, events_snapshot);
     char *audit_before = snapshot(db, audit_snapshot);
     sqlite3_close(db);
@@ -562,8 +562,8 @@ static void test_lean_writes_migration_keeps_every_event_and_audit_record(void)
     char err[256] = "";
     CHECK(storage_open(path, err, sizeof err) == 0);
     CHECK(storage_schema_version() == latest_version());
-    char *events_after = snapshot(storage_db(), events_snapshot);
-    char *audit_after = snapshot(storage_db(), audit_snapshot);
+    char *events_after = snapshot(storage_sqlite_db(), events_snapshot);
+    char *audit_after = snapshot(storage_sqlite_db(), audit_snapshot);
     CHECK(events_before && strstr(events_before, "'evt_b'") && strstr(events_before, "'key-2'"));
     CHECK(audit_before && strstr(audit_before, "'four eyes'"));
     CHECK_STR(events_after, events_before);
@@ -636,7 +636,7 @@ static void test_maker_review_migration_fails_open_items_closed(void)
               "('pay_sa_pending', 1, 'usr_d', 'approved', '2026-01-02T00:00:00.000Z'),"
               "('pay_sa_approved', 1, 'sa_1', 'approved', '2026-01-02T00:00:00.000Z'),"
               "('pay_person', 1, 'usr_d', 'approved', '2026-01-02T00:00:00.000Z')",
-              NULL, NULL, NULL) == SQLITE_OK);
+              NULL, NULL, NULL) == DB_OK);
 #undef PAY_COLS
 #undef BEN_ROW
     sqlite3_close(db);
@@ -692,7 +692,7 @@ static void test_identity_fixes_migration_moves_mfa_steps_and_supersedes_unmaile
               "'usr_1', 'now', 'later', 'mail_1'),"
               "('inv_used', 'wsp_1', 'e@x.test', 'e@x.test', 'viewer', 't3', 'accepted', "
               "'usr_1', 'now', 'later', NULL)",
-              NULL, NULL, NULL) == SQLITE_OK);
+              NULL, NULL, NULL) == DB_OK);
     sqlite3_close(db);
 
     char err[256] = "", buf[64];

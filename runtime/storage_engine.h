@@ -1,0 +1,51 @@
+/* What an engine behind runtime/storage.h provides (storage_sqlite.c, storage_pg.c): the
+ * statement interface and transactions, on a connection per thread that the engine opens on
+ * first use. Only runtime/storage*.c include this. storage.c picks the engine from the
+ * --database setting and forwards every call of the interface to it. */
+#ifndef RUNTIME_STORAGE_ENGINE_H
+#define RUNTIME_STORAGE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/storage.h"
+
+struct storage_engine {
+    const char *name; /* "sqlite", "postgresql" */
+    /* Connects to where (a file path, a URL) and applies pending migrations. 0 / -1 + err. */
+    int (*open)(const char *where, char *err, size_t errlen);
+    void (*close)(void);
+    struct db_stmt *(*prepare)(const char *sql);
+    int (*bind_text)(struct db_stmt *st, int i, const char *v);
+    int (*bind_int64)(struct db_stmt *st, int i, int64_t v);
+    int (*bind_null)(struct db_stmt *st, int i);
+    int (*bind_blob)(struct db_stmt *st, int i, const void *p, size_t n);
+    int (*step)(struct db_stmt *st);
+    const char *(*column_text)(struct db_stmt *st, int col);
+    int64_t (*column_int64)(struct db_stmt *st, int col);
+    bool (*column_is_null)(struct db_stmt *st, int col);
+    const void *(*column_blob)(struct db_stmt *st, int col, size_t *len);
+    void (*reset)(struct db_stmt *st);
+    int64_t (*changes)(void);
+    const char *(*errmsg)(void);
+    int (*begin)(bool write);
+    int (*commit)(void);
+    void (*rollback)(void);
+    bool (*in_tx)(void);
+    void (*lazy_sync)(void);
+    int (*schema_version)(void);
+    /* Whether the transaction last ended on this thread failed on a conflict with another
+     * (serialization failure, deadlock): running it again may succeed. Asking clears it. */
+    bool (*should_retry)(void);
+};
+
+extern const struct storage_engine storage_engine_sqlite;
+extern const struct storage_engine storage_engine_pg;
+
+/* For engines: whether table is one storage_watch() registered, and the call to make after a
+ * commit that changed one. */
+bool storage_is_watched(const char *table);
+void storage_watched_changed(void);
+
+#endif

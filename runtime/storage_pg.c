@@ -1,0 +1,811 @@
+/* The PostgreSQL engine (storage_engine.h) through libpq: one connection per thread, opened on
+ * first use from the --database URL, each with its own cache of named prepared statements.
+ * SQL arrives in the portable subset (storage/README.md) with SQLite's placeholders, `?` and
+ * `?NNN`, rewritten once per statement to `$N`. Parameters travel as text (blobs as binary), so
+ * PostgreSQL infers each one's type from where it stands; results come back as text.
+ *
+ * Transactions: writes are SERIALIZABLE, reads REPEATABLE READ (a snapshot, as a SQLite read
+ * transaction has). A serialization failure or deadlock makes every later statement of the
+ * transaction fail, as PostgreSQL does, and is remembered (storage_should_retry) so that the
+ * runtime, not the handler, rolls back and runs the request again. Commits wait for the WAL
+ * flush (synchronous_commit=on): a 2xx still means durable. */
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "runtime/log.h"
+#include "runtime/storage_engine.h"
+
+#define BOOLOID 16
+#define BYTEAOID 17
+#define MAX_PARAMS 999
+#define CACHE_INITIAL_SLOTS 64 /* power of two; grows at half full */
+
+struct pstmt {
+    char *sql; /* the caller's text: the cache's key */
+    uint64_t hash;
+    char name[24]; /* the prepared statement's name on this connection */
+    int nparams;
+    const char **values;
+    int *lengths, *formats;
+    char (*ints)[24]; /* text of integer binds */
+    PGresult *res;
+    int row, nrows;
+    bool executed;
+    unsigned char *blob; /* a decoded bytea column */
+    struct pconn *conn;
+};
+
+struct pconn {
+    PGconn *pg;
+    struct pstmt **slots; /* open addressing, linear probing */
+    size_t nslots, used;
+    unsigned long next_name;
+    int64_t changes;
+    char err[512];
+    bool in_tx, tx_failed, retry;
+    bool changed_watched;
+    struct pconn *next;
+};
+
+static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct pconn *conns;
+static char *db_url;
+static int schema_version;
+static atomic_uint generation;
+static _Thread_local struct pconn *my_conn;
+static _Thread_local unsigned my_generation;
+
+static void set_err(struct pconn *c, const char *what, const char *msg)
+{
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        n--;
+    snprintf(c->err, sizeof c->err, "%s%s%.*s", what ? what : "", what ? ": " : "", (int)n, msg);
+}
+
+/* A command that returns nothing, on c. 0 / -1 (message in c->err). */
+static int command(struct pconn *c, const char *sql)
+{
+    PGresult *res = PQexec(c->pg, sql);
+    ExecStatusType s = PQresultStatus(res);
+    int ret = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK ? 0 : -1;
+    if (ret != 0)
+        set_err(c, sql, PQresultErrorMessage(res));
+    PQclear(res);
+    return ret;
+}
+
+/* The first column of the first row of sql as text into out. 0 / -1. */
+static int query_one(struct pconn *c, const char *sql, char *out, size_t n)
+{
+    PGresult *res = PQexec(c->pg, sql);
+    int ret = -1;
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) > 0) {
+        snprintf(out, n, "%s", PQgetvalue(res, 0, 0));
+        ret = 0;
+    } else {
+        set_err(c, sql, PQresultErrorMessage(res));
+    }
+    PQclear(res);
+    return ret;
+}
+
+static void stmt_free(struct pstmt *s)
+{
+    if (!s)
+        return;
+    PQclear(s->res);
+    free(s->sql);
+    free(s->values);
+    free(s->lengths);
+    free(s->formats);
+    free(s->ints);
+    free(s->blob);
+    free(s);
+}
+
+static void conn_close(struct pconn *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->nslots; i++)
+        stmt_free(c->slots[i]);
+    free(c->slots);
+    if (c->pg)
+        PQfinish(c->pg);
+    free(c);
+}
+
+/* Settings of every connection: durable commits, UTC, and no statement waits on a lock for
+ * longer than SQLite's busy timeout. */
+static const char *const session_settings[] = {
+    "SET synchronous_commit = on",
+    "SET client_encoding = 'UTF8'",
+    "SET standard_conforming_strings = on",
+    "SET TIME ZONE 'UTC'",
+    "SET lock_timeout = '5s'",
+    "SET client_min_messages = warning",
+};
+
+static struct pconn *conn_open(const char *url, char *err, size_t errlen)
+{
+    struct pconn *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->nslots = CACHE_INITIAL_SLOTS;
+    c->slots = calloc(c->nslots, sizeof *c->slots);
+    if (!c->slots) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    c->pg = PQconnectdb(url);
+    if (!c->pg || PQstatus(c->pg) != CONNECTION_OK) {
+        snprintf(err, errlen, "cannot connect to PostgreSQL: %s",
+                 c->pg ? PQerrorMessage(c->pg) : "out of memory");
+        size_t n = strlen(err);
+        while (n && err[n - 1] == '\n')
+            err[--n] = '\0';
+        goto fail;
+    }
+    for (size_t i = 0; i < sizeof session_settings / sizeof session_settings[0]; i++) {
+        if (command(c, session_settings[i]) != 0) {
+            snprintf(err, errlen, "%s", c->err);
+            goto fail;
+        }
+    }
+    return c;
+fail:
+    conn_close(c);
+    return NULL;
+}
+
+static struct pconn *existing(void)
+{
+    if (my_conn && my_generation == atomic_load(&generation))
+        return my_conn;
+    return NULL;
+}
+
+static struct pconn *current(void)
+{
+    char err[512] = "";
+    struct pconn *c = existing();
+    if (c)
+        return c;
+    pthread_mutex_lock(&conns_lock);
+    unsigned gen = atomic_load(&generation);
+    char *url = db_url ? strdup(db_url) : NULL;
+    bool opened = db_url != NULL;
+    pthread_mutex_unlock(&conns_lock);
+    if (!opened) {
+        log_error("storage: used before storage_open() or after storage_close()");
+        return NULL;
+    }
+    if (!url) {
+        log_error("storage: out of memory");
+        return NULL;
+    }
+    c = conn_open(url, err, sizeof err);
+    free(url);
+    if (!c) {
+        log_error("storage: %s", err);
+        return NULL;
+    }
+    pthread_mutex_lock(&conns_lock);
+    if (gen != atomic_load(&generation)) {
+        pthread_mutex_unlock(&conns_lock);
+        conn_close(c);
+        log_error("storage: closed while opening a connection");
+        return NULL;
+    }
+    c->next = conns;
+    conns = c;
+    pthread_mutex_unlock(&conns_lock);
+    my_conn = c;
+    my_generation = gen;
+    return c;
+}
+
+/* ---- placeholders -------------------------------------------------------------------------
+ * SQLite's `?` (one more than the largest number so far) and `?NNN` become `$N`; text inside
+ * quotes and comments is left alone. Returns the new text (malloc'd) and the parameter count,
+ * or NULL for a number out of range. */
+static char *rewrite_placeholders(const char *sql, int *nparams)
+{
+    size_t n = strlen(sql);
+    char *out = malloc(n * 4 + 1); /* "?" -> "$999" at most */
+    if (!out)
+        return NULL;
+    size_t j = 0;
+    int max = 0;
+    for (size_t i = 0; i < n;) {
+        char ch = sql[i];
+        if (ch == '\'' || ch == '"') { /* a literal or quoted identifier; doubled quote escapes */
+            out[j++] = sql[i++];
+            while (i < n) {
+                out[j++] = sql[i];
+                if (sql[i++] == ch) {
+                    if (i < n && sql[i] == ch) {
+                        out[j++] = sql[i++];
+                        continue;
+                    }
+                    break;
+                }
+            }
+            continue;
+        }
+        if (ch == '-' && i + 1 < n && sql[i + 1] == '-') {
+            while (i < n && sql[i] != '\n')
+                out[j++] = sql[i++];
+            continue;
+        }
+        if (ch != '?') {
+            out[j++] = sql[i++];
+            continue;
+        }
+        i++;
+        int num = 0;
+        if (i < n && sql[i] >= '0' && sql[i] <= '9') {
+            while (i < n && sql[i] >= '0' && sql[i] <= '9') {
+                num = num * 10 + (sql[i++] - '0');
+                if (num > MAX_PARAMS)
+                    break;
+            }
+        } else {
+            num = max + 1;
+        }
+        if (num < 1 || num > MAX_PARAMS) {
+            free(out);
+            return NULL;
+        }
+        if (num > max)
+            max = num;
+        j += (size_t)sprintf(out + j, "$%d", num);
+    }
+    out[j] = '\0';
+    *nparams = max;
+    return out;
+}
+
+/* ---- the statement cache ------------------------------------------------------------------ */
+
+static uint64_t hash_sql(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3u;
+    }
+    return h;
+}
+
+static struct pstmt **find_slot(struct pstmt **slots, size_t nslots, const char *sql, uint64_t h)
+{
+    size_t mask = nslots - 1;
+    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+        struct pstmt *e = slots[i];
+        if (!e || (e->hash == h && strcmp(e->sql, sql) == 0))
+            return &slots[i];
+    }
+}
+
+static int cache_grow(struct pconn *c)
+{
+    size_t n = c->nslots * 2;
+    struct pstmt **slots = calloc(n, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i < c->nslots; i++) {
+        if (c->slots[i])
+            *find_slot(slots, n, c->slots[i]->sql, c->slots[i]->hash) = c->slots[i];
+    }
+    free(c->slots);
+    c->slots = slots;
+    c->nslots = n;
+    return 0;
+}
+
+static void stmt_clear(struct pstmt *s)
+{
+    PQclear(s->res);
+    s->res = NULL;
+    s->executed = false;
+    s->row = s->nrows = 0;
+}
+
+static struct db_stmt *D(struct pstmt *s)
+{
+    return (struct db_stmt *)(void *)s;
+}
+
+static struct pstmt *P(struct db_stmt *st)
+{
+    return (struct pstmt *)(void *)st;
+}
+
+static struct db_stmt *pg_prepare(const char *sql)
+{
+    struct pconn *c = current();
+    if (!c)
+        return NULL;
+    uint64_t h = hash_sql(sql);
+    struct pstmt **slot = find_slot(c->slots, c->nslots, sql, h);
+    struct pstmt *s = *slot;
+    if (s) {
+        stmt_clear(s);
+        for (int i = 0; i < s->nparams; i++) {
+            s->values[i] = NULL;
+            s->lengths[i] = 0;
+            s->formats[i] = 0;
+        }
+        return D(s);
+    }
+    int nparams = 0;
+    char *text = rewrite_placeholders(sql, &nparams);
+    if (!text) {
+        log_error("storage: prepare failed: a placeholder out of range in: %.100s", sql);
+        return NULL;
+    }
+    s = calloc(1, sizeof *s);
+    size_t np = nparams ? (size_t)nparams : 1;
+    if (s) {
+        s->sql = strdup(sql);
+        s->values = calloc(np, sizeof *s->values);
+        s->lengths = calloc(np, sizeof *s->lengths);
+        s->formats = calloc(np, sizeof *s->formats);
+        s->ints = calloc(np, sizeof *s->ints);
+    }
+    if (!s || !s->sql || !s->values || !s->lengths || !s->formats || !s->ints ||
+        ((c->used + 1) * 2 > c->nslots && cache_grow(c) != 0)) {
+        free(text);
+        stmt_free(s);
+        log_error("storage: out of memory preparing a statement");
+        return NULL;
+    }
+    s->hash = h;
+    s->nparams = nparams;
+    s->conn = c;
+    snprintf(s->name, sizeof s->name, "s%lu", ++c->next_name);
+    PGresult *res = PQprepare(c->pg, s->name, text, nparams, NULL);
+    free(text);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        set_err(c, NULL, PQresultErrorMessage(res));
+        log_error("storage: prepare failed: %s for: %.200s", c->err, sql);
+        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        if (c->in_tx)
+            c->tx_failed = true;
+        if (state && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0))
+            c->retry = true;
+        PQclear(res);
+        stmt_free(s);
+        return NULL;
+    }
+    PQclear(res);
+    *find_slot(c->slots, c->nslots, sql, h) = s;
+    c->used++;
+    return D(s);
+}
+
+static int param_index(struct pstmt *s, int i)
+{
+    if (i < 1 || i > s->nparams) {
+        log_error("storage: bind of parameter %d of %d for: %.100s", i, s->nparams, s->sql);
+        return -1;
+    }
+    return i - 1;
+}
+
+static int pg_bind_text(struct db_stmt *st, int i, const char *v)
+{
+    struct pstmt *s = P(st);
+    int k = param_index(s, i);
+    if (k < 0)
+        return -1;
+    s->values[k] = v;
+    s->formats[k] = 0;
+    s->lengths[k] = 0;
+    return 0;
+}
+
+static int pg_bind_int64(struct db_stmt *st, int i, int64_t v)
+{
+    struct pstmt *s = P(st);
+    int k = param_index(s, i);
+    if (k < 0)
+        return -1;
+    snprintf(s->ints[k], sizeof s->ints[k], "%lld", (long long)v);
+    s->values[k] = s->ints[k];
+    s->formats[k] = 0;
+    return 0;
+}
+
+static int pg_bind_null(struct db_stmt *st, int i)
+{
+    return pg_bind_text(st, i, NULL);
+}
+
+static int pg_bind_blob(struct db_stmt *st, int i, const void *p, size_t n)
+{
+    struct pstmt *s = P(st);
+    int k = param_index(s, i);
+    if (k < 0 || n > INT32_MAX)
+        return -1;
+    s->values[k] = n ? p : "";
+    s->lengths[k] = (int)n;
+    s->formats[k] = 1;
+    return 0;
+}
+
+/* A failed statement's SQLSTATE as the interface's kind; a failure that aborts the
+ * transaction is remembered, and one worth running again noted for the runtime. */
+static int mapped_error(struct pconn *c, const PGresult *res)
+{
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    if (c->in_tx)
+        c->tx_failed = true;
+    if (!state)
+        return DB_ERR;
+    if (strcmp(state, "23505") == 0)
+        return DB_ERR_UNIQUE;
+    if (strcmp(state, "23503") == 0)
+        return DB_ERR_FOREIGN_KEY;
+    if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 ||
+        strcmp(state, "55P03") == 0) {
+        c->retry = true;
+        return DB_ERR_RETRY;
+    }
+    return DB_ERR;
+}
+
+static int pg_step(struct db_stmt *st)
+{
+    struct pstmt *s = P(st);
+    struct pconn *c = s->conn;
+    if (!s->executed) {
+        s->executed = true;
+        s->row = -1;
+        s->nrows = 0;
+        s->res = PQexecPrepared(c->pg, s->name, s->nparams, s->values, s->lengths, s->formats,
+                                0);
+        ExecStatusType status = PQresultStatus(s->res);
+        if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
+            set_err(c, NULL, PQresultErrorMessage(s->res));
+            int rc = mapped_error(c, s->res);
+            PQclear(s->res);
+            s->res = NULL;
+            return rc;
+        }
+        const char *tag = PQcmdStatus(s->res);
+        if (strncmp(tag, "INSERT", 6) == 0 || strncmp(tag, "UPDATE", 6) == 0 ||
+            strncmp(tag, "DELETE", 6) == 0) {
+            c->changes = strtoll(PQcmdTuples(s->res), NULL, 10);
+            if (c->changes > 0 && !c->changed_watched) {
+                /* The statement's table, for storage_watch: the word after INTO, UPDATE or
+                 * FROM at the start of the text. */
+                const char *p = s->sql;
+                while (*p == ' ' || *p == '\n')
+                    p++;
+                const char *kw = strncmp(tag, "INSERT", 6) == 0   ? "INSERT INTO "
+                                 : strncmp(tag, "UPDATE", 6) == 0 ? "UPDATE "
+                                                                  : "DELETE FROM ";
+                size_t kl = strlen(kw);
+                if (strncasecmp(p, kw, kl) == 0) {
+                    char table[64];
+                    size_t t = 0;
+                    for (p += kl; t + 1 < sizeof table && (*p == '_' || (*p >= 'a' && *p <= 'z') ||
+                                                           (*p >= '0' && *p <= '9'));)
+                        table[t++] = *p++;
+                    table[t] = '\0';
+                    if (storage_is_watched(table))
+                        c->changed_watched = true;
+                }
+            }
+        }
+        if (status == PGRES_TUPLES_OK)
+            s->nrows = PQntuples(s->res);
+    }
+    if (!s->res)
+        return DB_ERR;
+    s->row++;
+    return s->row < s->nrows ? DB_ROW : DB_DONE;
+}
+
+static bool has_value(struct pstmt *s, int col)
+{
+    return s->res && s->row >= 0 && s->row < s->nrows && col >= 0 && col < PQnfields(s->res) &&
+           !PQgetisnull(s->res, s->row, col);
+}
+
+static const char *pg_column_text(struct db_stmt *st, int col)
+{
+    struct pstmt *s = P(st);
+    if (!has_value(s, col))
+        return NULL;
+    const char *v = PQgetvalue(s->res, s->row, col);
+    if (PQftype(s->res, col) == BOOLOID) /* a comparison read as SQLite answers it: 1 or 0 */
+        return v[0] == 't' ? "1" : "0";
+    return v;
+}
+
+static int64_t pg_column_int64(struct db_stmt *st, int col)
+{
+    const char *v = pg_column_text(st, col);
+    return v ? strtoll(v, NULL, 10) : 0;
+}
+
+static bool pg_column_is_null(struct db_stmt *st, int col)
+{
+    return !has_value(P(st), col);
+}
+
+static int hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* A bytea column arrives in text as \x and hex digits (bytea_output = hex, the default). */
+static const void *pg_column_blob(struct db_stmt *st, int col, size_t *len)
+{
+    struct pstmt *s = P(st);
+    *len = 0;
+    if (!has_value(s, col))
+        return "";
+    const char *v = PQgetvalue(s->res, s->row, col);
+    size_t n = (size_t)PQgetlength(s->res, s->row, col);
+    if (PQftype(s->res, col) != BYTEAOID) {
+        *len = n;
+        return v;
+    }
+    if (n < 2 || v[0] != '\\' || v[1] != 'x')
+        return "";
+    size_t out = (n - 2) / 2;
+    unsigned char *b = realloc(s->blob, out + 1);
+    if (!b)
+        return "";
+    s->blob = b;
+    for (size_t i = 0; i < out; i++) {
+        int hi = hexval(v[2 + 2 * i]), lo = hexval(v[3 + 2 * i]);
+        if (hi < 0 || lo < 0)
+            return "";
+        b[i] = (unsigned char)(hi << 4 | lo);
+    }
+    b[out] = '\0';
+    *len = out;
+    return b;
+}
+
+static void pg_reset(struct db_stmt *st)
+{
+    stmt_clear(P(st));
+}
+
+static int64_t pg_changes(void)
+{
+    struct pconn *c = existing();
+    return c ? c->changes : 0;
+}
+
+static const char *pg_errmsg(void)
+{
+    struct pconn *c = existing();
+    return c ? c->err : "no connection";
+}
+
+/* Results left by statements stopped mid-iteration: freed at every transaction boundary. */
+static void clear_results(struct pconn *c)
+{
+    for (size_t i = 0; i < c->nslots; i++) {
+        if (c->slots[i] && c->slots[i]->res)
+            stmt_clear(c->slots[i]);
+    }
+}
+
+static _Thread_local bool retry_wanted;
+
+static int pg_begin(bool write)
+{
+    struct pconn *c = current();
+    if (!c)
+        return -1;
+    if (c->in_tx) {
+        log_error("storage: begin while a transaction is already open");
+        return -1;
+    }
+    clear_results(c);
+    c->tx_failed = c->retry = c->changed_watched = false;
+    retry_wanted = false;
+    if (command(c, write ? "BEGIN ISOLATION LEVEL SERIALIZABLE"
+                         : "BEGIN ISOLATION LEVEL REPEATABLE READ") != 0) {
+        log_error("storage: %s", c->err);
+        if (PQstatus(c->pg) != CONNECTION_OK)
+            PQreset(c->pg); /* the next request finds a fresh connection */
+        return -1;
+    }
+    c->in_tx = true;
+    return 0;
+}
+
+static void pg_rollback(void)
+{
+    struct pconn *c = existing();
+    if (!c)
+        return;
+    clear_results(c);
+    if (c->in_tx && command(c, "ROLLBACK") != 0)
+        log_error("storage: %s", c->err);
+    retry_wanted = c->retry;
+    c->in_tx = c->tx_failed = c->retry = c->changed_watched = false;
+    if (PQstatus(c->pg) != CONNECTION_OK)
+        PQreset(c->pg);
+}
+
+static int pg_commit(void)
+{
+    struct pconn *c = existing();
+    if (!c || !c->in_tx) {
+        log_error("storage: commit without an open transaction");
+        return -1;
+    }
+    clear_results(c);
+    if (c->tx_failed) { /* PostgreSQL would answer COMMIT with ROLLBACK */
+        log_error("storage: commit of a transaction a statement failed in");
+        pg_rollback();
+        return -1;
+    }
+    PGresult *res = PQexec(c->pg, "COMMIT");
+    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(res), "COMMIT") == 0;
+    if (!ok) {
+        set_err(c, "COMMIT", PQresultErrorMessage(res));
+        mapped_error(c, res);
+        log_error("storage: %s", c->err);
+    }
+    PQclear(res);
+    if (!ok) {
+        retry_wanted = c->retry;
+        c->in_tx = c->tx_failed = c->retry = c->changed_watched = false;
+        /* A failed COMMIT ends the transaction; a lost connection leaves its fate unknown to
+         * us, and the request answers 500 ("not stored") either way. */
+        if (PQstatus(c->pg) != CONNECTION_OK)
+            PQreset(c->pg);
+        return -1;
+    }
+    bool changed = c->changed_watched;
+    c->in_tx = c->tx_failed = c->retry = c->changed_watched = false;
+    if (changed)
+        storage_watched_changed();
+    return 0;
+}
+
+static bool pg_in_tx(void)
+{
+    struct pconn *c = existing();
+    return c && c->in_tx;
+}
+
+static bool pg_should_retry(void)
+{
+    bool was = retry_wanted;
+    retry_wanted = false;
+    return was;
+}
+
+static void pg_lazy_sync(void)
+{
+    struct pconn *c = current();
+    if (c && command(c, "SET synchronous_commit = off") != 0)
+        log_warn("storage: %s", c->err);
+}
+
+static int pg_schema_version(void)
+{
+    return schema_version;
+}
+
+/* Listing order compares ids and timestamps as bytes, as SQLite does: a database whose
+ * collation orders text by language rules would order pages differently from their cursors. */
+static int check_collation(struct pconn *c, char *err, size_t errlen)
+{
+    char coll[64];
+    if (query_one(c, "SELECT datcollate FROM pg_database WHERE datname = current_database()",
+                  coll, sizeof coll) != 0) {
+        snprintf(err, errlen, "%s", c->err);
+        return -1;
+    }
+    if (strcmp(coll, "C") != 0 && strcmp(coll, "POSIX") != 0) {
+        snprintf(err, errlen,
+                 "the database's collation is %s; treasury-server needs C (bytewise) order: "
+                 "create it with createdb --locale=C --template=template0",
+                 coll);
+        return -1;
+    }
+    return 0;
+}
+
+static int pg_open(const char *url, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&conns_lock);
+    bool already = db_url != NULL;
+    pthread_mutex_unlock(&conns_lock);
+    if (already) {
+        snprintf(err, errlen, "storage is already open");
+        return -1;
+    }
+    struct pconn *c = conn_open(url, err, errlen);
+    if (!c)
+        return -1;
+    if (check_collation(c, err, errlen) != 0) {
+        conn_close(c);
+        return -1;
+    }
+    char *copy = strdup(url);
+    if (!copy) {
+        conn_close(c);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    pthread_mutex_lock(&conns_lock);
+    db_url = copy;
+    c->next = conns;
+    conns = c;
+    my_conn = c;
+    my_generation = atomic_load(&generation);
+    pthread_mutex_unlock(&conns_lock);
+    return 0;
+}
+
+static void pg_close(void)
+{
+    pthread_mutex_lock(&conns_lock);
+    struct pconn *list = conns;
+    conns = NULL;
+    free(db_url);
+    db_url = NULL;
+    schema_version = 0;
+    atomic_fetch_add(&generation, 1);
+    pthread_mutex_unlock(&conns_lock);
+    my_conn = NULL;
+    while (list) {
+        struct pconn *next = list->next;
+        conn_close(list);
+        list = next;
+    }
+}
+
+const struct storage_engine storage_engine_pg = {
+    .name = "postgresql",
+    .open = pg_open,
+    .close = pg_close,
+    .prepare = pg_prepare,
+    .bind_text = pg_bind_text,
+    .bind_int64 = pg_bind_int64,
+    .bind_null = pg_bind_null,
+    .bind_blob = pg_bind_blob,
+    .step = pg_step,
+    .column_text = pg_column_text,
+    .column_int64 = pg_column_int64,
+    .column_is_null = pg_column_is_null,
+    .column_blob = pg_column_blob,
+    .reset = pg_reset,
+    .changes = pg_changes,
+    .errmsg = pg_errmsg,
+    .begin = pg_begin,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .in_tx = pg_in_tx,
+    .lazy_sync = pg_lazy_sync,
+    .schema_version = pg_schema_version,
+    .should_retry = pg_should_retry,
+};
