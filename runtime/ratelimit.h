@@ -2,7 +2,9 @@
  * timestamp per key): a key may spend `limit` requests at once, and capacity comes back
  * continuously, one request every period/limit. Exact under concurrency (every decision is one
  * read-modify-write under its shard's lock), sharded so unrelated keys never contend, and
- * checkpointed to the database so a restart is not a way around a quota. */
+ * checkpointed to the database so a restart is not a way around a quota. With several
+ * instances on one PostgreSQL database a key's bucket is its row in the database, spent
+ * through small leases (ratelimit.c: shared_check, and how far the total can be off). */
 #ifndef RUNTIME_RATELIMIT_H
 #define RUNTIME_RATELIMIT_H
 

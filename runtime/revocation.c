@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/format.h"
+#include "runtime/instances.h"
 #include "runtime/log.h"
 #include "runtime/req.h"
 #include "runtime/storage.h"
@@ -176,6 +177,9 @@ void revocation_after_commit(struct req *r, const char *id, int64_t until_s)
     x->until_s = until_s;
     x->next = r->revocations;
     r->revocations = x;
+    /* For the other instances sharing the database, in this same transaction. Should it fail,
+     * the transaction cannot commit (PostgreSQL aborts it), so nothing is revoked unheard. */
+    instances_note_revocation(id, until_s);
 }
 
 void revocation_publish(const struct req *r)
