@@ -232,6 +232,8 @@ static int run_server(const struct config *c)
         goto out;
     }
     ratelimit_init(c->rate_limit);
+    ratelimit_set_quotas_source(&handlers_workspace_quotas);
+    revocation_set_source(&handlers_revocations);
     /* Quotas spent before a restart still count: a restart is no way around a limit. */
     if (ratelimit_restore(ratelimit_now_ns()) != 0 || ratelimit_load_overrides() != 0) {
         snprintf(err, sizeof err, "cannot load the rate-limit state from the database");

@@ -388,31 +388,32 @@ void ratelimit_workspace_key(char *buf, size_t n, const char *workspace_id)
     snprintf(buf, n, "w:%s", workspace_id);
 }
 
-int ratelimit_load_overrides(void)
+static ratelimit_quotas_fn *quotas_source;
+
+void ratelimit_set_quotas_source(ratelimit_quotas_fn *list)
+{
+    quotas_source = list;
+}
+
+void ratelimit_set_workspace_quota(const char *workspace_id, int64_t per_minute)
 {
     char key[RATELIMIT_KEY_MAX + 1];
+    ratelimit_workspace_key(key, sizeof key, workspace_id);
+    ratelimit_set_override(key, per_minute);
+}
+
+int ratelimit_load_overrides(void)
+{
+    if (!quotas_source)
+        return 0;
     if (storage_begin(false) != 0)
         return -1;
-    struct db_stmt *st = storage_prepare(
-        "SELECT id, rate_limit_per_minute FROM workspaces WHERE rate_limit_per_minute IS NOT NULL");
-    if (!st) {
-        storage_rollback();
-        return -1;
-    }
     ratelimit_overrides_begin();
-    int rc;
-    while ((rc = db_step(st)) == DB_ROW) {
-        const char *id = db_column_text(st, 0);
-        if (!id)
-            continue;
-        ratelimit_workspace_key(key, sizeof key, id);
-        ratelimit_set_override(key, db_column_int64(st, 1));
-    }
-    db_reset(st);
+    int rc = quotas_source();
     storage_rollback();
-    if (rc != DB_DONE) {
-        log_error("ratelimit: loading workspace quotas failed: %s", storage_errmsg());
-        return -1; /* keep the overrides we had */
+    if (rc != 0) {
+        log_error("ratelimit: loading workspace quotas failed");
+        return -1; /* keep the overrides we had (those set again stay set) */
     }
     ratelimit_overrides_end();
     return 0;
