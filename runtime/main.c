@@ -15,7 +15,7 @@
 #include "handlers/invitations.h"
 #include "handlers/jobs.h"
 #include "handlers/privileges.h"
-#include "runtime/admin.h"
+#include "handlers/admin_cli.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
 #include "runtime/config.h"
