@@ -1,7 +1,8 @@
 # treasury-server: one non-recursive Makefile.
 #   make run     install missing Debian packages, build, start on ./var (embedded default)
 #   make test    everything CI runs: build, generated-code drift, spec lint, unit, codegen and
-#                HTTP tests, then the unit and HTTP tests again under ASan+UBSan
+#                HTTP tests (on SQLite, then on a throwaway PostgreSQL cluster), then the unit
+#                and HTTP tests again under ASan+UBSan
 #   make bench   wrk throughput on loopback, ratios against GET /healthz in the same run
 #   make fuzz    each libFuzzer target for FUZZ_SECONDS (60) from its seeds (tests/fuzz/)
 #   make V=1     show commands;  make SAN=1  build with sanitizers
@@ -158,7 +159,7 @@ fuzz: test-deps fuzz-build
 DEB_PACKAGES := gcc make pkg-config libmicrohttpd-dev libsqlite3-dev libpq-dev libssl-dev \
                 libcurl4-gnutls-dev python3-jinja2 python3-yaml openssl curl
 DEB_TEST_PACKAGES := python3-pytest python3-jwt wrk oathtool sslscan chromium clang \
-                     libclang-rt-14-dev python3-aiosmtpd postgresql haproxy
+                     libclang-rt-14-dev python3-aiosmtpd postgresql python3-psycopg2 haproxy
 
 # Installs the Debian packages $(1) that are missing (apt-get update once), and node/npm.
 define install_missing

@@ -3,7 +3,9 @@
 # Stages: generated-code drift, builds, spec lint, the TypeScript SDK check, codegen tests,
 # unit + HTTP tests on a response-checking build, then unit + HTTP tests again under
 # ASan+UBSan, and a few seconds of each libFuzzer target (clang, ASan+UBSan) after replaying
-# its kept crash inputs.
+# its kept crash inputs. Each HTTP suite runs twice: on SQLite (the default engine) and on
+# PostgreSQL (http-pg, http-san-pg: TREASURY_TEST_ENGINE=postgresql, the suite starting and
+# removing a throwaway cluster of its own, tests/pg/cluster.py).
 set -u
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3
@@ -49,10 +51,12 @@ count_check sdk-check $MAKE sdk-check
 count_suite codegen $PY -m pytest -q -p no:cacheprovider tests/codegen
 count_suite unit $MAKE unit CHECK=1
 count_suite http env TREASURY_SERVER_BIN=build/check/treasury-server $PY -m pytest -q -p no:cacheprovider tests/http
+count_suite http-pg env TREASURY_SERVER_BIN=build/check/treasury-server TREASURY_TEST_ENGINE=postgresql $PY -m pytest -q -p no:cacheprovider tests/http
 count_check build-san $MAKE all SAN=1
 count_suite unit-san $MAKE unit SAN=1
 count_suite fuzz $MAKE fuzz FUZZ_SECONDS=${FUZZ_SECONDS:-5}
 count_suite http-san env TREASURY_SERVER_BIN=build/san/treasury-server TREASURY_TEST_SANITIZED=1 $PY -m pytest -q -p no:cacheprovider tests/http
+count_suite http-san-pg env TREASURY_SERVER_BIN=build/san/treasury-server TREASURY_TEST_SANITIZED=1 TREASURY_TEST_ENGINE=postgresql $PY -m pytest -q -p no:cacheprovider tests/http
 
 echo
 # Screenshots the browser tests keep for people to look at (the docs page, the OAuth pages).

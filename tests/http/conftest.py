@@ -3,7 +3,14 @@
 `server` (one per test module) and `make_server` (a factory, servers stopped after the test)
 start build/treasury-server (or $TREASURY_SERVER_BIN) on free ports, wait for its
 "listening on https://" line, and at teardown stop it with SIGTERM and require exit code 0 and
-a log free of sanitizer reports."""
+a log free of sanitizer reports.
+
+The storage engine is chosen by TREASURY_TEST_ENGINE: `sqlite` (the default: each server's
+database is <data-dir>/treasury.db, as a server started without --database has it) or
+`postgresql`: one throwaway cluster for the whole session (tests/pg/cluster.py, started on first
+use, stopped at the end), and each data directory a fresh database of its own in it, passed with
+--database (a server restarted on the same data directory finds the same database). Tests that
+are about SQLite itself are marked with sqlite_only(reason)."""
 
 import email
 import email.policy
@@ -15,6 +22,7 @@ import socket
 import struct
 import subprocess
 import time
+import sys
 import uuid
 from pathlib import Path
 
@@ -33,8 +41,63 @@ ADMIN_PASSWORD = "Adm1n-pw-7c41e2d9-not-in-logs"
 USER_PASSWORD = "Us3r-pw-5b90aa13-not-in-logs"
 READY_TIMEOUT = 15.0
 STOP_TIMEOUT = 20.0
+ENGINE = os.environ.get("TREASURY_TEST_ENGINE") or "sqlite"
+if ENGINE not in ("sqlite", "postgresql"):
+    raise pytest.UsageError("TREASURY_TEST_ENGINE=%r: sqlite or postgresql" % ENGINE)
 SANITIZER_MARKS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
                    "runtime error:", "ThreadSanitizer", "RESPONSE SCHEMA VIOLATION")
+
+
+def sqlite_only(reason):
+    """Marks a test that is about the SQLite engine itself (its file, WAL, VFS, group commit):
+    skipped when the suite runs on PostgreSQL."""
+    return pytest.mark.skipif(ENGINE != "sqlite", reason="SQLite only: " + reason)
+
+
+# ---- PostgreSQL (TREASURY_TEST_ENGINE=postgresql) -----------------------------------------
+_cluster = None
+_databases = {}  # data directory -> the database made for it
+
+
+def pg_cluster():
+    """The session's cluster, started on first use."""
+    global _cluster
+    if _cluster is None:
+        sys.path.insert(0, str(REPO / "tests" / "pg"))
+        from cluster import Cluster
+        c = Cluster()
+        try:
+            c.start()
+        except RuntimeError as e:
+            pytest.exit("cannot start the test PostgreSQL cluster: %s" % e, returncode=3)
+        _cluster = c
+    return _cluster
+
+
+def database_for(data_dir):
+    """The PostgreSQL database of a data directory (created, C collation, on first use)."""
+    key = str(Path(data_dir).resolve())
+    if key not in _databases:
+        _databases[key] = pg_cluster().create_database()
+    return _databases[key]
+
+
+def drop_database_of(data_dir):
+    """Drops a data directory's database (its servers stopped), if it has one."""
+    name = _databases.pop(str(Path(data_dir).resolve()), None)
+    if name is not None and _cluster is not None:
+        _cluster.drop_database(name)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def pg_cluster_stopped_at_the_end():
+    """Stops the cluster when the session ends (atexit does it too, after a Ctrl-C)."""
+    yield
+    global _cluster
+    if _cluster is not None:
+        _cluster.stop()
+        _cluster = None
+        _databases.clear()
 
 
 def binary_path():
@@ -133,6 +196,19 @@ class Server:
     def ca(self):
         return str(self.data_dir / "tls.crt")
 
+    @property
+    def database(self):
+        """PostgreSQL: the name of this data directory's database (None on SQLite)."""
+        return database_for(self.data_dir) if ENGINE == "postgresql" else None
+
+    @property
+    def database_url(self):
+        """PostgreSQL: the --database URL the server is started with (None on SQLite)."""
+        return pg_cluster().url(self.database) if ENGINE == "postgresql" else None
+
+    def database_args(self):
+        return ["--database", self.database_url] if ENGINE == "postgresql" else []
+
     def env(self, **extra):
         e = base_env(TREASURY_ADMIN_PASSWORD=self.admin_password)
         if self.admin_email != ADMIN_EMAIL:
@@ -154,7 +230,7 @@ class Server:
         args = [str(require_binary())]
         for k, v in settings:
             args += ["--" + k, str(v)]
-        return args + self.extra_args
+        return args + self.database_args() + self.extra_args
 
     def start(self, wait=True):
         assert self.proc is None or self.proc.poll() is not None, "already running"
@@ -165,6 +241,8 @@ class Server:
                        TREASURY_HTTP_PORT=str(self.http_port),
                        TREASURY_THREADS=str(self.threads),
                        TREASURY_LOG_FORMAT=self.log_format)
+            if ENGINE == "postgresql":
+                env["TREASURY_DATABASE"] = self.database_url
         self.root.mkdir(parents=True, exist_ok=True)
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self._stdout_offset = self.stdout_path.stat().st_size if self.stdout_path.exists() else 0
@@ -358,7 +436,8 @@ class Server:
     # ---- operator subcommands -----------------------------------------------------------
     def admin(self, *args, check=True, **env):
         """Runs `treasury-server --data-dir D admin ARGS...` with this server's environment."""
-        r = run_cli(["--data-dir", self.data_dir, "admin"] + list(args), env=self.env(**env))
+        r = run_cli(["--data-dir", self.data_dir] + self.database_args() + ["admin"] + list(args),
+                    env=self.env(**env))
         if check:
             assert r.returncode == 0, "admin %s failed (%d): %s%s" % (
                 " ".join(map(str, args)), r.returncode, r.stdout, r.stderr)
@@ -417,6 +496,10 @@ class Servers:
             if marks:
                 problems.append("sanitizer report in %s: %s\n%s" %
                                 (s.log_path, marks, s.log_text()[-4000:]))
+        if ENGINE == "postgresql":  # every server of this set stopped: their databases go
+            for s in self.started:
+                if not s.running:
+                    drop_database_of(s.data_dir)
         self.started = []
         if problems:
             pytest.fail("\n".join(problems), pytrace=False)

@@ -1,6 +1,6 @@
 """Shared checks and builders for the HTTP tests: RFC 9457 problem checks, rate-limit header
 checks, beneficiary bodies, JWT forging with the data-dir signing key, and a look into the live
-database."""
+database (open_db: SQLite's file or the server's PostgreSQL database, whichever it runs on)."""
 
 import base64
 import contextlib
@@ -33,10 +33,106 @@ LEAK_PATTERNS = [re.compile(p, re.I) for p in (
 UNKNOWN_BEN = "ben_" + "0" * 26
 
 
+class PgCursor:
+    """A psycopg2 cursor answering like sqlite3's: rows as tuples, bytea as bytes."""
+
+    def __init__(self, cur):
+        self.cur = cur
+
+    @staticmethod
+    def _row(row):
+        if row is None:
+            return None
+        return tuple(bytes(v) if isinstance(v, memoryview) else v for v in row)
+
+    def fetchone(self):
+        return self._row(self.cur.fetchone()) if self.cur.description else None
+
+    def fetchall(self):
+        return [self._row(r) for r in self.cur.fetchall()] if self.cur.description else []
+
+    def __iter__(self):
+        return iter(self.fetchall())
+
+    @property
+    def rowcount(self):
+        return self.cur.rowcount
+
+
+class PgDb:
+    """A connection to a server's PostgreSQL database with the part of sqlite3's interface the
+    tests use: execute(sql, params) with `?` placeholders, commit(), close(), `with db:`. Each
+    statement commits on its own (autocommit): a test's look never holds a snapshot or a lock
+    while the server works."""
+
+    def __init__(self, server):
+        from conftest import pg_cluster
+        self.conn = pg_cluster().connect(server.database)
+        self.conn.autocommit = True
+
+    def execute(self, sql, params=()):
+        cur = self.conn.cursor()
+        if params:
+            cur.execute(sql.replace("%", "%%").replace("?", "%s"), tuple(params))
+        else:
+            cur.execute(sql)
+        return PgCursor(cur)
+
+    def commit(self):
+        pass
+
+    def close(self):
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def open_db(server, timeout=10, readonly=False):
+    """A connection to the server's live database: sqlite3's on its file (read-only if asked),
+    or, on PostgreSQL, a PgDb to its database. SQL in the portable subset works on both."""
+    from conftest import ENGINE
+    if ENGINE == "postgresql":
+        return PgDb(server)
+    path = server.data_dir / "treasury.db"
+    if readonly:
+        return sqlite3.connect("file:%s?mode=ro" % path, uri=True, timeout=timeout)
+    return sqlite3.connect(str(path), timeout=timeout)
+
+
+def fail_trigger(db, name, table, when=None, event="INSERT", message="injected failure"):
+    """Injects a fault: every `event` on table (where `when`, an SQL condition on NEW, holds)
+    fails. SQLite: a trigger that raises; PostgreSQL: a trigger function that raises."""
+    from conftest import ENGINE
+    if ENGINE == "postgresql":
+        db.execute("CREATE FUNCTION %s_fn() RETURNS trigger LANGUAGE plpgsql AS "
+                   "$f$BEGIN RAISE EXCEPTION '%s'; END$f$" % (name, message))
+        db.execute("CREATE TRIGGER %s BEFORE %s ON %s FOR EACH ROW %sEXECUTE FUNCTION %s_fn()" %
+                   (name, event, table, "WHEN (%s) " % when if when else "", name))
+    else:
+        db.execute("CREATE TRIGGER %s BEFORE %s ON %s %sBEGIN SELECT RAISE(ABORT, '%s'); END" %
+                   (name, event, table, "WHEN %s " % when if when else "", message))
+    db.commit()
+
+
+def drop_trigger(db, name, table):
+    """Removes a fail_trigger."""
+    from conftest import ENGINE
+    if ENGINE == "postgresql":
+        db.execute("DROP TRIGGER %s ON %s" % (name, table))
+        db.execute("DROP FUNCTION %s_fn()" % name)
+    else:
+        db.execute("DROP TRIGGER %s" % name)
+    db.commit()
+
+
 def committed_row(server, sql, params=(), timeout=10):
     """The first row sql finds in the server's live database, polled until a commit makes one
     appear (another connection sees commits that are not yet durable); None at the timeout."""
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=timeout)
+    db = open_db(server, timeout=timeout)
     with contextlib.closing(db):
         deadline = time.time() + timeout
         while True:
@@ -49,7 +145,7 @@ def committed_row(server, sql, params=(), timeout=10):
 def audit_of(server, resource_id):
     """The audit records of resource_id, oldest first: (actor_id, action, before_status,
     after_status, detail)."""
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    db = open_db(server)
     with contextlib.closing(db):
         return db.execute("SELECT actor_id, action, before_status, after_status, detail "
                           "FROM audit_events WHERE resource_id = ? ORDER BY seq",

@@ -5,7 +5,6 @@ anonymous authorization requests that leave nothing behind."""
 
 import re
 import shutil
-import sqlite3
 import subprocess
 import time
 import uuid
@@ -13,6 +12,7 @@ import uuid
 import pytest
 
 from conftest import USER_PASSWORD
+from helpers import open_db
 from helpers import assert_json, assert_problem, committed_row, jwt_parts
 from oauth_flow import (AUTHORIZE, COOKIE, Browser, Workspace, authorize_path, consent, exchange,
                         pkce, query_of, sign_in)
@@ -430,7 +430,7 @@ def test_mfa_changes_need_the_current_password(make_server):
             == 403
     r = c.post(MFA + "/disable", json={"code": code, "current_password": USER_PASSWORD})
     assert_problem(r, 429, "rate_limited")
-    actions = [row[0] for row in sqlite3.connect(str(s.data_dir / "treasury.db")).execute(
+    actions = [row[0] for row in open_db(s).execute(
         "SELECT action FROM audit_events WHERE workspace_id = ? AND action LIKE 'user.mfa%' "
         "ORDER BY seq", (wid,))]
     assert actions == ["user.mfa_enrolment_started", "user.mfa_enabled"], actions
@@ -439,7 +439,7 @@ def test_mfa_changes_need_the_current_password(make_server):
 # ---- 2. anonymous authorization requests store nothing ----------------------------------------
 
 def oauth_rows(server):
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    db = open_db(server)
     try:
         return [db.execute("SELECT count(*) FROM %s" % t).fetchone()[0]
                 for t in ("oauth_browser_sessions", "oauth_requests")]

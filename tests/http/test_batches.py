@@ -4,12 +4,12 @@ once each, role limits, one approval event however approvers race), items that c
 decided alone, cancellation, workspace isolation, and the group status as items settle."""
 
 import contextlib
-import sqlite3
 import uuid
 
 import pytest
 
 from conftest import Servers
+from helpers import open_db
 from helpers import assert_json, assert_problem, assert_validation
 from payments_team import PAY, Team, events, race, wait_status
 
@@ -38,7 +38,7 @@ def item(ben, amount=1000, **over):
 
 
 def payment_count(server, wid):
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    db = open_db(server)
     with contextlib.closing(db):
         return db.execute("SELECT count(*) FROM payments WHERE workspace_id = ?",
                           (wid,)).fetchone()[0]

@@ -3,11 +3,11 @@ archive (204, then 409 on change), external_id uniqueness, business-rule 422s, a
 validation that reports every violation with a JSON Pointer."""
 
 import contextlib
-import sqlite3
 import uuid
 
 import pytest
 
+from helpers import open_db
 from helpers import (BEN_ID, TIMESTAMP, UNKNOWN_BEN, assert_json, assert_problem,
                      assert_validation, beneficiary, create_beneficiary)
 
@@ -27,7 +27,7 @@ def wid(server):
 @contextlib.contextmanager
 def db_connection(server):
     """A short write to the live server's database (WAL allows a second connection)."""
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    db = open_db(server)
     try:
         with db:
             yield db
@@ -314,7 +314,7 @@ def test_changing_where_money_goes_resets_verification_and_approval(make_server)
     keep = create_beneficiary(c, external_id=None)
     moved = create_beneficiary(c, external_id=None)
     assert s.stop() == 0
-    db = sqlite3.connect(str(s.data_dir / "treasury.db"))
+    db = open_db(s)
     with db:
         db.execute("UPDATE beneficiaries SET verification_status = 'verified', "
                    "approval_status = 'approved' WHERE id IN (?, ?)", (keep["id"], moved["id"]))

@@ -13,11 +13,13 @@ import stat
 import subprocess
 import threading
 import time
+import uuid
 
 import pytest
 
 from client import Client
-from conftest import ADMIN_EMAIL, ADMIN_PASSWORD, USER_PASSWORD, base_env, free_ports, run_cli
+from conftest import (ADMIN_EMAIL, ADMIN_PASSWORD, ENGINE, USER_PASSWORD, base_env, free_ports,
+                      run_cli, sqlite_only)
 import helpers
 from helpers import WSP_ID, assert_json, assert_problem, signing_key
 
@@ -126,6 +128,7 @@ def test_garbage_tls_cert_refuses_to_start(make_server, tmp_path):
     assert str(cert) in err or str(key) in err, err
 
 
+@sqlite_only("the database file's place")
 def test_database_that_cannot_be_opened_refuses_to_start(make_server, tmp_path):
     data = tmp_path / "data"
     (data / "treasury.db").mkdir(parents=True)  # a directory where the database file goes
@@ -133,6 +136,37 @@ def test_database_that_cannot_be_opened_refuses_to_start(make_server, tmp_path):
     rc, err = start_and_expect_failure(make_server, data_dir=data)
     assert rc != 0
     assert "database" in err.lower(), err
+
+
+postgresql_only = pytest.mark.skipif(ENGINE != "postgresql", reason="PostgreSQL only")
+
+
+@postgresql_only
+def test_a_postgresql_database_that_cannot_be_reached_refuses_to_start(make_server):
+    from conftest import pg_cluster
+    url = pg_cluster().url("no_such_database")
+    rc, err = start_and_expect_failure(make_server, extra_args=["--database", url])
+    assert rc != 0
+    assert "no_such_database" in err and "listening on" not in err, err
+
+
+@postgresql_only
+def test_a_postgresql_database_not_in_bytewise_order_refuses_to_start(make_server):
+    """Pages are ordered by ids and timestamps compared as bytes: a database whose collation
+    follows a language's rules would order them otherwise, so the server will not use it."""
+    from conftest import pg_cluster
+    cluster = pg_cluster()
+    name = "t_collation_" + uuid.uuid4().hex[:8]
+    with cluster.admin().cursor() as cur:
+        cur.execute("CREATE DATABASE %s TEMPLATE template0 ENCODING 'UTF8' "
+                    "LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'" % name)
+    try:
+        rc, err = start_and_expect_failure(make_server,
+                                           extra_args=["--database", cluster.url(name)])
+        assert rc != 0
+        assert "collation" in err and "listening on" not in err, err
+    finally:
+        cluster.drop_database(name)
 
 
 def test_data_dir_that_is_a_file_refuses_to_start(make_server, tmp_path):
@@ -174,7 +208,9 @@ def test_every_file_is_private_whatever_the_umask(make_server):
     finally:
         os.umask(old)
     s.admin_client().post("/v1/beneficiaries", json=helpers.beneficiary(external_id=None))
-    names = ["treasury.db", "treasury.db-wal", "treasury.db-shm", "jwt-signing.key", "tls.key"]
+    names = ["jwt-signing.key", "tls.key"]
+    if ENGINE == "sqlite":
+        names += ["treasury.db", "treasury.db-wal", "treasury.db-shm"]
     for name in names:
         path = s.data_dir / name
         assert path.exists(), name
@@ -182,6 +218,7 @@ def test_every_file_is_private_whatever_the_umask(make_server):
     assert stat.S_IMODE(s.data_dir.stat().st_mode) == 0o700
 
 
+@sqlite_only("the database file's permissions")
 def test_database_files_left_readable_by_an_older_version_are_made_private(make_server):
     s = make_server()
     s.stop()
@@ -201,7 +238,7 @@ def test_first_start_creates_signing_key_0600_with_32_random_bytes(make_server):
     assert mode == 0o600, oct(mode)
     key = signing_key(s.data_dir)
     assert len(key) == 32 and len(set(key)) > 8
-    assert (s.data_dir / "treasury.db").is_file()
+    assert (s.data_dir / "treasury.db").is_file() == (ENGINE == "sqlite")
 
 
 def test_first_start_creates_a_self_signed_cert_with_a_private_key_only_the_owner_reads(make_server):
@@ -415,6 +452,7 @@ def test_admin_create_user_in_unknown_workspace_fails(server):
     ["admin", "list-workspaces"], ["admin", "set-rate-limit", "--workspace", "wsp_x",
                                    "--per-minute", "5"],
 ])
+@sqlite_only("the default database file under the default data directory")
 def test_admin_never_creates_a_data_directory_by_the_way(tmp_path, args):
     # Help, a typo, a usage error, or a command that only reads or changes what exists:
     # nothing appears in the working directory (the default --data-dir is ./var).
@@ -426,6 +464,7 @@ def test_admin_never_creates_a_data_directory_by_the_way(tmp_path, args):
         assert r.returncode == 1 and "no database at ./var/treasury.db" in r.stderr, r.stderr
 
 
+@sqlite_only("the database file the subcommand creates")
 def test_admin_create_workspace_may_create_the_first_database(tmp_path):
     r = run_cli(["--data-dir", tmp_path / "fresh", "admin", "create-workspace", "--name", "First",
                  "--owner-email", "first@example.com"], cwd=str(tmp_path))

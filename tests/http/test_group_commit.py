@@ -39,8 +39,11 @@ import pytest
 
 import helpers
 from payments_team import Team
-from conftest import USER_PASSWORD
+from conftest import USER_PASSWORD, sqlite_only
 from test_mfa import Clock, oathtool
+
+pytestmark = sqlite_only("group commit is the SQLite engine's writer (PostgreSQL commits each "
+                         "request's transaction on its own)")
 
 PAY = "/v1/payments"
 

@@ -8,12 +8,12 @@ import contextlib
 import http.client
 import json
 import signal
-import sqlite3
 import threading
 import time
 import uuid
 
 from conftest import USER_PASSWORD
+from helpers import open_db
 from helpers import (UNKNOWN_BEN, assert_json, assert_problem, assert_validation, beneficiary,
                      create_beneficiary, new_request_id)
 
@@ -245,19 +245,19 @@ def test_expired_records_are_forgotten_and_purged(make_server):
     key = new_request_id()
     with s.client(token=s.token) as c:
         assert_json(post(c, beneficiary(name="old"), key), 201)
-        db = sqlite3.connect(str(s.data_dir / "treasury.db"), timeout=10)
+        db = open_db(s)
         with contextlib.closing(db), db:
             db.execute("UPDATE idempotency_keys SET expires_at = '2000-01-01T00:00:00.000Z'")
         # past its retention the key is free again: another body is simply a new request
         r = post(c, beneficiary(name="new"), key)
         assert_json(r, 201)
         assert r.header("Idempotent-Replayed") is None
-        db = sqlite3.connect(str(s.data_dir / "treasury.db"), timeout=10)
+        db = open_db(s)
         with contextlib.closing(db), db:
             db.execute("UPDATE idempotency_keys SET expires_at = '2000-01-01T00:00:00.000Z'")
         deadline = time.monotonic() + 10
         while True:  # the housekeeping thread purges once a second
-            db = sqlite3.connect(str(s.data_dir / "treasury.db"), timeout=10)
+            db = open_db(s)
             with contextlib.closing(db):
                 left = db.execute("SELECT count(*) FROM idempotency_keys").fetchone()[0]
             if left == 0:
@@ -348,7 +348,7 @@ def test_a_secret_shown_once_is_never_kept_for_a_replay(server):
     # Another body under the same key is still the usual 422.
     assert_problem(c.post("/v1/accounts/oauth/clients", json=dict(body, name="Other"),
                           headers={"Idempotency-Key": key}), 422, "idempotency_key_reused")
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"))
+    db = open_db(server)
     try:
         rows = db.execute("SELECT body FROM idempotency_keys WHERE key = ?",
                           (key.lower(),)).fetchall()

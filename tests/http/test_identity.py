@@ -7,7 +7,6 @@ mail outbox sends nothing for a rolled-back transaction and retries a failing re
 
 import contextlib
 import shutil
-import sqlite3
 import threading
 import time
 import uuid
@@ -16,6 +15,7 @@ import pytest
 
 import helpers
 from conftest import USER_PASSWORD, free_ports, token_in
+from helpers import drop_trigger, fail_trigger, open_db
 from helpers import assert_json, assert_problem, assert_validation, jwt_parts
 
 INVITE = "/v1/admin/users/invite"
@@ -31,7 +31,7 @@ def address(tag="cfo"):
 
 
 def db_rows(server, sql, params=()):
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    db = open_db(server)
     with contextlib.closing(db):
         return db.execute(sql, params).fetchall()
 
@@ -439,16 +439,14 @@ def injected_faults():
 def test_a_rolled_back_invitation_sends_nothing(make_server, injected_faults):
     s = make_server()
     c = s.client(token=s.token)
-    db = sqlite3.connect(str(s.data_dir / "treasury.db"), timeout=10)
+    db = open_db(s)
     with contextlib.closing(db):
         # the invitation's last write fails: its transaction (with the queued e-mail) rolls back
-        db.execute("CREATE TRIGGER fail_invite BEFORE INSERT ON audit_events "
-                   "WHEN NEW.action = 'user.invited' BEGIN SELECT RAISE(ABORT, 'injected'); END")
-        db.commit()
+        fail_trigger(db, "fail_invite", "audit_events", when="NEW.action = 'user.invited'",
+                     message="injected")
         lost = address("rollback")
         assert c.post(INVITE, json={"email": lost, "role": "viewer"}).status == 500
-        db.execute("DROP TRIGGER fail_invite")
-        db.commit()
+        drop_trigger(db, "fail_invite", "audit_events")
     kept = address("kept")
     inv = invite(c, kept)
     s.invitation_email(inv["id"])  # delivered, so the job ran after the failed one

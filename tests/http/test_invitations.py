@@ -5,12 +5,12 @@ member list. The tokens
 are read from the server's mail spool (conftest Server.invitation_token)."""
 
 import contextlib
-import sqlite3
 import uuid
 
 import pytest
 
 from conftest import ADMIN_PASSWORD, USER_PASSWORD
+from helpers import open_db
 from helpers import assert_json, assert_problem, assert_validation
 
 INVITE = "/v1/admin/users/invite"
@@ -52,7 +52,7 @@ def test_invite_e_mails_the_token_and_signup_logs_in(server, ws):
     assert message["To"] == address.upper()
     token = server.invitation_token(inv["id"])
     assert token not in r.body.decode()
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    db = open_db(server)
     with contextlib.closing(db):
         stored = [row[0] for row in db.execute("SELECT token_hash FROM invitations")]
     assert token not in stored and all(len(h) == 64 for h in stored)
@@ -142,7 +142,7 @@ def test_a_pending_invitation_that_was_never_e_mailed_is_refused(server):
     fresh, _ = invite(c, email())
     existing, _ = invite(c, server.admin_email, role="viewer")
     tokens = [server.invitation_token(i["id"]) for i in (fresh, existing)]
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    db = open_db(server)
     with contextlib.closing(db):
         db.execute("UPDATE invitations SET mail_id = NULL WHERE id IN (?, ?)",
                    (fresh["id"], existing["id"]))

@@ -8,11 +8,11 @@ nothing, and what it makes is made by the person who minted its token."""
 import contextlib
 import datetime
 import json
-import sqlite3
 
 import pytest
 
 from conftest import Servers
+from helpers import open_db
 from helpers import assert_json, assert_problem, create_beneficiary, jwt_parts
 from payments_team import BEN, PAY, POLICY, Team, events, wait_status
 
@@ -48,7 +48,7 @@ def patch(client, pay_id, **fields):
 
 
 def audit(server, resource_id):
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    db = open_db(server)
     with contextlib.closing(db):
         return db.execute("SELECT actor_id, action, before_status, after_status, detail FROM "
                           "audit_events WHERE resource_id = ? ORDER BY seq",
@@ -481,7 +481,7 @@ def test_a_stored_chain_that_ends_at_no_person_fails_closed(server, team):
     a, bot = minted(team, team.owner, team.owner)
     b = assert_json(team.owner.post(SA, json={"name": "b", "role": "approver"}), 201)
     tok = jwt_parts(bot.token)[1]["jti"]
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    db = open_db(server)
     with contextlib.closing(db), db:
         db.execute("UPDATE service_accounts SET created_by = ? WHERE id = ?", (b["id"], a["id"]))
         db.execute("UPDATE service_accounts SET created_by = ? WHERE id = ?", (a["id"], b["id"]))

@@ -13,13 +13,13 @@ import contextlib
 import copy
 import json
 import re
-import sqlite3
 import urllib.parse
 from pathlib import Path
 
 import pytest
 
 from conftest import Servers
+from helpers import open_db
 from helpers import check_oauth_error
 
 REPO = Path(__file__).resolve().parents[2]
@@ -250,7 +250,7 @@ def report():
 
 
 def table_counts(server):
-    db = sqlite3.connect("file:%s?mode=ro" % (server.data_dir / "treasury.db"), uri=True)
+    db = open_db(server, readonly=True)
     with contextlib.closing(db):
         return {t: db.execute("SELECT count(*) FROM %s" % t).fetchone()[0]
                 for t in BUSINESS_TABLES}

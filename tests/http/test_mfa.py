@@ -6,7 +6,6 @@ import concurrent.futures
 import contextlib
 import re
 import shutil
-import sqlite3
 import subprocess
 import time
 import urllib.parse
@@ -14,7 +13,8 @@ import uuid
 
 import pytest
 
-from conftest import USER_PASSWORD
+from conftest import ENGINE, USER_PASSWORD
+from helpers import open_db
 from helpers import assert_json, assert_problem, assert_validation
 
 MFA = "/v1/accounts/mfa"
@@ -83,8 +83,7 @@ def test_enrolment_gives_a_secret_and_an_otpauth_uri(user):
     # pending: login does not ask for a code yet
     assert s.login(email, USER_PASSWORD)["access_token"]
     # the secret is sealed at rest
-    import sqlite3
-    db = sqlite3.connect(str(s.data_dir / "treasury.db"), timeout=10)
+    db = open_db(s)
     stored = db.execute("SELECT mfa_secret FROM users WHERE email_norm = ?",
                         (email,)).fetchone()[0]
     db.close()
@@ -130,11 +129,18 @@ def test_an_mfa_login_leaves_the_users_table_alone_and_a_code_works_once(user):
     apart, as atomically: one code, sent by several logins at once, lets exactly one in."""
     s, email, c, clock = user
     secret, _ = enrol_and_confirm(c, clock)
-    db = sqlite3.connect(str(s.data_dir / "treasury.db"), timeout=10)
+    db = open_db(s)
     with contextlib.closing(db):
         db.execute("CREATE TABLE probe_user_writes (id TEXT)")
-        db.execute("CREATE TRIGGER probe_users AFTER UPDATE ON users "
-                   "BEGIN INSERT INTO probe_user_writes VALUES (NEW.id); END")
+        if ENGINE == "postgresql":
+            db.execute("CREATE FUNCTION probe_users_fn() RETURNS trigger LANGUAGE plpgsql AS "
+                       "$f$BEGIN INSERT INTO probe_user_writes VALUES (NEW.id); RETURN NEW; "
+                       "END$f$")
+            db.execute("CREATE TRIGGER probe_users AFTER UPDATE ON users FOR EACH ROW "
+                       "EXECUTE FUNCTION probe_users_fn()")
+        else:
+            db.execute("CREATE TRIGGER probe_users AFTER UPDATE ON users "
+                       "BEGIN INSERT INTO probe_user_writes VALUES (NEW.id); END")
         db.commit()
         clock.step()
         code = oathtool(secret, clock.now())
@@ -148,7 +154,7 @@ def test_an_mfa_login_leaves_the_users_table_alone_and_a_code_works_once(user):
         assert sorted(a.status for a in answers) == [200, 401, 401, 401], answers
         assert [a.json()["code"] for a in answers if a.status == 401] == ["invalid_otp"] * 3
         assert db.execute("SELECT count(*) FROM probe_user_writes").fetchone() == (0,)
-        db.execute("DROP TRIGGER probe_users")
+        db.execute("DROP TRIGGER probe_users" + (" ON users" if ENGINE == "postgresql" else ""))
         db.commit()
     # the code of a step before the last one used is refused too (steps only move forward)
     assert_problem(s.login_response(email, USER_PASSWORD, otp=oathtool(secret,

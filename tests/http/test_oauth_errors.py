@@ -6,12 +6,13 @@ Every other operation keeps problem documents."""
 
 import base64
 import signal
-import sqlite3
 import threading
 
 import pytest
 
 import helpers
+from conftest import sqlite_only
+from helpers import drop_trigger, fail_trigger, open_db
 from helpers import (assert_json, assert_oauth_error, assert_problem, check_oauth_error,
                      media_type)
 from oauth_flow import REFRESH, TOKEN, Workspace, form, tokens_for
@@ -121,20 +122,18 @@ def expected_server_errors():
 def test_a_failure_is_server_error_and_changes_nothing(make_server, expected_server_errors):
     s = make_server()
     pair = s.login()
-    db = sqlite3.connect(str(s.data_dir / "treasury.db"), timeout=10)
-    db.execute("CREATE TRIGGER inject_failure BEFORE INSERT ON refresh_tokens "
-               "BEGIN SELECT RAISE(ABORT, 'injected failure'); END")
-    db.commit()
+    db = open_db(s)
+    fail_trigger(db, "inject_failure", "refresh_tokens")
     r = post_form(s.client(), REFRESH, refresh_token=pair["refresh_token"])
     body = assert_oauth_error(r, 500, "server_error")
     assert body["error_description"] == \
         "The server failed to complete the request; nothing was changed."
-    db.execute("DROP TRIGGER inject_failure")
-    db.commit()
+    drop_trigger(db, "inject_failure", "refresh_tokens")
     db.close()
     assert_json(post_form(s.client(), REFRESH, refresh_token=pair["refresh_token"]), 200)
 
 
+@sqlite_only("the held fsync is the group commit's test hook")
 def test_shutting_down_is_temporarily_unavailable(make_server, tmp_path, expected_server_errors):
     """With a refresh held in its fsync, SIGTERM makes the server drain: a token request that
     arrives meanwhile is answered 503 temporarily_unavailable, the held one 200."""

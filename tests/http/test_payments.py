@@ -5,12 +5,12 @@ If-Match that re-run the rules, filters and pagination, the event history and th
 and workspace isolation."""
 
 import contextlib
-import sqlite3
 import uuid
 
 import pytest
 
 from conftest import Servers
+from helpers import open_db
 from helpers import ETAG, assert_json, assert_problem, assert_validation, create_beneficiary
 from payments_team import BEN, PAY, POLICY, Team, events, race
 
@@ -354,7 +354,7 @@ def test_every_change_is_audited_in_an_unbroken_chain(server, team):
     team.policy([])
     p = assert_json(team.pay(team.beneficiary()), 201)
     team.owner.post(PAY + "/" + p["id"] + "/cancel")
-    db = sqlite3.connect(str(server.data_dir / "treasury.db"), timeout=10)
+    db = open_db(server)
     with contextlib.closing(db):
         rows = db.execute("SELECT seq, action, resource_id, before_status, after_status, "
                           "prev_hash, hash FROM audit_events WHERE workspace_id = ? ORDER BY seq",

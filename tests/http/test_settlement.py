@@ -7,13 +7,13 @@ import contextlib
 import datetime
 import re
 import signal
-import sqlite3
 import threading
 import time
 
 import pytest
 
-from conftest import Servers
+from conftest import Servers, sqlite_only
+from helpers import open_db
 from helpers import assert_json, assert_problem, audit_of, committed_row, no_recent_reads
 from payments_team import PAY, Team, events, wait_status
 
@@ -177,7 +177,7 @@ def test_a_crash_loses_or_repeats_no_step(make_server):
         assert events(owner, pid) == HAPPY
     # The last run finished what the killed ones left in flight.
     assert "settlement: " in s.log_text(since_start=True)
-    db = sqlite3.connect(str(s.data_dir / "treasury.db"), timeout=10)
+    db = open_db(s)
     with contextlib.closing(db):
         rows = db.execute("SELECT seq, prev_hash, hash FROM audit_events WHERE workspace_id = ? "
                           "ORDER BY seq", (t.wid,)).fetchall()
@@ -185,6 +185,7 @@ def test_a_crash_loses_or_repeats_no_step(make_server):
     assert all(cur[1] == prev[2] for prev, cur in zip(rows, rows[1:]))
 
 
+@sqlite_only("a round's steps share the group-commit writer's transactions")
 def test_a_round_is_committed_by_the_writer_and_a_failed_step_stays_due(make_server):
     """The worker hands a round's steps to the group-commit writer, so they share its
     transactions: ten payments found due at start-up are not ten commits. A step whose event
@@ -202,7 +203,7 @@ def test_a_round_is_committed_by_the_writer_and_a_failed_step_stays_due(make_ser
                for i in ids)
     s.stop()
     bad = ids[3]
-    db = sqlite3.connect(str(s.data_dir / "treasury.db"), timeout=10)
+    db = open_db(s)
     with contextlib.closing(db):
         # After the payment row was updated: the unguarded batch must be run again, this
         # step in a savepoint of its own.
@@ -222,7 +223,7 @@ def test_a_round_is_committed_by_the_writer_and_a_failed_step_stays_due(make_ser
         time.sleep(0.05)
     assert assert_json(owner.get(PAY + "/" + bad), 200)["status"] == "approved"
     assert events(owner, bad) == ["payment.created", "payment.approved"]
-    db = sqlite3.connect(str(s.data_dir / "treasury.db"), timeout=10)
+    db = open_db(s)
     with contextlib.closing(db):
         db.execute("DROP TRIGGER inject_failure")
         db.commit()
@@ -304,6 +305,8 @@ def test_every_illegal_transition_names_the_state(make_server):
         assert assert_json(t.owner.get(url), 200)["version"] == cur["version"]
 
 
+@sqlite_only("the held fsync is the group commit's test hook; on PostgreSQL a commit returns "
+             "once durable")
 def test_a_rail_is_told_of_a_payment_only_once_its_approval_is_durable(make_server, tmp_path):
     """The writer commits before the fsync (runtime/group_commit.h): while the test build's hook
     holds the fsync, an auto-approved payment is committed and due, but the worker must not
