@@ -1,0 +1,470 @@
+"""Scale-out: three instances of the server on one PostgreSQL database behind HAProxy behave as
+one service (README "Running several instances").
+
+The module starts one fresh C-collation database in the session's cluster, three instances of
+the build under test on it (each its own data directory, all with the same --public-url, the
+HAProxy address clients use and the token issuer, and the same jwt-signing.key, tls.crt and
+tls.key, copied from the first), and HAProxy in TCP mode in front of them (round robin, health
+checked every 200 ms; TLS ends at the instances). Clients verify the shared certificate and open
+a new connection per request where the spreading matters, so round robin sends consecutive
+requests to different instances. What it shows:
+- the workspace quota holds in total, within the bound runtime/ratelimit.c states;
+- one idempotency key sent to two instances at once creates one payment;
+- a session logged out through one instance is refused by the others on their next request;
+- an instance killed with SIGKILL under load loses no acknowledged write, and the others keep
+  serving;
+- every approved payment moves through each settlement step once, with the settlement workers
+  of all three instances running.
+
+Only on PostgreSQL (TREASURY_TEST_ENGINE=postgresql): on SQLite a database belongs to one
+process, so there is nothing to scale out."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import uuid
+
+import pytest
+
+from client import Client
+from conftest import ENGINE, Server, Servers, USER_PASSWORD, free_ports, pg_cluster
+from helpers import assert_json, assert_problem, audit_of, beneficiary, open_db
+from payments_team import PAY, Team, events
+
+pytestmark = pytest.mark.skipif(
+    ENGINE != "postgresql",
+    reason="scale-out needs PostgreSQL (TREASURY_TEST_ENGINE=postgresql): on SQLite a database "
+           "belongs to one server process")
+
+N_INSTANCES = 3
+KEY_FILES = ("jwt-signing.key", "tls.crt", "tls.key")
+# Payments settle within a second: the worker looks every 50 ms, the sandbox rail takes 150 ms
+# a step.
+FAST_SETTLEMENT = ["--settlement-interval-ms", "50", "--sandbox-rail-delay-ms", "150"]
+HAPPY = ["payment.created", "payment.approved", "payment.processing", "payment.sent",
+         "payment.completed"]
+HAPROXY_READY_TIMEOUT = 10.0
+HAPROXY_CFG = """\
+global
+  maxconn 2000
+defaults
+  mode tcp
+  timeout connect 2s
+  timeout client 30s
+  timeout server 30s
+  # a connection refused by a dead instance is tried once more on another one
+  retries 2
+  option redispatch
+frontend treasury
+  bind 127.0.0.1:{port}
+  default_backend instances
+backend instances
+  balance roundrobin
+{servers}
+"""
+
+
+class OneShot(Client):
+    """A client that opens a new connection for every request: behind HAProxy in TCP mode a
+    connection stays on one instance, so this is what spreads requests over the instances."""
+
+    def request(self, *args, **kw):
+        try:
+            return super().request(*args, **kw)
+        finally:
+            self.close()
+
+
+class Instance(Server):
+    """One instance: a data directory of its own, the database shared by all of them."""
+
+    def __init__(self, root, dbname, public_url, **kw):
+        super().__init__(root, threads=4,
+                         extra_args=["--public-url", public_url] + FAST_SETTLEMENT, **kw)
+        self._dbname = dbname
+        self.public_url = public_url
+
+    @property
+    def database(self):
+        return self._dbname
+
+    @property
+    def issuer(self):
+        return self.public_url
+
+
+class Front(Instance):
+    """The service as clients see it: HAProxy's address, the shared certificate, and (for the
+    operator commands) the first instance's data directory and the shared database. Its clients
+    open a connection per request. Never started itself."""
+
+    def __init__(self, first, port):
+        super().__init__(first.root / "front", first.database, first.public_url,
+                         data_dir=first.data_dir, https_port=port)
+
+    def client(self, token=None, **kw):
+        c = OneShot("127.0.0.1", self.https_port, cafile=self.ca, token=token, **kw)
+        self._clients.append(c)
+        return c
+
+
+class HAProxy:
+    """haproxy -db (foreground) with a config written for the instances."""
+
+    def __init__(self, root, port, instances):
+        self.port = port
+        self.cfg = root / "haproxy.cfg"
+        self.log = root / "haproxy.log"
+        servers = "\n".join("  server i%d 127.0.0.1:%d check inter 200ms fall 1 rise 1" %
+                            (i, s.https_port) for i, s in enumerate(instances))
+        self.cfg.write_text(HAPROXY_CFG.format(port=port, servers=servers))
+        self.proc = None
+
+    def start(self, ca):
+        binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
+        if not os.access(binary, os.X_OK):
+            pytest.fail("haproxy is not installed: the scale-out test needs Debian's haproxy "
+                        "package (make test-deps)", pytrace=False)
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen([binary, "-f", str(self.cfg), "-db"], stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + HAPROXY_READY_TIMEOUT
+        while True:
+            assert self.proc.poll() is None, "haproxy exited with %d:\n%s" % (
+                self.proc.returncode, self.log.read_text(errors="replace")[-3000:])
+            try:
+                with OneShot("127.0.0.1", self.port, cafile=ca, timeout=2) as c:
+                    if c.get("/healthz").status == 200:
+                        return self
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "no answer through haproxy on %d within %.0f s" % (
+                self.port, HAPROXY_READY_TIMEOUT)
+            time.sleep(0.05)
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Trio:
+    def __init__(self, instances, front, haproxy):
+        self.instances = instances
+        self.front = front
+        self.haproxy = haproxy
+
+    def direct(self, i, token):
+        """A keep-alive client of instance i alone."""
+        return self.instances[i].client(token=token)
+
+
+@pytest.fixture(scope="module")
+def trio(tmp_path_factory, server_bin):
+    cluster = pg_cluster()
+    dbname = cluster.create_database()
+    root = tmp_path_factory.mktemp("scale")
+    proxy_port = free_ports(1)[0]
+    public_url = "https://127.0.0.1:%d" % proxy_port
+    servers = Servers(tmp_path_factory)
+    haproxy = None
+    try:
+        first = Instance(root / "i0", dbname, public_url)
+        servers.started.append(first)
+        first.start()  # creates the schema, the bootstrap workspace and the key files
+        instances = [first]
+        for i in range(1, N_INSTANCES):
+            s = Instance(root / ("i%d" % i), dbname, public_url)
+            s.data_dir.mkdir(parents=True, mode=0o700)
+            for name in KEY_FILES:
+                shutil.copy2(first.data_dir / name, s.data_dir / name)
+                os.chmod(s.data_dir / name, 0o600)
+            servers.started.append(s)
+            instances.append(s.start())
+        haproxy = HAProxy(root, proxy_port, instances).start(first.ca)
+        yield Trio(instances, Front(first, proxy_port), haproxy)
+    finally:
+        if haproxy is not None:
+            haproxy.stop()
+        try:
+            servers.close()  # SIGTERM, exit 0 and no sanitizer report required
+        finally:
+            cluster.drop_database(dbname)
+
+
+def spread(n_requests, n_threads, send):
+    """Runs send(i) for i in range(n_requests) on n_threads threads; the results (or the
+    exceptions raised) in order of i, and the seconds it took."""
+    results = [None] * n_requests
+    next_i = iter(range(n_requests))
+    lock = threading.Lock()
+
+    def work():
+        while True:
+            with lock:
+                i = next(next_i, None)
+            if i is None:
+                return
+            try:
+                results[i] = send(i)
+            except BaseException as e:  # noqa: B902 -- reported by the caller
+                results[i] = e
+
+    threads = [threading.Thread(target=work) for _ in range(n_threads)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    return results, time.monotonic() - t0
+
+
+def access_count(instance, workspace_id, since):
+    """How many access records instance wrote for workspace_id after byte offset since."""
+    n = 0
+    text = instance.log_path.read_bytes()[since:].decode("utf-8", "replace")
+    for line in text.splitlines():
+        if '"msg":"access"' in line and '"workspace":"%s"' % workspace_id in line:
+            n += 1
+    return n
+
+
+# ---- 1. the quota holds in total ------------------------------------------------------------
+
+QUOTA = 60  # requests a minute: leases of 1 (ratelimit.c: 1 % of the quota, at least 1)
+LEASE = max(QUOTA // 100, 1)
+
+
+def test_the_workspace_quota_holds_across_the_instances(trio):
+    front = trio.front
+    wid, token, _ = front.new_workspace()
+    # Requests counted against the workspace before the burst, at whatever quota held then.
+    spent_before = 0
+    front.admin("set-rate-limit", "--workspace", wid, "--per-minute", str(QUOTA))
+    # Every instance reloads the quotas each second: wait until each reports the new one.
+    for i in range(N_INSTANCES):
+        c = trio.direct(i, token)
+        deadline = time.monotonic() + 10
+        while True:
+            r = c.get("/v1/beneficiaries?limit=1")
+            spent_before += 1
+            if r.header("X-RateLimit-Limit") == str(QUOTA):
+                break
+            assert time.monotonic() < deadline, "instance %d never applied the quota" % i
+            time.sleep(0.2)
+        c.close()
+    # A lease taken under the old quota is spent or dropped within a second.
+    time.sleep(1.1)
+    offsets = [s.log_path.stat().st_size for s in trio.instances]
+    sent = 2 * QUOTA
+
+    def send(_):
+        with OneShot("127.0.0.1", trio.haproxy.port, cafile=front.ca, token=token) as c:
+            return c.get("/v1/beneficiaries?limit=1").status
+
+    statuses, took = spread(sent, 8, send)
+    errors = [s for s in statuses if not isinstance(s, int)]
+    assert not errors, "requests failed: %r" % errors[:3]
+    admitted = statuses.count(200)
+    assert admitted + statuses.count(429) == sent, statuses
+    per_instance = [access_count(s, wid, o) for s, o in zip(trio.instances, offsets)]
+    # Round robin over new connections: every instance answered its share of the burst.
+    assert sum(per_instance) == sent, per_instance
+    assert min(per_instance) >= sent // N_INSTANCES // 2, per_instance
+    # The bound (ratelimit.c, README): the bucket holds at most QUOTA; each instance may hold a
+    # lease of LEASE taken in the second before; the bucket refills one request per 60/QUOTA s
+    # while the burst runs.
+    refill = int(took * QUOTA / 60) + 1
+    upper = QUOTA + N_INSTANCES * LEASE + refill
+    # Not far below: what the probes above spent, and leases left unspent in other instances.
+    lower = QUOTA - spent_before - N_INSTANCES * LEASE - 1
+    assert lower <= admitted <= upper, (
+        "admitted %d of %d in %.2f s (quota %d, probes %d, per instance %r): outside [%d, %d]"
+        % (admitted, sent, took, QUOTA, spent_before, per_instance, lower, upper))
+
+
+# ---- 2. one idempotency key, two instances, one payment -------------------------------------
+
+def test_one_idempotency_key_sent_to_two_instances_creates_one_payment(trio):
+    team = Team(trio.front)
+    team.policy([])
+    ben = team.beneficiary()
+    token = team.owner.token
+    a, b = trio.direct(0, token), trio.direct(1, token)
+    for c in (a, b):  # connected beforehand, so that both requests leave together
+        assert c.get(PAY + "?limit=1").status == 200
+    for round_ in range(5):
+        key = str(uuid.uuid4())
+        note = "scale-out idempotency %d %s" % (round_, key[:8])
+        body = {"amount": 1200 + round_, "currency": "EUR", "type": "sepa",
+                "originating_account": "acc-operating", "beneficiary_id": ben["id"],
+                "remittance_information": note}
+        header = "Idempotency-Key" if round_ % 2 else "X-Request-ID"
+        go = threading.Barrier(2)
+        answers = [None, None]
+
+        def send(i, c):
+            go.wait()
+            answers[i] = c.post(PAY, json=body, headers={header: key})
+
+        threads = [threading.Thread(target=send, args=(i, c)) for i, c in enumerate((a, b))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        ids = [assert_json(r, 201)["id"] for r in answers]
+        assert ids[0] == ids[1], "two payments for key %s: %r" % (key, answers)
+        replayed = [r.header("Idempotent-Replayed") for r in answers]
+        assert replayed.count("true") == 1, replayed
+        listed = [p for p in assert_json(team.owner.get(PAY + "?limit=100"), 200)["data"]
+                  if p.get("remittance_information") == note]
+        assert [p["id"] for p in listed] == ids[:1], listed
+        db = open_db(trio.front)
+        try:
+            n = db.execute("SELECT count(*) FROM payments WHERE remittance_information = ?",
+                           (note,)).fetchone()[0]
+        finally:
+            db.close()
+        assert n == 1, "%d payment rows for one key" % n
+
+
+# ---- 3. logout seen by every instance --------------------------------------------------------
+
+def test_a_session_logged_out_through_one_instance_is_refused_by_the_others(trio):
+    front = trio.front
+    wid, _, _ = front.new_workspace()
+    email = "scale-%s@example.com" % uuid.uuid4().hex[:8]
+    front.create_user(wid, email, "viewer")
+    for revoker in range(N_INSTANCES):
+        token = front.login(email, USER_PASSWORD, workspace_id=wid)["access_token"]
+        clients = [trio.direct(i, token) for i in range(N_INSTANCES)]
+        for c in clients:  # every instance knows the token (and has it in its cache)
+            assert c.get("/v1/beneficiaries?limit=1").status == 200
+        r = clients[revoker].post("/v1/api/logout")
+        assert r.status == 204, r
+        for i, c in enumerate(clients):
+            r = c.get("/v1/beneficiaries?limit=1")
+            assert_problem(r, 401, "invalid_token")
+            assert r.status == 401, "instance %d still serves a session ended on %d" % (
+                i, revoker)
+        for c in clients:
+            c.close()
+
+
+# ---- 4. every approved payment settles once --------------------------------------------------
+
+def test_every_approved_payment_settles_once_with_three_workers(trio):
+    team = Team(trio.front)
+    team.policy([{"currency": "EUR", "min_amount": 1, "approvals_required": 1}])
+    ben = team.beneficiary()
+    offsets = [s.log_path.stat().st_size for s in trio.instances]
+    n = 12
+    made, _ = spread(n, 4, lambda i: team.pay(ben, 500 + i))
+    ids = [assert_json(r, 201)["id"] for r in made]
+    assert {assert_json(r, 201)["status"] for r in made} == {"pending_approval"}
+    approved, _ = spread(n, 4, lambda i: team.approvers[0].put(PAY + "/" + ids[i] + "/approve"))
+    for r in approved:
+        assert_json(r, 200)
+    pending = set(ids)
+    deadline = time.monotonic() + 30
+    while pending:
+        for pid in sorted(pending):
+            status = assert_json(team.owner.get(PAY + "/" + pid), 200)["status"]
+            assert status in ("approved", "processing", "sent", "completed"), (pid, status)
+            if status == "completed":
+                pending.discard(pid)
+        assert time.monotonic() < deadline, "not completed after 30 s: %r" % sorted(pending)
+        if pending:
+            time.sleep(0.1)
+    for pid in ids:
+        assert events(team.owner, pid) == HAPPY, pid
+        steps = [row[1] for row in audit_of(trio.front, pid) if row[0] == "system"]
+        assert steps == ["payment.processing", "payment.sent", "payment.completed"], (pid, steps)
+    # Who moved what: each step is logged once, by the instance whose worker claimed the row.
+    moved = {pid: [] for pid in ids}
+    for i, s in enumerate(trio.instances):
+        text = s.log_path.read_bytes()[offsets[i]:].decode("utf-8", "replace")
+        for m in re.finditer(r"settlement: (pay_[0-9a-z]{26}) ", text):
+            if m.group(1) in moved:
+                moved[m.group(1)].append(i)
+    assert all(len(v) == 3 for v in moved.values()), moved
+    workers = {i for v in moved.values() for i in v}
+    assert len(workers) >= 2, "one instance's worker moved every step: %r" % moved
+
+
+# ---- 5. SIGKILL under load -------------------------------------------------------------------
+
+def test_an_instance_killed_under_load_loses_no_acknowledged_write(trio):
+    front = trio.front
+    wid, token, _ = front.new_workspace()
+    front.admin("set-rate-limit", "--workspace", wid, "--per-minute", "5000")
+    time.sleep(1.2)  # reloaded by every instance: the load stays far from the quota
+    victim = trio.instances[-1]
+    acked = []  # (id, monotonic time of the answer)
+    failures = []  # connection-level failures (requests that were on the killed instance)
+    refusals = []  # answers other than 201
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def writer(w):
+        n = 0
+        while not stop.is_set():
+            n += 1
+            body = beneficiary(name="kill-%d-%d" % (w, n), external_id=None)
+            try:
+                with OneShot("127.0.0.1", trio.haproxy.port, cafile=front.ca, token=token) as c:
+                    r = c.post("/v1/beneficiaries", json=body)
+            except AssertionError as e:  # a 5xx or a malformed answer (check_every_response)
+                with lock:
+                    refusals.append(str(e))
+                continue
+            except OSError as e:
+                with lock:
+                    failures.append(repr(e))
+                time.sleep(0.01)
+                continue
+            with lock:
+                if r.status == 201:
+                    acked.append((r.json()["id"], time.monotonic()))
+                else:
+                    refusals.append(repr(r))
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(1.0)
+        victim.proc.send_signal(signal.SIGKILL)
+        victim.proc.wait(timeout=10)
+        killed_at = time.monotonic()
+        time.sleep(1.5)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=30)
+    victim.exit_codes.append(victim.proc.returncode)
+    assert victim.proc.returncode == -signal.SIGKILL
+    assert not refusals, refusals[:5]
+    after = [i for i, at in acked if at > killed_at + 0.3]
+    assert len(after) >= 10, "the survivors served %d writes after the kill (%d failures)" % (
+        len(after), len(failures))
+    survivors = [trio.direct(i, token) for i in range(N_INSTANCES - 1)]
+    for pid, _ in acked:
+        for i, c in enumerate(survivors):
+            r = c.get("/v1/beneficiaries/" + pid)
+            assert r.status == 200, "acknowledged %s missing on instance %d: %r" % (pid, i, r)
+    for c in survivors:
+        c.close()
+    # The killed instance comes back on the same data directory and serves again (the rest of
+    # the module keeps three instances).
+    victim.start()
+    with trio.direct(N_INSTANCES - 1, token) as c:
+        assert c.get("/v1/beneficiaries/" + acked[-1][0]).status == 200
