@@ -62,9 +62,9 @@ int64_t storage_changes(void);
 /* The last error on this thread's connection, for a log line. */
 const char *storage_errmsg(void);
 
-/* Opens where (a SQLite file path, created if needed, or a postgresql:// URL), applies
- * pending migrations in one transaction each. Returns 0, or -1 with a message in err
- * (>= 256 bytes). Call once from main. */
+/* Opens where (a SQLite file path, created if needed, or a postgresql:// URL), applies the
+ * pending migrations of every component (runtime/storage_migrate.h), one transaction each.
+ * Returns 0, or -1 with a message in err (>= 256 bytes). Call once from main. */
 int storage_open(const char *where, char *err, size_t errlen);
 /* Whether where names a PostgreSQL database (postgresql:// or postgres://). */
 bool storage_is_postgresql_url(const char *where);
@@ -143,7 +143,8 @@ void storage_checkpoint(void (*between)(void));
  * 0, or -1 when there are too many names. */
 #define STORAGE_WATCH_MAX 16
 int storage_watch(const char *const *tables, size_t n, void (*changed)(void));
-/* Highest applied migration version, for tests and `--version`. */
+/* How many migrations the database has, over every component (schema_versions); 0 when
+ * storage is not open. */
 int storage_schema_version(void);
 
 #endif
