@@ -15,6 +15,7 @@
 #include "handlers/invitations.h"
 #include "handlers/jobs.h"
 #include "handlers/privileges.h"
+#include "handlers/problems.h"
 #include "runtime/admin.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
@@ -222,6 +223,7 @@ static int run_server(const struct config *c)
     fflush(stdout);
     if (routes_init(err, sizeof err) != 0)
         goto out;
+    problem_register(handlers_problems, handlers_problems_count); /* the APIs' codes' titles */
     auth_init(&signing_key, &scopes_mask, SCOPE_WORKSPACE_ADMIN, scopes_all());
     cors_init(&accounts_cors_origin_allowed); /* the origins OAuth clients registered */
     /* Scopes as the principal holds them now, re-read after any change to what decides them. */
