@@ -107,6 +107,8 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_LINK)
 
 # The pattern test runs the fast matcher against regexec on the spec's own patterns.
 $(BUILD)/tests/test_pattern: $(BUILD)/obj/generated/patterns.o
+# The operator commands live with the handlers (they write API tables) but need only the runtime.
+$(BUILD)/tests/test_admin: $(BUILD)/obj/handlers/admin_cli.o
 
 # ---- generated code -----------------------------------------------------------------------
 # generated/ is committed; `make generate` rewrites only files whose bytes change.
@@ -132,7 +134,8 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := build/fuzz
 FUZZ_CFLAGS  := -std=c11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
                 -fno-sanitize-recover=all -fno-omit-frame-pointer $(WARN) -Wno-unused-command-line-argument \
-                -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DTREASURY_VERSION='"$(VERSION)"' -I.
+                -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DTREASURY_VERSION='"$(VERSION)"' -I. \
+                -I/usr/include/postgresql
 FUZZ_TARGETS := $(filter-out req,$(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_RT_OBJ  := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(filter-out runtime/server.c runtime/req_mhd.c,$(RUNTIME))) \
                 $(FUZZ_BUILD)/obj/gen/schema_sql.o

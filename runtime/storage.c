@@ -174,6 +174,36 @@ int storage_schema_version(void)
     return migrations_applied;
 }
 
+int storage_savepoint(void)
+{
+    return E ? E->savepoint() : -1;
+}
+
+int storage_savepoint_end(bool keep)
+{
+    return E ? E->savepoint_end(keep) : -1;
+}
+
+int storage_unguarded_begin(void)
+{
+    return E ? E->unguarded_begin() : -1;
+}
+
+int storage_unguarded_end(bool keep)
+{
+    return E ? E->unguarded_end(keep) : -1;
+}
+
+int storage_claim(const char *table, const char *column, const char *id)
+{
+    return E ? E->claim(table, column, id) : -1;
+}
+
+int64_t storage_data_version(void)
+{
+    return E ? E->data_version() : -1;
+}
+
 bool storage_should_retry(void)
 {
     return E && E->should_retry();

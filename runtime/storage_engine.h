@@ -36,6 +36,15 @@ struct storage_engine {
     void (*rollback)(void);
     bool (*in_tx)(void);
     void (*lazy_sync)(void);
+    /* storage_data_version (storage.h). */
+    int64_t (*data_version)(void);
+    /* A request's part of an open write transaction (storage.h: storage_savepoint...). */
+    int (*savepoint)(void);
+    int (*savepoint_end)(bool keep);
+    int (*unguarded_begin)(void);
+    int (*unguarded_end)(bool keep);
+    /* storage_claim: 1 claimed, 0 another transaction holds it, -1 failure. */
+    int (*claim)(const char *table, const char *column, const char *id);
     /* For the migration runner (storage_migrate.c). A write transaction (ended by commit or
      * rollback) that holds the engine's schema lock until it ends, taken before the
      * transaction reads anything, so what it reads next includes every migration committed by
@@ -54,9 +63,8 @@ struct storage_engine {
 extern const struct storage_engine storage_engine_sqlite;
 extern const struct storage_engine storage_engine_pg;
 
-/* For engines: whether table is one storage_watch() registered, and the call to make after a
- * commit that changed one. */
+/* For engines: whether table is one storage_watch() registered (storage_watched_changed() is
+ * then theirs to call after a commit that changed one). */
 bool storage_is_watched(const char *table);
-void storage_watched_changed(void);
 
 #endif

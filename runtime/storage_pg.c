@@ -665,6 +665,17 @@ static int pg_commit(void)
         pg_rollback();
         return -1;
     }
+    /* Other instances hear of a change to a watched table from this row (runtime/instances.h),
+     * bumped inside the commit that made the change. */
+    if (c->changed_watched &&
+        command(c, "UPDATE storage_generations SET value = value + 1 WHERE name = 'watched'") !=
+            0) {
+        log_error("storage: %s", c->err);
+        retry_wanted = false;
+        c->tx_failed = true;
+        pg_rollback();
+        return -1;
+    }
     PGresult *res = PQexec(c->pg, "COMMIT");
     bool ok = PQresultStatus(res) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(res), "COMMIT") == 0;
     if (!ok) {
@@ -700,6 +711,88 @@ static bool pg_should_retry(void)
     bool was = retry_wanted;
     retry_wanted = false;
     return was;
+}
+
+/* A request's part of a transaction: a savepoint (PostgreSQL has no cheaper kind; rolling back
+ * to it also clears a failed statement's abort of the transaction). */
+static _Thread_local bool in_savepoint;
+
+static int pg_savepoint(void)
+{
+    struct pconn *c = existing();
+    if (!c || !c->in_tx || in_savepoint) {
+        log_error("storage: savepoint outside a transaction or inside another");
+        return -1;
+    }
+    clear_results(c);
+    if (command(c, "SAVEPOINT request") != 0) {
+        log_error("storage: %s", c->err);
+        c->tx_failed = true;
+        return -1;
+    }
+    in_savepoint = true;
+    return 0;
+}
+
+static int pg_savepoint_end(bool keep)
+{
+    struct pconn *c = existing();
+    if (!in_savepoint)
+        return -1;
+    in_savepoint = false;
+    if (!c || !c->in_tx)
+        return -1;
+    clear_results(c);
+    if (c->tx_failed)
+        keep = false;
+    if (!keep && command(c, "ROLLBACK TO SAVEPOINT request") != 0) {
+        log_error("storage: %s", c->err);
+        return -1;
+    }
+    c->tx_failed = false;
+    if (command(c, "RELEASE SAVEPOINT request") != 0) {
+        log_error("storage: %s", c->err);
+        c->tx_failed = true;
+        return -1;
+    }
+    return c->retry ? -1 : 0;
+}
+
+static int pg_unguarded_begin(void)
+{
+    return pg_savepoint();
+}
+
+static int pg_unguarded_end(bool keep)
+{
+    return pg_savepoint_end(keep) == 0 ? 0 : -1;
+}
+
+/* table and column are the caller's constants, never input. */
+static int pg_claim(const char *table, const char *column, const char *id)
+{
+    struct pconn *c = existing();
+    if (!c || !c->in_tx) {
+        log_error("storage: claim outside a transaction");
+        return -1;
+    }
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT 1 FROM %s WHERE %s = ? FOR UPDATE SKIP LOCKED", table,
+             column);
+    struct db_stmt *st = pg_prepare(sql);
+    if (!st)
+        return -1;
+    pg_bind_text(st, 1, id);
+    int rc = pg_step(st);
+    pg_reset(st);
+    if (rc == DB_ROW)
+        return 1;
+    return rc == DB_DONE ? 0 : -1;
+}
+
+static int64_t pg_data_version(void)
+{
+    return -1;
 }
 
 static void pg_lazy_sync(void)
@@ -865,4 +958,10 @@ const struct storage_engine storage_engine_pg = {
     .exec_script = pg_exec_script,
     .has_table = pg_has_table,
     .should_retry = pg_should_retry,
+    .savepoint = pg_savepoint,
+    .savepoint_end = pg_savepoint_end,
+    .unguarded_begin = pg_unguarded_begin,
+    .unguarded_end = pg_unguarded_end,
+    .claim = pg_claim,
+    .data_version = pg_data_version,
 };

@@ -686,7 +686,7 @@ static void sq_rollback(void)
     write_unlock();
 }
 
-int storage_savepoint(void)
+static int sq_savepoint(void)
 {
     struct conn *c = existing();
     if (!c || sqlite3_get_autocommit(c->db) || in_savepoint) {
@@ -701,7 +701,7 @@ int storage_savepoint(void)
     return 0;
 }
 
-int storage_savepoint_end(bool keep)
+static int sq_savepoint_end(bool keep)
 {
     struct conn *c = existing();
     if (!in_savepoint)
@@ -721,7 +721,7 @@ int storage_savepoint_end(bool keep)
     return savepoint_misused ? -1 : 0;
 }
 
-int storage_unguarded_begin(void)
+static int sq_unguarded_begin(void)
 {
     struct conn *c = existing();
     if (!c || sqlite3_get_autocommit(c->db) || in_savepoint) {
@@ -734,7 +734,7 @@ int storage_unguarded_begin(void)
     return 0;
 }
 
-int storage_unguarded_end(bool keep)
+static int sq_unguarded_end(bool keep)
 {
     struct conn *c = existing();
     if (!in_savepoint)
@@ -948,6 +948,24 @@ static bool sq_should_retry(void)
     return false;
 }
 
+static int64_t sq_data_version(void)
+{
+    sqlite3_stmt *st = prepare("PRAGMA data_version");
+    int64_t v = -1;
+    if (st && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    if (st)
+        sqlite3_reset(st);
+    return v;
+}
+
+/* One writer at a time: the transaction that reads an item owns it. */
+static int sq_claim(const char *table, const char *column, const char *id)
+{
+    (void)table, (void)column, (void)id;
+    return 1;
+}
+
 const struct storage_engine storage_engine_sqlite = {
     .name = "sqlite",
     .dialect = MIGRATE_SQLITE,
@@ -975,4 +993,10 @@ const struct storage_engine storage_engine_sqlite = {
     .exec_script = sq_exec_script,
     .has_table = sq_has_table,
     .should_retry = sq_should_retry,
+    .savepoint = sq_savepoint,
+    .savepoint_end = sq_savepoint_end,
+    .unguarded_begin = sq_unguarded_begin,
+    .unguarded_end = sq_unguarded_end,
+    .claim = sq_claim,
+    .data_version = sq_data_version,
 };
