@@ -62,9 +62,9 @@ int64_t storage_changes(void);
 /* The last error on this thread's connection, for a log line. */
 const char *storage_errmsg(void);
 
-/* Opens where (a SQLite file path, created if needed, or a postgresql:// URL), applies
- * pending migrations in one transaction each. Returns 0, or -1 with a message in err
- * (>= 256 bytes). Call once from main. */
+/* Opens where (a SQLite file path, created if needed, or a postgresql:// URL), applies the
+ * pending migrations of every component (runtime/storage_migrate.h), one transaction each.
+ * Returns 0, or -1 with a message in err (>= 256 bytes). Call once from main. */
 int storage_open(const char *where, char *err, size_t errlen);
 /* Whether where names a PostgreSQL database (postgresql:// or postgres://). */
 bool storage_is_postgresql_url(const char *where);
@@ -156,7 +156,8 @@ int storage_watch(const char *const *tables, size_t n, void (*changed)(void));
 /* Calls what storage_watch() registered: engines after a commit of this process that changed a
  * watched table, runtime/instances.c after hearing that another instance committed one. */
 void storage_watched_changed(void);
-/* Highest applied migration version, for tests and `--version`. */
+/* How many migrations the database has, over every component (schema_versions); 0 when
+ * storage is not open. */
 int storage_schema_version(void);
 
 #endif
