@@ -1327,10 +1327,12 @@ int payments_list_payment_events(struct req *r,
     if (page_begin(r, &pg, arena_printf(&r->arena, "events&p=%s", x->p.id), in->limit,
                    in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    /* Oldest first: the cursor's key is the last event's sequence number. */
+    /* Oldest first: the cursor's key is the last event's sequence number. The text copy of seq
+     * has a name of its own: PostgreSQL would name it seq, and ORDER BY seq would then sort
+     * the text ("10" before "9"). */
     struct db_stmt *st = storage_prepare(
         "SELECT id, type, created_at, workspace_id, data, request_id, idempotency_key, "
-        "CAST(seq AS TEXT) FROM events WHERE resource_id = ?1 AND workspace_id = ?2 "
+        "CAST(seq AS TEXT) AS seq_text FROM events WHERE resource_id = ?1 AND workspace_id = ?2 "
         "AND (?3 IS NULL OR seq > CAST(?3 AS INTEGER)) ORDER BY seq LIMIT ?4");
     if (!st)
         return -1;
