@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 #include <sys/prctl.h>
 
@@ -27,9 +28,12 @@ static bool running, stopping;
 static int64_t last_data_version = -1;
 
 /* PRAGMA data_version changes when another connection (a request thread, or an operator's
- * `admin` process) commits, so quotas are re-read only after something may have changed. */
+ * `admin` process) commits, so quotas are re-read only after something may have changed. Other
+ * engines have no such counter (and other instances write too): -1, reloaded every round. */
 static int64_t data_version(void)
 {
+    if (strcmp(storage_engine_name(), "sqlite") != 0)
+        return -1;
     struct db_stmt *st = storage_prepare("PRAGMA data_version");
     int64_t v = -1;
     if (st && db_step(st) == DB_ROW)
