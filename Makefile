@@ -52,14 +52,23 @@ CODEGEN   := $(wildcard codegen/*.py codegen/templates/*.j2)
 RUNTIME   := $(filter-out runtime/main.c,$(wildcard runtime/*.c))
 HANDLERS  := $(wildcard handlers/*.c)
 GENERATED := $(wildcard generated/*.c)
+# The schema: each component's migrations (runtime/sql/, handlers/sql/<api>/, in the order of
+# handlers/sql/ORDER) embedded into one C file of the build by codegen/embed_sql.py (not
+# committed). The folders are prerequisites too, so adding or removing a file regenerates it;
+# the script rewrites it only when its bytes change.
+SCHEMA_SQL := handlers/sql/ORDER $(wildcard runtime/sql/*.sql handlers/sql/*/*.sql)
+SCHEMA_DIRS := runtime/sql handlers/sql $(wildcard handlers/sql/*/)
+SCHEMA_C   := $(BUILD)/gen/schema_sql.c
+SCHEMA_OBJ := $(BUILD)/obj/gen/schema_sql.o
 SERVER_SRC := runtime/main.c $(RUNTIME) $(HANDLERS) $(GENERATED)
-SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/obj/%.o)
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/obj/%.o) $(SCHEMA_OBJ)
 BIN       := $(BUILD)/treasury-server
 
 UNIT_SRC  := $(wildcard tests/unit/test_*.c)
 UNIT_BIN  := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 # Unit tests link the runtime modules they need (everything but main and the server glue).
-UNIT_LINK := $(filter-out $(BUILD)/obj/runtime/server.o,$(RUNTIME:%.c=$(BUILD)/obj/%.o))
+UNIT_LINK := $(filter-out $(BUILD)/obj/runtime/server.o,$(RUNTIME:%.c=$(BUILD)/obj/%.o)) \
+             $(SCHEMA_OBJ)
 
 # ---- build -----------------------------------------------------------------------------
 # `make` first brings generated/ up to date with openapi/ and codegen/ (write-if-changed, so an
@@ -84,6 +93,14 @@ $(BUILD)/obj/%.o: %.c
 	@if [ "$(V)" != 1 ]; then echo "  CC      $<"; fi
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
+$(SCHEMA_C): codegen/embed_sql.py $(SCHEMA_SQL) $(SCHEMA_DIRS)
+	$(Q)$(PYTHON) codegen/embed_sql.py $@
+
+$(SCHEMA_OBJ): $(SCHEMA_C)
+	@mkdir -p $(@D)
+	@if [ "$(V)" != 1 ]; then echo "  CC      $<"; fi
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_LINK)
 	@mkdir -p $(@D)
 	@if [ "$(V)" != 1 ]; then echo "  CC/LD   $@"; fi
@@ -91,6 +108,8 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_LINK)
 
 # The pattern test runs the fast matcher against regexec on the spec's own patterns.
 $(BUILD)/tests/test_pattern: $(BUILD)/obj/generated/patterns.o
+# The operator commands live with the handlers (they write API tables) but need only the runtime.
+$(BUILD)/tests/test_admin: $(BUILD)/obj/handlers/admin_cli.o
 
 # ---- generated code -----------------------------------------------------------------------
 # generated/ is committed; `make generate` rewrites only files whose bytes change.
@@ -116,14 +135,23 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD   := build/fuzz
 FUZZ_CFLAGS  := -std=c11 -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
                 -fno-sanitize-recover=all -fno-omit-frame-pointer $(WARN) -Wno-unused-command-line-argument \
-                -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DTREASURY_VERSION='"$(VERSION)"' -I.
+                -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DTREASURY_VERSION='"$(VERSION)"' -I. \
+                -I/usr/include/postgresql
 FUZZ_TARGETS := $(filter-out req,$(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)))
-FUZZ_RT_OBJ  := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(filter-out runtime/server.c runtime/req_mhd.c,$(RUNTIME)))
+FUZZ_RT_OBJ  := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(filter-out runtime/server.c runtime/req_mhd.c,$(RUNTIME))) \
+                $(FUZZ_BUILD)/obj/gen/schema_sql.o
 FUZZ_GEN_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(GENERATED))
 
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	@if [ "$(V)" != 1 ]; then echo "  CLANG   $<"; fi
+	$(Q)clang $(FUZZ_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(FUZZ_BUILD)/gen/schema_sql.c: codegen/embed_sql.py $(SCHEMA_SQL) $(SCHEMA_DIRS)
+	$(Q)$(PYTHON) codegen/embed_sql.py $@
+
+$(FUZZ_BUILD)/obj/gen/schema_sql.o: $(FUZZ_BUILD)/gen/schema_sql.c
+	@mkdir -p $(@D)
 	$(Q)clang $(FUZZ_CFLAGS) -MMD -MP -c -o $@ $<
 
 $(FUZZ_BUILD)/stubs.c: tests/fuzz/stubs.py $(wildcard generated/*_api.h)

@@ -268,7 +268,7 @@ static void invalid_invitation(struct req *r)
 
 /* 1 usable, 0 answered (410), on an invitation found by its token. One never e-mailed (issued
  * before invitations were: its token went back to the inviter) is refused like a replaced one;
- * the upgrade superseded them all (migration 19). */
+ * an upgrade superseded them all (migration 19 of earlier releases). */
 static int usable(struct req *r, const struct invitation *inv, const char *now)
 {
     if (strcmp(inv->status, "pending") != 0 || !inv->mailed) {

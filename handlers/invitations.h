@@ -17,7 +17,7 @@
 int invitations_issue(struct req *r, const char *wid, const char *email, const char *role,
                       const char *base_url, struct invitation_issued *out);
 
-/* runtime/admin.h's admin_invite_fn: the operator's invitation (actor "operator"), inside the
+/* handlers/admin_cli.h's admin_invite_fn: the operator's invitation (actor "operator"), inside the
  * command's transaction. Its id into id. 0 / -1 with err. */
 int invitations_issue_by_operator(const char *wid, const char *email, const char *role,
                                   const char *base_url, char *id, size_t n, char *err,

@@ -240,6 +240,14 @@ static bool step_run(void *ctx, bool guarded)
     st->moved = NULL;
     if ((guarded ? storage_savepoint() : storage_unguarded_begin()) != 0)
         return false;
+    /* Another instance's worker may have picked the same payment: whoever holds its row
+     * moves it; the other leaves it (it is reloaded below, so a step taken meanwhile shows). */
+    int claimed = storage_claim("payments", "id", st->id);
+    if (claimed <= 0) {
+        int end = guarded ? storage_savepoint_end(false) : storage_unguarded_end(false);
+        st->ok = claimed == 0 && end == 0;
+        return end > 0;
+    }
     struct pay *x = arena_alloc(&r->arena, sizeof *x);
     int found = pay_load(r, st->id, NULL, x);
     int rc = -1;

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "runtime/clock.h"
+#include "runtime/instances.h"
 #include "runtime/privileges.h"
 #include "runtime/revocation.h"
 #include "runtime/token_cache.h"
@@ -100,6 +101,17 @@ int auth_check(struct req *r)
      * (runtime/revocation.c). */
     if (revocation_contains(c.sid) || revocation_contains(c.jti) ||
         revocation_contains(c.sub)) {
+        refuse(r, "the token has been revoked");
+        return -1;
+    }
+    /* What other instances on the same database revoked or changed meanwhile
+     * (runtime/instances.h; nothing to hear with SQLite). */
+    int elsewhere = instances_hear(c.sid, c.jti, c.sub, now);
+    if (elsewhere < 0) {
+        req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
+        return -1;
+    }
+    if (elsewhere > 0) {
         refuse(r, "the token has been revoked");
         return -1;
     }

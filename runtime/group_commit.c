@@ -406,9 +406,39 @@ int group_commit_start(void)
     return 0;
 }
 
+/* How often an item alone is run again when its transaction met a concurrent one. */
+#define ALONE_RUNS 8
+
+/* On an engine without the group-commit writer (PostgreSQL takes writes on every connection
+ * and groups their flushes itself): the item in a transaction of its own on the calling
+ * thread, in a savepoint as a guarded item is, run again while the commit fails on a conflict
+ * with a concurrent transaction (run() starts each run from a clean state). */
+static void run_alone(struct group_commit_item *it)
+{
+    for (int run = 1;; run++) {
+        if (storage_begin(true) != 0) {
+            it->done(it->ctx, GROUP_COMMIT_NOT_RUN);
+            return;
+        }
+        it->run(it->ctx, true);
+        if (storage_commit() == 0) {
+            it->done(it->ctx, GROUP_COMMIT_COMMITTED);
+            return;
+        }
+        if (!storage_should_retry() || run == ALONE_RUNS) {
+            it->done(it->ctx, GROUP_COMMIT_LOST);
+            return;
+        }
+    }
+}
+
 void group_commit_submit(struct group_commit_item *it)
 {
     it->next = NULL;
+    if (!storage_batches_writes()) {
+        run_alone(it);
+        return;
+    }
     pthread_mutex_lock(&mu);
     if (!running || stopping) {
         pthread_mutex_unlock(&mu);

@@ -7,12 +7,12 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <string.h>
 #include <time.h>
 #include <sys/prctl.h>
 
 #include "runtime/clock.h"
 #include "runtime/idempotency.h"
+#include "runtime/instances.h"
 #include "runtime/log.h"
 #include "runtime/ratelimit.h"
 #include "runtime/revocation.h"
@@ -27,20 +27,12 @@ static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static bool running, stopping;
 static int64_t last_data_version = -1;
 
-/* PRAGMA data_version changes when another connection (a request thread, or an operator's
- * `admin` process) commits, so quotas are re-read only after something may have changed. Other
- * engines have no such counter (and other instances write too): -1, reloaded every round. */
+/* Changes when another connection (a request thread, or an operator's `admin` process)
+ * commits, so quotas are re-read only after something may have changed (-1: the engine cannot
+ * tell, re-read every round). */
 static int64_t data_version(void)
 {
-    if (strcmp(storage_engine_name(), "sqlite") != 0)
-        return -1;
-    struct db_stmt *st = storage_prepare("PRAGMA data_version");
-    int64_t v = -1;
-    if (st && db_step(st) == DB_ROW)
-        v = db_column_int64(st, 0);
-    if (st)
-        db_reset(st);
-    return v;
+    return storage_data_version();
 }
 
 void housekeeping_run_once(void)
@@ -53,6 +45,7 @@ void housekeeping_run_once(void)
         if (ratelimit_load_overrides() == 0 && revocation_load(now / 1000000000) == 0)
             last_data_version = dv;
     }
+    instances_prune(now / 1000000000);
     int n;
     do {
         n = idempotency_purge(now / 1000000, PURGE_BATCH);

@@ -291,6 +291,7 @@ struct message {
     char *to, *subject, *body;
     int64_t attempts;
     int64_t created_ms;
+    int64_t due_ms; /* next_attempt_ms as read: the claim compares it */
 };
 
 static void message_free(struct message *m)
@@ -419,7 +420,8 @@ static int load_due(struct message *ms, int64_t now_ms)
     if (storage_begin(false) != 0)
         return -1;
     struct db_stmt *st = storage_prepare(
-        "SELECT id, recipient, subject, body, attempts, created_at FROM mail_outbox "
+        "SELECT id, recipient, subject, body, attempts, created_at, next_attempt_ms "
+        "FROM mail_outbox "
         "WHERE status = 'queued' AND next_attempt_ms <= ? ORDER BY next_attempt_ms LIMIT ?");
     if (!st) {
         storage_rollback();
@@ -437,6 +439,7 @@ static int load_due(struct message *ms, int64_t now_ms)
         m->subject = dup_column(st, 2);
         m->body = dup_column(st, 3);
         m->attempts = db_column_int64(st, 4);
+        m->due_ms = db_column_int64(st, 6);
         const char *created = db_column_text(st, 5);
         m->created_ms = now_ms;
         if (created)
@@ -456,6 +459,38 @@ static int load_due(struct message *ms, int64_t now_ms)
         return -1;
     }
     return n;
+}
+
+/* Several instances (or a slow previous round) may have read the same due message: whoever
+ * moves its next attempt from the time read to CLAIM_MS ahead, in a transaction of its own,
+ * sends it; the others leave it. Should the sender die before recording the outcome, the
+ * message is due again once the claim runs out (e-mail is at least once: SMTP cannot take part
+ * in our transaction). 1 claimed, 0 not ours, -1 failure. */
+#define CLAIM_MS (10 * 60 * 1000)
+
+static int claim(const struct message *m, int64_t now_ms)
+{
+    if (storage_begin(true) != 0)
+        return -1;
+    struct db_stmt *st = storage_prepare(
+        "UPDATE mail_outbox SET next_attempt_ms = ? WHERE id = ? AND status = 'queued' AND "
+        "next_attempt_ms = ?");
+    if (!st) {
+        storage_rollback();
+        return -1;
+    }
+    db_bind_int64(st, 1, now_ms + CLAIM_MS);
+    db_bind_text(st, 2, m->id);
+    db_bind_int64(st, 3, m->due_ms);
+    int rc = db_step(st);
+    int64_t changed = storage_changes();
+    db_reset(st);
+    if (rc != DB_DONE || storage_commit() != 0) {
+        storage_rollback();
+        /* Another instance claiming it at the same moment made ours fail: not ours. */
+        return storage_should_retry() ? 0 : -1;
+    }
+    return changed == 1;
 }
 
 /* Records the outcome of one attempt. 0 / -1. */
@@ -520,6 +555,12 @@ int mail_deliver_due(void)
         return -1;
     int failed = 0;
     for (int i = 0; i < n; i++) {
+        int mine = claim(&ms[i], now_ms);
+        if (mine <= 0) {
+            failed |= mine < 0;
+            message_free(&ms[i]);
+            continue;
+        }
         char why[CURL_ERROR_SIZE + 64] = "out of memory";
         char *text = render(&ms[i]);
         int rc = !text ? -1

@@ -15,7 +15,8 @@
 #include "handlers/invitations.h"
 #include "handlers/jobs.h"
 #include "handlers/privileges.h"
-#include "runtime/admin.h"
+#include "handlers/admin_cli.h"
+#include "handlers/problems.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
 #include "runtime/config.h"
@@ -143,6 +144,14 @@ static int open_for_admin(bool create, void *arg, char *err, size_t errlen)
     return open_storage(c, err, errlen);
 }
 
+/* The offload pool: with SQLite, as many as password hashes may run at once (password.c; more
+ * would only wait); with PostgreSQL it also runs every write, each waiting on the database's
+ * commit for most of its time, so it holds as many as may wait at once. */
+static int offload_threads(void)
+{
+    return storage_batches_writes() ? 2 : 32;
+}
+
 static void apply_password_cost(void)
 {
     const char *v = getenv("TREASURY_SCRYPT_LOG2N");
@@ -222,6 +231,7 @@ static int run_server(const struct config *c)
     fflush(stdout);
     if (routes_init(err, sizeof err) != 0)
         goto out;
+    problem_register(handlers_problems, handlers_problems_count); /* the APIs' codes' titles */
     auth_init(&signing_key, &scopes_mask, SCOPE_WORKSPACE_ADMIN, scopes_all());
     cors_init(&accounts_cors_origin_allowed); /* the origins OAuth clients registered */
     /* Scopes as the principal holds them now, re-read after any change to what decides them. */
@@ -232,6 +242,8 @@ static int run_server(const struct config *c)
         goto out;
     }
     ratelimit_init(c->rate_limit);
+    ratelimit_set_quotas_source(&handlers_workspace_quotas);
+    revocation_set_source(&handlers_revocations);
     /* Quotas spent before a restart still count: a restart is no way around a limit. */
     if (ratelimit_restore(ratelimit_now_ns()) != 0 || ratelimit_load_overrides() != 0) {
         snprintf(err, sizeof err, "cannot load the rate-limit state from the database");
@@ -256,7 +268,7 @@ static int run_server(const struct config *c)
     }
     /* SQLite's checkpoints have a thread of their own; PostgreSQL runs its own. */
     if ((storage_batches_writes() && storage_checkpoints_start() != 0) ||
-        group_commit_start() != 0 || offload_start() != 0) {
+        group_commit_start() != 0 || offload_start(offload_threads()) != 0) {
         snprintf(err, sizeof err, "cannot start the checkpoint, group-commit and offload threads");
         group_commit_stop();
         storage_checkpoints_stop();

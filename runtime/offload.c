@@ -1,4 +1,5 @@
-/* Offload pool (see offload.h): a FIFO queue and OFFLOAD_THREADS threads taking from it. */
+/* Offload pool (see offload.h): a FIFO queue and the threads offload_start asked for taking
+ * from it. */
 #include "runtime/offload.h"
 
 #include <pthread.h>
@@ -8,13 +9,12 @@
 
 #include "runtime/log.h"
 
-/* As many as password hashes may run at once (runtime/password.c): more would only wait. */
-#define OFFLOAD_THREADS 2
+#define OFFLOAD_THREADS_MAX 64
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static struct offload_item *head, *tail;
-static pthread_t threads[OFFLOAD_THREADS];
+static pthread_t threads[OFFLOAD_THREADS_MAX];
 static int started;
 static bool stopping;
 
@@ -40,17 +40,21 @@ static void *worker(void *arg)
     return NULL;
 }
 
-int offload_start(void)
+int offload_start(int nthreads)
 {
+    if (nthreads < 1)
+        nthreads = 1;
+    if (nthreads > OFFLOAD_THREADS_MAX)
+        nthreads = OFFLOAD_THREADS_MAX;
     pthread_mutex_lock(&mu);
     stopping = false;
-    for (started = 0; started < OFFLOAD_THREADS; started++) {
+    for (started = 0; started < nthreads; started++) {
         if (pthread_create(&threads[started], NULL, worker, NULL) != 0)
             break;
     }
     int n = started;
     pthread_mutex_unlock(&mu);
-    if (n < OFFLOAD_THREADS) {
+    if (n < nthreads) {
         log_error("offload: cannot start its threads");
         offload_stop();
         return -1;

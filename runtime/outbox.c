@@ -1,5 +1,9 @@
-/* Events appended to the events table with a global sequence number (the write lock makes the
- * max + 1 allocation race-free) so deliveries and timelines read them in order. */
+/* Events appended to the events table, numbered by the engine (seq: SQLite's INTEGER PRIMARY
+ * KEY takes the largest + 1; PostgreSQL's identity column its sequence), never by reading
+ * MAX(seq) + 1, which only one writer can do safely. On SQLite the numbers follow commit order;
+ * on PostgreSQL a sequence hands them out when rows are inserted, so a reader of "everything
+ * after n" must allow for a smaller number committing later (a deliverer marks what it sent,
+ * delivered_at, rather than keeping a high-water mark). */
 #include "runtime/outbox.h"
 
 #include <stdlib.h>
@@ -25,8 +29,8 @@ int outbox_add(struct req *r, const char *type, const char *resource_type,
     char *id = id_new(&r->arena, "evt");
     struct db_stmt *st = storage_prepare(
         "INSERT INTO events (id, workspace_id, type, resource_type, resource_id, "
-        "resource_version, data, request_id, idempotency_key, created_at, seq) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events))");
+        "resource_version, data, request_id, idempotency_key, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     if (!st)
         return -1;
     db_bind_text(st, 1, id);

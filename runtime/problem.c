@@ -11,8 +11,10 @@
 
 #define PROBLEM_TYPE_PREFIX "urn:treasury:problem:"
 
-/* code, title */
-#define PROBLEM_CODES(X)                                              \
+/* code, title: the codes the runtime and the generated code raise, and the HTTP conditions
+ * any API may answer (conflict, precondition_required). An API's own codes are registered by
+ * the handlers at start (problem_register; handlers/problems.c). */
+#define PROBLEM_CODES(X) \
     X("use_https", "HTTPS required")                                  \
     X("malformed_request", "Malformed HTTP request")                  \
     X("invalid_path", "Invalid request target")                       \
@@ -23,62 +25,18 @@
     X("invalid_cursor", "Invalid pagination cursor")                  \
     X("unauthorized", "Authentication required")                      \
     X("invalid_token", "Invalid access token")                        \
-    X("invalid_credentials", "Invalid email or password")             \
-    X("invalid_grant", "Invalid grant")                               \
-    X("invalid_scope", "Invalid scope")                               \
-    X("role_is_builtin", "Built-in role")                             \
-    X("role_limit_reached", "Too many roles")                         \
-    X("service_account_disabled", "Service account disabled")         \
-    X("already_member", "Already a member")                           \
-    X("invalid_invitation", "Invalid invitation")                     \
-    X("invitation_used", "Invitation already used")                   \
-    X("invitation_expired", "Invitation expired")                     \
-    X("account_exists", "Account already exists")                     \
-    X("weak_password", "Password too weak")                           \
-    X("mfa_required", "Multi-factor authentication required")         \
-    X("invalid_otp", "Invalid one-time code")                         \
-    X("invalid_code", "Invalid code")                                 \
-    X("mfa_already_enabled", "Multi-factor authentication already on") \
-    X("mfa_not_pending", "No enrolment to confirm")                   \
-    X("mfa_not_enabled", "Multi-factor authentication is off")        \
-    X("not_a_user", "Not a user")                                     \
-    X("cannot_remove_self", "Cannot remove yourself")                 \
-    X("last_admin", "Last administrator")                             \
-    X("reauthentication_failed", "Re-authentication failed")          \
-    X("self_approval", "Self-approval not allowed")                   \
-    X("already_approved", "Already decided")                          \
-    X("maker_cannot_approve", "A maker cannot approve")               \
-    X("approver_must_be_a_person", "Approver must be a person")       \
-    X("acting_person_unknown", "No person acts")                      \
-    X("service_account_cannot_delegate", "Service account cannot delegate") \
-    X("beneficiary_changed", "Beneficiary changed since approval")   \
-    X("beneficiary_archived", "Beneficiary archived")                 \
-    X("beneficiary_not_approved", "Beneficiary not approved")         \
-    X("beneficiary_mismatch", "Beneficiary does not fit the payment") \
-    X("approval_limit_exceeded", "Approval limit exceeded")           \
-    X("invalid_transition", "Invalid state transition")               \
-    X("payment_not_editable", "Payment can no longer be changed")     \
-    X("not_creator", "Not the creator")                               \
-    X("part_of_batch", "Part of a batch")                             \
-    X("invalid_client", "Invalid client")                             \
-    X("unsupported_grant_type", "Unsupported grant type")             \
-    X("access_denied", "Access denied")                               \
-    X("unknown_client", "Unknown application")                        \
-    X("invalid_redirect_uri", "Invalid redirect URI")                 \
-    X("expired_request", "Sign-in expired")                           \
     X("precondition_required", "Precondition required")               \
     X("insufficient_scope", "Insufficient scope")                     \
     X("not_found", "Resource not found")                              \
     X("method_not_allowed", "Method not allowed")                     \
     X("conflict", "Conflict with the resource's current state")       \
-    X("duplicate_external_id", "Duplicate external_id")               \
     X("precondition_failed", "Precondition failed")                   \
     X("payload_too_large", "Request body too large")                  \
     X("unsupported_media_type", "Unsupported media type")             \
     X("not_acceptable", "Not acceptable")                             \
     X("validation_failed", "Request validation failed")               \
     X("idempotency_key_reused", "Idempotency key reused")             \
-    X("idempotency_request_in_progress", "Request still in progress")  \
+    X("idempotency_request_in_progress", "Request still in progress") \
     X("idempotency_answer_not_kept", "Answer not kept for replay")    \
     X("rate_limited", "Too many requests")                            \
     X("internal_error", "Internal server error")                      \
@@ -86,14 +44,19 @@
     X("not_implemented", "Not implemented")                           \
     X("unavailable", "Service unavailable")
 
-struct code_title {
-    const char *code;
-    const char *title;
-};
-
 #define ROW(c, t) { c, t },
-static const struct code_title titles[] = { PROBLEM_CODES(ROW) };
+static const struct problem_code titles[] = { PROBLEM_CODES(ROW) };
 #undef ROW
+
+/* problem_register's, for the process's life. */
+static const struct problem_code *api_titles;
+static size_t api_count;
+
+void problem_register(const struct problem_code *codes, size_t n)
+{
+    api_titles = codes;
+    api_count = n;
+}
 
 const char *problem_reason(int status)
 {
@@ -124,6 +87,9 @@ const char *problem_title(const char *code, int status)
     for (size_t i = 0; i < sizeof titles / sizeof titles[0]; i++)
         if (strcmp(titles[i].code, code) == 0)
             return titles[i].title;
+    for (size_t i = 0; i < api_count; i++)
+        if (strcmp(api_titles[i].code, code) == 0)
+            return api_titles[i].title;
     return problem_reason(status);
 }
 

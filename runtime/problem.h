@@ -1,5 +1,5 @@
-/* RFC 9457 problem documents: the closed list of runtime problem codes with their titles, and
- * the serializer every error response goes through. */
+/* RFC 9457 problem documents: the closed list of runtime problem codes with their titles, the
+ * APIs' codes registered beside them, and the serializer every error response goes through. */
 #ifndef RUNTIME_PROBLEM_H
 #define RUNTIME_PROBLEM_H
 
@@ -8,6 +8,15 @@
 
 #include "runtime/arena.h"
 #include "runtime/verr.h"
+
+struct problem_code {
+    const char *code;
+    const char *title;
+};
+
+/* The codes an API raises with their titles (handlers/problems.c), kept (not copied) for the
+ * process's life. Call once at start, before serving. A code the runtime has keeps its own. */
+void problem_register(const struct problem_code *codes, size_t n);
 
 /* Stable title for a code; codes outside the list get the status's reason phrase, which is
  * equally stable because a code always comes with one status. */

@@ -17,6 +17,7 @@
 #include "runtime/clock.h"
 #include "runtime/format.h"
 #include "runtime/log.h"
+#include "runtime/instances.h"
 #include "runtime/req.h"
 #include "runtime/storage.h"
 
@@ -31,6 +32,9 @@ struct slot {
     int64_t override;                /* the key's own limit, 0 for none */
     unsigned override_gen;
     bool dirty; /* changed since the last checkpoint */
+    /* Instances sharing a database (shared_check): requests this instance may still admit
+     * from its lease of the shared bucket, until lease_until (ns). */
+    int64_t lease, lease_until;
 };
 
 struct shard {
@@ -124,10 +128,146 @@ static int64_t ceil_div(int64_t a, int64_t b)
     return a <= 0 ? 0 : (a + b - 1) / b;
 }
 
+/* ---- one quota for several instances ---------------------------------------------------------
+ * With several instances on one database, a key's bucket is its row of ratelimit_state, and an
+ * instance admits requests from leases it takes from it: one statement takes up to LEASE of
+ * the bucket's requests at once (fewer when fewer are left) and advances the shared TAT by as
+ * many; the instance admits them locally until they run out or LEASE_NS passes, when what is
+ * left of the lease is dropped (never given back). So the instances together never admit more
+ * than the bucket gave out, and a lease is spent within a second of being taken: over any
+ * period, at most the quota plus what N instances leased in the second before it (N x LEASE),
+ * and a client may be refused while up to N x LEASE requests sit unspent in other instances'
+ * leases. LEASE is 1 % of the quota (at least 1): 1,000 a minute on 3 instances, leases of 10,
+ * at most 30 either way. The database is asked once per LEASE requests of a busy key. */
+#define LEASE_NS NS_PER_S
+
+static int64_t lease_size(int64_t limit)
+{
+    return limit / 100 > 1 ? limit / 100 : 1;
+}
+
+/* Takes up to want requests from key's shared bucket (interval e, capacity cap) at now: how
+ * many it got into *granted and the bucket's TAT after the take into *tat. 0 / -1. Portable
+ * SQL: each SET expression reads the row as it was. */
+static int take_lease(const char *key, int64_t now, int64_t e, int64_t cap, int64_t want,
+                      int64_t *granted, int64_t *tat)
+{
+#define BASE "(CASE WHEN ratelimit_state.tat_ns > ?2 THEN ratelimit_state.tat_ns ELSE ?2 END)"
+#define AVAIL "((CAST(?2 AS BIGINT) + CAST(?5 AS BIGINT) - " BASE ") / CAST(?3 AS BIGINT))"
+#define TAKE "(CASE WHEN " AVAIL " < 0 THEN 0 WHEN " AVAIL " < ?4 THEN " AVAIL " ELSE ?4 END)"
+    struct db_stmt *st = storage_prepare(
+        "INSERT INTO ratelimit_state (key, tat_ns, granted) VALUES (?1, CAST(?2 AS BIGINT) + "
+        "CAST(?3 AS BIGINT) * CAST(?4 AS BIGINT), ?4) "
+        "ON CONFLICT (key) DO UPDATE SET tat_ns = " BASE " + CAST(?3 AS BIGINT) * " TAKE ", "
+        "granted = " TAKE " RETURNING tat_ns, granted");
+#undef TAKE
+#undef AVAIL
+#undef BASE
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, key);
+    db_bind_int64(st, 2, now);
+    db_bind_int64(st, 3, e);
+    db_bind_int64(st, 4, want);
+    db_bind_int64(st, 5, cap);
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
+        *tat = db_column_int64(st, 0);
+        *granted = db_column_int64(st, 1);
+    }
+    db_reset(st);
+    if (rc != DB_ROW) {
+        log_error("ratelimit: taking a lease of %s failed: %s", key, storage_errmsg());
+        return -1;
+    }
+    return 0;
+}
+
+static void fill_verdict(struct ratelimit_verdict *v, int64_t limit, int64_t period_s,
+                         int64_t now, int64_t tat, int64_t e, int64_t cap, int64_t extra);
+
+static void local_check(const char *key, int64_t limit, int64_t period_s, int64_t now,
+                        struct ratelimit_verdict *v);
+
+static void shared_check(const char *key, int64_t limit, int64_t period_s, int64_t now,
+                         struct ratelimit_verdict *v)
+{
+    uint64_t h = hash(key);
+    struct shard *sh = shard_of(h);
+    pthread_mutex_lock(&sh->lock);
+    struct slot *s = find(sh, key, h, now, false);
+    if (s && s->override)
+        limit = s->override;
+    if (limit < 1)
+        limit = 1;
+    int64_t e = period_s * NS_PER_S / limit;
+    if (e < 1)
+        e = 1;
+    int64_t cap = e * limit;
+    if (s && s->lease > 0 && now < s->lease_until) {
+        s->lease--;
+        v->allowed = true;
+        fill_verdict(v, limit, period_s, now, s->tat, e, cap, s->lease);
+        pthread_mutex_unlock(&sh->lock);
+        return;
+    }
+    pthread_mutex_unlock(&sh->lock);
+    if (strlen(key) > RATELIMIT_KEY_MAX) {
+        local_check(key, limit, period_s, now, v); /* refused there */
+        return;
+    }
+    int64_t granted = 0, tat = 0;
+    int64_t want = lease_size(limit) < limit ? lease_size(limit) : limit;
+    if (take_lease(key, now, e, cap, want, &granted, &tat) != 0) {
+        /* The database did not answer: this instance's own bucket decides meanwhile. */
+        local_check(key, limit, period_s, now, v);
+        return;
+    }
+    pthread_mutex_lock(&sh->lock);
+    s = find(sh, key, h, now, true);
+    if (s) {
+        s->tat = tat;
+        s->lease = granted > 0 ? granted - 1 : 0;
+        s->lease_until = now + LEASE_NS;
+    }
+    v->allowed = granted > 0;
+    fill_verdict(v, limit, period_s, now, tat, e, cap, s ? s->lease : 0);
+    pthread_mutex_unlock(&sh->lock);
+}
+
 void ratelimit_check(const char *key, int64_t limit, int64_t period_s, int64_t now,
                      struct ratelimit_verdict *v)
 {
     pthread_once(&once, init_locks);
+    if (instances_shared())
+        shared_check(key, limit, period_s, now, v);
+    else
+        local_check(key, limit, period_s, now, v);
+}
+
+/* The verdict's numbers from the bucket's TAT (extra: requests of a lease still to spend). */
+static void fill_verdict(struct ratelimit_verdict *v, int64_t limit, int64_t period_s,
+                         int64_t now, int64_t tat, int64_t e, int64_t cap, int64_t extra)
+{
+    if (tat < now)
+        tat = now;
+    v->limit = limit;
+    v->period_s = period_s;
+    v->remaining = (cap - (tat - now)) / e + extra;
+    if (v->remaining < 0)
+        v->remaining = 0;
+    if (v->remaining > limit)
+        v->remaining = limit;
+    v->reset_epoch = ceil_div(tat, NS_PER_S);
+    v->reset_seconds = v->reset_epoch - now / NS_PER_S;
+    v->retry_after = v->allowed ? 0 : ceil_div(tat + e - cap - now, NS_PER_S);
+    if (!v->allowed && v->retry_after < 1)
+        v->retry_after = 1;
+}
+
+static void local_check(const char *key, int64_t limit, int64_t period_s, int64_t now,
+                        struct ratelimit_verdict *v)
+{
     uint64_t h = hash(key);
     struct shard *sh = shard_of(h);
 
@@ -160,19 +300,7 @@ void ratelimit_check(const char *key, int64_t limit, int64_t period_s, int64_t n
         s->dirty = true;
     }
     pthread_mutex_unlock(&sh->lock);
-
-    v->limit = limit;
-    v->period_s = period_s;
-    v->remaining = (cap - (tat - now)) / e;
-    if (v->remaining < 0)
-        v->remaining = 0;
-    if (v->remaining > limit)
-        v->remaining = limit;
-    v->reset_epoch = ceil_div(tat, NS_PER_S);
-    v->reset_seconds = v->reset_epoch - now / NS_PER_S;
-    v->retry_after = v->allowed ? 0 : ceil_div(tat + e - cap - now, NS_PER_S);
-    if (!v->allowed && v->retry_after < 1)
-        v->retry_after = 1;
+    fill_verdict(v, limit, period_s, now, tat, e, cap, 0);
 }
 
 void ratelimit_refund(const char *key, int64_t limit, int64_t period_s, int64_t now)
@@ -186,7 +314,10 @@ void ratelimit_refund(const char *key, int64_t limit, int64_t period_s, int64_t 
         if (s->override)
             limit = s->override;
         int64_t e = period_s * NS_PER_S / (limit < 1 ? 1 : limit);
-        if (s->tat > now) {
+        if (instances_shared()) { /* back into the lease it came from, while that lasts */
+            if (now < s->lease_until)
+                s->lease++;
+        } else if (s->tat > now) {
             s->tat -= e < 1 ? 1 : e;
             s->dirty = true;
         }
@@ -257,31 +388,32 @@ void ratelimit_workspace_key(char *buf, size_t n, const char *workspace_id)
     snprintf(buf, n, "w:%s", workspace_id);
 }
 
-int ratelimit_load_overrides(void)
+static ratelimit_quotas_fn *quotas_source;
+
+void ratelimit_set_quotas_source(ratelimit_quotas_fn *list)
+{
+    quotas_source = list;
+}
+
+void ratelimit_set_workspace_quota(const char *workspace_id, int64_t per_minute)
 {
     char key[RATELIMIT_KEY_MAX + 1];
+    ratelimit_workspace_key(key, sizeof key, workspace_id);
+    ratelimit_set_override(key, per_minute);
+}
+
+int ratelimit_load_overrides(void)
+{
+    if (!quotas_source)
+        return 0;
     if (storage_begin(false) != 0)
         return -1;
-    struct db_stmt *st = storage_prepare(
-        "SELECT id, rate_limit_per_minute FROM workspaces WHERE rate_limit_per_minute IS NOT NULL");
-    if (!st) {
-        storage_rollback();
-        return -1;
-    }
     ratelimit_overrides_begin();
-    int rc;
-    while ((rc = db_step(st)) == DB_ROW) {
-        const char *id = db_column_text(st, 0);
-        if (!id)
-            continue;
-        ratelimit_workspace_key(key, sizeof key, id);
-        ratelimit_set_override(key, db_column_int64(st, 1));
-    }
-    db_reset(st);
+    int rc = quotas_source();
     storage_rollback();
-    if (rc != DB_DONE) {
-        log_error("ratelimit: loading workspace quotas failed: %s", storage_errmsg());
-        return -1; /* keep the overrides we had */
+    if (rc != 0) {
+        log_error("ratelimit: loading workspace quotas failed");
+        return -1; /* keep the overrides we had (those set again stay set) */
     }
     ratelimit_overrides_end();
     return 0;
@@ -346,6 +478,8 @@ fail:
 int ratelimit_checkpoint(int64_t now)
 {
     pthread_once(&once, init_locks);
+    if (instances_shared()) /* the buckets live in the database already (shared_check) */
+        return 0;
     struct saved *list = NULL;
     size_t n = 0, cap = 0;
     int rc = -1;
@@ -388,6 +522,8 @@ out:
 int ratelimit_restore(int64_t now)
 {
     pthread_once(&once, init_locks);
+    if (instances_shared())
+        return 0;
     if (storage_begin(false) != 0)
         return -1;
     struct db_stmt *st = storage_prepare("SELECT key, tat_ns FROM ratelimit_state WHERE tat_ns > ?");

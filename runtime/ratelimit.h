@@ -2,7 +2,9 @@
  * timestamp per key): a key may spend `limit` requests at once, and capacity comes back
  * continuously, one request every period/limit. Exact under concurrency (every decision is one
  * read-modify-write under its shard's lock), sharded so unrelated keys never contend, and
- * checkpointed to the database so a restart is not a way around a quota. */
+ * checkpointed to the database so a restart is not a way around a quota. With several
+ * instances on one PostgreSQL database a key's bucket is its row in the database, spent
+ * through small leases (ratelimit.c: shared_check, and how far the total can be off). */
 #ifndef RUNTIME_RATELIMIT_H
 #define RUNTIME_RATELIMIT_H
 
@@ -50,8 +52,14 @@ void ratelimit_set_headers(struct req *r, const char *policy, const struct ratel
 
 /* The key a workspace's requests count against ("w:<workspace id>"); buf >= KEY_MAX + 1. */
 void ratelimit_workspace_key(char *buf, size_t n, const char *workspace_id);
-/* Reloads the workspaces' own quotas (workspaces.rate_limit_per_minute, set by `admin
- * set-rate-limit`) as overrides, in a read transaction. 0 / -1. */
+/* Where the workspaces' own quotas come from (the runtime knows no table): a function the
+ * handlers supply that, inside the read transaction ratelimit_load_overrides opens, calls
+ * ratelimit_set_workspace_quota for every workspace with a quota of its own. 0 / -1. */
+typedef int ratelimit_quotas_fn(void);
+void ratelimit_set_quotas_source(ratelimit_quotas_fn *list);
+void ratelimit_set_workspace_quota(const char *workspace_id, int64_t per_minute);
+/* Reloads the workspaces' own quotas (`admin set-rate-limit`) from that source as overrides.
+ * 0 / -1 (no source: 0, nothing to load). */
 int ratelimit_load_overrides(void);
 
 /* Persistence in the ratelimit_state table, so a restart keeps every spent quota. checkpoint

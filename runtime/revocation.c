@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/format.h"
+#include "runtime/instances.h"
 #include "runtime/log.h"
 #include "runtime/req.h"
 #include "runtime/storage.h"
@@ -124,45 +125,21 @@ void revocation_reset(void)
     prune(0, true);
 }
 
+static revocation_source_fn *source;
+
+void revocation_set_source(revocation_source_fn *list)
+{
+    source = list;
+}
+
 int revocation_load(int64_t now_s)
 {
-    char since[40];
-    format_time_rfc3339((now_s - REVOCATION_TOKEN_LIFETIME_S) * 1000, since, sizeof since);
     if (storage_begin(false) != 0)
         return -1;
-    struct db_stmt *st = storage_prepare(
-        "SELECT id, revoked_at FROM sessions WHERE revoked_at IS NOT NULL AND revoked_at > ?");
-    if (!st) {
-        storage_rollback();
-        return -1;
-    }
-    db_bind_text(st, 1, since);
-    int rc;
-    while ((rc = db_step(st)) == DB_ROW) {
-        const char *id = db_column_text(st, 0);
-        const char *at = db_column_text(st, 1);
-        int64_t ms = 0;
-        /* An unreadable time is treated as "just now": kept a full lifetime. */
-        int64_t revoked_s = format_time_parse(at, &ms) ? ms / 1000 : now_s;
-        revocation_add(id, revoked_s + REVOCATION_TOKEN_LIFETIME_S);
-    }
-    db_reset(st);
-    /* Service-account tokens never expire, so their revocations (and disabled accounts) are
-     * kept for good. */
-    struct db_stmt *forever = rc == DB_DONE
-        ? storage_prepare("SELECT id FROM service_account_tokens WHERE revoked_at IS NOT NULL "
-                          "UNION ALL SELECT id FROM service_accounts WHERE status = 'disabled'")
-        : NULL;
-    if (forever) {
-        while ((rc = db_step(forever)) == DB_ROW)
-            revocation_add(db_column_text(forever, 0), INT64_MAX);
-        db_reset(forever);
-    } else if (rc == DB_DONE) {
-        rc = DB_ERR;
-    }
+    int rc = source ? source(now_s) : 0;
     storage_rollback();
-    if (rc != DB_DONE) {
-        log_error("revocation: loading revocations failed: %s", storage_errmsg());
+    if (rc != 0) {
+        log_error("revocation: loading revocations failed");
         return -1;
     }
     prune(now_s, false);
@@ -176,6 +153,9 @@ void revocation_after_commit(struct req *r, const char *id, int64_t until_s)
     x->until_s = until_s;
     x->next = r->revocations;
     r->revocations = x;
+    /* For the other instances sharing the database, in this same transaction. Should it fail,
+     * the transaction cannot commit (PostgreSQL aborts it), so nothing is revoked unheard. */
+    instances_note_revocation(id, until_s);
 }
 
 void revocation_publish(const struct req *r)

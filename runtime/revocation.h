@@ -24,9 +24,14 @@ void revocation_after_commit(struct req *r, const char *id, int64_t until_s);
 void revocation_publish(const struct req *r);
 /* True when id is revoked. One relaxed load when nothing is revoked at all. */
 bool revocation_contains(const char *id);
-/* Adds every session revoked in the last REVOCATION_TOKEN_LIFETIME_S, every revoked
- * service-account token and every disabled service account (those for good: their tokens do
- * not expire), and drops entries whose time has passed, in a read transaction. 0 / -1. */
+/* Where revocations made before this process started (or by another process) come from: a
+ * function the handlers supply (the runtime knows no table) that, inside the read transaction
+ * revocation_load opens, calls revocation_add for every session revoked in the last
+ * REVOCATION_TOKEN_LIFETIME_S before now_s, every revoked token and every disabled principal
+ * whose tokens do not expire (those for good). 0 / -1. */
+typedef int revocation_source_fn(int64_t now_s);
+void revocation_set_source(revocation_source_fn *list);
+/* Adds what the source lists and drops entries whose time has passed. 0 / -1. */
 int revocation_load(int64_t now_s);
 /* Forgets everything (tests). */
 void revocation_reset(void);

@@ -1,7 +1,7 @@
 /* The storage interface (storage.h) over the engine chosen when it opens: a file path opens
  * SQLite (storage_sqlite.c), a postgresql:// URL PostgreSQL (storage_pg.c). Every call goes to
- * the engine; what is the same for both (the one-statement helpers, storage_used, the watched
- * tables) is here. */
+ * the engine; what is the same for both (the migrations, storage_migrate.c; the one-statement
+ * helpers, storage_used, the watched tables) is here. */
 #include "runtime/storage.h"
 
 #include <stdio.h>
@@ -9,8 +9,10 @@
 
 #include "runtime/log.h"
 #include "runtime/storage_engine.h"
+#include "runtime/storage_migrate.h"
 
 static const struct storage_engine *E; /* set by storage_open, for the process's life */
+static int migrations_applied;         /* storage_schema_version() */
 /* A statement prepared or a transaction begun on this thread since storage_used() last asked. */
 static _Thread_local bool used;
 /* storage_watch: the tables, and what to call after a commit that changed one. */
@@ -34,6 +36,11 @@ int storage_open(const char *where, char *err, size_t errlen)
     if (e->open(where, err, errlen) != 0)
         return -1;
     E = e;
+    if (migrate_run(e, migrate_components, migrate_components_count, &migrations_applied, err,
+                    errlen) != 0) {
+        storage_close();
+        return -1;
+    }
     return 0;
 }
 
@@ -42,6 +49,7 @@ void storage_close(void)
     if (E)
         E->close();
     E = NULL;
+    migrations_applied = 0;
 }
 
 const char *storage_engine_name(void)
@@ -163,7 +171,37 @@ void storage_lazy_sync(void)
 
 int storage_schema_version(void)
 {
-    return E ? E->schema_version() : 0;
+    return migrations_applied;
+}
+
+int storage_savepoint(void)
+{
+    return E ? E->savepoint() : -1;
+}
+
+int storage_savepoint_end(bool keep)
+{
+    return E ? E->savepoint_end(keep) : -1;
+}
+
+int storage_unguarded_begin(void)
+{
+    return E ? E->unguarded_begin() : -1;
+}
+
+int storage_unguarded_end(bool keep)
+{
+    return E ? E->unguarded_end(keep) : -1;
+}
+
+int storage_claim(const char *table, const char *column, const char *id)
+{
+    return E ? E->claim(table, column, id) : -1;
+}
+
+int64_t storage_data_version(void)
+{
+    return E ? E->data_version() : -1;
 }
 
 bool storage_should_retry(void)

@@ -62,9 +62,9 @@ int64_t storage_changes(void);
 /* The last error on this thread's connection, for a log line. */
 const char *storage_errmsg(void);
 
-/* Opens where (a SQLite file path, created if needed, or a postgresql:// URL), applies
- * pending migrations in one transaction each. Returns 0, or -1 with a message in err
- * (>= 256 bytes). Call once from main. */
+/* Opens where (a SQLite file path, created if needed, or a postgresql:// URL), applies the
+ * pending migrations of every component (runtime/storage_migrate.h), one transaction each.
+ * Returns 0, or -1 with a message in err (>= 256 bytes). Call once from main. */
 int storage_open(const char *where, char *err, size_t errlen);
 /* Whether where names a PostgreSQL database (postgresql:// or postgres://). */
 bool storage_is_postgresql_url(const char *where);
@@ -114,11 +114,21 @@ int storage_unguarded_end(bool keep);
 /* This thread's commits need not be durable at once (the housekeeping thread's purges: losing
  * one to a power cut only means it runs again). Best effort. */
 void storage_lazy_sync(void);
+/* A background job's item, claimed inside its write transaction before anything is done for
+ * it (a rail told, a message sent): 1 this transaction holds the row of table whose column is
+ * id until it ends, 0 another transaction (another instance's worker) holds it: skip it,
+ * -1 failure. table and column are the caller's constants. SQLite: always 1 (one writer);
+ * PostgreSQL: SELECT ... FOR UPDATE SKIP LOCKED. Every job that acts outside the database
+ * claims its item so that N instances run it once. */
+int storage_claim(const char *table, const char *column, const char *id);
 /* After a rollback or a failed commit: whether the transaction failed on a conflict with a
  * concurrent one (PostgreSQL's serialization failures and deadlocks), so that running the
  * request again may succeed. The runtime does (pipeline.c); handlers never retry. Asking
  * clears it. */
 bool storage_should_retry(void);
+/* A number that changes whenever another connection commits to the database (SQLite's
+ * PRAGMA data_version), or -1 when the engine cannot tell (PostgreSQL): then assume it did. */
+int64_t storage_data_version(void);
 /* True while this thread has an open transaction. */
 bool storage_in_tx(void);
 /* True when this thread prepared a statement or began a transaction since the last call. */
@@ -143,7 +153,11 @@ void storage_checkpoint(void (*between)(void));
  * 0, or -1 when there are too many names. */
 #define STORAGE_WATCH_MAX 16
 int storage_watch(const char *const *tables, size_t n, void (*changed)(void));
-/* Highest applied migration version, for tests and `--version`. */
+/* Calls what storage_watch() registered: engines after a commit of this process that changed a
+ * watched table, runtime/instances.c after hearing that another instance committed one. */
+void storage_watched_changed(void);
+/* How many migrations the database has, over every component (schema_versions); 0 when
+ * storage is not open. */
 int storage_schema_version(void);
 
 #endif

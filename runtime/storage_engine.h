@@ -13,7 +13,9 @@
 
 struct storage_engine {
     const char *name; /* "sqlite", "postgresql" */
-    /* Connects to where (a file path, a URL) and applies pending migrations. 0 / -1 + err. */
+    int dialect;      /* enum migrate_dialect: which text of a migration it runs */
+    /* Connects to where (a file path, a URL) and sets the connection up; storage_open() then
+     * applies the pending migrations (storage_migrate.c). 0 / -1 + err. */
     int (*open)(const char *where, char *err, size_t errlen);
     void (*close)(void);
     struct db_stmt *(*prepare)(const char *sql);
@@ -34,7 +36,25 @@ struct storage_engine {
     void (*rollback)(void);
     bool (*in_tx)(void);
     void (*lazy_sync)(void);
-    int (*schema_version)(void);
+    /* storage_data_version (storage.h). */
+    int64_t (*data_version)(void);
+    /* A request's part of an open write transaction (storage.h: storage_savepoint...). */
+    int (*savepoint)(void);
+    int (*savepoint_end)(bool keep);
+    int (*unguarded_begin)(void);
+    int (*unguarded_end)(bool keep);
+    /* storage_claim: 1 claimed, 0 another transaction holds it, -1 failure. */
+    int (*claim)(const char *table, const char *column, const char *id);
+    /* For the migration runner (storage_migrate.c). A write transaction (ended by commit or
+     * rollback) that holds the engine's schema lock until it ends, taken before the
+     * transaction reads anything, so what it reads next includes every migration committed by
+     * another process that held the lock before. 0 / -1. */
+    int (*begin_migration)(void);
+    /* Runs sql, one or more statements without parameters, in the open transaction. 0 / -1 +
+     * err. */
+    int (*exec_script)(const char *sql, char *err, size_t errlen);
+    /* Whether the database has a table of that name: 1 / 0, or -1 on failure. */
+    int (*has_table)(const char *name);
     /* Whether the transaction last ended on this thread failed on a conflict with another
      * (serialization failure, deadlock): running it again may succeed. Asking clears it. */
     bool (*should_retry)(void);
@@ -43,9 +63,8 @@ struct storage_engine {
 extern const struct storage_engine storage_engine_sqlite;
 extern const struct storage_engine storage_engine_pg;
 
-/* For engines: whether table is one storage_watch() registered, and the call to make after a
- * commit that changed one. */
+/* For engines: whether table is one storage_watch() registered (storage_watched_changed() is
+ * then theirs to call after a commit that changed one). */
 bool storage_is_watched(const char *table);
-void storage_watched_changed(void);
 
 #endif

@@ -19,6 +19,7 @@
 
 #include "runtime/log.h"
 #include "runtime/storage_engine.h"
+#include "runtime/storage_migrate.h"
 
 #define BOOLOID 16
 #define BYTEAOID 17
@@ -56,7 +57,6 @@ struct pconn {
 static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pconn *conns;
 static char *db_url;
-static int schema_version;
 static atomic_uint generation;
 static _Thread_local struct pconn *my_conn;
 static _Thread_local unsigned my_generation;
@@ -675,6 +675,17 @@ static int pg_commit(void)
         pg_rollback();
         return -1;
     }
+    /* Other instances hear of a change to a watched table from this row (runtime/instances.h),
+     * bumped inside the commit that made the change. */
+    if (c->changed_watched &&
+        command(c, "UPDATE storage_generations SET value = value + 1 WHERE name = 'watched'") !=
+            0) {
+        log_error("storage: %s", c->err);
+        retry_wanted = false;
+        c->tx_failed = true;
+        pg_rollback();
+        return -1;
+    }
     PGresult *res = PQexec(c->pg, "COMMIT");
     bool ok = PQresultStatus(res) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(res), "COMMIT") == 0;
     if (!ok) {
@@ -712,6 +723,88 @@ static bool pg_should_retry(void)
     return was;
 }
 
+/* A request's part of a transaction: a savepoint (PostgreSQL has no cheaper kind; rolling back
+ * to it also clears a failed statement's abort of the transaction). */
+static _Thread_local bool in_savepoint;
+
+static int pg_savepoint(void)
+{
+    struct pconn *c = existing();
+    if (!c || !c->in_tx || in_savepoint) {
+        log_error("storage: savepoint outside a transaction or inside another");
+        return -1;
+    }
+    clear_results(c);
+    if (command(c, "SAVEPOINT request") != 0) {
+        log_error("storage: %s", c->err);
+        c->tx_failed = true;
+        return -1;
+    }
+    in_savepoint = true;
+    return 0;
+}
+
+static int pg_savepoint_end(bool keep)
+{
+    struct pconn *c = existing();
+    if (!in_savepoint)
+        return -1;
+    in_savepoint = false;
+    if (!c || !c->in_tx)
+        return -1;
+    clear_results(c);
+    if (c->tx_failed)
+        keep = false;
+    if (!keep && command(c, "ROLLBACK TO SAVEPOINT request") != 0) {
+        log_error("storage: %s", c->err);
+        return -1;
+    }
+    c->tx_failed = false;
+    if (command(c, "RELEASE SAVEPOINT request") != 0) {
+        log_error("storage: %s", c->err);
+        c->tx_failed = true;
+        return -1;
+    }
+    return c->retry ? -1 : 0;
+}
+
+static int pg_unguarded_begin(void)
+{
+    return pg_savepoint();
+}
+
+static int pg_unguarded_end(bool keep)
+{
+    return pg_savepoint_end(keep) == 0 ? 0 : -1;
+}
+
+/* table and column are the caller's constants, never input. */
+static int pg_claim(const char *table, const char *column, const char *id)
+{
+    struct pconn *c = existing();
+    if (!c || !c->in_tx) {
+        log_error("storage: claim outside a transaction");
+        return -1;
+    }
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT 1 FROM %s WHERE %s = ? FOR UPDATE SKIP LOCKED", table,
+             column);
+    struct db_stmt *st = pg_prepare(sql);
+    if (!st)
+        return -1;
+    pg_bind_text(st, 1, id);
+    int rc = pg_step(st);
+    pg_reset(st);
+    if (rc == DB_ROW)
+        return 1;
+    return rc == DB_DONE ? 0 : -1;
+}
+
+static int64_t pg_data_version(void)
+{
+    return -1;
+}
+
 static void pg_lazy_sync(void)
 {
     struct pconn *c = current();
@@ -719,9 +812,64 @@ static void pg_lazy_sync(void)
         log_warn("storage: %s", c->err);
 }
 
-static int pg_schema_version(void)
+/* The schema lock: a transaction-level advisory lock (released by COMMIT or ROLLBACK) of a
+ * number of our own ("treasury" in ASCII). READ COMMITTED, unlike every other write: each
+ * statement after the lock sees what the previous holder committed, where a SERIALIZABLE
+ * snapshot, taken by the lock's own statement, would not. */
+#define SCHEMA_LOCK "SELECT pg_advisory_xact_lock(8390876177658426745)"
+
+static int pg_begin_migration(void)
 {
-    return schema_version;
+    struct pconn *c = current();
+    if (!c)
+        return -1;
+    if (c->in_tx) {
+        log_error("storage: begin while a transaction is already open");
+        return -1;
+    }
+    clear_results(c);
+    c->tx_failed = c->retry = c->changed_watched = false;
+    retry_wanted = false;
+    if (command(c, "BEGIN ISOLATION LEVEL READ COMMITTED") != 0)
+        return -1;
+    c->in_tx = true;
+    if (command(c, SCHEMA_LOCK) != 0) {
+        pg_rollback();
+        return -1;
+    }
+    return 0;
+}
+
+/* PQexec runs a string of several statements in the open transaction. */
+static int pg_exec_script(const char *sql, char *err, size_t errlen)
+{
+    struct pconn *c = existing();
+    if (!c) {
+        snprintf(err, errlen, "no connection");
+        return -1;
+    }
+    PGresult *res = PQexec(c->pg, sql);
+    ExecStatusType s = PQresultStatus(res);
+    int ret = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK ? 0 : -1;
+    if (ret != 0) {
+        set_err(c, NULL, PQresultErrorMessage(res));
+        snprintf(err, errlen, "%s", c->err);
+        c->tx_failed = true;
+    }
+    PQclear(res);
+    return ret;
+}
+
+static int pg_has_table(const char *name)
+{
+    struct db_stmt *st = pg_prepare("SELECT 1 FROM information_schema.tables "
+                                    "WHERE table_schema = current_schema() AND table_name = ?");
+    if (!st)
+        return -1;
+    pg_bind_text(st, 1, name);
+    int rc = pg_step(st);
+    pg_reset(st);
+    return rc == DB_ROW ? 1 : rc == DB_DONE ? 0 : -1;
 }
 
 /* Listing order compares ids and timestamps as bytes, as SQLite does: a database whose
@@ -783,7 +931,6 @@ static void pg_close(void)
     conns = NULL;
     free(db_url);
     db_url = NULL;
-    schema_version = 0;
     atomic_fetch_add(&generation, 1);
     pthread_mutex_unlock(&conns_lock);
     my_conn = NULL;
@@ -796,6 +943,7 @@ static void pg_close(void)
 
 const struct storage_engine storage_engine_pg = {
     .name = "postgresql",
+    .dialect = MIGRATE_PG,
     .open = pg_open,
     .close = pg_close,
     .prepare = pg_prepare,
@@ -816,6 +964,14 @@ const struct storage_engine storage_engine_pg = {
     .rollback = pg_rollback,
     .in_tx = pg_in_tx,
     .lazy_sync = pg_lazy_sync,
-    .schema_version = pg_schema_version,
+    .begin_migration = pg_begin_migration,
+    .exec_script = pg_exec_script,
+    .has_table = pg_has_table,
     .should_retry = pg_should_retry,
+    .savepoint = pg_savepoint,
+    .savepoint_end = pg_savepoint_end,
+    .unguarded_begin = pg_unguarded_begin,
+    .unguarded_end = pg_unguarded_end,
+    .claim = pg_claim,
+    .data_version = pg_data_version,
 };

@@ -1,7 +1,7 @@
 /* The SQLite engine (storage_engine.h): the database file, one lazily opened connection per
- * thread with its own prepared-statement cache, transactions, the migrations applied when it
- * opens, and what only a one-writer engine has: the group-commit writer's savepoints and
- * deferred syncs, and WAL checkpoints on a thread of their own. */
+ * thread with its own prepared-statement cache, transactions, what the migration runner needs
+ * (storage_migrate.c), and what only a one-writer engine has: the group-commit writer's
+ * savepoints and deferred syncs, and WAL checkpoints on a thread of their own. */
 #include "runtime/storage_sqlite.h"
 
 #include <ctype.h>
@@ -14,10 +14,9 @@
 #include <string.h>
 #include <sys/prctl.h>
 
-#include "runtime/format.h"
 #include "runtime/log.h"
-#include "runtime/migrations.h"
 #include "runtime/storage_engine.h"
+#include "runtime/storage_migrate.h"
 #include "runtime/storage_vfs.h"
 
 #define BUSY_TIMEOUT_MS 5000
@@ -51,7 +50,6 @@ struct conn {
 static pthread_mutex_t conns_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct conn *conns; /* every thread's connection, so storage_close() reaches them all */
 static char *db_path;
-static int schema_version;
 /* Bumped by storage_close(): a thread-local connection from an earlier open is stale and must
  * not be touched (it has been freed), so it is recognised without dereferencing it. */
 static atomic_uint generation;
@@ -688,7 +686,7 @@ static void sq_rollback(void)
     write_unlock();
 }
 
-int storage_savepoint(void)
+static int sq_savepoint(void)
 {
     struct conn *c = existing();
     if (!c || sqlite3_get_autocommit(c->db) || in_savepoint) {
@@ -703,7 +701,7 @@ int storage_savepoint(void)
     return 0;
 }
 
-int storage_savepoint_end(bool keep)
+static int sq_savepoint_end(bool keep)
 {
     struct conn *c = existing();
     if (!in_savepoint)
@@ -723,7 +721,7 @@ int storage_savepoint_end(bool keep)
     return savepoint_misused ? -1 : 0;
 }
 
-int storage_unguarded_begin(void)
+static int sq_unguarded_begin(void)
 {
     struct conn *c = existing();
     if (!c || sqlite3_get_autocommit(c->db) || in_savepoint) {
@@ -736,7 +734,7 @@ int storage_unguarded_begin(void)
     return 0;
 }
 
-int storage_unguarded_end(bool keep)
+static int sq_unguarded_end(bool keep)
 {
     struct conn *c = existing();
     if (!in_savepoint)
@@ -765,171 +763,34 @@ static bool sq_in_tx(void)
     return c && !sqlite3_get_autocommit(c->db);
 }
 
-static int sq_schema_version(void)
+/* BEGIN IMMEDIATE takes SQLite's write lock, the database's one lock against other processes
+ * too, before anything is read: the schema lock. */
+static int sq_begin_migration(void)
 {
-    return schema_version;
+    return sq_begin(true);
 }
 
-static const struct migration *known_migration(int version)
+static int sq_exec_script(const char *sql, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < migrations_count; i++) {
-        if (migrations_list[i].version == version)
-            return &migrations_list[i];
-    }
-    return NULL;
-}
-
-static int check_migration_list(char *err, size_t errlen)
-{
-    int prev = 0;
-    for (size_t i = 0; i < migrations_count; i++) {
-        const struct migration *m = &migrations_list[i];
-        if (m->version <= prev || !m->name || !*m->name || !m->sql) {
-            snprintf(err, errlen, "migration list is malformed at entry %zu", i);
-            return -1;
-        }
-        prev = m->version;
-    }
-    return 0;
-}
-
-/* Refuses a database written by a newer binary, or one whose history differs from ours. */
-static int check_applied(sqlite3 *db, int latest, char *err, size_t errlen)
-{
-    sqlite3_stmt *st = NULL;
-    int ret = -1, rc;
-    rc = sqlite3_prepare_v2(db, "SELECT version, name FROM schema_migrations ORDER BY version", -1,
-                            &st, NULL);
-    if (rc != SQLITE_OK) {
-        snprintf(err, errlen, "reading schema_migrations: %s", sqlite3_errmsg(db));
-        goto out;
-    }
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int v = sqlite3_column_int(st, 0);
-        const char *name = (const char *)sqlite3_column_text(st, 1);
-        const struct migration *m = known_migration(v);
-        if (v > latest) {
-            snprintf(err, errlen,
-                     "database schema version %d is newer than this binary supports (%d); "
-                     "run a newer treasury-server",
-                     v, latest);
-            goto out;
-        }
-        if (!m || !name || strcmp(name, m->name) != 0) {
-            snprintf(err, errlen,
-                     "database migration %d is \"%s\" but this binary's is \"%s\"; "
-                     "the database belongs to a different build",
-                     v, name ? name : "", m ? m->name : "(none)");
-            goto out;
-        }
-    }
-    if (rc != SQLITE_DONE) {
-        snprintf(err, errlen, "reading schema_migrations: %s", sqlite3_errmsg(db));
-        goto out;
-    }
-    ret = 0;
-out:
-    sqlite3_finalize(st);
-    return ret;
-}
-
-static int is_applied(sqlite3 *db, int version, bool *applied, char *err, size_t errlen)
-{
-    sqlite3_stmt *st = NULL;
-    int ret = -1;
-    int rc =
-        sqlite3_prepare_v2(db, "SELECT 1 FROM schema_migrations WHERE version = ?", -1, &st, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 1, version);
-    if (rc == SQLITE_OK) {
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-            *applied = rc == SQLITE_ROW;
-            ret = 0;
-        }
-    }
-    if (ret != 0)
-        snprintf(err, errlen, "reading schema_migrations: %s", sqlite3_errmsg(db));
-    sqlite3_finalize(st);
-    return ret;
-}
-
-static int record_migration(sqlite3 *db, const struct migration *m, char *err, size_t errlen)
-{
-    sqlite3_stmt *st = NULL;
-    char now[40];
-    int ret = -1;
-    format_now_rfc3339(now, sizeof now);
-    int rc = sqlite3_prepare_v2(
-        db, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)", -1, &st,
-        NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_int(st, 1, m->version);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(st, 3, now, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_DONE)
-        ret = 0;
-    else
-        snprintf(err, errlen, "recording the migration: %s", sqlite3_errmsg(db));
-    sqlite3_finalize(st);
-    return ret;
-}
-
-/* Each migration in its own write transaction, re-checked inside it, so two processes starting
- * at once (server and an admin command) neither apply one twice nor see a half-applied one. */
-static int apply_one(sqlite3 *db, const struct migration *m, int latest, char *err, size_t errlen)
-{
-    char why[256] = "";
-    bool applied = false;
-    if (exec_sql(db, "BEGIN IMMEDIATE", why, sizeof why) != 0)
-        goto fail;
-    if (check_applied(db, latest, err, errlen) != 0) {
-        exec_sql(db, "ROLLBACK", NULL, 0);
+    struct conn *c = existing();
+    if (!c) {
+        snprintf(err, errlen, "no connection");
         return -1;
     }
-    if (is_applied(db, m->version, &applied, why, sizeof why) != 0)
-        goto fail_rollback;
-    if (applied)
-        return exec_sql(db, "ROLLBACK", err, errlen);
-    if (exec_sql(db, m->sql, why, sizeof why) != 0 ||
-        record_migration(db, m, why, sizeof why) != 0 ||
-        exec_sql(db, "COMMIT", why, sizeof why) != 0)
-        goto fail_rollback;
-    log_info("storage: applied migration %d (%s)", m->version, m->name);
-    return 0;
-fail_rollback:
-    if (!sqlite3_get_autocommit(db))
-        exec_sql(db, "ROLLBACK", NULL, 0);
-fail:
-    snprintf(err, errlen, "migration %d (%s) failed: %s", m->version, m->name, why);
-    return -1;
+    reset_busy(c);
+    return exec_sql(c->db, sql, err, errlen);
 }
 
-static int migrate(sqlite3 *db, int *version, char *err, size_t errlen)
+static int sq_has_table(const char *name)
 {
-    char v[32];
-    int latest = migrations_count ? migrations_list[migrations_count - 1].version : 0;
-    if (check_migration_list(err, errlen) != 0)
+    struct db_stmt *st =
+        sq_prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+    if (!st)
         return -1;
-    if (exec_sql(db,
-                 "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                 "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-                 err, errlen) != 0)
-        return -1;
-    for (size_t i = 0; i < migrations_count; i++) {
-        if (apply_one(db, &migrations_list[i], latest, err, errlen) != 0)
-            return -1;
-    }
-    /* Also with an empty list, so a newer database is refused by every build. */
-    if (check_applied(db, latest, err, errlen) != 0)
-        return -1;
-    if (query_text(db, "SELECT coalesce(max(version), 0) FROM schema_migrations", v, sizeof v, err,
-                   errlen) != 0)
-        return -1;
-    *version = atoi(v);
-    return 0;
+    sq_bind_text(st, 1, name);
+    int rc = sq_step(st);
+    sq_reset(st);
+    return rc == DB_ROW ? 1 : rc == DB_DONE ? 0 : -1;
 }
 
 static int checkpoint_passive(sqlite3 *db)
@@ -1029,7 +890,6 @@ void storage_checkpoints_stop(void)
 
 static int sq_open(const char *path, char *err, size_t errlen)
 {
-    int version = 0;
     /* No global memory statistics: with them every SQLite allocation takes a process-wide
      * mutex. Must precede SQLite's initialisation; refused (harmlessly) afterwards. */
     sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
@@ -1048,10 +908,6 @@ static int sq_open(const char *path, char *err, size_t errlen)
     struct conn *c = conn_open(path, true, err, errlen);
     if (!c)
         return -1;
-    if (migrate(c->db, &version, err, errlen) != 0) {
-        conn_close(c);
-        return -1;
-    }
     char *copy = strdup(path);
     if (!copy) {
         conn_close(c);
@@ -1060,7 +916,6 @@ static int sq_open(const char *path, char *err, size_t errlen)
     }
     pthread_mutex_lock(&conns_lock);
     db_path = copy;
-    schema_version = version;
     c->next = conns;
     conns = c;
     my_conn = c;
@@ -1076,7 +931,6 @@ static void sq_close(void)
     conns = NULL;
     free(db_path);
     db_path = NULL;
-    schema_version = 0;
     atomic_fetch_add(&generation, 1);
     pthread_mutex_unlock(&conns_lock);
     my_conn = NULL;
@@ -1094,8 +948,27 @@ static bool sq_should_retry(void)
     return false;
 }
 
+static int64_t sq_data_version(void)
+{
+    sqlite3_stmt *st = prepare("PRAGMA data_version");
+    int64_t v = -1;
+    if (st && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    if (st)
+        sqlite3_reset(st);
+    return v;
+}
+
+/* One writer at a time: the transaction that reads an item owns it. */
+static int sq_claim(const char *table, const char *column, const char *id)
+{
+    (void)table, (void)column, (void)id;
+    return 1;
+}
+
 const struct storage_engine storage_engine_sqlite = {
     .name = "sqlite",
+    .dialect = MIGRATE_SQLITE,
     .open = sq_open,
     .close = sq_close,
     .prepare = sq_prepare,
@@ -1116,6 +989,14 @@ const struct storage_engine storage_engine_sqlite = {
     .rollback = sq_rollback,
     .in_tx = sq_in_tx,
     .lazy_sync = sq_lazy_sync,
-    .schema_version = sq_schema_version,
+    .begin_migration = sq_begin_migration,
+    .exec_script = sq_exec_script,
+    .has_table = sq_has_table,
     .should_retry = sq_should_retry,
+    .savepoint = sq_savepoint,
+    .savepoint_end = sq_savepoint_end,
+    .unguarded_begin = sq_unguarded_begin,
+    .unguarded_end = sq_unguarded_end,
+    .claim = sq_claim,
+    .data_version = sq_data_version,
 };

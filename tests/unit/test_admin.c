@@ -1,4 +1,4 @@
-/* Unit tests for runtime/admin.c: bootstrap and the `admin` subcommands against a real
+/* Unit tests for handlers/admin_cli.c: bootstrap and the `admin` subcommands against a real
  * database in a temporary directory, output captured in memory. */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "runtime/admin.h"
+#include "handlers/admin_cli.h"
 #include "runtime/log.h"
 #include "runtime/password.h"
 #include "runtime/storage.h"
@@ -247,7 +247,7 @@ static void test_create_workspace_with_a_new_owner(void)
     teardown();
 }
 
-/* A stand-in for the handlers' invitations (runtime/admin.h admin_invite_fn). */
+/* A stand-in for the handlers' invitations (handlers/admin_cli.h admin_invite_fn). */
 static char invited[3][128];
 static int invitations;
 

@@ -649,7 +649,7 @@ static void test_take_on_empty_writer_gives_empty_string_and_resets(void)
     CHECK_STR(s, "7");
     free(s);
     CHECK(w.buf == NULL && w.len == 0 && w.depth == 0);
-    jsonw_release(&w); /* after take, as runtime/admin.c does */
+    jsonw_release(&w); /* after take, as handlers/admin_cli.c does */
     jsonw_release(&w);
 }
 

@@ -76,7 +76,7 @@ static void test_a_page_problem_is_an_escaped_html_page(void)
 static void test_unknown_code_gets_the_reason_phrase_as_title(void)
 {
     CHECK_STR(problem_title("no_such_code", 409), "Conflict");
-    CHECK_STR(problem_title("beneficiary_archived", 409), "Beneficiary archived");
+    CHECK_STR(problem_title("beneficiary_archived", 409), "Conflict"); /* an API's, unregistered */
     CHECK_STR(problem_title("rate_limited", 429), "Too many requests");
 }
 
@@ -100,9 +100,25 @@ static void test_a_problem_drops_the_success_caching_and_page_policy(void)
     arena_release(&r.arena);
 }
 
+/* An API's codes get their titles once registered; a runtime code keeps the runtime's title. */
+static void test_registered_codes_get_their_titles(void)
+{
+    static const struct problem_code api[] = {
+        {"self_approval", "Self-approval not allowed"},
+        {"not_found", "Something else"},
+    };
+    CHECK_STR(problem_title("self_approval", 403), "Forbidden");
+    problem_register(api, sizeof api / sizeof api[0]);
+    CHECK_STR(problem_title("self_approval", 403), "Self-approval not allowed");
+    CHECK_STR(problem_title("not_found", 404), "Resource not found");
+    CHECK_STR(problem_title("never_heard_of", 409), "Conflict");
+    problem_register(NULL, 0);
+}
+
 int main(void)
 {
     static const struct unit_test tests[] = {
+        UNIT_TEST(test_registered_codes_get_their_titles),
         UNIT_TEST(test_a_problem_drops_the_success_caching_and_page_policy),
         UNIT_TEST(test_problem_has_every_member_and_status_matches),
         UNIT_TEST(test_validation_problem_lists_every_error),

@@ -10,7 +10,6 @@
 #include "runtime/req.h"
 #include "runtime/revocation.h"
 #include "runtime/storage.h"
-#include "runtime/storage_sqlite.h"
 #include "tests/unit/unit.h"
 
 static void test_nothing_is_revoked_at_first(void)
@@ -45,47 +44,59 @@ static void test_too_long_ids_are_ignored(void)
     CHECK(!revocation_contains(id));
 }
 
-static void test_load_adds_recent_revocations_and_drops_expired_entries(void)
+/* A source as the handlers supply one (handlers_revocations): sessions revoked at a time, kept
+ * a token lifetime from then, and a disabled principal kept for good. */
+static int64_t source_now;
+static int source_calls;
+
+static int test_source(int64_t now_s)
 {
-    char dir[] = "/tmp/treasury-revocation-XXXXXX", path[64], err[256], recent[40], old[40];
+    source_calls++;
+    struct {
+        const char *id;
+        int64_t revoked_s;
+    } rows[] = {{"ses_recent", source_now - 3600}, {"ses_old", source_now - 3 * 86400}};
+    for (size_t i = 0; i < 2; i++) {
+        if (rows[i].revoked_s > now_s - REVOCATION_TOKEN_LIFETIME_S)
+            revocation_add(rows[i].id, rows[i].revoked_s + REVOCATION_TOKEN_LIFETIME_S);
+    }
+    revocation_add("sa_disabled", INT64_MAX);
+    return 0;
+}
+
+static int failing_source(int64_t now_s)
+{
+    (void)now_s;
+    return -1;
+}
+
+static void test_load_adds_what_the_source_lists_and_drops_expired_entries(void)
+{
+    char dir[] = "/tmp/treasury-revocation-XXXXXX", path[64], err[256];
     CHECK(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/t.db", dir);
     CHECK(storage_open(path, err, sizeof err) == 0);
     int64_t now = 1800000000;
-    format_time_rfc3339((now - 3600) * 1000, recent, sizeof recent);
-    format_time_rfc3339((now - 3 * 86400) * 1000, old, sizeof old);
-    CHECK(storage_begin(true) == 0);
-    sqlite3_exec(storage_sqlite_db(),
-                 "INSERT INTO workspaces (id, name, created_at, updated_at) "
-                 "VALUES ('wsp_1', 'w', 'x', 'x');"
-                 "INSERT INTO users (id, email, email_norm, password_hash, created_at, updated_at) "
-                 "VALUES ('usr_1', 'a@b.c', 'a@b.c', 'h', 'x', 'x');",
-                 NULL, NULL, NULL);
-    const char *rows[][3] = {{"ses_recent", recent, "h1"}, {"ses_old", old, "h2"},
-                             {"ses_live", NULL, "h3"}};
-    for (int i = 0; i < 3; i++) {
-        struct db_stmt *st = storage_prepare(
-            "INSERT INTO sessions (id, workspace_id, user_id, refresh_token_hash, created_at, "
-            "expires_at, revoked_at) VALUES (?, 'wsp_1', 'usr_1', ?, 'x', 'x', ?)");
-        db_bind_text(st, 1, rows[i][0]);
-        db_bind_text(st, 2, rows[i][2]);
-        if (rows[i][1])
-            db_bind_text(st, 3, rows[i][1]);
-        CHECK(db_step(st) == DB_DONE);
-        db_reset(st);
-    }
-    CHECK(storage_commit() == 0);
-
+    source_now = now;
+    revocation_set_source(&test_source);
     revocation_reset();
     revocation_add("ses_gone", now - 1); /* its tokens expired a second ago */
     CHECK(revocation_load(now) == 0);
+    CHECK(source_calls == 1);
     CHECK(revocation_contains("ses_recent"));
     CHECK(!revocation_contains("ses_old"));
-    CHECK(!revocation_contains("ses_live"));
     CHECK(!revocation_contains("ses_gone"));
+    CHECK(revocation_contains("sa_disabled"));
+    CHECK(!storage_in_tx()); /* the source ran in a read transaction that is over */
     /* Loaded entries expire a token lifetime after their revocation, not after the load. */
     CHECK(revocation_load(now - 3600 + REVOCATION_TOKEN_LIFETIME_S + 1) == 0);
     CHECK(!revocation_contains("ses_recent"));
+    CHECK(revocation_contains("sa_disabled"));
+    /* A source that fails: reported, and what was known stays. */
+    revocation_set_source(&failing_source);
+    CHECK(revocation_load(now) == -1);
+    CHECK(revocation_contains("sa_disabled"));
+    revocation_set_source(NULL);
     storage_close();
     char f[80];
     const char *suffix[] = {"", "-wal", "-shm"};
@@ -122,7 +133,7 @@ int main(void)
         UNIT_TEST(test_added_ids_are_revoked_and_others_not),
         UNIT_TEST(test_too_long_ids_are_ignored),
         UNIT_TEST(test_after_commit_revokes_only_once_published),
-        UNIT_TEST(test_load_adds_recent_revocations_and_drops_expired_entries),
+        UNIT_TEST(test_load_adds_what_the_source_lists_and_drops_expired_entries),
     };
     return unit_run("revocation", tests, sizeof tests / sizeof tests[0]);
 }

@@ -1,23 +1,28 @@
-/* Unit tests for runtime/storage.c and the migrations: each test opens a database in its own
- * temporary directory. */
+/* Unit tests for runtime/storage.c and the migration runner (runtime/storage_migrate.c): each
+ * test opens a database in its own temporary directory. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/log.h"
-#include "runtime/migrations.h"
 #include "runtime/storage.h"
+#include "runtime/storage_migrate.h"
 #include "runtime/storage_sqlite.h"
 #include "tests/unit/unit.h"
 
 static char dir[64];
 static char path[128];
 
-static int latest_version(void)
+/* Every migration of every component: what a database has once storage_open() is done. */
+static int all_migrations(void)
 {
-    return migrations_list[migrations_count - 1].version;
+    size_t n = 0;
+    for (size_t i = 0; i < migrate_components_count; i++)
+        n += migrate_components[i].count;
+    return (int)n;
 }
 
 static void remove_db(void)
@@ -98,10 +103,10 @@ static void test_open_creates_database_with_every_table(void)
     struct stat sb;
     CHECK(open_fresh() == 0);
     CHECK(stat(path, &sb) == 0);
-    CHECK(storage_schema_version() == latest_version());
+    CHECK(storage_schema_version() == all_migrations());
     CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
                     "('workspaces', 'users', 'members', 'sessions', 'beneficiaries', "
-                    "'schema_migrations', 'ratelimit_state', 'idempotency_keys', "
+                    "'schema_versions', 'ratelimit_state', 'idempotency_keys', "
                     "'refresh_tokens', 'roles', 'service_accounts', 'service_account_tokens', "
                     "'invitations', 'mfa_recovery_codes', 'payments', 'payment_approvals', "
                     "'approval_policies', 'events', 'audit_events', 'payment_batches', "
@@ -110,10 +115,11 @@ static void test_open_creates_database_with_every_table(void)
     CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
                     "name IN ('beneficiaries_list_idx', 'events_id_idx', 'events_resource_idx', "
                     "'audit_events_id_idx', 'payments_due_idx')") == 5);
-    /* Dropped by migration 13: no query read them. */
-    CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
-                    "name IN ('events_seq_idx', 'events_undelivered_idx', "
-                    "'payments_status_idx')") == 0);
+    CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'") == 0);
+    /* The runtime first, then the APIs in handlers/sql/ORDER: accounts before the APIs whose
+     * tables refer to its workspaces. */
+    CHECK_STR(migrate_components[0].name, "runtime");
+    CHECK_STR(migrate_components[1].name, "accounts");
     done();
 }
 
@@ -123,9 +129,10 @@ static void test_migrations_are_applied_once_across_reopens(void)
     CHECK(open_fresh() == 0);
     storage_close();
     CHECK(storage_open(path, err, sizeof err) == 0);
-    CHECK(query_int("SELECT count(*) FROM schema_migrations") == (long long)migrations_count);
-    CHECK(query_int("SELECT max(version) FROM schema_migrations") == latest_version());
-    CHECK(storage_schema_version() == latest_version());
+    CHECK(query_int("SELECT count(*) FROM schema_versions") == all_migrations());
+    CHECK(query_int("SELECT count(DISTINCT component) FROM schema_versions") ==
+          (long long)migrate_components_count);
+    CHECK(storage_schema_version() == all_migrations());
     done();
 }
 
@@ -361,11 +368,11 @@ static void test_newer_schema_database_is_refused(void)
 {
     char err[256] = "";
     CHECK(open_fresh() == 0);
-    struct db_stmt *st = storage_prepare(
-        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'future', 'now')");
+    struct db_stmt *st = storage_prepare("INSERT INTO schema_versions (component, version, name, "
+                                         "applied_at) VALUES ('runtime', ?, 'future', 'now')");
     CHECK(st != NULL);
     if (st) {
-        db_bind_int64(st, 1, latest_version() + 1);
+        db_bind_int64(st, 1, (int64_t)migrate_components[0].count + 1);
         CHECK(db_step(st) == DB_DONE);
         db_reset(st);
     }
@@ -381,9 +388,9 @@ static void test_database_with_another_migration_history_is_refused(void)
 {
     char err[256] = "";
     CHECK(open_fresh() == 0);
-    CHECK(query_int("SELECT count(*) FROM schema_migrations") >= 1);
-    struct db_stmt *st =
-        storage_prepare("UPDATE schema_migrations SET name = 'something else' WHERE version = 1");
+    CHECK(query_int("SELECT count(*) FROM schema_versions") >= 1);
+    struct db_stmt *st = storage_prepare("UPDATE schema_versions SET name = 'something else' "
+                                         "WHERE component = 'runtime' AND version = 1");
     CHECK(st && db_step(st) == DB_DONE);
     storage_close();
     CHECK(storage_open(path, err, sizeof err) == -1);
@@ -488,228 +495,242 @@ static void test_a_checkpoint_answers_the_requests_of_the_commits_it_copied(void
     done();
 }
 
-static const char events_snapshot[] =
-    "SELECT group_concat(quote(seq) || quote(id) || quote(workspace_id) || quote(type) || "
-    "quote(resource_type) || quote(resource_id) || quote(resource_version) || quote(data) || "
-    "quote(request_id) || quote(idempotency_key) || quote(created_at) || quote(delivered_at), "
-    "';') FROM (SELECT * FROM events ORDER BY seq)";
-static const char audit_snapshot[] =
-    "SELECT group_concat(quote(workspace_id) || quote(seq) || quote(id) || quote(occurred_at) || "
-    "quote(actor_id) || quote(action) || quote(resource_type) || quote(resource_id) || "
-    "quote(before_status) || quote(after_status) || quote(detail) || quote(request_id) || "
-    "quote(prev_hash) || quote(hash), ';') FROM (SELECT * FROM audit_events "
-    "ORDER BY workspace_id, seq)";
-
-/* The first column of the first row as malloc'd text ("" for none). */
-static char *snapshot(sqlite3 *db, const char *sql)
+static void test_a_component_this_build_lacks_is_refused(void)
 {
-    sqlite3_stmt *st = NULL;
-    char *out = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        out = strdup(sqlite3_column_text(st, 0) ? (const char *)sqlite3_column_text(st, 0) : "");
-    sqlite3_finalize(st);
-    return out;
+    char err[256] = "";
+    CHECK(open_fresh() == 0);
+    CHECK(storage_exec_texts("INSERT INTO schema_versions (component, version, name, applied_at) "
+                             "VALUES ('ledger', 1, 'baseline', 'now')",
+                             NULL, 0) == 0);
+    storage_close();
+    CHECK(storage_open(path, err, sizeof err) == -1);
+    CHECK(strstr(err, "ledger") != NULL && strstr(err, "newer") != NULL);
+    storage_close();
+    remove_db();
 }
 
-/* A fresh database at path as a server left it before migration version: every earlier
- * migration applied and recorded. Open, for the caller to fill and close. */
-static sqlite3 *open_before(int version)
+/* A server and an admin command (or instances) starting together on a new database: each
+ * migration is applied by one of them, inside its write transaction, and the others find it
+ * applied there instead of failing on tables that already exist. */
+static void test_processes_starting_at_once_apply_each_migration_once(void)
 {
-    sqlite3 *db = NULL;
+    enum { N = 4 };
+    pid_t pids[N];
     fresh_path();
-    CHECK(sqlite3_open(path, &db) == DB_OK);
-    CHECK(sqlite3_exec(db, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, "
-                           "name TEXT NOT NULL, applied_at TEXT NOT NULL)",
-                       NULL, NULL, NULL) == DB_OK);
-    for (size_t i = 0; i < migrations_count && migrations_list[i].version < version; i++) {
-        char *sql = sqlite3_mprintf("%s; INSERT INTO schema_migrations VALUES (%d, %Q, "
-                                    "'2026-01-01T00:00:00.000Z')",
-                                    migrations_list[i].sql, migrations_list[i].version,
-                                    migrations_list[i].name);
-        CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == DB_OK);
-        sqlite3_free(sql);
+    for (int i = 0; i < N; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0) {
+            char err[256] = "";
+            int rc = storage_open(path, err, sizeof err);
+            if (rc != 0)
+                fprintf(stderr, "  child storage_open: %s\n", err);
+            storage_close();
+            _exit(rc == 0 ? 0 : 1);
+        }
     }
-    return db;
-}
-
-/* Migration 13 rebuilds events and audit_events: every row survives with every column, and
- * the numbering carries on from the last event. */
-static void test_lean_writes_migration_keeps_every_event_and_audit_record(void)
-{
-    sqlite3 *db = open_before(13);
-    CHECK(sqlite3_exec(
-              db,
-              "INSERT INTO workspaces (id, name, created_at, updated_at) VALUES "
-              "('wsp_1', 'One', '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z');"
-              "INSERT INTO events (id, workspace_id, type, resource_type, resource_id, "
-              "resource_version, data, request_id, idempotency_key, created_at, seq, "
-              "delivered_at) VALUES "
-              "('evt_a', 'wsp_1', 'payment.created', 'payment', 'pay_1', 1, '{}', 'req_1', NULL, "
-              "'2026-01-01T00:00:00.000Z', 1, NULL),"
-              "('evt_b', 'wsp_1', 'payment.approved', 'payment', 'pay_1', 2, '{\"a\":1}', "
-              "'req_2', 'key-2', '2026-01-01T00:00:01.000Z', 7, '2026-01-01T00:00:02.000Z');"
-              "INSERT INTO audit_events VALUES "
-              "('wsp_1', 1, 'aud_a', '2026-01-01T00:00:00.000Z', 'usr_1', 'payment.created', "
-              "'payment', 'pay_1', NULL, 'pending_approval', NULL, 'req_1', 'p0', 'h1'),"
-              "('wsp_1', 2, 'aud_b', '2026-01-01T00:00:01.000Z', 'usr_2', 'payment.approved', "
-              "'payment', 'pay_1', 'pending_approval', 'approved', 'four eyes', 'req_2', 'h1', "
-              "'h2')",
-              NULL, NULL, NULL) == DB_OK);
-    char *events_before = snapshot(db, events_snapshot);
-    char *audit_before = snapshot(db, audit_snapshot);
-    sqlite3_close(db);
-
+    for (int i = 0; i < N; i++) {
+        int status = -1;
+        CHECK(pids[i] > 0 && waitpid(pids[i], &status, 0) == pids[i]);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
     char err[256] = "";
     CHECK(storage_open(path, err, sizeof err) == 0);
-    CHECK(storage_schema_version() == latest_version());
-    char *events_after = snapshot(storage_sqlite_db(), events_snapshot);
-    char *audit_after = snapshot(storage_sqlite_db(), audit_snapshot);
-    CHECK(events_before && strstr(events_before, "'evt_b'") && strstr(events_before, "'key-2'"));
-    CHECK(audit_before && strstr(audit_before, "'four eyes'"));
-    CHECK_STR(events_after, events_before);
-    CHECK_STR(audit_after, audit_before);
-    CHECK(query_int("SELECT COALESCE(MAX(seq), 0) + 1 FROM events") == 8);
-    CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE name = 'audit_events' AND "
-                    "sql LIKE '%WITHOUT ROWID%'") == 1);
-    free(events_before), free(audit_before), free(events_after), free(audit_after);
+    CHECK(query_int("SELECT count(*) FROM schema_versions") == all_migrations());
     done();
 }
 
-/* Migration 18 makes items still open at the upgrade fail closed: a service account's decision
- * no longer counts (its round starts over, an approval it gave is withdrawn), the minters of a
- * service account's tokens become makers of what it created, and a payment whose beneficiary
- * changed after it was last changed cannot be approved or sent on the old approvals. */
-static void test_maker_review_migration_fails_open_items_closed(void)
+/* tests/fixtures/legacy_v19.sql (a database the last release of the single migration list
+ * made) loaded into a new file at path. make unit runs from the repository's root. */
+static int load_legacy(const char *extra_sql)
 {
-    sqlite3 *db = open_before(18);
-#define PAY_COLS "(id, workspace_id, amount, currency, type, priority, originating_account, " \
-                 "beneficiary_id, effective_date, status, approvals_required, created_by, "    \
-                 "version, created_at, updated_at, batch_id) VALUES "
-#define BEN_ROW(id, updated)                                                                  \
-    "('" id "', 'wsp_1', 'N', 'N', 'IBAN', 'DE89370400440532013000', NULL, NULL, NULL, NULL, " \
-    "'EUR', 'DE', 'ordinary', NULL, NULL, NULL, 'active', 'unverified', 'approved', '{}', 1, " \
-    "'2026-01-01T00:00:00.000Z', '" updated "')"
-    CHECK(sqlite3_exec(
-              db,
-              "INSERT INTO workspaces (id, name, created_at, updated_at) VALUES "
-              "('wsp_1', 'One', '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z');"
-              "INSERT INTO beneficiaries (id, workspace_id, name, account_holder_name, scheme, "
-              "identification, bank_bic, bank_routing_number, bank_name, bank_country, currency, "
-              "country, beneficiary_type, counterparty_id, external_id, email, status, "
-              "verification_status, approval_status, metadata, version, created_at, updated_at) "
-              "VALUES " BEN_ROW("ben_changed", "2026-01-05T00:00:00.000Z") ","
-              BEN_ROW("ben_same", "2026-01-01T00:00:00.000Z") ";"
-              "INSERT INTO service_accounts (id, workspace_id, name, role, status, version, "
-              "created_by, created_at, updated_at) VALUES ('sa_1', 'wsp_1', 'bot', 'admin', "
-              "'active', 1, 'usr_b', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');"
-              "INSERT INTO service_account_tokens (id, service_account_id, workspace_id, scope, "
-              "created_by, created_at) VALUES ('sat_1', 'sa_1', 'wsp_1', 'payments:write', "
-              "'usr_a', '2026-01-01T00:00:00.000Z'), ('sat_late', 'sa_1', 'wsp_1', "
-              "'payments:write', 'usr_late', '2026-01-09T00:00:00.000Z');"
-              "INSERT INTO payment_batches (id, workspace_id, status, item_count, "
-              "approvals_required, created_by, version, created_at, updated_at) VALUES "
-              "('bat_1', 'wsp_1', 'approved', 1, 1, 'usr_a', 2, '2026-01-02T00:00:00.000Z', "
-              "'2026-01-02T00:00:00.000Z');"
-              "INSERT INTO batch_approvals (batch_id, user_id, decision, decided_at) VALUES "
-              "('bat_1', 'sa_1', 'approved', '2026-01-02T00:00:00.000Z');"
-              "INSERT INTO payments " PAY_COLS
-              "('pay_sa_pending', 'wsp_1', 5, 'EUR', 'sepa', 'normal', 'acct', 'ben_same', "
-              "'2026-02-01', 'pending_approval', 2, 'usr_c', 1, '2026-01-02T00:00:00.000Z', "
-              "'2026-01-02T00:00:00.000Z', NULL),"
-              "('pay_sa_approved', 'wsp_1', 5, 'EUR', 'sepa', 'normal', 'acct', 'ben_same', "
-              "'2026-02-01', 'scheduled', 1, 'usr_c', 2, '2026-01-02T00:00:00.000Z', "
-              "'2026-01-02T00:00:00.000Z', NULL),"
-              "('pay_person', 'wsp_1', 5, 'EUR', 'sepa', 'normal', 'acct', 'ben_same', "
-              "'2026-02-01', 'approved', 1, 'usr_c', 2, '2026-01-02T00:00:00.000Z', "
-              "'2026-01-02T00:00:00.000Z', NULL),"
-              "('pay_by_sa', 'wsp_1', 5, 'EUR', 'sepa', 'normal', 'acct', 'ben_same', "
-              "'2026-02-01', 'pending_approval', 1, 'sa_1', 1, '2026-01-03T00:00:00.000Z', "
-              "'2026-01-03T00:00:00.000Z', NULL),"
-              "('pay_ben_changed', 'wsp_1', 5, 'EUR', 'sepa', 'normal', 'acct', 'ben_changed', "
-              "'2026-02-01', 'approved', 0, 'usr_c', 1, '2026-01-02T00:00:00.000Z', "
-              "'2026-01-02T00:00:00.000Z', NULL),"
-              "('pay_item', 'wsp_1', 5, 'EUR', 'sepa', 'normal', 'acct', 'ben_same', "
-              "'2026-02-01', 'approved', 1, 'usr_a', 2, '2026-01-02T00:00:00.000Z', "
-              "'2026-01-02T00:00:00.000Z', 'bat_1');"
-              "INSERT INTO payment_approvals (payment_id, round, user_id, decision, decided_at) "
-              "VALUES ('pay_sa_pending', 1, 'sa_1', 'approved', '2026-01-02T00:00:00.000Z'),"
-              "('pay_sa_pending', 1, 'usr_d', 'approved', '2026-01-02T00:00:00.000Z'),"
-              "('pay_sa_approved', 1, 'sa_1', 'approved', '2026-01-02T00:00:00.000Z'),"
-              "('pay_person', 1, 'usr_d', 'approved', '2026-01-02T00:00:00.000Z')",
-              NULL, NULL, NULL) == DB_OK);
-#undef PAY_COLS
-#undef BEN_ROW
+    FILE *f = fopen("tests/fixtures/legacy_v19.sql", "rb");
+    if (!f) {
+        perror("  tests/fixtures/legacy_v19.sql");
+        return -1;
+    }
+    static char text[256 * 1024];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    sqlite3 *db = NULL;
+    fresh_path();
+    int rc = sqlite3_open(path, &db) == SQLITE_OK &&
+                     sqlite3_exec(db, text, NULL, NULL, NULL) == SQLITE_OK &&
+                     (!extra_sql || sqlite3_exec(db, extra_sql, NULL, NULL, NULL) == SQLITE_OK)
+                 ? 0
+                 : -1;
+    if (rc != 0)
+        fprintf(stderr, "  loading the fixture: %s\n", sqlite3_errmsg(db));
     sqlite3_close(db);
-
-    char err[256] = "", buf[64];
-    CHECK(storage_open(path, err, sizeof err) == 0);
-    CHECK(storage_schema_version() == latest_version());
-    CHECK(query_int("SELECT approval_round FROM payments WHERE id = 'pay_sa_pending'") == 2);
-    CHECK_STR(query_text("SELECT status FROM payments WHERE id = 'pay_sa_pending'", buf,
-                         sizeof buf),
-              "pending_approval");
-    CHECK(query_int("SELECT approval_round FROM payments WHERE id = 'pay_sa_approved'") == 2);
-    CHECK_STR(query_text("SELECT status FROM payments WHERE id = 'pay_sa_approved'", buf,
-                         sizeof buf),
-              "pending_approval");
-    CHECK(query_int("SELECT version FROM payments WHERE id = 'pay_sa_approved'") == 3);
-    CHECK_STR(query_text("SELECT status FROM payments WHERE id = 'pay_person'", buf, sizeof buf),
-              "approved");
-    CHECK(query_int("SELECT approval_round FROM payments WHERE id = 'pay_person'") == 1);
-    CHECK_STR(query_text("SELECT group_concat(person_id) FROM payment_makers WHERE "
-                         "payment_id = 'pay_by_sa'", buf, sizeof buf),
-              "usr_a");
-    CHECK(query_int("SELECT beneficiary_round FROM payments WHERE id = 'pay_ben_changed'") == 0);
-    CHECK(query_int("SELECT beneficiary_round FROM payments WHERE id = 'pay_person'") == 1);
-    CHECK_STR(query_text("SELECT status FROM payment_batches WHERE id = 'bat_1'", buf,
-                         sizeof buf),
-              "pending_approval");
-    CHECK(query_int("SELECT approval_round FROM payment_batches WHERE id = 'bat_1'") == 2);
-    CHECK_STR(query_text("SELECT status FROM payments WHERE id = 'pay_item'", buf, sizeof buf),
-              "pending_approval");
-    done();
+    return rc;
 }
 
-/* Migration 19 moves each account's last accepted TOTP step out of users (a table the
- * privilege cache watches) into mfa_steps, and supersedes the invitations still pending from
- * before they were e-mailed (no mail_id: their token went back to the inviter). */
-static void test_identity_fixes_migration_moves_mfa_steps_and_supersedes_unmailed(void)
+/* Appends the rows of sql (one text parameter: p) to *out, columns joined by '|'. */
+static void append_rows(sqlite3 *db, char **out, const char *prefix, const char *sql,
+                        const char *p)
 {
-    sqlite3 *db = open_before(19);
-    CHECK(sqlite3_exec(
-              db,
-              "INSERT INTO workspaces (id, name, created_at, updated_at) VALUES "
-              "('wsp_1', 'One', '2024-01-01T00:00:00.000Z', '2024-01-01T00:00:00.000Z');"
-              "INSERT INTO users (id, email, email_norm, password_hash, created_at, updated_at, "
-              "mfa_status, mfa_last_step) VALUES "
-              "('usr_1', 'a@x.test', 'a@x.test', 'h', 'now', 'now', 'enabled', 59000123),"
-              "('usr_2', 'b@x.test', 'b@x.test', 'h', 'now', 'now', 'none', 0);"
-              "INSERT INTO invitations (id, workspace_id, email, email_norm, role, token_hash, "
-              "status, invited_by, created_at, expires_at, mail_id) VALUES "
-              "('inv_old', 'wsp_1', 'c@x.test', 'c@x.test', 'viewer', 't1', 'pending', 'usr_1', "
-              "'now', 'later', NULL),"
-              "('inv_mailed', 'wsp_1', 'd@x.test', 'd@x.test', 'viewer', 't2', 'pending', "
-              "'usr_1', 'now', 'later', 'mail_1'),"
-              "('inv_used', 'wsp_1', 'e@x.test', 'e@x.test', 'viewer', 't3', 'accepted', "
-              "'usr_1', 'now', 'later', NULL)",
-              NULL, NULL, NULL) == DB_OK);
-    sqlite3_close(db);
+    sqlite3_stmt *st = NULL;
+    CHECK(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK);
+    if (p)
+        sqlite3_bind_text(st, 1, p, -1, SQLITE_TRANSIENT);
+    while (st && sqlite3_step(st) == SQLITE_ROW) {
+        char *line = sqlite3_mprintf("%s%s", *out, prefix);
+        for (int i = 0; i < sqlite3_column_count(st); i++) {
+            const unsigned char *v = sqlite3_column_text(st, i);
+            char *next = sqlite3_mprintf("%s%s%s", line, i ? "|" : "", v ? (const char *)v : "~");
+            sqlite3_free(line);
+            line = next;
+        }
+        sqlite3_free(*out);
+        *out = sqlite3_mprintf("%s\n", line);
+        sqlite3_free(line);
+    }
+    sqlite3_finalize(st);
+}
 
+/* The schema of db as text, from the PRAGMAs: every table (and whether it is WITHOUT ROWID),
+ * its columns in order with type, NOT NULL, default and primary-key position, its indexes
+ * with their key columns (and the SQL of explicit ones, whitespace folded: partial indexes),
+ * and its foreign keys. Not schema_versions (the runner's own) nor schema_migrations (gone
+ * after adoption). */
+static char *schema_of(sqlite3 *db)
+{
+    char *out = sqlite3_mprintf("");
+    sqlite3_stmt *tables = NULL;
+    CHECK(sqlite3_prepare_v2(db,
+                             "SELECT name, sql LIKE '%WITHOUT ROWID%' FROM sqlite_master "
+                             "WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT IN "
+                             "('schema_versions', 'schema_migrations') ORDER BY name",
+                             -1, &tables, NULL) == SQLITE_OK);
+    while (tables && sqlite3_step(tables) == SQLITE_ROW) {
+        char *t = sqlite3_mprintf("%s", (const char *)sqlite3_column_text(tables, 0));
+        char *line = sqlite3_mprintf("%stable %s%s\n", out, t,
+                                     sqlite3_column_int(tables, 1) ? " WITHOUT ROWID" : "");
+        sqlite3_free(out);
+        out = line;
+        append_rows(db, &out, "  column ",
+                    "SELECT cid, name, type, \"notnull\", dflt_value, pk FROM pragma_table_info(?)",
+                    t);
+        append_rows(db, &out, "  index ",
+                    "SELECT l.\"unique\", l.origin, l.partial, (SELECT group_concat(coalesce("
+                    "x.name, x.cid) || ' ' || x.\"desc\" || ' ' || x.coll, ', ') FROM "
+                    "pragma_index_xinfo(l.name) x WHERE x.key), CASE WHEN l.origin = 'c' THEN "
+                    "l.name || ' ' || (SELECT replace(replace(replace(replace(m.sql, char(10), "
+                    "' '), '    ', ' '), '  ', ' '), '  ', ' ') FROM sqlite_master m WHERE "
+                    "m.name = l.name) END FROM pragma_index_list(?) l ORDER BY 4, 2",
+                    t);
+        append_rows(db, &out, "  foreign key ",
+                    "SELECT \"table\", \"from\", \"to\", on_update, on_delete, match "
+                    "FROM pragma_foreign_key_list(?) ORDER BY id, seq",
+                    t);
+        sqlite3_free(t);
+    }
+    sqlite3_finalize(tables);
+    char *copy = strdup(out);
+    sqlite3_free(out);
+    return copy;
+}
+
+/* The runtime's tables of a database made by the single list refer to workspaces; a new
+ * database's do not (runtime/sql/0001_baseline.sqlite.sql: the runtime knows no API's
+ * tables). Adoption leaves the tables as they are, so these are the one difference. */
+static const char *const legacy_runtime_fks[] = {
+    "table audit_events WITHOUT ROWID\n",
+    "table events\n",
+    "table idempotency_keys\n",
+};
+#define WORKSPACE_FK "  foreign key workspaces|workspace_id|id|NO ACTION|NO ACTION|NONE\n"
+
+/* s without the workspace foreign key of each table in legacy_runtime_fks; how many it had. */
+static int drop_runtime_fks(char *s)
+{
+    int dropped = 0;
+    for (size_t i = 0; i < sizeof legacy_runtime_fks / sizeof legacy_runtime_fks[0]; i++) {
+        char *t = strstr(s, legacy_runtime_fks[i]);
+        char *next_table = t ? strstr(t + 1, "\ntable ") : NULL;
+        char *fk = t ? strstr(t, WORKSPACE_FK) : NULL;
+        if (fk && (!next_table || fk < next_table)) {
+            memmove(fk, fk + strlen(WORKSPACE_FK), strlen(fk + strlen(WORKSPACE_FK)) + 1);
+            dropped++;
+        }
+    }
+    return dropped;
+}
+
+/* A database of the last release of the single migration list is adopted as it is: every
+ * component's baseline recorded as applied, schema_migrations gone, every row kept, and its
+ * schema that of a new database (but for the runtime tables' references to workspaces). */
+static void test_a_database_of_the_single_migration_list_is_adopted(void)
+{
     char err[256] = "", buf[64];
+    CHECK(load_legacy(NULL) == 0);
     CHECK(storage_open(path, err, sizeof err) == 0);
-    CHECK(query_int("SELECT count(*) FROM schema_migrations WHERE version = 19") == 1);
-    CHECK(query_int("SELECT last_step FROM mfa_steps WHERE user_id = 'usr_1'") == 59000123);
-    CHECK(query_int("SELECT count(*) FROM mfa_steps") == 1);
-    CHECK(query_int("SELECT count(*) FROM pragma_table_info('users') WHERE name = "
-                    "'mfa_last_step'") == 0);
-    CHECK_STR(query_text("SELECT status FROM invitations WHERE id = 'inv_old'", buf, sizeof buf),
-              "superseded");
-    CHECK_STR(query_text("SELECT status FROM invitations WHERE id = 'inv_mailed'", buf,
-                         sizeof buf),
-              "pending");
-    CHECK_STR(query_text("SELECT status FROM invitations WHERE id = 'inv_used'", buf, sizeof buf),
-              "accepted");
+    if (err[0])
+        fprintf(stderr, "  storage_open: %s\n", err);
+    CHECK(storage_schema_version() == all_migrations());
+    CHECK(query_int("SELECT count(*) FROM schema_versions WHERE version = 1 AND "
+                    "name = 'baseline'") == (long long)migrate_components_count);
+    CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'") == 0);
+    CHECK(query_int("SELECT count(*) FROM workspaces") == 2);
+    CHECK(query_int("SELECT count(*) FROM payments") == 1);
+    CHECK(query_int("SELECT count(*) FROM idempotency_keys") == 1);
+    CHECK(query_int("SELECT count(*) FROM events") == 2);
+    CHECK(query_int("SELECT count(*) FROM audit_events") == 4);
+    CHECK_STR(query_text("SELECT remittance_information FROM payments", buf, sizeof buf),
+              "INV-1");
+    char *adopted = schema_of(storage_sqlite_db());
+    storage_close();
+    /* Opened again: nothing more to apply or adopt. */
+    CHECK(storage_open(path, err, sizeof err) == 0);
+    CHECK(query_int("SELECT count(*) FROM schema_versions") == all_migrations());
     done();
+
+    CHECK(open_fresh() == 0);
+    char *fresh = schema_of(storage_sqlite_db());
+    done();
+    CHECK(adopted && fresh);
+    if (adopted && fresh) {
+        CHECK(strstr(adopted, "table payments\n") && strstr(adopted, "table audit_events"));
+        CHECK(drop_runtime_fks(adopted) == 3);
+        CHECK(drop_runtime_fks(fresh) == 0);
+        if (strcmp(adopted, fresh) != 0)
+            fprintf(stderr, "  adopted schema:\n%s\n  new schema:\n%s\n", adopted, fresh);
+        CHECK_STR(adopted, fresh);
+    }
+    free(adopted);
+    free(fresh);
+}
+
+/* An older database of that list cannot be adopted (its schema is not the baselines'): the
+ * previous release brings it to version 19 first. Nothing is changed meanwhile. */
+static void test_an_older_database_of_the_single_migration_list_is_refused(void)
+{
+    char err[256] = "";
+    CHECK(load_legacy("DELETE FROM schema_migrations WHERE version > 17") == 0);
+    CHECK(storage_open(path, err, sizeof err) == -1);
+    CHECK(strstr(err, "version 17") != NULL);
+    CHECK(strstr(err, "start the previous release once") != NULL);
+    storage_close();
+    sqlite3 *db = NULL;
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    sqlite3_stmt *st = NULL;
+    CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE name IN "
+                                 "('schema_versions', 'schema_migrations')",
+                             -1, &st, NULL) == SQLITE_OK);
+    CHECK(st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    remove_db();
+}
+
+static void test_a_single_list_database_with_other_names_is_refused(void)
+{
+    char err[256] = "";
+    CHECK(load_legacy("UPDATE schema_migrations SET name = 'mine' WHERE version = 7") == 0);
+    CHECK(storage_open(path, err, sizeof err) == -1);
+    CHECK(strstr(err, "different build") != NULL);
+    storage_close();
+    remove_db();
 }
 
 static void test_open_reports_a_file_that_is_not_a_database(void)
@@ -750,9 +771,11 @@ int main(void)
         UNIT_TEST(test_database_with_another_migration_history_is_refused),
         UNIT_TEST(test_open_twice_is_refused),
         UNIT_TEST(test_open_reports_a_file_that_is_not_a_database),
-        UNIT_TEST(test_lean_writes_migration_keeps_every_event_and_audit_record),
-        UNIT_TEST(test_maker_review_migration_fails_open_items_closed),
-        UNIT_TEST(test_identity_fixes_migration_moves_mfa_steps_and_supersedes_unmailed),
+        UNIT_TEST(test_a_component_this_build_lacks_is_refused),
+        UNIT_TEST(test_processes_starting_at_once_apply_each_migration_once),
+        UNIT_TEST(test_a_database_of_the_single_migration_list_is_adopted),
+        UNIT_TEST(test_an_older_database_of_the_single_migration_list_is_refused),
+        UNIT_TEST(test_a_single_list_database_with_other_names_is_refused),
         UNIT_TEST(test_checkpoint_restarts_the_wal_when_its_first_pass_falls_short),
         UNIT_TEST(test_a_checkpoint_answers_the_requests_of_the_commits_it_copied),
     };

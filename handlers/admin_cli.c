@@ -4,7 +4,7 @@
  * once, only after the commit. An account that already exists is never attached to a
  * workspace by the operator: it is invited (the token e-mailed to it) and joins only by
  * accepting after signing in. */
-#include "runtime/admin.h"
+#include "handlers/admin_cli.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,19 +1,21 @@
-/* Operator commands that work on the data directory without the HTTP API: the first-start
- * bootstrap (storage already open) and `treasury-server admin ...`. */
-#ifndef RUNTIME_ADMIN_H
-#define RUNTIME_ADMIN_H
+/* Operator commands that work on the database without the HTTP API: the first-start
+ * bootstrap (storage already open) and `treasury-server admin ...`. They live with the
+ * handlers because they write the accounts and workspace tables; they use only the runtime,
+ * and what they need of other handlers (built-in roles, invitations) is handed to them. */
+#ifndef HANDLERS_ADMIN_CLI_H
+#define HANDLERS_ADMIN_CLI_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
-/* Tells the commands which role keys are built in (the generated x-roles table; runtime/
- * knows no API). Without it only "owner" and "viewer" are. */
+/* Tells the commands which role keys are built in (the generated x-roles table). Without it
+ * only "owner" and "viewer" are. */
 typedef bool admin_builtin_role_fn(const char *key);
 void admin_init(admin_builtin_role_fn *builtin_role);
 
 /* Issues an e-mailed invitation of email to workspace_id with role inside the command's
- * transaction (the handlers' invitations: runtime/ knows no API); its id into id. base_url is
+ * transaction (handlers/invitations.h); its id into id. base_url is
  * the service's public URL for the message's instructions. 0 / -1 with err. */
 typedef int admin_invite_fn(const char *workspace_id, const char *email, const char *role,
                             const char *base_url, char *id, size_t n, char *err,
