@@ -353,7 +353,7 @@ int acc_use_totp(const char *user_id, const char *sealed, int64_t last_step, con
         return 0;
     struct db_stmt *st = storage_prepare(
         "INSERT INTO mfa_steps (user_id, last_step) VALUES (?2, ?1) ON CONFLICT (user_id) "
-        "DO UPDATE SET last_step = ?1 WHERE last_step < ?1");
+        "DO UPDATE SET last_step = ?1 WHERE mfa_steps.last_step < ?1");
     if (!st)
         return -1;
     db_bind_int64(st, 1, step);
@@ -823,7 +823,7 @@ int accounts_list_sessions(struct req *r, const struct accounts_list_sessions_re
     struct db_stmt *st = storage_prepare(
         "SELECT id, workspace_id, created_at, last_used_at, expires_at FROM sessions "
         "WHERE user_id = ?1 AND workspace_id = ?2 AND revoked_at IS NULL AND expires_at > ?3 "
-        "AND (?4 IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?5)) "
+        "AND (CAST(?4 AS TEXT) IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?5)) "
         "ORDER BY created_at DESC, id DESC LIMIT ?6");
     if (!st)
         return -1;

@@ -186,7 +186,7 @@ int oauth_client_load(struct req *r, const char *id, const char *wid, struct oau
     if (!id || !id_valid(id, "cli"))
         return 0;
     struct db_stmt *st = storage_prepare("SELECT " CLIENT_COLUMNS " FROM oauth_clients WHERE id = ? "
-                                       "AND (?2 IS NULL OR workspace_id = ?2)");
+                                       "AND (CAST(?2 AS TEXT) IS NULL OR workspace_id = ?2)");
     if (!st)
         return -1;
     db_bind_text(st, 1, id);
@@ -342,8 +342,8 @@ bool accounts_cors_origin_allowed(const char *origin, const char *client_id)
 {
     struct db_stmt *st = storage_prepare(
         "SELECT 1 FROM oauth_client_origins o JOIN oauth_clients c ON c.id = o.client_id "
-        "WHERE o.origin = ?1 AND (?2 IS NULL OR o.client_id = ?2) AND c.status = 'active' "
-        "LIMIT 1");
+        "WHERE o.origin = ?1 AND (CAST(?2 AS TEXT) IS NULL OR o.client_id = ?2) "
+        "AND c.status = 'active' LIMIT 1");
     if (!st)
         return false;
     db_bind_text(st, 1, origin);
@@ -651,8 +651,9 @@ int accounts_list_oauth_clients(struct req *r,
                    in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
     struct db_stmt *st = storage_prepare(
-        "SELECT " CLIENT_COLUMNS " FROM oauth_clients WHERE workspace_id = ?1 AND (?2 IS NULL OR "
-        "created_at < ?2 OR (created_at = ?2 AND id < ?3)) ORDER BY created_at DESC, id DESC "
+        "SELECT " CLIENT_COLUMNS " FROM oauth_clients WHERE workspace_id = ?1 "
+        "AND (CAST(?2 AS TEXT) IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
+        "ORDER BY created_at DESC, id DESC "
         "LIMIT ?4");
     if (!st)
         return -1;
@@ -851,8 +852,8 @@ int accounts_list_oauth_grants(struct req *r, const struct accounts_list_oauth_g
     struct db_stmt *st = storage_prepare(
         "SELECT g.id, g.client_id, c.name, g.scope, g.created_at, g.updated_at FROM oauth_grants "
         "g JOIN oauth_clients c ON c.id = g.client_id WHERE g.user_id = ?1 AND g.workspace_id = "
-        "?2 AND g.revoked_at IS NULL AND (?3 IS NULL OR g.created_at < ?3 OR (g.created_at = ?3 "
-        "AND g.id < ?4)) ORDER BY g.created_at DESC, g.id DESC LIMIT ?5");
+        "?2 AND g.revoked_at IS NULL AND (CAST(?3 AS TEXT) IS NULL OR g.created_at < ?3 OR "
+        "(g.created_at = ?3 AND g.id < ?4)) ORDER BY g.created_at DESC, g.id DESC LIMIT ?5");
     if (!st)
         return -1;
     db_bind_text(st, 1, r->principal.user_id);

@@ -155,14 +155,18 @@ static int browser_anonymous(struct req *r, const char *cookie, struct browser *
 }
 
 /* The first row of a browser that has not signed in: once its password was right, for the
- * one-time code step (it lives as long as that step may take). 0 / -1. */
+ * one-time code step (it lives as long as that step may take); a row the browser already had is
+ * replaced whole (signed out: no user). 0 / -1. */
 static int browser_pending_insert(const struct browser *b, const char *email_norm, int64_t until)
 {
     char now[40];
     format_now_rfc3339(now, sizeof now);
     struct db_stmt *st = storage_prepare(
-        "INSERT OR REPLACE INTO oauth_browser_sessions (token_hash, csrf, pending_email, "
-        "pending_until, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)");
+        "INSERT INTO oauth_browser_sessions (token_hash, csrf, pending_email, pending_until, "
+        "created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (token_hash) DO UPDATE "
+        "SET csrf = excluded.csrf, user_id = NULL, pending_email = excluded.pending_email, "
+        "pending_until = excluded.pending_until, created_at = excluded.created_at, "
+        "expires_at = excluded.expires_at");
     if (!st)
         return -1;
     db_bind_text(st, 1, b->hash);
@@ -1000,15 +1004,15 @@ static int purge_expired(void)
 {
     int64_t now = clock_now_ms();
     static const char *const sql[] = {
-        "DELETE FROM oauth_codes WHERE rowid IN (SELECT rowid FROM oauth_codes WHERE "
+        "DELETE FROM oauth_codes WHERE code_hash IN (SELECT code_hash FROM oauth_codes WHERE "
         "expires_at < ? LIMIT 500)",
-        "DELETE FROM oauth_requests WHERE rowid IN (SELECT rowid FROM oauth_requests WHERE "
+        "DELETE FROM oauth_requests WHERE id IN (SELECT id FROM oauth_requests WHERE "
         "expires_at < ? LIMIT 500)",
-        "DELETE FROM oauth_browser_sessions WHERE rowid IN (SELECT rowid FROM "
+        "DELETE FROM oauth_browser_sessions WHERE token_hash IN (SELECT token_hash FROM "
         "oauth_browser_sessions WHERE expires_at < ? LIMIT 500)",
         /* the failed-login guard's (accounts_lockout.c): devices past their life, back-off
          * counts a day quiet */
-        "DELETE FROM login_devices WHERE rowid IN (SELECT rowid FROM login_devices WHERE "
+        "DELETE FROM login_devices WHERE id IN (SELECT id FROM login_devices WHERE "
         "expires_at < ? LIMIT 500)",
         "DELETE FROM login_backoff WHERE key IN (SELECT key FROM login_backoff WHERE "
         "last_failure_at < ? LIMIT 500)",

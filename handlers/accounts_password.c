@@ -104,7 +104,8 @@ static int revoke_user_sessions(struct req *r, const char *keep, const char *rea
     char now[40];
     format_now_rfc3339(now, sizeof now);
     struct db_stmt *st = storage_prepare("SELECT id FROM sessions WHERE user_id = ?1 AND "
-                                       "revoked_at IS NULL AND (?2 IS NULL OR id <> ?2)");
+                                       "revoked_at IS NULL "
+                                       "AND (CAST(?2 AS TEXT) IS NULL OR id <> ?2)");
     if (!st)
         return -1;
     db_bind_text(st, 1, uid);
@@ -122,7 +123,8 @@ static int revoke_user_sessions(struct req *r, const char *keep, const char *rea
     }
     const char *v[] = {now, reason, uid, keep};
     if (storage_exec_texts("UPDATE sessions SET revoked_at = ?1, revoked_reason = ?2 WHERE "
-                           "user_id = ?3 AND revoked_at IS NULL AND (?4 IS NULL OR id <> ?4)",
+                           "user_id = ?3 AND revoked_at IS NULL AND (CAST(?4 AS TEXT) IS NULL OR "
+                           "id <> ?4)",
                            v, 4) != 0 ||
         storage_exec_texts("DELETE FROM oauth_browser_sessions WHERE user_id = ?", v + 2, 1) != 0 ||
         storage_exec_texts("DELETE FROM oauth_codes WHERE user_id = ? AND used_at IS NULL", v + 2,

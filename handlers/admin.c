@@ -497,7 +497,7 @@ int admin_list_service_accounts(struct req *r,
         return 0;
     struct db_stmt *st = storage_prepare(
         "SELECT " SA_COLUMNS " FROM service_accounts WHERE workspace_id = ?1 "
-        "AND (?2 IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
+        "AND (CAST(?2 AS TEXT) IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
         "ORDER BY created_at DESC, id DESC LIMIT ?4");
     if (!st)
         return -1;
@@ -695,7 +695,7 @@ int admin_list_service_account_tokens(struct req *r,
         return 0;
     struct db_stmt *st = storage_prepare(
         "SELECT " SAT_COLUMNS " FROM service_account_tokens WHERE service_account_id = ?1 "
-        "AND (?2 IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
+        "AND (CAST(?2 AS TEXT) IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
         "ORDER BY created_at DESC, id DESC LIMIT ?4");
     if (!st)
         return -1;
@@ -886,7 +886,7 @@ int admin_list_users(struct req *r, const struct admin_list_users_request *in,
         "SELECT u.id, u.email, u.name, u.status, m.role, m.created_at, l.last_login_at "
         "FROM members m JOIN users u ON u.id = m.user_id LEFT JOIN member_logins l "
         "ON l.workspace_id = m.workspace_id AND l.user_id = m.user_id WHERE m.workspace_id = ?1 "
-        "AND (?2 IS NULL OR m.created_at < ?2 OR (m.created_at = ?2 AND u.id < ?3)) "
+        "AND (CAST(?2 AS TEXT) IS NULL OR m.created_at < ?2 OR (m.created_at = ?2 AND u.id < ?3)) "
         "ORDER BY m.created_at DESC, u.id DESC LIMIT ?4");
     if (!st)
         return -1;

@@ -505,7 +505,7 @@ int payments_put_approval_policy(struct req *r,
     struct db_stmt *st = storage_prepare(
         "INSERT INTO approval_policies (workspace_id, tiers, version, updated_at, "
         "velocity_window_hours) VALUES (?1, ?2, 1, ?3, ?4) ON CONFLICT (workspace_id) DO "
-        "UPDATE SET tiers = ?2, version = version + 1, updated_at = ?3, "
+        "UPDATE SET tiers = ?2, version = approval_policies.version + 1, updated_at = ?3, "
         "velocity_window_hours = ?4");
     if (!st) {
         free(tiers);
@@ -900,15 +900,24 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
     struct page pg;
     if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
+    /* ?2, the status set ",a,b,", holds the row's ",status," when taking it out shortens
+     * it: an exact substring test both engines have (no instr() in PostgreSQL). A parameter
+     * that may be NULL is CAST where it is tested, since PostgreSQL cannot infer its type from
+     * `? IS NULL` alone. */
     struct db_stmt *st = storage_prepare(
         "SELECT " PAY_COLUMNS " FROM payments WHERE workspace_id = ?1 "
-        "AND (?2 IS NULL OR instr(?2, ',' || status || ',') > 0) "
-        "AND (?3 IS NULL OR currency = ?3) "
-        "AND (?4 IS NULL OR beneficiary_id = ?4) AND (?5 IS NULL OR amount >= ?5) "
-        "AND (?6 IS NULL OR amount < ?6) AND (?7 IS NULL OR created_at >= ?7) "
-        "AND (?8 IS NULL OR created_at < ?8) AND (?9 IS NULL OR effective_date >= ?9) "
-        "AND (?10 IS NULL OR effective_date < ?10) AND (?14 IS NULL OR batch_id = ?14) "
-        "AND (?11 IS NULL OR created_at < ?11 OR (created_at = ?11 AND id < ?12)) "
+        "AND (CAST(?2 AS TEXT) IS NULL "
+        "     OR length(replace(?2, ',' || status || ',', '')) < length(?2)) "
+        "AND (CAST(?3 AS TEXT) IS NULL OR currency = ?3) "
+        "AND (CAST(?4 AS TEXT) IS NULL OR beneficiary_id = ?4) "
+        "AND (CAST(?5 AS BIGINT) IS NULL OR amount >= ?5) "
+        "AND (CAST(?6 AS BIGINT) IS NULL OR amount < ?6) "
+        "AND (CAST(?7 AS TEXT) IS NULL OR created_at >= ?7) "
+        "AND (CAST(?8 AS TEXT) IS NULL OR created_at < ?8) "
+        "AND (CAST(?9 AS TEXT) IS NULL OR effective_date >= ?9) "
+        "AND (CAST(?10 AS TEXT) IS NULL OR effective_date < ?10) "
+        "AND (CAST(?14 AS TEXT) IS NULL OR batch_id = ?14) "
+        "AND (CAST(?11 AS TEXT) IS NULL OR created_at < ?11 OR (created_at = ?11 AND id < ?12)) "
         "ORDER BY created_at DESC, id DESC LIMIT ?13");
     if (!st)
         return -1;
@@ -1333,7 +1342,7 @@ int payments_list_payment_events(struct req *r,
     struct db_stmt *st = storage_prepare(
         "SELECT id, type, created_at, workspace_id, data, request_id, idempotency_key, "
         "CAST(seq AS TEXT) AS seq_text FROM events WHERE resource_id = ?1 AND workspace_id = ?2 "
-        "AND (?3 IS NULL OR seq > CAST(?3 AS INTEGER)) ORDER BY seq LIMIT ?4");
+        "AND (CAST(?3 AS TEXT) IS NULL OR seq > CAST(?3 AS BIGINT)) ORDER BY seq LIMIT ?4");
     if (!st)
         return -1;
     db_bind_text(st, 1, x->p.id);

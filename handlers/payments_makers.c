@@ -312,7 +312,7 @@ int pay_add_maker(struct req *r, const struct payment *p, const char *person, un
     struct db_stmt *st = storage_prepare(
         "INSERT INTO payment_makers (payment_id, person_id, via, fields, first_at, last_at) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (payment_id, person_id) DO UPDATE SET "
-        "via = ?3, fields = fields | ?4, last_at = ?5");
+        "via = ?3, fields = payment_makers.fields | ?4, last_at = ?5");
     if (!st)
         return -1;
     db_bind_text(st, 1, p->id);
@@ -479,9 +479,9 @@ int ben_add_maker(struct req *r, const char *beneficiary_id, const char *person,
     }
     struct db_stmt *st = storage_prepare(
         "INSERT INTO beneficiary_makers (beneficiary_id, round, person_id, via, fields, made_at) "
-        "SELECT id, approval_round, ?2, ?3, ?4, ?5 FROM beneficiaries WHERE id = ?1 AND "
-        "workspace_id = ?6 ON CONFLICT (beneficiary_id, round, person_id) DO UPDATE SET "
-        "via = ?3, fields = fields | ?4, made_at = ?5");
+        "SELECT id, approval_round, ?2, ?3, CAST(?4 AS BIGINT), ?5 FROM beneficiaries WHERE "
+        "id = ?1 AND workspace_id = ?6 ON CONFLICT (beneficiary_id, round, person_id) DO UPDATE "
+        "SET via = ?3, fields = beneficiary_makers.fields | ?4, made_at = ?5");
     if (!st)
         return -1;
     db_bind_text(st, 1, beneficiary_id);

@@ -141,7 +141,7 @@ int workspace_list_members(struct req *r, const struct workspace_list_members_re
     struct db_stmt *st = storage_prepare(
         "SELECT u.id, u.email, u.name, m.role, m.created_at FROM members m "
         "JOIN users u ON u.id = m.user_id WHERE m.workspace_id = ?1 "
-        "AND (?2 IS NULL OR m.created_at < ?2 OR (m.created_at = ?2 AND u.id < ?3)) "
+        "AND (CAST(?2 AS TEXT) IS NULL OR m.created_at < ?2 OR (m.created_at = ?2 AND u.id < ?3)) "
         "ORDER BY m.created_at DESC, u.id DESC LIMIT ?4");
     if (!st)
         return -1;
@@ -292,7 +292,8 @@ int workspace_remove_member(struct req *r, const struct workspace_remove_member_
     static const char *const sql[] = {
         "UPDATE oauth_grants SET revoked_at = ?1 WHERE user_id = ?2 AND workspace_id = ?3 AND "
         "revoked_at IS NULL",
-        "DELETE FROM members WHERE user_id = ?2 AND workspace_id = ?3 AND ?1 IS NOT NULL",
+        "DELETE FROM members WHERE user_id = ?2 AND workspace_id = ?3 "
+        "AND CAST(?1 AS TEXT) IS NOT NULL",
     };
     for (int i = 0; i < 2; i++) {
         struct db_stmt *st = storage_prepare(sql[i]);

@@ -23,6 +23,7 @@
 
 #define BOOLOID 16
 #define BYTEAOID 17
+#define TEXTOID 25
 #define MAX_PARAMS 999
 #define CACHE_INITIAL_SLOTS 64 /* power of two; grows at half full */
 
@@ -216,8 +217,8 @@ static struct pconn *current(void)
 /* ---- placeholders -------------------------------------------------------------------------
  * SQLite's `?` (one more than the largest number so far) and `?NNN` become `$N`; text inside
  * quotes and comments is left alone. Returns the new text (malloc'd) and the parameter count,
- * or NULL for a number out of range. */
-static char *rewrite_placeholders(const char *sql, int *nparams)
+ * or NULL for a number out of range; used[N - 1] is set for each number the text uses. */
+static char *rewrite_placeholders(const char *sql, int *nparams, bool used[MAX_PARAMS])
 {
     size_t n = strlen(sql);
     char *out = malloc(n * 4 + 1); /* "?" -> "$999" at most */
@@ -267,6 +268,7 @@ static char *rewrite_placeholders(const char *sql, int *nparams)
         }
         if (num > max)
             max = num;
+        used[num - 1] = true;
         j += (size_t)sprintf(out + j, "$%d", num);
     }
     out[j] = '\0';
@@ -348,7 +350,8 @@ static struct db_stmt *pg_prepare(const char *sql)
         return D(s);
     }
     int nparams = 0;
-    char *text = rewrite_placeholders(sql, &nparams);
+    bool used[MAX_PARAMS] = {false};
+    char *text = rewrite_placeholders(sql, &nparams, used);
     if (!text) {
         log_error("storage: prepare failed: a placeholder out of range in: %.100s", sql);
         return NULL;
@@ -373,7 +376,14 @@ static struct db_stmt *pg_prepare(const char *sql)
     s->nparams = nparams;
     s->conn = c;
     snprintf(s->name, sizeof s->name, "s%lu", ++c->next_name);
-    PGresult *res = PQprepare(c->pg, s->name, text, nparams, NULL);
+    /* A number the text skips (SQLite allows binding ?4 of a statement that uses only ?3 and
+     * ?5: one bind function may serve an INSERT and an UPDATE of the same columns) has no
+     * place for PostgreSQL to infer its type from: it is declared text, and its value unused.
+     * Every other type is left to PostgreSQL (0). */
+    Oid types[MAX_PARAMS];
+    for (int i = 0; i < nparams; i++)
+        types[i] = used[i] ? 0 : TEXTOID;
+    PGresult *res = PQprepare(c->pg, s->name, text, nparams, nparams ? types : NULL);
     free(text);
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         set_err(c, NULL, PQresultErrorMessage(res));
