@@ -226,8 +226,13 @@ static void shared_check(const char *key, int64_t limit, int64_t period_s, int64
     pthread_mutex_lock(&sh->lock);
     s = find(sh, key, h, now, true);
     if (s) {
-        s->tat = tat;
-        s->lease = granted > 0 ? granted - 1 : 0;
+        /* Another thread of this instance may have taken a lease while this one asked: it is
+         * added to, not replaced (what it still held would be lost to everyone: the bucket
+         * gave it out). A lease that ran out before this request is not kept. */
+        int64_t held = s->lease > 0 && now < s->lease_until ? s->lease : 0;
+        if (tat > s->tat)
+            s->tat = tat;
+        s->lease = held + (granted > 0 ? granted - 1 : 0);
         s->lease_until = now + LEASE_NS;
     }
     v->allowed = granted > 0;
