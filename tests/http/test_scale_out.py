@@ -30,8 +30,10 @@ import uuid
 
 import pytest
 
+import helpers
 from client import Client
-from conftest import ENGINE, Server, Servers, USER_PASSWORD, free_ports, pg_cluster
+from conftest import (ENGINE, READY_TIMEOUT, USER_PASSWORD, Server, Servers, free_ports,
+                      pg_cluster)
 from helpers import assert_json, assert_problem, audit_of, beneficiary, open_db
 from payments_team import PAY, Team, events
 
@@ -95,6 +97,28 @@ class Instance(Server):
     @property
     def issuer(self):
         return self.public_url
+
+    def wait_ready(self, timeout=READY_TIMEOUT):
+        """Its "listening on" line names the public URL, the same for all: each instance is
+        ready when it answers on its own port."""
+        deadline = time.monotonic() + timeout
+        while True:
+            rc = self.proc.poll()
+            assert rc is None, "instance exited with %d before it was ready; stderr:\n%s" % (
+                rc, self.log_text(since_start=True)[-4000:])
+            if "listening on " in self.log_text(since_start=True):
+                try:
+                    with Client("127.0.0.1", self.https_port, cafile=self.ca, timeout=2) as c:
+                        if c.get("/healthz").status == 200:
+                            return
+                except OSError:
+                    pass
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError("instance on %d not ready within %.0f s; stderr:\n%s" % (
+                    self.https_port, timeout, self.log_text(since_start=True)[-4000:]))
+            time.sleep(0.02)
 
 
 class Front(Instance):
@@ -227,6 +251,12 @@ def spread(n_requests, n_threads, send):
     return results, time.monotonic() - t0
 
 
+def raise_first(results):
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+
+
 def access_count(instance, workspace_id, since):
     """How many access records instance wrote for workspace_id after byte offset since."""
     n = 0
@@ -239,16 +269,22 @@ def access_count(instance, workspace_id, since):
 
 # ---- 1. the quota holds in total ------------------------------------------------------------
 
-QUOTA = 60  # requests a minute: leases of 1 (ratelimit.c: 1 % of the quota, at least 1)
-LEASE = max(QUOTA // 100, 1)
+def lease_size(quota):
+    """What an instance takes from the shared bucket at once (ratelimit.c: 1 % of the quota,
+    at least 1)."""
+    return max(quota // 100, 1)
 
 
-def test_the_workspace_quota_holds_across_the_instances(trio):
+# 60 a minute: every admission asks the database (leases of 1); 600: leases of 6, each spent
+# locally, as with the default quota of 1,000 (leases of 10).
+@pytest.mark.parametrize("quota", [60, 600])
+def test_the_workspace_quota_holds_across_the_instances(trio, quota):
     front = trio.front
+    lease = lease_size(quota)
     wid, token, _ = front.new_workspace()
     # Requests counted against the workspace before the burst, at whatever quota held then.
     spent_before = 0
-    front.admin("set-rate-limit", "--workspace", wid, "--per-minute", str(QUOTA))
+    front.admin("set-rate-limit", "--workspace", wid, "--per-minute", str(quota))
     # Every instance reloads the quotas each second: wait until each reports the new one.
     for i in range(N_INSTANCES):
         c = trio.direct(i, token)
@@ -256,7 +292,7 @@ def test_the_workspace_quota_holds_across_the_instances(trio):
         while True:
             r = c.get("/v1/beneficiaries?limit=1")
             spent_before += 1
-            if r.header("X-RateLimit-Limit") == str(QUOTA):
+            if r.header("X-RateLimit-Limit") == str(quota):
                 break
             assert time.monotonic() < deadline, "instance %d never applied the quota" % i
             time.sleep(0.2)
@@ -264,7 +300,7 @@ def test_the_workspace_quota_holds_across_the_instances(trio):
     # A lease taken under the old quota is spent or dropped within a second.
     time.sleep(1.1)
     offsets = [s.log_path.stat().st_size for s in trio.instances]
-    sent = 2 * QUOTA
+    sent = 2 * quota
 
     def send(_):
         with OneShot("127.0.0.1", trio.haproxy.port, cafile=front.ca, token=token) as c:
@@ -275,20 +311,28 @@ def test_the_workspace_quota_holds_across_the_instances(trio):
     assert not errors, "requests failed: %r" % errors[:3]
     admitted = statuses.count(200)
     assert admitted + statuses.count(429) == sent, statuses
-    per_instance = [access_count(s, wid, o) for s, o in zip(trio.instances, offsets)]
+    # The access line is written once the answer has been sent: wait for the last ones.
+    deadline = time.monotonic() + 5
+    while True:
+        per_instance = [access_count(s, wid, o) for s, o in zip(trio.instances, offsets)]
+        if sum(per_instance) >= sent or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     # Round robin over new connections: every instance answered its share of the burst.
     assert sum(per_instance) == sent, per_instance
     assert min(per_instance) >= sent // N_INSTANCES // 2, per_instance
-    # The bound (ratelimit.c, README): the bucket holds at most QUOTA; each instance may hold a
-    # lease of LEASE taken in the second before; the bucket refills one request per 60/QUOTA s
+    # The bound (ratelimit.c, README): the bucket holds at most the quota; each instance may
+    # hold a lease taken in the second before; the bucket refills quota/60 requests a second
     # while the burst runs.
-    refill = int(took * QUOTA / 60) + 1
-    upper = QUOTA + N_INSTANCES * LEASE + refill
+    refill = int(took * quota / 60) + 1
+    upper = quota + N_INSTANCES * lease + refill
     # Not far below: what the probes above spent, and leases left unspent in other instances.
-    lower = QUOTA - spent_before - N_INSTANCES * LEASE - 1
+    lower = quota - spent_before - N_INSTANCES * lease - 1
+    print("quota %d/min: %d of %d admitted in %.2f s (probes %d, per instance %r, bound [%d, %d])"
+          % (quota, admitted, sent, took, spent_before, per_instance, lower, upper))
     assert lower <= admitted <= upper, (
         "admitted %d of %d in %.2f s (quota %d, probes %d, per instance %r): outside [%d, %d]"
-        % (admitted, sent, took, QUOTA, spent_before, per_instance, lower, upper))
+        % (admitted, sent, took, quota, spent_before, per_instance, lower, upper))
 
 
 # ---- 2. one idempotency key, two instances, one payment -------------------------------------
@@ -367,10 +411,23 @@ def test_every_approved_payment_settles_once_with_three_workers(trio):
     ben = team.beneficiary()
     offsets = [s.log_path.stat().st_size for s in trio.instances]
     n = 12
-    made, _ = spread(n, 4, lambda i: team.pay(ben, 500 + i))
+    port, ca = trio.haproxy.port, trio.front.ca
+    owner, approver = team.owner.token, team.approvers[0].token
+
+    def create(i):
+        with OneShot("127.0.0.1", port, cafile=ca, token=owner) as c:
+            return team.pay(ben, 500 + i, client=c)
+
+    def approve(i):
+        with OneShot("127.0.0.1", port, cafile=ca, token=approver) as c:
+            return c.put(PAY + "/" + ids[i] + "/approve")
+
+    made, _ = spread(n, 4, create)
+    raise_first(made)
     ids = [assert_json(r, 201)["id"] for r in made]
-    assert {assert_json(r, 201)["status"] for r in made} == {"pending_approval"}
-    approved, _ = spread(n, 4, lambda i: team.approvers[0].put(PAY + "/" + ids[i] + "/approve"))
+    assert {r.json()["status"] for r in made} == {"pending_approval"}
+    approved, _ = spread(n, 4, approve)
+    raise_first(approved)
     for r in approved:
         assert_json(r, 200)
     pending = set(ids)
@@ -402,27 +459,38 @@ def test_every_approved_payment_settles_once_with_three_workers(trio):
 
 # ---- 5. SIGKILL under load -------------------------------------------------------------------
 
+# The writers of the SIGKILL test: each in a workspace of its own, as several customers' clients
+# writing at once. (Writers of one workspace conflict with each other on PostgreSQL: each write
+# appends to the workspace's audit chain, so concurrent ones are serialization failures that
+# runtime/pipeline.c runs again, up to 8 times within some 70 ms, then answers 503. Six writers
+# without pause in one workspace saw 1 to 8 % of their writes answered so.)
+WRITERS = 6
+# A 503 `unavailable` (runs that kept meeting concurrent transactions) promises that nothing
+# changed, which is checked; at most this share of the answers may be one.
+MAX_UNAVAILABLE_SHARE = 0.02
+
+
 def test_an_instance_killed_under_load_loses_no_acknowledged_write(trio):
     front = trio.front
-    wid, token, _ = front.new_workspace()
-    front.admin("set-rate-limit", "--workspace", wid, "--per-minute", "5000")
-    time.sleep(1.2)  # reloaded by every instance: the load stays far from the quota
+    tenants = [front.new_workspace()[:2] for _ in range(WRITERS)]  # (workspace id, token)
     victim = trio.instances[-1]
-    acked = []  # (id, monotonic time of the answer)
+    acked = []  # (writer, id, monotonic time of the answer)
+    unavailable = []  # names sent in writes answered 503 unavailable
     failures = []  # connection-level failures (requests that were on the killed instance)
-    refusals = []  # answers other than 201
+    refusals = []  # any other answer
     stop = threading.Event()
     lock = threading.Lock()
 
     def writer(w):
+        token = tenants[w][1]
         n = 0
         while not stop.is_set():
             n += 1
-            body = beneficiary(name="kill-%d-%d" % (w, n), external_id=None)
+            name = "kill-%d-%d" % (w, n)
             try:
                 with OneShot("127.0.0.1", trio.haproxy.port, cafile=front.ca, token=token) as c:
-                    r = c.post("/v1/beneficiaries", json=body)
-            except AssertionError as e:  # a 5xx or a malformed answer (check_every_response)
+                    r = c.post("/v1/beneficiaries", json=beneficiary(name=name))
+            except AssertionError as e:  # a malformed answer (check_every_response)
                 with lock:
                     refusals.append(str(e))
                 continue
@@ -433,14 +501,17 @@ def test_an_instance_killed_under_load_loses_no_acknowledged_write(trio):
                 continue
             with lock:
                 if r.status == 201:
-                    acked.append((r.json()["id"], time.monotonic()))
+                    acked.append((w, r.json()["id"], time.monotonic()))
+                elif r.status == 503 and r.json().get("code") == "unavailable":
+                    unavailable.append(name)
                 else:
                     refusals.append(repr(r))
 
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
-    for t in threads:
-        t.start()
+    helpers.EXPECTED_SERVER_ERRORS.add(503)
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(WRITERS)]
     try:
+        for t in threads:
+            t.start()
         time.sleep(1.0)
         victim.proc.send_signal(signal.SIGKILL)
         victim.proc.wait(timeout=10)
@@ -450,21 +521,39 @@ def test_an_instance_killed_under_load_loses_no_acknowledged_write(trio):
         stop.set()
         for t in threads:
             t.join(timeout=30)
+        helpers.EXPECTED_SERVER_ERRORS.discard(503)
     victim.exit_codes.append(victim.proc.returncode)
     assert victim.proc.returncode == -signal.SIGKILL
     assert not refusals, refusals[:5]
-    after = [i for i, at in acked if at > killed_at + 0.3]
+    answered = len(acked) + len(unavailable)
+    print("kill: %d acknowledged (%d after the kill), %d answered 503, %d connection failures"
+          % (len(acked), len([1 for _, _, at in acked if at > killed_at]), len(unavailable),
+             len(failures)))
+    assert len(unavailable) <= MAX_UNAVAILABLE_SHARE * answered, (
+        "%d of %d writes answered 503" % (len(unavailable), answered))
+    after = [i for _, i, at in acked if at > killed_at + 0.3]
     assert len(after) >= 10, "the survivors served %d writes after the kill (%d failures)" % (
         len(after), len(failures))
-    survivors = [trio.direct(i, token) for i in range(N_INSTANCES - 1)]
-    for pid, _ in acked:
-        for i, c in enumerate(survivors):
-            r = c.get("/v1/beneficiaries/" + pid)
-            assert r.status == 200, "acknowledged %s missing on instance %d: %r" % (pid, i, r)
-    for c in survivors:
-        c.close()
+    # Every acknowledged write is there, on each survivor; a 503 changed nothing.
+    for i in range(N_INSTANCES - 1):
+        clients = [trio.direct(i, token) for _, token in tenants]
+        for w, bid, _ in acked:
+            r = clients[w].get("/v1/beneficiaries/" + bid)
+            assert r.status == 200, "acknowledged %s missing on instance %d: %r" % (bid, i, r)
+        for c in clients:
+            c.close()
+    db = open_db(front)
+    try:
+        stored = {row[0] for row in db.execute(
+            "SELECT name FROM beneficiaries WHERE workspace_id IN (%s)" %
+            ", ".join("?" * WRITERS), [wid for wid, _ in tenants]).fetchall()}
+    finally:
+        db.close()
+    assert not stored & set(unavailable), "answered 503 but stored: %r" % sorted(
+        stored & set(unavailable))[:5]
     # The killed instance comes back on the same data directory and serves again (the rest of
     # the module keeps three instances).
     victim.start()
-    with trio.direct(N_INSTANCES - 1, token) as c:
-        assert c.get("/v1/beneficiaries/" + acked[-1][0]).status == 200
+    w, bid, _ = acked[-1]
+    with trio.direct(N_INSTANCES - 1, tenants[w][1]) as c:
+        assert c.get("/v1/beneficiaries/" + bid).status == 200
