@@ -196,17 +196,19 @@ def trio(tmp_path_factory, server_bin):
     cluster = pg_cluster()
     dbname = cluster.create_database()
     root = tmp_path_factory.mktemp("scale")
-    proxy_port = free_ports(1)[0]
+    # Every port at once, so that none is handed out twice.
+    proxy_port, *ports = free_ports(1 + 2 * N_INSTANCES)
     public_url = "https://127.0.0.1:%d" % proxy_port
     servers = Servers(tmp_path_factory)
     haproxy = None
     try:
-        first = Instance(root / "i0", dbname, public_url)
+        first = Instance(root / "i0", dbname, public_url, https_port=ports[0], http_port=ports[1])
         servers.started.append(first)
         first.start()  # creates the schema, the bootstrap workspace and the key files
         instances = [first]
         for i in range(1, N_INSTANCES):
-            s = Instance(root / ("i%d" % i), dbname, public_url)
+            s = Instance(root / ("i%d" % i), dbname, public_url, https_port=ports[2 * i],
+                         http_port=ports[2 * i + 1])
             s.data_dir.mkdir(parents=True, mode=0o700)
             for name in KEY_FILES:
                 shutil.copy2(first.data_dir / name, s.data_dir / name)
