@@ -1,6 +1,6 @@
 /* The PostgreSQL engine (storage_engine.h) through libpq: one connection per thread, opened on
  * first use from the --database URL, each with its own cache of named prepared statements.
- * SQL arrives in the portable subset (storage/README.md) with SQLite's placeholders, `?` and
+ * SQL arrives in the portable subset (README.md: The portable SQL) with SQLite's placeholders, `?` and
  * `?NNN`, rewritten once per statement to `$N`. Parameters travel as text (blobs as binary), so
  * PostgreSQL infers each one's type from where it stands; results come back as text.
  *
