@@ -301,6 +301,7 @@ static int settle_due(void)
         s->item.run = step_run;
         s->item.done = step_done;
         s->item.ctx = s;
+        s->item.serial_key = s->ws;
     }
     db_reset(st);
     if (rc != DB_DONE && rc != DB_ROW) {

@@ -416,7 +416,7 @@ int group_commit_start(void)
 static void run_alone(struct group_commit_item *it)
 {
     for (int run = 1;; run++) {
-        if (storage_begin(true) != 0) {
+        if (storage_begin_serial(true, it->serial_key) != 0) {
             it->done(it->ctx, GROUP_COMMIT_NOT_RUN);
             return;
         }

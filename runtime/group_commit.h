@@ -56,6 +56,9 @@ struct group_commit_item {
      * syncer's after the fsync that covers it. The item may be freed from here on. */
     void (*done)(void *ctx, enum group_commit_outcome outcome);
     void *ctx;
+    /* Without the writer (PostgreSQL): the item's transaction queues behind others of the
+       same key (storage_begin_serial; the workspace whose audit chain it extends). */
+    const char *serial_key;
     struct group_commit_item *next;    /* the queue's */
     enum group_commit_outcome outcome; /* the syncer's: how its batch ended */
     uint64_t seq;                      /* the syncer's: the commit it waits for */

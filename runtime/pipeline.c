@@ -206,7 +206,10 @@ static void rewind_request(struct req *r);
  * conflict and may be run again. */
 static bool run_once(struct req *r, bool write)
 {
-    if (storage_begin(write) != 0) {
+    /* A workspace's writes all extend its audit chain: they queue (storage_begin_serial)
+     * rather than conflict and run again. */
+    const char *key = write && r->principal.authenticated ? r->principal.workspace_id : NULL;
+    if (storage_begin_serial(write, key) != 0) {
         req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
         return false;
     }

@@ -147,6 +147,16 @@ int storage_begin(bool write)
     return E->begin(write);
 }
 
+int storage_begin_serial(bool write, const char *key)
+{
+    used = true;
+    if (!E) {
+        log_error("storage: used before storage_open() or after storage_close()");
+        return -1;
+    }
+    return E->begin_serial(write, key);
+}
+
 int storage_commit(void)
 {
     return E ? E->commit() : -1;

@@ -85,6 +85,11 @@ int storage_query_text(const char *sql, const char *const *v, int n, char *out, 
 /* BEGIN IMMEDIATE when write (after taking the process's first-come-first-served write lock,
  * released by commit or rollback), else BEGIN. 0 / -1. */
 int storage_begin(bool write);
+/* storage_begin, for a write that would conflict with every other write begun with the same
+ * key (NULL or "": none), such as two writes of one workspace, which both extend its audit
+ * chain: on PostgreSQL it first waits until no transaction of any instance holds the key, so
+ * such writes queue instead of failing each other; SQLite has one writer anyway. */
+int storage_begin_serial(bool write, const char *key);
 int storage_commit(void);
 /* COMMIT without waiting for its fsync (the group-commit writer): the commit is visible to
  * other connections at once, but durable only after storage_sync(*wal) returned 0 (*wal NULL:

@@ -32,6 +32,7 @@ struct storage_engine {
     int64_t (*changes)(void);
     const char *(*errmsg)(void);
     int (*begin)(bool write);
+    int (*begin_serial)(bool write, const char *key);
     int (*commit)(void);
     void (*rollback)(void);
     bool (*in_tx)(void);

@@ -51,6 +51,8 @@ struct pconn {
     char err[512];
     bool in_tx, tx_failed, retry;
     bool changed_watched;
+    bool serial_held; /* the session's advisory lock serial_lock (pg_begin_serial) */
+    int64_t serial_lock;
     struct pconn *next;
 };
 
@@ -656,6 +658,56 @@ static int pg_begin(bool write)
                : -1;
 }
 
+static void release_serial(struct pconn *c);
+
+/* A write whose transactions always conflict with each other's (every write of a workspace
+ * extends its audit chain) waits its turn instead: a session advisory lock on the key, taken
+ * before BEGIN so that the transaction's snapshot is taken after the previous holder
+ * committed (a lock taken inside the transaction would come after its snapshot, and the
+ * conflict would remain). Released once the transaction ended. The wait is bounded by
+ * lock_timeout (then 503 unavailable). */
+static int pg_begin_serial(bool write, const char *key)
+{
+    struct pconn *c = current();
+    if (!c)
+        return -1;
+    if (write && key && *key && !c->in_tx && !c->serial_held) {
+        uint64_t h = 0xcbf29ce484222325u; /* FNV-1a of the key */
+        for (const char *p = key; *p; p++) {
+            h ^= (unsigned char)*p;
+            h *= 0x100000001b3u;
+        }
+        char sql[64];
+        snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(%lld)", (long long)(int64_t)h);
+        if (command(c, sql) != 0) {
+            log_error("storage: %s", c->err);
+            if (PQstatus(c->pg) != CONNECTION_OK)
+                PQreset(c->pg);
+            return -1;
+        }
+        c->serial_held = true;
+        c->serial_lock = (int64_t)h;
+    }
+    if (pg_begin(write) != 0) {
+        release_serial(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* Gives back the lock pg_begin_serial took, once its transaction has ended. (A connection
+ * that broke has lost it already: PostgreSQL frees a session's locks when it ends.) */
+static void release_serial(struct pconn *c)
+{
+    if (!c->serial_held)
+        return;
+    c->serial_held = false;
+    char sql[64];
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_unlock(%lld)", (long long)c->serial_lock);
+    if (PQstatus(c->pg) == CONNECTION_OK && command(c, sql) != 0)
+        log_warn("storage: %s", c->err);
+}
+
 static void pg_rollback(void)
 {
     struct pconn *c = existing();
@@ -668,6 +720,7 @@ static void pg_rollback(void)
     c->in_tx = c->tx_failed = c->retry = c->changed_watched = false;
     if (PQstatus(c->pg) != CONNECTION_OK)
         PQreset(c->pg);
+    release_serial(c);
 }
 
 static int pg_commit(void)
@@ -709,10 +762,12 @@ static int pg_commit(void)
          * us, and the request answers 500 ("not stored") either way. */
         if (PQstatus(c->pg) != CONNECTION_OK)
             PQreset(c->pg);
+        release_serial(c);
         return -1;
     }
     bool changed = c->changed_watched;
     c->in_tx = c->tx_failed = c->retry = c->changed_watched = false;
+    release_serial(c);
     if (changed)
         storage_watched_changed();
     return 0;
@@ -958,6 +1013,7 @@ const struct storage_engine storage_engine_pg = {
     .changes = pg_changes,
     .errmsg = pg_errmsg,
     .begin = pg_begin,
+    .begin_serial = pg_begin_serial,
     .commit = pg_commit,
     .rollback = pg_rollback,
     .in_tx = pg_in_tx,
