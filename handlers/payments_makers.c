@@ -25,6 +25,7 @@
 #include "runtime/clock.h"
 #include "runtime/format.h"
 #include "runtime/jsonw.h"
+#include "runtime/id.h"
 #include "runtime/log.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
@@ -431,29 +432,48 @@ int pay_velocity_total(struct req *r, const struct pay *x, const char *person,
     const struct payment *p = &x->p;
     char since[40];
     format_time_rfc3339(clock_now_ms() - window_hours * INT64_C(3600000), since, sizeof since);
-    /* payments_velocity_idx (beneficiary_id, created_for, created_at) finds them; the sum
-     * stops once it reaches enough (the largest tier), so a busy pair costs a few rows. */
+    /* payments_velocity_idx (beneficiary_id, created_for, created_at) finds them, newest
+     * first, in pages (keyset: each after the last row of the one before); the sum stops once
+     * it reaches enough (the largest tier), so a busy pair costs a few rows. Pages, because
+     * PostgreSQL hands a statement's rows over all at once: without a LIMIT, a pair with
+     * thousands of payments in the window cost thousands of rows per payment created. */
     struct db_stmt *st = storage_prepare(
-        "SELECT amount FROM payments WHERE beneficiary_id = ?1 AND created_for = ?2 "
-        "AND created_at >= ?3 AND workspace_id = ?4 AND currency = ?5 AND id <> ?6 "
-        "AND status IN " VELOCITY_STATUSES " ORDER BY created_at DESC");
+        "SELECT amount, created_at, id FROM payments WHERE beneficiary_id = ?1 "
+        "AND created_for = ?2 AND created_at >= ?3 AND workspace_id = ?4 AND currency = ?5 "
+        "AND id <> ?6 AND status IN " VELOCITY_STATUSES " AND (CAST(?7 AS TEXT) IS NULL OR "
+        "created_at < ?7 OR (created_at = ?7 AND id < ?8)) "
+        "ORDER BY created_at DESC, id DESC LIMIT ?9");
     if (!st)
         return -1;
-    db_bind_text(st, 1, p->beneficiary_id);
-    db_bind_text(st, 2, person);
-    db_bind_text(st, 3, since);
-    db_bind_text(st, 4, p->workspace_id);
-    db_bind_text(st, 5, p->currency);
-    db_bind_text(st, 6, p->id);
     int64_t sum = p->amount;
-    int rc = DB_DONE;
-    while (sum < enough && (rc = db_step(st)) == DB_ROW)
-        sum += db_column_int64(st, 0); /* each at most 2^53 - 1, and sum < enough */
-    if (sum < enough && rc != DB_DONE) {
+    int64_t page = 16; /* then 256 */
+    char last_at[40] = "", last_id[ID_MAX] = "";
+    for (;;) {
+        db_bind_text(st, 1, p->beneficiary_id);
+        db_bind_text(st, 2, person);
+        db_bind_text(st, 3, since);
+        db_bind_text(st, 4, p->workspace_id);
+        db_bind_text(st, 5, p->currency);
+        db_bind_text(st, 6, p->id);
+        db_bind_text(st, 7, last_at[0] ? last_at : NULL);
+        db_bind_text(st, 8, last_id);
+        db_bind_int64(st, 9, page);
+        int rc = DB_DONE, rows = 0;
+        while (sum < enough && (rc = db_step(st)) == DB_ROW) {
+            sum += db_column_int64(st, 0); /* each at most 2^53 - 1, and sum < enough */
+            snprintf(last_at, sizeof last_at, "%s", db_column_text(st, 1));
+            snprintf(last_id, sizeof last_id, "%s", db_column_text(st, 2));
+            rows++;
+        }
         db_reset(st);
-        return db_failed("the velocity total");
+        if (sum >= enough)
+            break;
+        if (rc != DB_DONE)
+            return db_failed("the velocity total");
+        if (rows < page) /* the window's last page */
+            break;
+        page = 256; /* the same statement, bound again */
     }
-    db_reset(st);
     *total = sum;
     return 0;
 }

@@ -16,10 +16,14 @@ The floor runs beside it on the same core, in the same rounds: tests/bench/bare_
 libmicrohttpd with the server's daemon settings, answering GETs with a constant and POSTs with
 one SQLite INSERT of the body (synchronous=FULL: an fsync per request; NORMAL: none). The
 server's req/s are then also quoted against it. Never asserts timings; it prints a table.
-Bounded: about three minutes (the baselines run 2 s, the scenarios 3 s).
+Then the PostgreSQL rows: the same binary with --database on a throwaway local cluster
+(tests/pg/cluster.py), GET one payment, POST (16 and 64 connections) and approve, with the CPU
+per request of the server and of PostgreSQL's processes.
+Bounded: about four minutes (the baselines run 2 s, the scenarios 3 s).
 
     BENCH_DURATION=5s BENCH_CONNECTIONS=16 BENCH_ROUNDS=5 make bench
     BENCH_ONLY=POST BENCH_PERF=/tmp/prof make bench   # some scenarios, round 1 under perf
+    BENCH_PG=0 make bench  # without the PostgreSQL rows (they follow the SQLite ones)
     make bench-idle        # memory per idle keep-alive TLS connection at 1,000 connections
 """
 
@@ -258,7 +262,7 @@ def stop_server(proc, log, root):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def setup(proc, port, env, root):
+def setup(proc, port, env, root, db_args=(), approvals=APPROVALS):
     ca = str(root / "data" / "tls.crt")
     with Client("127.0.0.1", port, cafile=ca) as c:
         tok = c.post("/v1/api/login", json={"email": "admin@example.com",
@@ -269,7 +273,8 @@ def setup(proc, port, env, root):
         c.put("/v1/payments/approval-policy", json={"tiers": [
             {"currency": "EUR", "min_amount": 1000000, "approvals_required": 1}]})
     # Someone else approves the beneficiary and the payments (four eyes).
-    subprocess.run([str(BIN), "--data-dir", str(root / "data"), "admin", "create-user",
+    subprocess.run([str(BIN), "--data-dir", str(root / "data")] + list(db_args) + [
+                    "admin", "create-user",
                     "--workspace", wid, "--email", "approver@example.com", "--role", "approver"],
                    env={**env, "TREASURY_USER_PASSWORD": PASSWORD}, check=True,
                    capture_output=True, timeout=120)
@@ -289,7 +294,7 @@ def setup(proc, port, env, root):
         with Client("127.0.0.1", port, cafile=ca, token=tok) as c:
             return [c.post("/v1/payments", json=pending).json()["id"] for _ in range(n)]
     with ThreadPoolExecutor(max_workers=16) as ex:
-        singles = [i for part in ex.map(make_pending, [APPROVALS // 16] * 16) for i in part]
+        singles = [i for part in ex.map(make_pending, [approvals // 16] * 16) for i in part]
     return tok, approver, pay_id, payment, singles
 
 
@@ -452,6 +457,114 @@ def main():
             bare.kill()
             bare.wait()
         stop_server(proc, log, root)
+    if os.environ.get("BENCH_PG", "1") != "0":
+        postgresql_rows()
+
+
+def pg_ticks(postmaster):
+    """CPU ticks of a PostgreSQL cluster: the postmaster and its children (the backends of the
+    server's connections, which stay open, the WAL writer, the checkpointer)."""
+    total = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % d) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(d) == postmaster or int(fields[1]) == postmaster:
+            total += int(fields[11]) + int(fields[12])
+    return total
+
+
+def settle_pg(postmaster, limit_s=15):
+    """Waits until the cluster's processes are idle (autovacuum, checkpoints), at most limit_s."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        before = pg_ticks(postmaster)
+        time.sleep(0.3)
+        if pg_ticks(postmaster) - before <= 2:
+            return
+
+
+# The PostgreSQL rows: the same binary with --database on a throwaway cluster on this machine
+# (tests/pg/cluster.py: fsync and synchronous_commit on), its processes not pinned. Fewer
+# pending payments: approvals run slower there.
+PG_APPROVALS = 16 * 1500
+
+
+def postgresql_rows():
+    """GET one payment, POST and approve on the PostgreSQL engine, each quoted against the
+    /healthz run just before it, ROUNDS interleaved rounds, medians; CPU per request of the
+    server and of PostgreSQL's processes."""
+    sys.path.insert(0, str(REPO / "tests" / "pg"))
+    from cluster import Cluster
+    try:
+        cluster = Cluster().start()
+    except (RuntimeError, OSError) as e:
+        print("no PostgreSQL rows: cannot start a cluster (%s)" % e)
+        return
+    root = Path(tempfile.mkdtemp(prefix="treasury-bench-pg-"))
+    proc = log = None
+    try:
+        dbname = cluster.create_database()
+        db_args = ["--database", cluster.url(dbname)]
+        proc, port, env, log = start_server(
+            root, ["--settlement-interval-ms", "3600000"] + db_args)
+        with open(os.path.join(cluster.data_dir, "postmaster.pid")) as f:
+            postmaster = int(f.readline())
+        tok, approver, pay_id, payment, singles = setup(proc, port, env, root, db_args,
+                                                        PG_APPROVALS)
+        # Setup wrote tens of thousands of rows: their autovacuum and analyze run now, not in
+        # the measurements (whose CPU would count them).
+        conn = cluster.connect(dbname)
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute("VACUUM ANALYZE")
+        conn.close()
+        base = "https://127.0.0.1:%d" % port
+        slices = [singles[i::ROUNDS] for i in range(ROUNDS)]
+        scenarios = [
+            ("PG: GET /v1/payments/{id}", base + "/v1/payments/" + pay_id, tok, None, None),
+            ("PG: POST /v1/payments", base + "/v1/payments", tok,
+             [lua_post(root / "payment.lua", payment)] * ROUNDS, None),
+            ("PG: POST /v1/payments -c64", base + "/v1/payments", tok,
+             [lua_post(root / "payment64.lua", payment)] * ROUNDS, "64"),
+            ("PG: PUT /v1/payments/{id}/approve", base + "/v1/payments", approver,
+             [lua_approve(root / ("approve%d.lua" % i), ids) for i, ids in enumerate(slices)],
+             None),
+        ]
+        only = os.environ.get("BENCH_ONLY")
+        scenarios = [sc for sc in scenarios if not only or only in sc[0]]
+        results = {name: [] for name, *_ in scenarios}
+        for rnd in range(ROUNDS):
+            for name, url, token, scripts, conns in scenarios:
+                settle(proc.pid)
+                settle_pg(postmaster)
+                hz = wrk(base + "/healthz", connections=conns, duration=BASELINE_DURATION)
+                before, pg_before = cpu_ticks(proc.pid), pg_ticks(postmaster)
+                rps, total, p50, p99, non2xx = wrk(url, token, scripts[rnd] if scripts else None,
+                                                   conns)
+                n = max(total, 1)
+                cpu_us = (cpu_ticks(proc.pid) - before) * 1e6 / CLK_TCK / n
+                pg_us = (pg_ticks(postmaster) - pg_before) * 1e6 / CLK_TCK / n
+                results[name].append((rps, hz[0], rps / hz[0], p50, p99, cpu_us, pg_us, non2xx))
+        print()
+        print("PostgreSQL engine (same binary, --database on a local cluster, not pinned):")
+        print("%-34s %9s %9s %7s %9s %9s %9s %9s %7s" % (
+            "scenario", "req/s", "healthz", "ratio", "p50", "p99", "CPU us/rq", "PG us/rq",
+            "non-2xx"))
+        for name, rows in results.items():
+            mid = sorted(rows, key=lambda row: row[2])[len(rows) // 2]
+            print("%-34s %9.0f %9.0f %6.2fx %9s %9s %9.1f %9.1f %7d" % (
+                name, median(r[0] for r in rows), median(r[1] for r in rows),
+                median(r[2] for r in rows), mid[3], mid[4], median(r[5] for r in rows),
+                median(r[6] for r in rows), sum(r[7] for r in rows)))
+    finally:
+        if proc:
+            stop_server(proc, log, root)
+        cluster.stop()
 
 
 def idle():

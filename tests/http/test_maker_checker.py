@@ -280,6 +280,17 @@ def test_splitting_a_payment_below_a_tier_avoids_the_approvals(team):
                    "validation_failed")
 
 
+def test_the_velocity_total_counts_past_a_page_of_payments(team):
+    """The total is read in pages (16, then 256 rows): many small payments still add up, and
+    the payment that crosses the tier after more than a page of them needs approval."""
+    team.policy([{"currency": "EUR", "min_amount": 10000, "approvals_required": 1}])
+    ben = team.beneficiary()
+    for _ in range(19):
+        assert assert_json(team.pay(ben, 500), 201)["status"] == "approved"
+    # 19 x 500 = 9,500: the 20th reaches the tier only with every one of them counted
+    assert assert_json(team.pay(ben, 500), 201)["status"] == "pending_approval"
+
+
 def test_the_velocity_window_is_by_created_at(make_server):
     s = make_server()
     t = Team(s)
