@@ -1336,11 +1336,14 @@ int payments_list_payment_events(struct req *r,
     if (page_begin(r, &pg, arena_printf(&r->arena, "events&p=%s", x->p.id), in->limit,
                    in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
-    /* Oldest first: the cursor's key is the last event's sequence number. */
+    /* Oldest first: the cursor's key is the last event's sequence number. ORDER BY names the
+     * table's column: PostgreSQL calls the output column CAST(seq AS TEXT) "seq" too, and a bare
+     * name there would order by that text ("10" before "9"). */
     struct db_stmt *st = storage_prepare(
         "SELECT id, type, created_at, workspace_id, data, request_id, idempotency_key, "
         "CAST(seq AS TEXT) FROM events WHERE resource_id = ?1 AND workspace_id = ?2 "
-        "AND (CAST(?3 AS TEXT) IS NULL OR seq > CAST(?3 AS BIGINT)) ORDER BY seq LIMIT ?4");
+        "AND (CAST(?3 AS TEXT) IS NULL OR seq > CAST(?3 AS BIGINT)) ORDER BY events.seq "
+        "LIMIT ?4");
     if (!st)
         return -1;
     db_bind_text(st, 1, x->p.id);
