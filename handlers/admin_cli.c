@@ -335,12 +335,15 @@ static void print_user(FILE *out, const struct outcome *o, const char *role, con
     fflush(out);
 }
 
+/* How often a command's transaction is run again when it failed on a conflict with a
+ * concurrent one (PostgreSQL: several instances starting at once all bootstrap). */
+#define CONFLICT_RUNS 8
+
+static int bootstrap_once(const char *name, const char *email, FILE *out, char *err,
+                          size_t errlen);
+
 int admin_bootstrap(FILE *out, char *err, size_t errlen)
 {
-    struct outcome o = {0};
-    char why[256] = "";
-    bool exists = false;
-    int ret = -1;
     const char *name = getenv("TREASURY_WORKSPACE_NAME");
     const char *email = getenv("TREASURY_ADMIN_EMAIL");
     if (!name || !*name)
@@ -357,6 +360,21 @@ int admin_bootstrap(FILE *out, char *err, size_t errlen)
         snprintf(err, errlen, "TREASURY_ADMIN_EMAIL \"%s\" is not a valid email address", email);
         return -1;
     }
+    for (int run = 1;; run++) {
+        int rc = bootstrap_once(name, email, out, err, errlen);
+        if (rc == 0 || run == CONFLICT_RUNS || !storage_should_retry())
+            return rc;
+    }
+}
+
+/* One try: the first workspace, unless one exists. */
+static int bootstrap_once(const char *name, const char *email, FILE *out, char *err,
+                          size_t errlen)
+{
+    struct outcome o = {0};
+    char why[256] = "";
+    bool exists = false;
+    int ret = -1;
     if (storage_begin(true) != 0) {
         snprintf(err, errlen, "bootstrap: cannot start a transaction");
         return -1;
@@ -418,20 +436,28 @@ static int fail(FILE *errout, const char *cmd, int code, const char *fmt, ...)
     return code;
 }
 
-/* Runs one write transaction around a command body; prints the outcome only after commit. */
+/* Runs one write transaction around a command body, again from the start while it fails on a
+ * conflict with a concurrent one (the body fills its outcome afresh each run); prints the
+ * outcome only after commit. */
 static int in_write_tx(const char *cmd, FILE *errout,
                        int (*body)(void *arg, char *err, size_t errlen), void *arg)
 {
     char err[1024] = "";
-    if (storage_begin(true) != 0)
-        return fail(errout, cmd, EXIT_FAILURE, "cannot start a transaction (logged above)");
-    if (body(arg, err, sizeof err) != 0) {
-        storage_rollback();
-        return fail(errout, cmd, EXIT_FAILURE, "%s", err);
+    for (int run = 1;; run++) {
+        if (storage_begin(true) != 0)
+            return fail(errout, cmd, EXIT_FAILURE, "cannot start a transaction (logged above)");
+        err[0] = '\0';
+        if (body(arg, err, sizeof err) != 0) {
+            storage_rollback();
+            if (run < CONFLICT_RUNS && storage_should_retry())
+                continue;
+            return fail(errout, cmd, EXIT_FAILURE, "%s", err);
+        }
+        if (storage_commit() == 0)
+            return EXIT_SUCCESS;
+        if (run == CONFLICT_RUNS || !storage_should_retry())
+            return fail(errout, cmd, EXIT_FAILURE, "commit failed (logged above)");
     }
-    if (storage_commit() != 0)
-        return fail(errout, cmd, EXIT_FAILURE, "commit failed (logged above)");
-    return EXIT_SUCCESS;
 }
 
 struct create_workspace_args {
@@ -443,6 +469,8 @@ struct create_workspace_args {
 static int create_workspace_body(void *arg, char *err, size_t errlen)
 {
     struct create_workspace_args *a = arg;
+    outcome_release(&a->o);
+    a->o = (struct outcome){0}; /* a run after a conflict starts afresh */
     return create_workspace(a->name, a->email, "TREASURY_ADMIN_PASSWORD", &a->o, err, errlen);
 }
 
@@ -495,6 +523,8 @@ static int create_user_body(void *arg, char *err, size_t errlen)
 {
     struct create_user_args *a = arg;
     bool exists = false;
+    outcome_release(&a->o);
+    a->o = (struct outcome){0}; /* a run after a conflict starts afresh */
     if (find_workspace_and_account(a, &exists, err, errlen) != 0)
         return -1;
     if (exists) {
@@ -577,6 +607,8 @@ static int invite_user_body(void *arg, char *err, size_t errlen)
 {
     struct create_user_args *a = arg;
     bool exists = false, member = false;
+    outcome_release(&a->o);
+    a->o = (struct outcome){0};
     if (find_workspace_and_account(a, &exists, err, errlen) != 0)
         return -1;
     const char *mkey[] = {a->workspace_id, a->o.user_id};

@@ -3,7 +3,7 @@
  * the storage VFS, group commit), or PostgreSQL (a postgresql:// URL; storage_pg.c: libpq,
  * synchronous_commit=on, several instances on one database). Both: one connection per thread
  * with its own prepared-statement cache, versioned migrations applied at open. Handlers write
- * SQL in the portable subset (storage/README.md) through these few calls; a 2xx is only sent
+ * SQL in the portable subset (README.md: The portable SQL) through these few calls; a 2xx is only sent
  * once its commit is durable: storage_commit() succeeded, or the group-commit writer's
  * storage_commit_unsynced() and then storage_sync(). */
 #ifndef RUNTIME_STORAGE_H
@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 /* ---- statements: what handlers and runtime modules use --------------------------------------
- * Prepared statements from SQL text in the project's portable subset (storage/README.md), typed
+ * Prepared statements from SQL text in the project's portable subset (README.md: The portable SQL), typed
  * binds (1-based) and column reads (0-based), row by row. No engine type crosses this line. */
 struct db_stmt;
 

@@ -2,7 +2,7 @@
  * (runtime/sql/) first, then each API's (handlers/sql/<api>/, in the order handlers/sql/ORDER
  * gives). codegen/embed_sql.py embeds the .sql files into the build (migrate_components, a C
  * file under the build directory); storage_open() runs migrate_run() once the engine is
- * connected (runtime/storage_migrate.c; storage/README.md: adding a migration). Applied migrations
+ * connected (runtime/storage_migrate.c; README.md: Changing the schema). Applied migrations
  * are recorded per component in schema_versions. */
 #ifndef RUNTIME_STORAGE_MIGRATE_H
 #define RUNTIME_STORAGE_MIGRATE_H

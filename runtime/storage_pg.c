@@ -1,6 +1,6 @@
 /* The PostgreSQL engine (storage_engine.h) through libpq: one connection per thread, opened on
  * first use from the --database URL, each with its own cache of named prepared statements.
- * SQL arrives in the portable subset (storage/README.md) with SQLite's placeholders, `?` and
+ * SQL arrives in the portable subset (README.md: The portable SQL) with SQLite's placeholders, `?` and
  * `?NNN`, rewritten once per statement to `$N`. Parameters travel as text (blobs as binary), so
  * PostgreSQL infers each one's type from where it stands; results come back as text.
  *
@@ -625,27 +625,35 @@ static void clear_results(struct pconn *c)
 
 static _Thread_local bool retry_wanted;
 
-static int pg_begin(bool write)
+/* Opens a transaction on this thread's connection with begin (a BEGIN statement). */
+static struct pconn *begin_tx(const char *begin)
 {
     struct pconn *c = current();
     if (!c)
-        return -1;
+        return NULL;
     if (c->in_tx) {
         log_error("storage: begin while a transaction is already open");
-        return -1;
+        return NULL;
     }
     clear_results(c);
     c->tx_failed = c->retry = c->changed_watched = false;
     retry_wanted = false;
-    if (command(c, write ? "BEGIN ISOLATION LEVEL SERIALIZABLE"
-                         : "BEGIN ISOLATION LEVEL REPEATABLE READ") != 0) {
+    if (command(c, begin) != 0) {
         log_error("storage: %s", c->err);
         if (PQstatus(c->pg) != CONNECTION_OK)
             PQreset(c->pg); /* the next request finds a fresh connection */
-        return -1;
+        return NULL;
     }
     c->in_tx = true;
-    return 0;
+    return c;
+}
+
+static int pg_begin(bool write)
+{
+    return begin_tx(write ? "BEGIN ISOLATION LEVEL SERIALIZABLE"
+                          : "BEGIN ISOLATION LEVEL REPEATABLE READ")
+               ? 0
+               : -1;
 }
 
 static void pg_rollback(void)
@@ -820,19 +828,9 @@ static void pg_lazy_sync(void)
 
 static int pg_begin_migration(void)
 {
-    struct pconn *c = current();
+    struct pconn *c = begin_tx("BEGIN ISOLATION LEVEL READ COMMITTED");
     if (!c)
         return -1;
-    if (c->in_tx) {
-        log_error("storage: begin while a transaction is already open");
-        return -1;
-    }
-    clear_results(c);
-    c->tx_failed = c->retry = c->changed_watched = false;
-    retry_wanted = false;
-    if (command(c, "BEGIN ISOLATION LEVEL READ COMMITTED") != 0)
-        return -1;
-    c->in_tx = true;
     if (command(c, SCHEMA_LOCK) != 0) {
         pg_rollback();
         return -1;
