@@ -18,9 +18,12 @@ Why it is set up the way it is:
 - --auth=trust on the local socket only: the socket's directory is the only way in.
 - fsync=on and synchronous_commit=on, as in production: the durability tests kill servers and
   check that every acknowledged write is there.
-- max_connections: a server opens one connection per thread that touches the database (request
-  threads, offload threads, background jobs, housekeeping, the main thread), and a test may run a
-  few servers at once; MAX_CONNECTIONS leaves ample room.
+- max_connections: a server opens one connection per thread that touches the database, on that
+  thread's first use: its request threads (2 in the tests), its offload threads (32 on
+  PostgreSQL, where every write runs on them), one per background job, the housekeeping thread
+  and the main thread: about 40 at most. A test may run several servers at once (the scale-out
+  test three, a restart test an old and a new one), and the tests' own looks add a few:
+  MAX_CONNECTIONS leaves room for some twenty servers.
 - The locale is C and the encoding UTF8: the server refuses a database whose collation is not
   bytewise (it orders pages by ids and timestamps compared as bytes), and every database the
   tests create is made from template0 with C collation, whatever the machine's locale is."""
@@ -40,7 +43,7 @@ import time
 import uuid
 
 START_TIMEOUT = 30  # seconds for pg_ctl start -w; a cluster that is not up by then is broken
-MAX_CONNECTIONS = 300
+MAX_CONNECTIONS = 1000
 UNPRIVILEGED_USER = "nobody"
 
 
