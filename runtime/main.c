@@ -144,13 +144,11 @@ static int open_for_admin(bool create, void *arg, char *err, size_t errlen)
     return open_storage(c, err, errlen);
 }
 
-/* The offload pool: with SQLite, as many as password hashes may run at once (password.c; more
- * would only wait); with PostgreSQL it also runs every write, each waiting on the database's
- * commit for most of its time, so it holds as many as may wait at once. */
-static int offload_threads(void)
-{
-    return storage_batches_writes() ? 2 : 32;
-}
+/* The offload lanes (offload.h): password hashes, as many as may run at once (password.c);
+ * with PostgreSQL also the writes, each waiting on the database's commit for most of its time,
+ * as many as may wait at once (SQLite: the group-commit writer takes them). */
+#define HASHING_THREADS 2
+#define PG_WRITE_THREADS 32
 
 static void apply_password_cost(void)
 {
@@ -268,7 +266,7 @@ static int run_server(const struct config *c)
     }
     /* SQLite's checkpoints have a thread of their own; PostgreSQL runs its own. */
     if ((storage_batches_writes() && storage_checkpoints_start() != 0) ||
-        group_commit_start() != 0 || offload_start(offload_threads()) != 0) {
+        group_commit_start() != 0 || offload_start(HASHING_THREADS, storage_batches_writes() ? 0 : PG_WRITE_THREADS) != 0) {
         snprintf(err, sizeof err, "cannot start the checkpoint, group-commit and offload threads");
         group_commit_stop();
         storage_checkpoints_stop();

@@ -1,5 +1,5 @@
-/* Offload pool (see offload.h): a FIFO queue and the threads offload_start asked for taking
- * from it. */
+/* Offload pools (see offload.h): per lane a FIFO queue and the threads offload_start asked
+ * for taking from it. */
 #include "runtime/offload.h"
 
 #include <pthread.h>
@@ -9,52 +9,64 @@
 
 #include "runtime/log.h"
 
-#define OFFLOAD_THREADS_MAX 64
+#define LANE_THREADS_MAX 64
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static struct offload_item *head, *tail;
-static pthread_t threads[OFFLOAD_THREADS_MAX];
-static int started;
-static bool stopping;
+struct lane {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct offload_item *head, *tail;
+    pthread_t threads[LANE_THREADS_MAX];
+    int started;
+    bool stopping;
+    const char *name; /* the threads' name */
+};
+
+static struct lane lanes[OFFLOAD_LANES] = {
+    [OFFLOAD_HASHING] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, .name = "tr-offload"},
+    [OFFLOAD_WRITES] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, .name = "tr-write"},
+};
 
 static void *worker(void *arg)
 {
-    (void)arg;
-    prctl(PR_SET_NAME, "tr-offload");
-    pthread_mutex_lock(&mu);
+    struct lane *l = arg;
+    prctl(PR_SET_NAME, l->name);
+    pthread_mutex_lock(&l->mu);
     for (;;) {
-        while (!head && !stopping)
-            pthread_cond_wait(&cv, &mu);
-        struct offload_item *it = head;
+        while (!l->head && !l->stopping)
+            pthread_cond_wait(&l->cv, &l->mu);
+        struct offload_item *it = l->head;
         if (!it)
             break; /* stopping, and nothing left */
-        head = it->next;
-        if (!head)
-            tail = NULL;
-        pthread_mutex_unlock(&mu);
+        l->head = it->next;
+        if (!l->head)
+            l->tail = NULL;
+        pthread_mutex_unlock(&l->mu);
         it->run(it->ctx);
-        pthread_mutex_lock(&mu);
+        pthread_mutex_lock(&l->mu);
     }
-    pthread_mutex_unlock(&mu);
+    pthread_mutex_unlock(&l->mu);
     return NULL;
 }
 
-int offload_start(int nthreads)
+static int lane_start(struct lane *l, int n)
 {
-    if (nthreads < 1)
-        nthreads = 1;
-    if (nthreads > OFFLOAD_THREADS_MAX)
-        nthreads = OFFLOAD_THREADS_MAX;
-    pthread_mutex_lock(&mu);
-    stopping = false;
-    for (started = 0; started < nthreads; started++) {
-        if (pthread_create(&threads[started], NULL, worker, NULL) != 0)
+    if (n > LANE_THREADS_MAX)
+        n = LANE_THREADS_MAX;
+    pthread_mutex_lock(&l->mu);
+    l->stopping = false;
+    for (l->started = 0; l->started < n; l->started++) {
+        if (pthread_create(&l->threads[l->started], NULL, worker, l) != 0)
             break;
     }
-    int n = started;
-    pthread_mutex_unlock(&mu);
-    if (n < nthreads) {
+    int got = l->started;
+    pthread_mutex_unlock(&l->mu);
+    return got == n ? 0 : -1;
+}
+
+int offload_start(int hashing_threads, int write_threads)
+{
+    if (lane_start(&lanes[OFFLOAD_HASHING], hashing_threads < 1 ? 1 : hashing_threads) != 0 ||
+        lane_start(&lanes[OFFLOAD_WRITES], write_threads < 0 ? 0 : write_threads) != 0) {
         log_error("offload: cannot start its threads");
         offload_stop();
         return -1;
@@ -62,43 +74,53 @@ int offload_start(int nthreads)
     return 0;
 }
 
-void offload_submit(struct offload_item *it)
+void offload_submit(enum offload_lane lane, struct offload_item *it)
 {
+    struct lane *l = &lanes[lane];
     it->next = NULL;
-    pthread_mutex_lock(&mu);
-    if (!started || stopping) {
-        pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&l->mu);
+    if (!l->started || l->stopping) {
+        pthread_mutex_unlock(&l->mu);
         it->run(it->ctx);
         return;
     }
-    if (tail)
-        tail->next = it;
+    if (l->tail)
+        l->tail->next = it;
     else
-        head = it;
-    tail = it;
-    pthread_cond_signal(&cv);
-    pthread_mutex_unlock(&mu);
+        l->head = it;
+    l->tail = it;
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
 }
 
 struct offload_item *offload_take_queued(void)
 {
-    pthread_mutex_lock(&mu);
-    struct offload_item *queued = head;
-    head = tail = NULL;
-    pthread_mutex_unlock(&mu);
-    return queued;
+    struct offload_item *all = NULL, **end = &all;
+    for (int i = 0; i < OFFLOAD_LANES; i++) {
+        struct lane *l = &lanes[i];
+        pthread_mutex_lock(&l->mu);
+        *end = l->head;
+        if (l->tail)
+            end = &l->tail->next;
+        l->head = l->tail = NULL;
+        pthread_mutex_unlock(&l->mu);
+    }
+    return all;
 }
 
 void offload_stop(void)
 {
-    pthread_mutex_lock(&mu);
-    int n = started;
-    stopping = true;
-    pthread_cond_broadcast(&cv);
-    pthread_mutex_unlock(&mu);
-    for (int i = 0; i < n; i++)
-        pthread_join(threads[i], NULL);
-    pthread_mutex_lock(&mu);
-    started = 0;
-    pthread_mutex_unlock(&mu);
+    for (int i = 0; i < OFFLOAD_LANES; i++) {
+        struct lane *l = &lanes[i];
+        pthread_mutex_lock(&l->mu);
+        int n = l->started;
+        l->stopping = true;
+        pthread_cond_broadcast(&l->cv);
+        pthread_mutex_unlock(&l->mu);
+        for (int k = 0; k < n; k++)
+            pthread_join(l->threads[k], NULL);
+        pthread_mutex_lock(&l->mu);
+        l->started = 0;
+        pthread_mutex_unlock(&l->mu);
+    }
 }

@@ -1,12 +1,18 @@
-/* Offload: a small pool of threads for the requests that would hold a libmicrohttpd thread for
- * long - the x-own-transaction operations, which hash a password (scrypt, tens of ms of CPU).
- * Run on a libmicrohttpd thread, one such request would stall every other connection that
+/* Offload: small pools of threads for the requests that would hold a libmicrohttpd thread for
+ * long. Run on a libmicrohttpd thread, one such request would stall every other connection that
  * thread serves; handed over here (the connection suspended meanwhile, as for the group
- * commit), it stalls nobody. On an engine without the group-commit writer (PostgreSQL) every
- * write runs here too, each in its own transaction, so the pool is as large as the writes
- * that may wait on the database at once. (runtime/offload.c) */
+ * commit), it stalls nobody. Two lanes, each its own queue and threads:
+ * - hashing: the x-own-transaction operations, which hash a password (scrypt, tens of ms of
+ *   CPU): as many threads as hashes may run at once (runtime/password.c), so that a burst of
+ *   logins queues here, in order, rather than running all at once;
+ * - writes: on an engine without the group-commit writer (PostgreSQL) every other write, each
+ *   in its own transaction and mostly waiting on the database's commit: as many threads as
+ *   writes may wait at once (none with SQLite).
+ * (runtime/offload.c) */
 #ifndef RUNTIME_OFFLOAD_H
 #define RUNTIME_OFFLOAD_H
+
+enum offload_lane { OFFLOAD_HASHING, OFFLOAD_WRITES, OFFLOAD_LANES };
 
 struct offload_item {
     void (*run)(void *ctx); /* on a pool thread; the item may be freed from within */
@@ -14,12 +20,14 @@ struct offload_item {
     struct offload_item *next; /* the queue's */
 };
 
-/* Starts the pool's nthreads threads (at most 64). 0 / -1. */
-int offload_start(int nthreads);
-/* Queues an item. Before start or after stop it runs at once on the calling thread. */
-void offload_submit(struct offload_item *it);
-/* Takes the items queued and not started, in order (NULL: none), for the caller to answer
- * without running them: a server stopping past its drain timeout. */
+/* Starts each lane's threads (at least 1 for hashing, 0 or more for writes; at most 64 each).
+ * 0 / -1. */
+int offload_start(int hashing_threads, int write_threads);
+/* Queues an item on lane. Before start, after stop, or on a lane without threads, it runs at
+ * once on the calling thread. */
+void offload_submit(enum offload_lane lane, struct offload_item *it);
+/* Takes the items queued and not started on every lane, in order per lane (NULL: none), for
+ * the caller to answer without running them: a server stopping past its drain timeout. */
 struct offload_item *offload_take_queued(void);
 /* Runs what is queued, then stops the threads. */
 void offload_stop(void);

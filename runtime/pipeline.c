@@ -489,12 +489,13 @@ bool pipeline_process(struct req *r, bool plain_listener)
         return true;
     }
     if (r->op->own_transaction || write) {
+        enum offload_lane lane = r->op->own_transaction ? OFFLOAD_HASHING : OFFLOAD_WRITES;
         /* It hashes a password, or is a write on an engine that takes them on every connection:
          * off this thread, which serves other connections meanwhile. */
         r->handed_off = true;
         r->offload = (struct offload_item){ .run = run_offloaded, .ctx = r };
         MHD_suspend_connection(r->conn);
-        offload_submit(&r->offload);
+        offload_submit(lane, &r->offload);
         return true;
     }
     run_operation(r, write);

@@ -155,7 +155,9 @@ static int take_lease(const char *key, int64_t now, int64_t e, int64_t cap, int6
 #define BASE "(CASE WHEN ratelimit_state.tat_ns > ?2 THEN ratelimit_state.tat_ns ELSE ?2 END)"
 #define AVAIL "((CAST(?2 AS BIGINT) + CAST(?5 AS BIGINT) - " BASE ") / CAST(?3 AS BIGINT))"
 #define TAKE "(CASE WHEN " AVAIL " < 0 THEN 0 WHEN " AVAIL " < ?4 THEN " AVAIL " ELSE ?4 END)"
-    struct db_stmt *st = storage_prepare(
+    /* Outside the request's transaction: a quota counts attempts, also those whose writes are
+     * undone (a refused password), and a busy key's row is waited for, not a conflict. */
+    struct db_stmt *st = storage_prepare_outside(
         "INSERT INTO ratelimit_state (key, tat_ns, granted) VALUES (?1, CAST(?2 AS BIGINT) + "
         "CAST(?3 AS BIGINT) * CAST(?4 AS BIGINT), ?4) "
         "ON CONFLICT (key) DO UPDATE SET tat_ns = " BASE " + CAST(?3 AS BIGINT) * " TAKE ", "
@@ -308,6 +310,23 @@ static void local_check(const char *key, int64_t limit, int64_t period_s, int64_
     fill_verdict(v, limit, period_s, now, tat, e, cap, 0);
 }
 
+/* A refund with several instances: into the shared bucket, where the request was counted (a
+ * lease holds what it took for a second only, and a refund there would be lost with it). */
+static void give_back_shared(const char *key, int64_t e, int64_t now)
+{
+    struct db_stmt *st = storage_prepare_outside(
+        "UPDATE ratelimit_state SET tat_ns = tat_ns - CAST(?2 AS BIGINT) "
+        "WHERE key = ?1 AND tat_ns > CAST(?3 AS BIGINT)");
+    if (!st)
+        return;
+    db_bind_text(st, 1, key);
+    db_bind_int64(st, 2, e);
+    db_bind_int64(st, 3, now);
+    if (db_step(st) != DB_DONE)
+        log_error("ratelimit: giving back a request of %s failed: %s", key, storage_errmsg());
+    db_reset(st);
+}
+
 void ratelimit_refund(const char *key, int64_t limit, int64_t period_s, int64_t now)
 {
     pthread_once(&once, init_locks);
@@ -315,17 +334,19 @@ void ratelimit_refund(const char *key, int64_t limit, int64_t period_s, int64_t 
     struct shard *sh = shard_of(h);
     pthread_mutex_lock(&sh->lock);
     struct slot *s = find(sh, key, h, now, false);
-    if (s) {
-        if (s->override)
-            limit = s->override;
-        int64_t e = period_s * NS_PER_S / (limit < 1 ? 1 : limit);
-        if (instances_shared()) { /* back into the lease it came from, while that lasts */
-            if (now < s->lease_until)
-                s->lease++;
-        } else if (s->tat > now) {
-            s->tat -= e < 1 ? 1 : e;
-            s->dirty = true;
-        }
+    if (s && s->override)
+        limit = s->override;
+    int64_t e = period_s * NS_PER_S / (limit < 1 ? 1 : limit);
+    if (e < 1)
+        e = 1;
+    if (instances_shared()) {
+        pthread_mutex_unlock(&sh->lock);
+        give_back_shared(key, e, now);
+        return;
+    }
+    if (s && s->tat > now) {
+        s->tat -= e;
+        s->dirty = true;
     }
     pthread_mutex_unlock(&sh->lock);
 }

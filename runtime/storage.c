@@ -72,6 +72,16 @@ struct db_stmt *storage_prepare(const char *sql)
     return E->prepare(sql);
 }
 
+struct db_stmt *storage_prepare_outside(const char *sql)
+{
+    used = true;
+    if (!E || !E->prepare_outside) {
+        log_error("storage: no statements outside the transaction on this engine");
+        return NULL;
+    }
+    return E->prepare_outside(sql);
+}
+
 int db_bind_text(struct db_stmt *st, int i, const char *v)
 {
     return E->bind_text(st, i, v);

@@ -40,6 +40,13 @@ enum {
 /* Cached prepared statement for this thread's connection, reset and bindings cleared.
  * NULL on failure (logged). Never freed by the caller. */
 struct db_stmt *storage_prepare(const char *sql);
+/* A statement on a second connection of this thread, outside whatever transaction the thread
+ * has open: it commits on its own when it runs (autocommit), whether the transaction then
+ * commits or not, and waits on a row another transaction holds instead of failing on the
+ * conflict. For state shared between instances that must count even when the request's own
+ * writes are undone (a refused attempt still spends its quota: runtime/ratelimit.c). Only
+ * engines shared by several instances have it (PostgreSQL); NULL elsewhere (logged). */
+struct db_stmt *storage_prepare_outside(const char *sql);
 /* Binds: text and blobs are not copied, so they must stay valid until db_reset (a NULL text
  * binds SQL NULL). 0 / -1. */
 int db_bind_text(struct db_stmt *st, int i, const char *v);

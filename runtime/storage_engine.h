@@ -19,6 +19,7 @@ struct storage_engine {
     int (*open)(const char *where, char *err, size_t errlen);
     void (*close)(void);
     struct db_stmt *(*prepare)(const char *sql);
+    struct db_stmt *(*prepare_outside)(const char *sql); /* NULL: the engine has none */
     int (*bind_text)(struct db_stmt *st, int i, const char *v);
     int (*bind_int64)(struct db_stmt *st, int i, int64_t v);
     int (*bind_null)(struct db_stmt *st, int i);

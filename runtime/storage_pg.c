@@ -52,6 +52,7 @@ struct pconn {
     bool in_tx, tx_failed, retry;
     bool changed_watched;
     bool serial_held; /* the session's advisory lock serial_lock (pg_begin_serial) */
+    bool relaxed;     /* synchronous_commit off: the side connection (pg_prepare_outside) */
     int64_t serial_lock;
     struct pconn *next;
 };
@@ -176,12 +177,32 @@ static struct pconn *existing(void)
     return NULL;
 }
 
+/* A second connection of the thread, for the statements that must not be part of its open
+ * transaction (storage_prepare_outside): its own session, autocommit, READ COMMITTED. */
+static _Thread_local struct pconn *my_side;
+/* The connection of this thread's last statement, whose error storage_errmsg reports. */
+static _Thread_local struct pconn *last_used;
+static _Thread_local unsigned my_side_generation;
+
+static struct pconn *connection(struct pconn **mine, unsigned *mine_generation);
+
 static struct pconn *current(void)
 {
+    return connection(&my_conn, &my_generation);
+}
+
+static struct pconn *side(void)
+{
+    return connection(&my_side, &my_side_generation);
+}
+
+/* The thread's connection in *mine, opened on first use (and after storage_close, anew). */
+static struct pconn *connection(struct pconn **mine, unsigned *mine_generation)
+{
     char err[512] = "";
-    struct pconn *c = existing();
-    if (c)
-        return c;
+    if (*mine && *mine_generation == atomic_load(&generation))
+        return *mine;
+    struct pconn *c;
     pthread_mutex_lock(&conns_lock);
     unsigned gen = atomic_load(&generation);
     char *url = db_url ? strdup(db_url) : NULL;
@@ -211,8 +232,8 @@ static struct pconn *current(void)
     c->next = conns;
     conns = c;
     pthread_mutex_unlock(&conns_lock);
-    my_conn = c;
-    my_generation = gen;
+    *mine = c;
+    *mine_generation = gen;
     return c;
 }
 
@@ -334,11 +355,32 @@ static struct pstmt *P(struct db_stmt *st)
     return (struct pstmt *)(void *)st;
 }
 
+static struct db_stmt *prepare_on(struct pconn *c, const char *sql);
+
 static struct db_stmt *pg_prepare(const char *sql)
 {
-    struct pconn *c = current();
+    return prepare_on(current(), sql);
+}
+
+static struct db_stmt *pg_prepare_outside(const char *sql)
+{
+    struct pconn *c = side();
+    /* What it writes (quota state) is worth no fsync: a crash loses at most the last moments
+     * of spent quota. */
+    if (c && !c->relaxed) {
+        if (command(c, "SET synchronous_commit = off") != 0)
+            log_warn("storage: %s", c->err);
+        c->relaxed = true;
+    }
+    return prepare_on(c, sql);
+}
+
+/* sql's statement on connection c (NULL: none), from its cache or prepared now. */
+static struct db_stmt *prepare_on(struct pconn *c, const char *sql)
+{
     if (!c)
         return NULL;
+    last_used = c;
     uint64_t h = hash_sql(sql);
     struct pstmt **slot = find_slot(c->slots, c->nslots, sql, h);
     struct pstmt *s = *slot;
@@ -480,6 +522,7 @@ static int pg_step(struct db_stmt *st)
 {
     struct pstmt *s = P(st);
     struct pconn *c = s->conn;
+    last_used = c;
     if (!s->executed) {
         s->executed = true;
         s->row = -1;
@@ -613,6 +656,9 @@ static int64_t pg_changes(void)
 static const char *pg_errmsg(void)
 {
     struct pconn *c = existing();
+    if (last_used && (last_used == c || (last_used == my_side && my_side_generation ==
+                                                                      atomic_load(&generation))))
+        return last_used->err;
     return c ? c->err : "no connection";
 }
 
@@ -986,7 +1032,7 @@ static void pg_close(void)
     db_url = NULL;
     atomic_fetch_add(&generation, 1);
     pthread_mutex_unlock(&conns_lock);
-    my_conn = NULL;
+    my_conn = my_side = last_used = NULL;
     while (list) {
         struct pconn *next = list->next;
         conn_close(list);
@@ -1000,6 +1046,7 @@ const struct storage_engine storage_engine_pg = {
     .open = pg_open,
     .close = pg_close,
     .prepare = pg_prepare,
+    .prepare_outside = pg_prepare_outside,
     .bind_text = pg_bind_text,
     .bind_int64 = pg_bind_int64,
     .bind_null = pg_bind_null,
