@@ -42,7 +42,10 @@ void housekeeping_run_once(void)
     int64_t dv = data_version();
     if (dv < 0 || dv != last_data_version) {
         /* Both reload fully, so a failed round is simply tried again next second. */
-        if (ratelimit_load_overrides() == 0 && revocation_load(now / 1000000000) == 0)
+        /* With several instances, every request reads the shared revocations anyway
+         * (instances.h): only the quotas need reloading. */
+        if (ratelimit_load_overrides() == 0 &&
+            (instances_shared() || revocation_load(now / 1000000000) == 0))
             last_data_version = dv;
     }
     instances_prune(now / 1000000000);

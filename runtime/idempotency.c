@@ -387,7 +387,9 @@ int idempotency_store(struct req *r, int first_header)
     int64_t ms = clock_now_ms();
     format_time_rfc3339(ms, now, sizeof now);
     format_time_rfc3339(ms + (int64_t)IDEMPOTENCY_RETENTION_S * 1000, expires, sizeof expires);
-    /* A record that expired but was not purged yet gives way to the new one. */
+    /* A record that expired but was not purged yet gives way to the new one; a live one never
+     * does (another instance's answer to the same key, stored meanwhile: nothing is stored
+     * then, and the caller is told). */
     struct db_stmt *st = storage_prepare(
         "INSERT INTO idempotency_keys (workspace_id, user_id, method, path, key, fingerprint, "
         "status, content_type, headers, body, created_at, expires_at) "
@@ -396,7 +398,8 @@ int idempotency_store(struct req *r, int first_header)
         "fingerprint = excluded.fingerprint, status = excluded.status, "
         "content_type = excluded.content_type, headers = excluded.headers, "
         "body = excluded.body, created_at = excluded.created_at, "
-        "expires_at = excluded.expires_at");
+        "expires_at = excluded.expires_at "
+        "WHERE idempotency_keys.expires_at <= excluded.created_at");
     if (!st || !headers || (r->problem && !problem))
         goto out;
     bind_scope(st, r);
@@ -417,8 +420,12 @@ int idempotency_store(struct req *r, int first_header)
         db_bind_blob(st, 10, r->resp_body ? r->resp_body : "", r->resp_len);
     db_bind_text(st, 11, now);
     db_bind_text(st, 12, expires);
-    if (db_step(st) == DB_DONE)
+    int rc = db_step(st);
+    if (rc == DB_DONE && storage_changes() == 1)
         ret = 0;
+    else if (rc == DB_DONE)
+        log_warn("idempotency: the key of request %s was answered meanwhile; not stored",
+                 r->request_id);
     else
         log_error("idempotency: storing the record failed: %s", storage_errmsg());
     db_reset(st);

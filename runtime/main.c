@@ -148,7 +148,7 @@ static int open_for_admin(bool create, void *arg, char *err, size_t errlen)
  * with PostgreSQL also the writes, each waiting on the database's commit for most of its time,
  * as many as may wait at once (SQLite: the group-commit writer takes them). */
 #define HASHING_THREADS 2
-#define PG_WRITE_THREADS 32
+#define PG_WRITE_THREADS 16
 
 static void apply_password_cost(void)
 {

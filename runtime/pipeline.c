@@ -206,10 +206,7 @@ static void rewind_request(struct req *r);
  * conflict and may be run again. */
 static bool run_once(struct req *r, bool write)
 {
-    /* A workspace's writes all extend its audit chain: they queue (storage_begin_serial)
-     * rather than conflict and run again. */
-    const char *key = write && r->principal.authenticated ? r->principal.workspace_id : NULL;
-    if (storage_begin_serial(write, key) != 0) {
+    if (storage_begin(write) != 0) {
         req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
         return false;
     }
@@ -249,23 +246,33 @@ static void run_operation(struct req *r, bool write)
     }
     r->before_run = arena_alloc(&r->arena, sizeof *r);
     *r->before_run = *r;
+    /* A workspace's writes all extend its audit chain: they queue rather than conflict and
+     * run again (storage_begin_serial), also those a handler begins itself. */
+    storage_serialize_writes(write && r->principal.authenticated ? r->principal.workspace_id
+                                                                 : NULL);
     for (int run = 1;; run++) {
+        uint64_t commits = storage_commit_count();
         if (!run_once(r, write))
-            return;
-        log_warn("operation %s (request %s) met a concurrent transaction; run %d of %d",
-                 r->op->operation_id, r->request_id, run, CONFLICT_RUNS);
+            break;
         rewind_request(r);
-        if (run == CONFLICT_RUNS) {
-            req_problem(r, 503, "unavailable",
-                        "The request met too many concurrent changes; nothing was changed. "
-                        "Retry shortly.");
+        /* A handler that committed part of its work on the way (a login records a failure
+         * before it hashes) cannot be run from the start: that part would count twice. */
+        bool partly = storage_commit_count() != commits;
+        if (run == CONFLICT_RUNS || partly) {
+            req_problem(r, 503, "unavailable", "%s",
+                        partly ? "The request met a concurrent change; retry shortly."
+                               : "The request met too many concurrent changes; nothing was "
+                                 "changed. Retry shortly.");
             req_set_header(r, "Retry-After", "1");
-            return;
+            break;
         }
+        log_warn("operation %s (request %s) met a concurrent transaction; run %d of %d",
+                 r->op->operation_id, r->request_id, run + 1, CONFLICT_RUNS);
         /* Apart a little, growing, so that two colliding requests do not collide again. */
         struct timespec pause = {0, (long)(rand() % (run * 2000) + 500) * 1000L};
         nanosleep(&pause, NULL);
     }
+    storage_serialize_writes(NULL);
 }
 
 /* A run that must be repeated starts from the request as it was handed over: the handler's

@@ -1,4 +1,5 @@
-/* GCRA quotas in a sharded, fixed-size table of per-key timestamps, checkpointed to SQLite.
+/* GCRA quotas in a sharded, fixed-size table of per-key timestamps, checkpointed to the database
+ * (SQLite), or spent from leases of rows the instances share (PostgreSQL: shared_check).
  *
  * Per key we keep TAT, the theoretical arrival time: the moment the bucket would be full again.
  * With emission interval E = period / limit and capacity C = limit * E, a request at time t is
@@ -504,8 +505,19 @@ fail:
 int ratelimit_checkpoint(int64_t now)
 {
     pthread_once(&once, init_locks);
-    if (instances_shared()) /* the buckets live in the database already (shared_check) */
-        return 0;
+    if (instances_shared()) {
+        /* The buckets live in the database already (shared_check); what is left is to drop
+         * the rows of full buckets, which are the same as no row, a batch a round. */
+        struct db_stmt *st = storage_prepare(
+            "DELETE FROM ratelimit_state WHERE key IN "
+            "(SELECT key FROM ratelimit_state WHERE tat_ns <= ? LIMIT 1000)");
+        if (!st)
+            return -1;
+        db_bind_int64(st, 1, now);
+        int rc = db_step(st);
+        db_reset(st);
+        return rc == DB_DONE ? 0 : -1;
+    }
     struct saved *list = NULL;
     size_t n = 0, cap = 0;
     int rc = -1;

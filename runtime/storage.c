@@ -147,6 +147,14 @@ const char *storage_errmsg(void)
     return E ? E->errmsg() : "storage is not open";
 }
 
+/* storage_serialize_writes: the key of the request this thread runs, or NULL. */
+static _Thread_local const char *serial_key;
+
+void storage_serialize_writes(const char *key)
+{
+    serial_key = key && *key ? key : NULL;
+}
+
 int storage_begin(bool write)
 {
     used = true;
@@ -154,7 +162,7 @@ int storage_begin(bool write)
         log_error("storage: used before storage_open() or after storage_close()");
         return -1;
     }
-    return E->begin(write);
+    return write && serial_key ? E->begin_serial(write, serial_key) : E->begin(write);
 }
 
 int storage_begin_serial(bool write, const char *key)
@@ -167,9 +175,20 @@ int storage_begin_serial(bool write, const char *key)
     return E->begin_serial(write, key);
 }
 
+/* Commits this thread made (storage_commit_count). */
+static _Thread_local uint64_t commits;
+
 int storage_commit(void)
 {
-    return E ? E->commit() : -1;
+    int rc = E ? E->commit() : -1;
+    if (rc == 0)
+        commits++;
+    return rc;
+}
+
+uint64_t storage_commit_count(void)
+{
+    return commits;
 }
 
 void storage_rollback(void)

@@ -89,15 +89,24 @@ void storage_close(void);
  * a row, 0 none, -1 failure. Failures are logged with the statement. */
 int storage_exec_texts(const char *sql, const char *const *v, int n);
 int storage_query_text(const char *sql, const char *const *v, int n, char *out, size_t outlen);
-/* BEGIN IMMEDIATE when write (after taking the process's first-come-first-served write lock,
- * released by commit or rollback), else BEGIN. 0 / -1. */
+/* A transaction on this thread's connection. SQLite: BEGIN IMMEDIATE when write (after taking
+ * the process's first-come-first-served write lock, released by commit or rollback), else
+ * BEGIN. PostgreSQL: SERIALIZABLE when write, else REPEATABLE READ (a snapshot). 0 / -1. */
 int storage_begin(bool write);
 /* storage_begin, for a write that would conflict with every other write begun with the same
  * key (NULL or "": none), such as two writes of one workspace, which both extend its audit
  * chain: on PostgreSQL it first waits until no transaction of any instance holds the key, so
  * such writes queue instead of failing each other; SQLite has one writer anyway. */
 int storage_begin_serial(bool write, const char *key);
+/* Until called again with NULL, every write transaction this thread begins with storage_begin
+ * is begun as storage_begin_serial(true, key): the pipeline sets the request's workspace, so
+ * that a handler that ends its transaction and begins another (a login recording a failure
+ * before it hashes) still queues behind the workspace's other writes. key must outlive it. */
+void storage_serialize_writes(const char *key);
 int storage_commit(void);
+/* How many commits this thread has made: a caller that compares it before and after code it
+ * ran knows whether that code committed anything. */
+uint64_t storage_commit_count(void);
 /* COMMIT without waiting for its fsync (the group-commit writer): the commit is visible to
  * other connections at once, but durable only after storage_sync(*wal) returned 0 (*wal NULL:
  * nothing to sync, the commit was synced or wrote nothing). Whoever calls it must keep
@@ -159,8 +168,11 @@ bool storage_checkpoint_pending(void);
  * between (tests only; NULL otherwise) runs between the two passes. */
 void storage_checkpoint(void (*between)(void));
 /* After every transaction of this process that committed a changed row of one of tables
- * (at most STORAGE_WATCH_MAX names; rowid tables: SQLite reports no row changes of WITHOUT
- * ROWID tables), calls changed() on the committing thread. Register once, before serving.
+ * (at most STORAGE_WATCH_MAX names), calls changed() on the committing thread. SQLite hears it
+ * from its update hook (rowid tables only: it reports no row changes of WITHOUT ROWID tables);
+ * PostgreSQL from the table an INSERT, UPDATE or DELETE names at its start, when it changed a
+ * row, and tells the other instances through a generation row (runtime/instances.h). Register
+ * once, before serving.
  * How the privilege cache hears of a role or membership change (runtime/privileges.h).
  * 0, or -1 when there are too many names. */
 #define STORAGE_WATCH_MAX 16

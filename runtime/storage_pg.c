@@ -149,7 +149,12 @@ static struct pconn *conn_open(const char *url, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    c->pg = PQconnectdb(url);
+    /* A dead server or network must not hang a thread inside libpq: bounded connection
+     * attempts, TCP keepalives, and a bound on unacknowledged data (the URL may override). */
+    static const char *const keys[] = {"connect_timeout", "keepalives", "keepalives_idle",
+                                       "tcp_user_timeout", "dbname", NULL};
+    const char *const values[] = {"10", "1", "30", "30000", url, NULL};
+    c->pg = PQconnectdbParams(keys, values, 1);
     if (!c->pg || PQstatus(c->pg) != CONNECTION_OK) {
         snprintf(err, errlen, "cannot connect to PostgreSQL: %s",
                  c->pg ? PQerrorMessage(c->pg) : "out of memory");
@@ -197,11 +202,36 @@ static struct pconn *side(void)
 }
 
 /* The thread's connection in *mine, opened on first use (and after storage_close, anew). */
+/* Takes c out of the list of connections and closes it. */
+static void discard(struct pconn *c)
+{
+    pthread_mutex_lock(&conns_lock);
+    for (struct pconn **p = &conns; *p; p = &(*p)->next) {
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&conns_lock);
+    if (last_used == c)
+        last_used = NULL;
+    conn_close(c);
+}
+
 static struct pconn *connection(struct pconn **mine, unsigned *mine_generation)
 {
     char err[512] = "";
-    if (*mine && *mine_generation == atomic_load(&generation))
-        return *mine;
+    if (*mine && *mine_generation == atomic_load(&generation)) {
+        /* A connection the server ended (a restart, a failover, pg_terminate_backend) is
+         * replaced between transactions: a new session, its settings applied, its statements
+         * prepared again as they are used. (PQreset would keep our statement cache, whose
+         * names the new session does not know.) */
+        if (PQstatus((*mine)->pg) != CONNECTION_BAD || (*mine)->in_tx)
+            return *mine;
+        log_warn("storage: the connection to PostgreSQL was lost; connecting again");
+        discard(*mine);
+        *mine = NULL;
+    }
     struct pconn *c;
     pthread_mutex_lock(&conns_lock);
     unsigned gen = atomic_load(&generation);
@@ -269,6 +299,11 @@ static char *rewrite_placeholders(const char *sql, int *nparams, bool used[MAX_P
             while (i < n && sql[i] != '\n')
                 out[j++] = sql[i++];
             continue;
+        }
+        if (ch == '/' && i + 1 < n && sql[i + 1] == '*') { /* not nested: the subset has none */
+            while (i < n && !(sql[i] == '*' && i + 1 < n && sql[i + 1] == '/'))
+                out[j++] = sql[i++];
+            continue; /* the closing star and slash are copied as ordinary characters */
         }
         if (ch != '?') {
             out[j++] = sql[i++];
@@ -688,8 +723,6 @@ static struct pconn *begin_tx(const char *begin)
     retry_wanted = false;
     if (command(c, begin) != 0) {
         log_error("storage: %s", c->err);
-        if (PQstatus(c->pg) != CONNECTION_OK)
-            PQreset(c->pg); /* the next request finds a fresh connection */
         return NULL;
     }
     c->in_tx = true;
@@ -727,8 +760,6 @@ static int pg_begin_serial(bool write, const char *key)
         snprintf(sql, sizeof sql, "SELECT pg_advisory_lock(%lld)", (long long)(int64_t)h);
         if (command(c, sql) != 0) {
             log_error("storage: %s", c->err);
-            if (PQstatus(c->pg) != CONNECTION_OK)
-                PQreset(c->pg);
             return -1;
         }
         c->serial_held = true;
@@ -762,10 +793,9 @@ static void pg_rollback(void)
     clear_results(c);
     if (c->in_tx && command(c, "ROLLBACK") != 0)
         log_error("storage: %s", c->err);
-    retry_wanted = c->retry;
+    if (c->in_tx) /* after a failed commit the flag is already where it belongs */
+        retry_wanted = c->retry;
     c->in_tx = c->tx_failed = c->retry = c->changed_watched = false;
-    if (PQstatus(c->pg) != CONNECTION_OK)
-        PQreset(c->pg);
     release_serial(c);
 }
 
@@ -784,14 +814,22 @@ static int pg_commit(void)
     }
     /* Other instances hear of a change to a watched table from this row (runtime/instances.h),
      * bumped inside the commit that made the change. */
-    if (c->changed_watched &&
-        command(c, "UPDATE storage_generations SET value = value + 1 WHERE name = 'watched'") !=
-            0) {
-        log_error("storage: %s", c->err);
-        retry_wanted = false;
-        c->tx_failed = true;
-        pg_rollback();
-        return -1;
+    if (c->changed_watched) {
+        /* Two commits that both changed watched tables both move this row: the later one is
+         * a serialization failure, rerun like any other. */
+        PGresult *bump =
+            PQexec(c->pg, "UPDATE storage_generations SET value = value + 1 WHERE name = 'watched'");
+        bool bumped = PQresultStatus(bump) == PGRES_COMMAND_OK;
+        if (!bumped) {
+            set_err(c, "the watched generation", PQresultErrorMessage(bump));
+            mapped_error(c, bump);
+            log_error("storage: %s", c->err);
+        }
+        PQclear(bump);
+        if (!bumped) {
+            pg_rollback();
+            return -1;
+        }
     }
     PGresult *res = PQexec(c->pg, "COMMIT");
     bool ok = PQresultStatus(res) == PGRES_COMMAND_OK && strcmp(PQcmdStatus(res), "COMMIT") == 0;
@@ -806,8 +844,6 @@ static int pg_commit(void)
         c->in_tx = c->tx_failed = c->retry = c->changed_watched = false;
         /* A failed COMMIT ends the transaction; a lost connection leaves its fate unknown to
          * us, and the request answers 500 ("not stored") either way. */
-        if (PQstatus(c->pg) != CONNECTION_OK)
-            PQreset(c->pg);
         release_serial(c);
         return -1;
     }
@@ -932,7 +968,9 @@ static int pg_begin_migration(void)
     struct pconn *c = begin_tx("BEGIN ISOLATION LEVEL READ COMMITTED");
     if (!c)
         return -1;
-    if (command(c, SCHEMA_LOCK) != 0) {
+    /* An instance starting while another applies a slow migration waits for it, and the
+     * migration's DDL waits for the tables' locks, however long: not the 5 s of requests. */
+    if (command(c, "SET LOCAL lock_timeout = 0") != 0 || command(c, SCHEMA_LOCK) != 0) {
         pg_rollback();
         return -1;
     }
@@ -1033,6 +1071,7 @@ static void pg_close(void)
     atomic_fetch_add(&generation, 1);
     pthread_mutex_unlock(&conns_lock);
     my_conn = my_side = last_used = NULL;
+    in_savepoint = retry_wanted = false;
     while (list) {
         struct pconn *next = list->next;
         conn_close(list);
