@@ -189,6 +189,22 @@ static int take_lease(const char *key, int64_t now, int64_t e, int64_t cap, int6
 static void fill_verdict(struct ratelimit_verdict *v, int64_t limit, int64_t period_s,
                          int64_t now, int64_t tat, int64_t e, int64_t cap, int64_t extra);
 
+/* The limit that applies to slot s (its override, else limit; at least 1), and its bucket:
+ * the emission interval *e (ns between two requests, at least 1) and the capacity *cap. */
+static int64_t bucket_of(const struct slot *s, int64_t limit, int64_t period_s, int64_t *e,
+                         int64_t *cap)
+{
+    if (s && s->override)
+        limit = s->override;
+    if (limit < 1)
+        limit = 1;
+    *e = period_s * NS_PER_S / limit;
+    if (*e < 1)
+        *e = 1;
+    *cap = *e * limit;
+    return limit;
+}
+
 static void local_check(const char *key, int64_t limit, int64_t period_s, int64_t now,
                         struct ratelimit_verdict *v);
 
@@ -199,14 +215,8 @@ static void shared_check(const char *key, int64_t limit, int64_t period_s, int64
     struct shard *sh = shard_of(h);
     pthread_mutex_lock(&sh->lock);
     struct slot *s = find(sh, key, h, now, false);
-    if (s && s->override)
-        limit = s->override;
-    if (limit < 1)
-        limit = 1;
-    int64_t e = period_s * NS_PER_S / limit;
-    if (e < 1)
-        e = 1;
-    int64_t cap = e * limit;
+    int64_t e, cap;
+    limit = bucket_of(s, limit, period_s, &e, &cap);
     if (s && s->lease > 0 && now < s->lease_until) {
         s->lease--;
         v->allowed = true;
@@ -281,14 +291,8 @@ static void local_check(const char *key, int64_t limit, int64_t period_s, int64_
 
     pthread_mutex_lock(&sh->lock);
     struct slot *s = find(sh, key, h, now, true);
-    if (s && s->override)
-        limit = s->override;
-    if (limit < 1)
-        limit = 1;
-    int64_t e = period_s * NS_PER_S / limit;
-    if (e < 1)
-        e = 1;
-    int64_t cap = e * limit;
+    int64_t e, cap;
+    limit = bucket_of(s, limit, period_s, &e, &cap);
     int64_t tat = s ? s->tat : now + cap; /* an unstorable key is refused, never unlimited */
     if (tat < now)
         tat = now;
@@ -335,11 +339,8 @@ void ratelimit_refund(const char *key, int64_t limit, int64_t period_s, int64_t 
     struct shard *sh = shard_of(h);
     pthread_mutex_lock(&sh->lock);
     struct slot *s = find(sh, key, h, now, false);
-    if (s && s->override)
-        limit = s->override;
-    int64_t e = period_s * NS_PER_S / (limit < 1 ? 1 : limit);
-    if (e < 1)
-        e = 1;
+    int64_t e, cap;
+    bucket_of(s, limit, period_s, &e, &cap);
     if (instances_shared()) {
         pthread_mutex_unlock(&sh->lock);
         give_back_shared(key, e, now);
