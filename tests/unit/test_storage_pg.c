@@ -282,7 +282,7 @@ int main(void)
 {
     url = getenv("TREASURY_TEST_PG_URL");
     if (!url || !*url) {
-        printf("storage_pg: no TREASURY_TEST_PG_URL, nothing run\n0 passed, 0 failed\n");
+        printf("storage_pg: no TREASURY_TEST_PG_URL, nothing run\nstorage_pg: 0 passed, 0 failed\n");
         return 0;
     }
     static const struct unit_test tests[] = {
