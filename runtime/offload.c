@@ -5,16 +5,28 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 
 #include "runtime/log.h"
 
 #define LANE_THREADS_MAX 64
 
+/* The items of one key: how many hold threads, and those waiting their turn. */
+struct keyed {
+    char key[OFFLOAD_KEY_MAX + 1];
+    int running;
+    struct offload_item *head, *tail;
+    struct keyed *next;
+};
+
 struct lane {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct offload_item *head, *tail;
+    struct keyed *keys; /* the keys with items running or waiting (few: a list) */
     pthread_t threads[LANE_THREADS_MAX];
     int started;
     bool stopping;
@@ -25,6 +37,50 @@ static struct lane lanes[OFFLOAD_LANES] = {
     [OFFLOAD_HASHING] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, .name = "tr-offload"},
     [OFFLOAD_WRITES] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, .name = "tr-write"},
 };
+
+static void append(struct offload_item **head, struct offload_item **tail,
+                   struct offload_item *it)
+{
+    it->next = NULL;
+    if (*tail)
+        (*tail)->next = it;
+    else
+        *head = it;
+    *tail = it;
+}
+
+static struct keyed *find_key(struct lane *l, const char *key)
+{
+    for (struct keyed *k = l->keys; k; k = k->next) {
+        if (strcmp(k->key, key) == 0)
+            return k;
+    }
+    return NULL;
+}
+
+/* Under l->mu: an item of key k ended; the next of its waiting ones takes its place. */
+static void key_done(struct lane *l, const char *key)
+{
+    struct keyed **p = &l->keys;
+    while (*p && strcmp((*p)->key, key) != 0)
+        p = &(*p)->next;
+    struct keyed *k = *p;
+    if (!k)
+        return;
+    if (k->head) {
+        struct offload_item *next = k->head;
+        k->head = next->next;
+        if (!k->head)
+            k->tail = NULL;
+        append(&l->head, &l->tail, next);
+        pthread_cond_signal(&l->cv);
+        return;
+    }
+    if (--k->running == 0) {
+        *p = k->next;
+        free(k);
+    }
+}
 
 static void *worker(void *arg)
 {
@@ -40,9 +96,14 @@ static void *worker(void *arg)
         l->head = it->next;
         if (!l->head)
             l->tail = NULL;
+        char key[OFFLOAD_KEY_MAX + 1] = ""; /* the item may be freed by its run */
+        if (it->key)
+            snprintf(key, sizeof key, "%s", it->key);
         pthread_mutex_unlock(&l->mu);
         it->run(it->ctx);
         pthread_mutex_lock(&l->mu);
+        if (key[0])
+            key_done(l, key);
     }
     pthread_mutex_unlock(&l->mu);
     return NULL;
@@ -84,11 +145,26 @@ void offload_submit(enum offload_lane lane, struct offload_item *it)
         it->run(it->ctx);
         return;
     }
-    if (l->tail)
-        l->tail->next = it;
-    else
-        l->head = it;
-    l->tail = it;
+    if (it->key && *it->key && strlen(it->key) <= OFFLOAD_KEY_MAX) {
+        struct keyed *k = find_key(l, it->key);
+        if (!k && (k = calloc(1, sizeof *k)) != NULL) {
+            snprintf(k->key, sizeof k->key, "%s", it->key);
+            k->next = l->keys;
+            l->keys = k;
+        }
+        if (k && k->running >= OFFLOAD_PER_KEY) {
+            append(&k->head, &k->tail, it);
+            pthread_mutex_unlock(&l->mu);
+            return;
+        }
+        if (k)
+            k->running++;
+        else
+            it->key = NULL; /* out of memory: unkeyed, never lost */
+    } else {
+        it->key = NULL;
+    }
+    append(&l->head, &l->tail, it);
     pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&l->mu);
 }
@@ -103,6 +179,14 @@ struct offload_item *offload_take_queued(void)
         if (l->tail)
             end = &l->tail->next;
         l->head = l->tail = NULL;
+        /* and those waiting for their key's turn: their keys' counts stay with the items
+         * still running, which give them back as they end */
+        for (struct keyed *k = l->keys; k; k = k->next) {
+            *end = k->head;
+            if (k->tail)
+                end = &k->tail->next;
+            k->head = k->tail = NULL;
+        }
         pthread_mutex_unlock(&l->mu);
     }
     return all;

@@ -17,8 +17,16 @@ enum offload_lane { OFFLOAD_HASHING, OFFLOAD_WRITES, OFFLOAD_LANES };
 struct offload_item {
     void (*run)(void *ctx); /* on a pool thread; the item may be freed from within */
     void *ctx;
+    /* NULL, or the key the item shares with others (the workspace of a write): at most
+     * OFFLOAD_PER_KEY items of one key hold threads of the lane at once, the rest wait in
+     * their own queue, so that one busy key (a workspace whose writes queue on its lock anyway)
+     * cannot take every thread from the others. Copied when submitted. */
+    const char *key;
     struct offload_item *next; /* the queue's */
 };
+
+#define OFFLOAD_PER_KEY 4
+#define OFFLOAD_KEY_MAX 63
 
 /* Starts each lane's threads (at least 1 for hashing, 0 or more for writes; at most 64 each).
  * 0 / -1. */

@@ -500,7 +500,12 @@ bool pipeline_process(struct req *r, bool plain_listener)
         /* It hashes a password, or is a write on an engine that takes them on every connection:
          * off this thread, which serves other connections meanwhile. */
         r->handed_off = true;
-        r->offload = (struct offload_item){ .run = run_offloaded, .ctx = r };
+        /* A workspace's writes take their turns on its lock anyway: a few of them hold write
+         * threads at once, the rest wait without one (offload.h). */
+        const char *key = lane == OFFLOAD_WRITES && r->principal.authenticated
+                              ? r->principal.workspace_id
+                              : NULL;
+        r->offload = (struct offload_item){ .run = run_offloaded, .ctx = r, .key = key };
         MHD_suspend_connection(r->conn);
         offload_submit(lane, &r->offload);
         return true;
