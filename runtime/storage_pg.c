@@ -201,7 +201,6 @@ static struct pconn *side(void)
     return connection(&my_side, &my_side_generation);
 }
 
-/* The thread's connection in *mine, opened on first use (and after storage_close, anew). */
 /* Takes c out of the list of connections and closes it. */
 static void discard(struct pconn *c)
 {
@@ -218,6 +217,7 @@ static void discard(struct pconn *c)
     conn_close(c);
 }
 
+/* The thread's connection in *mine, opened on first use (and after storage_close, anew). */
 static struct pconn *connection(struct pconn **mine, unsigned *mine_generation)
 {
     char err[512] = "";
