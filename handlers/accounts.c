@@ -437,6 +437,11 @@ static int held_back_second_factor(struct req *r, const struct login_user *u,
     return ok;
 }
 
+const char *acc_turn_key(struct req *r, const char *email_norm)
+{
+    return arena_printf(&r->arena, "account:%s", email_norm);
+}
+
 int acc_prove_account(struct req *r, const char *email_norm, const struct acc_credentials *c,
                       struct login_user *again, struct acc_guard *g)
 {
@@ -462,6 +467,11 @@ int acc_prove_account(struct req *r, const char *email_norm, const struct acc_cr
     }
     bool ok = found ? password_verify(c->password, u.password_hash)
                     : password_verify_dummy(c->password);
+    /* From here on the account's attempts take turns (PostgreSQL: its advisory lock; SQLite
+     * has one writer): one TOTP code sent by several logins at once lets exactly one in, and
+     * the others see it used instead of conflicting. (The attempt is already committed as a
+     * failure: a conflict now could not be run again from the start.) */
+    storage_serialize_writes(acc_turn_key(r, email_norm));
     if (storage_begin(true) != 0) {
         req_problem(r, 503, "unavailable", "The database is unavailable; retry shortly.");
         return 0;

@@ -59,6 +59,9 @@ struct acc_credentials {
     const char *recovery_code;
 };
 struct acc_guard;
+/* The key on which an account's sign-in attempts take turns once their failure is counted
+ * (storage_serialize_writes), in r's arena. */
+const char *acc_turn_key(struct req *r, const char *email_norm);
 /* Proves the account of email_norm as a login does: the password, then the second factor
  * when MFA is on, under the failed-login guard (accounts_lockout.c), failures counted and
  * answered exactly as a login's (401 invalid_credentials / mfa_required / invalid_otp, 422

@@ -757,6 +757,7 @@ int accounts_sign_in(struct req *r, const struct accounts_sign_in_request *in,
     }
     bool right = found ? password_verify(f->password, u.password_hash)
                        : password_verify_dummy(f->password);
+    storage_serialize_writes(acc_turn_key(r, email_norm)); /* as acc_prove_account */
     if (storage_begin(true) != 0) {
         req_problem(r, 503, "unavailable", "The service is busy; try again shortly.");
         return 0;
