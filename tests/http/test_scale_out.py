@@ -411,6 +411,32 @@ def test_a_session_logged_out_through_one_instance_is_refused_by_the_others(trio
 
 # ---- 4. every approved payment settles once --------------------------------------------------
 
+def test_a_role_narrowed_through_one_instance_narrows_its_tokens_on_the_others(trio):
+    """The privilege cache of every instance hears a role change made through another one (the
+    generation row, runtime/instances.h): not a revocation, the token stays valid, but its
+    writes are refused everywhere on the next request."""
+    wid, owner_token, _ = trio.front.new_workspace()
+    key = "sync_" + uuid.uuid4().hex[:6]
+    with trio.direct(0, owner_token) as owner:
+        role = {"name": key, "scopes": ["payments:read", "payments:write"]}
+        assert owner.put("/v1/admin/roles/" + key, json=role).status in (200, 201)
+        sa = assert_json(owner.post("/v1/admin/service-accounts",
+                                    json={"name": "erp", "role": key}), 201)
+        tok = assert_json(owner.post("/v1/admin/service-accounts/%s/tokens" % sa["id"],
+                                     json={"scopes": ["payments:read", "payments:write"]}),
+                          201)["access_token"]
+        others = [trio.direct(i, tok) for i in range(1, N_INSTANCES)]
+        for c in others:  # each instance caches what the account may do
+            assert c.post("/v1/beneficiaries", json=beneficiary(external_id=None)).status == 201
+        assert owner.put("/v1/admin/roles/" + key,
+                         json=dict(role, scopes=["payments:read"])).status == 200
+    for c in others:
+        assert_problem(c.post("/v1/beneficiaries", json=beneficiary(external_id=None)), 403,
+                       "insufficient_scope")
+        assert c.get("/v1/beneficiaries").status == 200
+        c.close()
+
+
 def test_every_approved_payment_settles_once_with_three_workers(trio):
     team = Team(trio.front)
     team.policy([{"currency": "EUR", "min_amount": 1, "approvals_required": 1}])
