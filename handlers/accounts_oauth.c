@@ -1,21 +1,20 @@
 /* OAuth 2.0, authorization code with PKCE (RFC 6749, 7636, 8414, 9207, 9700), in three files.
  * This one: the clients a workspace registers (registration, get/update/list, the checks of
- * redirect URIs and web origins, the CORS origin lookup), client authentication at the token,
- * refresh and revocation endpoints, the authorization server metadata (RFC 8414) and the
- * users' grants (list, revoke); also the helpers the three files share (accounts_oauth.h).
+ * redirect URIs and web origins, the CORS origin lookup), the authorization server metadata
+ * (RFC 8414) and the users' grants (list, revoke); also the helpers the OAuth files share
+ * (accounts_oauth.h).
  * Neighbours: accounts_oauth_pages.c, the browser side (browser sessions, the authorization
  * endpoint, the sign-in, one-time code and consent pages, the callback page, the purge job);
- * accounts_oauth_token.c, authorization codes, the token endpoint and revocation (RFC 7009).
+ * accounts_oauth_token.c, where a client presents a code or a token (client authentication,
+ * authorization codes, the token and refresh endpoints, revocation: RFC 7009).
  *
  * Client secrets are stored as SHA-256 digests of 256-bit random values only. Tokens are the
  * login's: a session (refresh-token family) bound to the client and the grant, so revoking
  * either ends them at once. */
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "generated/scopes.h"
 #include "handlers/accounts.h"
@@ -434,35 +433,6 @@ static int client_save(const struct oauth_stored_client *x, bool insert, int64_t
     return ret;
 }
 
-/* Revokes the sessions of grant or client (one of them) and publishes them after the commit.
- * 0 / -1. */
-static int revoke_sessions_of(struct req *r, const char *column_name, const char *id,
-                              const char *reason)
-{
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
-    const char *sql = strcmp(column_name, "grant_id") == 0
-                          ? "SELECT id FROM sessions WHERE grant_id = ? AND revoked_at IS NULL"
-                          : "SELECT id FROM sessions WHERE client_id = ? AND revoked_at IS NULL";
-    struct db_stmt *st = storage_prepare(sql);
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, id);
-    int rc;
-    while ((rc = db_step(st)) == DB_ROW)
-        acc_publish_revocation(r, oauth_column(r, st, 0));
-    db_reset(st);
-    if (rc != DB_DONE)
-        return oauth_db_failed("sessions of");
-    const char *upd = strcmp(column_name, "grant_id") == 0
-                          ? "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE "
-                            "grant_id = ? AND revoked_at IS NULL"
-                          : "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE "
-                            "client_id = ? AND revoked_at IS NULL";
-    const char *v[] = {now, reason, id};
-    return storage_exec_texts(upd, v, 3);
-}
-
 int accounts_create_oauth_client(struct req *r,
                                  const struct accounts_create_oauth_client_request *in,
                                  struct accounts_create_oauth_client_response *out)
@@ -621,7 +591,7 @@ int accounts_update_oauth_client(struct req *r,
         return -1;
     if (disabling) {
         const char *v[] = {now, c->id};
-        if (revoke_sessions_of(r, "client_id", c->id, "client_disabled") != 0 ||
+        if (acc_revoke_sessions_of(r, "client_id", c->id, "client_disabled") != 0 ||
             storage_exec_texts("UPDATE oauth_grants SET revoked_at = ? WHERE client_id = ? AND "
                                "revoked_at IS NULL",
                                v, 2) != 0)
@@ -671,114 +641,6 @@ int accounts_list_oauth_clients(struct req *r,
     out->status = 200;
     out->body_200 = p;
     return 0;
-}
-
-/* ==== client authentication (token and refresh endpoints) ================================= */
-
-static void invalid_client(struct req *r, bool basic, const char *detail)
-{
-    req_problem(r, 401, "invalid_client", "%s", detail);
-    if (basic)
-        req_set_header(r, "WWW-Authenticate", "Basic realm=\"treasury\"");
-}
-
-/* Decodes one application/x-www-form-urlencoded component of HTTP Basic (RFC 6749 §2.3.1)
- * in place. false on a bad escape. */
-static bool form_decode(char *s)
-{
-    char *o = s;
-    for (char *p = s; *p; p++) {
-        if (*p == '+') {
-            *o++ = ' ';
-        } else if (*p == '%') {
-            int hi, lo;
-            if (sscanf(p + 1, "%1x%1x", (unsigned *)&hi, (unsigned *)&lo) != 2)
-                return false;
-            *o++ = (char)(hi * 16 + lo);
-            p += 2;
-        } else {
-            *o++ = *p;
-        }
-    }
-    *o = '\0';
-    return true;
-}
-
-/* HTTP Basic credentials: 1 parsed, 0 no Basic header, -1 malformed. */
-static int basic_credentials(struct req *r, char **id, char **secret)
-{
-    const char *h = req_header(r, "Authorization");
-    if (!h || strncasecmp(h, "Basic ", 6) != 0)
-        return 0;
-    const char *b64 = h + 6;
-    while (*b64 == ' ')
-        b64++;
-    size_t n = strlen(b64);
-    if (n == 0 || n > 1024 || n % 4 != 0)
-        return -1;
-    unsigned char *raw = arena_alloc(&r->arena, n / 4 * 3 + 1);
-    int len = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)n);
-    if (len < 0)
-        return -1;
-    len -= (b64[n - 1] == '=') + (b64[n - 2] == '=');
-    raw[len] = '\0';
-    if (memchr(raw, '\0', (size_t)len))
-        return -1;
-    char *colon = strchr((char *)raw, ':');
-    if (!colon)
-        return -1;
-    *colon = '\0';
-    *id = (char *)raw;
-    *secret = colon + 1;
-    return form_decode(*id) && form_decode(*secret) ? 1 : -1;
-}
-
-int acc_client_authenticate(struct req *r, const char *body_client_id, const char *body_secret,
-                            char *client, size_t client_len)
-{
-    char *basic_id = NULL, *basic_secret = NULL;
-    int basic = basic_credentials(r, &basic_id, &basic_secret);
-    client[0] = '\0';
-    if (basic < 0) {
-        invalid_client(r, true, "The HTTP Basic client credentials are malformed.");
-        return 0;
-    }
-    if (basic && body_secret) {
-        req_problem(r, 400, "invalid_request",
-                    "Authenticate the client one way only: HTTP Basic or client_secret.");
-        return 0;
-    }
-    if (basic && body_client_id && strcmp(basic_id, body_client_id) != 0) {
-        req_problem(r, 400, "invalid_request",
-                    "client_id in the body differs from the HTTP Basic client.");
-        return 0;
-    }
-    const char *id = basic ? basic_id : body_client_id;
-    const char *secret = basic ? basic_secret : body_secret;
-    if (!id)
-        return 1; /* no client: a login's refresh token */
-    struct oauth_stored_client *x = arena_alloc(&r->arena, sizeof *x);
-    int found = oauth_client_load(r, id, NULL, x);
-    if (found < 0)
-        return -1;
-    if (!found || x->c.status != OAUTH_CLIENT_STATUS_ACTIVE) {
-        invalid_client(r, basic, "Client authentication failed: unknown or disabled client.");
-        return 0;
-    }
-    if (x->c.type == OAUTH_CLIENT_TYPE_CONFIDENTIAL) {
-        char hash[DIGEST_HEX_LEN + 1];
-        if (!secret || !*secret || oauth_sha256_hex(secret, hash) != 0 || !x->secret_hash ||
-            !oauth_secure_equal(hash, x->secret_hash)) {
-            invalid_client(r, basic, "Client authentication failed: the client secret is missing "
-                                     "or wrong.");
-            return 0;
-        }
-    } else if (secret && *secret) {
-        invalid_client(r, basic, "A public client has no secret; send only client_id.");
-        return 0;
-    }
-    snprintf(client, client_len, "%s", x->c.id);
-    return 1;
 }
 
 /* ==== metadata ============================================================================ */
@@ -899,7 +761,7 @@ int accounts_revoke_oauth_grant(struct req *r,
         req_problem(r, 404, "not_found", "You have no connected application %s.", in->id);
         return 0;
     }
-    if (revoke_sessions_of(r, "grant_id", in->id, "grant_revoked") != 0 ||
+    if (acc_revoke_sessions_of(r, "grant_id", in->id, "grant_revoked") != 0 ||
         audit_record(r, "oauth_grant.revoked", "oauth_grant", in->id, "active", "revoked",
                      NULL) != 0)
         return -1;
