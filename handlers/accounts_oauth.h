@@ -1,8 +1,9 @@
 /* What the OAuth 2.0 handler files share, and the two things they give the rest of the
  * server (the CORS origin lookup for runtime/main.c, the purge job for handlers/jobs.c):
- *   accounts_oauth.c        the helpers declared here, the clients a workspace registers
- *                           (redirect URIs, web origins, the CORS lookup), the server metadata
- *                           (RFC 8414) and the users' grants;
+ *   accounts_oauth.c        the helpers declared here and the server metadata (RFC 8414);
+ *   accounts_oauth_clients.c the clients a workspace registers (redirect URIs, web origins,
+ *                           the CORS lookup, oauth_client_load, oauth_registered_redirect);
+ *   accounts_oauth_grants.c the users' grants (list, revoke);
  *   accounts_oauth_pages.c  the browser side: browser sessions, the authorization endpoint, the
  *                           sign-in, one-time code and consent pages, the callback page and the
  *                           purge job;
@@ -37,7 +38,7 @@ struct oauth_stored_client {
 
 /* The accounts API's answer to runtime/cors.h (cors_origin_fn): whether origin is registered
  * with the active OAuth client client_id, or with any active client when it is NULL.
- * (accounts_oauth.c) */
+ * (accounts_oauth_clients.c) */
 bool accounts_cors_origin_allowed(const char *origin, const char *client_id);
 /* The job that deletes expired codes, requests and browser sessions. (accounts_oauth_pages.c) */
 struct job accounts_oauth_purge_job(void);
@@ -56,6 +57,8 @@ bool oauth_secure_equal(const char *a, const char *b);
 const char **oauth_split_scopes(struct req *r, const char *text, size_t *count);
 /* The token issuer: the base URL of this server. */
 const char *oauth_issuer(void);
+
+/* ---- defined in accounts_oauth_clients.c ---- */
 
 /* Client id, of workspace wid (NULL: any workspace), into *x (its strings in r->arena).
  * 1 found, 0 not, -1 failure. */
