@@ -335,7 +335,7 @@ static int record_change_json(struct req *r, const char *type, const struct paym
 {
     if (!json || outbox_add(r, type, "payment", p->id, p->version, json) != 0)
         return -1;
-    return audit_record(r, type, "payment", p->id, before ? payment_status_str(before) : NULL,
+    return audit_change(r, type, "payment", p->id, before ? payment_status_str(before) : NULL,
                         payment_status_str(p->status), detail);
 }
 
@@ -709,12 +709,7 @@ static bool editable(enum payment_status s)
 int payments_update_payment(struct req *r, const struct payments_update_payment_request *in,
                             struct payments_update_payment_response *out)
 {
-    const struct payment_update *u = in->body;
-    if (!in->has_if_match) {
-        req_problem(r, 428, "precondition_required",
-                    "Send If-Match with the payment's current ETag to change it.");
-        return 0;
-    }
+    const struct payment_update *u = in->body; /* If-Match is there: x-if-match: required */
     struct pay *x = arena_alloc(&r->arena, sizeof *x);
     int found = pay_load(r, in->id, in->if_match, x);
     if (found <= 0)
