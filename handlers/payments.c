@@ -184,9 +184,12 @@ int pay_load_approvers(struct req *r, struct pay *x)
 #define MAX_DECISIONS 20
 
 /* One decision from the row's columns col.. (user_id, decision, reason, decided_at), appended
- * to a (which has room for MAX_DECISIONS). */
+ * to a (at most MAX_DECISIONS; the array grows as they come: most payments have none). */
 static void read_decision(struct req *r, struct db_stmt *st, int col, struct payment_approval *a)
 {
+    if (a->approvers_count >= MAX_DECISIONS)
+        return;
+    a->approvers = arena_grow(&r->arena, a->approvers, a->approvers_count, sizeof *a->approvers);
     struct payment_approver *d = &a->approvers[a->approvers_count++];
     d->user_id = pay_column(r, st, col);
     d->decision = payment_approver_decision_parse(pay_column(r, st, col + 1));
@@ -199,7 +202,7 @@ static void read_decision(struct req *r, struct db_stmt *st, int col, struct pay
 
 int pay_read_decisions(struct req *r, struct db_stmt *st, struct payment_approval *a)
 {
-    a->approvers = arena_alloc(&r->arena, MAX_DECISIONS * sizeof *a->approvers);
+    a->approvers = NULL;
     a->approvers_count = 0;
     a->received = 0;
     int rc;
@@ -268,11 +271,7 @@ static int row_to_pay(struct req *r, struct db_stmt *st, struct pay *x)
 /* A decision of the page's payment p (row columns 1..), one of its current round's. */
 static void page_decision(struct req *r, struct db_stmt *st, struct payment *p)
 {
-    struct payment_approval *a = p->approval;
-    if (!a->approvers)
-        a->approvers = arena_alloc(&r->arena, MAX_DECISIONS * sizeof *a->approvers);
-    if (a->approvers_count < MAX_DECISIONS)
-        read_decision(r, st, 1, a);
+    read_decision(r, st, 1, p->approval);
 }
 
 /* The current round's decisions of a page of payments, in one query (not one per row). */
