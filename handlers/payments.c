@@ -80,10 +80,11 @@ int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sq
         log_error("%s: a page of %zu items is longer than DB_IN_LIST_MAX", what, n);
         return -1;
     }
-    struct db_stmt *st = storage_prepare(sql);
+    int places = 0;
+    struct db_stmt *st = storage_prepare_in(sql, n, &places);
     if (!st)
         return -1;
-    for (size_t i = 0; i < DB_IN_LIST_MAX; i++) {
+    for (size_t i = 0; i < (size_t)places; i++) {
         if (i < n)
             db_bind_text(st, (int)i + 1, items[i].id);
         else
