@@ -521,6 +521,40 @@ static void test_writer_escapes_strings_per_rfc_8259(void)
     arena_release(&a);
 }
 
+/* The plain-ASCII fast path tests eight bytes at a time: a byte to escape at every place of
+ * strings of every length up to 40 (in the first eight, in the middle, in the overlapping last
+ * eight) is escaped, and the plain bytes around it kept; 0x7f and ' ' are plain, 0x1f, '"',
+ * '\\' and bytes of 0x80 and up are not. */
+static void test_writer_escapes_at_every_place_of_the_fast_path(void)
+{
+    static const struct {
+        const char *in, *out;
+    } specials[] = {{"\x1f", "\\u001f"}, {"\"", "\\\""}, {"\\", "\\\\"},
+                    {"\n", "\\n"}, {"\xc3\xa9", "\xc3\xa9"}, {"\xff", "\\ufffd"},
+                    {"\x7f", "\x7f"}, {" ", " "}};
+    for (size_t n = 1; n <= 40; n++)
+        for (size_t at = 0; at < n; at++)
+            for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {
+                char in[64], want[80];
+                size_t sl = strlen(specials[k].in);
+                for (size_t i = 0; i < n; i++)
+                    in[i] = (char)('a' + i % 26);
+                memcpy(in + at, specials[k].in, sl);
+                size_t len = at + sl + (n - at - 1);
+                for (size_t i = at + 1; i < n; i++)
+                    in[at + sl + i - at - 1] = (char)('a' + i % 26);
+                in[len] = '\0';
+                snprintf(want, sizeof want, "\"%.*s%s%s\"", (int)at, in, specials[k].out,
+                         in + at + sl);
+                struct jsonw w;
+                jsonw_init(&w);
+                jsonw_string(&w, in);
+                char *s = take(&w);
+                CHECK_STR(s, want);
+                free(s);
+            }
+}
+
 static void test_writer_keys_are_escaped(void)
 {
     struct jsonw w;
@@ -697,6 +731,7 @@ int main(void)
         UNIT_TEST(test_writer_places_commas_at_every_depth),
         UNIT_TEST(test_writer_spells_integers_and_escapes_after_plain_runs),
         UNIT_TEST(test_writer_escapes_strings_per_rfc_8259),
+        UNIT_TEST(test_writer_escapes_at_every_place_of_the_fast_path),
         UNIT_TEST(test_writer_keys_are_escaped),
         UNIT_TEST(test_writer_integers_are_exact),
         UNIT_TEST(test_writer_doubles_round_trip_and_non_finite_is_null),
