@@ -275,14 +275,16 @@ static void page_decision(struct req *r, struct db_stmt *st, struct payment *p)
     read_decision(r, st, 1, p->approval);
 }
 
-/* The current round's decisions of a page of payments, in one query (not one per row). */
+/* The current round's decisions of a page of payments, in one query (not one per row). The
+ * round is looked up for each decision found, not for each payment of the page: most have
+ * none (a join from payments looked every payment of the page up a second time). */
 static int load_page_approvers(struct req *r, struct payment *items, size_t n)
 {
     return pay_page_rows(r, items, n,
                          "SELECT a.payment_id, a.user_id, a.decision, a.reason, a.decided_at "
-                         "FROM payment_approvals a JOIN payments p "
-                         "ON p.id = a.payment_id AND a.round = p.approval_round "
-                         "WHERE a.payment_id IN " DB_IN_LIST " "
+                         "FROM payment_approvals a WHERE a.payment_id IN " DB_IN_LIST " "
+                         "AND a.round = (SELECT p.approval_round FROM payments p "
+                         "WHERE p.id = a.payment_id) "
                          "ORDER BY a.payment_id, a.decided_at, a.user_id",
                          page_decision, "payments: page approvals");
 }
