@@ -165,17 +165,11 @@ static bool plain(unsigned char c)
     return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
 }
 
-static void quoted(struct jsonw *w, const char *str, size_t n)
+/* Copies the plain bytes that begin s (n bytes) to o, eight at a time as they are tested, the
+ * last eight (overlapping) at once; their count (n when all are plain). */
+static size_t copy_plain(const unsigned char *s, size_t n, char *o)
 {
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0, run = 0;
-    /* Fast path: printable ASCII with nothing to escape (ids, codes, dates, most text) is
-     * copied eight bytes at a time as it is tested, the last eight (overlapping) at once;
-     * the first other byte hands over to the loop below. */
-    reserve(w, n + 3);
-    char *o = w->buf + w->len;
-    *o++ = '"';
+    size_t i = 0;
     uint64_t v;
     for (; i + 8 <= n; i += 8) {
         memcpy(&v, s + i, 8);
@@ -187,13 +181,27 @@ static void quoted(struct jsonw *w, const char *str, size_t n)
         memcpy(&v, s + n - 8, 8);
         if (!special8(v)) {
             memcpy(o + n - 8, &v, 8);
-            i = n;
+            return n;
         }
     }
     while (i < n && plain(s[i])) {
         o[i] = (char)s[i];
         i++;
     }
+    return i;
+}
+
+static void quoted(struct jsonw *w, const char *str, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *s = (const unsigned char *)str;
+    size_t run = 0;
+    /* Fast path: printable ASCII with nothing to escape (ids, codes, dates, most text) is
+     * copied as it is tested; the first other byte hands over to the loop below. */
+    reserve(w, n + 3);
+    char *o = w->buf + w->len;
+    *o++ = '"';
+    size_t i = copy_plain(s, n, o);
     if (i == n) {
         o[n] = '"';
         w->len += n + 2;

@@ -566,6 +566,30 @@ static void test_writer_keys_are_escaped(void)
     char *s = take(&w);
     CHECK_STR(s, "{\"a\\\"\\n\":0}");
     free(s);
+    /* Plain keys of every length (short ones take a one-pass path), and each with a byte to
+     * escape as its first and as its last */
+    for (size_t n = 0; n <= 70; n++)
+        for (int esc = 0; esc < 3; esc++) {
+            char key[80], want[100];
+            for (size_t i = 0; i < n; i++)
+                key[i] = (char)('a' + i % 26);
+            key[n] = '\0';
+            if (n && esc)
+                key[esc == 1 ? 0 : n - 1] = '\t';
+            const char *tab = strchr(key, '\t');
+            if (tab)
+                snprintf(want, sizeof want, "{\"%.*s\\t%s\":0}", (int)(tab - key), key, tab + 1);
+            else
+                snprintf(want, sizeof want, "{\"%s\":0}", key);
+            jsonw_init(&w);
+            jsonw_object_begin(&w);
+            jsonw_key(&w, key);
+            jsonw_int(&w, 0);
+            jsonw_object_end(&w);
+            s = take(&w);
+            CHECK_STR(s, want);
+            free(s);
+        }
 }
 
 static void test_writer_integers_are_exact(void)
