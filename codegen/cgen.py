@@ -788,7 +788,6 @@ def dispatch_body(op):
         w('r->with_errors = true;')
         w('return 0;')
         w.close()
-    if_match_block(w, op)
     if op.raw_body:
         raw_body(w, op)
     elif op.body:
@@ -817,6 +816,7 @@ def dispatch_body(op):
             w('if (decode_%s(&r->arena, doc, in.body) != 0)' % b.cname)
             w('    return -1;')
         w.close()
+    if_match_block(w, op)
     audit_fields_block(w, op)
     w()
     w('r->handler_ran = true; /* from here on, the answer is the operation\'s own */')
@@ -881,6 +881,7 @@ def dispatch_body(op):
     w.end_switch()
     for hd in op.headers:
         cond = status_cond('r->status', hd.statuses)
+        etag_of_version(w, op, hd)
         if hd.kind == 'integer':
             w.open('if (out.has_%s && (%s))' % (hd.cname, cond))
             w('char hb[24];')
@@ -913,6 +914,22 @@ def _member_text(r, name):
     f = next(f for f in r.field.node.fields if f.json_name == name)
     v = 'out.%s->%s' % (r.field.cname, f.cname)
     return '%s_str(%s)' % (f.node.cname, v) if f.kind == 'enum' else v
+
+
+def etag_of_version(w, op, hd):
+    """An ETag the handler left unset is the answer's version (`"v<version>"`, req_etag) where
+    its JSON body has a required integer `version`: a resource's ETag always comes from it."""
+    if hd.json_name.lower() != 'etag' or hd.kind == 'integer':
+        return
+    for r in op.responses:
+        if r.status not in hd.statuses or r.kind != 'json':
+            continue
+        v = next((f for f in r.field.node.fields if f.json_name == 'version'), None) \
+            if r.field.node.kind == 'object' else None
+        if v is None or v.kind != 'integer' or not v.required:
+            continue
+        w('if (!out.%s && r->status == %d)' % (hd.cname, r.status))
+        w('    out.%s = req_etag(r, out.%s->%s);' % (hd.cname, r.field.cname, v.cname))
 
 
 def audit_fields_block(w, op):

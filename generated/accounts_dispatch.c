@@ -2448,6 +2448,8 @@ int dispatch_accounts_create_oauth_client(struct req *r)
         }
         if (out.location && (r->status == 201))
             req_set_header(r, "Location", out.location);
+        if (!out.etag && r->status == 201)
+            out.etag = req_etag(r, out.body_201->version);
         if (out.etag && (r->status == 201))
             req_set_header(r, "ETag", out.etag);
     }
@@ -2588,6 +2590,8 @@ int dispatch_accounts_get_oauth_client(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -2773,6 +2777,8 @@ int dispatch_accounts_update_oauth_client(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }

@@ -659,6 +659,8 @@ int dispatch_admin_create_service_account(struct req *r)
         }
         if (out.location && (r->status == 201))
             req_set_header(r, "Location", out.location);
+        if (!out.etag && r->status == 201)
+            out.etag = req_etag(r, out.body_201->version);
         if (out.etag && (r->status == 201))
             req_set_header(r, "ETag", out.etag);
     }
@@ -799,6 +801,8 @@ int dispatch_admin_get_service_account(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -935,6 +939,8 @@ int dispatch_admin_disable_service_account(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }

@@ -343,6 +343,8 @@ int dispatch_payments_create_beneficiary(struct req *r)
         }
         if (out.location && (r->status == 201))
             req_set_header(r, "Location", out.location);
+        if (!out.etag && r->status == 201)
+            out.etag = req_etag(r, out.body_201->version);
         if (out.etag && (r->status == 201))
             req_set_header(r, "ETag", out.etag);
     }
@@ -485,6 +487,8 @@ int dispatch_payments_get_beneficiary(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -670,6 +674,8 @@ int dispatch_payments_update_beneficiary(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -941,6 +947,8 @@ int dispatch_payments_approve_beneficiary(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -1122,6 +1130,8 @@ int dispatch_payments_deny_beneficiary(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -1600,6 +1610,8 @@ int dispatch_payments_create_payment(struct req *r)
         }
         if (out.location && (r->status == 201))
             req_set_header(r, "Location", out.location);
+        if (!out.etag && r->status == 201)
+            out.etag = req_etag(r, out.body_201->version);
         if (out.etag && (r->status == 201))
             req_set_header(r, "ETag", out.etag);
     }
@@ -1719,6 +1731,8 @@ int dispatch_payments_get_approval_policy(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -1891,6 +1905,8 @@ int dispatch_payments_put_approval_policy(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -2058,6 +2074,8 @@ int dispatch_payments_create_payment_batch(struct req *r)
         }
         if (out.location && (r->status == 201))
             req_set_header(r, "Location", out.location);
+        if (!out.etag && r->status == 201)
+            out.etag = req_etag(r, out.body_201->version);
         if (out.etag && (r->status == 201))
             req_set_header(r, "ETag", out.etag);
     }
@@ -2198,6 +2216,8 @@ int dispatch_payments_get_payment_batch(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -2338,6 +2358,8 @@ int dispatch_payments_approve_payment_batch(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -2482,6 +2504,8 @@ int dispatch_payments_cancel_payment_batch(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -2657,6 +2681,8 @@ int dispatch_payments_deny_payment_batch(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -2797,6 +2823,8 @@ int dispatch_payments_get_payment(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -2937,11 +2965,6 @@ int dispatch_payments_update_payment(struct req *r)
         r->with_errors = true;
         return 0;
     }
-    if (!req_header(r, "If-Match")) {
-        req_problem(r, 428, "precondition_required", "%s",
-                    "Send If-Match with the current ETag (GET it first), so that this change cannot overwrite one made since.");
-        return 0;
-    }
     if (!r->body || r->body_len == 0) {
         verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
         req_problem_validation(r, 422, "The request body is missing.");
@@ -2962,6 +2985,11 @@ int dispatch_payments_update_payment(struct req *r)
         in.body = arena_alloc(&r->arena, sizeof *in.body);
         if (decode_payment_update(&r->arena, doc, in.body) != 0)
             return -1;
+    }
+    if (!req_header(r, "If-Match")) {
+        req_problem(r, 428, "precondition_required", "%s",
+                    "Send If-Match with the current ETag (GET it first), so that this change cannot overwrite one made since.");
+        return 0;
     }
 
     r->handler_ran = true; /* from here on, the answer is the operation's own */
@@ -2991,6 +3019,8 @@ int dispatch_payments_update_payment(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -3139,6 +3169,8 @@ int dispatch_payments_approve_payment(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -3283,6 +3315,8 @@ int dispatch_payments_cancel_payment(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -3462,6 +3496,8 @@ int dispatch_payments_deny_payment(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }

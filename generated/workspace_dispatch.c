@@ -132,6 +132,8 @@ int dispatch_workspace_get_workspace(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
@@ -622,6 +624,8 @@ int dispatch_workspace_update_workspace_settings(struct req *r)
                       out.status);
             return -1;
         }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }

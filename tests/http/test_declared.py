@@ -80,6 +80,7 @@ def test_a_change_that_requires_if_match_is_428_without_it_before_anything_is_re
     server.login()
     with server.client(token=server.token) as c:
         # no such payment: the declared precondition is checked before the handler looks
+        # (after the body: an invalid one is 422 first)
         r = c.patch("/v1/payments/pay_01jq6d4e5f6g7h8j9k0m1n2p3q", json={"external_id": "ext-1"})
         assert_problem(r, 428, "precondition_required")
         assert "If-Match" in r.json()["detail"]

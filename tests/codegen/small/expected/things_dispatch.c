@@ -670,11 +670,6 @@ int dispatch_things_replace_thing(struct req *r)
         r->with_errors = true;
         return 0;
     }
-    if (!req_header(r, "If-Match")) {
-        req_problem(r, 428, "precondition_required", "%s",
-                    "Send If-Match with the current ETag (GET it first), so that this change cannot overwrite one made since.");
-        return 0;
-    }
     if (!r->body || r->body_len == 0) {
         verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
         req_problem_validation(r, 422, "The request body is missing.");
@@ -695,6 +690,11 @@ int dispatch_things_replace_thing(struct req *r)
         in.body = arena_alloc(&r->arena, sizeof *in.body);
         if (decode_thing(&r->arena, doc, in.body) != 0)
             return -1;
+    }
+    if (!req_header(r, "If-Match")) {
+        req_problem(r, 428, "precondition_required", "%s",
+                    "Send If-Match with the current ETag (GET it first), so that this change cannot overwrite one made since.");
+        return 0;
     }
     if (doc) {
         struct jsonw aw;
