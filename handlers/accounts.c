@@ -23,7 +23,7 @@
 #include "runtime/id.h"
 #include "runtime/log.h"
 #include "runtime/password.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/revocation.h"
 #include "runtime/seal.h"
 #include "runtime/totp.h"

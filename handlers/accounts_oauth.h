@@ -20,7 +20,7 @@
 #include "runtime/storage.h"
 #include "handlers/accounts.h"
 #include "runtime/digest.h"
-#include "runtime/jobs.h"
+#include "runtime/job_runner.h"
 #include "runtime/req.h"
 
 #define OAUTH_AUTHORIZE_PATH "/v1/accounts/auth/oauth/authorize"

@@ -16,7 +16,7 @@
 #include "runtime/id.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/storage.h"
 
 #define CLIENT_COLUMNS                                                                        \

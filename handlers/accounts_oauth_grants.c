@@ -8,7 +8,7 @@
 #include "runtime/audit.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/storage.h"
 
 /* ==== grants ============================================================================== */

@@ -22,7 +22,7 @@
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/revocation.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"

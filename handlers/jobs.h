@@ -6,9 +6,9 @@
 #include <stddef.h>
 
 #include "runtime/config.h"
-#include "runtime/jobs.h"
+#include "runtime/job_runner.h"
 
-/* Fills out (JOBS_MAX entries) with every job, configured from c; their number. */
+/* Fills out (JOB_RUNNER_MAX entries) with every job, configured from c; their number. */
 size_t handlers_jobs(const struct config *c, struct job *out);
 
 #endif

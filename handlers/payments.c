@@ -21,7 +21,7 @@
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
 #include "runtime/outbox.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/storage.h"
 
 static int db_failed(const char *what)

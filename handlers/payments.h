@@ -14,7 +14,7 @@
 #include "runtime/storage.h"
 #include "generated/payments_api.h"
 #include "runtime/config.h"
-#include "runtime/jobs.h"
+#include "runtime/job_runner.h"
 #include "runtime/jsonw.h"
 #include "runtime/req.h"
 

@@ -15,7 +15,7 @@
 #include "runtime/id.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/storage.h"
 
 #define BEN_PATH "/v1/beneficiaries"

@@ -13,7 +13,7 @@
 #include "runtime/format.h"
 #include "runtime/id.h"
 #include "runtime/log.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/ratelimit.h"
 #include "runtime/revocation.h"
 #include "runtime/storage.h"

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "runtime/jobs.h"
+#include "runtime/job_runner.h"
 
 #define MAIL_SUBJECT_MAX 200
 #define MAIL_BODY_MAX 16384

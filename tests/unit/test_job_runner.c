@@ -1,8 +1,8 @@
-/* Unit tests for runtime/jobs.c: a job runs at start and then once per period, a round that
+/* Unit tests for runtime/job_runner.c: a job runs at start and then once per period, a round that
  * reports a full batch runs again without waiting, and stop ends a long sleep at once. */
 #include <time.h>
 
-#include "runtime/jobs.h"
+#include "runtime/job_runner.h"
 #include "tests/unit/unit.h"
 
 static int runs, full_rounds;
@@ -33,9 +33,9 @@ static void test_a_job_runs_at_start_and_stop_ends_its_sleep(void)
 {
     const struct job j = {"counting", counting, 0, 3600000};
     runs = 0;
-    CHECK(jobs_start(&j, 1) == 0);
+    CHECK(job_runner_start(&j, 1) == 0);
     CHECK(wait_for(&runs, 1) == 1);
-    jobs_stop(); /* would wait an hour if stop did not wake it */
+    job_runner_stop(); /* would wait an hour if stop did not wake it */
     CHECK(runs == 1);
 }
 
@@ -43,19 +43,19 @@ static void test_a_full_batch_runs_again_without_waiting(void)
 {
     const struct job j = {"draining", draining, 10, 3600000};
     full_rounds = 0;
-    CHECK(jobs_start(&j, 1) == 0);
+    CHECK(job_runner_start(&j, 1) == 0);
     CHECK(wait_for(&full_rounds, 6) == 6); /* five full rounds, then the one that found none */
-    jobs_stop();
+    job_runner_stop();
     CHECK(full_rounds == 6);
 }
 
 static void test_more_jobs_than_threads_are_refused(void)
 {
-    struct job many[JOBS_MAX + 1];
-    for (size_t i = 0; i < JOBS_MAX + 1; i++)
+    struct job many[JOB_RUNNER_MAX + 1];
+    for (size_t i = 0; i < JOB_RUNNER_MAX + 1; i++)
         many[i] = (struct job){"counting", counting, 0, 3600000};
     runs = 0;
-    CHECK(jobs_start(many, JOBS_MAX + 1) == -1);
+    CHECK(job_runner_start(many, JOB_RUNNER_MAX + 1) == -1);
     CHECK(runs == 0);
 }
 
@@ -66,5 +66,5 @@ int main(void)
         UNIT_TEST(test_a_full_batch_runs_again_without_waiting),
         UNIT_TEST(test_more_jobs_than_threads_are_refused),
     };
-    return unit_run("jobs", tests, sizeof tests / sizeof tests[0]);
+    return unit_run("job_runner", tests, sizeof tests / sizeof tests[0]);
 }

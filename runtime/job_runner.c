@@ -1,5 +1,5 @@
 /* One thread per job, sleeping on a shared condition variable between rounds. */
-#include "runtime/jobs.h"
+#include "runtime/job_runner.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -14,8 +14,8 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static bool stopping;
-static struct job jobs_list[JOBS_MAX];
-static pthread_t threads[JOBS_MAX];
+static struct job jobs_list[JOB_RUNNER_MAX];
+static pthread_t threads[JOB_RUNNER_MAX];
 static size_t started;
 
 static void *loop(void *arg)
@@ -44,10 +44,10 @@ static void *loop(void *arg)
     return NULL;
 }
 
-int jobs_start(const struct job *jobs, size_t n)
+int job_runner_start(const struct job *jobs, size_t n)
 {
-    if (n > JOBS_MAX) {
-        log_error("jobs: %zu jobs, at most %d", n, JOBS_MAX);
+    if (n > JOB_RUNNER_MAX) {
+        log_error("jobs: %zu jobs, at most %d", n, JOB_RUNNER_MAX);
         return -1;
     }
     stopping = false;
@@ -55,7 +55,7 @@ int jobs_start(const struct job *jobs, size_t n)
         jobs_list[i] = jobs[i];
         if (pthread_create(&threads[i], NULL, loop, &jobs_list[i]) != 0) {
             log_error("jobs: cannot start the thread of %s", jobs[i].name);
-            jobs_stop();
+            job_runner_stop();
             return -1;
         }
         started = i + 1;
@@ -63,7 +63,7 @@ int jobs_start(const struct job *jobs, size_t n)
     return 0;
 }
 
-void jobs_stop(void)
+void job_runner_stop(void)
 {
     pthread_mutex_lock(&lock);
     stopping = true;

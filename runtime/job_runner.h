@@ -3,12 +3,12 @@
  * round every period, again at once while a round finds a full batch, and stop wakes it at
  * once and waits for the round in progress to finish (a round is one or more committed
  * transactions, so stopping between rounds loses nothing). */
-#ifndef RUNTIME_JOBS_H
-#define RUNTIME_JOBS_H
+#ifndef RUNTIME_JOB_RUNNER_H
+#define RUNTIME_JOB_RUNNER_H
 
 #include <stddef.h>
 
-#define JOBS_MAX 8
+#define JOB_RUNNER_MAX 8
 
 struct job {
     const char *name;
@@ -20,8 +20,8 @@ struct job {
 };
 
 /* Starts one thread per job (storage must be open). 0 / -1 (then none runs). */
-int jobs_start(const struct job *jobs, size_t n);
+int job_runner_start(const struct job *jobs, size_t n);
 /* Stops them all and joins their threads. */
-void jobs_stop(void);
+void job_runner_stop(void);
 
 #endif
