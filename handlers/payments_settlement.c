@@ -63,24 +63,6 @@ static enum rail_state rail_state_of(enum payment_status s)
                                            : RAIL_PROCESSING;
 }
 
-/* Only the time of the next step changes (no status change: no new version, no event). */
-static int reschedule(const struct pay *x, bool has_next, int64_t at)
-{
-    struct db_stmt *st = storage_prepare(
-        "UPDATE payments SET next_step_at = ? WHERE id = ? AND version = ?");
-    if (!st)
-        return -1;
-    if (has_next)
-        db_bind_int64(st, 1, at);
-    else
-        db_bind_null(st, 1);
-    db_bind_text(st, 2, x->p.id);
-    db_bind_int64(st, 3, x->p.version);
-    int rc = db_step(st);
-    db_reset(st);
-    return rc == DB_DONE ? 0 : -1;
-}
-
 /* One payment's step: a group-commit item. Everything it allocates lives in r's arena, which
  * starts afresh for each run (the writer may run it twice) and is freed when the batch ends. */
 struct step {
@@ -179,14 +161,14 @@ static int advance(struct step *st, struct pay *x)
             if (!format_time_parse_any(midnight, &at))
                 return -1;
             if (p->status == PAYMENT_STATUS_SCHEDULED) /* woken early (the clock moved back) */
-                return reschedule(x, true, at);
+                return pay_reschedule(x, true, at);
             return move(st, x, PAYMENT_STATUS_SCHEDULED, at, NULL);
         }
         int checked = payee_refused(st, x, &refused);
         if (checked != 0 || refused)
             return checked;
         if (rail->submit(&o, now, &rep) != 0)
-            return reschedule(x, true, now + RETRY_MS);
+            return pay_reschedule(x, true, now + RETRY_MS);
         p->rail_reference = arena_strdup(&r->arena, rep.reference);
         p->has_rail_reference = true;
         return move(st, x, PAYMENT_STATUS_PROCESSING, rep.ask_again_at_ms,
@@ -197,9 +179,9 @@ static int advance(struct step *st, struct pay *x)
     case PAYMENT_STATUS_COMPLETED: {
         enum rail_state known = rail_state_of(p->status);
         if (rail->progress(&o, known, now, &rep) != 0)
-            return reschedule(x, true, now + RETRY_MS);
+            return pay_reschedule(x, true, now + RETRY_MS);
         if (rep.state == known)
-            return reschedule(x, rep.ask_again_at_ms != 0, rep.ask_again_at_ms);
+            return pay_reschedule(x, rep.ask_again_at_ms != 0, rep.ask_again_at_ms);
         if (rep.state == RAIL_FAILED || rep.state == RAIL_RETURNED) {
             p->failure_code = arena_strdup(&r->arena, rep.reason_code);
             p->has_failure_code = true;
@@ -213,7 +195,7 @@ static int advance(struct step *st, struct pay *x)
                         : NULL);
     }
     default: /* waiting for people, or ended: nothing for the worker */
-        return reschedule(x, false, 0);
+        return pay_reschedule(x, false, 0);
     }
 }
 
