@@ -1,4 +1,6 @@
-/* One thread per job, sleeping on a shared condition variable between rounds. */
+/* One thread per job, sleeping on a shared condition variable between rounds. The jobs are a
+ * list that grows as they are added (no fixed number of them to outgrow); each entry is
+ * allocated on its own, so the pointer its thread holds stays put. */
 #include "runtime/job_runner.h"
 
 #include <errno.h>
@@ -6,21 +8,28 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <sys/prctl.h>
 
 #include "runtime/log.h"
 
+struct entry {
+    struct job job;
+    pthread_t thread;
+    bool running; /* its thread was started (and is joined by stop) */
+    struct entry *next;
+};
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
-static bool stopping;
-static struct job jobs_list[JOB_RUNNER_MAX];
-static pthread_t threads[JOB_RUNNER_MAX];
-static size_t started;
+static bool stopping, started;
+static struct entry *entries; /* in the order added */
+static struct entry **tail = &entries;
 
 static void *loop(void *arg)
 {
-    const struct job *j = arg;
+    const struct job *j = &((struct entry *)arg)->job;
     char name[16];
     snprintf(name, sizeof name, "tr-%s", j->name); /* truncated to what the kernel keeps */
     prctl(PR_SET_NAME, name);
@@ -44,21 +53,34 @@ static void *loop(void *arg)
     return NULL;
 }
 
-int job_runner_start(const struct job *jobs, size_t n)
+int job_runner_add(const struct job *j)
 {
-    if (n > JOB_RUNNER_MAX) {
-        log_error("jobs: %zu jobs, at most %d", n, JOB_RUNNER_MAX);
+    if (started) {
+        log_error("jobs: %s added after the jobs started", j->name);
         return -1;
     }
+    struct entry *e = calloc(1, sizeof *e);
+    if (!e) {
+        log_error("jobs: out of memory adding %s", j->name);
+        return -1;
+    }
+    e->job = *j;
+    *tail = e;
+    tail = &e->next;
+    return 0;
+}
+
+int job_runner_start(void)
+{
     stopping = false;
-    for (size_t i = 0; i < n; i++) {
-        jobs_list[i] = jobs[i];
-        if (pthread_create(&threads[i], NULL, loop, &jobs_list[i]) != 0) {
-            log_error("jobs: cannot start the thread of %s", jobs[i].name);
+    started = true;
+    for (struct entry *e = entries; e; e = e->next) {
+        if (pthread_create(&e->thread, NULL, loop, e) != 0) {
+            log_error("jobs: cannot start the thread of %s", e->job.name);
             job_runner_stop();
             return -1;
         }
-        started = i + 1;
+        e->running = true;
     }
     return 0;
 }
@@ -69,7 +91,13 @@ void job_runner_stop(void)
     stopping = true;
     pthread_cond_broadcast(&wake);
     pthread_mutex_unlock(&lock);
-    for (size_t i = 0; i < started; i++)
-        pthread_join(threads[i], NULL);
-    started = 0;
+    while (entries) {
+        struct entry *e = entries;
+        if (e->running)
+            pthread_join(e->thread, NULL);
+        entries = e->next;
+        free(e);
+    }
+    tail = &entries;
+    started = false;
 }

@@ -1,14 +1,14 @@
-/* Background jobs: work the handlers do without a client (the settlement worker moving
- * approved payments along). Each job has its own thread and database connection; it runs one
- * round every period, again at once while a round finds a full batch, and stop wakes it at
- * once and waits for the round in progress to finish (a round is one or more committed
- * transactions, so stopping between rounds loses nothing). */
+/* The job runner: runs the background jobs, work done without a client (the settlement worker
+ * moving approved payments along, the mail outbox, purges). What the jobs are is not the
+ * runtime's business: handlers/jobs.c adds the handlers' jobs, runtime/main.c the mail job.
+ * Each job has its own thread and database connection; it runs one round every period, again
+ * at once while a round finds a full batch, and stop wakes it at once and waits for the round
+ * in progress to finish (a round is one or more committed transactions, so stopping between
+ * rounds loses nothing). */
 #ifndef RUNTIME_JOB_RUNNER_H
 #define RUNTIME_JOB_RUNNER_H
 
 #include <stddef.h>
-
-#define JOB_RUNNER_MAX 8
 
 struct job {
     const char *name;
@@ -19,9 +19,14 @@ struct job {
     int period_ms;
 };
 
-/* Starts one thread per job (storage must be open). 0 / -1 (then none runs). */
-int job_runner_start(const struct job *jobs, size_t n);
-/* Stops them all and joins their threads. */
+/* Adds a job (copied; name must outlive the runner) to those job_runner_start starts. As many
+ * as the caller likes: the list grows. Before start only. 0 / -1 (out of memory, or started). */
+int job_runner_add(const struct job *j);
+/* Starts one thread per job added (storage must be open). 0 / -1 (then none runs, and the
+ * jobs are forgotten as by job_runner_stop). */
+int job_runner_start(void);
+/* Stops them all, joins their threads and forgets the jobs (a later start needs them added
+ * again). */
 void job_runner_stop(void);
 
 #endif

@@ -280,10 +280,9 @@ static int run_server(const struct config *c)
         housekeeping_stop();
         goto out;
     }
-    struct job jobs[JOB_RUNNER_MAX];
-    size_t njobs = handlers_jobs(c, jobs);
-    jobs[njobs++] = mail_job(); /* the outbox the handlers (and admin commands) fill */
-    if (job_runner_start(jobs, njobs) != 0) {
+    const struct job mail = mail_job(); /* the outbox the handlers (and admin commands) fill */
+    if (handlers_jobs(c) != 0 || job_runner_add(&mail) != 0 || job_runner_start() != 0) {
+        job_runner_stop(); /* forgets what was added */
         snprintf(err, sizeof err, "cannot start the background jobs");
         server_stop();
         offload_stop();
