@@ -1024,6 +1024,6 @@ int oauth_browser_end_user(const char *user_id)
 
 struct job accounts_oauth_purge_job(void)
 {
-    struct job j = {"oauth_purge", purge_expired, 500, 60000};
+    struct job j = {.name = "oauth_purge", .run = purge_expired, .batch = 500, .period_ms = 60000};
     return j;
 }

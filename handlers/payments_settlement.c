@@ -260,12 +260,17 @@ static void step_done(void *ctx, enum group_commit_outcome outcome)
     pthread_mutex_unlock(&round_mu);
 }
 
-/* One round: every payment due now, at most BATCH, handed to the writer; waits until each
- * step has ended. How many were due, or -1 when one failed. */
-static int settle_due(void)
+/* How many payments the round picked into steps. */
+static int round_n;
+
+/* One round's database part (the job's run): every payment due now, at most BATCH, picked
+ * into steps. How many, or -1. The job runner then waits until what this read is durable
+ * before settle_act: a rail is told only of durable payments, since an approval a crash
+ * could still take back must not become money sent (runtime/job_runner.h). */
+static int settle_pick(void)
 {
     int64_t now = clock_now_ms();
-    int n = 0, failed = 0;
+    int n = 0;
     struct db_stmt *st = storage_prepare(
         "SELECT id, workspace_id FROM payments WHERE next_step_at IS NOT NULL AND "
         "next_step_at <= ? ORDER BY next_step_at, id LIMIT ?");
@@ -290,10 +295,16 @@ static int settle_due(void)
         log_error("settlement: cannot read the due payments: %s", storage_errmsg());
         return -1;
     }
-    /* A rail is told only of durable payments: an approval a crash could still take back
-     * must not become money sent (group_commit.h). */
-    if (n > 0)
-        group_commit_wait_durable(group_commit_visible());
+    round_n = n;
+    return n;
+}
+
+/* The round's acting part (the job's act, on durable payments only): the picked steps handed
+ * to the writer, each asking the rail; waits until each step has ended. 0, or -1 when one
+ * failed (it stays due). */
+static int settle_act(void)
+{
+    int n = round_n, failed = 0;
     pthread_mutex_lock(&round_mu);
     round_left = n;
     pthread_mutex_unlock(&round_mu);
@@ -305,12 +316,13 @@ static int settle_due(void)
     pthread_mutex_unlock(&round_mu);
     for (int i = 0; i < n; i++)
         failed |= !steps[i].ok;
-    return failed ? -1 : n;
+    return failed ? -1 : 0;
 }
 
 struct job payments_settlement_job(const struct config *c)
 {
     rail = rail_sandbox(c->sandbox_rail_delay_ms);
-    struct job j = {"settlement", settle_due, BATCH, c->settlement_interval_ms};
+    struct job j = {.name = "settlement", .run = settle_pick, .act = settle_act, .batch = BATCH,
+                    .period_ms = c->settlement_interval_ms};
     return j;
 }

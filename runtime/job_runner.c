@@ -12,6 +12,7 @@
 #include <time.h>
 #include <sys/prctl.h>
 
+#include "runtime/group_commit.h"
 #include "runtime/log.h"
 
 struct entry {
@@ -27,6 +28,18 @@ static bool stopping, started;
 static struct entry *entries; /* in the order added */
 static struct entry **tail = &entries;
 
+/* One round of j: run; then, when it found something and j acts outside the database, the
+ * wait until what run could have read is durable (group_commit_visible read after run's
+ * reads), then act. */
+static int round_of(const struct job *j)
+{
+    int n = j->run();
+    if (n <= 0 || !j->act)
+        return n;
+    group_commit_wait_durable(group_commit_visible());
+    return j->act() == 0 ? n : -1;
+}
+
 static void *loop(void *arg)
 {
     const struct job *j = &((struct entry *)arg)->job;
@@ -36,7 +49,7 @@ static void *loop(void *arg)
     pthread_mutex_lock(&lock);
     while (!stopping) {
         pthread_mutex_unlock(&lock);
-        int n = j->run();
+        int n = round_of(j);
         pthread_mutex_lock(&lock);
         if (n >= j->batch && j->batch > 0)
             continue; /* more is due: no sleep */
