@@ -107,6 +107,9 @@ int64_t acc_device_lifetime_s(void);
 /* Deletes (a batch of at most 500) devices expired before before_ms, back-off counts whose
  * last failure is before before_ms. How many rows, or -1. */
 int acc_device_purge_expired(int64_t before_ms);
+/* Runs the purge statement sql (a DELETE of at most a batch of rows, its one parameter the
+ * cutoff before_ms) for the file that owns its table. How many rows went, or -1. */
+int acc_purge(const char *sql, int64_t before_ms);
 int acc_backoff_purge_quiet(int64_t before_ms);
 
 /* (accounts_password.c) true, with 409 `not_a_user` answered, when the caller is a service

@@ -312,8 +312,7 @@ int64_t acc_device_lifetime_s(void)
 
 /* ---- housekeeping (the OAuth purge job runs these: accounts_oauth_pages.c) ---- */
 
-/* DELETE sql (one int64 parameter, the cutoff), at most a batch of rows. How many, or -1. */
-static int purge(const char *sql, int64_t before_ms)
+int acc_purge(const char *sql, int64_t before_ms)
 {
     struct db_stmt *st = storage_prepare(sql);
     if (!st)
@@ -326,14 +325,14 @@ static int purge(const char *sql, int64_t before_ms)
 
 int acc_device_purge_expired(int64_t before_ms)
 {
-    return purge("DELETE FROM login_devices WHERE id IN (SELECT id FROM login_devices WHERE "
-                 "expires_at < ? LIMIT 500)",
-                 before_ms);
+    return acc_purge("DELETE FROM login_devices WHERE id IN (SELECT id FROM login_devices WHERE "
+                     "expires_at < ? LIMIT 500)",
+                     before_ms);
 }
 
 int acc_backoff_purge_quiet(int64_t before_ms)
 {
-    return purge("DELETE FROM login_backoff WHERE key IN (SELECT key FROM login_backoff WHERE "
-                 "last_failure_at < ? LIMIT 500)",
-                 before_ms);
+    return acc_purge("DELETE FROM login_backoff WHERE key IN (SELECT key FROM login_backoff WHERE "
+                     "last_failure_at < ? LIMIT 500)",
+                     before_ms);
 }

@@ -958,29 +958,17 @@ int accounts_oauth_callback(struct req *r, const struct accounts_oauth_callback_
 /* Expired requests (this file's oauth_requests). How many rows went, or -1. */
 static int purge_requests(int64_t before_ms)
 {
-    struct db_stmt *st = storage_prepare(
-        "DELETE FROM oauth_requests WHERE id IN (SELECT id FROM oauth_requests WHERE "
-        "expires_at < ? LIMIT 500)");
-    if (!st)
-        return -1;
-    db_bind_int64(st, 1, before_ms);
-    int rc = db_step(st), n = storage_changes();
-    db_reset(st);
-    return rc == DB_DONE ? n : -1;
+    return acc_purge("DELETE FROM oauth_requests WHERE id IN (SELECT id FROM oauth_requests "
+                     "WHERE expires_at < ? LIMIT 500)",
+                     before_ms);
 }
 
 /* Expired browser sessions. How many rows went, or -1. */
 static int purge_browser_sessions(int64_t before_ms)
 {
-    struct db_stmt *st = storage_prepare(
-        "DELETE FROM oauth_browser_sessions WHERE token_hash IN (SELECT token_hash FROM "
-        "oauth_browser_sessions WHERE expires_at < ? LIMIT 500)");
-    if (!st)
-        return -1;
-    db_bind_int64(st, 1, before_ms);
-    int rc = db_step(st), n = storage_changes();
-    db_reset(st);
-    return rc == DB_DONE ? n : -1;
+    return acc_purge("DELETE FROM oauth_browser_sessions WHERE token_hash IN (SELECT token_hash "
+                     "FROM oauth_browser_sessions WHERE expires_at < ? LIMIT 500)",
+                     before_ms);
 }
 
 /* Deletes expired codes, requests, browser sessions, devices and back-off counts, each table

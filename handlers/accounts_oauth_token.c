@@ -218,15 +218,9 @@ static int code_mark_used(const char *hash, const char *session_id)
 
 int oauth_code_purge_expired(int64_t before_ms)
 {
-    struct db_stmt *st = storage_prepare(
-        "DELETE FROM oauth_codes WHERE code_hash IN (SELECT code_hash FROM oauth_codes WHERE "
-        "expires_at < ? LIMIT 500)");
-    if (!st)
-        return -1;
-    db_bind_int64(st, 1, before_ms);
-    int rc = db_step(st), n = storage_changes();
-    db_reset(st);
-    return rc == DB_DONE ? n : -1;
+    return acc_purge("DELETE FROM oauth_codes WHERE code_hash IN (SELECT code_hash FROM "
+                     "oauth_codes WHERE expires_at < ? LIMIT 500)",
+                     before_ms);
 }
 
 int oauth_code_drop_unused(const char *user_id)
