@@ -108,8 +108,9 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_LINK)
 
 # The pattern test runs the fast matcher against regexec on the spec's own patterns.
 $(BUILD)/tests/test_pattern: $(BUILD)/obj/generated/patterns.o
-# The operator commands live with the handlers (they write API tables) but need only the runtime.
-$(BUILD)/tests/test_admin: $(BUILD)/obj/handlers/admin_cli.o
+# The operator commands live with the handlers (they write API tables) but need only the runtime
+# and the accounts API's directory writes (handlers/accounts_directory.c, runtime-only too).
+$(BUILD)/tests/test_admin: $(BUILD)/obj/handlers/admin_cli.o $(BUILD)/obj/handlers/accounts_directory.o
 
 # ---- generated code -----------------------------------------------------------------------
 # generated/ is committed; `make generate` rewrites only files whose bytes change.

@@ -23,7 +23,7 @@
 #include "runtime/id.h"
 #include "runtime/log.h"
 #include "runtime/password.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/revocation.h"
 #include "runtime/seal.h"
 #include "runtime/totp.h"
@@ -262,35 +262,63 @@ int acc_revoke_session(struct req *r, const char *sid, const char *user_id, cons
     return 1;
 }
 
-/* Revokes the sessions of grant or client (one of them) and publishes them after the commit.
- * 0 / -1. */
-int acc_revoke_sessions_of(struct req *r, const char *column_name, const char *id,
-                           const char *reason)
+/* Revokes the active sessions that match where (a condition on sessions with parameters
+ * ?1..?n bound to v), reason recorded, and refuses their tokens once the transaction commits.
+ * How many, or -1. */
+static int revoke_where(struct req *r, const char *where, const char *const *v, int n,
+                        const char *reason)
 {
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
-    const char *sql = strcmp(column_name, "grant_id") == 0
-                          ? "SELECT id FROM sessions WHERE grant_id = ? AND revoked_at IS NULL"
-                          : "SELECT id FROM sessions WHERE client_id = ? AND revoked_at IS NULL";
+    char sql[320], now[40];
+    snprintf(sql, sizeof sql, "SELECT id FROM sessions WHERE %s AND revoked_at IS NULL", where);
     struct db_stmt *st = storage_prepare(sql);
     if (!st)
         return -1;
-    db_bind_text(st, 1, id);
-    int rc;
-    while ((rc = db_step(st)) == DB_ROW)
+    for (int i = 0; i < n; i++)
+        db_bind_text(st, i + 1, v[i]);
+    int rc, count = 0;
+    while ((rc = db_step(st)) == DB_ROW) {
         acc_publish_revocation(r, column_text(r, st, 0));
+        count++;
+    }
     db_reset(st);
     if (rc != DB_DONE) {
-        log_error("sessions: listing those of a %s failed: %s", column_name, storage_errmsg());
+        log_error("sessions: listing those to revoke failed: %s", storage_errmsg());
         return -1;
     }
-    const char *upd = strcmp(column_name, "grant_id") == 0
-                          ? "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE "
-                            "grant_id = ? AND revoked_at IS NULL"
-                          : "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE "
-                            "client_id = ? AND revoked_at IS NULL";
-    const char *v[] = {now, reason, id};
-    return storage_exec_texts(upd, v, 3);
+    format_now_rfc3339(now, sizeof now);
+    snprintf(sql, sizeof sql,
+             "UPDATE sessions SET revoked_at = ?%d, revoked_reason = ?%d WHERE %s AND "
+             "revoked_at IS NULL",
+             n + 1, n + 2, where);
+    const char *all[8];
+    for (int i = 0; i < n; i++)
+        all[i] = v[i];
+    all[n] = now;
+    all[n + 1] = reason;
+    return storage_exec_texts(sql, all, n + 2) == 0 ? count : -1;
+}
+
+int acc_revoke_sessions_of(struct req *r, const char *column_name, const char *id,
+                           const char *reason)
+{
+    const char *v[] = {id};
+    const char *where = strcmp(column_name, "grant_id") == 0 ? "grant_id = ?1" : "client_id = ?1";
+    return revoke_where(r, where, v, 1, reason) < 0 ? -1 : 0;
+}
+
+int acc_revoke_user_sessions(struct req *r, const char *user_id, const char *keep,
+                             const char *reason)
+{
+    const char *v[] = {user_id, keep};
+    return revoke_where(r, "user_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR id <> ?2)", v, 2,
+                        reason);
+}
+
+int acc_revoke_member_sessions(struct req *r, const char *user_id, const char *wid,
+                               const char *reason)
+{
+    const char *v[] = {user_id, wid};
+    return revoke_where(r, "user_id = ?1 AND workspace_id = ?2", v, 2, reason);
 }
 
 struct login_response *acc_open_session(struct req *r, const char *user_id, const char *wid,
@@ -923,20 +951,8 @@ static int64_t recovery_codes_left(const char *user_id)
 /* A new MFA status and secret; no step of the new secret (or none) used yet. */
 static int set_mfa(const char *user_id, const char *status, const char *sealed)
 {
-    struct db_stmt *st =
-        storage_prepare("UPDATE users SET mfa_status = ?, mfa_secret = ? WHERE id = ?");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, status);
-    if (sealed)
-        db_bind_text(st, 2, sealed);
-    else
-        db_bind_null(st, 2);
-    db_bind_text(st, 3, user_id);
-    int rc = db_step(st);
-    db_reset(st);
     const char *user[] = {user_id};
-    return rc == DB_DONE &&
+    return acc_user_set_mfa(user_id, status, sealed) == 0 &&
                    storage_exec_texts("DELETE FROM mfa_steps WHERE user_id = ?", user, 1) == 0
                ? 0
                : -1;
@@ -1065,7 +1081,7 @@ int accounts_confirm_mfa(struct req *r, const struct accounts_confirm_mfa_reques
     }
     mfa_right_code(r, guard);
     const char *user[] = {r->principal.user_id};
-    if (storage_exec_texts("UPDATE users SET mfa_status = 'enabled' WHERE id = ?", user, 1) != 0 ||
+    if (acc_user_enable_mfa(r->principal.user_id) != 0 ||
         storage_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0 ||
         audit_change(r, "user.mfa_enabled", "user", r->principal.user_id, "pending", "enabled",
                      NULL) != 0)

@@ -13,6 +13,7 @@
 
 #include "runtime/storage.h"
 #include "generated/accounts_api.h"
+#include "handlers/accounts_directory.h"
 #include "runtime/id.h"
 #include "runtime/password.h"
 #include "runtime/ratelimit.h"
@@ -103,6 +104,13 @@ void acc_guard_codes_refused(struct req *r, int64_t retry_after);
 const char *acc_device_issue(struct req *r, const char *user_id, const struct acc_guard *g,
                              const char *presented);
 int64_t acc_device_lifetime_s(void);
+/* Deletes (a batch of at most 500) devices expired before before_ms, back-off counts whose
+ * last failure is before before_ms. How many rows, or -1. */
+int acc_device_purge_expired(int64_t before_ms);
+/* Runs the purge statement sql (a DELETE of at most a batch of rows, its one parameter the
+ * cutoff before_ms) for the file that owns its table. How many rows went, or -1. */
+int acc_purge(const char *sql, int64_t before_ms);
+int acc_backoff_purge_quiet(int64_t before_ms);
 
 /* (accounts_password.c) true, with 409 `not_a_user` answered, when the caller is a service
  * account. */
@@ -137,6 +145,13 @@ int acc_revoke_session(struct req *r, const char *sid, const char *user_id, cons
  * 0 / -1. */
 int acc_revoke_sessions_of(struct req *r, const char *column_name, const char *id,
                            const char *reason);
+/* Revokes the active sessions of user_id in every workspace but session keep (NULL: all), or
+ * of user_id in workspace wid, reason recorded, refusing their tokens once the transaction
+ * commits. How many, or -1. */
+int acc_revoke_user_sessions(struct req *r, const char *user_id, const char *keep,
+                             const char *reason);
+int acc_revoke_member_sessions(struct req *r, const char *user_id, const char *wid,
+                               const char *reason);
 /* After the commit, refuses the tokens of session (or token) id at once (more than one per
  * request is fine). */
 void acc_publish_revocation(struct req *r, const char *id);

@@ -106,11 +106,8 @@ static int audit_in(struct req *r, const char *wid, const char *actor, const cha
 static int join(struct req *r, const struct invitation *inv, const char *user_id,
                 const char *now)
 {
-    const char *member[] = {inv->workspace_id, user_id, inv->role, now, inv->invited_by};
     const char *accepted[] = {now, user_id, inv->id};
-    if (storage_exec_texts("INSERT INTO members (workspace_id, user_id, role, created_at, "
-                           "invited_by) VALUES (?, ?, ?, ?, ?)",
-                           member, 5) != 0 ||
+    if (acc_member_insert(inv->workspace_id, user_id, inv->role, now, inv->invited_by) != 0 ||
         storage_exec_texts("UPDATE invitations SET status = 'accepted', accepted_at = ?, "
                            "user_id = ? WHERE id = ?",
                            accepted, 3) != 0)
@@ -457,10 +454,7 @@ int accounts_complete_signup(struct req *r, const struct accounts_complete_signu
         return 0;
     }
     snprintf(user_id, sizeof user_id, "%s", id_new(&r->arena, "usr"));
-    const char *row[] = {user_id, inv.email, inv.email_norm, new_hash, b->name, now, now};
-    if (storage_exec_texts("INSERT INTO users (id, email, email_norm, password_hash, status, name, "
-                           "created_at, updated_at) VALUES (?, ?, ?, ?, 'active', ?, ?, ?)",
-                           row, 7) != 0 ||
+    if (acc_user_insert(user_id, inv.email, inv.email_norm, new_hash, b->name, now) != 0 ||
         join(r, &again, user_id, now) != 0)
         return -1;
     return signed_in(r, user_id, again.workspace_id, out);

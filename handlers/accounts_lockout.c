@@ -309,3 +309,30 @@ int64_t acc_device_lifetime_s(void)
 {
     return DEVICE_LIFETIME_MS / 1000;
 }
+
+/* ---- housekeeping (the OAuth purge job runs these: accounts_oauth_pages.c) ---- */
+
+int acc_purge(const char *sql, int64_t before_ms)
+{
+    struct db_stmt *st = storage_prepare(sql);
+    if (!st)
+        return -1;
+    db_bind_int64(st, 1, before_ms);
+    int rc = db_step(st), n = storage_changes();
+    db_reset(st);
+    return rc == DB_DONE ? n : -1;
+}
+
+int acc_device_purge_expired(int64_t before_ms)
+{
+    return acc_purge("DELETE FROM login_devices WHERE id IN (SELECT id FROM login_devices WHERE "
+                     "expires_at < ? LIMIT 500)",
+                     before_ms);
+}
+
+int acc_backoff_purge_quiet(int64_t before_ms)
+{
+    return acc_purge("DELETE FROM login_backoff WHERE key IN (SELECT key FROM login_backoff WHERE "
+                     "last_failure_at < ? LIMIT 500)",
+                     before_ms);
+}

@@ -20,7 +20,7 @@
 #include "runtime/storage.h"
 #include "handlers/accounts.h"
 #include "runtime/digest.h"
-#include "runtime/jobs.h"
+#include "runtime/job_runner.h"
 #include "runtime/req.h"
 
 #define OAUTH_AUTHORIZE_PATH "/v1/accounts/auth/oauth/authorize"
@@ -68,7 +68,28 @@ int oauth_client_load(struct req *r, const char *id, const char *wid,
  * port (RFC 9700 §2.1, RFC 8252 §7.3). NULL when none. */
 const char *oauth_registered_redirect(const struct oauth_client *c, const char *uri);
 
+/* ---- defined in accounts_oauth_grants.c ---- */
+
+/* The user's active grant to the client, widened to scope (created when there is none). Its
+ * id into grant (n bytes). 0 / -1. */
+int oauth_grant_upsert(struct req *r, const char *user_id, const struct oauth_stored_client *c,
+                       const char *scope, char *grant, size_t n);
+/* Revokes, at now, the active grants of a client, or of a member (user_id in wid). 0 / -1. */
+int oauth_grants_revoke_of_client(const char *client_id, const char *now);
+int oauth_grants_revoke_of_member(const char *user_id, const char *wid, const char *now);
+
+/* ---- defined in accounts_oauth_pages.c ---- */
+
+/* Signs user_id out of every browser signed in on the authorization pages. 0 / -1. */
+int oauth_browser_end_user(const char *user_id);
+
 /* ---- defined in accounts_oauth_token.c ---- */
+
+/* Deletes (a batch of at most 500) authorization codes that expired before before_ms. How
+ * many, or -1. */
+int oauth_code_purge_expired(int64_t before_ms);
+/* Voids user_id's codes not yet exchanged (each would open a session). 0 / -1. */
+int oauth_code_drop_unused(const char *user_id);
 
 /* A new single-use authorization code (it lives 60 s) for user_id under grant_id, bound to
  * client c, redirect_uri, scope and the PKCE challenge; only its digest is stored. The code

@@ -16,7 +16,7 @@
 #include "runtime/id.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/storage.h"
 
 #define CLIENT_COLUMNS                                                                        \
@@ -530,11 +530,8 @@ int accounts_update_oauth_client(struct req *r,
                                   u->has_allowed_origins ? "; allowed_origins" : "")) != 0)
         return -1;
     if (disabling) {
-        const char *v[] = {now, c->id};
         if (acc_revoke_sessions_of(r, "client_id", c->id, "client_disabled") != 0 ||
-            storage_exec_texts("UPDATE oauth_grants SET revoked_at = ? WHERE client_id = ? AND "
-                               "revoked_at IS NULL",
-                               v, 2) != 0)
+            oauth_grants_revoke_of_client(c->id, now) != 0)
             return -1;
     }
     out->status = 200;

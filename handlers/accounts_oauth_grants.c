@@ -1,17 +1,80 @@
 /* OAuth 2.0: the users' grants (/v1/accounts/oauth/grants: the applications a user allowed
- * to act for them in a workspace; list, revoke). A grant's sessions end with it. What the
- * OAuth files share: accounts_oauth.h. */
+ * to act for them in a workspace; list, revoke). A grant's sessions end with it. The one file
+ * that writes oauth_grants: the consent page (accounts_oauth_pages.c), disabling a client and
+ * removing a member go through the functions declared in accounts_oauth.h. */
+#include <stdio.h>
 #include <string.h>
 
+#include "generated/scopes.h"
 #include "handlers/accounts.h"
 #include "handlers/accounts_oauth.h"
 #include "runtime/audit.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/storage.h"
 
 /* ==== grants ============================================================================== */
+
+/* The user's active grant to the client, widened to scope (created when there is none). Its
+ * id into grant. 0 / -1. */
+int oauth_grant_upsert(struct req *r, const char *user_id, const struct oauth_stored_client *c,
+                       const char *scope, char *grant, size_t n)
+{
+    char now[40], wider[1024];
+    format_now_rfc3339(now, sizeof now);
+    struct db_stmt *st = storage_prepare("SELECT id, scope FROM oauth_grants WHERE user_id = ? AND "
+                                       "client_id = ? AND revoked_at IS NULL");
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, user_id);
+    db_bind_text(st, 2, c->c.id);
+    int rc = db_step(st);
+    char old[1024] = "";
+    if (rc == DB_ROW) {
+        acc_copy_column(st, 0, grant, n);
+        acc_copy_column(st, 1, old, sizeof old);
+    }
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE)
+        return oauth_db_failed("grant lookup");
+    if (rc == DB_ROW) {
+        /* old + what is new, in catalogue order */
+        char both[2100];
+        snprintf(both, sizeof both, "%s %s", old, scope);
+        uint64_t mask = 0;
+        size_t count = 0;
+        const char **names = oauth_split_scopes(r, both, &count);
+        for (size_t i = 0; i < count; i++)
+            mask |= scopes_mask(names[i]);
+        scopes_text(mask, wider, sizeof wider);
+        const char *v[] = {wider, now, grant};
+        return storage_exec_texts("UPDATE oauth_grants SET scope = ?, updated_at = ? WHERE id = ?",
+                                  v, 3);
+    }
+    snprintf(grant, n, "%s", id_new(&r->arena, "grt"));
+    const char *v[] = {grant, c->c.workspace_id, user_id, c->c.id, scope, now, now};
+    return storage_exec_texts(
+        "INSERT INTO oauth_grants (id, workspace_id, user_id, client_id, scope, "
+        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        v, 7);
+}
+
+int oauth_grants_revoke_of_client(const char *client_id, const char *now)
+{
+    const char *v[] = {now, client_id};
+    return storage_exec_texts("UPDATE oauth_grants SET revoked_at = ? WHERE client_id = ? AND "
+                              "revoked_at IS NULL",
+                              v, 2);
+}
+
+int oauth_grants_revoke_of_member(const char *user_id, const char *wid, const char *now)
+{
+    const char *v[] = {now, user_id, wid};
+    return storage_exec_texts("UPDATE oauth_grants SET revoked_at = ? WHERE user_id = ? AND "
+                              "workspace_id = ? AND revoked_at IS NULL",
+                              v, 3);
+}
 
 static int grant_row(struct req *r, struct db_stmt *st, void *item)
 {

@@ -868,50 +868,6 @@ int accounts_verify_sign_in(struct req *r, const struct accounts_verify_sign_in_
     return 0;
 }
 
-/* The user's active grant to the client, widened to scope (created when there is none). Its
- * id into grant. 0 / -1. */
-static int grant_upsert(struct req *r, const char *user_id, const struct oauth_stored_client *c,
-                        const char *scope, char *grant, size_t n)
-{
-    char now[40], wider[1024];
-    format_now_rfc3339(now, sizeof now);
-    struct db_stmt *st = storage_prepare("SELECT id, scope FROM oauth_grants WHERE user_id = ? AND "
-                                       "client_id = ? AND revoked_at IS NULL");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, user_id);
-    db_bind_text(st, 2, c->c.id);
-    int rc = db_step(st);
-    char old[1024] = "";
-    if (rc == DB_ROW) {
-        acc_copy_column(st, 0, grant, n);
-        acc_copy_column(st, 1, old, sizeof old);
-    }
-    db_reset(st);
-    if (rc != DB_ROW && rc != DB_DONE)
-        return oauth_db_failed("grant lookup");
-    if (rc == DB_ROW) {
-        /* old + what is new, in catalogue order */
-        char both[2100];
-        snprintf(both, sizeof both, "%s %s", old, scope);
-        uint64_t mask = 0;
-        size_t count = 0;
-        const char **names = oauth_split_scopes(r, both, &count);
-        for (size_t i = 0; i < count; i++)
-            mask |= scopes_mask(names[i]);
-        scopes_text(mask, wider, sizeof wider);
-        const char *v[] = {wider, now, grant};
-        return storage_exec_texts("UPDATE oauth_grants SET scope = ?, updated_at = ? WHERE id = ?",
-                                  v, 3);
-    }
-    snprintf(grant, n, "%s", id_new(&r->arena, "grt"));
-    const char *v[] = {grant, c->c.workspace_id, user_id, c->c.id, scope, now, now};
-    return storage_exec_texts(
-        "INSERT INTO oauth_grants (id, workspace_id, user_id, client_id, scope, "
-        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        v, 7);
-}
-
 int accounts_decide_authorization(struct req *r,
                                   const struct accounts_decide_authorization_request *in,
                                   struct accounts_decide_authorization_response *out)
@@ -960,7 +916,7 @@ int accounts_decide_authorization(struct req *r,
     }
     char grant[ID_MAX];
     const char *code = NULL;
-    if (grant_upsert(r, b.user_id, c, scope, grant, sizeof grant) != 0 ||
+    if (oauth_grant_upsert(r, b.user_id, c, scope, grant, sizeof grant) != 0 ||
         oauth_code_issue(r, c, grant, b.user_id, a.redirect_uri, scope, a.challenge, &code) != 0)
         return -1;
     out->location = redirect_with(r, a.redirect_uri, arena_printf(&r->arena, "code=%s", code),
@@ -999,40 +955,47 @@ int accounts_oauth_callback(struct req *r, const struct accounts_oauth_callback_
 
 /* ==== housekeeping ======================================================================== */
 
-/* Deletes expired codes, requests, browser sessions, devices and back-off counts. How many rows went (a full batch
- * reruns at once). */
+/* Expired requests (this file's oauth_requests). How many rows went, or -1. */
+static int purge_requests(int64_t before_ms)
+{
+    return acc_purge("DELETE FROM oauth_requests WHERE id IN (SELECT id FROM oauth_requests "
+                     "WHERE expires_at < ? LIMIT 500)",
+                     before_ms);
+}
+
+/* Expired browser sessions. How many rows went, or -1. */
+static int purge_browser_sessions(int64_t before_ms)
+{
+    return acc_purge("DELETE FROM oauth_browser_sessions WHERE token_hash IN (SELECT token_hash "
+                     "FROM oauth_browser_sessions WHERE expires_at < ? LIMIT 500)",
+                     before_ms);
+}
+
+/* Deletes expired codes, requests, browser sessions, devices and back-off counts, each table
+ * through the file that owns it (handlers/sql/README.md), in a transaction of its own. How
+ * many rows went (a full batch reruns at once). */
 static int purge_expired(void)
 {
-    int64_t now = clock_now_ms();
-    static const char *const sql[] = {
-        "DELETE FROM oauth_codes WHERE code_hash IN (SELECT code_hash FROM oauth_codes WHERE "
-        "expires_at < ? LIMIT 500)",
-        "DELETE FROM oauth_requests WHERE id IN (SELECT id FROM oauth_requests WHERE "
-        "expires_at < ? LIMIT 500)",
-        "DELETE FROM oauth_browser_sessions WHERE token_hash IN (SELECT token_hash FROM "
-        "oauth_browser_sessions WHERE expires_at < ? LIMIT 500)",
+    int64_t now = clock_now_ms(), day_ago = now - INT64_C(86400000);
+    static const struct {
+        int (*purge)(int64_t before_ms);
+        bool day_late;
+    } steps[] = {
+        /* A used code stays a day past its expiry, so a late replay still revokes. */
+        {oauth_code_purge_expired, true},
+        {purge_requests, false},
+        {purge_browser_sessions, false},
         /* the failed-login guard's (accounts_lockout.c): devices past their life, back-off
          * counts a day quiet */
-        "DELETE FROM login_devices WHERE id IN (SELECT id FROM login_devices WHERE "
-        "expires_at < ? LIMIT 500)",
-        "DELETE FROM login_backoff WHERE key IN (SELECT key FROM login_backoff WHERE "
-        "last_failure_at < ? LIMIT 500)",
+        {acc_device_purge_expired, false},
+        {acc_backoff_purge_quiet, true},
     };
     int total = 0;
-    for (size_t i = 0; i < sizeof sql / sizeof sql[0]; i++) {
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
         if (storage_begin(true) != 0)
             return -1;
-        struct db_stmt *st = storage_prepare(sql[i]);
-        if (!st) {
-            storage_rollback();
-            return -1;
-        }
-        /* A used code stays a day past its expiry, so a late replay still revokes. */
-        db_bind_int64(st, 1, i == 0 || i == 4 ? now - INT64_C(86400000) : now);
-        int rc = db_step(st);
-        int n = storage_changes();
-        db_reset(st);
-        if (rc != DB_DONE || storage_commit() != 0) {
+        int n = steps[i].purge(steps[i].day_late ? day_ago : now);
+        if (n < 0 || storage_commit() != 0) {
             storage_rollback();
             return oauth_db_failed("purge");
         }
@@ -1041,8 +1004,14 @@ static int purge_expired(void)
     return total;
 }
 
+int oauth_browser_end_user(const char *user_id)
+{
+    const char *v[] = {user_id};
+    return storage_exec_texts("DELETE FROM oauth_browser_sessions WHERE user_id = ?", v, 1);
+}
+
 struct job accounts_oauth_purge_job(void)
 {
-    struct job j = {"oauth_purge", purge_expired, 500, 60000};
+    struct job j = {.name = "oauth_purge", .run = purge_expired, .batch = 500, .period_ms = 60000};
     return j;
 }

@@ -216,6 +216,20 @@ static int code_mark_used(const char *hash, const char *session_id)
                               v, 3);
 }
 
+int oauth_code_purge_expired(int64_t before_ms)
+{
+    return acc_purge("DELETE FROM oauth_codes WHERE code_hash IN (SELECT code_hash FROM "
+                     "oauth_codes WHERE expires_at < ? LIMIT 500)",
+                     before_ms);
+}
+
+int oauth_code_drop_unused(const char *user_id)
+{
+    const char *v[] = {user_id};
+    return storage_exec_texts("DELETE FROM oauth_codes WHERE user_id = ? AND used_at IS NULL", v,
+                              1);
+}
+
 /* ==== the token endpoint ================================================================== */
 
 static void invalid_grant(struct req *r, const char *detail)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "handlers/accounts.h"
+#include "handlers/accounts_oauth.h"
 #include "runtime/audit.h"
 #include "runtime/format.h"
 #include "runtime/log.h"
@@ -101,34 +102,8 @@ int acc_reauthenticate(struct req *r, const char *password, const char *new_pass
 static int revoke_user_sessions(struct req *r, const char *keep, const char *reason)
 {
     const char *uid = r->principal.user_id;
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
-    struct db_stmt *st = storage_prepare("SELECT id FROM sessions WHERE user_id = ?1 AND "
-                                       "revoked_at IS NULL "
-                                       "AND (CAST(?2 AS TEXT) IS NULL OR id <> ?2)");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, uid);
-    db_bind_text(st, 2, keep);
-    int rc, n = 0;
-    while ((rc = db_step(st)) == DB_ROW) {
-        const char *id = db_column_text(st, 0);
-        acc_publish_revocation(r, arena_strdup(&r->arena, (const char *)id));
-        n++;
-    }
-    db_reset(st);
-    if (rc != DB_DONE) {
-        log_error("sessions: listing failed: %s", storage_errmsg());
-        return -1;
-    }
-    const char *v[] = {now, reason, uid, keep};
-    if (storage_exec_texts("UPDATE sessions SET revoked_at = ?1, revoked_reason = ?2 WHERE "
-                           "user_id = ?3 AND revoked_at IS NULL AND (CAST(?4 AS TEXT) IS NULL OR "
-                           "id <> ?4)",
-                           v, 4) != 0 ||
-        storage_exec_texts("DELETE FROM oauth_browser_sessions WHERE user_id = ?", v + 2, 1) != 0 ||
-        storage_exec_texts("DELETE FROM oauth_codes WHERE user_id = ? AND used_at IS NULL", v + 2,
-                           1) != 0)
+    int n = acc_revoke_user_sessions(r, uid, keep, reason);
+    if (n < 0 || oauth_browser_end_user(uid) != 0 || oauth_code_drop_unused(uid) != 0)
         return -1;
     return n;
 }
@@ -158,9 +133,7 @@ int accounts_change_password(struct req *r, const struct accounts_change_passwor
         return ok;
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    const char *v[] = {new_hash, now, r->principal.user_id};
-    if (storage_exec_texts("UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?", v,
-                           3) != 0)
+    if (acc_user_set_password(r->principal.user_id, new_hash, now) != 0)
         return -1;
     int n = revoke_user_sessions(r, r->principal.session_id, "password_changed");
     if (n < 0 ||

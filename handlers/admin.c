@@ -22,7 +22,7 @@
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/revocation.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
@@ -953,4 +953,33 @@ int admin_invite_user(struct req *r, const struct admin_invite_user_request *in,
     out->status = 201;
     out->body_201 = inv;
     return 0;
+}
+
+int admin_revoke_tokens_created_by(struct req *r, const char *user_id, const char *now)
+{
+    struct db_stmt *st = storage_prepare(
+        "SELECT id FROM service_account_tokens WHERE created_by = ? AND workspace_id = ? AND "
+        "revoked_at IS NULL");
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, user_id);
+    db_bind_text(st, 2, r->principal.workspace_id);
+    int rc, n = 0;
+    while ((rc = db_step(st)) == DB_ROW) {
+        const char *id = db_column_text(st, 0);
+        revocation_after_commit(r, arena_strdup(&r->arena, id), INT64_MAX); /* never expire */
+        n++;
+    }
+    db_reset(st);
+    if (rc != DB_DONE) {
+        log_error("service accounts: listing the tokens of %s failed: %s", user_id,
+                  storage_errmsg());
+        return -1;
+    }
+    const char *v[] = {now, user_id, r->principal.workspace_id};
+    return storage_exec_texts("UPDATE service_account_tokens SET revoked_at = ?1 WHERE "
+                              "created_by = ?2 AND workspace_id = ?3 AND revoked_at IS NULL",
+                              v, 3) == 0
+               ? n
+               : -1;
 }

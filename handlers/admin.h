@@ -46,5 +46,8 @@ int admin_disable_service_accounts_of(struct req *r, const char *user_id, const 
  * -1 failure. */
 int admin_revoke_service_token(struct req *r, const char *workspace_id,
                                const char *service_account_id, const char *token_id);
+/* Revokes, at now, every active service-account token user_id minted in r's workspace
+ * (refused from the request after the commit, for good). How many, or -1. */
+int admin_revoke_tokens_created_by(struct req *r, const char *user_id, const char *now);
 
 #endif

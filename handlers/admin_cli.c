@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "handlers/accounts_directory.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
 #include "runtime/jsonw.h"
@@ -118,11 +119,6 @@ static int db_failed(const char *what)
 }
 
 /* Runs a statement that returns no rows. */
-static int exec_stmt(const char *what, const char *sql, const char *const *v, int n)
-{
-    return storage_exec_texts(sql, v, n) == 0 ? 0 : db_failed(what);
-}
-
 /* Whether a query returns a row; its first column (text) into out when out is not NULL. */
 static int query_row(const char *what, const char *sql, const char *const *v, int n, bool *found,
                      char *out, size_t outlen)
@@ -233,11 +229,7 @@ static int find_or_create_user(const char *email, const char *pw_env, struct out
         goto out;
     }
     format_now_rfc3339(now, sizeof now);
-    const char *row[] = {o->user_id, email, norm, hash, now, now};
-    if (exec_stmt("creating the user",
-                  "INSERT INTO users (id, email, email_norm, password_hash, status, created_at, "
-                  "updated_at) VALUES (?, ?, ?, ?, 'active', ?, ?)",
-                  row, 6) != 0)
+    if (acc_user_insert(o->user_id, email, norm, hash, NULL, now) != 0)
         goto db_error;
     o->new_user = true;
     ret = 0;
@@ -266,11 +258,7 @@ static int add_member(const char *workspace_id, const char *role, struct outcome
         return -1;
     }
     format_now_rfc3339(now, sizeof now);
-    const char *row[] = {workspace_id, o->user_id, role, now};
-    if (exec_stmt("adding the member",
-                  "INSERT INTO members (workspace_id, user_id, role, created_at) "
-                  "VALUES (?, ?, ?, ?)",
-                  row, 4) != 0)
+    if (acc_member_insert(workspace_id, o->user_id, role, now, NULL) != 0)
         goto db_error;
     return 0;
 db_error:
@@ -287,10 +275,7 @@ static int create_workspace(const char *name, const char *owner_email, const cha
         return -1;
     }
     format_now_rfc3339(now, sizeof now);
-    const char *row[] = {o->workspace_id, name, now, now};
-    if (exec_stmt("creating the workspace",
-                  "INSERT INTO workspaces (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                  row, 4) != 0) {
+    if (acc_workspace_insert(o->workspace_id, name, now) != 0) {
         snprintf(err, errlen, "database error (logged above)");
         return -1;
     }
@@ -669,26 +654,12 @@ static int set_rate_limit_body(void *arg, char *err, size_t errlen)
     struct set_rate_limit_args *a = arg;
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    struct db_stmt *st = storage_prepare(
-        "UPDATE workspaces SET rate_limit_per_minute = ?, updated_at = ? WHERE id = ?");
-    if (!st) {
+    int changed = acc_workspace_set_rate_limit(a->workspace_id, a->per_minute, now);
+    if (changed < 0) {
         snprintf(err, errlen, "database error (logged above)");
         return -1;
     }
-    if (a->per_minute > 0)
-        db_bind_int64(st, 1, a->per_minute);
-    else
-        db_bind_null(st, 1);
-    db_bind_text(st, 2, now);
-    db_bind_text(st, 3, a->workspace_id);
-    int rc = db_step(st);
-    db_reset(st);
-    if (rc != DB_DONE) {
-        db_failed("setting the rate limit");
-        snprintf(err, errlen, "database error (logged above)");
-        return -1;
-    }
-    if (storage_changes() != 1) {
+    if (!changed) {
         snprintf(err, errlen, "no workspace %s (see list-workspaces)", a->workspace_id);
         return -1;
     }

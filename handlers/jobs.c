@@ -2,11 +2,16 @@
 
 #include "handlers/accounts_oauth.h"
 #include "handlers/payments.h"
+#include "runtime/job_runner.h"
 
-size_t handlers_jobs(const struct config *c, struct job *out)
+int handlers_jobs(const struct config *c)
 {
-    size_t n = 0;
-    out[n++] = payments_settlement_job(c);
-    out[n++] = accounts_oauth_purge_job();
-    return n;
+    const struct job jobs[] = {
+        payments_settlement_job(c),
+        accounts_oauth_purge_job(),
+    };
+    for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++)
+        if (job_runner_add(&jobs[i]) != 0)
+            return -1;
+    return 0;
 }

@@ -1,14 +1,12 @@
-/* The handlers' background jobs, the one list runtime/main.c starts after the server and stops
- * before it closes storage. A new job is added here. */
+/* The handlers' background jobs, the one list runtime/main.c hands to the job runner
+ * (runtime/job_runner.h) after the server started; the runner stops them before storage
+ * closes. A new job is added in handlers/jobs.c. */
 #ifndef HANDLERS_JOBS_H
 #define HANDLERS_JOBS_H
 
-#include <stddef.h>
-
 #include "runtime/config.h"
-#include "runtime/jobs.h"
 
-/* Fills out (JOBS_MAX entries) with every job, configured from c; their number. */
-size_t handlers_jobs(const struct config *c, struct job *out);
+/* Adds every job of the handlers, configured from c, to the job runner. 0 / -1. */
+int handlers_jobs(const struct config *c);
 
 #endif

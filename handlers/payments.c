@@ -21,7 +21,7 @@
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
 #include "runtime/outbox.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/storage.h"
 
 static int db_failed(const char *what)
@@ -491,6 +491,23 @@ void pay_touch(struct req *r, struct payment *p)
     format_now_rfc3339(now, sizeof now);
     p->updated_at = arena_strdup(&r->arena, now);
     p->version++;
+}
+
+int pay_reschedule(const struct pay *x, bool has_next, int64_t at)
+{
+    struct db_stmt *st = storage_prepare(
+        "UPDATE payments SET next_step_at = ? WHERE id = ? AND version = ?");
+    if (!st)
+        return -1;
+    if (has_next)
+        db_bind_int64(st, 1, at);
+    else
+        db_bind_null(st, 1);
+    db_bind_text(st, 2, x->p.id);
+    db_bind_int64(st, 3, x->p.version);
+    int rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE ? 0 : -1;
 }
 
 /* ---- operations ---- */

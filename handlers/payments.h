@@ -14,7 +14,7 @@
 #include "runtime/storage.h"
 #include "generated/payments_api.h"
 #include "runtime/config.h"
-#include "runtime/jobs.h"
+#include "runtime/job_runner.h"
 #include "runtime/jsonw.h"
 #include "runtime/req.h"
 
@@ -60,6 +60,9 @@ enum pay_write {
 };
 /* Writes x; an update applies at old_version (0 rows is a failure). 0 / -1. */
 int pay_save(const struct pay *x, enum pay_write how, int64_t old_version);
+/* Sets when the settlement worker next acts on x (has_next false: never), at x's version:
+ * only the time changes (no status change: no new version, no event). 0 / -1. */
+int pay_reschedule(const struct pay *x, bool has_next, int64_t at);
 /* Sets the status and its ISO 20022 code; an approved payment is due to the worker at once,
  * any other status is not due until the worker schedules it. */
 void pay_set_status(struct pay *x, enum payment_status s);
@@ -97,6 +100,10 @@ int64_t pay_approvals_needed(struct req *r, const char *currency, int64_t amount
  * currency within the window (pay_velocity_total). -1 failure. */
 int64_t pay_approvals_needed_for(struct req *r, const struct pay *x, const char *const *persons,
                                  size_t n);
+/* Records r's principal's decision ("approved", "denied"; reason or NULL) on every item of
+ * batch_id, in each item's current round, at now: the batch decides for its items. 0 / -1. */
+int pay_add_batch_decisions(struct req *r, const char *batch_id, const char *decision,
+                            const char *reason, const char *now);
 /* The people rules of a decision (maker-checker, payments_makers.c), by acting person: whoever
  * created what (e.g. "payment pay_..."; created_for, the acting person stored when it was
  * created, else that of created_by) cannot approve or deny it (403 self_approval), and nobody
@@ -110,6 +117,9 @@ int pay_within_limit(struct req *r, const char *what, const char *currency, int6
 /* r's workspace's beneficiary id into b (in r->arena; payments_beneficiaries.c): 1 found,
  * 0 none (unknown, another workspace's, or not a beneficiary id), -1 failure. */
 int pay_beneficiary_load(struct req *r, const char *id, struct beneficiary *b);
+/* Starts a new approval round of r's workspace's beneficiary id (its approval_round + 1).
+ * 0 / -1. */
+int pay_beneficiary_new_round(struct req *r, const char *id);
 /* Why x's beneficiary can no longer be paid: NULL when it can (approved, active, in the
  * payment's currency), else a problem code (beneficiary_archived, beneficiary_not_approved,
  * beneficiary_mismatch) with *why in words; *failed on a database failure (then NULL). */

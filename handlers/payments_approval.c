@@ -234,6 +234,24 @@ static int add_decision(struct req *r, const struct pay *x, const char *decision
     return rc == DB_DONE ? 0 : db_failed("decision");
 }
 
+int pay_add_batch_decisions(struct req *r, const char *batch_id, const char *decision,
+                            const char *reason, const char *now)
+{
+    struct db_stmt *st = storage_prepare(
+        "INSERT INTO payment_approvals (payment_id, round, user_id, decision, reason, decided_at) "
+        "SELECT id, approval_round, ?, ?, ?, ? FROM payments WHERE batch_id = ?");
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, r->principal.user_id);
+    db_bind_text(st, 2, decision);
+    pay_bind_opt(st, 3, reason);
+    db_bind_text(st, 4, now);
+    db_bind_text(st, 5, batch_id);
+    int rc = db_step(st);
+    db_reset(st);
+    return rc == DB_DONE ? 0 : db_failed("item decisions");
+}
+
 int pay_may_decide(struct req *r, const char *what, const char *created_by,
                    const char *created_for, const struct payment_approval *a)
 {

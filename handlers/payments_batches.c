@@ -337,19 +337,7 @@ static int add_decision(struct req *r, const struct batch *x, const char *decisi
     db_reset(st);
     if (rc != DB_DONE)
         return db_failed("decision");
-    st = storage_prepare(
-        "INSERT INTO payment_approvals (payment_id, round, user_id, decision, reason, decided_at) "
-        "SELECT id, approval_round, ?, ?, ?, ? FROM payments WHERE batch_id = ?");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, r->principal.user_id);
-    db_bind_text(st, 2, decision);
-    pay_bind_opt(st, 3, reason);
-    db_bind_text(st, 4, now);
-    db_bind_text(st, 5, x->b.id);
-    rc = db_step(st);
-    db_reset(st);
-    return rc == DB_DONE ? 0 : db_failed("item decisions");
+    return pay_add_batch_decisions(r, x->b.id, decision, reason, now);
 }
 
 /* ---- create ------------------------------------------------------------------------------ */

@@ -15,7 +15,7 @@
 #include "runtime/id.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/storage.h"
 
 #define BEN_PATH "/v1/beneficiaries"
@@ -772,6 +772,19 @@ int payments_deny_beneficiary(struct req *r, const struct payments_deny_benefici
 }
 
 /* ---- what payments ask of their beneficiary ----------------------------------------------- */
+
+int pay_beneficiary_new_round(struct req *r, const char *id)
+{
+    struct db_stmt *up = storage_prepare("UPDATE beneficiaries SET approval_round = "
+                                       "approval_round + 1 WHERE id = ? AND workspace_id = ?");
+    if (!up)
+        return -1;
+    db_bind_text(up, 1, id);
+    db_bind_text(up, 2, r->principal.workspace_id);
+    int rc = db_step(up);
+    db_reset(up);
+    return rc == DB_DONE ? 0 : db_failed("a new approval round");
+}
 
 int pay_beneficiary_load(struct req *r, const char *id, struct beneficiary *b)
 {

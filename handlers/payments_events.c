@@ -7,7 +7,7 @@
 #include "handlers/payments.h"
 #include "runtime/json.h"
 #include "runtime/outbox.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/storage.h"
 
 /* An event and its sequence number (the timeline's cursor key, not part of the envelope). */

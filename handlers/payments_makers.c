@@ -486,18 +486,8 @@ int ben_add_maker(struct req *r, const char *beneficiary_id, const char *person,
 {
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    if (new_round) {
-        struct db_stmt *up = storage_prepare("UPDATE beneficiaries SET approval_round = "
-                                           "approval_round + 1 WHERE id = ? AND workspace_id = ?");
-        if (!up)
-            return -1;
-        db_bind_text(up, 1, beneficiary_id);
-        db_bind_text(up, 2, r->principal.workspace_id);
-        int rc = db_step(up);
-        db_reset(up);
-        if (rc != DB_DONE)
-            return db_failed("a new approval round");
-    }
+    if (new_round && pay_beneficiary_new_round(r, beneficiary_id) != 0)
+        return -1;
     struct db_stmt *st = storage_prepare(
         "INSERT INTO beneficiary_makers (beneficiary_id, round, person_id, via, fields, made_at) "
         "SELECT id, approval_round, ?2, ?3, CAST(?4 AS BIGINT), ?5 FROM beneficiaries WHERE "

@@ -63,24 +63,6 @@ static enum rail_state rail_state_of(enum payment_status s)
                                            : RAIL_PROCESSING;
 }
 
-/* Only the time of the next step changes (no status change: no new version, no event). */
-static int reschedule(const struct pay *x, bool has_next, int64_t at)
-{
-    struct db_stmt *st = storage_prepare(
-        "UPDATE payments SET next_step_at = ? WHERE id = ? AND version = ?");
-    if (!st)
-        return -1;
-    if (has_next)
-        db_bind_int64(st, 1, at);
-    else
-        db_bind_null(st, 1);
-    db_bind_text(st, 2, x->p.id);
-    db_bind_int64(st, 3, x->p.version);
-    int rc = db_step(st);
-    db_reset(st);
-    return rc == DB_DONE ? 0 : -1;
-}
-
 /* One payment's step: a group-commit item. Everything it allocates lives in r's arena, which
  * starts afresh for each run (the writer may run it twice) and is freed when the batch ends. */
 struct step {
@@ -179,14 +161,14 @@ static int advance(struct step *st, struct pay *x)
             if (!format_time_parse_any(midnight, &at))
                 return -1;
             if (p->status == PAYMENT_STATUS_SCHEDULED) /* woken early (the clock moved back) */
-                return reschedule(x, true, at);
+                return pay_reschedule(x, true, at);
             return move(st, x, PAYMENT_STATUS_SCHEDULED, at, NULL);
         }
         int checked = payee_refused(st, x, &refused);
         if (checked != 0 || refused)
             return checked;
         if (rail->submit(&o, now, &rep) != 0)
-            return reschedule(x, true, now + RETRY_MS);
+            return pay_reschedule(x, true, now + RETRY_MS);
         p->rail_reference = arena_strdup(&r->arena, rep.reference);
         p->has_rail_reference = true;
         return move(st, x, PAYMENT_STATUS_PROCESSING, rep.ask_again_at_ms,
@@ -197,9 +179,9 @@ static int advance(struct step *st, struct pay *x)
     case PAYMENT_STATUS_COMPLETED: {
         enum rail_state known = rail_state_of(p->status);
         if (rail->progress(&o, known, now, &rep) != 0)
-            return reschedule(x, true, now + RETRY_MS);
+            return pay_reschedule(x, true, now + RETRY_MS);
         if (rep.state == known)
-            return reschedule(x, rep.ask_again_at_ms != 0, rep.ask_again_at_ms);
+            return pay_reschedule(x, rep.ask_again_at_ms != 0, rep.ask_again_at_ms);
         if (rep.state == RAIL_FAILED || rep.state == RAIL_RETURNED) {
             p->failure_code = arena_strdup(&r->arena, rep.reason_code);
             p->has_failure_code = true;
@@ -213,7 +195,7 @@ static int advance(struct step *st, struct pay *x)
                         : NULL);
     }
     default: /* waiting for people, or ended: nothing for the worker */
-        return reschedule(x, false, 0);
+        return pay_reschedule(x, false, 0);
     }
 }
 
@@ -278,12 +260,17 @@ static void step_done(void *ctx, enum group_commit_outcome outcome)
     pthread_mutex_unlock(&round_mu);
 }
 
-/* One round: every payment due now, at most BATCH, handed to the writer; waits until each
- * step has ended. How many were due, or -1 when one failed. */
-static int settle_due(void)
+/* How many payments the round picked into steps. */
+static int round_n;
+
+/* One round's database part (the job's run): every payment due now, at most BATCH, picked
+ * into steps. How many, or -1. The job runner then waits until what this read is durable
+ * before settle_act: a rail is told only of durable payments, since an approval a crash
+ * could still take back must not become money sent (runtime/job_runner.h). */
+static int settle_pick(void)
 {
     int64_t now = clock_now_ms();
-    int n = 0, failed = 0;
+    int n = 0;
     struct db_stmt *st = storage_prepare(
         "SELECT id, workspace_id FROM payments WHERE next_step_at IS NOT NULL AND "
         "next_step_at <= ? ORDER BY next_step_at, id LIMIT ?");
@@ -308,10 +295,16 @@ static int settle_due(void)
         log_error("settlement: cannot read the due payments: %s", storage_errmsg());
         return -1;
     }
-    /* A rail is told only of durable payments: an approval a crash could still take back
-     * must not become money sent (group_commit.h). */
-    if (n > 0)
-        group_commit_wait_durable(group_commit_visible());
+    round_n = n;
+    return n;
+}
+
+/* The round's acting part (the job's act, on durable payments only): the picked steps handed
+ * to the writer, each asking the rail; waits until each step has ended. 0, or -1 when one
+ * failed (it stays due). */
+static int settle_act(void)
+{
+    int n = round_n, failed = 0;
     pthread_mutex_lock(&round_mu);
     round_left = n;
     pthread_mutex_unlock(&round_mu);
@@ -323,12 +316,13 @@ static int settle_due(void)
     pthread_mutex_unlock(&round_mu);
     for (int i = 0; i < n; i++)
         failed |= !steps[i].ok;
-    return failed ? -1 : n;
+    return failed ? -1 : 0;
 }
 
 struct job payments_settlement_job(const struct config *c)
 {
     rail = rail_sandbox(c->sandbox_rail_delay_ms);
-    struct job j = {"settlement", settle_due, BATCH, c->settlement_interval_ms};
+    struct job j = {.name = "settlement", .run = settle_pick, .act = settle_act, .batch = BATCH,
+                    .period_ms = c->settlement_interval_ms};
     return j;
 }

@@ -7,13 +7,15 @@
 #include <string.h>
 
 #include "generated/scopes.h"
+#include "handlers/accounts.h"
+#include "handlers/accounts_oauth.h"
 #include "handlers/admin.h"
 #include "runtime/audit.h"
 #include "runtime/clock.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
 #include "runtime/log.h"
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 #include "runtime/ratelimit.h"
 #include "runtime/revocation.h"
 #include "runtime/storage.h"
@@ -92,18 +94,9 @@ int workspace_update_workspace_settings(
     }
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    struct db_stmt *st = storage_prepare(
-        "UPDATE workspaces SET token_lifetime_seconds = ?, version = version + 1, updated_at = ? "
-        "WHERE id = ? AND version = ?");
-    if (!st)
-        return -1;
-    db_bind_int64(st, 1, in->body->token_lifetime_seconds);
-    db_bind_text(st, 2, now);
-    db_bind_text(st, 3, w->id);
-    db_bind_int64(st, 4, w->version);
-    int rc = db_step(st), changed = storage_changes();
-    db_reset(st);
-    if (rc != DB_DONE || changed != 1) {
+    int changed = acc_workspace_set_token_lifetime(w->id, in->body->token_lifetime_seconds,
+                                                   w->version, now);
+    if (changed != 1) {
         log_error("workspace: update failed: %s", storage_errmsg());
         return -1;
     }
@@ -162,38 +155,6 @@ int workspace_list_members(struct req *r, const struct workspace_list_members_re
 }
 
 /* ---- removing a member -------------------------------------------------------------------- */
-
-/* Revokes (sets revoked_at, and publishes after the commit as kind) every row select lists
- * (ids of user_id in the workspace); update marks them. How many, or -1. */
-static int revoke_all(struct req *r, char kind, const char *select, const char *update,
-                      const char *user_id, const char *now)
-{
-    struct db_stmt *st = storage_prepare(select);
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, user_id);
-    db_bind_text(st, 2, r->principal.workspace_id);
-    int rc, n = 0;
-    while ((rc = db_step(st)) == DB_ROW) {
-        /* A session until its access tokens have expired; a service token for good. */
-        revocation_after_commit(r, text(r, st, 0),
-                                kind == 't' ? INT64_MAX
-                                            : clock_now_s() + REVOCATION_TOKEN_LIFETIME_S);
-        n++;
-    }
-    db_reset(st);
-    if (rc != DB_DONE)
-        return -1;
-    st = storage_prepare(update);
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, now);
-    db_bind_text(st, 2, user_id);
-    db_bind_text(st, 3, r->principal.workspace_id);
-    rc = db_step(st);
-    db_reset(st);
-    return rc == DB_DONE ? n : -1;
-}
 
 /* Whether role grants workspace:admin in the caller's workspace. 1 / 0, -1 failure. */
 static int role_is_admin(struct req *r, const char *role)
@@ -268,46 +229,16 @@ int workspace_remove_member(struct req *r, const struct workspace_remove_member_
     }
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    int sessions = revoke_all(
-        r, 's',
-        "SELECT id FROM sessions WHERE user_id = ? AND workspace_id = ? AND revoked_at IS NULL",
-        "UPDATE sessions SET revoked_at = ?1, revoked_reason = 'member_removed' WHERE "
-        "user_id = ?2 AND workspace_id = ?3 AND revoked_at IS NULL",
-        in->id, now);
-    int tokens = sessions < 0 ? -1 : revoke_all(
-        r, 't',
-        "SELECT id FROM service_account_tokens WHERE created_by = ? AND workspace_id = ? AND "
-        "revoked_at IS NULL",
-        "UPDATE service_account_tokens SET revoked_at = ?1 WHERE created_by = ?2 AND "
-        "workspace_id = ?3 AND revoked_at IS NULL",
-        in->id, now);
+    int sessions = acc_revoke_member_sessions(r, in->id, wid, "member_removed");
+    int tokens = sessions < 0 ? -1 : admin_revoke_tokens_created_by(r, in->id, now);
     if (tokens < 0)
         return -1;
     /* The service accounts they created acted for them: disabled with their tokens, whoever
      * minted those (the remaining admins re-create what they need). */
     int disabled = admin_disable_service_accounts_of(r, in->id, "creator removed");
-    if (disabled < 0)
+    if (disabled < 0 || oauth_grants_revoke_of_member(in->id, wid, now) != 0 ||
+        acc_member_delete(wid, in->id) != 0)
         return -1;
-    const char *v[] = {now, in->id, wid};
-    static const char *const sql[] = {
-        "UPDATE oauth_grants SET revoked_at = ?1 WHERE user_id = ?2 AND workspace_id = ?3 AND "
-        "revoked_at IS NULL",
-        "DELETE FROM members WHERE user_id = ?2 AND workspace_id = ?3 "
-        "AND CAST(?1 AS TEXT) IS NOT NULL",
-    };
-    for (int i = 0; i < 2; i++) {
-        struct db_stmt *st = storage_prepare(sql[i]);
-        if (!st)
-            return -1;
-        for (int k = 0; k < 3; k++)
-            db_bind_text(st, k + 1, v[k]);
-        int rc = db_step(st);
-        db_reset(st);
-        if (rc != DB_DONE) {
-            log_error("workspace: removing a member failed: %s", storage_errmsg());
-            return -1;
-        }
-    }
     const char *detail = arena_printf(&r->arena,
                                       "role %s; %d session(s) and %d service-account token(s) "
                                       "revoked, %d service account(s) disabled",

@@ -13,8 +13,8 @@
  * The price of not waiting: a commit is visible to other connections before it is durable.
  * Whatever shows or acts on what it read therefore waits until that is durable too: a read
  * answers only once group_commit_durable(group_commit_visible()) - the latest commit it could
- * have seen - holds (server.c), and the settlement worker hands nothing to a rail before the
- * payments it picked are durable. A crash of the machine can then lose only commits that no
+ * have seen - holds (server.c), and a background job acts outside the database (a rail, SMTP)
+ * only once what its round read is durable (the job runner waits: runtime/job_runner.h). A crash of the machine can then lose only commits that no
  * one was told of. If the fsync fails, the process stops (abort) rather than acknowledge
  * anything: the commits cannot be taken back, and a restart finds what reached the disk.
  *

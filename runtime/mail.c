@@ -19,6 +19,7 @@
 #include "runtime/clock.h"
 #include "runtime/file.h"
 #include "runtime/format.h"
+#include "runtime/group_commit.h"
 #include "runtime/id.h"
 #include "runtime/log.h"
 #include "runtime/storage.h"
@@ -544,16 +545,31 @@ static int record(const struct message *m, bool sent, const char *why, int64_t n
     return 0;
 }
 
-int mail_deliver_due(void)
+/* The round's messages, loaded by pick_due and delivered (and freed) by deliver_picked: one
+ * thread runs the job's rounds (runtime/job_runner.h), and mail_deliver_due runs on the
+ * test's. */
+static struct message picked[BATCH];
+static int picked_n;
+static int64_t picked_at_ms;
+
+/* The job's run: the due messages, read only. How many, or -1. */
+static int pick_due(void)
 {
     if (!cfg.ready)
         return 0;
-    struct message ms[BATCH];
-    int64_t now_ms = clock_now_ms();
-    int n = load_due(ms, now_ms);
-    if (n < 0)
-        return -1;
-    int failed = 0;
+    picked_at_ms = clock_now_ms();
+    picked_n = load_due(picked, picked_at_ms);
+    return picked_n;
+}
+
+/* The job's act, once the messages are durable (a message a crash could still take back, such
+ * as an invitation's, is never sent): each claimed, sent and its outcome recorded. 0 / -1. */
+static int deliver_picked(void)
+{
+    struct message *ms = picked;
+    int64_t now_ms = picked_at_ms;
+    int n = picked_n, failed = 0;
+    picked_n = 0;
     for (int i = 0; i < n; i++) {
         int mine = claim(&ms[i], now_ms);
         if (mine <= 0) {
@@ -574,11 +590,21 @@ int mail_deliver_due(void)
             failed = 1;
         message_free(&ms[i]);
     }
-    return failed ? -1 : n;
+    return failed ? -1 : 0;
+}
+
+int mail_deliver_due(void)
+{
+    int n = pick_due();
+    if (n <= 0)
+        return n;
+    group_commit_wait_durable(group_commit_visible()); /* as the job runner does */
+    return deliver_picked() == 0 ? n : -1;
 }
 
 struct job mail_job(void)
 {
-    struct job j = {"mail", mail_deliver_due, BATCH, PERIOD_MS};
+    struct job j = {.name = "mail", .run = pick_due, .act = deliver_picked, .batch = BATCH,
+                    .period_ms = PERIOD_MS};
     return j;
 }

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "runtime/jobs.h"
+#include "runtime/job_runner.h"
 
 #define MAIL_SUBJECT_MAX 200
 #define MAIL_BODY_MAX 16384
@@ -38,7 +38,8 @@ int mail_enqueue(const char *to, const char *subject, const char *body, char *id
 
 /* The delivery job: every second, the due messages, a few at a time. */
 struct job mail_job(void);
-/* One round of it (tests and the job): messages handled, -1 on a database failure. */
+/* One round of it on the calling thread, as the job runner runs it (tests): messages handled,
+ * -1 on a database failure. */
 int mail_deliver_due(void);
 
 #endif

@@ -24,7 +24,7 @@
 #include "runtime/cursor.h"
 #include "runtime/group_commit.h"
 #include "runtime/housekeeping.h"
-#include "runtime/jobs.h"
+#include "runtime/job_runner.h"
 #include "runtime/keys.h"
 #include "runtime/log.h"
 #include "runtime/mail.h"
@@ -280,10 +280,9 @@ static int run_server(const struct config *c)
         housekeeping_stop();
         goto out;
     }
-    struct job jobs[JOBS_MAX];
-    size_t njobs = handlers_jobs(c, jobs);
-    jobs[njobs++] = mail_job(); /* the outbox the handlers (and admin commands) fill */
-    if (jobs_start(jobs, njobs) != 0) {
+    const struct job mail = mail_job(); /* the outbox the handlers (and admin commands) fill */
+    if (handlers_jobs(c) != 0 || job_runner_add(&mail) != 0 || job_runner_start() != 0) {
+        job_runner_stop(); /* forgets what was added */
         snprintf(err, sizeof err, "cannot start the background jobs");
         server_stop();
         offload_stop();
@@ -304,7 +303,7 @@ static int run_server(const struct config *c)
     server_stop();
     offload_stop();
     group_commit_stop();
-    jobs_stop();
+    job_runner_stop();
     housekeeping_stop();
     storage_checkpoints_stop();
     log_info("stopped");

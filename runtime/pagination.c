@@ -1,5 +1,5 @@
 /* The loop every list operation shares: cursor in, limit + 1 rows, cursor out. */
-#include "runtime/page.h"
+#include "runtime/pagination.h"
 
 #include "runtime/cursor.h"
 #include "runtime/log.h"

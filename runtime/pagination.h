@@ -1,8 +1,8 @@
 /* Keyset pagination for list operations: newest first by (sort key, id),
  * `limit` items, and an opaque next_cursor signed and bound to the list's filters
  * (runtime/cursor.h), so a page boundary holds however rows are added meanwhile. */
-#ifndef RUNTIME_PAGE_H
-#define RUNTIME_PAGE_H
+#ifndef RUNTIME_PAGINATION_H
+#define RUNTIME_PAGINATION_H
 
 #include <stdbool.h>
 #include <stddef.h>
