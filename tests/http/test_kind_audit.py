@@ -1,0 +1,101 @@
+"""An audit record for every successful write (issue 21's suites by kind): every write
+operation whose spec declares `x-audit` with an `action` (one name, or one per status) leaves,
+for a successful request, exactly one audit_events row with that request's X-Request-ID and the
+declared action, about the declared resource (`resource` as resource_type, `id` as
+resource_id: `path.<param>`, `response.<field>` or `principal.user_id`). Operations declaring
+`x-audit: {none: <reason>}` write no record by design and are counted as skipped with the
+reason; so is one the served spec declares nothing for. The operations come from the spec, the
+requests from spec_world.py."""
+
+import contextlib
+import time
+import uuid
+
+import pytest
+
+from conftest import Servers
+from helpers import open_db
+from spec_ops import OPS, covered, skipped
+from spec_world import EXCLUDED, World
+
+SUITE = "audit"
+WRITES = [o for o in OPS if o.write]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, server_bin):
+    servers = Servers(tmp_path_factory)
+    yield servers(extra_env={"TREASURY_RATE_LIMIT": 100000000})
+    servers.close()
+
+
+@pytest.fixture(scope="module")
+def world(server):
+    return World(server)
+
+
+def declared_action(audit, status):
+    action = audit["action"]
+    if isinstance(action, dict):
+        action = action.get(str(status), action.get(status))
+    assert isinstance(action, str) and action, "no action declared for %d: %r" % (status, audit)
+    return action
+
+
+def declared_id(audit, call, response):
+    """The resource id x-audit's `id` names, or None when the suite cannot tell."""
+    source = audit.get("id")
+    if not isinstance(source, str) or "." not in source:
+        return None
+    where, name = source.split(".", 1)
+    if where == "path":
+        return call.values.get(name)
+    if where == "response" and response.body:
+        value = response.json()
+        for part in name.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
+    if where == "principal" and name == "user_id":
+        return call.caller.user_id
+    return None
+
+
+def records(server, request_id, timeout=5.0):
+    """The audit rows of request_id: (action, resource_type, resource_id), once committed."""
+    db = open_db(server)
+    with contextlib.closing(db):
+        deadline = time.monotonic() + timeout
+        while True:
+            rows = db.execute("SELECT action, resource_type, resource_id FROM audit_events "
+                              "WHERE request_id = ? ORDER BY seq", (request_id,)).fetchall()
+            if rows or time.monotonic() > deadline:
+                return rows
+            time.sleep(0.02)
+
+
+@pytest.mark.parametrize("op", WRITES, ids=[o.id for o in WRITES])
+def test_a_successful_write_leaves_its_declared_audit_record(server, world, op):
+    audit = op.audit
+    if not audit:
+        skipped(SUITE, op, "the served spec declares no x-audit for it")
+    if "none" in audit:
+        skipped(SUITE, op, "x-audit: none: %s" % audit["none"])
+    if op.id in EXCLUDED:
+        skipped(SUITE, op, EXCLUDED[op.id])
+    call = world.prepare(op)
+    request_id = str(uuid.uuid4())
+    r = call.send(headers={"X-Request-ID": request_id})
+    assert r.status in op.success, "%s: %r" % (op.id, r)
+    assert r.header("X-Request-ID") == request_id, r
+    action = declared_action(audit, r.status)
+    rows = records(server, request_id)
+    mine = [row for row in rows if row[0] == action]
+    assert len(mine) == 1, "%s: %d audit records %r for request %s, all of them: %r" % (
+        op.id, len(mine), action, request_id, rows)
+    _, resource_type, resource_id = mine[0]
+    if audit.get("resource"):
+        assert resource_type == audit["resource"], mine
+    want = declared_id(audit, call, r)
+    if want is not None:
+        assert resource_id == want, (mine, want)
+    covered(SUITE, op)
