@@ -16,7 +16,7 @@ import pytest
 from conftest import Servers
 from helpers import open_db
 from spec_ops import OPS, covered, skipped
-from spec_world import EXCLUDED, World
+from spec_world import EXCLUDED, SERVER_ENV, World
 
 SUITE = "audit"
 WRITES = [o for o in OPS if o.write]
@@ -25,7 +25,7 @@ WRITES = [o for o in OPS if o.write]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, server_bin):
     servers = Servers(tmp_path_factory)
-    yield servers(extra_env={"TREASURY_RATE_LIMIT": 100000000})
+    yield servers(extra_env=SERVER_ENV)
     servers.close()
 
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import Servers
 from helpers import ETAG, assert_problem, table_counts
 from spec_ops import OPS, SPEC, covered, skipped
-from spec_world import EXCLUDED, World
+from spec_world import EXCLUDED, SERVER_ENV, World
 
 SUITE = "etag"
 ETAG_OPS = [o for o in OPS if o.if_match]
@@ -20,7 +20,7 @@ ETAG_OPS = [o for o in OPS if o.if_match]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, server_bin):
     servers = Servers(tmp_path_factory)
-    yield servers(extra_env={"TREASURY_RATE_LIMIT": 100000000})
+    yield servers(extra_env=SERVER_ENV)
     servers.close()
 
 

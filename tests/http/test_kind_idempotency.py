@@ -15,7 +15,7 @@ import pytest
 from conftest import Servers
 from helpers import assert_problem, table_counts
 from spec_ops import OPS, covered, resolve, skipped
-from spec_world import EXCLUDED, World
+from spec_world import EXCLUDED, SERVER_ENV, World
 
 SUITE = "idempotency"
 IDEMPOTENT = [o for o in OPS if o.write and o.idempotent]
@@ -25,7 +25,7 @@ KEPT_HEADERS = ("ETag", "Location", "Content-Type")
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, server_bin):
     servers = Servers(tmp_path_factory)
-    yield servers(extra_env={"TREASURY_RATE_LIMIT": 100000000})
+    yield servers(extra_env=SERVER_ENV)
     servers.close()
 
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import Servers
 from helpers import assert_json, assert_problem, assert_validation
 from spec_ops import BY_ROUTE, OPS, covered, id_path, list_kind, resolve, skipped
-from spec_world import EXCLUDED, KINDS, Kind, World
+from spec_world import EXCLUDED, SERVER_ENV, KINDS, Kind, World
 
 SUITE = "pagination"
 PAGED = [o for o in OPS if o.is_list]
@@ -23,7 +23,7 @@ PAGE = 2
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, server_bin):
     servers = Servers(tmp_path_factory)
-    yield servers(extra_env={"TREASURY_RATE_LIMIT": 100000000})
+    yield servers(extra_env=SERVER_ENV)
     servers.close()
 
 

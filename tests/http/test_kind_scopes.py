@@ -13,7 +13,7 @@ import pytest
 from conftest import Servers
 from helpers import assert_json, assert_problem, table_counts
 from spec_ops import ADMIN_SCOPE, ALL_SCOPES, BY_ROUTE, OPS, covered, skipped
-from spec_world import EXCLUDED, World
+from spec_world import EXCLUDED, SERVER_ENV, World
 
 SUITE = "scopes"
 SCOPED = [o for o in OPS if o.scopes]
@@ -22,7 +22,7 @@ SCOPED = [o for o in OPS if o.scopes]
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, server_bin):
     servers = Servers(tmp_path_factory)
-    yield servers(extra_env={"TREASURY_RATE_LIMIT": 100000000})
+    yield servers(extra_env=SERVER_ENV)
     servers.close()
 
 
