@@ -28,7 +28,9 @@ import urllib.parse
 import uuid
 from collections import defaultdict
 
-from conftest import USER_PASSWORD
+import pytest
+
+from conftest import USER_PASSWORD, Servers
 from helpers import assert_json, jwt_parts
 from spec_ops import (BY_ROUTE, ID, OPS, PREFIX_KIND, collection_of, id_path, kind_of, reader_of,
                       resolve)
@@ -450,3 +452,23 @@ class World:
         assert isinstance(entry, list) and len(entry) == 1, \
             "%s: no GET shows what it writes, and no list entry: %r" % (op.id, entry)
         return '"v%d"' % entry[0]["version"]
+
+
+# ---- fixtures the suites by kind import (one server per module, its worlds) -----------------
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, server_bin):
+    servers = Servers(tmp_path_factory)
+    yield servers(extra_env=SERVER_ENV)
+    servers.close()
+
+
+@pytest.fixture(scope="module")
+def world(server):
+    return World(server)
+
+
+@pytest.fixture(scope="module")
+def worlds(server):
+    """Two workspaces: the first's resources, the second's requests."""
+    return World(server), World(server)

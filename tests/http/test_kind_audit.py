@@ -13,25 +13,12 @@ import uuid
 
 import pytest
 
-from conftest import Servers
 from helpers import open_db
 from spec_ops import OPS, covered, skipped
-from spec_world import EXCLUDED, SERVER_ENV, World
+from spec_world import EXCLUDED, server, world  # noqa: F401 (fixtures)
 
 SUITE = "audit"
 WRITES = [o for o in OPS if o.write]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, server_bin):
-    servers = Servers(tmp_path_factory)
-    yield servers(extra_env=SERVER_ENV)
-    servers.close()
-
-
-@pytest.fixture(scope="module")
-def world(server):
-    return World(server)
 
 
 def declared_action(audit, status):

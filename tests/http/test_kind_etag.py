@@ -8,25 +8,12 @@ parameter's description). The operations come from the spec, the requests from s
 
 import pytest
 
-from conftest import Servers
 from helpers import ETAG, assert_problem, table_counts
 from spec_ops import OPS, SPEC, covered, skipped
-from spec_world import EXCLUDED, SERVER_ENV, World
+from spec_world import EXCLUDED, server, world  # noqa: F401 (fixtures)
 
 SUITE = "etag"
 ETAG_OPS = [o for o in OPS if o.if_match]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, server_bin):
-    servers = Servers(tmp_path_factory)
-    yield servers(extra_env=SERVER_ENV)
-    servers.close()
-
-
-@pytest.fixture(scope="module")
-def world(server):
-    return World(server)
 
 
 def succeeds(op, r):

@@ -12,26 +12,13 @@ import uuid
 
 import pytest
 
-from conftest import Servers
 from helpers import assert_problem, table_counts
 from spec_ops import OPS, covered, resolve, skipped
-from spec_world import EXCLUDED, SERVER_ENV, World
+from spec_world import EXCLUDED, server, world  # noqa: F401 (fixtures)
 
 SUITE = "idempotency"
 IDEMPOTENT = [o for o in OPS if o.write and o.idempotent]
 KEPT_HEADERS = ("ETag", "Location", "Content-Type")
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, server_bin):
-    servers = Servers(tmp_path_factory)
-    yield servers(extra_env=SERVER_ENV)
-    servers.close()
-
-
-@pytest.fixture(scope="module")
-def world(server):
-    return World(server)
 
 
 def another_body(world, call):

@@ -11,26 +11,13 @@ import re
 
 import pytest
 
-from conftest import Servers
 from helpers import assert_json, assert_problem, table_counts
 from spec_ops import ID, OPS, covered, list_kind, skipped
-from spec_world import EXCLUDED, SERVER_ENV, KINDS, Kind, World
+from spec_world import EXCLUDED, KINDS, Kind, server, worlds  # noqa: F401 (fixtures)
 
 SUITE = "isolation"
 ID_OPS = [o for o in OPS if o.path_params]
 LIST_OPS = [o for o in OPS if o.method == "GET" and list_kind(o)]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, server_bin):
-    servers = Servers(tmp_path_factory)
-    yield servers(extra_env=SERVER_ENV)
-    servers.close()
-
-
-@pytest.fixture(scope="module")
-def worlds(server):
-    return World(server), World(server)
 
 
 def ids_in(value):

@@ -9,27 +9,14 @@ from spec_world.py."""
 
 import pytest
 
-from conftest import Servers
 from helpers import assert_json, assert_problem, assert_validation
 from spec_ops import BY_ROUTE, OPS, covered, id_path, list_kind, resolve, skipped
-from spec_world import EXCLUDED, SERVER_ENV, KINDS, Kind, World
+from spec_world import EXCLUDED, KINDS, Kind, server, worlds  # noqa: F401 (fixtures)
 
 SUITE = "pagination"
 PAGED = [o for o in OPS if o.is_list]
 ROWS = 5  # rows a list gets where its kind can be made: pages of 2 walk 2, 2, 1
 PAGE = 2
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, server_bin):
-    servers = Servers(tmp_path_factory)
-    yield servers(extra_env=SERVER_ENV)
-    servers.close()
-
-
-@pytest.fixture(scope="module")
-def worlds(server):
-    return World(server), World(server)
 
 
 LISTS = {}  # (world id, op id, which) -> the Call listing it (rows made)
@@ -42,7 +29,7 @@ def listed(world, op, which=0):
     if key not in LISTS:
         call = world.prepare(op)
         kind = list_kind(op)
-        have = len(assert_json(call.send(url=op.full_page(call.url)), 200)["data"])
+        have = len(rows(call))
         if world.makeable(kind):
             own = KINDS.get(kind, Kind()).own
             for _ in range(ROWS - have):
@@ -53,12 +40,29 @@ def listed(world, op, which=0):
             patch = BY_ROUTE.get(("PATCH", id_path(op, op.path_params[-1])))
             while patch is not None and have < ROWS:
                 assert_json(world.prepare(patch, given=call.values).send(), 200)
-                now = len(assert_json(call.send(url=op.full_page(call.url)), 200)["data"])
+                now = len(rows(call))
                 if now == have:
                     break
                 have = now
         LISTS[key] = call
     return LISTS[key]
+
+
+def rows(call):
+    return assert_json(call.send(url=call.op.full_page(call.url)), 200)["data"]
+
+
+def paged(world, op, at_least=0):
+    """listed(world, op); op skipped (and counted) when excluded or with fewer rows than
+    at_least (rows the suite cannot make)."""
+    if op.id in EXCLUDED:
+        skipped(SUITE, op, EXCLUDED[op.id])
+    call = listed(world, op)
+    n = len(rows(call))
+    if n < at_least:
+        skipped(SUITE, op, "%d row(s) of %s, which the suite cannot make: %d needed" % (
+            n, list_kind(op), at_least))
+    return call
 
 
 def query(url, **q):
@@ -110,10 +114,7 @@ def filters_of(op):
 
 @pytest.mark.parametrize("op", PAGED, ids=[o.id for o in PAGED])
 def test_limit_bounds(worlds, op):
-    a, _ = worlds
-    if op.id in EXCLUDED:
-        skipped(SUITE, op, EXCLUDED[op.id])
-    call = listed(a, op)
+    call = paged(worlds[0], op)
     lo, hi = op.limit_bounds
     assert op.documents(400) and not op.documents(422), op.id  # a parameter: 400 only
     for bad, code in ((lo - 1, "minimum"), (hi + 1, "maximum")):
@@ -125,14 +126,8 @@ def test_limit_bounds(worlds, op):
 
 @pytest.mark.parametrize("op", PAGED, ids=[o.id for o in PAGED])
 def test_pages_concatenate_to_the_whole_list(worlds, op):
-    a, _ = worlds
-    if op.id in EXCLUDED:
-        skipped(SUITE, op, EXCLUDED[op.id])
-    call = listed(a, op)
+    call = paged(worlds[0], op, at_least=PAGE + 1)
     whole = assert_json(call.send(url=op.full_page(call.url)), 200)
-    if len(whole["data"]) <= PAGE:
-        skipped(SUITE, op, "%d row(s) of %s, which the suite cannot make: no second page" % (
-            len(whole["data"]), list_kind(op)))
     assert whole["has_more"] is False and whole["next_cursor"] is None
     pages = walk(call, PAGE)
     rows = [row for p in pages for row in p["data"]]
@@ -144,12 +139,7 @@ def test_pages_concatenate_to_the_whole_list(worlds, op):
 
 @pytest.mark.parametrize("op", PAGED, ids=[o.id for o in PAGED])
 def test_tampered_cursor_is_400_invalid_cursor(worlds, op):
-    a, _ = worlds
-    if op.id in EXCLUDED:
-        skipped(SUITE, op, EXCLUDED[op.id])
-    call = listed(a, op)
-    if len(assert_json(call.send(url=op.full_page(call.url)), 200)["data"]) < 2:
-        skipped(SUITE, op, "fewer than 2 rows of %s: no cursor" % list_kind(op))
+    call = paged(worlds[0], op, at_least=2)
     cursor = first_cursor(call)
     for i in (0, len(cursor) // 2, len(cursor) - 1):
         assert_problem(call.send(url=query(call.url, limit=1, cursor=flip(cursor, i))), 400,
@@ -159,11 +149,7 @@ def test_tampered_cursor_is_400_invalid_cursor(worlds, op):
 @pytest.mark.parametrize("op", PAGED, ids=[o.id for o in PAGED])
 def test_cursor_of_another_list_filter_or_workspace_is_400_invalid_cursor(worlds, op):
     a, b = worlds
-    if op.id in EXCLUDED:
-        skipped(SUITE, op, EXCLUDED[op.id])
-    call = listed(a, op)
-    if len(assert_json(call.send(url=op.full_page(call.url)), 200)["data"]) < 2:
-        skipped(SUITE, op, "fewer than 2 rows of %s: no cursor" % list_kind(op))
+    call = paged(a, op, at_least=2)
     foreign = {}
     # the same list of the other workspace
     foreign["another workspace"] = first_cursor(listed(b, op))
@@ -171,13 +157,13 @@ def test_cursor_of_another_list_filter_or_workspace_is_400_invalid_cursor(worlds
     for other in PAGED:
         if other is not op and other.id not in EXCLUDED:
             o = listed(a, other)
-            if len(assert_json(o.send(url=other.full_page(o.url)), 200)["data"]) >= 2:
+            if len(rows(o)) >= 2:
                 foreign[other.id] = first_cursor(o)
     # the same list under another parent (a payment's events for another payment's)
     if op.path_params:
         sibling = listed(a, op, which=1)
         assert sibling.url != call.url
-        if len(assert_json(sibling.send(url=op.full_page(sibling.url)), 200)["data"]) >= 2:
+        if len(rows(sibling)) >= 2:
             foreign["another parent"] = first_cursor(sibling)
     for name, value in filters_of(op).items():  # this list's cursor with a filter added
         foreign["with %s=%s" % (name, value)] = (first_cursor(call), {name: value})

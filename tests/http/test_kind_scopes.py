@@ -10,25 +10,12 @@ import uuid
 
 import pytest
 
-from conftest import Servers
 from helpers import assert_json, assert_problem, table_counts
 from spec_ops import ADMIN_SCOPE, ALL_SCOPES, BY_ROUTE, OPS, covered, skipped
-from spec_world import EXCLUDED, SERVER_ENV, World
+from spec_world import EXCLUDED, server, world  # noqa: F401 (fixtures)
 
 SUITE = "scopes"
 SCOPED = [o for o in OPS if o.scopes]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, server_bin):
-    servers = Servers(tmp_path_factory)
-    yield servers(extra_env=SERVER_ENV)
-    servers.close()
-
-
-@pytest.fixture(scope="module")
-def world(server):
-    return World(server)
 
 
 @pytest.fixture(scope="module")
