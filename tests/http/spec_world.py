@@ -458,8 +458,18 @@ class World:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, server_bin):
+    """The suites by kind also check every answer against the spec: the server must be a test
+    build (build/check or build/san), which validates each response and logs a violation
+    (conftest fails on it). Such a build has the settable clock (the Makefile defines both
+    together), which is what is looked for."""
     servers = Servers(tmp_path_factory)
-    yield servers(extra_env=SERVER_ENV)
+    s = servers(extra_env=SERVER_ENV)
+    if not (s.data_dir / "test-clock-offset").exists():
+        servers.close()
+        pytest.fail("%s is a release build: it does not check its answers against the spec; "
+                    "run the suites by kind on build/check/treasury-server" % server_bin,
+                    pytrace=False)
+    yield s
     servers.close()
 
 
