@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import jinja2  # noqa: E402
 
 import cgen  # noqa: E402
+import declared  # noqa: E402
 import docs  # noqa: E402
 import served  # noqa: E402
 import spec  # noqa: E402
@@ -72,7 +73,14 @@ def render(model, bundle):
         put('%s_api.h' % api, 'api.h.j2', src=src, api=api, ops=ops, groups=groups)
         put('%s_dispatch.c' % api, 'dispatch.c.j2', src=src, api=api, ops=ops,
             needs_resp_header=any(o.headers for o in ops if not o.planned),
-            needs_oauth_errors=any(r.oauth for o in ops if not o.planned for r in o.responses))
+            needs_oauth_errors=any(r.oauth for o in ops if not o.planned for r in o.responses),
+            needs_audit=any(o.audit_recorded and not o.own_transaction for o in ops
+                            if not o.planned),
+            needs_audit_fields=any(o.audit_recorded and o.audit.fields for o in ops
+                                   if not o.planned),
+            needs_event=any(o.event for o in ops if not o.planned))
+    put('problems.h', 'problems.h.j2')
+    put('problems.c', 'problems.c.j2', lines=declared.problem_table_lines(model))
     served_doc = served.served_document(bundle, model)
     doc = served.as_json(served_doc)
     files['openapi.json'] = doc.encode('utf-8')
@@ -128,10 +136,14 @@ def main(argv=None):
     ap.add_argument('--spec', required=True, help='root OpenAPI file (openapi/openapi.yaml)')
     ap.add_argument('--out', required=True, help='output folder (generated/)')
     ap.add_argument('--quiet', action='store_true', help='do not list written files')
+    ap.add_argument('--sources', nargs='*', default=[],
+                    help='folders of C sources whose literal problem codes must be declared '
+                         '(handlers runtime)')
     args = ap.parse_args(argv)
     try:
         bundle = spec.load_bundle(args.spec)
         model = spec.Model(bundle)
+        declared.build(model, args.sources)
         files = render(model, bundle)
     except spec.SpecError as e:
         for line in e.errors:
