@@ -507,7 +507,7 @@ class Servers:
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The suites by kind (test_kind_*.py) say how many operations each covered and which it
+    """The suites by kind (test_by_kind_*.py) say how many operations each covered and which it
     skipped, and why (tests/run-all.sh shows these lines in `make test`)."""
     lines = tally_lines()
     if lines:

@@ -1,5 +1,5 @@
 """The operations of the spec as the spec-driven suites see them (test_malformed.py and the
-suites by kind, test_kind_*.py): every implemented operation (not `x-status: planned`) of every
+suites by kind, test_by_kind_*.py): every implemented operation (not `x-status: planned`) of every
 API, read from generated/openapi.json (the document the server serves: test_contract.py checks
 that they are the same), with what a suite needs to know about it: its scopes, whether it is
 idempotent, documents If-Match or a status, lists a page, takes ids and of which resource kind.

@@ -1,5 +1,5 @@
 """Valid requests for any operation of the spec, made generically (for the suites by kind,
-test_kind_*.py): a World is a workspace with its owner (who makes what the requests need) and a
+test_by_kind_*.py): a World is a workspace with its owner (who makes what the requests need) and a
 second administrator (the actor, who sends the request under test, so that maker-checker rules
 never refuse it); World.prepare(op) builds a request that succeeds: the body is the operation's
 own example from the spec, with references to other resources replaced by real ones of this
