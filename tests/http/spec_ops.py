@@ -118,10 +118,8 @@ class Op:
 
     @property
     def if_match_required(self):
-        """`x-if-match: required`: a write without If-Match answers 428 (or, before that
-        extension, an operation documenting If-Match and 428)."""
-        return self.op.get("x-if-match") == "required" or (self.if_match and
-                                                            self.documents(428))
+        """`x-if-match: required`: a write without If-Match answers 428."""
+        return self.op.get("x-if-match") == "required"
 
     @property
     def success(self):
