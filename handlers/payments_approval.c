@@ -183,9 +183,11 @@ int payments_put_approval_policy(struct req *r,
     jsonw_release(&w);
     char now[40];
     format_now_rfc3339(now, sizeof now);
+    /* The policy never set (version 0) answers ETag "v1" (If-Match has no "v0"), so the first
+     * setting makes version 2: were it 1, an If-Match read before it would still match. */
     struct db_stmt *st = storage_prepare(
         "INSERT INTO approval_policies (workspace_id, tiers, version, updated_at, "
-        "velocity_window_hours) VALUES (?1, ?2, 1, ?3, ?4) ON CONFLICT (workspace_id) DO "
+        "velocity_window_hours) VALUES (?1, ?2, 2, ?3, ?4) ON CONFLICT (workspace_id) DO "
         "UPDATE SET tiers = ?2, version = approval_policies.version + 1, updated_at = ?3, "
         "velocity_window_hours = ?4");
     if (!st) {

@@ -39,6 +39,8 @@ count_suite() { # name, command...: a stage whose log ends with "N passed[, N fa
     if [ $rc -ne 0 ] && [ "$f" = 0 ]; then f=1; fi
     passed=$((passed + p)); failed=$((failed + f))
     [ "$f" = 0 ] || failures+=("$name")
+    # The suites by kind (tests/http/test_by_kind_*.py): operations each covered, and skipped why.
+    grep -E '^by kind: ' "$log/$name.log" || true
 }
 
 # Drift first: the builds below regenerate generated/ from the spec, which would hide a commit

@@ -30,6 +30,7 @@ import pytest
 
 from client import Client
 from helpers import check_every_response
+from spec_ops import tally_lines
 
 Client.response_hook = staticmethod(check_every_response)
 
@@ -503,6 +504,16 @@ class Servers:
         self.started = []
         if problems:
             pytest.fail("\n".join(problems), pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The suites by kind (test_by_kind_*.py) say how many operations each covered and which it
+    skipped, and why (tests/run-all.sh shows these lines in `make test`)."""
+    lines = tally_lines()
+    if lines:
+        terminalreporter.section("operations covered by the suites by kind")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

@@ -103,6 +103,45 @@ def open_db(server, timeout=10, readonly=False):
     return sqlite3.connect(str(path), timeout=timeout)
 
 
+REPO = Path(__file__).resolve().parents[2]
+MIGRATION = re.compile(r"^\d{4}_[a-z0-9_]+?(?:\.(sqlite|pg))?\.sql$")
+CREATE_TABLE = re.compile(r"^\s*CREATE TABLE (?:IF NOT EXISTS )?([A-Za-z_][A-Za-z0-9_]*)",
+                          re.M | re.I)
+
+
+def migration_tables(engine=None):
+    """Every table the schema holds, read from the migrations the server runs on engine (the
+    runtime's, runtime/sql/, then each API's, handlers/sql/<api>/ in handlers/sql/ORDER's
+    order: codegen/embed_sql.py's rules), so a new table is checked without a test change."""
+    from conftest import ENGINE
+    dialect = {"sqlite": "sqlite", "postgresql": "pg"}[engine or ENGINE]
+    order = [line.strip() for line in (REPO / "handlers" / "sql" / "ORDER").read_text()
+             .splitlines() if line.strip() and not line.startswith("#")]
+    folders = [REPO / "runtime" / "sql"] + [REPO / "handlers" / "sql" / api for api in order]
+    tables = []
+    for folder in folders:
+        for path in sorted(folder.iterdir()):
+            m = MIGRATION.match(path.name)
+            if m and m.group(1) in (None, dialect):
+                tables += [t.lower() for t in CREATE_TABLE.findall(path.read_text())]
+    assert tables, "no CREATE TABLE in the migrations"
+    return tables
+
+
+# Tables that change whatever a request does: the rate limiter's shared buckets, which it
+# writes on its own schedule (runtime/ratelimit.c leases), counting refused requests too.
+BOOKKEEPING_TABLES = ("ratelimit_state",)
+
+
+def table_counts(server, exclude=BOOKKEEPING_TABLES):
+    """{table: row count} of every table of the schema (migration_tables) but exclude: what
+    "changes nothing" compares before and after a refused request."""
+    db = open_db(server, readonly=True)
+    with contextlib.closing(db):
+        return {t: db.execute("SELECT count(*) FROM %s" % t).fetchone()[0]
+                for t in migration_tables() if t not in exclude}
+
+
 def fail_trigger(db, name, table, when=None, event="INSERT", message="injected failure"):
     """Injects a fault: every `event` on table (where `when`, an SQL condition on NEW, holds)
     fails. SQLite: a trigger that raises; PostgreSQL: a trigger function that raises."""

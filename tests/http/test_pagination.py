@@ -164,15 +164,10 @@ def test_cursor_with_other_filters_is_400_invalid_cursor(ws):
     assert_problem(r, 400, "invalid_cursor")
 
 
-def test_cursor_of_another_workspace_never_leaks_its_items(server, ws):
+def test_cursor_of_another_workspace_is_400_invalid_cursor(server, ws):
+    """A cursor is issued for its list's filters, the workspace among them."""
     c, ids = ws
     cursor = c.get(PATH + "?limit=5").json()["next_cursor"]
     wid, _, other = server.new_workspace()
-    mine = create_beneficiary(other, external_id=None)["id"]
-    r = other.get(PATH + "?limit=5&cursor=" + cursor)
-    if r.status == 200:
-        got = [b["id"] for b in r.json()["data"]]
-        assert set(got) <= {mine}, "another workspace's items leaked through a cursor"
-        assert all(b["workspace_id"] == wid for b in r.json()["data"])
-    else:
-        assert_problem(r, 400, "invalid_cursor")
+    create_beneficiary(other, external_id=None)
+    assert_problem(other.get(PATH + "?limit=5&cursor=" + cursor), 400, "invalid_cursor")
