@@ -262,6 +262,37 @@ int acc_revoke_session(struct req *r, const char *sid, const char *user_id, cons
     return 1;
 }
 
+/* Revokes the sessions of grant or client (one of them) and publishes them after the commit.
+ * 0 / -1. */
+int acc_revoke_sessions_of(struct req *r, const char *column_name, const char *id,
+                           const char *reason)
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    const char *sql = strcmp(column_name, "grant_id") == 0
+                          ? "SELECT id FROM sessions WHERE grant_id = ? AND revoked_at IS NULL"
+                          : "SELECT id FROM sessions WHERE client_id = ? AND revoked_at IS NULL";
+    struct db_stmt *st = storage_prepare(sql);
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, id);
+    int rc;
+    while ((rc = db_step(st)) == DB_ROW)
+        acc_publish_revocation(r, column_text(r, st, 0));
+    db_reset(st);
+    if (rc != DB_DONE) {
+        log_error("sessions: listing those of a %s failed: %s", column_name, storage_errmsg());
+        return -1;
+    }
+    const char *upd = strcmp(column_name, "grant_id") == 0
+                          ? "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE "
+                            "grant_id = ? AND revoked_at IS NULL"
+                          : "UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE "
+                            "client_id = ? AND revoked_at IS NULL";
+    const char *v[] = {now, reason, id};
+    return storage_exec_texts(upd, v, 3);
+}
+
 struct login_response *acc_open_session(struct req *r, const char *user_id, const char *wid,
                                        const char *scope, int64_t lifetime,
                                        const char *client_id, const char *grant_id,
@@ -747,27 +778,6 @@ int acc_refresh(struct req *r, const char *refresh_token, const char *want_scope
     *resp_out = token_pair(r, f.user_id, f.workspace_id, f.session_id, scope, lifetime, refresh,
                            f.client_id[0] ? f.client_id : NULL);
     return *resp_out ? 0 : -1;
-}
-
-int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_request *in,
-                           struct accounts_refresh_token_response *out)
-{
-    const struct refresh_request *b = in->body;
-    char client[ID_MAX] = "";
-    int ok = acc_client_authenticate(r, b->has_client_id ? b->client_id : NULL,
-                                     b->has_client_secret ? b->client_secret : NULL, client,
-                                     sizeof client);
-    if (ok <= 0)
-        return ok;
-    struct login_response *resp = NULL;
-    if (acc_refresh(r, b->refresh_token, b->has_scope ? b->scope : NULL,
-                    client[0] ? client : NULL, &resp) != 0)
-        return -1;
-    if (resp) {
-        out->status = 200;
-        out->body_200 = resp;
-    }
-    return 0;
 }
 
 /* ---- logout and sessions ------------------------------------------------------------------ */

@@ -1,9 +1,9 @@
-/* What the accounts handler files share (accounts.c: login, refresh, sessions, MFA;
- * accounts_invitations.c: issuing, signing up with and accepting invitations;
- * accounts_oauth.c: OAuth clients, client authentication, metadata, grants;
- * accounts_oauth_pages.c: the OAuth authorization endpoint and its pages;
- * accounts_oauth_token.c: authorization codes, the token endpoint, token revocation; what
- * only the three OAuth files share is in accounts_oauth.h). Not a cross-API header. */
+/* What the accounts handler files share (accounts.c: login, refresh-token families, sessions,
+ * MFA; accounts_lockout.c: the failed-login guard; accounts_password.c: password changes and
+ * re-authentication; accounts_invitations.c: issuing, signing up with and accepting
+ * invitations). OAuth builds on these (its tokens are a login's sessions bound to a client):
+ * the OAuth files include this header, never the other way round; what they share among
+ * themselves and declare for others is in accounts_oauth.h. Not a cross-API header. */
 #ifndef HANDLERS_ACCOUNTS_H
 #define HANDLERS_ACCOUNTS_H
 
@@ -14,7 +14,6 @@
 #include "runtime/storage.h"
 #include "generated/accounts_api.h"
 #include "runtime/id.h"
-#include "runtime/jobs.h"
 #include "runtime/password.h"
 #include "runtime/ratelimit.h"
 #include "runtime/req.h"
@@ -116,10 +115,6 @@ bool acc_is_service_account(struct req *r);
 int acc_reauthenticate(struct req *r, const char *password, const char *new_password,
                        char *new_hash, size_t new_hash_len);
 
-/* The accounts API's answer to runtime/cors.h (cors_origin_fn): whether origin is registered
- * with the active OAuth client client_id, or with any active client when it is NULL. */
-bool accounts_cors_origin_allowed(const char *origin, const char *client_id);
-
 
 /* Space-separated scope lists. */
 bool acc_has_scope(const char *list, const char *name, size_t n);
@@ -137,6 +132,11 @@ struct login_response *acc_open_session(struct req *r, const char *user_id, cons
  * transaction commits. 1 revoked now, 0 not an active session of theirs, -1 failure. */
 int acc_revoke_session(struct req *r, const char *sid, const char *user_id, const char *wid,
                        const char *reason);
+/* Revokes every active session of an OAuth grant (column_name "grant_id") or client
+ * ("client_id") id, reason recorded, and refuses their tokens once the transaction commits.
+ * 0 / -1. */
+int acc_revoke_sessions_of(struct req *r, const char *column_name, const char *id,
+                           const char *reason);
 /* After the commit, refuses the tokens of session (or token) id at once (more than one per
  * request is fine). */
 void acc_publish_revocation(struct req *r, const char *id);
@@ -157,13 +157,5 @@ struct acc_token_session {
 int acc_refresh_token_session(const char *refresh_token, struct acc_token_session *s,
                               bool *found);
 
-/* (accounts_oauth.c) Client authentication at the token, refresh and revocation endpoints: HTTP Basic or
- * client_id (+ client_secret) in the body. Copies the authenticated client id into client
- * ("" when the request names no client: a login's refresh). 1 go on, 0 answered (401
- * invalid_client, 400 invalid_request), -1 failure. */
-int acc_client_authenticate(struct req *r, const char *body_client_id,
-                            const char *body_secret, char *client, size_t client_len);
-/* (accounts_oauth_pages.c) The job that deletes expired codes, requests and browser sessions. */
-struct job accounts_oauth_purge_job(void);
 
 #endif

@@ -1,13 +1,17 @@
-/* What the three OAuth 2.0 handler files share, and nothing else includes:
- *   accounts_oauth.c        the clients a workspace registers (redirect URIs, web origins, the
- *                           CORS lookup), client authentication, the server metadata, the users'
- *                           grants; it also defines the helpers declared here;
+/* What the OAuth 2.0 handler files share, and the two things they give the rest of the
+ * server (the CORS origin lookup for runtime/main.c, the purge job for handlers/jobs.c):
+ *   accounts_oauth.c        the helpers declared here and the server metadata (RFC 8414);
+ *   accounts_oauth_clients.c the clients a workspace registers (redirect URIs, web origins,
+ *                           the CORS lookup, oauth_client_load, oauth_registered_redirect);
+ *   accounts_oauth_grants.c the users' grants (list, revoke);
  *   accounts_oauth_pages.c  the browser side: browser sessions, the authorization endpoint, the
  *                           sign-in, one-time code and consent pages, the callback page and the
  *                           purge job;
- *   accounts_oauth_token.c  authorization codes, the token endpoint and token revocation
- *                           (RFC 7009).
- * What the other accounts files share with them is in accounts.h. */
+ *   accounts_oauth_token.c  where a client presents a code or a token: client authentication,
+ *                           authorization codes, the token and refresh endpoints and token
+ *                           revocation (RFC 7009).
+ * OAuth builds on the accounts files (accounts.h: users, login proof, sessions); they know
+ * nothing of OAuth. */
 #ifndef HANDLERS_ACCOUNTS_OAUTH_H
 #define HANDLERS_ACCOUNTS_OAUTH_H
 
@@ -16,6 +20,7 @@
 #include "runtime/storage.h"
 #include "handlers/accounts.h"
 #include "runtime/digest.h"
+#include "runtime/jobs.h"
 #include "runtime/req.h"
 
 #define OAUTH_AUTHORIZE_PATH "/v1/accounts/auth/oauth/authorize"
@@ -31,6 +36,13 @@ struct oauth_stored_client {
     const char *scopes_text; /* space-separated */
 };
 
+/* The accounts API's answer to runtime/cors.h (cors_origin_fn): whether origin is registered
+ * with the active OAuth client client_id, or with any active client when it is NULL.
+ * (accounts_oauth_clients.c) */
+bool accounts_cors_origin_allowed(const char *origin, const char *client_id);
+/* The job that deletes expired codes, requests and browser sessions. (accounts_oauth_pages.c) */
+struct job accounts_oauth_purge_job(void);
+
 /* ---- defined in accounts_oauth.c ---- */
 
 /* Logs a failed database step ("oauth: <what> failed: ..."). Returns -1. */
@@ -45,6 +57,9 @@ bool oauth_secure_equal(const char *a, const char *b);
 const char **oauth_split_scopes(struct req *r, const char *text, size_t *count);
 /* The token issuer: the base URL of this server. */
 const char *oauth_issuer(void);
+
+/* ---- defined in accounts_oauth_clients.c ---- */
+
 /* Client id, of workspace wid (NULL: any workspace), into *x (its strings in r->arena).
  * 1 found, 0 not, -1 failure. */
 int oauth_client_load(struct req *r, const char *id, const char *wid,

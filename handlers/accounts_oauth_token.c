@@ -1,15 +1,19 @@
-/* OAuth 2.0, authorization code with PKCE, in three files. This one: authorization codes
- * (issued when the user approves on the consent page, exchanged here), the token endpoint
- * (accounts_issue_token: authorization_code with PKCE, refresh_token) and token revocation
- * (RFC 7009, accounts_revoke_token).
- * Neighbours: accounts_oauth.c, the clients, client authentication (acc_client_authenticate),
- * metadata, grants and the helpers the three files share (accounts_oauth.h);
+/* OAuth 2.0, authorization code with PKCE. This file: where a client presents a code or a
+ * token (/v1/accounts/auth/oauth/{token,refresh,revoke}): client authentication (HTTP Basic or
+ * the body), authorization codes (issued when the user approves on the consent page,
+ * exchanged here), the token endpoint (accounts_issue_token: authorization_code with PKCE,
+ * refresh_token), the refresh endpoint of a login's or an application's refresh token
+ * (accounts_refresh_token) and token revocation (RFC 7009, accounts_revoke_token).
+ * Neighbours: accounts_oauth.c, the clients, metadata, grants and the helpers the OAuth files
+ * share (accounts_oauth.h);
  * accounts_oauth_pages.c, the browser side (the authorization endpoint and its pages).
  *
  * Codes are stored as SHA-256 digests of 256-bit random values only. A code is single use and
  * lives 60 s; using it twice revokes the session issued from it. */
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "handlers/accounts.h"
 #include "handlers/accounts_oauth.h"
@@ -25,6 +29,118 @@
 #include "runtime/token.h"
 
 #define CODE_TTL_MS INT64_C(60000)
+
+/* ==== client authentication (token, refresh and revocation endpoints) ==================== */
+
+static void invalid_client(struct req *r, bool basic, const char *detail)
+{
+    req_problem(r, 401, "invalid_client", "%s", detail);
+    if (basic)
+        req_set_header(r, "WWW-Authenticate", "Basic realm=\"treasury\"");
+}
+
+/* Decodes one application/x-www-form-urlencoded component of HTTP Basic (RFC 6749 §2.3.1)
+ * in place. false on a bad escape. */
+static bool form_decode(char *s)
+{
+    char *o = s;
+    for (char *p = s; *p; p++) {
+        if (*p == '+') {
+            *o++ = ' ';
+        } else if (*p == '%') {
+            int hi, lo;
+            if (sscanf(p + 1, "%1x%1x", (unsigned *)&hi, (unsigned *)&lo) != 2)
+                return false;
+            *o++ = (char)(hi * 16 + lo);
+            p += 2;
+        } else {
+            *o++ = *p;
+        }
+    }
+    *o = '\0';
+    return true;
+}
+
+/* HTTP Basic credentials: 1 parsed, 0 no Basic header, -1 malformed. */
+static int basic_credentials(struct req *r, char **id, char **secret)
+{
+    const char *h = req_header(r, "Authorization");
+    if (!h || strncasecmp(h, "Basic ", 6) != 0)
+        return 0;
+    const char *b64 = h + 6;
+    while (*b64 == ' ')
+        b64++;
+    size_t n = strlen(b64);
+    if (n == 0 || n > 1024 || n % 4 != 0)
+        return -1;
+    unsigned char *raw = arena_alloc(&r->arena, n / 4 * 3 + 1);
+    int len = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)n);
+    if (len < 0)
+        return -1;
+    len -= (b64[n - 1] == '=') + (b64[n - 2] == '=');
+    raw[len] = '\0';
+    if (memchr(raw, '\0', (size_t)len))
+        return -1;
+    char *colon = strchr((char *)raw, ':');
+    if (!colon)
+        return -1;
+    *colon = '\0';
+    *id = (char *)raw;
+    *secret = colon + 1;
+    return form_decode(*id) && form_decode(*secret) ? 1 : -1;
+}
+
+/* Client authentication at the token, refresh and revocation endpoints: HTTP Basic or
+ * client_id (+ client_secret) in the body. Copies the authenticated client id into client
+ * ("" when the request names no client: a login's refresh). 1 go on, 0 answered (401
+ * invalid_client, 400 invalid_request), -1 failure. */
+static int client_authenticate(struct req *r, const char *body_client_id, const char *body_secret,
+                               char *client, size_t client_len)
+{
+    char *basic_id = NULL, *basic_secret = NULL;
+    int basic = basic_credentials(r, &basic_id, &basic_secret);
+    client[0] = '\0';
+    if (basic < 0) {
+        invalid_client(r, true, "The HTTP Basic client credentials are malformed.");
+        return 0;
+    }
+    if (basic && body_secret) {
+        req_problem(r, 400, "invalid_request",
+                    "Authenticate the client one way only: HTTP Basic or client_secret.");
+        return 0;
+    }
+    if (basic && body_client_id && strcmp(basic_id, body_client_id) != 0) {
+        req_problem(r, 400, "invalid_request",
+                    "client_id in the body differs from the HTTP Basic client.");
+        return 0;
+    }
+    const char *id = basic ? basic_id : body_client_id;
+    const char *secret = basic ? basic_secret : body_secret;
+    if (!id)
+        return 1; /* no client: a login's refresh token */
+    struct oauth_stored_client *x = arena_alloc(&r->arena, sizeof *x);
+    int found = oauth_client_load(r, id, NULL, x);
+    if (found < 0)
+        return -1;
+    if (!found || x->c.status != OAUTH_CLIENT_STATUS_ACTIVE) {
+        invalid_client(r, basic, "Client authentication failed: unknown or disabled client.");
+        return 0;
+    }
+    if (x->c.type == OAUTH_CLIENT_TYPE_CONFIDENTIAL) {
+        char hash[DIGEST_HEX_LEN + 1];
+        if (!secret || !*secret || oauth_sha256_hex(secret, hash) != 0 || !x->secret_hash ||
+            !oauth_secure_equal(hash, x->secret_hash)) {
+            invalid_client(r, basic, "Client authentication failed: the client secret is missing "
+                                     "or wrong.");
+            return 0;
+        }
+    } else if (secret && *secret) {
+        invalid_client(r, basic, "A public client has no secret; send only client_id.");
+        return 0;
+    }
+    snprintf(client, client_len, "%s", x->c.id);
+    return 1;
+}
 
 /* ==== authorization codes ================================================================= */
 
@@ -191,7 +307,7 @@ int accounts_issue_token(struct req *r, const struct accounts_issue_token_reques
 {
     const struct token_request *t = in->body;
     char client[ID_MAX];
-    int ok = acc_client_authenticate(r, t->has_client_id ? t->client_id : NULL,
+    int ok = client_authenticate(r, t->has_client_id ? t->client_id : NULL,
                                      t->has_client_secret ? t->client_secret : NULL, client,
                                      sizeof client);
     if (ok <= 0)
@@ -222,6 +338,27 @@ int accounts_issue_token(struct req *r, const struct accounts_issue_token_reques
                     "grant_type must be authorization_code or refresh_token.");
         return 0;
     }
+    if (resp) {
+        out->status = 200;
+        out->body_200 = resp;
+    }
+    return 0;
+}
+
+int accounts_refresh_token(struct req *r, const struct accounts_refresh_token_request *in,
+                           struct accounts_refresh_token_response *out)
+{
+    const struct refresh_request *b = in->body;
+    char client[ID_MAX] = "";
+    int ok = client_authenticate(r, b->has_client_id ? b->client_id : NULL,
+                                     b->has_client_secret ? b->client_secret : NULL, client,
+                                     sizeof client);
+    if (ok <= 0)
+        return ok;
+    struct login_response *resp = NULL;
+    if (acc_refresh(r, b->refresh_token, b->has_scope ? b->scope : NULL,
+                    client[0] ? client : NULL, &resp) != 0)
+        return -1;
     if (resp) {
         out->status = 200;
         out->body_200 = resp;
@@ -276,7 +413,7 @@ int accounts_revoke_token(struct req *r, const struct accounts_revoke_token_requ
 {
     const struct revocation_request *b = in->body;
     char client[ID_MAX];
-    int ok = acc_client_authenticate(r, b->has_client_id ? b->client_id : NULL,
+    int ok = client_authenticate(r, b->has_client_id ? b->client_id : NULL,
                                      b->has_client_secret ? b->client_secret : NULL, client,
                                      sizeof client);
     if (ok <= 0)

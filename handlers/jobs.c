@@ -1,6 +1,6 @@
 #include "handlers/jobs.h"
 
-#include "handlers/accounts.h"
+#include "handlers/accounts_oauth.h"
 #include "handlers/payments.h"
 
 size_t handlers_jobs(const struct config *c, struct job *out)

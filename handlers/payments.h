@@ -1,6 +1,8 @@
-/* What the payments handler files share (payments.c: the payment operations;
- * payments_beneficiaries.c: beneficiaries; payments_batches.c: batches; payments_makers.c:
- * maker-checker; payments_settlement.c: the worker that moves approved payments through the
+/* What the payments handler files share (payments.c: the payment row and the payment
+ * operations: create, get, list, update, cancel; payments_approval.c: the approval policy,
+ * approving and denying; payments_csv.c: a page as CSV; payments_events.c: a payment's
+ * timeline; payments_beneficiaries.c: beneficiaries; payments_batches.c: batches;
+ * payments_makers.c: maker-checker; payments_settlement.c: the worker that moves approved payments through the
  * settlement rail). Not a cross-API header: other APIs do not reach into payments. */
 #ifndef HANDLERS_PAYMENTS_H
 #define HANDLERS_PAYMENTS_H
@@ -76,6 +78,17 @@ int pay_from_create(struct req *r, const struct payment_create *c, const char *b
 /* Whether another payment of r's workspace than except (may be NULL) has external_id. 0 / -1. */
 int pay_external_id_taken(struct req *r, const char *external_id, const char *except,
                           bool *taken);
+/* 1 (answered 409 part_of_batch) when p belongs to a batch, which decides for it; else 0. */
+int pay_part_of_batch(struct req *r, const struct payment *p);
+/* Answers 409 invalid_transition: p cannot be `action` ("approved") in its status, only when
+ * `allowed` ("pending_approval"). */
+void pay_invalid_transition(struct req *r, const struct payment *p, const char *action,
+                            const char *allowed);
+/* The page as CSV (Accept: text/csv; payments_csv.c), in r->arena. */
+void pay_csv(struct req *r, const struct payment_page *page, const char **text, size_t *len);
+
+/* ---- approvals (payments_approval.c) ---- */
+
 /* Approvals the workspace's policy asks for amount in currency (the largest tier reached).
  * -1 failure. */
 int64_t pay_approvals_needed(struct req *r, const char *currency, int64_t amount);
@@ -84,6 +97,16 @@ int64_t pay_approvals_needed(struct req *r, const char *currency, int64_t amount
  * currency within the window (pay_velocity_total). -1 failure. */
 int64_t pay_approvals_needed_for(struct req *r, const struct pay *x, const char *const *persons,
                                  size_t n);
+/* The people rules of a decision (maker-checker, payments_makers.c), by acting person: whoever
+ * created what (e.g. "payment pay_..."; created_for, the acting person stored when it was
+ * created, else that of created_by) cannot approve or deny it (403 self_approval), and nobody
+ * decides twice (409 already_approved). 1 go on, 0 answered, -1 failure. */
+int pay_may_decide(struct req *r, const char *what, const char *created_by,
+                   const char *created_for, const struct payment_approval *a);
+/* The caller's role approval limit in currency against amount (403 approval_limit_exceeded
+ * naming what). 1 within it (or no limit), 0 answered, -1 failure. */
+int pay_within_limit(struct req *r, const char *what, const char *currency, int64_t amount);
+
 /* r's workspace's beneficiary id into b (in r->arena; payments_beneficiaries.c): 1 found,
  * 0 none (unknown, another workspace's, or not a beneficiary id), -1 failure. */
 int pay_beneficiary_load(struct req *r, const char *id, struct beneficiary *b);
@@ -97,15 +120,7 @@ int pay_load_approvers(struct req *r, struct pay *x);
 /* Reads the decisions a prepared "SELECT user_id, decision, reason, decided_at ..." yields
  * into a (approvers, received; at most 20). 0 / -1. */
 int pay_read_decisions(struct req *r, struct db_stmt *st, struct payment_approval *a);
-/* The people rules of a decision (maker-checker, payments_makers.c), by acting person: whoever
- * created what (e.g. "payment pay_..."; created_for, the acting person stored when it was
- * created, else that of created_by) cannot approve or deny it (403 self_approval), and nobody
- * decides twice (409 already_approved). 1 go on, 0 answered, -1 failure. */
-int pay_may_decide(struct req *r, const char *what, const char *created_by,
-                   const char *created_for, const struct payment_approval *a);
-/* The caller's role approval limit in currency against amount (403 approval_limit_exceeded
- * naming what). 1 within it (or no limit), 0 answered, -1 failure. */
-int pay_within_limit(struct req *r, const char *what, const char *currency, int64_t amount);
+
 /* ---- maker-checker (payments_makers.c) ---- */
 
 /* The acting person of a stored principal id of r's workspace: a user is themself, a service

@@ -11,7 +11,7 @@
 
 #include "generated/routes.h"
 #include "generated/scopes.h"
-#include "handlers/accounts.h"
+#include "handlers/accounts_oauth.h"
 #include "handlers/invitations.h"
 #include "handlers/jobs.h"
 #include "handlers/privileges.h"
