@@ -8,6 +8,7 @@
 #include "handlers/admin.h"
 #include "handlers/invitations.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
-#include "runtime/page.h"
+#include "runtime/resource.h"
 #include "runtime/revocation.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
@@ -123,12 +124,6 @@ static void split_scopes(struct req *r, const char *text, struct role *out)
     }
 }
 
-static const char *text(struct req *r, struct db_stmt *st, int col)
-{
-    const char *t = db_column_text(st, col);
-    return t ? arena_strdup(&r->arena, (const char *)t) : NULL;
-}
-
 #define ROLE_COLUMNS \
     "key, name, description, scopes, version, created_at, updated_at, approval_limits"
 
@@ -208,20 +203,20 @@ int admin_role_approval_limit(const char *workspace_id, const char *role, const 
 static void row_to_role(struct req *r, struct db_stmt *st, struct role *role)
 {
     memset(role, 0, sizeof *role);
-    role->key = text(r, st, 0);
+    role->key = db_column_dup(&r->arena, st, 0);
     role->object = "role";
-    role->name = text(r, st, 1);
-    role->description = text(r, st, 2);
+    role->name = db_column_dup(&r->arena, st, 1);
+    role->description = db_column_dup(&r->arena, st, 2);
     role->has_description = role->description != NULL;
-    split_scopes(r, text(r, st, 3), role);
+    split_scopes(r, db_column_dup(&r->arena, st, 3), role);
     role->system = false;
     role->version = db_column_int64(st, 4);
     role->has_version = true;
-    role->created_at = text(r, st, 5);
+    role->created_at = db_column_dup(&r->arena, st, 5);
     role->has_created_at = true;
-    role->updated_at = text(r, st, 6);
+    role->updated_at = db_column_dup(&r->arena, st, 6);
     role->has_updated_at = true;
-    const char *limits = text(r, st, 7);
+    const char *limits = db_column_dup(&r->arena, st, 7);
     if (limits && limits_from(&r->arena, limits, &role->approval_limits,
                               &role->approval_limits_count) == 0)
         role->has_approval_limits = true;
@@ -417,32 +412,32 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
 static void row_to_service_account(struct req *r, struct db_stmt *st, struct service_account *sa)
 {
     memset(sa, 0, sizeof *sa);
-    sa->id = text(r, st, 0);
+    sa->id = db_column_dup(&r->arena, st, 0);
     sa->object = "service_account";
-    sa->workspace_id = text(r, st, 1);
-    sa->name = text(r, st, 2);
-    sa->description = text(r, st, 3);
+    sa->workspace_id = db_column_dup(&r->arena, st, 1);
+    sa->name = db_column_dup(&r->arena, st, 2);
+    sa->description = db_column_dup(&r->arena, st, 3);
     sa->has_description = sa->description != NULL;
-    sa->role = text(r, st, 4);
-    sa->status = service_account_status_parse(text(r, st, 5));
+    sa->role = db_column_dup(&r->arena, st, 4);
+    sa->status = service_account_status_parse(db_column_dup(&r->arena, st, 5));
     sa->version = db_column_int64(st, 6);
-    sa->created_at = text(r, st, 7);
-    sa->updated_at = text(r, st, 8);
-    sa->disabled_at = text(r, st, 9);
+    sa->created_at = db_column_dup(&r->arena, st, 7);
+    sa->updated_at = db_column_dup(&r->arena, st, 8);
+    sa->disabled_at = db_column_dup(&r->arena, st, 9);
     sa->has_disabled_at = sa->disabled_at != NULL;
 }
 
 static void row_to_token(struct req *r, struct db_stmt *st, struct service_account_token *t)
 {
     memset(t, 0, sizeof *t);
-    t->id = text(r, st, 0);
+    t->id = db_column_dup(&r->arena, st, 0);
     t->object = "service_account_token";
-    t->service_account_id = text(r, st, 1);
-    t->name = text(r, st, 2);
+    t->service_account_id = db_column_dup(&r->arena, st, 1);
+    t->name = db_column_dup(&r->arena, st, 2);
     t->has_name = t->name != NULL;
-    t->scope = text(r, st, 3);
-    t->created_at = text(r, st, 4);
-    t->revoked_at = text(r, st, 5);
+    t->scope = db_column_dup(&r->arena, st, 3);
+    t->created_at = db_column_dup(&r->arena, st, 4);
+    t->revoked_at = db_column_dup(&r->arena, st, 5);
     t->has_revoked_at = t->revoked_at != NULL;
     t->status = t->revoked_at ? SERVICE_ACCOUNT_TOKEN_STATUS_REVOKED
                               : SERVICE_ACCOUNT_TOKEN_STATUS_ACTIVE;
@@ -503,15 +498,13 @@ int admin_list_service_accounts(struct req *r,
         return -1;
     db_bind_text(st, 1, r->principal.workspace_id);
     page_bind(&pg, st, 2, 3, 4);
-    struct service_account_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
-    if (page_fill(r, &pg, st, page->data, sizeof *page->data, service_account_row) != 0)
+    struct resource_page rp;
+    if (resource_page_fill(r, &pg, st, sizeof(struct service_account), service_account_row,
+                           offsetof(struct service_account, created_at),
+                           offsetof(struct service_account, id), &rp) != 0)
         return -1;
-    page->data_count = pg.count;
-    page->has_more = pg.has_more;
-    const struct service_account *last = pg.count ? &page->data[pg.count - 1] : NULL;
-    page->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
-    page->next_cursor_is_null = !page->next_cursor;
+    struct service_account_page *page = arena_alloc(&r->arena, sizeof *page);
+    RESOURCE_PAGE_SET(page, rp);
     out->status = 200;
     out->body_200 = page;
     return 0;
@@ -639,7 +632,7 @@ int admin_disable_service_accounts_of(struct req *r, const char *user_id, const 
     const char **found = arena_alloc(&r->arena, DISABLE_MAX * sizeof *found);
     int n = 0, rc;
     while ((rc = db_step(st)) == DB_ROW && n < DISABLE_MAX)
-        found[n++] = text(r, st, 0);
+        found[n++] = db_column_dup(&r->arena, st, 0);
     db_reset(st);
     if (rc != DB_DONE && rc != DB_ROW) {
         log_error("service accounts: listing a creator's failed: %s",
@@ -701,15 +694,13 @@ int admin_list_service_account_tokens(struct req *r,
         return -1;
     db_bind_text(st, 1, sa->id);
     page_bind(&pg, st, 2, 3, 4);
-    struct service_account_token_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
-    if (page_fill(r, &pg, st, page->data, sizeof *page->data, token_row) != 0)
+    struct resource_page rp;
+    if (resource_page_fill(r, &pg, st, sizeof(struct service_account_token), token_row,
+                           offsetof(struct service_account_token, created_at),
+                           offsetof(struct service_account_token, id), &rp) != 0)
         return -1;
-    page->data_count = pg.count;
-    page->has_more = pg.has_more;
-    const struct service_account_token *last = pg.count ? &page->data[pg.count - 1] : NULL;
-    page->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
-    page->next_cursor_is_null = !page->next_cursor;
+    struct service_account_token_page *page = arena_alloc(&r->arena, sizeof *page);
+    RESOURCE_PAGE_SET(page, rp);
     out->status = 200;
     out->body_200 = page;
     return 0;
@@ -862,15 +853,15 @@ int admin_revoke_service_account_token(
 static int user_row(struct req *r, struct db_stmt *st, void *item)
 {
     struct user *u = item;
-    u->id = text(r, st, 0);
+    u->id = db_column_dup(&r->arena, st, 0);
     u->object = "user";
-    u->email = text(r, st, 1);
-    u->name = text(r, st, 2);
+    u->email = db_column_dup(&r->arena, st, 1);
+    u->name = db_column_dup(&r->arena, st, 2);
     u->has_name = u->name != NULL;
-    u->status = user_status_parse(text(r, st, 3));
-    u->role = text(r, st, 4);
-    u->joined_at = text(r, st, 5);
-    u->last_login_at = text(r, st, 6);
+    u->status = user_status_parse(db_column_dup(&r->arena, st, 3));
+    u->role = db_column_dup(&r->arena, st, 4);
+    u->joined_at = db_column_dup(&r->arena, st, 5);
+    u->last_login_at = db_column_dup(&r->arena, st, 6);
     u->has_last_login_at = u->last_login_at != NULL;
     return u->status ? 0 : -1;
 }
@@ -892,15 +883,13 @@ int admin_list_users(struct req *r, const struct admin_list_users_request *in,
         return -1;
     db_bind_text(st, 1, r->principal.workspace_id);
     page_bind(&pg, st, 2, 3, 4);
-    struct user_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
-    if (page_fill(r, &pg, st, page->data, sizeof *page->data, user_row) != 0)
+    struct resource_page rp;
+    if (resource_page_fill(r, &pg, st, sizeof(struct user), user_row,
+                           offsetof(struct user, joined_at),
+                           offsetof(struct user, id), &rp) != 0)
         return -1;
-    page->data_count = pg.count;
-    page->has_more = pg.has_more;
-    const struct user *last = pg.count ? &page->data[pg.count - 1] : NULL;
-    page->next_cursor = last ? page_next(r, &pg, last->joined_at, last->id) : NULL;
-    page->next_cursor_is_null = !page->next_cursor;
+    struct user_page *page = arena_alloc(&r->arena, sizeof *page);
+    RESOURCE_PAGE_SET(page, rp);
     out->status = 200;
     out->body_200 = page;
     return 0;

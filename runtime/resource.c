@@ -117,8 +117,7 @@ int resource_insert(struct req *r, const struct resource_table *t, const void *o
 }
 
 /* The version the row id is stored at now: 1 with *v, 0 no such row, -1 failure. */
-static int stored_version(struct req *r, const struct resource_table *t, const char *id,
-                          int64_t *v)
+static int stored_version(struct req *r, const struct resource_table *t, const char *id, int64_t *v)
 {
     /* Only a save that found its row changed gets here: rare, so the text is built. */
     const char *sql = arena_printf(&r->arena, "SELECT version FROM %s WHERE id = ?1 AND %s = ?2",
@@ -233,8 +232,8 @@ int resource_list(struct req *r, const struct resource_table *t, const struct re
             digest = arena_printf(&r->arena, "%s&%s%d=%lld", digest, f[i].column, (int)f[i].op,
                                   (long long)f[i].number);
         else
-            digest = arena_printf(&r->arena, "%s&%s%d=%s", digest, f[i].column, (int)f[i].op,
-                                  f[i].text);
+            digest =
+                arena_printf(&r->arena, "%s&%s%d=%s", digest, f[i].column, (int)f[i].op, f[i].text);
     }
     int k = (int)n + 2;
     sql = arena_printf(&r->arena,
@@ -276,8 +275,7 @@ int resource_page_fill(struct req *r, struct page *pg, struct db_stmt *st, size_
     out->has_more = pg->has_more;
     if (pg->count) {
         const char *last = (const char *)out->items + (pg->count - 1) * item_size;
-        out->next_cursor = page_next(r, pg, get_text(last, key_offset),
-                                     get_text(last, id_offset));
+        out->next_cursor = page_next(r, pg, get_text(last, key_offset), get_text(last, id_offset));
     }
     return 0;
 }

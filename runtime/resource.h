@@ -18,14 +18,14 @@
 
 /* One table behind one schema (generated: `const struct resource_table rows_<schema>`). */
 struct resource_table {
-    const char *table;       /* "beneficiaries" */
-    const char *object;      /* "beneficiary": how a 404 names it */
-    const char *id_prefix;   /* "ben": id_valid(id, prefix), else simply not found */
-    const char *workspace;   /* the tenant column every statement is scoped by */
-    const char *sort;        /* list order: (sort DESC, id DESC) */
-    const char *columns;     /* every mapped column, in read and bind order */
+    const char *table;     /* "beneficiaries" */
+    const char *object;    /* "beneficiary": how a 404 names it */
+    const char *id_prefix; /* "ben": id_valid(id, prefix), else simply not found */
+    const char *workspace; /* the tenant column every statement is scoped by */
+    const char *sort;      /* list order: (sort DESC, id DESC) */
+    const char *columns;   /* every mapped column, in read and bind order */
     int column_count;
-    int workspace_index;     /* the workspace column's place in columns, from 0 */
+    int workspace_index; /* the workspace column's place in columns, from 0 */
     /* "SELECT <columns> FROM t WHERE id = ?1 AND <workspace> = ?2" */
     const char *select_sql;
     /* "INSERT INTO t (<columns>) VALUES (?, ...)", the columns bound from ?1 */
@@ -33,15 +33,15 @@ struct resource_table {
     /* "UPDATE t SET ... WHERE id = ?I AND <workspace> = ?W [AND <version> = ?(count + 1)]":
      * every column but id and the workspace, bound as insert_sql's, then the old version. */
     const char *update_sql;
-    size_t size;             /* sizeof the struct */
-    size_t id_offset;        /* const char * members of the struct */
+    size_t size;      /* sizeof the struct */
+    size_t id_offset; /* const char * members of the struct */
     size_t workspace_offset;
     size_t sort_offset;
-    bool versioned;          /* int64_t version at version_offset, the ETag */
+    bool versioned; /* int64_t version at version_offset, the ETag */
     size_t version_offset;
-    bool has_created_at;     /* const char *created_at, set by resource_new */
+    bool has_created_at; /* const char *created_at, set by resource_new */
     size_t created_at_offset;
-    bool has_updated_at;     /* const char *updated_at, set by resource_new and a save */
+    bool has_updated_at; /* const char *updated_at, set by resource_new and a save */
     size_t updated_at_offset;
     /* Sets the schema's constants (`object: beneficiary`), which have no column. */
     void (*init)(void *obj);
@@ -72,9 +72,9 @@ void resource_new(struct req *r, const struct resource_table *t, void *obj);
  * DB_ERR_UNIQUE when a UNIQUE constraint refused it, for a caller that answers 409. */
 int resource_insert(struct req *r, const struct resource_table *t, const void *obj);
 /* Writes obj, changed from the stored row at its version, as the next version: updated_at
- * = now, version + 1, `WHERE version = old`, in r's workspace whatever obj says. 1 saved; 0 answered 412 precondition_failed when
- * the row is at another version (another writer came first); -1 failure (no such row, or a
- * database failure; logged). */
+ * = now, version + 1, `WHERE version = old`, in r's workspace whatever obj says. 1 saved; 0
+ * answered 412 precondition_failed when the row is at another version (another writer came first);
+ * -1 failure (no such row, or a database failure; logged). */
 int resource_save(struct req *r, const struct resource_table *t, void *obj);
 
 /* ---- lists ---------------------------------------------------------------------------- */
@@ -96,11 +96,11 @@ struct resource_filter {
     const char *text;
     int64_t number;
 };
-#define RESOURCE_TEXT(col, op_, v) \
+#define RESOURCE_TEXT(col, op_, v)                                                                 \
     ((struct resource_filter){.column = (col), .op = (op_), .set = (v) != NULL, .text = (v)})
-#define RESOURCE_INT(col, op_, has, v) \
-    ((struct resource_filter){.column = (col), .op = (op_), .set = (has), .integer = true, \
-                              .number = (v)})
+#define RESOURCE_INT(col, op_, has, v)                                                             \
+    ((struct resource_filter){                                                                     \
+        .column = (col), .op = (op_), .set = (has), .integer = true, .number = (v)})
 
 /* A page as every list answers it. */
 struct resource_page {
@@ -111,13 +111,13 @@ struct resource_page {
 };
 /* Fills a generated page struct (data, data_count, has_more, next_cursor,
  * next_cursor_is_null: every page schema has them) from a struct resource_page. */
-#define RESOURCE_PAGE_SET(page, rp)                                                            \
-    do {                                                                                       \
-        (page)->data = (rp).items;                                                             \
-        (page)->data_count = (rp).count;                                                       \
-        (page)->has_more = (rp).has_more;                                                      \
-        (page)->next_cursor = (rp).next_cursor;                                                \
-        (page)->next_cursor_is_null = (rp).next_cursor == NULL;                                \
+#define RESOURCE_PAGE_SET(page, rp)                                                                \
+    do {                                                                                           \
+        (page)->data = (rp).items;                                                                 \
+        (page)->data_count = (rp).count;                                                           \
+        (page)->has_more = (rp).has_more;                                                          \
+        (page)->next_cursor = (rp).next_cursor;                                                    \
+        (page)->next_cursor_is_null = (rp).next_cursor == NULL;                                    \
     } while (0)
 
 /* A page of r's workspace's rows of t matching every set filter (f[0..n)), newest first by
