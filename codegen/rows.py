@@ -29,7 +29,7 @@ import cgen
 from cgen import W
 from spec import SpecError, c_string as lit, rel
 
-XTABLE_KEYS = {'name', 'id-prefix', 'workspace', 'version', 'sort', 'columns'}
+XTABLE_KEYS = {'name', 'id-prefix', 'workspace', 'version', 'sort', 'columns', 'internal'}
 SCALARS = ('string', 'integer', 'boolean', 'enum')
 
 
@@ -226,6 +226,9 @@ class Rows:
                 self.fail(loc / k, 'x-table needs %s: a lower-case name' % k)
         if 'version' in x and (not isinstance(x['version'], str)):
             self.fail(loc / 'version', 'version names a column')
+        internal = x.get('internal', [])
+        if not isinstance(internal, list) or not all(isinstance(c, str) for c in internal):
+            self.fail(loc / 'internal', 'internal lists column names')
         cols = x.get('columns', {})
         if not isinstance(cols, dict):
             self.fail(loc / 'columns', 'columns must map property names to mappings')
@@ -260,7 +263,7 @@ class Rows:
     def item(self, f, spec_, loc, tloc):
         n = f.node
         c = const_of(n)
-        if spec_ is None and c is not None and f.read_only:
+        if spec_ is None and c is not None:
             it = Item('const', f)
             it.const = c
             return it
@@ -352,11 +355,25 @@ class Rows:
                 elif c.not_null and not d.not_null:
                     self.fail(c.loc, 'column %s of table %s may be NULL, but property %s is '
                                      'required: make it NOT NULL' % (c.name, t.name, c.prop))
+            internal = t.x.get('internal', [])
+            for name in internal:
+                if name not in ddl:
+                    self.fail(t.loc / 'internal', 'internal column %s is missing from table %s '
+                                                  '(%s)' % (name, t.name, where))
+                elif name in mapped:
+                    self.fail(t.loc / 'internal', 'column %s is mapped to a property and '
+                                                  'listed as internal' % name)
             for name, d in ddl.items():
-                if name not in mapped and d.not_null and not d.default:
+                if name not in mapped and name not in internal and d.not_null and \
+                        not d.default:
                     self.fail(t.loc, 'column %s of table %s is NOT NULL without a DEFAULT and no '
-                                     'property maps to it: an insert would fail'
+                                     'property maps to it: an insert would fail (a column the '
+                                     'handler writes itself is listed in internal)'
                               % (name, t.name))
+            # A NOT NULL internal column without a DEFAULT: rows are inserted by the handler's
+            # own statement, which writes it.
+            t.own_insert = any(ddl[n].not_null and not ddl[n].default
+                               for n in internal if n in ddl)
 
     # -- x-merge-into --------------------------------------------------------------------------
     def merge_into(self, node, target, loc):
@@ -726,9 +743,11 @@ def sql_texts(t):
 
 
 def object_name(t):
+    """How a 404 names it: the `object` constant in words (service_account: "service
+    account"), else the schema's name in words."""
     for it in t.items:
         if it.how == 'const' and it.field.json_name == 'object' and it.const.startswith('"'):
-            return it.const
+            return it.const.replace('_', ' ')
     words = re.findall(r'[A-Z][a-z0-9]*|[a-z0-9]+', t.node.component)
     return lit(' '.join(x.lower() for x in words))
 

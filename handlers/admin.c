@@ -4,6 +4,7 @@
  * role; their tokens carry a subset of its scopes, never expire, and are revoked through
  * runtime/revocation.c (token id, or the account id for all of them). */
 #include "generated/admin_api.h"
+#include "generated/rows_admin.h"
 
 #include "handlers/admin.h"
 #include "handlers/invitations.h"
@@ -404,28 +405,7 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
 
 /* ---- service accounts --------------------------------------------------------------------- */
 
-#define SA_COLUMNS                                                                            \
-    "id, workspace_id, name, description, role, status, version, created_at, updated_at, "    \
-    "disabled_at"
 #define SAT_COLUMNS "id, service_account_id, name, scope, created_at, revoked_at"
-
-static void row_to_service_account(struct req *r, struct db_stmt *st, struct service_account *sa)
-{
-    memset(sa, 0, sizeof *sa);
-    sa->id = db_column_dup(&r->arena, st, 0);
-    sa->object = "service_account";
-    sa->workspace_id = db_column_dup(&r->arena, st, 1);
-    sa->name = db_column_dup(&r->arena, st, 2);
-    sa->description = db_column_dup(&r->arena, st, 3);
-    sa->has_description = sa->description != NULL;
-    sa->role = db_column_dup(&r->arena, st, 4);
-    sa->status = service_account_status_parse(db_column_dup(&r->arena, st, 5));
-    sa->version = db_column_int64(st, 6);
-    sa->created_at = db_column_dup(&r->arena, st, 7);
-    sa->updated_at = db_column_dup(&r->arena, st, 8);
-    sa->disabled_at = db_column_dup(&r->arena, st, 9);
-    sa->has_disabled_at = sa->disabled_at != NULL;
-}
 
 static void row_to_token(struct req *r, struct db_stmt *st, struct service_account_token *t)
 {
@@ -446,23 +426,7 @@ static void row_to_token(struct req *r, struct db_stmt *st, struct service_accou
 /* The workspace's service account: 1 found, 0 answered 404, -1 failure. */
 static int load_service_account(struct req *r, const char *id, struct service_account *sa)
 {
-    struct db_stmt *st = storage_prepare("SELECT " SA_COLUMNS " FROM service_accounts "
-                                       "WHERE id = ? AND workspace_id = ?");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, id);
-    db_bind_text(st, 2, r->principal.workspace_id);
-    int rc = db_step(st);
-    if (rc == DB_ROW)
-        row_to_service_account(r, st, sa);
-    db_reset(st);
-    if (rc != DB_ROW && rc != DB_DONE) {
-        log_error("service accounts: load failed: %s", storage_errmsg());
-        return -1;
-    }
-    if (rc == DB_DONE)
-        req_problem(r, 404, "not_found", "No service account %s in this workspace.", id);
-    return rc == DB_ROW;
+    return resource_load_current(r, &rows_service_account, id, NULL, sa);
 }
 
 static int exec_bound(struct db_stmt *st, const char *what)
@@ -476,33 +440,15 @@ static int exec_bound(struct db_stmt *st, const char *what)
     return 0;
 }
 
-static int service_account_row(struct req *r, struct db_stmt *st, void *item)
-{
-    row_to_service_account(r, st, item);
-    return 0;
-}
-
 int admin_list_service_accounts(struct req *r,
                                 const struct admin_list_service_accounts_request *in,
                                 struct admin_list_service_accounts_response *out)
 {
-    const char *filters = arena_printf(&r->arena, "sa&w=%s", r->principal.workspace_id);
-    struct page pg;
-    if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
-        return 0;
-    struct db_stmt *st = storage_prepare(
-        "SELECT " SA_COLUMNS " FROM service_accounts WHERE workspace_id = ?1 "
-        "AND (CAST(?2 AS TEXT) IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
-        "ORDER BY created_at DESC, id DESC LIMIT ?4");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, r->principal.workspace_id);
-    page_bind(&pg, st, 2, 3, 4);
     struct resource_page rp;
-    if (resource_page_fill(r, &pg, st, sizeof(struct service_account), service_account_row,
-                           offsetof(struct service_account, created_at),
-                           offsetof(struct service_account, id), &rp) != 0)
-        return -1;
+    int listed = resource_list(r, &rows_service_account, NULL, 0, in->limit,
+                               in->has_cursor ? in->cursor : NULL, &rp);
+    if (listed <= 0)
+        return listed;
     struct service_account_page *page = arena_alloc(&r->arena, sizeof *page);
     RESOURCE_PAGE_SET(page, rp);
     out->status = 200;

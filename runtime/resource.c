@@ -98,6 +98,10 @@ void resource_new(struct req *r, const struct resource_table *t, void *obj)
 
 int resource_insert(struct req *r, const struct resource_table *t, const void *obj)
 {
+    if (!t->insert_sql) {
+        log_error("%s: rows are inserted by the handler's own statement", t->table);
+        return -1;
+    }
     struct db_stmt *st = storage_prepare(t->insert_sql);
     if (!st)
         return -1;

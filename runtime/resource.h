@@ -28,7 +28,8 @@ struct resource_table {
     int workspace_index; /* the workspace column's place in columns, from 0 */
     /* "SELECT <columns> FROM t WHERE id = ?1 AND <workspace> = ?2" */
     const char *select_sql;
-    /* "INSERT INTO t (<columns>) VALUES (?, ...)", the columns bound from ?1 */
+    /* "INSERT INTO t (<columns>) VALUES (?, ...)", the columns bound from ?1; NULL when the
+     * table has NOT NULL columns only the handler writes (x-table internal): it inserts */
     const char *insert_sql;
     /* "UPDATE t SET ... WHERE id = ?I AND <workspace> = ?W [AND <version> = ?(count + 1)]":
      * every column but id and the workspace, bound as insert_sql's, then the old version. */

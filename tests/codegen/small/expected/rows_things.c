@@ -19,6 +19,7 @@ static int unknown(const char *table, struct db_stmt *st, int col)
     return -1;
 }
 
+
 /* What w wrote, as text in a (NULL when out of memory); w is released. */
 static char *json_text(struct arena *a, struct jsonw *w)
 {
