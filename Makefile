@@ -79,8 +79,8 @@ GEN_STAMP := build/generated.stamp
 all: $(GEN_STAMP)
 	$(Q)$(MAKE) --no-print-directory $(BIN)
 
-$(GEN_STAMP): $(SPEC) $(CODEGEN)
-	$(Q)$(PYTHON) codegen/generate.py --spec openapi/openapi.yaml --out generated
+$(GEN_STAMP): $(SPEC) $(CODEGEN) $(wildcard handlers/*.c runtime/*.c)
+	$(Q)$(PYTHON) codegen/generate.py --spec openapi/openapi.yaml --out generated --sources handlers runtime
 	@mkdir -p $(@D) && touch $@
 
 $(BIN): $(SERVER_OBJ)
@@ -114,7 +114,7 @@ $(BUILD)/tests/test_admin: $(BUILD)/obj/handlers/admin_cli.o
 # ---- generated code -----------------------------------------------------------------------
 # generated/ is committed; `make generate` rewrites only files whose bytes change.
 generate:
-	$(Q)$(PYTHON) codegen/generate.py --spec openapi/openapi.yaml --out generated
+	$(Q)$(PYTHON) codegen/generate.py --spec openapi/openapi.yaml --out generated --sources handlers runtime
 	@mkdir -p $(dir $(GEN_STAMP)) && touch $(GEN_STAMP)
 
 check-generated:

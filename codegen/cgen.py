@@ -788,6 +788,7 @@ def dispatch_body(op):
         w('r->with_errors = true;')
         w('return 0;')
         w.close()
+    if_match_block(w, op)
     if op.raw_body:
         raw_body(w, op)
     elif op.body:
@@ -816,6 +817,7 @@ def dispatch_body(op):
             w('if (decode_%s(&r->arena, doc, in.body) != 0)' % b.cname)
             w('    return -1;')
         w.close()
+    audit_fields_block(w, op)
     w()
     w('r->handler_ran = true; /* from here on, the answer is the operation\'s own */')
     w('if (%s(r, &in, &out) != 0)' % h)
@@ -890,11 +892,121 @@ def dispatch_body(op):
             w('if (out.%s && (%s))' % (hd.cname, cond))
             w('    req_set_header(r, %s, out.%s);' % (lit(hd.json_name), hd.cname))
     w.close()
+    declared_block(w, op)
     w('#ifdef TREASURY_CHECK_RESPONSES')
     w('check_%s(r);' % h)
     w('#endif')
     w('return 0;')
     return w.lines
+
+
+def _by_status(op, expr_of):
+    """A C expression choosing expr_of(resp) by r->status over the JSON successes."""
+    bodies = [r for r in op.responses if 200 <= r.status < 300 and r.kind == 'json']
+    expr = expr_of(bodies[-1])
+    for r in reversed(bodies[:-1]):
+        expr = 'r->status == %d ? %s : %s' % (r.status, expr_of(r), expr)
+    return expr
+
+
+def _member_text(r, name):
+    f = next(f for f in r.field.node.fields if f.json_name == name)
+    v = 'out.%s->%s' % (r.field.cname, f.cname)
+    return '%s_str(%s)' % (f.node.cname, v) if f.kind == 'enum' else v
+
+
+def audit_fields_block(w, op):
+    """Before the handler: the request members x-audit copies into the record's detail
+    (writeOnly members and secrets as "[redacted]"), for audit_change() and the dispatcher."""
+    a = op.audit
+    if a is None or a.none is not None or not a.fields:
+        return
+    w('if (doc) {')
+    w.ind += 1
+    w('struct jsonw aw;')
+    w('const struct json_value *av;')
+    w('char *fields;')
+    w()
+    w('jsonw_init(&aw);')
+    w('jsonw_object_begin(&aw);')
+    for name, redact in a.fields:
+        w.open('if ((av = json_get(doc, %s)) != NULL)' % lit(name))
+        w('jsonw_key(&aw, %s);' % lit(name))
+        if redact:
+            w('jsonw_string(&aw, "[redacted]"); /* writeOnly, or a secret inside */')
+        else:
+            w('jsonw_value(&aw, av);')
+        w.close()
+    w('jsonw_object_end(&aw);')
+    w('fields = jsonw_take(&aw, NULL);')
+    w('jsonw_release(&aw);')
+    w('r->audit.fields = arena_strdup(&r->arena, fields);')
+    w('free(fields);')
+    w.ind -= 1
+    w('}')
+
+
+def declared_block(w, op):
+    """After a success: the declared audit record (x-audit) unless the handler reported it
+    (audit_change), and the declared event (x-event), in the operation's transaction
+    (codegen/declared.py). An x-own-transaction handler reports its record itself, in its own
+    transaction: the dispatcher checks that it did."""
+    a, e = op.audit, op.event
+    if a is None or (a.none is not None and e is None):
+        return
+    w.open('if (r->status >= 200 && r->status < 300 && !r->problem)')
+    if a.none is None and op.own_transaction:
+        w.open('if (!r->audit.written)')
+        w('log_error("%%s answered %%d without reporting its declared audit record", %s,'
+          % lit(op.operation_id))
+        w('          r->status);')
+        w('return -1;')
+        w.close()
+    elif a.none is None:
+        if a.id_from == 'path':
+            ident = 'in.%s' % a.id_name.cname
+        elif a.id_from == 'principal':
+            ident = 'r->principal.%s' % a.id_name
+        elif a.id_from == 'response':
+            ident = _by_status(op, lambda r: 'out.%s->%s' % (
+                r.field.cname, next(f.cname for f in r.field.node.fields
+                                    if f.json_name == a.id_name)))
+        else:
+            ident = 'NULL /* the handler reports it */'
+        after = _by_status(op, lambda r: _member_text(r, a.status_field)) \
+            if a.status_field else 'NULL'
+        w.open('if (!r->audit.written)')
+        w('const char *after = %s;' % after)
+        w()
+        w('if (audit_declared_write(r, %s, after) != 0)' % ident)
+        w('    return -1;')
+        w.close()
+    if e is not None:
+        if len(e.by_status) == 1 and e.by_status[0][0] is None:
+            etype = lit(e.by_status[0][1])
+        else:
+            etype = lit(e.by_status[-1][1])
+            for st, t in reversed(e.by_status[:-1]):
+                etype = 'r->status == %d ? %s : %s' % (st, lit(t), etype)
+        eid = _by_status(op, lambda r: 'out.%s->id' % r.field.cname)
+        ever = _by_status(op, lambda r: 'out.%s->version' % r.field.cname) \
+            if e.version else '0'
+        w('if (outbox_add(r, %s, %s, %s, %s, r->resp_body) != 0)'
+          % (etype, lit(a.resource), eid, ever))
+        w('    return -1;')
+    w.close()
+
+
+def if_match_block(w, op):
+    """x-if-match: required -- a change without If-Match is refused before the handler."""
+    if not op.if_match_required:
+        return
+    w.open('if (!req_header(r, "If-Match"))')
+    w('req_problem(r, 428, "precondition_required", "%s",')
+    w('            "Send If-Match with the current ETag (GET it first), so that this change '
+      'cannot overwrite one made since.");')
+    w('return 0;')
+    w.close()
 
 
 def array_param(w, p, ptr):

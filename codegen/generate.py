@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import jinja2  # noqa: E402
 
 import cgen  # noqa: E402
+import declared  # noqa: E402
 import docs  # noqa: E402
 import rows  # noqa: E402
 import served  # noqa: E402
@@ -80,7 +81,14 @@ def render(model, bundle, sql_dir=None):
         put('%s_api.h' % api, 'api.h.j2', src=src, api=api, ops=ops, groups=groups)
         put('%s_dispatch.c' % api, 'dispatch.c.j2', src=src, api=api, ops=ops,
             needs_resp_header=any(o.headers for o in ops if not o.planned),
-            needs_oauth_errors=any(r.oauth for o in ops if not o.planned for r in o.responses))
+            needs_oauth_errors=any(r.oauth for o in ops if not o.planned for r in o.responses),
+            needs_audit=any(o.audit_recorded and not o.own_transaction for o in ops
+                            if not o.planned),
+            needs_audit_fields=any(o.audit_recorded and o.audit.fields for o in ops
+                                   if not o.planned),
+            needs_event=any(o.event for o in ops if not o.planned))
+    put('problems.h', 'problems.h.j2')
+    put('problems.c', 'problems.c.j2', lines=declared.problem_table_lines(model))
     served_doc = served.served_document(bundle, model)
     doc = served.as_json(served_doc)
     files['openapi.json'] = doc.encode('utf-8')
@@ -139,6 +147,9 @@ def main(argv=None):
     ap.add_argument('--sql', help='the migrations x-table mappings are checked against, one '
                                   'folder per API (default: sql/ beside the root file, else '
                                   '../handlers/sql/)')
+    ap.add_argument('--sources', nargs='*', default=[],
+                    help='folders of C sources whose literal problem codes must be declared '
+                         '(handlers runtime)')
     args = ap.parse_args(argv)
     sql_dir = args.sql
     if sql_dir is None:
@@ -150,6 +161,7 @@ def main(argv=None):
     try:
         bundle = spec.load_bundle(args.spec)
         model = spec.Model(bundle)
+        declared.build(model, args.sources)
         files = render(model, bundle, sql_dir)
     except spec.SpecError as e:
         for line in e.errors:

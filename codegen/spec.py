@@ -83,7 +83,9 @@ OPERATION_KEYS = {'tags', 'summary', 'description', 'operationId', 'parameters',
                   'responses', 'security', 'deprecated', 'externalDocs'}
 OPERATION_EXTENSIONS = {'x-idempotent', 'x-replay', 'x-rate-limit-class', 'x-max-body-bytes', 'x-status',
                         'x-any-scope', 'x-first-party', 'x-oauth-errors',
-                        'x-own-transaction'}
+                        'x-own-transaction', 'x-audit', 'x-event', 'x-if-match'}
+# Declared behaviour (audit, events, If-Match) is checked and modelled by codegen/declared.py.
+DECLARED_EXTENSIONS = ('x-audit', 'x-event', 'x-if-match')
 PATH_ITEM_KEYS = {'summary', 'description', 'parameters', 'servers'}
 PARAM_KEYS = {'name', 'in', 'required', 'description', 'schema', 'example', 'examples',
               'deprecated', 'style', 'explode', 'allowEmptyValue'}
@@ -1342,6 +1344,7 @@ class Model:
             f = eff['format']
             if f not in STRING_FORMATS:
                 self.fail(loc / 'format', 'format %r does not apply to strings' % f)
+            node.password = f == 'password'  # its value is a secret (never audited)
             if STRING_FORMATS[f]:
                 ch.append({'op': 'format', 'func': STRING_FORMATS[f][0],
                            'detail': STRING_FORMATS[f][1]})
@@ -1906,6 +1909,7 @@ class Model:
 
     def build_extensions(self, op, o, loc):
         write = op.method in ('POST', 'PUT', 'PATCH')
+        op.declared = {k: (o[k], loc / k) for k in DECLARED_EXTENSIONS if k in o}
         op.idempotent = o.get('x-idempotent', write)
         if not isinstance(op.idempotent, bool):
             self.fail(loc / 'x-idempotent', 'x-idempotent must be a boolean')

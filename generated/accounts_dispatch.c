@@ -9,6 +9,7 @@
 
 #include "generated/accounts_api.h"
 #include "generated/dispatch.h"
+#include "runtime/audit.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
@@ -1615,6 +1616,14 @@ int dispatch_accounts_accept_invitation(struct req *r)
             return -1;
         }
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, NULL /* the handler reports it */, after) != 0)
+                return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_accounts_accept_invitation(r);
 #endif
@@ -1850,6 +1859,14 @@ int dispatch_accounts_confirm_mfa(struct req *r)
             return -1;
         }
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = out.body_200->status;
+
+            if (audit_declared_write(r, r->principal.user_id, after) != 0)
+                return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_accounts_confirm_mfa(r);
 #endif
@@ -1989,6 +2006,13 @@ int dispatch_accounts_disable_mfa(struct req *r)
             return -1;
         }
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            log_error("%s answered %d without reporting its declared audit record", "disableMfa",
+                      r->status);
+            return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_accounts_disable_mfa(r);
 #endif
@@ -2125,6 +2149,13 @@ int dispatch_accounts_enroll_mfa(struct req *r)
         default:
             log_error("%s answered status %d, which is not a documented success status", "enrollMfa",
                       out.status);
+            return -1;
+        }
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            log_error("%s answered %d without reporting its declared audit record", "enrollMfa",
+                      r->status);
             return -1;
         }
     }
@@ -2419,6 +2450,14 @@ int dispatch_accounts_create_oauth_client(struct req *r)
             req_set_header(r, "Location", out.location);
         if (out.etag && (r->status == 201))
             req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = oauth_client_status_str(out.body_201->status);
+
+            if (audit_declared_write(r, out.body_201->id, after) != 0)
+                return -1;
+        }
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_accounts_create_oauth_client(r);
@@ -2737,6 +2776,14 @@ int dispatch_accounts_update_oauth_client(struct req *r)
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = oauth_client_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_accounts_update_oauth_client(r);
 #endif
@@ -2973,6 +3020,14 @@ int dispatch_accounts_revoke_oauth_grant(struct req *r)
             return -1;
         }
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_accounts_revoke_oauth_grant(r);
 #endif
@@ -3091,6 +3146,13 @@ int dispatch_accounts_change_password(struct req *r)
         default:
             log_error("%s answered status %d, which is not a documented success status", "changePassword",
                       out.status);
+            return -1;
+        }
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            log_error("%s answered %d without reporting its declared audit record", "changePassword",
+                      r->status);
             return -1;
         }
     }
@@ -3305,6 +3367,14 @@ int dispatch_accounts_revoke_all_sessions(struct req *r)
             return -1;
         }
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, r->principal.user_id, after) != 0)
+                return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_accounts_revoke_all_sessions(r);
 #endif
@@ -3402,6 +3472,14 @@ int dispatch_accounts_revoke_session(struct req *r)
             log_error("%s answered status %d, which is not a documented success status", "revokeSession",
                       out.status);
             return -1;
+        }
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
         }
     }
 #ifdef TREASURY_CHECK_RESPONSES
@@ -3540,6 +3618,13 @@ int dispatch_accounts_complete_signup(struct req *r)
         default:
             log_error("%s answered status %d, which is not a documented success status", "completeSignup",
                       out.status);
+            return -1;
+        }
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            log_error("%s answered %d without reporting its declared audit record", "completeSignup",
+                      r->status);
             return -1;
         }
     }
@@ -3750,6 +3835,14 @@ int dispatch_accounts_logout(struct req *r)
             log_error("%s answered status %d, which is not a documented success status", "logout",
                       out.status);
             return -1;
+        }
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, r->principal.session_id, after) != 0)
+                return -1;
         }
     }
 #ifdef TREASURY_CHECK_RESPONSES

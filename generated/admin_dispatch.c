@@ -8,6 +8,7 @@
 
 #include "generated/admin_api.h"
 #include "generated/dispatch.h"
+#include "runtime/audit.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
@@ -361,6 +362,14 @@ int dispatch_admin_put_role(struct req *r)
         if (out.etag && (r->status == 200 || r->status == 201))
             req_set_header(r, "ETag", out.etag);
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_admin_put_role(r);
 #endif
@@ -653,6 +662,14 @@ int dispatch_admin_create_service_account(struct req *r)
         if (out.etag && (r->status == 201))
             req_set_header(r, "ETag", out.etag);
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = service_account_status_str(out.body_201->status);
+
+            if (audit_declared_write(r, out.body_201->id, after) != 0)
+                return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_admin_create_service_account(r);
 #endif
@@ -920,6 +937,14 @@ int dispatch_admin_disable_service_account(struct req *r)
         }
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = service_account_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_admin_disable_service_account(r);
@@ -1227,6 +1252,14 @@ int dispatch_admin_create_service_account_token(struct req *r)
             return -1;
         }
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = service_account_token_status_str(out.body_201->status);
+
+            if (audit_declared_write(r, out.body_201->id, after) != 0)
+                return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_admin_create_service_account_token(r);
 #endif
@@ -1337,6 +1370,14 @@ int dispatch_admin_revoke_service_account_token(struct req *r)
             log_error("%s answered status %d, which is not a documented success status", "revokeServiceAccountToken",
                       out.status);
             return -1;
+        }
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, in.token_id, after) != 0)
+                return -1;
         }
     }
 #ifdef TREASURY_CHECK_RESPONSES
@@ -1637,6 +1678,14 @@ int dispatch_admin_invite_user(struct req *r)
             log_error("%s answered status %d, which is not a documented success status", "inviteUser",
                       out.status);
             return -1;
+        }
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = invitation_issued_status_str(out.body_201->status);
+
+            if (audit_declared_write(r, out.body_201->id, after) != 0)
+                return -1;
         }
     }
 #ifdef TREASURY_CHECK_RESPONSES

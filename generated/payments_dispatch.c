@@ -8,9 +8,11 @@
 
 #include "generated/payments_api.h"
 #include "generated/dispatch.h"
+#include "runtime/audit.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
+#include "runtime/outbox.h"
 #include "runtime/req.h"
 #include "runtime/verr.h"
 
@@ -344,6 +346,16 @@ int dispatch_payments_create_beneficiary(struct req *r)
         if (out.etag && (r->status == 201))
             req_set_header(r, "ETag", out.etag);
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = approval_status_str(out.body_201->approval_status);
+
+            if (audit_declared_write(r, out.body_201->id, after) != 0)
+                return -1;
+        }
+        if (outbox_add(r, "beneficiary.created", "beneficiary", out.body_201->id, out.body_201->version, r->resp_body) != 0)
+            return -1;
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_create_beneficiary(r);
 #endif
@@ -661,6 +673,16 @@ int dispatch_payments_update_beneficiary(struct req *r)
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = approval_status_str(out.body_200->approval_status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+        if (outbox_add(r, "beneficiary.updated", "beneficiary", out.body_200->id, out.body_200->version, r->resp_body) != 0)
+            return -1;
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_update_beneficiary(r);
 #endif
@@ -776,6 +798,14 @@ int dispatch_payments_delete_beneficiary(struct req *r)
             log_error("%s answered status %d, which is not a documented success status", "deleteBeneficiary",
                       out.status);
             return -1;
+        }
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
         }
     }
 #ifdef TREASURY_CHECK_RESPONSES
@@ -913,6 +943,16 @@ int dispatch_payments_approve_beneficiary(struct req *r)
         }
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = approval_status_str(out.body_200->approval_status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+        if (outbox_add(r, "beneficiary.approved", "beneficiary", out.body_200->id, out.body_200->version, r->resp_body) != 0)
+            return -1;
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_approve_beneficiary(r);
@@ -1084,6 +1124,16 @@ int dispatch_payments_deny_beneficiary(struct req *r)
         }
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = approval_status_str(out.body_200->approval_status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+        if (outbox_add(r, "beneficiary.denied", "beneficiary", out.body_200->id, out.body_200->version, r->resp_body) != 0)
+            return -1;
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_deny_beneficiary(r);
@@ -1553,6 +1603,14 @@ int dispatch_payments_create_payment(struct req *r)
         if (out.etag && (r->status == 201))
             req_set_header(r, "ETag", out.etag);
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = payment_status_str(out.body_201->status);
+
+            if (audit_declared_write(r, out.body_201->id, after) != 0)
+                return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_create_payment(r);
 #endif
@@ -1836,6 +1894,14 @@ int dispatch_payments_put_approval_policy(struct req *r)
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, NULL /* the handler reports it */, after) != 0)
+                return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_put_approval_policy(r);
 #endif
@@ -1994,6 +2060,14 @@ int dispatch_payments_create_payment_batch(struct req *r)
             req_set_header(r, "Location", out.location);
         if (out.etag && (r->status == 201))
             req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = payment_batch_status_str(out.body_201->status);
+
+            if (audit_declared_write(r, out.body_201->id, after) != 0)
+                return -1;
+        }
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_create_payment_batch(r);
@@ -2267,6 +2341,14 @@ int dispatch_payments_approve_payment_batch(struct req *r)
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = payment_batch_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_approve_payment_batch(r);
 #endif
@@ -2402,6 +2484,14 @@ int dispatch_payments_cancel_payment_batch(struct req *r)
         }
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = payment_batch_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_cancel_payment_batch(r);
@@ -2569,6 +2659,14 @@ int dispatch_payments_deny_payment_batch(struct req *r)
         }
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = payment_batch_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_deny_payment_batch(r);
@@ -2839,6 +2937,11 @@ int dispatch_payments_update_payment(struct req *r)
         r->with_errors = true;
         return 0;
     }
+    if (!req_header(r, "If-Match")) {
+        req_problem(r, 428, "precondition_required", "%s",
+                    "Send If-Match with the current ETag (GET it first), so that this change cannot overwrite one made since.");
+        return 0;
+    }
     if (!r->body || r->body_len == 0) {
         verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
         req_problem_validation(r, 422, "The request body is missing.");
@@ -2890,6 +2993,14 @@ int dispatch_payments_update_payment(struct req *r)
         }
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = payment_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_update_payment(r);
@@ -3031,6 +3142,14 @@ int dispatch_payments_approve_payment(struct req *r)
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = payment_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_approve_payment(r);
 #endif
@@ -3166,6 +3285,14 @@ int dispatch_payments_cancel_payment(struct req *r)
         }
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = payment_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_cancel_payment(r);
@@ -3337,6 +3464,14 @@ int dispatch_payments_deny_payment(struct req *r)
         }
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = payment_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_deny_payment(r);

@@ -26,20 +26,100 @@ static const int statuses_8[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0
 static const int statuses_9[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_10[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_11[] = { 201, 400, 401, 409, 410, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_11[] = { "invitation.accepted", NULL };
+static const struct op_audit audit_11 = {
+    .resource_type = "invitation",
+    .actions = audit_actions_11,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_HANDLER,
+    .id_param = NULL,
+};
 static const int statuses_12[] = { 200, 400, 401, 409, 429, 500, 503, 0 };
 static const int statuses_13[] = { 200, 400, 401, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_13[] = { "user.mfa_enabled", NULL };
+static const struct op_audit audit_13 = {
+    .resource_type = "user",
+    .actions = audit_actions_13,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PRINCIPAL,
+    .id_param = "user_id",
+};
 static const int statuses_14[] = { 200, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_14[] = { "user.mfa_disabled", NULL };
+static const struct op_audit audit_14 = {
+    .resource_type = "user",
+    .actions = audit_actions_14,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PRINCIPAL,
+    .id_param = "user_id",
+};
 static const int statuses_15[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_15[] = { "user.mfa_enrolment_started", NULL };
+static const struct op_audit audit_15 = {
+    .resource_type = "user",
+    .actions = audit_actions_15,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PRINCIPAL,
+    .id_param = "user_id",
+};
 static const int statuses_16[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_17[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_17[] = { "oauth_client.created", NULL };
+static const struct op_audit audit_17 = {
+    .resource_type = "oauth_client",
+    .actions = audit_actions_17,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_RESPONSE,
+    .id_param = NULL,
+};
 static const int statuses_18[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
 static const int statuses_19[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_19[] = { "oauth_client.updated", NULL };
+static const struct op_audit audit_19 = {
+    .resource_type = "oauth_client",
+    .actions = audit_actions_19,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_20[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_21[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const char *const audit_actions_21[] = { "oauth_grant.revoked", NULL };
+static const struct op_audit audit_21 = {
+    .resource_type = "oauth_grant",
+    .actions = audit_actions_21,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_22[] = { 204, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_22[] = { "user.password_changed", NULL };
+static const struct op_audit audit_22 = {
+    .resource_type = "user",
+    .actions = audit_actions_22,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PRINCIPAL,
+    .id_param = "user_id",
+};
 static const int statuses_23[] = { 200, 400, 401, 429, 500, 503, 0 };
 static const int statuses_24[] = { 204, 400, 401, 409, 429, 500, 503, 0 };
+static const char *const audit_actions_24[] = { "user.sessions_revoked", NULL };
+static const struct op_audit audit_24 = {
+    .resource_type = "user",
+    .actions = audit_actions_24,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PRINCIPAL,
+    .id_param = "user_id",
+};
 static const int statuses_25[] = { 204, 400, 401, 404, 429, 500, 503, 0 };
+static const char *const audit_actions_25[] = { "session.revoked", NULL };
+static const struct op_audit audit_25 = {
+    .resource_type = "session",
+    .actions = audit_actions_25,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_26[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
 static const int statuses_27[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
 static const int statuses_28[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
@@ -54,19 +134,68 @@ static const int statuses_36[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
 static const int statuses_37[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
 static const int statuses_38[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_39[] = { 200, 201, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_39[] = { "role.updated", "role.created", NULL };
+static const int audit_statuses_39[] = { 200, 201, 0 };
+static const struct op_audit audit_39 = {
+    .resource_type = "role",
+    .actions = audit_actions_39,
+    .action_statuses = audit_statuses_39,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_40[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_41[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_41[] = { "service_account.created", NULL };
+static const struct op_audit audit_41 = {
+    .resource_type = "service_account",
+    .actions = audit_actions_41,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_RESPONSE,
+    .id_param = NULL,
+};
 static const int statuses_42[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
 static const int statuses_43[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const char *const audit_actions_43[] = { "service_account.disabled", NULL };
+static const struct op_audit audit_43 = {
+    .resource_type = "service_account",
+    .actions = audit_actions_43,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_44[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
 static const int statuses_45[] = { 201, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_45[] = { "service_account_token.issued", NULL };
+static const struct op_audit audit_45 = {
+    .resource_type = "service_account_token",
+    .actions = audit_actions_45,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_RESPONSE,
+    .id_param = NULL,
+};
 static const int statuses_46[] = { 204, 400, 401, 403, 404, 429, 500, 503, 0 };
+static const char *const audit_actions_46[] = { "service_account_token.revoked", NULL };
+static const struct op_audit audit_46 = {
+    .resource_type = "service_account_token",
+    .actions = audit_actions_46,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "token_id",
+};
 static const int statuses_47[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
 static const int statuses_48[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
 static const int statuses_49[] = { 204, 400, 401, 403, 404, 412, 429, 500, 501, 503, 0 };
 static const int statuses_50[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
 static const int statuses_51[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_52[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_52[] = { "user.invited", NULL };
+static const struct op_audit audit_52 = {
+    .resource_type = "invitation",
+    .actions = audit_actions_52,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_RESPONSE,
+    .id_param = NULL,
+};
 static const int statuses_53[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
 static const int statuses_54[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
 static const int statuses_55[] = { 204, 400, 401, 403, 404, 409, 412, 429, 500, 501, 503, 0 };
@@ -78,8 +207,24 @@ static const int statuses_60[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 
 static const int statuses_61[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
 static const int statuses_62[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503, 0 };
 static const int statuses_63[] = { 200, 400, 401, 409, 410, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_63[] = { "invitation.accepted", NULL };
+static const struct op_audit audit_63 = {
+    .resource_type = "invitation",
+    .actions = audit_actions_63,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_HANDLER,
+    .id_param = NULL,
+};
 static const int statuses_64[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_65[] = { 204, 400, 401, 429, 500, 503, 0 };
+static const char *const audit_actions_65[] = { "session.ended", NULL };
+static const struct op_audit audit_65 = {
+    .resource_type = "session",
+    .actions = audit_actions_65,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PRINCIPAL,
+    .id_param = "session_id",
+};
 static const int statuses_66[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
 static const int statuses_67[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
 static const int statuses_68[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
@@ -99,11 +244,51 @@ static const int statuses_81[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
 static const int statuses_82[] = { 200, 400, 429, 500, 503, 0 };
 static const int statuses_83[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_84[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_84[] = { "beneficiary.created", NULL };
+static const struct op_audit audit_84 = {
+    .resource_type = "beneficiary",
+    .actions = audit_actions_84,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_RESPONSE,
+    .id_param = NULL,
+};
 static const int statuses_85[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
 static const int statuses_86[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_86[] = { "beneficiary.updated", NULL };
+static const struct op_audit audit_86 = {
+    .resource_type = "beneficiary",
+    .actions = audit_actions_86,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_87[] = { 204, 400, 401, 403, 404, 412, 429, 500, 503, 0 };
+static const char *const audit_actions_87[] = { "beneficiary.archived", NULL };
+static const struct op_audit audit_87 = {
+    .resource_type = "beneficiary",
+    .actions = audit_actions_87,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_88[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const char *const audit_actions_88[] = { "beneficiary.approved", NULL };
+static const struct op_audit audit_88 = {
+    .resource_type = "beneficiary",
+    .actions = audit_actions_88,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_89[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_89[] = { "beneficiary.denied", NULL };
+static const struct op_audit audit_89 = {
+    .resource_type = "beneficiary",
+    .actions = audit_actions_89,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_90[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
 static const int statuses_91[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
 static const int statuses_92[] = { 200, 400, 401, 403, 404, 429, 500, 501, 503, 0 };
@@ -180,18 +365,98 @@ static const int statuses_162[] = { 200, 400, 401, 403, 404, 406, 429, 500, 501,
 static const int statuses_163[] = { 200, 400, 429, 500, 503, 0 };
 static const int statuses_164[] = { 200, 400, 401, 403, 406, 429, 500, 503, 0 };
 static const int statuses_165[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_165[] = { "payment.created", NULL };
+static const struct op_audit audit_165 = {
+    .resource_type = "payment",
+    .actions = audit_actions_165,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_RESPONSE,
+    .id_param = NULL,
+};
 static const int statuses_166[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_167[] = { 200, 400, 401, 403, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_167[] = { "payments.approval_policy.updated", NULL };
+static const struct op_audit audit_167 = {
+    .resource_type = "approval_policy",
+    .actions = audit_actions_167,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_HANDLER,
+    .id_param = NULL,
+};
 static const int statuses_168[] = { 201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_168[] = { "payment_batch.created", NULL };
+static const struct op_audit audit_168 = {
+    .resource_type = "payment_batch",
+    .actions = audit_actions_168,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_RESPONSE,
+    .id_param = NULL,
+};
 static const int statuses_169[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
 static const int statuses_170[] = { 200, 400, 401, 403, 404, 409, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_170[] = { "payment_batch.approval_recorded", "payment_batch.approved", NULL };
+static const struct op_audit audit_170 = {
+    .resource_type = "payment_batch",
+    .actions = audit_actions_170,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_171[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const char *const audit_actions_171[] = { "payment_batch.cancelled", NULL };
+static const struct op_audit audit_171 = {
+    .resource_type = "payment_batch",
+    .actions = audit_actions_171,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_172[] = { 200, 400, 401, 403, 404, 409, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_172[] = { "payment_batch.denied", NULL };
+static const struct op_audit audit_172 = {
+    .resource_type = "payment_batch",
+    .actions = audit_actions_172,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_173[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
 static const int statuses_174[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503, 0 };
+static const char *const audit_actions_174[] = { "payment.updated", NULL };
+static const struct op_audit audit_174 = {
+    .resource_type = "payment",
+    .actions = audit_actions_174,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_175[] = { 200, 400, 401, 403, 404, 409, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_175[] = { "payment.approval_recorded", "payment.approved", NULL };
+static const struct op_audit audit_175 = {
+    .resource_type = "payment",
+    .actions = audit_actions_175,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_176[] = { 200, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const char *const audit_actions_176[] = { "payment.cancelled", NULL };
+static const struct op_audit audit_176 = {
+    .resource_type = "payment",
+    .actions = audit_actions_176,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_177[] = { 200, 400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_177[] = { "payment.denied", NULL };
+static const struct op_audit audit_177 = {
+    .resource_type = "payment",
+    .actions = audit_actions_177,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_178[] = { 200, 400, 401, 403, 404, 429, 500, 503, 0 };
 static const int statuses_179[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
 static const int statuses_180[] = { 200, 400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503, 0 };
@@ -294,7 +559,23 @@ static const int statuses_276[] = { 204, 400, 401, 403, 404, 409, 412, 429, 500,
 static const int statuses_277[] = { 200, 400, 401, 403, 404, 409, 429, 500, 501, 503, 0 };
 static const int statuses_278[] = { 200, 400, 401, 403, 429, 500, 503, 0 };
 static const int statuses_279[] = { 204, 400, 401, 403, 404, 409, 429, 500, 503, 0 };
+static const char *const audit_actions_279[] = { "member.removed", NULL };
+static const struct op_audit audit_279 = {
+    .resource_type = "member",
+    .actions = audit_actions_279,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_280[] = { 200, 400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_280[] = { "workspace.settings_updated", NULL };
+static const struct op_audit audit_280 = {
+    .resource_type = "workspace",
+    .actions = audit_actions_280,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_RESPONSE,
+    .id_param = NULL,
+};
 
 const struct op routes_ops[] = {
     {
@@ -570,6 +851,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_11,
         .statuses = statuses_11,
         .dispatch = dispatch_accounts_accept_invitation,
     },
@@ -616,6 +898,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_13,
         .statuses = statuses_13,
         .dispatch = dispatch_accounts_confirm_mfa,
     },
@@ -639,6 +922,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = true,
+        .audit = &audit_14,
         .statuses = statuses_14,
         .dispatch = dispatch_accounts_disable_mfa,
     },
@@ -662,6 +946,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = true,
+        .audit = &audit_15,
         .statuses = statuses_15,
         .dispatch = dispatch_accounts_enroll_mfa,
     },
@@ -709,6 +994,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_17,
         .statuses = statuses_17,
         .dispatch = dispatch_accounts_create_oauth_client,
     },
@@ -755,6 +1041,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_19,
         .statuses = statuses_19,
         .dispatch = dispatch_accounts_update_oauth_client,
     },
@@ -801,6 +1088,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_21,
         .statuses = statuses_21,
         .dispatch = dispatch_accounts_revoke_oauth_grant,
     },
@@ -824,6 +1112,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = true,
+        .audit = &audit_22,
         .statuses = statuses_22,
         .dispatch = dispatch_accounts_change_password,
     },
@@ -870,6 +1159,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_24,
         .statuses = statuses_24,
         .dispatch = dispatch_accounts_revoke_all_sessions,
     },
@@ -893,6 +1183,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_25,
         .statuses = statuses_25,
         .dispatch = dispatch_accounts_revoke_session,
     },
@@ -1218,6 +1509,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_39,
         .statuses = statuses_39,
         .dispatch = dispatch_admin_put_role,
     },
@@ -1264,6 +1556,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_41,
         .statuses = statuses_41,
         .dispatch = dispatch_admin_create_service_account,
     },
@@ -1310,6 +1603,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_43,
         .statuses = statuses_43,
         .dispatch = dispatch_admin_disable_service_account,
     },
@@ -1356,6 +1650,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_45,
         .statuses = statuses_45,
         .dispatch = dispatch_admin_create_service_account_token,
     },
@@ -1379,6 +1674,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_46,
         .statuses = statuses_46,
         .dispatch = dispatch_admin_revoke_service_account_token,
     },
@@ -1517,6 +1813,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_52,
         .statuses = statuses_52,
         .dispatch = dispatch_admin_invite_user,
     },
@@ -1770,6 +2067,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = true,
+        .audit = &audit_63,
         .statuses = statuses_63,
         .dispatch = dispatch_accounts_complete_signup,
     },
@@ -1816,6 +2114,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_65,
         .statuses = statuses_65,
         .dispatch = dispatch_accounts_logout,
     },
@@ -2255,6 +2554,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_84,
         .statuses = statuses_84,
         .dispatch = dispatch_payments_create_beneficiary,
     },
@@ -2301,6 +2601,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_86,
         .statuses = statuses_86,
         .dispatch = dispatch_payments_update_beneficiary,
     },
@@ -2324,6 +2625,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_87,
         .statuses = statuses_87,
         .dispatch = dispatch_payments_delete_beneficiary,
     },
@@ -2347,6 +2649,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_88,
         .statuses = statuses_88,
         .dispatch = dispatch_payments_approve_beneficiary,
     },
@@ -2370,6 +2673,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_89,
         .statuses = statuses_89,
         .dispatch = dispatch_payments_deny_beneficiary,
     },
@@ -4122,6 +4426,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_165,
         .statuses = statuses_165,
         .dispatch = dispatch_payments_create_payment,
     },
@@ -4168,6 +4473,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_167,
         .statuses = statuses_167,
         .dispatch = dispatch_payments_put_approval_policy,
     },
@@ -4191,6 +4497,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_168,
         .statuses = statuses_168,
         .dispatch = dispatch_payments_create_payment_batch,
     },
@@ -4237,6 +4544,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_170,
         .statuses = statuses_170,
         .dispatch = dispatch_payments_approve_payment_batch,
     },
@@ -4260,6 +4568,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_171,
         .statuses = statuses_171,
         .dispatch = dispatch_payments_cancel_payment_batch,
     },
@@ -4283,6 +4592,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_172,
         .statuses = statuses_172,
         .dispatch = dispatch_payments_deny_payment_batch,
     },
@@ -4329,6 +4639,8 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_174,
+        .if_match_required = true,
         .statuses = statuses_174,
         .dispatch = dispatch_payments_update_payment,
     },
@@ -4352,6 +4664,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_175,
         .statuses = statuses_175,
         .dispatch = dispatch_payments_approve_payment,
     },
@@ -4375,6 +4688,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_176,
         .statuses = statuses_176,
         .dispatch = dispatch_payments_cancel_payment,
     },
@@ -4398,6 +4712,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_177,
         .statuses = statuses_177,
         .dispatch = dispatch_payments_deny_payment,
     },
@@ -6749,6 +7064,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_279,
         .statuses = statuses_279,
         .dispatch = dispatch_workspace_remove_member,
     },
@@ -6772,6 +7088,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_280,
         .statuses = statuses_280,
         .dispatch = dispatch_workspace_update_workspace_settings,
     },

@@ -3,11 +3,13 @@
  * 422), decoded into the typed request, the handler runs, and its typed response becomes JSON.
  * Test builds (-DTREASURY_CHECK_RESPONSES) validate every response against the spec. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "generated/workspace_api.h"
 #include "generated/dispatch.h"
+#include "runtime/audit.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
@@ -422,6 +424,14 @@ int dispatch_workspace_remove_member(struct req *r)
             return -1;
         }
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_workspace_remove_member(r);
 #endif
@@ -567,6 +577,23 @@ int dispatch_workspace_update_workspace_settings(struct req *r)
         if (decode_workspace_settings(&r->arena, doc, in.body) != 0)
             return -1;
     }
+    if (doc) {
+        struct jsonw aw;
+        const struct json_value *av;
+        char *fields;
+
+        jsonw_init(&aw);
+        jsonw_object_begin(&aw);
+        if ((av = json_get(doc, "token_lifetime_seconds")) != NULL) {
+            jsonw_key(&aw, "token_lifetime_seconds");
+            jsonw_value(&aw, av);
+        }
+        jsonw_object_end(&aw);
+        fields = jsonw_take(&aw, NULL);
+        jsonw_release(&aw);
+        r->audit.fields = arena_strdup(&r->arena, fields);
+        free(fields);
+    }
 
     r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (workspace_update_workspace_settings(r, &in, &out) != 0)
@@ -597,6 +624,14 @@ int dispatch_workspace_update_workspace_settings(struct req *r)
         }
         if (out.etag && (r->status == 200))
             req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, out.body_200->id, after) != 0)
+                return -1;
+        }
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_workspace_update_workspace_settings(r);

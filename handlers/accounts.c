@@ -1016,7 +1016,7 @@ int accounts_enroll_mfa(struct req *r, const struct accounts_enroll_mfa_request 
     OPENSSL_cleanse(key, sizeof key);
     char *sealed = seal(&r->arena, (const unsigned char *)b32, strlen(b32));
     if (!sealed || set_mfa(r->principal.user_id, "pending", sealed) != 0 ||
-        audit_record(r, "user.mfa_enrolment_started", "user", r->principal.user_id, m.status,
+        audit_change(r, "user.mfa_enrolment_started", "user", r->principal.user_id, m.status,
                      "pending", NULL) != 0)
         return -1;
     struct mfa_enrollment *e = arena_alloc(&r->arena, sizeof *e);
@@ -1059,7 +1059,7 @@ int accounts_confirm_mfa(struct req *r, const struct accounts_confirm_mfa_reques
     const char *user[] = {r->principal.user_id};
     if (storage_exec_texts("UPDATE users SET mfa_status = 'enabled' WHERE id = ?", user, 1) != 0 ||
         storage_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0 ||
-        audit_record(r, "user.mfa_enabled", "user", r->principal.user_id, "pending", "enabled",
+        audit_change(r, "user.mfa_enabled", "user", r->principal.user_id, "pending", "enabled",
                      NULL) != 0)
         return -1;
     struct mfa_confirmation *c = arena_alloc(&r->arena, sizeof *c);
@@ -1120,7 +1120,7 @@ int accounts_disable_mfa(struct req *r, const struct accounts_disable_mfa_reques
     const char *user[] = {r->principal.user_id};
     if (set_mfa(r->principal.user_id, "none", NULL) != 0 ||
         storage_exec_texts("DELETE FROM mfa_recovery_codes WHERE user_id = ?", user, 1) != 0 ||
-        audit_record(r, "user.mfa_disabled", "user", r->principal.user_id, "enabled", "none",
+        audit_change(r, "user.mfa_disabled", "user", r->principal.user_id, "enabled", "none",
                      p->has_code ? "with a code" : "with a recovery code") != 0)
         return -1;
     struct mfa_status *st = arena_alloc(&r->arena, sizeof *st);

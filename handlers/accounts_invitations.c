@@ -96,7 +96,7 @@ static int audit_in(struct req *r, const char *wid, const char *actor, const cha
     struct principal saved = r->principal;
     r->principal.workspace_id = wid;
     r->principal.user_id = actor;
-    int rc = audit_record(r, action, type, id, before, after, detail);
+    int rc = audit_change(r, action, type, id, before, after, detail);
     r->principal = saved;
     return rc;
 }
@@ -233,7 +233,7 @@ int invitations_issue(struct req *r, const char *wid, const char *email, const c
             row, 10) != 0)
         return -1;
     char *detail = arena_printf(&r->arena, "%s as %s (token e-mailed, %s)", email, role, mail_id);
-    return audit_record(r, "user.invited", "invitation", out->id, NULL, "pending", detail);
+    return audit_change(r, "user.invited", "invitation", out->id, NULL, "pending", detail);
 }
 
 int invitations_issue_by_operator(const char *wid, const char *email, const char *role,

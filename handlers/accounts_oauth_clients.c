@@ -421,7 +421,7 @@ int accounts_create_oauth_client(struct req *r,
     }
     if (client_save(&x, true, 0) != 0 ||
         client_origins_save(c->id, c->allowed_origins, c->allowed_origins_count) != 0 ||
-        audit_record(r, "oauth_client.created", "oauth_client", c->id, NULL, "active",
+        audit_change(r, "oauth_client.created", "oauth_client", c->id, NULL, "active",
                      arena_printf(&r->arena, "%s; scopes: [%s]", oauth_client_type_str(c->type),
                                   x.scopes_text)) != 0)
         return -1;
@@ -522,7 +522,7 @@ int accounts_update_oauth_client(struct req *r,
     if (client_save(x, false, old_version) != 0 ||
         (u->has_allowed_origins &&
          client_origins_save(c->id, c->allowed_origins, c->allowed_origins_count) != 0) ||
-        audit_record(r, "oauth_client.updated", "oauth_client", c->id, status_before,
+        audit_change(r, "oauth_client.updated", "oauth_client", c->id, status_before,
                      oauth_client_status_str(c->status),
                      arena_printf(&r->arena, "scopes: [%s] -> [%s]%s%s%s", scopes_before,
                                   x->scopes_text ? x->scopes_text : "",

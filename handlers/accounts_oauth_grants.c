@@ -86,7 +86,7 @@ int accounts_revoke_oauth_grant(struct req *r,
         return 0;
     }
     if (acc_revoke_sessions_of(r, "grant_id", in->id, "grant_revoked") != 0 ||
-        audit_record(r, "oauth_grant.revoked", "oauth_grant", in->id, "active", "revoked",
+        audit_change(r, "oauth_grant.revoked", "oauth_grant", in->id, "active", "revoked",
                      NULL) != 0)
         return -1;
     out->status = 204;

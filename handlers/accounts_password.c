@@ -164,7 +164,7 @@ int accounts_change_password(struct req *r, const struct accounts_change_passwor
         return -1;
     int n = revoke_user_sessions(r, r->principal.session_id, "password_changed");
     if (n < 0 ||
-        audit_record(r, "user.password_changed", "user", r->principal.user_id, NULL, NULL,
+        audit_change(r, "user.password_changed", "user", r->principal.user_id, NULL, NULL,
                      arena_printf(&r->arena, "%d other session(s) revoked", n)) != 0)
         return -1;
     out->status = 204;
@@ -179,7 +179,7 @@ int accounts_revoke_all_sessions(struct req *r,
     if (acc_is_service_account(r))
         return 0;
     int n = revoke_user_sessions(r, NULL, "signed_out_everywhere");
-    if (n < 0 || audit_record(r, "user.sessions_revoked", "user", r->principal.user_id, NULL,
+    if (n < 0 || audit_change(r, "user.sessions_revoked", "user", r->principal.user_id, NULL,
                               NULL, arena_printf(&r->arena, "%d session(s) revoked", n)) != 0)
         return -1;
     out->status = 204;

@@ -387,7 +387,7 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
         return -1;
     }
     if (load_custom(r, in->id, role) != 1 ||
-        audit_record(r, found ? "role.updated" : "role.created", "role", in->id, NULL, NULL,
+        audit_change(r, found ? "role.updated" : "role.created", "role", in->id, NULL, NULL,
                      found ? arena_printf(&r->arena, "scopes: [%s] -> [%s]%s", before, scopes,
                                           d->has_approval_limits ? "; approval limits set" : "")
                            : arena_printf(&r->arena, "scopes: [%s]%s", scopes,
@@ -511,7 +511,7 @@ int admin_create_service_account(struct req *r,
         return -1;
     struct service_account *sa = arena_alloc(&r->arena, sizeof *sa);
     if (load_service_account(r, id, sa) != 1 ||
-        audit_record(r, "service_account.created", "service_account", id, NULL, "active",
+        audit_change(r, "service_account.created", "service_account", id, NULL, "active",
                      arena_printf(&r->arena, "role %s", c->role)) != 0)
         return -1;
     out->status = 201;
@@ -560,7 +560,7 @@ static int disable(struct req *r, const char *id, const char *detail)
         return -1;
     /* The account id is every one of its tokens' subject: one entry refuses them all. */
     revocation_after_commit(r, id, INT64_MAX);
-    return audit_record(r, "service_account.disabled", "service_account", id, "active",
+    return audit_change(r, "service_account.disabled", "service_account", id, "active",
                         "disabled", detail);
 }
 
@@ -716,7 +716,7 @@ int admin_create_service_account_token(
     db_bind_text(st, 6, r->principal.user_id);
     db_bind_text(st, 7, now);
     if (exec_bound(st, "issuing a token") != 0 ||
-        audit_record(r, "service_account_token.issued", "service_account_token", t->id, NULL,
+        audit_change(r, "service_account_token.issued", "service_account_token", t->id, NULL,
                      "active",
                      arena_printf(&r->arena, "for %s; scopes: [%s]", sa->id, t->scope)) != 0)
         return -1;
@@ -758,7 +758,7 @@ int admin_revoke_service_token(struct req *r, const char *workspace_id,
         return -1;
     if (storage_changes() == 0)
         return 0;
-    if (audit_record(r, "service_account_token.revoked", "service_account_token", token_id,
+    if (audit_change(r, "service_account_token.revoked", "service_account_token", token_id,
                      "active", "revoked",
                      arena_printf(&r->arena, "of %s", service_account_id)) != 0)
         return -1;

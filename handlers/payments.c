@@ -69,10 +69,11 @@ int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sq
         log_error("%s: a page of %zu items is longer than DB_IN_LIST_MAX", what, n);
         return -1;
     }
-    struct db_stmt *st = storage_prepare(sql);
+    int places = 0;
+    struct db_stmt *st = storage_prepare_in(sql, n, &places);
     if (!st)
         return -1;
-    for (size_t i = 0; i < DB_IN_LIST_MAX; i++) {
+    for (size_t i = 0; i < (size_t)places; i++) {
         if (i < n)
             db_bind_text(st, (int)i + 1, items[i].id);
         else
@@ -173,9 +174,12 @@ int pay_load_approvers(struct req *r, struct pay *x)
 #define MAX_DECISIONS 20
 
 /* One decision from the row's columns col.. (user_id, decision, reason, decided_at), appended
- * to a (which has room for MAX_DECISIONS). */
+ * to a (at most MAX_DECISIONS; the array grows as they come: most payments have none). */
 static void read_decision(struct req *r, struct db_stmt *st, int col, struct payment_approval *a)
 {
+    if (a->approvers_count >= MAX_DECISIONS)
+        return;
+    a->approvers = arena_grow(&r->arena, a->approvers, a->approvers_count, sizeof *a->approvers);
     struct payment_approver *d = &a->approvers[a->approvers_count++];
     d->user_id = db_column_dup(&r->arena, st, col);
     d->decision = payment_approver_decision_parse(db_column_dup(&r->arena, st, col + 1));
@@ -188,7 +192,7 @@ static void read_decision(struct req *r, struct db_stmt *st, int col, struct pay
 
 int pay_read_decisions(struct req *r, struct db_stmt *st, struct payment_approval *a)
 {
-    a->approvers = arena_alloc(&r->arena, MAX_DECISIONS * sizeof *a->approvers);
+    a->approvers = NULL;
     a->approvers_count = 0;
     a->received = 0;
     int rc;
@@ -258,21 +262,19 @@ static int row_to_pay(struct req *r, struct db_stmt *st, struct pay *x)
 /* A decision of the page's payment p (row columns 1..), one of its current round's. */
 static void page_decision(struct req *r, struct db_stmt *st, struct payment *p)
 {
-    struct payment_approval *a = p->approval;
-    if (!a->approvers)
-        a->approvers = arena_alloc(&r->arena, MAX_DECISIONS * sizeof *a->approvers);
-    if (a->approvers_count < MAX_DECISIONS)
-        read_decision(r, st, 1, a);
+    read_decision(r, st, 1, p->approval);
 }
 
-/* The current round's decisions of a page of payments, in one query (not one per row). */
+/* The current round's decisions of a page of payments, in one query (not one per row). The
+ * round is looked up for each decision found, not for each payment of the page: most have
+ * none (a join from payments looked every payment of the page up a second time). */
 static int load_page_approvers(struct req *r, struct payment *items, size_t n)
 {
     return pay_page_rows(r, items, n,
                          "SELECT a.payment_id, a.user_id, a.decision, a.reason, a.decided_at "
-                         "FROM payment_approvals a JOIN payments p "
-                         "ON p.id = a.payment_id AND a.round = p.approval_round "
-                         "WHERE a.payment_id IN " DB_IN_LIST " "
+                         "FROM payment_approvals a WHERE a.payment_id IN " DB_IN_LIST " "
+                         "AND a.round = (SELECT p.approval_round FROM payments p "
+                         "WHERE p.id = a.payment_id) "
                          "ORDER BY a.payment_id, a.decided_at, a.user_id",
                          page_decision, "payments: page approvals");
 }
@@ -322,7 +324,7 @@ static int record_change_json(struct req *r, const char *type, const struct paym
 {
     if (!json || outbox_add(r, type, "payment", p->id, p->version, json) != 0)
         return -1;
-    return audit_record(r, type, "payment", p->id, before ? payment_status_str(before) : NULL,
+    return audit_change(r, type, "payment", p->id, before ? payment_status_str(before) : NULL,
                         payment_status_str(p->status), detail);
 }
 
@@ -694,12 +696,7 @@ static bool editable(enum payment_status s)
 int payments_update_payment(struct req *r, const struct payments_update_payment_request *in,
                             struct payments_update_payment_response *out)
 {
-    const struct payment_update *u = in->body;
-    if (!in->has_if_match) {
-        req_problem(r, 428, "precondition_required",
-                    "Send If-Match with the payment's current ETag to change it.");
-        return 0;
-    }
+    const struct payment_update *u = in->body; /* If-Match is there: x-if-match: required */
     struct pay *x = arena_alloc(&r->arena, sizeof *x);
     int found = pay_load(r, in->id, in->if_match, x);
     if (found <= 0)

@@ -201,7 +201,7 @@ int payments_put_approval_policy(struct req *r,
     free(tiers);
     /* The control as it was and as it is now: tiers and velocity window, each as JSON. */
     if (rc != DB_DONE || load_policy(r, pol) != 0 ||
-        audit_record(r, "payments.approval_policy.updated", "approval_policy",
+        audit_change(r, "payments.approval_policy.updated", "approval_policy",
                      r->principal.workspace_id, before, policy_json(r, pol), NULL) != 0)
         return -1;
     out->status = 200;
@@ -345,7 +345,7 @@ int payments_approve_payment(struct req *r, const struct payments_approve_paymen
     if (pay_save(x, PAY_UPDATE_STATE, old_version) != 0)
         return -1;
     if (complete ? pay_record_change(r, "payment.approved", p, PAYMENT_STATUS_PENDING_APPROVAL, NULL)
-                 : audit_record(r, "payment.approval_recorded", "payment", p->id,
+                 : audit_change(r, "payment.approval_recorded", "payment", p->id,
                                 "pending_approval", "pending_approval", NULL))
         return -1;
     out->status = 200;

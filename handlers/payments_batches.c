@@ -290,7 +290,7 @@ static int batch_record(struct req *r, const char *type, struct batch *x, const 
     free(json);
     if (rc != 0)
         return -1;
-    return audit_record(r, type, "payment_batch", x->b.id, before,
+    return audit_change(r, type, "payment_batch", x->b.id, before,
                         payment_batch_status_str(x->b.status), detail);
 }
 
@@ -690,7 +690,7 @@ int payments_approve_payment_batch(struct req *r,
             batch_record(r, "payment_batch.approved", x, "pending_approval", NULL) != 0)
             return -1;
     } else if (batch_set(r, x, PAYMENT_BATCH_STATUS_PENDING_APPROVAL) != 0 ||
-               audit_record(r, "payment_batch.approval_recorded", "payment_batch", b->id,
+               audit_change(r, "payment_batch.approval_recorded", "payment_batch", b->id,
                             "pending_approval", "pending_approval", NULL) != 0) {
         return -1;
     }

@@ -258,7 +258,7 @@ int payments_create_beneficiary(struct req *r, const struct payments_create_bene
         return pay_person_missing(r);
     if (resource_insert(r, &rows_beneficiary, b) != 0 || set_requested_by(r, b->id, me) != 0 ||
         ben_add_maker(r, b->id, me, BEN_CREATED, false) != 0 ||
-        audit_record(r, "beneficiary.created", "beneficiary", b->id, NULL,
+        audit_change(r, "beneficiary.created", "beneficiary", b->id, NULL,
                      approval_status_str(b->approval_status), NULL) != 0)
         return -1;
     out->status = 201;
@@ -321,7 +321,7 @@ int payments_update_beneficiary(struct req *r, const struct payments_update_bene
                      ben_add_maker(r, b->id, me, changed,
                                    before.approval_status != APPROVAL_STATUS_PENDING_APPROVAL) !=
                          0)) ||
-        audit_record(r, "beneficiary.updated", "beneficiary", b->id,
+        audit_change(r, "beneficiary.updated", "beneficiary", b->id,
                      approval_status_str(before.approval_status),
                      approval_status_str(b->approval_status), detail) != 0)
         return -1;
@@ -346,7 +346,7 @@ int payments_delete_beneficiary(struct req *r, const struct payments_delete_bene
     int saved = resource_save(r, &rows_beneficiary, b);
     if (saved <= 0)
         return saved;
-    return audit_record(r, "beneficiary.archived", "beneficiary", b->id, "active", "archived",
+    return audit_change(r, "beneficiary.archived", "beneficiary", b->id, "active", "archived",
                         NULL);
 }
 
@@ -429,7 +429,7 @@ static int decide_beneficiary(struct req *r, const char *id, enum approval_statu
     int saved = resource_save(r, &rows_beneficiary, b);
     if (saved <= 0)
         return saved;
-    if (audit_record(r, decision == APPROVAL_STATUS_APPROVED ? "beneficiary.approved"
+    if (audit_change(r, decision == APPROVAL_STATUS_APPROVED ? "beneficiary.approved"
                                                               : "beneficiary.denied",
                      "beneficiary", b->id, "pending_approval", approval_status_str(decision),
                      reason) != 0)

@@ -356,7 +356,7 @@ const char *pay_fields_text(struct req *r, unsigned fields)
 void pay_set_creator(struct req *r, struct pay *x)
 {
     struct payment *p = &x->p;
-    p->makers = arena_alloc(&r->arena, MAX_MAKERS * sizeof *p->makers);
+    p->makers = arena_grow(&r->arena, NULL, 0, sizeof *p->makers); /* grows in read_maker */
     struct payment_maker *m = &p->makers[0];
     m->user_id = x->created_for ? x->created_for : p->created_by;
     m->has_via = strcmp(m->user_id, p->created_by) != 0;
@@ -371,6 +371,7 @@ static void read_maker(struct req *r, struct db_stmt *st, int col, struct paymen
 {
     if (p->makers_count >= MAX_MAKERS)
         return;
+    p->makers = arena_grow(&r->arena, p->makers, p->makers_count, sizeof *p->makers);
     struct payment_maker *m = &p->makers[p->makers_count++];
     unsigned fields = (unsigned)db_column_int64(st, col + 2);
     m->user_id = db_column_dup(&r->arena, st, col);

@@ -305,7 +305,7 @@ int workspace_remove_member(struct req *r, const struct workspace_remove_member_
                                       "role %s; %d session(s) and %d service-account token(s) "
                                       "revoked, %d service account(s) disabled",
                                       role, sessions, tokens, disabled);
-    if (audit_record(r, "member.removed", "member", in->id, "active", "removed", detail) != 0)
+    if (audit_change(r, "member.removed", "member", in->id, "active", "removed", detail) != 0)
         return -1;
     out->status = 204;
     return 0;

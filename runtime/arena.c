@@ -99,6 +99,19 @@ void *arena_alloc(struct arena *a, size_t n)
     return nb->data;
 }
 
+void *arena_grow(struct arena *a, void *items, size_t count, size_t size)
+{
+    if (items && (count < 4 || (count & (count - 1)) != 0))
+        return items; /* room: the array is full only at 4, 8, 16, ... */
+    size_t room = count < 4 ? 4 : count * 2;
+    if (size && room > SIZE_MAX / size)
+        out_of_memory(SIZE_MAX);
+    void *p = arena_alloc(a, room * size);
+    if (items && count)
+        memcpy(p, items, count * size);
+    return p;
+}
+
 char *arena_strndup(struct arena *a, const char *s, size_t n)
 {
     if (n == SIZE_MAX)

@@ -18,6 +18,12 @@ void arena_init(struct arena *a);
 void arena_release(struct arena *a);
 /* Zeroed, 16-byte aligned memory. Result lives in a. */
 void *arena_alloc(struct arena *a, size_t n);
+/* Room for one more item in an array that grows in a: items itself while it has room for item
+ * number count (0-based), else a copy of its count items with room for twice as many. The room
+ * follows from count (4, 8, 16, ...), so the caller keeps only the count; items must come from
+ * arena_grow (NULL when count is 0). Lets a row of a list hold a few items without reserving
+ * the most it could ever hold (zeroing that per row cost more than the rest of a page). */
+void *arena_grow(struct arena *a, void *items, size_t count, size_t size);
 char *arena_strdup(struct arena *a, const char *s);
 char *arena_strndup(struct arena *a, const char *s, size_t n);
 char *arena_printf(struct arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -129,6 +129,77 @@ int audit_record(struct req *r, const char *action, const char *resource_type,
     return 0;
 }
 
+/* The declared action for r's answer: the one declared for its status, or the first. */
+static const char *declared_action(const struct req *r, const struct op_audit *a)
+{
+    if (a->action_statuses)
+        for (size_t i = 0; a->actions[i]; i++)
+            if (a->action_statuses[i] == r->status)
+                return a->actions[i];
+    return a->actions[0];
+}
+
+static bool declares(const struct op_audit *a, const char *action)
+{
+    for (size_t i = 0; a->actions[i]; i++)
+        if (strcmp(a->actions[i], action) == 0)
+            return true;
+    return false;
+}
+
+/* The record's detail: the request members the declaration copies (r->audit.fields, as
+ * {"request": ...}) beside what the handler said (its JSON object's members, or its plain text
+ * as "reason"). */
+static const char *declared_detail(struct req *r, const char *note)
+{
+    const char *fields = r->audit.fields;
+    if (!fields)
+        return note;
+    if (!note)
+        return arena_printf(&r->arena, "{\"request\":%s}", fields);
+    if (note[0] == '{') {
+        const char *inner = note + 1;
+        return arena_printf(&r->arena, "{\"request\":%s%s%s", fields, *inner == '}' ? "" : ",",
+                            inner);
+    }
+    struct jsonw w;
+    jsonw_init(&w);
+    jsonw_string(&w, note);
+    char *quoted = jsonw_take(&w, NULL);
+    jsonw_release(&w);
+    const char *out = arena_printf(&r->arena, "{\"request\":%s,\"reason\":%s}", fields, quoted);
+    free(quoted);
+    return out;
+}
+
+int audit_change(struct req *r, const char *action, const char *resource_type,
+                 const char *resource_id, const char *before, const char *after,
+                 const char *detail)
+{
+    const struct op_audit *a = r->op ? r->op->audit : NULL;
+    if (!a || r->audit.written || strcmp(a->resource_type, resource_type) != 0 ||
+        !declares(a, action))
+        return audit_record(r, action, resource_type, resource_id, before, after, detail);
+    int rc = audit_record(r, action, resource_type, resource_id, before, after,
+                          declared_detail(r, detail));
+    r->audit.written = rc == 0;
+    return rc;
+}
+
+int audit_declared_write(struct req *r, const char *resource_id, const char *after)
+{
+    const struct op_audit *a = r->op ? r->op->audit : NULL;
+    if (!a || !resource_id || !r->principal.workspace_id || !r->principal.user_id) {
+        log_error("audit: %s has no declared record to write, or no resource id, workspace or "
+                  "actor for it", r->op ? r->op->operation_id : "?");
+        return -1;
+    }
+    int rc = audit_record(r, declared_action(r, a), a->resource_type, resource_id, NULL, after,
+                          declared_detail(r, NULL));
+    r->audit.written = rc == 0;
+    return rc;
+}
+
 static const char *col(struct db_stmt *st, int i)
 {
     return db_column_text(st, i);

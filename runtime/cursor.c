@@ -4,34 +4,43 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/base64url.h"
+#include "runtime/digest.h"
 
 #define MAC_BYTES 16
 #define MAX_CURSOR 512
 
-static unsigned char key[32];
+/* Keyed once: a page's cursor is then two short MACs (filters, position), not two key setups. */
+static struct digest_hmac key;
 
 void cursor_init(const unsigned char *secret, size_t len)
 {
+    unsigned char k[32];
     unsigned int n = 0;
-    HMAC(EVP_sha256(), secret, (int)len, (const unsigned char *)"treasury cursor key v1", 22, key,
+    HMAC(EVP_sha256(), secret, (int)len, (const unsigned char *)"treasury cursor key v1", 22, k,
          &n);
+    if (digest_hmac_key(&key, k, sizeof k) != 0)
+        abort(); /* at start, out of memory: nothing could be served */
+    OPENSSL_cleanse(k, sizeof k);
+}
+
+static void mac(const char *payload, size_t n, unsigned char out[32])
+{
+    if (digest_hmac(&key, payload, n, out) != 0) {
+        fprintf(stderr, "cursor: HMAC failed (out of memory)\n");
+        abort(); /* as an arena out of memory does: no cursor is better than a wrong one */
+    }
 }
 
 static void digest(const char *filters, char out[23])
 {
     unsigned char d[32];
-    unsigned int n = 0;
-    HMAC(EVP_sha256(), key, sizeof key, (const unsigned char *)filters, strlen(filters), d, &n);
+    mac(filters, strlen(filters), d);
     base64url_encode(d, 16, out);
-}
-
-static void mac(const char *payload, size_t n, unsigned char out[32])
-{
-    unsigned int len = 0;
-    HMAC(EVP_sha256(), key, sizeof key, (const unsigned char *)payload, n, out, &len);
 }
 
 char *cursor_encode(struct arena *a, const char *filters, const char *sort_key, const char *id)

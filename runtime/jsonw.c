@@ -41,7 +41,9 @@ static void put(struct jsonw *w, const char *s, size_t n)
 
 static void putc1(struct jsonw *w, char c)
 {
-    put(w, &c, 1);
+    reserve(w, 2);
+    w->buf[w->len++] = c;
+    w->buf[w->len] = '\0';
 }
 
 /* The writer never emits whitespace, so the previous byte tells whether a ',' is due; this
@@ -148,20 +150,58 @@ static size_t utf8_len(const unsigned char *s, size_t left)
     return 0;
 }
 
+/* Nonzero when one of the eight bytes in v is one plain copying cannot take: below 0x20, 0x80
+ * and up, '"' or '\\'. Eight bytes per test (the borrow tricks of "Bit Twiddling Hacks": a
+ * borrow can mark a byte wrongly only above one that is marked rightly, so "any" is exact). */
+static uint64_t special8(uint64_t v)
+{
+    const uint64_t ones = UINT64_C(0x0101010101010101), high = UINT64_C(0x8080808080808080);
+    uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
+    return (v | ((v - ones * 0x20) & ~v) | ((q - ones) & ~q) | ((b - ones) & ~b)) & high;
+}
+
+static bool plain(unsigned char c)
+{
+    return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+/* Copies the plain bytes that begin s (n bytes) to o, eight at a time as they are tested, the
+ * last eight (overlapping) at once; their count (n when all are plain). */
+static size_t copy_plain(const unsigned char *s, size_t n, char *o)
+{
+    size_t i = 0;
+    uint64_t v;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&v, s + i, 8);
+        if (special8(v))
+            break;
+        memcpy(o + i, &v, 8);
+    }
+    if (i < n && n >= 8 && i + 8 > n) {
+        memcpy(&v, s + n - 8, 8);
+        if (!special8(v)) {
+            memcpy(o + n - 8, &v, 8);
+            return n;
+        }
+    }
+    while (i < n && plain(s[i])) {
+        o[i] = (char)s[i];
+        i++;
+    }
+    return i;
+}
+
 static void quoted(struct jsonw *w, const char *str, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0, run = 0;
+    size_t run = 0;
     /* Fast path: printable ASCII with nothing to escape (ids, codes, dates, most text) is
-     * copied as it is scanned; the first other byte hands over to the loop below. */
+     * copied as it is tested; the first other byte hands over to the loop below. */
     reserve(w, n + 3);
     char *o = w->buf + w->len;
     *o++ = '"';
-    while (i < n && s[i] >= 0x20 && s[i] < 0x80 && s[i] != '"' && s[i] != '\\') {
-        o[i] = (char)s[i];
-        i++;
-    }
+    size_t i = copy_plain(s, n, o);
     if (i == n) {
         o[n] = '"';
         w->len += n + 2;
@@ -175,7 +215,7 @@ static void quoted(struct jsonw *w, const char *str, size_t n)
         const char *esc = NULL;
         char ubuf[7];
         size_t step = 1;
-        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+        if (plain(c)) {
             i++;
             run++;
             continue;

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "generated/problems.h"
 #include "generated/routes.h"
 #include "generated/scopes.h"
 #include "handlers/accounts_oauth.h"
@@ -16,7 +17,6 @@
 #include "handlers/jobs.h"
 #include "handlers/privileges.h"
 #include "handlers/admin_cli.h"
-#include "handlers/problems.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
 #include "runtime/config.h"
@@ -229,7 +229,7 @@ static int run_server(const struct config *c)
     fflush(stdout);
     if (routes_init(err, sizeof err) != 0)
         goto out;
-    problem_register(handlers_problems, handlers_problems_count); /* the APIs' codes' titles */
+    problem_register(generated_problem_codes, generated_problem_codes_count);
     auth_init(&signing_key, &scopes_mask, SCOPE_WORKSPACE_ADMIN, scopes_all());
     cors_init(&accounts_cors_origin_allowed); /* the origins OAuth clients registered */
     /* Scopes as the principal holds them now, re-read after any change to what decides them. */

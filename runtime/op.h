@@ -9,6 +9,22 @@
 
 struct req;
 
+/* Where an audit record's resource id comes from (x-audit id). */
+enum op_audit_id { OP_AUDIT_ID_PATH, OP_AUDIT_ID_RESPONSE, OP_AUDIT_ID_PRINCIPAL,
+                   OP_AUDIT_ID_HANDLER };
+
+/* x-audit: the record the dispatcher writes after every success of a write operation
+ * (runtime/audit.h, audit_declared_write). */
+struct op_audit {
+    const char *resource_type;
+    const char *const *actions;  /* NULL-terminated; [0] unless by status or the handler picks */
+    const int *action_statuses;  /* parallel to actions when the action depends on the status,
+                                    else NULL */
+    enum op_audit_id id_from;
+    const char *id_param;        /* the path parameter's name, or the principal's member
+                                    (user_id, session_id) */
+};
+
 /* Generated glue: params -> typed request -> handler -> typed response -> JSON.
  * Returns 0 (response or problem recorded on r) or -1 (unexpected failure -> 500). */
 typedef int op_dispatch_fn(struct req *r);
@@ -43,6 +59,8 @@ struct op {
                                    answer with Pragma: no-cache */
     bool own_transaction;       /* x-own-transaction: the handler begins and ends its own
                                    transactions; never group-committed (runtime/writer.h) */
+    const struct op_audit *audit; /* x-audit; NULL for reads and writes declared none */
+    bool if_match_required;     /* x-if-match: required (the dispatcher answers 428) */
     const int *statuses;        /* documented response statuses, 0-terminated */
     op_dispatch_fn *dispatch;
 };

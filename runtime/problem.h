@@ -1,5 +1,6 @@
-/* RFC 9457 problem documents: the closed list of runtime problem codes with their titles, the
- * APIs' codes registered beside them, and the serializer every error response goes through. */
+/* RFC 9457 problem documents: the closed list of problem codes with their titles (the spec's
+ * root x-problem-codes, registered at start) and the serializer every error response goes
+ * through. */
 #ifndef RUNTIME_PROBLEM_H
 #define RUNTIME_PROBLEM_H
 
@@ -14,9 +15,12 @@ struct problem_code {
     const char *title;
 };
 
-/* The codes an API raises with their titles (handlers/problems.c), kept (not copied) for the
- * process's life. Call once at start, before serving. A code the runtime has keeps its own. */
+/* Every code the server answers with its title (generated/problems.c), kept (not copied) for
+ * the process's life. Call once at start, before serving. */
 void problem_register(const struct problem_code *codes, size_t n);
+/* Whether code is registered (true while nothing is). Test builds refuse to answer one that is
+ * not (runtime/req.c): the generator checks literal codes, this the rest. */
+bool problem_declared(const char *code);
 
 /* Stable title for a code; codes outside the list get the status's reason phrase, which is
  * equally stable because a code always comes with one status. */

@@ -10,6 +10,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "runtime/log.h"
+#include "runtime/problem.h"
+
 const struct op *req_routed_op(const struct req *r)
 {
     return r->op ? r->op : r->route_result == ROUTE_FOUND ? r->match.op : NULL;
@@ -95,6 +98,14 @@ void req_problem(struct req *r, int status, const char *code, const char *fmt, .
      * this problem: the runtime's defaults (no-store, the problem's own policy) apply. */
     drop_header(r, "Cache-Control");
     drop_header(r, "Content-Security-Policy");
+#ifdef TREASURY_CHECK_RESPONSES
+    if (!problem_declared(code)) {
+        /* The spec's x-problem-codes is the list clients read: a code outside it is a bug the
+         * tests must see (the generator catches the literal ones before this). */
+        log_error("problem code %s is not declared in the spec's x-problem-codes", code);
+        abort();
+    }
+#endif
     va_list ap;
     va_start(ap, fmt);
     r->problem_detail = arena_vprintf(&r->arena, fmt, ap);

@@ -79,6 +79,14 @@ struct req {
     bool handler_ran;              /* parameters and body were valid and the handler was called
                                       (set by the generated dispatcher) */
 
+    /* The operation's declared audit record (x-audit, runtime/audit.h). */
+    struct req_audit {
+        const char *fields; /* the declared request members, a JSON object's text (set by the
+                               dispatcher before the handler) */
+        bool written;       /* the declared record is written (audit_change, or the
+                               dispatcher's after a success when the handler reported none) */
+    } audit;
+
     /* Set by handlers. */
     bool keep_writes; /* commit even though the answer is a problem (the refusal itself changed
                          state, e.g. a reused refresh token revokes its session) */

@@ -4,7 +4,9 @@
  * helpers, storage_used, the watched tables) is here. */
 #include "runtime/storage.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/arena.h"
@@ -71,6 +73,68 @@ struct db_stmt *storage_prepare(const char *sql)
         return NULL;
     }
     return E->prepare(sql);
+}
+
+/* storage_prepare_in's texts: (statement, places) -> the statement with that many places.
+ * Process-wide, so that every thread's statement cache sees the same few texts. */
+#define IN_TEXTS_MAX 64
+struct in_text {
+    char *sql; /* a copy of the statement as given */
+    int places;
+    char *text;
+};
+static struct in_text in_texts[IN_TEXTS_MAX];
+static size_t n_in_texts;
+static pthread_mutex_t in_texts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* sql with its DB_IN_LIST (at list, of the statement's text) cut to places places; malloc'd. */
+static char *in_text(const char *sql, const char *list, int places)
+{
+    size_t head = (size_t)(list - sql), tail = strlen(list + sizeof DB_IN_LIST - 1);
+    char *t = malloc(head + 3 * (size_t)places + tail + 1);
+    if (!t)
+        return NULL;
+    char *o = t;
+    memcpy(o, sql, head);
+    o += head;
+    *o++ = '(';
+    for (int i = 0; i < places; i++) {
+        memcpy(o, i ? ", ?" : "?", i ? 3 : 1);
+        o += i ? 3 : 1;
+    }
+    *o++ = ')';
+    memcpy(o, list + sizeof DB_IN_LIST - 1, tail + 1);
+    return t;
+}
+
+struct db_stmt *storage_prepare_in(const char *sql, size_t n, int *places)
+{
+    int want = n == 0 ? DB_IN_LIST_STEP
+                      : (int)((n + DB_IN_LIST_STEP - 1) / DB_IN_LIST_STEP * DB_IN_LIST_STEP);
+    const char *list = strstr(sql, DB_IN_LIST);
+    *places = DB_IN_LIST_MAX;
+    if (!list || want >= DB_IN_LIST_MAX)
+        return storage_prepare(sql);
+    const char *text = NULL;
+    pthread_mutex_lock(&in_texts_lock);
+    for (size_t i = 0; i < n_in_texts && !text; i++)
+        if (in_texts[i].places == want && strcmp(in_texts[i].sql, sql) == 0)
+            text = in_texts[i].text;
+    if (!text && n_in_texts < IN_TEXTS_MAX) {
+        char *copy = strdup(sql), *t = in_text(sql, list, want);
+        if (copy && t) {
+            in_texts[n_in_texts++] = (struct in_text){copy, want, t};
+            text = t;
+        } else {
+            free(copy);
+            free(t);
+        }
+    }
+    pthread_mutex_unlock(&in_texts_lock);
+    if (!text)
+        return storage_prepare(sql); /* past the bound: the full list still answers right */
+    *places = want;
+    return storage_prepare(text);
 }
 
 struct db_stmt *storage_prepare_outside(const char *sql)

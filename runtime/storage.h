@@ -30,16 +30,26 @@ enum {
 };
 
 /* A parenthesised list of DB_IN_LIST_MAX placeholders, so that one portable statement takes a
- * page of ids ("WHERE id IN " DB_IN_LIST): bind the ids, then NULL to the unused places (an
- * IN list's NULL matches nothing). A page holds at most 100 items. */
+ * page of ids ("WHERE id IN " DB_IN_LIST): prepare it with storage_prepare_in, bind the ids,
+ * then NULL to the unused places (an IN list's NULL matches nothing). A page holds at most 100
+ * items. */
 #define DB_IN_LIST_MAX 100
 #define DB_Q10_ "?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
 #define DB_Q50_ DB_Q10_ ", " DB_Q10_ ", " DB_Q10_ ", " DB_Q10_ ", " DB_Q10_
 #define DB_IN_LIST "(" DB_Q50_ ", " DB_Q50_ ")"
+/* Places of the lists storage_prepare_in prepares: a multiple of this, up to DB_IN_LIST_MAX. */
+#define DB_IN_LIST_STEP 10
 
 /* Cached prepared statement for this thread's connection, reset and bindings cleared.
  * NULL on failure (logged). Never freed by the caller. */
 struct db_stmt *storage_prepare(const char *sql);
+/* storage_prepare for a statement whose only placeholders are one DB_IN_LIST, cut down to
+ * the fewest places that hold n ids (a multiple of DB_IN_LIST_STEP; *places receives it): a
+ * list's every place costs the engine work whether bound or NULL (SQLite fills a temporary
+ * index with them), so a page of 20 looked through 100 places cost five times its due. Bind
+ * the ids to 1..n and NULL to n+1..*places. A few statements of a few sizes each: the texts
+ * are kept for the process's life (past a bound, the full list is prepared). */
+struct db_stmt *storage_prepare_in(const char *sql, size_t n, int *places);
 /* A statement on a second connection of this thread, outside whatever transaction the thread
  * has open: it commits on its own when it runs (autocommit), whether the transaction then
  * commits or not, and waits on a row another transaction holds instead of failing on the

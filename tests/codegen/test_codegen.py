@@ -81,8 +81,28 @@ def test_bad_cases_cover_the_required_checks():
     for case in ('missing_operation_id', 'unresolved_ref', 'unknown_scope',
                  'unsupported_keyword_anyof', 'no_security', 'duplicate_operation_id',
                  'response_without_schema', 'unknown_format', 'pattern_lookahead',
-                 'format_ours_not_standard', 'x_format_without_pattern'):
+                 'format_ours_not_standard', 'x_format_without_pattern',
+                 'write_without_audit', 'audit_none_without_reason', 'if_match_without_428',
+                 'problem_code_undeclared'):
         assert case in BAD_CASES
+
+
+def test_a_problem_code_the_sources_raise_must_be_declared(tmp_path):
+    """--sources: a literal code in req_problem(...) that x-problem-codes lacks is refused
+    with the file and line; a declared one passes."""
+    src = tmp_path / 'src'
+    src.mkdir()
+    (src / 'h.c').write_text('int f(struct req *r)\n{\n    req_problem(r, 404, "not_found", "x");\n'
+                             '    req_problem(r, 409,\n                "thing_melted", "y");\n'
+                             '    return 0;\n}\n')
+    out = tmp_path / 'out'
+    r = subprocess.run([PY, GEN, '--spec', 'tests/codegen/small/openapi.yaml', '--out', str(out),
+                        '--sources', str(src)], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert '%s:4: problem code thing_melted is raised but not declared' % (src / 'h.c') \
+        in r.stderr, r.stderr
+    assert 'not_found' not in r.stderr
+    assert not out.exists()
 
 
 @pytest.mark.parametrize('case', BAD_CASES)

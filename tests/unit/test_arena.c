@@ -48,6 +48,30 @@ static void test_allocations_do_not_overlap(void)
     arena_release(&a);
 }
 
+/* An array grown one item at a time keeps every item, moves only when full (4, 8, 16, ...),
+ * and after its count is set back reuses the room it has. */
+static void test_grow_keeps_items_and_moves_only_when_full(void)
+{
+    struct arena a;
+    arena_init(&a);
+    int *items = NULL;
+    size_t moves = 0;
+    for (size_t n = 0; n < 100; n++) {
+        int *next = arena_grow(&a, items, n, sizeof *items);
+        if (next != items)
+            moves++;
+        CHECK(next != items || (n != 0 && n != 4 && n != 8 && n != 16 && n != 32 && n != 64));
+        items = next;
+        items[n] = (int)n * 7;
+        for (size_t k = 0; k <= n; k++)
+            CHECK(items[k] == (int)k * 7);
+    }
+    CHECK(moves == 6); /* 0 (the first room of 4), 4, 8, 16, 32, 64 */
+    CHECK(arena_grow(&a, items, 1, sizeof *items) == items);
+    CHECK(arena_grow(&a, items, 0, sizeof *items) == items);
+    arena_release(&a);
+}
+
 static void test_zero_byte_allocations_are_distinct(void)
 {
     struct arena a;
@@ -180,6 +204,7 @@ int main(void)
         UNIT_TEST(test_allocations_are_16_byte_aligned_and_zeroed),
         UNIT_TEST(test_allocations_do_not_overlap),
         UNIT_TEST(test_zero_byte_allocations_are_distinct),
+        UNIT_TEST(test_grow_keeps_items_and_moves_only_when_full),
         UNIT_TEST(test_allocation_larger_than_a_block_is_served_and_zeroed),
         UNIT_TEST(test_many_allocations_grow_the_arena),
         UNIT_TEST(test_strdup_and_strndup_copy_and_terminate),

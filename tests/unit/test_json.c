@@ -521,6 +521,40 @@ static void test_writer_escapes_strings_per_rfc_8259(void)
     arena_release(&a);
 }
 
+/* The plain-ASCII fast path tests eight bytes at a time: a byte to escape at every place of
+ * strings of every length up to 40 (in the first eight, in the middle, in the overlapping last
+ * eight) is escaped, and the plain bytes around it kept; 0x7f and ' ' are plain, 0x1f, '"',
+ * '\\' and bytes of 0x80 and up are not. */
+static void test_writer_escapes_at_every_place_of_the_fast_path(void)
+{
+    static const struct {
+        const char *in, *out;
+    } specials[] = {{"\x1f", "\\u001f"}, {"\"", "\\\""}, {"\\", "\\\\"},
+                    {"\n", "\\n"}, {"\xc3\xa9", "\xc3\xa9"}, {"\xff", "\\ufffd"},
+                    {"\x7f", "\x7f"}, {" ", " "}};
+    for (size_t n = 1; n <= 40; n++)
+        for (size_t at = 0; at < n; at++)
+            for (size_t k = 0; k < sizeof specials / sizeof specials[0]; k++) {
+                char in[64], want[80];
+                size_t sl = strlen(specials[k].in);
+                for (size_t i = 0; i < n; i++)
+                    in[i] = (char)('a' + i % 26);
+                memcpy(in + at, specials[k].in, sl);
+                size_t len = at + sl + (n - at - 1);
+                for (size_t i = at + 1; i < n; i++)
+                    in[at + sl + i - at - 1] = (char)('a' + i % 26);
+                in[len] = '\0';
+                snprintf(want, sizeof want, "\"%.*s%s%s\"", (int)at, in, specials[k].out,
+                         in + at + sl);
+                struct jsonw w;
+                jsonw_init(&w);
+                jsonw_string(&w, in);
+                char *s = take(&w);
+                CHECK_STR(s, want);
+                free(s);
+            }
+}
+
 static void test_writer_keys_are_escaped(void)
 {
     struct jsonw w;
@@ -532,6 +566,30 @@ static void test_writer_keys_are_escaped(void)
     char *s = take(&w);
     CHECK_STR(s, "{\"a\\\"\\n\":0}");
     free(s);
+    /* Plain keys of every length (short ones take a one-pass path), and each with a byte to
+     * escape as its first and as its last */
+    for (size_t n = 0; n <= 70; n++)
+        for (int esc = 0; esc < 3; esc++) {
+            char key[80], want[100];
+            for (size_t i = 0; i < n; i++)
+                key[i] = (char)('a' + i % 26);
+            key[n] = '\0';
+            if (n && esc)
+                key[esc == 1 ? 0 : n - 1] = '\t';
+            const char *tab = strchr(key, '\t');
+            if (tab)
+                snprintf(want, sizeof want, "{\"%.*s\\t%s\":0}", (int)(tab - key), key, tab + 1);
+            else
+                snprintf(want, sizeof want, "{\"%s\":0}", key);
+            jsonw_init(&w);
+            jsonw_object_begin(&w);
+            jsonw_key(&w, key);
+            jsonw_int(&w, 0);
+            jsonw_object_end(&w);
+            s = take(&w);
+            CHECK_STR(s, want);
+            free(s);
+        }
 }
 
 static void test_writer_integers_are_exact(void)
@@ -697,6 +755,7 @@ int main(void)
         UNIT_TEST(test_writer_places_commas_at_every_depth),
         UNIT_TEST(test_writer_spells_integers_and_escapes_after_plain_runs),
         UNIT_TEST(test_writer_escapes_strings_per_rfc_8259),
+        UNIT_TEST(test_writer_escapes_at_every_place_of_the_fast_path),
         UNIT_TEST(test_writer_keys_are_escaped),
         UNIT_TEST(test_writer_integers_are_exact),
         UNIT_TEST(test_writer_doubles_round_trip_and_non_finite_is_null),

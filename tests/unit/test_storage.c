@@ -269,6 +269,44 @@ static void test_prepare_cache_keeps_statements_past_its_initial_size(void)
     done();
 }
 
+/* A DB_IN_LIST statement prepared for n ids has the fewest places (a multiple of
+ * DB_IN_LIST_STEP) that hold them: binding past them fails, the ids bound are found, the NULLs
+ * match nothing, and asking again for as many gives the same cached statement. */
+static void test_prepare_in_cuts_the_list_to_the_page(void)
+{
+    static const char sql[] = "SELECT id FROM workspaces WHERE id IN " DB_IN_LIST " ORDER BY id";
+    CHECK(open_fresh() == 0);
+    CHECK(insert_workspace("w1", "one") == 0 && insert_workspace("w2", "two") == 0 &&
+          insert_workspace("w3", "three") == 0);
+    static const struct {
+        size_t n;
+        int places;
+    } sizes[] = {{0, 10}, {1, 10}, {10, 10}, {11, 20}, {20, 20}, {91, 100}, {100, 100}};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        int places = 0;
+        struct db_stmt *st = storage_prepare_in(sql, sizes[k].n, &places);
+        CHECK(st != NULL);
+        CHECK(places == sizes[k].places);
+        if (!st)
+            continue;
+        CHECK(db_bind_text(st, places, "w9") == 0);
+        CHECK(db_bind_text(st, places + 1, "w9") != 0);
+        db_bind_text(st, 1, "w3");
+        db_bind_text(st, 2, "w1");
+        for (int i = 3; i <= places; i++)
+            db_bind_null(st, i);
+        CHECK(db_step(st) == DB_ROW);
+        CHECK_STR(db_column_text(st, 0), "w1");
+        CHECK(db_step(st) == DB_ROW);
+        CHECK_STR(db_column_text(st, 0), "w3");
+        CHECK(db_step(st) == DB_DONE);
+        db_reset(st);
+        int again = 0;
+        CHECK(storage_prepare_in(sql, sizes[k].n, &again) == st && again == places);
+    }
+    done();
+}
+
 static void test_prepare_refuses_more_than_one_statement(void)
 {
     CHECK(open_fresh() == 0);
@@ -761,6 +799,7 @@ int main(void)
         UNIT_TEST(test_prepare_returns_the_same_statement_reset_and_unbound),
         UNIT_TEST(test_exec_and_query_texts_bind_in_order_and_tell_row_none_failure),
         UNIT_TEST(test_prepare_cache_keeps_statements_past_its_initial_size),
+        UNIT_TEST(test_prepare_in_cuts_the_list_to_the_page),
         UNIT_TEST(test_prepare_refuses_more_than_one_statement),
         UNIT_TEST(test_rollback_discards_changes),
         UNIT_TEST(test_begin_inside_a_transaction_fails),

@@ -15,9 +15,11 @@
 #include "generated/schemas.h"
 #include "generated/scopes.h"
 #include "generated/things_api.h"
+#include "runtime/audit.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
+#include "runtime/outbox.h"
 #include "runtime/pattern.h"
 #include "runtime/req.h"
 #include "tests/codegen/small/handlers.h"
@@ -146,6 +148,36 @@ void req_problem_validation(struct req *r, int status, const char *detail)
 {
     req_problem(r, status ? status : 422, "validation_failed", "%s", detail);
     r->with_errors = true;
+}
+
+/* ---- test doubles for runtime/audit.c and runtime/outbox.c: what the dispatcher declares */
+
+static struct {
+    int audits, events;
+    const char *audit_id, *audit_fields, *event_type, *event_resource, *event_id, *event_json;
+} declared;
+
+int audit_declared_write(struct req *r, const char *resource_id, const char *after)
+{
+    (void)after;
+    declared.audits++;
+    declared.audit_id = resource_id;
+    declared.audit_fields = r->audit.fields;
+    r->audit.written = true;
+    return 0;
+}
+
+int outbox_add(struct req *r, const char *type, const char *resource_type,
+               const char *resource_id, int64_t resource_version, const char *object_json)
+{
+    (void)r;
+    (void)resource_version;
+    declared.events++;
+    declared.event_type = type;
+    declared.event_resource = resource_type;
+    declared.event_id = resource_id;
+    declared.event_json = object_json;
+    return 0;
 }
 
 void log_error(const char *fmt, ...)
@@ -803,6 +835,7 @@ static void request(const char *method, const char *path, const char *body)
     memset(&fake, 0, sizeof fake);
     memset(&small_seen, 0, sizeof small_seen);
     memset(&small_exports, 0, sizeof small_exports);
+    memset(&declared, 0, sizeof declared);
     arena_init(&R.arena);
     verr_init(&R.verr, &R.arena);
     R.method = method;
@@ -1030,6 +1063,47 @@ static void test_dispatch_serialises_typed_response_and_headers(void)
     CHECK(run() == 0);
     CHECK(R.status == 204 && R.resp_len == 0);
     CHECK_STR(small_seen.id, "thg_0001");
+}
+
+/* x-audit, x-event, x-if-match: the dispatcher writes the record and the event after a
+ * success only, with the declared request members, and refuses a change without If-Match. */
+static void test_dispatch_declared_audit_event_and_if_match(void)
+{
+    request("POST", "/v1/things", "{\"name\":\"new\",\"kind\":\"small\",\"size\":10}");
+    CHECK(run() == 0);
+    CHECK(R.status == 201);
+    CHECK(declared.audits == 1 && declared.events == 1);
+    CHECK_STR(declared.audit_id, "thg_0003");
+    CHECK_STR(declared.audit_fields, "{\"name\":\"new\",\"size\":10}");
+    CHECK_STR(declared.event_type, "thing.created");
+    CHECK_STR(declared.event_resource, "thing");
+    CHECK_STR(declared.event_id, "thg_0003");
+    CHECK(declared.event_json == R.resp_body);
+
+    request("POST", "/v1/things", "{\"name\":\"taken\",\"kind\":\"small\",\"size\":10}");
+    CHECK(run() == 0);
+    CHECK(R.status == 409);
+    CHECK(declared.audits == 0 && declared.events == 0);
+
+    request("PUT", "/v1/things/thg_0001",
+            "{\"name\":\"n\",\"kind\":\"small\",\"size\":5,\"tags\":[\"a\"],\"secret\":\"s\"}");
+    CHECK(run() == 0);
+    CHECK(R.status == 428);
+    CHECK_STR(R.problem_code, "precondition_required");
+    CHECK(small_seen.called == 0 && declared.audits == 0);
+
+    request("PUT", "/v1/things/thg_0001",
+            "{\"name\":\"n\",\"kind\":\"small\",\"size\":5,\"tags\":[\"a\"],\"secret\":\"s\"}");
+    header("If-Match", "\"v3\"");
+    CHECK(run() == 0);
+    CHECK(R.status == 200);
+    CHECK(declared.audits == 1 && declared.events == 0);
+    CHECK_STR(declared.audit_id, "thg_0001");
+    CHECK_STR(declared.audit_fields, "{\"name\":\"n\",\"secret\":\"[redacted]\"}");
+
+    request("DELETE", "/v1/things/thg_0001", NULL); /* x-audit: none */
+    CHECK(run() == 0);
+    CHECK(R.status == 204 && declared.audits == 0);
 }
 
 static void test_dispatch_refuses_undocumented_statuses(void)
@@ -1369,6 +1443,7 @@ int main(void)
         UNIT_TEST(test_dispatch_array_query_parameters),
         UNIT_TEST(test_dispatch_body_errors),
         UNIT_TEST(test_dispatch_serialises_typed_response_and_headers),
+        UNIT_TEST(test_dispatch_declared_audit_event_and_if_match),
         UNIT_TEST(test_dispatch_refuses_undocumented_statuses),
         UNIT_TEST(test_response_checks_catch_handler_drift),
         UNIT_TEST(test_dispatch_optional_free_form_and_planned),

@@ -8,6 +8,7 @@
 
 #include "generated/exports_api.h"
 #include "generated/dispatch.h"
+#include "runtime/audit.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
@@ -141,6 +142,14 @@ int dispatch_exports_import_statement(struct req *r)
             log_error("%s answered status %d, which is not a documented success status", "importStatement",
                       out.status);
             return -1;
+        }
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, NULL /* the handler reports it */, after) != 0)
+                return -1;
         }
     }
 #ifdef TREASURY_CHECK_RESPONSES

@@ -16,15 +16,47 @@
 
 static const int statuses_0[] = { 200, 500, 0 };
 static const int statuses_1[] = { 201, 400, 409, 415, 422, 500, 0 };
+static const char *const audit_actions_1[] = { "statement.imported", NULL };
+static const struct op_audit audit_1 = {
+    .resource_type = "statement",
+    .actions = audit_actions_1,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_HANDLER,
+    .id_param = NULL,
+};
 static const int statuses_2[] = { 200, 400, 406, 500, 0 };
 static const int statuses_3[] = { 200, 406, 500, 0 };
 static const int statuses_4[] = { 200, 400, 500, 0 };
 static const int statuses_5[] = { 201, 400, 409, 422, 500, 0 };
+static const char *const audit_actions_5[] = { "thing.created", NULL };
+static const struct op_audit audit_5 = {
+    .resource_type = "thing",
+    .actions = audit_actions_5,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_RESPONSE,
+    .id_param = NULL,
+};
 static const int statuses_6[] = { 200, 500, 501, 0 };
 static const int statuses_7[] = { 200, 400, 404, 500, 0 };
-static const int statuses_8[] = { 200, 400, 404, 422, 500, 0 };
+static const int statuses_8[] = { 200, 400, 404, 412, 422, 428, 500, 0 };
+static const char *const audit_actions_8[] = { "thing.replaced", "thing.resized", NULL };
+static const struct op_audit audit_8 = {
+    .resource_type = "thing",
+    .actions = audit_actions_8,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_9[] = { 204, 400, 404, 500, 0 };
 static const int statuses_10[] = { 200, 400, 409, 422, 500, 0 };
+static const char *const audit_actions_10[] = { "thing.shape_added", NULL };
+static const struct op_audit audit_10 = {
+    .resource_type = "thing",
+    .actions = audit_actions_10,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_PATH,
+    .id_param = "id",
+};
 static const int statuses_11[] = { 200, 400, 422, 500, 0 };
 static const int statuses_12[] = { 200, 400, 422, 500, 0 };
 static const int statuses_13[] = { 200, 303, 400, 500, 0 };
@@ -74,6 +106,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_1,
         .statuses = statuses_1,
         .dispatch = dispatch_exports_import_statement,
     },
@@ -168,6 +201,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_5,
         .statuses = statuses_5,
         .dispatch = dispatch_things_create_thing,
     },
@@ -237,6 +271,8 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_8,
+        .if_match_required = true,
         .statuses = statuses_8,
         .dispatch = dispatch_things_replace_thing,
     },
@@ -283,6 +319,7 @@ const struct op routes_ops[] = {
         .first_party = true,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_10,
         .statuses = statuses_10,
         .dispatch = dispatch_things_add_shape,
     },

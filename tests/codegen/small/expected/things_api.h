@@ -88,7 +88,7 @@ struct things_replace_thing_request {
 };
 
 struct things_replace_thing_response {
-    int status; /* 200; problems (400, 404, 422, 500) via req_problem() */
+    int status; /* 200; problems (400, 404, 412, 422, 428, 500) via req_problem() */
     struct thing *body_200; /* status 200: Replaced. */
 };
 

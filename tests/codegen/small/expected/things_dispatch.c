@@ -3,14 +3,17 @@
  * 422), decoded into the typed request, the handler runs, and its typed response becomes JSON.
  * Test builds (-DTREASURY_CHECK_RESPONSES) validate every response against the spec. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "generated/things_api.h"
 #include "generated/dispatch.h"
+#include "runtime/audit.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
+#include "runtime/outbox.h"
 #include "runtime/req.h"
 #include "runtime/verr.h"
 
@@ -359,6 +362,31 @@ int dispatch_things_create_thing(struct req *r)
         if (decode_thing_create(&r->arena, doc, in.body) != 0)
             return -1;
     }
+    if (doc) {
+        struct jsonw aw;
+        const struct json_value *av;
+        char *fields;
+
+        jsonw_init(&aw);
+        jsonw_object_begin(&aw);
+        if ((av = json_get(doc, "name")) != NULL) {
+            jsonw_key(&aw, "name");
+            jsonw_value(&aw, av);
+        }
+        if ((av = json_get(doc, "size")) != NULL) {
+            jsonw_key(&aw, "size");
+            jsonw_value(&aw, av);
+        }
+        if ((av = json_get(doc, "shape")) != NULL) {
+            jsonw_key(&aw, "shape");
+            jsonw_value(&aw, av);
+        }
+        jsonw_object_end(&aw);
+        fields = jsonw_take(&aw, NULL);
+        jsonw_release(&aw);
+        r->audit.fields = arena_strdup(&r->arena, fields);
+        free(fields);
+    }
 
     r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (things_create_thing(r, &in, &out) != 0)
@@ -408,6 +436,16 @@ int dispatch_things_create_thing(struct req *r)
             req_set_header(r, "ETag", out.etag);
         if (out.location && (r->status == 201))
             req_set_header(r, "Location", out.location);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, out.body_201->id, after) != 0)
+                return -1;
+        }
+        if (outbox_add(r, "thing.created", "thing", out.body_201->id, 0, r->resp_body) != 0)
+            return -1;
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_things_create_thing(r);
@@ -565,9 +603,17 @@ static void check_things_replace_thing(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
         break;
+    case 412:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 412 is documented as a problem document");
+        break;
     case 422:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 428:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 428 is documented as a problem document");
         break;
     case 500:
         if (!r->problem)
@@ -624,6 +670,11 @@ int dispatch_things_replace_thing(struct req *r)
         r->with_errors = true;
         return 0;
     }
+    if (!req_header(r, "If-Match")) {
+        req_problem(r, 428, "precondition_required", "%s",
+                    "Send If-Match with the current ETag (GET it first), so that this change cannot overwrite one made since.");
+        return 0;
+    }
     if (!r->body || r->body_len == 0) {
         verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
         req_problem_validation(r, 422, "The request body is missing.");
@@ -644,6 +695,27 @@ int dispatch_things_replace_thing(struct req *r)
         in.body = arena_alloc(&r->arena, sizeof *in.body);
         if (decode_thing(&r->arena, doc, in.body) != 0)
             return -1;
+    }
+    if (doc) {
+        struct jsonw aw;
+        const struct json_value *av;
+        char *fields;
+
+        jsonw_init(&aw);
+        jsonw_object_begin(&aw);
+        if ((av = json_get(doc, "name")) != NULL) {
+            jsonw_key(&aw, "name");
+            jsonw_value(&aw, av);
+        }
+        if ((av = json_get(doc, "secret")) != NULL) {
+            jsonw_key(&aw, "secret");
+            jsonw_string(&aw, "[redacted]"); /* writeOnly, or a secret inside */
+        }
+        jsonw_object_end(&aw);
+        fields = jsonw_take(&aw, NULL);
+        jsonw_release(&aw);
+        r->audit.fields = arena_strdup(&r->arena, fields);
+        free(fields);
     }
 
     r->handler_ran = true; /* from here on, the answer is the operation's own */
@@ -672,6 +744,14 @@ int dispatch_things_replace_thing(struct req *r)
             log_error("%s answered status %d, which is not a documented success status", "replaceThing",
                       out.status);
             return -1;
+        }
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
         }
     }
 #ifdef TREASURY_CHECK_RESPONSES
@@ -889,6 +969,14 @@ int dispatch_things_add_shape(struct req *r)
             log_error("%s answered status %d, which is not a documented success status", "addShape",
                       out.status);
             return -1;
+        }
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
         }
     }
 #ifdef TREASURY_CHECK_RESPONSES

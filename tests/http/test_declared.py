@@ -1,0 +1,100 @@
+"""Behaviour the spec declares and the generated dispatcher performs (codegen/declared.py): the
+audit record of a write (x-audit: action, resource, id, the response member recorded as its
+status, the request members copied into its detail), the domain event of a change (x-event:
+the response body as the event's object), a required If-Match (x-if-match: 428), and the
+problem codes the served document lists (x-problem-codes). tests/http/test_by_kind_*.py run the
+same over every operation; these pin the content on a few."""
+
+import json
+
+from helpers import (assert_json, assert_problem, committed_row, create_beneficiary,
+                     new_request_id)
+
+SETTINGS = "/v1/workspace/settings"
+
+
+def audit_by_request(server, request_id):
+    return committed_row(server, "SELECT action, resource_type, resource_id, before_status, "
+                                 "after_status, detail, actor_id FROM audit_events "
+                                 "WHERE request_id = ?", (request_id,))
+
+
+def test_a_write_no_handler_audits_gets_its_declared_record_with_the_request_members(server):
+    wid = server.login()["workspace_id"]
+    rid = new_request_id()
+    with server.client(token=server.token) as c:
+        cur = assert_json(c.get("/v1/workspace"), 200)["version"]
+        r = c.put(SETTINGS, json={"token_lifetime_seconds": 3600},
+                  headers={"If-Match": '"v%d"' % cur, "X-Request-ID": rid})
+        assert_json(r, 200)
+    action, rtype, rid_, before, after, detail, actor = audit_by_request(server, rid)
+    assert (action, rtype, rid_) == ("workspace.settings_updated", "workspace", wid)
+    assert before is None and after is None and actor.startswith("usr_")
+    assert json.loads(detail) == {"request": {"token_lifetime_seconds": 3600}}
+
+
+def test_a_refused_write_records_nothing(server):
+    rid = new_request_id()
+    with server.client(token=server.token) as c:
+        r = c.put(SETTINGS, json={"token_lifetime_seconds": 5},
+                  headers={"X-Request-ID": rid})
+        assert_problem(r, 422, "validation_failed")
+    db_row = committed_row(server, "SELECT count(*) FROM audit_events WHERE request_id = ?",
+                           (rid,), timeout=0.2)
+    assert db_row[0] == 0
+
+
+def test_logout_is_recorded_against_the_session_it_ends(server):
+    pair = server.login()
+    rid = new_request_id()
+    with server.client(token=pair["access_token"]) as c:
+        assert c.post("/v1/api/logout", headers={"X-Request-ID": rid}).status == 204
+    action, rtype, sid, *_ = audit_by_request(server, rid)
+    assert (action, rtype) == ("session.ended", "session") and sid
+
+
+def test_a_beneficiary_change_is_an_event_whose_object_is_the_answer(server):
+    server.login()
+    with server.client(token=server.token) as c:
+        b = create_beneficiary(c)
+        r = c.patch("/v1/beneficiaries/%s" % b["id"], json={"name": "Renamed Ltd"},
+                    headers={"If-Match": '"v1"'})
+        changed = assert_json(r, 200)
+    rows = []
+    for t in ("beneficiary.created", "beneficiary.updated"):
+        rows.append(committed_row(server, "SELECT resource_type, resource_id, resource_version, "
+                                          "data FROM events WHERE type = ? AND resource_id = ?",
+                                  (t, b["id"])))
+    (t1, id1, v1, d1), (t2, id2, v2, d2) = rows
+    assert (t1, id1, v1) == ("beneficiary", b["id"], 1)
+    assert json.loads(d1)["object"] == b
+    assert (t2, id2, v2) == ("beneficiary", b["id"], 2)
+    assert json.loads(d2)["object"] == changed
+    # the audit record the handler reported is the declared one: one per request, its status
+    rec = committed_row(server, "SELECT count(*), max(after_status) FROM audit_events WHERE "
+                                "resource_id = ? AND action = 'beneficiary.updated'", (b["id"],))
+    assert rec == (1, "pending_approval")
+
+
+def test_a_change_that_requires_if_match_is_428_without_it_before_anything_is_read(server):
+    server.login()
+    with server.client(token=server.token) as c:
+        # no such payment: the declared precondition is checked before the handler looks
+        r = c.patch("/v1/payments/pay_01jq6d4e5f6g7h8j9k0m1n2p3q", json={"external_id": "ext-1"})
+        assert_problem(r, 428, "precondition_required")
+        assert "If-Match" in r.json()["detail"]
+        r = c.patch("/v1/payments/pay_01jq6d4e5f6g7h8j9k0m1n2p3q", json={"external_id": "ext-1"},
+                    headers={"If-Match": '"v1"'})
+        assert_problem(r, 404, "not_found")
+
+
+def test_the_served_document_lists_every_problem_code_with_its_title(server):
+    with server.client() as c:
+        doc = assert_json(c.get("/v1/openapi.json"), 200)
+    codes = doc["x-problem-codes"]
+    assert codes["not_found"] == "Resource not found"
+    assert codes["precondition_required"] == "Precondition required"
+    with server.client(token=server.token) as c:
+        r = c.get("/v1/beneficiaries/ben_01jq6d4e5f6g7h8j9k0m1n2p3q")
+        body = assert_problem(r, 404, "not_found")
+        assert body["title"] == codes["not_found"]
