@@ -16,6 +16,7 @@ import jinja2  # noqa: E402
 import cgen  # noqa: E402
 import declared  # noqa: E402
 import docs  # noqa: E402
+import rows  # noqa: E402
 import served  # noqa: E402
 import spec  # noqa: E402
 
@@ -35,13 +36,15 @@ def environment():
                              autoescape=False)
     env.filters['c'] = spec.c_string
     env.filters['comment'] = spec.comment_text
+    env.filters['cwrap'] = rows.c_wrap
     env.globals.update(cgen=cgen, ctype=spec.ctype)
     return env
 
 
-def render(model, bundle):
+def render(model, bundle, sql_dir=None):
     """-> {file name: bytes} for everything generated/ holds."""
     env = environment()
+    mapped = rows.groups(model, rows.build(model, sql_dir))
     root = bundle.root_rel
     files = {}
 
@@ -61,6 +64,11 @@ def render(model, bundle):
         put('schemas_%s.h' % group, 'schemas_group.h.j2', src=src, **ctx)
         put('schemas_%s_json.c' % group, 'schemas_json.c.j2', src=src, **ctx)
         put('schemas_%s_validate.c' % group, 'schemas_validate.c.j2', src=src, **ctx)
+    for group, tables, merges in mapped:
+        src = (tables[0].node if tables else merges[0][0]).loc.file
+        ctx = dict(group=group, group_file=src, tables=tables, merges=merges)
+        put('rows_%s.h' % group, 'rows.h.j2', src=src, **ctx)
+        put('rows_%s.c' % group, 'rows.c.j2', src=src, **ctx)
     put('dispatch.h', 'dispatch.h.j2')
     put('routes.h', 'routes.h.j2')
     put('routes.c', 'routes.c.j2', routes=model.routes, route_ops=model.route_ops,
@@ -136,15 +144,25 @@ def main(argv=None):
     ap.add_argument('--spec', required=True, help='root OpenAPI file (openapi/openapi.yaml)')
     ap.add_argument('--out', required=True, help='output folder (generated/)')
     ap.add_argument('--quiet', action='store_true', help='do not list written files')
+    ap.add_argument('--sql', help='the migrations x-table mappings are checked against, one '
+                                  'folder per API (default: sql/ beside the root file, else '
+                                  '../handlers/sql/)')
     ap.add_argument('--sources', nargs='*', default=[],
                     help='folders of C sources whose literal problem codes must be declared '
                          '(handlers runtime)')
     args = ap.parse_args(argv)
+    sql_dir = args.sql
+    if sql_dir is None:
+        here = os.path.dirname(os.path.abspath(args.spec))
+        for d in (os.path.join(here, 'sql'), os.path.join(here, '..', 'handlers', 'sql')):
+            if os.path.isdir(d):
+                sql_dir = os.path.normpath(d)
+                break
     try:
         bundle = spec.load_bundle(args.spec)
         model = spec.Model(bundle)
         declared.build(model, args.sources)
-        files = render(model, bundle)
+        files = render(model, bundle, sql_dir)
     except spec.SpecError as e:
         for line in e.errors:
             print(line, file=sys.stderr)

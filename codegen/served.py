@@ -150,6 +150,12 @@ def _prune(doc):
 
 def served_document(bundle, model):
     doc = copy.deepcopy(bundle.bundled)
+    # Storage mappings (x-table, x-merge-into: codegen/rows.py) are the server's business, not
+    # the client's: tables and columns stay out of the served document.
+    for s in (doc.get('components') or {}).get('schemas', {}).values():
+        if isinstance(s, dict):
+            for k in ('x-table', 'x-merge-into'):
+                s.pop(k, None)
     oauth_name, oauth, withheld = _oauth2_scheme(bundle, doc, model)
     if oauth:
         oauth['flows']['authorizationCode']['scopes'] = {

@@ -43,7 +43,9 @@ SCHEMA_KEYWORDS = ANNOTATIONS | SITE_FLAGS | {
 DECIMAL_KEYWORDS = {'x-precision', 'x-scale', 'x-minimum', 'x-maximum', 'x-exclusive-minimum',
                     'x-exclusive-maximum'}
 X_SCHEMA_KEYWORDS = {'x-format'} | DECIMAL_KEYWORDS
-SCHEMA_KEYWORDS |= X_SCHEMA_KEYWORDS
+# Storage mappings of object schemas, checked and turned into C by codegen/rows.py.
+X_ROW_KEYWORDS = {'x-table', 'x-merge-into'}
+SCHEMA_KEYWORDS |= X_SCHEMA_KEYWORDS | X_ROW_KEYWORDS
 TYPE_KEYWORDS = {
     'string': {'minLength', 'maxLength', 'pattern', 'format', 'enum', 'const'} |
               X_SCHEMA_KEYWORDS,
@@ -53,7 +55,7 @@ TYPE_KEYWORDS = {
     'boolean': {'const'},
     'array': {'items', 'minItems', 'maxItems', 'uniqueItems'},
     'object': {'properties', 'required', 'additionalProperties', 'minProperties',
-               'maxProperties'},
+               'maxProperties'} | X_ROW_KEYWORDS,
 }
 ALL_TYPE_KEYWORDS = set().union(*TYPE_KEYWORDS.values())
 # format -> (runtime/format.h predicate, error detail); None = annotation only

@@ -7,6 +7,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "runtime/log.h"
 #include "runtime/password.h"
 #include "runtime/pagination.h"
+#include "runtime/resource.h"
 #include "runtime/revocation.h"
 #include "runtime/seal.h"
 #include "runtime/totp.h"
@@ -40,13 +42,6 @@ void acc_lower_ascii(const char *in, char *out, size_t n)
     for (; in[i] && i + 1 < n; i++)
         out[i] = (in[i] >= 'A' && in[i] <= 'Z') ? (char)(in[i] - 'A' + 'a') : in[i];
     out[i] = '\0';
-}
-
-/* Text column copied into the arena; NULL for SQL NULL. */
-static const char *column_text(struct req *r, struct db_stmt *st, int col)
-{
-    const char *t = db_column_text(st, col);
-    return t ? arena_strdup(&r->arena, (const char *)t) : NULL;
 }
 
 void acc_copy_column(struct db_stmt *st, int col, char *out, size_t n)
@@ -277,7 +272,7 @@ static int revoke_where(struct req *r, const char *where, const char *const *v, 
         db_bind_text(st, i + 1, v[i]);
     int rc, count = 0;
     while ((rc = db_step(st)) == DB_ROW) {
-        acc_publish_revocation(r, column_text(r, st, 0));
+        acc_publish_revocation(r, db_column_dup(&r->arena, st, 0));
         count++;
     }
     db_reset(st);
@@ -846,14 +841,14 @@ static int session_row(struct req *r, struct db_stmt *st, void *item)
 {
     struct session *s = item;
     memset(s, 0, sizeof *s);
-    s->id = column_text(r, st, 0);
+    s->id = db_column_dup(&r->arena, st, 0);
     s->object = "session";
-    s->workspace_id = column_text(r, st, 1);
+    s->workspace_id = db_column_dup(&r->arena, st, 1);
     s->current = r->principal.session_id && strcmp(s->id, r->principal.session_id) == 0;
-    s->created_at = column_text(r, st, 2);
-    s->last_used_at = !db_column_is_null(st, 3) ? column_text(r, st, 3) : NULL;
+    s->created_at = db_column_dup(&r->arena, st, 2);
+    s->last_used_at = !db_column_is_null(st, 3) ? db_column_dup(&r->arena, st, 3) : NULL;
     s->has_last_used_at = s->last_used_at != NULL;
-    s->expires_at = column_text(r, st, 4);
+    s->expires_at = db_column_dup(&r->arena, st, 4);
     return 0;
 }
 
@@ -879,15 +874,13 @@ int accounts_list_sessions(struct req *r, const struct accounts_list_sessions_re
     db_bind_text(st, 2, p->workspace_id);
     db_bind_text(st, 3, now);
     page_bind(&pg, st, 4, 5, 6);
-    struct session_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
-    if (page_fill(r, &pg, st, page->data, sizeof *page->data, session_row) != 0)
+    struct resource_page rp;
+    if (resource_page_fill(r, &pg, st, sizeof(struct session), session_row,
+                           offsetof(struct session, created_at),
+                           offsetof(struct session, id), &rp) != 0)
         return -1;
-    page->data_count = pg.count;
-    page->has_more = pg.has_more;
-    const struct session *last = pg.count ? &page->data[pg.count - 1] : NULL;
-    page->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
-    page->next_cursor_is_null = !page->next_cursor;
+    struct session_page *page = arena_alloc(&r->arena, sizeof *page);
+    RESOURCE_PAGE_SET(page, rp);
     out->status = 200;
     out->body_200 = page;
     return 0;

@@ -28,12 +28,6 @@ int oauth_db_failed(const char *what)
     return -1;
 }
 
-const char *oauth_column(struct req *r, struct db_stmt *st, int col)
-{
-    const char *t = db_column_text(st, col);
-    return t ? arena_strdup(&r->arena, (const char *)t) : NULL;
-}
-
 int oauth_sha256_hex(const char *s, char out[DIGEST_HEX_LEN + 1])
 {
     return digest_sha256_hex(s, strlen(s), out);

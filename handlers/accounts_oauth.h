@@ -47,8 +47,6 @@ struct job accounts_oauth_purge_job(void);
 
 /* Logs a failed database step ("oauth: <what> failed: ..."). Returns -1. */
 int oauth_db_failed(const char *what);
-/* Text column col of st, copied into r->arena; NULL for SQL NULL. */
-const char *oauth_column(struct req *r, struct db_stmt *st, int col);
 /* The SHA-256 of s in hex (how secrets, codes and cookies are stored). 0 / -1. */
 int oauth_sha256_hex(const char *s, char out[DIGEST_HEX_LEN + 1]);
 /* Constant-time equality of two NUL-terminated strings of public length. */

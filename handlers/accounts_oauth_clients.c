@@ -4,6 +4,7 @@
  * its sessions and grants. What the OAuth files share: accounts_oauth.h.
  *
  * Client secrets are stored as SHA-256 digests of 256-bit random values only. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/pagination.h"
+#include "runtime/resource.h"
 #include "runtime/storage.h"
 
 #define CLIENT_COLUMNS                                                                        \
@@ -52,7 +54,7 @@ static int client_origins(struct req *r, const char *id, const char ***out, size
             v = grown;
             cap *= 2;
         }
-        v[n++] = oauth_column(r, st, 0);
+        v[n++] = db_column_dup(&r->arena, st, 0);
     }
     db_reset(st);
     if (rc != DB_DONE)
@@ -89,12 +91,12 @@ static int client_row(struct req *r, struct db_stmt *st, void *item)
     struct oauth_stored_client *x = item;
     struct oauth_client *c = &x->c;
     memset(x, 0, sizeof *x);
-    c->id = oauth_column(r, st, 0);
+    c->id = db_column_dup(&r->arena, st, 0);
     c->object = "oauth_client";
-    c->workspace_id = oauth_column(r, st, 1);
-    c->name = oauth_column(r, st, 2);
-    c->type = oauth_client_type_parse(oauth_column(r, st, 3));
-    const char *uris = oauth_column(r, st, 4);
+    c->workspace_id = db_column_dup(&r->arena, st, 1);
+    c->name = db_column_dup(&r->arena, st, 2);
+    c->type = oauth_client_type_parse(db_column_dup(&r->arena, st, 3));
+    const char *uris = db_column_dup(&r->arena, st, 4);
     struct json_value *v = NULL;
     struct json_error err;
     if (!uris || json_parse(&r->arena, uris, strlen(uris), &v, &err) != 0 ||
@@ -106,14 +108,14 @@ static int client_row(struct req *r, struct db_stmt *st, void *item)
             return -1;
         c->redirect_uris[c->redirect_uris_count++] = v->items[i]->s;
     }
-    x->scopes_text = oauth_column(r, st, 5);
+    x->scopes_text = db_column_dup(&r->arena, st, 5);
     c->scopes = oauth_split_scopes(r, x->scopes_text ? x->scopes_text : "", &c->scopes_count);
-    x->secret_hash = oauth_column(r, st, 6);
-    c->status = oauth_client_status_parse(oauth_column(r, st, 7));
-    c->created_by = oauth_column(r, st, 8);
+    x->secret_hash = db_column_dup(&r->arena, st, 6);
+    c->status = oauth_client_status_parse(db_column_dup(&r->arena, st, 7));
+    c->created_by = db_column_dup(&r->arena, st, 8);
     c->version = db_column_int64(st, 9);
-    c->created_at = oauth_column(r, st, 10);
-    c->updated_at = oauth_column(r, st, 11);
+    c->created_at = db_column_dup(&r->arena, st, 10);
+    c->updated_at = db_column_dup(&r->arena, st, 11);
     if (!c->type || !c->status)
         return -1;
     return client_origins(r, c->id, &c->allowed_origins, &c->allowed_origins_count);
@@ -566,15 +568,13 @@ int accounts_list_oauth_clients(struct req *r,
         return -1;
     db_bind_text(st, 1, r->principal.workspace_id);
     page_bind(&pg, st, 2, 3, 4);
-    struct oauth_client_page *p = arena_alloc(&r->arena, sizeof *p);
-    p->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *p->data);
-    if (page_fill(r, &pg, st, p->data, sizeof *p->data, client_list_row) != 0)
+    struct resource_page rp;
+    if (resource_page_fill(r, &pg, st, sizeof(struct oauth_client), client_list_row,
+                           offsetof(struct oauth_client, created_at),
+                           offsetof(struct oauth_client, id), &rp) != 0)
         return -1;
-    p->data_count = pg.count;
-    p->has_more = pg.has_more;
-    const struct oauth_client *last = pg.count ? &p->data[pg.count - 1] : NULL;
-    p->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
-    p->next_cursor_is_null = !p->next_cursor;
+    struct oauth_client_page *p = arena_alloc(&r->arena, sizeof *p);
+    RESOURCE_PAGE_SET(p, rp);
     out->status = 200;
     out->body_200 = p;
     return 0;

@@ -2,6 +2,7 @@
  * to act for them in a workspace; list, revoke). A grant's sessions end with it. The one file
  * that writes oauth_grants: the consent page (accounts_oauth_pages.c), disabling a client and
  * removing a member go through the functions declared in accounts_oauth.h. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 #include "runtime/format.h"
 #include "runtime/id.h"
 #include "runtime/pagination.h"
+#include "runtime/resource.h"
 #include "runtime/storage.h"
 
 /* ==== grants ============================================================================== */
@@ -79,14 +81,14 @@ int oauth_grants_revoke_of_member(const char *user_id, const char *wid, const ch
 static int grant_row(struct req *r, struct db_stmt *st, void *item)
 {
     struct oauth_grant *g = item;
-    g->id = oauth_column(r, st, 0);
+    g->id = db_column_dup(&r->arena, st, 0);
     g->object = "oauth_grant";
-    g->client_id = oauth_column(r, st, 1);
-    g->client_name = oauth_column(r, st, 2);
-    const char *scope = oauth_column(r, st, 3);
+    g->client_id = db_column_dup(&r->arena, st, 1);
+    g->client_name = db_column_dup(&r->arena, st, 2);
+    const char *scope = db_column_dup(&r->arena, st, 3);
     g->scopes = oauth_split_scopes(r, scope ? scope : "", &g->scopes_count);
-    g->created_at = oauth_column(r, st, 4);
-    g->updated_at = oauth_column(r, st, 5);
+    g->created_at = db_column_dup(&r->arena, st, 4);
+    g->updated_at = db_column_dup(&r->arena, st, 5);
     return 0;
 }
 
@@ -109,15 +111,13 @@ int accounts_list_oauth_grants(struct req *r, const struct accounts_list_oauth_g
     db_bind_text(st, 1, r->principal.user_id);
     db_bind_text(st, 2, r->principal.workspace_id);
     page_bind(&pg, st, 3, 4, 5);
-    struct oauth_grant_page *p = arena_alloc(&r->arena, sizeof *p);
-    p->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *p->data);
-    if (page_fill(r, &pg, st, p->data, sizeof *p->data, grant_row) != 0)
+    struct resource_page rp;
+    if (resource_page_fill(r, &pg, st, sizeof(struct oauth_grant), grant_row,
+                           offsetof(struct oauth_grant, created_at),
+                           offsetof(struct oauth_grant, id), &rp) != 0)
         return -1;
-    p->data_count = pg.count;
-    p->has_more = pg.has_more;
-    const struct oauth_grant *last = pg.count ? &p->data[pg.count - 1] : NULL;
-    p->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
-    p->next_cursor_is_null = !p->next_cursor;
+    struct oauth_grant_page *p = arena_alloc(&r->arena, sizeof *p);
+    RESOURCE_PAGE_SET(p, rp);
     out->status = 200;
     out->body_200 = p;
     return 0;

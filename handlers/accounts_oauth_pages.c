@@ -526,8 +526,8 @@ static int user_label(struct req *r, const char *user_id, const char *wid, const
     db_bind_text(st, 2, wid);
     int rc = db_step(st);
     if (rc == DB_ROW) {
-        *email = oauth_column(r, st, 0);
-        *workspace = oauth_column(r, st, 1);
+        *email = db_column_dup(&r->arena, st, 0);
+        *workspace = db_column_dup(&r->arena, st, 1);
     }
     db_reset(st);
     return rc == DB_ROW ? 0 : oauth_db_failed("user label");

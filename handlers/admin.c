@@ -4,10 +4,12 @@
  * role; their tokens carry a subset of its scopes, never expire, and are revoked through
  * runtime/revocation.c (token id, or the account id for all of them). */
 #include "generated/admin_api.h"
+#include "generated/rows_admin.h"
 
 #include "handlers/admin.h"
 #include "handlers/invitations.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
 #include "runtime/pagination.h"
+#include "runtime/resource.h"
 #include "runtime/revocation.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
@@ -123,12 +126,6 @@ static void split_scopes(struct req *r, const char *text, struct role *out)
     }
 }
 
-static const char *text(struct req *r, struct db_stmt *st, int col)
-{
-    const char *t = db_column_text(st, col);
-    return t ? arena_strdup(&r->arena, (const char *)t) : NULL;
-}
-
 #define ROLE_COLUMNS \
     "key, name, description, scopes, version, created_at, updated_at, approval_limits"
 
@@ -208,20 +205,20 @@ int admin_role_approval_limit(const char *workspace_id, const char *role, const 
 static void row_to_role(struct req *r, struct db_stmt *st, struct role *role)
 {
     memset(role, 0, sizeof *role);
-    role->key = text(r, st, 0);
+    role->key = db_column_dup(&r->arena, st, 0);
     role->object = "role";
-    role->name = text(r, st, 1);
-    role->description = text(r, st, 2);
+    role->name = db_column_dup(&r->arena, st, 1);
+    role->description = db_column_dup(&r->arena, st, 2);
     role->has_description = role->description != NULL;
-    split_scopes(r, text(r, st, 3), role);
+    split_scopes(r, db_column_dup(&r->arena, st, 3), role);
     role->system = false;
     role->version = db_column_int64(st, 4);
     role->has_version = true;
-    role->created_at = text(r, st, 5);
+    role->created_at = db_column_dup(&r->arena, st, 5);
     role->has_created_at = true;
-    role->updated_at = text(r, st, 6);
+    role->updated_at = db_column_dup(&r->arena, st, 6);
     role->has_updated_at = true;
-    const char *limits = text(r, st, 7);
+    const char *limits = db_column_dup(&r->arena, st, 7);
     if (limits && limits_from(&r->arena, limits, &role->approval_limits,
                               &role->approval_limits_count) == 0)
         role->has_approval_limits = true;
@@ -409,40 +406,19 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
 
 /* ---- service accounts --------------------------------------------------------------------- */
 
-#define SA_COLUMNS                                                                            \
-    "id, workspace_id, name, description, role, status, version, created_at, updated_at, "    \
-    "disabled_at"
 #define SAT_COLUMNS "id, service_account_id, name, scope, created_at, revoked_at"
-
-static void row_to_service_account(struct req *r, struct db_stmt *st, struct service_account *sa)
-{
-    memset(sa, 0, sizeof *sa);
-    sa->id = text(r, st, 0);
-    sa->object = "service_account";
-    sa->workspace_id = text(r, st, 1);
-    sa->name = text(r, st, 2);
-    sa->description = text(r, st, 3);
-    sa->has_description = sa->description != NULL;
-    sa->role = text(r, st, 4);
-    sa->status = service_account_status_parse(text(r, st, 5));
-    sa->version = db_column_int64(st, 6);
-    sa->created_at = text(r, st, 7);
-    sa->updated_at = text(r, st, 8);
-    sa->disabled_at = text(r, st, 9);
-    sa->has_disabled_at = sa->disabled_at != NULL;
-}
 
 static void row_to_token(struct req *r, struct db_stmt *st, struct service_account_token *t)
 {
     memset(t, 0, sizeof *t);
-    t->id = text(r, st, 0);
+    t->id = db_column_dup(&r->arena, st, 0);
     t->object = "service_account_token";
-    t->service_account_id = text(r, st, 1);
-    t->name = text(r, st, 2);
+    t->service_account_id = db_column_dup(&r->arena, st, 1);
+    t->name = db_column_dup(&r->arena, st, 2);
     t->has_name = t->name != NULL;
-    t->scope = text(r, st, 3);
-    t->created_at = text(r, st, 4);
-    t->revoked_at = text(r, st, 5);
+    t->scope = db_column_dup(&r->arena, st, 3);
+    t->created_at = db_column_dup(&r->arena, st, 4);
+    t->revoked_at = db_column_dup(&r->arena, st, 5);
     t->has_revoked_at = t->revoked_at != NULL;
     t->status = t->revoked_at ? SERVICE_ACCOUNT_TOKEN_STATUS_REVOKED
                               : SERVICE_ACCOUNT_TOKEN_STATUS_ACTIVE;
@@ -451,23 +427,7 @@ static void row_to_token(struct req *r, struct db_stmt *st, struct service_accou
 /* The workspace's service account: 1 found, 0 answered 404, -1 failure. */
 static int load_service_account(struct req *r, const char *id, struct service_account *sa)
 {
-    struct db_stmt *st = storage_prepare("SELECT " SA_COLUMNS " FROM service_accounts "
-                                       "WHERE id = ? AND workspace_id = ?");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, id);
-    db_bind_text(st, 2, r->principal.workspace_id);
-    int rc = db_step(st);
-    if (rc == DB_ROW)
-        row_to_service_account(r, st, sa);
-    db_reset(st);
-    if (rc != DB_ROW && rc != DB_DONE) {
-        log_error("service accounts: load failed: %s", storage_errmsg());
-        return -1;
-    }
-    if (rc == DB_DONE)
-        req_problem(r, 404, "not_found", "No service account %s in this workspace.", id);
-    return rc == DB_ROW;
+    return resource_load_current(r, &rows_service_account, id, NULL, sa);
 }
 
 static int exec_bound(struct db_stmt *st, const char *what)
@@ -481,37 +441,17 @@ static int exec_bound(struct db_stmt *st, const char *what)
     return 0;
 }
 
-static int service_account_row(struct req *r, struct db_stmt *st, void *item)
-{
-    row_to_service_account(r, st, item);
-    return 0;
-}
-
 int admin_list_service_accounts(struct req *r,
                                 const struct admin_list_service_accounts_request *in,
                                 struct admin_list_service_accounts_response *out)
 {
-    const char *filters = arena_printf(&r->arena, "sa&w=%s", r->principal.workspace_id);
-    struct page pg;
-    if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
-        return 0;
-    struct db_stmt *st = storage_prepare(
-        "SELECT " SA_COLUMNS " FROM service_accounts WHERE workspace_id = ?1 "
-        "AND (CAST(?2 AS TEXT) IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
-        "ORDER BY created_at DESC, id DESC LIMIT ?4");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, r->principal.workspace_id);
-    page_bind(&pg, st, 2, 3, 4);
+    struct resource_page rp;
+    int listed = resource_list(r, &rows_service_account, NULL, 0, in->limit,
+                               in->has_cursor ? in->cursor : NULL, &rp);
+    if (listed <= 0)
+        return listed;
     struct service_account_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
-    if (page_fill(r, &pg, st, page->data, sizeof *page->data, service_account_row) != 0)
-        return -1;
-    page->data_count = pg.count;
-    page->has_more = pg.has_more;
-    const struct service_account *last = pg.count ? &page->data[pg.count - 1] : NULL;
-    page->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
-    page->next_cursor_is_null = !page->next_cursor;
+    RESOURCE_PAGE_SET(page, rp);
     out->status = 200;
     out->body_200 = page;
     return 0;
@@ -639,7 +579,7 @@ int admin_disable_service_accounts_of(struct req *r, const char *user_id, const 
     const char **found = arena_alloc(&r->arena, DISABLE_MAX * sizeof *found);
     int n = 0, rc;
     while ((rc = db_step(st)) == DB_ROW && n < DISABLE_MAX)
-        found[n++] = text(r, st, 0);
+        found[n++] = db_column_dup(&r->arena, st, 0);
     db_reset(st);
     if (rc != DB_DONE && rc != DB_ROW) {
         log_error("service accounts: listing a creator's failed: %s",
@@ -701,15 +641,13 @@ int admin_list_service_account_tokens(struct req *r,
         return -1;
     db_bind_text(st, 1, sa->id);
     page_bind(&pg, st, 2, 3, 4);
-    struct service_account_token_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
-    if (page_fill(r, &pg, st, page->data, sizeof *page->data, token_row) != 0)
+    struct resource_page rp;
+    if (resource_page_fill(r, &pg, st, sizeof(struct service_account_token), token_row,
+                           offsetof(struct service_account_token, created_at),
+                           offsetof(struct service_account_token, id), &rp) != 0)
         return -1;
-    page->data_count = pg.count;
-    page->has_more = pg.has_more;
-    const struct service_account_token *last = pg.count ? &page->data[pg.count - 1] : NULL;
-    page->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
-    page->next_cursor_is_null = !page->next_cursor;
+    struct service_account_token_page *page = arena_alloc(&r->arena, sizeof *page);
+    RESOURCE_PAGE_SET(page, rp);
     out->status = 200;
     out->body_200 = page;
     return 0;
@@ -862,15 +800,15 @@ int admin_revoke_service_account_token(
 static int user_row(struct req *r, struct db_stmt *st, void *item)
 {
     struct user *u = item;
-    u->id = text(r, st, 0);
+    u->id = db_column_dup(&r->arena, st, 0);
     u->object = "user";
-    u->email = text(r, st, 1);
-    u->name = text(r, st, 2);
+    u->email = db_column_dup(&r->arena, st, 1);
+    u->name = db_column_dup(&r->arena, st, 2);
     u->has_name = u->name != NULL;
-    u->status = user_status_parse(text(r, st, 3));
-    u->role = text(r, st, 4);
-    u->joined_at = text(r, st, 5);
-    u->last_login_at = text(r, st, 6);
+    u->status = user_status_parse(db_column_dup(&r->arena, st, 3));
+    u->role = db_column_dup(&r->arena, st, 4);
+    u->joined_at = db_column_dup(&r->arena, st, 5);
+    u->last_login_at = db_column_dup(&r->arena, st, 6);
     u->has_last_login_at = u->last_login_at != NULL;
     return u->status ? 0 : -1;
 }
@@ -892,15 +830,13 @@ int admin_list_users(struct req *r, const struct admin_list_users_request *in,
         return -1;
     db_bind_text(st, 1, r->principal.workspace_id);
     page_bind(&pg, st, 2, 3, 4);
-    struct user_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
-    if (page_fill(r, &pg, st, page->data, sizeof *page->data, user_row) != 0)
+    struct resource_page rp;
+    if (resource_page_fill(r, &pg, st, sizeof(struct user), user_row,
+                           offsetof(struct user, joined_at),
+                           offsetof(struct user, id), &rp) != 0)
         return -1;
-    page->data_count = pg.count;
-    page->has_more = pg.has_more;
-    const struct user *last = pg.count ? &page->data[pg.count - 1] : NULL;
-    page->next_cursor = last ? page_next(r, &pg, last->joined_at, last->id) : NULL;
-    page->next_cursor_is_null = !page->next_cursor;
+    struct user_page *page = arena_alloc(&r->arena, sizeof *page);
+    RESOURCE_PAGE_SET(page, rp);
     out->status = 200;
     out->body_200 = page;
     return 0;

@@ -8,6 +8,7 @@
  * payments_makers.c. */
 #include "generated/payments_api.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,27 +23,13 @@
 #include "runtime/log.h"
 #include "runtime/outbox.h"
 #include "runtime/pagination.h"
+#include "runtime/resource.h"
 #include "runtime/storage.h"
 
 static int db_failed(const char *what)
 {
     log_error("payments: %s failed: %s", what, storage_errmsg());
     return -1;
-}
-
-/* Text column copied into the arena; NULL for SQL NULL. */
-const char *pay_column(struct req *r, struct db_stmt *st, int col)
-{
-    const char *t = db_column_text(st, col);
-    return t ? arena_strdup(&r->arena, (const char *)t) : NULL;
-}
-
-void pay_bind_opt(struct db_stmt *st, int i, const char *v)
-{
-    if (v)
-        db_bind_text(st, i, v);
-    else
-        db_bind_null(st, i);
 }
 
 /* ---- metadata: stored as a JSON object text ---------------------------------------------- */
@@ -195,11 +182,11 @@ static void read_decision(struct req *r, struct db_stmt *st, int col, struct pay
         return;
     a->approvers = arena_grow(&r->arena, a->approvers, a->approvers_count, sizeof *a->approvers);
     struct payment_approver *d = &a->approvers[a->approvers_count++];
-    d->user_id = pay_column(r, st, col);
-    d->decision = payment_approver_decision_parse(pay_column(r, st, col + 1));
-    d->reason = pay_column(r, st, col + 2);
+    d->user_id = db_column_dup(&r->arena, st, col);
+    d->decision = payment_approver_decision_parse(db_column_dup(&r->arena, st, col + 1));
+    d->reason = db_column_dup(&r->arena, st, col + 2);
     d->has_reason = d->reason != NULL;
-    d->decided_at = pay_column(r, st, col + 3);
+    d->decided_at = db_column_dup(&r->arena, st, col + 3);
     if (d->decision == PAYMENT_APPROVER_DECISION_APPROVED)
         a->received++;
 }
@@ -221,41 +208,42 @@ static int row_to_pay_fields(struct req *r, struct db_stmt *st, struct pay *x)
 {
     struct payment *p = &x->p;
     memset(x, 0, sizeof *x);
-    p->id = pay_column(r, st, 0);
+    p->id = db_column_dup(&r->arena, st, 0);
     p->object = "payment";
-    p->workspace_id = pay_column(r, st, 1);
+    p->workspace_id = db_column_dup(&r->arena, st, 1);
     p->amount = db_column_int64(st, 2);
-    p->currency = pay_column(r, st, 3);
-    p->type = payment_type_parse(pay_column(r, st, 4));
-    p->priority = payment_priority_parse(pay_column(r, st, 5));
-    p->originating_account = pay_column(r, st, 6);
-    p->beneficiary_id = pay_column(r, st, 7);
-    p->effective_date = pay_column(r, st, 8);
-    p->remittance_information = pay_column(r, st, 9);
+    p->currency = db_column_dup(&r->arena, st, 3);
+    p->type = payment_type_parse(db_column_dup(&r->arena, st, 4));
+    p->priority = payment_priority_parse(db_column_dup(&r->arena, st, 5));
+    p->originating_account = db_column_dup(&r->arena, st, 6);
+    p->beneficiary_id = db_column_dup(&r->arena, st, 7);
+    p->effective_date = db_column_dup(&r->arena, st, 8);
+    p->remittance_information = db_column_dup(&r->arena, st, 9);
     p->has_remittance_information = p->remittance_information != NULL;
-    p->external_id = pay_column(r, st, 10);
+    p->external_id = db_column_dup(&r->arena, st, 10);
     p->has_external_id = p->external_id != NULL;
-    pay_set_status(x, payment_status_parse(pay_column(r, st, 11)));
+    pay_set_status(x, payment_status_parse(db_column_dup(&r->arena, st, 11)));
     p->approval = arena_alloc(&r->arena, sizeof *p->approval);
     p->approval->required = db_column_int64(st, 12);
     x->round = db_column_int64(st, 13);
-    p->failure_reason = pay_column(r, st, 14);
+    p->failure_reason = db_column_dup(&r->arena, st, 14);
     p->has_failure_reason = p->failure_reason != NULL;
-    p->created_by = pay_column(r, st, 15);
-    if (pay_metadata_parse(r, pay_column(r, st, 16), &p->metadata, &p->metadata_count) != 0)
+    p->created_by = db_column_dup(&r->arena, st, 15);
+    if (pay_metadata_parse(r, db_column_dup(&r->arena, st, 16), &p->metadata,
+                           &p->metadata_count) != 0)
         return -1;
     p->version = db_column_int64(st, 17);
-    p->created_at = pay_column(r, st, 18);
-    p->updated_at = pay_column(r, st, 19);
+    p->created_at = db_column_dup(&r->arena, st, 18);
+    p->updated_at = db_column_dup(&r->arena, st, 19);
     x->has_next_step = !db_column_is_null(st, 20);
     x->next_step_at = db_column_int64(st, 20);
-    p->rail_reference = pay_column(r, st, 21);
+    p->rail_reference = db_column_dup(&r->arena, st, 21);
     p->has_rail_reference = p->rail_reference != NULL;
-    p->failure_code = pay_column(r, st, 22);
+    p->failure_code = db_column_dup(&r->arena, st, 22);
     p->has_failure_code = p->failure_code != NULL;
-    p->batch_id = pay_column(r, st, 23);
+    p->batch_id = db_column_dup(&r->arena, st, 23);
     p->has_batch_id = p->batch_id != NULL;
-    x->created_for = pay_column(r, st, 25);
+    x->created_for = db_column_dup(&r->arena, st, 25);
     x->beneficiary_round = db_column_int64(st, 26); /* NULL reads as 0: not known */
     pay_set_creator(r, x);
     if (!p->type || !p->priority || !p->status) {
@@ -448,12 +436,12 @@ int pay_save(const struct pay *x, enum pay_write how, int64_t old_version)
     db_bind_text(st, 7, p->originating_account);
     db_bind_text(st, 8, p->beneficiary_id);
     db_bind_text(st, 9, p->effective_date);
-    pay_bind_opt(st, 10, p->has_remittance_information ? p->remittance_information : NULL);
-    pay_bind_opt(st, 11, p->has_external_id ? p->external_id : NULL);
+    db_bind_text(st, 10, p->has_remittance_information ? p->remittance_information : NULL);
+    db_bind_text(st, 11, p->has_external_id ? p->external_id : NULL);
     db_bind_text(st, 12, payment_status_str(p->status));
     db_bind_int64(st, 13, p->approval->required);
     db_bind_int64(st, 14, x->round);
-    pay_bind_opt(st, 15, p->has_failure_reason ? p->failure_reason : NULL);
+    db_bind_text(st, 15, p->has_failure_reason ? p->failure_reason : NULL);
     db_bind_text(st, 16, p->created_by);
     db_bind_text(st, 17, metadata);
     db_bind_int64(st, 18, p->version);
@@ -463,12 +451,12 @@ int pay_save(const struct pay *x, enum pay_write how, int64_t old_version)
         db_bind_int64(st, 21, x->next_step_at);
     else
         db_bind_null(st, 21);
-    pay_bind_opt(st, 22, p->has_rail_reference ? p->rail_reference : NULL);
-    pay_bind_opt(st, 23, p->has_failure_code ? p->failure_code : NULL);
-    pay_bind_opt(st, 24, p->has_batch_id ? p->batch_id : NULL); /* set once, by the INSERT */
+    db_bind_text(st, 22, p->has_rail_reference ? p->rail_reference : NULL);
+    db_bind_text(st, 23, p->has_failure_code ? p->failure_code : NULL);
+    db_bind_text(st, 24, p->has_batch_id ? p->batch_id : NULL); /* set once, by the INSERT */
     if (insert && p->has_batch_id)
         db_bind_int64(st, 26, x->batch_position);
-    pay_bind_opt(st, 27, x->created_for); /* set once, by the INSERT */
+    db_bind_text(st, 27, x->created_for); /* set once, by the INSERT */
     if (x->beneficiary_round > 0)
         db_bind_int64(st, 28, x->beneficiary_round);
     else
@@ -669,9 +657,9 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
     if (!st)
         return -1;
     db_bind_text(st, 1, r->principal.workspace_id);
-    pay_bind_opt(st, 2, status);
-    pay_bind_opt(st, 3, in->has_currency ? in->currency : NULL);
-    pay_bind_opt(st, 4, in->has_beneficiary_id ? in->beneficiary_id : NULL);
+    db_bind_text(st, 2, status);
+    db_bind_text(st, 3, in->has_currency ? in->currency : NULL);
+    db_bind_text(st, 4, in->has_beneficiary_id ? in->beneficiary_id : NULL);
     if (in->has_amount_gte)
         db_bind_int64(st, 5, in->amount_gte);
     else
@@ -680,23 +668,21 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
         db_bind_int64(st, 6, in->amount_lt);
     else
         db_bind_null(st, 6);
-    pay_bind_opt(st, 7, created_gte);
-    pay_bind_opt(st, 8, created_lt);
-    pay_bind_opt(st, 9, in->has_effective_date_gte ? in->effective_date_gte : NULL);
-    pay_bind_opt(st, 10, in->has_effective_date_lt ? in->effective_date_lt : NULL);
-    pay_bind_opt(st, 14, in->has_batch_id ? in->batch_id : NULL);
+    db_bind_text(st, 7, created_gte);
+    db_bind_text(st, 8, created_lt);
+    db_bind_text(st, 9, in->has_effective_date_gte ? in->effective_date_gte : NULL);
+    db_bind_text(st, 10, in->has_effective_date_lt ? in->effective_date_lt : NULL);
+    db_bind_text(st, 14, in->has_batch_id ? in->batch_id : NULL);
     page_bind(&pg, st, 11, 12, 13);
-    struct payment_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
-    if (page_fill(r, &pg, st, page->data, sizeof *page->data, payment_row) != 0 ||
-        load_page_approvers(r, page->data, pg.count) != 0 ||
-        pay_load_page_makers(r, page->data, pg.count) != 0)
+    struct resource_page rp;
+    if (resource_page_fill(r, &pg, st, sizeof(struct payment), payment_row,
+                           offsetof(struct payment, created_at), offsetof(struct payment, id),
+                           &rp) != 0 ||
+        load_page_approvers(r, rp.items, rp.count) != 0 ||
+        pay_load_page_makers(r, rp.items, rp.count) != 0)
         return -1;
-    page->data_count = pg.count;
-    page->has_more = pg.has_more;
-    const struct payment *last = pg.count ? &page->data[pg.count - 1] : NULL;
-    page->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
-    page->next_cursor_is_null = !page->next_cursor;
+    struct payment_page *page = arena_alloc(&r->arena, sizeof *page);
+    RESOURCE_PAGE_SET(page, rp);
     out->status = 200;
     if (page->has_more && page->next_cursor)
         out->link = req_next_link(r, page->next_cursor);

@@ -31,11 +31,9 @@ struct pay {
                                   are given for (0: not known, a row from before) */
 };
 
-/* Small storage helpers: a text column copied into r->arena (NULL for SQL NULL); bind text or
- * NULL; metadata as the JSON object text it is stored as (malloc'd) and back (into r->arena,
- * 0 / -1). */
-const char *pay_column(struct req *r, struct db_stmt *st, int col);
-void pay_bind_opt(struct db_stmt *st, int i, const char *v);
+/* Metadata as the JSON object text it is stored as (malloc'd) and back (into r->arena,
+ * 0 / -1). A text column is copied with db_column_dup, an optional text bound with
+ * db_bind_text (NULL binds SQL NULL). */
 char *pay_metadata_json(const struct metadata_entry *m, size_t n);
 int pay_metadata_parse(struct req *r, const char *text, struct metadata_entry **m, size_t *n);
 /* What w wrote, as text in r->arena (NULL on failure); w is empty afterwards. */

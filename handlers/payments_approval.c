@@ -38,11 +38,11 @@ static int load_policy(struct req *r, struct approval_policy *pol)
     db_bind_text(st, 1, r->principal.workspace_id);
     int rc = db_step(st), ret = 0;
     if (rc == DB_ROW) {
-        const char *tiers = pay_column(r, st, 0);
+        const char *tiers = db_column_dup(&r->arena, st, 0);
         struct json_value *v = NULL;
         struct json_error err;
         pol->version = db_column_int64(st, 1);
-        pol->updated_at = pay_column(r, st, 2);
+        pol->updated_at = db_column_dup(&r->arena, st, 2);
         pol->velocity_window_hours = db_column_int64(st, 3);
         if (json_parse(&r->arena, tiers, strlen(tiers), &v, &err) != 0 || v->type != JSON_ARRAY)
             ret = -1;
@@ -229,7 +229,7 @@ static int add_decision(struct req *r, const struct pay *x, const char *decision
     db_bind_int64(st, 2, x->round);
     db_bind_text(st, 3, r->principal.user_id);
     db_bind_text(st, 4, decision);
-    pay_bind_opt(st, 5, reason);
+    db_bind_text(st, 5, reason);
     db_bind_text(st, 6, now);
     int rc = db_step(st);
     db_reset(st);
@@ -246,7 +246,7 @@ int pay_add_batch_decisions(struct req *r, const char *batch_id, const char *dec
         return -1;
     db_bind_text(st, 1, r->principal.user_id);
     db_bind_text(st, 2, decision);
-    pay_bind_opt(st, 3, reason);
+    db_bind_text(st, 3, reason); /* NULL binds NULL */
     db_bind_text(st, 4, now);
     db_bind_text(st, 5, batch_id);
     int rc = db_step(st);

@@ -131,14 +131,14 @@ static int load_items(struct req *r, struct payment_batch *b)
     int rc;
     while ((rc = db_step(st)) == DB_ROW && b->items_count < (size_t)b->item_count) {
         struct payment_batch_item *it = &b->items[b->items_count++];
-        it->payment_id = pay_column(r, st, 0);
-        it->status = payment_status_parse(pay_column(r, st, 1));
+        it->payment_id = db_column_dup(&r->arena, st, 0);
+        it->status = payment_status_parse(db_column_dup(&r->arena, st, 1));
         it->amount = db_column_int64(st, 2);
-        it->currency = pay_column(r, st, 3);
-        it->beneficiary_id = pay_column(r, st, 4);
-        it->external_id = pay_column(r, st, 5);
+        it->currency = db_column_dup(&r->arena, st, 3);
+        it->beneficiary_id = db_column_dup(&r->arena, st, 4);
+        it->external_id = db_column_dup(&r->arena, st, 5);
         it->has_external_id = it->external_id != NULL;
-        it->failure_code = pay_column(r, st, 6);
+        it->failure_code = db_column_dup(&r->arena, st, 6);
         it->has_failure_code = it->failure_code != NULL;
     }
     db_reset(st);
@@ -193,23 +193,24 @@ static int batch_load(struct req *r, const char *id, struct batch *x)
     struct payment_batch *b = &x->b;
     int rc = db_step(st), ret = 1;
     if (rc == DB_ROW) {
-        b->id = pay_column(r, st, 0);
+        b->id = db_column_dup(&r->arena, st, 0);
         b->object = "payment_batch";
-        b->workspace_id = pay_column(r, st, 1);
-        x->decided = payment_batch_status_parse(pay_column(r, st, 2));
+        b->workspace_id = db_column_dup(&r->arena, st, 1);
+        x->decided = payment_batch_status_parse(db_column_dup(&r->arena, st, 2));
         b->item_count = db_column_int64(st, 3);
         b->approval = arena_alloc(&r->arena, sizeof *b->approval);
         b->approval->required = db_column_int64(st, 4);
-        b->created_by = pay_column(r, st, 5);
-        b->external_id = pay_column(r, st, 6);
+        b->created_by = db_column_dup(&r->arena, st, 5);
+        b->external_id = db_column_dup(&r->arena, st, 6);
         b->has_external_id = b->external_id != NULL;
-        if (pay_metadata_parse(r, pay_column(r, st, 7), &b->metadata, &b->metadata_count) != 0)
+        if (pay_metadata_parse(r, db_column_dup(&r->arena, st, 7), &b->metadata,
+                               &b->metadata_count) != 0)
             ret = -1;
         b->version = db_column_int64(st, 8);
-        b->created_at = pay_column(r, st, 9);
-        b->updated_at = pay_column(r, st, 10);
+        b->created_at = db_column_dup(&r->arena, st, 9);
+        b->updated_at = db_column_dup(&r->arena, st, 10);
         x->round = db_column_int64(st, 11);
-        x->created_for = pay_column(r, st, 12);
+        x->created_for = db_column_dup(&r->arena, st, 12);
     } else {
         ret = rc == DB_DONE ? 0 : db_failed("load");
     }
@@ -237,13 +238,13 @@ static int batch_insert(const struct batch *x)
         db_bind_int64(st, 4, b->item_count);
         db_bind_int64(st, 5, b->approval->required);
         db_bind_text(st, 6, b->created_by);
-        pay_bind_opt(st, 7, b->has_external_id ? b->external_id : NULL);
+        db_bind_text(st, 7, b->has_external_id ? b->external_id : NULL);
         db_bind_text(st, 8, metadata);
         db_bind_int64(st, 9, b->version);
         db_bind_text(st, 10, b->created_at);
         db_bind_text(st, 11, b->updated_at);
         db_bind_int64(st, 12, x->round);
-        pay_bind_opt(st, 13, x->created_for);
+        db_bind_text(st, 13, x->created_for);
         ret = db_step(st) == DB_DONE ? 0 : db_failed("insert");
         db_reset(st);
     }
@@ -331,7 +332,7 @@ static int add_decision(struct req *r, const struct batch *x, const char *decisi
     db_bind_int64(st, 2, x->round);
     db_bind_text(st, 3, r->principal.user_id);
     db_bind_text(st, 4, decision);
-    pay_bind_opt(st, 5, reason);
+    db_bind_text(st, 5, reason);
     db_bind_text(st, 6, now);
     int rc = db_step(st);
     db_reset(st);
@@ -606,8 +607,8 @@ static int approvals_still_hold(struct req *r, struct batch *x)
         return -1;
     db_bind_text(st, 1, x->b.id);
     int rc = db_step(st);
-    const char *item = rc == DB_ROW ? pay_column(r, st, 0) : NULL;
-    const char *ben = rc == DB_ROW ? pay_column(r, st, 1) : NULL;
+    const char *item = rc == DB_ROW ? db_column_dup(&r->arena, st, 0) : NULL;
+    const char *ben = rc == DB_ROW ? db_column_dup(&r->arena, st, 1) : NULL;
     db_reset(st);
     if (rc == DB_DONE)
         return 1;

@@ -2,8 +2,11 @@
  * Banking's beneficiaries): payee bank details owned by one
  * workspace, changed under optimistic concurrency (version / ETag / If-Match), approved by
  * someone who made none of the details (maker-checker, payments_makers.c), archived rather
- * than deleted because payments refer to them. */
+ * than deleted because payments refer to them. Rows, loads, saves and the list come from the
+ * schema's x-table mapping (generated/rows_payments.h, runtime/resource.h): what is here is
+ * the beneficiary's own rules. */
 #include "generated/payments_api.h"
+#include "generated/rows_payments.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,18 +19,10 @@
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
 #include "runtime/pagination.h"
+#include "runtime/resource.h"
 #include "runtime/storage.h"
 
 #define BEN_PATH "/v1/beneficiaries"
-
-/* Column order shared by every SELECT below and by row_to_beneficiary(). */
-#define BEN_COLUMNS                                                                          \
-    "id, workspace_id, name, account_holder_name, scheme, identification, bank_bic, "        \
-    "bank_routing_number, bank_name, bank_country, currency, country, beneficiary_type, "    \
-    "counterparty_id, external_id, email, status, verification_status, approval_status, "    \
-    "metadata, version, created_at, updated_at"
-
-enum { LOAD_FOUND = 0, LOAD_MISSING = 1, LOAD_FAILED = -1 };
 
 static int db_failed(const char *what)
 {
@@ -65,213 +60,6 @@ static const char *identification_of(const struct account_identification *a)
         return a->bban->identification;
     }
     return NULL;
-}
-
-/* -1 for a scheme the spec does not know (a row written by a newer server). */
-static int account_identification_from(struct req *r, const char *scheme, const char *ident,
-                                       struct account_identification *a)
-{
-    memset(a, 0, sizeof *a);
-    if (strcmp(scheme, "IBAN") == 0) {
-        a->kind = ACCOUNT_IDENTIFICATION_KIND_IBAN;
-        a->iban = arena_alloc(&r->arena, sizeof *a->iban);
-        a->iban->scheme = "IBAN";
-        a->iban->identification = ident;
-    } else if (strcmp(scheme, "SortCodeAccountNumber") == 0) {
-        a->kind = ACCOUNT_IDENTIFICATION_KIND_SORT_CODE_ACCOUNT_NUMBER;
-        a->sort_code_account_number = arena_alloc(&r->arena, sizeof *a->sort_code_account_number);
-        a->sort_code_account_number->scheme = "SortCodeAccountNumber";
-        a->sort_code_account_number->identification = ident;
-    } else if (strcmp(scheme, "ABA") == 0) {
-        a->kind = ACCOUNT_IDENTIFICATION_KIND_ABA;
-        a->aba = arena_alloc(&r->arena, sizeof *a->aba);
-        a->aba->scheme = "ABA";
-        a->aba->identification = ident;
-    } else if (strcmp(scheme, "BBAN") == 0) {
-        a->kind = ACCOUNT_IDENTIFICATION_KIND_BBAN;
-        a->bban = arena_alloc(&r->arena, sizeof *a->bban);
-        a->bban->scheme = "BBAN";
-        a->bban->identification = ident;
-    } else {
-        return -1;
-    }
-    return 0;
-}
-
-/* ---- rows --------------------------------------------------------------------------------- */
-
-static int row_to_beneficiary(struct req *r, struct db_stmt *st, struct beneficiary *b)
-{
-    memset(b, 0, sizeof *b);
-    b->id = pay_column(r, st, 0);
-    b->object = "beneficiary";
-    b->workspace_id = pay_column(r, st, 1);
-    b->name = pay_column(r, st, 2);
-    b->account_holder_name = pay_column(r, st, 3);
-    b->account_identification = arena_alloc(&r->arena, sizeof *b->account_identification);
-    if (account_identification_from(r, pay_column(r, st, 4), pay_column(r, st, 5),
-                                    b->account_identification) != 0) {
-        log_error("beneficiaries: %s has an unknown account scheme", b->id);
-        return -1;
-    }
-    const char *bic = pay_column(r, st, 6), *routing = pay_column(r, st, 7), *bank_name = pay_column(r, st, 8),
-               *bank_country = pay_column(r, st, 9);
-    if (bic || routing || bank_name || bank_country) {
-        struct bank_details *k = arena_alloc(&r->arena, sizeof *k);
-        k->bic = bic;
-        k->has_bic = bic != NULL;
-        k->routing_number = routing;
-        k->has_routing_number = routing != NULL;
-        k->name = bank_name;
-        k->has_name = bank_name != NULL;
-        k->country = bank_country;
-        k->has_country = bank_country != NULL;
-        b->bank = k;
-        b->has_bank = true;
-    }
-    b->currency = pay_column(r, st, 10);
-    b->country = pay_column(r, st, 11);
-    b->beneficiary_type = beneficiary_type_parse(pay_column(r, st, 12));
-    b->counterparty_id = pay_column(r, st, 13);
-    b->has_counterparty_id = b->counterparty_id != NULL;
-    b->external_id = pay_column(r, st, 14);
-    b->has_external_id = b->external_id != NULL;
-    b->email = pay_column(r, st, 15);
-    b->has_email = b->email != NULL;
-    b->status = beneficiary_status_parse(pay_column(r, st, 16));
-    b->verification_status = verification_status_parse(pay_column(r, st, 17));
-    b->approval_status = approval_status_parse(pay_column(r, st, 18));
-    if (pay_metadata_parse(r, pay_column(r, st, 19), &b->metadata, &b->metadata_count) != 0) {
-        log_error("beneficiaries: %s has unreadable metadata", b->id);
-        return -1;
-    }
-    b->version = db_column_int64(st, 20);
-    b->created_at = pay_column(r, st, 21);
-    b->updated_at = pay_column(r, st, 22);
-    if (!b->beneficiary_type || !b->status || !b->verification_status || !b->approval_status) {
-        log_error("beneficiaries: %s has a status the spec does not know", b->id);
-        return -1;
-    }
-    return 0;
-}
-
-/* The caller's beneficiary with this id: LOAD_FOUND, LOAD_MISSING (unknown, another
- * workspace's, or not a beneficiary id at all: all the same 404) or LOAD_FAILED. */
-static int load(struct req *r, const char *id, struct beneficiary *b)
-{
-    if (!id_valid(id, "ben"))
-        return LOAD_MISSING;
-    struct db_stmt *st = storage_prepare("SELECT " BEN_COLUMNS
-                                       " FROM beneficiaries WHERE id = ? AND workspace_id = ?");
-    if (!st)
-        return LOAD_FAILED;
-    db_bind_text(st, 1, id);
-    db_bind_text(st, 2, r->principal.workspace_id);
-    int rc = db_step(st), ret;
-    if (rc == DB_ROW)
-        ret = row_to_beneficiary(r, st, b) == 0 ? LOAD_FOUND : LOAD_FAILED;
-    else if (rc == DB_DONE)
-        ret = LOAD_MISSING;
-    else
-        ret = db_failed("load");
-    db_reset(st);
-    return ret;
-}
-
-static void not_found(struct req *r, const char *id)
-{
-    req_problem(r, 404, "not_found", "No beneficiary %s in this workspace.", id);
-}
-
-/* Binds every stored column of b in BEN_COLUMNS order (metadata as given text). */
-static void bind_all(struct db_stmt *st, const struct beneficiary *b, const char *metadata)
-{
-    const struct bank_details *k = b->has_bank ? b->bank : NULL;
-    db_bind_text(st, 1, b->id);
-    db_bind_text(st, 2, b->workspace_id);
-    db_bind_text(st, 3, b->name);
-    db_bind_text(st, 4, b->account_holder_name);
-    db_bind_text(st, 5, scheme_of(b->account_identification));
-    db_bind_text(st, 6, identification_of(b->account_identification));
-    pay_bind_opt(st, 7, k && k->has_bic ? k->bic : NULL);
-    pay_bind_opt(st, 8, k && k->has_routing_number ? k->routing_number : NULL);
-    pay_bind_opt(st, 9, k && k->has_name ? k->name : NULL);
-    pay_bind_opt(st, 10, k && k->has_country ? k->country : NULL);
-    db_bind_text(st, 11, b->currency);
-    db_bind_text(st, 12, b->country);
-    db_bind_text(st, 13, beneficiary_type_str(b->beneficiary_type));
-    pay_bind_opt(st, 14, b->has_counterparty_id ? b->counterparty_id : NULL);
-    pay_bind_opt(st, 15, b->has_external_id ? b->external_id : NULL);
-    pay_bind_opt(st, 16, b->has_email ? b->email : NULL);
-    db_bind_text(st, 17, beneficiary_status_str(b->status));
-    db_bind_text(st, 18, verification_status_str(b->verification_status));
-    db_bind_text(st, 19, approval_status_str(b->approval_status));
-    db_bind_text(st, 20, metadata);
-    db_bind_int64(st, 21, b->version);
-    db_bind_text(st, 22, b->created_at);
-    db_bind_text(st, 23, b->updated_at);
-}
-
-static int insert(const struct beneficiary *b)
-{
-    char *metadata = pay_metadata_json(b->metadata, b->metadata_count);
-    struct db_stmt *st = storage_prepare(
-        "INSERT INTO beneficiaries (" BEN_COLUMNS ") VALUES "
-        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    int ret = -1;
-    if (!st)
-        goto out;
-    bind_all(st, b, metadata);
-    if (db_step(st) == DB_DONE)
-        ret = 0;
-    else
-        db_failed("insert");
-    db_reset(st);
-out:
-    free(metadata);
-    return ret;
-}
-
-/* Writes b over the stored row, which must still be at version old_version (the request's
- * transaction holds the write lock, so this is a guard, not a race). */
-static int store(const struct beneficiary *b, int64_t old_version)
-{
-    char *metadata = pay_metadata_json(b->metadata, b->metadata_count);
-    struct db_stmt *st = storage_prepare(
-        "UPDATE beneficiaries SET id = ?1, workspace_id = ?2, name = ?3, account_holder_name = ?4, "
-        "scheme = ?5, identification = ?6, bank_bic = ?7, bank_routing_number = ?8, "
-        "bank_name = ?9, bank_country = ?10, currency = ?11, country = ?12, "
-        "beneficiary_type = ?13, counterparty_id = ?14, external_id = ?15, email = ?16, "
-        "status = ?17, verification_status = ?18, approval_status = ?19, metadata = ?20, "
-        "version = ?21, created_at = ?22, updated_at = ?23 "
-        "WHERE id = ?1 AND workspace_id = ?2 AND version = ?24");
-    int ret = -1;
-    if (!st)
-        goto out;
-    bind_all(st, b, metadata);
-    db_bind_int64(st, 24, old_version);
-    if (db_step(st) != DB_DONE)
-        db_failed("update");
-    else if (storage_changes() != 1)
-        log_error("beneficiaries: %s changed under a held write lock", b->id);
-    else
-        ret = 0;
-    db_reset(st);
-out:
-    free(metadata);
-    return ret;
-}
-
-/* Stores b, changed from the stored row at b->version, as its next version at the current
- * time. 0 / -1. */
-static int store_next_version(struct req *r, struct beneficiary *b)
-{
-    int64_t old_version = b->version;
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
-    b->updated_at = arena_strdup(&r->arena, now);
-    b->version = old_version + 1;
-    return store(b, old_version);
 }
 
 /* ---- rules beyond the schema -------------------------------------------------------------- */
@@ -334,26 +122,6 @@ static int refuse_invalid(struct req *r, const struct beneficiary *b)
         }
     }
     return 0;
-}
-
-/* The caller's beneficiary for an operation on it: answers 404 when there is none and 412
- * when if_match (NULL: unconditional) names another version. 1 = go on with *b, 0 = answered,
- * -1 = failure. */
-static int load_current(struct req *r, const char *id, const char *if_match,
-                        struct beneficiary *b)
-{
-    switch (load(r, id, b)) {
-    case LOAD_MISSING:
-        not_found(r, id);
-        return 0;
-    case LOAD_FAILED:
-        return -1;
-    }
-    if (if_match && !req_if_match(if_match, b->version)) {
-        req_precondition_failed(r, if_match, b->version);
-        return 0;
-    }
-    return 1;
 }
 
 static bool same(const char *a, const char *b)
@@ -453,47 +221,21 @@ static int set_requested_by(struct req *r, const char *id, const char *person);
 
 /* ---- operations --------------------------------------------------------------------------- */
 
-static int beneficiary_row(struct req *r, struct db_stmt *st, void *item)
-{
-    return row_to_beneficiary(r, st, item);
-}
-
 int payments_list_beneficiaries(struct req *r, const struct payments_list_beneficiaries_request *in,
                                 struct payments_list_beneficiaries_response *out)
 {
-    const char *status = beneficiary_status_set(&r->arena, in->status, in->status_count);
-    const char *currency = in->has_currency ? in->currency : NULL;
-    /* The cursor is bound to the workspace and the filters it was issued for. */
-    const char *filters = arena_printf(&r->arena, "w=%s&status=%s&currency=%s",
-                                       r->principal.workspace_id, status ? status : "",
-                                       currency ? currency : "");
-    struct page pg;
-    if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
-        return 0;
-    /* ?2, the status set ",a,b,", holds the row's ",status," when taking it out shortens
-     * it: an exact substring test both engines have (no instr() in PostgreSQL). */
-    struct db_stmt *st = storage_prepare(
-        "SELECT " BEN_COLUMNS " FROM beneficiaries WHERE workspace_id = ?1 "
-        "AND (CAST(?2 AS TEXT) IS NULL "
-        "     OR length(replace(?2, ',' || status || ',', '')) < length(?2)) "
-        "AND (CAST(?3 AS TEXT) IS NULL OR currency = ?3) "
-        "AND (CAST(?4 AS TEXT) IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?5)) "
-        "ORDER BY created_at DESC, id DESC LIMIT ?6");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, r->principal.workspace_id);
-    pay_bind_opt(st, 2, status);
-    pay_bind_opt(st, 3, currency);
-    page_bind(&pg, st, 4, 5, 6);
+    const struct resource_filter f[] = {
+        RESOURCE_TEXT("status", RESOURCE_IN,
+                      beneficiary_status_set(&r->arena, in->status, in->status_count)),
+        RESOURCE_TEXT("currency", RESOURCE_EQ, in->has_currency ? in->currency : NULL),
+    };
+    struct resource_page rp;
+    int listed = resource_list(r, &rows_beneficiary, f, 2, in->limit,
+                               in->has_cursor ? in->cursor : NULL, &rp);
+    if (listed <= 0)
+        return listed;
     struct beneficiary_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
-    if (page_fill(r, &pg, st, page->data, sizeof *page->data, beneficiary_row) != 0)
-        return -1;
-    page->data_count = pg.count;
-    page->has_more = pg.has_more;
-    const struct beneficiary *last = pg.count ? &page->data[pg.count - 1] : NULL;
-    page->next_cursor = last ? page_next(r, &pg, last->created_at, last->id) : NULL;
-    page->next_cursor_is_null = !page->next_cursor;
+    RESOURCE_PAGE_SET(page, rp);
     out->status = 200;
     out->body_200 = page;
     return 0;
@@ -502,35 +244,12 @@ int payments_list_beneficiaries(struct req *r, const struct payments_list_benefi
 int payments_create_beneficiary(struct req *r, const struct payments_create_beneficiary_request *in,
                                 struct payments_create_beneficiary_response *out)
 {
-    const struct beneficiary_create *c = in->body;
     struct beneficiary *b = arena_alloc(&r->arena, sizeof *b);
-    char now[40];
-
-    format_now_rfc3339(now, sizeof now);
-    b->id = id_new(&r->arena, "ben");
-    b->object = "beneficiary";
-    b->workspace_id = r->principal.workspace_id;
-    b->name = c->name;
-    b->account_holder_name = c->account_holder_name;
-    b->account_identification = c->account_identification;
-    b->bank = c->bank;
-    b->has_bank = c->has_bank;
-    b->currency = c->currency;
-    b->country = c->country;
-    b->beneficiary_type = c->has_beneficiary_type ? c->beneficiary_type : BENEFICIARY_TYPE_ORDINARY;
-    b->counterparty_id = c->counterparty_id;
-    b->has_counterparty_id = c->has_counterparty_id;
-    b->external_id = c->external_id;
-    b->has_external_id = c->has_external_id;
-    b->email = c->email;
-    b->has_email = c->has_email;
+    resource_new(r, &rows_beneficiary, b);
+    merge_beneficiary_create_into_beneficiary(&r->arena, in->body, b);
     b->status = BENEFICIARY_STATUS_ACTIVE;
     b->verification_status = VERIFICATION_STATUS_UNVERIFIED;
     b->approval_status = APPROVAL_STATUS_PENDING_APPROVAL;
-    b->metadata = c->has_metadata ? c->metadata : NULL;
-    b->metadata_count = c->has_metadata ? c->metadata_count : 0;
-    b->version = 1;
-    b->created_at = b->updated_at = arena_strdup(&r->arena, now);
 
     int refused = refuse_invalid(r, b);
     if (refused != 0)
@@ -538,7 +257,7 @@ int payments_create_beneficiary(struct req *r, const struct payments_create_bene
     const char *me = pay_person(r);
     if (!me)
         return pay_person_missing(r);
-    if (insert(b) != 0 || set_requested_by(r, b->id, me) != 0 ||
+    if (resource_insert(r, &rows_beneficiary, b) != 0 || set_requested_by(r, b->id, me) != 0 ||
         ben_add_maker(r, b->id, me, BEN_CREATED, false) != 0 ||
         audit_change(r, "beneficiary.created", "beneficiary", b->id, NULL,
                      approval_status_str(b->approval_status), NULL) != 0)
@@ -554,7 +273,7 @@ int payments_get_beneficiary(struct req *r, const struct payments_get_beneficiar
                              struct payments_get_beneficiary_response *out)
 {
     struct beneficiary *b = arena_alloc(&r->arena, sizeof *b);
-    int found = load_current(r, in->id, NULL, b);
+    int found = resource_load_current(r, &rows_beneficiary, in->id, NULL, b);
     if (found <= 0)
         return found;
     out->status = 200;
@@ -568,7 +287,8 @@ int payments_update_beneficiary(struct req *r, const struct payments_update_bene
 {
     const struct beneficiary_update *u = in->body;
     struct beneficiary before, *b = arena_alloc(&r->arena, sizeof *b);
-    int found = load_current(r, in->id, in->has_if_match ? in->if_match : NULL, b);
+    int found = resource_load_current(r, &rows_beneficiary, in->id,
+                                      in->has_if_match ? in->if_match : NULL, b);
     if (found <= 0)
         return found;
     if (b->status == BENEFICIARY_STATUS_ARCHIVED) {
@@ -578,38 +298,7 @@ int payments_update_beneficiary(struct req *r, const struct payments_update_bene
     }
     before = *b;
 
-    if (u->has_name)
-        b->name = u->name;
-    if (u->has_account_holder_name)
-        b->account_holder_name = u->account_holder_name;
-    if (u->has_account_identification)
-        b->account_identification = u->account_identification;
-    if (u->has_bank) {
-        b->bank = u->bank;
-        b->has_bank = true;
-    }
-    if (u->has_currency)
-        b->currency = u->currency;
-    if (u->has_country)
-        b->country = u->country;
-    if (u->has_beneficiary_type)
-        b->beneficiary_type = u->beneficiary_type;
-    if (u->has_counterparty_id) {
-        b->counterparty_id = u->counterparty_id_is_null ? NULL : u->counterparty_id;
-        b->has_counterparty_id = !u->counterparty_id_is_null;
-    }
-    if (u->has_external_id) {
-        b->external_id = u->external_id_is_null ? NULL : u->external_id;
-        b->has_external_id = !u->external_id_is_null;
-    }
-    if (u->has_email) {
-        b->email = u->email_is_null ? NULL : u->email;
-        b->has_email = !u->email_is_null;
-    }
-    if (u->has_metadata) {
-        b->metadata = u->metadata;
-        b->metadata_count = u->metadata_count;
-    }
+    merge_beneficiary_update_into_beneficiary(&r->arena, u, b);
     int refused = refuse_invalid(r, b);
     if (refused != 0)
         return refused < 0 ? -1 : 0;
@@ -626,8 +315,10 @@ int payments_update_beneficiary(struct req *r, const struct payments_update_bene
         if (!(detail = identity_detail(r, &before, b, changed, me)))
             return -1;
     }
-    if (store_next_version(r, b) != 0 ||
-        (changed && (set_requested_by(r, b->id, me) != 0 ||
+    int saved = resource_save(r, &rows_beneficiary, b);
+    if (saved <= 0)
+        return saved;
+    if ((changed && (set_requested_by(r, b->id, me) != 0 ||
                      ben_add_maker(r, b->id, me, changed,
                                    before.approval_status != APPROVAL_STATUS_PENDING_APPROVAL) !=
                          0)) ||
@@ -645,15 +336,17 @@ int payments_delete_beneficiary(struct req *r, const struct payments_delete_bene
                                 struct payments_delete_beneficiary_response *out)
 {
     struct beneficiary *b = arena_alloc(&r->arena, sizeof *b);
-    int found = load_current(r, in->id, in->has_if_match ? in->if_match : NULL, b);
+    int found = resource_load_current(r, &rows_beneficiary, in->id,
+                                      in->has_if_match ? in->if_match : NULL, b);
     if (found <= 0)
         return found;
     out->status = 204;
     if (b->status == BENEFICIARY_STATUS_ARCHIVED)
         return 0; /* archiving is idempotent: nothing changes, no new version */
     b->status = BENEFICIARY_STATUS_ARCHIVED;
-    if (store_next_version(r, b) != 0)
-        return -1;
+    int saved = resource_save(r, &rows_beneficiary, b);
+    if (saved <= 0)
+        return saved;
     return audit_change(r, "beneficiary.archived", "beneficiary", b->id, "active", "archived",
                         NULL);
 }
@@ -685,7 +378,7 @@ static const char *requested_by(struct req *r, const char *id)
         return NULL;
     db_bind_text(st, 1, id);
     if (db_step(st) == DB_ROW)
-        who = pay_column(r, st, 0);
+        who = db_column_dup(&r->arena, st, 0);
     db_reset(st);
     return who;
 }
@@ -695,7 +388,7 @@ static int decide_beneficiary(struct req *r, const char *id, enum approval_statu
                               const char *reason, struct beneficiary **out)
 {
     struct beneficiary *b = arena_alloc(&r->arena, sizeof *b);
-    int found = load_current(r, id, NULL, b);
+    int found = resource_load_current(r, &rows_beneficiary, id, NULL, b);
     if (found <= 0)
         return found;
     if (!pay_decider_is_person(r, arena_printf(&r->arena, "beneficiary %s", b->id)))
@@ -734,8 +427,10 @@ static int decide_beneficiary(struct req *r, const char *id, enum approval_statu
         return 0;
     }
     b->approval_status = decision;
-    if (store_next_version(r, b) != 0 ||
-        audit_change(r, decision == APPROVAL_STATUS_APPROVED ? "beneficiary.approved"
+    int saved = resource_save(r, &rows_beneficiary, b);
+    if (saved <= 0)
+        return saved;
+    if (audit_change(r, decision == APPROVAL_STATUS_APPROVED ? "beneficiary.approved"
                                                               : "beneficiary.denied",
                      "beneficiary", b->id, "pending_approval", approval_status_str(decision),
                      reason) != 0)
@@ -788,13 +483,7 @@ int pay_beneficiary_new_round(struct req *r, const char *id)
 
 int pay_beneficiary_load(struct req *r, const char *id, struct beneficiary *b)
 {
-    switch (load(r, id, b)) {
-    case LOAD_FOUND:
-        return 1;
-    case LOAD_MISSING:
-        return 0;
-    }
-    return -1;
+    return resource_load(r, &rows_beneficiary, id, b);
 }
 
 /* Re-checked when a payment is approved and again when it is sent (payments_settlement.c):
@@ -807,11 +496,11 @@ const char *pay_beneficiary_refusal(struct req *r, const struct payment *p, cons
 {
     struct beneficiary b;
     *failed = false;
-    switch (load(r, p->beneficiary_id, &b)) {
-    case LOAD_FAILED:
+    switch (resource_load(r, &rows_beneficiary, p->beneficiary_id, &b)) {
+    case RESOURCE_FAILED:
         *failed = true;
         return NULL;
-    case LOAD_MISSING: /* payments refer to it: it cannot go away */
+    case RESOURCE_MISSING: /* payments refer to it: it cannot go away */
         *why = arena_printf(&r->arena, "beneficiary %s no longer exists", p->beneficiary_id);
         return "beneficiary_archived";
     }

@@ -2,12 +2,14 @@
  * (runtime/outbox.c) its changes wrote, oldest first. */
 #include "generated/payments_api.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "handlers/payments.h"
 #include "runtime/json.h"
 #include "runtime/outbox.h"
 #include "runtime/pagination.h"
+#include "runtime/resource.h"
 #include "runtime/storage.h"
 
 /* An event and its sequence number (the timeline's cursor key, not part of the envelope). */
@@ -22,23 +24,23 @@ static int event_row(struct req *r, struct db_stmt *st, void *item)
     struct event *e = &it->e;
     struct json_value *v = NULL;
     struct json_error err;
-    const char *data = pay_column(r, st, 4);
+    const char *data = db_column_dup(&r->arena, st, 4);
     if (!data || json_parse(&r->arena, data, strlen(data), &v, &err) != 0 ||
         !json_get(v, "object"))
         return -1;
-    e->id = pay_column(r, st, 0);
+    e->id = db_column_dup(&r->arena, st, 0);
     e->object = "event";
-    e->type = pay_column(r, st, 1);
-    e->created_at = pay_column(r, st, 2);
+    e->type = db_column_dup(&r->arena, st, 1);
+    e->created_at = db_column_dup(&r->arena, st, 2);
     e->api_version = OUTBOX_API_VERSION;
-    e->workspace_id = pay_column(r, st, 3);
+    e->workspace_id = db_column_dup(&r->arena, st, 3);
     e->data = arena_alloc(&r->arena, sizeof *e->data);
     e->data->object = json_get(v, "object");
     e->request = arena_alloc(&r->arena, sizeof *e->request);
-    e->request->id = pay_column(r, st, 5);
-    e->request->idempotency_key = pay_column(r, st, 6);
+    e->request->id = db_column_dup(&r->arena, st, 5);
+    e->request->idempotency_key = db_column_dup(&r->arena, st, 6);
     e->request->has_idempotency_key = e->request->idempotency_key != NULL;
-    it->seq = pay_column(r, st, 7);
+    it->seq = db_column_dup(&r->arena, st, 7);
     return 0;
 }
 
@@ -65,20 +67,21 @@ int payments_list_payment_events(struct req *r,
         return -1;
     db_bind_text(st, 1, x->p.id);
     db_bind_text(st, 2, r->principal.workspace_id);
-    pay_bind_opt(st, 3, pg.after_key);
+    db_bind_text(st, 3, pg.after_key);
     db_bind_int64(st, 4, in->limit + 1);
-    struct event_item *items = arena_alloc(&r->arena, (size_t)in->limit * sizeof *items);
-    if (page_fill(r, &pg, st, items, sizeof *items, event_row) != 0)
+    struct resource_page rp;
+    if (resource_page_fill(r, &pg, st, sizeof(struct event_item), event_row,
+                           offsetof(struct event_item, seq),
+                           offsetof(struct event_item, e) + offsetof(struct event, id), &rp) != 0)
         return -1;
+    /* the items carry their sequence number beside the event: the page holds the events */
+    const struct event_item *items = rp.items;
+    struct event *events = arena_alloc(&r->arena, (rp.count ? rp.count : 1) * sizeof *events);
+    for (size_t i = 0; i < rp.count; i++)
+        events[i] = items[i].e;
+    rp.items = events;
     struct event_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (pg.count ? pg.count : 1) * sizeof *page->data);
-    for (size_t i = 0; i < pg.count; i++)
-        page->data[i] = items[i].e;
-    page->data_count = pg.count;
-    page->has_more = pg.has_more;
-    const struct event_item *last = pg.count ? &items[pg.count - 1] : NULL;
-    page->next_cursor = last ? page_next(r, &pg, last->seq, last->e.id) : NULL;
-    page->next_cursor_is_null = !page->next_cursor;
+    RESOURCE_PAGE_SET(page, rp);
     out->status = 200;
     out->body_200 = page;
     return 0;

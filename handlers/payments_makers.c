@@ -318,7 +318,7 @@ int pay_add_maker(struct req *r, const struct payment *p, const char *person, un
         return -1;
     db_bind_text(st, 1, p->id);
     db_bind_text(st, 2, person);
-    pay_bind_opt(st, 3, via(r, person));
+    db_bind_text(st, 3, via(r, person));
     db_bind_int64(st, 4, fields);
     db_bind_text(st, 5, p->updated_at); /* the change's time */
     int rc = db_step(st);
@@ -374,8 +374,8 @@ static void read_maker(struct req *r, struct db_stmt *st, int col, struct paymen
     p->makers = arena_grow(&r->arena, p->makers, p->makers_count, sizeof *p->makers);
     struct payment_maker *m = &p->makers[p->makers_count++];
     unsigned fields = (unsigned)db_column_int64(st, col + 2);
-    m->user_id = pay_column(r, st, col);
-    m->via = pay_column(r, st, col + 1);
+    m->user_id = db_column_dup(&r->arena, st, col);
+    m->via = db_column_dup(&r->arena, st, col + 1);
     m->has_via = m->via != NULL;
     m->action = PAYMENT_MAKER_ACTION_CHANGED;
     m->fields = arena_alloc(&r->arena, 8 * sizeof *m->fields);
@@ -385,7 +385,7 @@ static void read_maker(struct req *r, struct db_stmt *st, int col, struct paymen
         if (fields & field_bit(f))
             m->fields[m->fields_count++] = f;
     m->has_fields = true;
-    m->at = pay_column(r, st, col + 3);
+    m->at = db_column_dup(&r->arena, st, col + 3);
 }
 
 int pay_load_makers(struct req *r, struct payment *p)
@@ -497,7 +497,7 @@ int ben_add_maker(struct req *r, const char *beneficiary_id, const char *person,
         return -1;
     db_bind_text(st, 1, beneficiary_id);
     db_bind_text(st, 2, person);
-    pay_bind_opt(st, 3, via(r, person));
+    db_bind_text(st, 3, via(r, person));
     db_bind_int64(st, 4, fields);
     db_bind_text(st, 5, now);
     db_bind_text(st, 6, r->principal.workspace_id);

@@ -2,6 +2,7 @@
  * request quota that applies to it, and its members. */
 #include "generated/workspace_api.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,15 +17,10 @@
 #include "runtime/id.h"
 #include "runtime/log.h"
 #include "runtime/pagination.h"
+#include "runtime/resource.h"
 #include "runtime/ratelimit.h"
 #include "runtime/revocation.h"
 #include "runtime/storage.h"
-
-static const char *text(struct req *r, struct db_stmt *st, int col)
-{
-    const char *t = db_column_text(st, col);
-    return arena_strdup(&r->arena, t ? (const char *)t : "");
-}
 
 /* The token's workspace. 1 found, 0 not (deleted under a live token: 404), -1 failure. */
 static int load(struct req *r, struct workspace *w)
@@ -38,9 +34,9 @@ static int load(struct req *r, struct workspace *w)
     int rc = db_step(st);
     if (rc == DB_ROW) {
         memset(w, 0, sizeof *w);
-        w->id = text(r, st, 0);
+        w->id = db_column_dup(&r->arena, st, 0);
         w->object = "workspace";
-        w->name = text(r, st, 1);
+        w->name = db_column_dup(&r->arena, st, 1);
         w->settings = arena_alloc(&r->arena, sizeof *w->settings);
         w->settings->token_lifetime_seconds = db_column_int64(st, 2);
         w->rate_limit = arena_alloc(&r->arena, sizeof *w->rate_limit);
@@ -52,8 +48,8 @@ static int load(struct req *r, struct workspace *w)
             w->rate_limit->source = WORKSPACE_RATE_LIMIT_SOURCE_WORKSPACE;
         }
         w->version = db_column_int64(st, 4);
-        w->created_at = text(r, st, 5);
-        w->updated_at = text(r, st, 6);
+        w->created_at = db_column_dup(&r->arena, st, 5);
+        w->updated_at = db_column_dup(&r->arena, st, 6);
     }
     db_reset(st);
     if (rc != DB_ROW && rc != DB_DONE) {
@@ -112,15 +108,15 @@ int workspace_update_workspace_settings(
 static int member_row(struct req *r, struct db_stmt *st, void *item)
 {
     struct member *m = item;
-    m->user_id = text(r, st, 0);
+    m->user_id = db_column_dup(&r->arena, st, 0);
     m->object = "member";
-    m->email = text(r, st, 1);
+    m->email = db_column_dup(&r->arena, st, 1);
     if (!db_column_is_null(st, 2)) {
-        m->name = text(r, st, 2);
+        m->name = db_column_dup(&r->arena, st, 2);
         m->has_name = true;
     }
-    m->role = text(r, st, 3);
-    m->joined_at = text(r, st, 4);
+    m->role = db_column_dup(&r->arena, st, 3);
+    m->joined_at = db_column_dup(&r->arena, st, 4);
     return 0;
 }
 
@@ -140,15 +136,13 @@ int workspace_list_members(struct req *r, const struct workspace_list_members_re
         return -1;
     db_bind_text(st, 1, r->principal.workspace_id);
     page_bind(&pg, st, 2, 3, 4);
-    struct member_page *page = arena_alloc(&r->arena, sizeof *page);
-    page->data = arena_alloc(&r->arena, (size_t)in->limit * sizeof *page->data);
-    if (page_fill(r, &pg, st, page->data, sizeof *page->data, member_row) != 0)
+    struct resource_page rp;
+    if (resource_page_fill(r, &pg, st, sizeof(struct member), member_row,
+                           offsetof(struct member, joined_at),
+                           offsetof(struct member, user_id), &rp) != 0)
         return -1;
-    page->data_count = pg.count;
-    page->has_more = pg.has_more;
-    const struct member *last = pg.count ? &page->data[pg.count - 1] : NULL;
-    page->next_cursor = last ? page_next(r, &pg, last->joined_at, last->user_id) : NULL;
-    page->next_cursor_is_null = !page->next_cursor;
+    struct member_page *page = arena_alloc(&r->arena, sizeof *page);
+    RESOURCE_PAGE_SET(page, rp);
     out->status = 200;
     out->body_200 = page;
     return 0;
@@ -176,7 +170,7 @@ static int another_admin(struct req *r, const char *user_id)
     const char *roles[256];
     int n = 0, rc;
     while ((rc = db_step(st)) == DB_ROW && n < 256)
-        roles[n++] = text(r, st, 0);
+        roles[n++] = db_column_dup(&r->arena, st, 0);
     db_reset(st);
     if (rc != DB_DONE && rc != DB_ROW)
         return -1;
@@ -202,7 +196,7 @@ int workspace_remove_member(struct req *r, const struct workspace_remove_member_
         db_bind_text(st, 2, in->id);
         int rc = db_step(st);
         if (rc == DB_ROW)
-            role = text(r, st, 0);
+            role = db_column_dup(&r->arena, st, 0);
         db_reset(st);
         if (rc != DB_ROW && rc != DB_DONE)
             return -1;

@@ -409,6 +409,8 @@ static int deliver_smtp(const struct message *m, const char *text, char *why, si
     return rc == CURLE_OK ? 0 : -1;
 }
 
+/* malloc'd, unlike db_column_dup: a message outlives the transaction that loaded it and the
+ * worker has no request arena; "" for NULL, which its columns (NOT NULL) never are. */
 static char *dup_column(struct db_stmt *st, int col)
 {
     const char *t = db_column_text(st, col);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/arena.h"
 #include "runtime/log.h"
 #include "runtime/storage_engine.h"
 #include "runtime/storage_migrate.h"
@@ -174,6 +175,12 @@ int db_step(struct db_stmt *st)
 const char *db_column_text(struct db_stmt *st, int col)
 {
     return E->column_text(st, col);
+}
+
+const char *db_column_dup(struct arena *a, struct db_stmt *st, int col)
+{
+    const char *t = E->column_text(st, col);
+    return t ? arena_strdup(a, t) : NULL;
 }
 
 int64_t db_column_int64(struct db_stmt *st, int col)

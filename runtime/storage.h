@@ -68,6 +68,10 @@ int db_step(struct db_stmt *st);
 /* Columns of the current row. Text and blobs stay valid until the next step or reset; a NULL
  * column reads as NULL text, 0, or an empty blob. */
 const char *db_column_text(struct db_stmt *st, int col);
+/* The text column copied into a (it outlives the row), NULL for SQL NULL: the one copy
+ * helper handlers use. */
+struct arena;
+const char *db_column_dup(struct arena *a, struct db_stmt *st, int col);
 int64_t db_column_int64(struct db_stmt *st, int col);
 int db_column_int(struct db_stmt *st, int col);
 bool db_column_is_null(struct db_stmt *st, int col);

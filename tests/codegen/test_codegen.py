@@ -161,10 +161,16 @@ def stage_small(tmp_path):
     return inc
 
 
+def small_sources(inc):
+    """The small spec's generated C but the row codecs (rows_*.c need the storage runtime;
+    test_small_row_codecs_compile_strictly compiles them)."""
+    return sorted(str(inc / 'generated' / n) for n in os.listdir(inc / 'generated')
+                  if n.endswith('.c') and not n.startswith('rows_'))
+
+
 def build_and_run_small(tmp_path, extra):
     inc = stage_small(tmp_path)
-    gen_c = sorted(str(inc / 'generated' / n) for n in os.listdir(inc / 'generated')
-                   if n.endswith('.c'))
+    gen_c = small_sources(inc)
     exe = str(tmp_path / 'test_small')
     cmd = ['gcc'] + CFLAGS + extra + ['-I' + str(inc), '-I.', '-o', exe,
                                       'tests/codegen/small/test_small.c',
@@ -212,8 +218,7 @@ def test_handler_without_operation_is_a_compile_error(tmp_path):
 
 def test_operation_without_handler_is_a_link_error(tmp_path):
     inc = stage_small(tmp_path)
-    gen_c = sorted(str(inc / 'generated' / n) for n in os.listdir(inc / 'generated')
-                   if n.endswith('.c'))
+    gen_c = small_sources(inc)
     main = tmp_path / 'main.c'
     main.write_text('int main(void);\nint main(void)\n{\n    return 0;\n}\n')
     r = subprocess.run(['gcc'] + CFLAGS + ['-I' + str(inc), '-I.', '-o', str(tmp_path / 'x'),
@@ -221,6 +226,49 @@ def test_operation_without_handler_is_a_link_error(tmp_path):
                        cwd=REPO, capture_output=True, text=True)
     assert r.returncode != 0
     assert "undefined reference to `things_get_thing'" in r.stderr
+
+
+@pytest.mark.parametrize('check', [False, True])
+def test_small_row_codecs_compile_strictly(check, tmp_path):
+    """x-table and x-merge-into output (rows_things.c: scalars, a renamed column, a required
+    nullable string, a flattened object, a flattened union, JSON columns, a nested merge)
+    compiles with the strict flags against runtime/resource.h."""
+    inc = stage_small(tmp_path)
+    for n in ('rows_things.c',):
+        cmd = ['gcc'] + CFLAGS + (['-DTREASURY_CHECK_RESPONSES'] if check else []) + \
+            ['-I' + str(inc), '-I.', '-I/usr/include/postgresql', '-c', '-o',
+             str(tmp_path / 'rows.o'), str(inc / 'generated' / n)]
+        c = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+        assert c.returncode == 0, n + '\n' + c.stderr
+
+
+def test_bad_cases_cover_the_row_mapping_checks():
+    for case in ('x_table_unmapped_required_property', 'x_table_column_missing_from_ddl',
+                 'x_table_flatten_of_non_object', 'x_table_object_without_mapping',
+                 'x_table_not_null_for_optional', 'x_merge_into_null_removes_required'):
+        assert case in BAD_CASES
+
+
+def test_ddl_parser_follows_the_migrations():
+    import rows
+    tables = {}
+    rows.parse_ddl("""
+        -- a comment; with a semicolon
+        CREATE TABLE t (
+            id TEXT PRIMARY KEY,
+            a TEXT NOT NULL DEFAULT 'x, y',
+            b BIGINT CHECK (b IN (1, 2)),
+            UNIQUE (a, b)
+        );
+        CREATE TABLE gone (id TEXT);
+        ALTER TABLE t ADD COLUMN c TEXT NOT NULL DEFAULT '';
+        DROP TABLE gone;
+    """, tables)
+    assert sorted(tables) == ['t']
+    cols = tables['t']
+    assert list(cols) == ['id', 'a', 'b', 'c']
+    assert cols['id'].not_null and cols['a'].not_null and cols['a'].default
+    assert not cols['b'].not_null and cols['c'].not_null
 
 
 @pytest.mark.skipif(not os.path.exists(os.path.join(REPO, 'openapi', 'openapi.yaml')),

@@ -11,6 +11,14 @@
 
 /* ---- enums: 0 is "unset"; _str() gives NULL and _parse() gives 0 for unknown values ---- */
 
+/* gadget_specs_unit */
+enum gadget_specs_unit {
+    GADGET_SPECS_UNIT_CM = 1,
+    GADGET_SPECS_UNIT_IN = 2,
+};
+const char *gadget_specs_unit_str(enum gadget_specs_unit v);
+enum gadget_specs_unit gadget_specs_unit_parse(const char *s);
+
 /* Kind */
 enum kind {
     KIND_SMALL = 1,
@@ -39,6 +47,12 @@ enum thing_level {
 const char *thing_level_str(enum thing_level v);
 enum thing_level thing_level_parse(const char *s);
 
+/* Mount: which oneOf member is set, by type */
+enum mount_kind {
+    MOUNT_KIND_WALL = 1, /* wall */
+    MOUNT_KIND_DESK = 2, /* desk */
+};
+
 /* Shape: which oneOf member is set, by kind */
 enum shape_kind {
     SHAPE_KIND_CIRCLE = 1, /* circle */
@@ -48,7 +62,13 @@ enum shape_kind {
 /* ---- structs ---- */
 
 struct circle;
+struct desk_mount;
 struct formats;
+struct gadget;
+struct gadget_specs;
+struct gadget_specs_update;
+struct gadget_update;
+struct mount;
 struct part;
 struct shape;
 struct square;
@@ -63,6 +83,7 @@ struct thing_grid_item;
 struct thing_groups_value;
 struct thing_page;
 struct things_create_thing_409;
+struct wall_mount;
 
 /* thing_cube_item: an array inside an array or a map */
 struct thing_cube_item {
@@ -86,6 +107,11 @@ struct thing_grid_item {
 struct thing_groups_value {
     const char **items;
     size_t count;
+};
+
+struct labels_entry {
+    const char *key;
+    const char *value;
 };
 
 struct part_index_entry {
@@ -112,6 +138,14 @@ struct thing_labels_entry {
 struct circle {
     const char *kind; /* required */
     int64_t radius; /* required */
+};
+
+/* DeskMount */
+struct desk_mount {
+    const char *type; /* required */
+    int64_t depth; /* required */
+    const char *screw; /* optional */
+    bool has_screw;
 };
 
 /* Formats */
@@ -146,6 +180,87 @@ struct formats {
     bool has_small;
     double ratio; /* optional */
     bool has_ratio;
+};
+
+/* Gadget: A thing kept in a table of its own (x-table, codegen/rows.py). */
+struct gadget {
+    const char *id; /* required, read-only */
+    const char *object; /* required, read-only */
+    const char *workspace_id; /* required, read-only */
+    const char *name; /* required */
+    const char *label; /* optional */
+    bool has_label;
+    enum kind kind; /* required, Kind */
+    bool active; /* optional */
+    bool has_active;
+    int64_t count; /* optional */
+    bool has_count;
+    const char *note; /* required, nullable */
+    bool note_is_null;
+    struct gadget_specs *specs; /* required, GadgetSpecs */
+    struct mount *mount; /* optional, Mount */
+    bool has_mount;
+    struct labels_entry *labels; /* required, Labels */
+    size_t labels_count;
+    const char **tags; /* optional */
+    size_t tags_count;
+    bool has_tags;
+    struct part *parts; /* optional */
+    size_t parts_count;
+    bool has_parts;
+    int64_t version; /* required, read-only */
+    const char *created_at; /* required, read-only */
+    const char *updated_at; /* required, read-only */
+};
+
+/* GadgetSpecs */
+struct gadget_specs {
+    int64_t w; /* required */
+    int64_t h; /* optional */
+    bool has_h;
+    enum gadget_specs_unit unit; /* optional */
+    bool has_unit;
+};
+
+/* GadgetSpecsUpdate: Merged member by member into the gadget's specs. */
+struct gadget_specs_update {
+    int64_t w; /* optional */
+    bool has_w;
+    int64_t h; /* optional, nullable */
+    bool h_is_null;
+    bool has_h;
+};
+
+/* GadgetUpdate: A PATCH of a gadget (x-merge-into, RFC 7396). */
+struct gadget_update {
+    const char *name; /* optional */
+    bool has_name;
+    const char *label; /* optional, nullable */
+    bool label_is_null;
+    bool has_label;
+    int64_t count; /* optional, nullable */
+    bool count_is_null;
+    bool has_count;
+    const char *note; /* optional */
+    bool has_note;
+    struct gadget_specs_update *specs; /* optional, GadgetSpecsUpdate */
+    bool has_specs;
+    struct mount *mount; /* optional, Mount */
+    bool has_mount;
+    struct labels_entry *labels; /* optional, Labels */
+    size_t labels_count;
+    bool has_labels;
+    const char **tags; /* optional, nullable */
+    size_t tags_count;
+    bool tags_is_null;
+    bool has_tags;
+};
+
+/* Mount */
+struct mount {
+    enum mount_kind kind; /* which member below is set */
+    struct wall_mount *wall; /* MOUNT_KIND_WALL: type = "wall" */
+    struct desk_mount *desk; /* MOUNT_KIND_DESK: type = "desk" */
 };
 
 /* Part */
@@ -263,12 +378,32 @@ struct things_create_thing_409 {
     const char *existing_id; /* required, ThingId */
 };
 
+/* WallMount */
+struct wall_mount {
+    const char *type; /* required */
+    int64_t depth; /* required */
+    const char *screw; /* optional */
+    bool has_screw;
+};
+
 /* ---- JSON <-> structs: decode_*() expect a value its validate_*() accepted; 0 or -1 ---- */
 
 int decode_circle(struct arena *a, const struct json_value *v, struct circle *out);
 void encode_circle(struct jsonw *w, const struct circle *in);
+int decode_desk_mount(struct arena *a, const struct json_value *v, struct desk_mount *out);
+void encode_desk_mount(struct jsonw *w, const struct desk_mount *in);
 int decode_formats(struct arena *a, const struct json_value *v, struct formats *out);
 void encode_formats(struct jsonw *w, const struct formats *in);
+int decode_gadget(struct arena *a, const struct json_value *v, struct gadget *out);
+void encode_gadget(struct jsonw *w, const struct gadget *in);
+int decode_gadget_specs(struct arena *a, const struct json_value *v, struct gadget_specs *out);
+void encode_gadget_specs(struct jsonw *w, const struct gadget_specs *in);
+int decode_gadget_specs_update(struct arena *a, const struct json_value *v, struct gadget_specs_update *out);
+void encode_gadget_specs_update(struct jsonw *w, const struct gadget_specs_update *in);
+int decode_gadget_update(struct arena *a, const struct json_value *v, struct gadget_update *out);
+void encode_gadget_update(struct jsonw *w, const struct gadget_update *in);
+int decode_mount(struct arena *a, const struct json_value *v, struct mount *out);
+void encode_mount(struct jsonw *w, const struct mount *in);
 int decode_part(struct arena *a, const struct json_value *v, struct part *out);
 void encode_part(struct jsonw *w, const struct part *in);
 int decode_shape(struct arena *a, const struct json_value *v, struct shape *out);
@@ -289,12 +424,18 @@ int decode_thing_page(struct arena *a, const struct json_value *v, struct thing_
 void encode_thing_page(struct jsonw *w, const struct thing_page *in);
 int decode_things_create_thing_409(struct arena *a, const struct json_value *v, struct things_create_thing_409 *out);
 void encode_things_create_thing_409(struct jsonw *w, const struct things_create_thing_409 *in);
+int decode_wall_mount(struct arena *a, const struct json_value *v, struct wall_mount *out);
+void encode_wall_mount(struct jsonw *w, const struct wall_mount *in);
 
 /* ---- validators: every violation under ptr is added to l (mode: enum validate_mode) ---- */
 
 void validate_circle(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_circle_kind(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_circle_radius(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_desk_mount(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_desk_mount_depth(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_desk_mount_screw(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_desk_mount_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_any_decimal(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -311,7 +452,39 @@ void validate_formats_ratio(const struct json_value *v, const char *ptr, int mod
 void validate_formats_small(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_uri(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_formats_uuid(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_active(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_count(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_created_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_label(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_note(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_parts(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_specs(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_specs_h(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_specs_unit(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_specs_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_specs_update_h(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_specs_update_w(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_specs_w(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_tags(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_tags_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_update_count(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_update_label(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_update_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_update_note(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_update_tags(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_update_tags_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_updated_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_workspace_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_kind(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_labels(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_labels_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_mount(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_part(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_part_index(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_part_n(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -368,5 +541,9 @@ void validate_things_list_things_param_ratio(const struct json_value *v, const c
 void validate_things_list_things_param_sizes(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_things_list_things_param_sizes_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_things_list_things_param_x_trace(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_wall_mount(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_wall_mount_depth(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_wall_mount_screw(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_wall_mount_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 
 #endif

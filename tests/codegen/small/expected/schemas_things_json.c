@@ -6,6 +6,28 @@
 
 #include <string.h>
 
+const char *gadget_specs_unit_str(enum gadget_specs_unit v)
+{
+    switch (v) {
+    case GADGET_SPECS_UNIT_CM:
+        return "cm";
+    case GADGET_SPECS_UNIT_IN:
+        return "in";
+    }
+    return NULL;
+}
+
+enum gadget_specs_unit gadget_specs_unit_parse(const char *s)
+{
+    if (!s)
+        return (enum gadget_specs_unit)0;
+    if (strcmp(s, "cm") == 0)
+        return GADGET_SPECS_UNIT_CM;
+    if (strcmp(s, "in") == 0)
+        return GADGET_SPECS_UNIT_IN;
+    return (enum gadget_specs_unit)0;
+}
+
 const char *kind_str(enum kind v)
 {
     switch (v) {
@@ -116,6 +138,39 @@ void encode_circle(struct jsonw *w, const struct circle *in)
     jsonw_string(w, in->kind);
     jsonw_key(w, "radius");
     jsonw_int(w, in->radius);
+    jsonw_object_end(w);
+}
+
+int decode_desk_mount(struct arena *a, const struct json_value *v, struct desk_mount *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "type") == 0) {
+            out->type = m->value->s;
+        } else if (strcmp(m->key, "depth") == 0) {
+            (void)json_number_to_int64(m->value, &out->depth);
+        } else if (strcmp(m->key, "screw") == 0) {
+            out->has_screw = true;
+            out->screw = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_desk_mount(struct jsonw *w, const struct desk_mount *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "type");
+    jsonw_string(w, in->type);
+    jsonw_key(w, "depth");
+    jsonw_int(w, in->depth);
+    if (in->has_screw || in->screw != NULL) {
+        jsonw_key(w, "screw");
+        jsonw_string(w, in->screw);
+    }
     jsonw_object_end(w);
 }
 
@@ -240,6 +295,406 @@ void encode_formats(struct jsonw *w, const struct formats *in)
         jsonw_double(w, in->ratio);
     }
     jsonw_object_end(w);
+}
+
+int decode_gadget(struct arena *a, const struct json_value *v, struct gadget *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            out->id = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            out->workspace_id = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "label") == 0) {
+            out->has_label = true;
+            out->label = m->value->s;
+        } else if (strcmp(m->key, "kind") == 0) {
+            out->kind = kind_parse(m->value->s);
+        } else if (strcmp(m->key, "active") == 0) {
+            out->has_active = true;
+            out->active = m->value->type == JSON_TRUE;
+        } else if (strcmp(m->key, "count") == 0) {
+            out->has_count = true;
+            (void)json_number_to_int64(m->value, &out->count);
+        } else if (strcmp(m->key, "note") == 0) {
+            if (m->value->type == JSON_NULL)
+                out->note_is_null = true;
+            else {
+                out->note = m->value->s;
+            }
+        } else if (strcmp(m->key, "specs") == 0) {
+            out->specs = arena_alloc(a, sizeof *out->specs);
+            if (decode_gadget_specs(a, m->value, out->specs) != 0)
+                return -1;
+        } else if (strcmp(m->key, "mount") == 0) {
+            out->has_mount = true;
+            out->mount = arena_alloc(a, sizeof *out->mount);
+            if (decode_mount(a, m->value, out->mount) != 0)
+                return -1;
+        } else if (strcmp(m->key, "labels") == 0) {
+            if (m->value->type != JSON_OBJECT)
+                return -1;
+            out->labels_count = m->value->count;
+            out->labels = arena_alloc(a, (m->value->count + 1) * sizeof *out->labels);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->labels[j].key = m->value->members[j].key;
+                out->labels[j].value = m->value->members[j].value->s;
+            }
+        } else if (strcmp(m->key, "tags") == 0) {
+            out->has_tags = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->tags_count = m->value->count;
+            out->tags = arena_alloc(a, (m->value->count + 1) * sizeof *out->tags);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->tags[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "parts") == 0) {
+            out->has_parts = true;
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->parts_count = m->value->count;
+            out->parts = arena_alloc(a, (m->value->count + 1) * sizeof *out->parts);
+            for (size_t j = 0; j < m->value->count; j++) {
+                if (decode_part(a, m->value->items[j], &out->parts[j]) != 0)
+                    return -1;
+            }
+        } else if (strcmp(m->key, "version") == 0) {
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->created_at = m->value->s;
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->updated_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_gadget(struct jsonw *w, const struct gadget *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "id");
+    jsonw_string(w, in->id);
+    jsonw_key(w, "object");
+    jsonw_string(w, in->object);
+    jsonw_key(w, "workspace_id");
+    jsonw_string(w, in->workspace_id);
+    jsonw_key(w, "name");
+    jsonw_string(w, in->name);
+    if (in->has_label || in->label != NULL) {
+        jsonw_key(w, "label");
+        jsonw_string(w, in->label);
+    }
+    jsonw_key(w, "kind");
+    jsonw_string(w, kind_str(in->kind));
+    if (in->has_active) {
+        jsonw_key(w, "active");
+        jsonw_bool(w, in->active);
+    }
+    if (in->has_count) {
+        jsonw_key(w, "count");
+        jsonw_int(w, in->count);
+    }
+    jsonw_key(w, "note");
+    if (in->note_is_null)
+        jsonw_null(w);
+    else {
+        jsonw_string(w, in->note);
+    }
+    jsonw_key(w, "specs");
+    if (in->specs)
+        encode_gadget_specs(w, in->specs);
+    else
+        jsonw_null(w);
+    if (in->has_mount || in->mount != NULL) {
+        jsonw_key(w, "mount");
+        if (in->mount)
+            encode_mount(w, in->mount);
+        else
+            jsonw_null(w);
+    }
+    jsonw_key(w, "labels");
+    jsonw_object_begin(w);
+    for (size_t j = 0; j < in->labels_count; j++) {
+        jsonw_key(w, in->labels[j].key);
+        jsonw_string(w, in->labels[j].value);
+    }
+    jsonw_object_end(w);
+    if (in->has_tags || in->tags != NULL) {
+        jsonw_key(w, "tags");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->tags_count; j++) {
+            jsonw_string(w, in->tags[j]);
+        }
+        jsonw_array_end(w);
+    }
+    if (in->has_parts || in->parts != NULL) {
+        jsonw_key(w, "parts");
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < in->parts_count; j++) {
+            encode_part(w, &in->parts[j]);
+        }
+        jsonw_array_end(w);
+    }
+    jsonw_key(w, "version");
+    jsonw_int(w, in->version);
+    jsonw_key(w, "created_at");
+    jsonw_string(w, in->created_at);
+    jsonw_key(w, "updated_at");
+    jsonw_string(w, in->updated_at);
+    jsonw_object_end(w);
+}
+
+int decode_gadget_specs(struct arena *a, const struct json_value *v, struct gadget_specs *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "w") == 0) {
+            (void)json_number_to_int64(m->value, &out->w);
+        } else if (strcmp(m->key, "h") == 0) {
+            out->has_h = true;
+            (void)json_number_to_int64(m->value, &out->h);
+        } else if (strcmp(m->key, "unit") == 0) {
+            out->has_unit = true;
+            out->unit = gadget_specs_unit_parse(m->value->s);
+        }
+    }
+    return 0;
+}
+
+void encode_gadget_specs(struct jsonw *w, const struct gadget_specs *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "w");
+    jsonw_int(w, in->w);
+    if (in->has_h) {
+        jsonw_key(w, "h");
+        jsonw_int(w, in->h);
+    }
+    if (in->has_unit) {
+        jsonw_key(w, "unit");
+        jsonw_string(w, gadget_specs_unit_str(in->unit));
+    }
+    jsonw_object_end(w);
+}
+
+int decode_gadget_specs_update(struct arena *a, const struct json_value *v, struct gadget_specs_update *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "w") == 0) {
+            out->has_w = true;
+            (void)json_number_to_int64(m->value, &out->w);
+        } else if (strcmp(m->key, "h") == 0) {
+            out->has_h = true;
+            if (m->value->type == JSON_NULL)
+                out->h_is_null = true;
+            else {
+                (void)json_number_to_int64(m->value, &out->h);
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_gadget_specs_update(struct jsonw *w, const struct gadget_specs_update *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_w) {
+        jsonw_key(w, "w");
+        jsonw_int(w, in->w);
+    }
+    if (in->has_h || in->h_is_null) {
+        jsonw_key(w, "h");
+        if (in->h_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_int(w, in->h);
+        }
+    }
+    jsonw_object_end(w);
+}
+
+int decode_gadget_update(struct arena *a, const struct json_value *v, struct gadget_update *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            out->has_name = true;
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "label") == 0) {
+            out->has_label = true;
+            if (m->value->type == JSON_NULL)
+                out->label_is_null = true;
+            else {
+                out->label = m->value->s;
+            }
+        } else if (strcmp(m->key, "count") == 0) {
+            out->has_count = true;
+            if (m->value->type == JSON_NULL)
+                out->count_is_null = true;
+            else {
+                (void)json_number_to_int64(m->value, &out->count);
+            }
+        } else if (strcmp(m->key, "note") == 0) {
+            out->has_note = true;
+            out->note = m->value->s;
+        } else if (strcmp(m->key, "specs") == 0) {
+            out->has_specs = true;
+            out->specs = arena_alloc(a, sizeof *out->specs);
+            if (decode_gadget_specs_update(a, m->value, out->specs) != 0)
+                return -1;
+        } else if (strcmp(m->key, "mount") == 0) {
+            out->has_mount = true;
+            out->mount = arena_alloc(a, sizeof *out->mount);
+            if (decode_mount(a, m->value, out->mount) != 0)
+                return -1;
+        } else if (strcmp(m->key, "labels") == 0) {
+            out->has_labels = true;
+            if (m->value->type != JSON_OBJECT)
+                return -1;
+            out->labels_count = m->value->count;
+            out->labels = arena_alloc(a, (m->value->count + 1) * sizeof *out->labels);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->labels[j].key = m->value->members[j].key;
+                out->labels[j].value = m->value->members[j].value->s;
+            }
+        } else if (strcmp(m->key, "tags") == 0) {
+            out->has_tags = true;
+            if (m->value->type == JSON_NULL)
+                out->tags_is_null = true;
+            else {
+                if (m->value->type != JSON_ARRAY)
+                    return -1;
+                out->tags_count = m->value->count;
+                out->tags = arena_alloc(a, (m->value->count + 1) * sizeof *out->tags);
+                for (size_t j = 0; j < m->value->count; j++) {
+                    out->tags[j] = m->value->items[j]->s;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+void encode_gadget_update(struct jsonw *w, const struct gadget_update *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_name || in->name != NULL) {
+        jsonw_key(w, "name");
+        jsonw_string(w, in->name);
+    }
+    if (in->has_label || in->label_is_null || in->label != NULL) {
+        jsonw_key(w, "label");
+        if (in->label_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_string(w, in->label);
+        }
+    }
+    if (in->has_count || in->count_is_null) {
+        jsonw_key(w, "count");
+        if (in->count_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_int(w, in->count);
+        }
+    }
+    if (in->has_note || in->note != NULL) {
+        jsonw_key(w, "note");
+        jsonw_string(w, in->note);
+    }
+    if (in->has_specs || in->specs != NULL) {
+        jsonw_key(w, "specs");
+        if (in->specs)
+            encode_gadget_specs_update(w, in->specs);
+        else
+            jsonw_null(w);
+    }
+    if (in->has_mount || in->mount != NULL) {
+        jsonw_key(w, "mount");
+        if (in->mount)
+            encode_mount(w, in->mount);
+        else
+            jsonw_null(w);
+    }
+    if (in->has_labels || in->labels != NULL) {
+        jsonw_key(w, "labels");
+        jsonw_object_begin(w);
+        for (size_t j = 0; j < in->labels_count; j++) {
+            jsonw_key(w, in->labels[j].key);
+            jsonw_string(w, in->labels[j].value);
+        }
+        jsonw_object_end(w);
+    }
+    if (in->has_tags || in->tags_is_null || in->tags != NULL) {
+        jsonw_key(w, "tags");
+        if (in->tags_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_array_begin(w);
+            for (size_t j = 0; j < in->tags_count; j++) {
+                jsonw_string(w, in->tags[j]);
+            }
+            jsonw_array_end(w);
+        }
+    }
+    jsonw_object_end(w);
+}
+
+int decode_mount(struct arena *a, const struct json_value *v, struct mount *out)
+{
+    const struct json_value *d = json_get(v, "type");
+    if (!d || d->type != JSON_STRING)
+        return -1;
+    if (strcmp(d->s, "wall") == 0) {
+        out->kind = MOUNT_KIND_WALL;
+        out->wall = arena_alloc(a, sizeof *out->wall);
+        return decode_wall_mount(a, v, out->wall);
+    }
+    if (strcmp(d->s, "desk") == 0) {
+        out->kind = MOUNT_KIND_DESK;
+        out->desk = arena_alloc(a, sizeof *out->desk);
+        return decode_desk_mount(a, v, out->desk);
+    }
+    return -1;
+}
+
+void encode_mount(struct jsonw *w, const struct mount *in)
+{
+    switch (in->kind) {
+    case MOUNT_KIND_WALL:
+        if (in->wall) {
+            encode_wall_mount(w, in->wall);
+            return;
+        }
+        break;
+    case MOUNT_KIND_DESK:
+        if (in->desk) {
+            encode_desk_mount(w, in->desk);
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    jsonw_null(w);
 }
 
 int decode_part(struct arena *a, const struct json_value *v, struct part *out)
@@ -855,5 +1310,38 @@ void encode_things_create_thing_409(struct jsonw *w, const struct things_create_
     jsonw_object_begin(w);
     jsonw_key(w, "existing_id");
     jsonw_string(w, in->existing_id);
+    jsonw_object_end(w);
+}
+
+int decode_wall_mount(struct arena *a, const struct json_value *v, struct wall_mount *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "type") == 0) {
+            out->type = m->value->s;
+        } else if (strcmp(m->key, "depth") == 0) {
+            (void)json_number_to_int64(m->value, &out->depth);
+        } else if (strcmp(m->key, "screw") == 0) {
+            out->has_screw = true;
+            out->screw = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_wall_mount(struct jsonw *w, const struct wall_mount *in)
+{
+    jsonw_object_begin(w);
+    jsonw_key(w, "type");
+    jsonw_string(w, in->type);
+    jsonw_key(w, "depth");
+    jsonw_int(w, in->depth);
+    if (in->has_screw || in->screw != NULL) {
+        jsonw_key(w, "screw");
+        jsonw_string(w, in->screw);
+    }
     jsonw_object_end(w);
 }

@@ -78,6 +78,87 @@ void validate_circle_radius(const struct json_value *v, const char *ptr, int mod
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 100");
 }
 
+/* DeskMount (tests/codegen/small/things.yaml) */
+void validate_desk_mount(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[2] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "type") == 0) {
+            seen[0] = true;
+            validate_desk_mount_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "depth") == 0) {
+            seen[1] = true;
+            validate_desk_mount_depth(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "screw") == 0) {
+            validate_desk_mount_screw(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "type", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "depth", "required", "%s", "is required");
+}
+
+/* desk_mount_depth (tests/codegen/small/things.yaml) */
+void validate_desk_mount_depth(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 90");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(90))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 90");
+}
+
+/* desk_mount_screw (tests/codegen/small/things.yaml) */
+void validate_desk_mount_screw(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 4)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
+}
+
+/* desk_mount_type (tests/codegen/small/things.yaml) */
+void validate_desk_mount_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "desk") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"desk\"");
+}
+
 /* Formats (tests/codegen/small/things.yaml) */
 void validate_formats(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -408,6 +489,617 @@ void validate_formats_uuid(const struct json_value *v, const char *ptr, int mode
         verr_add(l, ptr, NULL, "format", "%s", "must be a UUID");
 }
 
+/* Gadget (tests/codegen/small/things.yaml) */
+void validate_gadget(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[11] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "id") == 0) {
+            seen[0] = true;
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_gadget_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_gadget_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "workspace_id") == 0) {
+            seen[2] = true;
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_gadget_workspace_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            seen[3] = true;
+            validate_gadget_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "label") == 0) {
+            validate_gadget_label(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "kind") == 0) {
+            seen[4] = true;
+            validate_kind(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "active") == 0) {
+            validate_gadget_active(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "count") == 0) {
+            validate_gadget_count(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "note") == 0) {
+            seen[5] = true;
+            validate_gadget_note(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "specs") == 0) {
+            seen[6] = true;
+            validate_gadget_specs(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "mount") == 0) {
+            validate_mount(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "labels") == 0) {
+            seen[7] = true;
+            validate_labels(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "tags") == 0) {
+            validate_gadget_tags(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "parts") == 0) {
+            validate_gadget_parts(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            seen[8] = true;
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_gadget_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            seen[9] = true;
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_gadget_created_at(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            seen[10] = true;
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_gadget_updated_at(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0] && mode == VALIDATE_RESPONSE)
+        verr_add(l, ptr, "id", "required", "%s", "is required");
+    if (!seen[1] && mode == VALIDATE_RESPONSE)
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2] && mode == VALIDATE_RESPONSE)
+        verr_add(l, ptr, "workspace_id", "required", "%s", "is required");
+    if (!seen[3])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+    if (!seen[4])
+        verr_add(l, ptr, "kind", "required", "%s", "is required");
+    if (!seen[5])
+        verr_add(l, ptr, "note", "required", "%s", "is required");
+    if (!seen[6])
+        verr_add(l, ptr, "specs", "required", "%s", "is required");
+    if (!seen[7])
+        verr_add(l, ptr, "labels", "required", "%s", "is required");
+    if (!seen[8] && mode == VALIDATE_RESPONSE)
+        verr_add(l, ptr, "version", "required", "%s", "is required");
+    if (!seen[9] && mode == VALIDATE_RESPONSE)
+        verr_add(l, ptr, "created_at", "required", "%s", "is required");
+    if (!seen[10] && mode == VALIDATE_RESPONSE)
+        verr_add(l, ptr, "updated_at", "required", "%s", "is required");
+}
+
+/* gadget_active (tests/codegen/small/things.yaml) */
+void validate_gadget_active(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_TRUE || v->type == JSON_FALSE)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a boolean");
+        return;
+    }
+}
+
+/* gadget_count (tests/codegen/small/things.yaml) */
+void validate_gadget_count(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(9))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9");
+}
+
+/* gadget_created_at (tests/codegen/small/things.yaml) */
+void validate_gadget_created_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+}
+
+/* gadget_id (tests/codegen/small/things.yaml) */
+void validate_gadget_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+}
+
+/* gadget_label (tests/codegen/small/things.yaml) */
+void validate_gadget_label(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 20)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
+}
+
+/* gadget_name (tests/codegen/small/things.yaml) */
+void validate_gadget_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 20)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
+}
+
+/* gadget_note (tests/codegen/small/things.yaml) */
+void validate_gadget_note(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string or null");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 20)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
+}
+
+/* gadget_object (tests/codegen/small/things.yaml) */
+void validate_gadget_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "gadget") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"gadget\"");
+}
+
+/* gadget_parts (tests/codegen/small/things.yaml) */
+void validate_gadget_parts(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 3)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 3 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_part(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* GadgetSpecs (tests/codegen/small/things.yaml) */
+void validate_gadget_specs(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[1] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "w") == 0) {
+            seen[0] = true;
+            validate_gadget_specs_w(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "h") == 0) {
+            validate_gadget_specs_h(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "unit") == 0) {
+            validate_gadget_specs_unit(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "w", "required", "%s", "is required");
+}
+
+/* gadget_specs_h (tests/codegen/small/things.yaml) */
+void validate_gadget_specs_h(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+        return;
+    }
+    if (n < INT64_C(1))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+    if (n > INT64_C(10))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+}
+
+/* gadget_specs_unit (tests/codegen/small/things.yaml) */
+void validate_gadget_specs_unit(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (gadget_specs_unit_parse(v->s) == 0)
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: cm, in");
+}
+
+/* GadgetSpecsUpdate (tests/codegen/small/things.yaml) */
+void validate_gadget_specs_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "w") == 0) {
+            validate_gadget_specs_update_w(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "h") == 0) {
+            validate_gadget_specs_update_h(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* gadget_specs_update_h (tests/codegen/small/things.yaml) */
+void validate_gadget_specs_update_h(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer or null");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+        return;
+    }
+    if (n < INT64_C(1))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+    if (n > INT64_C(10))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+}
+
+/* gadget_specs_update_w (tests/codegen/small/things.yaml) */
+void validate_gadget_specs_update_w(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+        return;
+    }
+    if (n < INT64_C(1))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+    if (n > INT64_C(10))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+}
+
+/* gadget_specs_w (tests/codegen/small/things.yaml) */
+void validate_gadget_specs_w(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+        return;
+    }
+    if (n < INT64_C(1))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
+    if (n > INT64_C(10))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 10");
+}
+
+/* gadget_tags (tests/codegen/small/things.yaml) */
+void validate_gadget_tags(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 3)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 3 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_gadget_tags_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* gadget_tags_item (tests/codegen/small/things.yaml) */
+void validate_gadget_tags_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 5)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 5 characters long");
+}
+
+/* GadgetUpdate (tests/codegen/small/things.yaml) */
+void validate_gadget_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            validate_gadget_update_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "label") == 0) {
+            validate_gadget_update_label(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "count") == 0) {
+            validate_gadget_update_count(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "note") == 0) {
+            validate_gadget_update_note(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "specs") == 0) {
+            validate_gadget_specs_update(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "mount") == 0) {
+            validate_mount(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "labels") == 0) {
+            validate_labels(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "tags") == 0) {
+            validate_gadget_update_tags(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* gadget_update_count (tests/codegen/small/things.yaml) */
+void validate_gadget_update_count(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer or null");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(9))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9");
+}
+
+/* gadget_update_label (tests/codegen/small/things.yaml) */
+void validate_gadget_update_label(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string or null");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 20)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
+}
+
+/* gadget_update_name (tests/codegen/small/things.yaml) */
+void validate_gadget_update_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 20)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
+}
+
+/* gadget_update_note (tests/codegen/small/things.yaml) */
+void validate_gadget_update_note(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 20)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
+}
+
+/* gadget_update_tags (tests/codegen/small/things.yaml) */
+void validate_gadget_update_tags(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array or null");
+        return;
+    }
+    if (v->count > 3)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 3 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_gadget_update_tags_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* gadget_update_tags_item (tests/codegen/small/things.yaml) */
+void validate_gadget_update_tags_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 5)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 5 characters long");
+}
+
+/* gadget_updated_at (tests/codegen/small/things.yaml) */
+void validate_gadget_updated_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+}
+
+/* gadget_version (tests/codegen/small/things.yaml) */
+void validate_gadget_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "is below the 64-bit integer range");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "is above the 64-bit integer range");
+        return;
+    }
+}
+
+/* gadget_workspace_id (tests/codegen/small/things.yaml) */
+void validate_gadget_workspace_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+}
+
 /* Kind (tests/codegen/small/things.yaml) */
 void validate_kind(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -418,6 +1110,50 @@ void validate_kind(const struct json_value *v, const char *ptr, int mode, struct
     }
     if (kind_parse(v->s) == 0)
         verr_add(l, ptr, NULL, "enum", "%s", "must be one of: small, large, x-large");
+}
+
+/* Labels (tests/codegen/small/things.yaml) */
+void validate_labels(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    for (size_t i = 0; i < v->count; i++)
+        validate_labels_value(v->members[i].value, verr_child(l->arena, ptr, v->members[i].key), mode, l);
+}
+
+/* labels_value (tests/codegen/small/things.yaml) */
+void validate_labels_value(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 8)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 8 characters long");
+}
+
+/* Mount (tests/codegen/small/things.yaml) */
+void validate_mount(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    const struct json_value *d = json_get(v, "type");
+    if (!d) {
+        verr_add(l, ptr, "type", "required", "%s", "is required");
+        return;
+    }
+    if (d->type == JSON_STRING && strcmp(d->s, "wall") == 0)
+        validate_wall_mount(v, ptr, mode, l);
+    else if (d->type == JSON_STRING && strcmp(d->s, "desk") == 0)
+        validate_desk_mount(v, ptr, mode, l);
+    else
+        verr_add(l, ptr, "type", "one_of", "%s", "must be one of: wall, desk");
 }
 
 /* Part (tests/codegen/small/things.yaml) */
@@ -1514,4 +2250,85 @@ void validate_things_list_things_param_x_trace(const struct json_value *v, const
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
     if (!pattern_match(10, v->s)) /* ^[a-f\d]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-f\\d]+$");
+}
+
+/* WallMount (tests/codegen/small/things.yaml) */
+void validate_wall_mount(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[2] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "type") == 0) {
+            seen[0] = true;
+            validate_wall_mount_type(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "depth") == 0) {
+            seen[1] = true;
+            validate_wall_mount_depth(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "screw") == 0) {
+            validate_wall_mount_screw(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "type", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "depth", "required", "%s", "is required");
+}
+
+/* wall_mount_depth (tests/codegen/small/things.yaml) */
+void validate_wall_mount_depth(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 50");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(50))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 50");
+}
+
+/* wall_mount_screw (tests/codegen/small/things.yaml) */
+void validate_wall_mount_screw(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 4)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 4 characters long");
+}
+
+/* wall_mount_type (tests/codegen/small/things.yaml) */
+void validate_wall_mount_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "wall") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"wall\"");
 }

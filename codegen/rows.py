@@ -1,0 +1,776 @@
+"""Storage mappings from the spec: `x-table` on a component schema (the resource's row <-> struct
+codec and its table descriptor for runtime/resource.h) and `x-merge-into` on an update schema
+(the PATCH merge, RFC 7396). Checked against the schema and against the table as the
+migrations create it (`<sql>/<api>/*.sql`, both dialects); emitted as generated/rows_<api>.h/.c.
+
+    x-table:
+      name: beneficiaries     # the table
+      id-prefix: ben          # ids are id_new(prefix): a malformed id is simply not found
+      workspace: workspace_id # the tenant column: every load, list and save is scoped by it
+      version: version        # optional: the optimistic-concurrency column (ETag)
+      sort: created_at        # list order (sort DESC, id DESC), the keyset cursor
+      columns:                # only where the default does not fit
+        account_identification: {flatten: ''}  # members (union: the discriminator too) as
+        bank: {flatten: bank_}                 #   columns <prefix><member>
+        metadata: json                         # JSON text in the column of its name
+        approval: computed                     # not stored: the handler fills it
+        note: {column: remark}                 # a scalar in a column of another name
+
+The default of a property is a column of its name: strings, integers, booleans and enums. A
+`const` string (or one-value enum) is not stored: the reader sets it. Everything else must be
+mapped (flatten: a simple object, or a oneOf whose variants have the same scalar members;
+json: anything). A column is NOT NULL exactly when its property is required (and, flattened,
+when the member is required in every variant too); a NOT NULL column no property maps must
+have a DEFAULT."""
+import os
+import re
+
+import cgen
+from cgen import W
+from spec import SpecError, c_string as lit, rel
+
+XTABLE_KEYS = {'name', 'id-prefix', 'workspace', 'version', 'sort', 'columns', 'internal'}
+SCALARS = ('string', 'integer', 'boolean', 'enum')
+
+
+# ---- the tables, as the migrations create them ---------------------------------------------
+
+class Column:
+    def __init__(self, name, not_null, default):
+        self.name, self.not_null, self.default = name, not_null, default
+
+
+def _statements(text):
+    """The statements of a migration: comments dropped, split at the semicolons outside
+    'quoted text'."""
+    out, cur, quoted, i = [], [], False, 0
+    while i < len(text):
+        ch = text[i]
+        if not quoted and text.startswith('--', i):
+            i = text.find('\n', i)
+            i = len(text) if i < 0 else i
+            continue
+        if ch == "'":
+            quoted = not quoted
+        if ch == ';' and not quoted:
+            out.append(''.join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    out.append(''.join(cur))
+    return out
+
+
+def _split_top(body):
+    """Splits a CREATE TABLE body at the commas outside parentheses and quotes."""
+    parts, depth, cur, quoted = [], 0, [], False
+    for ch in body:
+        if ch == "'":
+            quoted = not quoted
+        elif quoted:
+            pass
+        elif ch == '(':
+            depth += 1
+        elif ch == ')':
+            depth -= 1
+        if ch == ',' and depth == 0 and not quoted:
+            parts.append(''.join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if ''.join(cur).strip():
+        parts.append(''.join(cur).strip())
+    return parts
+
+
+def _column(defn):
+    words = defn.split()
+    if not words or words[0].upper() in ('UNIQUE', 'PRIMARY', 'CHECK', 'FOREIGN', 'CONSTRAINT'):
+        return None
+    rest = ' '.join(words[1:]).upper()
+    return Column(words[0].strip('"'), 'NOT NULL' in rest or 'PRIMARY KEY' in rest,
+                  'DEFAULT' in rest)
+
+
+def parse_ddl(text, tables):
+    """Applies one migration's CREATE TABLE / ALTER TABLE ... ADD COLUMN / DROP TABLE to
+    tables ({name: {column: Column}}, in creation order)."""
+    for stmt in _statements(text):
+        s = stmt.strip()
+        m = re.match(r'CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)\s*\((.*)\)\s*'
+                     r'(?:WITHOUT\s+ROWID)?\s*$', s, re.S | re.I)
+        if m:
+            cols = {}
+            for d in _split_top(m.group(2)):
+                c = _column(d)
+                if c:
+                    cols[c.name] = c
+            tables[m.group(1)] = cols
+            continue
+        m = re.match(r'ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(.*)$', s, re.S | re.I)
+        if m and m.group(1) in tables:
+            c = _column(m.group(2))
+            if c:
+                tables[m.group(1)][c.name] = c
+            continue
+        m = re.match(r'DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?(\w+)\s*$', s, re.I)
+        if m:
+            tables.pop(m.group(1), None)
+
+
+def load_tables(sql_dir):
+    """{dialect: {table: {column: Column}}} over every API folder of sql_dir."""
+    out = {'sqlite': {}, 'pg': {}}
+    if not sql_dir or not os.path.isdir(sql_dir):
+        return out
+    for api in sorted(os.listdir(sql_dir)):
+        d = os.path.join(sql_dir, api)
+        if not os.path.isdir(d):
+            continue
+        for dialect in out:
+            for name in sorted(os.listdir(d)):
+                if name.endswith('.%s.sql' % dialect):
+                    with open(os.path.join(d, name), encoding='utf-8') as f:
+                        parse_ddl(f.read(), out[dialect])
+    return out
+
+
+# ---- the mapping -----------------------------------------------------------------------------
+
+class Col:
+    """One column: its name, how it is read and bound (kind: a scalar node kind, or json),
+    and whether it is NOT NULL."""
+
+    def __init__(self, name, node, not_null, loc, prop):
+        self.name, self.node, self.not_null, self.loc = name, node, not_null, loc
+        self.prop = prop   # the property (path) it holds, for messages
+
+
+class Item:
+    """How one property is stored: const, computed, scalar, json, flatten (object) or union
+    (oneOf flattened); cols are its columns in order."""
+
+    def __init__(self, how, field, cols=(), prefix=''):
+        self.how, self.field, self.cols, self.prefix = how, field, list(cols), prefix
+        self.const = None
+
+
+class Table:
+    def __init__(self, node, loc, x):
+        self.node, self.loc, self.x = node, loc, x
+        self.name = x.get('name')
+        self.items = []
+
+    @property
+    def cols(self):
+        return [c for it in self.items for c in it.cols]
+
+
+def const_of(node):
+    """The C expression of a const string or a one-value enum, else None."""
+    if node.kind == 'string':
+        for ch in node.checks:
+            if ch['op'] == 'const_string':
+                return lit(ch['value'])
+    if node.kind == 'enum' and len(node.enum_values) == 1:
+        return node.enum_values[0][1]
+    return None
+
+
+class Rows:
+    def __init__(self, model, sql_dir):
+        self.m = model
+        self.errors = []
+        self.tables = []      # [Table]
+        self.merges = []      # [(update node, resource node, loc)]
+        self.ddl = load_tables(sql_dir)
+        self.sql_dir = sql_dir
+        schemas = model.doc['components'].get('schemas', {})
+        for name, s in schemas.items():
+            if not isinstance(s, dict):
+                continue
+            loc = model.loc(s)
+            node = model.comp_nodes.get(name)
+            if 'x-table' in s:
+                self.table(node, s['x-table'], loc / 'x-table')
+            if 'x-merge-into' in s:
+                self.merge_into(node, s['x-merge-into'], loc / 'x-merge-into')
+        if self.errors:
+            raise SpecError(self.errors)
+        names = {}
+        for t in self.tables:
+            if t.name in names:
+                self.fail(t.loc / 'name', 'table %s is mapped twice (also %s)'
+                          % (t.name, names[t.name]))
+            names[t.name] = t.loc
+        if self.errors:
+            raise SpecError(self.errors)
+
+    def fail(self, loc, msg):
+        line = '%s: %s' % (loc, msg)
+        if line not in self.errors:   # both dialects may say the same
+            self.errors.append(line)
+
+    # -- x-table ---------------------------------------------------------------------------
+    def table(self, node, x, loc):
+        if node.kind != 'object':
+            return self.fail(loc, 'x-table is for object schemas with properties')
+        if not isinstance(x, dict):
+            return self.fail(loc, 'x-table must be a mapping')
+        for k in x:
+            if k not in XTABLE_KEYS:
+                self.fail(loc / k, 'unknown x-table key %s' % k)
+        for k in ('name', 'id-prefix', 'workspace', 'sort'):
+            if not isinstance(x.get(k), str) or not re.match(r'^[a-z][a-z0-9_]*$', x[k]):
+                self.fail(loc / k, 'x-table needs %s: a lower-case name' % k)
+        if 'version' in x and (not isinstance(x['version'], str)):
+            self.fail(loc / 'version', 'version names a column')
+        internal = x.get('internal', [])
+        if not isinstance(internal, list) or not all(isinstance(c, str) for c in internal):
+            self.fail(loc / 'internal', 'internal lists column names')
+        cols = x.get('columns', {})
+        if not isinstance(cols, dict):
+            self.fail(loc / 'columns', 'columns must map property names to mappings')
+            cols = {}
+        if self.errors:
+            return
+        t = Table(node, loc, x)
+        fields = {f.json_name: f for f in node.fields}
+        for pn in cols:
+            if pn not in fields:
+                self.fail(loc / 'columns' / pn, 'no property %s in the schema' % pn)
+        for f in node.fields:
+            it = self.item(f, cols.get(f.json_name), loc / 'columns' / f.json_name, loc)
+            if it:
+                t.items.append(it)
+        for role, prop, kind in (('id', 'id', 'string'), ('workspace', x['workspace'], 'string'),
+                                 ('sort', x['sort'], 'string'),
+                                 ('version', x.get('version'), 'integer')):
+            if prop is None:
+                continue
+            it = next((i for i in t.items if i.how == 'scalar' and i.cols[0].name == prop), None)
+            if not it or it.field.kind != kind or not it.field.required:
+                self.fail(loc / ('id-prefix' if role == 'id' else role),
+                          'the %s column %s must hold a required %s property' % (role, prop, kind))
+            setattr(t, role + '_field', it.field if it else None)
+        for stamp in ('created_at', 'updated_at'):
+            setattr(t, stamp, next((i.field for i in t.items if i.how == 'scalar' and
+                                    i.cols[0].name == stamp and i.field.kind == 'string'), None))
+        self.check_ddl(t)
+        self.tables.append(t)
+
+    def item(self, f, spec_, loc, tloc):
+        n = f.node
+        c = const_of(n)
+        if spec_ is None and c is not None:
+            it = Item('const', f)
+            it.const = c
+            return it
+        if spec_ == 'computed':
+            return Item('computed', f)
+        if spec_ == 'json':
+            return Item('json', f, [Col(f.json_name, n, f.required, loc, f.json_name)])
+        if spec_ is None or (isinstance(spec_, dict) and set(spec_) == {'column'}):
+            name = spec_['column'] if spec_ else f.json_name
+            if n.kind not in SCALARS:
+                what = {'object': 'an object', 'oneof': 'a oneOf union', 'array': 'an array',
+                        'map': 'a map', 'any': 'free-form JSON',
+                        'number': 'a number'}.get(n.kind, n.kind)
+                self.fail(loc if spec_ else tloc / 'columns',
+                          'property %s is %s: map it in x-table columns (%s)'
+                          % (f.json_name, what, 'json; numbers have no exact column type'
+                             if n.kind == 'number' else 'flatten: <prefix>, or json'))
+                return None
+            if f.optional and f.nullable:
+                self.fail(loc, 'property %s is optional and nullable: one NULL column cannot '
+                               'tell absent from null; store it as json' % f.json_name)
+                return None
+            return Item('scalar', f, [Col(name, n, f.required and not f.nullable, loc,
+                                          f.json_name)])
+        if isinstance(spec_, dict) and set(spec_) == {'flatten'} and isinstance(spec_['flatten'],
+                                                                               str):
+            p = spec_['flatten']
+            if n.kind == 'object':
+                cols = []
+                for m in n.fields:
+                    if m.kind not in SCALARS or m.nullable:
+                        self.fail(loc / 'flatten', 'flatten of %s: member %s is not a plain '
+                                                   'scalar; store %s as json'
+                                  % (f.json_name, m.json_name, f.json_name))
+                        return None
+                    cols.append(Col(p + m.json_name, m.node, f.required and m.required, loc,
+                                    '%s.%s' % (f.json_name, m.json_name)))
+                return Item('flatten', f, cols, p)
+            if n.kind == 'oneof':
+                return self.union(f, p, loc)
+            self.fail(loc / 'flatten', 'flatten of %s, which is not an object (%s): map it as a '
+                                       'column or json' % (f.json_name, n.kind))
+            return None
+        self.fail(loc, 'a columns entry is json, computed, {flatten: <prefix>} or '
+                       '{column: <name>}')
+        return None
+
+    def union(self, f, p, loc):
+        n = f.node
+        disc = n.disc_prop
+        shapes = []
+        for v in n.variants:
+            shapes.append([(m.json_name, m.kind) for m in v.node.fields if m.json_name != disc])
+        if any(s != shapes[0] for s in shapes) or \
+                any(m.kind not in SCALARS or m.nullable for v in n.variants for m in v.node.fields):
+            self.fail(loc / 'flatten', 'flatten of %s: its variants must have the same plain '
+                                       'scalar members; store it as json' % f.json_name)
+            return None
+        v0 = n.variants[0].node
+        cols = [Col(p + disc, None, f.required, loc, '%s.%s' % (f.json_name, disc))]
+        for m in v0.fields:
+            if m.json_name == disc:
+                continue
+            req = all(next(x for x in v.node.fields if x.json_name == m.json_name).required
+                      for v in n.variants)
+            cols.append(Col(p + m.json_name, m.node, f.required and req, loc,
+                            '%s.%s' % (f.json_name, m.json_name)))
+        return Item('union', f, cols, p)
+
+    def check_ddl(self, t):
+        for dialect, tables in sorted(self.ddl.items()):
+            where = '%s/*/*.%s.sql' % (rel(self.sql_dir) if self.sql_dir else 'sql', dialect)
+            ddl = tables.get(t.name)
+            if ddl is None:
+                self.fail(t.loc / 'name', 'table %s is not created by the migrations (%s)'
+                          % (t.name, where))
+                continue
+            mapped = set()
+            for c in t.cols:
+                mapped.add(c.name)
+                d = ddl.get(c.name)
+                if d is None:
+                    self.fail(c.loc, '%s %s has no column: %s is missing from table %s (%s)'
+                              % ('required property' if c.not_null else 'property', c.prop,
+                                 c.name, t.name, where))
+                elif d.not_null and not c.not_null:
+                    self.fail(c.loc, 'column %s of table %s is NOT NULL, but property %s may be '
+                                     'absent' % (c.name, t.name, c.prop))
+                elif c.not_null and not d.not_null:
+                    self.fail(c.loc, 'column %s of table %s may be NULL, but property %s is '
+                                     'required: make it NOT NULL' % (c.name, t.name, c.prop))
+            internal = t.x.get('internal', [])
+            for name in internal:
+                if name not in ddl:
+                    self.fail(t.loc / 'internal', 'internal column %s is missing from table %s '
+                                                  '(%s)' % (name, t.name, where))
+                elif name in mapped:
+                    self.fail(t.loc / 'internal', 'column %s is mapped to a property and '
+                                                  'listed as internal' % name)
+            for name, d in ddl.items():
+                if name not in mapped and name not in internal and d.not_null and \
+                        not d.default:
+                    self.fail(t.loc, 'column %s of table %s is NOT NULL without a DEFAULT and no '
+                                     'property maps to it: an insert would fail (a column the '
+                                     'handler writes itself is listed in internal)'
+                              % (name, t.name))
+            # A NOT NULL internal column without a DEFAULT: rows are inserted by the handler's
+            # own statement, which writes it.
+            t.own_insert = any(ddl[n].not_null and not ddl[n].default
+                               for n in internal if n in ddl)
+
+    # -- x-merge-into --------------------------------------------------------------------------
+    def merge_into(self, node, target, loc):
+        if node.kind != 'object':
+            return self.fail(loc, 'x-merge-into is for object schemas with properties')
+        tnode = self.m.comp_nodes.get(target) if isinstance(target, str) else None
+        if tnode is None or tnode.kind != 'object':
+            return self.fail(loc, 'x-merge-into names the component schema (an object) the '
+                                  'update applies to')
+        tf = {f.json_name: f for f in tnode.fields}
+        for f in node.fields:
+            g = tf.get(f.json_name)
+            floc = f.loc or loc
+            if g is None:
+                self.fail(floc, 'property %s of the update is not a property of %s'
+                          % (f.json_name, target))
+            elif g.read_only:
+                self.fail(floc, 'property %s is readOnly in %s: an update cannot set it'
+                          % (f.json_name, target))
+            elif f.nullable and g.required:
+                self.fail(floc, 'property %s may be null in the update, which removes it, but '
+                                '%s requires it' % (f.json_name, target))
+            elif not self.compatible(f.node, g.node):
+                self.fail(floc, 'property %s of the update does not have the C type of %s.%s '
+                                '(objects and maps: $ref the same component schema)'
+                          % (f.json_name, target, f.json_name))
+        self.merges.append((node, tnode, loc))
+
+    def compatible(self, a, b):
+        if a.kind == 'object' and b.kind == 'object' and a is not b:
+            return self.nested_merge(a, b) is not None
+        if a.kind != b.kind:
+            return False
+        if a.kind in ('enum', 'object', 'oneof'):
+            return a.cname == b.cname
+        if a.kind == 'array':
+            return self.compatible(a.items, b.items) and a.items.kind in SCALARS + ('object',) \
+                and (a.items.kind not in ('object',) or a.items is b.items)
+        if a.kind == 'map':   # its entries are a struct of the map's own: one schema
+            return a.cname == b.cname
+        return True
+
+    def nested_merge(self, a, b):
+        """An update object nested in an update (its own schema marked x-merge-into b's
+        component) merges member by member; any other object replaces."""
+        s = self.m.doc['components'].get('schemas', {}).get(a.component or '', {})
+        return a if isinstance(s, dict) and s.get('x-merge-into') == b.component else None
+
+
+# ---- emission ------------------------------------------------------------------------------
+
+def block(w):
+    w('{')
+    w.ind += 1
+
+
+def _read_scalar(w, n, dst, col, f_required, f_optional, f_nullable, owner, has_name, where):
+    """dst = column col (where: "table.column" for the log); has_name set for optional
+    values."""
+    k = n.kind
+    if k == 'string':
+        w('%s = db_column_dup(a, st, %s);' % (dst, col))
+        if f_optional:
+            w('%s = %s != NULL;' % (has_name, dst))
+        elif f_nullable:
+            w('%s_is_null = %s == NULL;' % (dst, dst))
+        return
+    if k == 'enum':
+        block(w)
+        w('const char *t = db_column_text(st, %s);' % col)
+        if f_optional:
+            w.open('if (t)')
+        w('%s = %s_parse(t);' % (dst, n.cname))
+        w('if (!%s)' % dst)
+        w('    return unknown(%s, st, %s);' % (lit(where), col))
+        if f_optional:
+            w('%s = true;' % has_name)
+            w.close()
+        w.close()
+        return
+    get = 'db_column_int64(st, %s)' % col
+    if k == 'boolean':
+        get += ' != 0'
+    if f_optional:
+        w.open('if (!db_column_is_null(st, %s))' % col)
+        w('%s = %s;' % (dst, get))
+        w('%s = true;' % has_name)
+        w.close()
+    else:
+        w('%s = %s;' % (dst, get))
+
+
+def _bind_scalar(w, n, src, param, present):
+    """Binds src at param; present is a C condition (None: always)."""
+    k = n.kind
+    if k == 'string':
+        v = src if present is None else '%s ? %s : NULL' % (present, src)
+        w('db_bind_text(st, %s, %s);' % (param, v))
+    elif k == 'enum':
+        v = '%s_str(%s)' % (n.cname, src)
+        w('db_bind_text(st, %s, %s);' % (param, v if present is None else
+                                            '%s ? %s : NULL' % (present, v)))
+    else:
+        v = '(int64_t)(%s)' % src if k == 'boolean' else src
+        if present is None:
+            w('db_bind_int64(st, %s, %s);' % (param, v))
+        else:
+            w('if (%s)' % present)
+            w('    db_bind_int64(st, %s, %s);' % (param, v))
+            w('else')
+            w('    db_bind_null(st, %s);' % param)
+
+
+def _present(f, src):
+    """C condition: the optional field f of *src is present, as the JSON encoder decides (a
+    pointer when it is set: binding it as it is gives NULL otherwise); None: always."""
+    if f.is_pointer and f.kind in ('string', 'object', 'oneof'):
+        return None
+    return '%s->has_%s' % (src, f.cname)
+
+
+def read_body(t):
+    w = W()
+
+    def where(j):
+        return '%s.%s' % (t.name, t.cols[j].name)
+    w('memset(o, 0, sizeof *o);')
+    i = 0
+    for it in t.items:
+        f = it.field
+        dst = 'o->' + f.cname
+        if it.how == 'const':
+            w('%s = %s;' % (dst, it.const))
+        elif it.how == 'scalar':
+            _read_scalar(w, f.node, dst, 'c + %d' % i, f.required, f.optional, f.nullable, 'o',
+                         'o->has_' + f.cname, where(i))
+        elif it.how == 'json':
+            block(w)
+            w('const char *t = db_column_text(st, c + %d);' % i)
+            if f.optional:
+                w.open('if (t)')
+            else:
+                w('if (!t)')
+                w('    return unknown(%s, st, c + %d);' % (lit(where(i)), i))
+            w('struct json_value *v = NULL;')
+            w('struct json_error e;')
+            w('if (json_parse(a, t, strlen(t), &v, &e) != 0)')
+            w('    return unknown(%s, st, c + %d);' % (lit(where(i)), i))
+            cgen.decode_value(w, f.node, 'field', dst, 'v')
+            if f.optional:
+                w('o->has_%s = true;' % f.cname)
+                w.close()
+            w.close()
+        elif it.how == 'flatten':
+            n = f.node
+            block(w)
+            w('struct %s *k = arena_alloc(a, sizeof *k);' % n.cname)
+            if f.optional:
+                w('bool any = false;')
+            for j, m in enumerate(n.fields):
+                col = 'c + %d' % (i + j)
+                if f.optional:
+                    w('any |= !db_column_is_null(st, %s);' % col)
+                _read_scalar(w, m.node, 'k->' + m.cname, col, m.required, m.optional, False, 'k',
+                             'k->has_' + m.cname, where(i + j))
+            if f.optional:
+                w.open('if (any)')
+                w('%s = k;' % dst)
+                w('o->has_%s = true;' % f.cname)
+                w.close()
+            else:
+                w('%s = k;' % dst)
+            w.close()
+        elif it.how == 'union':
+            n = f.node
+            block(w)
+            w('const char *d = db_column_text(st, c + %d);' % i)
+            w('struct %s *u = arena_alloc(a, sizeof *u);' % n.cname)
+            first = True
+            if f.optional:
+                w.open('if (!d)')
+                w('u = NULL;')
+                first = False
+            for v in n.variants:
+                cond = 'if (strcmp(d, %s) == 0)' % lit(v.key)
+                if first:
+                    if not f.optional:
+                        w('if (!d)')
+                        w('    return unknown(%s, st, c + %d);' % (lit(where(i)), i))
+                    w.open(cond)
+                    first = False
+                else:
+                    w.mid('else ' + cond)
+                w('u->kind = %s;' % v.const)
+                w('u->%s = arena_alloc(a, sizeof *u->%s);' % (v.cname, v.cname))
+                j = 1
+                for m in v.node.fields:
+                    dv = 'u->%s->%s' % (v.cname, m.cname)
+                    if m.json_name == n.disc_prop:
+                        w('%s = %s;' % (dv, lit(v.key) if m.kind == 'string' else
+                                        '%s_parse(%s)' % (m.node.cname, lit(v.key))))
+                        continue
+                    _read_scalar(w, m.node, dv, 'c + %d' % (i + j), m.required, m.optional,
+                                 False, '', 'u->%s->has_%s' % (v.cname, m.cname), where(i + j))
+                    j += 1
+            w.mid('else')
+            w('return unknown(%s, st, c + %d);' % (lit(where(i)), i))
+            w.close()
+            w('%s = u;' % dst)
+            if f.optional:
+                w('o->has_%s = u != NULL;' % f.cname)
+            w.close()
+        i += len(it.cols)
+    w('return 0;')
+    return w.lines
+
+
+def bind_body(t):
+    w = W()
+    w('int p = first;')
+    w('(void)a;')
+    i = 0
+    for it in t.items:
+        f = it.field
+        src = 'o->' + f.cname
+        present = _present(f, 'o') if f.optional else None
+        if it.how == 'json' and f.optional and f.is_pointer:
+            present = '(o->has_%s || o->%s != NULL)' % (f.cname, f.cname)
+        if it.how == 'scalar':
+            if f.nullable and f.required:
+                present = '!o->%s_is_null' % f.cname
+            _bind_scalar(w, f.node, src, 'p + %d' % i, present)
+        elif it.how == 'json':
+            block(w)
+            w('struct jsonw jw, *w = &jw;')
+            w('jsonw_init(w);')
+            cgen.encode_value(w, f.node, 'field', src)
+            w('char *text = json_text(a, w);')
+            w('if (!text)')
+            w('    return -1;')
+            if present:
+                w('db_bind_text(st, p + %d, %s ? text : NULL);' % (i, present))
+            else:
+                w('db_bind_text(st, p + %d, text);' % i)
+            w.close()
+        elif it.how == 'flatten':
+            block(w)
+            w('const struct %s *k = %s%s;' % (f.node.cname, src,
+                                              '' if present is None else
+                                              ' && %s ? %s : NULL' % (present, src)))
+            for j, m in enumerate(f.node.fields):
+                mp = _present(m, 'k') if m.optional else None
+                mp = 'k' if mp is None else '(k && %s)' % mp
+                _bind_scalar(w, m.node, 'k->' + m.cname, 'p + %d' % (i + j), mp)
+            w.close()
+        elif it.how == 'union':
+            n = f.node
+            block(w)
+            w('const struct %s *u = %s%s;' % (n.cname, src,
+                                              '' if present is None else
+                                              ' && %s ? %s : NULL' % (present, src)))
+            w('const char *d = NULL;')
+            names = [m for m in n.variants[0].node.fields if m.json_name != n.disc_prop]
+            for m in names:
+                w('%s%s = %s;' % (cgen.ctype(m.node, 'field'), 'v_' + m.cname,
+                                  'NULL' if m.node.kind == 'string' else '0'))
+                if m.optional:
+                    w('bool has_v_%s = false;' % m.cname)
+            w.switch('switch (u ? u->kind : (enum %s_kind)0)' % n.cname)
+            for v in n.variants:
+                w('case %s:' % v.const)
+                w.ind += 1
+                w.open('if (u->%s)' % v.cname)
+                w('d = %s;' % lit(v.key))
+                for m in v.node.fields:
+                    if m.json_name == n.disc_prop:
+                        continue
+                    w('v_%s = u->%s->%s;' % (m.cname, v.cname, m.cname))
+                    if m.optional:
+                        w('has_v_%s = %s;' % (m.cname, _present(m, 'u->' + v.cname) or
+                                              'u->%s->%s != NULL' % (v.cname, m.cname)))
+                w.close()
+                w('break;')
+                w.ind -= 1
+            w('default:')
+            w('    break;')
+            w.end_switch()
+            w('db_bind_text(st, p + %d, d);' % i)
+            for j, m in enumerate(names):
+                _bind_scalar(w, m.node, 'v_' + m.cname, 'p + %d' % (i + 1 + j),
+                             'd' if m.required else '(d && has_v_%s)' % m.cname)
+            w.close()
+        i += len(it.cols)
+    w('return 0;')
+    return w.lines
+
+
+def merge_body(rows, u, r):
+    """RFC 7396 for the struct shapes: absent keeps, null removes (optional), a value replaces;
+    a nested update object (x-merge-into its target) merges member by member."""
+    w = W()
+    w('(void)a;')
+    tf = {f.json_name: f for f in r.fields}
+    for f in u.fields:
+        g = tf[f.json_name]
+        src, dst = 'u->' + f.cname, 'o->' + g.cname
+        if f.optional:
+            w.open('if (u->has_%s)' % f.cname)
+        if f.nullable:
+            w.open('if (u->%s_is_null)' % f.cname)
+            if g.nullable:
+                w('%s_is_null = true;' % dst)
+            if g.is_pointer:
+                w('%s = NULL;' % dst)
+            if g.kind in ('array', 'map'):
+                w('%s_count = 0;' % dst)
+            w('o->has_%s = false;' % g.cname)
+            w.mid('else')
+        nested = f.node.kind == 'object' and g.node.kind == 'object' and \
+            f.node is not g.node
+        if nested:
+            w.open('if (!%s)' % dst)
+            w('%s = arena_alloc(a, sizeof *%s);' % (dst, dst))
+            w.close()
+            w('merge_%s_into_%s(a, %s, %s);' % (f.node.cname, g.node.cname, src, dst))
+        else:
+            w('%s = %s;' % (dst, src))
+            if f.kind in ('array', 'map'):
+                w('%s_count = %s_count;' % (dst, src))
+        if g.nullable:
+            w('%s_is_null = false;' % dst)
+        if g.optional:
+            w('o->has_%s = true;' % g.cname)
+        if f.nullable:
+            w.close()
+        if f.optional:
+            w.close()
+    return w.lines
+
+
+def c_wrap(text, indent, width=96):
+    """text as adjacent C string literals, broken after a space so that no line (after indent
+    spaces) passes width."""
+    parts, cur = [], ''
+    for word in re.split(r'(?<= )', text):
+        if cur and indent + len(lit(cur + word)) > width:
+            parts.append(cur)
+            cur = ''
+        cur += word
+    parts.append(cur)
+    return ('\n' + ' ' * indent).join(lit(x) for x in parts)
+
+
+def sql_texts(t):
+    names = [c.name for c in t.cols]
+    cols = ', '.join(names)
+    ws = t.x['workspace']
+    sel = 'SELECT %s FROM %s WHERE id = ?1 AND %s = ?2' % (cols, t.name, ws)
+    ins = 'INSERT INTO %s (%s) VALUES (%s)' % (t.name, cols, ', '.join('?' * len(names)))
+    sets = ', '.join('%s = ?%d' % (n, i + 1) for i, n in enumerate(names)
+                     if n not in ('id', ws))
+    where = 'id = ?%d AND %s = ?%d' % (names.index('id') + 1, ws, names.index(ws) + 1)
+    if t.x.get('version'):
+        where += ' AND %s = ?%d' % (t.x['version'], len(names) + 1)
+    upd = 'UPDATE %s SET %s WHERE %s' % (t.name, sets, where)
+    return cols, sel, ins, upd
+
+
+def object_name(t):
+    """How a 404 names it: the `object` constant in words (service_account: "service
+    account"), else the schema's name in words."""
+    for it in t.items:
+        if it.how == 'const' and it.field.json_name == 'object' and it.const.startswith('"'):
+            return it.const.replace('_', ' ')
+    words = re.findall(r'[A-Z][a-z0-9]*|[a-z0-9]+', t.node.component)
+    return lit(' '.join(x.lower() for x in words))
+
+
+def groups(model, rows):
+    """[(group, tables, merges)] for every schema group holding a mapping, in group order;
+    tables carry what the templates print, merges are (update, resource, body lines)."""
+    out = []
+    for g, _, _ in model.groups:
+        ts = [t for t in rows.tables if t.node.group == g]
+        for t in ts:
+            t.columns_text, sel, ins, t.update_sql = sql_texts(t)
+            t.select_tail = sel[len('SELECT ') + len(t.columns_text):]
+            t.insert_head = 'INSERT INTO %s (' % t.name
+            t.insert_tail = ins[len(t.insert_head) + len(t.columns_text):]
+            t.object = object_name(t)
+            t.read = read_body(t)
+            t.bind = bind_body(t)
+        ms = [(u, r, merge_body(rows, u, r)) for u, r, _ in rows.merges if u.group == g]
+        if ts or ms:
+            out.append((g, ts, ms))
+    return out
+
+
+def build(model, sql_dir):
+    return Rows(model, sql_dir)

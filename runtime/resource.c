@@ -1,0 +1,285 @@
+/* Load, insert, save and list through a generated table descriptor (runtime/resource.h). */
+#include "runtime/resource.h"
+
+#include <string.h>
+
+#include "runtime/format.h"
+#include "runtime/id.h"
+#include "runtime/log.h"
+
+/* The members the descriptor locates by offset (memcpy: no aliasing or alignment
+ * assumption beyond the struct's own). */
+static const char *get_text(const void *obj, size_t off)
+{
+    const char *v;
+    memcpy(&v, (const char *)obj + off, sizeof v);
+    return v;
+}
+
+static void set_text(void *obj, size_t off, const char *v)
+{
+    memcpy((char *)obj + off, &v, sizeof v);
+}
+
+static int64_t get_int(const void *obj, size_t off)
+{
+    int64_t v;
+    memcpy(&v, (const char *)obj + off, sizeof v);
+    return v;
+}
+
+static void set_int(void *obj, size_t off, int64_t v)
+{
+    memcpy((char *)obj + off, &v, sizeof v);
+}
+
+static int failed(const struct resource_table *t, const char *what)
+{
+    log_error("%s: %s failed: %s", t->table, what, storage_errmsg());
+    return -1;
+}
+
+int resource_load(struct req *r, const struct resource_table *t, const char *id, void *out)
+{
+    if (!id || !id_valid(id, t->id_prefix))
+        return RESOURCE_MISSING;
+    struct db_stmt *st = storage_prepare(t->select_sql);
+    if (!st)
+        return RESOURCE_FAILED;
+    db_bind_text(st, 1, id);
+    db_bind_text(st, 2, r->principal.workspace_id);
+    int rc = db_step(st), ret;
+    if (rc == DB_ROW)
+        ret = t->read(&r->arena, st, 0, out) == 0 ? RESOURCE_FOUND : RESOURCE_FAILED;
+    else if (rc == DB_DONE)
+        ret = RESOURCE_MISSING;
+    else
+        ret = failed(t, "load");
+    db_reset(st);
+    return ret;
+}
+
+int resource_load_current(struct req *r, const struct resource_table *t, const char *id,
+                          const char *if_match, void *out)
+{
+    switch (resource_load(r, t, id, out)) {
+    case RESOURCE_MISSING:
+        req_problem(r, 404, "not_found", "No %s %s in this workspace.", t->object, id);
+        return 0;
+    case RESOURCE_FAILED:
+        return -1;
+    }
+    if (if_match && t->versioned) {
+        int64_t v = get_int(out, t->version_offset);
+        if (!req_if_match(if_match, v)) {
+            req_precondition_failed(r, if_match, v);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void resource_new(struct req *r, const struct resource_table *t, void *obj)
+{
+    char now[40];
+    format_now_rfc3339(now, sizeof now);
+    const char *at = arena_strdup(&r->arena, now);
+    memset(obj, 0, t->size);
+    t->init(obj);
+    set_text(obj, t->id_offset, id_new(&r->arena, t->id_prefix));
+    set_text(obj, t->workspace_offset, r->principal.workspace_id);
+    if (t->versioned)
+        set_int(obj, t->version_offset, 1);
+    if (t->has_created_at)
+        set_text(obj, t->created_at_offset, at);
+    if (t->has_updated_at)
+        set_text(obj, t->updated_at_offset, at);
+}
+
+int resource_insert(struct req *r, const struct resource_table *t, const void *obj)
+{
+    if (!t->insert_sql) {
+        log_error("%s: rows are inserted by the handler's own statement", t->table);
+        return -1;
+    }
+    struct db_stmt *st = storage_prepare(t->insert_sql);
+    if (!st)
+        return -1;
+    int ret = -1;
+    if (t->bind(&r->arena, st, 1, obj) == 0 &&
+        db_bind_text(st, t->workspace_index + 1, r->principal.workspace_id) == 0) {
+        int rc = db_step(st);
+        if (rc == DB_DONE)
+            ret = 0;
+        else if (rc == DB_ERR_UNIQUE)
+            ret = DB_ERR_UNIQUE;
+        else
+            failed(t, "insert");
+    }
+    db_reset(st);
+    return ret;
+}
+
+/* The version the row id is stored at now: 1 with *v, 0 no such row, -1 failure. */
+static int stored_version(struct req *r, const struct resource_table *t, const char *id, int64_t *v)
+{
+    /* Only a save that found its row changed gets here: rare, so the text is built. */
+    const char *sql = arena_printf(&r->arena, "SELECT version FROM %s WHERE id = ?1 AND %s = ?2",
+                                   t->table, t->workspace);
+    struct db_stmt *st = storage_prepare(sql);
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, id);
+    db_bind_text(st, 2, r->principal.workspace_id);
+    int rc = db_step(st), ret = 0;
+    if (rc == DB_ROW) {
+        *v = db_column_int64(st, 0);
+        ret = 1;
+    } else if (rc != DB_DONE) {
+        ret = failed(t, "version lookup");
+    }
+    db_reset(st);
+    return ret;
+}
+
+int resource_save(struct req *r, const struct resource_table *t, void *obj)
+{
+    int64_t old = 0;
+    if (t->versioned) {
+        old = get_int(obj, t->version_offset);
+        set_int(obj, t->version_offset, old + 1);
+    }
+    if (t->has_updated_at) {
+        char now[40];
+        format_now_rfc3339(now, sizeof now);
+        set_text(obj, t->updated_at_offset, arena_strdup(&r->arena, now));
+    }
+    struct db_stmt *st = storage_prepare(t->update_sql);
+    if (!st)
+        return -1;
+    int ret = -1;
+    if (t->bind(&r->arena, st, 1, obj) == 0 &&
+        db_bind_text(st, t->workspace_index + 1, r->principal.workspace_id) == 0 &&
+        (!t->versioned || db_bind_int64(st, t->column_count + 1, old) == 0)) {
+        if (db_step(st) != DB_DONE)
+            failed(t, "update");
+        else if (storage_changes() == 1)
+            ret = 1;
+        else
+            ret = 0;
+    }
+    db_reset(st);
+    if (ret != 0)
+        return ret;
+    /* No row at the old version: another writer's save came first, or the row is gone. */
+    const char *id = get_text(obj, t->id_offset);
+    int64_t now_at = 0;
+    int found = t->versioned ? stored_version(r, t, id, &now_at) : 0;
+    if (found < 0)
+        return -1;
+    if (found == 0) {
+        log_error("%s: %s vanished while it was saved", t->table, id);
+        return -1;
+    }
+    set_int(obj, t->version_offset, old);
+    req_problem(r, 412, "precondition_failed",
+                "%s %s changed meanwhile: it is at version \"v%lld\" now; load it again.",
+                t->object, id, (long long)now_at);
+    return 0;
+}
+
+/* ---- lists ---------------------------------------------------------------------------- */
+
+/* The filters' SQL and the cursor's filter digest, both over f[0..n) in their order. */
+static const char *op_sql(enum resource_op op)
+{
+    switch (op) {
+    case RESOURCE_EQ:
+        return "=";
+    case RESOURCE_LT:
+        return "<";
+    case RESOURCE_GE:
+        return ">=";
+    case RESOURCE_IN:
+        break;
+    }
+    return NULL;
+}
+
+int resource_list(struct req *r, const struct resource_table *t, const struct resource_filter *f,
+                  size_t n, int64_t limit, const char *cursor, struct resource_page *out)
+{
+    /* The digest names the table, the workspace and every filter's value, so a cursor serves
+     * only the list it was issued for. An unset filter still takes its place ("~"). */
+    char *digest = arena_printf(&r->arena, "%s&w=%s", t->table, r->principal.workspace_id);
+    /* ?1 the workspace; filter i is ?(i + 2) (NULL when not set: one text per handler, so
+     * the statement stays prepared); then the position and the limit. A parameter that may
+     * be NULL is CAST where it is tested (PostgreSQL cannot infer the type of `? IS NULL`). */
+    char *sql = arena_printf(&r->arena, "SELECT %s FROM %s WHERE %s = ?1", t->columns, t->table,
+                             t->workspace);
+    for (size_t i = 0; i < n; i++) {
+        int p = (int)i + 2;
+        const char *type = f[i].integer ? "BIGINT" : "TEXT";
+        if (f[i].op == RESOURCE_IN)
+            /* the set ",a,b," holds ",<column>," when taking it out shortens it: an exact
+             * substring test both engines have (no instr() in PostgreSQL) */
+            sql = arena_printf(&r->arena,
+                               "%s AND (CAST(?%d AS TEXT) IS NULL OR length(replace(?%d, ',' || "
+                               "%s || ',', '')) < length(?%d))",
+                               sql, p, p, f[i].column, p);
+        else
+            sql = arena_printf(&r->arena, "%s AND (CAST(?%d AS %s) IS NULL OR %s %s ?%d)", sql, p,
+                               type, f[i].column, op_sql(f[i].op), p);
+        if (!f[i].set)
+            digest = arena_printf(&r->arena, "%s&%s%d=~", digest, f[i].column, (int)f[i].op);
+        else if (f[i].integer)
+            digest = arena_printf(&r->arena, "%s&%s%d=%lld", digest, f[i].column, (int)f[i].op,
+                                  (long long)f[i].number);
+        else
+            digest =
+                arena_printf(&r->arena, "%s&%s%d=%s", digest, f[i].column, (int)f[i].op, f[i].text);
+    }
+    int k = (int)n + 2;
+    sql = arena_printf(&r->arena,
+                       "%s AND (CAST(?%d AS TEXT) IS NULL OR %s < ?%d OR (%s = ?%d AND id < ?%d)) "
+                       "ORDER BY %s DESC, id DESC LIMIT ?%d",
+                       sql, k, t->sort, k, t->sort, k, k + 1, t->sort, k + 2);
+    struct page pg;
+    if (page_begin(r, &pg, digest, limit, cursor) != 0)
+        return 0;
+    struct db_stmt *st = storage_prepare(sql);
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, r->principal.workspace_id);
+    for (size_t i = 0; i < n; i++) {
+        int p = (int)i + 2;
+        if (!f[i].set)
+            db_bind_null(st, p);
+        else if (f[i].integer)
+            db_bind_int64(st, p, f[i].number);
+        else
+            db_bind_text(st, p, f[i].text);
+    }
+    page_bind(&pg, st, k, k + 1, k + 2);
+    return resource_page_fill(r, &pg, st, t->size, t->page_row, t->sort_offset, t->id_offset,
+                              out) == 0
+               ? 1
+               : -1;
+}
+
+int resource_page_fill(struct req *r, struct page *pg, struct db_stmt *st, size_t item_size,
+                       page_row_fn *row, size_t key_offset, size_t id_offset,
+                       struct resource_page *out)
+{
+    memset(out, 0, sizeof *out);
+    out->items = arena_alloc(&r->arena, (size_t)(pg->limit > 0 ? pg->limit : 1) * item_size);
+    if (page_fill(r, pg, st, out->items, item_size, row) != 0)
+        return -1;
+    out->count = pg->count;
+    out->has_more = pg->has_more;
+    if (pg->count) {
+        const char *last = (const char *)out->items + (pg->count - 1) * item_size;
+        out->next_cursor = page_next(r, pg, get_text(last, key_offset), get_text(last, id_offset));
+    }
+    return 0;
+}

@@ -1,0 +1,138 @@
+/* A resource's rows, whatever the resource: load by id within the caller's workspace (404 for
+ * anything else), insert, save as the next version under an optimistic-concurrency guard
+ * (412), and list a page of them with declared filters and a signed cursor. Everything it
+ * knows about a table comes from its descriptor, generated from the schema's x-table mapping
+ * (codegen/rows.py, generated/rows_<api>.h): column list, SQL texts, and the functions that
+ * turn a row into the schema's struct and back. It knows no API. */
+#ifndef RUNTIME_RESOURCE_H
+#define RUNTIME_RESOURCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/arena.h"
+#include "runtime/pagination.h"
+#include "runtime/req.h"
+#include "runtime/storage.h"
+
+/* One table behind one schema (generated: `const struct resource_table rows_<schema>`). */
+struct resource_table {
+    const char *table;     /* "beneficiaries" */
+    const char *object;    /* "beneficiary": how a 404 names it */
+    const char *id_prefix; /* "ben": id_valid(id, prefix), else simply not found */
+    const char *workspace; /* the tenant column every statement is scoped by */
+    const char *sort;      /* list order: (sort DESC, id DESC) */
+    const char *columns;   /* every mapped column, in read and bind order */
+    int column_count;
+    int workspace_index; /* the workspace column's place in columns, from 0 */
+    /* "SELECT <columns> FROM t WHERE id = ?1 AND <workspace> = ?2" */
+    const char *select_sql;
+    /* "INSERT INTO t (<columns>) VALUES (?, ...)", the columns bound from ?1; NULL when the
+     * table has NOT NULL columns only the handler writes (x-table internal): it inserts */
+    const char *insert_sql;
+    /* "UPDATE t SET ... WHERE id = ?I AND <workspace> = ?W [AND <version> = ?(count + 1)]":
+     * every column but id and the workspace, bound as insert_sql's, then the old version. */
+    const char *update_sql;
+    size_t size;      /* sizeof the struct */
+    size_t id_offset; /* const char * members of the struct */
+    size_t workspace_offset;
+    size_t sort_offset;
+    bool versioned; /* int64_t version at version_offset, the ETag */
+    size_t version_offset;
+    bool has_created_at; /* const char *created_at, set by resource_new */
+    size_t created_at_offset;
+    bool has_updated_at; /* const char *updated_at, set by resource_new and a save */
+    size_t updated_at_offset;
+    /* Sets the schema's constants (`object: beneficiary`), which have no column. */
+    void (*init)(void *obj);
+    /* The row's columns from first_col on into obj (strings copied into a); -1 for a value the
+     * spec does not know (an enum or union value of a newer server, unreadable JSON), logged. */
+    int (*read)(struct arena *a, struct db_stmt *st, int first_col, void *obj);
+    /* obj's columns as parameters first_param.. (JSON text built in a). 0 / -1. */
+    int (*bind)(struct arena *a, struct db_stmt *st, int first_param, const void *obj);
+    page_row_fn *page_row; /* read, as a page's row function */
+};
+
+enum { RESOURCE_FOUND = 1, RESOURCE_MISSING = 0, RESOURCE_FAILED = -1 };
+
+/* r's workspace's row id into out (t->size bytes, in r->arena): RESOURCE_FOUND,
+ * RESOURCE_MISSING (unknown, another workspace's, or not an id of t at all: all the same) or
+ * RESOURCE_FAILED (logged). Answers nothing: for callers that decide what a missing row means. */
+int resource_load(struct req *r, const struct resource_table *t, const char *id, void *out);
+/* The row an operation on id acts on: 1 go on with out; 0 answered - 404 not_found ("No
+ * <object> <id> in this workspace.") or 412 precondition_failed when if_match (the request's
+ * If-Match, NULL when it has none) names another version; -1 failure. */
+int resource_load_current(struct req *r, const struct resource_table *t, const char *id,
+                          const char *if_match, void *out);
+/* Starts a new resource in obj (t->size bytes): zeroed, its constants, a new id of t's prefix,
+ * r's workspace, version 1, created_at = updated_at = now. The caller fills the rest. */
+void resource_new(struct req *r, const struct resource_table *t, void *obj);
+/* Inserts obj as a new row (the caller has set id, version 1, times), in r's workspace
+ * whatever obj says. 0 / -1;
+ * DB_ERR_UNIQUE when a UNIQUE constraint refused it, for a caller that answers 409. */
+int resource_insert(struct req *r, const struct resource_table *t, const void *obj);
+/* Writes obj, changed from the stored row at its version, as the next version: updated_at
+ * = now, version + 1, `WHERE version = old`, in r's workspace whatever obj says. 1 saved; 0
+ * answered 412 precondition_failed when the row is at another version (another writer came first);
+ * -1 failure (no such row, or a database failure; logged). */
+int resource_save(struct req *r, const struct resource_table *t, void *obj);
+
+/* ---- lists ---------------------------------------------------------------------------- */
+
+enum resource_op {
+    RESOURCE_EQ, /* column = value */
+    RESOURCE_IN, /* column in the set ",a,b," (as <enum>_set() writes it) */
+    RESOURCE_LT, /* column < value */
+    RESOURCE_GE, /* column >= value */
+};
+
+/* One declared filter of a list: not applied when `set` is false (an absent query
+ * parameter). column is the handler's constant, never the client's text. */
+struct resource_filter {
+    const char *column;
+    enum resource_op op;
+    bool set;
+    bool integer; /* compare as BIGINT `number`, else as TEXT `text` */
+    const char *text;
+    int64_t number;
+};
+#define RESOURCE_TEXT(col, op_, v)                                                                 \
+    ((struct resource_filter){.column = (col), .op = (op_), .set = (v) != NULL, .text = (v)})
+#define RESOURCE_INT(col, op_, has, v)                                                             \
+    ((struct resource_filter){                                                                     \
+        .column = (col), .op = (op_), .set = (has), .integer = true, .number = (v)})
+
+/* A page as every list answers it. */
+struct resource_page {
+    void *items; /* count structs of the item size, in r->arena */
+    size_t count;
+    bool has_more;
+    const char *next_cursor; /* NULL on the last page */
+};
+/* Fills a generated page struct (data, data_count, has_more, next_cursor,
+ * next_cursor_is_null: every page schema has them) from a struct resource_page. */
+#define RESOURCE_PAGE_SET(page, rp)                                                                \
+    do {                                                                                           \
+        (page)->data = (rp).items;                                                                 \
+        (page)->data_count = (rp).count;                                                           \
+        (page)->has_more = (rp).has_more;                                                          \
+        (page)->next_cursor = (rp).next_cursor;                                                    \
+        (page)->next_cursor_is_null = (rp).next_cursor == NULL;                                    \
+    } while (0)
+
+/* A page of r's workspace's rows of t matching every set filter (f[0..n)), newest first by
+ * (sort, id), limit of them after cursor (NULL: the first page). The cursor is bound to the
+ * table, the workspace and the filters' values. 1 filled; 0 answered 400 invalid_cursor;
+ * -1 failure. */
+int resource_list(struct req *r, const struct resource_table *t, const struct resource_filter *f,
+                  size_t n, int64_t limit, const char *cursor, struct resource_page *out);
+/* The tail of a list that is not one table's rows (a join): st is prepared and bound by the
+ * caller, its position and limit bound with page_bind(pg, ...); steps it into pg->limit items
+ * of item_size read by row, and makes the next cursor from the last item's sort key and id
+ * (const char * members at key_offset and id_offset). 0 / -1. */
+int resource_page_fill(struct req *r, struct page *pg, struct db_stmt *st, size_t item_size,
+                       page_row_fn *row, size_t key_offset, size_t id_offset,
+                       struct resource_page *out);
+
+#endif

@@ -1,0 +1,414 @@
+/* Unit tests for runtime/resource.c on SQLite, over a table of the test's own (the runtime
+ * knows no API) with the descriptor codegen/rows.py would generate for it: loads are scoped
+ * to the workspace (another's id, a malformed id: not found), If-Match and a save that lost
+ * its race answer 412, a save bumps the version, and a list pages through the workspace's
+ * matching rows only, its cursor bound to the filters it was issued for. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/cursor.h"
+#include "runtime/id.h"
+#include "runtime/resource.h"
+#include "runtime/storage.h"
+#include "runtime/storage_sqlite.h"
+#include "tests/unit/unit.h"
+
+struct note {
+    const char *id;
+    const char *object; /* const "note": no column */
+    const char *workspace_id;
+    const char *body;
+    const char *status;
+    int64_t size;
+    bool has_size;
+    int64_t version;
+    const char *created_at;
+    const char *updated_at;
+};
+
+#define NOTE_COLUMNS "id, workspace_id, body, status, size, version, created_at, updated_at"
+
+static int note_read(struct arena *a, struct db_stmt *st, int c, void *obj)
+{
+    struct note *o = obj;
+    memset(o, 0, sizeof *o);
+    o->id = db_column_dup(a, st, c);
+    o->object = "note";
+    o->workspace_id = db_column_dup(a, st, c + 1);
+    o->body = db_column_dup(a, st, c + 2);
+    o->status = db_column_dup(a, st, c + 3);
+    if (!db_column_is_null(st, c + 4)) {
+        o->size = db_column_int64(st, c + 4);
+        o->has_size = true;
+    }
+    o->version = db_column_int64(st, c + 5);
+    o->created_at = db_column_dup(a, st, c + 6);
+    o->updated_at = db_column_dup(a, st, c + 7);
+    return strcmp(o->status, "unknown") == 0 ? -1 : 0;
+}
+
+static int note_bind(struct arena *a, struct db_stmt *st, int p, const void *obj)
+{
+    const struct note *o = obj;
+    (void)a;
+    db_bind_text(st, p, o->id);
+    db_bind_text(st, p + 1, o->workspace_id);
+    db_bind_text(st, p + 2, o->body);
+    db_bind_text(st, p + 3, o->status);
+    if (o->has_size)
+        db_bind_int64(st, p + 4, o->size);
+    else
+        db_bind_null(st, p + 4);
+    db_bind_int64(st, p + 5, o->version);
+    db_bind_text(st, p + 6, o->created_at);
+    db_bind_text(st, p + 7, o->updated_at);
+    return 0;
+}
+
+static void note_init(void *obj)
+{
+    ((struct note *)obj)->object = "note";
+}
+
+static int note_page_row(struct req *r, struct db_stmt *st, void *item)
+{
+    return note_read(&r->arena, st, 0, item);
+}
+
+static const struct resource_table notes = {
+    .table = "notes",
+    .object = "note",
+    .id_prefix = "not",
+    .workspace = "workspace_id",
+    .sort = "created_at",
+    .columns = NOTE_COLUMNS,
+    .column_count = 8,
+    .workspace_index = 1,
+    .select_sql = "SELECT " NOTE_COLUMNS " FROM notes WHERE id = ?1 AND workspace_id = ?2",
+    .insert_sql = "INSERT INTO notes (" NOTE_COLUMNS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    .update_sql = "UPDATE notes SET body = ?3, status = ?4, size = ?5, version = ?6, "
+                  "created_at = ?7, updated_at = ?8 WHERE id = ?1 AND workspace_id = ?2 AND "
+                  "version = ?9",
+    .size = sizeof(struct note),
+    .id_offset = offsetof(struct note, id),
+    .workspace_offset = offsetof(struct note, workspace_id),
+    .sort_offset = offsetof(struct note, created_at),
+    .versioned = true,
+    .version_offset = offsetof(struct note, version),
+    .has_created_at = true,
+    .created_at_offset = offsetof(struct note, created_at),
+    .has_updated_at = true,
+    .updated_at_offset = offsetof(struct note, updated_at),
+    .init = note_init,
+    .read = note_read,
+    .bind = note_bind,
+    .page_row = note_page_row,
+};
+
+static char dir[] = "/tmp/treasury-resource-XXXXXX", path[80];
+static struct req req, other;
+
+/* A second request, of another workspace, while the first one's arena still holds its rows. */
+static struct req *other_req(const char *workspace)
+{
+    arena_release(&other.arena);
+    memset(&other, 0, sizeof other);
+    arena_init(&other.arena);
+    other.principal.workspace_id = workspace;
+    return &other;
+}
+
+static struct req *fresh_req(const char *workspace)
+{
+    arena_release(&req.arena);
+    memset(&req, 0, sizeof req);
+    arena_init(&req.arena);
+    req.principal.workspace_id = workspace;
+    return &req;
+}
+
+static void setup(void)
+{
+    char err[256];
+    static const unsigned char secret[32] = {1, 2, 3};
+    cursor_init(secret, sizeof secret);
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/t.db", dir);
+    CHECK(storage_open(path, err, sizeof err) == 0);
+    CHECK(sqlite3_exec(storage_sqlite_db(),
+                       "CREATE TABLE notes (id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, "
+                       "body TEXT NOT NULL, status TEXT NOT NULL, size INTEGER, "
+                       "version INTEGER NOT NULL, created_at TEXT NOT NULL, "
+                       "updated_at TEXT NOT NULL)",
+                       NULL, NULL, NULL) == DB_OK);
+}
+
+static void teardown(void)
+{
+    char f[100];
+    const char *suffix[] = {"", "-wal", "-shm"};
+    storage_close();
+    for (int i = 0; i < 3; i++) {
+        snprintf(f, sizeof f, "%s%s", path, suffix[i]);
+        unlink(f);
+    }
+    rmdir(dir);
+    memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
+    arena_release(&req.arena);
+    memset(&req, 0, sizeof req);
+    arena_release(&other.arena);
+    memset(&other, 0, sizeof other);
+}
+
+/* A note of r's workspace created at `at` (id: a new one when NULL). */
+static const char *add_id(struct req *r, const char *id, const char *body, const char *status,
+                          const char *at)
+{
+    struct note n;
+    resource_new(r, &notes, &n);
+    if (id)
+        n.id = id;
+    n.body = body;
+    n.status = status;
+    n.created_at = n.updated_at = at;
+    CHECK(storage_begin(true) == 0);
+    CHECK(resource_insert(r, &notes, &n) == 0);
+    CHECK(storage_commit() == 0);
+    return arena_strdup(&r->arena, n.id);
+}
+
+static const char *add(struct req *r, const char *body, const char *status, const char *at)
+{
+    return add_id(r, NULL, body, status, at);
+}
+
+static void test_new_sets_id_workspace_version_and_times(void)
+{
+    setup();
+    struct req *r = fresh_req("wsp_1");
+    struct note n;
+    resource_new(r, &notes, &n);
+    CHECK(id_valid(n.id, "not"));
+    CHECK_STR(n.object, "note");
+    CHECK_STR(n.workspace_id, "wsp_1");
+    CHECK(n.version == 1);
+    CHECK(n.created_at && n.updated_at && strcmp(n.created_at, n.updated_at) == 0);
+    CHECK(!n.body && !n.has_size);
+    teardown();
+}
+
+static void test_load_finds_only_the_workspaces_own_row(void)
+{
+    setup();
+    struct req *r = fresh_req("wsp_1");
+    const char *id = add(r, "hello", "open", "2026-01-01T00:00:00.000Z");
+    struct note n;
+    CHECK(storage_begin(false) == 0);
+    CHECK(resource_load(r, &notes, id, &n) == RESOURCE_FOUND);
+    CHECK_STR(n.body, "hello");
+    CHECK_STR(n.object, "note");
+    CHECK(!n.has_size);
+    r = other_req("wsp_2");
+    CHECK(resource_load(r, &notes, id, &n) == RESOURCE_MISSING);
+    CHECK(resource_load(r, &notes, "ben_01jq57rhym4n0qhqtvs6hcx1jr", &n) == RESOURCE_MISSING);
+    CHECK(resource_load(r, &notes, "not_x' OR 1=1 --", &n) == RESOURCE_MISSING);
+    CHECK(resource_load(r, &notes, NULL, &n) == RESOURCE_MISSING);
+    /* an operation on it answers the 404 itself */
+    CHECK(resource_load_current(r, &notes, id, NULL, &n) == 0);
+    CHECK(r->status == 404);
+    CHECK_STR(r->problem_code, "not_found");
+    char want[128];
+    snprintf(want, sizeof want, "No note %s in this workspace.", id);
+    CHECK_STR(r->problem_detail, want);
+    storage_rollback();
+    teardown();
+}
+
+static void test_load_current_checks_if_match(void)
+{
+    setup();
+    struct req *r = fresh_req("wsp_1");
+    const char *id = add(r, "hello", "open", "2026-01-01T00:00:00.000Z");
+    struct note n;
+    CHECK(storage_begin(false) == 0);
+    CHECK(resource_load_current(r, &notes, id, "\"v1\"", &n) == 1);
+    CHECK(resource_load_current(r, &notes, id, "*", &n) == 1);
+    CHECK(r->status == 0);
+    CHECK(resource_load_current(r, &notes, id, "\"v2\"", &n) == 0);
+    CHECK(r->status == 412);
+    CHECK_STR(r->problem_code, "precondition_failed");
+    storage_rollback();
+    teardown();
+}
+
+static void test_save_bumps_the_version_and_guards_it(void)
+{
+    setup();
+    struct req *r = fresh_req("wsp_1");
+    const char *id = add(r, "hello", "open", "2026-01-01T00:00:00.000Z");
+    struct note n, again;
+    CHECK(storage_begin(true) == 0);
+    CHECK(resource_load(r, &notes, id, &n) == RESOURCE_FOUND);
+    n.body = "changed";
+    n.size = 7;
+    n.has_size = true;
+    CHECK(resource_save(r, &notes, &n) == 1);
+    CHECK(n.version == 2);
+    CHECK(strcmp(n.updated_at, "2026-01-01T00:00:00.000Z") > 0);
+    CHECK(resource_load(r, &notes, id, &again) == RESOURCE_FOUND);
+    CHECK_STR(again.body, "changed");
+    CHECK(again.version == 2 && again.has_size && again.size == 7);
+    CHECK_STR(again.created_at, "2026-01-01T00:00:00.000Z");
+    CHECK_STR(again.updated_at, n.updated_at);
+    /* a save from the version before (another writer came first): 412, nothing written */
+    again.version = 1;
+    again.body = "stale";
+    CHECK(resource_save(r, &notes, &again) == 0);
+    CHECK(r->status == 412);
+    CHECK_STR(r->problem_code, "precondition_failed");
+    CHECK(again.version == 1);
+    CHECK(resource_load(r, &notes, id, &again) == RESOURCE_FOUND);
+    CHECK_STR(again.body, "changed");
+    /* a row that is gone (or another workspace's) is a failure, not a 412 */
+    r = other_req("wsp_2");
+    n.version = 2;
+    CHECK(resource_save(r, &notes, &n) == -1);
+    CHECK(r->status == 0);
+    CHECK(storage_commit() == 0);
+    teardown();
+}
+
+static void test_a_row_the_reader_refuses_is_a_failure(void)
+{
+    setup();
+    struct req *r = fresh_req("wsp_1");
+    const char *id = add(r, "hello", "unknown", "2026-01-01T00:00:00.000Z");
+    struct note n;
+    CHECK(storage_begin(false) == 0);
+    CHECK(resource_load(r, &notes, id, &n) == RESOURCE_FAILED);
+    CHECK(resource_load_current(r, &notes, id, NULL, &n) == -1);
+    CHECK(r->status == 0);
+    storage_rollback();
+    teardown();
+}
+
+/* Lists wsp_1's notes with f from cursor: the bodies joined by ",", *next the cursor. */
+static const char *list(struct req *r, const struct resource_filter *f, size_t n, int64_t limit,
+                        const char *cursor, const char **next, int *answered)
+{
+    struct resource_page p;
+    CHECK(storage_begin(false) == 0);
+    int rc = resource_list(r, &notes, f, n, limit, cursor, &p);
+    storage_rollback();
+    *answered = rc;
+    if (rc <= 0)
+        return NULL;
+    const char *out = "";
+    for (size_t i = 0; i < p.count; i++)
+        out = arena_printf(&r->arena, "%s%s%s", out, i ? "," : "",
+                           ((const struct note *)p.items)[i].body);
+    CHECK(p.has_more == (p.next_cursor != NULL));
+    *next = p.next_cursor;
+    return out;
+}
+
+static void test_list_pages_through_the_workspaces_matching_rows(void)
+{
+    setup();
+    struct req *r = fresh_req("wsp_2");
+    add(r, "other", "open", "2026-01-01T00:00:05.000Z");
+    r = fresh_req("wsp_1");
+    add(r, "a", "open", "2026-01-01T00:00:01.000Z");
+    add(r, "b", "closed", "2026-01-01T00:00:02.000Z");
+    add(r, "c", "open", "2026-01-01T00:00:03.000Z");
+    /* d and e at the same time: the id breaks the tie (e's is the greater) */
+    add_id(r, "not_00000000000000000000000001", "d", "held", "2026-01-01T00:00:04.000Z");
+    add_id(r, "not_00000000000000000000000002", "e", "open", "2026-01-01T00:00:04.000Z");
+    const char *next = NULL;
+    int rc;
+    /* no filter set: every row of the workspace, newest first, two at a time */
+    const struct resource_filter none[] = {RESOURCE_TEXT("status", RESOURCE_IN, NULL)};
+    const char *all = list(r, none, 1, 10, NULL, &next, &rc);
+    CHECK(rc == 1 && next == NULL);
+    CHECK_STR(all, "e,d,c,b,a");
+    const char *seen = "", *page;
+    const char *cursor = NULL;
+    int pages = 0;
+    do {
+        page = list(r, none, 1, 2, cursor, &next, &rc);
+        CHECK(rc == 1 && page);
+        seen = arena_printf(&r->arena, "%s%s%s", seen, *seen ? "," : "", page ? page : "?");
+        cursor = next;
+        pages++;
+    } while (cursor && pages < 10);
+    CHECK(pages == 3);
+    CHECK_STR(seen, all);
+    /* IN over a set, and EQ */
+    const struct resource_filter in[] = {RESOURCE_TEXT("status", RESOURCE_IN, ",closed,held,")};
+    CHECK_STR(list(r, in, 1, 10, NULL, &next, &rc), "d,b");
+    const struct resource_filter eq[] = {RESOURCE_TEXT("status", RESOURCE_EQ, "open"),
+                                         RESOURCE_TEXT("body", RESOURCE_GE, "b")};
+    const char *open = list(r, eq, 2, 10, NULL, &next, &rc);
+    CHECK(open && strcmp(open, "e,c") == 0);
+    const struct resource_filter lt[] = {
+        RESOURCE_TEXT("created_at", RESOURCE_LT, "2026-01-01T00:00:03.000Z")};
+    CHECK_STR(list(r, lt, 1, 10, NULL, &next, &rc), "b,a");
+    /* the cursor serves only the filters it was issued for, in its workspace */
+    const struct resource_filter open_only[] = {RESOURCE_TEXT("status", RESOURCE_IN, ",open,")};
+    CHECK(list(r, open_only, 1, 1, NULL, &next, &rc) && next);
+    const char *c1 = next;
+    CHECK_STR(list(r, open_only, 1, 1, c1, &next, &rc), "c");
+    CHECK(list(r, in, 1, 1, c1, &next, &rc) == NULL && rc == 0);
+    CHECK(r->status == 400);
+    CHECK_STR(r->problem_code, "invalid_cursor");
+    r = other_req("wsp_1");
+    CHECK(list(r, none, 1, 1, c1, &next, &rc) == NULL && rc == 0); /* unset is not "any" */
+    r = other_req("wsp_2");
+    CHECK(list(r, open_only, 1, 1, c1, &next, &rc) == NULL && rc == 0);
+    CHECK(r->status == 400);
+    CHECK_STR(list(r, open_only, 1, 10, NULL, &next, &rc), "other");
+    teardown();
+}
+
+static void test_integer_filters(void)
+{
+    setup();
+    struct req *r = fresh_req("wsp_1");
+    struct note n;
+    for (int i = 1; i <= 3; i++) {
+        resource_new(r, &notes, &n);
+        n.body = arena_printf(&r->arena, "n%d", i);
+        n.status = "open";
+        n.size = i * 10;
+        n.has_size = true;
+        n.created_at = arena_printf(&r->arena, "2026-01-01T00:00:0%d.000Z", i);
+        CHECK(storage_begin(true) == 0);
+        CHECK(resource_insert(r, &notes, &n) == 0);
+        CHECK(storage_commit() == 0);
+    }
+    const char *next;
+    int rc;
+    const struct resource_filter f[] = {RESOURCE_INT("size", RESOURCE_GE, true, 20),
+                                        RESOURCE_INT("size", RESOURCE_LT, true, 30)};
+    CHECK_STR(list(r, f, 2, 10, NULL, &next, &rc), "n2");
+    const struct resource_filter g[] = {RESOURCE_INT("size", RESOURCE_GE, false, 20)};
+    CHECK_STR(list(r, g, 1, 10, NULL, &next, &rc), "n3,n2,n1");
+    teardown();
+}
+
+int main(void)
+{
+    static const struct unit_test tests[] = {
+        UNIT_TEST(test_new_sets_id_workspace_version_and_times),
+        UNIT_TEST(test_load_finds_only_the_workspaces_own_row),
+        UNIT_TEST(test_load_current_checks_if_match),
+        UNIT_TEST(test_save_bumps_the_version_and_guards_it),
+        UNIT_TEST(test_a_row_the_reader_refuses_is_a_failure),
+        UNIT_TEST(test_list_pages_through_the_workspaces_matching_rows),
+        UNIT_TEST(test_integer_filters),
+    };
+    return unit_run("resource", tests, sizeof tests / sizeof tests[0]);
+}
