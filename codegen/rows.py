@@ -130,7 +130,10 @@ def load_tables(sql_dir):
             continue
         for dialect in out:
             for name in sorted(os.listdir(d)):
-                if name.endswith('.%s.sql' % dialect):
+                # NNNN_name.<dialect>.sql, or NNNN_name.sql, which every engine runs
+                # (codegen/embed_sql.py)
+                portable = name.endswith('.sql') and name.count('.') == 1
+                if portable or name.endswith('.%s.sql' % dialect):
                     with open(os.path.join(d, name), encoding='utf-8') as f:
                         parse_ddl(f.read(), out[dialect])
     return out
