@@ -200,3 +200,78 @@ const struct resource_table rows_oauth_client = {
     .bind = bind_oauth_client,
     .page_row = page_row_oauth_client,
 };
+
+/* ---- Session: table sessions ---- */
+
+int row_read_session(struct arena *a, struct db_stmt *st, int c,
+                     struct session *o)
+{
+    memset(o, 0, sizeof *o);
+    o->id = db_column_dup(a, st, c + 0);
+    o->object = "session";
+    o->workspace_id = db_column_dup(a, st, c + 1);
+    o->created_at = db_column_dup(a, st, c + 2);
+    o->last_used_at = db_column_dup(a, st, c + 3);
+    o->has_last_used_at = o->last_used_at != NULL;
+    o->expires_at = db_column_dup(a, st, c + 4);
+    return 0;
+}
+
+int row_bind_session(struct arena *a, struct db_stmt *st, int first,
+                     const struct session *o)
+{
+    int p = first;
+    (void)a;
+    db_bind_text(st, p + 0, o->id);
+    db_bind_text(st, p + 1, o->workspace_id);
+    db_bind_text(st, p + 2, o->created_at);
+    db_bind_text(st, p + 3, o->last_used_at);
+    db_bind_text(st, p + 4, o->expires_at);
+    return 0;
+}
+
+static int read_session(struct arena *a, struct db_stmt *st, int first_col, void *o)
+{
+    return row_read_session(a, st, first_col, o);
+}
+
+static int bind_session(struct arena *a, struct db_stmt *st, int first, const void *o)
+{
+    return row_bind_session(a, st, first, o);
+}
+
+static void init_session(void *obj)
+{
+    ((struct session *)obj)->object = "session";
+}
+
+static int page_row_session(struct req *r, struct db_stmt *st, void *item)
+{
+    return row_read_session(&r->arena, st, 0, item);
+}
+
+const struct resource_table rows_session = {
+    .table = "sessions",
+    .object = "session",
+    .id_prefix = "ses",
+    .workspace = "workspace_id",
+    .sort = "created_at",
+    .columns = ROWS_SESSION_COLUMNS,
+    .column_count = ROWS_SESSION_COLUMN_COUNT,
+    .workspace_index = 1,
+    .select_sql = "SELECT " ROWS_SESSION_COLUMNS
+                  " FROM sessions WHERE id = ?1 AND workspace_id = ?2",
+    .insert_sql = NULL, /* internal NOT NULL columns: the handler inserts */
+    .update_sql = "UPDATE sessions SET created_at = ?3, last_used_at = ?4, expires_at = ?5 "
+                  "WHERE id = ?1 AND workspace_id = ?2",
+    .size = sizeof(struct session),
+    .id_offset = offsetof(struct session, id),
+    .workspace_offset = offsetof(struct session, workspace_id),
+    .sort_offset = offsetof(struct session, created_at),
+    .has_created_at = true,
+    .created_at_offset = offsetof(struct session, created_at),
+    .init = init_session,
+    .read = read_session,
+    .bind = bind_session,
+    .page_row = page_row_session,
+};

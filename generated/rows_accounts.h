@@ -22,4 +22,17 @@ int row_bind_oauth_client(struct arena *a, struct db_stmt *st, int first,
                           const struct oauth_client *o);
 extern const struct resource_table rows_oauth_client;
 
+/* Session in table sessions, columns in this order: */
+#define ROWS_SESSION_COLUMNS \
+    "id, workspace_id, created_at, last_used_at, expires_at"
+#define ROWS_SESSION_COLUMN_COUNT 5
+/* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
+ * know. */
+int row_read_session(struct arena *a, struct db_stmt *st, int first_col,
+                     struct session *o);
+/* o's columns as parameters first.. (JSON text built in a). 0 / -1. */
+int row_bind_session(struct arena *a, struct db_stmt *st, int first,
+                     const struct session *o);
+extern const struct resource_table rows_session;
+
 #endif
