@@ -95,6 +95,12 @@ int row_read_oauth_client(struct arena *a, struct db_stmt *st, int c,
         struct json_error e;
         if (json_parse(a, t, strlen(t), &v, &e) != 0)
             return unknown("oauth_clients.redirect_uris", st, c + 4);
+        struct verr_list l;
+
+        verr_init(&l, a);
+        validate_redirect_uri_list(v, "", VALIDATE_RESPONSE, &l);
+        if (l.count > 0)
+            return unknown("oauth_clients.redirect_uris", st, c + 4);
         if (v->type != JSON_ARRAY)
             return -1;
         o->redirect_uris_count = v->count;
