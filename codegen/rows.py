@@ -16,6 +16,11 @@ migrations create it (`<sql>/<api>/*.sql`, both dialects); emitted as generated/
         scopes: words                          # strings, space-separated in one text column
         approval: computed                     # not stored: the handler fills it
         note: {column: remark}                 # a scalar in a column of another name
+      hidden:                 # columns the API does not show, read and written with the row:
+        approval_round: integer               #   members of struct <name>_row beside obj
+        created_for: string?                  #   (`?`: NULL-able, has_<column> beside it)
+      state: [status, approval_round]         # what resource_save_state() writes (a
+                                              #   transition), with version and updated_at
 
 The default of a property is a column of its name: strings, integers, booleans and enums. A
 `const` string (or one-value enum) is not stored: the reader sets it. Everything else must be
@@ -31,7 +36,9 @@ import cgen
 from cgen import W
 from spec import SpecError, c_string as lit, rel
 
-XTABLE_KEYS = {'name', 'id-prefix', 'workspace', 'version', 'sort', 'columns', 'internal'}
+XTABLE_KEYS = {'name', 'id-prefix', 'workspace', 'version', 'sort', 'columns', 'internal',
+               'hidden', 'state'}
+HIDDEN_KINDS = ('integer', 'string', 'integer?', 'string?')
 SCALARS = ('string', 'integer', 'boolean', 'enum')
 
 
@@ -262,8 +269,38 @@ class Rows:
         for stamp in ('created_at', 'updated_at'):
             setattr(t, stamp, next((i.field for i in t.items if i.how == 'scalar' and
                                     i.cols[0].name == stamp and i.field.kind == 'string'), None))
+        self.hidden_and_state(t, x, loc)
         self.check_ddl(t)
         self.tables.append(t)
+
+    def hidden_and_state(self, t, x, loc):
+        """hidden: {column: integer | string, `?` when NULL-able}: struct <name>_row members
+        after obj; state: the columns a transition writes (resource_save_state)."""
+        t.hidden, t.state = [], None
+        hidden = x.get('hidden', {})
+        if not isinstance(hidden, dict):
+            return self.fail(loc / 'hidden', 'hidden maps column names to integer, string, '
+                                             'integer? or string?')
+        names = {c.name for c in t.cols}
+        for col, kind in hidden.items():
+            if kind not in HIDDEN_KINDS or not re.match(r'^[a-z][a-z0-9_]*$', str(col)):
+                self.fail(loc / 'hidden' / str(col), 'a hidden column is integer, string, '
+                                                     'integer? or string?')
+            elif col in names:
+                self.fail(loc / 'hidden' / col, 'column %s is mapped to a property and hidden'
+                          % col)
+            else:
+                t.hidden.append(Col(col, kind.rstrip('?'), not kind.endswith('?'),
+                                    loc / 'hidden' / col, 'hidden ' + col))
+        state = x.get('state')
+        if state is None:
+            return
+        every = [c.name for c in t.cols] + [c.name for c in t.hidden]
+        if not isinstance(state, list) or not state or not x.get('version') or \
+                any(c not in every or c in ('id', x['workspace']) for c in state):
+            return self.fail(loc / 'state', 'state lists mapped or hidden columns (not id or '
+                                            'the workspace) of a versioned table')
+        t.state = state
 
     def item(self, f, spec_, loc, tloc):
         n = f.node
@@ -366,6 +403,16 @@ class Rows:
                 elif c.not_null and not d.not_null:
                     self.fail(c.loc, 'column %s of table %s may be NULL, but property %s is '
                                      'required: make it NOT NULL' % (c.name, t.name, c.prop))
+            for c in t.hidden:
+                mapped.add(c.name)
+                d = ddl.get(c.name)
+                if d is None:
+                    self.fail(c.loc, 'hidden column %s is missing from table %s (%s)'
+                              % (c.name, t.name, where))
+                elif d.not_null != c.not_null:
+                    self.fail(c.loc, 'hidden column %s of table %s is %s: declare it %s'
+                              % (c.name, t.name, 'NOT NULL' if d.not_null else 'NULL-able',
+                                 c.node if d.not_null else c.node + '?'))
             internal = t.x.get('internal', [])
             for name in internal:
                 if name not in ddl:
@@ -762,7 +809,7 @@ def c_wrap(text, indent, width=96):
 
 
 def sql_texts(t):
-    names = [c.name for c in t.cols]
+    names = [c.name for c in t.cols] + [c.name for c in t.hidden]
     cols = ', '.join(names)
     ws = t.x['workspace']
     sel = 'SELECT %s FROM %s WHERE id = ?1 AND %s = ?2' % (cols, t.name, ws)
@@ -773,7 +820,44 @@ def sql_texts(t):
     if t.x.get('version'):
         where += ' AND %s = ?%d' % (t.x['version'], len(names) + 1)
     upd = 'UPDATE %s SET %s WHERE %s' % (t.name, sets, where)
+    t.state_sql = None
+    if t.state:
+        stamps = [t.x['version']] + (['updated_at'] if t.updated_at else [])
+        t.state_sql = 'UPDATE %s SET %s WHERE %s' % (
+            t.name, ', '.join('%s = ?%d' % (n, names.index(n) + 1)
+                              for n in t.state + [c for c in stamps if c not in t.state]), where)
     return cols, sel, ins, upd
+
+
+def hidden_read(t):
+    """The hidden columns into the row struct w, from column c + <property columns>."""
+    w = W()
+    for j, c in enumerate(t.hidden):
+        col = 'c + %d' % (len(t.cols) + j)
+        if c.node == 'string':
+            w('w->%s = db_column_dup(a, st, %s);' % (c.name, col))
+        elif c.not_null:
+            w('w->%s = db_column_int64(st, %s);' % (c.name, col))
+        else:
+            w('w->has_%s = !db_column_is_null(st, %s);' % (c.name, col))
+            w('w->%s = db_column_int64(st, %s);' % (c.name, col))
+    return w.lines
+
+
+def hidden_bind(t):
+    w = W()
+    for j, c in enumerate(t.hidden):
+        p = 'first + %d' % (len(t.cols) + j)
+        if c.node == 'string':
+            w('db_bind_text(st, %s, w->%s);' % (p, c.name))
+        elif c.not_null:
+            w('db_bind_int64(st, %s, w->%s);' % (p, c.name))
+        else:
+            w('if (w->has_%s)' % c.name)
+            w('    db_bind_int64(st, %s, w->%s);' % (p, c.name))
+            w('else')
+            w('    db_bind_null(st, %s);' % p)
+    return w.lines
 
 
 def object_name(t):
@@ -800,6 +884,11 @@ def groups(model, rows):
             t.object = object_name(t)
             t.read = read_body(t)
             t.bind = bind_body(t)
+            t.hidden_read = hidden_read(t)
+            t.hidden_bind = hidden_bind(t)
+            # the struct the descriptor loads and saves: the schema's, or <name>_row around it
+            t.row = t.node.cname + ('_row' if t.hidden else '')
+            t.obj = 'obj.' if t.hidden else ''
         ms = [(u, r, merge_body(rows, u, r)) for u, r, _ in rows.merges if u.group == g]
         if ts or ms:
             out.append((g, ts, ms))

@@ -172,7 +172,7 @@ static void init_oauth_client(void *obj)
 
 static int page_row_oauth_client(struct req *r, struct db_stmt *st, void *item)
 {
-    return row_read_oauth_client(&r->arena, st, 0, item);
+    return read_oauth_client(&r->arena, st, 0, item);
 }
 
 const struct resource_table rows_oauth_client = {
@@ -253,7 +253,7 @@ static void init_session(void *obj)
 
 static int page_row_session(struct req *r, struct db_stmt *st, void *item)
 {
-    return row_read_session(&r->arena, st, 0, item);
+    return read_session(&r->arena, st, 0, item);
 }
 
 const struct resource_table rows_session = {

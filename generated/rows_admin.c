@@ -82,7 +82,7 @@ static void init_service_account(void *obj)
 
 static int page_row_service_account(struct req *r, struct db_stmt *st, void *item)
 {
-    return row_read_service_account(&r->arena, st, 0, item);
+    return read_service_account(&r->arena, st, 0, item);
 }
 
 const struct resource_table rows_service_account = {

@@ -249,7 +249,7 @@ static void init_beneficiary(void *obj)
 
 static int page_row_beneficiary(struct req *r, struct db_stmt *st, void *item)
 {
-    return row_read_beneficiary(&r->arena, st, 0, item);
+    return read_beneficiary(&r->arena, st, 0, item);
 }
 
 const struct resource_table rows_beneficiary = {
@@ -287,6 +287,356 @@ const struct resource_table rows_beneficiary = {
     .read = read_beneficiary,
     .bind = bind_beneficiary,
     .page_row = page_row_beneficiary,
+};
+
+/* ---- Payment: table payments ---- */
+
+int row_read_payment(struct arena *a, struct db_stmt *st, int c,
+                     struct payment *o)
+{
+    memset(o, 0, sizeof *o);
+    o->id = db_column_dup(a, st, c + 0);
+    o->object = "payment";
+    o->workspace_id = db_column_dup(a, st, c + 1);
+    o->amount = db_column_int64(st, c + 2);
+    o->currency = db_column_dup(a, st, c + 3);
+    {
+        const char *t = db_column_text(st, c + 4);
+        o->type = payment_type_parse(t);
+        if (!o->type)
+            return unknown("payments.type", st, c + 4);
+    }
+    {
+        const char *t = db_column_text(st, c + 5);
+        o->priority = payment_priority_parse(t);
+        if (!o->priority)
+            return unknown("payments.priority", st, c + 5);
+    }
+    o->originating_account = db_column_dup(a, st, c + 6);
+    o->beneficiary_id = db_column_dup(a, st, c + 7);
+    o->effective_date = db_column_dup(a, st, c + 8);
+    o->remittance_information = db_column_dup(a, st, c + 9);
+    o->has_remittance_information = o->remittance_information != NULL;
+    o->external_id = db_column_dup(a, st, c + 10);
+    o->has_external_id = o->external_id != NULL;
+    {
+        const char *t = db_column_text(st, c + 11);
+        o->status = payment_status_parse(t);
+        if (!o->status)
+            return unknown("payments.status", st, c + 11);
+    }
+    o->failure_reason = db_column_dup(a, st, c + 12);
+    o->has_failure_reason = o->failure_reason != NULL;
+    o->failure_code = db_column_dup(a, st, c + 13);
+    o->has_failure_code = o->failure_code != NULL;
+    o->rail_reference = db_column_dup(a, st, c + 14);
+    o->has_rail_reference = o->rail_reference != NULL;
+    o->batch_id = db_column_dup(a, st, c + 15);
+    o->has_batch_id = o->batch_id != NULL;
+    o->created_by = db_column_dup(a, st, c + 16);
+    {
+        const char *t = db_column_text(st, c + 17);
+        if (!t)
+            return unknown("payments.metadata", st, c + 17);
+        struct json_value *v = NULL;
+        struct json_error e;
+        if (json_parse(a, t, strlen(t), &v, &e) != 0)
+            return unknown("payments.metadata", st, c + 17);
+        struct verr_list l;
+
+        verr_init(&l, a);
+        validate_metadata(v, "", VALIDATE_RESPONSE, &l);
+        if (l.count > 0)
+            return unknown("payments.metadata", st, c + 17);
+        if (v->type != JSON_OBJECT)
+            return -1;
+        o->metadata_count = v->count;
+        o->metadata = arena_alloc(a, (v->count + 1) * sizeof *o->metadata);
+        for (size_t j = 0; j < v->count; j++) {
+            o->metadata[j].key = v->members[j].key;
+            o->metadata[j].value = v->members[j].value->s;
+        }
+    }
+    o->version = db_column_int64(st, c + 18);
+    o->created_at = db_column_dup(a, st, c + 19);
+    o->updated_at = db_column_dup(a, st, c + 20);
+    return 0;
+}
+
+int row_bind_payment(struct arena *a, struct db_stmt *st, int first,
+                     const struct payment *o)
+{
+    int p = first;
+    (void)a;
+    db_bind_text(st, p + 0, o->id);
+    db_bind_text(st, p + 1, o->workspace_id);
+    db_bind_int64(st, p + 2, o->amount);
+    db_bind_text(st, p + 3, o->currency);
+    db_bind_text(st, p + 4, payment_type_str(o->type));
+    db_bind_text(st, p + 5, payment_priority_str(o->priority));
+    db_bind_text(st, p + 6, o->originating_account);
+    db_bind_text(st, p + 7, o->beneficiary_id);
+    db_bind_text(st, p + 8, o->effective_date);
+    db_bind_text(st, p + 9, o->remittance_information);
+    db_bind_text(st, p + 10, o->external_id);
+    db_bind_text(st, p + 11, payment_status_str(o->status));
+    db_bind_text(st, p + 12, o->failure_reason);
+    db_bind_text(st, p + 13, o->failure_code);
+    db_bind_text(st, p + 14, o->rail_reference);
+    db_bind_text(st, p + 15, o->batch_id);
+    db_bind_text(st, p + 16, o->created_by);
+    {
+        struct jsonw jw, *w = &jw;
+        jsonw_init(w);
+        jsonw_object_begin(w);
+        for (size_t j = 0; j < o->metadata_count; j++) {
+            jsonw_key(w, o->metadata[j].key);
+            jsonw_string(w, o->metadata[j].value);
+        }
+        jsonw_object_end(w);
+        char *text = json_text(a, w);
+        if (!text)
+            return -1;
+        db_bind_text(st, p + 17, text);
+    }
+    db_bind_int64(st, p + 18, o->version);
+    db_bind_text(st, p + 19, o->created_at);
+    db_bind_text(st, p + 20, o->updated_at);
+    return 0;
+}
+
+static int read_payment(struct arena *a, struct db_stmt *st, int c, void *o)
+{
+    struct payment_row *w = o;
+    if (row_read_payment(a, st, c, &w->obj) != 0)
+        return -1;
+    w->approvals_required = db_column_int64(st, c + 21);
+    w->approval_round = db_column_int64(st, c + 22);
+    w->has_next_step_at = !db_column_is_null(st, c + 23);
+    w->next_step_at = db_column_int64(st, c + 23);
+    w->has_batch_position = !db_column_is_null(st, c + 24);
+    w->batch_position = db_column_int64(st, c + 24);
+    w->created_for = db_column_dup(a, st, c + 25);
+    w->has_beneficiary_round = !db_column_is_null(st, c + 26);
+    w->beneficiary_round = db_column_int64(st, c + 26);
+    return 0;
+}
+
+static int bind_payment(struct arena *a, struct db_stmt *st, int first, const void *o)
+{
+    const struct payment_row *w = o;
+    if (row_bind_payment(a, st, first, &w->obj) != 0)
+        return -1;
+    db_bind_int64(st, first + 21, w->approvals_required);
+    db_bind_int64(st, first + 22, w->approval_round);
+    if (w->has_next_step_at)
+        db_bind_int64(st, first + 23, w->next_step_at);
+    else
+        db_bind_null(st, first + 23);
+    if (w->has_batch_position)
+        db_bind_int64(st, first + 24, w->batch_position);
+    else
+        db_bind_null(st, first + 24);
+    db_bind_text(st, first + 25, w->created_for);
+    if (w->has_beneficiary_round)
+        db_bind_int64(st, first + 26, w->beneficiary_round);
+    else
+        db_bind_null(st, first + 26);
+    return 0;
+}
+
+static void init_payment(void *obj)
+{
+    ((struct payment_row *)obj)->obj.object = "payment";
+}
+
+static int page_row_payment(struct req *r, struct db_stmt *st, void *item)
+{
+    return read_payment(&r->arena, st, 0, item);
+}
+
+const struct resource_table rows_payment = {
+    .table = "payments",
+    .object = "payment",
+    .id_prefix = "pay",
+    .workspace = "workspace_id",
+    .sort = "created_at",
+    .columns = ROWS_PAYMENT_COLUMNS,
+    .column_count = ROWS_PAYMENT_COLUMN_COUNT,
+    .workspace_index = 1,
+    .select_sql = "SELECT " ROWS_PAYMENT_COLUMNS
+                  " FROM payments WHERE id = ?1 AND workspace_id = ?2",
+    .insert_sql = "INSERT INTO payments (" ROWS_PAYMENT_COLUMNS
+                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                  "?, ?, ?, ?, ?)",
+    .update_sql = "UPDATE payments SET amount = ?3, currency = ?4, type = ?5, priority = ?6, "
+                  "originating_account = ?7, beneficiary_id = ?8, effective_date = ?9, "
+                  "remittance_information = ?10, external_id = ?11, status = ?12, "
+                  "failure_reason = ?13, failure_code = ?14, rail_reference = ?15, batch_id = "
+                  "?16, created_by = ?17, metadata = ?18, version = ?19, created_at = ?20, "
+                  "updated_at = ?21, approvals_required = ?22, approval_round = ?23, "
+                  "next_step_at = ?24, batch_position = ?25, created_for = ?26, "
+                  "beneficiary_round = ?27 WHERE id = ?1 AND workspace_id = ?2 AND version = "
+                  "?28",
+    .state_sql = "UPDATE payments SET status = ?12, approvals_required = ?22, approval_round = "
+                 "?23, failure_reason = ?13, next_step_at = ?24, rail_reference = ?15, "
+                 "failure_code = ?14, beneficiary_round = ?27, version = ?19, updated_at = ?21 "
+                 "WHERE id = ?1 AND workspace_id = ?2 AND version = ?28",
+    .size = sizeof(struct payment_row),
+    .id_offset = offsetof(struct payment_row, obj.id),
+    .workspace_offset = offsetof(struct payment_row, obj.workspace_id),
+    .sort_offset = offsetof(struct payment_row, obj.created_at),
+    .versioned = true,
+    .version_offset = offsetof(struct payment_row, obj.version),
+    .has_created_at = true,
+    .created_at_offset = offsetof(struct payment_row, obj.created_at),
+    .has_updated_at = true,
+    .updated_at_offset = offsetof(struct payment_row, obj.updated_at),
+    .init = init_payment,
+    .read = read_payment,
+    .bind = bind_payment,
+    .page_row = page_row_payment,
+};
+
+/* ---- PaymentBatch: table payment_batches ---- */
+
+int row_read_payment_batch(struct arena *a, struct db_stmt *st, int c,
+                           struct payment_batch *o)
+{
+    memset(o, 0, sizeof *o);
+    o->id = db_column_dup(a, st, c + 0);
+    o->object = "payment_batch";
+    o->workspace_id = db_column_dup(a, st, c + 1);
+    o->item_count = db_column_int64(st, c + 2);
+    o->created_by = db_column_dup(a, st, c + 3);
+    o->external_id = db_column_dup(a, st, c + 4);
+    o->has_external_id = o->external_id != NULL;
+    {
+        const char *t = db_column_text(st, c + 5);
+        if (!t)
+            return unknown("payment_batches.metadata", st, c + 5);
+        struct json_value *v = NULL;
+        struct json_error e;
+        if (json_parse(a, t, strlen(t), &v, &e) != 0)
+            return unknown("payment_batches.metadata", st, c + 5);
+        struct verr_list l;
+
+        verr_init(&l, a);
+        validate_metadata(v, "", VALIDATE_RESPONSE, &l);
+        if (l.count > 0)
+            return unknown("payment_batches.metadata", st, c + 5);
+        if (v->type != JSON_OBJECT)
+            return -1;
+        o->metadata_count = v->count;
+        o->metadata = arena_alloc(a, (v->count + 1) * sizeof *o->metadata);
+        for (size_t j = 0; j < v->count; j++) {
+            o->metadata[j].key = v->members[j].key;
+            o->metadata[j].value = v->members[j].value->s;
+        }
+    }
+    o->version = db_column_int64(st, c + 6);
+    o->created_at = db_column_dup(a, st, c + 7);
+    o->updated_at = db_column_dup(a, st, c + 8);
+    return 0;
+}
+
+int row_bind_payment_batch(struct arena *a, struct db_stmt *st, int first,
+                           const struct payment_batch *o)
+{
+    int p = first;
+    (void)a;
+    db_bind_text(st, p + 0, o->id);
+    db_bind_text(st, p + 1, o->workspace_id);
+    db_bind_int64(st, p + 2, o->item_count);
+    db_bind_text(st, p + 3, o->created_by);
+    db_bind_text(st, p + 4, o->external_id);
+    {
+        struct jsonw jw, *w = &jw;
+        jsonw_init(w);
+        jsonw_object_begin(w);
+        for (size_t j = 0; j < o->metadata_count; j++) {
+            jsonw_key(w, o->metadata[j].key);
+            jsonw_string(w, o->metadata[j].value);
+        }
+        jsonw_object_end(w);
+        char *text = json_text(a, w);
+        if (!text)
+            return -1;
+        db_bind_text(st, p + 5, text);
+    }
+    db_bind_int64(st, p + 6, o->version);
+    db_bind_text(st, p + 7, o->created_at);
+    db_bind_text(st, p + 8, o->updated_at);
+    return 0;
+}
+
+static int read_payment_batch(struct arena *a, struct db_stmt *st, int c, void *o)
+{
+    struct payment_batch_row *w = o;
+    if (row_read_payment_batch(a, st, c, &w->obj) != 0)
+        return -1;
+    w->status = db_column_dup(a, st, c + 9);
+    w->approvals_required = db_column_int64(st, c + 10);
+    w->approval_round = db_column_int64(st, c + 11);
+    w->created_for = db_column_dup(a, st, c + 12);
+    return 0;
+}
+
+static int bind_payment_batch(struct arena *a, struct db_stmt *st, int first, const void *o)
+{
+    const struct payment_batch_row *w = o;
+    if (row_bind_payment_batch(a, st, first, &w->obj) != 0)
+        return -1;
+    db_bind_text(st, first + 9, w->status);
+    db_bind_int64(st, first + 10, w->approvals_required);
+    db_bind_int64(st, first + 11, w->approval_round);
+    db_bind_text(st, first + 12, w->created_for);
+    return 0;
+}
+
+static void init_payment_batch(void *obj)
+{
+    ((struct payment_batch_row *)obj)->obj.object = "payment_batch";
+}
+
+static int page_row_payment_batch(struct req *r, struct db_stmt *st, void *item)
+{
+    return read_payment_batch(&r->arena, st, 0, item);
+}
+
+const struct resource_table rows_payment_batch = {
+    .table = "payment_batches",
+    .object = "payment batch",
+    .id_prefix = "pbt",
+    .workspace = "workspace_id",
+    .sort = "created_at",
+    .columns = ROWS_PAYMENT_BATCH_COLUMNS,
+    .column_count = ROWS_PAYMENT_BATCH_COLUMN_COUNT,
+    .workspace_index = 1,
+    .select_sql = "SELECT " ROWS_PAYMENT_BATCH_COLUMNS
+                  " FROM payment_batches WHERE id = ?1 AND workspace_id = ?2",
+    .insert_sql = "INSERT INTO payment_batches (" ROWS_PAYMENT_BATCH_COLUMNS
+                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    .update_sql = "UPDATE payment_batches SET item_count = ?3, created_by = ?4, external_id = "
+                  "?5, metadata = ?6, version = ?7, created_at = ?8, updated_at = ?9, status = "
+                  "?10, approvals_required = ?11, approval_round = ?12, created_for = ?13 "
+                  "WHERE id = ?1 AND workspace_id = ?2 AND version = ?14",
+    .state_sql = "UPDATE payment_batches SET status = ?10, approval_round = ?12, version = ?7, "
+                 "updated_at = ?9 WHERE id = ?1 AND workspace_id = ?2 AND version = ?14",
+    .size = sizeof(struct payment_batch_row),
+    .id_offset = offsetof(struct payment_batch_row, obj.id),
+    .workspace_offset = offsetof(struct payment_batch_row, obj.workspace_id),
+    .sort_offset = offsetof(struct payment_batch_row, obj.created_at),
+    .versioned = true,
+    .version_offset = offsetof(struct payment_batch_row, obj.version),
+    .has_created_at = true,
+    .created_at_offset = offsetof(struct payment_batch_row, obj.created_at),
+    .has_updated_at = true,
+    .updated_at_offset = offsetof(struct payment_batch_row, obj.updated_at),
+    .init = init_payment_batch,
+    .read = read_payment_batch,
+    .bind = bind_payment_batch,
+    .page_row = page_row_payment_batch,
 };
 
 void merge_beneficiary_create_into_beneficiary(struct arena *a, const struct beneficiary_create *u,
@@ -374,6 +724,88 @@ void merge_beneficiary_update_into_beneficiary(struct arena *a, const struct ben
         } else {
             o->email = u->email;
             o->has_email = true;
+        }
+    }
+    if (u->has_metadata) {
+        o->metadata = u->metadata;
+        o->metadata_count = u->metadata_count;
+    }
+}
+
+void merge_payment_create_into_payment(struct arena *a, const struct payment_create *u,
+                                       struct payment *o)
+{
+    (void)a;
+    o->amount = u->amount;
+    o->currency = u->currency;
+    o->type = u->type;
+    if (u->has_priority) {
+        o->priority = u->priority;
+    }
+    o->originating_account = u->originating_account;
+    o->beneficiary_id = u->beneficiary_id;
+    if (u->has_effective_date) {
+        o->effective_date = u->effective_date;
+    }
+    if (u->has_remittance_information) {
+        o->remittance_information = u->remittance_information;
+        o->has_remittance_information = true;
+    }
+    if (u->has_external_id) {
+        o->external_id = u->external_id;
+        o->has_external_id = true;
+    }
+    if (u->has_funding_conversion_id) {
+        o->funding_conversion_id = u->funding_conversion_id;
+        o->has_funding_conversion_id = true;
+    }
+    if (u->has_metadata) {
+        o->metadata = u->metadata;
+        o->metadata_count = u->metadata_count;
+    }
+}
+
+void merge_payment_update_into_payment(struct arena *a, const struct payment_update *u,
+                                       struct payment *o)
+{
+    (void)a;
+    if (u->has_amount) {
+        o->amount = u->amount;
+    }
+    if (u->has_currency) {
+        o->currency = u->currency;
+    }
+    if (u->has_type) {
+        o->type = u->type;
+    }
+    if (u->has_priority) {
+        o->priority = u->priority;
+    }
+    if (u->has_originating_account) {
+        o->originating_account = u->originating_account;
+    }
+    if (u->has_beneficiary_id) {
+        o->beneficiary_id = u->beneficiary_id;
+    }
+    if (u->has_effective_date) {
+        o->effective_date = u->effective_date;
+    }
+    if (u->has_remittance_information) {
+        if (u->remittance_information_is_null) {
+            o->remittance_information = NULL;
+            o->has_remittance_information = false;
+        } else {
+            o->remittance_information = u->remittance_information;
+            o->has_remittance_information = true;
+        }
+    }
+    if (u->has_external_id) {
+        if (u->external_id_is_null) {
+            o->external_id = NULL;
+            o->has_external_id = false;
+        } else {
+            o->external_id = u->external_id;
+            o->has_external_id = true;
         }
     }
     if (u->has_metadata) {

@@ -24,6 +24,60 @@ int row_bind_beneficiary(struct arena *a, struct db_stmt *st, int first,
                          const struct beneficiary *o);
 extern const struct resource_table rows_beneficiary;
 
+/* Payment in table payments, columns in this order: */
+#define ROWS_PAYMENT_COLUMNS \
+    "id, workspace_id, amount, currency, type, priority, originating_account, beneficiary_id, " \
+    "effective_date, remittance_information, external_id, status, failure_reason, " \
+    "failure_code, rail_reference, batch_id, created_by, metadata, version, created_at, " \
+    "updated_at, approvals_required, approval_round, next_step_at, batch_position, " \
+    "created_for, beneficiary_round"
+#define ROWS_PAYMENT_COLUMN_COUNT 27
+/* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
+ * know. */
+int row_read_payment(struct arena *a, struct db_stmt *st, int first_col,
+                     struct payment *o);
+/* o's columns as parameters first.. (JSON text built in a). 0 / -1. */
+int row_bind_payment(struct arena *a, struct db_stmt *st, int first,
+                     const struct payment *o);
+/* What rows_payment loads and saves: the API's payment and the columns it
+ * does not show (x-table hidden; the last ones of the list above). */
+struct payment_row {
+    struct payment obj;
+    int64_t approvals_required;
+    int64_t approval_round;
+    bool has_next_step_at;
+    int64_t next_step_at;
+    bool has_batch_position;
+    int64_t batch_position;
+    const char *created_for; /* NULL: SQL NULL */
+    bool has_beneficiary_round;
+    int64_t beneficiary_round;
+};
+extern const struct resource_table rows_payment;
+
+/* PaymentBatch in table payment_batches, columns in this order: */
+#define ROWS_PAYMENT_BATCH_COLUMNS \
+    "id, workspace_id, item_count, created_by, external_id, metadata, version, created_at, " \
+    "updated_at, status, approvals_required, approval_round, created_for"
+#define ROWS_PAYMENT_BATCH_COLUMN_COUNT 13
+/* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
+ * know. */
+int row_read_payment_batch(struct arena *a, struct db_stmt *st, int first_col,
+                           struct payment_batch *o);
+/* o's columns as parameters first.. (JSON text built in a). 0 / -1. */
+int row_bind_payment_batch(struct arena *a, struct db_stmt *st, int first,
+                           const struct payment_batch *o);
+/* What rows_payment_batch loads and saves: the API's payment_batch and the columns it
+ * does not show (x-table hidden; the last ones of the list above). */
+struct payment_batch_row {
+    struct payment_batch obj;
+    const char *status;
+    int64_t approvals_required;
+    int64_t approval_round;
+    const char *created_for; /* NULL: SQL NULL */
+};
+extern const struct resource_table rows_payment_batch;
+
 /* PATCH: u merged into o (RFC 7396): an absent member keeps o's, null removes it, a value
  * replaces it, a nested update object merges member by member. */
 void merge_beneficiary_create_into_beneficiary(struct arena *a, const struct beneficiary_create *u,
@@ -33,5 +87,15 @@ void merge_beneficiary_create_into_beneficiary(struct arena *a, const struct ben
  * replaces it, a nested update object merges member by member. */
 void merge_beneficiary_update_into_beneficiary(struct arena *a, const struct beneficiary_update *u,
                                                struct beneficiary *o);
+
+/* PATCH: u merged into o (RFC 7396): an absent member keeps o's, null removes it, a value
+ * replaces it. */
+void merge_payment_create_into_payment(struct arena *a, const struct payment_create *u,
+                                       struct payment *o);
+
+/* PATCH: u merged into o (RFC 7396): an absent member keeps o's, null removes it, a value
+ * replaces it. */
+void merge_payment_update_into_payment(struct arena *a, const struct payment_update *u,
+                                       struct payment *o);
 
 #endif

@@ -32,24 +32,6 @@ static int db_failed(const char *what)
     return -1;
 }
 
-/* ---- metadata: stored as a JSON object text ---------------------------------------------- */
-
-char *pay_metadata_json(const struct metadata_entry *m, size_t n)
-{
-    struct jsonw w;
-    size_t len = 0;
-    jsonw_init(&w);
-    jsonw_object_begin(&w);
-    for (size_t i = 0; i < n; i++) {
-        jsonw_key(&w, m[i].key);
-        jsonw_string(&w, m[i].value);
-    }
-    jsonw_object_end(&w);
-    char *out = jsonw_take(&w, &len);
-    jsonw_release(&w);
-    return out;
-}
-
 const char *pay_json_text(struct req *r, struct jsonw *w)
 {
     size_t len = 0;
@@ -96,34 +78,9 @@ int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sq
     return -1;
 }
 
-int pay_metadata_parse(struct req *r, const char *text, struct metadata_entry **m, size_t *n)
-{
-    struct json_value *v = NULL;
-    struct json_error err;
-    if (!text || json_parse(&r->arena, text, strlen(text), &v, &err) != 0 ||
-        v->type != JSON_OBJECT)
-        return -1;
-    *m = arena_alloc(&r->arena, (v->count ? v->count : 1) * sizeof **m);
-    for (size_t i = 0; i < v->count; i++) {
-        if (v->members[i].value->type != JSON_STRING)
-            return -1;
-        (*m)[i].key = v->members[i].key;
-        (*m)[i].value = v->members[i].value->s;
-    }
-    *n = v->count;
-    return 0;
-}
-
 /* ==== payments ============================================================================ */
 
 #define PAY_PATH "/v1/payments"
-#define PAY_COLUMNS                                                                           \
-    "id, workspace_id, amount, currency, type, priority, originating_account, "              \
-    "beneficiary_id, effective_date, remittance_information, external_id, status, "          \
-    "approvals_required, approval_round, failure_reason, created_by, metadata, version, "    \
-    "created_at, updated_at, next_step_at, rail_reference, failure_code, batch_id, "          \
-    "batch_position, created_for, beneficiary_round"
-
 /* The ISO 20022 status code of a status, where one applies: approved ACTC, processing and sent
  * ACSP, completed ACSC, failed RJCT, cancelled CANC. */
 static enum payment_iso20022_status iso_status(enum payment_status s)
@@ -146,18 +103,18 @@ static enum payment_iso20022_status iso_status(enum payment_status s)
     }
 }
 
-void pay_set_status(struct pay *x, enum payment_status s)
+void pay_set_status(struct payment_row *x, enum payment_status s)
 {
-    struct payment *p = &x->p;
+    struct payment *p = &x->obj;
     p->status = s;
     p->iso20022_status = iso_status(s);
     p->has_iso20022_status = p->iso20022_status != 0;
-    x->has_next_step = s == PAYMENT_STATUS_APPROVED;
+    x->has_next_step_at = s == PAYMENT_STATUS_APPROVED;
     x->next_step_at = 0;
 }
 
 /* The decisions of the payment's current round, in order. 0 / -1. */
-int pay_load_approvers(struct req *r, struct pay *x)
+int pay_load_approvers(struct req *r, struct payment_row *x)
 {
     struct payment_approval *a = arena_alloc(&r->arena, sizeof *a);
     struct db_stmt *st = storage_prepare(
@@ -165,10 +122,10 @@ int pay_load_approvers(struct req *r, struct pay *x)
         "WHERE payment_id = ? AND round = ? ORDER BY decided_at, user_id");
     if (!st)
         return -1;
-    db_bind_text(st, 1, x->p.id);
-    db_bind_int64(st, 2, x->round);
-    a->required = x->p.approval ? x->p.approval->required : 0;
-    x->p.approval = a;
+    db_bind_text(st, 1, x->obj.id);
+    db_bind_int64(st, 2, x->approval_round);
+    a->required = x->obj.approval ? x->obj.approval->required : 0;
+    x->obj.approval = a;
     return pay_read_decisions(r, st, a);
 }
 
@@ -203,61 +160,16 @@ int pay_read_decisions(struct req *r, struct db_stmt *st, struct payment_approva
     return rc == DB_ROW || rc == DB_DONE ? 0 : db_failed("approvals");
 }
 
-/* The columns of PAY_COLUMNS into x, the approval without its decisions. */
-static int row_to_pay_fields(struct req *r, struct db_stmt *st, struct pay *x)
+/* What the row leaves to the handler (x-table computed): the status's ISO code, the approval
+ * (its decisions come after) and the creator as the first maker. */
+static void pay_complete(struct req *r, struct payment_row *x)
 {
-    struct payment *p = &x->p;
-    memset(x, 0, sizeof *x);
-    p->id = db_column_dup(&r->arena, st, 0);
-    p->object = "payment";
-    p->workspace_id = db_column_dup(&r->arena, st, 1);
-    p->amount = db_column_int64(st, 2);
-    p->currency = db_column_dup(&r->arena, st, 3);
-    p->type = payment_type_parse(db_column_dup(&r->arena, st, 4));
-    p->priority = payment_priority_parse(db_column_dup(&r->arena, st, 5));
-    p->originating_account = db_column_dup(&r->arena, st, 6);
-    p->beneficiary_id = db_column_dup(&r->arena, st, 7);
-    p->effective_date = db_column_dup(&r->arena, st, 8);
-    p->remittance_information = db_column_dup(&r->arena, st, 9);
-    p->has_remittance_information = p->remittance_information != NULL;
-    p->external_id = db_column_dup(&r->arena, st, 10);
-    p->has_external_id = p->external_id != NULL;
-    pay_set_status(x, payment_status_parse(db_column_dup(&r->arena, st, 11)));
+    struct payment *p = &x->obj;
+    p->iso20022_status = iso_status(p->status);
+    p->has_iso20022_status = p->iso20022_status != 0;
     p->approval = arena_alloc(&r->arena, sizeof *p->approval);
-    p->approval->required = db_column_int64(st, 12);
-    x->round = db_column_int64(st, 13);
-    p->failure_reason = db_column_dup(&r->arena, st, 14);
-    p->has_failure_reason = p->failure_reason != NULL;
-    p->created_by = db_column_dup(&r->arena, st, 15);
-    if (pay_metadata_parse(r, db_column_dup(&r->arena, st, 16), &p->metadata,
-                           &p->metadata_count) != 0)
-        return -1;
-    p->version = db_column_int64(st, 17);
-    p->created_at = db_column_dup(&r->arena, st, 18);
-    p->updated_at = db_column_dup(&r->arena, st, 19);
-    x->has_next_step = !db_column_is_null(st, 20);
-    x->next_step_at = db_column_int64(st, 20);
-    p->rail_reference = db_column_dup(&r->arena, st, 21);
-    p->has_rail_reference = p->rail_reference != NULL;
-    p->failure_code = db_column_dup(&r->arena, st, 22);
-    p->has_failure_code = p->failure_code != NULL;
-    p->batch_id = db_column_dup(&r->arena, st, 23);
-    p->has_batch_id = p->batch_id != NULL;
-    x->created_for = db_column_dup(&r->arena, st, 25);
-    x->beneficiary_round = db_column_int64(st, 26); /* NULL reads as 0: not known */
+    p->approval->required = x->approvals_required;
     pay_set_creator(r, x);
-    if (!p->type || !p->priority || !p->status) {
-        log_error("payments: %s has a value the spec does not know", p->id);
-        return -1;
-    }
-    return 0;
-}
-
-static int row_to_pay(struct req *r, struct db_stmt *st, struct pay *x)
-{
-    if (row_to_pay_fields(r, st, x) != 0)
-        return -1;
-    return pay_load_approvers(r, x) != 0 ? -1 : pay_load_makers(r, &x->p);
 }
 
 /* A decision of the page's payment p (row columns 1..), one of its current round's. */
@@ -280,34 +192,13 @@ static int load_page_approvers(struct req *r, struct payment *items, size_t n)
                          page_decision, "payments: page approvals");
 }
 
-/* The caller's payment: 1 found, 0 answered (404, or 412 for an If-Match naming another
- * version), -1 failure. */
-int pay_load(struct req *r, const char *id, const char *if_match, struct pay *x)
+int pay_load(struct req *r, const char *id, const char *if_match, struct payment_row *x)
 {
-    if (!id_valid(id, "pay")) {
-        req_problem(r, 404, "not_found", "No payment %s in this workspace.", id);
-        return 0;
-    }
-    struct db_stmt *st = storage_prepare("SELECT " PAY_COLUMNS
-                                       " FROM payments WHERE id = ? AND workspace_id = ?");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, id);
-    db_bind_text(st, 2, r->principal.workspace_id);
-    int rc = db_step(st), ret;
-    if (rc == DB_ROW) {
-        ret = row_to_pay(r, st, x) == 0 ? 1 : -1; /* reads the approvals with another statement */
-    } else {
-        ret = rc == DB_DONE ? 0 : db_failed("payment load");
-    }
-    db_reset(st);
-    if (ret == 0)
-        req_problem(r, 404, "not_found", "No payment %s in this workspace.", id);
-    if (ret == 1 && if_match && !req_if_match(if_match, x->p.version)) {
-        req_precondition_failed(r, if_match, x->p.version);
-        return 0;
-    }
-    return ret;
+    int found = resource_load_current(r, &rows_payment, id, if_match, x); /* 404, 412 */
+    if (found <= 0)
+        return found;
+    pay_complete(r, x);
+    return pay_load_approvers(r, x) != 0 || pay_load_makers(r, &x->obj) != 0 ? -1 : 1;
 }
 
 /* The payment as JSON text, as GET answers it (for events). Lives in r->arena. */
@@ -397,91 +288,20 @@ int pay_external_id_taken(struct req *r, const char *external_id, const char *ex
     return rc == DB_ROW || rc == DB_DONE ? 0 : -1;
 }
 
-/* Writes every column of x: INSERT when insert, else UPDATE at old_version. 0 / -1. */
-int pay_save(const struct pay *x, enum pay_write how, int64_t old_version)
+int pay_save(struct req *r, struct payment_row *x, enum pay_write how)
 {
-    /* One numbering of the parameters for all three; a statement leaves out what it does not
-     * write (binding a number it does not use is harmless). */
-    static const char *const sql[] = {
-        [PAY_INSERT] = "INSERT INTO payments (" PAY_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                       "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
-                       "?22, ?23, ?24, ?26, ?27, ?28)",
-        [PAY_UPDATE] = "UPDATE payments SET amount = ?3, currency = ?4, type = ?5, priority = ?6, "
-                       "originating_account = ?7, beneficiary_id = ?8, effective_date = ?9, "
-                       "remittance_information = ?10, external_id = ?11, status = ?12, "
-                       "approvals_required = ?13, approval_round = ?14, failure_reason = ?15, "
-                       "metadata = ?17, version = ?18, updated_at = ?20, next_step_at = ?21, "
-                       "rail_reference = ?22, failure_code = ?23, beneficiary_round = ?28 "
-                       "WHERE id = ?1 AND workspace_id = ?2 AND version = ?25",
-        [PAY_UPDATE_STATE] = "UPDATE payments SET status = ?12, approvals_required = ?13, "
-                             "approval_round = ?14, failure_reason = ?15, version = ?18, "
-                             "updated_at = ?20, next_step_at = ?21, rail_reference = ?22, "
-                             "failure_code = ?23, beneficiary_round = ?28 "
-                             "WHERE id = ?1 AND workspace_id = ?2 AND version = ?25",
-    };
-    const struct payment *p = &x->p;
-    bool insert = how == PAY_INSERT;
-    char *metadata = how == PAY_UPDATE_STATE ? NULL
-                                              : pay_metadata_json(p->metadata, p->metadata_count);
-    struct db_stmt *st = storage_prepare(sql[how]);
-    int ret = -1;
-    if (!st)
-        goto out;
-    db_bind_text(st, 1, p->id);
-    db_bind_text(st, 2, p->workspace_id);
-    db_bind_int64(st, 3, p->amount);
-    db_bind_text(st, 4, p->currency);
-    db_bind_text(st, 5, payment_type_str(p->type));
-    db_bind_text(st, 6, payment_priority_str(p->priority));
-    db_bind_text(st, 7, p->originating_account);
-    db_bind_text(st, 8, p->beneficiary_id);
-    db_bind_text(st, 9, p->effective_date);
-    db_bind_text(st, 10, p->has_remittance_information ? p->remittance_information : NULL);
-    db_bind_text(st, 11, p->has_external_id ? p->external_id : NULL);
-    db_bind_text(st, 12, payment_status_str(p->status));
-    db_bind_int64(st, 13, p->approval->required);
-    db_bind_int64(st, 14, x->round);
-    db_bind_text(st, 15, p->has_failure_reason ? p->failure_reason : NULL);
-    db_bind_text(st, 16, p->created_by);
-    db_bind_text(st, 17, metadata);
-    db_bind_int64(st, 18, p->version);
-    db_bind_text(st, 19, p->created_at);
-    db_bind_text(st, 20, p->updated_at);
-    if (x->has_next_step)
-        db_bind_int64(st, 21, x->next_step_at);
-    else
-        db_bind_null(st, 21);
-    db_bind_text(st, 22, p->has_rail_reference ? p->rail_reference : NULL);
-    db_bind_text(st, 23, p->has_failure_code ? p->failure_code : NULL);
-    db_bind_text(st, 24, p->has_batch_id ? p->batch_id : NULL); /* set once, by the INSERT */
-    if (insert && p->has_batch_id)
-        db_bind_int64(st, 26, x->batch_position);
-    db_bind_text(st, 27, x->created_for); /* set once, by the INSERT */
-    if (x->beneficiary_round > 0)
-        db_bind_int64(st, 28, x->beneficiary_round);
-    else
-        db_bind_null(st, 28);
-    if (!insert)
-        db_bind_int64(st, 25, old_version);
-    if (db_step(st) == DB_DONE && storage_changes() == 1)
-        ret = 0;
-    else
-        db_failed(insert ? "payment insert" : "payment update");
-    db_reset(st);
-out:
-    free(metadata);
-    return ret;
+    x->approvals_required = x->obj.approval->required;
+    x->has_beneficiary_round = x->beneficiary_round > 0; /* 0: not known */
+    if (how == PAY_INSERT)
+        return resource_insert(r, &rows_payment, x) == 0 ? 0 : -1;
+    /* loaded in this transaction: another writer cannot have come first */
+    return (how == PAY_UPDATE ? resource_save(r, &rows_payment, x)
+                              : resource_save_state(r, &rows_payment, x)) == 1
+               ? 0
+               : -1;
 }
 
-void pay_touch(struct req *r, struct payment *p)
-{
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
-    p->updated_at = arena_strdup(&r->arena, now);
-    p->version++;
-}
-
-int pay_reschedule(const struct pay *x, bool has_next, int64_t at)
+int pay_reschedule(const struct payment_row *x, bool has_next, int64_t at)
 {
     struct db_stmt *st = storage_prepare(
         "UPDATE payments SET next_step_at = ? WHERE id = ? AND version = ?");
@@ -491,8 +311,8 @@ int pay_reschedule(const struct pay *x, bool has_next, int64_t at)
         db_bind_int64(st, 1, at);
     else
         db_bind_null(st, 1);
-    db_bind_text(st, 2, x->p.id);
-    db_bind_int64(st, 3, x->p.version);
+    db_bind_text(st, 2, x->obj.id);
+    db_bind_int64(st, 3, x->obj.version);
     int rc = db_step(st);
     db_reset(st);
     return rc == DB_DONE ? 0 : -1;
@@ -501,33 +321,20 @@ int pay_reschedule(const struct pay *x, bool has_next, int64_t at)
 /* ---- operations ---- */
 
 int pay_from_create(struct req *r, const struct payment_create *c, const char *base,
-                    struct pay *x)
+                    struct payment_row *x)
 {
-    struct payment *p = &x->p;
-    char now[40], day[11];
-    format_now_rfc3339(now, sizeof now);
+    struct payment *p = &x->obj;
+    char day[11];
     pay_today(day);
-    p->id = id_new(&r->arena, "pay");
-    p->object = "payment";
-    p->workspace_id = r->principal.workspace_id;
-    p->amount = c->amount;
-    p->currency = c->currency;
-    p->type = c->type;
-    p->priority = c->has_priority ? c->priority : PAYMENT_PRIORITY_NORMAL;
-    p->originating_account = c->originating_account;
-    p->beneficiary_id = c->beneficiary_id;
-    p->effective_date = c->has_effective_date ? c->effective_date : arena_strdup(&r->arena, day);
-    p->remittance_information = c->remittance_information;
-    p->has_remittance_information = c->has_remittance_information;
-    p->external_id = c->external_id;
-    p->has_external_id = c->has_external_id;
+    resource_new(r, &rows_payment, x); /* id, workspace, version 1, times */
+    merge_payment_create_into_payment(&r->arena, c, p);
+    if (!c->has_priority)
+        p->priority = PAYMENT_PRIORITY_NORMAL;
+    if (!c->has_effective_date)
+        p->effective_date = arena_strdup(&r->arena, day);
     p->created_by = r->principal.user_id;
-    p->metadata = c->has_metadata ? c->metadata : NULL;
-    p->metadata_count = c->has_metadata ? c->metadata_count : 0;
-    p->version = 1;
-    p->created_at = p->updated_at = arena_strdup(&r->arena, now);
     p->approval = arena_alloc(&r->arena, sizeof *p->approval);
-    x->round = 1;
+    x->approval_round = 1;
     /* The maker: a service-account token's payment is made by the person who minted it. */
     if (!(x->created_for = pay_person(r)))
         return pay_person_missing(r) == 0 ? 1 : -1;
@@ -547,8 +354,8 @@ int pay_from_create(struct req *r, const struct payment_create *c, const char *b
 int payments_create_payment(struct req *r, const struct payments_create_payment_request *in,
                             struct payments_create_payment_response *out)
 {
-    struct pay *x = arena_alloc(&r->arena, sizeof *x);
-    struct payment *p = &x->p;
+    struct payment_row *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment *p = &x->obj;
     int made = pay_from_create(r, in->body, "", x);
     if (made != 0)
         return made > 0 ? 0 : -1;
@@ -572,7 +379,7 @@ int payments_create_payment(struct req *r, const struct payments_create_payment_
     pay_set_status(x, need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED);
     /* Both events carry the payment as stored: render it once. */
     const char *json = payment_json(r, p);
-    if (pay_save(x, PAY_INSERT, 0) != 0 ||
+    if (pay_save(r, x, PAY_INSERT) != 0 ||
         record_change_json(r, "payment.created", p, 0, NULL, json) != 0 ||
         (need == 0 && record_change_json(r, "payment.approved", p, PAYMENT_STATUS_APPROVED,
                                          "no approval required by the policy", json) != 0))
@@ -580,29 +387,18 @@ int payments_create_payment(struct req *r, const struct payments_create_payment_
     out->status = 201;
     out->body_201 = p;
     out->location = arena_printf(&r->arena, PAY_PATH "/%s", p->id);
-    out->etag = req_etag(r, p->version);
     return 0;
 }
 
 int payments_get_payment(struct req *r, const struct payments_get_payment_request *in,
                          struct payments_get_payment_response *out)
 {
-    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment_row *x = arena_alloc(&r->arena, sizeof *x);
     int found = pay_load(r, in->id, NULL, x);
     if (found <= 0)
         return found;
     out->status = 200;
-    out->body_200 = &x->p;
-    out->etag = req_etag(r, x->p.version);
-    return 0;
-}
-
-static int payment_row(struct req *r, struct db_stmt *st, void *item)
-{
-    struct pay x;
-    if (row_to_pay_fields(r, st, &x) != 0)
-        return -1; /* decisions: load_page_approvers, once the page is read */
-    memcpy(item, &x.p, sizeof x.p);
+    out->body_200 = &x->obj;
     return 0;
 }
 
@@ -620,66 +416,37 @@ static const char *utc(struct req *r, bool has, const char *ts)
 int payments_list_payments(struct req *r, const struct payments_list_payments_request *in,
                            struct payments_list_payments_response *out)
 {
-    const char *status = payment_status_set(&r->arena, in->status, in->status_count);
-    const char *created_gte = utc(r, in->has_created_gte, in->created_gte);
-    const char *created_lt = utc(r, in->has_created_lt, in->created_lt);
-    const char *filters = arena_printf(
-        &r->arena, "payments&w=%s&s=%s&c=%s&b=%s&a=%lld-%lld&ct=%s-%s&ed=%s-%s&pb=%s",
-        r->principal.workspace_id, status ? status : "", in->has_currency ? in->currency : "",
-        in->has_beneficiary_id ? in->beneficiary_id : "",
-        (long long)(in->has_amount_gte ? in->amount_gte : 0),
-        (long long)(in->has_amount_lt ? in->amount_lt : 0), created_gte ? created_gte : "",
-        created_lt ? created_lt : "", in->has_effective_date_gte ? in->effective_date_gte : "",
-        in->has_effective_date_lt ? in->effective_date_lt : "",
-        in->has_batch_id ? in->batch_id : "");
-    struct page pg;
-    if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
-        return 0;
-    /* ?2, the status set ",a,b,", holds the row's ",status," when taking it out shortens
-     * it: an exact substring test both engines have (no instr() in PostgreSQL). A parameter
-     * that may be NULL is CAST where it is tested, since PostgreSQL cannot infer its type from
-     * `? IS NULL` alone. */
-    struct db_stmt *st = storage_prepare(
-        "SELECT " PAY_COLUMNS " FROM payments WHERE workspace_id = ?1 "
-        "AND (CAST(?2 AS TEXT) IS NULL "
-        "     OR length(replace(?2, ',' || status || ',', '')) < length(?2)) "
-        "AND (CAST(?3 AS TEXT) IS NULL OR currency = ?3) "
-        "AND (CAST(?4 AS TEXT) IS NULL OR beneficiary_id = ?4) "
-        "AND (CAST(?5 AS BIGINT) IS NULL OR amount >= ?5) "
-        "AND (CAST(?6 AS BIGINT) IS NULL OR amount < ?6) "
-        "AND (CAST(?7 AS TEXT) IS NULL OR created_at >= ?7) "
-        "AND (CAST(?8 AS TEXT) IS NULL OR created_at < ?8) "
-        "AND (CAST(?9 AS TEXT) IS NULL OR effective_date >= ?9) "
-        "AND (CAST(?10 AS TEXT) IS NULL OR effective_date < ?10) "
-        "AND (CAST(?14 AS TEXT) IS NULL OR batch_id = ?14) "
-        "AND (CAST(?11 AS TEXT) IS NULL OR created_at < ?11 OR (created_at = ?11 AND id < ?12)) "
-        "ORDER BY created_at DESC, id DESC LIMIT ?13");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, r->principal.workspace_id);
-    db_bind_text(st, 2, status);
-    db_bind_text(st, 3, in->has_currency ? in->currency : NULL);
-    db_bind_text(st, 4, in->has_beneficiary_id ? in->beneficiary_id : NULL);
-    if (in->has_amount_gte)
-        db_bind_int64(st, 5, in->amount_gte);
-    else
-        db_bind_null(st, 5);
-    if (in->has_amount_lt)
-        db_bind_int64(st, 6, in->amount_lt);
-    else
-        db_bind_null(st, 6);
-    db_bind_text(st, 7, created_gte);
-    db_bind_text(st, 8, created_lt);
-    db_bind_text(st, 9, in->has_effective_date_gte ? in->effective_date_gte : NULL);
-    db_bind_text(st, 10, in->has_effective_date_lt ? in->effective_date_lt : NULL);
-    db_bind_text(st, 14, in->has_batch_id ? in->batch_id : NULL);
-    page_bind(&pg, st, 11, 12, 13);
+    const struct resource_filter f[] = {
+        RESOURCE_TEXT("status", RESOURCE_IN,
+                      payment_status_set(&r->arena, in->status, in->status_count)),
+        RESOURCE_TEXT("currency", RESOURCE_EQ, in->has_currency ? in->currency : NULL),
+        RESOURCE_TEXT("beneficiary_id", RESOURCE_EQ,
+                      in->has_beneficiary_id ? in->beneficiary_id : NULL),
+        RESOURCE_INT("amount", RESOURCE_GE, in->has_amount_gte, in->amount_gte),
+        RESOURCE_INT("amount", RESOURCE_LT, in->has_amount_lt, in->amount_lt),
+        RESOURCE_TEXT("created_at", RESOURCE_GE, utc(r, in->has_created_gte, in->created_gte)),
+        RESOURCE_TEXT("created_at", RESOURCE_LT, utc(r, in->has_created_lt, in->created_lt)),
+        RESOURCE_TEXT("effective_date", RESOURCE_GE,
+                      in->has_effective_date_gte ? in->effective_date_gte : NULL),
+        RESOURCE_TEXT("effective_date", RESOURCE_LT,
+                      in->has_effective_date_lt ? in->effective_date_lt : NULL),
+        RESOURCE_TEXT("batch_id", RESOURCE_EQ, in->has_batch_id ? in->batch_id : NULL),
+    };
     struct resource_page rp;
-    if (resource_page_fill(r, &pg, st, sizeof(struct payment), payment_row,
-                           offsetof(struct payment, created_at), offsetof(struct payment, id),
-                           &rp) != 0 ||
-        load_page_approvers(r, rp.items, rp.count) != 0 ||
-        pay_load_page_makers(r, rp.items, rp.count) != 0)
+    int listed = resource_list(r, &rows_payment, f, sizeof f / sizeof f[0], in->limit,
+                               in->has_cursor ? in->cursor : NULL, &rp); /* 400 bad cursor */
+    if (listed <= 0)
+        return listed;
+    /* the page's rows as the API's payments, then their decisions and makers: one query each */
+    struct payment_row *rows = rp.items;
+    struct payment *items = arena_alloc(&r->arena, (rp.count ? rp.count : 1) * sizeof *items);
+    for (size_t i = 0; i < rp.count; i++) {
+        pay_complete(r, &rows[i]);
+        items[i] = rows[i].obj;
+    }
+    rp.items = items;
+    if (load_page_approvers(r, items, rp.count) != 0 ||
+        pay_load_page_makers(r, items, rp.count) != 0)
         return -1;
     struct payment_page *page = arena_alloc(&r->arena, sizeof *page);
     RESOURCE_PAGE_SET(page, rp);
@@ -715,11 +482,11 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
                             struct payments_update_payment_response *out)
 {
     const struct payment_update *u = in->body; /* If-Match is there: x-if-match: required */
-    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment_row *x = arena_alloc(&r->arena, sizeof *x);
     int found = pay_load(r, in->id, in->if_match, x);
     if (found <= 0)
         return found;
-    struct payment *p = &x->p;
+    struct payment *p = &x->obj;
     enum payment_status before = p->status;
     if (pay_part_of_batch(r, p))
         return 0;
@@ -731,32 +498,7 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
         return 0;
     }
     const struct payment old = *p;
-    if (u->has_amount)
-        p->amount = u->amount;
-    if (u->has_currency)
-        p->currency = u->currency;
-    if (u->has_type)
-        p->type = u->type;
-    if (u->has_priority)
-        p->priority = u->priority;
-    if (u->has_originating_account)
-        p->originating_account = u->originating_account;
-    if (u->has_beneficiary_id)
-        p->beneficiary_id = u->beneficiary_id;
-    if (u->has_effective_date)
-        p->effective_date = u->effective_date;
-    if (u->has_remittance_information) {
-        p->remittance_information = u->remittance_information_is_null ? NULL : u->remittance_information;
-        p->has_remittance_information = !u->remittance_information_is_null;
-    }
-    if (u->has_external_id) {
-        p->external_id = u->external_id_is_null ? NULL : u->external_id;
-        p->has_external_id = !u->external_id_is_null;
-    }
-    if (u->has_metadata) {
-        p->metadata = u->metadata;
-        p->metadata_count = u->metadata_count;
-    }
+    merge_payment_update_into_payment(&r->arena, u, p);
     if (check_payment(r, p, u->has_effective_date, "") != 0)
         return -1;
     if (r->verr.count > 0) {
@@ -780,29 +522,27 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
      * policy asks for approvals. external_id and metadata changes keep the approvals. */
     unsigned changed = pay_changed_fields(&old, p);
     bool reevaluate = changed != 0;
-    const char *detail = NULL;
-    int64_t old_version = p->version;
-    pay_touch(r, p);
+    const char *detail = NULL, *me = NULL;
     if (reevaluate) {
-        const char *me = pay_person(r);
-        if (!me)
+        if (!(me = pay_person(r)))
             return pay_person_missing(r);
         const char *persons[2] = {x->created_for ? x->created_for : p->created_by, me};
         int64_t need = pay_approvals_needed_for(r, x, persons, 2);
         if (need < 0 ||
             pay_beneficiary_round(r, p->beneficiary_id, &x->beneficiary_round) != 0)
             return -1;
-        x->round++;
+        x->approval_round++;
         p->approval->required = need;
         p->approval->received = 0;
         p->approval->approvers_count = 0;
         pay_set_status(x, need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED);
-        if (pay_add_maker(r, p, me, changed) != 0 || pay_load_makers(r, p) != 0 ||
-            !(detail = pay_change_detail(r, &old, p, changed, me, x)))
-            return -1;
     }
-    if (pay_save(x, PAY_UPDATE, old_version) != 0 ||
-        pay_record_change(r, "payment.updated", p, before, detail) != 0)
+    if (pay_save(r, x, PAY_UPDATE) != 0) /* the new version and updated_at */
+        return -1;
+    if (reevaluate && (pay_add_maker(r, p, me, changed) != 0 || pay_load_makers(r, p) != 0 ||
+                       !(detail = pay_change_detail(r, &old, p, changed, me, x))))
+        return -1;
+    if (pay_record_change(r, "payment.updated", p, before, detail) != 0)
         return -1;
     if (reevaluate && before == PAYMENT_STATUS_PENDING_APPROVAL &&
         p->status == PAYMENT_STATUS_APPROVED &&
@@ -810,7 +550,6 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
         return -1;
     out->status = 200;
     out->body_200 = p;
-    out->etag = req_etag(r, p->version);
     return 0;
 }
 
@@ -824,11 +563,11 @@ void pay_invalid_transition(struct req *r, const struct payment *p, const char *
 int payments_cancel_payment(struct req *r, const struct payments_cancel_payment_request *in,
                             struct payments_cancel_payment_response *out)
 {
-    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment_row *x = arena_alloc(&r->arena, sizeof *x);
     int found = pay_load(r, in->id, NULL, x);
     if (found <= 0)
         return found;
-    struct payment *p = &x->p;
+    struct payment *p = &x->obj;
     enum payment_status before = p->status;
     if (pay_part_of_batch(r, p))
         return 0;
@@ -844,13 +583,10 @@ int payments_cancel_payment(struct req *r, const struct payments_cancel_payment_
         return 0;
     }
     pay_set_status(x, PAYMENT_STATUS_CANCELLED);
-    int64_t old_version = p->version;
-    pay_touch(r, p);
-    if (pay_save(x, PAY_UPDATE_STATE, old_version) != 0 ||
+    if (pay_save(r, x, PAY_UPDATE_STATE) != 0 ||
         pay_record_change(r, "payment.cancelled", p, before, NULL) != 0)
         return -1;
     out->status = 200;
     out->body_200 = p;
-    out->etag = req_etag(r, p->version);
     return 0;
 }

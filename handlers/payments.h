@@ -11,31 +11,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/storage.h"
 #include "generated/payments_api.h"
+#include "generated/rows_payments.h"
 #include "runtime/config.h"
 #include "runtime/job_runner.h"
 #include "runtime/jsonw.h"
 #include "runtime/req.h"
+#include "runtime/storage.h"
 
-/* A payment with what the API does not show: its approval round and when the settlement
- * worker next acts on it (Unix ms; none while it waits for people or has ended). */
-struct pay {
-    struct payment p;
-    int64_t round;
-    bool has_next_step;
-    int64_t next_step_at;
-    int64_t batch_position; /* its place in its batch (p.batch_id), from 0 */
-    const char *created_for; /* the acting person of p.created_by (payments_makers.c) */
-    int64_t beneficiary_round; /* the beneficiary's approval round the approvals of this round
-                                  are given for (0: not known, a row from before) */
-};
+/* A payment is struct payment_row (generated/rows_payments.h, the x-table of Payment): the
+ * API's payment in obj and what the API does not show: approvals_required (obj.approval's
+ * required), its approval_round, when the settlement worker next acts on it (next_step_at,
+ * Unix ms; none while it waits for people or has ended), its batch_position (from 0),
+ * created_for (the acting person of obj.created_by, payments_makers.c) and
+ * beneficiary_round (the beneficiary's approval round the approvals of this round are given
+ * for; 0 or absent: not known, a row from before). */
 
-/* Metadata as the JSON object text it is stored as (malloc'd) and back (into r->arena,
- * 0 / -1). A text column is copied with db_column_dup, an optional text bound with
- * db_bind_text (NULL binds SQL NULL). */
-char *pay_metadata_json(const struct metadata_entry *m, size_t n);
-int pay_metadata_parse(struct req *r, const char *text, struct metadata_entry **m, size_t *n);
 /* What w wrote, as text in r->arena (NULL on failure); w is empty afterwards. */
 const char *pay_json_text(struct req *r, struct jsonw *w);
 /* What sql finds for a page of n payments in one query (not one per row): ?1 is bound to
@@ -47,7 +38,7 @@ int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sq
 
 /* Loads r's workspace's payment id into x (in r->arena): 1 found, 0 answered (404, or 412 for
  * an If-Match naming another version), -1 failure. */
-int pay_load(struct req *r, const char *id, const char *if_match, struct pay *x);
+int pay_load(struct req *r, const char *id, const char *if_match, struct payment_row *x);
 /* How pay_save writes x. */
 enum pay_write {
     PAY_INSERT,       /* a new row */
@@ -56,16 +47,14 @@ enum pay_write {
                          updated_at - a transition, which leaves the indexed external_id and
                          the beneficiary's foreign key untouched */
 };
-/* Writes x; an update applies at old_version (0 rows is a failure). 0 / -1. */
-int pay_save(const struct pay *x, enum pay_write how, int64_t old_version);
+/* Writes x (runtime/resource.h: an update as the next version, updated_at now). 0 / -1. */
+int pay_save(struct req *r, struct payment_row *x, enum pay_write how);
 /* Sets when the settlement worker next acts on x (has_next false: never), at x's version:
  * only the time changes (no status change: no new version, no event). 0 / -1. */
-int pay_reschedule(const struct pay *x, bool has_next, int64_t at);
+int pay_reschedule(const struct payment_row *x, bool has_next, int64_t at);
 /* Sets the status and its ISO 20022 code; an approved payment is due to the worker at once,
  * any other status is not due until the worker schedules it. */
-void pay_set_status(struct pay *x, enum payment_status s);
-/* A new version at the current time. */
-void pay_touch(struct req *r, struct payment *p);
+void pay_set_status(struct payment_row *x, enum payment_status s);
 /* The domain event (outbox) and the audit record of a change from before (0: none), in r's
  * transaction; detail is the actor's reason or NULL. 0 / -1. */
 int pay_record_change(struct req *r, const char *type, const struct payment *p,
@@ -75,7 +64,7 @@ int pay_record_change(struct req *r, const char *type, const struct payment *p,
  * base's members ("" or "/items/3") for every payment rule c breaks. 0, 1 answered (no person
  * acts: pay_person), -1 failure. */
 int pay_from_create(struct req *r, const struct payment_create *c, const char *base,
-                    struct pay *x);
+                    struct payment_row *x);
 /* Whether another payment of r's workspace than except (may be NULL) has external_id. 0 / -1. */
 int pay_external_id_taken(struct req *r, const char *external_id, const char *except,
                           bool *taken);
@@ -96,8 +85,8 @@ int64_t pay_approvals_needed(struct req *r, const char *currency, int64_t amount
 /* Approvals the policy asks for x: the largest tier reached by its amount or, under the
  * velocity rule, by the total of each of persons' (n) payments to its beneficiary in its
  * currency within the window (pay_velocity_total). -1 failure. */
-int64_t pay_approvals_needed_for(struct req *r, const struct pay *x, const char *const *persons,
-                                 size_t n);
+int64_t pay_approvals_needed_for(struct req *r, const struct payment_row *x,
+                                 const char *const *persons, size_t n);
 /* Records r's principal's decision ("approved", "denied"; reason or NULL) on every item of
  * batch_id, in each item's current round, at now: the batch decides for its items. 0 / -1. */
 int pay_add_batch_decisions(struct req *r, const char *batch_id, const char *decision,
@@ -123,8 +112,8 @@ int pay_beneficiary_new_round(struct req *r, const char *id);
  * beneficiary_mismatch) with *why in words; *failed on a database failure (then NULL). */
 const char *pay_beneficiary_refusal(struct req *r, const struct payment *p, const char **why,
                                     bool *failed);
-/* Reads the decisions of x's current round into x->p.approval. 0 / -1. */
-int pay_load_approvers(struct req *r, struct pay *x);
+/* Reads the decisions of x's current round into x->obj.approval. 0 / -1. */
+int pay_load_approvers(struct req *r, struct payment_row *x);
 /* Reads the decisions a prepared "SELECT user_id, decision, reason, decided_at ..." yields
  * into a (approvers, received; at most 20). 0 / -1. */
 int pay_read_decisions(struct req *r, struct db_stmt *st, struct payment_approval *a);
@@ -154,7 +143,7 @@ int pay_beneficiary_round(struct req *r, const char *id, int64_t *round);
  * the payment.updated event and audit record, kept although the answer is 409
  * beneficiary_changed - and answers 0. 1 when the round is the same (or not known), -1
  * failure. */
-int pay_approvals_still_hold(struct req *r, struct pay *x);
+int pay_approvals_still_hold(struct req *r, struct payment_row *x);
 /* The approval-relevant fields that differ between a and b, as a mask (bit f - 1 for the
  * enum payment_approval_field value f). */
 unsigned pay_changed_fields(const struct payment *a, const struct payment *b);
@@ -164,21 +153,21 @@ const char *pay_fields_text(struct req *r, unsigned fields);
  * round and the approvals it needs), in r->arena; NULL on failure. */
 const char *pay_change_detail(struct req *r, const struct payment *before,
                               const struct payment *after, unsigned fields, const char *person,
-                              const struct pay *x);
+                              const struct payment_row *x);
 /* Records person (acting through r's principal) as a maker of p's fields, at p's updated_at.
  * 0 / -1. */
 int pay_add_maker(struct req *r, const struct payment *p, const char *person, unsigned fields);
 /* Whether person changed fields of the payment (1, with *fields) or not (0); -1 failure. */
 int pay_maker_fields(const char *payment_id, const char *person, unsigned *fields);
 /* x's creator as its first maker (allocates room for the others). */
-void pay_set_creator(struct req *r, struct pay *x);
+void pay_set_creator(struct req *r, struct payment_row *x);
 /* Appends the makers who changed p (one payment), or those of a page's items. 0 / -1. */
 int pay_load_makers(struct req *r, struct payment *p);
 int pay_load_page_makers(struct req *r, struct payment *items, size_t n);
 /* The total of x and person's other payments to x's beneficiary in x's currency created in
  * the last window_hours and not denied, cancelled, failed or returned; the sum stops once it
  * reaches enough. 0 / -1. */
-int pay_velocity_total(struct req *r, const struct pay *x, const char *person,
+int pay_velocity_total(struct req *r, const struct payment_row *x, const char *person,
                        int64_t window_hours, int64_t enough, int64_t *total);
 /* Records person as a maker of a beneficiary's current approval round (fields: bit 0 created,
  * then name, account_holder_name, account_identification, bank, currency, country), first

@@ -96,14 +96,14 @@ int64_t pay_approvals_needed(struct req *r, const char *currency, int64_t amount
  * below a tier does not escape it, since the tiers apply to the total of one person's
  * payments to one beneficiary in one currency within the window (by created_at; the
  * statuses that count are in payments_makers.c). */
-int64_t pay_approvals_needed_for(struct req *r, const struct pay *x, const char *const *persons,
-                                 size_t n)
+int64_t pay_approvals_needed_for(struct req *r, const struct payment_row *x,
+                                 const char *const *persons, size_t n)
 {
     struct approval_policy pol;
     if (load_policy(r, &pol) != 0)
         return -1;
-    int64_t top = 0, need = tier_need(&pol, x->p.currency, x->p.amount, &top);
-    if (pol.velocity_window_hours <= 0 || x->p.amount >= top)
+    int64_t top = 0, need = tier_need(&pol, x->obj.currency, x->obj.amount, &top);
+    if (pol.velocity_window_hours <= 0 || x->obj.amount >= top)
         return need; /* no window, or the largest tier is reached already */
     for (size_t i = 0; i < n; i++) {
         int64_t total = 0;
@@ -111,7 +111,7 @@ int64_t pay_approvals_needed_for(struct req *r, const struct pay *x, const char 
             continue;
         if (pay_velocity_total(r, x, persons[i], pol.velocity_window_hours, top, &total) != 0)
             return -1;
-        int64_t k = tier_need(&pol, x->p.currency, total, NULL);
+        int64_t k = tier_need(&pol, x->obj.currency, total, NULL);
         if (k > need)
             need = k;
     }
@@ -208,14 +208,13 @@ int payments_put_approval_policy(struct req *r,
         return -1;
     out->status = 200;
     out->body_200 = pol;
-    out->etag = req_etag(r, pol->version);
     return 0;
 }
 
 /* ---- decisions ---- */
 
 /* Records one decision of the current round. 0 / -1. */
-static int add_decision(struct req *r, const struct pay *x, const char *decision,
+static int add_decision(struct req *r, const struct payment_row *x, const char *decision,
                         const char *reason)
 {
     char now[40];
@@ -225,8 +224,8 @@ static int add_decision(struct req *r, const struct pay *x, const char *decision
         "VALUES (?, ?, ?, ?, ?, ?)");
     if (!st)
         return -1;
-    db_bind_text(st, 1, x->p.id);
-    db_bind_int64(st, 2, x->round);
+    db_bind_text(st, 1, x->obj.id);
+    db_bind_int64(st, 2, x->approval_round);
     db_bind_text(st, 3, r->principal.user_id);
     db_bind_text(st, 4, decision);
     db_bind_text(st, 5, reason);
@@ -304,9 +303,9 @@ int pay_within_limit(struct req *r, const char *what, const char *currency, int6
 
 /* The checks every decision on a payment shares: not a batch item, pending, and the people
  * rules. 1 go on, 0 answered. */
-static int may_decide(struct req *r, const struct pay *x, const char *action)
+static int may_decide(struct req *r, const struct payment_row *x, const char *action)
 {
-    const struct payment *p = &x->p;
+    const struct payment *p = &x->obj;
     const char *what = arena_printf(&r->arena, "payment %s", p->id);
     if (!pay_decider_is_person(r, what) || pay_part_of_batch(r, p))
         return 0;
@@ -337,11 +336,11 @@ static int may_decide(struct req *r, const struct pay *x, const char *action)
 int payments_approve_payment(struct req *r, const struct payments_approve_payment_request *in,
                              struct payments_approve_payment_response *out)
 {
-    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment_row *x = arena_alloc(&r->arena, sizeof *x);
     int found = pay_load(r, in->id, NULL, x);
     if (found <= 0 || (found = may_decide(r, x, "approved")) <= 0)
         return found;
-    struct payment *p = &x->p;
+    struct payment *p = &x->obj;
     if ((found = pay_within_limit(r, "this payment", p->currency, p->amount)) <= 0)
         return found;
     const char *why = NULL;
@@ -360,9 +359,7 @@ int payments_approve_payment(struct req *r, const struct payments_approve_paymen
     bool complete = p->approval->received >= p->approval->required;
     if (complete)
         pay_set_status(x, PAYMENT_STATUS_APPROVED);
-    int64_t old_version = p->version;
-    pay_touch(r, p);
-    if (pay_save(x, PAY_UPDATE_STATE, old_version) != 0)
+    if (pay_save(r, x, PAY_UPDATE_STATE) != 0)
         return -1;
     if (complete ? pay_record_change(r, "payment.approved", p, PAYMENT_STATUS_PENDING_APPROVAL, NULL)
                  : audit_change(r, "payment.approval_recorded", "payment", p->id,
@@ -370,29 +367,25 @@ int payments_approve_payment(struct req *r, const struct payments_approve_paymen
         return -1;
     out->status = 200;
     out->body_200 = p;
-    out->etag = req_etag(r, p->version);
     return 0;
 }
 
 int payments_deny_payment(struct req *r, const struct payments_deny_payment_request *in,
                           struct payments_deny_payment_response *out)
 {
-    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment_row *x = arena_alloc(&r->arena, sizeof *x);
     int found = pay_load(r, in->id, NULL, x);
     if (found <= 0 || (found = may_decide(r, x, "denied")) <= 0)
         return found;
-    struct payment *p = &x->p;
+    struct payment *p = &x->obj;
     if (add_decision(r, x, "denied", in->body->reason) != 0 || pay_load_approvers(r, x) != 0)
         return -1;
     pay_set_status(x, PAYMENT_STATUS_DENIED);
-    int64_t old_version = p->version;
-    pay_touch(r, p);
-    if (pay_save(x, PAY_UPDATE_STATE, old_version) != 0 ||
+    if (pay_save(r, x, PAY_UPDATE_STATE) != 0 ||
         pay_record_change(r, "payment.denied", p, PAYMENT_STATUS_PENDING_APPROVAL,
-                      in->body->reason) != 0)
+                          in->body->reason) != 0)
         return -1;
     out->status = 200;
     out->body_200 = p;
-    out->etag = req_etag(r, p->version);
     return 0;
 }

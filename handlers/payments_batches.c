@@ -15,23 +15,21 @@
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
 #include "runtime/outbox.h"
+#include "runtime/resource.h"
 #include "runtime/storage.h"
 
 #define BATCH_PATH "/v1/payments/batches"
 #define MAX_SAFE_AMOUNT INT64_C(9007199254740991)
 
-#define BATCH_COLUMNS                                                                          \
-    "id, workspace_id, status, item_count, approvals_required, created_by, external_id, "     \
-    "metadata, version, created_at, updated_at, approval_round, created_for"
-
-/* A batch with what the API shows differently: the status decided on it (pending_approval,
- * approved, denied, cancelled), from which the group status is derived. */
-struct batch {
-    struct payment_batch b;
-    enum payment_batch_status decided;
-    int64_t round;           /* its approval round: the decisions that count are this round's */
-    const char *created_for; /* the acting person of b.created_by (payments_makers.c) */
-};
+/* A batch is struct payment_batch_row (generated/rows_payments.h, the x-table of
+ * PaymentBatch): the API's batch in obj, and status: the one decided on it (pending_approval,
+ * approved, denied, cancelled), from which the group status is derived; approvals_required
+ * (obj.approval's required), its approval_round (the decisions that count are this round's)
+ * and created_for (the acting person of obj.created_by, payments_makers.c). */
+static enum payment_batch_status decided(const struct payment_batch_row *x)
+{
+    return payment_batch_status_parse(x->status);
+}
 
 static int db_failed(const char *what)
 {
@@ -166,159 +164,82 @@ static int load_decisions(struct req *r, struct payment_batch *b, int64_t round)
 }
 
 /* Fills the API's view from what is stored (items, decisions, totals, group status). */
-static int complete(struct req *r, struct batch *x)
+static int complete(struct req *r, struct payment_batch_row *x)
 {
-    struct payment_batch *b = &x->b;
-    if (load_items(r, b) != 0 || load_decisions(r, b, x->round) != 0)
+    struct payment_batch *b = &x->obj;
+    b->approval = arena_alloc(&r->arena, sizeof *b->approval);
+    b->approval->required = x->approvals_required;
+    if (load_items(r, b) != 0 || load_decisions(r, b, x->approval_round) != 0)
         return -1;
     summarize(r, b);
-    b->status = x->decided == PAYMENT_BATCH_STATUS_APPROVED ? group_status(b) : x->decided;
+    b->status = decided(x) == PAYMENT_BATCH_STATUS_APPROVED ? group_status(b) : decided(x);
     return 0;
 }
 
 /* r's workspace's batch id: 1 found, 0 answered 404, -1 failure. */
-static int batch_load(struct req *r, const char *id, struct batch *x)
+static int batch_load(struct req *r, const char *id, struct payment_batch_row *x)
 {
-    memset(x, 0, sizeof *x);
-    if (!id_valid(id, "pbt")) {
-        req_problem(r, 404, "not_found", "No payment batch %s in this workspace.", id);
-        return 0;
-    }
-    struct db_stmt *st = storage_prepare("SELECT " BATCH_COLUMNS " FROM payment_batches "
-                                       "WHERE id = ? AND workspace_id = ?");
-    if (!st)
+    int found = resource_load_current(r, &rows_payment_batch, id, NULL, x);
+    if (found <= 0)
+        return found;
+    if (!decided(x)) {
+        log_error("payment batches: %s has status %s", id, x->status);
         return -1;
-    db_bind_text(st, 1, id);
-    db_bind_text(st, 2, r->principal.workspace_id);
-    struct payment_batch *b = &x->b;
-    int rc = db_step(st), ret = 1;
-    if (rc == DB_ROW) {
-        b->id = db_column_dup(&r->arena, st, 0);
-        b->object = "payment_batch";
-        b->workspace_id = db_column_dup(&r->arena, st, 1);
-        x->decided = payment_batch_status_parse(db_column_dup(&r->arena, st, 2));
-        b->item_count = db_column_int64(st, 3);
-        b->approval = arena_alloc(&r->arena, sizeof *b->approval);
-        b->approval->required = db_column_int64(st, 4);
-        b->created_by = db_column_dup(&r->arena, st, 5);
-        b->external_id = db_column_dup(&r->arena, st, 6);
-        b->has_external_id = b->external_id != NULL;
-        if (pay_metadata_parse(r, db_column_dup(&r->arena, st, 7), &b->metadata,
-                               &b->metadata_count) != 0)
-            ret = -1;
-        b->version = db_column_int64(st, 8);
-        b->created_at = db_column_dup(&r->arena, st, 9);
-        b->updated_at = db_column_dup(&r->arena, st, 10);
-        x->round = db_column_int64(st, 11);
-        x->created_for = db_column_dup(&r->arena, st, 12);
-    } else {
-        ret = rc == DB_DONE ? 0 : db_failed("load");
     }
-    db_reset(st);
-    if (ret == 0)
-        req_problem(r, 404, "not_found", "No payment batch %s in this workspace.", id);
-    if (ret == 1 && (!x->decided || complete(r, x) != 0))
-        ret = -1;
-    return ret;
+    return complete(r, x) == 0 ? 1 : -1;
 }
 
 /* ---- writing ----------------------------------------------------------------------------- */
 
-static int batch_insert(const struct batch *x)
+/* A new version of the batch with decided status s (and its approval round). 0 / -1. */
+static int batch_set(struct req *r, struct payment_batch_row *x, enum payment_batch_status s)
 {
-    const struct payment_batch *b = &x->b;
-    char *metadata = pay_metadata_json(b->metadata, b->metadata_count);
-    struct db_stmt *st = storage_prepare("INSERT INTO payment_batches (" BATCH_COLUMNS
-                                       ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    int ret = -1;
-    if (st && metadata) {
-        db_bind_text(st, 1, b->id);
-        db_bind_text(st, 2, b->workspace_id);
-        db_bind_text(st, 3, payment_batch_status_str(x->decided));
-        db_bind_int64(st, 4, b->item_count);
-        db_bind_int64(st, 5, b->approval->required);
-        db_bind_text(st, 6, b->created_by);
-        db_bind_text(st, 7, b->has_external_id ? b->external_id : NULL);
-        db_bind_text(st, 8, metadata);
-        db_bind_int64(st, 9, b->version);
-        db_bind_text(st, 10, b->created_at);
-        db_bind_text(st, 11, b->updated_at);
-        db_bind_int64(st, 12, x->round);
-        db_bind_text(st, 13, x->created_for);
-        ret = db_step(st) == DB_DONE ? 0 : db_failed("insert");
-        db_reset(st);
-    }
-    free(metadata);
-    return ret;
-}
-
-/* A new version of the batch with decided status s. 0 / -1. */
-static int batch_set(struct req *r, struct batch *x, enum payment_batch_status s)
-{
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
-    struct db_stmt *st = storage_prepare(
-        "UPDATE payment_batches SET status = ?, version = version + 1, updated_at = ? "
-        "WHERE id = ? AND version = ?");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, payment_batch_status_str(s));
-    db_bind_text(st, 2, now);
-    db_bind_text(st, 3, x->b.id);
-    db_bind_int64(st, 4, x->b.version);
-    int rc = db_step(st);
-    db_reset(st);
-    if (rc != DB_DONE || storage_changes() != 1)
-        return db_failed("update");
-    x->decided = s;
-    x->b.version++;
-    x->b.updated_at = arena_strdup(&r->arena, now);
-    return 0;
+    x->status = payment_batch_status_str(s);
+    return resource_save_state(r, &rows_payment_batch, x) == 1 ? 0 : -1;
 }
 
 /* The batch's event and audit record (the batch as it is now; its status before). */
-static int batch_record(struct req *r, const char *type, struct batch *x, const char *before,
-                        const char *detail)
+static int batch_record(struct req *r, const char *type, struct payment_batch_row *x,
+                        const char *before, const char *detail)
 {
     struct jsonw w;
     size_t len = 0;
     jsonw_init(&w);
-    encode_payment_batch(&w, &x->b);
+    encode_payment_batch(&w, &x->obj);
     char *json = jsonw_take(&w, &len);
     jsonw_release(&w);
-    int rc = json ? outbox_add(r, type, "payment_batch", x->b.id, x->b.version, json) : -1;
+    int rc = json ? outbox_add(r, type, "payment_batch", x->obj.id, x->obj.version, json) : -1;
     free(json);
     if (rc != 0)
         return -1;
-    return audit_change(r, type, "payment_batch", x->b.id, before,
-                        payment_batch_status_str(x->b.status), detail);
+    return audit_change(r, type, "payment_batch", x->obj.id, before,
+                        payment_batch_status_str(x->obj.status), detail);
 }
 
 /* Moves every item to s with its event (type) and audit record. 0 / -1. */
-static int items_to(struct req *r, struct batch *x, enum payment_status s, const char *type,
-                    const char *detail)
+static int items_to(struct req *r, struct payment_batch_row *x, enum payment_status s,
+                    const char *type, const char *detail)
 {
-    for (size_t i = 0; i < x->b.items_count; i++) {
-        struct pay *it = arena_alloc(&r->arena, sizeof *it);
-        if (pay_load(r, x->b.items[i].payment_id, NULL, it) != 1)
+    for (size_t i = 0; i < x->obj.items_count; i++) {
+        struct payment_row *it = arena_alloc(&r->arena, sizeof *it);
+        if (pay_load(r, x->obj.items[i].payment_id, NULL, it) != 1)
             return -1;
-        enum payment_status before = it->p.status;
-        int64_t old_version = it->p.version;
+        enum payment_status before = it->obj.status;
         pay_set_status(it, s);
-        pay_touch(r, &it->p);
-        if (pay_save(it, PAY_UPDATE_STATE, old_version) != 0 ||
-            pay_record_change(r, type, &it->p, before, detail) != 0)
+        if (pay_save(r, it, PAY_UPDATE_STATE) != 0 ||
+            pay_record_change(r, type, &it->obj, before, detail) != 0)
             return -1;
-        x->b.items[i].status = s;
+        x->obj.items[i].status = s;
     }
-    summarize(r, &x->b);
-    x->b.status = x->decided == PAYMENT_BATCH_STATUS_APPROVED ? group_status(&x->b) : x->decided;
+    summarize(r, &x->obj);
+    x->obj.status =
+        decided(x) == PAYMENT_BATCH_STATUS_APPROVED ? group_status(&x->obj) : decided(x);
     return 0;
 }
 
 /* The caller's decision on the batch, copied to every item's current approval round so each
  * payment shows who decided it. 0 / -1. */
-static int add_decision(struct req *r, const struct batch *x, const char *decision,
+static int add_decision(struct req *r, const struct payment_batch_row *x, const char *decision,
                         const char *reason)
 {
     char now[40];
@@ -328,8 +249,8 @@ static int add_decision(struct req *r, const struct batch *x, const char *decisi
         "VALUES (?, ?, ?, ?, ?, ?)");
     if (!st)
         return -1;
-    db_bind_text(st, 1, x->b.id);
-    db_bind_int64(st, 2, x->round);
+    db_bind_text(st, 1, x->obj.id);
+    db_bind_int64(st, 2, x->approval_round);
     db_bind_text(st, 3, r->principal.user_id);
     db_bind_text(st, 4, decision);
     db_bind_text(st, 5, reason);
@@ -338,7 +259,7 @@ static int add_decision(struct req *r, const struct batch *x, const char *decisi
     db_reset(st);
     if (rc != DB_DONE)
         return db_failed("decision");
-    return pay_add_batch_decisions(r, x->b.id, decision, reason, now);
+    return pay_add_batch_decisions(r, x->obj.id, decision, reason, now);
 }
 
 /* ---- create ------------------------------------------------------------------------------ */
@@ -387,23 +308,23 @@ static int batch_external_id_taken(struct req *r, const char *external_id, bool 
 /* The approvals the velocity rule asks of a new batch's n items (all of one maker): for each
  * beneficiary and currency, the items' total with the maker's recent payments to it (the
  * policy's window; payments_makers.c). -1 failure. */
-static int64_t velocity_need(struct req *r, const struct pay *items, size_t n)
+static int64_t velocity_need(struct req *r, const struct payment_row *items, size_t n)
 {
     int64_t need = 0;
     for (size_t i = 0; i < n; i++) {
-        const struct payment *p = &items[i].p;
+        const struct payment *p = &items[i].obj;
         bool seen = false;
         for (size_t j = 0; j < i && !seen; j++)
-            seen = strcmp(items[j].p.beneficiary_id, p->beneficiary_id) == 0 &&
-                   strcmp(items[j].p.currency, p->currency) == 0;
+            seen = strcmp(items[j].obj.beneficiary_id, p->beneficiary_id) == 0 &&
+                   strcmp(items[j].obj.currency, p->currency) == 0;
         if (seen)
             continue; /* counted with the first item of its beneficiary and currency */
-        struct pay group = items[i];
+        struct payment_row group = items[i];
         for (size_t j = i + 1; j < n; j++)
-            if (strcmp(items[j].p.beneficiary_id, p->beneficiary_id) == 0 &&
-                strcmp(items[j].p.currency, p->currency) == 0 &&
-                group.p.amount <= MAX_SAFE_AMOUNT - items[j].p.amount)
-                group.p.amount += items[j].p.amount;
+            if (strcmp(items[j].obj.beneficiary_id, p->beneficiary_id) == 0 &&
+                strcmp(items[j].obj.currency, p->currency) == 0 &&
+                group.obj.amount <= MAX_SAFE_AMOUNT - items[j].obj.amount)
+                group.obj.amount += items[j].obj.amount;
         int64_t k = pay_approvals_needed_for(r, &group, &group.created_for, 1);
         if (k < 0)
             return -1;
@@ -418,43 +339,38 @@ int payments_create_payment_batch(struct req *r,
                                   struct payments_create_payment_batch_response *out)
 {
     const struct payment_batch_create *c = in->body;
-    struct batch *x = arena_alloc(&r->arena, sizeof *x);
-    struct payment_batch *b = &x->b;
-    struct pay *items = arena_alloc(&r->arena, c->items_count * sizeof *items);
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
-    b->id = id_new(&r->arena, "pbt");
-    b->object = "payment_batch";
-    b->workspace_id = r->principal.workspace_id;
+    struct payment_batch_row *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment_batch *b = &x->obj;
+    struct payment_row *items = arena_alloc(&r->arena, c->items_count * sizeof *items);
+    resource_new(r, &rows_payment_batch, x); /* id, workspace, version 1, times */
     b->item_count = (int64_t)c->items_count;
     b->created_by = r->principal.user_id;
     b->external_id = c->external_id;
     b->has_external_id = c->has_external_id;
     b->metadata = c->has_metadata ? c->metadata : NULL;
     b->metadata_count = c->has_metadata ? c->metadata_count : 0;
-    b->version = 1;
-    b->created_at = b->updated_at = arena_strdup(&r->arena, now);
     b->approval = arena_alloc(&r->arena, sizeof *b->approval);
     b->items = arena_alloc(&r->arena, c->items_count * sizeof *b->items);
     b->items_count = c->items_count;
 
-    x->round = 1;
+    x->approval_round = 1;
     for (size_t i = 0; i < c->items_count; i++) {
-        struct pay *it = &items[i];
+        struct payment_row *it = &items[i];
         int made = pay_from_create(r, &c->items[i], verr_index(&r->arena, "/items", i), it);
         if (made != 0)
             return made > 0 ? 0 : -1;
         x->created_for = it->created_for; /* the same person for every item */
-        it->p.batch_id = b->id;
-        it->p.has_batch_id = true;
+        it->obj.batch_id = b->id;
+        it->obj.has_batch_id = true;
+        it->has_batch_position = true;
         it->batch_position = (int64_t)i;
         b->items[i] = (struct payment_batch_item){
-            .payment_id = it->p.id,
-            .amount = it->p.amount,
-            .currency = it->p.currency,
-            .beneficiary_id = it->p.beneficiary_id,
-            .external_id = it->p.external_id,
-            .has_external_id = it->p.has_external_id,
+            .payment_id = it->obj.id,
+            .amount = it->obj.amount,
+            .currency = it->obj.currency,
+            .beneficiary_id = it->obj.beneficiary_id,
+            .external_id = it->obj.external_id,
+            .has_external_id = it->obj.has_external_id,
         };
     }
     if (check_external_ids(r, c) != 0)
@@ -491,24 +407,25 @@ int payments_create_payment_batch(struct req *r,
         return -1;
     if (v > need)
         need = v;
-    b->approval->required = need;
-    x->decided = need > 0 ? PAYMENT_BATCH_STATUS_PENDING_APPROVAL : PAYMENT_BATCH_STATUS_APPROVED;
+    b->approval->required = x->approvals_required = need;
+    x->status = payment_batch_status_str(need > 0 ? PAYMENT_BATCH_STATUS_PENDING_APPROVAL
+                                                  : PAYMENT_BATCH_STATUS_APPROVED);
     enum payment_status s = need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED;
-    if (batch_insert(x) != 0)
+    if (resource_insert(r, &rows_payment_batch, x) != 0)
         return -1;
     for (size_t i = 0; i < c->items_count; i++) {
-        struct pay *it = &items[i];
-        it->p.approval->required = need;
+        struct payment_row *it = &items[i];
+        it->obj.approval->required = need;
         pay_set_status(it, s);
         b->items[i].status = s;
-        if (pay_save(it, PAY_INSERT, 0) != 0 ||
-            pay_record_change(r, "payment.created", &it->p, 0, b->id) != 0 ||
-            (need == 0 && pay_record_change(r, "payment.approved", &it->p, s,
+        if (pay_save(r, it, PAY_INSERT) != 0 ||
+            pay_record_change(r, "payment.created", &it->obj, 0, b->id) != 0 ||
+            (need == 0 && pay_record_change(r, "payment.approved", &it->obj, s,
                                             "no approval required by the policy") != 0))
             return -1;
     }
     summarize(r, b);
-    b->status = x->decided == PAYMENT_BATCH_STATUS_APPROVED ? group_status(b) : x->decided;
+    b->status = decided(x) == PAYMENT_BATCH_STATUS_APPROVED ? group_status(b) : decided(x);
     b->approval->approvers = arena_alloc(&r->arena, sizeof *b->approval->approvers);
     if (batch_record(r, "payment_batch.created", x, NULL, NULL) != 0 ||
         (need == 0 && batch_record(r, "payment_batch.approved", x, "approved",
@@ -517,7 +434,6 @@ int payments_create_payment_batch(struct req *r,
     out->status = 201;
     out->body_201 = b;
     out->location = arena_printf(&r->arena, BATCH_PATH "/%s", b->id);
-    out->etag = req_etag(r, b->version);
     return 0;
 }
 
@@ -526,55 +442,54 @@ int payments_create_payment_batch(struct req *r,
 int payments_get_payment_batch(struct req *r, const struct payments_get_payment_batch_request *in,
                                struct payments_get_payment_batch_response *out)
 {
-    struct batch *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment_batch_row *x = arena_alloc(&r->arena, sizeof *x);
     int found = batch_load(r, in->id, x);
     if (found <= 0)
         return found;
     out->status = 200;
-    out->body_200 = &x->b;
-    out->etag = req_etag(r, x->b.version);
+    out->body_200 = &x->obj;
     return 0;
 }
 
 /* ---- decisions --------------------------------------------------------------------------- */
 
-static void invalid_transition(struct req *r, const struct batch *x, const char *action,
+static void invalid_transition(struct req *r, const struct payment_batch_row *x, const char *action,
                                const char *allowed)
 {
     req_problem(r, 409, "invalid_transition", "Payment batch %s is %s; it can be %s only when %s.",
-                x->b.id, payment_batch_status_str(x->b.status), action, allowed);
+                x->obj.id, payment_batch_status_str(x->obj.status), action, allowed);
 }
 
 /* The checks every decision on a batch shares: pending, and the people rules. 1 go on, 0
  * answered. */
-static int may_decide(struct req *r, const struct batch *x, const char *action)
+static int may_decide(struct req *r, const struct payment_batch_row *x, const char *action)
 {
-    const char *what = arena_printf(&r->arena, "payment batch %s", x->b.id);
+    const char *what = arena_printf(&r->arena, "payment batch %s", x->obj.id);
     if (!pay_decider_is_person(r, what))
         return 0;
-    if (x->decided != PAYMENT_BATCH_STATUS_PENDING_APPROVAL) {
+    if (decided(x) != PAYMENT_BATCH_STATUS_PENDING_APPROVAL) {
         invalid_transition(r, x, action, "pending_approval");
         return 0;
     }
-    return pay_may_decide(r, what, x->b.created_by, x->created_for, x->b.approval);
+    return pay_may_decide(r, what, x->obj.created_by, x->created_for, x->obj.approval);
 }
 
 /* The caller's role limits against each currency's total: 1 go on, 0 answered 403, -1. */
-static int within_limits(struct req *r, const struct batch *x)
+static int within_limits(struct req *r, const struct payment_batch_row *x)
 {
     int ok = 1;
-    for (size_t k = 0; k < x->b.totals_count && ok == 1; k++)
-        ok = pay_within_limit(r, "this batch's total", x->b.totals[k].currency,
-                              x->b.totals[k].amount);
+    for (size_t k = 0; k < x->obj.totals_count && ok == 1; k++)
+        ok = pay_within_limit(r, "this batch's total", x->obj.totals[k].currency,
+                              x->obj.totals[k].amount);
     return ok;
 }
 
 /* Every item's beneficiary checked again, as for a single payment: 1 go on, 0 answered 422
  * naming the first item that cannot be paid, -1 failure. */
-static int payees_payable(struct req *r, const struct batch *x)
+static int payees_payable(struct req *r, const struct payment_batch_row *x)
 {
-    for (size_t i = 0; i < x->b.items_count; i++) {
-        const struct payment_batch_item *it = &x->b.items[i];
+    for (size_t i = 0; i < x->obj.items_count; i++) {
+        const struct payment_batch_item *it = &x->obj.items[i];
         struct payment p = {.id = it->payment_id, .beneficiary_id = it->beneficiary_id,
                             .currency = it->currency};
         const char *why = NULL;
@@ -584,7 +499,7 @@ static int payees_payable(struct req *r, const struct batch *x)
             return -1;
         if (code) {
             req_problem(r, 422, code, "Payment batch %s cannot be approved: item %zu (%s): %s.",
-                        x->b.id, i, it->payment_id, why);
+                        x->obj.id, i, it->payment_id, why);
             return 0;
         }
     }
@@ -597,7 +512,7 @@ static int payees_payable(struct req *r, const struct batch *x)
  * item, recording the beneficiaries as they are now, with the batch's and the items' events
  * and audit records, kept although the answer is 409 beneficiary_changed. 1 they still hold,
  * 0 answered, -1 failure. */
-static int approvals_still_hold(struct req *r, struct batch *x)
+static int approvals_still_hold(struct req *r, struct payment_batch_row *x)
 {
     struct db_stmt *st = storage_prepare(
         "SELECT p.id, p.beneficiary_id FROM payments p JOIN beneficiaries b "
@@ -605,7 +520,7 @@ static int approvals_still_hold(struct req *r, struct batch *x)
         "AND p.beneficiary_round <> b.approval_round ORDER BY p.batch_position LIMIT 1");
     if (!st)
         return -1;
-    db_bind_text(st, 1, x->b.id);
+    db_bind_text(st, 1, x->obj.id);
     int rc = db_step(st);
     const char *item = rc == DB_ROW ? db_column_dup(&r->arena, st, 0) : NULL;
     const char *ben = rc == DB_ROW ? db_column_dup(&r->arena, st, 1) : NULL;
@@ -614,38 +529,27 @@ static int approvals_still_hold(struct req *r, struct batch *x)
         return 1;
     if (rc != DB_ROW)
         return db_failed("the items' beneficiaries");
-    struct payment_batch *b = &x->b;
+    struct payment_batch *b = &x->obj;
     int64_t received = b->approval->received;
     const char *detail = arena_printf(&r->arena,
                                       "approvals voided (beneficiary_changed): beneficiary %s "
                                       "of item %s changed and was approved again",
                                       ben, item);
-    st = storage_prepare("UPDATE payment_batches SET approval_round = approval_round + 1 "
-                         "WHERE id = ?");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, b->id);
-    rc = db_step(st);
-    db_reset(st);
-    if (rc != DB_DONE)
-        return db_failed("a new round");
-    x->round++;
+    x->approval_round++; /* written by batch_set below */
     for (size_t i = 0; i < b->items_count; i++) {
-        struct pay *it = arena_alloc(&r->arena, sizeof *it);
+        struct payment_row *it = arena_alloc(&r->arena, sizeof *it);
         if (pay_load(r, b->items[i].payment_id, NULL, it) != 1)
             return -1;
-        int64_t old_version = it->p.version;
-        it->round++;
-        it->p.approval->received = 0;
-        it->p.approval->approvers_count = 0;
-        pay_touch(r, &it->p);
-        if (pay_beneficiary_round(r, it->p.beneficiary_id, &it->beneficiary_round) != 0 ||
-            pay_save(it, PAY_UPDATE_STATE, old_version) != 0 ||
-            pay_record_change(r, "payment.updated", &it->p, it->p.status, detail) != 0)
+        it->approval_round++;
+        it->obj.approval->received = 0;
+        it->obj.approval->approvers_count = 0;
+        if (pay_beneficiary_round(r, it->obj.beneficiary_id, &it->beneficiary_round) != 0 ||
+            pay_save(r, it, PAY_UPDATE_STATE) != 0 ||
+            pay_record_change(r, "payment.updated", &it->obj, it->obj.status, detail) != 0)
             return -1;
     }
     if (batch_set(r, x, PAYMENT_BATCH_STATUS_PENDING_APPROVAL) != 0 ||
-        load_decisions(r, b, x->round) != 0 ||
+        load_decisions(r, b, x->approval_round) != 0 ||
         batch_record(r, "payment_batch.updated", x, "pending_approval", detail) != 0)
         return -1;
     r->keep_writes = true; /* the refusal itself changed the batch */
@@ -662,15 +566,16 @@ int payments_approve_payment_batch(struct req *r,
                                    const struct payments_approve_payment_batch_request *in,
                                    struct payments_approve_payment_batch_response *out)
 {
-    struct batch *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment_batch_row *x = arena_alloc(&r->arena, sizeof *x);
     int found = batch_load(r, in->id, x);
     if (found <= 0 || (found = may_decide(r, x, "approved")) <= 0 ||
         (found = within_limits(r, x)) <= 0 || (found = payees_payable(r, x)) <= 0 ||
         (found = approvals_still_hold(r, x)) <= 0)
         return found;
-    if (add_decision(r, x, "approved", NULL) != 0 || load_decisions(r, &x->b, x->round) != 0)
+    if (add_decision(r, x, "approved", NULL) != 0 ||
+        load_decisions(r, &x->obj, x->approval_round) != 0)
         return -1;
-    struct payment_batch *b = &x->b;
+    struct payment_batch *b = &x->obj;
     if (b->approval->received >= b->approval->required) {
         if (batch_set(r, x, PAYMENT_BATCH_STATUS_APPROVED) != 0 ||
             items_to(r, x, PAYMENT_STATUS_APPROVED, "payment.approved",
@@ -684,7 +589,6 @@ int payments_approve_payment_batch(struct req *r,
     }
     out->status = 200;
     out->body_200 = b;
-    out->etag = req_etag(r, b->version);
     return 0;
 }
 
@@ -692,19 +596,19 @@ int payments_deny_payment_batch(struct req *r,
                                 const struct payments_deny_payment_batch_request *in,
                                 struct payments_deny_payment_batch_response *out)
 {
-    struct batch *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment_batch_row *x = arena_alloc(&r->arena, sizeof *x);
     int found = batch_load(r, in->id, x);
     if (found <= 0 || (found = may_decide(r, x, "denied")) <= 0)
         return found;
     const char *reason = in->body->reason;
-    if (add_decision(r, x, "denied", reason) != 0 || load_decisions(r, &x->b, x->round) != 0 ||
+    if (add_decision(r, x, "denied", reason) != 0 ||
+        load_decisions(r, &x->obj, x->approval_round) != 0 ||
         batch_set(r, x, PAYMENT_BATCH_STATUS_DENIED) != 0 ||
         items_to(r, x, PAYMENT_STATUS_DENIED, "payment.denied", reason) != 0 ||
         batch_record(r, "payment_batch.denied", x, "pending_approval", reason) != 0)
         return -1;
     out->status = 200;
-    out->body_200 = &x->b;
-    out->etag = req_etag(r, x->b.version);
+    out->body_200 = &x->obj;
     return 0;
 }
 
@@ -712,11 +616,11 @@ int payments_cancel_payment_batch(struct req *r,
                                   const struct payments_cancel_payment_batch_request *in,
                                   struct payments_cancel_payment_batch_response *out)
 {
-    struct batch *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment_batch_row *x = arena_alloc(&r->arena, sizeof *x);
     int found = batch_load(r, in->id, x);
     if (found <= 0)
         return found;
-    struct payment_batch *b = &x->b;
+    struct payment_batch *b = &x->obj;
     /* Cancellable while no item has reached the rail: the group is still pending or approved. */
     if (b->status != PAYMENT_BATCH_STATUS_PENDING_APPROVAL &&
         b->status != PAYMENT_BATCH_STATUS_APPROVED) {
@@ -740,6 +644,5 @@ int payments_cancel_payment_batch(struct req *r,
         return -1;
     out->status = 200;
     out->body_200 = b;
-    out->etag = req_etag(r, b->version);
     return 0;
 }

@@ -265,7 +265,6 @@ int payments_create_beneficiary(struct req *r, const struct payments_create_bene
     out->status = 201;
     out->body_201 = b;
     out->location = arena_printf(&r->arena, BEN_PATH "/%s", b->id);
-    out->etag = req_etag(r, b->version);
     return 0;
 }
 
@@ -278,7 +277,6 @@ int payments_get_beneficiary(struct req *r, const struct payments_get_beneficiar
         return found;
     out->status = 200;
     out->body_200 = b;
-    out->etag = req_etag(r, b->version);
     return 0;
 }
 
@@ -328,7 +326,6 @@ int payments_update_beneficiary(struct req *r, const struct payments_update_bene
         return -1;
     out->status = 200;
     out->body_200 = b;
-    out->etag = req_etag(r, b->version);
     return 0;
 }
 
@@ -449,7 +446,6 @@ int payments_approve_beneficiary(struct req *r,
         return done;
     out->status = 200;
     out->body_200 = b;
-    out->etag = req_etag(r, b->version);
     return 0;
 }
 
@@ -462,7 +458,6 @@ int payments_deny_beneficiary(struct req *r, const struct payments_deny_benefici
         return done;
     out->status = 200;
     out->body_200 = b;
-    out->etag = req_etag(r, b->version);
     return 0;
 }
 

@@ -48,12 +48,12 @@ int payments_list_payment_events(struct req *r,
                                  const struct payments_list_payment_events_request *in,
                                  struct payments_list_payment_events_response *out)
 {
-    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment_row *x = arena_alloc(&r->arena, sizeof *x);
     int found = pay_load(r, in->id, NULL, x);
     if (found <= 0)
         return found;
     struct page pg;
-    if (page_begin(r, &pg, arena_printf(&r->arena, "events&p=%s", x->p.id), in->limit,
+    if (page_begin(r, &pg, arena_printf(&r->arena, "events&p=%s", x->obj.id), in->limit,
                    in->has_cursor ? in->cursor : NULL) != 0)
         return 0;
     /* Oldest first: the cursor's key is the last event's sequence number. The text copy of seq
@@ -65,7 +65,7 @@ int payments_list_payment_events(struct req *r,
         "AND (CAST(?3 AS TEXT) IS NULL OR seq > CAST(?3 AS BIGINT)) ORDER BY seq LIMIT ?4");
     if (!st)
         return -1;
-    db_bind_text(st, 1, x->p.id);
+    db_bind_text(st, 1, x->obj.id);
     db_bind_text(st, 2, r->principal.workspace_id);
     db_bind_text(st, 3, pg.after_key);
     db_bind_int64(st, 4, in->limit + 1);

@@ -146,18 +146,18 @@ int pay_beneficiary_round(struct req *r, const char *id, int64_t *round)
 
 /* Ends a payment's audit detail with its approval round and the approvals that round needs,
  * and gives its text (in r->arena; NULL on failure). */
-static const char *detail_end(struct req *r, struct jsonw *w, const struct pay *x)
+static const char *detail_end(struct req *r, struct jsonw *w, const struct payment_row *x)
 {
     jsonw_key(w, "approval_round");
-    jsonw_int(w, x->round);
+    jsonw_int(w, x->approval_round);
     jsonw_key(w, "approvals_required");
-    jsonw_int(w, x->p.approval->required);
+    jsonw_int(w, x->obj.approval->required);
     jsonw_object_end(w);
     return pay_json_text(r, w);
 }
 
 /* The audit detail of approvals voided by a beneficiary change (JSON), in r->arena. */
-static const char *voided_detail(struct req *r, const struct pay *x, int64_t before)
+static const char *voided_detail(struct req *r, const struct payment_row *x, int64_t before)
 {
     struct jsonw w;
     jsonw_init(&w);
@@ -165,7 +165,7 @@ static const char *voided_detail(struct req *r, const struct pay *x, int64_t bef
     jsonw_key(&w, "approvals_voided");
     jsonw_string(&w, "beneficiary_changed");
     jsonw_key(&w, "beneficiary_id");
-    jsonw_string(&w, x->p.beneficiary_id);
+    jsonw_string(&w, x->obj.beneficiary_id);
     jsonw_key(&w, "beneficiary_round");
     jsonw_object_begin(&w);
     jsonw_key(&w, "before");
@@ -176,9 +176,9 @@ static const char *voided_detail(struct req *r, const struct pay *x, int64_t bef
     return detail_end(r, &w, x);
 }
 
-int pay_approvals_still_hold(struct req *r, struct pay *x)
+int pay_approvals_still_hold(struct req *r, struct payment_row *x)
 {
-    struct payment *p = &x->p;
+    struct payment *p = &x->obj;
     int64_t now = 0;
     if (pay_beneficiary_round(r, p->beneficiary_id, &now) != 0)
         return -1;
@@ -191,16 +191,15 @@ int pay_approvals_still_hold(struct req *r, struct pay *x)
     if (need < 0)
         return -1;
     enum payment_status status = p->status;
-    int64_t old_version = p->version, received = p->approval->received;
-    x->round++;
+    int64_t received = p->approval->received;
+    x->approval_round++;
     x->beneficiary_round = now;
     p->approval->required = need;
     p->approval->received = 0;
     p->approval->approvers_count = 0;
     pay_set_status(x, need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED);
-    pay_touch(r, p);
     const char *detail = voided_detail(r, x, before);
-    if (!detail || pay_save(x, PAY_UPDATE_STATE, old_version) != 0 ||
+    if (!detail || pay_save(r, x, PAY_UPDATE_STATE) != 0 ||
         pay_record_change(r, "payment.updated", p, status, detail) != 0 ||
         (p->status == PAYMENT_STATUS_APPROVED &&
          pay_record_change(r, "payment.approved", p, status,
@@ -286,7 +285,7 @@ static void field_value(struct jsonw *w, const struct payment *p, enum payment_a
 
 const char *pay_change_detail(struct req *r, const struct payment *before,
                               const struct payment *after, unsigned fields, const char *person,
-                              const struct pay *x)
+                              const struct payment_row *x)
 {
     struct jsonw w;
     pay_maker_detail_begin(r, &w, person);
@@ -353,9 +352,9 @@ const char *pay_fields_text(struct req *r, unsigned fields)
     return out;
 }
 
-void pay_set_creator(struct req *r, struct pay *x)
+void pay_set_creator(struct req *r, struct payment_row *x)
 {
-    struct payment *p = &x->p;
+    struct payment *p = &x->obj;
     p->makers = arena_grow(&r->arena, NULL, 0, sizeof *p->makers); /* grows in read_maker */
     struct payment_maker *m = &p->makers[0];
     m->user_id = x->created_for ? x->created_for : p->created_by;
@@ -426,11 +425,11 @@ int pay_load_page_makers(struct req *r, struct payment *items, size_t n)
 #define VELOCITY_STATUSES                                                                      \
     "('pending_approval', 'approved', 'scheduled', 'processing', 'sent', 'completed')"
 
-int pay_velocity_total(struct req *r, const struct pay *x, const char *person,
+int pay_velocity_total(struct req *r, const struct payment_row *x, const char *person,
                        int64_t window_hours, int64_t enough, int64_t *total)
 {
     (void)r;
-    const struct payment *p = &x->p;
+    const struct payment *p = &x->obj;
     char since[40];
     format_time_rfc3339(clock_now_ms() - window_hours * INT64_C(3600000), since, sizeof since);
     /* payments_velocity_idx (beneficiary_id, created_for, created_at) finds them, newest

@@ -75,20 +75,17 @@ struct step {
 };
 
 /* Records the new status s with its event; the next step at next_at (0: none). */
-static int move(struct step *st, struct pay *x, enum payment_status s, int64_t next_at,
+static int move(struct step *st, struct payment_row *x, enum payment_status s, int64_t next_at,
                 const char *detail)
 {
     struct req *r = &st->r;
-    struct payment *p = &x->p;
+    struct payment *p = &x->obj;
     enum payment_status before = p->status;
-    int64_t old_version = p->version;
     pay_set_status(x, s);
-    x->has_next_step = next_at != 0;
+    x->has_next_step_at = next_at != 0;
     x->next_step_at = next_at;
-    pay_touch(r, p);
     const char *type = arena_printf(&r->arena, "payment.%s", payment_status_str(s));
-    if (pay_save(x, PAY_UPDATE_STATE, old_version) != 0 ||
-        pay_record_change(r, type, p, before, detail) != 0)
+    if (pay_save(r, x, PAY_UPDATE_STATE) != 0 || pay_record_change(r, type, p, before, detail) != 0)
         return -1;
     st->moved = arena_printf(&r->arena, "%s -> %s%s%s", payment_status_str(before),
                              payment_status_str(s), detail ? ": " : "", detail ? detail : "");
@@ -103,10 +100,10 @@ static int move(struct step *st, struct pay *x, enum payment_status s, int64_t n
  * the client re-enters it once the beneficiary is approved again), with failure_reason
  * starting with the problem code approval would answer, and its payment.failed event and
  * audit record. *refused when it was failed. 0 / -1. */
-static int payee_refused(struct step *st, struct pay *x, bool *refused)
+static int payee_refused(struct step *st, struct payment_row *x, bool *refused)
 {
     struct req *r = &st->r;
-    struct payment *p = &x->p;
+    struct payment *p = &x->obj;
     const char *why = NULL;
     bool failed = false;
     const char *code = pay_beneficiary_refusal(r, p, &why, &failed);
@@ -133,11 +130,11 @@ static int payee_refused(struct step *st, struct pay *x, bool *refused)
 }
 
 /* One step of x, due at st->now, inside the writer's transaction. 0 / -1. */
-static int advance(struct step *st, struct pay *x)
+static int advance(struct step *st, struct payment_row *x)
 {
     struct req *r = &st->r;
     int64_t now = st->now;
-    struct payment *p = &x->p;
+    struct payment *p = &x->obj;
     struct rail_order o = {
         .payment_id = p->id,
         .workspace_id = p->workspace_id,
@@ -230,10 +227,10 @@ static bool step_run(void *ctx, bool guarded)
         st->ok = claimed == 0 && end == 0;
         return end > 0;
     }
-    struct pay *x = arena_alloc(&r->arena, sizeof *x);
+    struct payment_row *x = arena_alloc(&r->arena, sizeof *x);
     int found = pay_load(r, st->id, NULL, x);
     int rc = -1;
-    if (found == 0 || (found == 1 && (!x->has_next_step || x->next_step_at > st->now)))
+    if (found == 0 || (found == 1 && (!x->has_next_step_at || x->next_step_at > st->now)))
         rc = 0; /* gone or moved on meanwhile */
     else if (found == 1)
         rc = advance(st, x);

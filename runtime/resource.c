@@ -143,7 +143,7 @@ static int stored_version(struct req *r, const struct resource_table *t, const c
     return ret;
 }
 
-int resource_save(struct req *r, const struct resource_table *t, void *obj)
+static int save(struct req *r, const struct resource_table *t, void *obj, const char *sql)
 {
     int64_t old = 0;
     if (t->versioned) {
@@ -155,7 +155,7 @@ int resource_save(struct req *r, const struct resource_table *t, void *obj)
         format_now_rfc3339(now, sizeof now);
         set_text(obj, t->updated_at_offset, arena_strdup(&r->arena, now));
     }
-    struct db_stmt *st = storage_prepare(t->update_sql);
+    struct db_stmt *st = storage_prepare(sql);
     if (!st)
         return -1;
     int ret = -1;
@@ -187,6 +187,20 @@ int resource_save(struct req *r, const struct resource_table *t, void *obj)
                 "%s %s changed meanwhile: it is at version \"v%lld\" now; load it again.",
                 t->object, id, (long long)now_at);
     return 0;
+}
+
+int resource_save(struct req *r, const struct resource_table *t, void *obj)
+{
+    return save(r, t, obj, t->update_sql);
+}
+
+int resource_save_state(struct req *r, const struct resource_table *t, void *obj)
+{
+    if (!t->state_sql) {
+        log_error("%s: x-table lists no state columns", t->table);
+        return -1;
+    }
+    return save(r, t, obj, t->state_sql);
 }
 
 /* ---- lists ---------------------------------------------------------------------------- */

@@ -34,7 +34,10 @@ struct resource_table {
     /* "UPDATE t SET ... WHERE id = ?I AND <workspace> = ?W [AND <version> = ?(count + 1)]":
      * every column but id and the workspace, bound as insert_sql's, then the old version. */
     const char *update_sql;
-    size_t size;      /* sizeof the struct */
+    /* update_sql for a transition: only the columns x-table lists under state, the version
+     * and updated_at (same parameters); NULL when it lists none. */
+    const char *state_sql;
+    size_t size;      /* sizeof the struct (struct <schema>_row with hidden columns) */
     size_t id_offset; /* const char * members of the struct */
     size_t workspace_offset;
     size_t sort_offset;
@@ -77,6 +80,9 @@ int resource_insert(struct req *r, const struct resource_table *t, const void *o
  * answered 412 precondition_failed when the row is at another version (another writer came first);
  * -1 failure (no such row, or a database failure; logged). */
 int resource_save(struct req *r, const struct resource_table *t, void *obj);
+/* resource_save for a transition: writes only t's state columns (x-table state), leaving
+ * the indexed and referencing columns as they are. Same answers. */
+int resource_save_state(struct req *r, const struct resource_table *t, void *obj);
 
 /* ---- lists ---------------------------------------------------------------------------- */
 

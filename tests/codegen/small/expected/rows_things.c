@@ -267,7 +267,7 @@ static void init_gadget(void *obj)
 
 static int page_row_gadget(struct req *r, struct db_stmt *st, void *item)
 {
-    return row_read_gadget(&r->arena, st, 0, item);
+    return read_gadget(&r->arena, st, 0, item);
 }
 
 const struct resource_table rows_gadget = {
