@@ -143,9 +143,10 @@ int payments_get_approval_policy(struct req *r,
     struct approval_policy *pol = arena_alloc(&r->arena, sizeof *pol);
     if (load_policy(r, pol) != 0)
         return -1;
+    if (pol->version == 0)
+        pol->version = 1; /* the default policy, never set: version 1, ETag "v1" */
     out->status = 200;
     out->body_200 = pol;
-    out->etag = req_etag(r, pol->version ? pol->version : 1);
     return 0;
 }
 
@@ -183,8 +184,8 @@ int payments_put_approval_policy(struct req *r,
     jsonw_release(&w);
     char now[40];
     format_now_rfc3339(now, sizeof now);
-    /* The policy never set (version 0) answers ETag "v1" (If-Match has no "v0"), so the first
-     * setting makes version 2: were it 1, an If-Match read before it would still match. */
+    /* The policy never set answers version 1 (If-Match has no "v0"), so the first setting
+     * makes version 2: were it 1, an If-Match read before it would still match. */
     struct db_stmt *st = storage_prepare(
         "INSERT INTO approval_policies (workspace_id, tiers, version, updated_at, "
         "velocity_window_hours) VALUES (?1, ?2, 2, ?3, ?4) ON CONFLICT (workspace_id) DO "

@@ -68,6 +68,7 @@ static enum rail_state rail_state_of(enum payment_status s)
 struct step {
     struct group_commit_item item;
     char id[40], ws[40];
+    int64_t version; /* the payment's version the round picked, durable before the step */
     int64_t now;
     struct req r;
     bool ok;           /* the last run did its step (or found nothing due) */
@@ -232,6 +233,10 @@ static bool step_run(void *ctx, bool guarded)
     int rc = -1;
     if (found == 0 || (found == 1 && (!x->has_next_step_at || x->next_step_at > st->now)))
         rc = 0; /* gone or moved on meanwhile */
+    else if (found == 1 && x->obj.version != st->version)
+        rc = 0; /* changed since the round picked it (an edit to its amount or payee): that
+                 * change may be visible before it is durable, and a rail is told only what a
+                 * crash cannot take back, so the next round takes it, once durable */
     else if (found == 1)
         rc = advance(st, x);
     int end = guarded ? storage_savepoint_end(rc == 0) : storage_unguarded_end(rc == 0);
@@ -269,7 +274,7 @@ static int settle_pick(void)
     int64_t now = clock_now_ms();
     int n = 0;
     struct db_stmt *st = storage_prepare(
-        "SELECT id, workspace_id FROM payments WHERE next_step_at IS NOT NULL AND "
+        "SELECT id, workspace_id, version FROM payments WHERE next_step_at IS NOT NULL AND "
         "next_step_at <= ? ORDER BY next_step_at, id LIMIT ?");
     if (!st)
         return -1;
@@ -281,6 +286,7 @@ static int settle_pick(void)
         memset(s, 0, sizeof *s);
         snprintf(s->id, sizeof s->id, "%s", db_column_text(st, 0));
         snprintf(s->ws, sizeof s->ws, "%s", db_column_text(st, 1));
+        s->version = db_column_int64(st, 2);
         s->now = now;
         s->item.run = step_run;
         s->item.done = step_done;

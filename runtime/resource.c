@@ -162,7 +162,10 @@ static int save(struct req *r, const struct resource_table *t, void *obj, const 
     if (t->bind(&r->arena, st, 1, obj) == 0 &&
         db_bind_text(st, t->workspace_index + 1, r->principal.workspace_id) == 0 &&
         (!t->versioned || db_bind_int64(st, t->column_count + 1, old) == 0)) {
-        if (db_step(st) != DB_DONE)
+        int rc = db_step(st);
+        if (rc == DB_ERR_UNIQUE)
+            ret = DB_ERR_UNIQUE; /* the caller's 409 (a name or external id taken) */
+        else if (rc != DB_DONE)
             failed(t, "update");
         else if (storage_changes() == 1)
             ret = 1;
@@ -170,6 +173,8 @@ static int save(struct req *r, const struct resource_table *t, void *obj, const 
             ret = 0;
     }
     db_reset(st);
+    if (ret == DB_ERR_UNIQUE && t->versioned)
+        set_int(obj, t->version_offset, old);
     if (ret != 0)
         return ret;
     /* No row at the old version: another writer's save came first, or the row is gone. */

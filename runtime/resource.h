@@ -78,7 +78,8 @@ int resource_insert(struct req *r, const struct resource_table *t, const void *o
 /* Writes obj, changed from the stored row at its version, as the next version: updated_at
  * = now, version + 1, `WHERE version = old`, in r's workspace whatever obj says. 1 saved; 0
  * answered 412 precondition_failed when the row is at another version (another writer came first);
- * -1 failure (no such row, or a database failure; logged). */
+ * DB_ERR_UNIQUE (negative, so `<= 0` callers stop) when a UNIQUE constraint refused it, for a
+ * caller that answers 409; -1 failure (no such row, or a database failure; logged). */
 int resource_save(struct req *r, const struct resource_table *t, void *obj);
 /* resource_save for a transition: writes only t's state columns (x-table state), leaving
  * the indexed and referencing columns as they are. Same answers. */

@@ -142,7 +142,9 @@ static void setup(void)
                        "CREATE TABLE notes (id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, "
                        "body TEXT NOT NULL, status TEXT NOT NULL, size INTEGER, "
                        "version INTEGER NOT NULL, created_at TEXT NOT NULL, "
-                       "updated_at TEXT NOT NULL)",
+                       "updated_at TEXT NOT NULL); "
+                       "CREATE UNIQUE INDEX notes_taken ON notes (workspace_id, body) "
+                       "WHERE body = 'taken'",
                        NULL, NULL, NULL) == DB_OK);
 }
 
@@ -249,6 +251,7 @@ static void test_save_bumps_the_version_and_guards_it(void)
     setup();
     struct req *r = fresh_req("wsp_1");
     const char *id = add(r, "hello", "open", "2026-01-01T00:00:00.000Z");
+    add(r, "taken", "open", "2026-01-01T00:00:01.000Z");
     struct note n, again;
     CHECK(storage_begin(true) == 0);
     CHECK(resource_load(r, &notes, id, &n) == RESOURCE_FOUND);
@@ -272,6 +275,11 @@ static void test_save_bumps_the_version_and_guards_it(void)
     CHECK(again.version == 1);
     CHECK(resource_load(r, &notes, id, &again) == RESOURCE_FOUND);
     CHECK_STR(again.body, "changed");
+    /* a UNIQUE refusal is DB_ERR_UNIQUE for the caller's 409, the version as it was */
+    CHECK(resource_load(r, &notes, id, &n) == RESOURCE_FOUND);
+    n.body = "taken";
+    CHECK(resource_save(r, &notes, &n) == DB_ERR_UNIQUE);
+    CHECK(n.version == 2 && r->status == 412); /* no new answer: still the stale save's */
     /* a row that is gone (or another workspace's) is a failure, not a 412 */
     r = other_req("wsp_2");
     n.version = 2;
