@@ -60,7 +60,7 @@ const char *pay_json_text(struct req *r, struct jsonw *w)
     return out;
 }
 
-int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sql,
+int pay_page_rows(struct req *r, struct payment **items, size_t n, const char *sql,
                   void (*row)(struct req *r, struct db_stmt *st, struct payment *item),
                   const char *what)
 {
@@ -76,7 +76,7 @@ int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sq
         return -1;
     for (size_t i = 0; i < (size_t)places; i++) {
         if (i < n)
-            db_bind_text(st, (int)i + 1, items[i].id);
+            db_bind_text(st, (int)i + 1, items[i]->id);
         else
             db_bind_null(st, (int)i + 1);
     }
@@ -84,8 +84,8 @@ int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sq
     while ((rc = db_step(st)) == DB_ROW) {
         const char *pid = db_column_text(st, 0);
         for (size_t i = 0; pid && i < n; i++)
-            if (strcmp(items[i].id, pid) == 0) {
-                row(r, st, &items[i]);
+            if (strcmp(items[i]->id, pid) == 0) {
+                row(r, st, items[i]);
                 break;
             }
     }
@@ -269,7 +269,7 @@ static void page_decision(struct req *r, struct db_stmt *st, struct payment *p)
 /* The current round's decisions of a page of payments, in one query (not one per row). The
  * round is looked up for each decision found, not for each payment of the page: most have
  * none (a join from payments looked every payment of the page up a second time). */
-static int load_page_approvers(struct req *r, struct payment *items, size_t n)
+static int load_page_approvers(struct req *r, struct payment **items, size_t n)
 {
     return pay_page_rows(r, items, n,
                          "SELECT a.payment_id, a.user_id, a.decision, a.reason, a.decided_at "
@@ -597,13 +597,56 @@ int payments_get_payment(struct req *r, const struct payments_get_payment_reques
     return 0;
 }
 
+/* A page's payment, and whether it has what two more queries would look for. */
+struct page_item {
+    struct payment p;
+    bool decided; /* decisions in its current round */
+    bool changed; /* makers after its creator */
+};
+
+/* The page's columns: PAY_COLUMNS, then page_item's two flags. Most payments have neither, and
+ * a page without any needs neither query; an EXISTS per row costs a fraction of one (SQLite
+ * builds a temporary index of an IN list's ids each time). */
+#define PAGE_COLUMNS                                                                          \
+    PAY_COLUMNS ", CASE WHEN EXISTS (SELECT 1 FROM payment_approvals a "                    \
+                "WHERE a.payment_id = payments.id AND a.round = payments.approval_round) "   \
+                "THEN 1 ELSE 0 END, "                                                         \
+                "CASE WHEN EXISTS (SELECT 1 FROM payment_makers m "                          \
+                "WHERE m.payment_id = payments.id) THEN 1 ELSE 0 END"
+
 static int payment_row(struct req *r, struct db_stmt *st, void *item)
 {
     struct pay x;
+    struct page_item *it = item;
     if (row_to_pay_fields(r, st, &x) != 0)
-        return -1; /* decisions: load_page_approvers, once the page is read */
-    memcpy(item, &x.p, sizeof x.p);
+        return -1; /* decisions and makers: payments_list_payments, once the page is read */
+    it->p = x.p;
+    it->decided = db_column_int64(st, 27) != 0;
+    it->changed = db_column_int64(st, 28) != 0;
     return 0;
+}
+
+/* The page's decisions and makers, for the items whose flags say they have some; the page
+ * becomes its payments, moved down in place (item i's payment goes where nothing not yet
+ * read lies: before item i's flags and item i + 1). 0 / -1. */
+static int page_related(struct req *r, struct resource_page *rp)
+{
+    struct page_item *items = rp->items;
+    struct payment *pays = rp->items;
+    struct payment **decided = arena_alloc(&r->arena, (rp->count + 1) * sizeof *decided);
+    struct payment **changed = arena_alloc(&r->arena, (rp->count + 1) * sizeof *changed);
+    size_t nd = 0, nc = 0;
+    for (size_t i = 0; i < rp->count; i++) {
+        bool d = items[i].decided, c = items[i].changed;
+        memmove(&pays[i], &items[i].p, sizeof *pays);
+        if (d)
+            decided[nd++] = &pays[i];
+        if (c)
+            changed[nc++] = &pays[i];
+    }
+    return load_page_approvers(r, decided, nd) != 0 || pay_load_page_makers(r, changed, nc) != 0
+               ? -1
+               : 0;
 }
 
 /* A created_* filter as the stored form (UTC, milliseconds), so any offset compares right. */
@@ -640,7 +683,7 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
      * that may be NULL is CAST where it is tested, since PostgreSQL cannot infer its type from
      * `? IS NULL` alone. */
     struct db_stmt *st = storage_prepare(
-        "SELECT " PAY_COLUMNS " FROM payments WHERE workspace_id = ?1 "
+        "SELECT " PAGE_COLUMNS " FROM payments WHERE workspace_id = ?1 "
         "AND (CAST(?2 AS TEXT) IS NULL "
         "     OR length(replace(?2, ',' || status || ',', '')) < length(?2)) "
         "AND (CAST(?3 AS TEXT) IS NULL OR currency = ?3) "
@@ -675,11 +718,10 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
     db_bind_text(st, 14, in->has_batch_id ? in->batch_id : NULL);
     page_bind(&pg, st, 11, 12, 13);
     struct resource_page rp;
-    if (resource_page_fill(r, &pg, st, sizeof(struct payment), payment_row,
-                           offsetof(struct payment, created_at), offsetof(struct payment, id),
-                           &rp) != 0 ||
-        load_page_approvers(r, rp.items, rp.count) != 0 ||
-        pay_load_page_makers(r, rp.items, rp.count) != 0)
+    if (resource_page_fill(r, &pg, st, sizeof(struct page_item), payment_row,
+                           offsetof(struct page_item, p.created_at),
+                           offsetof(struct page_item, p.id), &rp) != 0 ||
+        page_related(r, &rp) != 0)
         return -1;
     struct payment_page *page = arena_alloc(&r->arena, sizeof *page);
     RESOURCE_PAGE_SET(page, rp);
