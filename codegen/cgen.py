@@ -1028,10 +1028,11 @@ def if_match_block(w, op):
     """x-if-match: required -- a change without If-Match is refused before the handler."""
     if not op.if_match_required:
         return
-    w.open('if (!req_header(r, "If-Match"))')
+    w('text = req_header(r, "If-Match");')
+    w.open('if (!text || strcmp(text, "*") == 0)')
     w('req_problem(r, 428, "precondition_required", "%s",')
-    w('            "Send If-Match with the current ETag (GET it first), so that this change '
-      'cannot overwrite one made since.");')
+    w('            "Send If-Match with the ETag of the version you read (GET it first; * names '
+      'none), so that this change cannot overwrite one made since.");')
     w('return 0;')
     w.close()
 

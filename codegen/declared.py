@@ -5,11 +5,14 @@ checks them against the operation they sit on and models them for cgen.declared_
 route table, and collects the problem codes. Every error names the file and pointer.
 
     x-audit:                        # every built write operation (POST/PUT/PATCH/DELETE)
-      action: beneficiary.updated   # or a list (the first unless the handler picks another),
-                                    # or by status: {201: role.created, 200: role.updated}
+      action: beneficiary.updated   # or a list (the handler's audit_change() says which;
+                                    # the first when it reports none),
+                                    # or by status: {'201': role.created, '200': role.updated}
       resource: beneficiary         # the record's resource_type
       id: path.id                   # path.<param> | response.<field> | principal.user_id |
-                                    # handler (the handler names it: r->audit.resource_id)
+                                    # principal.session_id | handler (the handler reports
+                                    # the record with audit_change(); a success without it
+                                    # is a failure)
       status: approval_status       # optional: the response field recorded as after_status
       fields: [name, currency]      # optional: request body members copied into the detail
     x-audit:
@@ -180,6 +183,9 @@ def build_audit(op, value, loc):
         bodies = _success_bodies(op)
         if not isinstance(name, str) or not bodies:
             fail(loc / 'status', 'status names a member of the JSON success bodies')
+        if len(bodies) != len([r for r in op.responses if 200 <= r.status < 300]):
+            fail(loc / 'status', 'status: every success of %s must answer a JSON body with '
+                                 'member %s' % (op.operation_id, name))
         for r in bodies:
             f = _member(r.field.node, name)
             if f is None or f.kind not in ('enum', 'string') or not f.required:

@@ -13,15 +13,17 @@ migrations create it (`<sql>/<api>/*.sql`, both dialects); emitted as generated/
         account_identification: {flatten: ''}  # members (union: the discriminator too) as
         bank: {flatten: bank_}                 #   columns <prefix><member>
         metadata: json                         # JSON text in the column of its name
+        scopes: words                          # strings, space-separated in one text column
         approval: computed                     # not stored: the handler fills it
         note: {column: remark}                 # a scalar in a column of another name
 
 The default of a property is a column of its name: strings, integers, booleans and enums. A
 `const` string (or one-value enum) is not stored: the reader sets it. Everything else must be
 mapped (flatten: a simple object, or a oneOf whose variants have the same scalar members;
-json: anything). A column is NOT NULL exactly when its property is required (and, flattened,
-when the member is required in every variant too); a NOT NULL column no property maps must
-have a DEFAULT."""
+json: anything; words: an array of strings without spaces, kept as OAuth writes a scope,
+space-separated in one text column). A column is NOT NULL exactly when its property is
+required (and, flattened, when the member is required in every variant too); a NOT NULL
+column no property maps must have a DEFAULT."""
 import os
 import re
 
@@ -130,7 +132,10 @@ def load_tables(sql_dir):
             continue
         for dialect in out:
             for name in sorted(os.listdir(d)):
-                if name.endswith('.%s.sql' % dialect):
+                # NNNN_name.<dialect>.sql, or NNNN_name.sql, which every engine runs
+                # (codegen/embed_sql.py)
+                portable = name.endswith('.sql') and name.count('.') == 1
+                if portable or name.endswith('.%s.sql' % dialect):
                     with open(os.path.join(d, name), encoding='utf-8') as f:
                         parse_ddl(f.read(), out[dialect])
     return out
@@ -271,6 +276,12 @@ class Rows:
             return Item('computed', f)
         if spec_ == 'json':
             return Item('json', f, [Col(f.json_name, n, f.required, loc, f.json_name)])
+        if spec_ == 'words':
+            if n.kind != 'array' or n.items.kind != 'string':
+                self.fail(loc, 'words is for an array of strings (%s is %s)'
+                          % (f.json_name, n.kind))
+                return None
+            return Item('words', f, [Col(f.json_name, n, f.required, loc, f.json_name)])
         if spec_ is None or (isinstance(spec_, dict) and set(spec_) == {'column'}):
             name = spec_['column'] if spec_ else f.json_name
             if n.kind not in SCALARS:
@@ -307,7 +318,7 @@ class Rows:
             self.fail(loc / 'flatten', 'flatten of %s, which is not an object (%s): map it as a '
                                        'column or json' % (f.json_name, n.kind))
             return None
-        self.fail(loc, 'a columns entry is json, computed, {flatten: <prefix>} or '
+        self.fail(loc, 'a columns entry is json, words, computed, {flatten: <prefix>} or '
                        '{column: <name>}')
         return None
 
@@ -522,11 +533,30 @@ def read_body(t):
             w('struct json_error e;')
             w('if (json_parse(a, t, strlen(t), &v, &e) != 0)')
             w('    return unknown(%s, st, c + %d);' % (lit(where(i)), i))
+            if not f.node.trivial:
+                # the decoders trust what they are given: a column altered outside the server
+                # (or by an older one) is checked as an answer would be, never decoded blind
+                w('struct verr_list l;')
+                w()
+                w('verr_init(&l, a);')
+                w(cgen.validate_call(f.node, 'v', '""', l='&l', mode='VALIDATE_RESPONSE'))
+                w('if (l.count > 0)')
+                w('    return unknown(%s, st, c + %d);' % (lit(where(i)), i))
             cgen.decode_value(w, f.node, 'field', dst, 'v')
             if f.optional:
                 w('o->has_%s = true;' % f.cname)
                 w.close()
             w.close()
+        elif it.how == 'words':
+            if f.optional:
+                w('o->has_%s = !db_column_is_null(st, c + %d);' % (f.cname, i))
+                w('if (o->has_%s &&' % f.cname)
+                w('    words_split(a, db_column_text(st, c + %d), &%s, &%s_count) != 0)'
+                  % (i, dst, dst))
+            else:
+                w('if (words_split(a, db_column_text(st, c + %d), &%s, &%s_count) != 0)'
+                  % (i, dst, dst))
+            w('    return unknown(%s, st, c + %d);' % (lit(where(i)), i))
         elif it.how == 'flatten':
             n = f.node
             block(w)
@@ -619,6 +649,10 @@ def bind_body(t):
             else:
                 w('db_bind_text(st, p + %d, text);' % i)
             w.close()
+        elif it.how == 'words':
+            v = 'words_join(a, %s, %s_count)' % (src, src)
+            w('db_bind_text(st, p + %d, %s);' % (i, v if present is None else
+                                                 '%s ? %s : NULL' % (present, v)))
         elif it.how == 'flatten':
             block(w)
             w('const struct %s *k = %s%s;' % (f.node.cname, src,

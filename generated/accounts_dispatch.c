@@ -587,6 +587,14 @@ int dispatch_accounts_decide_authorization(struct req *r)
         if (out.location && (r->status == 302))
             req_set_header(r, "Location", out.location);
     }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, NULL /* the handler reports it */, after) != 0)
+                return -1;
+        }
+    }
 #ifdef TREASURY_CHECK_RESPONSES
     check_accounts_decide_authorization(r);
 #endif

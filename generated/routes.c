@@ -20,6 +20,14 @@ static const int statuses_2[] = { 200, 400, 429, 500, 503, 0 };
 static const int statuses_3[] = { 200, 400, 401, 403, 429, 500, 501, 503, 0 };
 static const int statuses_4[] = { 200, 302, 400, 429, 500, 503, 0 };
 static const int statuses_5[] = { 302, 400, 413, 415, 422, 429, 500, 503, 0 };
+static const char *const audit_actions_5[] = { "oauth_grant.granted", NULL };
+static const struct op_audit audit_5 = {
+    .resource_type = "oauth_grant",
+    .actions = audit_actions_5,
+    .action_statuses = NULL,
+    .id_from = OP_AUDIT_ID_HANDLER,
+    .id_param = NULL,
+};
 static const int statuses_6[] = { 200, 303, 400, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_7[] = { 303, 400, 413, 415, 422, 429, 500, 503, 0 };
 static const int statuses_8[] = { 200, 400, 401, 413, 415, 422, 429, 500, 503, 0 };
@@ -713,6 +721,7 @@ const struct op routes_ops[] = {
         .first_party = false,
         .oauth_errors = false,
         .own_transaction = false,
+        .audit = &audit_5,
         .statuses = statuses_5,
         .dispatch = dispatch_accounts_decide_authorization,
     },

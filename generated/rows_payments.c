@@ -131,6 +131,12 @@ int row_read_beneficiary(struct arena *a, struct db_stmt *st, int c,
         struct json_error e;
         if (json_parse(a, t, strlen(t), &v, &e) != 0)
             return unknown("beneficiaries.metadata", st, c + 19);
+        struct verr_list l;
+
+        verr_init(&l, a);
+        validate_metadata(v, "", VALIDATE_RESPONSE, &l);
+        if (l.count > 0)
+            return unknown("beneficiaries.metadata", st, c + 19);
         if (v->type != JSON_OBJECT)
             return -1;
         o->metadata_count = v->count;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "generated/rows_accounts.h"
 #include "generated/scopes.h"
 #include "handlers/accounts.h"
 #include "handlers/admin.h"
@@ -837,24 +838,11 @@ int accounts_revoke_session(struct req *r, const struct accounts_revoke_session_
     return 0;
 }
 
-static int session_row(struct req *r, struct db_stmt *st, void *item)
-{
-    struct session *s = item;
-    memset(s, 0, sizeof *s);
-    s->id = db_column_dup(&r->arena, st, 0);
-    s->object = "session";
-    s->workspace_id = db_column_dup(&r->arena, st, 1);
-    s->current = r->principal.session_id && strcmp(s->id, r->principal.session_id) == 0;
-    s->created_at = db_column_dup(&r->arena, st, 2);
-    s->last_used_at = !db_column_is_null(st, 3) ? db_column_dup(&r->arena, st, 3) : NULL;
-    s->has_last_used_at = s->last_used_at != NULL;
-    s->expires_at = db_column_dup(&r->arena, st, 4);
-    return 0;
-}
-
 int accounts_list_sessions(struct req *r, const struct accounts_list_sessions_request *in,
                            struct accounts_list_sessions_response *out)
 {
+    /* Its own SQL, not resource_list: the caller's live sessions only (not revoked, not
+     * expired); the rows are read by the generated codec. */
     const struct principal *p = &r->principal;
     const char *filters = arena_printf(&r->arena, "sessions&u=%s&w=%s", p->user_id,
                                        p->workspace_id);
@@ -864,8 +852,8 @@ int accounts_list_sessions(struct req *r, const struct accounts_list_sessions_re
         return 0;
     format_now_rfc3339(now, sizeof now);
     struct db_stmt *st = storage_prepare(
-        "SELECT id, workspace_id, created_at, last_used_at, expires_at FROM sessions "
-        "WHERE user_id = ?1 AND workspace_id = ?2 AND revoked_at IS NULL AND expires_at > ?3 "
+        "SELECT " ROWS_SESSION_COLUMNS " FROM sessions WHERE user_id = ?1 AND workspace_id = ?2 "
+        "AND revoked_at IS NULL AND expires_at > ?3 "
         "AND (CAST(?4 AS TEXT) IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?5)) "
         "ORDER BY created_at DESC, id DESC LIMIT ?6");
     if (!st)
@@ -875,10 +863,13 @@ int accounts_list_sessions(struct req *r, const struct accounts_list_sessions_re
     db_bind_text(st, 3, now);
     page_bind(&pg, st, 4, 5, 6);
     struct resource_page rp;
-    if (resource_page_fill(r, &pg, st, sizeof(struct session), session_row,
+    if (resource_page_fill(r, &pg, st, sizeof(struct session), rows_session.page_row,
                            offsetof(struct session, created_at),
                            offsetof(struct session, id), &rp) != 0)
         return -1;
+    struct session *s = rp.items;
+    for (size_t i = 0; i < rp.count; i++)
+        s[i].current = p->session_id && strcmp(s[i].id, p->session_id) == 0;
     struct session_page *page = arena_alloc(&r->arena, sizeof *page);
     RESOURCE_PAGE_SET(page, rp);
     out->status = 200;

@@ -9,21 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "generated/rows_accounts.h"
 #include "generated/scopes.h"
 #include "handlers/accounts.h"
 #include "handlers/accounts_oauth.h"
 #include "runtime/audit.h"
-#include "runtime/format.h"
 #include "runtime/id.h"
-#include "runtime/json.h"
-#include "runtime/jsonw.h"
-#include "runtime/pagination.h"
 #include "runtime/resource.h"
 #include "runtime/storage.h"
-
-#define CLIENT_COLUMNS                                                                        \
-    "id, workspace_id, name, type, redirect_uris, scopes, secret_hash, status, created_by, "  \
-    "version, created_at, updated_at"
 
 static char *join_scopes(struct req *r, const char *const *v, size_t n)
 {
@@ -36,14 +29,16 @@ static char *join_scopes(struct req *r, const char *const *v, size_t n)
 
 /* ==== clients ============================================================================= */
 
-/* The web origins client id registered, in their order (oauth_client_origins). 0 / -1. */
-static int client_origins(struct req *r, const char *id, const char ***out, size_t *count)
+/* The web origins client c registered, in their order (oauth_client_origins), into its
+ * allowed_origins (computed in the x-table mapping: a table of their own, which the CORS
+ * check looks up by origin). 0 / -1. */
+static int client_origins(struct req *r, struct oauth_client *c)
 {
     struct db_stmt *st = storage_prepare(
         "SELECT origin FROM oauth_client_origins WHERE client_id = ? ORDER BY position");
     if (!st)
         return -1;
-    db_bind_text(st, 1, id);
+    db_bind_text(st, 1, c->id);
     size_t n = 0, cap = 4;
     const char **v = arena_alloc(&r->arena, cap * sizeof *v);
     int rc;
@@ -59,8 +54,8 @@ static int client_origins(struct req *r, const char *id, const char ***out, size
     db_reset(st);
     if (rc != DB_DONE)
         return oauth_db_failed("client origins");
-    *out = v;
-    *count = n;
+    c->allowed_origins = v;
+    c->allowed_origins_count = n;
     return 0;
 }
 
@@ -86,58 +81,31 @@ static int client_origins_save(const char *id, const char *const *v, size_t n)
     return 0;
 }
 
-static int client_row(struct req *r, struct db_stmt *st, void *item)
-{
-    struct oauth_stored_client *x = item;
-    struct oauth_client *c = &x->c;
-    memset(x, 0, sizeof *x);
-    c->id = db_column_dup(&r->arena, st, 0);
-    c->object = "oauth_client";
-    c->workspace_id = db_column_dup(&r->arena, st, 1);
-    c->name = db_column_dup(&r->arena, st, 2);
-    c->type = oauth_client_type_parse(db_column_dup(&r->arena, st, 3));
-    const char *uris = db_column_dup(&r->arena, st, 4);
-    struct json_value *v = NULL;
-    struct json_error err;
-    if (!uris || json_parse(&r->arena, uris, strlen(uris), &v, &err) != 0 ||
-        v->type != JSON_ARRAY)
-        return -1;
-    c->redirect_uris = arena_alloc(&r->arena, (v->count ? v->count : 1) * sizeof *c->redirect_uris);
-    for (size_t i = 0; i < v->count; i++) {
-        if (v->items[i]->type != JSON_STRING)
-            return -1;
-        c->redirect_uris[c->redirect_uris_count++] = v->items[i]->s;
-    }
-    x->scopes_text = db_column_dup(&r->arena, st, 5);
-    c->scopes = oauth_split_scopes(r, x->scopes_text ? x->scopes_text : "", &c->scopes_count);
-    x->secret_hash = db_column_dup(&r->arena, st, 6);
-    c->status = oauth_client_status_parse(db_column_dup(&r->arena, st, 7));
-    c->created_by = db_column_dup(&r->arena, st, 8);
-    c->version = db_column_int64(st, 9);
-    c->created_at = db_column_dup(&r->arena, st, 10);
-    c->updated_at = db_column_dup(&r->arena, st, 11);
-    if (!c->type || !c->status)
-        return -1;
-    return client_origins(r, c->id, &c->allowed_origins, &c->allowed_origins_count);
-}
-
-/* Client id, of workspace wid (NULL: any workspace). 1 found, 0 not, -1 failure. */
+/* Client id, of workspace wid (NULL: any workspace: the authorization and token endpoints
+ * know a client by its id alone), with its secret's digest. 1 found, 0 not, -1 failure. */
 int oauth_client_load(struct req *r, const char *id, const char *wid, struct oauth_stored_client *x)
 {
     if (!id || !id_valid(id, "cli"))
         return 0;
-    struct db_stmt *st = storage_prepare("SELECT " CLIENT_COLUMNS " FROM oauth_clients WHERE id = ? "
-                                       "AND (CAST(?2 AS TEXT) IS NULL OR workspace_id = ?2)");
+    struct db_stmt *st = storage_prepare(
+        "SELECT " ROWS_OAUTH_CLIENT_COLUMNS ", secret_hash FROM oauth_clients WHERE id = ?1 "
+        "AND (CAST(?2 AS TEXT) IS NULL OR workspace_id = ?2)");
     if (!st)
         return -1;
     db_bind_text(st, 1, id);
     db_bind_text(st, 2, wid);
-    int rc = db_step(st), ret;
-    if (rc == DB_ROW)
-        ret = client_row(r, st, x) == 0 ? 1 : -1;
-    else
-        ret = rc == DB_DONE ? 0 : oauth_db_failed("client load");
+    memset(x, 0, sizeof *x);
+    int rc = db_step(st), ret = 0;
+    if (rc == DB_ROW && row_read_oauth_client(&r->arena, st, 0, &x->c) == 0) {
+        x->secret_hash = db_column_dup(&r->arena, st, ROWS_OAUTH_CLIENT_COLUMN_COUNT);
+        x->scopes_text = join_scopes(r, x->c.scopes, x->c.scopes_count);
+        ret = 1;
+    } else if (rc != DB_DONE) {
+        ret = oauth_db_failed("client load");
+    }
     db_reset(st);
+    if (ret == 1 && client_origins(r, &x->c) != 0)
+        return -1;
     return ret;
 }
 
@@ -326,55 +294,6 @@ static void check_client_fields(struct req *r, const char *const *uris, size_t n
     }
 }
 
-static char *uris_json(const char *const *uris, size_t n)
-{
-    struct jsonw w;
-    size_t len = 0;
-    jsonw_init(&w);
-    jsonw_array_begin(&w);
-    for (size_t i = 0; i < n; i++)
-        jsonw_string(&w, uris[i]);
-    jsonw_array_end(&w);
-    char *out = jsonw_take(&w, &len);
-    jsonw_release(&w);
-    return out;
-}
-
-static int client_save(const struct oauth_stored_client *x, bool insert, int64_t old_version)
-{
-    const struct oauth_client *c = &x->c;
-    char *uris = uris_json(c->redirect_uris, c->redirect_uris_count);
-    struct db_stmt *st = storage_prepare(
-        insert ? "INSERT INTO oauth_clients (" CLIENT_COLUMNS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                 "?7, ?8, ?9, ?10, ?11, ?12)"
-               : "UPDATE oauth_clients SET name = ?3, redirect_uris = ?5, scopes = ?6, "
-                 "status = ?8, version = ?10, updated_at = ?12 WHERE id = ?1 AND "
-                 "workspace_id = ?2 AND version = ?13");
-    int ret = -1;
-    if (st && uris) {
-        db_bind_text(st, 1, c->id);
-        db_bind_text(st, 2, c->workspace_id);
-        db_bind_text(st, 3, c->name);
-        db_bind_text(st, 4, oauth_client_type_str(c->type));
-        db_bind_text(st, 5, uris);
-        db_bind_text(st, 6, x->scopes_text);
-        db_bind_text(st, 7, x->secret_hash);
-        db_bind_text(st, 8, oauth_client_status_str(c->status));
-        db_bind_text(st, 9, c->created_by);
-        db_bind_int64(st, 10, c->version);
-        db_bind_text(st, 11, c->created_at);
-        db_bind_text(st, 12, c->updated_at);
-        if (!insert)
-            db_bind_int64(st, 13, old_version);
-        ret = db_step(st) == DB_DONE && storage_changes() == 1
-                  ? 0
-                  : oauth_db_failed("client save");
-        db_reset(st);
-    }
-    free(uris);
-    return ret;
-}
-
 int accounts_create_oauth_client(struct req *r,
                                  const struct accounts_create_oauth_client_request *in,
                                  struct accounts_create_oauth_client_response *out)
@@ -388,14 +307,9 @@ int accounts_create_oauth_client(struct req *r,
         req_problem_validation(r, 422, "The client registration is not valid.");
         return 0;
     }
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
-    struct oauth_stored_client x;
-    memset(&x, 0, sizeof x);
-    struct oauth_client *c = &x.c;
-    c->id = id_new(&r->arena, "cli");
-    c->object = "oauth_client";
-    c->workspace_id = r->principal.workspace_id;
+    struct oauth_client_created *created = arena_alloc(&r->arena, sizeof *created);
+    struct oauth_client *c = arena_alloc(&r->arena, sizeof *c);
+    resource_new(r, &rows_oauth_client, c);
     c->name = b->name;
     c->type = b->type == OAUTH_CLIENT_CREATE_TYPE_CONFIDENTIAL ? OAUTH_CLIENT_TYPE_CONFIDENTIAL
                                                                 : OAUTH_CLIENT_TYPE_PUBLIC;
@@ -407,24 +321,23 @@ int accounts_create_oauth_client(struct req *r,
     c->scopes_count = b->scopes_count;
     c->status = OAUTH_CLIENT_STATUS_ACTIVE;
     c->created_by = r->principal.user_id;
-    c->version = 1;
-    c->created_at = c->updated_at = arena_strdup(&r->arena, now);
-    x.scopes_text = join_scopes(r, b->scopes, b->scopes_count);
-    struct oauth_client_created *created = arena_alloc(&r->arena, sizeof *created);
+    if (resource_insert(r, &rows_oauth_client, c) != 0 ||
+        client_origins_save(c->id, c->allowed_origins, c->allowed_origins_count) != 0)
+        return -1;
     if (c->type == OAUTH_CLIENT_TYPE_CONFIDENTIAL) {
+        /* Only the secret's digest is stored (x-table internal: the API never shows it). */
         char hash[DIGEST_HEX_LEN + 1];
         created->client_secret = arena_printf(&r->arena, "cs_%s",
                                               id_secret(&r->arena, OAUTH_SECRET_BYTES));
         created->has_client_secret = true;
-        if (oauth_sha256_hex(created->client_secret, hash) != 0)
+        const char *v[] = {hash, c->id};
+        if (oauth_sha256_hex(created->client_secret, hash) != 0 ||
+            storage_exec_texts("UPDATE oauth_clients SET secret_hash = ? WHERE id = ?", v, 2) != 0)
             return -1;
-        x.secret_hash = arena_strdup(&r->arena, hash);
     }
-    if (client_save(&x, true, 0) != 0 ||
-        client_origins_save(c->id, c->allowed_origins, c->allowed_origins_count) != 0 ||
-        audit_change(r, "oauth_client.created", "oauth_client", c->id, NULL, "active",
+    if (audit_change(r, "oauth_client.created", "oauth_client", c->id, NULL, "active",
                      arena_printf(&r->arena, "%s; scopes: [%s]", oauth_client_type_str(c->type),
-                                  x.scopes_text)) != 0)
+                                  join_scopes(r, c->scopes, c->scopes_count))) != 0)
         return -1;
     created->id = c->id;
     created->object = c->object;
@@ -445,24 +358,20 @@ int accounts_create_oauth_client(struct req *r,
     out->status = 201;
     out->body_201 = created;
     out->location = arena_printf(&r->arena, "/v1/accounts/oauth/clients/%s", c->id);
-    out->etag = req_etag(r, c->version);
     return 0;
 }
 
 int accounts_get_oauth_client(struct req *r, const struct accounts_get_oauth_client_request *in,
                               struct accounts_get_oauth_client_response *out)
 {
-    struct oauth_stored_client *x = arena_alloc(&r->arena, sizeof *x);
-    int found = oauth_client_load(r, in->id, r->principal.workspace_id, x);
-    if (found < 0)
+    struct oauth_client *c = arena_alloc(&r->arena, sizeof *c);
+    int found = resource_load_current(r, &rows_oauth_client, in->id, NULL, c); /* 404 */
+    if (found <= 0)
+        return found;
+    if (client_origins(r, c) != 0)
         return -1;
-    if (!found) {
-        req_problem(r, 404, "not_found", "No OAuth client %s in this workspace.", in->id);
-        return 0;
-    }
     out->status = 200;
-    out->body_200 = &x->c;
-    out->etag = req_etag(r, x->c.version);
+    out->body_200 = c;
     return 0;
 }
 
@@ -471,19 +380,11 @@ int accounts_update_oauth_client(struct req *r,
                                  struct accounts_update_oauth_client_response *out)
 {
     const struct oauth_client_update *u = in->body;
-    struct oauth_stored_client *x = arena_alloc(&r->arena, sizeof *x);
-    int found = oauth_client_load(r, in->id, r->principal.workspace_id, x);
-    if (found < 0)
-        return -1;
-    if (!found) {
-        req_problem(r, 404, "not_found", "No OAuth client %s in this workspace.", in->id);
-        return 0;
-    }
-    struct oauth_client *c = &x->c;
-    if (in->has_if_match && !req_if_match(in->if_match, c->version)) {
-        req_precondition_failed(r, in->if_match, c->version);
-        return 0;
-    }
+    struct oauth_client *c = arena_alloc(&r->arena, sizeof *c);
+    int found = resource_load_current(r, &rows_oauth_client, in->id,
+                                      in->has_if_match ? in->if_match : NULL, c); /* 404, 412 */
+    if (found <= 0)
+        return found;
     check_client_fields(r, u->has_redirect_uris ? u->redirect_uris : NULL,
                         u->has_redirect_uris ? u->redirect_uris_count : 0,
                         u->has_allowed_origins ? u->allowed_origins : NULL,
@@ -496,58 +397,47 @@ int accounts_update_oauth_client(struct req *r,
     bool disabling = u->has_status && u->status == OAUTH_CLIENT_UPDATE_STATUS_DISABLED &&
                      c->status == OAUTH_CLIENT_STATUS_ACTIVE;
     const char *status_before = oauth_client_status_str(c->status);
-    const char *scopes_before = x->scopes_text ? x->scopes_text : "";
+    const char *scopes_before = join_scopes(r, c->scopes, c->scopes_count);
+    /* Not x-merge-into: the update's status is an enum of its own (no `type` either). */
     if (u->has_name)
         c->name = u->name;
     if (u->has_redirect_uris) {
         c->redirect_uris = u->redirect_uris;
         c->redirect_uris_count = u->redirect_uris_count;
     }
-    if (u->has_allowed_origins) {
-        c->allowed_origins = u->allowed_origins;
-        c->allowed_origins_count = u->allowed_origins_count;
-    }
     if (u->has_scopes) {
         c->scopes = u->scopes;
         c->scopes_count = u->scopes_count;
-        x->scopes_text = join_scopes(r, u->scopes, u->scopes_count);
     }
     if (u->has_status)
         c->status = u->status == OAUTH_CLIENT_UPDATE_STATUS_DISABLED ? OAUTH_CLIENT_STATUS_DISABLED
                                                                      : OAUTH_CLIENT_STATUS_ACTIVE;
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
-    int64_t old_version = c->version;
-    c->version++;
-    c->updated_at = arena_strdup(&r->arena, now);
-    if (client_save(x, false, old_version) != 0 ||
-        (u->has_allowed_origins &&
-         client_origins_save(c->id, c->allowed_origins, c->allowed_origins_count) != 0) ||
-        audit_change(r, "oauth_client.updated", "oauth_client", c->id, status_before,
+    int saved = resource_save(r, &rows_oauth_client, c); /* version + 1, 412 */
+    if (saved <= 0)
+        return saved;
+    if (u->has_allowed_origins) {
+        c->allowed_origins = u->allowed_origins;
+        c->allowed_origins_count = u->allowed_origins_count;
+        if (client_origins_save(c->id, c->allowed_origins, c->allowed_origins_count) != 0)
+            return -1;
+    } else if (client_origins(r, c) != 0) {
+        return -1;
+    }
+    if (audit_change(r, "oauth_client.updated", "oauth_client", c->id, status_before,
                      oauth_client_status_str(c->status),
                      arena_printf(&r->arena, "scopes: [%s] -> [%s]%s%s%s", scopes_before,
-                                  x->scopes_text ? x->scopes_text : "",
+                                  join_scopes(r, c->scopes, c->scopes_count),
                                   u->has_name ? "; name" : "",
                                   u->has_redirect_uris ? "; redirect_uris" : "",
                                   u->has_allowed_origins ? "; allowed_origins" : "")) != 0)
         return -1;
     if (disabling) {
         if (acc_revoke_sessions_of(r, "client_id", c->id, "client_disabled") != 0 ||
-            oauth_grants_revoke_of_client(c->id, now) != 0)
+            oauth_grants_revoke_of_client(c->id, c->updated_at) != 0)
             return -1;
     }
     out->status = 200;
     out->body_200 = c;
-    out->etag = req_etag(r, c->version);
-    return 0;
-}
-
-static int client_list_row(struct req *r, struct db_stmt *st, void *item)
-{
-    struct oauth_stored_client x;
-    if (client_row(r, st, &x) != 0)
-        return -1;
-    *(struct oauth_client *)item = x.c;
     return 0;
 }
 
@@ -555,24 +445,15 @@ int accounts_list_oauth_clients(struct req *r,
                                 const struct accounts_list_oauth_clients_request *in,
                                 struct accounts_list_oauth_clients_response *out)
 {
-    struct page pg;
-    if (page_begin(r, &pg, arena_printf(&r->arena, "oauth_clients&w=%s", r->principal.workspace_id),
-                   in->limit, in->has_cursor ? in->cursor : NULL) != 0)
-        return 0;
-    struct db_stmt *st = storage_prepare(
-        "SELECT " CLIENT_COLUMNS " FROM oauth_clients WHERE workspace_id = ?1 "
-        "AND (CAST(?2 AS TEXT) IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
-        "ORDER BY created_at DESC, id DESC "
-        "LIMIT ?4");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, r->principal.workspace_id);
-    page_bind(&pg, st, 2, 3, 4);
     struct resource_page rp;
-    if (resource_page_fill(r, &pg, st, sizeof(struct oauth_client), client_list_row,
-                           offsetof(struct oauth_client, created_at),
-                           offsetof(struct oauth_client, id), &rp) != 0)
-        return -1;
+    int listed = resource_list(r, &rows_oauth_client, NULL, 0, in->limit,
+                               in->has_cursor ? in->cursor : NULL, &rp); /* 400 bad cursor */
+    if (listed <= 0)
+        return listed;
+    struct oauth_client *c = rp.items;
+    for (size_t i = 0; i < rp.count; i++)
+        if (client_origins(r, &c[i]) != 0)
+            return -1;
     struct oauth_client_page *p = arena_alloc(&r->arena, sizeof *p);
     RESOURCE_PAGE_SET(p, rp);
     out->status = 200;

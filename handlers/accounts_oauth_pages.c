@@ -19,6 +19,7 @@
 #include "generated/scopes.h"
 #include "handlers/accounts.h"
 #include "handlers/accounts_oauth.h"
+#include "runtime/audit.h"
 #include "runtime/clock.h"
 #include "runtime/digest.h"
 #include "runtime/format.h"
@@ -918,6 +919,16 @@ int accounts_decide_authorization(struct req *r,
     const char *code = NULL;
     if (oauth_grant_upsert(r, b.user_id, c, scope, grant, sizeof grant) != 0 ||
         oauth_code_issue(r, c, grant, b.user_id, a.redirect_uri, scope, a.challenge, &code) != 0)
+        return -1;
+    /* The consent is recorded in the application's workspace as the user's act: the page's
+     * request carries no token, so the principal is the signed-in browser's for this record. */
+    struct principal page = r->principal;
+    r->principal.workspace_id = c->c.workspace_id;
+    r->principal.user_id = b.user_id;
+    int audited = audit_change(r, "oauth_grant.granted", "oauth_grant", grant, NULL, "active",
+                               arena_printf(&r->arena, "to %s; scopes: [%s]", c->c.id, scope));
+    r->principal = page;
+    if (audited != 0)
         return -1;
     out->location = redirect_with(r, a.redirect_uri, arena_printf(&r->arena, "code=%s", code),
                                   state);

@@ -72,7 +72,6 @@ int workspace_get_workspace(struct req *r, const struct workspace_get_workspace_
         return found;
     out->status = 200;
     out->body_200 = w;
-    out->etag = req_etag(r, w->version);
     return 0;
 }
 
@@ -101,7 +100,6 @@ int workspace_update_workspace_settings(
     w->updated_at = arena_strdup(&r->arena, now);
     out->status = 200;
     out->body_200 = w;
-    out->etag = req_etag(r, w->version);
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "runtime/digest.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
+#include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
 #include "runtime/storage.h"
@@ -157,10 +158,14 @@ static const char *declared_detail(struct req *r, const char *note)
         return note;
     if (!note)
         return arena_printf(&r->arena, "{\"request\":%s}", fields);
-    if (note[0] == '{') {
-        const char *inner = note + 1;
-        return arena_printf(&r->arena, "{\"request\":%s%s%s", fields, *inner == '}' ? "" : ",",
-                            inner);
+    struct json_value *parsed = NULL;
+    struct json_error jerr;
+    if (note[0] == '{' && json_parse(&r->arena, note, strlen(note), &parsed, &jerr) == 0 &&
+        parsed->type == JSON_OBJECT) {
+        /* a detail the handler built as an object: its members go beside "request" (any
+         * other text, such as a reason a person typed, is quoted below) */
+        return arena_printf(&r->arena, "{\"request\":%s%s%s", fields, parsed->count ? "," : "",
+                            strchr(note, '{') + 1);
     }
     struct jsonw w;
     jsonw_init(&w);

@@ -1,6 +1,7 @@
 /* Load, insert, save and list through a generated table descriptor (runtime/resource.h). */
 #include "runtime/resource.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "runtime/format.h"
@@ -190,6 +191,26 @@ int resource_save(struct req *r, const struct resource_table *t, void *obj)
 
 /* ---- lists ---------------------------------------------------------------------------- */
 
+/* A filter's text as the digest holds it: '%', '&' and '=' percent-encoded, so that no two
+ * different filter sets spell the same digest. */
+static const char *digest_value(struct arena *a, const char *v)
+{
+    size_t extra = 0;
+    for (const char *p = v; *p; p++)
+        extra += *p == '%' || *p == '&' || *p == '=';
+    if (!extra)
+        return v;
+    char *out = arena_alloc(a, strlen(v) + 2 * extra + 1), *o = out;
+    for (const char *p = v; *p; p++) {
+        if (*p == '%' || *p == '&' || *p == '=')
+            o += sprintf(o, "%%%02X", (unsigned char)*p);
+        else
+            *o++ = *p;
+    }
+    *o = '\0';
+    return out;
+}
+
 /* The filters' SQL and the cursor's filter digest, both over f[0..n) in their order. */
 static const char *op_sql(enum resource_op op)
 {
@@ -236,8 +257,8 @@ int resource_list(struct req *r, const struct resource_table *t, const struct re
             digest = arena_printf(&r->arena, "%s&%s%d=%lld", digest, f[i].column, (int)f[i].op,
                                   (long long)f[i].number);
         else
-            digest =
-                arena_printf(&r->arena, "%s&%s%d=%s", digest, f[i].column, (int)f[i].op, f[i].text);
+            digest = arena_printf(&r->arena, "%s&%s%d=%s", digest, f[i].column, (int)f[i].op,
+                                  digest_value(&r->arena, f[i].text));
     }
     int k = (int)n + 2;
     sql = arena_printf(&r->arena,

@@ -99,3 +99,27 @@ def test_the_served_document_lists_every_problem_code_with_its_title(server):
         r = c.get("/v1/beneficiaries/ben_01jq6d4e5f6g7h8j9k0m1n2p3q")
         body = assert_problem(r, 404, "not_found")
         assert body["title"] == codes["not_found"]
+
+
+def test_an_applications_grant_is_recorded_as_the_users_consent_in_its_workspace(server):
+    """The consent page has no token: its declared record (id: handler) is the handler's, in
+    the application's workspace, by the user who approved."""
+    from oauth_flow import Workspace, consent, pkce, query_of
+    ws = Workspace(server)
+    app = ws.register()
+    email = ws.member("treasurer")
+    r = consent(server, app, email, pkce()[1])
+    assert r.status == 302 and "code" in query_of(r.header("Location")), r
+    row = committed_row(server, "SELECT a.actor_id, a.resource_id, a.after_status, a.detail "
+                                "FROM audit_events a JOIN users u ON u.id = a.actor_id "
+                                "WHERE a.workspace_id = ? AND a.action = 'oauth_grant.granted' "
+                                "AND u.email_norm = ?", (ws.wid, email.lower()))
+    assert row is not None, "no oauth_grant.granted record"
+    actor, grant, after, detail = row
+    assert grant.startswith("grt_") and after == "active"
+    assert app.id in detail and "payments:read" in detail
+    # the grant the record names is the one the user's grant list shows
+    token = ws.token(email)
+    with server.client(token=token) as c:
+        grants = assert_json(c.get("/v1/accounts/oauth/grants"), 200)["data"]
+    assert grant in [g["id"] for g in grants]

@@ -373,6 +373,30 @@ static void test_list_pages_through_the_workspaces_matching_rows(void)
     teardown();
 }
 
+/* Filter texts cannot spell another filter set's digest: unescaped, (status "x&body0=b", body
+ * unset) and (status "x", body "b&body0=~") would both read "status0=x&body0=b&body0=~", and a
+ * cursor of the one would serve the other. */
+static void test_a_filter_text_cannot_forge_another_filter_set(void)
+{
+    setup();
+    struct req *r = fresh_req("wsp_1");
+    add(r, "b&body0=~", "x", "2026-01-01T00:00:01.000Z");
+    add(r, "b&body0=~", "x", "2026-01-01T00:00:02.000Z");
+    const char *next = NULL;
+    int rc;
+    const struct resource_filter b[] = {RESOURCE_TEXT("status", RESOURCE_EQ, "x"),
+                                        RESOURCE_TEXT("body", RESOURCE_EQ, "b&body0=~")};
+    const struct resource_filter a[] = {RESOURCE_TEXT("status", RESOURCE_EQ, "x&body0=b"),
+                                        RESOURCE_TEXT("body", RESOURCE_EQ, NULL)};
+    CHECK(list(r, b, 2, 1, NULL, &next, &rc) && next);
+    const char *c1 = next;
+    CHECK(list(r, b, 2, 1, c1, &next, &rc) != NULL && rc == 1); /* its own filters: served */
+    r = other_req("wsp_1");
+    CHECK(list(r, a, 2, 1, c1, &next, &rc) == NULL && rc == 0);
+    CHECK_STR(r->problem_code, "invalid_cursor");
+    teardown();
+}
+
 static void test_integer_filters(void)
 {
     setup();
@@ -408,6 +432,7 @@ int main(void)
         UNIT_TEST(test_save_bumps_the_version_and_guards_it),
         UNIT_TEST(test_a_row_the_reader_refuses_is_a_failure),
         UNIT_TEST(test_list_pages_through_the_workspaces_matching_rows),
+        UNIT_TEST(test_a_filter_text_cannot_forge_another_filter_set),
         UNIT_TEST(test_integer_filters),
     };
     return unit_run("resource", tests, sizeof tests / sizeof tests[0]);

@@ -109,6 +109,12 @@ int row_read_gadget(struct arena *a, struct db_stmt *st, int c,
         struct json_error e;
         if (json_parse(a, t, strlen(t), &v, &e) != 0)
             return unknown("gadgets.labels", st, c + 14);
+        struct verr_list l;
+
+        verr_init(&l, a);
+        validate_labels(v, "", VALIDATE_RESPONSE, &l);
+        if (l.count > 0)
+            return unknown("gadgets.labels", st, c + 14);
         if (v->type != JSON_OBJECT)
             return -1;
         o->labels_count = v->count;
@@ -124,6 +130,12 @@ int row_read_gadget(struct arena *a, struct db_stmt *st, int c,
             struct json_value *v = NULL;
             struct json_error e;
             if (json_parse(a, t, strlen(t), &v, &e) != 0)
+                return unknown("gadgets.tags", st, c + 15);
+            struct verr_list l;
+
+            verr_init(&l, a);
+            validate_gadget_tags(v, "", VALIDATE_RESPONSE, &l);
+            if (l.count > 0)
                 return unknown("gadgets.tags", st, c + 15);
             if (v->type != JSON_ARRAY)
                 return -1;

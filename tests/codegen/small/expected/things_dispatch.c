@@ -691,9 +691,10 @@ int dispatch_things_replace_thing(struct req *r)
         if (decode_thing(&r->arena, doc, in.body) != 0)
             return -1;
     }
-    if (!req_header(r, "If-Match")) {
+    text = req_header(r, "If-Match");
+    if (!text || strcmp(text, "*") == 0) {
         req_problem(r, 428, "precondition_required", "%s",
-                    "Send If-Match with the current ETag (GET it first), so that this change cannot overwrite one made since.");
+                    "Send If-Match with the ETag of the version you read (GET it first; * names none), so that this change cannot overwrite one made since.");
         return 0;
     }
     if (doc) {
