@@ -557,6 +557,16 @@ def encode_field(w, f, src):
         encode_value(w, f.node, 'field', src)
 
 
+def key_call(name):
+    """The call writing a member's key: jsonw_raw_key with the key's JSON text (quoted, with its
+    colon) when that is the name's bytes between quotes, which is the case for the spec's plain
+    names; jsonw_key (escaping at run time) for any other."""
+    if all(0x20 <= ord(c) < 0x7f and c not in '"\\' for c in name):
+        raw = '"%s":' % name
+        return 'jsonw_raw_key(w, %s, %d);' % (lit(raw), len(raw))
+    return 'jsonw_key(w, %s);' % lit(name)
+
+
 def encode_body(n):
     w = W()
     if n.kind == 'oneof':
@@ -583,7 +593,7 @@ def encode_body(n):
             continue
         src = 'in->' + f.cname
         if f.required:
-            w('jsonw_key(w, %s);' % lit(f.json_name))
+            w(key_call(f.json_name))
             encode_field(w, f, src)
             continue
         conds = ['in->has_%s' % f.cname]
@@ -592,7 +602,7 @@ def encode_body(n):
         if f.is_pointer:
             conds.append('%s != NULL' % src)
         w.open('if (%s)' % ' || '.join(conds))
-        w('jsonw_key(w, %s);' % lit(f.json_name))
+        w(key_call(f.json_name))
         encode_field(w, f, src)
         w.close()
     if n.addl is not None and n.addl is not False:

@@ -270,64 +270,64 @@ int decode_authorization_server_metadata(struct arena *a, const struct json_valu
 void encode_authorization_server_metadata(struct jsonw *w, const struct authorization_server_metadata *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "issuer");
+    jsonw_raw_key(w, "\"issuer\":", 9);
     jsonw_string(w, in->issuer);
-    jsonw_key(w, "authorization_endpoint");
+    jsonw_raw_key(w, "\"authorization_endpoint\":", 25);
     jsonw_string(w, in->authorization_endpoint);
-    jsonw_key(w, "token_endpoint");
+    jsonw_raw_key(w, "\"token_endpoint\":", 17);
     jsonw_string(w, in->token_endpoint);
-    jsonw_key(w, "response_types_supported");
+    jsonw_raw_key(w, "\"response_types_supported\":", 27);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->response_types_supported_count; j++) {
         jsonw_string(w, in->response_types_supported[j]);
     }
     jsonw_array_end(w);
     if (in->has_response_modes_supported || in->response_modes_supported != NULL) {
-        jsonw_key(w, "response_modes_supported");
+        jsonw_raw_key(w, "\"response_modes_supported\":", 27);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->response_modes_supported_count; j++) {
             jsonw_string(w, in->response_modes_supported[j]);
         }
         jsonw_array_end(w);
     }
-    jsonw_key(w, "grant_types_supported");
+    jsonw_raw_key(w, "\"grant_types_supported\":", 24);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->grant_types_supported_count; j++) {
         jsonw_string(w, in->grant_types_supported[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "code_challenge_methods_supported");
+    jsonw_raw_key(w, "\"code_challenge_methods_supported\":", 35);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->code_challenge_methods_supported_count; j++) {
         jsonw_string(w, in->code_challenge_methods_supported[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "token_endpoint_auth_methods_supported");
+    jsonw_raw_key(w, "\"token_endpoint_auth_methods_supported\":", 40);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->token_endpoint_auth_methods_supported_count; j++) {
         jsonw_string(w, in->token_endpoint_auth_methods_supported[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "revocation_endpoint");
+    jsonw_raw_key(w, "\"revocation_endpoint\":", 22);
     jsonw_string(w, in->revocation_endpoint);
-    jsonw_key(w, "revocation_endpoint_auth_methods_supported");
+    jsonw_raw_key(w, "\"revocation_endpoint_auth_methods_supported\":", 45);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->revocation_endpoint_auth_methods_supported_count; j++) {
         jsonw_string(w, in->revocation_endpoint_auth_methods_supported[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "scopes_supported");
+    jsonw_raw_key(w, "\"scopes_supported\":", 19);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->scopes_supported_count; j++) {
         jsonw_string(w, in->scopes_supported[j]);
     }
     jsonw_array_end(w);
     if (in->has_authorization_response_iss_parameter_supported) {
-        jsonw_key(w, "authorization_response_iss_parameter_supported");
+        jsonw_raw_key(w, "\"authorization_response_iss_parameter_supported\":", 49);
         jsonw_bool(w, in->authorization_response_iss_parameter_supported);
     }
     if (in->has_service_documentation || in->service_documentation != NULL) {
-        jsonw_key(w, "service_documentation");
+        jsonw_raw_key(w, "\"service_documentation\":", 24);
         jsonw_string(w, in->service_documentation);
     }
     jsonw_object_end(w);
@@ -383,7 +383,7 @@ int decode_complete_signup_request(struct arena *a, const struct json_value *v, 
 void encode_complete_signup_request(struct jsonw *w, const struct complete_signup_request *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     jsonw_object_end(w);
 }
@@ -409,9 +409,9 @@ int decode_decision_form(struct arena *a, const struct json_value *v, struct dec
 void encode_decision_form(struct jsonw *w, const struct decision_form *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "request_id");
+    jsonw_raw_key(w, "\"request_id\":", 13);
     jsonw_string(w, in->request_id);
-    jsonw_key(w, "decision");
+    jsonw_raw_key(w, "\"decision\":", 11);
     jsonw_string(w, decision_form_decision_str(in->decision));
     jsonw_object_end(w);
 }
@@ -468,10 +468,10 @@ int decode_login_request(struct arena *a, const struct json_value *v, struct log
 void encode_login_request(struct jsonw *w, const struct login_request *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "email");
+    jsonw_raw_key(w, "\"email\":", 8);
     jsonw_string(w, in->email);
     if (in->has_workspace_id || in->workspace_id != NULL) {
-        jsonw_key(w, "workspace_id");
+        jsonw_raw_key(w, "\"workspace_id\":", 15);
         jsonw_string(w, in->workspace_id);
     }
     jsonw_object_end(w);
@@ -507,20 +507,20 @@ int decode_login_response(struct arena *a, const struct json_value *v, struct lo
 void encode_login_response(struct jsonw *w, const struct login_response *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "access_token");
+    jsonw_raw_key(w, "\"access_token\":", 15);
     jsonw_string(w, in->access_token);
-    jsonw_key(w, "refresh_token");
+    jsonw_raw_key(w, "\"refresh_token\":", 16);
     jsonw_string(w, in->refresh_token);
-    jsonw_key(w, "expires_in");
+    jsonw_raw_key(w, "\"expires_in\":", 13);
     jsonw_int(w, in->expires_in);
-    jsonw_key(w, "token_type");
+    jsonw_raw_key(w, "\"token_type\":", 13);
     jsonw_string(w, in->token_type);
-    jsonw_key(w, "scope");
+    jsonw_raw_key(w, "\"scope\":", 8);
     jsonw_string(w, in->scope);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
     if (in->has_device_token || in->device_token != NULL) {
-        jsonw_key(w, "device_token");
+        jsonw_raw_key(w, "\"device_token\":", 15);
         jsonw_string(w, in->device_token);
     }
     jsonw_object_end(w);
@@ -551,15 +551,15 @@ int decode_membership(struct arena *a, const struct json_value *v, struct member
 void encode_membership(struct jsonw *w, const struct membership *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "workspace_name");
+    jsonw_raw_key(w, "\"workspace_name\":", 17);
     jsonw_string(w, in->workspace_name);
-    jsonw_key(w, "role");
+    jsonw_raw_key(w, "\"role\":", 7);
     jsonw_string(w, in->role);
-    jsonw_key(w, "joined_at");
+    jsonw_raw_key(w, "\"joined_at\":", 12);
     jsonw_string(w, in->joined_at);
     jsonw_object_end(w);
 }
@@ -610,9 +610,9 @@ int decode_mfa_confirmation(struct arena *a, const struct json_value *v, struct 
 void encode_mfa_confirmation(struct jsonw *w, const struct mfa_confirmation *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, in->status);
-    jsonw_key(w, "recovery_codes");
+    jsonw_raw_key(w, "\"recovery_codes\":", 17);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->recovery_codes_count; j++) {
         jsonw_string(w, in->recovery_codes[j]);
@@ -642,11 +642,11 @@ int decode_mfa_enrollment(struct arena *a, const struct json_value *v, struct mf
 void encode_mfa_enrollment(struct jsonw *w, const struct mfa_enrollment *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, in->status);
-    jsonw_key(w, "secret");
+    jsonw_raw_key(w, "\"secret\":", 9);
     jsonw_string(w, in->secret);
-    jsonw_key(w, "otpauth_uri");
+    jsonw_raw_key(w, "\"otpauth_uri\":", 14);
     jsonw_string(w, in->otpauth_uri);
     jsonw_object_end(w);
 }
@@ -697,9 +697,9 @@ int decode_mfa_status(struct arena *a, const struct json_value *v, struct mfa_st
 void encode_mfa_status(struct jsonw *w, const struct mfa_status *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, mfa_status_status_str(in->status));
-    jsonw_key(w, "recovery_codes_left");
+    jsonw_raw_key(w, "\"recovery_codes_left\":", 22);
     jsonw_int(w, in->recovery_codes_left);
     jsonw_object_end(w);
 }
@@ -723,9 +723,9 @@ int decode_o_auth_error(struct arena *a, const struct json_value *v, struct o_au
 void encode_o_auth_error(struct jsonw *w, const struct o_auth_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "error");
+    jsonw_raw_key(w, "\"error\":", 8);
     jsonw_string(w, o_auth_error_error_str(in->error));
-    jsonw_key(w, "error_description");
+    jsonw_raw_key(w, "\"error_description\":", 20);
     jsonw_string(w, in->error_description);
     jsonw_object_end(w);
 }
@@ -789,43 +789,43 @@ int decode_oauth_client(struct arena *a, const struct json_value *v, struct oaut
 void encode_oauth_client(struct jsonw *w, const struct oauth_client *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, oauth_client_type_str(in->type));
-    jsonw_key(w, "redirect_uris");
+    jsonw_raw_key(w, "\"redirect_uris\":", 16);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->redirect_uris_count; j++) {
         jsonw_string(w, in->redirect_uris[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "allowed_origins");
+    jsonw_raw_key(w, "\"allowed_origins\":", 18);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->allowed_origins_count; j++) {
         jsonw_string(w, in->allowed_origins[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "scopes");
+    jsonw_raw_key(w, "\"scopes\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->scopes_count; j++) {
         jsonw_string(w, in->scopes[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, oauth_client_status_str(in->status));
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -874,25 +874,25 @@ int decode_oauth_client_create(struct arena *a, const struct json_value *v, stru
 void encode_oauth_client_create(struct jsonw *w, const struct oauth_client_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, oauth_client_create_type_str(in->type));
-    jsonw_key(w, "redirect_uris");
+    jsonw_raw_key(w, "\"redirect_uris\":", 16);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->redirect_uris_count; j++) {
         jsonw_string(w, in->redirect_uris[j]);
     }
     jsonw_array_end(w);
     if (in->has_allowed_origins || in->allowed_origins != NULL) {
-        jsonw_key(w, "allowed_origins");
+        jsonw_raw_key(w, "\"allowed_origins\":", 18);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->allowed_origins_count; j++) {
             jsonw_string(w, in->allowed_origins[j]);
         }
         jsonw_array_end(w);
     }
-    jsonw_key(w, "scopes");
+    jsonw_raw_key(w, "\"scopes\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->scopes_count; j++) {
         jsonw_string(w, in->scopes[j]);
@@ -963,46 +963,46 @@ int decode_oauth_client_created(struct arena *a, const struct json_value *v, str
 void encode_oauth_client_created(struct jsonw *w, const struct oauth_client_created *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, oauth_client_type_str(in->type));
-    jsonw_key(w, "redirect_uris");
+    jsonw_raw_key(w, "\"redirect_uris\":", 16);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->redirect_uris_count; j++) {
         jsonw_string(w, in->redirect_uris[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "allowed_origins");
+    jsonw_raw_key(w, "\"allowed_origins\":", 18);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->allowed_origins_count; j++) {
         jsonw_string(w, in->allowed_origins[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "scopes");
+    jsonw_raw_key(w, "\"scopes\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->scopes_count; j++) {
         jsonw_string(w, in->scopes[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, oauth_client_status_str(in->status));
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     if (in->has_client_secret || in->client_secret != NULL) {
-        jsonw_key(w, "client_secret");
+        jsonw_raw_key(w, "\"client_secret\":", 16);
         jsonw_string(w, in->client_secret);
     }
     jsonw_object_end(w);
@@ -1040,15 +1040,15 @@ int decode_oauth_client_page(struct arena *a, const struct json_value *v, struct
 void encode_oauth_client_page(struct jsonw *w, const struct oauth_client_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_oauth_client(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1106,11 +1106,11 @@ void encode_oauth_client_update(struct jsonw *w, const struct oauth_client_updat
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_redirect_uris || in->redirect_uris != NULL) {
-        jsonw_key(w, "redirect_uris");
+        jsonw_raw_key(w, "\"redirect_uris\":", 16);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->redirect_uris_count; j++) {
             jsonw_string(w, in->redirect_uris[j]);
@@ -1118,7 +1118,7 @@ void encode_oauth_client_update(struct jsonw *w, const struct oauth_client_updat
         jsonw_array_end(w);
     }
     if (in->has_allowed_origins || in->allowed_origins != NULL) {
-        jsonw_key(w, "allowed_origins");
+        jsonw_raw_key(w, "\"allowed_origins\":", 18);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->allowed_origins_count; j++) {
             jsonw_string(w, in->allowed_origins[j]);
@@ -1126,7 +1126,7 @@ void encode_oauth_client_update(struct jsonw *w, const struct oauth_client_updat
         jsonw_array_end(w);
     }
     if (in->has_scopes || in->scopes != NULL) {
-        jsonw_key(w, "scopes");
+        jsonw_raw_key(w, "\"scopes\":", 9);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->scopes_count; j++) {
             jsonw_string(w, in->scopes[j]);
@@ -1134,7 +1134,7 @@ void encode_oauth_client_update(struct jsonw *w, const struct oauth_client_updat
         jsonw_array_end(w);
     }
     if (in->has_status) {
-        jsonw_key(w, "status");
+        jsonw_raw_key(w, "\"status\":", 9);
         jsonw_string(w, oauth_client_update_status_str(in->status));
     }
     jsonw_object_end(w);
@@ -1175,23 +1175,23 @@ int decode_oauth_grant(struct arena *a, const struct json_value *v, struct oauth
 void encode_oauth_grant(struct jsonw *w, const struct oauth_grant *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "client_id");
+    jsonw_raw_key(w, "\"client_id\":", 12);
     jsonw_string(w, in->client_id);
-    jsonw_key(w, "client_name");
+    jsonw_raw_key(w, "\"client_name\":", 14);
     jsonw_string(w, in->client_name);
-    jsonw_key(w, "scopes");
+    jsonw_raw_key(w, "\"scopes\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->scopes_count; j++) {
         jsonw_string(w, in->scopes[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1228,15 +1228,15 @@ int decode_oauth_grant_page(struct arena *a, const struct json_value *v, struct 
 void encode_oauth_grant_page(struct jsonw *w, const struct oauth_grant_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_oauth_grant(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1296,15 +1296,15 @@ void encode_refresh_request(struct jsonw *w, const struct refresh_request *in)
 {
     jsonw_object_begin(w);
     if (in->has_grant_type || in->grant_type != NULL) {
-        jsonw_key(w, "grant_type");
+        jsonw_raw_key(w, "\"grant_type\":", 13);
         jsonw_string(w, in->grant_type);
     }
     if (in->has_scope || in->scope != NULL) {
-        jsonw_key(w, "scope");
+        jsonw_raw_key(w, "\"scope\":", 8);
         jsonw_string(w, in->scope);
     }
     if (in->has_client_id || in->client_id != NULL) {
-        jsonw_key(w, "client_id");
+        jsonw_raw_key(w, "\"client_id\":", 12);
         jsonw_string(w, in->client_id);
     }
     jsonw_object_end(w);
@@ -1338,11 +1338,11 @@ void encode_revocation_request(struct jsonw *w, const struct revocation_request 
 {
     jsonw_object_begin(w);
     if (in->has_token_type_hint || in->token_type_hint != NULL) {
-        jsonw_key(w, "token_type_hint");
+        jsonw_raw_key(w, "\"token_type_hint\":", 18);
         jsonw_string(w, in->token_type_hint);
     }
     if (in->has_client_id || in->client_id != NULL) {
-        jsonw_key(w, "client_id");
+        jsonw_raw_key(w, "\"client_id\":", 12);
         jsonw_string(w, in->client_id);
     }
     jsonw_object_end(w);
@@ -1378,21 +1378,21 @@ int decode_session(struct arena *a, const struct json_value *v, struct session *
 void encode_session(struct jsonw *w, const struct session *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "current");
+    jsonw_raw_key(w, "\"current\":", 10);
     jsonw_bool(w, in->current);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
     if (in->has_last_used_at || in->last_used_at != NULL) {
-        jsonw_key(w, "last_used_at");
+        jsonw_raw_key(w, "\"last_used_at\":", 15);
         jsonw_string(w, in->last_used_at);
     }
-    jsonw_key(w, "expires_at");
+    jsonw_raw_key(w, "\"expires_at\":", 13);
     jsonw_string(w, in->expires_at);
     jsonw_object_end(w);
 }
@@ -1429,15 +1429,15 @@ int decode_session_page(struct arena *a, const struct json_value *v, struct sess
 void encode_session_page(struct jsonw *w, const struct session_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_session(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1475,9 +1475,9 @@ int decode_sign_in_form(struct arena *a, const struct json_value *v, struct sign
 void encode_sign_in_form(struct jsonw *w, const struct sign_in_form *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "request_id");
+    jsonw_raw_key(w, "\"request_id\":", 13);
     jsonw_string(w, in->request_id);
-    jsonw_key(w, "email");
+    jsonw_raw_key(w, "\"email\":", 8);
     jsonw_string(w, in->email);
     jsonw_object_end(w);
 }
@@ -1522,19 +1522,19 @@ void encode_token_request(struct jsonw *w, const struct token_request *in)
 {
     jsonw_object_begin(w);
     if (in->has_grant_type || in->grant_type != NULL) {
-        jsonw_key(w, "grant_type");
+        jsonw_raw_key(w, "\"grant_type\":", 13);
         jsonw_string(w, in->grant_type);
     }
     if (in->has_redirect_uri || in->redirect_uri != NULL) {
-        jsonw_key(w, "redirect_uri");
+        jsonw_raw_key(w, "\"redirect_uri\":", 15);
         jsonw_string(w, in->redirect_uri);
     }
     if (in->has_client_id || in->client_id != NULL) {
-        jsonw_key(w, "client_id");
+        jsonw_raw_key(w, "\"client_id\":", 12);
         jsonw_string(w, in->client_id);
     }
     if (in->has_scope || in->scope != NULL) {
-        jsonw_key(w, "scope");
+        jsonw_raw_key(w, "\"scope\":", 8);
         jsonw_string(w, in->scope);
     }
     jsonw_object_end(w);
@@ -1565,7 +1565,7 @@ int decode_verify_form(struct arena *a, const struct json_value *v, struct verif
 void encode_verify_form(struct jsonw *w, const struct verify_form *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "request_id");
+    jsonw_raw_key(w, "\"request_id\":", 13);
     jsonw_string(w, in->request_id);
     jsonw_object_end(w);
 }

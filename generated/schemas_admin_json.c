@@ -246,7 +246,7 @@ void encode_audit_alert_defaults(struct jsonw *w, const struct audit_alert_defau
 {
     jsonw_object_begin(w);
     if (in->has_channels || in->channels != NULL) {
-        jsonw_key(w, "channels");
+        jsonw_raw_key(w, "\"channels\":", 11);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->channels_count; j++) {
             encode_audit_alert_channel(w, &in->channels[j]);
@@ -335,24 +335,24 @@ int decode_audit_export_s3_destination(struct arena *a, const struct json_value 
 void encode_audit_export_s3_destination(struct jsonw *w, const struct audit_export_s3_destination *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "bucket");
+    jsonw_raw_key(w, "\"bucket\":", 9);
     jsonw_string(w, in->bucket);
     if (in->has_prefix || in->prefix != NULL) {
-        jsonw_key(w, "prefix");
+        jsonw_raw_key(w, "\"prefix\":", 9);
         jsonw_string(w, in->prefix);
     }
-    jsonw_key(w, "region");
+    jsonw_raw_key(w, "\"region\":", 9);
     jsonw_string(w, in->region);
-    jsonw_key(w, "role_arn");
+    jsonw_raw_key(w, "\"role_arn\":", 11);
     jsonw_string(w, in->role_arn);
     if (in->has_format) {
-        jsonw_key(w, "format");
+        jsonw_raw_key(w, "\"format\":", 9);
         jsonw_string(w, audit_export_format_str(in->format));
     }
     if (in->has_frequency) {
-        jsonw_key(w, "frequency");
+        jsonw_raw_key(w, "\"frequency\":", 12);
         jsonw_string(w, audit_export_frequency_str(in->frequency));
     }
     jsonw_object_end(w);
@@ -391,16 +391,16 @@ int decode_audit_export_webhook_destination(struct arena *a, const struct json_v
 void encode_audit_export_webhook_destination(struct jsonw *w, const struct audit_export_webhook_destination *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "webhook_endpoint_id");
+    jsonw_raw_key(w, "\"webhook_endpoint_id\":", 22);
     jsonw_string(w, in->webhook_endpoint_id);
     if (in->has_format) {
-        jsonw_key(w, "format");
+        jsonw_raw_key(w, "\"format\":", 9);
         jsonw_string(w, audit_export_format_str(in->format));
     }
     if (in->has_frequency) {
-        jsonw_key(w, "frequency");
+        jsonw_raw_key(w, "\"frequency\":", 12);
         jsonw_string(w, audit_export_frequency_str(in->frequency));
     }
     jsonw_object_end(w);
@@ -445,27 +445,27 @@ int decode_audit_settings(struct arena *a, const struct json_value *v, struct au
 void encode_audit_settings(struct jsonw *w, const struct audit_settings *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "retention_days");
+    jsonw_raw_key(w, "\"retention_days\":", 17);
     jsonw_int(w, in->retention_days);
-    jsonw_key(w, "export_destinations");
+    jsonw_raw_key(w, "\"export_destinations\":", 22);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->export_destinations_count; j++) {
         encode_audit_export_destination(w, &in->export_destinations[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "alert_defaults");
+    jsonw_raw_key(w, "\"alert_defaults\":", 17);
     if (in->alert_defaults)
         encode_audit_alert_defaults(w, in->alert_defaults);
     else
         jsonw_null(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
     if (in->has_updated_at || in->updated_at != NULL) {
-        jsonw_key(w, "updated_at");
+        jsonw_raw_key(w, "\"updated_at\":", 13);
         jsonw_string(w, in->updated_at);
     }
     jsonw_object_end(w);
@@ -509,11 +509,11 @@ void encode_audit_settings_update(struct jsonw *w, const struct audit_settings_u
 {
     jsonw_object_begin(w);
     if (in->has_retention_days) {
-        jsonw_key(w, "retention_days");
+        jsonw_raw_key(w, "\"retention_days\":", 17);
         jsonw_int(w, in->retention_days);
     }
     if (in->has_export_destinations || in->export_destinations != NULL) {
-        jsonw_key(w, "export_destinations");
+        jsonw_raw_key(w, "\"export_destinations\":", 22);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->export_destinations_count; j++) {
             encode_audit_export_destination(w, &in->export_destinations[j]);
@@ -521,7 +521,7 @@ void encode_audit_settings_update(struct jsonw *w, const struct audit_settings_u
         jsonw_array_end(w);
     }
     if (in->has_alert_defaults || in->alert_defaults != NULL) {
-        jsonw_key(w, "alert_defaults");
+        jsonw_raw_key(w, "\"alert_defaults\":", 17);
         if (in->alert_defaults)
             encode_audit_alert_defaults(w, in->alert_defaults);
         else
@@ -560,22 +560,22 @@ int decode_branding(struct arena *a, const struct json_value *v, struct branding
 void encode_branding(struct jsonw *w, const struct branding *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
     if (in->has_logo_url || in->logo_url != NULL) {
-        jsonw_key(w, "logo_url");
+        jsonw_raw_key(w, "\"logo_url\":", 11);
         jsonw_string(w, in->logo_url);
     }
     if (in->has_primary_color || in->primary_color != NULL) {
-        jsonw_key(w, "primary_color");
+        jsonw_raw_key(w, "\"primary_color\":", 16);
         jsonw_string(w, in->primary_color);
     }
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
     if (in->has_updated_at || in->updated_at != NULL) {
-        jsonw_key(w, "updated_at");
+        jsonw_raw_key(w, "\"updated_at\":", 13);
         jsonw_string(w, in->updated_at);
     }
     jsonw_object_end(w);
@@ -603,11 +603,11 @@ void encode_branding_update(struct jsonw *w, const struct branding_update *in)
 {
     jsonw_object_begin(w);
     if (in->has_logo_url || in->logo_url != NULL) {
-        jsonw_key(w, "logo_url");
+        jsonw_raw_key(w, "\"logo_url\":", 11);
         jsonw_string(w, in->logo_url);
     }
     if (in->has_primary_color || in->primary_color != NULL) {
-        jsonw_key(w, "primary_color");
+        jsonw_raw_key(w, "\"primary_color\":", 16);
         jsonw_string(w, in->primary_color);
     }
     jsonw_object_end(w);
@@ -632,9 +632,9 @@ int decode_invitation_create(struct arena *a, const struct json_value *v, struct
 void encode_invitation_create(struct jsonw *w, const struct invitation_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "email");
+    jsonw_raw_key(w, "\"email\":", 8);
     jsonw_string(w, in->email);
-    jsonw_key(w, "role");
+    jsonw_raw_key(w, "\"role\":", 7);
     jsonw_string(w, in->role);
     jsonw_object_end(w);
 }
@@ -670,21 +670,21 @@ int decode_invitation_issued(struct arena *a, const struct json_value *v, struct
 void encode_invitation_issued(struct jsonw *w, const struct invitation_issued *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "email");
+    jsonw_raw_key(w, "\"email\":", 8);
     jsonw_string(w, in->email);
-    jsonw_key(w, "role");
+    jsonw_raw_key(w, "\"role\":", 7);
     jsonw_string(w, in->role);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, invitation_issued_status_str(in->status));
-    jsonw_key(w, "invited_by");
+    jsonw_raw_key(w, "\"invited_by\":", 13);
     jsonw_string(w, in->invited_by);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "expires_at");
+    jsonw_raw_key(w, "\"expires_at\":", 13);
     jsonw_string(w, in->expires_at);
     jsonw_object_end(w);
 }
@@ -723,12 +723,12 @@ int decode_oidc_settings(struct arena *a, const struct json_value *v, struct oid
 void encode_oidc_settings(struct jsonw *w, const struct oidc_settings *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "issuer");
+    jsonw_raw_key(w, "\"issuer\":", 9);
     jsonw_string(w, in->issuer);
-    jsonw_key(w, "client_id");
+    jsonw_raw_key(w, "\"client_id\":", 12);
     jsonw_string(w, in->client_id);
     if (in->has_scopes || in->scopes != NULL) {
-        jsonw_key(w, "scopes");
+        jsonw_raw_key(w, "\"scopes\":", 9);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->scopes_count; j++) {
             jsonw_string(w, in->scopes[j]);
@@ -736,7 +736,7 @@ void encode_oidc_settings(struct jsonw *w, const struct oidc_settings *in)
         jsonw_array_end(w);
     }
     if (in->has_redirect_uri || in->redirect_uri != NULL) {
-        jsonw_key(w, "redirect_uri");
+        jsonw_raw_key(w, "\"redirect_uri\":", 15);
         jsonw_string(w, in->redirect_uri);
     }
     jsonw_object_end(w);
@@ -795,42 +795,42 @@ int decode_role(struct arena *a, const struct json_value *v, struct role *out)
 void encode_role(struct jsonw *w, const struct role *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "key");
+    jsonw_raw_key(w, "\"key\":", 6);
     jsonw_string(w, in->key);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "scopes");
+    jsonw_raw_key(w, "\"scopes\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->scopes_count; j++) {
         jsonw_string(w, in->scopes[j]);
     }
     jsonw_array_end(w);
     if (in->has_approval_limits || in->approval_limits != NULL) {
-        jsonw_key(w, "approval_limits");
+        jsonw_raw_key(w, "\"approval_limits\":", 18);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->approval_limits_count; j++) {
             encode_money(w, &in->approval_limits[j]);
         }
         jsonw_array_end(w);
     }
-    jsonw_key(w, "system");
+    jsonw_raw_key(w, "\"system\":", 9);
     jsonw_bool(w, in->system);
     if (in->has_version) {
-        jsonw_key(w, "version");
+        jsonw_raw_key(w, "\"version\":", 10);
         jsonw_int(w, in->version);
     }
     if (in->has_created_at || in->created_at != NULL) {
-        jsonw_key(w, "created_at");
+        jsonw_raw_key(w, "\"created_at\":", 13);
         jsonw_string(w, in->created_at);
     }
     if (in->has_updated_at || in->updated_at != NULL) {
-        jsonw_key(w, "updated_at");
+        jsonw_raw_key(w, "\"updated_at\":", 13);
         jsonw_string(w, in->updated_at);
     }
     jsonw_object_end(w);
@@ -874,20 +874,20 @@ int decode_role_definition(struct arena *a, const struct json_value *v, struct r
 void encode_role_definition(struct jsonw *w, const struct role_definition *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "scopes");
+    jsonw_raw_key(w, "\"scopes\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->scopes_count; j++) {
         jsonw_string(w, in->scopes[j]);
     }
     jsonw_array_end(w);
     if (in->has_approval_limits || in->approval_limits != NULL) {
-        jsonw_key(w, "approval_limits");
+        jsonw_raw_key(w, "\"approval_limits\":", 18);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->approval_limits_count; j++) {
             encode_money(w, &in->approval_limits[j]);
@@ -921,7 +921,7 @@ int decode_role_list(struct arena *a, const struct json_value *v, struct role_li
 void encode_role_list(struct jsonw *w, const struct role_list *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_role(w, &in->data[j]);
@@ -964,22 +964,22 @@ int decode_saml_settings(struct arena *a, const struct json_value *v, struct sam
 void encode_saml_settings(struct jsonw *w, const struct saml_settings *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "idp_entity_id");
+    jsonw_raw_key(w, "\"idp_entity_id\":", 16);
     jsonw_string(w, in->idp_entity_id);
-    jsonw_key(w, "idp_sso_url");
+    jsonw_raw_key(w, "\"idp_sso_url\":", 14);
     jsonw_string(w, in->idp_sso_url);
-    jsonw_key(w, "idp_certificate");
+    jsonw_raw_key(w, "\"idp_certificate\":", 18);
     jsonw_string(w, in->idp_certificate);
     if (in->has_sign_requests) {
-        jsonw_key(w, "sign_requests");
+        jsonw_raw_key(w, "\"sign_requests\":", 16);
         jsonw_bool(w, in->sign_requests);
     }
     if (in->has_sp_entity_id || in->sp_entity_id != NULL) {
-        jsonw_key(w, "sp_entity_id");
+        jsonw_raw_key(w, "\"sp_entity_id\":", 15);
         jsonw_string(w, in->sp_entity_id);
     }
     if (in->has_acs_url || in->acs_url != NULL) {
-        jsonw_key(w, "acs_url");
+        jsonw_raw_key(w, "\"acs_url\":", 10);
         jsonw_string(w, in->acs_url);
     }
     jsonw_object_end(w);
@@ -1024,30 +1024,30 @@ int decode_service_account(struct arena *a, const struct json_value *v, struct s
 void encode_service_account(struct jsonw *w, const struct service_account *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "role");
+    jsonw_raw_key(w, "\"role\":", 7);
     jsonw_string(w, in->role);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, service_account_status_str(in->status));
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     if (in->has_disabled_at || in->disabled_at != NULL) {
-        jsonw_key(w, "disabled_at");
+        jsonw_raw_key(w, "\"disabled_at\":", 14);
         jsonw_string(w, in->disabled_at);
     }
     jsonw_object_end(w);
@@ -1075,13 +1075,13 @@ int decode_service_account_create(struct arena *a, const struct json_value *v, s
 void encode_service_account_create(struct jsonw *w, const struct service_account_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "role");
+    jsonw_raw_key(w, "\"role\":", 7);
     jsonw_string(w, in->role);
     jsonw_object_end(w);
 }
@@ -1118,15 +1118,15 @@ int decode_service_account_page(struct arena *a, const struct json_value *v, str
 void encode_service_account_page(struct jsonw *w, const struct service_account_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_service_account(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1168,24 +1168,24 @@ int decode_service_account_token(struct arena *a, const struct json_value *v, st
 void encode_service_account_token(struct jsonw *w, const struct service_account_token *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "service_account_id");
+    jsonw_raw_key(w, "\"service_account_id\":", 21);
     jsonw_string(w, in->service_account_id);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
-    jsonw_key(w, "scope");
+    jsonw_raw_key(w, "\"scope\":", 8);
     jsonw_string(w, in->scope);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, service_account_token_status_str(in->status));
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
     if (in->has_revoked_at || in->revoked_at != NULL) {
-        jsonw_key(w, "revoked_at");
+        jsonw_raw_key(w, "\"revoked_at\":", 13);
         jsonw_string(w, in->revoked_at);
     }
     jsonw_object_end(w);
@@ -1218,10 +1218,10 @@ void encode_service_account_token_create(struct jsonw *w, const struct service_a
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
-    jsonw_key(w, "scopes");
+    jsonw_raw_key(w, "\"scopes\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->scopes_count; j++) {
         jsonw_string(w, in->scopes[j]);
@@ -1267,29 +1267,29 @@ int decode_service_account_token_issued(struct arena *a, const struct json_value
 void encode_service_account_token_issued(struct jsonw *w, const struct service_account_token_issued *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "service_account_id");
+    jsonw_raw_key(w, "\"service_account_id\":", 21);
     jsonw_string(w, in->service_account_id);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
-    jsonw_key(w, "scope");
+    jsonw_raw_key(w, "\"scope\":", 8);
     jsonw_string(w, in->scope);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, service_account_token_status_str(in->status));
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
     if (in->has_revoked_at || in->revoked_at != NULL) {
-        jsonw_key(w, "revoked_at");
+        jsonw_raw_key(w, "\"revoked_at\":", 13);
         jsonw_string(w, in->revoked_at);
     }
-    jsonw_key(w, "access_token");
+    jsonw_raw_key(w, "\"access_token\":", 15);
     jsonw_string(w, in->access_token);
-    jsonw_key(w, "token_type");
+    jsonw_raw_key(w, "\"token_type\":", 13);
     jsonw_string(w, in->token_type);
     jsonw_object_end(w);
 }
@@ -1326,15 +1326,15 @@ int decode_service_account_token_page(struct arena *a, const struct json_value *
 void encode_service_account_token_page(struct jsonw *w, const struct service_account_token_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_service_account_token(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1398,47 +1398,47 @@ int decode_sso_configuration(struct arena *a, const struct json_value *v, struct
 void encode_sso_configuration(struct jsonw *w, const struct sso_configuration *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "protocol");
+    jsonw_raw_key(w, "\"protocol\":", 11);
     jsonw_string(w, sso_protocol_str(in->protocol));
-    jsonw_key(w, "enabled");
+    jsonw_raw_key(w, "\"enabled\":", 10);
     jsonw_bool(w, in->enabled);
-    jsonw_key(w, "enforce");
+    jsonw_raw_key(w, "\"enforce\":", 10);
     jsonw_bool(w, in->enforce);
-    jsonw_key(w, "domains");
+    jsonw_raw_key(w, "\"domains\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->domains_count; j++) {
         encode_sso_domain(w, &in->domains[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "jit_provisioning");
+    jsonw_raw_key(w, "\"jit_provisioning\":", 19);
     jsonw_bool(w, in->jit_provisioning);
     if (in->has_default_role || in->default_role != NULL) {
-        jsonw_key(w, "default_role");
+        jsonw_raw_key(w, "\"default_role\":", 15);
         jsonw_string(w, in->default_role);
     }
     if (in->has_saml || in->saml != NULL) {
-        jsonw_key(w, "saml");
+        jsonw_raw_key(w, "\"saml\":", 7);
         if (in->saml)
             encode_saml_settings(w, in->saml);
         else
             jsonw_null(w);
     }
     if (in->has_oidc || in->oidc != NULL) {
-        jsonw_key(w, "oidc");
+        jsonw_raw_key(w, "\"oidc\":", 7);
         if (in->oidc)
             encode_oidc_settings(w, in->oidc);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1498,16 +1498,16 @@ int decode_sso_configuration_update(struct arena *a, const struct json_value *v,
 void encode_sso_configuration_update(struct jsonw *w, const struct sso_configuration_update *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "protocol");
+    jsonw_raw_key(w, "\"protocol\":", 11);
     jsonw_string(w, sso_protocol_str(in->protocol));
-    jsonw_key(w, "enabled");
+    jsonw_raw_key(w, "\"enabled\":", 10);
     jsonw_bool(w, in->enabled);
     if (in->has_enforce) {
-        jsonw_key(w, "enforce");
+        jsonw_raw_key(w, "\"enforce\":", 10);
         jsonw_bool(w, in->enforce);
     }
     if (in->has_domains || in->domains != NULL) {
-        jsonw_key(w, "domains");
+        jsonw_raw_key(w, "\"domains\":", 10);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->domains_count; j++) {
             jsonw_string(w, in->domains[j]);
@@ -1515,22 +1515,22 @@ void encode_sso_configuration_update(struct jsonw *w, const struct sso_configura
         jsonw_array_end(w);
     }
     if (in->has_jit_provisioning) {
-        jsonw_key(w, "jit_provisioning");
+        jsonw_raw_key(w, "\"jit_provisioning\":", 19);
         jsonw_bool(w, in->jit_provisioning);
     }
     if (in->has_default_role || in->default_role != NULL) {
-        jsonw_key(w, "default_role");
+        jsonw_raw_key(w, "\"default_role\":", 15);
         jsonw_string(w, in->default_role);
     }
     if (in->has_saml || in->saml != NULL) {
-        jsonw_key(w, "saml");
+        jsonw_raw_key(w, "\"saml\":", 7);
         if (in->saml)
             encode_saml_settings(w, in->saml);
         else
             jsonw_null(w);
     }
     if (in->has_oidc || in->oidc != NULL) {
-        jsonw_key(w, "oidc");
+        jsonw_raw_key(w, "\"oidc\":", 7);
         if (in->oidc)
             encode_oidc_settings(w, in->oidc);
         else
@@ -1565,17 +1565,17 @@ int decode_sso_domain(struct arena *a, const struct json_value *v, struct sso_do
 void encode_sso_domain(struct jsonw *w, const struct sso_domain *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "domain");
+    jsonw_raw_key(w, "\"domain\":", 9);
     jsonw_string(w, in->domain);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, sso_domain_status_str(in->status));
-    jsonw_key(w, "verification");
+    jsonw_raw_key(w, "\"verification\":", 15);
     if (in->verification)
         encode_sso_domain_verification(w, in->verification);
     else
         jsonw_null(w);
     if (in->has_verified_at || in->verified_at != NULL) {
-        jsonw_key(w, "verified_at");
+        jsonw_raw_key(w, "\"verified_at\":", 14);
         jsonw_string(w, in->verified_at);
     }
     jsonw_object_end(w);
@@ -1602,11 +1602,11 @@ int decode_sso_domain_verification(struct arena *a, const struct json_value *v, 
 void encode_sso_domain_verification(struct jsonw *w, const struct sso_domain_verification *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "value");
+    jsonw_raw_key(w, "\"value\":", 8);
     jsonw_string(w, in->value);
     jsonw_object_end(w);
 }
@@ -1633,12 +1633,12 @@ int decode_sso_test_check(struct arena *a, const struct json_value *v, struct ss
 void encode_sso_test_check(struct jsonw *w, const struct sso_test_check *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "ok");
+    jsonw_raw_key(w, "\"ok\":", 5);
     jsonw_bool(w, in->ok);
     if (in->has_detail || in->detail != NULL) {
-        jsonw_key(w, "detail");
+        jsonw_raw_key(w, "\"detail\":", 9);
         jsonw_string(w, in->detail);
     }
     jsonw_object_end(w);
@@ -1676,19 +1676,19 @@ int decode_sso_test_result(struct arena *a, const struct json_value *v, struct s
 void encode_sso_test_result(struct jsonw *w, const struct sso_test_result *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "protocol");
+    jsonw_raw_key(w, "\"protocol\":", 11);
     jsonw_string(w, sso_protocol_str(in->protocol));
-    jsonw_key(w, "ok");
+    jsonw_raw_key(w, "\"ok\":", 5);
     jsonw_bool(w, in->ok);
-    jsonw_key(w, "checks");
+    jsonw_raw_key(w, "\"checks\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->checks_count; j++) {
         encode_sso_test_check(w, &in->checks[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "tested_at");
+    jsonw_raw_key(w, "\"tested_at\":", 12);
     jsonw_string(w, in->tested_at);
     jsonw_object_end(w);
 }
@@ -1744,48 +1744,48 @@ int decode_user(struct arena *a, const struct json_value *v, struct user *out)
 void encode_user(struct jsonw *w, const struct user *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "email");
+    jsonw_raw_key(w, "\"email\":", 8);
     jsonw_string(w, in->email);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, user_status_str(in->status));
-    jsonw_key(w, "role");
+    jsonw_raw_key(w, "\"role\":", 7);
     jsonw_string(w, in->role);
-    jsonw_key(w, "joined_at");
+    jsonw_raw_key(w, "\"joined_at\":", 12);
     jsonw_string(w, in->joined_at);
     if (in->has_last_login_at || in->last_login_at != NULL) {
-        jsonw_key(w, "last_login_at");
+        jsonw_raw_key(w, "\"last_login_at\":", 16);
         jsonw_string(w, in->last_login_at);
     }
     if (in->has_given_name || in->given_name != NULL) {
-        jsonw_key(w, "given_name");
+        jsonw_raw_key(w, "\"given_name\":", 13);
         jsonw_string(w, in->given_name);
     }
     if (in->has_family_name || in->family_name != NULL) {
-        jsonw_key(w, "family_name");
+        jsonw_raw_key(w, "\"family_name\":", 14);
         jsonw_string(w, in->family_name);
     }
     if (in->has_mfa_enrolled) {
-        jsonw_key(w, "mfa_enrolled");
+        jsonw_raw_key(w, "\"mfa_enrolled\":", 15);
         jsonw_bool(w, in->mfa_enrolled);
     }
     if (in->has_sso_subject || in->sso_subject != NULL) {
-        jsonw_key(w, "sso_subject");
+        jsonw_raw_key(w, "\"sso_subject\":", 14);
         jsonw_string(w, in->sso_subject);
     }
     if (in->has_version) {
-        jsonw_key(w, "version");
+        jsonw_raw_key(w, "\"version\":", 10);
         jsonw_int(w, in->version);
     }
     if (in->has_updated_at || in->updated_at != NULL) {
-        jsonw_key(w, "updated_at");
+        jsonw_raw_key(w, "\"updated_at\":", 13);
         jsonw_string(w, in->updated_at);
     }
     jsonw_object_end(w);
@@ -1823,15 +1823,15 @@ int decode_user_page(struct arena *a, const struct json_value *v, struct user_pa
 void encode_user_page(struct jsonw *w, const struct user_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_user(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1879,7 +1879,7 @@ void encode_user_update(struct jsonw *w, const struct user_update *in)
 {
     jsonw_object_begin(w);
     if (in->has_given_name || in->given_name_is_null || in->given_name != NULL) {
-        jsonw_key(w, "given_name");
+        jsonw_raw_key(w, "\"given_name\":", 13);
         if (in->given_name_is_null)
             jsonw_null(w);
         else {
@@ -1887,7 +1887,7 @@ void encode_user_update(struct jsonw *w, const struct user_update *in)
         }
     }
     if (in->has_family_name || in->family_name_is_null || in->family_name != NULL) {
-        jsonw_key(w, "family_name");
+        jsonw_raw_key(w, "\"family_name\":", 14);
         if (in->family_name_is_null)
             jsonw_null(w);
         else {
@@ -1895,15 +1895,15 @@ void encode_user_update(struct jsonw *w, const struct user_update *in)
         }
     }
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_role || in->role != NULL) {
-        jsonw_key(w, "role");
+        jsonw_raw_key(w, "\"role\":", 7);
         jsonw_string(w, in->role);
     }
     if (in->has_status) {
-        jsonw_key(w, "status");
+        jsonw_raw_key(w, "\"status\":", 9);
         jsonw_string(w, user_update_status_str(in->status));
     }
     jsonw_object_end(w);

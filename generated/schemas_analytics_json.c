@@ -762,85 +762,85 @@ int decode_anomaly(struct arena *a, const struct json_value *v, struct anomaly *
 void encode_anomaly(struct jsonw *w, const struct anomaly *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "detected_at");
+    jsonw_raw_key(w, "\"detected_at\":", 14);
     jsonw_string(w, in->detected_at);
-    jsonw_key(w, "start_date");
+    jsonw_raw_key(w, "\"start_date\":", 13);
     jsonw_string(w, in->start_date);
     if (in->has_end_date || in->end_date != NULL) {
-        jsonw_key(w, "end_date");
+        jsonw_raw_key(w, "\"end_date\":", 11);
         jsonw_string(w, in->end_date);
     }
-    jsonw_key(w, "dimension");
+    jsonw_raw_key(w, "\"dimension\":", 12);
     if (in->dimension)
         encode_anomaly_dimension(w, in->dimension);
     else
         jsonw_null(w);
-    jsonw_key(w, "score");
+    jsonw_raw_key(w, "\"score\":", 8);
     if (in->score)
         encode_anomaly_score(w, in->score);
     else
         jsonw_null(w);
-    jsonw_key(w, "impact");
+    jsonw_raw_key(w, "\"impact\":", 9);
     if (in->impact)
         encode_anomaly_impact(w, in->impact);
     else
         jsonw_null(w);
-    jsonw_key(w, "root_causes");
+    jsonw_raw_key(w, "\"root_causes\":", 14);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->root_causes_count; j++) {
         encode_anomaly_root_cause(w, &in->root_causes[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "related_transaction_ids");
+    jsonw_raw_key(w, "\"related_transaction_ids\":", 26);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->related_transaction_ids_count; j++) {
         jsonw_string(w, in->related_transaction_ids[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, anomaly_status_str(in->status));
     if (in->has_status_changed_by || in->status_changed_by != NULL) {
-        jsonw_key(w, "status_changed_by");
+        jsonw_raw_key(w, "\"status_changed_by\":", 20);
         jsonw_string(w, in->status_changed_by);
     }
     if (in->has_status_changed_at || in->status_changed_at != NULL) {
-        jsonw_key(w, "status_changed_at");
+        jsonw_raw_key(w, "\"status_changed_at\":", 20);
         jsonw_string(w, in->status_changed_at);
     }
     if (in->has_comment || in->comment != NULL) {
-        jsonw_key(w, "comment");
+        jsonw_raw_key(w, "\"comment\":", 10);
         jsonw_string(w, in->comment);
     }
     if (in->has_feedback) {
-        jsonw_key(w, "feedback");
+        jsonw_raw_key(w, "\"feedback\":", 11);
         jsonw_string(w, anomaly_feedback_str(in->feedback));
     }
     if (in->has_feedback_comment || in->feedback_comment != NULL) {
-        jsonw_key(w, "feedback_comment");
+        jsonw_raw_key(w, "\"feedback_comment\":", 19);
         jsonw_string(w, in->feedback_comment);
     }
     if (in->has_feedback_by || in->feedback_by != NULL) {
-        jsonw_key(w, "feedback_by");
+        jsonw_raw_key(w, "\"feedback_by\":", 14);
         jsonw_string(w, in->feedback_by);
     }
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -867,12 +867,12 @@ int decode_anomaly_dimension(struct arena *a, const struct json_value *v, struct
 void encode_anomaly_dimension(struct jsonw *w, const struct anomaly_dimension *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, anomaly_dimension_type_str(in->type));
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     jsonw_object_end(w);
@@ -898,10 +898,10 @@ int decode_anomaly_feedback_update(struct arena *a, const struct json_value *v, 
 void encode_anomaly_feedback_update(struct jsonw *w, const struct anomaly_feedback_update *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "feedback");
+    jsonw_raw_key(w, "\"feedback\":", 11);
     jsonw_string(w, anomaly_feedback_str(in->feedback));
     if (in->has_comment || in->comment != NULL) {
-        jsonw_key(w, "comment");
+        jsonw_raw_key(w, "\"comment\":", 10);
         jsonw_string(w, in->comment);
     }
     jsonw_object_end(w);
@@ -930,13 +930,13 @@ int decode_anomaly_impact(struct arena *a, const struct json_value *v, struct an
 void encode_anomaly_impact(struct jsonw *w, const struct anomaly_impact *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "expected");
+    jsonw_raw_key(w, "\"expected\":", 11);
     jsonw_int(w, in->expected);
-    jsonw_key(w, "actual");
+    jsonw_raw_key(w, "\"actual\":", 9);
     jsonw_int(w, in->actual);
-    jsonw_key(w, "delta");
+    jsonw_raw_key(w, "\"delta\":", 8);
     jsonw_int(w, in->delta);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
     jsonw_object_end(w);
 }
@@ -973,15 +973,15 @@ int decode_anomaly_page(struct arena *a, const struct json_value *v, struct anom
 void encode_anomaly_page(struct jsonw *w, const struct anomaly_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_anomaly(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1014,15 +1014,15 @@ int decode_anomaly_root_cause(struct arena *a, const struct json_value *v, struc
 void encode_anomaly_root_cause(struct jsonw *w, const struct anomaly_root_cause *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, anomaly_root_cause_type_str(in->type));
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
-    jsonw_key(w, "contribution");
+    jsonw_raw_key(w, "\"contribution\":", 15);
     jsonw_int(w, in->contribution);
     jsonw_object_end(w);
 }
@@ -1046,9 +1046,9 @@ int decode_anomaly_score(struct arena *a, const struct json_value *v, struct ano
 void encode_anomaly_score(struct jsonw *w, const struct anomaly_score *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "current");
+    jsonw_raw_key(w, "\"current\":", 10);
     jsonw_int(w, in->current);
-    jsonw_key(w, "max");
+    jsonw_raw_key(w, "\"max\":", 6);
     jsonw_int(w, in->max);
     jsonw_object_end(w);
 }
@@ -1072,7 +1072,7 @@ void encode_anomaly_transition(struct jsonw *w, const struct anomaly_transition 
 {
     jsonw_object_begin(w);
     if (in->has_comment || in->comment != NULL) {
-        jsonw_key(w, "comment");
+        jsonw_raw_key(w, "\"comment\":", 10);
         jsonw_string(w, in->comment);
     }
     jsonw_object_end(w);
@@ -1122,33 +1122,33 @@ int decode_cashflow_forecast(struct arena *a, const struct json_value *v, struct
 void encode_cashflow_forecast(struct jsonw *w, const struct cashflow_forecast *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "scope");
+    jsonw_raw_key(w, "\"scope\":", 8);
     if (in->scope)
         encode_forecast_scope(w, in->scope);
     else
         jsonw_null(w);
-    jsonw_key(w, "horizon");
+    jsonw_raw_key(w, "\"horizon\":", 10);
     if (in->horizon)
         encode_forecast_horizon(w, in->horizon);
     else
         jsonw_null(w);
-    jsonw_key(w, "granularity");
+    jsonw_raw_key(w, "\"granularity\":", 14);
     jsonw_string(w, forecast_granularity_str(in->granularity));
-    jsonw_key(w, "method");
+    jsonw_raw_key(w, "\"method\":", 9);
     jsonw_string(w, forecast_method_str(in->method));
-    jsonw_key(w, "prediction_interval_level");
+    jsonw_raw_key(w, "\"prediction_interval_level\":", 28);
     jsonw_int(w, in->prediction_interval_level);
-    jsonw_key(w, "points");
+    jsonw_raw_key(w, "\"points\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->points_count; j++) {
         encode_forecast_point(w, &in->points[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "inputs_as_of");
+    jsonw_raw_key(w, "\"inputs_as_of\":", 15);
     jsonw_string(w, in->inputs_as_of);
-    jsonw_key(w, "generated_at");
+    jsonw_raw_key(w, "\"generated_at\":", 15);
     jsonw_string(w, in->generated_at);
     jsonw_object_end(w);
 }
@@ -1207,40 +1207,40 @@ int decode_dashboard(struct arena *a, const struct json_value *v, struct dashboa
 void encode_dashboard(struct jsonw *w, const struct dashboard *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "visibility");
+    jsonw_raw_key(w, "\"visibility\":", 13);
     jsonw_string(w, dashboard_visibility_str(in->visibility));
-    jsonw_key(w, "owner_id");
+    jsonw_raw_key(w, "\"owner_id\":", 11);
     jsonw_string(w, in->owner_id);
-    jsonw_key(w, "widgets");
+    jsonw_raw_key(w, "\"widgets\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->widgets_count; j++) {
         encode_dashboard_widget(w, &in->widgets[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1288,18 +1288,18 @@ int decode_dashboard_create(struct arena *a, const struct json_value *v, struct 
 void encode_dashboard_create(struct jsonw *w, const struct dashboard_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
     if (in->has_visibility) {
-        jsonw_key(w, "visibility");
+        jsonw_raw_key(w, "\"visibility\":", 13);
         jsonw_string(w, dashboard_visibility_str(in->visibility));
     }
     if (in->has_widgets || in->widgets != NULL) {
-        jsonw_key(w, "widgets");
+        jsonw_raw_key(w, "\"widgets\":", 10);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->widgets_count; j++) {
             encode_dashboard_widget(w, &in->widgets[j]);
@@ -1307,7 +1307,7 @@ void encode_dashboard_create(struct jsonw *w, const struct dashboard_create *in)
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1350,15 +1350,15 @@ int decode_dashboard_page(struct arena *a, const struct json_value *v, struct da
 void encode_dashboard_page(struct jsonw *w, const struct dashboard_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_dashboard(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1416,11 +1416,11 @@ void encode_dashboard_update(struct jsonw *w, const struct dashboard_update *in)
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_description || in->description_is_null || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         if (in->description_is_null)
             jsonw_null(w);
         else {
@@ -1428,11 +1428,11 @@ void encode_dashboard_update(struct jsonw *w, const struct dashboard_update *in)
         }
     }
     if (in->has_visibility) {
-        jsonw_key(w, "visibility");
+        jsonw_raw_key(w, "\"visibility\":", 13);
         jsonw_string(w, dashboard_visibility_str(in->visibility));
     }
     if (in->has_widgets || in->widgets != NULL) {
-        jsonw_key(w, "widgets");
+        jsonw_raw_key(w, "\"widgets\":", 10);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->widgets_count; j++) {
             encode_dashboard_widget(w, &in->widgets[j]);
@@ -1440,7 +1440,7 @@ void encode_dashboard_update(struct jsonw *w, const struct dashboard_update *in)
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1487,28 +1487,28 @@ int decode_dashboard_widget(struct arena *a, const struct json_value *v, struct 
 void encode_dashboard_widget(struct jsonw *w, const struct dashboard_widget *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "key");
+    jsonw_raw_key(w, "\"key\":", 6);
     jsonw_string(w, in->key);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, dashboard_widget_type_str(in->type));
-    jsonw_key(w, "title");
+    jsonw_raw_key(w, "\"title\":", 8);
     jsonw_string(w, in->title);
     if (in->has_kpi) {
-        jsonw_key(w, "kpi");
+        jsonw_raw_key(w, "\"kpi\":", 6);
         jsonw_string(w, kpi_key_str(in->kpi));
     }
     if (in->has_query || in->query != NULL) {
-        jsonw_key(w, "query");
+        jsonw_raw_key(w, "\"query\":", 8);
         if (in->query)
             encode_insights_query(w, in->query);
         else
             jsonw_null(w);
     }
     if (in->has_forecast_id || in->forecast_id != NULL) {
-        jsonw_key(w, "forecast_id");
+        jsonw_raw_key(w, "\"forecast_id\":", 14);
         jsonw_string(w, in->forecast_id);
     }
-    jsonw_key(w, "layout");
+    jsonw_raw_key(w, "\"layout\":", 9);
     if (in->layout)
         encode_dashboard_widget_layout(w, in->layout);
     else
@@ -1539,13 +1539,13 @@ int decode_dashboard_widget_layout(struct arena *a, const struct json_value *v, 
 void encode_dashboard_widget_layout(struct jsonw *w, const struct dashboard_widget_layout *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "x");
+    jsonw_raw_key(w, "\"x\":", 4);
     jsonw_int(w, in->x);
-    jsonw_key(w, "y");
+    jsonw_raw_key(w, "\"y\":", 4);
     jsonw_int(w, in->y);
-    jsonw_key(w, "w");
+    jsonw_raw_key(w, "\"w\":", 4);
     jsonw_int(w, in->w);
-    jsonw_key(w, "h");
+    jsonw_raw_key(w, "\"h\":", 4);
     jsonw_int(w, in->h);
     jsonw_object_end(w);
 }
@@ -1641,44 +1641,44 @@ int decode_forecast(struct arena *a, const struct json_value *v, struct forecast
 void encode_forecast(struct jsonw *w, const struct forecast *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
-    jsonw_key(w, "scope");
+    jsonw_raw_key(w, "\"scope\":", 8);
     if (in->scope)
         encode_forecast_scope(w, in->scope);
     else
         jsonw_null(w);
-    jsonw_key(w, "horizon");
+    jsonw_raw_key(w, "\"horizon\":", 10);
     if (in->horizon)
         encode_forecast_horizon(w, in->horizon);
     else
         jsonw_null(w);
-    jsonw_key(w, "granularity");
+    jsonw_raw_key(w, "\"granularity\":", 14);
     jsonw_string(w, forecast_granularity_str(in->granularity));
-    jsonw_key(w, "method");
+    jsonw_raw_key(w, "\"method\":", 9);
     jsonw_string(w, forecast_method_str(in->method));
-    jsonw_key(w, "prediction_interval_level");
+    jsonw_raw_key(w, "\"prediction_interval_level\":", 28);
     jsonw_int(w, in->prediction_interval_level);
     if (in->has_manual_entries || in->manual_entries != NULL) {
-        jsonw_key(w, "manual_entries");
+        jsonw_raw_key(w, "\"manual_entries\":", 17);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->manual_entries_count; j++) {
             encode_manual_forecast_entry(w, &in->manual_entries[j]);
         }
         jsonw_array_end(w);
     }
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, forecast_status_str(in->status));
     if (in->has_points || in->points != NULL) {
-        jsonw_key(w, "points");
+        jsonw_raw_key(w, "\"points\":", 9);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->points_count; j++) {
             encode_forecast_point(w, &in->points[j]);
@@ -1686,38 +1686,38 @@ void encode_forecast(struct jsonw *w, const struct forecast *in)
         jsonw_array_end(w);
     }
     if (in->has_inputs_as_of || in->inputs_as_of != NULL) {
-        jsonw_key(w, "inputs_as_of");
+        jsonw_raw_key(w, "\"inputs_as_of\":", 15);
         jsonw_string(w, in->inputs_as_of);
     }
     if (in->has_error || in->error != NULL) {
-        jsonw_key(w, "error");
+        jsonw_raw_key(w, "\"error\":", 8);
         if (in->error)
             encode_forecast_error(w, in->error);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "requested_by");
+    jsonw_raw_key(w, "\"requested_by\":", 15);
     jsonw_string(w, in->requested_by);
     if (in->has_started_at || in->started_at != NULL) {
-        jsonw_key(w, "started_at");
+        jsonw_raw_key(w, "\"started_at\":", 13);
         jsonw_string(w, in->started_at);
     }
     if (in->has_completed_at || in->completed_at != NULL) {
-        jsonw_key(w, "completed_at");
+        jsonw_raw_key(w, "\"completed_at\":", 15);
         jsonw_string(w, in->completed_at);
     }
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1779,35 +1779,35 @@ void encode_forecast_create(struct jsonw *w, const struct forecast_create *in)
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_scope || in->scope != NULL) {
-        jsonw_key(w, "scope");
+        jsonw_raw_key(w, "\"scope\":", 8);
         if (in->scope)
             encode_forecast_scope(w, in->scope);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "horizon");
+    jsonw_raw_key(w, "\"horizon\":", 10);
     if (in->horizon)
         encode_forecast_horizon(w, in->horizon);
     else
         jsonw_null(w);
     if (in->has_granularity) {
-        jsonw_key(w, "granularity");
+        jsonw_raw_key(w, "\"granularity\":", 14);
         jsonw_string(w, forecast_granularity_str(in->granularity));
     }
     if (in->has_method) {
-        jsonw_key(w, "method");
+        jsonw_raw_key(w, "\"method\":", 9);
         jsonw_string(w, forecast_method_str(in->method));
     }
     if (in->has_prediction_interval_level) {
-        jsonw_key(w, "prediction_interval_level");
+        jsonw_raw_key(w, "\"prediction_interval_level\":", 28);
         jsonw_int(w, in->prediction_interval_level);
     }
     if (in->has_manual_entries || in->manual_entries != NULL) {
-        jsonw_key(w, "manual_entries");
+        jsonw_raw_key(w, "\"manual_entries\":", 17);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->manual_entries_count; j++) {
             encode_manual_forecast_entry(w, &in->manual_entries[j]);
@@ -1815,7 +1815,7 @@ void encode_forecast_create(struct jsonw *w, const struct forecast_create *in)
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1845,9 +1845,9 @@ int decode_forecast_error(struct arena *a, const struct json_value *v, struct fo
 void encode_forecast_error(struct jsonw *w, const struct forecast_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, in->code);
-    jsonw_key(w, "message");
+    jsonw_raw_key(w, "\"message\":", 10);
     jsonw_string(w, in->message);
     jsonw_object_end(w);
 }
@@ -1871,9 +1871,9 @@ int decode_forecast_horizon(struct arena *a, const struct json_value *v, struct 
 void encode_forecast_horizon(struct jsonw *w, const struct forecast_horizon *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "start_date");
+    jsonw_raw_key(w, "\"start_date\":", 13);
     jsonw_string(w, in->start_date);
-    jsonw_key(w, "end_date_exclusive");
+    jsonw_raw_key(w, "\"end_date_exclusive\":", 21);
     jsonw_string(w, in->end_date_exclusive);
     jsonw_object_end(w);
 }
@@ -1910,15 +1910,15 @@ int decode_forecast_page(struct arena *a, const struct json_value *v, struct for
 void encode_forecast_page(struct jsonw *w, const struct forecast_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_forecast(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1954,17 +1954,17 @@ int decode_forecast_point(struct arena *a, const struct json_value *v, struct fo
 void encode_forecast_point(struct jsonw *w, const struct forecast_point *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "period_start");
+    jsonw_raw_key(w, "\"period_start\":", 15);
     jsonw_string(w, in->period_start);
-    jsonw_key(w, "period_end");
+    jsonw_raw_key(w, "\"period_end\":", 13);
     jsonw_string(w, in->period_end);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "mean");
+    jsonw_raw_key(w, "\"mean\":", 7);
     jsonw_int(w, in->mean);
-    jsonw_key(w, "lower");
+    jsonw_raw_key(w, "\"lower\":", 8);
     jsonw_int(w, in->lower);
-    jsonw_key(w, "upper");
+    jsonw_raw_key(w, "\"upper\":", 8);
     jsonw_int(w, in->upper);
     jsonw_object_end(w);
 }
@@ -1997,7 +1997,7 @@ void encode_forecast_scope(struct jsonw *w, const struct forecast_scope *in)
 {
     jsonw_object_begin(w);
     if (in->has_bank_account_ids || in->bank_account_ids != NULL) {
-        jsonw_key(w, "bank_account_ids");
+        jsonw_raw_key(w, "\"bank_account_ids\":", 19);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->bank_account_ids_count; j++) {
             jsonw_string(w, in->bank_account_ids[j]);
@@ -2005,7 +2005,7 @@ void encode_forecast_scope(struct jsonw *w, const struct forecast_scope *in)
         jsonw_array_end(w);
     }
     if (in->has_currency || in->currency != NULL) {
-        jsonw_key(w, "currency");
+        jsonw_raw_key(w, "\"currency\":", 11);
         jsonw_string(w, in->currency);
     }
     jsonw_object_end(w);
@@ -2038,11 +2038,11 @@ int decode_insights_filter(struct arena *a, const struct json_value *v, struct i
 void encode_insights_filter(struct jsonw *w, const struct insights_filter *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "dimension");
+    jsonw_raw_key(w, "\"dimension\":", 12);
     jsonw_string(w, insights_dimension_str(in->dimension));
-    jsonw_key(w, "operator");
+    jsonw_raw_key(w, "\"operator\":", 11);
     jsonw_string(w, insights_filter_operator_str(in->operator));
-    jsonw_key(w, "values");
+    jsonw_raw_key(w, "\"values\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->values_count; j++) {
         jsonw_string(w, in->values[j]);
@@ -2103,10 +2103,10 @@ int decode_insights_query(struct arena *a, const struct json_value *v, struct in
 void encode_insights_query(struct jsonw *w, const struct insights_query *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "metric");
+    jsonw_raw_key(w, "\"metric\":", 9);
     jsonw_string(w, insights_metric_str(in->metric));
     if (in->has_dimensions || in->dimensions != NULL) {
-        jsonw_key(w, "dimensions");
+        jsonw_raw_key(w, "\"dimensions\":", 13);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->dimensions_count; j++) {
             jsonw_string(w, insights_dimension_str(in->dimensions[j]));
@@ -2114,26 +2114,26 @@ void encode_insights_query(struct jsonw *w, const struct insights_query *in)
         jsonw_array_end(w);
     }
     if (in->has_filters || in->filters != NULL) {
-        jsonw_key(w, "filters");
+        jsonw_raw_key(w, "\"filters\":", 10);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->filters_count; j++) {
             encode_insights_filter(w, &in->filters[j]);
         }
         jsonw_array_end(w);
     }
-    jsonw_key(w, "time_range");
+    jsonw_raw_key(w, "\"time_range\":", 13);
     if (in->time_range)
         encode_insights_time_range(w, in->time_range);
     else
         jsonw_null(w);
-    jsonw_key(w, "granularity");
+    jsonw_raw_key(w, "\"granularity\":", 14);
     jsonw_string(w, insights_granularity_str(in->granularity));
     if (in->has_convert_to || in->convert_to != NULL) {
-        jsonw_key(w, "convert_to");
+        jsonw_raw_key(w, "\"convert_to\":", 13);
         jsonw_string(w, in->convert_to);
     }
     if (in->has_limit) {
-        jsonw_key(w, "limit");
+        jsonw_raw_key(w, "\"limit\":", 8);
         jsonw_int(w, in->limit);
     }
     jsonw_object_end(w);
@@ -2189,36 +2189,36 @@ int decode_insights_result(struct arena *a, const struct json_value *v, struct i
 void encode_insights_result(struct jsonw *w, const struct insights_result *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "metric");
+    jsonw_raw_key(w, "\"metric\":", 9);
     jsonw_string(w, insights_metric_str(in->metric));
-    jsonw_key(w, "unit");
+    jsonw_raw_key(w, "\"unit\":", 7);
     jsonw_string(w, insights_result_unit_str(in->unit));
-    jsonw_key(w, "dimensions");
+    jsonw_raw_key(w, "\"dimensions\":", 13);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->dimensions_count; j++) {
         jsonw_string(w, insights_dimension_str(in->dimensions[j]));
     }
     jsonw_array_end(w);
-    jsonw_key(w, "granularity");
+    jsonw_raw_key(w, "\"granularity\":", 14);
     jsonw_string(w, insights_granularity_str(in->granularity));
-    jsonw_key(w, "time_range");
+    jsonw_raw_key(w, "\"time_range\":", 13);
     if (in->time_range)
         encode_insights_time_range(w, in->time_range);
     else
         jsonw_null(w);
-    jsonw_key(w, "rows");
+    jsonw_raw_key(w, "\"rows\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->rows_count; j++) {
         encode_insights_row(w, &in->rows[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "truncated");
+    jsonw_raw_key(w, "\"truncated\":", 12);
     jsonw_bool(w, in->truncated);
-    jsonw_key(w, "data_as_of");
+    jsonw_raw_key(w, "\"data_as_of\":", 13);
     jsonw_string(w, in->data_as_of);
-    jsonw_key(w, "generated_at");
+    jsonw_raw_key(w, "\"generated_at\":", 15);
     jsonw_string(w, in->generated_at);
     jsonw_object_end(w);
 }
@@ -2256,11 +2256,11 @@ int decode_insights_row(struct arena *a, const struct json_value *v, struct insi
 void encode_insights_row(struct jsonw *w, const struct insights_row *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "period_start");
+    jsonw_raw_key(w, "\"period_start\":", 15);
     jsonw_string(w, in->period_start);
-    jsonw_key(w, "period_end");
+    jsonw_raw_key(w, "\"period_end\":", 13);
     jsonw_string(w, in->period_end);
-    jsonw_key(w, "dimensions");
+    jsonw_raw_key(w, "\"dimensions\":", 13);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->dimensions_count; j++) {
         jsonw_key(w, in->dimensions[j].key);
@@ -2268,10 +2268,10 @@ void encode_insights_row(struct jsonw *w, const struct insights_row *in)
     }
     jsonw_object_end(w);
     if (in->has_currency || in->currency != NULL) {
-        jsonw_key(w, "currency");
+        jsonw_raw_key(w, "\"currency\":", 11);
         jsonw_string(w, in->currency);
     }
-    jsonw_key(w, "value");
+    jsonw_raw_key(w, "\"value\":", 8);
     jsonw_int(w, in->value);
     jsonw_object_end(w);
 }
@@ -2295,9 +2295,9 @@ int decode_insights_time_range(struct arena *a, const struct json_value *v, stru
 void encode_insights_time_range(struct jsonw *w, const struct insights_time_range *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "start");
+    jsonw_raw_key(w, "\"start\":", 8);
     jsonw_string(w, in->start);
-    jsonw_key(w, "end");
+    jsonw_raw_key(w, "\"end\":", 6);
     jsonw_string(w, in->end);
     jsonw_object_end(w);
 }
@@ -2338,29 +2338,29 @@ int decode_kpi(struct arena *a, const struct json_value *v, struct kpi *out)
 void encode_kpi(struct jsonw *w, const struct kpi *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "key");
+    jsonw_raw_key(w, "\"key\":", 6);
     jsonw_string(w, kpi_key_str(in->key));
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "unit");
+    jsonw_raw_key(w, "\"unit\":", 7);
     jsonw_string(w, kpi_unit_str(in->unit));
     if (in->has_currency || in->currency != NULL) {
-        jsonw_key(w, "currency");
+        jsonw_raw_key(w, "\"currency\":", 11);
         jsonw_string(w, in->currency);
     }
-    jsonw_key(w, "value");
+    jsonw_raw_key(w, "\"value\":", 8);
     jsonw_int(w, in->value);
     if (in->has_previous_value) {
-        jsonw_key(w, "previous_value");
+        jsonw_raw_key(w, "\"previous_value\":", 17);
         jsonw_int(w, in->previous_value);
     }
     if (in->has_change) {
-        jsonw_key(w, "change");
+        jsonw_raw_key(w, "\"change\":", 9);
         jsonw_int(w, in->change);
     }
-    jsonw_key(w, "as_of");
+    jsonw_raw_key(w, "\"as_of\":", 8);
     jsonw_string(w, in->as_of);
-    jsonw_key(w, "computed_at");
+    jsonw_raw_key(w, "\"computed_at\":", 14);
     jsonw_string(w, in->computed_at);
     jsonw_object_end(w);
 }
@@ -2395,13 +2395,13 @@ int decode_kpi_list(struct arena *a, const struct json_value *v, struct kpi_list
 void encode_kpi_list(struct jsonw *w, const struct kpi_list *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "as_of");
+    jsonw_raw_key(w, "\"as_of\":", 8);
     jsonw_string(w, in->as_of);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_kpi(w, &in->data[j]);
@@ -2431,11 +2431,11 @@ int decode_kpi_point(struct arena *a, const struct json_value *v, struct kpi_poi
 void encode_kpi_point(struct jsonw *w, const struct kpi_point *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "period_start");
+    jsonw_raw_key(w, "\"period_start\":", 15);
     jsonw_string(w, in->period_start);
-    jsonw_key(w, "period_end");
+    jsonw_raw_key(w, "\"period_end\":", 13);
     jsonw_string(w, in->period_end);
-    jsonw_key(w, "value");
+    jsonw_raw_key(w, "\"value\":", 8);
     jsonw_int(w, in->value);
     jsonw_object_end(w);
 }
@@ -2477,21 +2477,21 @@ int decode_kpi_series(struct arena *a, const struct json_value *v, struct kpi_se
 void encode_kpi_series(struct jsonw *w, const struct kpi_series *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "key");
+    jsonw_raw_key(w, "\"key\":", 6);
     jsonw_string(w, kpi_key_str(in->key));
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "unit");
+    jsonw_raw_key(w, "\"unit\":", 7);
     jsonw_string(w, kpi_series_unit_str(in->unit));
     if (in->has_currency || in->currency != NULL) {
-        jsonw_key(w, "currency");
+        jsonw_raw_key(w, "\"currency\":", 11);
         jsonw_string(w, in->currency);
     }
-    jsonw_key(w, "granularity");
+    jsonw_raw_key(w, "\"granularity\":", 14);
     jsonw_string(w, kpi_series_granularity_str(in->granularity));
-    jsonw_key(w, "points");
+    jsonw_raw_key(w, "\"points\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->points_count; j++) {
         encode_kpi_point(w, &in->points[j]);
@@ -2524,14 +2524,14 @@ int decode_manual_forecast_entry(struct arena *a, const struct json_value *v, st
 void encode_manual_forecast_entry(struct jsonw *w, const struct manual_forecast_entry *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "date");
+    jsonw_raw_key(w, "\"date\":", 7);
     jsonw_string(w, in->date);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
     jsonw_object_end(w);

@@ -302,14 +302,14 @@ int decode_access_review_parameters(struct arena *a, const struct json_value *v,
 void encode_access_review_parameters(struct jsonw *w, const struct access_review_parameters *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "report_type");
+    jsonw_raw_key(w, "\"report_type\":", 14);
     jsonw_string(w, in->report_type);
     if (in->has_as_of || in->as_of != NULL) {
-        jsonw_key(w, "as_of");
+        jsonw_raw_key(w, "\"as_of\":", 8);
         jsonw_string(w, in->as_of);
     }
     if (in->has_include_service_accounts) {
-        jsonw_key(w, "include_service_accounts");
+        jsonw_raw_key(w, "\"include_service_accounts\":", 27);
         jsonw_bool(w, in->include_service_accounts);
     }
     jsonw_object_end(w);
@@ -336,11 +336,11 @@ int decode_approvals_sod_parameters(struct arena *a, const struct json_value *v,
 void encode_approvals_sod_parameters(struct jsonw *w, const struct approvals_sod_parameters *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "report_type");
+    jsonw_raw_key(w, "\"report_type\":", 14);
     jsonw_string(w, in->report_type);
-    jsonw_key(w, "from");
+    jsonw_raw_key(w, "\"from\":", 7);
     jsonw_string(w, in->from);
-    jsonw_key(w, "to");
+    jsonw_raw_key(w, "\"to\":", 5);
     jsonw_string(w, in->to);
     jsonw_object_end(w);
 }
@@ -371,18 +371,18 @@ int decode_audit_actor(struct arena *a, const struct json_value *v, struct audit
 void encode_audit_actor(struct jsonw *w, const struct audit_actor *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, audit_actor_type_str(in->type));
     if (in->has_id || in->id != NULL) {
-        jsonw_key(w, "id");
+        jsonw_raw_key(w, "\"id\":", 5);
         jsonw_string(w, in->id);
     }
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_on_behalf_of || in->on_behalf_of != NULL) {
-        jsonw_key(w, "on_behalf_of");
+        jsonw_raw_key(w, "\"on_behalf_of\":", 15);
         jsonw_string(w, in->on_behalf_of);
     }
     jsonw_object_end(w);
@@ -450,49 +450,49 @@ int decode_audit_alert(struct arena *a, const struct json_value *v, struct audit
 void encode_audit_alert(struct jsonw *w, const struct audit_alert *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "action_pattern");
+    jsonw_raw_key(w, "\"action_pattern\":", 17);
     jsonw_string(w, in->action_pattern);
-    jsonw_key(w, "condition");
+    jsonw_raw_key(w, "\"condition\":", 12);
     if (in->condition)
         encode_audit_alert_condition(w, in->condition);
     else
         jsonw_null(w);
-    jsonw_key(w, "channels");
+    jsonw_raw_key(w, "\"channels\":", 11);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->channels_count; j++) {
         encode_audit_alert_channel(w, &in->channels[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, audit_alert_status_str(in->status));
-    jsonw_key(w, "trigger_count");
+    jsonw_raw_key(w, "\"trigger_count\":", 16);
     jsonw_int(w, in->trigger_count);
     if (in->has_last_triggered_at || in->last_triggered_at != NULL) {
-        jsonw_key(w, "last_triggered_at");
+        jsonw_raw_key(w, "\"last_triggered_at\":", 20);
         jsonw_string(w, in->last_triggered_at);
     }
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -559,14 +559,14 @@ int decode_audit_alert_condition(struct arena *a, const struct json_value *v, st
 void encode_audit_alert_condition(struct jsonw *w, const struct audit_alert_condition *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, audit_alert_condition_type_str(in->type));
     if (in->has_count) {
-        jsonw_key(w, "count");
+        jsonw_raw_key(w, "\"count\":", 8);
         jsonw_int(w, in->count);
     }
     if (in->has_window_seconds) {
-        jsonw_key(w, "window_seconds");
+        jsonw_raw_key(w, "\"window_seconds\":", 17);
         jsonw_int(w, in->window_seconds);
     }
     jsonw_object_end(w);
@@ -615,17 +615,17 @@ int decode_audit_alert_create(struct arena *a, const struct json_value *v, struc
 void encode_audit_alert_create(struct jsonw *w, const struct audit_alert_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "action_pattern");
+    jsonw_raw_key(w, "\"action_pattern\":", 17);
     jsonw_string(w, in->action_pattern);
-    jsonw_key(w, "condition");
+    jsonw_raw_key(w, "\"condition\":", 12);
     if (in->condition)
         encode_audit_alert_condition(w, in->condition);
     else
         jsonw_null(w);
     if (in->has_channels || in->channels != NULL) {
-        jsonw_key(w, "channels");
+        jsonw_raw_key(w, "\"channels\":", 11);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->channels_count; j++) {
             encode_audit_alert_channel(w, &in->channels[j]);
@@ -633,7 +633,7 @@ void encode_audit_alert_create(struct jsonw *w, const struct audit_alert_create 
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -663,9 +663,9 @@ int decode_audit_alert_email_channel(struct arena *a, const struct json_value *v
 void encode_audit_alert_email_channel(struct jsonw *w, const struct audit_alert_email_channel *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "email");
+    jsonw_raw_key(w, "\"email\":", 8);
     jsonw_string(w, in->email);
     jsonw_object_end(w);
 }
@@ -702,15 +702,15 @@ int decode_audit_alert_page(struct arena *a, const struct json_value *v, struct 
 void encode_audit_alert_page(struct jsonw *w, const struct audit_alert_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_audit_alert(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -769,22 +769,22 @@ void encode_audit_alert_update(struct jsonw *w, const struct audit_alert_update 
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_action_pattern || in->action_pattern != NULL) {
-        jsonw_key(w, "action_pattern");
+        jsonw_raw_key(w, "\"action_pattern\":", 17);
         jsonw_string(w, in->action_pattern);
     }
     if (in->has_condition || in->condition != NULL) {
-        jsonw_key(w, "condition");
+        jsonw_raw_key(w, "\"condition\":", 12);
         if (in->condition)
             encode_audit_alert_condition(w, in->condition);
         else
             jsonw_null(w);
     }
     if (in->has_channels || in->channels != NULL) {
-        jsonw_key(w, "channels");
+        jsonw_raw_key(w, "\"channels\":", 11);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->channels_count; j++) {
             encode_audit_alert_channel(w, &in->channels[j]);
@@ -792,11 +792,11 @@ void encode_audit_alert_update(struct jsonw *w, const struct audit_alert_update 
         jsonw_array_end(w);
     }
     if (in->has_status) {
-        jsonw_key(w, "status");
+        jsonw_raw_key(w, "\"status\":", 9);
         jsonw_string(w, audit_alert_update_status_str(in->status));
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -826,9 +826,9 @@ int decode_audit_alert_webhook_channel(struct arena *a, const struct json_value 
 void encode_audit_alert_webhook_channel(struct jsonw *w, const struct audit_alert_webhook_channel *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "webhook_endpoint_id");
+    jsonw_raw_key(w, "\"webhook_endpoint_id\":", 22);
     jsonw_string(w, in->webhook_endpoint_id);
     jsonw_object_end(w);
 }
@@ -856,14 +856,14 @@ int decode_audit_chain_anchor(struct arena *a, const struct json_value *v, struc
 void encode_audit_chain_anchor(struct jsonw *w, const struct audit_chain_anchor *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, audit_chain_anchor_type_str(in->type));
     if (in->has_tsa || in->tsa != NULL) {
-        jsonw_key(w, "tsa");
+        jsonw_raw_key(w, "\"tsa\":", 6);
         jsonw_string(w, in->tsa);
     }
     if (in->has_timestamp_token || in->timestamp_token != NULL) {
-        jsonw_key(w, "timestamp_token");
+        jsonw_raw_key(w, "\"timestamp_token\":", 18);
         jsonw_string(w, in->timestamp_token);
     }
     jsonw_object_end(w);
@@ -902,24 +902,24 @@ int decode_audit_chain_head(struct arena *a, const struct json_value *v, struct 
 void encode_audit_chain_head(struct jsonw *w, const struct audit_chain_head *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "seq");
+    jsonw_raw_key(w, "\"seq\":", 6);
     jsonw_int(w, in->seq);
-    jsonw_key(w, "hash");
+    jsonw_raw_key(w, "\"hash\":", 7);
     jsonw_string(w, in->hash);
-    jsonw_key(w, "anchor");
+    jsonw_raw_key(w, "\"anchor\":", 9);
     if (in->anchor)
         encode_audit_chain_anchor(w, in->anchor);
     else
         jsonw_null(w);
-    jsonw_key(w, "recorded_at");
+    jsonw_raw_key(w, "\"recorded_at\":", 14);
     jsonw_string(w, in->recorded_at);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
     jsonw_object_end(w);
 }
@@ -956,15 +956,15 @@ int decode_audit_chain_head_page(struct arena *a, const struct json_value *v, st
 void encode_audit_chain_head_page(struct jsonw *w, const struct audit_chain_head_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_audit_chain_head(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1007,25 +1007,25 @@ int decode_audit_chain_verification(struct arena *a, const struct json_value *v,
 void encode_audit_chain_verification(struct jsonw *w, const struct audit_chain_verification *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "from_seq");
+    jsonw_raw_key(w, "\"from_seq\":", 11);
     jsonw_int(w, in->from_seq);
-    jsonw_key(w, "to_seq");
+    jsonw_raw_key(w, "\"to_seq\":", 9);
     jsonw_int(w, in->to_seq);
-    jsonw_key(w, "head_hash");
+    jsonw_raw_key(w, "\"head_hash\":", 12);
     jsonw_string(w, in->head_hash);
-    jsonw_key(w, "valid");
+    jsonw_raw_key(w, "\"valid\":", 8);
     jsonw_bool(w, in->valid);
     if (in->has_first_broken_seq) {
-        jsonw_key(w, "first_broken_seq");
+        jsonw_raw_key(w, "\"first_broken_seq\":", 19);
         jsonw_int(w, in->first_broken_seq);
     }
-    jsonw_key(w, "events_checked");
+    jsonw_raw_key(w, "\"events_checked\":", 17);
     jsonw_int(w, in->events_checked);
-    jsonw_key(w, "anchors_checked");
+    jsonw_raw_key(w, "\"anchors_checked\":", 18);
     jsonw_int(w, in->anchors_checked);
-    jsonw_key(w, "verified_at");
+    jsonw_raw_key(w, "\"verified_at\":", 14);
     jsonw_string(w, in->verified_at);
     jsonw_object_end(w);
 }
@@ -1053,14 +1053,14 @@ int decode_audit_chain_verification_parameters(struct arena *a, const struct jso
 void encode_audit_chain_verification_parameters(struct jsonw *w, const struct audit_chain_verification_parameters *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "report_type");
+    jsonw_raw_key(w, "\"report_type\":", 14);
     jsonw_string(w, in->report_type);
     if (in->has_from_seq) {
-        jsonw_key(w, "from_seq");
+        jsonw_raw_key(w, "\"from_seq\":", 11);
         jsonw_int(w, in->from_seq);
     }
     if (in->has_to_seq) {
-        jsonw_key(w, "to_seq");
+        jsonw_raw_key(w, "\"to_seq\":", 9);
         jsonw_int(w, in->to_seq);
     }
     jsonw_object_end(w);
@@ -1089,14 +1089,14 @@ int decode_audit_change(struct arena *a, const struct json_value *v, struct audi
 void encode_audit_change(struct jsonw *w, const struct audit_change *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "field");
+    jsonw_raw_key(w, "\"field\":", 8);
     jsonw_string(w, in->field);
     if (in->has_old || in->old != NULL) {
-        jsonw_key(w, "old");
+        jsonw_raw_key(w, "\"old\":", 6);
         jsonw_string(w, in->old);
     }
     if (in->has_new || in->new != NULL) {
-        jsonw_key(w, "new");
+        jsonw_raw_key(w, "\"new\":", 6);
         jsonw_string(w, in->new);
     }
     jsonw_object_end(w);
@@ -1130,19 +1130,19 @@ void encode_audit_context(struct jsonw *w, const struct audit_context *in)
 {
     jsonw_object_begin(w);
     if (in->has_ip || in->ip != NULL) {
-        jsonw_key(w, "ip");
+        jsonw_raw_key(w, "\"ip\":", 5);
         jsonw_string(w, in->ip);
     }
     if (in->has_user_agent || in->user_agent != NULL) {
-        jsonw_key(w, "user_agent");
+        jsonw_raw_key(w, "\"user_agent\":", 13);
         jsonw_string(w, in->user_agent);
     }
     if (in->has_request_id || in->request_id != NULL) {
-        jsonw_key(w, "request_id");
+        jsonw_raw_key(w, "\"request_id\":", 13);
         jsonw_string(w, in->request_id);
     }
     if (in->has_idempotency_key || in->idempotency_key != NULL) {
-        jsonw_key(w, "idempotency_key");
+        jsonw_raw_key(w, "\"idempotency_key\":", 18);
         jsonw_string(w, in->idempotency_key);
     }
     jsonw_object_end(w);
@@ -1221,38 +1221,38 @@ int decode_audit_event(struct arena *a, const struct json_value *v, struct audit
 void encode_audit_event(struct jsonw *w, const struct audit_event *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "seq");
+    jsonw_raw_key(w, "\"seq\":", 6);
     jsonw_int(w, in->seq);
-    jsonw_key(w, "action");
+    jsonw_raw_key(w, "\"action\":", 9);
     jsonw_string(w, in->action);
-    jsonw_key(w, "occurred_at");
+    jsonw_raw_key(w, "\"occurred_at\":", 14);
     jsonw_string(w, in->occurred_at);
-    jsonw_key(w, "actor");
+    jsonw_raw_key(w, "\"actor\":", 8);
     if (in->actor)
         encode_audit_actor(w, in->actor);
     else
         jsonw_null(w);
-    jsonw_key(w, "targets");
+    jsonw_raw_key(w, "\"targets\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->targets_count; j++) {
         encode_audit_target(w, &in->targets[j]);
     }
     jsonw_array_end(w);
     if (in->has_context || in->context != NULL) {
-        jsonw_key(w, "context");
+        jsonw_raw_key(w, "\"context\":", 10);
         if (in->context)
             encode_audit_context(w, in->context);
         else
             jsonw_null(w);
     }
     if (in->has_changes || in->changes != NULL) {
-        jsonw_key(w, "changes");
+        jsonw_raw_key(w, "\"changes\":", 10);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->changes_count; j++) {
             encode_audit_change(w, &in->changes[j]);
@@ -1260,21 +1260,21 @@ void encode_audit_event(struct jsonw *w, const struct audit_event *in)
         jsonw_array_end(w);
     }
     if (in->has_detail || in->detail != NULL) {
-        jsonw_key(w, "detail");
+        jsonw_raw_key(w, "\"detail\":", 9);
         jsonw_string(w, in->detail);
     }
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "prev_hash");
+    jsonw_raw_key(w, "\"prev_hash\":", 12);
     jsonw_string(w, in->prev_hash);
-    jsonw_key(w, "hash");
+    jsonw_raw_key(w, "\"hash\":", 7);
     jsonw_string(w, in->hash);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
     jsonw_object_end(w);
 }
@@ -1311,15 +1311,15 @@ int decode_audit_event_page(struct arena *a, const struct json_value *v, struct 
 void encode_audit_event_page(struct jsonw *w, const struct audit_event_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_audit_event(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1350,12 +1350,12 @@ int decode_audit_target(struct arena *a, const struct json_value *v, struct audi
 void encode_audit_target(struct jsonw *w, const struct audit_target *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     jsonw_object_end(w);
@@ -1399,22 +1399,22 @@ int decode_audit_timeline(struct arena *a, const struct json_value *v, struct au
 void encode_audit_timeline(struct jsonw *w, const struct audit_timeline *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "target");
+    jsonw_raw_key(w, "\"target\":", 9);
     if (in->target)
         encode_audit_target(w, in->target);
     else
         jsonw_null(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_audit_event(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1452,22 +1452,22 @@ int decode_compliance_finding(struct arena *a, const struct json_value *v, struc
 void encode_compliance_finding(struct jsonw *w, const struct compliance_finding *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, in->code);
-    jsonw_key(w, "severity");
+    jsonw_raw_key(w, "\"severity\":", 11);
     jsonw_string(w, compliance_finding_severity_str(in->severity));
     if (in->has_target || in->target != NULL) {
-        jsonw_key(w, "target");
+        jsonw_raw_key(w, "\"target\":", 9);
         if (in->target)
             encode_audit_target(w, in->target);
         else
             jsonw_null(w);
     }
     if (in->has_seq) {
-        jsonw_key(w, "seq");
+        jsonw_raw_key(w, "\"seq\":", 6);
         jsonw_int(w, in->seq);
     }
-    jsonw_key(w, "detail");
+    jsonw_raw_key(w, "\"detail\":", 9);
     jsonw_string(w, in->detail);
     jsonw_object_end(w);
 }
@@ -1552,81 +1552,81 @@ int decode_compliance_report(struct arena *a, const struct json_value *v, struct
 void encode_compliance_report(struct jsonw *w, const struct compliance_report *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "report_type");
+    jsonw_raw_key(w, "\"report_type\":", 14);
     jsonw_string(w, compliance_report_type_str(in->report_type));
-    jsonw_key(w, "parameters");
+    jsonw_raw_key(w, "\"parameters\":", 13);
     if (in->parameters)
         encode_compliance_report_parameters(w, in->parameters);
     else
         jsonw_null(w);
-    jsonw_key(w, "format");
+    jsonw_raw_key(w, "\"format\":", 9);
     jsonw_string(w, compliance_report_format_str(in->format));
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, compliance_report_status_str(in->status));
     if (in->has_summary || in->summary != NULL) {
-        jsonw_key(w, "summary");
+        jsonw_raw_key(w, "\"summary\":", 10);
         if (in->summary)
             encode_compliance_report_summary(w, in->summary);
         else
             jsonw_null(w);
     }
     if (in->has_verification || in->verification != NULL) {
-        jsonw_key(w, "verification");
+        jsonw_raw_key(w, "\"verification\":", 15);
         if (in->verification)
             encode_audit_chain_verification(w, in->verification);
         else
             jsonw_null(w);
     }
     if (in->has_file || in->file != NULL) {
-        jsonw_key(w, "file");
+        jsonw_raw_key(w, "\"file\":", 7);
         if (in->file)
             encode_compliance_report_file(w, in->file);
         else
             jsonw_null(w);
     }
     if (in->has_result_url || in->result_url != NULL) {
-        jsonw_key(w, "result_url");
+        jsonw_raw_key(w, "\"result_url\":", 13);
         jsonw_string(w, in->result_url);
     }
     if (in->has_expires_at || in->expires_at != NULL) {
-        jsonw_key(w, "expires_at");
+        jsonw_raw_key(w, "\"expires_at\":", 13);
         jsonw_string(w, in->expires_at);
     }
     if (in->has_error || in->error != NULL) {
-        jsonw_key(w, "error");
+        jsonw_raw_key(w, "\"error\":", 8);
         if (in->error)
             encode_compliance_report_error(w, in->error);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "requested_by");
+    jsonw_raw_key(w, "\"requested_by\":", 15);
     jsonw_string(w, in->requested_by);
     if (in->has_started_at || in->started_at != NULL) {
-        jsonw_key(w, "started_at");
+        jsonw_raw_key(w, "\"started_at\":", 13);
         jsonw_string(w, in->started_at);
     }
     if (in->has_completed_at || in->completed_at != NULL) {
-        jsonw_key(w, "completed_at");
+        jsonw_raw_key(w, "\"completed_at\":", 15);
         jsonw_string(w, in->completed_at);
     }
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1663,17 +1663,17 @@ int decode_compliance_report_create(struct arena *a, const struct json_value *v,
 void encode_compliance_report_create(struct jsonw *w, const struct compliance_report_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "parameters");
+    jsonw_raw_key(w, "\"parameters\":", 13);
     if (in->parameters)
         encode_compliance_report_parameters(w, in->parameters);
     else
         jsonw_null(w);
     if (in->has_format) {
-        jsonw_key(w, "format");
+        jsonw_raw_key(w, "\"format\":", 9);
         jsonw_string(w, compliance_report_format_str(in->format));
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1728,34 +1728,34 @@ int decode_compliance_report_document(struct arena *a, const struct json_value *
 void encode_compliance_report_document(struct jsonw *w, const struct compliance_report_document *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "report_id");
+    jsonw_raw_key(w, "\"report_id\":", 12);
     jsonw_string(w, in->report_id);
-    jsonw_key(w, "report_type");
+    jsonw_raw_key(w, "\"report_type\":", 14);
     jsonw_string(w, compliance_report_type_str(in->report_type));
-    jsonw_key(w, "generated_at");
+    jsonw_raw_key(w, "\"generated_at\":", 15);
     jsonw_string(w, in->generated_at);
-    jsonw_key(w, "summary");
+    jsonw_raw_key(w, "\"summary\":", 10);
     if (in->summary)
         encode_compliance_report_summary(w, in->summary);
     else
         jsonw_null(w);
     if (in->has_verification || in->verification != NULL) {
-        jsonw_key(w, "verification");
+        jsonw_raw_key(w, "\"verification\":", 15);
         if (in->verification)
             encode_audit_chain_verification(w, in->verification);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "findings");
+    jsonw_raw_key(w, "\"findings\":", 11);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->findings_count; j++) {
         encode_compliance_finding(w, &in->findings[j]);
     }
     jsonw_array_end(w);
     if (in->has_truncated) {
-        jsonw_key(w, "truncated");
+        jsonw_raw_key(w, "\"truncated\":", 12);
         jsonw_bool(w, in->truncated);
     }
     jsonw_object_end(w);
@@ -1780,9 +1780,9 @@ int decode_compliance_report_error(struct arena *a, const struct json_value *v, 
 void encode_compliance_report_error(struct jsonw *w, const struct compliance_report_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, in->code);
-    jsonw_key(w, "message");
+    jsonw_raw_key(w, "\"message\":", 10);
     jsonw_string(w, in->message);
     jsonw_object_end(w);
 }
@@ -1808,11 +1808,11 @@ int decode_compliance_report_file(struct arena *a, const struct json_value *v, s
 void encode_compliance_report_file(struct jsonw *w, const struct compliance_report_file *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "content_type");
+    jsonw_raw_key(w, "\"content_type\":", 15);
     jsonw_string(w, compliance_report_file_content_type_str(in->content_type));
-    jsonw_key(w, "size_bytes");
+    jsonw_raw_key(w, "\"size_bytes\":", 13);
     jsonw_int(w, in->size_bytes);
-    jsonw_key(w, "sha256");
+    jsonw_raw_key(w, "\"sha256\":", 9);
     jsonw_string(w, in->sha256);
     jsonw_object_end(w);
 }
@@ -1849,15 +1849,15 @@ int decode_compliance_report_page(struct arena *a, const struct json_value *v, s
 void encode_compliance_report_page(struct jsonw *w, const struct compliance_report_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_compliance_report(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1935,9 +1935,9 @@ int decode_compliance_report_summary(struct arena *a, const struct json_value *v
 void encode_compliance_report_summary(struct jsonw *w, const struct compliance_report_summary *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "items_reviewed");
+    jsonw_raw_key(w, "\"items_reviewed\":", 17);
     jsonw_int(w, in->items_reviewed);
-    jsonw_key(w, "findings");
+    jsonw_raw_key(w, "\"findings\":", 11);
     jsonw_int(w, in->findings);
     jsonw_object_end(w);
 }

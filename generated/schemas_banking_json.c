@@ -528,46 +528,46 @@ int decode_bank_account(struct arena *a, const struct json_value *v, struct bank
 void encode_bank_account(struct jsonw *w, const struct bank_account *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "connection_id");
+    jsonw_raw_key(w, "\"connection_id\":", 16);
     jsonw_string(w, in->connection_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "account_identification");
+    jsonw_raw_key(w, "\"account_identification\":", 25);
     if (in->account_identification)
         encode_account_identification(w, in->account_identification);
     else
         jsonw_null(w);
     if (in->has_servicer || in->servicer != NULL) {
-        jsonw_key(w, "servicer");
+        jsonw_raw_key(w, "\"servicer\":", 11);
         if (in->servicer)
             encode_bank_account_servicer(w, in->servicer);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "account_type");
+    jsonw_raw_key(w, "\"account_type\":", 15);
     jsonw_string(w, bank_account_type_str(in->account_type));
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, bank_account_status_str(in->status));
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -618,29 +618,29 @@ int decode_bank_account_balance(struct arena *a, const struct json_value *v, str
 void encode_bank_account_balance(struct jsonw *w, const struct bank_account_balance *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "account_id");
+    jsonw_raw_key(w, "\"account_id\":", 13);
     jsonw_string(w, in->account_id);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "as_of");
+    jsonw_raw_key(w, "\"as_of\":", 8);
     jsonw_string(w, in->as_of);
-    jsonw_key(w, "current");
+    jsonw_raw_key(w, "\"current\":", 10);
     jsonw_int(w, in->current);
-    jsonw_key(w, "available");
+    jsonw_raw_key(w, "\"available\":", 12);
     if (in->available_is_null)
         jsonw_null(w);
     else {
         jsonw_int(w, in->available);
     }
-    jsonw_key(w, "limit");
+    jsonw_raw_key(w, "\"limit\":", 8);
     if (in->limit_is_null)
         jsonw_null(w);
     else {
         jsonw_int(w, in->limit);
     }
-    jsonw_key(w, "balances");
+    jsonw_raw_key(w, "\"balances\":", 11);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->balances_count; j++) {
         encode_bank_balance(w, &in->balances[j]);
@@ -681,15 +681,15 @@ int decode_bank_account_page(struct arena *a, const struct json_value *v, struct
 void encode_bank_account_page(struct jsonw *w, const struct bank_account_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_bank_account(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -719,10 +719,10 @@ void encode_bank_account_servicer(struct jsonw *w, const struct bank_account_ser
 {
     jsonw_object_begin(w);
     if (in->has_bic || in->bic != NULL) {
-        jsonw_key(w, "bic");
+        jsonw_raw_key(w, "\"bic\":", 6);
         jsonw_string(w, in->bic);
     }
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     jsonw_object_end(w);
 }
@@ -760,16 +760,16 @@ int decode_bank_balance(struct arena *a, const struct json_value *v, struct bank
 void encode_bank_balance(struct jsonw *w, const struct bank_balance *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, bank_balance_type_str(in->type));
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_key(w, "credit_debit_indicator");
+    jsonw_raw_key(w, "\"credit_debit_indicator\":", 25);
     jsonw_string(w, bank_credit_debit_indicator_str(in->credit_debit_indicator));
-    jsonw_key(w, "as_of");
+    jsonw_raw_key(w, "\"as_of\":", 8);
     jsonw_string(w, in->as_of);
     if (in->has_credit_lines || in->credit_lines != NULL) {
-        jsonw_key(w, "credit_lines");
+        jsonw_raw_key(w, "\"credit_lines\":", 15);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->credit_lines_count; j++) {
             encode_bank_credit_line(w, &in->credit_lines[j]);
@@ -811,15 +811,15 @@ int decode_bank_balance_history_page(struct arena *a, const struct json_value *v
 void encode_bank_balance_history_page(struct jsonw *w, const struct bank_balance_history_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_bank_daily_balance(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -906,27 +906,27 @@ int decode_bank_connection(struct arena *a, const struct json_value *v, struct b
 void encode_bank_connection(struct jsonw *w, const struct bank_connection *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "institution");
+    jsonw_raw_key(w, "\"institution\":", 14);
     if (in->institution)
         encode_bank_institution(w, in->institution);
     else
         jsonw_null(w);
-    jsonw_key(w, "provider");
+    jsonw_raw_key(w, "\"provider\":", 11);
     jsonw_string(w, bank_connection_provider_str(in->provider));
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, bank_connection_status_str(in->status));
     if (in->has_authorization_url || in->authorization_url != NULL) {
-        jsonw_key(w, "authorization_url");
+        jsonw_raw_key(w, "\"authorization_url\":", 20);
         jsonw_string(w, in->authorization_url);
     }
     if (in->has_consent_expires_at || in->consent_expires_at_is_null || in->consent_expires_at != NULL) {
-        jsonw_key(w, "consent_expires_at");
+        jsonw_raw_key(w, "\"consent_expires_at\":", 21);
         if (in->consent_expires_at_is_null)
             jsonw_null(w);
         else {
@@ -934,44 +934,44 @@ void encode_bank_connection(struct jsonw *w, const struct bank_connection *in)
         }
     }
     if (in->has_last_synced_at || in->last_synced_at != NULL) {
-        jsonw_key(w, "last_synced_at");
+        jsonw_raw_key(w, "\"last_synced_at\":", 17);
         jsonw_string(w, in->last_synced_at);
     }
     if (in->has_last_sync_status) {
-        jsonw_key(w, "last_sync_status");
+        jsonw_raw_key(w, "\"last_sync_status\":", 19);
         jsonw_string(w, bank_connection_last_sync_status_str(in->last_sync_status));
     }
     if (in->has_error || in->error != NULL) {
-        jsonw_key(w, "error");
+        jsonw_raw_key(w, "\"error\":", 8);
         if (in->error)
             encode_bank_connection_error(w, in->error);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "account_ids");
+    jsonw_raw_key(w, "\"account_ids\":", 14);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->account_ids_count; j++) {
         jsonw_string(w, in->account_ids[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "sync_frequency_minutes");
+    jsonw_raw_key(w, "\"sync_frequency_minutes\":", 25);
     jsonw_int(w, in->sync_frequency_minutes);
     if (in->has_revoked_at || in->revoked_at != NULL) {
-        jsonw_key(w, "revoked_at");
+        jsonw_raw_key(w, "\"revoked_at\":", 13);
         jsonw_string(w, in->revoked_at);
     }
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1015,20 +1015,20 @@ int decode_bank_connection_create(struct arena *a, const struct json_value *v, s
 void encode_bank_connection_create(struct jsonw *w, const struct bank_connection_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "institution_id");
+    jsonw_raw_key(w, "\"institution_id\":", 17);
     jsonw_string(w, in->institution_id);
-    jsonw_key(w, "provider");
+    jsonw_raw_key(w, "\"provider\":", 11);
     jsonw_string(w, bank_connection_provider_str(in->provider));
     if (in->has_redirect_uri || in->redirect_uri != NULL) {
-        jsonw_key(w, "redirect_uri");
+        jsonw_raw_key(w, "\"redirect_uri\":", 15);
         jsonw_string(w, in->redirect_uri);
     }
     if (in->has_sync_frequency_minutes) {
-        jsonw_key(w, "sync_frequency_minutes");
+        jsonw_raw_key(w, "\"sync_frequency_minutes\":", 25);
         jsonw_int(w, in->sync_frequency_minutes);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1058,9 +1058,9 @@ int decode_bank_connection_error(struct arena *a, const struct json_value *v, st
 void encode_bank_connection_error(struct jsonw *w, const struct bank_connection_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, in->code);
-    jsonw_key(w, "message");
+    jsonw_raw_key(w, "\"message\":", 10);
     jsonw_string(w, in->message);
     jsonw_object_end(w);
 }
@@ -1097,15 +1097,15 @@ int decode_bank_connection_page(struct arena *a, const struct json_value *v, str
 void encode_bank_connection_page(struct jsonw *w, const struct bank_connection_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_bank_connection(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1133,7 +1133,7 @@ void encode_bank_connection_reauthentication(struct jsonw *w, const struct bank_
 {
     jsonw_object_begin(w);
     if (in->has_redirect_uri || in->redirect_uri != NULL) {
-        jsonw_key(w, "redirect_uri");
+        jsonw_raw_key(w, "\"redirect_uri\":", 15);
         jsonw_string(w, in->redirect_uri);
     }
     jsonw_object_end(w);
@@ -1162,13 +1162,13 @@ int decode_bank_connection_sync(struct arena *a, const struct json_value *v, str
 void encode_bank_connection_sync(struct jsonw *w, const struct bank_connection_sync *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "connection_id");
+    jsonw_raw_key(w, "\"connection_id\":", 16);
     jsonw_string(w, in->connection_id);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, bank_connection_sync_status_str(in->status));
-    jsonw_key(w, "requested_at");
+    jsonw_raw_key(w, "\"requested_at\":", 15);
     jsonw_string(w, in->requested_at);
     jsonw_object_end(w);
 }
@@ -1206,11 +1206,11 @@ void encode_bank_connection_update(struct jsonw *w, const struct bank_connection
 {
     jsonw_object_begin(w);
     if (in->has_sync_frequency_minutes) {
-        jsonw_key(w, "sync_frequency_minutes");
+        jsonw_raw_key(w, "\"sync_frequency_minutes\":", 25);
         jsonw_int(w, in->sync_frequency_minutes);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1242,11 +1242,11 @@ int decode_bank_credit_line(struct arena *a, const struct json_value *v, struct 
 void encode_bank_credit_line(struct jsonw *w, const struct bank_credit_line *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "included");
+    jsonw_raw_key(w, "\"included\":", 11);
     jsonw_bool(w, in->included);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, bank_credit_line_type_str(in->type));
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
     jsonw_object_end(w);
 }
@@ -1276,15 +1276,15 @@ int decode_bank_daily_balance(struct arena *a, const struct json_value *v, struc
 void encode_bank_daily_balance(struct jsonw *w, const struct bank_daily_balance *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "date");
+    jsonw_raw_key(w, "\"date\":", 7);
     jsonw_string(w, in->date);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, bank_balance_type_str(in->type));
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_key(w, "credit_debit_indicator");
+    jsonw_raw_key(w, "\"credit_debit_indicator\":", 25);
     jsonw_string(w, bank_credit_debit_indicator_str(in->credit_debit_indicator));
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
     jsonw_object_end(w);
 }
@@ -1314,16 +1314,16 @@ int decode_bank_institution(struct arena *a, const struct json_value *v, struct 
 void encode_bank_institution(struct jsonw *w, const struct bank_institution *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_bic || in->bic != NULL) {
-        jsonw_key(w, "bic");
+        jsonw_raw_key(w, "\"bic\":", 6);
         jsonw_string(w, in->bic);
     }
     if (in->has_country || in->country != NULL) {
-        jsonw_key(w, "country");
+        jsonw_raw_key(w, "\"country\":", 10);
         jsonw_string(w, in->country);
     }
     jsonw_object_end(w);
@@ -1405,65 +1405,65 @@ int decode_bank_statement(struct arena *a, const struct json_value *v, struct ba
 void encode_bank_statement(struct jsonw *w, const struct bank_statement *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "account_id");
+    jsonw_raw_key(w, "\"account_id\":", 13);
     jsonw_string(w, in->account_id);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, bank_statement_type_str(in->type));
-    jsonw_key(w, "source");
+    jsonw_raw_key(w, "\"source\":", 9);
     jsonw_string(w, bank_statement_source_str(in->source));
     if (in->has_bank_statement_id || in->bank_statement_id != NULL) {
-        jsonw_key(w, "bank_statement_id");
+        jsonw_raw_key(w, "\"bank_statement_id\":", 20);
         jsonw_string(w, in->bank_statement_id);
     }
     if (in->has_sequence_number) {
-        jsonw_key(w, "sequence_number");
+        jsonw_raw_key(w, "\"sequence_number\":", 18);
         jsonw_int(w, in->sequence_number);
     }
-    jsonw_key(w, "start_date");
+    jsonw_raw_key(w, "\"start_date\":", 13);
     jsonw_string(w, in->start_date);
-    jsonw_key(w, "end_date");
+    jsonw_raw_key(w, "\"end_date\":", 11);
     jsonw_string(w, in->end_date);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "opening_booked");
+    jsonw_raw_key(w, "\"opening_booked\":", 17);
     jsonw_int(w, in->opening_booked);
-    jsonw_key(w, "closing_booked");
+    jsonw_raw_key(w, "\"closing_booked\":", 17);
     jsonw_int(w, in->closing_booked);
-    jsonw_key(w, "total_credits");
+    jsonw_raw_key(w, "\"total_credits\":", 16);
     jsonw_int(w, in->total_credits);
-    jsonw_key(w, "total_debits");
+    jsonw_raw_key(w, "\"total_debits\":", 15);
     jsonw_int(w, in->total_debits);
-    jsonw_key(w, "transaction_count");
+    jsonw_raw_key(w, "\"transaction_count\":", 20);
     jsonw_int(w, in->transaction_count);
-    jsonw_key(w, "balance_check");
+    jsonw_raw_key(w, "\"balance_check\":", 16);
     if (in->balance_check)
         encode_bank_statement_balance_check(w, in->balance_check);
     else
         jsonw_null(w);
-    jsonw_key(w, "formats");
+    jsonw_raw_key(w, "\"formats\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->formats_count; j++) {
         jsonw_string(w, bank_statement_format_str(in->formats[j]));
     }
     jsonw_array_end(w);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1489,11 +1489,11 @@ int decode_bank_statement_balance_check(struct arena *a, const struct json_value
 void encode_bank_statement_balance_check(struct jsonw *w, const struct bank_statement_balance_check *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "result");
+    jsonw_raw_key(w, "\"result\":", 9);
     jsonw_string(w, bank_statement_balance_check_result_str(in->result));
-    jsonw_key(w, "computed_closing");
+    jsonw_raw_key(w, "\"computed_closing\":", 19);
     jsonw_int(w, in->computed_closing);
-    jsonw_key(w, "difference");
+    jsonw_raw_key(w, "\"difference\":", 13);
     jsonw_int(w, in->difference);
     jsonw_object_end(w);
 }
@@ -1530,15 +1530,15 @@ int decode_bank_statement_page(struct arena *a, const struct json_value *v, stru
 void encode_bank_statement_page(struct jsonw *w, const struct bank_statement_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_bank_statement(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1624,74 +1624,74 @@ int decode_bank_transaction(struct arena *a, const struct json_value *v, struct 
 void encode_bank_transaction(struct jsonw *w, const struct bank_transaction *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "account_id");
+    jsonw_raw_key(w, "\"account_id\":", 13);
     jsonw_string(w, in->account_id);
-    jsonw_key(w, "bank_transaction_id");
+    jsonw_raw_key(w, "\"bank_transaction_id\":", 22);
     jsonw_string(w, in->bank_transaction_id);
     if (in->has_reference || in->reference != NULL) {
-        jsonw_key(w, "reference");
+        jsonw_raw_key(w, "\"reference\":", 12);
         jsonw_string(w, in->reference);
     }
-    jsonw_key(w, "credit_debit_indicator");
+    jsonw_raw_key(w, "\"credit_debit_indicator\":", 25);
     jsonw_string(w, bank_credit_debit_indicator_str(in->credit_debit_indicator));
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, bank_transaction_status_str(in->status));
-    jsonw_key(w, "booking_date");
+    jsonw_raw_key(w, "\"booking_date\":", 15);
     jsonw_string(w, in->booking_date);
     if (in->has_value_date || in->value_date != NULL) {
-        jsonw_key(w, "value_date");
+        jsonw_raw_key(w, "\"value_date\":", 13);
         jsonw_string(w, in->value_date);
     }
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
     if (in->has_bank_transaction_code || in->bank_transaction_code != NULL) {
-        jsonw_key(w, "bank_transaction_code");
+        jsonw_raw_key(w, "\"bank_transaction_code\":", 24);
         if (in->bank_transaction_code)
             encode_bank_transaction_code(w, in->bank_transaction_code);
         else
             jsonw_null(w);
     }
     if (in->has_running_balance) {
-        jsonw_key(w, "running_balance");
+        jsonw_raw_key(w, "\"running_balance\":", 18);
         jsonw_int(w, in->running_balance);
     }
     if (in->has_counterparty_name || in->counterparty_name != NULL) {
-        jsonw_key(w, "counterparty_name");
+        jsonw_raw_key(w, "\"counterparty_name\":", 20);
         jsonw_string(w, in->counterparty_name);
     }
-    jsonw_key(w, "reconciliation");
+    jsonw_raw_key(w, "\"reconciliation\":", 17);
     if (in->reconciliation)
         encode_bank_transaction_reconciliation(w, in->reconciliation);
     else
         jsonw_null(w);
     if (in->has_statement_id || in->statement_id != NULL) {
-        jsonw_key(w, "statement_id");
+        jsonw_raw_key(w, "\"statement_id\":", 15);
         jsonw_string(w, in->statement_id);
     }
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1724,19 +1724,19 @@ void encode_bank_transaction_code(struct jsonw *w, const struct bank_transaction
 {
     jsonw_object_begin(w);
     if (in->has_domain || in->domain != NULL) {
-        jsonw_key(w, "domain");
+        jsonw_raw_key(w, "\"domain\":", 9);
         jsonw_string(w, in->domain);
     }
     if (in->has_family || in->family != NULL) {
-        jsonw_key(w, "family");
+        jsonw_raw_key(w, "\"family\":", 9);
         jsonw_string(w, in->family);
     }
     if (in->has_sub_family || in->sub_family != NULL) {
-        jsonw_key(w, "sub_family");
+        jsonw_raw_key(w, "\"sub_family\":", 13);
         jsonw_string(w, in->sub_family);
     }
     if (in->has_proprietary || in->proprietary != NULL) {
-        jsonw_key(w, "proprietary");
+        jsonw_raw_key(w, "\"proprietary\":", 14);
         jsonw_string(w, in->proprietary);
     }
     jsonw_object_end(w);
@@ -1774,15 +1774,15 @@ int decode_bank_transaction_page(struct arena *a, const struct json_value *v, st
 void encode_bank_transaction_page(struct jsonw *w, const struct bank_transaction_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_bank_transaction(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1814,14 +1814,14 @@ int decode_bank_transaction_reconciliation(struct arena *a, const struct json_va
 void encode_bank_transaction_reconciliation(struct jsonw *w, const struct bank_transaction_reconciliation *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, bank_transaction_reconciliation_status_str(in->status));
     if (in->has_payment_id || in->payment_id != NULL) {
-        jsonw_key(w, "payment_id");
+        jsonw_raw_key(w, "\"payment_id\":", 13);
         jsonw_string(w, in->payment_id);
     }
     if (in->has_journal_entry_id || in->journal_entry_id != NULL) {
-        jsonw_key(w, "journal_entry_id");
+        jsonw_raw_key(w, "\"journal_entry_id\":", 19);
         jsonw_string(w, in->journal_entry_id);
     }
     jsonw_object_end(w);
@@ -1873,27 +1873,27 @@ int decode_bank_transaction_sync_page(struct arena *a, const struct json_value *
 void encode_bank_transaction_sync_page(struct jsonw *w, const struct bank_transaction_sync_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "added");
+    jsonw_raw_key(w, "\"added\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->added_count; j++) {
         encode_bank_transaction(w, &in->added[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "modified");
+    jsonw_raw_key(w, "\"modified\":", 11);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->modified_count; j++) {
         encode_bank_transaction(w, &in->modified[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "removed");
+    jsonw_raw_key(w, "\"removed\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->removed_count; j++) {
         encode_removed_bank_transaction(w, &in->removed[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     jsonw_string(w, in->next_cursor);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
     jsonw_object_end(w);
 }
@@ -1917,9 +1917,9 @@ int decode_removed_bank_transaction(struct arena *a, const struct json_value *v,
 void encode_removed_bank_transaction(struct jsonw *w, const struct removed_bank_transaction *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "account_id");
+    jsonw_raw_key(w, "\"account_id\":", 13);
     jsonw_string(w, in->account_id);
     jsonw_object_end(w);
 }

@@ -42,25 +42,25 @@ int decode_event(struct arena *a, const struct json_value *v, struct event *out)
 void encode_event(struct jsonw *w, const struct event *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "api_version");
+    jsonw_raw_key(w, "\"api_version\":", 14);
     jsonw_string(w, in->api_version);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     if (in->data)
         encode_event_data(w, in->data);
     else
         jsonw_null(w);
     if (in->has_request || in->request != NULL) {
-        jsonw_key(w, "request");
+        jsonw_raw_key(w, "\"request\":", 10);
         if (in->request)
             encode_event_request(w, in->request);
         else
@@ -89,13 +89,13 @@ int decode_event_data(struct arena *a, const struct json_value *v, struct event_
 void encode_event_data(struct jsonw *w, const struct event_data *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     if (in->object)
         jsonw_value(w, in->object);
     else
         jsonw_null(w);
     if (in->has_previous_attributes || in->previous_attributes != NULL) {
-        jsonw_key(w, "previous_attributes");
+        jsonw_raw_key(w, "\"previous_attributes\":", 22);
         if (in->previous_attributes)
             jsonw_value(w, in->previous_attributes);
         else
@@ -124,10 +124,10 @@ int decode_event_request(struct arena *a, const struct json_value *v, struct eve
 void encode_event_request(struct jsonw *w, const struct event_request *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
     if (in->has_idempotency_key || in->idempotency_key != NULL) {
-        jsonw_key(w, "idempotency_key");
+        jsonw_raw_key(w, "\"idempotency_key\":", 18);
         jsonw_string(w, in->idempotency_key);
     }
     jsonw_object_end(w);
@@ -152,9 +152,9 @@ int decode_money(struct arena *a, const struct json_value *v, struct money *out)
 void encode_money(struct jsonw *w, const struct money *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
     jsonw_object_end(w);
 }
@@ -198,22 +198,22 @@ int decode_problem(struct arena *a, const struct json_value *v, struct problem *
 void encode_problem(struct jsonw *w, const struct problem *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "title");
+    jsonw_raw_key(w, "\"title\":", 8);
     jsonw_string(w, in->title);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_int(w, in->status);
-    jsonw_key(w, "detail");
+    jsonw_raw_key(w, "\"detail\":", 9);
     jsonw_string(w, in->detail);
-    jsonw_key(w, "instance");
+    jsonw_raw_key(w, "\"instance\":", 11);
     jsonw_string(w, in->instance);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, in->code);
-    jsonw_key(w, "request_id");
+    jsonw_raw_key(w, "\"request_id\":", 13);
     jsonw_string(w, in->request_id);
     if (in->has_errors || in->errors != NULL) {
-        jsonw_key(w, "errors");
+        jsonw_raw_key(w, "\"errors\":", 9);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->errors_count; j++) {
             encode_validation_error(w, &in->errors[j]);
@@ -244,11 +244,11 @@ int decode_validation_error(struct arena *a, const struct json_value *v, struct 
 void encode_validation_error(struct jsonw *w, const struct validation_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "pointer");
+    jsonw_raw_key(w, "\"pointer\":", 10);
     jsonw_string(w, in->pointer);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, in->code);
-    jsonw_key(w, "detail");
+    jsonw_raw_key(w, "\"detail\":", 9);
     jsonw_string(w, in->detail);
     jsonw_object_end(w);
 }

@@ -200,64 +200,64 @@ int decode_fx_conversion(struct arena *a, const struct json_value *v, struct fx_
 void encode_fx_conversion(struct jsonw *w, const struct fx_conversion *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "quote_id");
+    jsonw_raw_key(w, "\"quote_id\":", 11);
     jsonw_string(w, in->quote_id);
-    jsonw_key(w, "short_reference");
+    jsonw_raw_key(w, "\"short_reference\":", 18);
     jsonw_string(w, in->short_reference);
-    jsonw_key(w, "sell_currency");
+    jsonw_raw_key(w, "\"sell_currency\":", 16);
     jsonw_string(w, in->sell_currency);
-    jsonw_key(w, "sell_amount");
+    jsonw_raw_key(w, "\"sell_amount\":", 14);
     jsonw_int(w, in->sell_amount);
-    jsonw_key(w, "buy_currency");
+    jsonw_raw_key(w, "\"buy_currency\":", 15);
     jsonw_string(w, in->buy_currency);
-    jsonw_key(w, "buy_amount");
+    jsonw_raw_key(w, "\"buy_amount\":", 13);
     jsonw_int(w, in->buy_amount);
-    jsonw_key(w, "client_rate");
+    jsonw_raw_key(w, "\"client_rate\":", 14);
     jsonw_string(w, in->client_rate);
-    jsonw_key(w, "mid_rate");
+    jsonw_raw_key(w, "\"mid_rate\":", 11);
     jsonw_string(w, in->mid_rate);
-    jsonw_key(w, "spread_bps");
+    jsonw_raw_key(w, "\"spread_bps\":", 13);
     jsonw_int(w, in->spread_bps);
-    jsonw_key(w, "product");
+    jsonw_raw_key(w, "\"product\":", 10);
     jsonw_string(w, fx_product_str(in->product));
-    jsonw_key(w, "value_date");
+    jsonw_raw_key(w, "\"value_date\":", 13);
     jsonw_string(w, in->value_date);
-    jsonw_key(w, "settlement_cutoff_at");
+    jsonw_raw_key(w, "\"settlement_cutoff_at\":", 23);
     jsonw_string(w, in->settlement_cutoff_at);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, fx_conversion_status_str(in->status));
     if (in->has_settled_at || in->settled_at != NULL) {
-        jsonw_key(w, "settled_at");
+        jsonw_raw_key(w, "\"settled_at\":", 13);
         jsonw_string(w, in->settled_at);
     }
     if (in->has_cancelled_at || in->cancelled_at != NULL) {
-        jsonw_key(w, "cancelled_at");
+        jsonw_raw_key(w, "\"cancelled_at\":", 15);
         jsonw_string(w, in->cancelled_at);
     }
     if (in->has_ledger_transaction_id || in->ledger_transaction_id != NULL) {
-        jsonw_key(w, "ledger_transaction_id");
+        jsonw_raw_key(w, "\"ledger_transaction_id\":", 24);
         jsonw_string(w, in->ledger_transaction_id);
     }
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -299,20 +299,20 @@ int decode_fx_conversion_execute(struct arena *a, const struct json_value *v, st
 void encode_fx_conversion_execute(struct jsonw *w, const struct fx_conversion_execute *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "quote_id");
+    jsonw_raw_key(w, "\"quote_id\":", 11);
     jsonw_string(w, in->quote_id);
-    jsonw_key(w, "sell_currency");
+    jsonw_raw_key(w, "\"sell_currency\":", 16);
     jsonw_string(w, in->sell_currency);
-    jsonw_key(w, "buy_currency");
+    jsonw_raw_key(w, "\"buy_currency\":", 15);
     jsonw_string(w, in->buy_currency);
-    jsonw_key(w, "sell_amount");
+    jsonw_raw_key(w, "\"sell_amount\":", 14);
     jsonw_int(w, in->sell_amount);
-    jsonw_key(w, "buy_amount");
+    jsonw_raw_key(w, "\"buy_amount\":", 13);
     jsonw_int(w, in->buy_amount);
-    jsonw_key(w, "value_date");
+    jsonw_raw_key(w, "\"value_date\":", 13);
     jsonw_string(w, in->value_date);
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -355,15 +355,15 @@ int decode_fx_conversion_page(struct arena *a, const struct json_value *v, struc
 void encode_fx_conversion_page(struct jsonw *w, const struct fx_conversion_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_fx_conversion(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -395,13 +395,13 @@ int decode_fx_forward_exposure(struct arena *a, const struct json_value *v, stru
 void encode_fx_forward_exposure(struct jsonw *w, const struct fx_forward_exposure *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "value_date");
+    jsonw_raw_key(w, "\"value_date\":", 13);
     jsonw_string(w, in->value_date);
-    jsonw_key(w, "buys");
+    jsonw_raw_key(w, "\"buys\":", 7);
     jsonw_int(w, in->buys);
-    jsonw_key(w, "sells");
+    jsonw_raw_key(w, "\"sells\":", 8);
     jsonw_int(w, in->sells);
-    jsonw_key(w, "net");
+    jsonw_raw_key(w, "\"net\":", 6);
     jsonw_int(w, in->net);
     jsonw_object_end(w);
 }
@@ -440,17 +440,17 @@ int decode_fx_position(struct arena *a, const struct json_value *v, struct fx_po
 void encode_fx_position(struct jsonw *w, const struct fx_position *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "settled_balance");
+    jsonw_raw_key(w, "\"settled_balance\":", 18);
     jsonw_int(w, in->settled_balance);
-    jsonw_key(w, "pending_buys");
+    jsonw_raw_key(w, "\"pending_buys\":", 15);
     jsonw_int(w, in->pending_buys);
-    jsonw_key(w, "pending_sells");
+    jsonw_raw_key(w, "\"pending_sells\":", 16);
     jsonw_int(w, in->pending_sells);
-    jsonw_key(w, "net_position");
+    jsonw_raw_key(w, "\"net_position\":", 15);
     jsonw_int(w, in->net_position);
-    jsonw_key(w, "forward_exposure");
+    jsonw_raw_key(w, "\"forward_exposure\":", 19);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->forward_exposure_count; j++) {
         encode_fx_forward_exposure(w, &in->forward_exposure[j]);
@@ -489,13 +489,13 @@ int decode_fx_position_report(struct arena *a, const struct json_value *v, struc
 void encode_fx_position_report(struct jsonw *w, const struct fx_position_report *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "as_of");
+    jsonw_raw_key(w, "\"as_of\":", 8);
     jsonw_string(w, in->as_of);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_fx_position(w, &in->data[j]);
@@ -573,58 +573,58 @@ int decode_fx_quote(struct arena *a, const struct json_value *v, struct fx_quote
 void encode_fx_quote(struct jsonw *w, const struct fx_quote *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "sell_currency");
+    jsonw_raw_key(w, "\"sell_currency\":", 16);
     jsonw_string(w, in->sell_currency);
-    jsonw_key(w, "buy_currency");
+    jsonw_raw_key(w, "\"buy_currency\":", 15);
     jsonw_string(w, in->buy_currency);
-    jsonw_key(w, "fixed_side");
+    jsonw_raw_key(w, "\"fixed_side\":", 13);
     jsonw_string(w, fx_fixed_side_str(in->fixed_side));
-    jsonw_key(w, "sell_amount");
+    jsonw_raw_key(w, "\"sell_amount\":", 14);
     jsonw_int(w, in->sell_amount);
-    jsonw_key(w, "buy_amount");
+    jsonw_raw_key(w, "\"buy_amount\":", 13);
     jsonw_int(w, in->buy_amount);
-    jsonw_key(w, "rate");
+    jsonw_raw_key(w, "\"rate\":", 7);
     jsonw_string(w, in->rate);
-    jsonw_key(w, "mid_rate");
+    jsonw_raw_key(w, "\"mid_rate\":", 11);
     jsonw_string(w, in->mid_rate);
-    jsonw_key(w, "spread_bps");
+    jsonw_raw_key(w, "\"spread_bps\":", 13);
     jsonw_int(w, in->spread_bps);
-    jsonw_key(w, "rate_source");
+    jsonw_raw_key(w, "\"rate_source\":", 14);
     jsonw_string(w, in->rate_source);
-    jsonw_key(w, "value_date");
+    jsonw_raw_key(w, "\"value_date\":", 13);
     jsonw_string(w, in->value_date);
-    jsonw_key(w, "product");
+    jsonw_raw_key(w, "\"product\":", 10);
     jsonw_string(w, fx_product_str(in->product));
-    jsonw_key(w, "ttl_seconds");
+    jsonw_raw_key(w, "\"ttl_seconds\":", 14);
     jsonw_int(w, in->ttl_seconds);
-    jsonw_key(w, "expires_at");
+    jsonw_raw_key(w, "\"expires_at\":", 13);
     jsonw_string(w, in->expires_at);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, fx_quote_status_str(in->status));
     if (in->has_conversion_id || in->conversion_id != NULL) {
-        jsonw_key(w, "conversion_id");
+        jsonw_raw_key(w, "\"conversion_id\":", 16);
         jsonw_string(w, in->conversion_id);
     }
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -672,30 +672,30 @@ int decode_fx_quote_create(struct arena *a, const struct json_value *v, struct f
 void encode_fx_quote_create(struct jsonw *w, const struct fx_quote_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "sell_currency");
+    jsonw_raw_key(w, "\"sell_currency\":", 16);
     jsonw_string(w, in->sell_currency);
-    jsonw_key(w, "buy_currency");
+    jsonw_raw_key(w, "\"buy_currency\":", 15);
     jsonw_string(w, in->buy_currency);
-    jsonw_key(w, "fixed_side");
+    jsonw_raw_key(w, "\"fixed_side\":", 13);
     jsonw_string(w, fx_fixed_side_str(in->fixed_side));
     if (in->has_sell_amount) {
-        jsonw_key(w, "sell_amount");
+        jsonw_raw_key(w, "\"sell_amount\":", 14);
         jsonw_int(w, in->sell_amount);
     }
     if (in->has_buy_amount) {
-        jsonw_key(w, "buy_amount");
+        jsonw_raw_key(w, "\"buy_amount\":", 13);
         jsonw_int(w, in->buy_amount);
     }
     if (in->has_value_date || in->value_date != NULL) {
-        jsonw_key(w, "value_date");
+        jsonw_raw_key(w, "\"value_date\":", 13);
         jsonw_string(w, in->value_date);
     }
     if (in->has_product) {
-        jsonw_key(w, "product");
+        jsonw_raw_key(w, "\"product\":", 10);
         jsonw_string(w, fx_product_str(in->product));
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);

@@ -505,74 +505,74 @@ int decode_integration(struct arena *a, const struct json_value *v, struct integ
 void encode_integration(struct jsonw *w, const struct integration *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "provider");
+    jsonw_raw_key(w, "\"provider\":", 11);
     jsonw_string(w, integration_provider_str(in->provider));
-    jsonw_key(w, "config");
+    jsonw_raw_key(w, "\"config\":", 9);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->config_count; j++) {
         jsonw_key(w, in->config[j].key);
         jsonw_string(w, in->config[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "secret_keys");
+    jsonw_raw_key(w, "\"secret_keys\":", 14);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->secret_keys_count; j++) {
         jsonw_string(w, in->secret_keys[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "sync_objects");
+    jsonw_raw_key(w, "\"sync_objects\":", 15);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->sync_objects_count; j++) {
         jsonw_string(w, integration_sync_object_str(in->sync_objects[j]));
     }
     jsonw_array_end(w);
-    jsonw_key(w, "setup_state");
+    jsonw_raw_key(w, "\"setup_state\":", 14);
     jsonw_string(w, integration_setup_state_str(in->setup_state));
     if (in->has_setup_error || in->setup_error != NULL) {
-        jsonw_key(w, "setup_error");
+        jsonw_raw_key(w, "\"setup_error\":", 14);
         if (in->setup_error)
             encode_integration_error(w, in->setup_error);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "paused");
+    jsonw_raw_key(w, "\"paused\":", 9);
     jsonw_bool(w, in->paused);
-    jsonw_key(w, "sync_frequency_minutes");
+    jsonw_raw_key(w, "\"sync_frequency_minutes\":", 25);
     jsonw_int(w, in->sync_frequency_minutes);
     if (in->has_last_succeeded_at || in->last_succeeded_at != NULL) {
-        jsonw_key(w, "last_succeeded_at");
+        jsonw_raw_key(w, "\"last_succeeded_at\":", 20);
         jsonw_string(w, in->last_succeeded_at);
     }
     if (in->has_last_failed_at || in->last_failed_at != NULL) {
-        jsonw_key(w, "last_failed_at");
+        jsonw_raw_key(w, "\"last_failed_at\":", 17);
         jsonw_string(w, in->last_failed_at);
     }
     if (in->has_next_sync_at || in->next_sync_at != NULL) {
-        jsonw_key(w, "next_sync_at");
+        jsonw_raw_key(w, "\"next_sync_at\":", 15);
         jsonw_string(w, in->next_sync_at);
     }
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -624,33 +624,33 @@ int decode_integration_connector(struct arena *a, const struct json_value *v, st
 void encode_integration_connector(struct jsonw *w, const struct integration_connector *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "provider");
+    jsonw_raw_key(w, "\"provider\":", 11);
     jsonw_string(w, integration_provider_str(in->provider));
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "category");
+    jsonw_raw_key(w, "\"category\":", 11);
     jsonw_string(w, integration_connector_category_str(in->category));
-    jsonw_key(w, "auth_type");
+    jsonw_raw_key(w, "\"auth_type\":", 12);
     jsonw_string(w, integration_connector_auth_type_str(in->auth_type));
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "config_fields");
+    jsonw_raw_key(w, "\"config_fields\":", 16);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->config_fields_count; j++) {
         encode_integration_connector_field(w, &in->config_fields[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "sync_objects");
+    jsonw_raw_key(w, "\"sync_objects\":", 15);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->sync_objects_count; j++) {
         jsonw_string(w, integration_sync_object_str(in->sync_objects[j]));
     }
     jsonw_array_end(w);
-    jsonw_key(w, "min_sync_frequency_minutes");
+    jsonw_raw_key(w, "\"min_sync_frequency_minutes\":", 29);
     jsonw_int(w, in->min_sync_frequency_minutes);
     jsonw_object_end(w);
 }
@@ -683,18 +683,18 @@ int decode_integration_connector_field(struct arena *a, const struct json_value 
 void encode_integration_connector_field(struct jsonw *w, const struct integration_connector_field *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "key");
+    jsonw_raw_key(w, "\"key\":", 6);
     jsonw_string(w, in->key);
-    jsonw_key(w, "label");
+    jsonw_raw_key(w, "\"label\":", 8);
     jsonw_string(w, in->label);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, integration_connector_field_type_str(in->type));
-    jsonw_key(w, "required");
+    jsonw_raw_key(w, "\"required\":", 11);
     jsonw_bool(w, in->required);
-    jsonw_key(w, "secret");
+    jsonw_raw_key(w, "\"secret\":", 9);
     jsonw_bool(w, in->secret);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
     jsonw_object_end(w);
@@ -724,7 +724,7 @@ int decode_integration_connector_list(struct arena *a, const struct json_value *
 void encode_integration_connector_list(struct jsonw *w, const struct integration_connector_list *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_integration_connector(w, &in->data[j]);
@@ -803,33 +803,33 @@ int decode_integration_create(struct arena *a, const struct json_value *v, struc
 void encode_integration_create(struct jsonw *w, const struct integration_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "provider");
+    jsonw_raw_key(w, "\"provider\":", 11);
     jsonw_string(w, integration_provider_str(in->provider));
-    jsonw_key(w, "config");
+    jsonw_raw_key(w, "\"config\":", 9);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->config_count; j++) {
         jsonw_key(w, in->config[j].key);
         jsonw_string(w, in->config[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "sync_objects");
+    jsonw_raw_key(w, "\"sync_objects\":", 15);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->sync_objects_count; j++) {
         jsonw_string(w, integration_sync_object_str(in->sync_objects[j]));
     }
     jsonw_array_end(w);
     if (in->has_sync_frequency_minutes) {
-        jsonw_key(w, "sync_frequency_minutes");
+        jsonw_raw_key(w, "\"sync_frequency_minutes\":", 25);
         jsonw_int(w, in->sync_frequency_minutes);
     }
     if (in->has_paused) {
-        jsonw_key(w, "paused");
+        jsonw_raw_key(w, "\"paused\":", 9);
         jsonw_bool(w, in->paused);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -859,9 +859,9 @@ int decode_integration_error(struct arena *a, const struct json_value *v, struct
 void encode_integration_error(struct jsonw *w, const struct integration_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, in->code);
-    jsonw_key(w, "message");
+    jsonw_raw_key(w, "\"message\":", 10);
     jsonw_string(w, in->message);
     jsonw_object_end(w);
 }
@@ -898,15 +898,15 @@ int decode_integration_page(struct arena *a, const struct json_value *v, struct 
 void encode_integration_page(struct jsonw *w, const struct integration_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_integration(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -957,11 +957,11 @@ void encode_integration_sync_request(struct jsonw *w, const struct integration_s
 {
     jsonw_object_begin(w);
     if (in->has_full_resync) {
-        jsonw_key(w, "full_resync");
+        jsonw_raw_key(w, "\"full_resync\":", 14);
         jsonw_bool(w, in->full_resync);
     }
     if (in->has_objects || in->objects != NULL) {
-        jsonw_key(w, "objects");
+        jsonw_raw_key(w, "\"objects\":", 10);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->objects_count; j++) {
             jsonw_string(w, integration_sync_object_str(in->objects[j]));
@@ -969,7 +969,7 @@ void encode_integration_sync_request(struct jsonw *w, const struct integration_s
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1054,68 +1054,68 @@ int decode_integration_sync_run(struct arena *a, const struct json_value *v, str
 void encode_integration_sync_run(struct jsonw *w, const struct integration_sync_run *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "integration_id");
+    jsonw_raw_key(w, "\"integration_id\":", 17);
     jsonw_string(w, in->integration_id);
-    jsonw_key(w, "trigger");
+    jsonw_raw_key(w, "\"trigger\":", 10);
     jsonw_string(w, integration_sync_run_trigger_str(in->trigger));
     if (in->has_run_id || in->run_id != NULL) {
-        jsonw_key(w, "run_id");
+        jsonw_raw_key(w, "\"run_id\":", 9);
         jsonw_string(w, in->run_id);
     }
-    jsonw_key(w, "full_resync");
+    jsonw_raw_key(w, "\"full_resync\":", 14);
     jsonw_bool(w, in->full_resync);
-    jsonw_key(w, "objects");
+    jsonw_raw_key(w, "\"objects\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->objects_count; j++) {
         jsonw_string(w, integration_sync_object_str(in->objects[j]));
     }
     jsonw_array_end(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, integration_sync_run_status_str(in->status));
     if (in->has_started_at || in->started_at != NULL) {
-        jsonw_key(w, "started_at");
+        jsonw_raw_key(w, "\"started_at\":", 13);
         jsonw_string(w, in->started_at);
     }
     if (in->has_finished_at || in->finished_at != NULL) {
-        jsonw_key(w, "finished_at");
+        jsonw_raw_key(w, "\"finished_at\":", 14);
         jsonw_string(w, in->finished_at);
     }
     if (in->has_stats || in->stats != NULL) {
-        jsonw_key(w, "stats");
+        jsonw_raw_key(w, "\"stats\":", 8);
         if (in->stats)
             encode_integration_sync_stats(w, in->stats);
         else
             jsonw_null(w);
     }
     if (in->has_error || in->error != NULL) {
-        jsonw_key(w, "error");
+        jsonw_raw_key(w, "\"error\":", 8);
         if (in->error)
             encode_integration_error(w, in->error);
         else
             jsonw_null(w);
     }
     if (in->has_created_by || in->created_by != NULL) {
-        jsonw_key(w, "created_by");
+        jsonw_raw_key(w, "\"created_by\":", 13);
         jsonw_string(w, in->created_by);
     }
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1152,15 +1152,15 @@ int decode_integration_sync_run_page(struct arena *a, const struct json_value *v
 void encode_integration_sync_run_page(struct jsonw *w, const struct integration_sync_run_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_integration_sync_run(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1192,13 +1192,13 @@ int decode_integration_sync_stats(struct arena *a, const struct json_value *v, s
 void encode_integration_sync_stats(struct jsonw *w, const struct integration_sync_stats *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "created");
+    jsonw_raw_key(w, "\"created\":", 10);
     jsonw_int(w, in->created);
-    jsonw_key(w, "updated");
+    jsonw_raw_key(w, "\"updated\":", 10);
     jsonw_int(w, in->updated);
-    jsonw_key(w, "deleted");
+    jsonw_raw_key(w, "\"deleted\":", 10);
     jsonw_int(w, in->deleted);
-    jsonw_key(w, "errors");
+    jsonw_raw_key(w, "\"errors\":", 9);
     jsonw_int(w, in->errors);
     jsonw_object_end(w);
 }
@@ -1268,11 +1268,11 @@ void encode_integration_update(struct jsonw *w, const struct integration_update 
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_config || in->config != NULL) {
-        jsonw_key(w, "config");
+        jsonw_raw_key(w, "\"config\":", 9);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->config_count; j++) {
             jsonw_key(w, in->config[j].key);
@@ -1281,7 +1281,7 @@ void encode_integration_update(struct jsonw *w, const struct integration_update 
         jsonw_object_end(w);
     }
     if (in->has_sync_objects || in->sync_objects != NULL) {
-        jsonw_key(w, "sync_objects");
+        jsonw_raw_key(w, "\"sync_objects\":", 15);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->sync_objects_count; j++) {
             jsonw_string(w, integration_sync_object_str(in->sync_objects[j]));
@@ -1289,11 +1289,11 @@ void encode_integration_update(struct jsonw *w, const struct integration_update 
         jsonw_array_end(w);
     }
     if (in->has_sync_frequency_minutes) {
-        jsonw_key(w, "sync_frequency_minutes");
+        jsonw_raw_key(w, "\"sync_frequency_minutes\":", 25);
         jsonw_int(w, in->sync_frequency_minutes);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1358,50 +1358,50 @@ int decode_webhook_delivery(struct arena *a, const struct json_value *v, struct 
 void encode_webhook_delivery(struct jsonw *w, const struct webhook_delivery *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "endpoint_id");
+    jsonw_raw_key(w, "\"endpoint_id\":", 14);
     jsonw_string(w, in->endpoint_id);
-    jsonw_key(w, "event_id");
+    jsonw_raw_key(w, "\"event_id\":", 11);
     jsonw_string(w, in->event_id);
-    jsonw_key(w, "event_type");
+    jsonw_raw_key(w, "\"event_type\":", 13);
     jsonw_string(w, in->event_type);
-    jsonw_key(w, "trigger");
+    jsonw_raw_key(w, "\"trigger\":", 10);
     jsonw_string(w, webhook_delivery_trigger_str(in->trigger));
-    jsonw_key(w, "attempt");
+    jsonw_raw_key(w, "\"attempt\":", 10);
     jsonw_int(w, in->attempt);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, webhook_delivery_status_str(in->status));
     if (in->has_response_status) {
-        jsonw_key(w, "response_status");
+        jsonw_raw_key(w, "\"response_status\":", 18);
         jsonw_int(w, in->response_status);
     }
     if (in->has_error || in->error != NULL) {
-        jsonw_key(w, "error");
+        jsonw_raw_key(w, "\"error\":", 8);
         if (in->error)
             encode_webhook_delivery_error(w, in->error);
         else
             jsonw_null(w);
     }
     if (in->has_duration_ms) {
-        jsonw_key(w, "duration_ms");
+        jsonw_raw_key(w, "\"duration_ms\":", 14);
         jsonw_int(w, in->duration_ms);
     }
     if (in->has_attempted_at || in->attempted_at != NULL) {
-        jsonw_key(w, "attempted_at");
+        jsonw_raw_key(w, "\"attempted_at\":", 15);
         jsonw_string(w, in->attempted_at);
     }
     if (in->has_next_attempt_at || in->next_attempt_at != NULL) {
-        jsonw_key(w, "next_attempt_at");
+        jsonw_raw_key(w, "\"next_attempt_at\":", 18);
         jsonw_string(w, in->next_attempt_at);
     }
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1425,9 +1425,9 @@ int decode_webhook_delivery_error(struct arena *a, const struct json_value *v, s
 void encode_webhook_delivery_error(struct jsonw *w, const struct webhook_delivery_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, webhook_delivery_error_code_str(in->code));
-    jsonw_key(w, "message");
+    jsonw_raw_key(w, "\"message\":", 10);
     jsonw_string(w, in->message);
     jsonw_object_end(w);
 }
@@ -1456,7 +1456,7 @@ int decode_webhook_delivery_list(struct arena *a, const struct json_value *v, st
 void encode_webhook_delivery_list(struct jsonw *w, const struct webhook_delivery_list *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_webhook_delivery(w, &in->data[j]);
@@ -1497,15 +1497,15 @@ int decode_webhook_delivery_page(struct arena *a, const struct json_value *v, st
 void encode_webhook_delivery_page(struct jsonw *w, const struct webhook_delivery_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_webhook_delivery(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1575,51 +1575,51 @@ int decode_webhook_endpoint(struct arena *a, const struct json_value *v, struct 
 void encode_webhook_endpoint(struct jsonw *w, const struct webhook_endpoint *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "url");
+    jsonw_raw_key(w, "\"url\":", 6);
     jsonw_string(w, in->url);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "event_types");
+    jsonw_raw_key(w, "\"event_types\":", 14);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->event_types_count; j++) {
         jsonw_string(w, in->event_types[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, webhook_endpoint_status_str(in->status));
     if (in->has_disabled_reason) {
-        jsonw_key(w, "disabled_reason");
+        jsonw_raw_key(w, "\"disabled_reason\":", 18);
         jsonw_string(w, webhook_endpoint_disabled_reason_str(in->disabled_reason));
     }
     if (in->has_secret_rotation || in->secret_rotation != NULL) {
-        jsonw_key(w, "secret_rotation");
+        jsonw_raw_key(w, "\"secret_rotation\":", 18);
         if (in->secret_rotation)
             encode_webhook_endpoint_secret_rotation(w, in->secret_rotation);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1662,20 +1662,20 @@ int decode_webhook_endpoint_create(struct arena *a, const struct json_value *v, 
 void encode_webhook_endpoint_create(struct jsonw *w, const struct webhook_endpoint_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "url");
+    jsonw_raw_key(w, "\"url\":", 6);
     jsonw_string(w, in->url);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "event_types");
+    jsonw_raw_key(w, "\"event_types\":", 14);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->event_types_count; j++) {
         jsonw_string(w, in->event_types[j]);
     }
     jsonw_array_end(w);
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1718,15 +1718,15 @@ int decode_webhook_endpoint_page(struct arena *a, const struct json_value *v, st
 void encode_webhook_endpoint_page(struct jsonw *w, const struct webhook_endpoint_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_webhook_endpoint(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1752,7 +1752,7 @@ int decode_webhook_endpoint_secret_rotation(struct arena *a, const struct json_v
 void encode_webhook_endpoint_secret_rotation(struct jsonw *w, const struct webhook_endpoint_secret_rotation *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "previous_secret_expires_at");
+    jsonw_raw_key(w, "\"previous_secret_expires_at\":", 29);
     jsonw_string(w, in->previous_secret_expires_at);
     jsonw_object_end(w);
 }
@@ -1802,11 +1802,11 @@ void encode_webhook_endpoint_update(struct jsonw *w, const struct webhook_endpoi
 {
     jsonw_object_begin(w);
     if (in->has_url || in->url != NULL) {
-        jsonw_key(w, "url");
+        jsonw_raw_key(w, "\"url\":", 6);
         jsonw_string(w, in->url);
     }
     if (in->has_description || in->description_is_null || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         if (in->description_is_null)
             jsonw_null(w);
         else {
@@ -1814,7 +1814,7 @@ void encode_webhook_endpoint_update(struct jsonw *w, const struct webhook_endpoi
         }
     }
     if (in->has_event_types || in->event_types != NULL) {
-        jsonw_key(w, "event_types");
+        jsonw_raw_key(w, "\"event_types\":", 14);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->event_types_count; j++) {
             jsonw_string(w, in->event_types[j]);
@@ -1822,7 +1822,7 @@ void encode_webhook_endpoint_update(struct jsonw *w, const struct webhook_endpoi
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1896,53 +1896,53 @@ int decode_webhook_endpoint_with_secret(struct arena *a, const struct json_value
 void encode_webhook_endpoint_with_secret(struct jsonw *w, const struct webhook_endpoint_with_secret *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "url");
+    jsonw_raw_key(w, "\"url\":", 6);
     jsonw_string(w, in->url);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "event_types");
+    jsonw_raw_key(w, "\"event_types\":", 14);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->event_types_count; j++) {
         jsonw_string(w, in->event_types[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, webhook_endpoint_status_str(in->status));
     if (in->has_disabled_reason) {
-        jsonw_key(w, "disabled_reason");
+        jsonw_raw_key(w, "\"disabled_reason\":", 18);
         jsonw_string(w, webhook_endpoint_disabled_reason_str(in->disabled_reason));
     }
     if (in->has_secret_rotation || in->secret_rotation != NULL) {
-        jsonw_key(w, "secret_rotation");
+        jsonw_raw_key(w, "\"secret_rotation\":", 18);
         if (in->secret_rotation)
             encode_webhook_endpoint_secret_rotation(w, in->secret_rotation);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
-    jsonw_key(w, "secret");
+    jsonw_raw_key(w, "\"secret\":", 9);
     jsonw_string(w, in->secret);
     jsonw_object_end(w);
 }
@@ -1979,15 +1979,15 @@ int decode_webhook_event_page(struct arena *a, const struct json_value *v, struc
 void encode_webhook_event_page(struct jsonw *w, const struct webhook_event_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_event(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -2015,7 +2015,7 @@ void encode_webhook_redelivery(struct jsonw *w, const struct webhook_redelivery 
 {
     jsonw_object_begin(w);
     if (in->has_endpoint_id || in->endpoint_id != NULL) {
-        jsonw_key(w, "endpoint_id");
+        jsonw_raw_key(w, "\"endpoint_id\":", 14);
         jsonw_string(w, in->endpoint_id);
     }
     jsonw_object_end(w);
@@ -2044,7 +2044,7 @@ void encode_webhook_secret_rotation(struct jsonw *w, const struct webhook_secret
 {
     jsonw_object_begin(w);
     if (in->has_previous_secret_ttl_seconds) {
-        jsonw_key(w, "previous_secret_ttl_seconds");
+        jsonw_raw_key(w, "\"previous_secret_ttl_seconds\":", 30);
         jsonw_int(w, in->previous_secret_ttl_seconds);
     }
     jsonw_object_end(w);

@@ -301,19 +301,19 @@ void encode_journal_balance_assertions(struct jsonw *w, const struct journal_bal
 {
     jsonw_object_begin(w);
     if (in->has_available_balance_gte) {
-        jsonw_key(w, "available_balance_gte");
+        jsonw_raw_key(w, "\"available_balance_gte\":", 24);
         jsonw_int(w, in->available_balance_gte);
     }
     if (in->has_available_balance_lte) {
-        jsonw_key(w, "available_balance_lte");
+        jsonw_raw_key(w, "\"available_balance_lte\":", 24);
         jsonw_int(w, in->available_balance_lte);
     }
     if (in->has_posted_balance_gte) {
-        jsonw_key(w, "posted_balance_gte");
+        jsonw_raw_key(w, "\"posted_balance_gte\":", 21);
         jsonw_int(w, in->posted_balance_gte);
     }
     if (in->has_posted_balance_lte) {
-        jsonw_key(w, "posted_balance_lte");
+        jsonw_raw_key(w, "\"posted_balance_lte\":", 21);
         jsonw_int(w, in->posted_balance_lte);
     }
     jsonw_object_end(w);
@@ -340,11 +340,11 @@ int decode_journal_currency_total(struct arena *a, const struct json_value *v, s
 void encode_journal_currency_total(struct jsonw *w, const struct journal_currency_total *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "debits");
+    jsonw_raw_key(w, "\"debits\":", 9);
     jsonw_int(w, in->debits);
-    jsonw_key(w, "credits");
+    jsonw_raw_key(w, "\"credits\":", 10);
     jsonw_int(w, in->credits);
     jsonw_object_end(w);
 }
@@ -442,84 +442,84 @@ int decode_journal_entry(struct arena *a, const struct json_value *v, struct jou
 void encode_journal_entry(struct jsonw *w, const struct journal_entry *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "description");
+    jsonw_raw_key(w, "\"description\":", 14);
     jsonw_string(w, in->description);
-    jsonw_key(w, "effective_date");
+    jsonw_raw_key(w, "\"effective_date\":", 17);
     jsonw_string(w, in->effective_date);
     if (in->has_effective_at || in->effective_at != NULL) {
-        jsonw_key(w, "effective_at");
+        jsonw_raw_key(w, "\"effective_at\":", 15);
         jsonw_string(w, in->effective_at);
     }
     if (in->has_period_id || in->period_id != NULL) {
-        jsonw_key(w, "period_id");
+        jsonw_raw_key(w, "\"period_id\":", 12);
         jsonw_string(w, in->period_id);
     }
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, journal_entry_status_str(in->status));
-    jsonw_key(w, "lines");
+    jsonw_raw_key(w, "\"lines\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->lines_count; j++) {
         encode_journal_line(w, &in->lines[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "totals");
+    jsonw_raw_key(w, "\"totals\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->totals_count; j++) {
         encode_journal_currency_total(w, &in->totals[j]);
     }
     jsonw_array_end(w);
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
-    jsonw_key(w, "source");
+    jsonw_raw_key(w, "\"source\":", 9);
     jsonw_string(w, journal_source_str(in->source));
     if (in->has_source_id || in->source_id != NULL) {
-        jsonw_key(w, "source_id");
+        jsonw_raw_key(w, "\"source_id\":", 12);
         jsonw_string(w, in->source_id);
     }
     if (in->has_reverses_entry_id || in->reverses_entry_id != NULL) {
-        jsonw_key(w, "reverses_entry_id");
+        jsonw_raw_key(w, "\"reverses_entry_id\":", 20);
         jsonw_string(w, in->reverses_entry_id);
     }
     if (in->has_reversed_by_entry_id || in->reversed_by_entry_id != NULL) {
-        jsonw_key(w, "reversed_by_entry_id");
+        jsonw_raw_key(w, "\"reversed_by_entry_id\":", 23);
         jsonw_string(w, in->reversed_by_entry_id);
     }
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
     if (in->has_posted_at || in->posted_at != NULL) {
-        jsonw_key(w, "posted_at");
+        jsonw_raw_key(w, "\"posted_at\":", 12);
         jsonw_string(w, in->posted_at);
     }
     if (in->has_posted_by || in->posted_by != NULL) {
-        jsonw_key(w, "posted_by");
+        jsonw_raw_key(w, "\"posted_by\":", 12);
         jsonw_string(w, in->posted_by);
     }
     if (in->has_discarded_at || in->discarded_at != NULL) {
-        jsonw_key(w, "discarded_at");
+        jsonw_raw_key(w, "\"discarded_at\":", 15);
         jsonw_string(w, in->discarded_at);
     }
-    jsonw_key(w, "draft_version");
+    jsonw_raw_key(w, "\"draft_version\":", 16);
     jsonw_int(w, in->draft_version);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -585,38 +585,38 @@ int decode_journal_entry_create(struct arena *a, const struct json_value *v, str
 void encode_journal_entry_create(struct jsonw *w, const struct journal_entry_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "description");
+    jsonw_raw_key(w, "\"description\":", 14);
     jsonw_string(w, in->description);
-    jsonw_key(w, "effective_date");
+    jsonw_raw_key(w, "\"effective_date\":", 17);
     jsonw_string(w, in->effective_date);
     if (in->has_effective_at || in->effective_at != NULL) {
-        jsonw_key(w, "effective_at");
+        jsonw_raw_key(w, "\"effective_at\":", 15);
         jsonw_string(w, in->effective_at);
     }
-    jsonw_key(w, "lines");
+    jsonw_raw_key(w, "\"lines\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->lines_count; j++) {
         encode_journal_line(w, &in->lines[j]);
     }
     jsonw_array_end(w);
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
     if (in->has_source) {
-        jsonw_key(w, "source");
+        jsonw_raw_key(w, "\"source\":", 9);
         jsonw_string(w, journal_source_str(in->source));
     }
     if (in->has_source_id || in->source_id != NULL) {
-        jsonw_key(w, "source_id");
+        jsonw_raw_key(w, "\"source_id\":", 12);
         jsonw_string(w, in->source_id);
     }
     if (in->has_post) {
-        jsonw_key(w, "post");
+        jsonw_raw_key(w, "\"post\":", 7);
         jsonw_bool(w, in->post);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -659,15 +659,15 @@ int decode_journal_entry_page(struct arena *a, const struct json_value *v, struc
 void encode_journal_entry_page(struct jsonw *w, const struct journal_entry_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_journal_entry(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -732,15 +732,15 @@ void encode_journal_entry_update(struct jsonw *w, const struct journal_entry_upd
 {
     jsonw_object_begin(w);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
     if (in->has_effective_date || in->effective_date != NULL) {
-        jsonw_key(w, "effective_date");
+        jsonw_raw_key(w, "\"effective_date\":", 17);
         jsonw_string(w, in->effective_date);
     }
     if (in->has_effective_at || in->effective_at_is_null || in->effective_at != NULL) {
-        jsonw_key(w, "effective_at");
+        jsonw_raw_key(w, "\"effective_at\":", 15);
         if (in->effective_at_is_null)
             jsonw_null(w);
         else {
@@ -748,7 +748,7 @@ void encode_journal_entry_update(struct jsonw *w, const struct journal_entry_upd
         }
     }
     if (in->has_lines || in->lines != NULL) {
-        jsonw_key(w, "lines");
+        jsonw_raw_key(w, "\"lines\":", 8);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->lines_count; j++) {
             encode_journal_line(w, &in->lines[j]);
@@ -756,7 +756,7 @@ void encode_journal_entry_update(struct jsonw *w, const struct journal_entry_upd
         jsonw_array_end(w);
     }
     if (in->has_external_id || in->external_id_is_null || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         if (in->external_id_is_null)
             jsonw_null(w);
         else {
@@ -764,7 +764,7 @@ void encode_journal_entry_update(struct jsonw *w, const struct journal_entry_upd
         }
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -828,40 +828,40 @@ int decode_journal_entry_version(struct arena *a, const struct json_value *v, st
 void encode_journal_entry_version(struct jsonw *w, const struct journal_entry_version *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "journal_entry_id");
+    jsonw_raw_key(w, "\"journal_entry_id\":", 19);
     jsonw_string(w, in->journal_entry_id);
-    jsonw_key(w, "number");
+    jsonw_raw_key(w, "\"number\":", 9);
     jsonw_int(w, in->number);
-    jsonw_key(w, "description");
+    jsonw_raw_key(w, "\"description\":", 14);
     jsonw_string(w, in->description);
-    jsonw_key(w, "effective_date");
+    jsonw_raw_key(w, "\"effective_date\":", 17);
     jsonw_string(w, in->effective_date);
     if (in->has_effective_at || in->effective_at != NULL) {
-        jsonw_key(w, "effective_at");
+        jsonw_raw_key(w, "\"effective_at\":", 15);
         jsonw_string(w, in->effective_at);
     }
-    jsonw_key(w, "lines");
+    jsonw_raw_key(w, "\"lines\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->lines_count; j++) {
         encode_journal_line(w, &in->lines[j]);
     }
     jsonw_array_end(w);
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
     jsonw_object_end(w);
 }
@@ -898,15 +898,15 @@ int decode_journal_entry_version_page(struct arena *a, const struct json_value *
 void encode_journal_entry_version_page(struct jsonw *w, const struct journal_entry_version_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_journal_entry_version(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -938,13 +938,13 @@ int decode_journal_imbalance(struct arena *a, const struct json_value *v, struct
 void encode_journal_imbalance(struct jsonw *w, const struct journal_imbalance *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "debits");
+    jsonw_raw_key(w, "\"debits\":", 9);
     jsonw_int(w, in->debits);
-    jsonw_key(w, "credits");
+    jsonw_raw_key(w, "\"credits\":", 10);
     jsonw_int(w, in->credits);
-    jsonw_key(w, "difference");
+    jsonw_raw_key(w, "\"difference\":", 13);
     jsonw_int(w, in->difference);
     jsonw_object_end(w);
 }
@@ -993,31 +993,31 @@ int decode_journal_line(struct arena *a, const struct json_value *v, struct jour
 void encode_journal_line(struct jsonw *w, const struct journal_line *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "ledger_account_id");
+    jsonw_raw_key(w, "\"ledger_account_id\":", 20);
     jsonw_string(w, in->ledger_account_id);
-    jsonw_key(w, "direction");
+    jsonw_raw_key(w, "\"direction\":", 12);
     jsonw_string(w, ledger_direction_str(in->direction));
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
     if (in->has_balance_assertions || in->balance_assertions != NULL) {
-        jsonw_key(w, "balance_assertions");
+        jsonw_raw_key(w, "\"balance_assertions\":", 21);
         if (in->balance_assertions)
             encode_journal_balance_assertions(w, in->balance_assertions);
         else
             jsonw_null(w);
     }
     if (in->has_account_lock_version) {
-        jsonw_key(w, "account_lock_version");
+        jsonw_raw_key(w, "\"account_lock_version\":", 23);
         jsonw_int(w, in->account_lock_version);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1077,22 +1077,22 @@ int decode_journal_problem(struct arena *a, const struct json_value *v, struct j
 void encode_journal_problem(struct jsonw *w, const struct journal_problem *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "title");
+    jsonw_raw_key(w, "\"title\":", 8);
     jsonw_string(w, in->title);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_int(w, in->status);
-    jsonw_key(w, "detail");
+    jsonw_raw_key(w, "\"detail\":", 9);
     jsonw_string(w, in->detail);
-    jsonw_key(w, "instance");
+    jsonw_raw_key(w, "\"instance\":", 11);
     jsonw_string(w, in->instance);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, in->code);
-    jsonw_key(w, "request_id");
+    jsonw_raw_key(w, "\"request_id\":", 13);
     jsonw_string(w, in->request_id);
     if (in->has_errors || in->errors != NULL) {
-        jsonw_key(w, "errors");
+        jsonw_raw_key(w, "\"errors\":", 9);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->errors_count; j++) {
             encode_validation_error(w, &in->errors[j]);
@@ -1100,7 +1100,7 @@ void encode_journal_problem(struct jsonw *w, const struct journal_problem *in)
         jsonw_array_end(w);
     }
     if (in->has_imbalances || in->imbalances != NULL) {
-        jsonw_key(w, "imbalances");
+        jsonw_raw_key(w, "\"imbalances\":", 13);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->imbalances_count; j++) {
             encode_journal_imbalance(w, &in->imbalances[j]);
@@ -1135,15 +1135,15 @@ void encode_journal_reversal(struct jsonw *w, const struct journal_reversal *in)
 {
     jsonw_object_begin(w);
     if (in->has_effective_date || in->effective_date != NULL) {
-        jsonw_key(w, "effective_date");
+        jsonw_raw_key(w, "\"effective_date\":", 17);
         jsonw_string(w, in->effective_date);
     }
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
     jsonw_object_end(w);
@@ -1218,62 +1218,62 @@ int decode_ledger_account(struct arena *a, const struct json_value *v, struct le
 void encode_ledger_account(struct jsonw *w, const struct ledger_account *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, in->code);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "classification");
+    jsonw_raw_key(w, "\"classification\":", 17);
     jsonw_string(w, ledger_classification_str(in->classification));
-    jsonw_key(w, "normal_balance");
+    jsonw_raw_key(w, "\"normal_balance\":", 17);
     jsonw_string(w, ledger_direction_str(in->normal_balance));
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "currency_exponent");
+    jsonw_raw_key(w, "\"currency_exponent\":", 20);
     jsonw_int(w, in->currency_exponent);
     if (in->has_parent_id || in->parent_id != NULL) {
-        jsonw_key(w, "parent_id");
+        jsonw_raw_key(w, "\"parent_id\":", 12);
         jsonw_string(w, in->parent_id);
     }
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, ledger_account_status_str(in->status));
-    jsonw_key(w, "balances");
+    jsonw_raw_key(w, "\"balances\":", 11);
     if (in->balances)
         encode_ledger_account_balances(w, in->balances);
     else
         jsonw_null(w);
-    jsonw_key(w, "lock_version");
+    jsonw_raw_key(w, "\"lock_version\":", 15);
     jsonw_int(w, in->lock_version);
-    jsonw_key(w, "constraints");
+    jsonw_raw_key(w, "\"constraints\":", 14);
     if (in->constraints)
         encode_ledger_account_constraints(w, in->constraints);
     else
         jsonw_null(w);
     if (in->has_archived_at || in->archived_at != NULL) {
-        jsonw_key(w, "archived_at");
+        jsonw_raw_key(w, "\"archived_at\":", 14);
         jsonw_string(w, in->archived_at);
     }
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1305,17 +1305,17 @@ int decode_ledger_account_balances(struct arena *a, const struct json_value *v, 
 void encode_ledger_account_balances(struct jsonw *w, const struct ledger_account_balances *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "pending");
+    jsonw_raw_key(w, "\"pending\":", 10);
     if (in->pending)
         encode_ledger_balance_figures(w, in->pending);
     else
         jsonw_null(w);
-    jsonw_key(w, "posted");
+    jsonw_raw_key(w, "\"posted\":", 9);
     if (in->posted)
         encode_ledger_balance_figures(w, in->posted);
     else
         jsonw_null(w);
-    jsonw_key(w, "available");
+    jsonw_raw_key(w, "\"available\":", 12);
     if (in->available)
         encode_ledger_balance_figures(w, in->available);
     else
@@ -1353,11 +1353,11 @@ void encode_ledger_account_constraints(struct jsonw *w, const struct ledger_acco
 {
     jsonw_object_begin(w);
     if (in->has_debits_must_not_exceed_credits) {
-        jsonw_key(w, "debits_must_not_exceed_credits");
+        jsonw_raw_key(w, "\"debits_must_not_exceed_credits\":", 33);
         jsonw_bool(w, in->debits_must_not_exceed_credits);
     }
     if (in->has_credits_must_not_exceed_debits) {
-        jsonw_key(w, "credits_must_not_exceed_debits");
+        jsonw_raw_key(w, "\"credits_must_not_exceed_debits\":", 33);
         jsonw_bool(w, in->credits_must_not_exceed_debits);
     }
     jsonw_object_end(w);
@@ -1413,39 +1413,39 @@ int decode_ledger_account_create(struct arena *a, const struct json_value *v, st
 void encode_ledger_account_create(struct jsonw *w, const struct ledger_account_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, in->code);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "classification");
+    jsonw_raw_key(w, "\"classification\":", 17);
     jsonw_string(w, ledger_classification_str(in->classification));
     if (in->has_normal_balance) {
-        jsonw_key(w, "normal_balance");
+        jsonw_raw_key(w, "\"normal_balance\":", 17);
         jsonw_string(w, ledger_direction_str(in->normal_balance));
     }
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
     if (in->has_currency_exponent) {
-        jsonw_key(w, "currency_exponent");
+        jsonw_raw_key(w, "\"currency_exponent\":", 20);
         jsonw_int(w, in->currency_exponent);
     }
     if (in->has_parent_id || in->parent_id != NULL) {
-        jsonw_key(w, "parent_id");
+        jsonw_raw_key(w, "\"parent_id\":", 12);
         jsonw_string(w, in->parent_id);
     }
     if (in->has_constraints || in->constraints != NULL) {
-        jsonw_key(w, "constraints");
+        jsonw_raw_key(w, "\"constraints\":", 14);
         if (in->constraints)
             encode_ledger_account_constraints(w, in->constraints);
         else
             jsonw_null(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1488,15 +1488,15 @@ int decode_ledger_account_page(struct arena *a, const struct json_value *v, stru
 void encode_ledger_account_page(struct jsonw *w, const struct ledger_account_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_ledger_account(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1556,15 +1556,15 @@ void encode_ledger_account_update(struct jsonw *w, const struct ledger_account_u
 {
     jsonw_object_begin(w);
     if (in->has_code || in->code != NULL) {
-        jsonw_key(w, "code");
+        jsonw_raw_key(w, "\"code\":", 7);
         jsonw_string(w, in->code);
     }
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_description || in->description_is_null || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         if (in->description_is_null)
             jsonw_null(w);
         else {
@@ -1572,7 +1572,7 @@ void encode_ledger_account_update(struct jsonw *w, const struct ledger_account_u
         }
     }
     if (in->has_parent_id || in->parent_id_is_null || in->parent_id != NULL) {
-        jsonw_key(w, "parent_id");
+        jsonw_raw_key(w, "\"parent_id\":", 12);
         if (in->parent_id_is_null)
             jsonw_null(w);
         else {
@@ -1580,14 +1580,14 @@ void encode_ledger_account_update(struct jsonw *w, const struct ledger_account_u
         }
     }
     if (in->has_constraints || in->constraints != NULL) {
-        jsonw_key(w, "constraints");
+        jsonw_raw_key(w, "\"constraints\":", 14);
         if (in->constraints)
             encode_ledger_account_constraints(w, in->constraints);
         else
             jsonw_null(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1619,11 +1619,11 @@ int decode_ledger_balance_figures(struct arena *a, const struct json_value *v, s
 void encode_ledger_balance_figures(struct jsonw *w, const struct ledger_balance_figures *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "debits");
+    jsonw_raw_key(w, "\"debits\":", 9);
     jsonw_int(w, in->debits);
-    jsonw_key(w, "credits");
+    jsonw_raw_key(w, "\"credits\":", 10);
     jsonw_int(w, in->credits);
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
     jsonw_object_end(w);
 }
@@ -1650,13 +1650,13 @@ int decode_ledger_cash_account_mapping(struct arena *a, const struct json_value 
 void encode_ledger_cash_account_mapping(struct jsonw *w, const struct ledger_cash_account_mapping *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "originating_account");
+    jsonw_raw_key(w, "\"originating_account\":", 22);
     jsonw_string(w, in->originating_account);
     if (in->has_bank_account_id || in->bank_account_id != NULL) {
-        jsonw_key(w, "bank_account_id");
+        jsonw_raw_key(w, "\"bank_account_id\":", 18);
         jsonw_string(w, in->bank_account_id);
     }
-    jsonw_key(w, "ledger_account_id");
+    jsonw_raw_key(w, "\"ledger_account_id\":", 20);
     jsonw_string(w, in->ledger_account_id);
     jsonw_object_end(w);
 }
@@ -1680,9 +1680,9 @@ int decode_ledger_clearing_account_mapping(struct arena *a, const struct json_va
 void encode_ledger_clearing_account_mapping(struct jsonw *w, const struct ledger_clearing_account_mapping *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "ledger_account_id");
+    jsonw_raw_key(w, "\"ledger_account_id\":", 20);
     jsonw_string(w, in->ledger_account_id);
     jsonw_object_end(w);
 }
@@ -1722,15 +1722,15 @@ int decode_ledger_payment_posting(struct arena *a, const struct json_value *v, s
 void encode_ledger_payment_posting(struct jsonw *w, const struct ledger_payment_posting *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "enabled");
+    jsonw_raw_key(w, "\"enabled\":", 10);
     jsonw_bool(w, in->enabled);
-    jsonw_key(w, "cash_accounts");
+    jsonw_raw_key(w, "\"cash_accounts\":", 16);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->cash_accounts_count; j++) {
         encode_ledger_cash_account_mapping(w, &in->cash_accounts[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "payee_clearing_accounts");
+    jsonw_raw_key(w, "\"payee_clearing_accounts\":", 26);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->payee_clearing_accounts_count; j++) {
         encode_ledger_clearing_account_mapping(w, &in->payee_clearing_accounts[j]);
@@ -1812,70 +1812,70 @@ int decode_ledger_period(struct arena *a, const struct json_value *v, struct led
 void encode_ledger_period(struct jsonw *w, const struct ledger_period *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "fiscal_year");
+    jsonw_raw_key(w, "\"fiscal_year\":", 14);
     jsonw_int(w, in->fiscal_year);
-    jsonw_key(w, "start_date");
+    jsonw_raw_key(w, "\"start_date\":", 13);
     jsonw_string(w, in->start_date);
-    jsonw_key(w, "end_date");
+    jsonw_raw_key(w, "\"end_date\":", 11);
     jsonw_string(w, in->end_date);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, ledger_period_status_str(in->status));
     if (in->has_opened_at || in->opened_at != NULL) {
-        jsonw_key(w, "opened_at");
+        jsonw_raw_key(w, "\"opened_at\":", 12);
         jsonw_string(w, in->opened_at);
     }
     if (in->has_soft_closed_at || in->soft_closed_at != NULL) {
-        jsonw_key(w, "soft_closed_at");
+        jsonw_raw_key(w, "\"soft_closed_at\":", 17);
         jsonw_string(w, in->soft_closed_at);
     }
     if (in->has_closed_at || in->closed_at != NULL) {
-        jsonw_key(w, "closed_at");
+        jsonw_raw_key(w, "\"closed_at\":", 12);
         jsonw_string(w, in->closed_at);
     }
     if (in->has_closed_by || in->closed_by != NULL) {
-        jsonw_key(w, "closed_by");
+        jsonw_raw_key(w, "\"closed_by\":", 12);
         jsonw_string(w, in->closed_by);
     }
     if (in->has_locked_at || in->locked_at != NULL) {
-        jsonw_key(w, "locked_at");
+        jsonw_raw_key(w, "\"locked_at\":", 12);
         jsonw_string(w, in->locked_at);
     }
     if (in->has_locked_by || in->locked_by != NULL) {
-        jsonw_key(w, "locked_by");
+        jsonw_raw_key(w, "\"locked_by\":", 12);
         jsonw_string(w, in->locked_by);
     }
     if (in->has_reopened_at || in->reopened_at != NULL) {
-        jsonw_key(w, "reopened_at");
+        jsonw_raw_key(w, "\"reopened_at\":", 14);
         jsonw_string(w, in->reopened_at);
     }
     if (in->has_reopened_by || in->reopened_by != NULL) {
-        jsonw_key(w, "reopened_by");
+        jsonw_raw_key(w, "\"reopened_by\":", 14);
         jsonw_string(w, in->reopened_by);
     }
     if (in->has_reopen_count) {
-        jsonw_key(w, "reopen_count");
+        jsonw_raw_key(w, "\"reopen_count\":", 15);
         jsonw_int(w, in->reopen_count);
     }
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1904,14 +1904,14 @@ int decode_ledger_period_close_check(struct arena *a, const struct json_value *v
 void encode_ledger_period_close_check(struct jsonw *w, const struct ledger_period_close_check *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "check");
+    jsonw_raw_key(w, "\"check\":", 8);
     jsonw_string(w, ledger_period_close_check_check_str(in->check));
-    jsonw_key(w, "result");
+    jsonw_raw_key(w, "\"result\":", 9);
     jsonw_string(w, ledger_period_close_check_result_str(in->result));
-    jsonw_key(w, "count");
+    jsonw_raw_key(w, "\"count\":", 8);
     jsonw_int(w, in->count);
     if (in->has_detail || in->detail != NULL) {
-        jsonw_key(w, "detail");
+        jsonw_raw_key(w, "\"detail\":", 9);
         jsonw_string(w, in->detail);
     }
     jsonw_object_end(w);
@@ -1949,19 +1949,19 @@ int decode_ledger_period_close_checklist(struct arena *a, const struct json_valu
 void encode_ledger_period_close_checklist(struct jsonw *w, const struct ledger_period_close_checklist *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "period_id");
+    jsonw_raw_key(w, "\"period_id\":", 12);
     jsonw_string(w, in->period_id);
-    jsonw_key(w, "ready");
+    jsonw_raw_key(w, "\"ready\":", 8);
     jsonw_bool(w, in->ready);
-    jsonw_key(w, "checks");
+    jsonw_raw_key(w, "\"checks\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->checks_count; j++) {
         encode_ledger_period_close_check(w, &in->checks[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "generated_at");
+    jsonw_raw_key(w, "\"generated_at\":", 15);
     jsonw_string(w, in->generated_at);
     jsonw_object_end(w);
 }
@@ -1999,16 +1999,16 @@ int decode_ledger_period_create(struct arena *a, const struct json_value *v, str
 void encode_ledger_period_create(struct jsonw *w, const struct ledger_period_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "fiscal_year");
+    jsonw_raw_key(w, "\"fiscal_year\":", 14);
     jsonw_int(w, in->fiscal_year);
-    jsonw_key(w, "start_date");
+    jsonw_raw_key(w, "\"start_date\":", 13);
     jsonw_string(w, in->start_date);
-    jsonw_key(w, "end_date");
+    jsonw_raw_key(w, "\"end_date\":", 11);
     jsonw_string(w, in->end_date);
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -2051,15 +2051,15 @@ int decode_ledger_period_page(struct arena *a, const struct json_value *v, struc
 void encode_ledger_period_page(struct jsonw *w, const struct ledger_period_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_ledger_period(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -2085,7 +2085,7 @@ int decode_ledger_period_reopen(struct arena *a, const struct json_value *v, str
 void encode_ledger_period_reopen(struct jsonw *w, const struct ledger_period_reopen *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "reason");
+    jsonw_raw_key(w, "\"reason\":", 9);
     jsonw_string(w, in->reason);
     jsonw_object_end(w);
 }
@@ -2117,18 +2117,18 @@ int decode_ledger_settings(struct arena *a, const struct json_value *v, struct l
 void encode_ledger_settings(struct jsonw *w, const struct ledger_settings *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "payment_posting");
+    jsonw_raw_key(w, "\"payment_posting\":", 18);
     if (in->payment_posting)
         encode_ledger_payment_posting(w, in->payment_posting);
     else
         jsonw_null(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -2152,7 +2152,7 @@ int decode_ledger_settings_update(struct arena *a, const struct json_value *v, s
 void encode_ledger_settings_update(struct jsonw *w, const struct ledger_settings_update *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "payment_posting");
+    jsonw_raw_key(w, "\"payment_posting\":", 18);
     if (in->payment_posting)
         encode_ledger_payment_posting(w, in->payment_posting);
     else
@@ -2211,37 +2211,37 @@ int decode_trial_balance(struct arena *a, const struct json_value *v, struct tri
 void encode_trial_balance(struct jsonw *w, const struct trial_balance *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "as_of");
+    jsonw_raw_key(w, "\"as_of\":", 8);
     jsonw_string(w, in->as_of);
     if (in->has_period_id || in->period_id != NULL) {
-        jsonw_key(w, "period_id");
+        jsonw_raw_key(w, "\"period_id\":", 12);
         jsonw_string(w, in->period_id);
     }
     if (in->has_currency || in->currency != NULL) {
-        jsonw_key(w, "currency");
+        jsonw_raw_key(w, "\"currency\":", 11);
         jsonw_string(w, in->currency);
     }
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, trial_balance_status_str(in->status));
-    jsonw_key(w, "rows");
+    jsonw_raw_key(w, "\"rows\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->rows_count; j++) {
         encode_trial_balance_row(w, &in->rows[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "totals_by_currency");
+    jsonw_raw_key(w, "\"totals_by_currency\":", 21);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->totals_by_currency_count; j++) {
         encode_trial_balance_total(w, &in->totals_by_currency[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "balanced");
+    jsonw_raw_key(w, "\"balanced\":", 11);
     jsonw_bool(w, in->balanced);
-    jsonw_key(w, "generated_at");
+    jsonw_raw_key(w, "\"generated_at\":", 15);
     jsonw_string(w, in->generated_at);
     jsonw_object_end(w);
 }
@@ -2279,23 +2279,23 @@ int decode_trial_balance_row(struct arena *a, const struct json_value *v, struct
 void encode_trial_balance_row(struct jsonw *w, const struct trial_balance_row *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "ledger_account_id");
+    jsonw_raw_key(w, "\"ledger_account_id\":", 20);
     jsonw_string(w, in->ledger_account_id);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, in->code);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "classification");
+    jsonw_raw_key(w, "\"classification\":", 17);
     jsonw_string(w, ledger_classification_str(in->classification));
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "normal_balance");
+    jsonw_raw_key(w, "\"normal_balance\":", 17);
     jsonw_string(w, ledger_direction_str(in->normal_balance));
-    jsonw_key(w, "debit_total");
+    jsonw_raw_key(w, "\"debit_total\":", 14);
     jsonw_int(w, in->debit_total);
-    jsonw_key(w, "credit_total");
+    jsonw_raw_key(w, "\"credit_total\":", 15);
     jsonw_int(w, in->credit_total);
-    jsonw_key(w, "balance");
+    jsonw_raw_key(w, "\"balance\":", 10);
     jsonw_int(w, in->balance);
     jsonw_object_end(w);
 }
@@ -2323,13 +2323,13 @@ int decode_trial_balance_total(struct arena *a, const struct json_value *v, stru
 void encode_trial_balance_total(struct jsonw *w, const struct trial_balance_total *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "debits");
+    jsonw_raw_key(w, "\"debits\":", 9);
     jsonw_int(w, in->debits);
-    jsonw_key(w, "credits");
+    jsonw_raw_key(w, "\"credits\":", 10);
     jsonw_int(w, in->credits);
-    jsonw_key(w, "balanced");
+    jsonw_raw_key(w, "\"balanced\":", 11);
     jsonw_bool(w, in->balanced);
     jsonw_object_end(w);
 }

@@ -451,9 +451,9 @@ int decode_aba_account_identification(struct arena *a, const struct json_value *
 void encode_aba_account_identification(struct jsonw *w, const struct aba_account_identification *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "scheme");
+    jsonw_raw_key(w, "\"scheme\":", 9);
     jsonw_string(w, in->scheme);
-    jsonw_key(w, "identification");
+    jsonw_raw_key(w, "\"identification\":", 17);
     jsonw_string(w, in->identification);
     jsonw_object_end(w);
 }
@@ -549,17 +549,17 @@ int decode_approval_policy(struct arena *a, const struct json_value *v, struct a
 void encode_approval_policy(struct jsonw *w, const struct approval_policy *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "tiers");
+    jsonw_raw_key(w, "\"tiers\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->tiers_count; j++) {
         encode_approval_tier(w, &in->tiers[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "velocity_window_hours");
+    jsonw_raw_key(w, "\"velocity_window_hours\":", 24);
     jsonw_int(w, in->velocity_window_hours);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -595,14 +595,14 @@ int decode_approval_policy_update(struct arena *a, const struct json_value *v, s
 void encode_approval_policy_update(struct jsonw *w, const struct approval_policy_update *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "tiers");
+    jsonw_raw_key(w, "\"tiers\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->tiers_count; j++) {
         encode_approval_tier(w, &in->tiers[j]);
     }
     jsonw_array_end(w);
     if (in->has_velocity_window_hours) {
-        jsonw_key(w, "velocity_window_hours");
+        jsonw_raw_key(w, "\"velocity_window_hours\":", 24);
         jsonw_int(w, in->velocity_window_hours);
     }
     jsonw_object_end(w);
@@ -629,11 +629,11 @@ int decode_approval_tier(struct arena *a, const struct json_value *v, struct app
 void encode_approval_tier(struct jsonw *w, const struct approval_tier *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "min_amount");
+    jsonw_raw_key(w, "\"min_amount\":", 13);
     jsonw_int(w, in->min_amount);
-    jsonw_key(w, "approvals_required");
+    jsonw_raw_key(w, "\"approvals_required\":", 21);
     jsonw_int(w, in->approvals_required);
     jsonw_object_end(w);
 }
@@ -666,19 +666,19 @@ void encode_bank_details(struct jsonw *w, const struct bank_details *in)
 {
     jsonw_object_begin(w);
     if (in->has_bic || in->bic != NULL) {
-        jsonw_key(w, "bic");
+        jsonw_raw_key(w, "\"bic\":", 6);
         jsonw_string(w, in->bic);
     }
     if (in->has_routing_number || in->routing_number != NULL) {
-        jsonw_key(w, "routing_number");
+        jsonw_raw_key(w, "\"routing_number\":", 17);
         jsonw_string(w, in->routing_number);
     }
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_country || in->country != NULL) {
-        jsonw_key(w, "country");
+        jsonw_raw_key(w, "\"country\":", 10);
         jsonw_string(w, in->country);
     }
     jsonw_object_end(w);
@@ -703,9 +703,9 @@ int decode_bban_account_identification(struct arena *a, const struct json_value 
 void encode_bban_account_identification(struct jsonw *w, const struct bban_account_identification *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "scheme");
+    jsonw_raw_key(w, "\"scheme\":", 9);
     jsonw_string(w, in->scheme);
-    jsonw_key(w, "identification");
+    jsonw_raw_key(w, "\"identification\":", 17);
     jsonw_string(w, in->identification);
     jsonw_object_end(w);
 }
@@ -780,64 +780,64 @@ int decode_beneficiary(struct arena *a, const struct json_value *v, struct benef
 void encode_beneficiary(struct jsonw *w, const struct beneficiary *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "account_holder_name");
+    jsonw_raw_key(w, "\"account_holder_name\":", 22);
     jsonw_string(w, in->account_holder_name);
-    jsonw_key(w, "account_identification");
+    jsonw_raw_key(w, "\"account_identification\":", 25);
     if (in->account_identification)
         encode_account_identification(w, in->account_identification);
     else
         jsonw_null(w);
     if (in->has_bank || in->bank != NULL) {
-        jsonw_key(w, "bank");
+        jsonw_raw_key(w, "\"bank\":", 7);
         if (in->bank)
             encode_bank_details(w, in->bank);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "country");
+    jsonw_raw_key(w, "\"country\":", 10);
     jsonw_string(w, in->country);
-    jsonw_key(w, "beneficiary_type");
+    jsonw_raw_key(w, "\"beneficiary_type\":", 19);
     jsonw_string(w, beneficiary_type_str(in->beneficiary_type));
     if (in->has_counterparty_id || in->counterparty_id != NULL) {
-        jsonw_key(w, "counterparty_id");
+        jsonw_raw_key(w, "\"counterparty_id\":", 18);
         jsonw_string(w, in->counterparty_id);
     }
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
     if (in->has_email || in->email != NULL) {
-        jsonw_key(w, "email");
+        jsonw_raw_key(w, "\"email\":", 8);
         jsonw_string(w, in->email);
     }
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, beneficiary_status_str(in->status));
-    jsonw_key(w, "verification_status");
+    jsonw_raw_key(w, "\"verification_status\":", 22);
     jsonw_string(w, verification_status_str(in->verification_status));
-    jsonw_key(w, "approval_status");
+    jsonw_raw_key(w, "\"approval_status\":", 18);
     jsonw_string(w, approval_status_str(in->approval_status));
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -900,44 +900,44 @@ int decode_beneficiary_create(struct arena *a, const struct json_value *v, struc
 void encode_beneficiary_create(struct jsonw *w, const struct beneficiary_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "account_holder_name");
+    jsonw_raw_key(w, "\"account_holder_name\":", 22);
     jsonw_string(w, in->account_holder_name);
-    jsonw_key(w, "account_identification");
+    jsonw_raw_key(w, "\"account_identification\":", 25);
     if (in->account_identification)
         encode_account_identification(w, in->account_identification);
     else
         jsonw_null(w);
     if (in->has_bank || in->bank != NULL) {
-        jsonw_key(w, "bank");
+        jsonw_raw_key(w, "\"bank\":", 7);
         if (in->bank)
             encode_bank_details(w, in->bank);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "country");
+    jsonw_raw_key(w, "\"country\":", 10);
     jsonw_string(w, in->country);
     if (in->has_beneficiary_type) {
-        jsonw_key(w, "beneficiary_type");
+        jsonw_raw_key(w, "\"beneficiary_type\":", 19);
         jsonw_string(w, beneficiary_type_str(in->beneficiary_type));
     }
     if (in->has_counterparty_id || in->counterparty_id != NULL) {
-        jsonw_key(w, "counterparty_id");
+        jsonw_raw_key(w, "\"counterparty_id\":", 18);
         jsonw_string(w, in->counterparty_id);
     }
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
     if (in->has_email || in->email != NULL) {
-        jsonw_key(w, "email");
+        jsonw_raw_key(w, "\"email\":", 8);
         jsonw_string(w, in->email);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -965,7 +965,7 @@ int decode_beneficiary_denial(struct arena *a, const struct json_value *v, struc
 void encode_beneficiary_denial(struct jsonw *w, const struct beneficiary_denial *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "reason");
+    jsonw_raw_key(w, "\"reason\":", 9);
     jsonw_string(w, in->reason);
     jsonw_object_end(w);
 }
@@ -1002,15 +1002,15 @@ int decode_beneficiary_page(struct arena *a, const struct json_value *v, struct 
 void encode_beneficiary_page(struct jsonw *w, const struct beneficiary_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_beneficiary(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1095,41 +1095,41 @@ void encode_beneficiary_update(struct jsonw *w, const struct beneficiary_update 
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_account_holder_name || in->account_holder_name != NULL) {
-        jsonw_key(w, "account_holder_name");
+        jsonw_raw_key(w, "\"account_holder_name\":", 22);
         jsonw_string(w, in->account_holder_name);
     }
     if (in->has_account_identification || in->account_identification != NULL) {
-        jsonw_key(w, "account_identification");
+        jsonw_raw_key(w, "\"account_identification\":", 25);
         if (in->account_identification)
             encode_account_identification(w, in->account_identification);
         else
             jsonw_null(w);
     }
     if (in->has_bank || in->bank != NULL) {
-        jsonw_key(w, "bank");
+        jsonw_raw_key(w, "\"bank\":", 7);
         if (in->bank)
             encode_bank_details(w, in->bank);
         else
             jsonw_null(w);
     }
     if (in->has_currency || in->currency != NULL) {
-        jsonw_key(w, "currency");
+        jsonw_raw_key(w, "\"currency\":", 11);
         jsonw_string(w, in->currency);
     }
     if (in->has_country || in->country != NULL) {
-        jsonw_key(w, "country");
+        jsonw_raw_key(w, "\"country\":", 10);
         jsonw_string(w, in->country);
     }
     if (in->has_beneficiary_type) {
-        jsonw_key(w, "beneficiary_type");
+        jsonw_raw_key(w, "\"beneficiary_type\":", 19);
         jsonw_string(w, beneficiary_type_str(in->beneficiary_type));
     }
     if (in->has_counterparty_id || in->counterparty_id_is_null || in->counterparty_id != NULL) {
-        jsonw_key(w, "counterparty_id");
+        jsonw_raw_key(w, "\"counterparty_id\":", 18);
         if (in->counterparty_id_is_null)
             jsonw_null(w);
         else {
@@ -1137,7 +1137,7 @@ void encode_beneficiary_update(struct jsonw *w, const struct beneficiary_update 
         }
     }
     if (in->has_external_id || in->external_id_is_null || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         if (in->external_id_is_null)
             jsonw_null(w);
         else {
@@ -1145,7 +1145,7 @@ void encode_beneficiary_update(struct jsonw *w, const struct beneficiary_update 
         }
     }
     if (in->has_email || in->email_is_null || in->email != NULL) {
-        jsonw_key(w, "email");
+        jsonw_raw_key(w, "\"email\":", 8);
         if (in->email_is_null)
             jsonw_null(w);
         else {
@@ -1153,7 +1153,7 @@ void encode_beneficiary_update(struct jsonw *w, const struct beneficiary_update 
         }
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1196,15 +1196,15 @@ int decode_event_page(struct arena *a, const struct json_value *v, struct event_
 void encode_event_page(struct jsonw *w, const struct event_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_event(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1232,9 +1232,9 @@ int decode_iban_account_identification(struct arena *a, const struct json_value 
 void encode_iban_account_identification(struct jsonw *w, const struct iban_account_identification *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "scheme");
+    jsonw_raw_key(w, "\"scheme\":", 9);
     jsonw_string(w, in->scheme);
-    jsonw_key(w, "identification");
+    jsonw_raw_key(w, "\"identification\":", 17);
     jsonw_string(w, in->identification);
     jsonw_object_end(w);
 }
@@ -1330,85 +1330,85 @@ int decode_payment(struct arena *a, const struct json_value *v, struct payment *
 void encode_payment(struct jsonw *w, const struct payment *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, payment_type_str(in->type));
-    jsonw_key(w, "priority");
+    jsonw_raw_key(w, "\"priority\":", 11);
     jsonw_string(w, payment_priority_str(in->priority));
-    jsonw_key(w, "originating_account");
+    jsonw_raw_key(w, "\"originating_account\":", 22);
     jsonw_string(w, in->originating_account);
-    jsonw_key(w, "beneficiary_id");
+    jsonw_raw_key(w, "\"beneficiary_id\":", 17);
     jsonw_string(w, in->beneficiary_id);
-    jsonw_key(w, "effective_date");
+    jsonw_raw_key(w, "\"effective_date\":", 17);
     jsonw_string(w, in->effective_date);
     if (in->has_remittance_information || in->remittance_information != NULL) {
-        jsonw_key(w, "remittance_information");
+        jsonw_raw_key(w, "\"remittance_information\":", 25);
         jsonw_string(w, in->remittance_information);
     }
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
     if (in->has_funding_conversion_id || in->funding_conversion_id != NULL) {
-        jsonw_key(w, "funding_conversion_id");
+        jsonw_raw_key(w, "\"funding_conversion_id\":", 24);
         jsonw_string(w, in->funding_conversion_id);
     }
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, payment_status_str(in->status));
     if (in->has_iso20022_status) {
-        jsonw_key(w, "iso20022_status");
+        jsonw_raw_key(w, "\"iso20022_status\":", 18);
         jsonw_string(w, payment_iso20022_status_str(in->iso20022_status));
     }
-    jsonw_key(w, "approval");
+    jsonw_raw_key(w, "\"approval\":", 11);
     if (in->approval)
         encode_payment_approval(w, in->approval);
     else
         jsonw_null(w);
     if (in->has_failure_reason || in->failure_reason != NULL) {
-        jsonw_key(w, "failure_reason");
+        jsonw_raw_key(w, "\"failure_reason\":", 17);
         jsonw_string(w, in->failure_reason);
     }
     if (in->has_failure_code || in->failure_code != NULL) {
-        jsonw_key(w, "failure_code");
+        jsonw_raw_key(w, "\"failure_code\":", 15);
         jsonw_string(w, in->failure_code);
     }
     if (in->has_rail_reference || in->rail_reference != NULL) {
-        jsonw_key(w, "rail_reference");
+        jsonw_raw_key(w, "\"rail_reference\":", 17);
         jsonw_string(w, in->rail_reference);
     }
     if (in->has_batch_id || in->batch_id != NULL) {
-        jsonw_key(w, "batch_id");
+        jsonw_raw_key(w, "\"batch_id\":", 11);
         jsonw_string(w, in->batch_id);
     }
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "makers");
+    jsonw_raw_key(w, "\"makers\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->makers_count; j++) {
         encode_payment_maker(w, &in->makers[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1441,11 +1441,11 @@ int decode_payment_approval(struct arena *a, const struct json_value *v, struct 
 void encode_payment_approval(struct jsonw *w, const struct payment_approval *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "required");
+    jsonw_raw_key(w, "\"required\":", 11);
     jsonw_int(w, in->required);
-    jsonw_key(w, "received");
+    jsonw_raw_key(w, "\"received\":", 11);
     jsonw_int(w, in->received);
-    jsonw_key(w, "approvers");
+    jsonw_raw_key(w, "\"approvers\":", 12);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->approvers_count; j++) {
         encode_payment_approver(w, &in->approvers[j]);
@@ -1478,15 +1478,15 @@ int decode_payment_approver(struct arena *a, const struct json_value *v, struct 
 void encode_payment_approver(struct jsonw *w, const struct payment_approver *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "user_id");
+    jsonw_raw_key(w, "\"user_id\":", 10);
     jsonw_string(w, in->user_id);
-    jsonw_key(w, "decision");
+    jsonw_raw_key(w, "\"decision\":", 11);
     jsonw_string(w, payment_approver_decision_str(in->decision));
     if (in->has_reason || in->reason != NULL) {
-        jsonw_key(w, "reason");
+        jsonw_raw_key(w, "\"reason\":", 9);
         jsonw_string(w, in->reason);
     }
-    jsonw_key(w, "decided_at");
+    jsonw_raw_key(w, "\"decided_at\":", 13);
     jsonw_string(w, in->decided_at);
     jsonw_object_end(w);
 }
@@ -1567,58 +1567,58 @@ int decode_payment_batch(struct arena *a, const struct json_value *v, struct pay
 void encode_payment_batch(struct jsonw *w, const struct payment_batch *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, payment_batch_status_str(in->status));
-    jsonw_key(w, "item_count");
+    jsonw_raw_key(w, "\"item_count\":", 13);
     jsonw_int(w, in->item_count);
-    jsonw_key(w, "totals");
+    jsonw_raw_key(w, "\"totals\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->totals_count; j++) {
         encode_payment_batch_total(w, &in->totals[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "counts_by_status");
+    jsonw_raw_key(w, "\"counts_by_status\":", 19);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->counts_by_status_count; j++) {
         jsonw_key(w, in->counts_by_status[j].key);
         jsonw_int(w, in->counts_by_status[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "items");
+    jsonw_raw_key(w, "\"items\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->items_count; j++) {
         encode_payment_batch_item(w, &in->items[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "approval");
+    jsonw_raw_key(w, "\"approval\":", 11);
     if (in->approval)
         encode_payment_approval(w, in->approval);
     else
         jsonw_null(w);
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1660,18 +1660,18 @@ int decode_payment_batch_create(struct arena *a, const struct json_value *v, str
 void encode_payment_batch_create(struct jsonw *w, const struct payment_batch_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "items");
+    jsonw_raw_key(w, "\"items\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->items_count; j++) {
         encode_payment_create(w, &in->items[j]);
     }
     jsonw_array_end(w);
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1713,22 +1713,22 @@ int decode_payment_batch_item(struct arena *a, const struct json_value *v, struc
 void encode_payment_batch_item(struct jsonw *w, const struct payment_batch_item *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "payment_id");
+    jsonw_raw_key(w, "\"payment_id\":", 13);
     jsonw_string(w, in->payment_id);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, payment_status_str(in->status));
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "beneficiary_id");
+    jsonw_raw_key(w, "\"beneficiary_id\":", 17);
     jsonw_string(w, in->beneficiary_id);
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
     if (in->has_failure_code || in->failure_code != NULL) {
-        jsonw_key(w, "failure_code");
+        jsonw_raw_key(w, "\"failure_code\":", 15);
         jsonw_string(w, in->failure_code);
     }
     jsonw_object_end(w);
@@ -1755,11 +1755,11 @@ int decode_payment_batch_total(struct arena *a, const struct json_value *v, stru
 void encode_payment_batch_total(struct jsonw *w, const struct payment_batch_total *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_key(w, "count");
+    jsonw_raw_key(w, "\"count\":", 8);
     jsonw_int(w, in->count);
     jsonw_object_end(w);
 }
@@ -1818,38 +1818,38 @@ int decode_payment_create(struct arena *a, const struct json_value *v, struct pa
 void encode_payment_create(struct jsonw *w, const struct payment_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, payment_type_str(in->type));
     if (in->has_priority) {
-        jsonw_key(w, "priority");
+        jsonw_raw_key(w, "\"priority\":", 11);
         jsonw_string(w, payment_priority_str(in->priority));
     }
-    jsonw_key(w, "originating_account");
+    jsonw_raw_key(w, "\"originating_account\":", 22);
     jsonw_string(w, in->originating_account);
-    jsonw_key(w, "beneficiary_id");
+    jsonw_raw_key(w, "\"beneficiary_id\":", 17);
     jsonw_string(w, in->beneficiary_id);
     if (in->has_effective_date || in->effective_date != NULL) {
-        jsonw_key(w, "effective_date");
+        jsonw_raw_key(w, "\"effective_date\":", 17);
         jsonw_string(w, in->effective_date);
     }
     if (in->has_remittance_information || in->remittance_information != NULL) {
-        jsonw_key(w, "remittance_information");
+        jsonw_raw_key(w, "\"remittance_information\":", 25);
         jsonw_string(w, in->remittance_information);
     }
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
     if (in->has_funding_conversion_id || in->funding_conversion_id != NULL) {
-        jsonw_key(w, "funding_conversion_id");
+        jsonw_raw_key(w, "\"funding_conversion_id\":", 24);
         jsonw_string(w, in->funding_conversion_id);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1877,7 +1877,7 @@ int decode_payment_denial(struct arena *a, const struct json_value *v, struct pa
 void encode_payment_denial(struct jsonw *w, const struct payment_denial *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "reason");
+    jsonw_raw_key(w, "\"reason\":", 9);
     jsonw_string(w, in->reason);
     jsonw_object_end(w);
 }
@@ -1915,23 +1915,23 @@ int decode_payment_maker(struct arena *a, const struct json_value *v, struct pay
 void encode_payment_maker(struct jsonw *w, const struct payment_maker *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "user_id");
+    jsonw_raw_key(w, "\"user_id\":", 10);
     jsonw_string(w, in->user_id);
     if (in->has_via || in->via != NULL) {
-        jsonw_key(w, "via");
+        jsonw_raw_key(w, "\"via\":", 6);
         jsonw_string(w, in->via);
     }
-    jsonw_key(w, "action");
+    jsonw_raw_key(w, "\"action\":", 9);
     jsonw_string(w, payment_maker_action_str(in->action));
     if (in->has_fields || in->fields != NULL) {
-        jsonw_key(w, "fields");
+        jsonw_raw_key(w, "\"fields\":", 9);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->fields_count; j++) {
             jsonw_string(w, payment_approval_field_str(in->fields[j]));
         }
         jsonw_array_end(w);
     }
-    jsonw_key(w, "at");
+    jsonw_raw_key(w, "\"at\":", 5);
     jsonw_string(w, in->at);
     jsonw_object_end(w);
 }
@@ -1968,15 +1968,15 @@ int decode_payment_page(struct arena *a, const struct json_value *v, struct paym
 void encode_payment_page(struct jsonw *w, const struct payment_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_payment(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -2050,35 +2050,35 @@ void encode_payment_update(struct jsonw *w, const struct payment_update *in)
 {
     jsonw_object_begin(w);
     if (in->has_amount) {
-        jsonw_key(w, "amount");
+        jsonw_raw_key(w, "\"amount\":", 9);
         jsonw_int(w, in->amount);
     }
     if (in->has_currency || in->currency != NULL) {
-        jsonw_key(w, "currency");
+        jsonw_raw_key(w, "\"currency\":", 11);
         jsonw_string(w, in->currency);
     }
     if (in->has_type) {
-        jsonw_key(w, "type");
+        jsonw_raw_key(w, "\"type\":", 7);
         jsonw_string(w, payment_type_str(in->type));
     }
     if (in->has_priority) {
-        jsonw_key(w, "priority");
+        jsonw_raw_key(w, "\"priority\":", 11);
         jsonw_string(w, payment_priority_str(in->priority));
     }
     if (in->has_originating_account || in->originating_account != NULL) {
-        jsonw_key(w, "originating_account");
+        jsonw_raw_key(w, "\"originating_account\":", 22);
         jsonw_string(w, in->originating_account);
     }
     if (in->has_beneficiary_id || in->beneficiary_id != NULL) {
-        jsonw_key(w, "beneficiary_id");
+        jsonw_raw_key(w, "\"beneficiary_id\":", 17);
         jsonw_string(w, in->beneficiary_id);
     }
     if (in->has_effective_date || in->effective_date != NULL) {
-        jsonw_key(w, "effective_date");
+        jsonw_raw_key(w, "\"effective_date\":", 17);
         jsonw_string(w, in->effective_date);
     }
     if (in->has_remittance_information || in->remittance_information_is_null || in->remittance_information != NULL) {
-        jsonw_key(w, "remittance_information");
+        jsonw_raw_key(w, "\"remittance_information\":", 25);
         if (in->remittance_information_is_null)
             jsonw_null(w);
         else {
@@ -2086,7 +2086,7 @@ void encode_payment_update(struct jsonw *w, const struct payment_update *in)
         }
     }
     if (in->has_external_id || in->external_id_is_null || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         if (in->external_id_is_null)
             jsonw_null(w);
         else {
@@ -2094,7 +2094,7 @@ void encode_payment_update(struct jsonw *w, const struct payment_update *in)
         }
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -2124,9 +2124,9 @@ int decode_sort_code_account_number_identification(struct arena *a, const struct
 void encode_sort_code_account_number_identification(struct jsonw *w, const struct sort_code_account_number_identification *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "scheme");
+    jsonw_raw_key(w, "\"scheme\":", 9);
     jsonw_string(w, in->scheme);
-    jsonw_key(w, "identification");
+    jsonw_raw_key(w, "\"identification\":", 17);
     jsonw_string(w, in->identification);
     jsonw_object_end(w);
 }

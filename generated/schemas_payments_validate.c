@@ -204,13 +204,13 @@ void validate_approval_policy_version(const struct json_value *v, const char *pt
         return;
     default:
         if (v->s[0] == '-')
-            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
         else
             verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 2147483647");
         return;
     }
-    if (n < INT64_C(0))
-        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n < INT64_C(1))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 1");
     if (n > INT64_C(2147483647))
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 2147483647");
 }

@@ -394,29 +394,29 @@ int decode_fx_rate(struct arena *a, const struct json_value *v, struct fx_rate *
 void encode_fx_rate(struct jsonw *w, const struct fx_rate *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "pair");
+    jsonw_raw_key(w, "\"pair\":", 7);
     jsonw_string(w, in->pair);
-    jsonw_key(w, "base_currency");
+    jsonw_raw_key(w, "\"base_currency\":", 16);
     jsonw_string(w, in->base_currency);
-    jsonw_key(w, "quote_currency");
+    jsonw_raw_key(w, "\"quote_currency\":", 17);
     jsonw_string(w, in->quote_currency);
-    jsonw_key(w, "bid");
+    jsonw_raw_key(w, "\"bid\":", 6);
     jsonw_string(w, in->bid);
-    jsonw_key(w, "ask");
+    jsonw_raw_key(w, "\"ask\":", 6);
     jsonw_string(w, in->ask);
-    jsonw_key(w, "mid");
+    jsonw_raw_key(w, "\"mid\":", 6);
     jsonw_string(w, in->mid);
-    jsonw_key(w, "rate_type");
+    jsonw_raw_key(w, "\"rate_type\":", 12);
     jsonw_string(w, rate_type_str(in->rate_type));
-    jsonw_key(w, "source");
+    jsonw_raw_key(w, "\"source\":", 9);
     jsonw_string(w, in->source);
-    jsonw_key(w, "as_of");
+    jsonw_raw_key(w, "\"as_of\":", 8);
     jsonw_string(w, in->as_of);
-    jsonw_key(w, "value_date");
+    jsonw_raw_key(w, "\"value_date\":", 13);
     jsonw_string(w, in->value_date);
     jsonw_object_end(w);
 }
@@ -463,25 +463,25 @@ int decode_fx_rate_history_page(struct arena *a, const struct json_value *v, str
 void encode_fx_rate_history_page(struct jsonw *w, const struct fx_rate_history_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "pair");
+    jsonw_raw_key(w, "\"pair\":", 7);
     jsonw_string(w, in->pair);
-    jsonw_key(w, "rate_type");
+    jsonw_raw_key(w, "\"rate_type\":", 12);
     jsonw_string(w, fx_rate_history_page_rate_type_str(in->rate_type));
-    jsonw_key(w, "field");
+    jsonw_raw_key(w, "\"field\":", 8);
     jsonw_string(w, rate_field_str(in->field));
-    jsonw_key(w, "interval");
+    jsonw_raw_key(w, "\"interval\":", 11);
     jsonw_string(w, rate_history_interval_str(in->interval));
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_fx_rate_history_point(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -517,17 +517,17 @@ int decode_fx_rate_history_point(struct arena *a, const struct json_value *v, st
 void encode_fx_rate_history_point(struct jsonw *w, const struct fx_rate_history_point *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "start");
+    jsonw_raw_key(w, "\"start\":", 8);
     jsonw_string(w, in->start);
-    jsonw_key(w, "open");
+    jsonw_raw_key(w, "\"open\":", 7);
     jsonw_string(w, in->open);
-    jsonw_key(w, "high");
+    jsonw_raw_key(w, "\"high\":", 7);
     jsonw_string(w, in->high);
-    jsonw_key(w, "low");
+    jsonw_raw_key(w, "\"low\":", 6);
     jsonw_string(w, in->low);
-    jsonw_key(w, "close");
+    jsonw_raw_key(w, "\"close\":", 8);
     jsonw_string(w, in->close);
-    jsonw_key(w, "samples");
+    jsonw_raw_key(w, "\"samples\":", 10);
     jsonw_int(w, in->samples);
     jsonw_object_end(w);
 }
@@ -564,15 +564,15 @@ int decode_fx_rate_page(struct arena *a, const struct json_value *v, struct fx_r
 void encode_fx_rate_page(struct jsonw *w, const struct fx_rate_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_fx_rate(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -617,24 +617,24 @@ int decode_fx_rate_push(struct arena *a, const struct json_value *v, struct fx_r
 void encode_fx_rate_push(struct jsonw *w, const struct fx_rate_push *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "pair");
+    jsonw_raw_key(w, "\"pair\":", 7);
     jsonw_string(w, in->pair);
-    jsonw_key(w, "bid");
+    jsonw_raw_key(w, "\"bid\":", 6);
     jsonw_string(w, in->bid);
-    jsonw_key(w, "ask");
+    jsonw_raw_key(w, "\"ask\":", 6);
     jsonw_string(w, in->ask);
     if (in->has_mid || in->mid != NULL) {
-        jsonw_key(w, "mid");
+        jsonw_raw_key(w, "\"mid\":", 6);
         jsonw_string(w, in->mid);
     }
-    jsonw_key(w, "as_of");
+    jsonw_raw_key(w, "\"as_of\":", 8);
     jsonw_string(w, in->as_of);
     if (in->has_value_date || in->value_date != NULL) {
-        jsonw_key(w, "value_date");
+        jsonw_raw_key(w, "\"value_date\":", 13);
         jsonw_string(w, in->value_date);
     }
     if (in->has_source || in->source != NULL) {
-        jsonw_key(w, "source");
+        jsonw_raw_key(w, "\"source\":", 9);
         jsonw_string(w, in->source);
     }
     jsonw_object_end(w);
@@ -664,7 +664,7 @@ int decode_fx_rate_push_batch(struct arena *a, const struct json_value *v, struc
 void encode_fx_rate_push_batch(struct jsonw *w, const struct fx_rate_push_batch *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "rates");
+    jsonw_raw_key(w, "\"rates\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->rates_count; j++) {
         encode_fx_rate_push(w, &in->rates[j]);
@@ -703,13 +703,13 @@ int decode_fx_rate_push_result(struct arena *a, const struct json_value *v, stru
 void encode_fx_rate_push_result(struct jsonw *w, const struct fx_rate_push_result *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "received");
+    jsonw_raw_key(w, "\"received\":", 11);
     jsonw_int(w, in->received);
-    jsonw_key(w, "current_updated");
+    jsonw_raw_key(w, "\"current_updated\":", 18);
     jsonw_int(w, in->current_updated);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_fx_rate(w, &in->data[j]);
@@ -783,58 +783,58 @@ int decode_rate_alert(struct arena *a, const struct json_value *v, struct rate_a
 void encode_rate_alert(struct jsonw *w, const struct rate_alert *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "pair");
+    jsonw_raw_key(w, "\"pair\":", 7);
     jsonw_string(w, in->pair);
-    jsonw_key(w, "condition");
+    jsonw_raw_key(w, "\"condition\":", 12);
     if (in->condition)
         encode_rate_alert_condition(w, in->condition);
     else
         jsonw_null(w);
-    jsonw_key(w, "repeat");
+    jsonw_raw_key(w, "\"repeat\":", 9);
     jsonw_string(w, rate_alert_repeat_str(in->repeat));
-    jsonw_key(w, "notify");
+    jsonw_raw_key(w, "\"notify\":", 9);
     if (in->notify)
         encode_rate_alert_notify(w, in->notify);
     else
         jsonw_null(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, rate_alert_status_str(in->status));
-    jsonw_key(w, "expires_at");
+    jsonw_raw_key(w, "\"expires_at\":", 13);
     jsonw_string(w, in->expires_at);
     if (in->has_triggered_at || in->triggered_at != NULL) {
-        jsonw_key(w, "triggered_at");
+        jsonw_raw_key(w, "\"triggered_at\":", 15);
         jsonw_string(w, in->triggered_at);
     }
-    jsonw_key(w, "trigger_count");
+    jsonw_raw_key(w, "\"trigger_count\":", 16);
     jsonw_int(w, in->trigger_count);
     if (in->has_last_evaluated_rate || in->last_evaluated_rate != NULL) {
-        jsonw_key(w, "last_evaluated_rate");
+        jsonw_raw_key(w, "\"last_evaluated_rate\":", 22);
         jsonw_string(w, in->last_evaluated_rate);
     }
     if (in->has_last_evaluated_at || in->last_evaluated_at != NULL) {
-        jsonw_key(w, "last_evaluated_at");
+        jsonw_raw_key(w, "\"last_evaluated_at\":", 20);
         jsonw_string(w, in->last_evaluated_at);
     }
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -860,11 +860,11 @@ int decode_rate_alert_condition(struct arena *a, const struct json_value *v, str
 void encode_rate_alert_condition(struct jsonw *w, const struct rate_alert_condition *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "field");
+    jsonw_raw_key(w, "\"field\":", 8);
     jsonw_string(w, rate_field_str(in->field));
-    jsonw_key(w, "operator");
+    jsonw_raw_key(w, "\"operator\":", 11);
     jsonw_string(w, rate_alert_condition_operator_str(in->operator));
-    jsonw_key(w, "value");
+    jsonw_raw_key(w, "\"value\":", 8);
     jsonw_string(w, in->value);
     jsonw_object_end(w);
 }
@@ -914,28 +914,28 @@ int decode_rate_alert_create(struct arena *a, const struct json_value *v, struct
 void encode_rate_alert_create(struct jsonw *w, const struct rate_alert_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "pair");
+    jsonw_raw_key(w, "\"pair\":", 7);
     jsonw_string(w, in->pair);
-    jsonw_key(w, "condition");
+    jsonw_raw_key(w, "\"condition\":", 12);
     if (in->condition)
         encode_rate_alert_condition(w, in->condition);
     else
         jsonw_null(w);
     if (in->has_repeat) {
-        jsonw_key(w, "repeat");
+        jsonw_raw_key(w, "\"repeat\":", 9);
         jsonw_string(w, rate_alert_repeat_str(in->repeat));
     }
-    jsonw_key(w, "expires_at");
+    jsonw_raw_key(w, "\"expires_at\":", 13);
     jsonw_string(w, in->expires_at);
     if (in->has_notify || in->notify != NULL) {
-        jsonw_key(w, "notify");
+        jsonw_raw_key(w, "\"notify\":", 9);
         if (in->notify)
             encode_rate_alert_notify(w, in->notify);
         else
             jsonw_null(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -969,7 +969,7 @@ int decode_rate_alert_notify(struct arena *a, const struct json_value *v, struct
 void encode_rate_alert_notify(struct jsonw *w, const struct rate_alert_notify *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "channels");
+    jsonw_raw_key(w, "\"channels\":", 11);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->channels_count; j++) {
         jsonw_string(w, rate_alert_notify_channels_item_str(in->channels[j]));
@@ -1010,15 +1010,15 @@ int decode_rate_alert_page(struct arena *a, const struct json_value *v, struct r
 void encode_rate_alert_page(struct jsonw *w, const struct rate_alert_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_rate_alert(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1073,29 +1073,29 @@ void encode_rate_alert_update(struct jsonw *w, const struct rate_alert_update *i
 {
     jsonw_object_begin(w);
     if (in->has_condition || in->condition != NULL) {
-        jsonw_key(w, "condition");
+        jsonw_raw_key(w, "\"condition\":", 12);
         if (in->condition)
             encode_rate_alert_condition(w, in->condition);
         else
             jsonw_null(w);
     }
     if (in->has_repeat) {
-        jsonw_key(w, "repeat");
+        jsonw_raw_key(w, "\"repeat\":", 9);
         jsonw_string(w, rate_alert_repeat_str(in->repeat));
     }
     if (in->has_expires_at || in->expires_at != NULL) {
-        jsonw_key(w, "expires_at");
+        jsonw_raw_key(w, "\"expires_at\":", 13);
         jsonw_string(w, in->expires_at);
     }
     if (in->has_notify || in->notify != NULL) {
-        jsonw_key(w, "notify");
+        jsonw_raw_key(w, "\"notify\":", 9);
         if (in->notify)
             encode_rate_alert_notify(w, in->notify);
         else
             jsonw_null(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1170,52 +1170,52 @@ int decode_rate_curve(struct arena *a, const struct json_value *v, struct rate_c
 void encode_rate_curve(struct jsonw *w, const struct rate_curve *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "pair");
+    jsonw_raw_key(w, "\"pair\":", 7);
     jsonw_string(w, in->pair);
-    jsonw_key(w, "spot_source");
+    jsonw_raw_key(w, "\"spot_source\":", 14);
     jsonw_string(w, rate_curve_spot_source_str(in->spot_source));
-    jsonw_key(w, "points");
+    jsonw_raw_key(w, "\"points\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->points_count; j++) {
         encode_rate_curve_point(w, &in->points[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, rate_curve_status_str(in->status));
     if (in->has_effective_from || in->effective_from != NULL) {
-        jsonw_key(w, "effective_from");
+        jsonw_raw_key(w, "\"effective_from\":", 17);
         jsonw_string(w, in->effective_from);
     }
     if (in->has_activated_at || in->activated_at != NULL) {
-        jsonw_key(w, "activated_at");
+        jsonw_raw_key(w, "\"activated_at\":", 15);
         jsonw_string(w, in->activated_at);
     }
     if (in->has_archived_at || in->archived_at != NULL) {
-        jsonw_key(w, "archived_at");
+        jsonw_raw_key(w, "\"archived_at\":", 14);
         jsonw_string(w, in->archived_at);
     }
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1265,22 +1265,22 @@ int decode_rate_curve_create(struct arena *a, const struct json_value *v, struct
 void encode_rate_curve_create(struct jsonw *w, const struct rate_curve_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "pair");
+    jsonw_raw_key(w, "\"pair\":", 7);
     jsonw_string(w, in->pair);
     if (in->has_spot_source) {
-        jsonw_key(w, "spot_source");
+        jsonw_raw_key(w, "\"spot_source\":", 14);
         jsonw_string(w, rate_curve_spot_source_str(in->spot_source));
     }
-    jsonw_key(w, "points");
+    jsonw_raw_key(w, "\"points\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->points_count; j++) {
         encode_rate_curve_point_input(w, &in->points[j]);
     }
     jsonw_array_end(w);
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1323,15 +1323,15 @@ int decode_rate_curve_page(struct arena *a, const struct json_value *v, struct r
 void encode_rate_curve_page(struct jsonw *w, const struct rate_curve_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_rate_curve(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1361,11 +1361,11 @@ int decode_rate_curve_point(struct arena *a, const struct json_value *v, struct 
 void encode_rate_curve_point(struct jsonw *w, const struct rate_curve_point *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "tenor");
+    jsonw_raw_key(w, "\"tenor\":", 8);
     jsonw_string(w, rate_curve_tenor_str(in->tenor));
-    jsonw_key(w, "forward_points");
+    jsonw_raw_key(w, "\"forward_points\":", 17);
     jsonw_string(w, in->forward_points);
-    jsonw_key(w, "value_date");
+    jsonw_raw_key(w, "\"value_date\":", 13);
     jsonw_string(w, in->value_date);
     jsonw_object_end(w);
 }
@@ -1389,9 +1389,9 @@ int decode_rate_curve_point_input(struct arena *a, const struct json_value *v, s
 void encode_rate_curve_point_input(struct jsonw *w, const struct rate_curve_point_input *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "tenor");
+    jsonw_raw_key(w, "\"tenor\":", 8);
     jsonw_string(w, rate_curve_tenor_str(in->tenor));
-    jsonw_key(w, "forward_points");
+    jsonw_raw_key(w, "\"forward_points\":", 17);
     jsonw_string(w, in->forward_points);
     jsonw_object_end(w);
 }
@@ -1442,15 +1442,15 @@ void encode_rate_curve_update(struct jsonw *w, const struct rate_curve_update *i
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_spot_source) {
-        jsonw_key(w, "spot_source");
+        jsonw_raw_key(w, "\"spot_source\":", 14);
         jsonw_string(w, rate_curve_spot_source_str(in->spot_source));
     }
     if (in->has_points || in->points != NULL) {
-        jsonw_key(w, "points");
+        jsonw_raw_key(w, "\"points\":", 9);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->points_count; j++) {
             encode_rate_curve_point_input(w, &in->points[j]);
@@ -1458,7 +1458,7 @@ void encode_rate_curve_update(struct jsonw *w, const struct rate_curve_update *i
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1488,9 +1488,9 @@ int decode_reference_rate(struct arena *a, const struct json_value *v, struct re
 void encode_reference_rate(struct jsonw *w, const struct reference_rate *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "rate");
+    jsonw_raw_key(w, "\"rate\":", 7);
     jsonw_string(w, in->rate);
     jsonw_object_end(w);
 }
@@ -1538,31 +1538,31 @@ int decode_reference_rate_import(struct arena *a, const struct json_value *v, st
 void encode_reference_rate_import(struct jsonw *w, const struct reference_rate_import *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "source");
+    jsonw_raw_key(w, "\"source\":", 9);
     jsonw_string(w, in->source);
-    jsonw_key(w, "first_date");
+    jsonw_raw_key(w, "\"first_date\":", 13);
     jsonw_string(w, in->first_date);
-    jsonw_key(w, "last_date");
+    jsonw_raw_key(w, "\"last_date\":", 12);
     jsonw_string(w, in->last_date);
-    jsonw_key(w, "dates");
+    jsonw_raw_key(w, "\"dates\":", 8);
     jsonw_int(w, in->dates);
-    jsonw_key(w, "dates_added");
+    jsonw_raw_key(w, "\"dates_added\":", 14);
     jsonw_int(w, in->dates_added);
-    jsonw_key(w, "dates_replaced");
+    jsonw_raw_key(w, "\"dates_replaced\":", 17);
     jsonw_int(w, in->dates_replaced);
-    jsonw_key(w, "dates_unchanged");
+    jsonw_raw_key(w, "\"dates_unchanged\":", 18);
     jsonw_int(w, in->dates_unchanged);
-    jsonw_key(w, "rates");
+    jsonw_raw_key(w, "\"rates\":", 8);
     jsonw_int(w, in->rates);
-    jsonw_key(w, "currencies");
+    jsonw_raw_key(w, "\"currencies\":", 13);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->currencies_count; j++) {
         jsonw_string(w, in->currencies[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "imported_at");
+    jsonw_raw_key(w, "\"imported_at\":", 14);
     jsonw_string(w, in->imported_at);
     jsonw_object_end(w);
 }
@@ -1605,25 +1605,25 @@ int decode_reference_rate_set(struct arena *a, const struct json_value *v, struc
 void encode_reference_rate_set(struct jsonw *w, const struct reference_rate_set *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "source");
+    jsonw_raw_key(w, "\"source\":", 9);
     jsonw_string(w, in->source);
-    jsonw_key(w, "date");
+    jsonw_raw_key(w, "\"date\":", 7);
     jsonw_string(w, in->date);
-    jsonw_key(w, "requested_date");
+    jsonw_raw_key(w, "\"requested_date\":", 17);
     jsonw_string(w, in->requested_date);
-    jsonw_key(w, "base_currency");
+    jsonw_raw_key(w, "\"base_currency\":", 16);
     jsonw_string(w, in->base_currency);
-    jsonw_key(w, "rates");
+    jsonw_raw_key(w, "\"rates\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->rates_count; j++) {
         encode_reference_rate(w, &in->rates[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "imported_at");
+    jsonw_raw_key(w, "\"imported_at\":", 14);
     jsonw_string(w, in->imported_at);
     jsonw_object_end(w);
 }

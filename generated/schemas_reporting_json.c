@@ -312,14 +312,14 @@ int decode_cash_position_report_parameters(struct arena *a, const struct json_va
 void encode_cash_position_report_parameters(struct jsonw *w, const struct cash_position_report_parameters *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "report_type");
+    jsonw_raw_key(w, "\"report_type\":", 14);
     jsonw_string(w, in->report_type);
     if (in->has_as_of || in->as_of != NULL) {
-        jsonw_key(w, "as_of");
+        jsonw_raw_key(w, "\"as_of\":", 8);
         jsonw_string(w, in->as_of);
     }
     if (in->has_bank_account_ids || in->bank_account_ids != NULL) {
-        jsonw_key(w, "bank_account_ids");
+        jsonw_raw_key(w, "\"bank_account_ids\":", 19);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->bank_account_ids_count; j++) {
             jsonw_string(w, in->bank_account_ids[j]);
@@ -327,11 +327,11 @@ void encode_cash_position_report_parameters(struct jsonw *w, const struct cash_p
         jsonw_array_end(w);
     }
     if (in->has_currency || in->currency != NULL) {
-        jsonw_key(w, "currency");
+        jsonw_raw_key(w, "\"currency\":", 11);
         jsonw_string(w, in->currency);
     }
     if (in->has_group_by) {
-        jsonw_key(w, "group_by");
+        jsonw_raw_key(w, "\"group_by\":", 11);
         jsonw_string(w, cash_position_report_parameters_group_by_str(in->group_by));
     }
     jsonw_object_end(w);
@@ -376,18 +376,18 @@ int decode_fx_exposure_report_parameters(struct arena *a, const struct json_valu
 void encode_fx_exposure_report_parameters(struct jsonw *w, const struct fx_exposure_report_parameters *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "report_type");
+    jsonw_raw_key(w, "\"report_type\":", 14);
     jsonw_string(w, in->report_type);
     if (in->has_as_of || in->as_of != NULL) {
-        jsonw_key(w, "as_of");
+        jsonw_raw_key(w, "\"as_of\":", 8);
         jsonw_string(w, in->as_of);
     }
     if (in->has_base_currency || in->base_currency != NULL) {
-        jsonw_key(w, "base_currency");
+        jsonw_raw_key(w, "\"base_currency\":", 16);
         jsonw_string(w, in->base_currency);
     }
     if (in->has_currencies || in->currencies != NULL) {
-        jsonw_key(w, "currencies");
+        jsonw_raw_key(w, "\"currencies\":", 13);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->currencies_count; j++) {
             jsonw_string(w, in->currencies[j]);
@@ -395,7 +395,7 @@ void encode_fx_exposure_report_parameters(struct jsonw *w, const struct fx_expos
         jsonw_array_end(w);
     }
     if (in->has_include_forecast) {
-        jsonw_key(w, "include_forecast");
+        jsonw_raw_key(w, "\"include_forecast\":", 19);
         jsonw_bool(w, in->include_forecast);
     }
     jsonw_object_end(w);
@@ -434,22 +434,22 @@ int decode_payments_summary_report_parameters(struct arena *a, const struct json
 void encode_payments_summary_report_parameters(struct jsonw *w, const struct payments_summary_report_parameters *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "report_type");
+    jsonw_raw_key(w, "\"report_type\":", 14);
     jsonw_string(w, in->report_type);
     if (in->has_from || in->from != NULL) {
-        jsonw_key(w, "from");
+        jsonw_raw_key(w, "\"from\":", 7);
         jsonw_string(w, in->from);
     }
     if (in->has_to || in->to != NULL) {
-        jsonw_key(w, "to");
+        jsonw_raw_key(w, "\"to\":", 5);
         jsonw_string(w, in->to);
     }
     if (in->has_currency || in->currency != NULL) {
-        jsonw_key(w, "currency");
+        jsonw_raw_key(w, "\"currency\":", 11);
         jsonw_string(w, in->currency);
     }
     if (in->has_group_by) {
-        jsonw_key(w, "group_by");
+        jsonw_raw_key(w, "\"group_by\":", 11);
         jsonw_string(w, payments_summary_report_parameters_group_by_str(in->group_by));
     }
     jsonw_object_end(w);
@@ -476,11 +476,11 @@ int decode_report_column(struct arena *a, const struct json_value *v, struct rep
 void encode_report_column(struct jsonw *w, const struct report_column *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "key");
+    jsonw_raw_key(w, "\"key\":", 6);
     jsonw_string(w, in->key);
-    jsonw_key(w, "label");
+    jsonw_raw_key(w, "\"label\":", 8);
     jsonw_string(w, in->label);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, report_column_type_str(in->type));
     jsonw_object_end(w);
 }
@@ -511,7 +511,7 @@ void encode_report_distribution(struct jsonw *w, const struct report_distributio
 {
     jsonw_object_begin(w);
     if (in->has_recipients || in->recipients != NULL) {
-        jsonw_key(w, "recipients");
+        jsonw_raw_key(w, "\"recipients\":", 13);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->recipients_count; j++) {
             encode_report_recipient(w, &in->recipients[j]);
@@ -564,27 +564,27 @@ int decode_report_document(struct arena *a, const struct json_value *v, struct r
 void encode_report_document(struct jsonw *w, const struct report_document *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "report_run_id");
+    jsonw_raw_key(w, "\"report_run_id\":", 16);
     jsonw_string(w, in->report_run_id);
-    jsonw_key(w, "report_type");
+    jsonw_raw_key(w, "\"report_type\":", 14);
     jsonw_string(w, report_type_str(in->report_type));
-    jsonw_key(w, "generated_at");
+    jsonw_raw_key(w, "\"generated_at\":", 15);
     jsonw_string(w, in->generated_at);
-    jsonw_key(w, "columns");
+    jsonw_raw_key(w, "\"columns\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->columns_count; j++) {
         encode_report_column(w, &in->columns[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "rows");
+    jsonw_raw_key(w, "\"rows\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->rows_count; j++) {
         encode_report_row(w, &in->rows[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "truncated");
+    jsonw_raw_key(w, "\"truncated\":", 12);
     jsonw_bool(w, in->truncated);
     jsonw_object_end(w);
 }
@@ -608,9 +608,9 @@ int decode_report_email_recipient(struct arena *a, const struct json_value *v, s
 void encode_report_email_recipient(struct jsonw *w, const struct report_email_recipient *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "email");
+    jsonw_raw_key(w, "\"email\":", 8);
     jsonw_string(w, in->email);
     jsonw_object_end(w);
 }
@@ -634,9 +634,9 @@ int decode_report_error(struct arena *a, const struct json_value *v, struct repo
 void encode_report_error(struct jsonw *w, const struct report_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, in->code);
-    jsonw_key(w, "message");
+    jsonw_raw_key(w, "\"message\":", 10);
     jsonw_string(w, in->message);
     jsonw_object_end(w);
 }
@@ -662,11 +662,11 @@ int decode_report_file(struct arena *a, const struct json_value *v, struct repor
 void encode_report_file(struct jsonw *w, const struct report_file *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "content_type");
+    jsonw_raw_key(w, "\"content_type\":", 15);
     jsonw_string(w, report_file_content_type_str(in->content_type));
-    jsonw_key(w, "size_bytes");
+    jsonw_raw_key(w, "\"size_bytes\":", 13);
     jsonw_int(w, in->size_bytes);
-    jsonw_key(w, "sha256");
+    jsonw_raw_key(w, "\"sha256\":", 9);
     jsonw_string(w, in->sha256);
     jsonw_object_end(w);
 }
@@ -795,7 +795,7 @@ int decode_report_row(struct arena *a, const struct json_value *v, struct report
 void encode_report_row(struct jsonw *w, const struct report_row *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "values");
+    jsonw_raw_key(w, "\"values\":", 9);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->values_count; j++) {
         jsonw_key(w, in->values[j].key);
@@ -890,81 +890,81 @@ int decode_report_run(struct arena *a, const struct json_value *v, struct report
 void encode_report_run(struct jsonw *w, const struct report_run *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "report_type");
+    jsonw_raw_key(w, "\"report_type\":", 14);
     jsonw_string(w, report_type_str(in->report_type));
     if (in->has_template_id || in->template_id != NULL) {
-        jsonw_key(w, "template_id");
+        jsonw_raw_key(w, "\"template_id\":", 14);
         jsonw_string(w, in->template_id);
     }
     if (in->has_schedule_id || in->schedule_id != NULL) {
-        jsonw_key(w, "schedule_id");
+        jsonw_raw_key(w, "\"schedule_id\":", 14);
         jsonw_string(w, in->schedule_id);
     }
-    jsonw_key(w, "parameters");
+    jsonw_raw_key(w, "\"parameters\":", 13);
     if (in->parameters)
         encode_report_parameters(w, in->parameters);
     else
         jsonw_null(w);
-    jsonw_key(w, "format");
+    jsonw_raw_key(w, "\"format\":", 9);
     jsonw_string(w, report_format_str(in->format));
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, report_run_status_str(in->status));
-    jsonw_key(w, "recipients");
+    jsonw_raw_key(w, "\"recipients\":", 13);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->recipients_count; j++) {
         encode_report_recipient(w, &in->recipients[j]);
     }
     jsonw_array_end(w);
     if (in->has_file || in->file != NULL) {
-        jsonw_key(w, "file");
+        jsonw_raw_key(w, "\"file\":", 7);
         if (in->file)
             encode_report_file(w, in->file);
         else
             jsonw_null(w);
     }
     if (in->has_result_url || in->result_url != NULL) {
-        jsonw_key(w, "result_url");
+        jsonw_raw_key(w, "\"result_url\":", 13);
         jsonw_string(w, in->result_url);
     }
     if (in->has_expires_at || in->expires_at != NULL) {
-        jsonw_key(w, "expires_at");
+        jsonw_raw_key(w, "\"expires_at\":", 13);
         jsonw_string(w, in->expires_at);
     }
     if (in->has_error || in->error != NULL) {
-        jsonw_key(w, "error");
+        jsonw_raw_key(w, "\"error\":", 8);
         if (in->error)
             encode_report_error(w, in->error);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "requested_by");
+    jsonw_raw_key(w, "\"requested_by\":", 15);
     jsonw_string(w, in->requested_by);
     if (in->has_started_at || in->started_at != NULL) {
-        jsonw_key(w, "started_at");
+        jsonw_raw_key(w, "\"started_at\":", 13);
         jsonw_string(w, in->started_at);
     }
     if (in->has_completed_at || in->completed_at != NULL) {
-        jsonw_key(w, "completed_at");
+        jsonw_raw_key(w, "\"completed_at\":", 15);
         jsonw_string(w, in->completed_at);
     }
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1016,22 +1016,22 @@ void encode_report_run_create(struct jsonw *w, const struct report_run_create *i
 {
     jsonw_object_begin(w);
     if (in->has_template_id || in->template_id != NULL) {
-        jsonw_key(w, "template_id");
+        jsonw_raw_key(w, "\"template_id\":", 14);
         jsonw_string(w, in->template_id);
     }
     if (in->has_parameters || in->parameters != NULL) {
-        jsonw_key(w, "parameters");
+        jsonw_raw_key(w, "\"parameters\":", 13);
         if (in->parameters)
             encode_report_parameters(w, in->parameters);
         else
             jsonw_null(w);
     }
     if (in->has_format) {
-        jsonw_key(w, "format");
+        jsonw_raw_key(w, "\"format\":", 9);
         jsonw_string(w, report_format_str(in->format));
     }
     if (in->has_recipients || in->recipients != NULL) {
-        jsonw_key(w, "recipients");
+        jsonw_raw_key(w, "\"recipients\":", 13);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->recipients_count; j++) {
             encode_report_recipient(w, &in->recipients[j]);
@@ -1039,7 +1039,7 @@ void encode_report_run_create(struct jsonw *w, const struct report_run_create *i
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1082,15 +1082,15 @@ int decode_report_run_page(struct arena *a, const struct json_value *v, struct r
 void encode_report_run_page(struct jsonw *w, const struct report_run_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_report_run(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1175,67 +1175,67 @@ int decode_report_schedule(struct arena *a, const struct json_value *v, struct r
 void encode_report_schedule(struct jsonw *w, const struct report_schedule *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "report_type");
+    jsonw_raw_key(w, "\"report_type\":", 14);
     jsonw_string(w, report_type_str(in->report_type));
     if (in->has_template_id || in->template_id != NULL) {
-        jsonw_key(w, "template_id");
+        jsonw_raw_key(w, "\"template_id\":", 14);
         jsonw_string(w, in->template_id);
     }
     if (in->has_parameters || in->parameters != NULL) {
-        jsonw_key(w, "parameters");
+        jsonw_raw_key(w, "\"parameters\":", 13);
         if (in->parameters)
             encode_report_parameters(w, in->parameters);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "format");
+    jsonw_raw_key(w, "\"format\":", 9);
     jsonw_string(w, report_format_str(in->format));
-    jsonw_key(w, "cron");
+    jsonw_raw_key(w, "\"cron\":", 7);
     jsonw_string(w, in->cron);
-    jsonw_key(w, "timezone");
+    jsonw_raw_key(w, "\"timezone\":", 11);
     jsonw_string(w, in->timezone);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, report_schedule_status_str(in->status));
-    jsonw_key(w, "recipients");
+    jsonw_raw_key(w, "\"recipients\":", 13);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->recipients_count; j++) {
         encode_report_recipient(w, &in->recipients[j]);
     }
     jsonw_array_end(w);
     if (in->has_next_run_at || in->next_run_at != NULL) {
-        jsonw_key(w, "next_run_at");
+        jsonw_raw_key(w, "\"next_run_at\":", 14);
         jsonw_string(w, in->next_run_at);
     }
     if (in->has_last_run_id || in->last_run_id != NULL) {
-        jsonw_key(w, "last_run_id");
+        jsonw_raw_key(w, "\"last_run_id\":", 14);
         jsonw_string(w, in->last_run_id);
     }
     if (in->has_last_run_at || in->last_run_at != NULL) {
-        jsonw_key(w, "last_run_at");
+        jsonw_raw_key(w, "\"last_run_at\":", 14);
         jsonw_string(w, in->last_run_at);
     }
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1293,31 +1293,31 @@ int decode_report_schedule_create(struct arena *a, const struct json_value *v, s
 void encode_report_schedule_create(struct jsonw *w, const struct report_schedule_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_template_id || in->template_id != NULL) {
-        jsonw_key(w, "template_id");
+        jsonw_raw_key(w, "\"template_id\":", 14);
         jsonw_string(w, in->template_id);
     }
     if (in->has_parameters || in->parameters != NULL) {
-        jsonw_key(w, "parameters");
+        jsonw_raw_key(w, "\"parameters\":", 13);
         if (in->parameters)
             encode_report_parameters(w, in->parameters);
         else
             jsonw_null(w);
     }
     if (in->has_format) {
-        jsonw_key(w, "format");
+        jsonw_raw_key(w, "\"format\":", 9);
         jsonw_string(w, report_format_str(in->format));
     }
-    jsonw_key(w, "cron");
+    jsonw_raw_key(w, "\"cron\":", 7);
     jsonw_string(w, in->cron);
     if (in->has_timezone || in->timezone != NULL) {
-        jsonw_key(w, "timezone");
+        jsonw_raw_key(w, "\"timezone\":", 11);
         jsonw_string(w, in->timezone);
     }
     if (in->has_recipients || in->recipients != NULL) {
-        jsonw_key(w, "recipients");
+        jsonw_raw_key(w, "\"recipients\":", 13);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->recipients_count; j++) {
             encode_report_recipient(w, &in->recipients[j]);
@@ -1325,7 +1325,7 @@ void encode_report_schedule_create(struct jsonw *w, const struct report_schedule
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1368,15 +1368,15 @@ int decode_report_schedule_page(struct arena *a, const struct json_value *v, str
 void encode_report_schedule_page(struct jsonw *w, const struct report_schedule_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_report_schedule(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1444,38 +1444,38 @@ void encode_report_schedule_update(struct jsonw *w, const struct report_schedule
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_template_id || in->template_id != NULL) {
-        jsonw_key(w, "template_id");
+        jsonw_raw_key(w, "\"template_id\":", 14);
         jsonw_string(w, in->template_id);
     }
     if (in->has_parameters || in->parameters != NULL) {
-        jsonw_key(w, "parameters");
+        jsonw_raw_key(w, "\"parameters\":", 13);
         if (in->parameters)
             encode_report_parameters(w, in->parameters);
         else
             jsonw_null(w);
     }
     if (in->has_format) {
-        jsonw_key(w, "format");
+        jsonw_raw_key(w, "\"format\":", 9);
         jsonw_string(w, report_format_str(in->format));
     }
     if (in->has_cron || in->cron != NULL) {
-        jsonw_key(w, "cron");
+        jsonw_raw_key(w, "\"cron\":", 7);
         jsonw_string(w, in->cron);
     }
     if (in->has_timezone || in->timezone != NULL) {
-        jsonw_key(w, "timezone");
+        jsonw_raw_key(w, "\"timezone\":", 11);
         jsonw_string(w, in->timezone);
     }
     if (in->has_status) {
-        jsonw_key(w, "status");
+        jsonw_raw_key(w, "\"status\":", 9);
         jsonw_string(w, report_schedule_status_str(in->status));
     }
     if (in->has_recipients || in->recipients != NULL) {
-        jsonw_key(w, "recipients");
+        jsonw_raw_key(w, "\"recipients\":", 13);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->recipients_count; j++) {
             encode_report_recipient(w, &in->recipients[j]);
@@ -1483,7 +1483,7 @@ void encode_report_schedule_update(struct jsonw *w, const struct report_schedule
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1552,45 +1552,45 @@ int decode_report_template(struct arena *a, const struct json_value *v, struct r
 void encode_report_template(struct jsonw *w, const struct report_template *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "report_type");
+    jsonw_raw_key(w, "\"report_type\":", 14);
     jsonw_string(w, report_type_str(in->report_type));
-    jsonw_key(w, "parameters");
+    jsonw_raw_key(w, "\"parameters\":", 13);
     if (in->parameters)
         encode_report_parameters(w, in->parameters);
     else
         jsonw_null(w);
-    jsonw_key(w, "format");
+    jsonw_raw_key(w, "\"format\":", 9);
     jsonw_string(w, report_format_str(in->format));
-    jsonw_key(w, "recipients");
+    jsonw_raw_key(w, "\"recipients\":", 13);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->recipients_count; j++) {
         encode_report_recipient(w, &in->recipients[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1641,21 +1641,21 @@ int decode_report_template_create(struct arena *a, const struct json_value *v, s
 void encode_report_template_create(struct jsonw *w, const struct report_template_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "parameters");
+    jsonw_raw_key(w, "\"parameters\":", 13);
     if (in->parameters)
         encode_report_parameters(w, in->parameters);
     else
         jsonw_null(w);
-    jsonw_key(w, "format");
+    jsonw_raw_key(w, "\"format\":", 9);
     jsonw_string(w, report_format_str(in->format));
     if (in->has_recipients || in->recipients != NULL) {
-        jsonw_key(w, "recipients");
+        jsonw_raw_key(w, "\"recipients\":", 13);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->recipients_count; j++) {
             encode_report_recipient(w, &in->recipients[j]);
@@ -1663,7 +1663,7 @@ void encode_report_template_create(struct jsonw *w, const struct report_template
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1706,15 +1706,15 @@ int decode_report_template_page(struct arena *a, const struct json_value *v, str
 void encode_report_template_page(struct jsonw *w, const struct report_template_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_report_template(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1777,11 +1777,11 @@ void encode_report_template_update(struct jsonw *w, const struct report_template
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_description || in->description_is_null || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         if (in->description_is_null)
             jsonw_null(w);
         else {
@@ -1789,18 +1789,18 @@ void encode_report_template_update(struct jsonw *w, const struct report_template
         }
     }
     if (in->has_parameters || in->parameters != NULL) {
-        jsonw_key(w, "parameters");
+        jsonw_raw_key(w, "\"parameters\":", 13);
         if (in->parameters)
             encode_report_parameters(w, in->parameters);
         else
             jsonw_null(w);
     }
     if (in->has_format) {
-        jsonw_key(w, "format");
+        jsonw_raw_key(w, "\"format\":", 9);
         jsonw_string(w, report_format_str(in->format));
     }
     if (in->has_recipients || in->recipients != NULL) {
-        jsonw_key(w, "recipients");
+        jsonw_raw_key(w, "\"recipients\":", 13);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->recipients_count; j++) {
             encode_report_recipient(w, &in->recipients[j]);
@@ -1808,7 +1808,7 @@ void encode_report_template_update(struct jsonw *w, const struct report_template
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1838,9 +1838,9 @@ int decode_report_webhook_recipient(struct arena *a, const struct json_value *v,
 void encode_report_webhook_recipient(struct jsonw *w, const struct report_webhook_recipient *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "webhook_endpoint_id");
+    jsonw_raw_key(w, "\"webhook_endpoint_id\":", 22);
     jsonw_string(w, in->webhook_endpoint_id);
     jsonw_object_end(w);
 }
@@ -1885,26 +1885,26 @@ int decode_trial_balance_report_parameters(struct arena *a, const struct json_va
 void encode_trial_balance_report_parameters(struct jsonw *w, const struct trial_balance_report_parameters *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "report_type");
+    jsonw_raw_key(w, "\"report_type\":", 14);
     jsonw_string(w, in->report_type);
     if (in->has_as_of || in->as_of != NULL) {
-        jsonw_key(w, "as_of");
+        jsonw_raw_key(w, "\"as_of\":", 8);
         jsonw_string(w, in->as_of);
     }
     if (in->has_period_id || in->period_id != NULL) {
-        jsonw_key(w, "period_id");
+        jsonw_raw_key(w, "\"period_id\":", 12);
         jsonw_string(w, in->period_id);
     }
     if (in->has_currency || in->currency != NULL) {
-        jsonw_key(w, "currency");
+        jsonw_raw_key(w, "\"currency\":", 11);
         jsonw_string(w, in->currency);
     }
     if (in->has_include_zero) {
-        jsonw_key(w, "include_zero");
+        jsonw_raw_key(w, "\"include_zero\":", 15);
         jsonw_bool(w, in->include_zero);
     }
     if (in->has_status) {
-        jsonw_key(w, "status");
+        jsonw_raw_key(w, "\"status\":", 9);
         jsonw_string(w, trial_balance_report_parameters_status_str(in->status));
     }
     jsonw_object_end(w);

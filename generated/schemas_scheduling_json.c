@@ -424,72 +424,72 @@ int decode_schedule(struct arena *a, const struct json_value *v, struct schedule
 void encode_schedule(struct jsonw *w, const struct schedule *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "spec");
+    jsonw_raw_key(w, "\"spec\":", 7);
     if (in->spec)
         encode_schedule_spec(w, in->spec);
     else
         jsonw_null(w);
-    jsonw_key(w, "action");
+    jsonw_raw_key(w, "\"action\":", 9);
     if (in->action)
         encode_workflow_action(w, in->action);
     else
         jsonw_null(w);
-    jsonw_key(w, "overlap_policy");
+    jsonw_raw_key(w, "\"overlap_policy\":", 17);
     jsonw_string(w, schedule_overlap_policy_str(in->overlap_policy));
-    jsonw_key(w, "catchup_window_seconds");
+    jsonw_raw_key(w, "\"catchup_window_seconds\":", 25);
     jsonw_int(w, in->catchup_window_seconds);
-    jsonw_key(w, "pause_on_failure");
+    jsonw_raw_key(w, "\"pause_on_failure\":", 19);
     jsonw_bool(w, in->pause_on_failure);
-    jsonw_key(w, "retry");
+    jsonw_raw_key(w, "\"retry\":", 8);
     if (in->retry)
         encode_workflow_retry(w, in->retry);
     else
         jsonw_null(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, schedule_status_str(in->status));
     if (in->has_paused_reason) {
-        jsonw_key(w, "paused_reason");
+        jsonw_raw_key(w, "\"paused_reason\":", 16);
         jsonw_string(w, schedule_paused_reason_str(in->paused_reason));
     }
     if (in->has_next_run_at || in->next_run_at != NULL) {
-        jsonw_key(w, "next_run_at");
+        jsonw_raw_key(w, "\"next_run_at\":", 14);
         jsonw_string(w, in->next_run_at);
     }
     if (in->has_last_run || in->last_run != NULL) {
-        jsonw_key(w, "last_run");
+        jsonw_raw_key(w, "\"last_run\":", 11);
         if (in->last_run)
             encode_schedule_last_run(w, in->last_run);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "run_as");
+    jsonw_raw_key(w, "\"run_as\":", 9);
     jsonw_string(w, in->run_as);
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -558,43 +558,43 @@ int decode_schedule_create(struct arena *a, const struct json_value *v, struct s
 void encode_schedule_create(struct jsonw *w, const struct schedule_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "spec");
+    jsonw_raw_key(w, "\"spec\":", 7);
     if (in->spec)
         encode_schedule_spec(w, in->spec);
     else
         jsonw_null(w);
-    jsonw_key(w, "action");
+    jsonw_raw_key(w, "\"action\":", 9);
     if (in->action)
         encode_workflow_action(w, in->action);
     else
         jsonw_null(w);
     if (in->has_overlap_policy) {
-        jsonw_key(w, "overlap_policy");
+        jsonw_raw_key(w, "\"overlap_policy\":", 17);
         jsonw_string(w, schedule_overlap_policy_str(in->overlap_policy));
     }
     if (in->has_catchup_window_seconds) {
-        jsonw_key(w, "catchup_window_seconds");
+        jsonw_raw_key(w, "\"catchup_window_seconds\":", 25);
         jsonw_int(w, in->catchup_window_seconds);
     }
     if (in->has_pause_on_failure) {
-        jsonw_key(w, "pause_on_failure");
+        jsonw_raw_key(w, "\"pause_on_failure\":", 19);
         jsonw_bool(w, in->pause_on_failure);
     }
     if (in->has_retry || in->retry != NULL) {
-        jsonw_key(w, "retry");
+        jsonw_raw_key(w, "\"retry\":", 8);
         if (in->retry)
             encode_workflow_retry(w, in->retry);
         else
             jsonw_null(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -629,14 +629,14 @@ int decode_schedule_last_run(struct arena *a, const struct json_value *v, struct
 void encode_schedule_last_run(struct jsonw *w, const struct schedule_last_run *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, workflow_run_status_str(in->status));
-    jsonw_key(w, "scheduled_for");
+    jsonw_raw_key(w, "\"scheduled_for\":", 16);
     jsonw_string(w, in->scheduled_for);
     if (in->has_finished_at || in->finished_at != NULL) {
-        jsonw_key(w, "finished_at");
+        jsonw_raw_key(w, "\"finished_at\":", 14);
         jsonw_string(w, in->finished_at);
     }
     jsonw_object_end(w);
@@ -674,15 +674,15 @@ int decode_schedule_page(struct arena *a, const struct json_value *v, struct sch
 void encode_schedule_page(struct jsonw *w, const struct schedule_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_schedule(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -722,14 +722,14 @@ void encode_schedule_run_request(struct jsonw *w, const struct schedule_run_requ
 {
     jsonw_object_begin(w);
     if (in->has_backfill || in->backfill != NULL) {
-        jsonw_key(w, "backfill");
+        jsonw_raw_key(w, "\"backfill\":", 11);
         if (in->backfill)
             encode_schedule_run_request_backfill(w, in->backfill);
         else
             jsonw_null(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -759,9 +759,9 @@ int decode_schedule_run_request_backfill(struct arena *a, const struct json_valu
 void encode_schedule_run_request_backfill(struct jsonw *w, const struct schedule_run_request_backfill *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "start_at");
+    jsonw_raw_key(w, "\"start_at\":", 11);
     jsonw_string(w, in->start_at);
-    jsonw_key(w, "end_at");
+    jsonw_raw_key(w, "\"end_at\":", 9);
     jsonw_string(w, in->end_at);
     jsonw_object_end(w);
 }
@@ -837,11 +837,11 @@ int decode_schedule_spec_cron(struct arena *a, const struct json_value *v, struc
 void encode_schedule_spec_cron(struct jsonw *w, const struct schedule_spec_cron *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "kind");
+    jsonw_raw_key(w, "\"kind\":", 7);
     jsonw_string(w, in->kind);
-    jsonw_key(w, "expression");
+    jsonw_raw_key(w, "\"expression\":", 13);
     jsonw_string(w, in->expression);
-    jsonw_key(w, "timezone");
+    jsonw_raw_key(w, "\"timezone\":", 11);
     jsonw_string(w, in->timezone);
     jsonw_object_end(w);
 }
@@ -868,12 +868,12 @@ int decode_schedule_spec_interval(struct arena *a, const struct json_value *v, s
 void encode_schedule_spec_interval(struct jsonw *w, const struct schedule_spec_interval *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "kind");
+    jsonw_raw_key(w, "\"kind\":", 7);
     jsonw_string(w, in->kind);
-    jsonw_key(w, "interval_seconds");
+    jsonw_raw_key(w, "\"interval_seconds\":", 19);
     jsonw_int(w, in->interval_seconds);
     if (in->has_start_at || in->start_at != NULL) {
-        jsonw_key(w, "start_at");
+        jsonw_raw_key(w, "\"start_at\":", 11);
         jsonw_string(w, in->start_at);
     }
     jsonw_object_end(w);
@@ -902,13 +902,13 @@ int decode_schedule_spec_rrule(struct arena *a, const struct json_value *v, stru
 void encode_schedule_spec_rrule(struct jsonw *w, const struct schedule_spec_rrule *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "kind");
+    jsonw_raw_key(w, "\"kind\":", 7);
     jsonw_string(w, in->kind);
-    jsonw_key(w, "rrule");
+    jsonw_raw_key(w, "\"rrule\":", 8);
     jsonw_string(w, in->rrule);
-    jsonw_key(w, "dtstart");
+    jsonw_raw_key(w, "\"dtstart\":", 10);
     jsonw_string(w, in->dtstart);
-    jsonw_key(w, "timezone");
+    jsonw_raw_key(w, "\"timezone\":", 11);
     jsonw_string(w, in->timezone);
     jsonw_object_end(w);
 }
@@ -977,11 +977,11 @@ void encode_schedule_update(struct jsonw *w, const struct schedule_update *in)
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_description || in->description_is_null || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         if (in->description_is_null)
             jsonw_null(w);
         else {
@@ -989,40 +989,40 @@ void encode_schedule_update(struct jsonw *w, const struct schedule_update *in)
         }
     }
     if (in->has_spec || in->spec != NULL) {
-        jsonw_key(w, "spec");
+        jsonw_raw_key(w, "\"spec\":", 7);
         if (in->spec)
             encode_schedule_spec(w, in->spec);
         else
             jsonw_null(w);
     }
     if (in->has_action || in->action != NULL) {
-        jsonw_key(w, "action");
+        jsonw_raw_key(w, "\"action\":", 9);
         if (in->action)
             encode_workflow_action(w, in->action);
         else
             jsonw_null(w);
     }
     if (in->has_overlap_policy) {
-        jsonw_key(w, "overlap_policy");
+        jsonw_raw_key(w, "\"overlap_policy\":", 17);
         jsonw_string(w, schedule_overlap_policy_str(in->overlap_policy));
     }
     if (in->has_catchup_window_seconds) {
-        jsonw_key(w, "catchup_window_seconds");
+        jsonw_raw_key(w, "\"catchup_window_seconds\":", 25);
         jsonw_int(w, in->catchup_window_seconds);
     }
     if (in->has_pause_on_failure) {
-        jsonw_key(w, "pause_on_failure");
+        jsonw_raw_key(w, "\"pause_on_failure\":", 19);
         jsonw_bool(w, in->pause_on_failure);
     }
     if (in->has_retry || in->retry != NULL) {
-        jsonw_key(w, "retry");
+        jsonw_raw_key(w, "\"retry\":", 8);
         if (in->retry)
             encode_workflow_retry(w, in->retry);
         else
             jsonw_null(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1052,9 +1052,9 @@ int decode_workflow_action(struct arena *a, const struct json_value *v, struct w
 void encode_workflow_action(struct jsonw *w, const struct workflow_action *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, workflow_action_type_str(in->type));
-    jsonw_key(w, "params");
+    jsonw_raw_key(w, "\"params\":", 9);
     if (in->params)
         jsonw_value(w, in->params);
     else
@@ -1118,42 +1118,42 @@ int decode_workflow_chain(struct arena *a, const struct json_value *v, struct wo
 void encode_workflow_chain(struct jsonw *w, const struct workflow_chain *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "steps");
+    jsonw_raw_key(w, "\"steps\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->steps_count; j++) {
         encode_workflow_chain_step(w, &in->steps[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, workflow_chain_status_str(in->status));
-    jsonw_key(w, "run_as");
+    jsonw_raw_key(w, "\"run_as\":", 9);
     jsonw_string(w, in->run_as);
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1197,20 +1197,20 @@ int decode_workflow_chain_create(struct arena *a, const struct json_value *v, st
 void encode_workflow_chain_create(struct jsonw *w, const struct workflow_chain_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_description || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_key(w, "steps");
+    jsonw_raw_key(w, "\"steps\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->steps_count; j++) {
         encode_workflow_chain_step(w, &in->steps[j]);
     }
     jsonw_array_end(w);
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1253,15 +1253,15 @@ int decode_workflow_chain_page(struct arena *a, const struct json_value *v, stru
 void encode_workflow_chain_page(struct jsonw *w, const struct workflow_chain_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_workflow_chain(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1296,7 +1296,7 @@ void encode_workflow_chain_run_request(struct jsonw *w, const struct workflow_ch
 {
     jsonw_object_begin(w);
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1342,15 +1342,15 @@ int decode_workflow_chain_step(struct arena *a, const struct json_value *v, stru
 void encode_workflow_chain_step(struct jsonw *w, const struct workflow_chain_step *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "key");
+    jsonw_raw_key(w, "\"key\":", 6);
     jsonw_string(w, in->key);
-    jsonw_key(w, "action");
+    jsonw_raw_key(w, "\"action\":", 9);
     if (in->action)
         encode_workflow_action(w, in->action);
     else
         jsonw_null(w);
     if (in->has_depends_on || in->depends_on != NULL) {
-        jsonw_key(w, "depends_on");
+        jsonw_raw_key(w, "\"depends_on\":", 13);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->depends_on_count; j++) {
             jsonw_string(w, in->depends_on[j]);
@@ -1358,7 +1358,7 @@ void encode_workflow_chain_step(struct jsonw *w, const struct workflow_chain_ste
         jsonw_array_end(w);
     }
     if (in->has_retry || in->retry != NULL) {
-        jsonw_key(w, "retry");
+        jsonw_raw_key(w, "\"retry\":", 8);
         if (in->retry)
             encode_workflow_retry(w, in->retry);
         else
@@ -1413,11 +1413,11 @@ void encode_workflow_chain_update(struct jsonw *w, const struct workflow_chain_u
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_description || in->description_is_null || in->description != NULL) {
-        jsonw_key(w, "description");
+        jsonw_raw_key(w, "\"description\":", 14);
         if (in->description_is_null)
             jsonw_null(w);
         else {
@@ -1425,7 +1425,7 @@ void encode_workflow_chain_update(struct jsonw *w, const struct workflow_chain_u
         }
     }
     if (in->has_steps || in->steps != NULL) {
-        jsonw_key(w, "steps");
+        jsonw_raw_key(w, "\"steps\":", 8);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->steps_count; j++) {
             encode_workflow_chain_step(w, &in->steps[j]);
@@ -1433,7 +1433,7 @@ void encode_workflow_chain_update(struct jsonw *w, const struct workflow_chain_u
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1474,11 +1474,11 @@ void encode_workflow_retry(struct jsonw *w, const struct workflow_retry *in)
 {
     jsonw_object_begin(w);
     if (in->has_max_attempts) {
-        jsonw_key(w, "max_attempts");
+        jsonw_raw_key(w, "\"max_attempts\":", 15);
         jsonw_int(w, in->max_attempts);
     }
     if (in->has_backoff_seconds) {
-        jsonw_key(w, "backoff_seconds");
+        jsonw_raw_key(w, "\"backoff_seconds\":", 18);
         jsonw_int(w, in->backoff_seconds);
     }
     jsonw_object_end(w);
@@ -1572,39 +1572,39 @@ int decode_workflow_run(struct arena *a, const struct json_value *v, struct work
 void encode_workflow_run(struct jsonw *w, const struct workflow_run *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
     if (in->has_schedule_id || in->schedule_id != NULL) {
-        jsonw_key(w, "schedule_id");
+        jsonw_raw_key(w, "\"schedule_id\":", 14);
         jsonw_string(w, in->schedule_id);
     }
     if (in->has_chain_id || in->chain_id != NULL) {
-        jsonw_key(w, "chain_id");
+        jsonw_raw_key(w, "\"chain_id\":", 11);
         jsonw_string(w, in->chain_id);
     }
-    jsonw_key(w, "trigger");
+    jsonw_raw_key(w, "\"trigger\":", 10);
     jsonw_string(w, workflow_run_trigger_str(in->trigger));
-    jsonw_key(w, "scheduled_for");
+    jsonw_raw_key(w, "\"scheduled_for\":", 16);
     jsonw_string(w, in->scheduled_for);
-    jsonw_key(w, "attempt");
+    jsonw_raw_key(w, "\"attempt\":", 10);
     jsonw_int(w, in->attempt);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, workflow_run_status_str(in->status));
     if (in->has_skip_reason) {
-        jsonw_key(w, "skip_reason");
+        jsonw_raw_key(w, "\"skip_reason\":", 14);
         jsonw_string(w, workflow_run_skip_reason_str(in->skip_reason));
     }
-    jsonw_key(w, "action");
+    jsonw_raw_key(w, "\"action\":", 9);
     if (in->action)
         encode_workflow_action(w, in->action);
     else
         jsonw_null(w);
     if (in->has_steps || in->steps != NULL) {
-        jsonw_key(w, "steps");
+        jsonw_raw_key(w, "\"steps\":", 8);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->steps_count; j++) {
             encode_workflow_run_step(w, &in->steps[j]);
@@ -1612,45 +1612,45 @@ void encode_workflow_run(struct jsonw *w, const struct workflow_run *in)
         jsonw_array_end(w);
     }
     if (in->has_output || in->output != NULL) {
-        jsonw_key(w, "output");
+        jsonw_raw_key(w, "\"output\":", 9);
         if (in->output)
             encode_workflow_run_output(w, in->output);
         else
             jsonw_null(w);
     }
     if (in->has_started_at || in->started_at != NULL) {
-        jsonw_key(w, "started_at");
+        jsonw_raw_key(w, "\"started_at\":", 13);
         jsonw_string(w, in->started_at);
     }
     if (in->has_finished_at || in->finished_at != NULL) {
-        jsonw_key(w, "finished_at");
+        jsonw_raw_key(w, "\"finished_at\":", 14);
         jsonw_string(w, in->finished_at);
     }
     if (in->has_error || in->error != NULL) {
-        jsonw_key(w, "error");
+        jsonw_raw_key(w, "\"error\":", 8);
         if (in->error)
             encode_workflow_run_error(w, in->error);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "run_as");
+    jsonw_raw_key(w, "\"run_as\":", 9);
     jsonw_string(w, in->run_as);
     if (in->has_created_by || in->created_by != NULL) {
-        jsonw_key(w, "created_by");
+        jsonw_raw_key(w, "\"created_by\":", 13);
         jsonw_string(w, in->created_by);
     }
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1674,9 +1674,9 @@ int decode_workflow_run_error(struct arena *a, const struct json_value *v, struc
 void encode_workflow_run_error(struct jsonw *w, const struct workflow_run_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, in->code);
-    jsonw_key(w, "message");
+    jsonw_raw_key(w, "\"message\":", 10);
     jsonw_string(w, in->message);
     jsonw_object_end(w);
 }
@@ -1705,7 +1705,7 @@ int decode_workflow_run_list(struct arena *a, const struct json_value *v, struct
 void encode_workflow_run_list(struct jsonw *w, const struct workflow_run_list *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_workflow_run(w, &in->data[j]);
@@ -1733,9 +1733,9 @@ int decode_workflow_run_output(struct arena *a, const struct json_value *v, stru
 void encode_workflow_run_output(struct jsonw *w, const struct workflow_run_output *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, workflow_run_output_object_str(in->object));
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
     jsonw_object_end(w);
 }
@@ -1772,15 +1772,15 @@ int decode_workflow_run_page(struct arena *a, const struct json_value *v, struct
 void encode_workflow_run_page(struct jsonw *w, const struct workflow_run_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_workflow_run(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1826,29 +1826,29 @@ int decode_workflow_run_step(struct arena *a, const struct json_value *v, struct
 void encode_workflow_run_step(struct jsonw *w, const struct workflow_run_step *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "key");
+    jsonw_raw_key(w, "\"key\":", 6);
     jsonw_string(w, in->key);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, workflow_step_status_str(in->status));
-    jsonw_key(w, "attempt");
+    jsonw_raw_key(w, "\"attempt\":", 10);
     jsonw_int(w, in->attempt);
     if (in->has_started_at || in->started_at != NULL) {
-        jsonw_key(w, "started_at");
+        jsonw_raw_key(w, "\"started_at\":", 13);
         jsonw_string(w, in->started_at);
     }
     if (in->has_finished_at || in->finished_at != NULL) {
-        jsonw_key(w, "finished_at");
+        jsonw_raw_key(w, "\"finished_at\":", 14);
         jsonw_string(w, in->finished_at);
     }
     if (in->has_output || in->output != NULL) {
-        jsonw_key(w, "output");
+        jsonw_raw_key(w, "\"output\":", 9);
         if (in->output)
             encode_workflow_run_output(w, in->output);
         else
             jsonw_null(w);
     }
     if (in->has_error || in->error != NULL) {
-        jsonw_key(w, "error");
+        jsonw_raw_key(w, "\"error\":", 8);
         if (in->error)
             encode_workflow_run_error(w, in->error);
         else

@@ -214,44 +214,44 @@ int decode_sheet(struct arena *a, const struct json_value *v, struct sheet *out)
 void encode_sheet(struct jsonw *w, const struct sheet *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "tabs");
+    jsonw_raw_key(w, "\"tabs\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->tabs_count; j++) {
         encode_sheet_tab(w, &in->tabs[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "revision");
+    jsonw_raw_key(w, "\"revision\":", 11);
     jsonw_int(w, in->revision);
-    jsonw_key(w, "owner_id");
+    jsonw_raw_key(w, "\"owner_id\":", 11);
     jsonw_string(w, in->owner_id);
-    jsonw_key(w, "sharing");
+    jsonw_raw_key(w, "\"sharing\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->sharing_count; j++) {
         encode_sheet_share(w, &in->sharing[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "permission");
+    jsonw_raw_key(w, "\"permission\":", 13);
     jsonw_string(w, sheet_permission_str(in->permission));
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -284,20 +284,20 @@ int decode_sheet_cell(struct arena *a, const struct json_value *v, struct sheet_
 void encode_sheet_cell(struct jsonw *w, const struct sheet_cell *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "ref");
+    jsonw_raw_key(w, "\"ref\":", 6);
     jsonw_string(w, in->ref);
-    jsonw_key(w, "input");
+    jsonw_raw_key(w, "\"input\":", 8);
     if (in->input)
         encode_sheet_cell_input(w, in->input);
     else
         jsonw_null(w);
-    jsonw_key(w, "value");
+    jsonw_raw_key(w, "\"value\":", 8);
     if (in->value)
         encode_sheet_value(w, in->value);
     else
         jsonw_null(w);
     if (in->has_format || in->format != NULL) {
-        jsonw_key(w, "format");
+        jsonw_raw_key(w, "\"format\":", 9);
         jsonw_string(w, in->format);
     }
     jsonw_object_end(w);
@@ -383,9 +383,9 @@ int decode_sheet_cell_input_bool(struct arena *a, const struct json_value *v, st
 void encode_sheet_cell_input_bool(struct jsonw *w, const struct sheet_cell_input_bool *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "value");
+    jsonw_raw_key(w, "\"value\":", 8);
     jsonw_bool(w, in->value);
     jsonw_object_end(w);
 }
@@ -409,9 +409,9 @@ int decode_sheet_cell_input_formula(struct arena *a, const struct json_value *v,
 void encode_sheet_cell_input_formula(struct jsonw *w, const struct sheet_cell_input_formula *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "value");
+    jsonw_raw_key(w, "\"value\":", 8);
     jsonw_string(w, in->value);
     jsonw_object_end(w);
 }
@@ -435,9 +435,9 @@ int decode_sheet_cell_input_number(struct arena *a, const struct json_value *v, 
 void encode_sheet_cell_input_number(struct jsonw *w, const struct sheet_cell_input_number *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "value");
+    jsonw_raw_key(w, "\"value\":", 8);
     jsonw_string(w, in->value);
     jsonw_object_end(w);
 }
@@ -461,9 +461,9 @@ int decode_sheet_cell_input_string(struct arena *a, const struct json_value *v, 
 void encode_sheet_cell_input_string(struct jsonw *w, const struct sheet_cell_input_string *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "value");
+    jsonw_raw_key(w, "\"value\":", 8);
     jsonw_string(w, in->value);
     jsonw_object_end(w);
 }
@@ -514,21 +514,21 @@ int decode_sheet_cell_range(struct arena *a, const struct json_value *v, struct 
 void encode_sheet_cell_range(struct jsonw *w, const struct sheet_cell_range *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "sheet_id");
+    jsonw_raw_key(w, "\"sheet_id\":", 11);
     jsonw_string(w, in->sheet_id);
-    jsonw_key(w, "range");
+    jsonw_raw_key(w, "\"range\":", 8);
     jsonw_string(w, in->range);
-    jsonw_key(w, "revision");
+    jsonw_raw_key(w, "\"revision\":", 11);
     jsonw_int(w, in->revision);
-    jsonw_key(w, "cells");
+    jsonw_raw_key(w, "\"cells\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->cells_count; j++) {
         encode_sheet_cell(w, &in->cells[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "values");
+    jsonw_raw_key(w, "\"values\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->values_count; j++) {
         jsonw_array_begin(w);
@@ -569,15 +569,15 @@ int decode_sheet_cell_update(struct arena *a, const struct json_value *v, struct
 void encode_sheet_cell_update(struct jsonw *w, const struct sheet_cell_update *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "ref");
+    jsonw_raw_key(w, "\"ref\":", 6);
     jsonw_string(w, in->ref);
-    jsonw_key(w, "input");
+    jsonw_raw_key(w, "\"input\":", 8);
     if (in->input)
         encode_sheet_cell_input(w, in->input);
     else
         jsonw_null(w);
     if (in->has_format || in->format_is_null || in->format != NULL) {
-        jsonw_key(w, "format");
+        jsonw_raw_key(w, "\"format\":", 9);
         if (in->format_is_null)
             jsonw_null(w);
         else {
@@ -613,13 +613,13 @@ int decode_sheet_cells_update(struct arena *a, const struct json_value *v, struc
 void encode_sheet_cells_update(struct jsonw *w, const struct sheet_cells_update *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "updates");
+    jsonw_raw_key(w, "\"updates\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->updates_count; j++) {
         encode_sheet_cell_update(w, &in->updates[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "input_option");
+    jsonw_raw_key(w, "\"input_option\":", 15);
     jsonw_string(w, sheet_input_option_str(in->input_option));
     jsonw_object_end(w);
 }
@@ -661,10 +661,10 @@ int decode_sheet_create(struct arena *a, const struct json_value *v, struct shee
 void encode_sheet_create(struct jsonw *w, const struct sheet_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_tabs || in->tabs != NULL) {
-        jsonw_key(w, "tabs");
+        jsonw_raw_key(w, "\"tabs\":", 7);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->tabs_count; j++) {
             encode_sheet_tab_input(w, &in->tabs[j]);
@@ -672,7 +672,7 @@ void encode_sheet_create(struct jsonw *w, const struct sheet_create *in)
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -705,12 +705,12 @@ int decode_sheet_function_balance(struct arena *a, const struct json_value *v, s
 void encode_sheet_function_balance(struct jsonw *w, const struct sheet_function_balance *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "function");
+    jsonw_raw_key(w, "\"function\":", 11);
     jsonw_string(w, in->function);
-    jsonw_key(w, "account");
+    jsonw_raw_key(w, "\"account\":", 10);
     jsonw_string(w, in->account);
     if (in->has_date || in->date != NULL) {
-        jsonw_key(w, "date");
+        jsonw_raw_key(w, "\"date\":", 7);
         jsonw_string(w, in->date);
     }
     jsonw_object_end(w);
@@ -779,7 +779,7 @@ int decode_sheet_function_evaluation(struct arena *a, const struct json_value *v
 void encode_sheet_function_evaluation(struct jsonw *w, const struct sheet_function_evaluation *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "calls");
+    jsonw_raw_key(w, "\"calls\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->calls_count; j++) {
         encode_sheet_function_call(w, &in->calls[j]);
@@ -810,12 +810,12 @@ int decode_sheet_function_fx(struct arena *a, const struct json_value *v, struct
 void encode_sheet_function_fx(struct jsonw *w, const struct sheet_function_fx *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "function");
+    jsonw_raw_key(w, "\"function\":", 11);
     jsonw_string(w, in->function);
-    jsonw_key(w, "pair");
+    jsonw_raw_key(w, "\"pair\":", 7);
     jsonw_string(w, in->pair);
     if (in->has_date || in->date != NULL) {
-        jsonw_key(w, "date");
+        jsonw_raw_key(w, "\"date\":", 7);
         jsonw_string(w, in->date);
     }
     jsonw_object_end(w);
@@ -845,7 +845,7 @@ int decode_sheet_function_results(struct arena *a, const struct json_value *v, s
 void encode_sheet_function_results(struct jsonw *w, const struct sheet_function_results *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "results");
+    jsonw_raw_key(w, "\"results\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->results_count; j++) {
         encode_sheet_value(w, &in->results[j]);
@@ -886,15 +886,15 @@ int decode_sheet_page(struct arena *a, const struct json_value *v, struct sheet_
 void encode_sheet_page(struct jsonw *w, const struct sheet_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_sheet(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -925,13 +925,13 @@ int decode_sheet_share(struct arena *a, const struct json_value *v, struct sheet
 void encode_sheet_share(struct jsonw *w, const struct sheet_share *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "principal_type");
+    jsonw_raw_key(w, "\"principal_type\":", 17);
     jsonw_string(w, sheet_share_principal_type_str(in->principal_type));
     if (in->has_principal_id || in->principal_id != NULL) {
-        jsonw_key(w, "principal_id");
+        jsonw_raw_key(w, "\"principal_id\":", 15);
         jsonw_string(w, in->principal_id);
     }
-    jsonw_key(w, "permission");
+    jsonw_raw_key(w, "\"permission\":", 13);
     jsonw_string(w, sheet_share_permission_str(in->permission));
     jsonw_object_end(w);
 }
@@ -968,19 +968,19 @@ int decode_sheet_share_list(struct arena *a, const struct json_value *v, struct 
 void encode_sheet_share_list(struct jsonw *w, const struct sheet_share_list *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "sheet_id");
+    jsonw_raw_key(w, "\"sheet_id\":", 11);
     jsonw_string(w, in->sheet_id);
-    jsonw_key(w, "owner_id");
+    jsonw_raw_key(w, "\"owner_id\":", 11);
     jsonw_string(w, in->owner_id);
-    jsonw_key(w, "shares");
+    jsonw_raw_key(w, "\"shares\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->shares_count; j++) {
         encode_sheet_share(w, &in->shares[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
     jsonw_object_end(w);
 }
@@ -1009,7 +1009,7 @@ int decode_sheet_share_list_update(struct arena *a, const struct json_value *v, 
 void encode_sheet_share_list_update(struct jsonw *w, const struct sheet_share_list_update *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "shares");
+    jsonw_raw_key(w, "\"shares\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->shares_count; j++) {
         encode_sheet_share(w, &in->shares[j]);
@@ -1041,13 +1041,13 @@ int decode_sheet_tab(struct arena *a, const struct json_value *v, struct sheet_t
 void encode_sheet_tab(struct jsonw *w, const struct sheet_tab *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "rows");
+    jsonw_raw_key(w, "\"rows\":", 7);
     jsonw_int(w, in->rows);
-    jsonw_key(w, "cols");
+    jsonw_raw_key(w, "\"cols\":", 7);
     jsonw_int(w, in->cols);
     jsonw_object_end(w);
 }
@@ -1087,17 +1087,17 @@ void encode_sheet_tab_input(struct jsonw *w, const struct sheet_tab_input *in)
 {
     jsonw_object_begin(w);
     if (in->has_id || in->id != NULL) {
-        jsonw_key(w, "id");
+        jsonw_raw_key(w, "\"id\":", 5);
         jsonw_string(w, in->id);
     }
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_rows) {
-        jsonw_key(w, "rows");
+        jsonw_raw_key(w, "\"rows\":", 7);
         jsonw_int(w, in->rows);
     }
     if (in->has_cols) {
-        jsonw_key(w, "cols");
+        jsonw_raw_key(w, "\"cols\":", 7);
         jsonw_int(w, in->cols);
     }
     jsonw_object_end(w);
@@ -1142,11 +1142,11 @@ void encode_sheet_update(struct jsonw *w, const struct sheet_update *in)
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_tabs || in->tabs != NULL) {
-        jsonw_key(w, "tabs");
+        jsonw_raw_key(w, "\"tabs\":", 7);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->tabs_count; j++) {
             encode_sheet_tab_input(w, &in->tabs[j]);
@@ -1154,7 +1154,7 @@ void encode_sheet_update(struct jsonw *w, const struct sheet_update *in)
         jsonw_array_end(w);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1256,9 +1256,9 @@ int decode_sheet_value_bool(struct arena *a, const struct json_value *v, struct 
 void encode_sheet_value_bool(struct jsonw *w, const struct sheet_value_bool *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "value");
+    jsonw_raw_key(w, "\"value\":", 8);
     jsonw_bool(w, in->value);
     jsonw_object_end(w);
 }
@@ -1284,11 +1284,11 @@ int decode_sheet_value_error(struct arena *a, const struct json_value *v, struct
 void encode_sheet_value_error(struct jsonw *w, const struct sheet_value_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, sheet_value_error_code_str(in->code));
-    jsonw_key(w, "message");
+    jsonw_raw_key(w, "\"message\":", 10);
     jsonw_string(w, in->message);
     jsonw_object_end(w);
 }
@@ -1314,11 +1314,11 @@ int decode_sheet_value_money(struct arena *a, const struct json_value *v, struct
 void encode_sheet_value_money(struct jsonw *w, const struct sheet_value_money *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
     jsonw_object_end(w);
 }
@@ -1342,9 +1342,9 @@ int decode_sheet_value_number(struct arena *a, const struct json_value *v, struc
 void encode_sheet_value_number(struct jsonw *w, const struct sheet_value_number *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "value");
+    jsonw_raw_key(w, "\"value\":", 8);
     jsonw_string(w, in->value);
     jsonw_object_end(w);
 }
@@ -1386,15 +1386,15 @@ int decode_sheet_value_range(struct arena *a, const struct json_value *v, struct
 void encode_sheet_value_range(struct jsonw *w, const struct sheet_value_range *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "sheet_id");
+    jsonw_raw_key(w, "\"sheet_id\":", 11);
     jsonw_string(w, in->sheet_id);
-    jsonw_key(w, "range");
+    jsonw_raw_key(w, "\"range\":", 8);
     jsonw_string(w, in->range);
-    jsonw_key(w, "revision");
+    jsonw_raw_key(w, "\"revision\":", 11);
     jsonw_int(w, in->revision);
-    jsonw_key(w, "values");
+    jsonw_raw_key(w, "\"values\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->values_count; j++) {
         jsonw_array_begin(w);
@@ -1426,9 +1426,9 @@ int decode_sheet_value_string(struct arena *a, const struct json_value *v, struc
 void encode_sheet_value_string(struct jsonw *w, const struct sheet_value_string *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "value");
+    jsonw_raw_key(w, "\"value\":", 8);
     jsonw_string(w, in->value);
     jsonw_object_end(w);
 }
@@ -1466,9 +1466,9 @@ int decode_sheet_values_write(struct arena *a, const struct json_value *v, struc
 void encode_sheet_values_write(struct jsonw *w, const struct sheet_values_write *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "range");
+    jsonw_raw_key(w, "\"range\":", 8);
     jsonw_string(w, in->range);
-    jsonw_key(w, "values");
+    jsonw_raw_key(w, "\"values\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->values_count; j++) {
         jsonw_array_begin(w);
@@ -1478,7 +1478,7 @@ void encode_sheet_values_write(struct jsonw *w, const struct sheet_values_write 
         jsonw_array_end(w);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "input_option");
+    jsonw_raw_key(w, "\"input_option\":", 15);
     jsonw_string(w, sheet_input_option_str(in->input_option));
     jsonw_object_end(w);
 }
@@ -1522,27 +1522,27 @@ int decode_sheet_version(struct arena *a, const struct json_value *v, struct she
 void encode_sheet_version(struct jsonw *w, const struct sheet_version *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "sheet_id");
+    jsonw_raw_key(w, "\"sheet_id\":", 11);
     jsonw_string(w, in->sheet_id);
-    jsonw_key(w, "revision");
+    jsonw_raw_key(w, "\"revision\":", 11);
     jsonw_int(w, in->revision);
-    jsonw_key(w, "summary");
+    jsonw_raw_key(w, "\"summary\":", 10);
     jsonw_string(w, in->summary);
     if (in->has_restored_from) {
-        jsonw_key(w, "restored_from");
+        jsonw_raw_key(w, "\"restored_from\":", 16);
         jsonw_int(w, in->restored_from);
     }
-    jsonw_key(w, "tabs");
+    jsonw_raw_key(w, "\"tabs\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->tabs_count; j++) {
         encode_sheet_tab(w, &in->tabs[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
     jsonw_object_end(w);
 }
@@ -1579,15 +1579,15 @@ int decode_sheet_version_page(struct arena *a, const struct json_value *v, struc
 void encode_sheet_version_page(struct jsonw *w, const struct sheet_version_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_sheet_version(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1632,20 +1632,20 @@ int decode_sheet_write_result(struct arena *a, const struct json_value *v, struc
 void encode_sheet_write_result(struct jsonw *w, const struct sheet_write_result *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "sheet_id");
+    jsonw_raw_key(w, "\"sheet_id\":", 11);
     jsonw_string(w, in->sheet_id);
-    jsonw_key(w, "revision");
+    jsonw_raw_key(w, "\"revision\":", 11);
     jsonw_int(w, in->revision);
     if (in->has_updated_range || in->updated_range != NULL) {
-        jsonw_key(w, "updated_range");
+        jsonw_raw_key(w, "\"updated_range\":", 16);
         jsonw_string(w, in->updated_range);
     }
-    jsonw_key(w, "updated_cells");
+    jsonw_raw_key(w, "\"updated_cells\":", 16);
     jsonw_int(w, in->updated_cells);
     if (in->has_cells || in->cells != NULL) {
-        jsonw_key(w, "cells");
+        jsonw_raw_key(w, "\"cells\":", 8);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->cells_count; j++) {
             encode_sheet_cell(w, &in->cells[j]);

@@ -514,79 +514,79 @@ int decode_counterparty(struct arena *a, const struct json_value *v, struct coun
 void encode_counterparty(struct jsonw *w, const struct counterparty *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "legal_entity_type");
+    jsonw_raw_key(w, "\"legal_entity_type\":", 20);
     jsonw_string(w, counterparty_legal_entity_type_str(in->legal_entity_type));
     if (in->has_lei || in->lei != NULL) {
-        jsonw_key(w, "lei");
+        jsonw_raw_key(w, "\"lei\":", 6);
         jsonw_string(w, in->lei);
     }
     if (in->has_email || in->email != NULL) {
-        jsonw_key(w, "email");
+        jsonw_raw_key(w, "\"email\":", 8);
         jsonw_string(w, in->email);
     }
     if (in->has_address || in->address != NULL) {
-        jsonw_key(w, "address");
+        jsonw_raw_key(w, "\"address\":", 10);
         if (in->address)
             encode_counterparty_address(w, in->address);
         else
             jsonw_null(w);
     }
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
     if (in->has_risk_rating) {
-        jsonw_key(w, "risk_rating");
+        jsonw_raw_key(w, "\"risk_rating\":", 14);
         jsonw_string(w, counterparty_risk_rating_str(in->risk_rating));
     }
-    jsonw_key(w, "verification_status");
+    jsonw_raw_key(w, "\"verification_status\":", 22);
     jsonw_string(w, verification_status_str(in->verification_status));
     if (in->has_verification_method) {
-        jsonw_key(w, "verification_method");
+        jsonw_raw_key(w, "\"verification_method\":", 22);
         jsonw_string(w, counterparty_verification_method_str(in->verification_method));
     }
     if (in->has_verified_at || in->verified_at != NULL) {
-        jsonw_key(w, "verified_at");
+        jsonw_raw_key(w, "\"verified_at\":", 14);
         jsonw_string(w, in->verified_at);
     }
     if (in->has_verified_by || in->verified_by != NULL) {
-        jsonw_key(w, "verified_by");
+        jsonw_raw_key(w, "\"verified_by\":", 14);
         jsonw_string(w, in->verified_by);
     }
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, counterparty_status_str(in->status));
     if (in->has_archived_at || in->archived_at != NULL) {
-        jsonw_key(w, "archived_at");
+        jsonw_raw_key(w, "\"archived_at\":", 14);
         jsonw_string(w, in->archived_at);
     }
-    jsonw_key(w, "beneficiary_ids");
+    jsonw_raw_key(w, "\"beneficiary_ids\":", 18);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->beneficiary_ids_count; j++) {
         jsonw_string(w, in->beneficiary_ids[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -621,23 +621,23 @@ int decode_counterparty_address(struct arena *a, const struct json_value *v, str
 void encode_counterparty_address(struct jsonw *w, const struct counterparty_address *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "line1");
+    jsonw_raw_key(w, "\"line1\":", 8);
     jsonw_string(w, in->line1);
     if (in->has_line2 || in->line2 != NULL) {
-        jsonw_key(w, "line2");
+        jsonw_raw_key(w, "\"line2\":", 8);
         jsonw_string(w, in->line2);
     }
-    jsonw_key(w, "city");
+    jsonw_raw_key(w, "\"city\":", 7);
     jsonw_string(w, in->city);
     if (in->has_postal_code || in->postal_code != NULL) {
-        jsonw_key(w, "postal_code");
+        jsonw_raw_key(w, "\"postal_code\":", 14);
         jsonw_string(w, in->postal_code);
     }
     if (in->has_region || in->region != NULL) {
-        jsonw_key(w, "region");
+        jsonw_raw_key(w, "\"region\":", 9);
         jsonw_string(w, in->region);
     }
-    jsonw_key(w, "country");
+    jsonw_raw_key(w, "\"country\":", 10);
     jsonw_string(w, in->country);
     jsonw_object_end(w);
 }
@@ -688,35 +688,35 @@ int decode_counterparty_create(struct arena *a, const struct json_value *v, stru
 void encode_counterparty_create(struct jsonw *w, const struct counterparty_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "legal_entity_type");
+    jsonw_raw_key(w, "\"legal_entity_type\":", 20);
     jsonw_string(w, counterparty_legal_entity_type_str(in->legal_entity_type));
     if (in->has_lei || in->lei != NULL) {
-        jsonw_key(w, "lei");
+        jsonw_raw_key(w, "\"lei\":", 6);
         jsonw_string(w, in->lei);
     }
     if (in->has_email || in->email != NULL) {
-        jsonw_key(w, "email");
+        jsonw_raw_key(w, "\"email\":", 8);
         jsonw_string(w, in->email);
     }
     if (in->has_address || in->address != NULL) {
-        jsonw_key(w, "address");
+        jsonw_raw_key(w, "\"address\":", 10);
         if (in->address)
             encode_counterparty_address(w, in->address);
         else
             jsonw_null(w);
     }
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
     if (in->has_risk_rating) {
-        jsonw_key(w, "risk_rating");
+        jsonw_raw_key(w, "\"risk_rating\":", 14);
         jsonw_string(w, counterparty_risk_rating_str(in->risk_rating));
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -759,15 +759,15 @@ int decode_counterparty_page(struct arena *a, const struct json_value *v, struct
 void encode_counterparty_page(struct jsonw *w, const struct counterparty_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_counterparty(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -845,15 +845,15 @@ void encode_counterparty_update(struct jsonw *w, const struct counterparty_updat
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_legal_entity_type) {
-        jsonw_key(w, "legal_entity_type");
+        jsonw_raw_key(w, "\"legal_entity_type\":", 20);
         jsonw_string(w, counterparty_legal_entity_type_str(in->legal_entity_type));
     }
     if (in->has_lei || in->lei_is_null || in->lei != NULL) {
-        jsonw_key(w, "lei");
+        jsonw_raw_key(w, "\"lei\":", 6);
         if (in->lei_is_null)
             jsonw_null(w);
         else {
@@ -861,7 +861,7 @@ void encode_counterparty_update(struct jsonw *w, const struct counterparty_updat
         }
     }
     if (in->has_email || in->email_is_null || in->email != NULL) {
-        jsonw_key(w, "email");
+        jsonw_raw_key(w, "\"email\":", 8);
         if (in->email_is_null)
             jsonw_null(w);
         else {
@@ -869,7 +869,7 @@ void encode_counterparty_update(struct jsonw *w, const struct counterparty_updat
         }
     }
     if (in->has_address || in->address_is_null || in->address != NULL) {
-        jsonw_key(w, "address");
+        jsonw_raw_key(w, "\"address\":", 10);
         if (in->address_is_null)
             jsonw_null(w);
         else {
@@ -880,7 +880,7 @@ void encode_counterparty_update(struct jsonw *w, const struct counterparty_updat
         }
     }
     if (in->has_external_id || in->external_id_is_null || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         if (in->external_id_is_null)
             jsonw_null(w);
         else {
@@ -888,7 +888,7 @@ void encode_counterparty_update(struct jsonw *w, const struct counterparty_updat
         }
     }
     if (in->has_risk_rating || in->risk_rating_is_null) {
-        jsonw_key(w, "risk_rating");
+        jsonw_raw_key(w, "\"risk_rating\":", 14);
         if (in->risk_rating_is_null)
             jsonw_null(w);
         else {
@@ -896,7 +896,7 @@ void encode_counterparty_update(struct jsonw *w, const struct counterparty_updat
         }
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -937,23 +937,23 @@ int decode_counterparty_update_address(struct arena *a, const struct json_value 
 void encode_counterparty_update_address(struct jsonw *w, const struct counterparty_update_address *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "line1");
+    jsonw_raw_key(w, "\"line1\":", 8);
     jsonw_string(w, in->line1);
     if (in->has_line2 || in->line2 != NULL) {
-        jsonw_key(w, "line2");
+        jsonw_raw_key(w, "\"line2\":", 8);
         jsonw_string(w, in->line2);
     }
-    jsonw_key(w, "city");
+    jsonw_raw_key(w, "\"city\":", 7);
     jsonw_string(w, in->city);
     if (in->has_postal_code || in->postal_code != NULL) {
-        jsonw_key(w, "postal_code");
+        jsonw_raw_key(w, "\"postal_code\":", 14);
         jsonw_string(w, in->postal_code);
     }
     if (in->has_region || in->region != NULL) {
-        jsonw_key(w, "region");
+        jsonw_raw_key(w, "\"region\":", 9);
         jsonw_string(w, in->region);
     }
-    jsonw_key(w, "country");
+    jsonw_raw_key(w, "\"country\":", 10);
     jsonw_string(w, in->country);
     jsonw_object_end(w);
 }
@@ -978,10 +978,10 @@ int decode_counterparty_verification(struct arena *a, const struct json_value *v
 void encode_counterparty_verification(struct jsonw *w, const struct counterparty_verification *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "method");
+    jsonw_raw_key(w, "\"method\":", 9);
     jsonw_string(w, counterparty_verification_method_str(in->method));
     if (in->has_note || in->note != NULL) {
-        jsonw_key(w, "note");
+        jsonw_raw_key(w, "\"note\":", 7);
         jsonw_string(w, in->note);
     }
     jsonw_object_end(w);
@@ -1082,89 +1082,89 @@ int decode_transfer(struct arena *a, const struct json_value *v, struct transfer
 void encode_transfer(struct jsonw *w, const struct transfer *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "rail");
+    jsonw_raw_key(w, "\"rail\":", 7);
     jsonw_string(w, transfer_rail_str(in->rail));
-    jsonw_key(w, "originating_account");
+    jsonw_raw_key(w, "\"originating_account\":", 22);
     jsonw_string(w, in->originating_account);
-    jsonw_key(w, "counterparty_id");
+    jsonw_raw_key(w, "\"counterparty_id\":", 18);
     jsonw_string(w, in->counterparty_id);
-    jsonw_key(w, "beneficiary_id");
+    jsonw_raw_key(w, "\"beneficiary_id\":", 17);
     jsonw_string(w, in->beneficiary_id);
-    jsonw_key(w, "value_date");
+    jsonw_raw_key(w, "\"value_date\":", 13);
     jsonw_string(w, in->value_date);
-    jsonw_key(w, "reference");
+    jsonw_raw_key(w, "\"reference\":", 12);
     jsonw_string(w, in->reference);
     if (in->has_purpose_code || in->purpose_code != NULL) {
-        jsonw_key(w, "purpose_code");
+        jsonw_raw_key(w, "\"purpose_code\":", 15);
         jsonw_string(w, in->purpose_code);
     }
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, transfer_status_str(in->status));
-    jsonw_key(w, "authorisation");
+    jsonw_raw_key(w, "\"authorisation\":", 16);
     if (in->authorisation)
         encode_transfer_authorisation(w, in->authorisation);
     else
         jsonw_null(w);
-    jsonw_key(w, "signing_payload_sha256");
+    jsonw_raw_key(w, "\"signing_payload_sha256\":", 25);
     jsonw_string(w, in->signing_payload_sha256);
     if (in->has_failure_reason || in->failure_reason != NULL) {
-        jsonw_key(w, "failure_reason");
+        jsonw_raw_key(w, "\"failure_reason\":", 17);
         jsonw_string(w, in->failure_reason);
     }
     if (in->has_rail_reference || in->rail_reference != NULL) {
-        jsonw_key(w, "rail_reference");
+        jsonw_raw_key(w, "\"rail_reference\":", 17);
         jsonw_string(w, in->rail_reference);
     }
     if (in->has_submitted_at || in->submitted_at != NULL) {
-        jsonw_key(w, "submitted_at");
+        jsonw_raw_key(w, "\"submitted_at\":", 15);
         jsonw_string(w, in->submitted_at);
     }
     if (in->has_authorised_at || in->authorised_at != NULL) {
-        jsonw_key(w, "authorised_at");
+        jsonw_raw_key(w, "\"authorised_at\":", 16);
         jsonw_string(w, in->authorised_at);
     }
     if (in->has_settled_at || in->settled_at != NULL) {
-        jsonw_key(w, "settled_at");
+        jsonw_raw_key(w, "\"settled_at\":", 13);
         jsonw_string(w, in->settled_at);
     }
     if (in->has_cancelled_at || in->cancelled_at != NULL) {
-        jsonw_key(w, "cancelled_at");
+        jsonw_raw_key(w, "\"cancelled_at\":", 15);
         jsonw_string(w, in->cancelled_at);
     }
-    jsonw_key(w, "created_by");
+    jsonw_raw_key(w, "\"created_by\":", 13);
     jsonw_string(w, in->created_by);
-    jsonw_key(w, "makers");
+    jsonw_raw_key(w, "\"makers\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->makers_count; j++) {
         encode_transfer_maker(w, &in->makers[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1204,19 +1204,19 @@ int decode_transfer_authorisation(struct arena *a, const struct json_value *v, s
 void encode_transfer_authorisation(struct jsonw *w, const struct transfer_authorisation *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "required");
+    jsonw_raw_key(w, "\"required\":", 11);
     jsonw_int(w, in->required);
-    jsonw_key(w, "received");
+    jsonw_raw_key(w, "\"received\":", 11);
     jsonw_int(w, in->received);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, transfer_authorisation_status_str(in->status));
-    jsonw_key(w, "round");
+    jsonw_raw_key(w, "\"round\":", 8);
     jsonw_int(w, in->round);
     if (in->has_expires_at || in->expires_at != NULL) {
-        jsonw_key(w, "expires_at");
+        jsonw_raw_key(w, "\"expires_at\":", 13);
         jsonw_string(w, in->expires_at);
     }
-    jsonw_key(w, "signatures");
+    jsonw_raw_key(w, "\"signatures\":", 13);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->signatures_count; j++) {
         encode_transfer_signature(w, &in->signatures[j]);
@@ -1272,32 +1272,32 @@ int decode_transfer_create(struct arena *a, const struct json_value *v, struct t
 void encode_transfer_create(struct jsonw *w, const struct transfer_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "rail");
+    jsonw_raw_key(w, "\"rail\":", 7);
     jsonw_string(w, transfer_rail_str(in->rail));
-    jsonw_key(w, "originating_account");
+    jsonw_raw_key(w, "\"originating_account\":", 22);
     jsonw_string(w, in->originating_account);
-    jsonw_key(w, "counterparty_id");
+    jsonw_raw_key(w, "\"counterparty_id\":", 18);
     jsonw_string(w, in->counterparty_id);
-    jsonw_key(w, "beneficiary_id");
+    jsonw_raw_key(w, "\"beneficiary_id\":", 17);
     jsonw_string(w, in->beneficiary_id);
-    jsonw_key(w, "value_date");
+    jsonw_raw_key(w, "\"value_date\":", 13);
     jsonw_string(w, in->value_date);
-    jsonw_key(w, "reference");
+    jsonw_raw_key(w, "\"reference\":", 12);
     jsonw_string(w, in->reference);
     if (in->has_purpose_code || in->purpose_code != NULL) {
-        jsonw_key(w, "purpose_code");
+        jsonw_raw_key(w, "\"purpose_code\":", 15);
         jsonw_string(w, in->purpose_code);
     }
     if (in->has_external_id || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1331,13 +1331,13 @@ int decode_transfer_ec_public_jwk(struct arena *a, const struct json_value *v, s
 void encode_transfer_ec_public_jwk(struct jsonw *w, const struct transfer_ec_public_jwk *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "kty");
+    jsonw_raw_key(w, "\"kty\":", 6);
     jsonw_string(w, in->kty);
-    jsonw_key(w, "crv");
+    jsonw_raw_key(w, "\"crv\":", 6);
     jsonw_string(w, in->crv);
-    jsonw_key(w, "x");
+    jsonw_raw_key(w, "\"x\":", 4);
     jsonw_string(w, in->x);
-    jsonw_key(w, "y");
+    jsonw_raw_key(w, "\"y\":", 4);
     jsonw_string(w, in->y);
     jsonw_object_end(w);
 }
@@ -1372,19 +1372,19 @@ int decode_transfer_maker(struct arena *a, const struct json_value *v, struct tr
 void encode_transfer_maker(struct jsonw *w, const struct transfer_maker *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "user_id");
+    jsonw_raw_key(w, "\"user_id\":", 10);
     jsonw_string(w, in->user_id);
-    jsonw_key(w, "action");
+    jsonw_raw_key(w, "\"action\":", 9);
     jsonw_string(w, transfer_maker_action_str(in->action));
     if (in->has_fields || in->fields != NULL) {
-        jsonw_key(w, "fields");
+        jsonw_raw_key(w, "\"fields\":", 9);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->fields_count; j++) {
             jsonw_string(w, transfer_signed_field_str(in->fields[j]));
         }
         jsonw_array_end(w);
     }
-    jsonw_key(w, "at");
+    jsonw_raw_key(w, "\"at\":", 5);
     jsonw_string(w, in->at);
     jsonw_object_end(w);
 }
@@ -1410,11 +1410,11 @@ int decode_transfer_okp_public_jwk(struct arena *a, const struct json_value *v, 
 void encode_transfer_okp_public_jwk(struct jsonw *w, const struct transfer_okp_public_jwk *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "kty");
+    jsonw_raw_key(w, "\"kty\":", 6);
     jsonw_string(w, in->kty);
-    jsonw_key(w, "crv");
+    jsonw_raw_key(w, "\"crv\":", 6);
     jsonw_string(w, in->crv);
-    jsonw_key(w, "x");
+    jsonw_raw_key(w, "\"x\":", 4);
     jsonw_string(w, in->x);
     jsonw_object_end(w);
 }
@@ -1451,15 +1451,15 @@ int decode_transfer_page(struct arena *a, const struct json_value *v, struct tra
 void encode_transfer_page(struct jsonw *w, const struct transfer_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_transfer(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -1524,7 +1524,7 @@ int decode_transfer_rejection(struct arena *a, const struct json_value *v, struc
 void encode_transfer_rejection(struct jsonw *w, const struct transfer_rejection *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "reason");
+    jsonw_raw_key(w, "\"reason\":", 9);
     jsonw_string(w, in->reason);
     jsonw_object_end(w);
 }
@@ -1567,32 +1567,32 @@ int decode_transfer_signature(struct arena *a, const struct json_value *v, struc
 void encode_transfer_signature(struct jsonw *w, const struct transfer_signature *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "user_id");
+    jsonw_raw_key(w, "\"user_id\":", 10);
     jsonw_string(w, in->user_id);
-    jsonw_key(w, "role");
+    jsonw_raw_key(w, "\"role\":", 7);
     jsonw_string(w, in->role);
-    jsonw_key(w, "decision");
+    jsonw_raw_key(w, "\"decision\":", 11);
     jsonw_string(w, transfer_signature_decision_str(in->decision));
-    jsonw_key(w, "signed_at");
+    jsonw_raw_key(w, "\"signed_at\":", 12);
     jsonw_string(w, in->signed_at);
     if (in->has_key_id || in->key_id != NULL) {
-        jsonw_key(w, "key_id");
+        jsonw_raw_key(w, "\"key_id\":", 9);
         jsonw_string(w, in->key_id);
     }
     if (in->has_alg) {
-        jsonw_key(w, "alg");
+        jsonw_raw_key(w, "\"alg\":", 6);
         jsonw_string(w, transfer_signing_algorithm_str(in->alg));
     }
     if (in->has_payload_sha256 || in->payload_sha256 != NULL) {
-        jsonw_key(w, "payload_sha256");
+        jsonw_raw_key(w, "\"payload_sha256\":", 17);
         jsonw_string(w, in->payload_sha256);
     }
     if (in->has_signature || in->signature != NULL) {
-        jsonw_key(w, "signature");
+        jsonw_raw_key(w, "\"signature\":", 12);
         jsonw_string(w, in->signature);
     }
     if (in->has_reason || in->reason != NULL) {
-        jsonw_key(w, "reason");
+        jsonw_raw_key(w, "\"reason\":", 9);
         jsonw_string(w, in->reason);
     }
     jsonw_object_end(w);
@@ -1621,13 +1621,13 @@ int decode_transfer_signature_create(struct arena *a, const struct json_value *v
 void encode_transfer_signature_create(struct jsonw *w, const struct transfer_signature_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "key_id");
+    jsonw_raw_key(w, "\"key_id\":", 9);
     jsonw_string(w, in->key_id);
-    jsonw_key(w, "alg");
+    jsonw_raw_key(w, "\"alg\":", 6);
     jsonw_string(w, transfer_signing_algorithm_str(in->alg));
-    jsonw_key(w, "signing_payload_sha256");
+    jsonw_raw_key(w, "\"signing_payload_sha256\":", 25);
     jsonw_string(w, in->signing_payload_sha256);
-    jsonw_key(w, "signature");
+    jsonw_raw_key(w, "\"signature\":", 12);
     jsonw_string(w, in->signature);
     jsonw_object_end(w);
 }
@@ -1659,18 +1659,18 @@ int decode_transfer_signing_beneficiary(struct arena *a, const struct json_value
 void encode_transfer_signing_beneficiary(struct jsonw *w, const struct transfer_signing_beneficiary *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "account_holder_name");
+    jsonw_raw_key(w, "\"account_holder_name\":", 22);
     jsonw_string(w, in->account_holder_name);
-    jsonw_key(w, "scheme");
+    jsonw_raw_key(w, "\"scheme\":", 9);
     jsonw_string(w, transfer_signing_beneficiary_scheme_str(in->scheme));
-    jsonw_key(w, "identification");
+    jsonw_raw_key(w, "\"identification\":", 17);
     jsonw_string(w, in->identification);
     if (in->has_bic || in->bic != NULL) {
-        jsonw_key(w, "bic");
+        jsonw_raw_key(w, "\"bic\":", 6);
         jsonw_string(w, in->bic);
     }
     if (in->has_routing_number || in->routing_number != NULL) {
-        jsonw_key(w, "routing_number");
+        jsonw_raw_key(w, "\"routing_number\":", 17);
         jsonw_string(w, in->routing_number);
     }
     jsonw_object_end(w);
@@ -1720,35 +1720,35 @@ int decode_transfer_signing_fields(struct arena *a, const struct json_value *v, 
 void encode_transfer_signing_fields(struct jsonw *w, const struct transfer_signing_fields *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "transfer_id");
+    jsonw_raw_key(w, "\"transfer_id\":", 14);
     jsonw_string(w, in->transfer_id);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "round");
+    jsonw_raw_key(w, "\"round\":", 8);
     jsonw_int(w, in->round);
-    jsonw_key(w, "amount");
+    jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_key(w, "currency");
+    jsonw_raw_key(w, "\"currency\":", 11);
     jsonw_string(w, in->currency);
-    jsonw_key(w, "rail");
+    jsonw_raw_key(w, "\"rail\":", 7);
     jsonw_string(w, transfer_rail_str(in->rail));
-    jsonw_key(w, "originating_account");
+    jsonw_raw_key(w, "\"originating_account\":", 22);
     jsonw_string(w, in->originating_account);
-    jsonw_key(w, "counterparty_id");
+    jsonw_raw_key(w, "\"counterparty_id\":", 18);
     jsonw_string(w, in->counterparty_id);
-    jsonw_key(w, "beneficiary_id");
+    jsonw_raw_key(w, "\"beneficiary_id\":", 17);
     jsonw_string(w, in->beneficiary_id);
-    jsonw_key(w, "beneficiary");
+    jsonw_raw_key(w, "\"beneficiary\":", 14);
     if (in->beneficiary)
         encode_transfer_signing_beneficiary(w, in->beneficiary);
     else
         jsonw_null(w);
-    jsonw_key(w, "value_date");
+    jsonw_raw_key(w, "\"value_date\":", 13);
     jsonw_string(w, in->value_date);
-    jsonw_key(w, "reference");
+    jsonw_raw_key(w, "\"reference\":", 12);
     jsonw_string(w, in->reference);
     if (in->has_purpose_code || in->purpose_code != NULL) {
-        jsonw_key(w, "purpose_code");
+        jsonw_raw_key(w, "\"purpose_code\":", 15);
         jsonw_string(w, in->purpose_code);
     }
     jsonw_object_end(w);
@@ -1813,51 +1813,51 @@ int decode_transfer_signing_key(struct arena *a, const struct json_value *v, str
 void encode_transfer_signing_key(struct jsonw *w, const struct transfer_signing_key *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "user_id");
+    jsonw_raw_key(w, "\"user_id\":", 10);
     jsonw_string(w, in->user_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "alg");
+    jsonw_raw_key(w, "\"alg\":", 6);
     jsonw_string(w, transfer_signing_algorithm_str(in->alg));
-    jsonw_key(w, "public_key");
+    jsonw_raw_key(w, "\"public_key\":", 13);
     if (in->public_key)
         encode_transfer_public_jwk(w, in->public_key);
     else
         jsonw_null(w);
-    jsonw_key(w, "thumbprint");
+    jsonw_raw_key(w, "\"thumbprint\":", 13);
     jsonw_string(w, in->thumbprint);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, transfer_signing_key_status_str(in->status));
     if (in->has_last_used_at || in->last_used_at != NULL) {
-        jsonw_key(w, "last_used_at");
+        jsonw_raw_key(w, "\"last_used_at\":", 15);
         jsonw_string(w, in->last_used_at);
     }
     if (in->has_revoked_at || in->revoked_at != NULL) {
-        jsonw_key(w, "revoked_at");
+        jsonw_raw_key(w, "\"revoked_at\":", 13);
         jsonw_string(w, in->revoked_at);
     }
     if (in->has_revoked_by || in->revoked_by != NULL) {
-        jsonw_key(w, "revoked_by");
+        jsonw_raw_key(w, "\"revoked_by\":", 13);
         jsonw_string(w, in->revoked_by);
     }
-    jsonw_key(w, "metadata");
+    jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
         jsonw_key(w, in->metadata[j].key);
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -1897,17 +1897,17 @@ int decode_transfer_signing_key_create(struct arena *a, const struct json_value 
 void encode_transfer_signing_key_create(struct jsonw *w, const struct transfer_signing_key_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "alg");
+    jsonw_raw_key(w, "\"alg\":", 6);
     jsonw_string(w, transfer_signing_algorithm_str(in->alg));
-    jsonw_key(w, "public_key");
+    jsonw_raw_key(w, "\"public_key\":", 13);
     if (in->public_key)
         encode_transfer_public_jwk(w, in->public_key);
     else
         jsonw_null(w);
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);
@@ -1950,15 +1950,15 @@ int decode_transfer_signing_key_page(struct arena *a, const struct json_value *v
 void encode_transfer_signing_key_page(struct jsonw *w, const struct transfer_signing_key_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_transfer_signing_key(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -2001,25 +2001,25 @@ int decode_transfer_signing_payload(struct arena *a, const struct json_value *v,
 void encode_transfer_signing_payload(struct jsonw *w, const struct transfer_signing_payload *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "transfer_id");
+    jsonw_raw_key(w, "\"transfer_id\":", 14);
     jsonw_string(w, in->transfer_id);
-    jsonw_key(w, "round");
+    jsonw_raw_key(w, "\"round\":", 8);
     jsonw_int(w, in->round);
-    jsonw_key(w, "canonicalization");
+    jsonw_raw_key(w, "\"canonicalization\":", 19);
     jsonw_string(w, in->canonicalization);
-    jsonw_key(w, "canonical_payload");
+    jsonw_raw_key(w, "\"canonical_payload\":", 20);
     jsonw_string(w, in->canonical_payload);
-    jsonw_key(w, "signing_payload_sha256");
+    jsonw_raw_key(w, "\"signing_payload_sha256\":", 25);
     jsonw_string(w, in->signing_payload_sha256);
-    jsonw_key(w, "payload");
+    jsonw_raw_key(w, "\"payload\":", 10);
     if (in->payload)
         encode_transfer_signing_fields(w, in->payload);
     else
         jsonw_null(w);
     if (in->has_expires_at || in->expires_at != NULL) {
-        jsonw_key(w, "expires_at");
+        jsonw_raw_key(w, "\"expires_at\":", 13);
         jsonw_string(w, in->expires_at);
     }
     jsonw_object_end(w);
@@ -2089,39 +2089,39 @@ void encode_transfer_update(struct jsonw *w, const struct transfer_update *in)
 {
     jsonw_object_begin(w);
     if (in->has_amount) {
-        jsonw_key(w, "amount");
+        jsonw_raw_key(w, "\"amount\":", 9);
         jsonw_int(w, in->amount);
     }
     if (in->has_currency || in->currency != NULL) {
-        jsonw_key(w, "currency");
+        jsonw_raw_key(w, "\"currency\":", 11);
         jsonw_string(w, in->currency);
     }
     if (in->has_rail) {
-        jsonw_key(w, "rail");
+        jsonw_raw_key(w, "\"rail\":", 7);
         jsonw_string(w, transfer_rail_str(in->rail));
     }
     if (in->has_originating_account || in->originating_account != NULL) {
-        jsonw_key(w, "originating_account");
+        jsonw_raw_key(w, "\"originating_account\":", 22);
         jsonw_string(w, in->originating_account);
     }
     if (in->has_counterparty_id || in->counterparty_id != NULL) {
-        jsonw_key(w, "counterparty_id");
+        jsonw_raw_key(w, "\"counterparty_id\":", 18);
         jsonw_string(w, in->counterparty_id);
     }
     if (in->has_beneficiary_id || in->beneficiary_id != NULL) {
-        jsonw_key(w, "beneficiary_id");
+        jsonw_raw_key(w, "\"beneficiary_id\":", 17);
         jsonw_string(w, in->beneficiary_id);
     }
     if (in->has_value_date || in->value_date != NULL) {
-        jsonw_key(w, "value_date");
+        jsonw_raw_key(w, "\"value_date\":", 13);
         jsonw_string(w, in->value_date);
     }
     if (in->has_reference || in->reference != NULL) {
-        jsonw_key(w, "reference");
+        jsonw_raw_key(w, "\"reference\":", 12);
         jsonw_string(w, in->reference);
     }
     if (in->has_purpose_code || in->purpose_code_is_null || in->purpose_code != NULL) {
-        jsonw_key(w, "purpose_code");
+        jsonw_raw_key(w, "\"purpose_code\":", 15);
         if (in->purpose_code_is_null)
             jsonw_null(w);
         else {
@@ -2129,7 +2129,7 @@ void encode_transfer_update(struct jsonw *w, const struct transfer_update *in)
         }
     }
     if (in->has_external_id || in->external_id_is_null || in->external_id != NULL) {
-        jsonw_key(w, "external_id");
+        jsonw_raw_key(w, "\"external_id\":", 14);
         if (in->external_id_is_null)
             jsonw_null(w);
         else {
@@ -2137,7 +2137,7 @@ void encode_transfer_update(struct jsonw *w, const struct transfer_update *in)
         }
     }
     if (in->has_metadata || in->metadata != NULL) {
-        jsonw_key(w, "metadata");
+        jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->metadata_count; j++) {
             jsonw_key(w, in->metadata[j].key);

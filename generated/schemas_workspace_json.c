@@ -185,19 +185,19 @@ int decode_application(struct arena *a, const struct json_value *v, struct appli
 void encode_application(struct jsonw *w, const struct application *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "key");
+    jsonw_raw_key(w, "\"key\":", 6);
     jsonw_string(w, application_key_str(in->key));
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "description");
+    jsonw_raw_key(w, "\"description\":", 14);
     jsonw_string(w, in->description);
-    jsonw_key(w, "availability");
+    jsonw_raw_key(w, "\"availability\":", 15);
     jsonw_string(w, application_availability_str(in->availability));
-    jsonw_key(w, "enabled");
+    jsonw_raw_key(w, "\"enabled\":", 10);
     jsonw_bool(w, in->enabled);
-    jsonw_key(w, "scopes");
+    jsonw_raw_key(w, "\"scopes\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->scopes_count; j++) {
         jsonw_string(w, in->scopes[j]);
@@ -230,7 +230,7 @@ int decode_application_list(struct arena *a, const struct json_value *v, struct 
 void encode_application_list(struct jsonw *w, const struct application_list *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_application(w, &in->data[j]);
@@ -256,7 +256,7 @@ int decode_application_update(struct arena *a, const struct json_value *v, struc
 void encode_application_update(struct jsonw *w, const struct application_update *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "enabled");
+    jsonw_raw_key(w, "\"enabled\":", 10);
     jsonw_bool(w, in->enabled);
     jsonw_object_end(w);
 }
@@ -304,34 +304,34 @@ int decode_custom_domain(struct arena *a, const struct json_value *v, struct cus
 void encode_custom_domain(struct jsonw *w, const struct custom_domain *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "hostname");
+    jsonw_raw_key(w, "\"hostname\":", 11);
     jsonw_string(w, in->hostname);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, custom_domain_status_str(in->status));
-    jsonw_key(w, "verification");
+    jsonw_raw_key(w, "\"verification\":", 15);
     if (in->verification)
         encode_custom_domain_verification(w, in->verification);
     else
         jsonw_null(w);
-    jsonw_key(w, "verified_at");
+    jsonw_raw_key(w, "\"verified_at\":", 14);
     if (in->verified_at_is_null)
         jsonw_null(w);
     else {
         jsonw_string(w, in->verified_at);
     }
-    jsonw_key(w, "failure_reason");
+    jsonw_raw_key(w, "\"failure_reason\":", 17);
     if (in->failure_reason_is_null)
         jsonw_null(w);
     else {
         jsonw_string(w, in->failure_reason);
     }
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -353,7 +353,7 @@ int decode_custom_domain_set(struct arena *a, const struct json_value *v, struct
 void encode_custom_domain_set(struct jsonw *w, const struct custom_domain_set *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "hostname");
+    jsonw_raw_key(w, "\"hostname\":", 11);
     jsonw_string(w, in->hostname);
     jsonw_object_end(w);
 }
@@ -379,11 +379,11 @@ int decode_custom_domain_verification(struct arena *a, const struct json_value *
 void encode_custom_domain_verification(struct jsonw *w, const struct custom_domain_verification *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "value");
+    jsonw_raw_key(w, "\"value\":", 8);
     jsonw_string(w, in->value);
     jsonw_object_end(w);
 }
@@ -416,19 +416,19 @@ int decode_member(struct arena *a, const struct json_value *v, struct member *ou
 void encode_member(struct jsonw *w, const struct member *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "user_id");
+    jsonw_raw_key(w, "\"user_id\":", 10);
     jsonw_string(w, in->user_id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "email");
+    jsonw_raw_key(w, "\"email\":", 8);
     jsonw_string(w, in->email);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
-    jsonw_key(w, "role");
+    jsonw_raw_key(w, "\"role\":", 7);
     jsonw_string(w, in->role);
-    jsonw_key(w, "joined_at");
+    jsonw_raw_key(w, "\"joined_at\":", 12);
     jsonw_string(w, in->joined_at);
     jsonw_object_end(w);
 }
@@ -465,15 +465,15 @@ int decode_member_page(struct arena *a, const struct json_value *v, struct membe
 void encode_member_page(struct jsonw *w, const struct member_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_member(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "has_more");
+    jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
-    jsonw_key(w, "next_cursor");
+    jsonw_raw_key(w, "\"next_cursor\":", 14);
     if (in->next_cursor_is_null)
         jsonw_null(w);
     else {
@@ -534,50 +534,50 @@ int decode_workspace(struct arena *a, const struct json_value *v, struct workspa
 void encode_workspace(struct jsonw *w, const struct workspace *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_slug || in->slug != NULL) {
-        jsonw_key(w, "slug");
+        jsonw_raw_key(w, "\"slug\":", 7);
         jsonw_string(w, in->slug);
     }
     if (in->has_base_currency || in->base_currency != NULL) {
-        jsonw_key(w, "base_currency");
+        jsonw_raw_key(w, "\"base_currency\":", 16);
         jsonw_string(w, in->base_currency);
     }
     if (in->has_timezone || in->timezone != NULL) {
-        jsonw_key(w, "timezone");
+        jsonw_raw_key(w, "\"timezone\":", 11);
         jsonw_string(w, in->timezone);
     }
     if (in->has_fiscal_year_start_month) {
-        jsonw_key(w, "fiscal_year_start_month");
+        jsonw_raw_key(w, "\"fiscal_year_start_month\":", 26);
         jsonw_int(w, in->fiscal_year_start_month);
     }
-    jsonw_key(w, "settings");
+    jsonw_raw_key(w, "\"settings\":", 11);
     if (in->settings)
         encode_workspace_settings(w, in->settings);
     else
         jsonw_null(w);
     if (in->has_treasury || in->treasury != NULL) {
-        jsonw_key(w, "treasury");
+        jsonw_raw_key(w, "\"treasury\":", 11);
         if (in->treasury)
             encode_workspace_treasury_settings(w, in->treasury);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "rate_limit");
+    jsonw_raw_key(w, "\"rate_limit\":", 13);
     if (in->rate_limit)
         encode_workspace_rate_limit(w, in->rate_limit);
     else
         jsonw_null(w);
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -601,9 +601,9 @@ int decode_workspace_rate_limit(struct arena *a, const struct json_value *v, str
 void encode_workspace_rate_limit(struct jsonw *w, const struct workspace_rate_limit *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "requests_per_minute");
+    jsonw_raw_key(w, "\"requests_per_minute\":", 22);
     jsonw_int(w, in->requests_per_minute);
-    jsonw_key(w, "source");
+    jsonw_raw_key(w, "\"source\":", 9);
     jsonw_string(w, workspace_rate_limit_source_str(in->source));
     jsonw_object_end(w);
 }
@@ -625,7 +625,7 @@ int decode_workspace_settings(struct arena *a, const struct json_value *v, struc
 void encode_workspace_settings(struct jsonw *w, const struct workspace_settings *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "token_lifetime_seconds");
+    jsonw_raw_key(w, "\"token_lifetime_seconds\":", 25);
     jsonw_int(w, in->token_lifetime_seconds);
     jsonw_object_end(w);
 }
@@ -688,27 +688,27 @@ void encode_workspace_treasury_settings(struct jsonw *w, const struct workspace_
 {
     jsonw_object_begin(w);
     if (in->has_fx_quote_ttl_seconds) {
-        jsonw_key(w, "fx_quote_ttl_seconds");
+        jsonw_raw_key(w, "\"fx_quote_ttl_seconds\":", 23);
         jsonw_int(w, in->fx_quote_ttl_seconds);
     }
     if (in->has_fx_spread_bps) {
-        jsonw_key(w, "fx_spread_bps");
+        jsonw_raw_key(w, "\"fx_spread_bps\":", 16);
         jsonw_int(w, in->fx_spread_bps);
     }
     if (in->has_transfer_signatures_required) {
-        jsonw_key(w, "transfer_signatures_required");
+        jsonw_raw_key(w, "\"transfer_signatures_required\":", 31);
         jsonw_int(w, in->transfer_signatures_required);
     }
     if (in->has_transfer_authorisation_hours) {
-        jsonw_key(w, "transfer_authorisation_hours");
+        jsonw_raw_key(w, "\"transfer_authorisation_hours\":", 31);
         jsonw_int(w, in->transfer_authorisation_hours);
     }
     if (in->has_require_mfa) {
-        jsonw_key(w, "require_mfa");
+        jsonw_raw_key(w, "\"require_mfa\":", 14);
         jsonw_bool(w, in->require_mfa);
     }
     if (in->has_idempotency_retention_hours) {
-        jsonw_key(w, "idempotency_retention_hours");
+        jsonw_raw_key(w, "\"idempotency_retention_hours\":", 30);
         jsonw_int(w, in->idempotency_retention_hours);
     }
     jsonw_object_end(w);
@@ -750,27 +750,27 @@ void encode_workspace_update(struct jsonw *w, const struct workspace_update *in)
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_slug || in->slug != NULL) {
-        jsonw_key(w, "slug");
+        jsonw_raw_key(w, "\"slug\":", 7);
         jsonw_string(w, in->slug);
     }
     if (in->has_base_currency || in->base_currency != NULL) {
-        jsonw_key(w, "base_currency");
+        jsonw_raw_key(w, "\"base_currency\":", 16);
         jsonw_string(w, in->base_currency);
     }
     if (in->has_timezone || in->timezone != NULL) {
-        jsonw_key(w, "timezone");
+        jsonw_raw_key(w, "\"timezone\":", 11);
         jsonw_string(w, in->timezone);
     }
     if (in->has_fiscal_year_start_month) {
-        jsonw_key(w, "fiscal_year_start_month");
+        jsonw_raw_key(w, "\"fiscal_year_start_month\":", 26);
         jsonw_int(w, in->fiscal_year_start_month);
     }
     if (in->has_treasury || in->treasury != NULL) {
-        jsonw_key(w, "treasury");
+        jsonw_raw_key(w, "\"treasury\":", 11);
         if (in->treasury)
             encode_workspace_update_treasury(w, in->treasury);
         else
@@ -837,7 +837,7 @@ void encode_workspace_update_treasury(struct jsonw *w, const struct workspace_up
 {
     jsonw_object_begin(w);
     if (in->has_fx_quote_ttl_seconds || in->fx_quote_ttl_seconds_is_null) {
-        jsonw_key(w, "fx_quote_ttl_seconds");
+        jsonw_raw_key(w, "\"fx_quote_ttl_seconds\":", 23);
         if (in->fx_quote_ttl_seconds_is_null)
             jsonw_null(w);
         else {
@@ -845,7 +845,7 @@ void encode_workspace_update_treasury(struct jsonw *w, const struct workspace_up
         }
     }
     if (in->has_fx_spread_bps || in->fx_spread_bps_is_null) {
-        jsonw_key(w, "fx_spread_bps");
+        jsonw_raw_key(w, "\"fx_spread_bps\":", 16);
         if (in->fx_spread_bps_is_null)
             jsonw_null(w);
         else {
@@ -853,7 +853,7 @@ void encode_workspace_update_treasury(struct jsonw *w, const struct workspace_up
         }
     }
     if (in->has_transfer_signatures_required || in->transfer_signatures_required_is_null) {
-        jsonw_key(w, "transfer_signatures_required");
+        jsonw_raw_key(w, "\"transfer_signatures_required\":", 31);
         if (in->transfer_signatures_required_is_null)
             jsonw_null(w);
         else {
@@ -861,7 +861,7 @@ void encode_workspace_update_treasury(struct jsonw *w, const struct workspace_up
         }
     }
     if (in->has_transfer_authorisation_hours || in->transfer_authorisation_hours_is_null) {
-        jsonw_key(w, "transfer_authorisation_hours");
+        jsonw_raw_key(w, "\"transfer_authorisation_hours\":", 31);
         if (in->transfer_authorisation_hours_is_null)
             jsonw_null(w);
         else {
@@ -869,7 +869,7 @@ void encode_workspace_update_treasury(struct jsonw *w, const struct workspace_up
         }
     }
     if (in->has_require_mfa || in->require_mfa_is_null) {
-        jsonw_key(w, "require_mfa");
+        jsonw_raw_key(w, "\"require_mfa\":", 14);
         if (in->require_mfa_is_null)
             jsonw_null(w);
         else {
@@ -877,7 +877,7 @@ void encode_workspace_update_treasury(struct jsonw *w, const struct workspace_up
         }
     }
     if (in->has_idempotency_retention_hours || in->idempotency_retention_hours_is_null) {
-        jsonw_key(w, "idempotency_retention_hours");
+        jsonw_raw_key(w, "\"idempotency_retention_hours\":", 30);
         if (in->idempotency_retention_hours_is_null)
             jsonw_null(w);
         else {

@@ -42,7 +42,7 @@ const char *pay_json_text(struct req *r, struct jsonw *w)
     return out;
 }
 
-int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sql,
+int pay_page_rows(struct req *r, struct payment **items, size_t n, const char *sql,
                   void (*row)(struct req *r, struct db_stmt *st, struct payment *item),
                   const char *what)
 {
@@ -58,7 +58,7 @@ int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sq
         return -1;
     for (size_t i = 0; i < (size_t)places; i++) {
         if (i < n)
-            db_bind_text(st, (int)i + 1, items[i].id);
+            db_bind_text(st, (int)i + 1, items[i]->id);
         else
             db_bind_null(st, (int)i + 1);
     }
@@ -66,8 +66,8 @@ int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sq
     while ((rc = db_step(st)) == DB_ROW) {
         const char *pid = db_column_text(st, 0);
         for (size_t i = 0; pid && i < n; i++)
-            if (strcmp(items[i].id, pid) == 0) {
-                row(r, st, &items[i]);
+            if (strcmp(items[i]->id, pid) == 0) {
+                row(r, st, items[i]);
                 break;
             }
     }
@@ -181,7 +181,7 @@ static void page_decision(struct req *r, struct db_stmt *st, struct payment *p)
 /* The current round's decisions of a page of payments, in one query (not one per row). The
  * round is looked up for each decision found, not for each payment of the page: most have
  * none (a join from payments looked every payment of the page up a second time). */
-static int load_page_approvers(struct req *r, struct payment *items, size_t n)
+static int load_page_approvers(struct req *r, struct payment **items, size_t n)
 {
     return pay_page_rows(r, items, n,
                          "SELECT a.payment_id, a.user_id, a.decision, a.reason, a.decided_at "
@@ -440,13 +440,15 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
     /* the page's rows as the API's payments, then their decisions and makers: one query each */
     struct payment_row *rows = rp.items;
     struct payment *items = arena_alloc(&r->arena, (rp.count ? rp.count : 1) * sizeof *items);
+    struct payment **each = arena_alloc(&r->arena, (rp.count ? rp.count : 1) * sizeof *each);
     for (size_t i = 0; i < rp.count; i++) {
         pay_complete(r, &rows[i]);
         items[i] = rows[i].obj;
+        each[i] = &items[i];
     }
     rp.items = items;
-    if (load_page_approvers(r, items, rp.count) != 0 ||
-        pay_load_page_makers(r, items, rp.count) != 0)
+    if (load_page_approvers(r, each, rp.count) != 0 ||
+        pay_load_page_makers(r, each, rp.count) != 0)
         return -1;
     struct payment_page *page = arena_alloc(&r->arena, sizeof *page);
     RESOURCE_PAGE_SET(page, rp);

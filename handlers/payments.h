@@ -29,10 +29,10 @@
 
 /* What w wrote, as text in r->arena (NULL on failure); w is empty afterwards. */
 const char *pay_json_text(struct req *r, struct jsonw *w);
-/* What sql finds for a page of n payments in one query (not one per row): ?1 is bound to
- * their ids as a JSON array (for json_each), the first column names the payment, and row(r,
- * st, item) reads each row into the payment it names. A failure is logged as what. 0 / -1. */
-int pay_page_rows(struct req *r, struct payment *items, size_t n, const char *sql,
+/* What sql finds for n payments of a page in one query (not one per row): its DB_IN_LIST is
+ * bound to their ids, the first column names the payment, and row(r, st, item) reads each row
+ * into the payment it names. A failure is logged as what. 0 / -1. */
+int pay_page_rows(struct req *r, struct payment **items, size_t n, const char *sql,
                   void (*row)(struct req *r, struct db_stmt *st, struct payment *item),
                   const char *what);
 
@@ -163,7 +163,7 @@ int pay_maker_fields(const char *payment_id, const char *person, unsigned *field
 void pay_set_creator(struct req *r, struct payment_row *x);
 /* Appends the makers who changed p (one payment), or those of a page's items. 0 / -1. */
 int pay_load_makers(struct req *r, struct payment *p);
-int pay_load_page_makers(struct req *r, struct payment *items, size_t n);
+int pay_load_page_makers(struct req *r, struct payment **items, size_t n);
 /* The total of x and person's other payments to x's beneficiary in x's currency created in
  * the last window_hours and not denied, cancelled, failed or returned; the sum stops once it
  * reaches enough. 0 / -1. */

@@ -409,7 +409,7 @@ static void page_maker(struct req *r, struct db_stmt *st, struct payment *p)
     read_maker(r, st, 1, p);
 }
 
-int pay_load_page_makers(struct req *r, struct payment *items, size_t n)
+int pay_load_page_makers(struct req *r, struct payment **items, size_t n)
 {
     return pay_page_rows(r, items, n,
                          "SELECT payment_id, person_id, via, fields, last_at FROM payment_makers "

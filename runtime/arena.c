@@ -1,5 +1,7 @@
-/* Per-request bump allocator: a list of zeroed blocks, newest first. Small allocations share
- * blocks that grow as the arena grows; a large one gets a block of its own. */
+/* Per-request bump allocator: a list of blocks, newest first. Small allocations share blocks
+ * that grow as the arena grows; a large one gets a block of its own. Blocks are not zeroed as
+ * a whole: arena_alloc zeroes what it hands out, the string helpers only write their bytes (the
+ * blocks' unused halves and the strings, most of a list's arena, were zeroed for nothing). */
 #include "runtime/arena.h"
 
 #include <stdint.h>
@@ -40,8 +42,9 @@ static struct arena_block *block_new(size_t size)
     struct arena_block *b = aligned_alloc(ALIGN, bytes);
     if (!b)
         out_of_memory(size);
-    memset(b, 0, bytes);
+    b->next = NULL;
     b->size = size;
+    b->used = 0;
     return b;
 }
 
@@ -63,10 +66,9 @@ void arena_release(struct arena *a)
     a->total = 0;
 }
 
-void *arena_alloc(struct arena *a, size_t n)
+/* need bytes (a multiple of ALIGN), as they were left: the caller writes or zeroes them. */
+static void *take(struct arena *a, size_t need)
 {
-    /* Zero-byte requests still get a distinct, valid pointer. */
-    size_t need = round_up(n ? n : 1);
     struct arena_block *b = a->head;
     if (b && b->size - b->used >= need) {
         void *p = b->data + b->used;
@@ -99,6 +101,15 @@ void *arena_alloc(struct arena *a, size_t n)
     return nb->data;
 }
 
+void *arena_alloc(struct arena *a, size_t n)
+{
+    /* Zero-byte requests still get a distinct, valid pointer. */
+    size_t need = round_up(n ? n : 1);
+    void *p = take(a, need);
+    memset(p, 0, n);
+    return p;
+}
+
 void *arena_grow(struct arena *a, void *items, size_t count, size_t size)
 {
     if (items && (count < 4 || (count & (count - 1)) != 0))
@@ -116,7 +127,7 @@ char *arena_strndup(struct arena *a, const char *s, size_t n)
 {
     if (n == SIZE_MAX)
         out_of_memory(n);
-    char *p = arena_alloc(a, n + 1);
+    char *p = take(a, round_up(n + 1));
     if (n)
         memcpy(p, s, n);
     p[n] = '\0';
@@ -132,8 +143,7 @@ char *arena_vprintf(struct arena *a, const char *fmt, va_list ap)
 {
     va_list copy;
     va_copy(copy, ap);
-    /* Straight into the head block's free space when it fits (one formatting pass, not two);
-     * otherwise the bytes written there are zeroed again, as arena_alloc promises. */
+    /* Straight into the head block's free space when it fits (one formatting pass, not two). */
     struct arena_block *b = a->head;
     size_t room = b ? b->size - b->used : 0;
     int n = vsnprintf(room ? (char *)b->data + b->used : NULL, room, fmt, copy);
@@ -145,14 +155,12 @@ char *arena_vprintf(struct arena *a, const char *fmt, va_list ap)
         a->total += need;
         return p;
     }
-    if (room)
-        memset(b->data + b->used, 0, room);
     if (n < 0) {
         /* Only an invalid format or wide-char conversion gets here: a programming error. */
         fprintf(stderr, "arena: vsnprintf failed for format \"%s\"\n", fmt);
         abort();
     }
-    char *p = arena_alloc(a, (size_t)n + 1);
+    char *p = take(a, round_up((size_t)n + 1));
     vsnprintf(p, (size_t)n + 1, fmt, ap);
     return p;
 }

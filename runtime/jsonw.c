@@ -15,10 +15,9 @@ static _Noreturn void die(const char *why)
     abort();
 }
 
-static void reserve(struct jsonw *w, size_t n)
+/* Room for n more bytes: the growth, out of line so that reserve's test inlines everywhere. */
+static __attribute__((noinline)) void grow(struct jsonw *w, size_t n)
 {
-    if (n <= w->cap - w->len)
-        return;
     if (n > SIZE_MAX / 2 - w->len)
         die("output too large");
     size_t cap = w->cap ? w->cap : 1024; /* a payment's JSON fits without a realloc */
@@ -29,6 +28,12 @@ static void reserve(struct jsonw *w, size_t n)
         die("out of memory");
     w->buf = nb;
     w->cap = cap;
+}
+
+static inline void reserve(struct jsonw *w, size_t n)
+{
+    if (n > w->cap - w->len)
+        grow(w, n);
 }
 
 static void put(struct jsonw *w, const char *s, size_t n)
@@ -46,8 +51,7 @@ static void putc1(struct jsonw *w, char c)
     w->buf[w->len] = '\0';
 }
 
-/* The writer never emits whitespace, so the previous byte tells whether a ',' is due; this
- * also holds beyond JSONW_MAX_DEPTH, where first[] has no slot. */
+/* The writer never emits whitespace, so the previous byte tells whether a ',' is due. */
 static void separate(struct jsonw *w)
 {
     if (w->after_key) {
@@ -59,14 +63,11 @@ static void separate(struct jsonw *w)
     char last = w->buf[w->len - 1];
     if (last != '[' && last != '{')
         putc1(w, ',');
-    if (w->depth <= JSONW_MAX_DEPTH)
-        w->first[w->depth] = false;
 }
 
 void jsonw_init(struct jsonw *w)
 {
     memset(w, 0, sizeof *w);
-    w->first[0] = true;
 }
 
 void jsonw_release(struct jsonw *w)
@@ -96,8 +97,6 @@ static void container_open(struct jsonw *w, char c)
     separate(w);
     putc1(w, c);
     w->depth++;
-    if (w->depth <= JSONW_MAX_DEPTH)
-        w->first[w->depth] = true;
 }
 
 static void container_close(struct jsonw *w, char c)
@@ -191,25 +190,13 @@ static size_t copy_plain(const unsigned char *s, size_t n, char *o)
     return i;
 }
 
-static void quoted(struct jsonw *w, const char *str, size_t n)
+/* The string's bytes from s[i] on, the opening quote and s[0..i) written: escapes what needs
+ * it, then the closing quote. Out of line: most strings never get here (see quoted). */
+static __attribute__((noinline)) void quoted_rest(struct jsonw *w, const unsigned char *s,
+                                                  size_t i, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    const unsigned char *s = (const unsigned char *)str;
     size_t run = 0;
-    /* Fast path: printable ASCII with nothing to escape (ids, codes, dates, most text) is
-     * copied as it is tested; the first other byte hands over to the loop below. */
-    reserve(w, n + 3);
-    char *o = w->buf + w->len;
-    *o++ = '"';
-    size_t i = copy_plain(s, n, o);
-    if (i == n) {
-        o[n] = '"';
-        w->len += n + 2;
-        w->buf[w->len] = '\0';
-        return;
-    }
-    w->len += 1 + i;
-    w->buf[w->len] = '\0';
     while (i < n) {
         unsigned char c = s[i];
         const char *esc = NULL;
@@ -259,6 +246,26 @@ static void quoted(struct jsonw *w, const char *str, size_t n)
     putc1(w, '"');
 }
 
+static void quoted(struct jsonw *w, const char *str, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    /* Fast path: printable ASCII with nothing to escape (ids, codes, dates, most text) is
+     * copied as it is tested; the first other byte hands over to quoted_rest. */
+    reserve(w, n + 3);
+    char *o = w->buf + w->len;
+    *o++ = '"';
+    size_t i = copy_plain(s, n, o);
+    if (i == n) {
+        o[n] = '"';
+        w->len += n + 2;
+        w->buf[w->len] = '\0';
+        return;
+    }
+    w->len += 1 + i;
+    w->buf[w->len] = '\0';
+    quoted_rest(w, s, i, n);
+}
+
 static void keyn(struct jsonw *w, const char *key, size_t n)
 {
     separate(w);
@@ -270,6 +277,20 @@ static void keyn(struct jsonw *w, const char *key, size_t n)
 void jsonw_key(struct jsonw *w, const char *key)
 {
     keyn(w, key ? key : "", key ? strlen(key) : 0);
+}
+
+/* Inside an object a key follows its '{' or the end of a member's value, never a '[' nor
+ * another key (jsonw_key's separate() would write the same comma). */
+void jsonw_raw_key(struct jsonw *w, const char *raw, size_t n)
+{
+    reserve(w, n + 2);
+    char *o = w->buf + w->len;
+    if (w->len && o[-1] != '{')
+        *o++ = ',';
+    memcpy(o, raw, n);
+    o[n] = '\0';
+    w->len = (size_t)(o + n - w->buf);
+    w->after_key = true;
 }
 
 void jsonw_stringn(struct jsonw *w, const char *s, size_t n)

@@ -213,17 +213,19 @@ def wrk_parse(out):
     return rps, total, p50, p99, int(non2xx.group(1)) if non2xx else 0
 
 
-def start_server(root, extra=()):
+def start_server(root, extra=(), prefix=(), timeout=20):
+    """The server on free ports; prefix runs it under another program (valgrind in
+    tests/bench/instructions.py), which starts slower: timeout is the seconds it may take."""
     https_port, http_port = free_ports(2)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TREASURY_")}
     env.update(TREASURY_ADMIN_PASSWORD=PASSWORD)
     log = open(root / "server.log", "wb")
-    args = (["taskset", "-c", "0"] if PIN else []) + [
+    args = (["taskset", "-c", "0"] if PIN else []) + list(prefix) + [
         str(BIN), "--data-dir", str(root / "data"), "--https-port", str(https_port),
         "--http-port", str(http_port), "--rate-limit", "100000000", "--auth-rate-limit",
         "100000000", "--log-format", "text"] + list(extra)
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=log)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + timeout
     while b"listening on https://" not in (root / "server.log").read_bytes():
         if proc.poll() is not None or time.monotonic() > deadline:
             sys.exit("server did not start:\n" + (root / "server.log").read_text())

@@ -107,6 +107,33 @@ def test_four_eyes_bypass_by_editing(server, team):
         assert item == assert_json(team.owner.get(PAY + "/" + item["id"]), 200)
 
 
+def test_a_page_shows_each_payments_decisions_and_makers(team):
+    """The list asks for decisions and makers only for the payments that have some (a flag per
+    row): a page mixing payments with a decision, with a maker who changed them, with a
+    decision voided by a change, and with neither, shows each as its own GET does."""
+    team.policy([{"currency": "EUR", "min_amount": 1, "approvals_required": 2}])
+    ben = team.beneficiary()
+    plain, decided, changed, voided = (assert_json(team.pay(ben, 100 + i), 201)
+                                       for i in range(4))
+    editor = team.approvers[0]
+    assert_json(team.approvers[1].put(PAY + "/" + decided["id"] + "/approve"), 200)
+    assert_json(patch(editor, changed["id"], amount=4242), 200)
+    assert_json(team.approvers[2].put(PAY + "/" + voided["id"] + "/approve"), 200)
+    assert_json(patch(editor, voided["id"], amount=4343), 200)
+    listed = assert_json(team.owner.get(PAY + "?limit=100&beneficiary_id=" + ben["id"]), 200)
+    by_id = {item["id"]: item for item in listed["data"]}
+    assert len(by_id) == 4
+    for item in listed["data"]:
+        assert item == assert_json(team.owner.get(PAY + "/" + item["id"]), 200)
+    assert [a["user_id"] for a in by_id[decided["id"]]["approval"]["approvers"]] == [
+        user_id(team.approvers[1])]
+    for p in (plain, changed, voided):
+        assert by_id[p["id"]]["approval"]["approvers"] == []
+    for p, makers in ((plain, 1), (decided, 1), (changed, 2), (voided, 2)):
+        assert len(by_id[p["id"]]["makers"]) == makers
+    assert by_id[changed["id"]]["makers"][1]["user_id"] == user_id(editor)
+
+
 # ---- attack 2 ------------------------------------------------------------------------------
 
 def test_beneficiary_approval_is_not_rechecked_at_payment_approval(team):

@@ -33,6 +33,30 @@ static void test_allocations_are_16_byte_aligned_and_zeroed(void)
     arena_release(&a);
 }
 
+/* Blocks are not zeroed as a whole, so what arena_alloc hands out must be zeroed by it: after
+ * strings (which leave their padding as it was), and in memory a released arena dirtied. */
+static void test_allocations_are_zeroed_after_strings_and_in_reused_memory(void)
+{
+    for (int round = 0; round < 3; round++) {
+        struct arena a;
+        arena_init(&a);
+        for (size_t n = 1; n < 3000; n += 37) {
+            char text[40];
+            memset(text, 'x', sizeof text - 1);
+            text[sizeof text - 1] = '\0';
+            arena_strndup(&a, text, n % 39);
+            arena_printf(&a, "%s%zu", text, n);
+            unsigned char *p = arena_alloc(&a, n);
+            CHECK(all_zero(p, n));
+            memset(p, 0xCD, n); /* dirties the blocks the next round may get back from malloc */
+        }
+        unsigned char *big = arena_alloc(&a, 100000);
+        CHECK(all_zero(big, 100000));
+        memset(big, 0xCD, 100000);
+        arena_release(&a);
+    }
+}
+
 static void test_allocations_do_not_overlap(void)
 {
     struct arena a;
@@ -203,6 +227,7 @@ int main(void)
     static const struct unit_test tests[] = {
         UNIT_TEST(test_allocations_are_16_byte_aligned_and_zeroed),
         UNIT_TEST(test_allocations_do_not_overlap),
+        UNIT_TEST(test_allocations_are_zeroed_after_strings_and_in_reused_memory),
         UNIT_TEST(test_zero_byte_allocations_are_distinct),
         UNIT_TEST(test_grow_keeps_items_and_moves_only_when_full),
         UNIT_TEST(test_allocation_larger_than_a_block_is_served_and_zeroed),

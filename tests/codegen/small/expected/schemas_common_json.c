@@ -29,13 +29,13 @@ int decode_problem(struct arena *a, const struct json_value *v, struct problem *
 void encode_problem(struct jsonw *w, const struct problem *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "title");
+    jsonw_raw_key(w, "\"title\":", 8);
     jsonw_string(w, in->title);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_int(w, in->status);
-    jsonw_key(w, "code");
+    jsonw_raw_key(w, "\"code\":", 7);
     jsonw_string(w, in->code);
     jsonw_object_end(w);
 }

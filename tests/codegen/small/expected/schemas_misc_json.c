@@ -52,10 +52,10 @@ int decode_misc_get_health_200(struct arena *a, const struct json_value *v, stru
 void encode_misc_get_health_200(struct jsonw *w, const struct misc_get_health_200 *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "status");
+    jsonw_raw_key(w, "\"status\":", 9);
     jsonw_string(w, in->status);
     if (in->has_up) {
-        jsonw_key(w, "up");
+        jsonw_raw_key(w, "\"up\":", 5);
         jsonw_bool(w, in->up);
     }
     jsonw_object_end(w);
@@ -78,7 +78,7 @@ int decode_misc_issue_token_200(struct arena *a, const struct json_value *v, str
 void encode_misc_issue_token_200(struct jsonw *w, const struct misc_issue_token_200 *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "access_token");
+    jsonw_raw_key(w, "\"access_token\":", 15);
     jsonw_string(w, in->access_token);
     jsonw_object_end(w);
 }
@@ -103,10 +103,10 @@ int decode_o_auth_error(struct arena *a, const struct json_value *v, struct o_au
 void encode_o_auth_error(struct jsonw *w, const struct o_auth_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "error");
+    jsonw_raw_key(w, "\"error\":", 8);
     jsonw_string(w, o_auth_error_error_str(in->error));
     if (in->has_error_description || in->error_description != NULL) {
-        jsonw_key(w, "error_description");
+        jsonw_raw_key(w, "\"error_description\":", 20);
         jsonw_string(w, in->error_description);
     }
     jsonw_object_end(w);
@@ -131,7 +131,7 @@ void encode_token_form(struct jsonw *w, const struct token_form *in)
 {
     jsonw_object_begin(w);
     if (in->has_grant_type || in->grant_type != NULL) {
-        jsonw_key(w, "grant_type");
+        jsonw_raw_key(w, "\"grant_type\":", 13);
         jsonw_string(w, in->grant_type);
     }
     jsonw_object_end(w);

@@ -134,9 +134,9 @@ int decode_circle(struct arena *a, const struct json_value *v, struct circle *ou
 void encode_circle(struct jsonw *w, const struct circle *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "kind");
+    jsonw_raw_key(w, "\"kind\":", 7);
     jsonw_string(w, in->kind);
-    jsonw_key(w, "radius");
+    jsonw_raw_key(w, "\"radius\":", 9);
     jsonw_int(w, in->radius);
     jsonw_object_end(w);
 }
@@ -163,12 +163,12 @@ int decode_desk_mount(struct arena *a, const struct json_value *v, struct desk_m
 void encode_desk_mount(struct jsonw *w, const struct desk_mount *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "depth");
+    jsonw_raw_key(w, "\"depth\":", 8);
     jsonw_int(w, in->depth);
     if (in->has_screw || in->screw != NULL) {
-        jsonw_key(w, "screw");
+        jsonw_raw_key(w, "\"screw\":", 8);
         jsonw_string(w, in->screw);
     }
     jsonw_object_end(w);
@@ -235,63 +235,63 @@ void encode_formats(struct jsonw *w, const struct formats *in)
 {
     jsonw_object_begin(w);
     if (in->has_day || in->day != NULL) {
-        jsonw_key(w, "day");
+        jsonw_raw_key(w, "\"day\":", 6);
         jsonw_string(w, in->day);
     }
     if (in->has_at || in->at != NULL) {
-        jsonw_key(w, "at");
+        jsonw_raw_key(w, "\"at\":", 5);
         jsonw_string(w, in->at);
     }
     if (in->has_uuid || in->uuid != NULL) {
-        jsonw_key(w, "uuid");
+        jsonw_raw_key(w, "\"uuid\":", 7);
         jsonw_string(w, in->uuid);
     }
     if (in->has_email || in->email != NULL) {
-        jsonw_key(w, "email");
+        jsonw_raw_key(w, "\"email\":", 8);
         jsonw_string(w, in->email);
     }
     if (in->has_uri || in->uri != NULL) {
-        jsonw_key(w, "uri");
+        jsonw_raw_key(w, "\"uri\":", 6);
         jsonw_string(w, in->uri);
     }
     if (in->has_currency || in->currency != NULL) {
-        jsonw_key(w, "currency");
+        jsonw_raw_key(w, "\"currency\":", 11);
         jsonw_string(w, in->currency);
     }
     if (in->has_country || in->country != NULL) {
-        jsonw_key(w, "country");
+        jsonw_raw_key(w, "\"country\":", 10);
         jsonw_string(w, in->country);
     }
     if (in->has_iban || in->iban != NULL) {
-        jsonw_key(w, "iban");
+        jsonw_raw_key(w, "\"iban\":", 7);
         jsonw_string(w, in->iban);
     }
     if (in->has_bic || in->bic != NULL) {
-        jsonw_key(w, "bic");
+        jsonw_raw_key(w, "\"bic\":", 6);
         jsonw_string(w, in->bic);
     }
     if (in->has_rate || in->rate != NULL) {
-        jsonw_key(w, "rate");
+        jsonw_raw_key(w, "\"rate\":", 7);
         jsonw_string(w, in->rate);
     }
     if (in->has_delta || in->delta != NULL) {
-        jsonw_key(w, "delta");
+        jsonw_raw_key(w, "\"delta\":", 8);
         jsonw_string(w, in->delta);
     }
     if (in->has_any_decimal || in->any_decimal != NULL) {
-        jsonw_key(w, "any_decimal");
+        jsonw_raw_key(w, "\"any_decimal\":", 14);
         jsonw_string(w, in->any_decimal);
     }
     if (in->has_big) {
-        jsonw_key(w, "big");
+        jsonw_raw_key(w, "\"big\":", 6);
         jsonw_int(w, in->big);
     }
     if (in->has_small) {
-        jsonw_key(w, "small");
+        jsonw_raw_key(w, "\"small\":", 8);
         jsonw_int(w, in->small);
     }
     if (in->has_ratio) {
-        jsonw_key(w, "ratio");
+        jsonw_raw_key(w, "\"ratio\":", 8);
         jsonw_double(w, in->ratio);
     }
     jsonw_object_end(w);
@@ -380,47 +380,47 @@ int decode_gadget(struct arena *a, const struct json_value *v, struct gadget *ou
 void encode_gadget(struct jsonw *w, const struct gadget *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "object");
+    jsonw_raw_key(w, "\"object\":", 9);
     jsonw_string(w, in->object);
-    jsonw_key(w, "workspace_id");
+    jsonw_raw_key(w, "\"workspace_id\":", 15);
     jsonw_string(w, in->workspace_id);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
     if (in->has_label || in->label != NULL) {
-        jsonw_key(w, "label");
+        jsonw_raw_key(w, "\"label\":", 8);
         jsonw_string(w, in->label);
     }
-    jsonw_key(w, "kind");
+    jsonw_raw_key(w, "\"kind\":", 7);
     jsonw_string(w, kind_str(in->kind));
     if (in->has_active) {
-        jsonw_key(w, "active");
+        jsonw_raw_key(w, "\"active\":", 9);
         jsonw_bool(w, in->active);
     }
     if (in->has_count) {
-        jsonw_key(w, "count");
+        jsonw_raw_key(w, "\"count\":", 8);
         jsonw_int(w, in->count);
     }
-    jsonw_key(w, "note");
+    jsonw_raw_key(w, "\"note\":", 7);
     if (in->note_is_null)
         jsonw_null(w);
     else {
         jsonw_string(w, in->note);
     }
-    jsonw_key(w, "specs");
+    jsonw_raw_key(w, "\"specs\":", 8);
     if (in->specs)
         encode_gadget_specs(w, in->specs);
     else
         jsonw_null(w);
     if (in->has_mount || in->mount != NULL) {
-        jsonw_key(w, "mount");
+        jsonw_raw_key(w, "\"mount\":", 8);
         if (in->mount)
             encode_mount(w, in->mount);
         else
             jsonw_null(w);
     }
-    jsonw_key(w, "labels");
+    jsonw_raw_key(w, "\"labels\":", 9);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->labels_count; j++) {
         jsonw_key(w, in->labels[j].key);
@@ -428,7 +428,7 @@ void encode_gadget(struct jsonw *w, const struct gadget *in)
     }
     jsonw_object_end(w);
     if (in->has_tags || in->tags != NULL) {
-        jsonw_key(w, "tags");
+        jsonw_raw_key(w, "\"tags\":", 7);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->tags_count; j++) {
             jsonw_string(w, in->tags[j]);
@@ -436,18 +436,18 @@ void encode_gadget(struct jsonw *w, const struct gadget *in)
         jsonw_array_end(w);
     }
     if (in->has_parts || in->parts != NULL) {
-        jsonw_key(w, "parts");
+        jsonw_raw_key(w, "\"parts\":", 8);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->parts_count; j++) {
             encode_part(w, &in->parts[j]);
         }
         jsonw_array_end(w);
     }
-    jsonw_key(w, "version");
+    jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
-    jsonw_key(w, "updated_at");
+    jsonw_raw_key(w, "\"updated_at\":", 13);
     jsonw_string(w, in->updated_at);
     jsonw_object_end(w);
 }
@@ -475,14 +475,14 @@ int decode_gadget_specs(struct arena *a, const struct json_value *v, struct gadg
 void encode_gadget_specs(struct jsonw *w, const struct gadget_specs *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "w");
+    jsonw_raw_key(w, "\"w\":", 4);
     jsonw_int(w, in->w);
     if (in->has_h) {
-        jsonw_key(w, "h");
+        jsonw_raw_key(w, "\"h\":", 4);
         jsonw_int(w, in->h);
     }
     if (in->has_unit) {
-        jsonw_key(w, "unit");
+        jsonw_raw_key(w, "\"unit\":", 7);
         jsonw_string(w, gadget_specs_unit_str(in->unit));
     }
     jsonw_object_end(w);
@@ -514,11 +514,11 @@ void encode_gadget_specs_update(struct jsonw *w, const struct gadget_specs_updat
 {
     jsonw_object_begin(w);
     if (in->has_w) {
-        jsonw_key(w, "w");
+        jsonw_raw_key(w, "\"w\":", 4);
         jsonw_int(w, in->w);
     }
     if (in->has_h || in->h_is_null) {
-        jsonw_key(w, "h");
+        jsonw_raw_key(w, "\"h\":", 4);
         if (in->h_is_null)
             jsonw_null(w);
         else {
@@ -597,11 +597,11 @@ void encode_gadget_update(struct jsonw *w, const struct gadget_update *in)
 {
     jsonw_object_begin(w);
     if (in->has_name || in->name != NULL) {
-        jsonw_key(w, "name");
+        jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     if (in->has_label || in->label_is_null || in->label != NULL) {
-        jsonw_key(w, "label");
+        jsonw_raw_key(w, "\"label\":", 8);
         if (in->label_is_null)
             jsonw_null(w);
         else {
@@ -609,7 +609,7 @@ void encode_gadget_update(struct jsonw *w, const struct gadget_update *in)
         }
     }
     if (in->has_count || in->count_is_null) {
-        jsonw_key(w, "count");
+        jsonw_raw_key(w, "\"count\":", 8);
         if (in->count_is_null)
             jsonw_null(w);
         else {
@@ -617,25 +617,25 @@ void encode_gadget_update(struct jsonw *w, const struct gadget_update *in)
         }
     }
     if (in->has_note || in->note != NULL) {
-        jsonw_key(w, "note");
+        jsonw_raw_key(w, "\"note\":", 7);
         jsonw_string(w, in->note);
     }
     if (in->has_specs || in->specs != NULL) {
-        jsonw_key(w, "specs");
+        jsonw_raw_key(w, "\"specs\":", 8);
         if (in->specs)
             encode_gadget_specs_update(w, in->specs);
         else
             jsonw_null(w);
     }
     if (in->has_mount || in->mount != NULL) {
-        jsonw_key(w, "mount");
+        jsonw_raw_key(w, "\"mount\":", 8);
         if (in->mount)
             encode_mount(w, in->mount);
         else
             jsonw_null(w);
     }
     if (in->has_labels || in->labels != NULL) {
-        jsonw_key(w, "labels");
+        jsonw_raw_key(w, "\"labels\":", 9);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->labels_count; j++) {
             jsonw_key(w, in->labels[j].key);
@@ -644,7 +644,7 @@ void encode_gadget_update(struct jsonw *w, const struct gadget_update *in)
         jsonw_object_end(w);
     }
     if (in->has_tags || in->tags_is_null || in->tags != NULL) {
-        jsonw_key(w, "tags");
+        jsonw_raw_key(w, "\"tags\":", 7);
         if (in->tags_is_null)
             jsonw_null(w);
         else {
@@ -714,7 +714,7 @@ int decode_part(struct arena *a, const struct json_value *v, struct part *out)
 void encode_part(struct jsonw *w, const struct part *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "n");
+    jsonw_raw_key(w, "\"n\":", 4);
     jsonw_int(w, in->n);
     jsonw_object_end(w);
 }
@@ -777,9 +777,9 @@ int decode_square(struct arena *a, const struct json_value *v, struct square *ou
 void encode_square(struct jsonw *w, const struct square *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "kind");
+    jsonw_raw_key(w, "\"kind\":", 7);
     jsonw_string(w, square_kind_str(in->kind));
-    jsonw_key(w, "side");
+    jsonw_raw_key(w, "\"side\":", 7);
     jsonw_double(w, in->side);
     jsonw_object_end(w);
 }
@@ -806,7 +806,7 @@ int decode_tally(struct arena *a, const struct json_value *v, struct tally *out)
 void encode_tally(struct jsonw *w, const struct tally *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "total");
+    jsonw_raw_key(w, "\"total\":", 8);
     jsonw_int(w, in->total);
     for (size_t i = 0; i < in->additional_count; i++) {
         jsonw_key(w, in->additional[i].key);
@@ -989,34 +989,34 @@ int decode_thing(struct arena *a, const struct json_value *v, struct thing *out)
 void encode_thing(struct jsonw *w, const struct thing *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "kind");
+    jsonw_raw_key(w, "\"kind\":", 7);
     jsonw_string(w, kind_str(in->kind));
-    jsonw_key(w, "id");
+    jsonw_raw_key(w, "\"id\":", 5);
     jsonw_string(w, in->id);
-    jsonw_key(w, "size");
+    jsonw_raw_key(w, "\"size\":", 7);
     jsonw_int(w, in->size);
     if (in->has_weight) {
-        jsonw_key(w, "weight");
+        jsonw_raw_key(w, "\"weight\":", 9);
         jsonw_double(w, in->weight);
     }
     if (in->has_active) {
-        jsonw_key(w, "active");
+        jsonw_raw_key(w, "\"active\":", 9);
         jsonw_bool(w, in->active);
     }
     if (in->has_level) {
-        jsonw_key(w, "level");
+        jsonw_raw_key(w, "\"level\":", 8);
         jsonw_string(w, thing_level_str(in->level));
     }
-    jsonw_key(w, "tags");
+    jsonw_raw_key(w, "\"tags\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->tags_count; j++) {
         jsonw_string(w, in->tags[j]);
     }
     jsonw_array_end(w);
     if (in->has_labels || in->labels != NULL) {
-        jsonw_key(w, "labels");
+        jsonw_raw_key(w, "\"labels\":", 9);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->labels_count; j++) {
             jsonw_key(w, in->labels[j].key);
@@ -1025,42 +1025,42 @@ void encode_thing(struct jsonw *w, const struct thing *in)
         jsonw_object_end(w);
     }
     if (in->has_dims || in->dims != NULL) {
-        jsonw_key(w, "dims");
+        jsonw_raw_key(w, "\"dims\":", 7);
         if (in->dims)
             encode_thing_dims(w, in->dims);
         else
             jsonw_null(w);
     }
     if (in->has_note || in->note_is_null || in->note != NULL) {
-        jsonw_key(w, "note");
+        jsonw_raw_key(w, "\"note\":", 7);
         if (in->note_is_null)
             jsonw_null(w);
         else {
             jsonw_string(w, in->note);
         }
     }
-    jsonw_key(w, "created_at");
+    jsonw_raw_key(w, "\"created_at\":", 13);
     jsonw_string(w, in->created_at);
     if (in->has_version || in->version != NULL) {
-        jsonw_key(w, "version");
+        jsonw_raw_key(w, "\"version\":", 10);
         jsonw_string(w, in->version);
     }
     if (in->has_extra || in->extra != NULL) {
-        jsonw_key(w, "extra");
+        jsonw_raw_key(w, "\"extra\":", 8);
         if (in->extra)
             jsonw_value(w, in->extra);
         else
             jsonw_null(w);
     }
     if (in->has_blob || in->blob != NULL) {
-        jsonw_key(w, "blob");
+        jsonw_raw_key(w, "\"blob\":", 7);
         if (in->blob)
             jsonw_value(w, in->blob);
         else
             jsonw_null(w);
     }
     if (in->has_parts || in->parts != NULL) {
-        jsonw_key(w, "parts");
+        jsonw_raw_key(w, "\"parts\":", 8);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->parts_count; j++) {
             encode_part(w, &in->parts[j]);
@@ -1068,18 +1068,18 @@ void encode_thing(struct jsonw *w, const struct thing *in)
         jsonw_array_end(w);
     }
     if (in->has_code || in->code != NULL) {
-        jsonw_key(w, "code");
+        jsonw_raw_key(w, "\"code\":", 7);
         jsonw_string(w, in->code);
     }
     if (in->has_formats || in->formats != NULL) {
-        jsonw_key(w, "formats");
+        jsonw_raw_key(w, "\"formats\":", 10);
         if (in->formats)
             encode_formats(w, in->formats);
         else
             jsonw_null(w);
     }
     if (in->has_index || in->index != NULL) {
-        jsonw_key(w, "index");
+        jsonw_raw_key(w, "\"index\":", 8);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->index_count; j++) {
             jsonw_key(w, in->index[j].key);
@@ -1091,14 +1091,14 @@ void encode_thing(struct jsonw *w, const struct thing *in)
         jsonw_object_end(w);
     }
     if (in->has_tally || in->tally != NULL) {
-        jsonw_key(w, "tally");
+        jsonw_raw_key(w, "\"tally\":", 8);
         if (in->tally)
             encode_tally(w, in->tally);
         else
             jsonw_null(w);
     }
     if (in->has_grid || in->grid != NULL) {
-        jsonw_key(w, "grid");
+        jsonw_raw_key(w, "\"grid\":", 7);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->grid_count; j++) {
             jsonw_array_begin(w);
@@ -1110,7 +1110,7 @@ void encode_thing(struct jsonw *w, const struct thing *in)
         jsonw_array_end(w);
     }
     if (in->has_cube || in->cube != NULL) {
-        jsonw_key(w, "cube");
+        jsonw_raw_key(w, "\"cube\":", 7);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->cube_count; j++) {
             jsonw_array_begin(w);
@@ -1126,7 +1126,7 @@ void encode_thing(struct jsonw *w, const struct thing *in)
         jsonw_array_end(w);
     }
     if (in->has_groups || in->groups != NULL) {
-        jsonw_key(w, "groups");
+        jsonw_raw_key(w, "\"groups\":", 9);
         jsonw_object_begin(w);
         for (size_t j = 0; j < in->groups_count; j++) {
             jsonw_key(w, in->groups[j].key);
@@ -1139,7 +1139,7 @@ void encode_thing(struct jsonw *w, const struct thing *in)
         jsonw_object_end(w);
     }
     if (in->has_default_) {
-        jsonw_key(w, "default");
+        jsonw_raw_key(w, "\"default\":", 10);
         jsonw_int(w, in->default_);
     }
     jsonw_object_end(w);
@@ -1164,9 +1164,9 @@ int decode_thing_base(struct arena *a, const struct json_value *v, struct thing_
 void encode_thing_base(struct jsonw *w, const struct thing_base *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "kind");
+    jsonw_raw_key(w, "\"kind\":", 7);
     jsonw_string(w, kind_str(in->kind));
     jsonw_object_end(w);
 }
@@ -1197,14 +1197,14 @@ int decode_thing_create(struct arena *a, const struct json_value *v, struct thin
 void encode_thing_create(struct jsonw *w, const struct thing_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "name");
+    jsonw_raw_key(w, "\"name\":", 7);
     jsonw_string(w, in->name);
-    jsonw_key(w, "kind");
+    jsonw_raw_key(w, "\"kind\":", 7);
     jsonw_string(w, kind_str(in->kind));
-    jsonw_key(w, "size");
+    jsonw_raw_key(w, "\"size\":", 7);
     jsonw_int(w, in->size);
     if (in->has_shape || in->shape != NULL) {
-        jsonw_key(w, "shape");
+        jsonw_raw_key(w, "\"shape\":", 8);
         if (in->shape)
             encode_shape(w, in->shape);
         else
@@ -1237,10 +1237,10 @@ int decode_thing_dims(struct arena *a, const struct json_value *v, struct thing_
 void encode_thing_dims(struct jsonw *w, const struct thing_dims *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "w");
+    jsonw_raw_key(w, "\"w\":", 4);
     jsonw_int(w, in->w);
     if (in->has_h) {
-        jsonw_key(w, "h");
+        jsonw_raw_key(w, "\"h\":", 4);
         jsonw_int(w, in->h);
     }
     jsonw_object_end(w);
@@ -1276,13 +1276,13 @@ int decode_thing_page(struct arena *a, const struct json_value *v, struct thing_
 void encode_thing_page(struct jsonw *w, const struct thing_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "data");
+    jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
         encode_thing(w, &in->data[j]);
     }
     jsonw_array_end(w);
-    jsonw_key(w, "next");
+    jsonw_raw_key(w, "\"next\":", 7);
     if (in->next_is_null)
         jsonw_null(w);
     else {
@@ -1308,7 +1308,7 @@ int decode_things_create_thing_409(struct arena *a, const struct json_value *v, 
 void encode_things_create_thing_409(struct jsonw *w, const struct things_create_thing_409 *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "existing_id");
+    jsonw_raw_key(w, "\"existing_id\":", 14);
     jsonw_string(w, in->existing_id);
     jsonw_object_end(w);
 }
@@ -1335,12 +1335,12 @@ int decode_wall_mount(struct arena *a, const struct json_value *v, struct wall_m
 void encode_wall_mount(struct jsonw *w, const struct wall_mount *in)
 {
     jsonw_object_begin(w);
-    jsonw_key(w, "type");
+    jsonw_raw_key(w, "\"type\":", 7);
     jsonw_string(w, in->type);
-    jsonw_key(w, "depth");
+    jsonw_raw_key(w, "\"depth\":", 8);
     jsonw_int(w, in->depth);
     if (in->has_screw || in->screw != NULL) {
-        jsonw_key(w, "screw");
+        jsonw_raw_key(w, "\"screw\":", 8);
         jsonw_string(w, in->screw);
     }
     jsonw_object_end(w);
