@@ -249,14 +249,22 @@ static const char *op_sql(enum resource_op op)
 int resource_list(struct req *r, const struct resource_table *t, const struct resource_filter *f,
                   size_t n, int64_t limit, const char *cursor, struct resource_page *out)
 {
+    return resource_list_extra(r, t, f, n, limit, cursor, NULL, out);
+}
+
+int resource_list_extra(struct req *r, const struct resource_table *t,
+                        const struct resource_filter *f, size_t n, int64_t limit,
+                        const char *cursor, const struct resource_extra *x,
+                        struct resource_page *out)
+{
     /* The digest names the table, the workspace and every filter's value, so a cursor serves
      * only the list it was issued for. An unset filter still takes its place ("~"). */
     char *digest = arena_printf(&r->arena, "%s&w=%s", t->table, r->principal.workspace_id);
     /* ?1 the workspace; filter i is ?(i + 2) (NULL when not set: one text per handler, so
      * the statement stays prepared); then the position and the limit. A parameter that may
      * be NULL is CAST where it is tested (PostgreSQL cannot infer the type of `? IS NULL`). */
-    char *sql = arena_printf(&r->arena, "SELECT %s FROM %s WHERE %s = ?1", t->columns, t->table,
-                             t->workspace);
+    char *sql = arena_printf(&r->arena, "SELECT %s%s FROM %s WHERE %s = ?1", t->columns,
+                             x ? x->columns : "", t->table, t->workspace);
     for (size_t i = 0; i < n; i++) {
         int p = (int)i + 2;
         const char *type = f[i].integer ? "BIGINT" : "TEXT";
@@ -301,8 +309,8 @@ int resource_list(struct req *r, const struct resource_table *t, const struct re
             db_bind_text(st, p, f[i].text);
     }
     page_bind(&pg, st, k, k + 1, k + 2);
-    return resource_page_fill(r, &pg, st, t->size, t->page_row, t->sort_offset, t->id_offset,
-                              out) == 0
+    return resource_page_fill(r, &pg, st, x ? x->item_size : t->size, x ? x->row : t->page_row,
+                              t->sort_offset, t->id_offset, out) == 0
                ? 1
                : -1;
 }

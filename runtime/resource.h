@@ -134,6 +134,23 @@ struct resource_page {
  * -1 failure. */
 int resource_list(struct req *r, const struct resource_table *t, const struct resource_filter *f,
                   size_t n, int64_t limit, const char *cursor, struct resource_page *out);
+/* What a list may read beside each row: more select expressions, computed by the database in
+ * the same statement (a flag from a correlated EXISTS that spares a follow-up query for the rows
+ * without it). The page's items are then the caller's struct: t's struct first (offset 0, so
+ * the cursor's sort key and id are where t says), then what the expressions are read into. */
+struct resource_extra {
+    /* ", expr, ..." appended to t's columns; portable SQL that may name t's table's columns
+     * as <table>.<column>. They are the row's columns t->column_count on. */
+    const char *columns;
+    size_t item_size;  /* sizeof the caller's item */
+    page_row_fn *row; /* reads a whole row: t->page_row(r, st, item), then the expressions */
+};
+
+/* resource_list with x's expressions read into each item (x NULL: resource_list). */
+int resource_list_extra(struct req *r, const struct resource_table *t,
+                        const struct resource_filter *f, size_t n, int64_t limit,
+                        const char *cursor, const struct resource_extra *x,
+                        struct resource_page *out);
 /* The tail of a list that is not one table's rows (a join): st is prepared and bound by the
  * caller, its position and limit bound with page_bind(pg, ...); steps it into pg->limit items
  * of item_size read by row, and makes the next cursor from the last item's sort key and id
