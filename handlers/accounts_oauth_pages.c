@@ -926,7 +926,9 @@ int accounts_decide_authorization(struct req *r,
     r->principal.workspace_id = c->c.workspace_id;
     r->principal.user_id = b.user_id;
     int audited = audit_change(r, "oauth_grant.granted", "oauth_grant", grant, NULL, "active",
-                               arena_printf(&r->arena, "to %s; scopes: [%s]", c->c.id, scope));
+                               arena_printf(&r->arena, "to %s; consented to [%s] (the grant "
+                                                         "keeps any scopes it held)",
+                                            c->c.id, scope));
     r->principal = page;
     if (audited != 0)
         return -1;

@@ -211,18 +211,18 @@ int resource_save_state(struct req *r, const struct resource_table *t, void *obj
 
 /* ---- lists ---------------------------------------------------------------------------- */
 
-/* A filter's text as the digest holds it: '%', '&' and '=' percent-encoded, so that no two
- * different filter sets spell the same digest. */
+/* A filter's text as the digest holds it: '%', '&', '=' and '~' (an unset filter's mark)
+ * percent-encoded, so that no two different filter sets spell the same digest. */
 static const char *digest_value(struct arena *a, const char *v)
 {
     size_t extra = 0;
     for (const char *p = v; *p; p++)
-        extra += *p == '%' || *p == '&' || *p == '=';
+        extra += *p == '%' || *p == '&' || *p == '=' || *p == '~';
     if (!extra)
         return v;
     char *out = arena_alloc(a, strlen(v) + 2 * extra + 1), *o = out;
     for (const char *p = v; *p; p++) {
-        if (*p == '%' || *p == '&' || *p == '=')
+        if (*p == '%' || *p == '&' || *p == '=' || *p == '~')
             o += sprintf(o, "%%%02X", (unsigned char)*p);
         else
             *o++ = *p;

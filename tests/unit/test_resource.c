@@ -402,6 +402,17 @@ static void test_a_filter_text_cannot_forge_another_filter_set(void)
     r = other_req("wsp_1");
     CHECK(list(r, a, 2, 1, c1, &next, &rc) == NULL && rc == 0);
     CHECK_STR(r->problem_code, "invalid_cursor");
+    /* a text filter "~" is not an unset one */
+    const struct resource_filter unset[] = {RESOURCE_TEXT("status", RESOURCE_EQ, "x"),
+                                            RESOURCE_TEXT("body", RESOURCE_EQ, NULL)};
+    const struct resource_filter tilde[] = {RESOURCE_TEXT("status", RESOURCE_EQ, "x"),
+                                            RESOURCE_TEXT("body", RESOURCE_EQ, "~")};
+    r = other_req("wsp_1");
+    CHECK(list(r, unset, 2, 1, NULL, &next, &rc) && next);
+    const char *c2 = next;
+    r = other_req("wsp_1");
+    CHECK(list(r, tilde, 2, 1, c2, &next, &rc) == NULL && rc == 0);
+    CHECK_STR(r->problem_code, "invalid_cursor");
     teardown();
 }
 
