@@ -409,7 +409,8 @@ static void test_a_filter_text_cannot_forge_another_filter_set(void)
                                             RESOURCE_TEXT("body", RESOURCE_EQ, "~")};
     r = other_req("wsp_1");
     CHECK(list(r, unset, 2, 1, NULL, &next, &rc) && next);
-    const char *c2 = next;
+    char c2[512]; /* the next other_req frees the arena next lives in */
+    snprintf(c2, sizeof c2, "%s", next ? next : "");
     r = other_req("wsp_1");
     CHECK(list(r, tilde, 2, 1, c2, &next, &rc) == NULL && rc == 0);
     CHECK_STR(r->problem_code, "invalid_cursor");
