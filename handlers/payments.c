@@ -22,7 +22,6 @@
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
 #include "runtime/outbox.h"
-#include "runtime/pagination.h"
 #include "runtime/resource.h"
 #include "runtime/storage.h"
 

@@ -18,7 +18,6 @@
 #include "runtime/id.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
-#include "runtime/pagination.h"
 #include "runtime/resource.h"
 #include "runtime/storage.h"
 
