@@ -22,6 +22,12 @@ migrations create it (`<sql>/<api>/*.sql`, both dialects); emitted as generated/
       state: [status, approval_round]         # what resource_save_state() writes (a
                                               #   transition), with version and updated_at
 
+    x-table:                  # one row per workspace, keyed by it (a workspace's settings):
+      name: approval_policies #   no id, no sort, no list; the workspace column is one no
+      singleton: true         #   property maps. resource_load_singleton() answers the row, or
+      workspace: workspace_id #   a fresh one at version 1 when none was ever written;
+      version: version        #   resource_save_singleton() upserts it as the next version
+
 The default of a property is a column of its name: strings, integers, booleans and enums. A
 `const` string (or one-value enum) is not stored: the reader sets it. Everything else must be
 mapped (flatten: a simple object, or a oneOf whose variants have the same scalar members;
@@ -37,7 +43,7 @@ from cgen import W
 from spec import SpecError, c_string as lit, rel
 
 XTABLE_KEYS = {'name', 'id-prefix', 'workspace', 'version', 'sort', 'columns', 'internal',
-               'hidden', 'state'}
+               'hidden', 'state', 'singleton'}
 HIDDEN_KINDS = ('integer', 'string', 'integer?', 'string?')
 SCALARS = ('string', 'integer', 'boolean', 'enum')
 
@@ -233,9 +239,17 @@ class Rows:
         for k in x:
             if k not in XTABLE_KEYS:
                 self.fail(loc / k, 'unknown x-table key %s' % k)
-        for k in ('name', 'id-prefix', 'workspace', 'sort'):
+        singleton = x.get('singleton', False)
+        if singleton not in (True, False):
+            self.fail(loc / 'singleton', 'singleton is true or false')
+        needed = ('name', 'workspace') if singleton else ('name', 'id-prefix', 'workspace', 'sort')
+        for k in needed:
             if not isinstance(x.get(k), str) or not re.match(r'^[a-z][a-z0-9_]*$', x[k]):
                 self.fail(loc / k, 'x-table needs %s: a lower-case name' % k)
+        for k in ('id-prefix', 'sort', 'state') if singleton is True else ():
+            if k in x:
+                self.fail(loc / k, 'a singleton (one row per workspace, keyed by it) has no %s'
+                          % k)
         if 'version' in x and (not isinstance(x['version'], str)):
             self.fail(loc / 'version', 'version names a column')
         internal = x.get('internal', [])
@@ -248,6 +262,7 @@ class Rows:
         if self.errors:
             return
         t = Table(node, loc, x)
+        t.singleton = singleton is True
         fields = {f.json_name: f for f in node.fields}
         for pn in cols:
             if pn not in fields:
@@ -256,9 +271,16 @@ class Rows:
             it = self.item(f, cols.get(f.json_name), loc / 'columns' / f.json_name, loc)
             if it:
                 t.items.append(it)
-        for role, prop, kind in (('id', 'id', 'string'), ('workspace', x['workspace'], 'string'),
-                                 ('sort', x['sort'], 'string'),
-                                 ('version', x.get('version'), 'integer')):
+        roles = (('id', 'id', 'string'), ('workspace', x['workspace'], 'string'),
+                 ('sort', x.get('sort'), 'string'), ('version', x.get('version'), 'integer'))
+        if t.singleton:
+            # the key is the workspace: a column the runtime binds, which no property maps
+            roles = roles[3:]
+            t.id_field = t.workspace_field = t.sort_field = None
+            if x['workspace'] in {c.name for c in t.cols}:
+                self.fail(loc / 'workspace', 'the workspace column %s of a singleton is its key, '
+                                             'which no property maps' % x['workspace'])
+        for role, prop, kind in roles:
             if prop is None:
                 continue
             it = next((i for i in t.items if i.how == 'scalar' and i.cols[0].name == prop), None)
@@ -389,7 +411,7 @@ class Rows:
                 self.fail(t.loc / 'name', 'table %s is not created by the migrations (%s)'
                           % (t.name, where))
                 continue
-            mapped = set()
+            mapped = {t.x['workspace']} if t.singleton else set()
             for c in t.cols:
                 mapped.add(c.name)
                 d = ddl.get(c.name)
@@ -808,8 +830,24 @@ def c_wrap(text, indent, width=96):
     return ('\n' + ' ' * indent).join(lit(x) for x in parts)
 
 
+def singleton_sql(t, names):
+    """A singleton's texts: select by the workspace (?1); the upsert of every column (?1..?n)
+    and the workspace (?n+1), `WHERE version = ?(n+2)` when versioned."""
+    cols, ws = ', '.join(names), t.x['workspace']
+    sel = 'SELECT %s FROM %s WHERE %s = ?1' % (cols, t.name, ws)
+    ups = 'INSERT INTO %s (%s, %s) VALUES (%s) ON CONFLICT (%s) DO UPDATE SET %s' % (
+        t.name, cols, ws, ', '.join('?%d' % (i + 1) for i in range(len(names) + 1)), ws,
+        ', '.join('%s = ?%d' % (n, i + 1) for i, n in enumerate(names)))
+    if t.x.get('version'):
+        ups += ' WHERE %s.%s = ?%d' % (t.name, t.x['version'], len(names) + 2)
+    t.state_sql = None
+    return cols, sel, None, ups
+
+
 def sql_texts(t):
     names = [c.name for c in t.cols] + [c.name for c in t.hidden]
+    if t.singleton:
+        return singleton_sql(t, names)
     cols = ', '.join(names)
     ws = t.x['workspace']
     sel = 'SELECT %s FROM %s WHERE id = ?1 AND %s = ?2' % (cols, t.name, ws)
@@ -880,7 +918,7 @@ def groups(model, rows):
             t.columns_text, sel, ins, t.update_sql = sql_texts(t)
             t.select_tail = sel[len('SELECT ') + len(t.columns_text):]
             t.insert_head = 'INSERT INTO %s (' % t.name
-            t.insert_tail = ins[len(t.insert_head) + len(t.columns_text):]
+            t.insert_tail = ins[len(t.insert_head) + len(t.columns_text):] if ins else None
             t.object = object_name(t)
             t.read = read_body(t)
             t.bind = bind_body(t)

@@ -639,6 +639,111 @@ const struct resource_table rows_payment_batch = {
     .page_row = page_row_payment_batch,
 };
 
+/* ---- ApprovalPolicy: table approval_policies ---- */
+
+int row_read_approval_policy(struct arena *a, struct db_stmt *st, int c,
+                             struct approval_policy *o)
+{
+    memset(o, 0, sizeof *o);
+    {
+        const char *t = db_column_text(st, c + 0);
+        if (!t)
+            return unknown("approval_policies.tiers", st, c + 0);
+        struct json_value *v = NULL;
+        struct json_error e;
+        if (json_parse(a, t, strlen(t), &v, &e) != 0)
+            return unknown("approval_policies.tiers", st, c + 0);
+        struct verr_list l;
+
+        verr_init(&l, a);
+        validate_approval_policy_tiers(v, "", VALIDATE_RESPONSE, &l);
+        if (l.count > 0)
+            return unknown("approval_policies.tiers", st, c + 0);
+        if (v->type != JSON_ARRAY)
+            return -1;
+        o->tiers_count = v->count;
+        o->tiers = arena_alloc(a, (v->count + 1) * sizeof *o->tiers);
+        for (size_t j = 0; j < v->count; j++) {
+            if (decode_approval_tier(a, v->items[j], &o->tiers[j]) != 0)
+                return -1;
+        }
+    }
+    o->velocity_window_hours = db_column_int64(st, c + 1);
+    o->version = db_column_int64(st, c + 2);
+    o->updated_at = db_column_dup(a, st, c + 3);
+    return 0;
+}
+
+int row_bind_approval_policy(struct arena *a, struct db_stmt *st, int first,
+                             const struct approval_policy *o)
+{
+    int p = first;
+    (void)a;
+    {
+        struct jsonw jw, *w = &jw;
+        jsonw_init(w);
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < o->tiers_count; j++) {
+            encode_approval_tier(w, &o->tiers[j]);
+        }
+        jsonw_array_end(w);
+        char *text = json_text(a, w);
+        if (!text)
+            return -1;
+        db_bind_text(st, p + 0, text);
+    }
+    db_bind_int64(st, p + 1, o->velocity_window_hours);
+    db_bind_int64(st, p + 2, o->version);
+    db_bind_text(st, p + 3, o->updated_at);
+    return 0;
+}
+
+static int read_approval_policy(struct arena *a, struct db_stmt *st, int first_col, void *o)
+{
+    return row_read_approval_policy(a, st, first_col, o);
+}
+
+static int bind_approval_policy(struct arena *a, struct db_stmt *st, int first, const void *o)
+{
+    return row_bind_approval_policy(a, st, first, o);
+}
+
+static void init_approval_policy(void *obj)
+{
+    (void)obj;
+}
+
+static int page_row_approval_policy(struct req *r, struct db_stmt *st, void *item)
+{
+    return read_approval_policy(&r->arena, st, 0, item);
+}
+
+const struct resource_table rows_approval_policy = {
+    .table = "approval_policies",
+    .object = "approval policy",
+    .singleton = true, /* one row per workspace, keyed by it */
+    .workspace = "workspace_id",
+    .columns = ROWS_APPROVAL_POLICY_COLUMNS,
+    .column_count = ROWS_APPROVAL_POLICY_COLUMN_COUNT,
+    .workspace_index = ROWS_APPROVAL_POLICY_COLUMN_COUNT, /* bound after the columns */
+    .select_sql = "SELECT " ROWS_APPROVAL_POLICY_COLUMNS
+                  " FROM approval_policies WHERE workspace_id = ?1",
+    .insert_sql = NULL, /* update_sql inserts or updates: resource_save_singleton */
+    .update_sql = "INSERT INTO approval_policies (tiers, velocity_window_hours, version, "
+                  "updated_at, workspace_id) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT "
+                  "(workspace_id) DO UPDATE SET tiers = ?1, velocity_window_hours = ?2, "
+                  "version = ?3, updated_at = ?4 WHERE approval_policies.version = ?6",
+    .size = sizeof(struct approval_policy),
+    .versioned = true,
+    .version_offset = offsetof(struct approval_policy, version),
+    .has_updated_at = true,
+    .updated_at_offset = offsetof(struct approval_policy, updated_at),
+    .init = init_approval_policy,
+    .read = read_approval_policy,
+    .bind = bind_approval_policy,
+    .page_row = page_row_approval_policy,
+};
+
 void merge_beneficiary_create_into_beneficiary(struct arena *a, const struct beneficiary_create *u,
                                                struct beneficiary *o)
 {

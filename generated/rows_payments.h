@@ -78,6 +78,19 @@ struct payment_batch_row {
 };
 extern const struct resource_table rows_payment_batch;
 
+/* ApprovalPolicy in table approval_policies, columns in this order: */
+#define ROWS_APPROVAL_POLICY_COLUMNS \
+    "tiers, velocity_window_hours, version, updated_at"
+#define ROWS_APPROVAL_POLICY_COLUMN_COUNT 4
+/* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
+ * know. */
+int row_read_approval_policy(struct arena *a, struct db_stmt *st, int first_col,
+                             struct approval_policy *o);
+/* o's columns as parameters first.. (JSON text built in a). 0 / -1. */
+int row_bind_approval_policy(struct arena *a, struct db_stmt *st, int first,
+                             const struct approval_policy *o);
+extern const struct resource_table rows_approval_policy;
+
 /* PATCH: u merged into o (RFC 7396): an absent member keeps o's, null removes it, a value
  * replaces it, a nested update object merges member by member. */
 void merge_beneficiary_create_into_beneficiary(struct arena *a, const struct beneficiary_create *u,

@@ -6,16 +6,15 @@
  * beneficiaries and batches use too. Who counts as a maker: payments_makers.c. */
 #include "generated/payments_api.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "handlers/admin.h"
 #include "handlers/payments.h"
 #include "runtime/audit.h"
 #include "runtime/format.h"
-#include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
+#include "runtime/resource.h"
 #include "runtime/storage.h"
 
 static int db_failed(const char *what)
@@ -26,41 +25,21 @@ static int db_failed(const char *what)
 
 /* ---- approval policy ---- */
 
-static int load_policy(struct req *r, struct approval_policy *pol)
+/* The workspace's approval policy (x-table singleton: one row per workspace), 412 for a stale
+ * if_match (NULL: none); never set, it is the default: no tiers, a 24-hour velocity window,
+ * version 1. *stored (may be NULL): whether it was ever set. 1 / 0 answered / -1. */
+static int load_policy(struct req *r, const char *if_match, struct approval_policy *pol,
+                       bool *stored)
 {
-    memset(pol, 0, sizeof *pol);
-    pol->updated_at = "1970-01-01T00:00:00.000Z";
-    pol->velocity_window_hours = 24;
-    struct db_stmt *st = storage_prepare("SELECT tiers, version, updated_at, velocity_window_hours "
-                                       "FROM approval_policies WHERE workspace_id = ?");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, r->principal.workspace_id);
-    int rc = db_step(st), ret = 0;
-    if (rc == DB_ROW) {
-        const char *tiers = db_column_dup(&r->arena, st, 0);
-        struct json_value *v = NULL;
-        struct json_error err;
-        pol->version = db_column_int64(st, 1);
-        pol->updated_at = db_column_dup(&r->arena, st, 2);
-        pol->velocity_window_hours = db_column_int64(st, 3);
-        if (json_parse(&r->arena, tiers, strlen(tiers), &v, &err) != 0 || v->type != JSON_ARRAY)
-            ret = -1;
-        else {
-            pol->tiers = arena_alloc(&r->arena, (v->count ? v->count : 1) * sizeof *pol->tiers);
-            for (size_t i = 0; i < v->count && ret == 0; i++) {
-                struct approval_tier *t = &pol->tiers[pol->tiers_count++];
-                if (decode_approval_tier(&r->arena, v->items[i], t) != 0)
-                    ret = -1;
-            }
-        }
-    } else if (rc != DB_DONE) {
-        ret = -1;
+    bool set = false;
+    int rc = resource_load_singleton(r, &rows_approval_policy, if_match, pol, &set);
+    if (rc == 1 && !set) {
+        pol->velocity_window_hours = 24;
+        pol->updated_at = "1970-01-01T00:00:00.000Z";
     }
-    db_reset(st);
-    if (ret != 0)
-        log_error("payments: the approval policy of %s is unreadable", r->principal.workspace_id);
-    return ret;
+    if (stored)
+        *stored = set;
+    return rc;
 }
 
 /* Approvals pol asks for amount in currency: the largest tier it reaches; *top (may be NULL)
@@ -87,7 +66,7 @@ static int64_t tier_need(const struct approval_policy *pol, const char *currency
 int64_t pay_approvals_needed(struct req *r, const char *currency, int64_t amount)
 {
     struct approval_policy pol;
-    if (load_policy(r, &pol) != 0)
+    if (load_policy(r, NULL, &pol, NULL) != 1)
         return -1;
     return tier_need(&pol, currency, amount, NULL);
 }
@@ -100,7 +79,7 @@ int64_t pay_approvals_needed_for(struct req *r, const struct payment_row *x,
                                  const char *const *persons, size_t n)
 {
     struct approval_policy pol;
-    if (load_policy(r, &pol) != 0)
+    if (load_policy(r, NULL, &pol, NULL) != 1)
         return -1;
     int64_t top = 0, need = tier_need(&pol, x->obj.currency, x->obj.amount, &top);
     if (pol.velocity_window_hours <= 0 || x->obj.amount >= top)
@@ -141,10 +120,8 @@ int payments_get_approval_policy(struct req *r,
 {
     (void)in;
     struct approval_policy *pol = arena_alloc(&r->arena, sizeof *pol);
-    if (load_policy(r, pol) != 0)
+    if (load_policy(r, NULL, pol, NULL) != 1)
         return -1;
-    if (pol->version == 0)
-        pol->version = 1; /* the default policy, never set: version 1, ETag "v1" */
     out->status = 200;
     out->body_200 = pol;
     return 0;
@@ -156,13 +133,11 @@ int payments_put_approval_policy(struct req *r,
 {
     const struct approval_policy_update *u = in->body;
     struct approval_policy *pol = arena_alloc(&r->arena, sizeof *pol);
-    if (load_policy(r, pol) != 0)
-        return -1;
-    const char *before = pol->version ? policy_json(r, pol) : NULL;
-    if (in->has_if_match && !req_if_match(in->if_match, pol->version ? pol->version : 1)) {
-        req_precondition_failed(r, in->if_match, pol->version ? pol->version : 1);
-        return 0;
-    }
+    bool stored = false;
+    int rc = load_policy(r, in->has_if_match ? in->if_match : NULL, pol, &stored);
+    if (rc <= 0)
+        return rc;
+    const char *before = stored ? policy_json(r, pol) : NULL;
     for (size_t i = 0; i < u->tiers_count; i++)
         for (size_t j = 0; j < i; j++)
             if (strcmp(u->tiers[i].currency, u->tiers[j].currency) == 0 &&
@@ -173,38 +148,15 @@ int payments_put_approval_policy(struct req *r,
         req_problem_validation(r, 422, "The policy has duplicate tiers.");
         return 0;
     }
-    struct jsonw w;
-    size_t len = 0;
-    jsonw_init(&w);
-    jsonw_array_begin(&w);
-    for (size_t i = 0; i < u->tiers_count; i++)
-        encode_approval_tier(&w, &u->tiers[i]);
-    jsonw_array_end(&w);
-    char *tiers = jsonw_take(&w, &len);
-    jsonw_release(&w);
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
-    /* The policy never set answers version 1 (If-Match has no "v0"), so the first setting
-     * makes version 2: were it 1, an If-Match read before it would still match. */
-    struct db_stmt *st = storage_prepare(
-        "INSERT INTO approval_policies (workspace_id, tiers, version, updated_at, "
-        "velocity_window_hours) VALUES (?1, ?2, 2, ?3, ?4) ON CONFLICT (workspace_id) DO "
-        "UPDATE SET tiers = ?2, version = approval_policies.version + 1, updated_at = ?3, "
-        "velocity_window_hours = ?4");
-    if (!st) {
-        free(tiers);
-        return -1;
-    }
-    db_bind_text(st, 1, r->principal.workspace_id);
-    db_bind_text(st, 2, tiers);
-    db_bind_text(st, 3, now);
-    db_bind_int64(st, 4, u->velocity_window_hours); /* the decoder's default: 24 */
-    int rc = db_step(st);
-    db_reset(st);
-    free(tiers);
+    pol->tiers = u->tiers;
+    pol->tiers_count = u->tiers_count;
+    pol->velocity_window_hours = u->velocity_window_hours; /* the decoder's default: 24 */
+    /* The policy never set is version 1 (If-Match has no "v0"), so the first setting makes
+     * version 2: were it 1, an If-Match read before it would still match. */
+    if ((rc = resource_save_singleton(r, &rows_approval_policy, pol)) <= 0)
+        return rc;
     /* The control as it was and as it is now: tiers and velocity window, each as JSON. */
-    if (rc != DB_DONE || load_policy(r, pol) != 0 ||
-        audit_change(r, "payments.approval_policy.updated", "approval_policy",
+    if (audit_change(r, "payments.approval_policy.updated", "approval_policy",
                      r->principal.workspace_id, before, policy_json(r, pol), NULL) != 0)
         return -1;
     out->status = 200;

@@ -209,6 +209,86 @@ int resource_save_state(struct req *r, const struct resource_table *t, void *obj
     return save(r, t, obj, t->state_sql);
 }
 
+/* ---- singletons ------------------------------------------------------------------------ */
+
+int resource_load_singleton(struct req *r, const struct resource_table *t, const char *if_match,
+                            void *out, bool *stored)
+{
+    if (!t->singleton) {
+        log_error("%s: not an x-table singleton", t->table);
+        return -1;
+    }
+    struct db_stmt *st = storage_prepare(t->select_sql);
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, r->principal.workspace_id);
+    int rc = db_step(st), ret = 1;
+    if (rc == DB_ROW) {
+        ret = t->read(&r->arena, st, 0, out) == 0 ? 1 : -1;
+    } else if (rc == DB_DONE) { /* never written: a fresh one at version 1 */
+        memset(out, 0, t->size);
+        t->init(out);
+        if (t->versioned)
+            set_int(out, t->version_offset, 1);
+    } else {
+        ret = failed(t, "load");
+    }
+    db_reset(st);
+    if (stored)
+        *stored = rc == DB_ROW;
+    if (ret == 1 && if_match && t->versioned) {
+        int64_t v = get_int(out, t->version_offset);
+        if (!req_if_match(if_match, v)) {
+            req_precondition_failed(r, if_match, v);
+            return 0;
+        }
+    }
+    return ret;
+}
+
+int resource_save_singleton(struct req *r, const struct resource_table *t, void *obj)
+{
+    if (!t->singleton) {
+        log_error("%s: not an x-table singleton", t->table);
+        return -1;
+    }
+    int64_t old = 0;
+    if (t->versioned) {
+        old = get_int(obj, t->version_offset);
+        set_int(obj, t->version_offset, old + 1);
+    }
+    if (t->has_updated_at) {
+        char now[40];
+        format_now_rfc3339(now, sizeof now);
+        set_text(obj, t->updated_at_offset, arena_strdup(&r->arena, now));
+    }
+    struct db_stmt *st = storage_prepare(t->update_sql);
+    if (!st)
+        return -1;
+    int ret = -1;
+    if (t->bind(&r->arena, st, 1, obj) == 0 &&
+        db_bind_text(st, t->column_count + 1, r->principal.workspace_id) == 0 &&
+        (!t->versioned || db_bind_int64(st, t->column_count + 2, old) == 0)) {
+        int rc = db_step(st);
+        if (rc != DB_DONE)
+            failed(t, "upsert");
+        else
+            ret = storage_changes() == 1 ? 1 : 0;
+    }
+    db_reset(st);
+    if (ret != 0)
+        return ret;
+    /* The row is at another version: another writer's save came first. */
+    set_int(obj, t->version_offset, old);
+    void *now_at = arena_alloc(&r->arena, t->size);
+    if (resource_load_singleton(r, t, NULL, now_at, NULL) != 1)
+        return -1;
+    req_problem(r, 412, "precondition_failed",
+                "The %s changed meanwhile: it is at version \"v%lld\" now; load it again.",
+                t->object, (long long)get_int(now_at, t->version_offset));
+    return 0;
+}
+
 /* ---- lists ---------------------------------------------------------------------------- */
 
 /* A filter's text as the digest holds it: '%', '&', '=' and '~' (an unset filter's mark)

@@ -55,6 +55,11 @@ struct resource_table {
     /* obj's columns as parameters first_param.. (JSON text built in a). 0 / -1. */
     int (*bind)(struct arena *a, struct db_stmt *st, int first_param, const void *obj);
     page_row_fn *page_row; /* read, as a page's row function */
+    /* x-table singleton: one row per workspace, keyed by it (no id, sort or list): select_sql
+     * is "... WHERE <workspace> = ?1", update_sql the upsert of every column (?1..?count),
+     * the workspace ?(count + 1) and, versioned, `WHERE version = ?(count + 2)`. Only
+     * resource_load_singleton and resource_save_singleton take such a table. */
+    bool singleton;
 };
 
 enum { RESOURCE_FOUND = 1, RESOURCE_MISSING = 0, RESOURCE_FAILED = -1 };
@@ -84,6 +89,20 @@ int resource_save(struct req *r, const struct resource_table *t, void *obj);
 /* resource_save for a transition: writes only t's state columns (x-table state), leaving
  * the indexed and referencing columns as they are. Same answers. */
 int resource_save_state(struct req *r, const struct resource_table *t, void *obj);
+
+/* ---- singletons (x-table singleton: one row per workspace) ----------------------------- */
+
+/* r's workspace's row of singleton t into out (t->size bytes). When none was ever written,
+ * out is a fresh one: zeroed, its constants, version 1 (the caller fills its defaults; the
+ * first save makes version 2, so an If-Match read before it no longer matches). 1 go on (with
+ * *stored whether a row exists; stored may be NULL); 0 answered 412 precondition_failed when
+ * if_match (NULL: none) names another version; -1 failure (logged). */
+int resource_load_singleton(struct req *r, const struct resource_table *t, const char *if_match,
+                            void *out, bool *stored);
+/* Writes obj, loaded at its version, as r's workspace's row of singleton t at the next one
+ * (inserted when none exists): updated_at = now, version + 1. 1 saved; 0 answered 412
+ * precondition_failed when another writer came first; -1 failure (logged). */
+int resource_save_singleton(struct req *r, const struct resource_table *t, void *obj);
 
 /* ---- lists ---------------------------------------------------------------------------- */
 

@@ -57,9 +57,10 @@ def descriptors():
 
 def writers(table, srcs, desc=None):
     """The files writing table: by its name in SQL, or through its descriptor desc
-    (resource_insert / resource_save / resource_save_state)."""
+    (resource_insert / resource_save / resource_save_state / resource_save_singleton)."""
     pat = re.compile(r'\b(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+%s\b' % table, re.I)
-    via = re.compile(r'\bresource_(insert|save|save_state)\([^;]*&%s\b' % desc) if desc else None
+    via = re.compile(r'\bresource_(insert|save|save_state|save_singleton)\([^;]*&%s\b'
+                     % desc) if desc else None
     return sorted(f for f, text in srcs.items()
                   if pat.search(text) or (via and via.search(text)))
 

@@ -151,6 +151,28 @@ def test_policy_tiers_decide_how_many_approvals(team):
     assert_validation(r, {"/tiers/1": "duplicate_tier"})
 
 
+def test_a_policy_never_set_is_version_1_and_its_first_setting_version_2(server):
+    """One row per workspace (x-table singleton), written only when first set: the default
+    answers version 1 with ETag "v1"; a setting under If-Match "v1" makes version 2; the stale
+    "v1" then gets 412 and changes nothing."""
+    fresh = Team(server)
+    r = fresh.owner.get(POLICY)
+    got = assert_json(r, 200)
+    assert (got["version"], got["tiers"], got["velocity_window_hours"]) == (1, [], 24)
+    assert r.header("ETag") == '"v1"'
+    tiers = [{"currency": "EUR", "min_amount": 500, "approvals_required": 1}]
+    r = fresh.owner.put(POLICY, json={"tiers": tiers, "velocity_window_hours": 6},
+                        headers={"If-Match": '"v1"'})
+    got = assert_json(r, 200)
+    assert (got["version"], got["tiers"], got["velocity_window_hours"]) == (2, tiers, 6)
+    assert r.header("ETag") == '"v2"'
+    assert_problem(fresh.owner.put(POLICY, json={"tiers": []}, headers={"If-Match": '"v1"'}),
+                   412, "precondition_failed")
+    assert assert_json(fresh.owner.get(POLICY), 200) == got
+    # another workspace still has the default
+    assert assert_json(Team(server).owner.get(POLICY), 200)["version"] == 1
+
+
 def test_a_policy_change_affects_only_new_payments(team):
     team.policy([{"currency": "EUR", "min_amount": 1, "approvals_required": 2}])
     ben = team.beneficiary()

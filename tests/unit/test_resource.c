@@ -443,6 +443,113 @@ static void test_integer_filters(void)
     teardown();
 }
 
+/* ---- a singleton (x-table singleton: one row per workspace, keyed by it) ---------------- */
+
+struct pref {
+    const char *body;
+    int64_t version;
+    const char *updated_at;
+};
+
+static int pref_read(struct arena *a, struct db_stmt *st, int c, void *obj)
+{
+    struct pref *o = obj;
+    memset(o, 0, sizeof *o);
+    o->body = db_column_dup(a, st, c);
+    o->version = db_column_int64(st, c + 1);
+    o->updated_at = db_column_dup(a, st, c + 2);
+    return 0;
+}
+
+static int pref_bind(struct arena *a, struct db_stmt *st, int p, const void *obj)
+{
+    const struct pref *o = obj;
+    (void)a;
+    db_bind_text(st, p, o->body);
+    db_bind_int64(st, p + 1, o->version);
+    db_bind_text(st, p + 2, o->updated_at);
+    return 0;
+}
+
+static void pref_init(void *obj)
+{
+    (void)obj;
+}
+
+static int pref_page_row(struct req *r, struct db_stmt *st, void *item)
+{
+    return pref_read(&r->arena, st, 0, item);
+}
+
+static const struct resource_table prefs = {
+    .table = "prefs",
+    .object = "preference",
+    .singleton = true,
+    .workspace = "workspace_id",
+    .columns = "body, version, updated_at",
+    .column_count = 3,
+    .workspace_index = 3,
+    .select_sql = "SELECT body, version, updated_at FROM prefs WHERE workspace_id = ?1",
+    .update_sql = "INSERT INTO prefs (body, version, updated_at, workspace_id) VALUES (?1, ?2, "
+                  "?3, ?4) ON CONFLICT (workspace_id) DO UPDATE SET body = ?1, version = ?2, "
+                  "updated_at = ?3 WHERE prefs.version = ?5",
+    .size = sizeof(struct pref),
+    .versioned = true,
+    .version_offset = offsetof(struct pref, version),
+    .has_updated_at = true,
+    .updated_at_offset = offsetof(struct pref, updated_at),
+    .init = pref_init,
+    .read = pref_read,
+    .bind = pref_bind,
+    .page_row = pref_page_row,
+};
+
+static void test_a_singleton_is_version_1_until_set_and_saves_guarded(void)
+{
+    setup();
+    CHECK(sqlite3_exec(storage_sqlite_db(),
+                       "CREATE TABLE prefs (workspace_id TEXT PRIMARY KEY, body TEXT NOT NULL, "
+                       "version INTEGER NOT NULL, updated_at TEXT NOT NULL)",
+                       NULL, NULL, NULL) == DB_OK);
+    struct req *r = fresh_req("wsp_1");
+    struct pref p, stale, again;
+    bool stored = true;
+    CHECK(storage_begin(true) == 0);
+    /* never written: a fresh one at version 1 */
+    CHECK(resource_load_singleton(r, &prefs, NULL, &p, &stored) == 1);
+    CHECK(!stored && p.version == 1 && p.body == NULL);
+    stale = p;
+    /* the first save inserts it at version 2 */
+    p.body = "first";
+    CHECK(resource_save_singleton(r, &prefs, &p) == 1);
+    CHECK(p.version == 2 && p.updated_at != NULL);
+    CHECK(resource_load_singleton(r, &prefs, "\"v2\"", &again, &stored) == 1);
+    CHECK(stored && again.version == 2);
+    CHECK_STR(again.body, "first");
+    /* If-Match read before it: 412 */
+    CHECK(resource_load_singleton(r, &prefs, "\"v1\"", &again, NULL) == 0);
+    CHECK(r->status == 412);
+    /* a save from version 1 (another writer set it first): 412, nothing written */
+    r = fresh_req("wsp_1");
+    stale.body = "lost";
+    CHECK(resource_save_singleton(r, &prefs, &stale) == 0);
+    CHECK(r->status == 412 && stale.version == 1);
+    CHECK_STR(r->problem_code, "precondition_failed");
+    /* the next version from the stored one, updated in place */
+    CHECK(resource_load_singleton(r, &prefs, NULL, &again, NULL) == 1);
+    CHECK_STR(again.body, "first");
+    again.body = "second";
+    CHECK(resource_save_singleton(r, &prefs, &again) == 1 && again.version == 3);
+    /* another workspace's is its own: still never set */
+    r = other_req("wsp_2");
+    CHECK(resource_load_singleton(r, &prefs, NULL, &p, &stored) == 1);
+    CHECK(!stored && p.version == 1);
+    /* a table that is not a singleton is refused */
+    CHECK(resource_load_singleton(r, &notes, NULL, &p, NULL) == -1);
+    CHECK(storage_commit() == 0);
+    teardown();
+}
+
 int main(void)
 {
     static const struct unit_test tests[] = {
@@ -454,6 +561,7 @@ int main(void)
         UNIT_TEST(test_list_pages_through_the_workspaces_matching_rows),
         UNIT_TEST(test_a_filter_text_cannot_forge_another_filter_set),
         UNIT_TEST(test_integer_filters),
+        UNIT_TEST(test_a_singleton_is_version_1_until_set_and_saves_guarded),
     };
     return unit_run("resource", tests, sizeof tests / sizeof tests[0]);
 }

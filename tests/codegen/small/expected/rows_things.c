@@ -304,6 +304,113 @@ const struct resource_table rows_gadget = {
     .page_row = page_row_gadget,
 };
 
+/* ---- GadgetShelf: table gadget_shelves ---- */
+
+int row_read_gadget_shelf(struct arena *a, struct db_stmt *st, int c,
+                          struct gadget_shelf *o)
+{
+    memset(o, 0, sizeof *o);
+    o->capacity = db_column_int64(st, c + 0);
+    o->label = db_column_dup(a, st, c + 1);
+    o->has_label = o->label != NULL;
+    {
+        const char *t = db_column_text(st, c + 2);
+        if (!t)
+            return unknown("gadget_shelves.slots", st, c + 2);
+        struct json_value *v = NULL;
+        struct json_error e;
+        if (json_parse(a, t, strlen(t), &v, &e) != 0)
+            return unknown("gadget_shelves.slots", st, c + 2);
+        struct verr_list l;
+
+        verr_init(&l, a);
+        validate_gadget_shelf_slots(v, "", VALIDATE_RESPONSE, &l);
+        if (l.count > 0)
+            return unknown("gadget_shelves.slots", st, c + 2);
+        if (v->type != JSON_ARRAY)
+            return -1;
+        o->slots_count = v->count;
+        o->slots = arena_alloc(a, (v->count + 1) * sizeof *o->slots);
+        for (size_t j = 0; j < v->count; j++) {
+            o->slots[j] = v->items[j]->s;
+        }
+    }
+    o->version = db_column_int64(st, c + 3);
+    o->updated_at = db_column_dup(a, st, c + 4);
+    return 0;
+}
+
+int row_bind_gadget_shelf(struct arena *a, struct db_stmt *st, int first,
+                          const struct gadget_shelf *o)
+{
+    int p = first;
+    (void)a;
+    db_bind_int64(st, p + 0, o->capacity);
+    db_bind_text(st, p + 1, o->label);
+    {
+        struct jsonw jw, *w = &jw;
+        jsonw_init(w);
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < o->slots_count; j++) {
+            jsonw_string(w, o->slots[j]);
+        }
+        jsonw_array_end(w);
+        char *text = json_text(a, w);
+        if (!text)
+            return -1;
+        db_bind_text(st, p + 2, text);
+    }
+    db_bind_int64(st, p + 3, o->version);
+    db_bind_text(st, p + 4, o->updated_at);
+    return 0;
+}
+
+static int read_gadget_shelf(struct arena *a, struct db_stmt *st, int first_col, void *o)
+{
+    return row_read_gadget_shelf(a, st, first_col, o);
+}
+
+static int bind_gadget_shelf(struct arena *a, struct db_stmt *st, int first, const void *o)
+{
+    return row_bind_gadget_shelf(a, st, first, o);
+}
+
+static void init_gadget_shelf(void *obj)
+{
+    (void)obj;
+}
+
+static int page_row_gadget_shelf(struct req *r, struct db_stmt *st, void *item)
+{
+    return read_gadget_shelf(&r->arena, st, 0, item);
+}
+
+const struct resource_table rows_gadget_shelf = {
+    .table = "gadget_shelves",
+    .object = "gadget shelf",
+    .singleton = true, /* one row per workspace, keyed by it */
+    .workspace = "workspace_id",
+    .columns = ROWS_GADGET_SHELF_COLUMNS,
+    .column_count = ROWS_GADGET_SHELF_COLUMN_COUNT,
+    .workspace_index = ROWS_GADGET_SHELF_COLUMN_COUNT, /* bound after the columns */
+    .select_sql = "SELECT " ROWS_GADGET_SHELF_COLUMNS
+                  " FROM gadget_shelves WHERE workspace_id = ?1",
+    .insert_sql = NULL, /* update_sql inserts or updates: resource_save_singleton */
+    .update_sql = "INSERT INTO gadget_shelves (capacity, label, slots, version, updated_at, "
+                  "workspace_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (workspace_id) DO "
+                  "UPDATE SET capacity = ?1, label = ?2, slots = ?3, version = ?4, updated_at "
+                  "= ?5 WHERE gadget_shelves.version = ?7",
+    .size = sizeof(struct gadget_shelf),
+    .versioned = true,
+    .version_offset = offsetof(struct gadget_shelf, version),
+    .has_updated_at = true,
+    .updated_at_offset = offsetof(struct gadget_shelf, updated_at),
+    .init = init_gadget_shelf,
+    .read = read_gadget_shelf,
+    .bind = bind_gadget_shelf,
+    .page_row = page_row_gadget_shelf,
+};
+
 void merge_gadget_update_into_gadget(struct arena *a, const struct gadget_update *u,
                                      struct gadget *o)
 {

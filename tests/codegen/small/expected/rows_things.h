@@ -22,6 +22,19 @@ int row_bind_gadget(struct arena *a, struct db_stmt *st, int first,
                     const struct gadget *o);
 extern const struct resource_table rows_gadget;
 
+/* GadgetShelf in table gadget_shelves, columns in this order: */
+#define ROWS_GADGET_SHELF_COLUMNS \
+    "capacity, label, slots, version, updated_at"
+#define ROWS_GADGET_SHELF_COLUMN_COUNT 5
+/* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
+ * know. */
+int row_read_gadget_shelf(struct arena *a, struct db_stmt *st, int first_col,
+                          struct gadget_shelf *o);
+/* o's columns as parameters first.. (JSON text built in a). 0 / -1. */
+int row_bind_gadget_shelf(struct arena *a, struct db_stmt *st, int first,
+                          const struct gadget_shelf *o);
+extern const struct resource_table rows_gadget_shelf;
+
 /* PATCH: u merged into o (RFC 7396): an absent member keeps o's, null removes it, a value
  * replaces it, a nested update object merges member by member. */
 void merge_gadget_update_into_gadget(struct arena *a, const struct gadget_update *u,

@@ -65,6 +65,7 @@ struct circle;
 struct desk_mount;
 struct formats;
 struct gadget;
+struct gadget_shelf;
 struct gadget_specs;
 struct gadget_specs_update;
 struct gadget_update;
@@ -210,6 +211,17 @@ struct gadget {
     bool has_parts;
     int64_t version; /* required, read-only */
     const char *created_at; /* required, read-only */
+    const char *updated_at; /* required, read-only */
+};
+
+/* GadgetShelf: One row per workspace, keyed by it (x-table singleton): no id, no list; the workspace column is n... */
+struct gadget_shelf {
+    int64_t capacity; /* required */
+    const char *label; /* optional */
+    bool has_label;
+    const char **slots; /* required */
+    size_t slots_count;
+    int64_t version; /* required, read-only */
     const char *updated_at; /* required, read-only */
 };
 
@@ -396,6 +408,8 @@ int decode_formats(struct arena *a, const struct json_value *v, struct formats *
 void encode_formats(struct jsonw *w, const struct formats *in);
 int decode_gadget(struct arena *a, const struct json_value *v, struct gadget *out);
 void encode_gadget(struct jsonw *w, const struct gadget *in);
+int decode_gadget_shelf(struct arena *a, const struct json_value *v, struct gadget_shelf *out);
+void encode_gadget_shelf(struct jsonw *w, const struct gadget_shelf *in);
 int decode_gadget_specs(struct arena *a, const struct json_value *v, struct gadget_specs *out);
 void encode_gadget_specs(struct jsonw *w, const struct gadget_specs *in);
 int decode_gadget_specs_update(struct arena *a, const struct json_value *v, struct gadget_specs_update *out);
@@ -462,6 +476,13 @@ void validate_gadget_name(const struct json_value *v, const char *ptr, int mode,
 void validate_gadget_note(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_gadget_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_gadget_parts(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_shelf(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_shelf_capacity(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_shelf_label(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_shelf_slots(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_shelf_slots_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_shelf_updated_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_gadget_shelf_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_gadget_specs(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_gadget_specs_h(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_gadget_specs_unit(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

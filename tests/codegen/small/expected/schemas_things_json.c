@@ -452,6 +452,57 @@ void encode_gadget(struct jsonw *w, const struct gadget *in)
     jsonw_object_end(w);
 }
 
+int decode_gadget_shelf(struct arena *a, const struct json_value *v, struct gadget_shelf *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "capacity") == 0) {
+            (void)json_number_to_int64(m->value, &out->capacity);
+        } else if (strcmp(m->key, "label") == 0) {
+            out->has_label = true;
+            out->label = m->value->s;
+        } else if (strcmp(m->key, "slots") == 0) {
+            if (m->value->type != JSON_ARRAY)
+                return -1;
+            out->slots_count = m->value->count;
+            out->slots = arena_alloc(a, (m->value->count + 1) * sizeof *out->slots);
+            for (size_t j = 0; j < m->value->count; j++) {
+                out->slots[j] = m->value->items[j]->s;
+            }
+        } else if (strcmp(m->key, "version") == 0) {
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            out->updated_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_gadget_shelf(struct jsonw *w, const struct gadget_shelf *in)
+{
+    jsonw_object_begin(w);
+    jsonw_raw_key(w, "\"capacity\":", 11);
+    jsonw_int(w, in->capacity);
+    if (in->has_label || in->label != NULL) {
+        jsonw_raw_key(w, "\"label\":", 8);
+        jsonw_string(w, in->label);
+    }
+    jsonw_raw_key(w, "\"slots\":", 8);
+    jsonw_array_begin(w);
+    for (size_t j = 0; j < in->slots_count; j++) {
+        jsonw_string(w, in->slots[j]);
+    }
+    jsonw_array_end(w);
+    jsonw_raw_key(w, "\"version\":", 10);
+    jsonw_int(w, in->version);
+    jsonw_raw_key(w, "\"updated_at\":", 13);
+    jsonw_string(w, in->updated_at);
+    jsonw_object_end(w);
+}
+
 int decode_gadget_specs(struct arena *a, const struct json_value *v, struct gadget_specs *out)
 {
     (void)a;

@@ -724,6 +724,154 @@ void validate_gadget_parts(const struct json_value *v, const char *ptr, int mode
         validate_part(v->items[i], verr_index(l->arena, ptr, i), mode, l);
 }
 
+/* GadgetShelf (tests/codegen/small/things.yaml) */
+void validate_gadget_shelf(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[4] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "capacity") == 0) {
+            seen[0] = true;
+            validate_gadget_shelf_capacity(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "label") == 0) {
+            validate_gadget_shelf_label(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "slots") == 0) {
+            seen[1] = true;
+            validate_gadget_shelf_slots(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            seen[2] = true;
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_gadget_shelf_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "updated_at") == 0) {
+            seen[3] = true;
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_gadget_shelf_updated_at(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "capacity", "required", "%s", "is required");
+    if (!seen[1])
+        verr_add(l, ptr, "slots", "required", "%s", "is required");
+    if (!seen[2] && mode == VALIDATE_RESPONSE)
+        verr_add(l, ptr, "version", "required", "%s", "is required");
+    if (!seen[3] && mode == VALIDATE_RESPONSE)
+        verr_add(l, ptr, "updated_at", "required", "%s", "is required");
+}
+
+/* gadget_shelf_capacity (tests/codegen/small/things.yaml) */
+void validate_gadget_shelf_capacity(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 99");
+        return;
+    }
+    if (n < INT64_C(0))
+        verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 0");
+    if (n > INT64_C(99))
+        verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 99");
+}
+
+/* gadget_shelf_label (tests/codegen/small/things.yaml) */
+void validate_gadget_shelf_label(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 20)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
+}
+
+/* gadget_shelf_slots (tests/codegen/small/things.yaml) */
+void validate_gadget_shelf_slots(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_ARRAY)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an array");
+        return;
+    }
+    if (v->count > 3)
+        verr_add(l, ptr, NULL, "max_items", "%s", "must have at most 3 items");
+    for (size_t i = 0; i < v->count; i++)
+        validate_gadget_shelf_slots_item(v->items[i], verr_index(l->arena, ptr, i), mode, l);
+}
+
+/* gadget_shelf_slots_item (tests/codegen/small/things.yaml) */
+void validate_gadget_shelf_slots_item(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 5)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 5 characters long");
+}
+
+/* gadget_shelf_updated_at (tests/codegen/small/things.yaml) */
+void validate_gadget_shelf_updated_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+}
+
+/* gadget_shelf_version (tests/codegen/small/things.yaml) */
+void validate_gadget_shelf_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "is below the 64-bit integer range");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "is above the 64-bit integer range");
+        return;
+    }
+}
+
 /* GadgetSpecs (tests/codegen/small/things.yaml) */
 void validate_gadget_specs(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {

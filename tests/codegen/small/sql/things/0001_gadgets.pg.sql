@@ -1,4 +1,4 @@
--- PostgreSQL dialect of 0001_gadgets.sqlite.sql. The small spec's one x-table (Gadget, things.yaml): what codegen/rows.py checks the mapping
+-- PostgreSQL dialect of 0001_gadgets.sqlite.sql. The small spec's x-tables (Gadget, GadgetShelf: things.yaml): what codegen/rows.py checks the mapping
 -- against. extra is a column no property maps (NOT NULL with a DEFAULT: inserts still work).
 CREATE TABLE gadgets (
     id TEXT PRIMARY KEY,
@@ -21,4 +21,14 @@ CREATE TABLE gadgets (
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL,
     extra BIGINT NOT NULL DEFAULT 0
+);
+
+-- GadgetShelf (x-table singleton): one row per workspace, keyed by it.
+CREATE TABLE gadget_shelves (
+    workspace_id TEXT PRIMARY KEY,
+    capacity BIGINT NOT NULL,
+    label TEXT,
+    slots TEXT NOT NULL,
+    version BIGINT NOT NULL,
+    updated_at TEXT NOT NULL
 );
