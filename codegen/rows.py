@@ -22,6 +22,9 @@ migrations create it (`<sql>/<api>/*.sql`, both dialects); emitted as generated/
       state: [status, approval_round]         # what resource_save_state() writes (a
                                               #   transition), with version and updated_at
 
+    The workspace may be a hidden string column (`hidden: {workspace_id: string}`): the API
+    does not show the tenant.
+
     x-table:                  # one row per workspace, keyed by it (a workspace's settings):
       name: approval_policies #   no id, no sort, no list; the workspace column is one no
       singleton: true         #   property maps. resource_load_singleton() answers the row, or
@@ -284,6 +287,10 @@ class Rows:
             if prop is None:
                 continue
             it = next((i for i in t.items if i.how == 'scalar' and i.cols[0].name == prop), None)
+            if role == 'workspace' and not it and x.get('hidden', {}).get(prop) == 'string':
+                # a tenant the API does not show (an invitation answers no workspace_id)
+                t.workspace_field = None
+                continue
             if not it or it.field.kind != kind or not it.field.required:
                 self.fail(loc / ('id-prefix' if role == 'id' else role),
                           'the %s column %s must hold a required %s property' % (role, prop, kind))
@@ -854,7 +861,9 @@ def sql_texts(t):
     ins = 'INSERT INTO %s (%s) VALUES (%s)' % (t.name, cols, ', '.join('?' * len(names)))
     sets = ', '.join('%s = ?%d' % (n, i + 1) for i, n in enumerate(names)
                      if n not in ('id', ws))
-    where = 'id = ?%d AND %s = ?%d' % (names.index('id') + 1, ws, names.index(ws) + 1)
+    where = 'id = ?%d' % (names.index('id') + 1)
+    if ws != 'id':   # `workspace: id`: the row is the tenant itself (workspaces)
+        where += ' AND %s = ?%d' % (ws, names.index(ws) + 1)
     if t.x.get('version'):
         where += ' AND %s = ?%d' % (t.x['version'], len(names) + 1)
     upd = 'UPDATE %s SET %s WHERE %s' % (t.name, sets, where)
@@ -921,12 +930,19 @@ def groups(model, rows):
             t.insert_tail = ins[len(t.insert_head) + len(t.columns_text):] if ins else None
             t.object = object_name(t)
             t.read = read_body(t)
+            # a reader of only plain strings and integers (workspaces) never refuses a value
+            t.reads_unknown = any('unknown(' in line for line in t.read)
             t.bind = bind_body(t)
             t.hidden_read = hidden_read(t)
             t.hidden_bind = hidden_bind(t)
             # the struct the descriptor loads and saves: the schema's, or <name>_row around it
             t.row = t.node.cname + ('_row' if t.hidden else '')
             t.obj = 'obj.' if t.hidden else ''
+            if not t.singleton:
+                names = [c.name for c in t.cols] + [c.name for c in t.hidden]
+                t.workspace_index = names.index(t.x['workspace'])
+                t.workspace_member = t.obj + t.workspace_field.cname if t.workspace_field \
+                    else t.x['workspace']   # a hidden column: struct <name>_row's member
         ms = [(u, r, merge_body(rows, u, r)) for u, r, _ in rows.merges if u.group == g]
         if ts or ms:
             out.append((g, ts, ms))

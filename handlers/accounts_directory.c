@@ -2,7 +2,9 @@
  * workspaces, users and members tables. */
 #include "handlers/accounts_directory.h"
 
+#include "generated/rows_workspace.h"
 #include "runtime/log.h"
+#include "runtime/resource.h"
 #include "runtime/storage.h"
 
 static int db_failed(const char *what)
@@ -46,23 +48,9 @@ int acc_workspace_set_rate_limit(const char *id, long long per_minute, const cha
     return changed == 1;
 }
 
-int acc_workspace_set_token_lifetime(const char *id, int64_t seconds, int64_t version,
-                                     const char *now)
+int acc_workspace_save_settings(struct req *r, struct workspace_row *w)
 {
-    struct db_stmt *st = storage_prepare(
-        "UPDATE workspaces SET token_lifetime_seconds = ?, version = version + 1, updated_at = ? "
-        "WHERE id = ? AND version = ?");
-    if (!st)
-        return -1;
-    db_bind_int64(st, 1, seconds);
-    db_bind_text(st, 2, now);
-    db_bind_text(st, 3, id);
-    db_bind_int64(st, 4, version);
-    int rc = db_step(st), changed = storage_changes();
-    db_reset(st);
-    if (rc != DB_DONE)
-        return db_failed("workspace update");
-    return changed == 1;
+    return resource_save_state(r, &rows_workspace, w);
 }
 
 /* ---- users ---- */

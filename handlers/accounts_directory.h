@@ -2,7 +2,8 @@
  * one file (accounts_directory.c) for the handlers that change them (accounts.c: MFA;
  * accounts_invitations.c: signup and joining; accounts_password.c: passwords; workspace.c:
  * settings and removing a member) and for the operator commands (admin_cli.c: bootstrap),
- * which link it without the rest of the handlers. It needs the runtime only (storage). Reads
+ * which link it without the rest of the handlers. It needs the runtime only (storage), and the
+ * workspaces' generated row codec (generated/rows_workspace.c, runtime-only too). Reads
  * stay where they are used. Each function logs a failed statement; 0 / -1 unless it says. */
 #ifndef HANDLERS_ACCOUNTS_DIRECTORY_H
 #define HANDLERS_ACCOUNTS_DIRECTORY_H
@@ -16,9 +17,13 @@ int acc_workspace_insert(const char *id, const char *name, const char *now);
 /* The workspace's own request rate limit per minute (<= 0: back to the server's default).
  * 1 changed, 0 no such workspace, -1 failure. */
 int acc_workspace_set_rate_limit(const char *id, long long per_minute, const char *now);
-/* Its access-token lifetime, at version (bumped). 1 changed, 0 not at that version, -1. */
-int acc_workspace_set_token_lifetime(const char *id, int64_t seconds, int64_t version,
-                                     const char *now);
+/* The caller's workspace w (loaded through rows_workspace, generated/rows_workspace.h) with
+ * its settings changed, saved as the next version: only the settings, the version and
+ * updated_at (never the operator's rate limit). resource_save_state's answers: 1 saved, 0
+ * answered 412 (another writer came first), -1 failure. */
+struct req;
+struct workspace_row;
+int acc_workspace_save_settings(struct req *r, struct workspace_row *w);
 
 /* ---- users ---- */
 

@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "generated/rows_workspace.h"
 #include "generated/scopes.h"
 #include "handlers/accounts.h"
+#include "handlers/accounts_directory.h"
 #include "handlers/accounts_oauth.h"
 #include "handlers/admin.h"
 #include "runtime/audit.h"
@@ -22,56 +24,43 @@
 #include "runtime/revocation.h"
 #include "runtime/storage.h"
 
-/* The token's workspace. 1 found, 0 not (deleted under a live token: 404), -1 failure. */
-static int load(struct req *r, struct workspace *w)
+/* The token's workspace (its row is the tenant itself: rows_workspace, scoped by its own id),
+ * 412 for a stale if_match (NULL: none), with its request quota: the operator's
+ * (rate_limit_per_minute) or the server's default. 1 found, 0 answered (404: deleted under a
+ * live token), -1 failure. */
+static int load(struct req *r, const char *if_match, struct workspace_row *x)
 {
-    struct db_stmt *st = storage_prepare(
-        "SELECT id, name, token_lifetime_seconds, rate_limit_per_minute, version, created_at, "
-        "updated_at FROM workspaces WHERE id = ?");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, r->principal.workspace_id);
-    int rc = db_step(st);
-    if (rc == DB_ROW) {
-        memset(w, 0, sizeof *w);
-        w->id = db_column_dup(&r->arena, st, 0);
-        w->object = "workspace";
-        w->name = db_column_dup(&r->arena, st, 1);
-        w->settings = arena_alloc(&r->arena, sizeof *w->settings);
-        w->settings->token_lifetime_seconds = db_column_int64(st, 2);
-        w->rate_limit = arena_alloc(&r->arena, sizeof *w->rate_limit);
-        if (db_column_is_null(st, 3)) {
-            w->rate_limit->requests_per_minute = ratelimit_default();
-            w->rate_limit->source = WORKSPACE_RATE_LIMIT_SOURCE_DEFAULT;
-        } else {
-            w->rate_limit->requests_per_minute = db_column_int64(st, 3);
-            w->rate_limit->source = WORKSPACE_RATE_LIMIT_SOURCE_WORKSPACE;
-        }
-        w->version = db_column_int64(st, 4);
-        w->created_at = db_column_dup(&r->arena, st, 5);
-        w->updated_at = db_column_dup(&r->arena, st, 6);
-    }
-    db_reset(st);
-    if (rc != DB_ROW && rc != DB_DONE) {
-        log_error("workspace: load failed: %s", storage_errmsg());
-        return -1;
-    }
-    if (rc == DB_DONE)
+    switch (resource_load(r, &rows_workspace, r->principal.workspace_id, x)) {
+    case RESOURCE_MISSING:
         req_problem(r, 404, "not_found", "The workspace %s no longer exists.",
                     r->principal.workspace_id);
-    return rc == DB_ROW;
+        return 0;
+    case RESOURCE_FAILED:
+        return -1;
+    }
+    if (if_match && !req_if_match(if_match, x->obj.version)) {
+        req_precondition_failed(r, if_match, x->obj.version);
+        return 0;
+    }
+    struct workspace_rate_limit *q = arena_alloc(&r->arena, sizeof *q);
+    q->requests_per_minute = x->has_rate_limit_per_minute ? x->rate_limit_per_minute
+                                                          : ratelimit_default();
+    q->source = x->has_rate_limit_per_minute ? WORKSPACE_RATE_LIMIT_SOURCE_WORKSPACE
+                                             : WORKSPACE_RATE_LIMIT_SOURCE_DEFAULT;
+    x->obj.rate_limit = q;
+    return 1;
 }
 
 int workspace_get_workspace(struct req *r, const struct workspace_get_workspace_request *in,
                             struct workspace_get_workspace_response *out)
 {
     (void)in;
-    struct workspace *w = arena_alloc(&r->arena, sizeof *w);
-    int found = load(r, w);
+    struct workspace_row *x = arena_alloc(&r->arena, sizeof *x);
+    int found = load(r, NULL, x);
     if (found <= 0)
         return found;
     out->status = 200;
-    out->body_200 = w;
+    out->body_200 = &x->obj;
     return 0;
 }
 
@@ -79,27 +68,15 @@ int workspace_update_workspace_settings(
     struct req *r, const struct workspace_update_workspace_settings_request *in,
     struct workspace_update_workspace_settings_response *out)
 {
-    struct workspace *w = arena_alloc(&r->arena, sizeof *w);
-    int found = load(r, w);
+    struct workspace_row *x = arena_alloc(&r->arena, sizeof *x);
+    int found = load(r, in->has_if_match ? in->if_match : NULL, x);
     if (found <= 0)
         return found;
-    if (in->has_if_match && !req_if_match(in->if_match, w->version)) {
-        req_precondition_failed(r, in->if_match, w->version);
-        return 0;
-    }
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
-    int changed = acc_workspace_set_token_lifetime(w->id, in->body->token_lifetime_seconds,
-                                                   w->version, now);
-    if (changed != 1) {
-        log_error("workspace: update failed: %s", storage_errmsg());
-        return -1;
-    }
-    w->settings->token_lifetime_seconds = in->body->token_lifetime_seconds;
-    w->version++;
-    w->updated_at = arena_strdup(&r->arena, now);
+    x->obj.settings->token_lifetime_seconds = in->body->token_lifetime_seconds;
+    if ((found = acc_workspace_save_settings(r, x)) <= 0)
+        return found;
     out->status = 200;
-    out->body_200 = w;
+    out->body_200 = &x->obj;
     return 0;
 }
 
