@@ -115,3 +115,107 @@ const struct resource_table rows_service_account = {
     .bind = bind_service_account,
     .page_row = page_row_service_account,
 };
+
+/* ---- InvitationIssued: table invitations ---- */
+
+int row_read_invitation_issued(struct arena *a, struct db_stmt *st, int c,
+                               struct invitation_issued *o)
+{
+    memset(o, 0, sizeof *o);
+    o->id = db_column_dup(a, st, c + 0);
+    o->object = "invitation";
+    o->email = db_column_dup(a, st, c + 1);
+    o->role = db_column_dup(a, st, c + 2);
+    {
+        const char *t = db_column_text(st, c + 3);
+        o->status = invitation_issued_status_parse(t);
+        if (!o->status)
+            return unknown("invitations.status", st, c + 3);
+    }
+    o->invited_by = db_column_dup(a, st, c + 4);
+    o->created_at = db_column_dup(a, st, c + 5);
+    o->expires_at = db_column_dup(a, st, c + 6);
+    return 0;
+}
+
+int row_bind_invitation_issued(struct arena *a, struct db_stmt *st, int first,
+                               const struct invitation_issued *o)
+{
+    int p = first;
+    (void)a;
+    db_bind_text(st, p + 0, o->id);
+    db_bind_text(st, p + 1, o->email);
+    db_bind_text(st, p + 2, o->role);
+    db_bind_text(st, p + 3, invitation_issued_status_str(o->status));
+    db_bind_text(st, p + 4, o->invited_by);
+    db_bind_text(st, p + 5, o->created_at);
+    db_bind_text(st, p + 6, o->expires_at);
+    return 0;
+}
+
+static int read_invitation_issued(struct arena *a, struct db_stmt *st, int c, void *o)
+{
+    struct invitation_issued_row *w = o;
+    if (row_read_invitation_issued(a, st, c, &w->obj) != 0)
+        return -1;
+    w->workspace_id = db_column_dup(a, st, c + 7);
+    w->email_norm = db_column_dup(a, st, c + 8);
+    w->token_hash = db_column_dup(a, st, c + 9);
+    w->accepted_at = db_column_dup(a, st, c + 10);
+    w->user_id = db_column_dup(a, st, c + 11);
+    w->mail_id = db_column_dup(a, st, c + 12);
+    return 0;
+}
+
+static int bind_invitation_issued(struct arena *a, struct db_stmt *st, int first, const void *o)
+{
+    const struct invitation_issued_row *w = o;
+    if (row_bind_invitation_issued(a, st, first, &w->obj) != 0)
+        return -1;
+    db_bind_text(st, first + 7, w->workspace_id);
+    db_bind_text(st, first + 8, w->email_norm);
+    db_bind_text(st, first + 9, w->token_hash);
+    db_bind_text(st, first + 10, w->accepted_at);
+    db_bind_text(st, first + 11, w->user_id);
+    db_bind_text(st, first + 12, w->mail_id);
+    return 0;
+}
+
+static void init_invitation_issued(void *obj)
+{
+    ((struct invitation_issued_row *)obj)->obj.object = "invitation";
+}
+
+static int page_row_invitation_issued(struct req *r, struct db_stmt *st, void *item)
+{
+    return read_invitation_issued(&r->arena, st, 0, item);
+}
+
+const struct resource_table rows_invitation_issued = {
+    .table = "invitations",
+    .object = "invitation",
+    .id_prefix = "inv",
+    .workspace = "workspace_id",
+    .sort = "created_at",
+    .columns = ROWS_INVITATION_ISSUED_COLUMNS,
+    .column_count = ROWS_INVITATION_ISSUED_COLUMN_COUNT,
+    .workspace_index = 7,
+    .select_sql = "SELECT " ROWS_INVITATION_ISSUED_COLUMNS
+                  " FROM invitations WHERE id = ?1 AND workspace_id = ?2",
+    .insert_sql = "INSERT INTO invitations (" ROWS_INVITATION_ISSUED_COLUMNS
+                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    .update_sql = "UPDATE invitations SET email = ?2, role = ?3, status = ?4, invited_by = ?5, "
+                  "created_at = ?6, expires_at = ?7, email_norm = ?9, token_hash = ?10, "
+                  "accepted_at = ?11, user_id = ?12, mail_id = ?13 WHERE id = ?1 AND "
+                  "workspace_id = ?8",
+    .size = sizeof(struct invitation_issued_row),
+    .id_offset = offsetof(struct invitation_issued_row, obj.id),
+    .workspace_offset = offsetof(struct invitation_issued_row, workspace_id),
+    .sort_offset = offsetof(struct invitation_issued_row, obj.created_at),
+    .has_created_at = true,
+    .created_at_offset = offsetof(struct invitation_issued_row, obj.created_at),
+    .init = init_invitation_issued,
+    .read = read_invitation_issued,
+    .bind = bind_invitation_issued,
+    .page_row = page_row_invitation_issued,
+};

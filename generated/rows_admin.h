@@ -22,4 +22,29 @@ int row_bind_service_account(struct arena *a, struct db_stmt *st, int first,
                              const struct service_account *o);
 extern const struct resource_table rows_service_account;
 
+/* InvitationIssued in table invitations, columns in this order: */
+#define ROWS_INVITATION_ISSUED_COLUMNS \
+    "id, email, role, status, invited_by, created_at, expires_at, workspace_id, email_norm, " \
+    "token_hash, accepted_at, user_id, mail_id"
+#define ROWS_INVITATION_ISSUED_COLUMN_COUNT 13
+/* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
+ * know. */
+int row_read_invitation_issued(struct arena *a, struct db_stmt *st, int first_col,
+                               struct invitation_issued *o);
+/* o's columns as parameters first.. (JSON text built in a). 0 / -1. */
+int row_bind_invitation_issued(struct arena *a, struct db_stmt *st, int first,
+                               const struct invitation_issued *o);
+/* What rows_invitation_issued loads and saves: the API's invitation_issued and the columns it
+ * does not show (x-table hidden; the last ones of the list above). */
+struct invitation_issued_row {
+    struct invitation_issued obj;
+    const char *workspace_id;
+    const char *email_norm;
+    const char *token_hash;
+    const char *accepted_at; /* NULL: SQL NULL */
+    const char *user_id; /* NULL: SQL NULL */
+    const char *mail_id; /* NULL: SQL NULL */
+};
+extern const struct resource_table rows_invitation_issued;
+
 #endif

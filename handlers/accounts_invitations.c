@@ -7,6 +7,7 @@
  * what a login asks for (its password and, when enrolled, its second factor, counted by the
  * failed-login guard), never with a password alone when it has a second factor. */
 #include "generated/accounts_api.h"
+#include "generated/rows_admin.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "runtime/mail.h"
 #include "runtime/password.h"
 #include "runtime/ratelimit.h"
+#include "runtime/resource.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
 
@@ -30,46 +32,24 @@
 #define INVITATION_TOKEN_BYTES 32
 #define OPERATOR_ACTOR "operator"
 
-struct invitation {
-    char id[ID_MAX];
-    char workspace_id[ID_MAX];
-    char email[EMAIL_MAX];
-    char email_norm[EMAIL_MAX];
-    char role[48];
-    char status[16];
-    char expires_at[40];
-    char invited_by[ID_MAX];
-    bool mailed; /* issued since invitations are e-mailed (it has a mail_id) */
-};
-
-/* The invitation of a token digest. 0 with *found, -1 on failure. */
-static int find_invitation(const char *hash, struct invitation *inv, bool *found)
+/* The invitation of a token digest, read by its generated codec (rows_invitation_issued)
+ * whatever workspace it is for: the token is the key. 1 found, 0 not, -1 failure. */
+static int find_invitation(struct req *r, const char *hash, struct invitation_issued_row *inv)
 {
-    struct db_stmt *st = storage_prepare(
-        "SELECT id, workspace_id, email, email_norm, role, status, expires_at, invited_by, "
-        "mail_id FROM invitations WHERE token_hash = ?");
+    struct db_stmt *st = storage_prepare("SELECT " ROWS_INVITATION_ISSUED_COLUMNS
+                                         " FROM invitations WHERE token_hash = ?1");
     if (!st)
         return -1;
     db_bind_text(st, 1, hash);
-    int rc = db_step(st);
-    *found = rc == DB_ROW;
-    if (*found) {
-        acc_copy_column(st, 0, inv->id, sizeof inv->id);
-        acc_copy_column(st, 1, inv->workspace_id, sizeof inv->workspace_id);
-        acc_copy_column(st, 2, inv->email, sizeof inv->email);
-        acc_copy_column(st, 3, inv->email_norm, sizeof inv->email_norm);
-        acc_copy_column(st, 4, inv->role, sizeof inv->role);
-        acc_copy_column(st, 5, inv->status, sizeof inv->status);
-        acc_copy_column(st, 6, inv->expires_at, sizeof inv->expires_at);
-        acc_copy_column(st, 7, inv->invited_by, sizeof inv->invited_by);
-        inv->mailed = !db_column_is_null(st, 8);
-    }
+    int rc = db_step(st), ret = 0;
+    if (rc == DB_ROW)
+        ret = rows_invitation_issued.read(&r->arena, st, 0, inv) == 0 ? 1 : -1;
+    else if (rc != DB_DONE)
+        ret = -1;
     db_reset(st);
-    if (rc != DB_ROW && rc != DB_DONE) {
+    if (ret < 0)
         log_error("invitations: lookup failed: %s", storage_errmsg());
-        return -1;
-    }
-    return 0;
+    return ret;
 }
 
 /* The name of workspace wid into out ("" when none). 0 / -1. */
@@ -101,22 +81,29 @@ static int audit_in(struct req *r, const char *wid, const char *actor, const cha
     return rc;
 }
 
-/* The membership an accepted invitation creates, the invitation marked accepted by user_id,
- * and both audited in the invitation's workspace. 0 / -1. */
-static int join(struct req *r, const struct invitation *inv, const char *user_id,
+/* The membership an accepted invitation creates, the invitation marked accepted by user_id
+ * (saved in its own workspace, whatever the caller's token is for), and both audited there.
+ * 0 / -1. */
+static int join(struct req *r, struct invitation_issued_row *inv, const char *user_id,
                 const char *now)
 {
-    const char *accepted[] = {now, user_id, inv->id};
-    if (acc_member_insert(inv->workspace_id, user_id, inv->role, now, inv->invited_by) != 0 ||
-        storage_exec_texts("UPDATE invitations SET status = 'accepted', accepted_at = ?, "
-                           "user_id = ? WHERE id = ?",
-                           accepted, 3) != 0)
+    const struct invitation_issued *o = &inv->obj;
+    if (acc_member_insert(inv->workspace_id, user_id, o->role, now, o->invited_by) != 0)
         return -1;
-    char *detail = arena_printf(&r->arena, "role %s, invited by %s", inv->role, inv->invited_by);
-    if (audit_in(r, inv->workspace_id, user_id, "invitation.accepted", "invitation", inv->id,
+    inv->obj.status = INVITATION_ISSUED_STATUS_ACCEPTED;
+    inv->accepted_at = now;
+    inv->user_id = user_id;
+    struct principal saved = r->principal;
+    r->principal.workspace_id = inv->workspace_id;
+    int saved_rc = resource_save(r, &rows_invitation_issued, inv);
+    r->principal = saved;
+    if (saved_rc != 1)
+        return -1;
+    char *detail = arena_printf(&r->arena, "role %s, invited by %s", o->role, o->invited_by);
+    if (audit_in(r, inv->workspace_id, user_id, "invitation.accepted", "invitation", o->id,
                  "pending", "accepted", NULL) != 0 ||
         audit_in(r, inv->workspace_id, user_id, "member.created", "user", user_id, NULL,
-                 inv->role, detail) != 0)
+                 o->role, detail) != 0)
         return -1;
     return 0;
 }
@@ -200,15 +187,17 @@ int invitations_issue(struct req *r, const char *wid, const char *email, const c
         return -1;
     explicit_bzero(u.password_hash, sizeof u.password_hash);
     explicit_bzero(u.mfa_secret, sizeof u.mfa_secret);
-    memset(out, 0, sizeof *out);
-    out->id = id_new(&r->arena, "inv");
-    out->object = "invitation";
-    out->email = arena_strdup(&r->arena, email);
-    out->role = arena_strdup(&r->arena, role);
-    out->status = INVITATION_ISSUED_STATUS_PENDING;
-    out->invited_by = r->principal.user_id;
-    out->created_at = arena_strdup(&r->arena, now);
-    out->expires_at = arena_strdup(&r->arena, expires);
+    /* In r's workspace, which is wid (the admin API's caller, or the operator's). */
+    struct invitation_issued_row *x = arena_alloc(&r->arena, sizeof *x);
+    resource_new(r, &rows_invitation_issued, x);
+    x->obj.email = arena_strdup(&r->arena, email);
+    x->obj.role = arena_strdup(&r->arena, role);
+    x->obj.status = INVITATION_ISSUED_STATUS_PENDING;
+    x->obj.invited_by = r->principal.user_id;
+    x->obj.created_at = arena_strdup(&r->arena, now);
+    x->obj.expires_at = arena_strdup(&r->arena, expires);
+    x->email_norm = arena_strdup(&r->arena, email_norm);
+    x->token_hash = arena_strdup(&r->arena, hash);
 
     /* A newer invitation replaces a pending one: only the latest token works. */
     const char *key[] = {wid, email_norm};
@@ -216,19 +205,15 @@ int invitations_issue(struct req *r, const char *wid, const char *email, const c
                            "WHERE workspace_id = ? AND email_norm = ? AND status = 'pending'",
                            key, 2) != 0)
         return -1;
-    int rc = queue_email(r, out->id, email, wname, role, token, expires, base_url, has_account,
+    int rc = queue_email(r, x->obj.id, email, wname, role, token, expires, base_url, has_account,
                          mail_id, sizeof mail_id);
     explicit_bzero(token, strlen(token));
     if (rc != 0)
         return -1;
-    const char *row[] = {out->id, wid,        email,   email_norm, role,
-                         hash,    out->invited_by, now, expires,   mail_id};
-    if (storage_exec_texts(
-            "INSERT INTO invitations (id, workspace_id, email, email_norm, role, token_hash, "
-            "status, invited_by, created_at, expires_at, mail_id) "
-            "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
-            row, 10) != 0)
+    x->mail_id = arena_strdup(&r->arena, mail_id);
+    if (resource_insert(r, &rows_invitation_issued, x) != 0)
         return -1;
+    *out = x->obj;
     char *detail = arena_printf(&r->arena, "%s as %s (token e-mailed, %s)", email, role, mail_id);
     return audit_change(r, "user.invited", "invitation", out->id, NULL, "pending", detail);
 }
@@ -266,17 +251,18 @@ static void invalid_invitation(struct req *r)
 /* 1 usable, 0 answered (410), on an invitation found by its token. One never e-mailed (issued
  * before invitations were: its token went back to the inviter) is refused like a replaced one;
  * an upgrade superseded them all (migration 19 of earlier releases). */
-static int usable(struct req *r, const struct invitation *inv, const char *now)
+static int usable(struct req *r, const struct invitation_issued_row *inv, const char *now)
 {
-    if (strcmp(inv->status, "pending") != 0 || !inv->mailed) {
+    if (inv->obj.status != INVITATION_ISSUED_STATUS_PENDING || !inv->mail_id) {
         req_problem(r, 410, "invitation_used",
                     "This invitation was already used or replaced by a newer one; ask for a "
                     "new invitation.");
         return 0;
     }
-    if (strcmp(inv->expires_at, now) <= 0) {
+    if (strcmp(inv->obj.expires_at, now) <= 0) {
         req_problem(r, 410, "invitation_expired",
-                    "This invitation expired at %s; ask for a new invitation.", inv->expires_at);
+                    "This invitation expired at %s; ask for a new invitation.",
+                    inv->obj.expires_at);
         return 0;
     }
     return 1;
@@ -303,12 +289,11 @@ static int already_member(struct req *r, const char *wid, const char *user_id)
 
 /* The invitation of token digest hash read again (the transaction was ended and begun anew
  * meanwhile): 1 still usable, 0 answered (410), -1 failure. */
-static int still_usable(struct req *r, const char *hash, struct invitation *inv)
+static int still_usable(struct req *r, const char *hash, struct invitation_issued_row *inv)
 {
     char now[40];
-    bool found = false;
-    memset(inv, 0, sizeof *inv);
-    if (find_invitation(hash, inv, &found) != 0)
+    int found = find_invitation(r, hash, inv);
+    if (found < 0)
         return -1;
     if (!found) {
         req_problem(r, 410, "invitation_used",
@@ -360,7 +345,7 @@ static int signup_existing(struct req *r, const struct complete_signup_request *
     };
     struct login_user u;
     struct acc_guard g;
-    struct invitation inv;
+    struct invitation_issued_row inv;
     char now[40];
     int rc = acc_prove_account(r, email_norm, &cred, &u, &g);
     explicit_bzero(u.password_hash, sizeof u.password_hash);
@@ -371,7 +356,7 @@ static int signup_existing(struct req *r, const struct complete_signup_request *
     if ((rc = still_usable(r, hash, &inv)) <= 0)
         return rc;
     if (strcmp(inv.email_norm, email_norm) != 0) { /* cannot happen: the token is the key */
-        log_error("signup: invitation %s changed its email meanwhile", inv.id);
+        log_error("signup: invitation %s changed its email meanwhile", inv.obj.id);
         return -1;
     }
     if ((rc = already_member(r, inv.workspace_id, u.id)) != 0)
@@ -390,14 +375,14 @@ int accounts_complete_signup(struct req *r, const struct accounts_complete_signu
     const struct complete_signup_request *b = in->body;
     char hash[DIGEST_HEX_LEN + 1], now[40], user_id[ID_MAX];
     char new_hash[PASSWORD_HASH_MAX] = "";
-    struct invitation inv, again;
+    struct invitation_issued_row inv, again;
     struct login_user u;
-    bool found = false, existing = false;
+    bool existing = false;
+    int found = 0;
 
-    memset(&inv, 0, sizeof inv);
     memset(&u, 0, sizeof u);
     if (digest_sha256_hex(b->invitation_token, strlen(b->invitation_token), hash) != 0 ||
-        find_invitation(hash, &inv, &found) != 0)
+        (found = find_invitation(r, hash, &inv)) < 0)
         return -1;
     if (!found) {
         invalid_invitation(r);
@@ -423,7 +408,7 @@ int accounts_complete_signup(struct req *r, const struct accounts_complete_signu
         r->with_errors = true;
         return 0;
     }
-    const char *weak = password_policy_violation(b->password, inv.email);
+    const char *weak = password_policy_violation(b->password, inv.obj.email);
     if (weak) {
         verr_add(&r->verr, "/password", NULL, "weak_password", "%s", weak);
         req_problem(r, 422, "weak_password", "The password %s.", weak);
@@ -454,7 +439,7 @@ int accounts_complete_signup(struct req *r, const struct accounts_complete_signu
         return 0;
     }
     snprintf(user_id, sizeof user_id, "%s", id_new(&r->arena, "usr"));
-    if (acc_user_insert(user_id, inv.email, inv.email_norm, new_hash, b->name, now) != 0 ||
+    if (acc_user_insert(user_id, inv.obj.email, inv.email_norm, new_hash, b->name, now) != 0 ||
         join(r, &again, user_id, now) != 0)
         return -1;
     return signed_in(r, user_id, again.workspace_id, out);
@@ -466,18 +451,17 @@ int accounts_accept_invitation(struct req *r, const struct accounts_accept_invit
                                struct accounts_accept_invitation_response *out)
 {
     char hash[DIGEST_HEX_LEN + 1], now[40], email_norm[EMAIL_MAX] = "", wname[600];
-    struct invitation inv;
-    bool found = false;
+    struct invitation_issued_row inv;
+    int found = 0;
     const char *uid = r->principal.user_id;
 
     if (token_is_service_subject(uid)) {
         req_problem(r, 409, "not_a_user", "Service accounts cannot accept invitations.");
         return 0;
     }
-    memset(&inv, 0, sizeof inv);
     if (digest_sha256_hex(in->body->invitation_token, strlen(in->body->invitation_token),
                           hash) != 0 ||
-        find_invitation(hash, &inv, &found) != 0)
+        (found = find_invitation(r, hash, &inv)) < 0)
         return -1;
     struct db_stmt *st =
         storage_prepare("SELECT email_norm FROM users WHERE id = ? AND status = 'active'");
@@ -505,9 +489,9 @@ int accounts_accept_invitation(struct req *r, const struct accounts_accept_invit
         return -1;
     struct membership *m = arena_alloc(&r->arena, sizeof *m);
     m->object = "membership";
-    m->workspace_id = arena_strdup(&r->arena, inv.workspace_id);
+    m->workspace_id = inv.workspace_id;
     m->workspace_name = arena_strdup(&r->arena, wname);
-    m->role = arena_strdup(&r->arena, inv.role);
+    m->role = inv.obj.role;
     m->joined_at = arena_strdup(&r->arena, now);
     out->status = 201;
     out->body_201 = m;
