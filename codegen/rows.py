@@ -22,6 +22,9 @@ migrations create it (`<sql>/<api>/*.sql`, both dialects); emitted as generated/
       state: [status, approval_round]         # what resource_save_state() writes (a
                                               #   transition), with version and updated_at
 
+    `owner: user_id` scopes every statement by the caller's user too (a session belongs to
+    one): loads, saves and lists see only r->principal.user_id's rows.
+
     The workspace may be a hidden string column (`hidden: {workspace_id: string}`): the API
     does not show the tenant.
 
@@ -46,7 +49,7 @@ from cgen import W
 from spec import SpecError, c_string as lit, rel
 
 XTABLE_KEYS = {'name', 'id-prefix', 'workspace', 'version', 'sort', 'columns', 'internal',
-               'hidden', 'state', 'singleton'}
+               'hidden', 'state', 'singleton', 'owner'}
 HIDDEN_KINDS = ('integer', 'string', 'integer?', 'string?')
 SCALARS = ('string', 'integer', 'boolean', 'enum')
 
@@ -253,6 +256,10 @@ class Rows:
             if k in x:
                 self.fail(loc / k, 'a singleton (one row per workspace, keyed by it) has no %s'
                           % k)
+        if 'owner' in x and (not isinstance(x['owner'], str) or singleton is True or
+                             not re.match(r'^[a-z][a-z0-9_]*$', x['owner'])):
+            self.fail(loc / 'owner', 'owner names the column of the user a row belongs to (not '
+                                     'of a singleton)')
         if 'version' in x and (not isinstance(x['version'], str)):
             self.fail(loc / 'version', 'version names a column')
         internal = x.get('internal', [])
@@ -443,6 +450,9 @@ class Rows:
                               % (c.name, t.name, 'NOT NULL' if d.not_null else 'NULL-able',
                                  c.node if d.not_null else c.node + '?'))
             internal = t.x.get('internal', [])
+            if t.x.get('owner') and t.x['owner'] not in ddl:
+                self.fail(t.loc / 'owner', 'owner column %s is missing from table %s (%s)'
+                          % (t.x['owner'], t.name, where))
             for name in internal:
                 if name not in ddl:
                     self.fail(t.loc / 'internal', 'internal column %s is missing from table %s '
@@ -866,6 +876,9 @@ def sql_texts(t):
         where += ' AND %s = ?%d' % (ws, names.index(ws) + 1)
     if t.x.get('version'):
         where += ' AND %s = ?%d' % (t.x['version'], len(names) + 1)
+    if t.x.get('owner'):   # the caller's user, after the columns and the old version
+        where += ' AND %s = ?%d' % (t.x['owner'], len(names) + (2 if t.x.get('version') else 1))
+        sel += ' AND %s = ?3' % t.x['owner']
     upd = 'UPDATE %s SET %s WHERE %s' % (t.name, sets, where)
     t.state_sql = None
     if t.state:

@@ -262,14 +262,15 @@ const struct resource_table rows_session = {
     .id_prefix = "ses",
     .workspace = "workspace_id",
     .sort = "created_at",
+    .owner = "user_id", /* and the caller's user */
     .columns = ROWS_SESSION_COLUMNS,
     .column_count = ROWS_SESSION_COLUMN_COUNT,
     .workspace_index = 1,
     .select_sql = "SELECT " ROWS_SESSION_COLUMNS
-                  " FROM sessions WHERE id = ?1 AND workspace_id = ?2",
+                  " FROM sessions WHERE id = ?1 AND workspace_id = ?2 AND user_id = ?3",
     .insert_sql = NULL, /* internal NOT NULL columns: the handler inserts */
     .update_sql = "UPDATE sessions SET created_at = ?3, last_used_at = ?4, expires_at = ?5 "
-                  "WHERE id = ?1 AND workspace_id = ?2",
+                  "WHERE id = ?1 AND workspace_id = ?2 AND user_id = ?6",
     .size = sizeof(struct session),
     .id_offset = offsetof(struct session, id),
     .workspace_offset = offsetof(struct session, workspace_id),

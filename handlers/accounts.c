@@ -25,7 +25,6 @@
 #include "runtime/id.h"
 #include "runtime/log.h"
 #include "runtime/password.h"
-#include "runtime/pagination.h"
 #include "runtime/resource.h"
 #include "runtime/revocation.h"
 #include "runtime/seal.h"
@@ -841,35 +840,21 @@ int accounts_revoke_session(struct req *r, const struct accounts_revoke_session_
 int accounts_list_sessions(struct req *r, const struct accounts_list_sessions_request *in,
                            struct accounts_list_sessions_response *out)
 {
-    /* Its own SQL, not resource_list: the caller's live sessions only (not revoked, not
-     * expired); the rows are read by the generated codec. */
-    const struct principal *p = &r->principal;
-    const char *filters = arena_printf(&r->arena, "sessions&u=%s&w=%s", p->user_id,
-                                       p->workspace_id);
+    /* The caller's (x-table owner) live sessions: not revoked, not expired. */
     char now[40];
-    struct page pg;
-    if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
-        return 0;
     format_now_rfc3339(now, sizeof now);
-    struct db_stmt *st = storage_prepare(
-        "SELECT " ROWS_SESSION_COLUMNS " FROM sessions WHERE user_id = ?1 AND workspace_id = ?2 "
-        "AND revoked_at IS NULL AND expires_at > ?3 "
-        "AND (CAST(?4 AS TEXT) IS NULL OR created_at < ?4 OR (created_at = ?4 AND id < ?5)) "
-        "ORDER BY created_at DESC, id DESC LIMIT ?6");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, p->user_id);
-    db_bind_text(st, 2, p->workspace_id);
-    db_bind_text(st, 3, now);
-    page_bind(&pg, st, 4, 5, 6);
+    const struct resource_filter f[] = {
+        RESOURCE_NULL("revoked_at"),
+        RESOURCE_MOVING("expires_at", RESOURCE_GT, now),
+    };
     struct resource_page rp;
-    if (resource_page_fill(r, &pg, st, sizeof(struct session), rows_session.page_row,
-                           offsetof(struct session, created_at),
-                           offsetof(struct session, id), &rp) != 0)
-        return -1;
+    int rc = resource_list(r, &rows_session, f, 2, in->limit, in->has_cursor ? in->cursor : NULL,
+                           &rp);
+    if (rc <= 0)
+        return rc;
     struct session *s = rp.items;
     for (size_t i = 0; i < rp.count; i++)
-        s[i].current = p->session_id && strcmp(s[i].id, p->session_id) == 0;
+        s[i].current = r->principal.session_id && strcmp(s[i].id, r->principal.session_id) == 0;
     struct session_page *page = arena_alloc(&r->arena, sizeof *page);
     RESOURCE_PAGE_SET(page, rp);
     out->status = 200;

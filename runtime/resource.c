@@ -50,6 +50,8 @@ int resource_load(struct req *r, const struct resource_table *t, const char *id,
         return RESOURCE_FAILED;
     db_bind_text(st, 1, id);
     db_bind_text(st, 2, r->principal.workspace_id);
+    if (t->owner)
+        db_bind_text(st, 3, r->principal.user_id);
     int rc = db_step(st), ret;
     if (rc == DB_ROW)
         ret = t->read(&r->arena, st, 0, out) == 0 ? RESOURCE_FOUND : RESOURCE_FAILED;
@@ -126,13 +128,17 @@ int resource_insert(struct req *r, const struct resource_table *t, const void *o
 static int stored_version(struct req *r, const struct resource_table *t, const char *id, int64_t *v)
 {
     /* Only a save that found its row changed gets here: rare, so the text is built. */
-    const char *sql = arena_printf(&r->arena, "SELECT version FROM %s WHERE id = ?1 AND %s = ?2",
-                                   t->table, t->workspace);
+    const char *sql = arena_printf(&r->arena,
+                                   "SELECT version FROM %s WHERE id = ?1 AND %s = ?2%s%s%s",
+                                   t->table, t->workspace, t->owner ? " AND " : "",
+                                   t->owner ? t->owner : "", t->owner ? " = ?3" : "");
     struct db_stmt *st = storage_prepare(sql);
     if (!st)
         return -1;
     db_bind_text(st, 1, id);
     db_bind_text(st, 2, r->principal.workspace_id);
+    if (t->owner)
+        db_bind_text(st, 3, r->principal.user_id);
     int rc = db_step(st), ret = 0;
     if (rc == DB_ROW) {
         *v = db_column_int64(st, 0);
@@ -162,7 +168,9 @@ static int save(struct req *r, const struct resource_table *t, void *obj, const 
     int ret = -1;
     if (t->bind(&r->arena, st, 1, obj) == 0 &&
         db_bind_text(st, t->workspace_index + 1, r->principal.workspace_id) == 0 &&
-        (!t->versioned || db_bind_int64(st, t->column_count + 1, old) == 0)) {
+        (!t->versioned || db_bind_int64(st, t->column_count + 1, old) == 0) &&
+        (!t->owner ||
+         db_bind_text(st, t->column_count + 1 + t->versioned, r->principal.user_id) == 0)) {
         int rc = db_step(st);
         if (rc == DB_ERR_UNIQUE)
             ret = DB_ERR_UNIQUE; /* the caller's 409 (a name or external id taken) */
@@ -321,7 +329,10 @@ static const char *op_sql(enum resource_op op)
         return "<";
     case RESOURCE_GE:
         return ">=";
+    case RESOURCE_GT:
+        return ">";
     case RESOURCE_IN:
+    case RESOURCE_IS_NULL:
         break;
     }
     return NULL;
@@ -399,10 +410,14 @@ int resource_list_extra(struct req *r, const struct resource_table *t,
                      " AND (CAST(?%d AS TEXT) IS NULL OR length(replace(?%d, ',' || %s || ',', "
                      "'')) < length(?%d))",
                      p, p, f[i].column, p);
+        else if (f[i].op == RESOURCE_IS_NULL)
+            text_add(&sql, " AND (CAST(?%d AS BIGINT) IS NULL OR %s IS NULL)", p, f[i].column);
         else
             text_add(&sql, " AND (CAST(?%d AS %s) IS NULL OR %s %s ?%d)", p, type, f[i].column,
                      op_sql(f[i].op), p);
-        if (!f[i].set)
+        if (f[i].moving) /* applied, but no part of the cursor: it changes between pages */
+            text_add(&digest, "&%s%d=@", f[i].column, (int)f[i].op);
+        else if (!f[i].set)
             text_add(&digest, "&%s%d=~", f[i].column, (int)f[i].op);
         else if (f[i].integer)
             text_add(&digest, "&%s%d=%lld", f[i].column, (int)f[i].op, (long long)f[i].number);
@@ -411,6 +426,11 @@ int resource_list_extra(struct req *r, const struct resource_table *t,
                      digest_value(&r->arena, f[i].text));
     }
     int k = (int)n + 2;
+    if (t->owner) { /* the caller's user's rows only: ?(k + 3), after the position and limit */
+        text_add(&sql, " AND %s = ?%d", t->owner, k + 3);
+        text_add(&digest, "&o=%s",
+                 digest_value(&r->arena, r->principal.user_id ? r->principal.user_id : ""));
+    }
     text_add(&sql,
              " AND (CAST(?%d AS TEXT) IS NULL OR %s < ?%d OR (%s = ?%d AND id < ?%d)) "
              "ORDER BY %s DESC, id DESC LIMIT ?%d",
@@ -432,6 +452,8 @@ int resource_list_extra(struct req *r, const struct resource_table *t,
             db_bind_text(st, p, f[i].text);
     }
     page_bind(&pg, st, k, k + 1, k + 2);
+    if (t->owner)
+        db_bind_text(st, k + 3, r->principal.user_id ? r->principal.user_id : "");
     return resource_page_fill(r, &pg, st, x ? x->item_size : t->size, x ? x->row : t->page_row,
                               t->sort_offset, t->id_offset, out) == 0
                ? 1

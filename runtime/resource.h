@@ -60,6 +60,11 @@ struct resource_table {
      * the workspace ?(count + 1) and, versioned, `WHERE version = ?(count + 2)`. Only
      * resource_load_singleton and resource_save_singleton take such a table. */
     bool singleton;
+    /* x-table owner: the column of the user a row belongs to (a session), NULL when rows are
+     * the workspace's. Then select_sql also has `AND <owner> = ?3`, update_sql and state_sql
+     * `AND <owner> = ?(count + 1 + versioned)`, and a list `AND <owner> = ?`: bound to
+     * r->principal.user_id, so no statement reaches another user's row. */
+    const char *owner;
 };
 
 enum { RESOURCE_FOUND = 1, RESOURCE_MISSING = 0, RESOURCE_FAILED = -1 };
@@ -111,6 +116,8 @@ enum resource_op {
     RESOURCE_IN, /* column in the set ",a,b," (as <enum>_set() writes it) */
     RESOURCE_LT, /* column < value */
     RESOURCE_GE, /* column >= value */
+    RESOURCE_IS_NULL, /* column IS NULL (set: RESOURCE_NULL) */
+    RESOURCE_GT, /* column > value */
 };
 
 /* One declared filter of a list: not applied when `set` is false (an absent query
@@ -122,12 +129,22 @@ struct resource_filter {
     bool integer; /* compare as BIGINT `number`, else as TEXT `text` */
     const char *text;
     int64_t number;
+    /* A value that moves from page to page (now: RESOURCE_MOVING): applied, but not in the
+     * cursor's digest, so the next page's cursor still serves. */
+    bool moving;
 };
 #define RESOURCE_TEXT(col, op_, v)                                                                 \
     ((struct resource_filter){.column = (col), .op = (op_), .set = (v) != NULL, .text = (v)})
 #define RESOURCE_INT(col, op_, has, v)                                                             \
     ((struct resource_filter){                                                                     \
         .column = (col), .op = (op_), .set = (has), .integer = true, .number = (v)})
+
+#define RESOURCE_NULL(col)                                                                         \
+    ((struct resource_filter){                                                                     \
+        .column = (col), .op = RESOURCE_IS_NULL, .set = true, .integer = true, .number = 1})
+#define RESOURCE_MOVING(col, op_, v)                                                               \
+    ((struct resource_filter){                                                                     \
+        .column = (col), .op = (op_), .set = (v) != NULL, .text = (v), .moving = true})
 
 /* A page as every list answers it. */
 struct resource_page {

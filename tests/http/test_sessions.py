@@ -2,12 +2,13 @@
 (RFC 6749 §6), logout, listing and revoking one's own sessions, and revocation that takes
 effect on the very next request, survives a restart and needs no scope."""
 
+import contextlib
 import uuid
 
 import pytest
 
 from conftest import USER_PASSWORD
-from helpers import assert_json, assert_oauth_error, assert_problem, jwt_parts
+from helpers import assert_json, assert_oauth_error, assert_problem, jwt_parts, open_db
 
 REFRESH = "/v1/accounts/auth/oauth/refresh"
 SESSIONS = "/v1/accounts/sessions"
@@ -156,6 +157,22 @@ def test_sessions_list_marks_the_current_one_and_revoke_ends_another(server):
         assert_problem(c.delete(SESSIONS + "/" + admin_sid), 404, "not_found")
         assert_problem(c.delete(SESSIONS + "/ben_" + "0" * 26), 404, "not_found")
     assert works(server, server.token)
+
+
+def test_an_expired_session_is_not_listed(server):
+    """Live sessions only: one past its expires_at is left out (as a revoked one is)."""
+    email = "expired-%s@example.com" % uuid.uuid4().hex[:8]
+    wid = server.login()["workspace_id"]
+    server.create_user(wid, email, "viewer")
+    a = server.login(email, USER_PASSWORD)
+    b = server.login(email, USER_PASSWORD)
+    sid_a, sid_b = jwt_parts(a["access_token"])[1]["sid"], jwt_parts(b["access_token"])[1]["sid"]
+    with contextlib.closing(open_db(server)) as db:
+        db.execute("UPDATE sessions SET expires_at = ? WHERE id = ?",
+                   ("2001-01-01T00:00:00.000Z", sid_b))
+        db.commit()
+    with server.client(token=a["access_token"]) as c:
+        assert [s["id"] for s in assert_json(c.get(SESSIONS), 200)["data"]] == [sid_a]
 
 
 def test_sessions_are_paged_with_cursors(server):

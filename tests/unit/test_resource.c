@@ -443,6 +443,120 @@ static void test_integer_filters(void)
     teardown();
 }
 
+static void test_null_greater_and_moving_filters(void)
+{
+    setup();
+    struct req *r = fresh_req("wsp_1");
+    struct note n;
+    for (int i = 1; i <= 4; i++) {
+        resource_new(r, &notes, &n);
+        n.body = arena_printf(&r->arena, "n%d", i);
+        n.status = "open";
+        n.size = i;
+        n.has_size = i % 2 == 0; /* n1, n3: no size */
+        n.created_at = arena_printf(&r->arena, "2026-01-01T00:00:0%d.000Z", i);
+        CHECK(storage_begin(true) == 0);
+        CHECK(resource_insert(r, &notes, &n) == 0);
+        CHECK(storage_commit() == 0);
+    }
+    const char *next, *again;
+    int rc;
+    const struct resource_filter nul[] = {RESOURCE_NULL("size")};
+    CHECK_STR(list(r, nul, 1, 10, NULL, &next, &rc), "n3,n1");
+    const struct resource_filter gt[] = {
+        RESOURCE_TEXT("created_at", RESOURCE_GT, "2026-01-01T00:00:02.000Z")};
+    CHECK_STR(list(r, gt, 1, 10, NULL, &next, &rc), "n4,n3");
+    /* a moving value (now) is applied on every page, and a new value keeps the cursor good */
+    const struct resource_filter m1[] = {
+        RESOURCE_MOVING("created_at", RESOURCE_GT, "2026-01-01T00:00:01.000Z")};
+    CHECK_STR(list(r, m1, 1, 2, NULL, &next, &rc), "n4,n3");
+    CHECK(next != NULL);
+    const struct resource_filter m2[] = {
+        RESOURCE_MOVING("created_at", RESOURCE_GT, "2026-01-01T00:00:02.000Z")};
+    CHECK(list(r, m2, 1, 2, next, &again, &rc) != NULL && rc == 1);
+    CHECK_STR(list(r, m1, 1, 2, next, &again, &rc), "n2");
+    /* a fixed value is part of the cursor: another one is refused */
+    CHECK_STR(list(r, gt, 1, 1, NULL, &next, &rc), "n4");
+    const struct resource_filter gt2[] = {
+        RESOURCE_TEXT("created_at", RESOURCE_GT, "2026-01-01T00:00:01.000Z")};
+    CHECK(list(r, gt2, 1, 1, next, &again, &rc) == NULL && rc == 0);
+    teardown();
+}
+
+/* notes as a table of rows each belonging to one user (x-table owner); the owner column is
+ * status here, the caller's "user" its value. */
+static const struct resource_table owned = {
+    .table = "notes",
+    .object = "note",
+    .id_prefix = "not",
+    .workspace = "workspace_id",
+    .sort = "created_at",
+    .owner = "status",
+    .columns = NOTE_COLUMNS,
+    .column_count = 8,
+    .workspace_index = 1,
+    .select_sql = "SELECT " NOTE_COLUMNS " FROM notes WHERE id = ?1 AND workspace_id = ?2 "
+                  "AND status = ?3",
+    .update_sql = "UPDATE notes SET body = ?3, status = ?4, size = ?5, version = ?6, "
+                  "created_at = ?7, updated_at = ?8 WHERE id = ?1 AND workspace_id = ?2 AND "
+                  "version = ?9 AND status = ?10",
+    .size = sizeof(struct note),
+    .id_offset = offsetof(struct note, id),
+    .workspace_offset = offsetof(struct note, workspace_id),
+    .sort_offset = offsetof(struct note, created_at),
+    .versioned = true,
+    .version_offset = offsetof(struct note, version),
+    .has_created_at = true,
+    .created_at_offset = offsetof(struct note, created_at),
+    .has_updated_at = true,
+    .updated_at_offset = offsetof(struct note, updated_at),
+    .init = note_init,
+    .read = note_read,
+    .bind = note_bind,
+    .page_row = note_page_row,
+};
+
+static void test_an_owned_table_reaches_only_the_callers_rows(void)
+{
+    setup();
+    struct req *r = fresh_req("wsp_1");
+    const char *mine = add(r, "mine", "alice", "2026-01-01T00:00:01.000Z");
+    const char *theirs = add(r, "theirs", "bob", "2026-01-01T00:00:02.000Z");
+    add(r, "mine too", "alice", "2026-01-01T00:00:00.000Z");
+    r->principal.user_id = "alice";
+    struct note n;
+    struct resource_page p;
+    CHECK(storage_begin(true) == 0);
+    CHECK(resource_load(r, &owned, mine, &n) == RESOURCE_FOUND);
+    CHECK(resource_load(r, &owned, theirs, &n) == RESOURCE_MISSING);
+    CHECK(resource_list(r, &owned, NULL, 0, 10, NULL, &p) == 1);
+    CHECK(p.count == 2);
+    CHECK_STR(((struct note *)p.items)[0].body, "mine");
+    CHECK_STR(((struct note *)p.items)[1].body, "mine too");
+    /* bob's row, loaded as bob, cannot be saved by alice (not even a 412 saying it is
+     * there) */
+    r->principal.user_id = "bob";
+    CHECK(resource_load(r, &owned, theirs, &n) == RESOURCE_FOUND);
+    r->principal.user_id = "alice";
+    n.body = "taken over";
+    CHECK(resource_save(r, &owned, &n) == -1);
+    CHECK(r->status == 0);
+    r->principal.user_id = "bob";
+    CHECK(resource_load(r, &owned, theirs, &n) == RESOURCE_FOUND);
+    CHECK_STR(n.body, "theirs");
+    /* a cursor is bound to its user */
+    CHECK(resource_list(r, &owned, NULL, 0, 1, NULL, &p) == 1 && p.count == 1);
+    CHECK(p.next_cursor == NULL);
+    r->principal.user_id = "alice";
+    CHECK(resource_list(r, &owned, NULL, 0, 1, NULL, &p) == 1 && p.next_cursor != NULL);
+    const char *cursor = p.next_cursor;
+    r->principal.user_id = "bob";
+    CHECK(resource_list(r, &owned, NULL, 0, 1, cursor, &p) == 0);
+    CHECK(r->status == 400);
+    storage_rollback();
+    teardown();
+}
+
 /* ---- a singleton (x-table singleton: one row per workspace, keyed by it) ---------------- */
 
 struct pref {
@@ -561,6 +675,8 @@ int main(void)
         UNIT_TEST(test_list_pages_through_the_workspaces_matching_rows),
         UNIT_TEST(test_a_filter_text_cannot_forge_another_filter_set),
         UNIT_TEST(test_integer_filters),
+        UNIT_TEST(test_null_greater_and_moving_filters),
+        UNIT_TEST(test_an_owned_table_reaches_only_the_callers_rows),
         UNIT_TEST(test_a_singleton_is_version_1_until_set_and_saves_guarded),
     };
     return unit_run("resource", tests, sizeof tests / sizeof tests[0]);
