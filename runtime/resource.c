@@ -6,10 +6,12 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/format.h"
 #include "runtime/id.h"
+#include "runtime/jsonw.h"
 #include "runtime/log.h"
 
 /* The members the descriptor locates by offset (memcpy: no aliasing or alignment
@@ -477,4 +479,69 @@ int resource_page_fill(struct req *r, struct page *pg, struct db_stmt *st, size_
         out->next_cursor = page_next(r, pg, get_text(last, key_offset), get_text(last, id_offset));
     }
     return 0;
+}
+
+/* ---- what the generated row codecs share ------------------------------------------------- */
+
+int resource_unknown(const char *where, struct db_stmt *st, int col)
+{
+    const char *t = db_column_text(st, col);
+    log_error("%s: column %d holds %s, which this server does not know", where, col,
+              t ? t : "NULL");
+    return -1;
+}
+
+char *resource_json_text(struct arena *a, struct jsonw *w)
+{
+    size_t len = 0;
+    char *t = jsonw_take(w, &len), *copy = t ? arena_strndup(a, t, len) : NULL;
+    free(t);
+    jsonw_release(w);
+    return copy;
+}
+
+int resource_words_split(struct arena *a, const char *text, const char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!text)
+        return -1;
+    size_t cap = 1;
+    for (const char *p = text; *p; p++)
+        cap += *p == ' ';
+    const char **v = arena_alloc(a, cap * sizeof *v);
+    while (*text) {
+        size_t len = strcspn(text, " ");
+        if (len)
+            v[(*n)++] = arena_strndup(a, text, len);
+        text += len;
+        while (*text == ' ')
+            text++;
+    }
+    *out = v;
+    return 0;
+}
+
+const char *resource_words_join(struct arena *a, const char *where, const char *const *v,
+                                size_t n)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i][0] || strchr(v[i], ' ')) {
+            log_error("%s: item %zu (\"%s\") is empty or holds a space: it would not read back "
+                      "as one item", where, i, v[i]);
+            return NULL;
+        }
+        len += strlen(v[i]) + 1;
+    }
+    char *out = arena_alloc(a, len), *p = out;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = strlen(v[i]);
+        if (i)
+            *p++ = ' ';
+        memcpy(p, v[i], k);
+        p += k;
+    }
+    *p = '\0';
+    return out;
 }
