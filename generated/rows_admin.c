@@ -3,22 +3,10 @@
  * (generated/rows_admin.h). */
 #include "generated/rows_admin.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
-#include "runtime/log.h"
-
-/* A stored value this server cannot read: written by a newer one, or damaged. */
-static int unknown(const char *table, struct db_stmt *st, int col)
-{
-    const char *t = db_column_text(st, col);
-    log_error("%s: column %d holds %s, which this server does not know", table, col,
-              t ? t : "NULL");
-    return -1;
-}
-
 
 /* ---- ServiceAccount: table service_accounts ---- */
 
@@ -37,7 +25,7 @@ int row_read_service_account(struct arena *a, struct db_stmt *st, int c,
         const char *t = db_column_text(st, c + 5);
         o->status = service_account_status_parse(t);
         if (!o->status)
-            return unknown("service_accounts.status", st, c + 5);
+            return resource_unknown("service_accounts.status", st, c + 5);
     }
     o->version = db_column_int64(st, c + 6);
     o->created_at = db_column_dup(a, st, c + 7);
@@ -130,7 +118,7 @@ int row_read_invitation_issued(struct arena *a, struct db_stmt *st, int c,
         const char *t = db_column_text(st, c + 3);
         o->status = invitation_issued_status_parse(t);
         if (!o->status)
-            return unknown("invitations.status", st, c + 3);
+            return resource_unknown("invitations.status", st, c + 3);
     }
     o->invited_by = db_column_dup(a, st, c + 4);
     o->created_at = db_column_dup(a, st, c + 5);

@@ -3,13 +3,10 @@
  * (generated/rows_workspace.h). */
 #include "generated/rows_workspace.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
-#include "runtime/log.h"
-
 
 /* ---- Workspace: table workspaces ---- */
 

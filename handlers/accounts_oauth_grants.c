@@ -18,11 +18,10 @@
 
 /* ==== grants ============================================================================== */
 
-/* The user's active grant to the client, widened to scope (created when there is none). Its
- * id into grant. 0 / -1. */
 int oauth_grant_upsert(struct req *r, const char *user_id, const struct oauth_stored_client *c,
-                       const char *scope, char *grant, size_t n)
+                       const char *scope, char *grant, size_t n, const char **held)
 {
+    *held = scope;
     char now[40], wider[1024];
     format_now_rfc3339(now, sizeof now);
     struct db_stmt *st = storage_prepare("SELECT id, scope FROM oauth_grants WHERE user_id = ? AND "
@@ -46,10 +45,12 @@ int oauth_grant_upsert(struct req *r, const char *user_id, const struct oauth_st
         snprintf(both, sizeof both, "%s %s", old, scope);
         uint64_t mask = 0;
         size_t count = 0;
-        const char **names = oauth_split_scopes(r, both, &count);
+        const char **names;
+        resource_words_split(&r->arena, both, &names, &count);
         for (size_t i = 0; i < count; i++)
             mask |= scopes_mask(names[i]);
         scopes_text(mask, wider, sizeof wider);
+        *held = arena_strdup(&r->arena, wider);
         const char *v[] = {wider, now, grant};
         return storage_exec_texts("UPDATE oauth_grants SET scope = ?, updated_at = ? WHERE id = ?",
                                   v, 3);
@@ -86,7 +87,7 @@ static int grant_row(struct req *r, struct db_stmt *st, void *item)
     g->client_id = db_column_dup(&r->arena, st, 1);
     g->client_name = db_column_dup(&r->arena, st, 2);
     const char *scope = db_column_dup(&r->arena, st, 3);
-    g->scopes = oauth_split_scopes(r, scope ? scope : "", &g->scopes_count);
+    resource_words_split(&r->arena, scope ? scope : "", &g->scopes, &g->scopes_count);
     g->created_at = db_column_dup(&r->arena, st, 4);
     g->updated_at = db_column_dup(&r->arena, st, 5);
     return 0;

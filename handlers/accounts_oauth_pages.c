@@ -26,6 +26,7 @@
 #include "runtime/html.h"
 #include "runtime/id.h"
 #include "runtime/pkce.h"
+#include "runtime/resource.h"
 #include "runtime/seal.h"
 #include "runtime/storage.h"
 
@@ -487,7 +488,8 @@ static const char *consent_page(struct req *r, const struct oauth_stored_client 
                                 const char *email, const char *workspace)
 {
     size_t n = 0;
-    const char **names = oauth_split_scopes(r, scope, &n);
+    const char **names;
+    resource_words_split(&r->arena, scope, &names, &n);
     char *items = "";
     for (size_t i = 0; i < n; i++)
         items = arena_printf(&r->arena, "%s<li><b>%s</b><span>%s</span></li>", items,
@@ -916,8 +918,8 @@ int accounts_decide_authorization(struct req *r,
         return 0;
     }
     char grant[ID_MAX];
-    const char *code = NULL;
-    if (oauth_grant_upsert(r, b.user_id, c, scope, grant, sizeof grant) != 0 ||
+    const char *code = NULL, *held = NULL;
+    if (oauth_grant_upsert(r, b.user_id, c, scope, grant, sizeof grant, &held) != 0 ||
         oauth_code_issue(r, c, grant, b.user_id, a.redirect_uri, scope, a.challenge, &code) != 0)
         return -1;
     /* The consent is recorded in the application's workspace as the user's act: the page's
@@ -926,9 +928,9 @@ int accounts_decide_authorization(struct req *r,
     r->principal.workspace_id = c->c.workspace_id;
     r->principal.user_id = b.user_id;
     int audited = audit_change(r, "oauth_grant.granted", "oauth_grant", grant, NULL, "active",
-                               arena_printf(&r->arena, "to %s; consented to [%s] (the grant "
-                                                         "keeps any scopes it held)",
-                                            c->c.id, scope));
+                               arena_printf(&r->arena, "to %s; consented to [%s]; the grant "
+                                                         "holds [%s]",
+                                            c->c.id, scope, held));
     r->principal = page;
     if (audited != 0)
         return -1;

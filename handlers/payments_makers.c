@@ -27,6 +27,7 @@
 #include "runtime/jsonw.h"
 #include "runtime/id.h"
 #include "runtime/log.h"
+#include "runtime/resource.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
 
@@ -153,7 +154,7 @@ static const char *detail_end(struct req *r, struct jsonw *w, const struct payme
     jsonw_key(w, "approvals_required");
     jsonw_int(w, x->obj.approval->required);
     jsonw_object_end(w);
-    return pay_json_text(r, w);
+    return resource_json_text(&r->arena, w);
 }
 
 /* The audit detail of approvals voided by a beneficiary change (JSON), in r->arena. */
@@ -322,7 +323,9 @@ int pay_add_maker(struct req *r, const struct payment *p, const char *person, un
     db_bind_text(st, 5, p->updated_at); /* the change's time */
     int rc = db_step(st);
     db_reset(st);
-    return rc == DB_DONE ? 0 : db_failed("recording a maker");
+    if (rc != DB_DONE || pay_note_maker(p->id) != 0)
+        return db_failed("recording a maker");
+    return 0;
 }
 
 int pay_maker_fields(const char *payment_id, const char *person, unsigned *fields)
