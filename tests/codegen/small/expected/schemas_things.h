@@ -17,6 +17,8 @@ enum gadget_specs_unit {
     GADGET_SPECS_UNIT_IN = 2,
 };
 const char *gadget_specs_unit_str(enum gadget_specs_unit v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void gadget_specs_unit_json(struct jsonw *w, enum gadget_specs_unit v);
 enum gadget_specs_unit gadget_specs_unit_parse(const char *s);
 
 /* Kind */
@@ -26,6 +28,8 @@ enum kind {
     KIND_X_LARGE = 3,
 };
 const char *kind_str(enum kind v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void kind_json(struct jsonw *w, enum kind v);
 enum kind kind_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -37,6 +41,8 @@ enum square_kind {
     SQUARE_KIND_SQUARE = 1,
 };
 const char *square_kind_str(enum square_kind v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void square_kind_json(struct jsonw *w, enum square_kind v);
 enum square_kind square_kind_parse(const char *s);
 
 /* thing_level */
@@ -45,6 +51,8 @@ enum thing_level {
     THING_LEVEL_HIGH = 2,
 };
 const char *thing_level_str(enum thing_level v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void thing_level_json(struct jsonw *w, enum thing_level v);
 enum thing_level thing_level_parse(const char *s);
 
 /* Mount: which oneOf member is set, by type */
