@@ -1026,6 +1026,11 @@ def declared_block(w, op):
             etype = lit(e.by_status[-1][1])
             for st, t in reversed(e.by_status[:-1]):
                 etype = 'r->status == %d ? %s : %s' % (st, lit(t), etype)
+        if e.saved:
+            w('if (resource_saved_event(r, %s, %s) != 0)' % (etype, lit(a.resource)))
+            w('    return -1;')
+            w.close()
+            return
         eid = _by_status(op, lambda r: 'out.%s->id' % r.field.cname)
         ever = _by_status(op, lambda r: 'out.%s->version' % r.field.cname) \
             if e.version else '0'

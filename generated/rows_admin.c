@@ -73,6 +73,11 @@ static int page_row_service_account(struct req *r, struct db_stmt *st, void *ite
     return read_service_account(&r->arena, st, 0, item);
 }
 
+static void encode_row_service_account(struct jsonw *w, const void *o)
+{
+    encode_service_account(w, o);
+}
+
 const struct resource_table rows_service_account = {
     .table = "service_accounts",
     .object = "service account",
@@ -102,4 +107,5 @@ const struct resource_table rows_service_account = {
     .read = read_service_account,
     .bind = bind_service_account,
     .page_row = page_row_service_account,
+    .encode = encode_row_service_account,
 };

@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "runtime/id.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
+#include "runtime/outbox.h"
 
 /* The members the descriptor locates by offset (memcpy: no aliasing or alignment
  * assumption beyond the struct's own). */
@@ -116,9 +116,10 @@ int resource_insert(struct req *r, const struct resource_table *t, const void *o
     if (t->bind(&r->arena, st, 1, obj) == 0 &&
         db_bind_text(st, t->workspace_index + 1, r->principal.workspace_id) == 0) {
         int rc = db_step(st);
-        if (rc == DB_DONE)
+        if (rc == DB_DONE) {
             ret = 0;
-        else if (rc == DB_ERR_UNIQUE)
+            r->saved = (struct req_saved){t, obj};
+        } else if (rc == DB_ERR_UNIQUE)
             ret = DB_ERR_UNIQUE;
         else
             failed(t, "insert");
@@ -173,9 +174,10 @@ static int save(struct req *r, const struct resource_table *t, void *obj, const 
             ret = DB_ERR_UNIQUE; /* the caller's 409 (a name or external id taken) */
         else if (rc != DB_DONE)
             failed(t, "update");
-        else if (storage_changes() == 1)
+        else if (storage_changes() == 1) {
             ret = 1;
-        else
+            r->saved = (struct req_saved){t, obj};
+        } else
             ret = 0;
     }
     db_reset(st);
@@ -212,6 +214,25 @@ int resource_save_state(struct req *r, const struct resource_table *t, void *obj
         return -1;
     }
     return save(r, t, obj, t->state_sql);
+}
+
+int resource_saved_event(struct req *r, const char *type, const char *resource_type)
+{
+    const struct resource_table *t = r->saved.table;
+    if (!t)
+        return 0; /* nothing changed (an archive of what was archived already) */
+    if (!t->encode) {
+        log_error("%s: no encoder for the event %s", t->table, type);
+        return -1;
+    }
+    struct jsonw w;
+    jsonw_init(&w);
+    t->encode(&w, r->saved.obj);
+    const char *object = resource_json_text(&r->arena, &w);
+    return object ? outbox_add(r, type, resource_type, get_text(r->saved.obj, t->id_offset),
+                               t->versioned ? get_int(r->saved.obj, t->version_offset) : 0,
+                               object)
+                  : -1;
 }
 
 /* ---- lists ---------------------------------------------------------------------------- */

@@ -57,6 +57,8 @@ struct resource_table {
     /* obj's columns as parameters first_param.. (JSON text built in a). 0 / -1. */
     int (*bind)(struct arena *a, struct db_stmt *st, int first_param, const void *obj);
     page_row_fn *page_row; /* read, as a page's row function */
+    /* obj (the struct read and bound) as the API shows it: the schema's JSON encoder. */
+    void (*encode)(struct jsonw *w, const void *obj);
 };
 
 enum { RESOURCE_FOUND = 1, RESOURCE_MISSING = 0, RESOURCE_FAILED = -1 };
@@ -86,6 +88,12 @@ int resource_save(struct req *r, const struct resource_table *t, void *obj);
 /* resource_save for a transition: writes only t's state columns (x-table state), leaving
  * the indexed and referencing columns as they are. Same answers. */
 int resource_save_state(struct req *r, const struct resource_table *t, void *obj);
+
+/* The declared event (x-event) of an operation that answers 204: event type about the
+ * resource the handler last inserted or saved (r->saved), with the resource as it was saved as
+ * the event's object; none when the handler saved nothing (nothing changed). In r's
+ * transaction, from the generated dispatcher. 0 / -1. */
+int resource_saved_event(struct req *r, const char *type, const char *resource_type);
 
 /* ---- what the generated row codecs share (generated/rows_<api>.c) --------------------- */
 

@@ -225,6 +225,11 @@ static int page_row_gadget(struct req *r, struct db_stmt *st, void *item)
     return read_gadget(&r->arena, st, 0, item);
 }
 
+static void encode_row_gadget(struct jsonw *w, const void *o)
+{
+    encode_gadget(w, o);
+}
+
 const struct resource_table rows_gadget = {
     .table = "gadgets",
     .object = "Gadget",
@@ -257,6 +262,7 @@ const struct resource_table rows_gadget = {
     .read = read_gadget,
     .bind = bind_gadget,
     .page_row = page_row_gadget,
+    .encode = encode_row_gadget,
 };
 
 void merge_gadget_update_into_gadget(struct arena *a, const struct gadget_update *u,
