@@ -20,7 +20,8 @@
 struct resource_table {
     const char *table;     /* "beneficiaries" */
     const char *object;    /* "beneficiary": how a 404 names it */
-    const char *id_prefix; /* "ben": id_valid(id, prefix), else simply not found */
+    const char *id_prefix; /* "ben": id_valid(id, prefix), else simply not found; NULL with
+                            * key_column */
     const char *workspace; /* the tenant column every statement is scoped by */
     const char *sort;      /* list order: (sort DESC, id DESC) */
     const char *columns;   /* every mapped column, in read and bind order */
@@ -55,6 +56,10 @@ struct resource_table {
     /* obj's columns as parameters first_param.. (JSON text built in a). 0 / -1. */
     int (*bind)(struct arena *a, struct db_stmt *st, int first_param, const void *obj);
     page_row_fn *page_row; /* read, as a page's row function */
+    /* x-table key: the client names the row (a role's key), in this column instead of id; ids
+     * are neither made (resource_new leaves it to the caller) nor checked against a prefix.
+     * Such rows are listed whole (resource_list_every), not paged. NULL: the column id. */
+    const char *key_column;
 };
 
 enum { RESOURCE_FOUND = 1, RESOURCE_MISSING = 0, RESOURCE_FAILED = -1 };
@@ -150,6 +155,11 @@ struct resource_extra {
 int resource_list_extra(struct req *r, const struct resource_table *t,
                         const struct resource_filter *f, size_t n, int64_t limit,
                         const char *cursor, const struct resource_extra *x,
+                        struct resource_page *out);
+/* Every row of r's workspace in t, in key order (ascending), at most max of them: for a list
+ * the API answers whole (a workspace's custom roles). out->has_more tells that more than max
+ * exist; out->next_cursor stays NULL. 0 / -1. */
+int resource_list_every(struct req *r, const struct resource_table *t, size_t max,
                         struct resource_page *out);
 /* The tail of a list that is not one table's rows (a join): st is prepared and bound by the
  * caller, its position and limit bound with page_bind(pg, ...); steps it into pg->limit items
