@@ -253,19 +253,27 @@ int row_bind_service_account(struct arena *a, struct db_stmt *st, int first,
     return 0;
 }
 
-static int read_service_account(struct arena *a, struct db_stmt *st, int first_col, void *o)
+static int read_service_account(struct arena *a, struct db_stmt *st, int c, void *o)
 {
-    return row_read_service_account(a, st, first_col, o);
+    struct service_account_row *w = o;
+    if (row_read_service_account(a, st, c, &w->obj) != 0)
+        return -1;
+    w->created_by = db_column_dup(a, st, c + 10);
+    return 0;
 }
 
 static int bind_service_account(struct arena *a, struct db_stmt *st, int first, const void *o)
 {
-    return row_bind_service_account(a, st, first, o);
+    const struct service_account_row *w = o;
+    if (row_bind_service_account(a, st, first, &w->obj) != 0)
+        return -1;
+    db_bind_text(st, first + 10, w->created_by);
+    return 0;
 }
 
 static void init_service_account(void *obj)
 {
-    ((struct service_account *)obj)->object = "service_account";
+    ((struct service_account_row *)obj)->obj.object = "service_account";
 }
 
 static int page_row_service_account(struct req *r, struct db_stmt *st, void *item)
@@ -284,20 +292,21 @@ const struct resource_table rows_service_account = {
     .workspace_index = 1,
     .select_sql = "SELECT " ROWS_SERVICE_ACCOUNT_COLUMNS
                   " FROM service_accounts WHERE id = ?1 AND workspace_id = ?2",
-    .insert_sql = NULL, /* internal NOT NULL columns: the handler inserts */
+    .insert_sql = "INSERT INTO service_accounts (" ROWS_SERVICE_ACCOUNT_COLUMNS
+                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     .update_sql = "UPDATE service_accounts SET name = ?3, description = ?4, role = ?5, status "
-                  "= ?6, version = ?7, created_at = ?8, updated_at = ?9, disabled_at = ?10 "
-                  "WHERE id = ?1 AND workspace_id = ?2 AND version = ?11",
-    .size = sizeof(struct service_account),
-    .id_offset = offsetof(struct service_account, id),
-    .workspace_offset = offsetof(struct service_account, workspace_id),
-    .sort_offset = offsetof(struct service_account, created_at),
+                  "= ?6, version = ?7, created_at = ?8, updated_at = ?9, disabled_at = ?10, "
+                  "created_by = ?11 WHERE id = ?1 AND workspace_id = ?2 AND version = ?12",
+    .size = sizeof(struct service_account_row),
+    .id_offset = offsetof(struct service_account_row, obj.id),
+    .workspace_offset = offsetof(struct service_account_row, obj.workspace_id),
+    .sort_offset = offsetof(struct service_account_row, obj.created_at),
     .versioned = true,
-    .version_offset = offsetof(struct service_account, version),
+    .version_offset = offsetof(struct service_account_row, obj.version),
     .has_created_at = true,
-    .created_at_offset = offsetof(struct service_account, created_at),
+    .created_at_offset = offsetof(struct service_account_row, obj.created_at),
     .has_updated_at = true,
-    .updated_at_offset = offsetof(struct service_account, updated_at),
+    .updated_at_offset = offsetof(struct service_account_row, obj.updated_at),
     .init = init_service_account,
     .read = read_service_account,
     .bind = bind_service_account,
@@ -393,3 +402,15 @@ const struct resource_table rows_service_account_token = {
     .bind = bind_service_account_token,
     .page_row = page_row_service_account_token,
 };
+
+void merge_service_account_create_into_service_account(struct arena *a, const struct service_account_create *u,
+                                                       struct service_account *o)
+{
+    (void)a;
+    o->name = u->name;
+    if (u->has_description) {
+        o->description = u->description;
+        o->has_description = true;
+    }
+    o->role = u->role;
+}

@@ -19,7 +19,6 @@
 #include "runtime/auth.h"
 #include "runtime/clock.h"
 #include "runtime/format.h"
-#include "runtime/id.h"
 #include "runtime/log.h"
 #include "runtime/pagination.h"
 #include "runtime/resource.h"
@@ -302,7 +301,11 @@ static void token_status(struct service_account_token *t)
 /* The workspace's service account: 1 found, 0 answered 404, -1 failure. */
 static int load_service_account(struct req *r, const char *id, struct service_account *sa)
 {
-    return resource_load_current(r, &rows_service_account, id, NULL, sa);
+    struct service_account_row *row = arena_alloc(&r->arena, sizeof *row);
+    int found = resource_load_current(r, &rows_service_account, id, NULL, row);
+    if (found == 1)
+        *sa = row->obj;
+    return found;
 }
 
 static int exec_bound(struct db_stmt *st, const char *what)
@@ -325,6 +328,7 @@ int admin_list_service_accounts(struct req *r,
                                in->has_cursor ? in->cursor : NULL, &rp);
     if (listed <= 0)
         return listed;
+    resource_page_objects(r, &rows_service_account, sizeof(struct service_account), &rp);
     struct service_account_page *page = arena_alloc(&r->arena, sizeof *page);
     RESOURCE_PAGE_SET(page, rp);
     out->status = 200;
@@ -363,36 +367,19 @@ int admin_create_service_account(struct req *r,
         req_problem_validation(r, 422, "The service account's role does not exist.");
         return 0;
     }
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
-    char *id = id_new(&r->arena, "sa");
-    struct db_stmt *st = storage_prepare(
-        "INSERT INTO service_accounts (id, workspace_id, name, description, role, status, "
-        "version, created_by, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, 'active', 1, ?, ?, ?)");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, id);
-    db_bind_text(st, 2, r->principal.workspace_id);
-    db_bind_text(st, 3, c->name);
-    if (c->has_description)
-        db_bind_text(st, 4, c->description);
-    else
-        db_bind_null(st, 4);
-    db_bind_text(st, 5, c->role);
-    db_bind_text(st, 6, r->principal.user_id);
-    db_bind_text(st, 7, now);
-    db_bind_text(st, 8, now);
-    if (exec_bound(st, "create") != 0)
-        return -1;
-    struct service_account *sa = arena_alloc(&r->arena, sizeof *sa);
-    if (load_service_account(r, id, sa) != 1 ||
-        audit_change(r, "service_account.created", "service_account", id, NULL, "active",
+    struct service_account_row *row = arena_alloc(&r->arena, sizeof *row);
+    struct service_account *sa = &row->obj;
+    resource_new(r, &rows_service_account, row);
+    merge_service_account_create_into_service_account(&r->arena, c, sa);
+    sa->status = SERVICE_ACCOUNT_STATUS_ACTIVE;
+    row->created_by = r->principal.user_id; /* whose delegation it is (payments_makers.c) */
+    if (resource_insert(r, &rows_service_account, row) != 0 ||
+        audit_change(r, "service_account.created", "service_account", sa->id, NULL, "active",
                      arena_printf(&r->arena, "role %s", c->role)) != 0)
         return -1;
     out->status = 201;
     out->body_201 = sa;
-    out->location = arena_printf(&r->arena, "/v1/admin/service-accounts/%s", id);
+    out->location = arena_printf(&r->arena, "/v1/admin/service-accounts/%s", sa->id);
     return 0;
 }
 
@@ -502,14 +489,10 @@ int admin_list_service_account_tokens(struct req *r,
                                in->has_cursor ? in->cursor : NULL, &rp);
     if (listed <= 0)
         return listed;
-    /* The rows carry their hidden columns: the page holds the API's tokens only. */
-    struct service_account_token *tokens =
-        arena_alloc(&r->arena, (rp.count ? rp.count : 1) * sizeof *tokens);
-    for (size_t i = 0; i < rp.count; i++) {
-        tokens[i] = ((const struct service_account_token_row *)rp.items)[i].obj;
-        token_status(&tokens[i]);
-    }
-    rp.items = tokens;
+    resource_page_objects(r, &rows_service_account_token, sizeof(struct service_account_token),
+                          &rp);
+    for (size_t i = 0; i < rp.count; i++)
+        token_status((struct service_account_token *)rp.items + i);
     struct service_account_token_page *page = arena_alloc(&r->arena, sizeof *page);
     RESOURCE_PAGE_SET(page, rp);
     out->status = 200;

@@ -404,3 +404,12 @@ int resource_list_every(struct req *r, const struct resource_table *t, size_t ma
     db_reset(st);
     return rc == DB_DONE ? 0 : failed(t, "list");
 }
+
+void resource_page_objects(struct req *r, const struct resource_table *t, size_t obj_size,
+                           struct resource_page *p)
+{
+    char *objs = arena_alloc(&r->arena, (p->count ? p->count : 1) * obj_size);
+    for (size_t i = 0; i < p->count; i++)
+        memcpy(objs + i * obj_size, (const char *)p->items + i * t->size, obj_size);
+    p->items = objs;
+}

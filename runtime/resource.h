@@ -161,6 +161,10 @@ int resource_list_extra(struct req *r, const struct resource_table *t,
  * exist; out->next_cursor stays NULL. 0 / -1. */
 int resource_list_every(struct req *r, const struct resource_table *t, size_t max,
                         struct resource_page *out);
+/* A page of t's rows that are struct <name>_row (x-table hidden: the API's struct first, as
+ * obj) made a page of the API's structs, obj_size bytes each: what the page schema holds. */
+void resource_page_objects(struct req *r, const struct resource_table *t, size_t obj_size,
+                           struct resource_page *p);
 /* The tail of a list that is not one table's rows (a join): st is prepared and bound by the
  * caller, its position and limit bound with page_bind(pg, ...); steps it into pg->limit items
  * of item_size read by row, and makes the next cursor from the last item's sort key and id
