@@ -9,6 +9,8 @@ migrations create it (`<sql>/<api>/*.sql`, both dialects); emitted as generated/
       workspace: workspace_id # the tenant column: every load, list and save is scoped by it
       version: version        # optional: the optimistic-concurrency column (ETag)
       sort: created_at        # list order (sort DESC, id DESC), the keyset cursor
+      title: OAuth client     # optional: how a 404 names one ("No OAuth client cli_... in this
+                              #   workspace."); else the `object` constant in words
       columns:                # only where the default does not fit
         account_identification: {flatten: ''}  # members (union: the discriminator too) as
         bank: {flatten: bank_}                 #   columns <prefix><member>
@@ -33,7 +35,8 @@ The default of a property is a column of its name: strings, integers, booleans a
 `const` string (or one-value enum) is not stored: the reader sets it. Everything else must be
 mapped (flatten: a simple object, or a oneOf whose variants have the same scalar members;
 json: anything; words: an array of strings without spaces, kept as OAuth writes a scope,
-space-separated in one text column). A column is NOT NULL exactly when its property is
+space-separated in one text column: its items must declare a pattern that admits no space and
+no empty text, and a handler's item with one is refused on write). A column is NOT NULL exactly when its property is
 required (and, flattened, when the member is required in every variant too); a NOT NULL
 column no property maps must have a DEFAULT."""
 import os
@@ -44,9 +47,35 @@ from cgen import W
 from spec import SpecError, c_string as lit, rel
 
 XTABLE_KEYS = {'name', 'id-prefix', 'workspace', 'version', 'sort', 'columns', 'internal',
-               'hidden', 'state', 'key', 'row-required'}
+               'hidden', 'state', 'title', 'key', 'row-required'}
 HIDDEN_KINDS = ('integer', 'string', 'integer?', 'string?')
 SCALARS = ('string', 'integer', 'boolean', 'enum')
+
+
+def words_pattern_ok(p):
+    """Whether the ECMA pattern p visibly admits no space and no empty text, so that a words
+    item a request carries reads back as itself. Conservative: anchored at both ends with no
+    top-level alternation, and nothing that can match a space (a space, `.`, a negated class,
+    an escape other than \\d, \\w or an escaped punctuation character); what is left is
+    printable ASCII other than the space, so no class range can reach it."""
+    if not isinstance(p, str) or not p.startswith('^') or not p.endswith('$') or \
+            re.search(p, '') is not None:
+        return False
+    rest = re.sub(r'\\[dw]|\\[\^$\\.*+?()\[\]{}|/:-]', '', p)
+    if '\\' in rest or ' ' in rest or '.' in rest or '[^' in rest or \
+            any(not ('!' <= ch <= '~') for ch in rest):
+        return False
+    depth, in_class = 0, False
+    for ch in rest:
+        if in_class:
+            in_class = ch != ']'
+        elif ch == '[':
+            in_class = True
+        elif ch in '()':
+            depth += 1 if ch == '(' else -1
+        elif ch == '|' and depth == 0:
+            return False
+    return True
 
 
 # ---- the tables, as the migrations create them ---------------------------------------------
@@ -247,6 +276,8 @@ class Rows:
         if 'key' in x and 'id-prefix' in x:
             self.fail(loc / 'key', 'key (the client names the row) and id-prefix (the server '
                                    'makes its id) exclude each other')
+        if 'title' in x and (not isinstance(x['title'], str) or not x['title'].strip()):
+            self.fail(loc / 'title', 'title is how a 404 names one: a non-empty text')
         if 'version' in x and (not isinstance(x['version'], str)):
             self.fail(loc / 'version', 'version names a column')
         internal = x.get('internal', [])
@@ -349,6 +380,12 @@ class Rows:
             if n.kind != 'array' or n.items.kind != 'string':
                 self.fail(loc, 'words is for an array of strings (%s is %s)'
                           % (f.json_name, n.kind))
+                return None
+            pats = [c['source'] for c in n.items.checks if c.get('op') == 'pattern']
+            if not pats or not any(words_pattern_ok(p) for p in pats):
+                self.fail(loc, 'words: the items of %s need a pattern that admits no space and '
+                               'no empty text (anchored ^...$, without \\s, ., [^ or a space), '
+                               'else an item could read back as two or none' % f.json_name)
                 return None
             return Item('words', f, [Col(f.json_name, n, f.required, loc, f.json_name)])
         if spec_ is None or (isinstance(spec_, dict) and set(spec_) == {'column'}):
@@ -538,7 +575,7 @@ def _read_scalar(w, n, dst, col, f_required, f_optional, f_nullable, owner, has_
             w.open('if (t)')
         w('%s = %s_parse(t);' % (dst, n.cname))
         w('if (!%s)' % dst)
-        w('    return unknown(%s, st, %s);' % (lit(where), col))
+        w('    return resource_unknown(%s, st, %s);' % (lit(where), col))
         if f_optional:
             w('%s = true;' % has_name)
             w.close()
@@ -607,11 +644,11 @@ def read_body(t):
                 w.open('if (t)')
             else:
                 w('if (!t)')
-                w('    return unknown(%s, st, c + %d);' % (lit(where(i)), i))
+                w('    return resource_unknown(%s, st, c + %d);' % (lit(where(i)), i))
             w('struct json_value *v = NULL;')
             w('struct json_error e;')
             w('if (json_parse(a, t, strlen(t), &v, &e) != 0)')
-            w('    return unknown(%s, st, c + %d);' % (lit(where(i)), i))
+            w('    return resource_unknown(%s, st, c + %d);' % (lit(where(i)), i))
             if not f.node.trivial:
                 # the decoders trust what they are given: a column altered outside the server
                 # (or by an older one) is checked as an answer would be, never decoded blind
@@ -620,7 +657,7 @@ def read_body(t):
                 w('verr_init(&l, a);')
                 w(cgen.validate_call(f.node, 'v', '""', l='&l', mode='VALIDATE_RESPONSE'))
                 w('if (l.count > 0)')
-                w('    return unknown(%s, st, c + %d);' % (lit(where(i)), i))
+                w('    return resource_unknown(%s, st, c + %d);' % (lit(where(i)), i))
             cgen.decode_value(w, f.node, 'field', dst, 'v')
             if f.optional:
                 w('o->has_%s = true;' % f.cname)
@@ -630,12 +667,12 @@ def read_body(t):
             if f.optional:
                 w('o->has_%s = !db_column_is_null(st, c + %d);' % (f.cname, i))
                 w('if (o->has_%s &&' % f.cname)
-                w('    words_split(a, db_column_text(st, c + %d), &%s, &%s_count) != 0)'
+                w('    resource_words_split(a, db_column_text(st, c + %d), &%s, &%s_count) != 0)'
                   % (i, dst, dst))
             else:
-                w('if (words_split(a, db_column_text(st, c + %d), &%s, &%s_count) != 0)'
+                w('if (resource_words_split(a, db_column_text(st, c + %d), &%s, &%s_count) != 0)'
                   % (i, dst, dst))
-            w('    return unknown(%s, st, c + %d);' % (lit(where(i)), i))
+            w('    return resource_unknown(%s, st, c + %d);' % (lit(where(i)), i))
         elif it.how == 'flatten':
             n = f.node
             block(w)
@@ -671,7 +708,7 @@ def read_body(t):
                 if first:
                     if not f.optional:
                         w('if (!d)')
-                        w('    return unknown(%s, st, c + %d);' % (lit(where(i)), i))
+                        w('    return resource_unknown(%s, st, c + %d);' % (lit(where(i)), i))
                     w.open(cond)
                     first = False
                 else:
@@ -689,7 +726,7 @@ def read_body(t):
                                  False, '', 'u->%s->has_%s' % (v.cname, m.cname), where(i + j))
                     j += 1
             w.mid('else')
-            w('return unknown(%s, st, c + %d);' % (lit(where(i)), i))
+            w('return resource_unknown(%s, st, c + %d);' % (lit(where(i)), i))
             w.close()
             w('%s = u;' % dst)
             if f.optional:
@@ -720,7 +757,7 @@ def bind_body(t):
             w('struct jsonw jw, *w = &jw;')
             w('jsonw_init(w);')
             cgen.encode_value(w, f.node, 'field', src)
-            w('char *text = json_text(a, w);')
+            w('char *text = resource_json_text(a, w);')
             w('if (!text)')
             w('    return -1;')
             if present:
@@ -729,9 +766,22 @@ def bind_body(t):
                 w('db_bind_text(st, p + %d, text);' % i)
             w.close()
         elif it.how == 'words':
-            v = 'words_join(a, %s, %s_count)' % (src, src)
-            w('db_bind_text(st, p + %d, %s);' % (i, v if present is None else
-                                                 '%s ? %s : NULL' % (present, v)))
+            # an item with a space would read back as two: refused (the pattern keeps a
+            # request from carrying one; this keeps a handler from storing one)
+            if present is not None:
+                w.open('if (%s)' % present)
+            else:
+                block(w)
+            w('const char *text =')
+            w('    resource_words_join(a, %s, %s, %s_count);'
+              % (lit('%s.%s' % (t.name, t.cols[i].name)), src, src))
+            w('if (!text)')
+            w('    return -1;')
+            w('db_bind_text(st, p + %d, text);' % i)
+            if present is not None:
+                w.mid('else')
+                w('db_bind_null(st, p + %d);' % i)
+            w.close()
         elif it.how == 'flatten':
             block(w)
             w('const struct %s *k = %s%s;' % (f.node.cname, src,
@@ -894,8 +944,11 @@ def hidden_bind(t):
 
 
 def object_name(t):
-    """How a 404 names it: the `object` constant in words (service_account: "service
-    account"), else the schema's name in words."""
+    """How a 404 names it: x-table title (where the name has capitals: "OAuth client"), else
+    the `object` constant in words (service_account: "service account"), else the schema's
+    name in words."""
+    if 'title' in t.x:
+        return lit(t.x['title'])
     for it in t.items:
         if it.how == 'const' and it.field.json_name == 'object' and it.const.startswith('"'):
             return it.const.replace('_', ' ')

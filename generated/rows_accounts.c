@@ -3,73 +3,10 @@
  * (generated/rows_accounts.h). */
 #include "generated/rows_accounts.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
-#include "runtime/log.h"
-
-/* A stored value this server cannot read: written by a newer one, or damaged. */
-static int unknown(const char *table, struct db_stmt *st, int col)
-{
-    const char *t = db_column_text(st, col);
-    log_error("%s: column %d holds %s, which this server does not know", table, col,
-              t ? t : "NULL");
-    return -1;
-}
-
-
-/* What w wrote, as text in a (NULL when out of memory); w is released. */
-static char *json_text(struct arena *a, struct jsonw *w)
-{
-    size_t len = 0;
-    char *t = jsonw_take(w, &len), *copy = t ? arena_strndup(a, t, len) : NULL;
-    free(t);
-    jsonw_release(w);
-    return copy;
-}
-
-/* A words column: the strings, one space between them (NULL column: none; a required one
- * is refused by the caller). 0 / -1 for NULL text. */
-static int words_split(struct arena *a, const char *t, const char ***out, size_t *n)
-{
-    *out = NULL;
-    *n = 0;
-    if (!t)
-        return -1;
-    size_t cap = 1;
-    for (const char *p = t; *p; p++)
-        cap += *p == ' ';
-    const char **v = arena_alloc(a, cap * sizeof *v);
-    while (*t) {
-        size_t len = strcspn(t, " ");
-        if (len)
-            v[(*n)++] = arena_strndup(a, t, len);
-        t += len;
-        while (*t == ' ')
-            t++;
-    }
-    *out = v;
-    return 0;
-}
-
-static const char *words_join(struct arena *a, const char *const *v, size_t n)
-{
-    size_t len = 1;
-    for (size_t i = 0; i < n; i++)
-        len += strlen(v[i]) + 1;
-    char *out = arena_alloc(a, len), *p = out;
-    for (size_t i = 0; i < n; i++) {
-        size_t k = strlen(v[i]);
-        if (i)
-            *p++ = ' ';
-        memcpy(p, v[i], k);
-        p += k;
-    }
-    *p = '\0';
-    return out;
-}
 
 /* ---- OauthClient: table oauth_clients ---- */
 
@@ -85,22 +22,22 @@ int row_read_oauth_client(struct arena *a, struct db_stmt *st, int c,
         const char *t = db_column_text(st, c + 3);
         o->type = oauth_client_type_parse(t);
         if (!o->type)
-            return unknown("oauth_clients.type", st, c + 3);
+            return resource_unknown("oauth_clients.type", st, c + 3);
     }
     {
         const char *t = db_column_text(st, c + 4);
         if (!t)
-            return unknown("oauth_clients.redirect_uris", st, c + 4);
+            return resource_unknown("oauth_clients.redirect_uris", st, c + 4);
         struct json_value *v = NULL;
         struct json_error e;
         if (json_parse(a, t, strlen(t), &v, &e) != 0)
-            return unknown("oauth_clients.redirect_uris", st, c + 4);
+            return resource_unknown("oauth_clients.redirect_uris", st, c + 4);
         struct verr_list l;
 
         verr_init(&l, a);
         validate_redirect_uri_list(v, "", VALIDATE_RESPONSE, &l);
         if (l.count > 0)
-            return unknown("oauth_clients.redirect_uris", st, c + 4);
+            return resource_unknown("oauth_clients.redirect_uris", st, c + 4);
         if (v->type != JSON_ARRAY)
             return -1;
         o->redirect_uris_count = v->count;
@@ -109,13 +46,13 @@ int row_read_oauth_client(struct arena *a, struct db_stmt *st, int c,
             o->redirect_uris[j] = v->items[j]->s;
         }
     }
-    if (words_split(a, db_column_text(st, c + 5), &o->scopes, &o->scopes_count) != 0)
-        return unknown("oauth_clients.scopes", st, c + 5);
+    if (resource_words_split(a, db_column_text(st, c + 5), &o->scopes, &o->scopes_count) != 0)
+        return resource_unknown("oauth_clients.scopes", st, c + 5);
     {
         const char *t = db_column_text(st, c + 6);
         o->status = oauth_client_status_parse(t);
         if (!o->status)
-            return unknown("oauth_clients.status", st, c + 6);
+            return resource_unknown("oauth_clients.status", st, c + 6);
     }
     o->created_by = db_column_dup(a, st, c + 7);
     o->version = db_column_int64(st, c + 8);
@@ -141,12 +78,18 @@ int row_bind_oauth_client(struct arena *a, struct db_stmt *st, int first,
             jsonw_string(w, o->redirect_uris[j]);
         }
         jsonw_array_end(w);
-        char *text = json_text(a, w);
+        char *text = resource_json_text(a, w);
         if (!text)
             return -1;
         db_bind_text(st, p + 4, text);
     }
-    db_bind_text(st, p + 5, words_join(a, o->scopes, o->scopes_count));
+    {
+        const char *text =
+            resource_words_join(a, "oauth_clients.scopes", o->scopes, o->scopes_count);
+        if (!text)
+            return -1;
+        db_bind_text(st, p + 5, text);
+    }
     db_bind_text(st, p + 6, oauth_client_status_str(o->status));
     db_bind_text(st, p + 7, o->created_by);
     db_bind_int64(st, p + 8, o->version);
@@ -177,7 +120,7 @@ static int page_row_oauth_client(struct req *r, struct db_stmt *st, void *item)
 
 const struct resource_table rows_oauth_client = {
     .table = "oauth_clients",
-    .object = "oauth client",
+    .object = "OAuth client",
     .id_prefix = "cli",
     .workspace = "workspace_id",
     .sort = "created_at",

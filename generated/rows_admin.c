@@ -3,73 +3,10 @@
  * (generated/rows_admin.h). */
 #include "generated/rows_admin.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
-#include "runtime/log.h"
-
-/* A stored value this server cannot read: written by a newer one, or damaged. */
-static int unknown(const char *table, struct db_stmt *st, int col)
-{
-    const char *t = db_column_text(st, col);
-    log_error("%s: column %d holds %s, which this server does not know", table, col,
-              t ? t : "NULL");
-    return -1;
-}
-
-
-/* What w wrote, as text in a (NULL when out of memory); w is released. */
-static char *json_text(struct arena *a, struct jsonw *w)
-{
-    size_t len = 0;
-    char *t = jsonw_take(w, &len), *copy = t ? arena_strndup(a, t, len) : NULL;
-    free(t);
-    jsonw_release(w);
-    return copy;
-}
-
-/* A words column: the strings, one space between them (NULL column: none; a required one
- * is refused by the caller). 0 / -1 for NULL text. */
-static int words_split(struct arena *a, const char *t, const char ***out, size_t *n)
-{
-    *out = NULL;
-    *n = 0;
-    if (!t)
-        return -1;
-    size_t cap = 1;
-    for (const char *p = t; *p; p++)
-        cap += *p == ' ';
-    const char **v = arena_alloc(a, cap * sizeof *v);
-    while (*t) {
-        size_t len = strcspn(t, " ");
-        if (len)
-            v[(*n)++] = arena_strndup(a, t, len);
-        t += len;
-        while (*t == ' ')
-            t++;
-    }
-    *out = v;
-    return 0;
-}
-
-static const char *words_join(struct arena *a, const char *const *v, size_t n)
-{
-    size_t len = 1;
-    for (size_t i = 0; i < n; i++)
-        len += strlen(v[i]) + 1;
-    char *out = arena_alloc(a, len), *p = out;
-    for (size_t i = 0; i < n; i++) {
-        size_t k = strlen(v[i]);
-        if (i)
-            *p++ = ' ';
-        memcpy(p, v[i], k);
-        p += k;
-    }
-    *p = '\0';
-    return out;
-}
 
 /* ---- Role: table roles ---- */
 
@@ -82,21 +19,21 @@ int row_read_role(struct arena *a, struct db_stmt *st, int c,
     o->name = db_column_dup(a, st, c + 1);
     o->description = db_column_dup(a, st, c + 2);
     o->has_description = o->description != NULL;
-    if (words_split(a, db_column_text(st, c + 3), &o->scopes, &o->scopes_count) != 0)
-        return unknown("roles.scopes", st, c + 3);
+    if (resource_words_split(a, db_column_text(st, c + 3), &o->scopes, &o->scopes_count) != 0)
+        return resource_unknown("roles.scopes", st, c + 3);
     {
         const char *t = db_column_text(st, c + 4);
         if (t) {
             struct json_value *v = NULL;
             struct json_error e;
             if (json_parse(a, t, strlen(t), &v, &e) != 0)
-                return unknown("roles.approval_limits", st, c + 4);
+                return resource_unknown("roles.approval_limits", st, c + 4);
             struct verr_list l;
 
             verr_init(&l, a);
             validate_approval_limits(v, "", VALIDATE_RESPONSE, &l);
             if (l.count > 0)
-                return unknown("roles.approval_limits", st, c + 4);
+                return resource_unknown("roles.approval_limits", st, c + 4);
             if (v->type != JSON_ARRAY)
                 return -1;
             o->approval_limits_count = v->count;
@@ -127,7 +64,13 @@ int row_bind_role(struct arena *a, struct db_stmt *st, int first,
     db_bind_text(st, p + 0, o->key);
     db_bind_text(st, p + 1, o->name);
     db_bind_text(st, p + 2, o->description);
-    db_bind_text(st, p + 3, words_join(a, o->scopes, o->scopes_count));
+    {
+        const char *text =
+            resource_words_join(a, "roles.scopes", o->scopes, o->scopes_count);
+        if (!text)
+            return -1;
+        db_bind_text(st, p + 3, text);
+    }
     {
         struct jsonw jw, *w = &jw;
         jsonw_init(w);
@@ -136,7 +79,7 @@ int row_bind_role(struct arena *a, struct db_stmt *st, int first,
             encode_money(w, &o->approval_limits[j]);
         }
         jsonw_array_end(w);
-        char *text = json_text(a, w);
+        char *text = resource_json_text(a, w);
         if (!text)
             return -1;
         db_bind_text(st, p + 4, (o->has_approval_limits || o->approval_limits != NULL) ? text : NULL);
@@ -225,7 +168,7 @@ int row_read_service_account(struct arena *a, struct db_stmt *st, int c,
         const char *t = db_column_text(st, c + 5);
         o->status = service_account_status_parse(t);
         if (!o->status)
-            return unknown("service_accounts.status", st, c + 5);
+            return resource_unknown("service_accounts.status", st, c + 5);
     }
     o->version = db_column_int64(st, c + 6);
     o->created_at = db_column_dup(a, st, c + 7);

@@ -3,32 +3,10 @@
  * (generated/rows_payments.h). */
 #include "generated/rows_payments.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
-#include "runtime/log.h"
-
-/* A stored value this server cannot read: written by a newer one, or damaged. */
-static int unknown(const char *table, struct db_stmt *st, int col)
-{
-    const char *t = db_column_text(st, col);
-    log_error("%s: column %d holds %s, which this server does not know", table, col,
-              t ? t : "NULL");
-    return -1;
-}
-
-
-/* What w wrote, as text in a (NULL when out of memory); w is released. */
-static char *json_text(struct arena *a, struct jsonw *w)
-{
-    size_t len = 0;
-    char *t = jsonw_take(w, &len), *copy = t ? arena_strndup(a, t, len) : NULL;
-    free(t);
-    jsonw_release(w);
-    return copy;
-}
 
 /* ---- Beneficiary: table beneficiaries ---- */
 
@@ -45,7 +23,7 @@ int row_read_beneficiary(struct arena *a, struct db_stmt *st, int c,
         const char *d = db_column_text(st, c + 4);
         struct account_identification *u = arena_alloc(a, sizeof *u);
         if (!d)
-            return unknown("beneficiaries.scheme", st, c + 4);
+            return resource_unknown("beneficiaries.scheme", st, c + 4);
         if (strcmp(d, "IBAN") == 0) {
             u->kind = ACCOUNT_IDENTIFICATION_KIND_IBAN;
             u->iban = arena_alloc(a, sizeof *u->iban);
@@ -67,7 +45,7 @@ int row_read_beneficiary(struct arena *a, struct db_stmt *st, int c,
             u->bban->scheme = "BBAN";
             u->bban->identification = db_column_dup(a, st, c + 5);
         } else {
-            return unknown("beneficiaries.scheme", st, c + 4);
+            return resource_unknown("beneficiaries.scheme", st, c + 4);
         }
         o->account_identification = u;
     }
@@ -97,7 +75,7 @@ int row_read_beneficiary(struct arena *a, struct db_stmt *st, int c,
         const char *t = db_column_text(st, c + 12);
         o->beneficiary_type = beneficiary_type_parse(t);
         if (!o->beneficiary_type)
-            return unknown("beneficiaries.beneficiary_type", st, c + 12);
+            return resource_unknown("beneficiaries.beneficiary_type", st, c + 12);
     }
     o->counterparty_id = db_column_dup(a, st, c + 13);
     o->has_counterparty_id = o->counterparty_id != NULL;
@@ -109,34 +87,34 @@ int row_read_beneficiary(struct arena *a, struct db_stmt *st, int c,
         const char *t = db_column_text(st, c + 16);
         o->status = beneficiary_status_parse(t);
         if (!o->status)
-            return unknown("beneficiaries.status", st, c + 16);
+            return resource_unknown("beneficiaries.status", st, c + 16);
     }
     {
         const char *t = db_column_text(st, c + 17);
         o->verification_status = verification_status_parse(t);
         if (!o->verification_status)
-            return unknown("beneficiaries.verification_status", st, c + 17);
+            return resource_unknown("beneficiaries.verification_status", st, c + 17);
     }
     {
         const char *t = db_column_text(st, c + 18);
         o->approval_status = approval_status_parse(t);
         if (!o->approval_status)
-            return unknown("beneficiaries.approval_status", st, c + 18);
+            return resource_unknown("beneficiaries.approval_status", st, c + 18);
     }
     {
         const char *t = db_column_text(st, c + 19);
         if (!t)
-            return unknown("beneficiaries.metadata", st, c + 19);
+            return resource_unknown("beneficiaries.metadata", st, c + 19);
         struct json_value *v = NULL;
         struct json_error e;
         if (json_parse(a, t, strlen(t), &v, &e) != 0)
-            return unknown("beneficiaries.metadata", st, c + 19);
+            return resource_unknown("beneficiaries.metadata", st, c + 19);
         struct verr_list l;
 
         verr_init(&l, a);
         validate_metadata(v, "", VALIDATE_RESPONSE, &l);
         if (l.count > 0)
-            return unknown("beneficiaries.metadata", st, c + 19);
+            return resource_unknown("beneficiaries.metadata", st, c + 19);
         if (v->type != JSON_OBJECT)
             return -1;
         o->metadata_count = v->count;
@@ -221,7 +199,7 @@ int row_bind_beneficiary(struct arena *a, struct db_stmt *st, int first,
             jsonw_string(w, o->metadata[j].value);
         }
         jsonw_object_end(w);
-        char *text = json_text(a, w);
+        char *text = resource_json_text(a, w);
         if (!text)
             return -1;
         db_bind_text(st, p + 19, text);
@@ -304,13 +282,13 @@ int row_read_payment(struct arena *a, struct db_stmt *st, int c,
         const char *t = db_column_text(st, c + 4);
         o->type = payment_type_parse(t);
         if (!o->type)
-            return unknown("payments.type", st, c + 4);
+            return resource_unknown("payments.type", st, c + 4);
     }
     {
         const char *t = db_column_text(st, c + 5);
         o->priority = payment_priority_parse(t);
         if (!o->priority)
-            return unknown("payments.priority", st, c + 5);
+            return resource_unknown("payments.priority", st, c + 5);
     }
     o->originating_account = db_column_dup(a, st, c + 6);
     o->beneficiary_id = db_column_dup(a, st, c + 7);
@@ -323,7 +301,7 @@ int row_read_payment(struct arena *a, struct db_stmt *st, int c,
         const char *t = db_column_text(st, c + 11);
         o->status = payment_status_parse(t);
         if (!o->status)
-            return unknown("payments.status", st, c + 11);
+            return resource_unknown("payments.status", st, c + 11);
     }
     o->failure_reason = db_column_dup(a, st, c + 12);
     o->has_failure_reason = o->failure_reason != NULL;
@@ -337,17 +315,17 @@ int row_read_payment(struct arena *a, struct db_stmt *st, int c,
     {
         const char *t = db_column_text(st, c + 17);
         if (!t)
-            return unknown("payments.metadata", st, c + 17);
+            return resource_unknown("payments.metadata", st, c + 17);
         struct json_value *v = NULL;
         struct json_error e;
         if (json_parse(a, t, strlen(t), &v, &e) != 0)
-            return unknown("payments.metadata", st, c + 17);
+            return resource_unknown("payments.metadata", st, c + 17);
         struct verr_list l;
 
         verr_init(&l, a);
         validate_metadata(v, "", VALIDATE_RESPONSE, &l);
         if (l.count > 0)
-            return unknown("payments.metadata", st, c + 17);
+            return resource_unknown("payments.metadata", st, c + 17);
         if (v->type != JSON_OBJECT)
             return -1;
         o->metadata_count = v->count;
@@ -394,7 +372,7 @@ int row_bind_payment(struct arena *a, struct db_stmt *st, int first,
             jsonw_string(w, o->metadata[j].value);
         }
         jsonw_object_end(w);
-        char *text = json_text(a, w);
+        char *text = resource_json_text(a, w);
         if (!text)
             return -1;
         db_bind_text(st, p + 17, text);
@@ -514,17 +492,17 @@ int row_read_payment_batch(struct arena *a, struct db_stmt *st, int c,
     {
         const char *t = db_column_text(st, c + 5);
         if (!t)
-            return unknown("payment_batches.metadata", st, c + 5);
+            return resource_unknown("payment_batches.metadata", st, c + 5);
         struct json_value *v = NULL;
         struct json_error e;
         if (json_parse(a, t, strlen(t), &v, &e) != 0)
-            return unknown("payment_batches.metadata", st, c + 5);
+            return resource_unknown("payment_batches.metadata", st, c + 5);
         struct verr_list l;
 
         verr_init(&l, a);
         validate_metadata(v, "", VALIDATE_RESPONSE, &l);
         if (l.count > 0)
-            return unknown("payment_batches.metadata", st, c + 5);
+            return resource_unknown("payment_batches.metadata", st, c + 5);
         if (v->type != JSON_OBJECT)
             return -1;
         o->metadata_count = v->count;
@@ -559,7 +537,7 @@ int row_bind_payment_batch(struct arena *a, struct db_stmt *st, int first,
             jsonw_string(w, o->metadata[j].value);
         }
         jsonw_object_end(w);
-        char *text = json_text(a, w);
+        char *text = resource_json_text(a, w);
         if (!text)
             return -1;
         db_bind_text(st, p + 5, text);

@@ -40,25 +40,6 @@ bool oauth_secure_equal(const char *a, const char *b)
     return n == strlen(b) && CRYPTO_memcmp(a, b, n) == 0;
 }
 
-/* "a b c" -> {"a","b","c"} in r->arena. */
-const char **oauth_split_scopes(struct req *r, const char *text, size_t *count)
-{
-    size_t n = 0, cap = 1;
-    for (const char *p = text; *p; p++)
-        cap += *p == ' ';
-    const char **out = arena_alloc(&r->arena, cap * sizeof *out);
-    for (const char *p = text; *p;) {
-        size_t k = strcspn(p, " ");
-        if (k > 0)
-            out[n++] = arena_strndup(&r->arena, p, k);
-        p += k;
-        while (*p == ' ')
-            p++;
-    }
-    *count = n;
-    return out;
-}
-
 const char *oauth_issuer(void)
 {
     return auth_key()->issuer;

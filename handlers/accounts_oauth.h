@@ -51,8 +51,8 @@ int oauth_db_failed(const char *what);
 int oauth_sha256_hex(const char *s, char out[DIGEST_HEX_LEN + 1]);
 /* Constant-time equality of two NUL-terminated strings of public length. */
 bool oauth_secure_equal(const char *a, const char *b);
-/* "a b c" -> {"a","b","c"} in r->arena; their number into *count. */
-const char **oauth_split_scopes(struct req *r, const char *text, size_t *count);
+/* A scope list's text ("a b c") is split by resource_words_split (runtime/resource.h), as
+ * the words column of oauth_clients.scopes is. */
 /* The token issuer: the base URL of this server. */
 const char *oauth_issuer(void);
 

@@ -46,7 +46,8 @@ int oauth_grant_upsert(struct req *r, const char *user_id, const struct oauth_st
         snprintf(both, sizeof both, "%s %s", old, scope);
         uint64_t mask = 0;
         size_t count = 0;
-        const char **names = oauth_split_scopes(r, both, &count);
+        const char **names;
+        resource_words_split(&r->arena, both, &names, &count);
         for (size_t i = 0; i < count; i++)
             mask |= scopes_mask(names[i]);
         scopes_text(mask, wider, sizeof wider);
@@ -86,7 +87,7 @@ static int grant_row(struct req *r, struct db_stmt *st, void *item)
     g->client_id = db_column_dup(&r->arena, st, 1);
     g->client_name = db_column_dup(&r->arena, st, 2);
     const char *scope = db_column_dup(&r->arena, st, 3);
-    g->scopes = oauth_split_scopes(r, scope ? scope : "", &g->scopes_count);
+    resource_words_split(&r->arena, scope ? scope : "", &g->scopes, &g->scopes_count);
     g->created_at = db_column_dup(&r->arena, st, 4);
     g->updated_at = db_column_dup(&r->arena, st, 5);
     return 0;

@@ -26,6 +26,7 @@
 #include "runtime/html.h"
 #include "runtime/id.h"
 #include "runtime/pkce.h"
+#include "runtime/resource.h"
 #include "runtime/seal.h"
 #include "runtime/storage.h"
 
@@ -487,7 +488,8 @@ static const char *consent_page(struct req *r, const struct oauth_stored_client 
                                 const char *email, const char *workspace)
 {
     size_t n = 0;
-    const char **names = oauth_split_scopes(r, scope, &n);
+    const char **names;
+    resource_words_split(&r->arena, scope, &names, &n);
     char *items = "";
     for (size_t i = 0; i < n; i++)
         items = arena_printf(&r->arena, "%s<li><b>%s</b><span>%s</span></li>", items,

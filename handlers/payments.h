@@ -52,6 +52,13 @@ int pay_save(struct req *r, struct payment_row *x, enum pay_write how);
 /* Sets when the settlement worker next acts on x (has_next false: never), at x's version:
  * only the time changes (no status change: no new version, no event). 0 / -1. */
 int pay_reschedule(const struct payment_row *x, bool has_next, int64_t at);
+/* Notes on the payment (payment_id), or on every payment of the batch (batch_id, payment_id
+ * NULL), that its current approval round has a decision, for the list (0002_list_flags.sql):
+ * called beside every decision recorded, in its transaction. 0 / -1. */
+int pay_note_decisions(const char *payment_id, const char *batch_id);
+/* Notes that payment_id has a maker beyond its creator, for the list; beside every maker
+ * recorded, in its transaction. 0 / -1. */
+int pay_note_maker(const char *payment_id);
 /* Sets the status and its ISO 20022 code; an approved payment is due to the worker at once,
  * any other status is not due until the worker schedules it. */
 void pay_set_status(struct payment_row *x, enum payment_status s);

@@ -233,7 +233,9 @@ static int add_decision(struct req *r, const struct payment_row *x, const char *
     db_bind_text(st, 6, now);
     int rc = db_step(st);
     db_reset(st);
-    return rc == DB_DONE ? 0 : db_failed("decision");
+    if (rc != DB_DONE || pay_note_decisions(x->obj.id, NULL) != 0)
+        return db_failed("decision");
+    return 0;
 }
 
 int pay_add_batch_decisions(struct req *r, const char *batch_id, const char *decision,
@@ -251,7 +253,9 @@ int pay_add_batch_decisions(struct req *r, const char *batch_id, const char *dec
     db_bind_text(st, 5, batch_id);
     int rc = db_step(st);
     db_reset(st);
-    return rc == DB_DONE ? 0 : db_failed("item decisions");
+    if (rc != DB_DONE || pay_note_decisions(NULL, batch_id) != 0)
+        return db_failed("item decisions");
+    return 0;
 }
 
 int pay_may_decide(struct req *r, const char *what, const char *created_by,

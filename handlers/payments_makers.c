@@ -322,7 +322,9 @@ int pay_add_maker(struct req *r, const struct payment *p, const char *person, un
     db_bind_text(st, 5, p->updated_at); /* the change's time */
     int rc = db_step(st);
     db_reset(st);
-    return rc == DB_DONE ? 0 : db_failed("recording a maker");
+    if (rc != DB_DONE || pay_note_maker(p->id) != 0)
+        return db_failed("recording a maker");
+    return 0;
 }
 
 int pay_maker_fields(const char *payment_id, const char *person, unsigned *fields)

@@ -1,4 +1,6 @@
-/* Signed cursors: base64url("v1\n" filters-digest "\n" sort_key "\n" id) "." base64url(mac). */
+/* Signed cursors: base64url("v2\n" sort_key "\n" id) "." base64url(mac), the MAC over the list's
+ * filters and that payload (a cursor of the earlier "v1" form, with a digest of the filters in
+ * its payload and a MAC apiece, is refused as any other: the client starts the list again). */
 #include "runtime/cursor.h"
 
 #include <openssl/crypto.h>
@@ -14,7 +16,7 @@
 #define MAC_BYTES 16
 #define MAX_CURSOR 512
 
-/* Keyed once: a page's cursor is then two short MACs (filters, position), not two key setups. */
+/* Keyed once: a page's cursor is then one short MAC, not a key setup. */
 static struct digest_hmac key;
 
 void cursor_init(const unsigned char *secret, size_t len)
@@ -28,29 +30,29 @@ void cursor_init(const unsigned char *secret, size_t len)
     OPENSSL_cleanse(k, sizeof k);
 }
 
-static void mac(const char *payload, size_t n, unsigned char out[32])
+/* The MAC of a cursor: over the list's filters (length-prefixed, so that no filters and
+ * payload spell another pair's text) and the payload, with one HMAC: a cursor made for other
+ * filters fails as a tampered one does. */
+static void mac(struct arena *a, const char *filters, const char *payload, size_t n,
+                unsigned char out[32])
 {
-    if (digest_hmac(&key, payload, n, out) != 0) {
+    size_t fl = strlen(filters);
+    char *text = arena_alloc(a, 24 + fl + n);
+    int head = snprintf(text, 24, "%zu:", fl);
+    memcpy(text + head, filters, fl);
+    memcpy(text + head + fl, payload, n);
+    if (digest_hmac(&key, text, (size_t)head + fl + n, out) != 0) {
         fprintf(stderr, "cursor: HMAC failed (out of memory)\n");
         abort(); /* as an arena out of memory does: no cursor is better than a wrong one */
     }
 }
 
-static void digest(const char *filters, char out[23])
-{
-    unsigned char d[32];
-    mac(filters, strlen(filters), d);
-    base64url_encode(d, 16, out);
-}
-
 char *cursor_encode(struct arena *a, const char *filters, const char *sort_key, const char *id)
 {
-    char fd[23];
     unsigned char m[32];
-    digest(filters, fd);
-    char *payload = arena_printf(a, "v1\n%s\n%s\n%s", fd, sort_key, id);
+    char *payload = arena_printf(a, "v2\n%s\n%s", sort_key, id);
     size_t n = strlen(payload);
-    mac(payload, n, m);
+    mac(a, filters, payload, n, m);
     char *out = arena_alloc(a, (n + 2) / 3 * 4 + 1 + (MAC_BYTES + 2) / 3 * 4 + 1);
     base64url_encode((const unsigned char *)payload, n, out);
     size_t o = strlen(out);
@@ -73,25 +75,17 @@ int cursor_decode(struct arena *a, const char *cursor, const char *filters, char
                          &glen) != 0 ||
         glen != MAC_BYTES)
         return -1;
-    mac((const char *)payload, plen, m);
+    mac(a, filters, (const char *)payload, plen, m);
     if (CRYPTO_memcmp(m, given, MAC_BYTES) != 0)
         return -1;
     char *text = arena_strndup(a, (const char *)payload, plen);
-    char fd[23];
-    digest(filters, fd);
-    char *f1 = strchr(text, '\n');
-    if (!f1 || strncmp(text, "v1", 2) != 0 || f1 != text + 2)
+    if (strlen(text) != plen || strncmp(text, "v2\n", 3) != 0)
         return -1;
-    char *f2 = strchr(f1 + 1, '\n');
-    if (!f2)
+    char *f = strchr(text + 3, '\n');
+    if (!f || strchr(f + 1, '\n'))
         return -1;
-    char *f3 = strchr(f2 + 1, '\n');
-    if (!f3)
-        return -1;
-    *f2 = *f3 = '\0';
-    if (strcmp(f1 + 1, fd) != 0)
-        return -1;
-    *sort_key = f2 + 1;
-    *id = f3 + 1;
+    *f = '\0';
+    *sort_key = text + 3;
+    *id = f + 1;
     return 0;
 }

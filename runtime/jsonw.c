@@ -20,9 +20,11 @@ static __attribute__((noinline)) void grow(struct jsonw *w, size_t n)
 {
     if (n > SIZE_MAX / 2 - w->len)
         die("output too large");
-    size_t cap = w->cap ? w->cap : 1024; /* a payment's JSON fits without a realloc */
+    /* A payment's JSON fits the first buffer; a page of twenty (14 KiB) the third, where
+     * doubling took five reallocs that copied what was written so far each time. */
+    size_t cap = w->cap ? w->cap : 1024, factor = w->cap ? 4 : 2;
     while (cap - w->len < n + 1)
-        cap *= 2;
+        cap = cap <= SIZE_MAX / 4 ? cap * factor : w->len + n + 1; /* n < SIZE_MAX / 2 - len */
     char *nb = realloc(w->buf, cap);
     if (!nb)
         die("out of memory");

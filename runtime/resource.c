@@ -1,12 +1,17 @@
 /* Load, insert, save and list through a generated table descriptor (runtime/resource.h). */
 #include "runtime/resource.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/format.h"
 #include "runtime/id.h"
+#include "runtime/jsonw.h"
 #include "runtime/log.h"
 
 /* The members the descriptor locates by offset (memcpy: no aliasing or alignment
@@ -254,10 +259,9 @@ int resource_list(struct req *r, const struct resource_table *t, const struct re
     return resource_list_extra(r, t, f, n, limit, cursor, NULL, out);
 }
 
-/* A text built by appending, each piece formatted once where it goes: a list's SQL and its
- * cursor digest (built as arena_printf("%s...", text so far, piece), each piece copied the
- * whole text again through printf: 11% of a page of payments' instructions). In the arena;
- * s is a string (empty) from text_init on. */
+/* A text built by appending, each piece formatted once where it goes (built as
+ * arena_printf("%s...", text so far, piece), each piece copied the whole text again). In the
+ * arena; s is a string (empty) from text_init on. */
 struct text {
     struct arena *a;
     char *s;
@@ -273,6 +277,32 @@ static void text_init(struct text *b, struct arena *a, size_t cap)
     b->s[0] = '\0';
 }
 
+/* Room for n more bytes and the NUL. */
+static void text_room(struct text *b, size_t n)
+{
+    if (n < b->cap - b->len)
+        return;
+    size_t cap = 2 * b->cap > b->len + n + 1 ? 2 * b->cap : b->len + n + 1;
+    char *s = arena_alloc(b->a, cap);
+    memcpy(s, b->s, b->len + 1);
+    b->s = s;
+    b->cap = cap;
+}
+
+static void text_put(struct text *b, const char *piece)
+{
+    size_t n = strlen(piece);
+    text_room(b, n);
+    memcpy(b->s + b->len, piece, n + 1);
+    b->len += n;
+}
+
+static void text_int(struct text *b, int64_t v)
+{
+    text_room(b, FORMAT_I64_MAX);
+    b->len += format_i64(b->s + b->len, v);
+}
+
 __attribute__((format(printf, 2, 3))) static void text_add(struct text *b, const char *fmt, ...)
 {
     va_list ap;
@@ -282,16 +312,109 @@ __attribute__((format(printf, 2, 3))) static void text_add(struct text *b, const
     if (n < 0)
         return;
     if ((size_t)n >= b->cap - b->len) { /* too long: a larger buffer, the piece again */
-        size_t cap = 2 * b->cap > b->len + (size_t)n + 1 ? 2 * b->cap : b->len + (size_t)n + 1;
-        char *s = arena_alloc(b->a, cap);
-        memcpy(s, b->s, b->len);
-        b->s = s;
-        b->cap = cap;
+        text_room(b, (size_t)n);
         va_start(ap, fmt);
         vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
         va_end(ap);
     }
     b->len += (size_t)n;
+}
+
+/* A list's SQL is t's columns, x's expressions and one test per filter whatever its value (an
+ * unset filter is bound NULL), so it depends only on the list's shape: t, x and each filter's
+ * column, operator and type. It is built once per shape and kept for the process (building
+ * it with printf each time was 6% of a page of payments). Entries are only ever appended;
+ * readers scan the published ones without the lock. */
+#define SHAPE_FILTERS_MAX 16
+#define SHAPES_MAX 128
+struct shape_filter {
+    const char *column;
+    enum resource_op op;
+    bool integer;
+};
+struct list_shape {
+    const struct resource_table *t;
+    const struct resource_extra *x;
+    size_t n;
+    struct shape_filter f[SHAPE_FILTERS_MAX];
+    char *sql; /* malloc'd, kept */
+};
+static struct list_shape shapes[SHAPES_MAX];
+static atomic_size_t n_shapes;
+static pthread_mutex_t shapes_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool same_shape(const struct list_shape *s, const struct resource_table *t,
+                       const struct resource_extra *x, const struct resource_filter *f, size_t n)
+{
+    if (s->t != t || s->x != x || s->n != n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (s->f[i].op != f[i].op || s->f[i].integer != f[i].integer ||
+            strcmp(s->f[i].column, f[i].column) != 0)
+            return false;
+    return true;
+}
+
+/* ?1 the workspace; filter i is ?(i + 2) (NULL when not set: one text per shape, so the
+ * statement stays prepared); then the position and the limit. A parameter that may be NULL is
+ * CAST where it is tested (PostgreSQL cannot infer the type of `? IS NULL`). */
+static void build_sql(struct text *sql, const struct resource_table *t,
+                      const struct resource_extra *x, const struct resource_filter *f, size_t n)
+{
+    text_add(sql, "SELECT %s%s FROM %s WHERE %s = ?1", t->columns, x ? x->columns : "",
+             t->table, t->workspace);
+    for (size_t i = 0; i < n; i++) {
+        int p = (int)i + 2;
+        if (f[i].op == RESOURCE_IN)
+            /* the set ",a,b," holds ",<column>," when taking it out shortens it: an exact
+             * substring test both engines have (no instr() in PostgreSQL) */
+            text_add(sql,
+                     " AND (CAST(?%d AS TEXT) IS NULL OR length(replace(?%d, ',' || %s || ',', "
+                     "'')) < length(?%d))",
+                     p, p, f[i].column, p);
+        else
+            text_add(sql, " AND (CAST(?%d AS %s) IS NULL OR %s %s ?%d)", p,
+                     f[i].integer ? "BIGINT" : "TEXT", f[i].column, op_sql(f[i].op), p);
+    }
+    int k = (int)n + 2;
+    text_add(sql,
+             " AND (CAST(?%d AS TEXT) IS NULL OR %s < ?%d OR (%s = ?%d AND id < ?%d)) "
+             "ORDER BY %s DESC, id DESC LIMIT ?%d",
+             k, t->sort, k, t->sort, k, k + 1, t->sort, k + 2);
+}
+
+/* The SQL of the list's shape: the kept one, else built (and kept while there is room). */
+static const char *list_sql(struct req *r, const struct resource_table *t,
+                            const struct resource_extra *x, const struct resource_filter *f,
+                            size_t n)
+{
+    size_t have = atomic_load_explicit(&n_shapes, memory_order_acquire);
+    for (size_t i = 0; i < have; i++)
+        if (same_shape(&shapes[i], t, x, f, n))
+            return shapes[i].sql;
+    struct text sql;
+    text_init(&sql, &r->arena, 1024 + strlen(t->columns) + (x ? strlen(x->columns) : 0));
+    build_sql(&sql, t, x, f, n);
+    if (n > SHAPE_FILTERS_MAX)
+        return sql.s;
+    pthread_mutex_lock(&shapes_lock);
+    const char *kept = NULL;
+    have = atomic_load_explicit(&n_shapes, memory_order_relaxed);
+    for (size_t i = 0; i < have && !kept; i++) /* another thread may have kept it meanwhile */
+        if (same_shape(&shapes[i], t, x, f, n))
+            kept = shapes[i].sql;
+    if (!kept && have < SHAPES_MAX && (shapes[have].sql = strdup(sql.s)) != NULL) {
+        struct list_shape *s = &shapes[have];
+        s->t = t;
+        s->x = x;
+        s->n = n;
+        for (size_t i = 0; i < n; i++)
+            s->f[i] = (struct shape_filter){f[i].column, f[i].op, f[i].integer};
+        kept = s->sql;
+        atomic_store_explicit(&n_shapes, have + 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&shapes_lock);
+    return kept ? kept : sql.s;
 }
 
 int resource_list_extra(struct req *r, const struct resource_table *t,
@@ -301,45 +424,27 @@ int resource_list_extra(struct req *r, const struct resource_table *t,
 {
     /* The digest names the table, the workspace and every filter's value, so a cursor serves
      * only the list it was issued for. An unset filter still takes its place ("~"). */
-    struct text digest, sql;
+    struct text digest;
     text_init(&digest, &r->arena, 256);
-    text_add(&digest, "%s&w=%s", t->table, r->principal.workspace_id);
-    /* ?1 the workspace; filter i is ?(i + 2) (NULL when not set: one text per handler, so
-     * the statement stays prepared); then the position and the limit. A parameter that may
-     * be NULL is CAST where it is tested (PostgreSQL cannot infer the type of `? IS NULL`). */
-    text_init(&sql, &r->arena, 1024 + strlen(t->columns) + (x ? strlen(x->columns) : 0));
-    text_add(&sql, "SELECT %s%s FROM %s WHERE %s = ?1", t->columns, x ? x->columns : "",
-             t->table, t->workspace);
+    text_put(&digest, t->table);
+    text_put(&digest, "&w=");
+    text_put(&digest, r->principal.workspace_id);
     for (size_t i = 0; i < n; i++) {
-        int p = (int)i + 2;
-        const char *type = f[i].integer ? "BIGINT" : "TEXT";
-        if (f[i].op == RESOURCE_IN)
-            /* the set ",a,b," holds ",<column>," when taking it out shortens it: an exact
-             * substring test both engines have (no instr() in PostgreSQL) */
-            text_add(&sql,
-                     " AND (CAST(?%d AS TEXT) IS NULL OR length(replace(?%d, ',' || %s || ',', "
-                     "'')) < length(?%d))",
-                     p, p, f[i].column, p);
-        else
-            text_add(&sql, " AND (CAST(?%d AS %s) IS NULL OR %s %s ?%d)", p, type, f[i].column,
-                     op_sql(f[i].op), p);
+        text_put(&digest, "&");
+        text_put(&digest, f[i].column);
+        text_int(&digest, (int)f[i].op);
+        text_put(&digest, "=");
         if (!f[i].set)
-            text_add(&digest, "&%s%d=~", f[i].column, (int)f[i].op);
+            text_put(&digest, "~");
         else if (f[i].integer)
-            text_add(&digest, "&%s%d=%lld", f[i].column, (int)f[i].op, (long long)f[i].number);
+            text_int(&digest, f[i].number);
         else
-            text_add(&digest, "&%s%d=%s", f[i].column, (int)f[i].op,
-                     digest_value(&r->arena, f[i].text));
+            text_put(&digest, digest_value(&r->arena, f[i].text));
     }
-    int k = (int)n + 2;
-    text_add(&sql,
-             " AND (CAST(?%d AS TEXT) IS NULL OR %s < ?%d OR (%s = ?%d AND id < ?%d)) "
-             "ORDER BY %s DESC, id DESC LIMIT ?%d",
-             k, t->sort, k, t->sort, k, k + 1, t->sort, k + 2);
     struct page pg;
     if (page_begin(r, &pg, digest.s, limit, cursor) != 0)
         return 0;
-    struct db_stmt *st = storage_prepare(sql.s);
+    struct db_stmt *st = storage_prepare(list_sql(r, t, x, f, n));
     if (!st)
         return -1;
     db_bind_text(st, 1, r->principal.workspace_id);
@@ -352,6 +457,7 @@ int resource_list_extra(struct req *r, const struct resource_table *t,
         else
             db_bind_text(st, p, f[i].text);
     }
+    int k = (int)n + 2;
     page_bind(&pg, st, k, k + 1, k + 2);
     return resource_page_fill(r, &pg, st, x ? x->item_size : t->size, x ? x->row : t->page_row,
                               t->sort_offset, t->id_offset, out) == 0
@@ -412,4 +518,69 @@ void resource_page_objects(struct req *r, const struct resource_table *t, size_t
     for (size_t i = 0; i < p->count; i++)
         memcpy(objs + i * obj_size, (const char *)p->items + i * t->size, obj_size);
     p->items = objs;
+}
+
+/* ---- what the generated row codecs share ------------------------------------------------- */
+
+int resource_unknown(const char *where, struct db_stmt *st, int col)
+{
+    const char *t = db_column_text(st, col);
+    log_error("%s: column %d holds %s, which this server does not know", where, col,
+              t ? t : "NULL");
+    return -1;
+}
+
+char *resource_json_text(struct arena *a, struct jsonw *w)
+{
+    size_t len = 0;
+    char *t = jsonw_take(w, &len), *copy = t ? arena_strndup(a, t, len) : NULL;
+    free(t);
+    jsonw_release(w);
+    return copy;
+}
+
+int resource_words_split(struct arena *a, const char *text, const char ***out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!text)
+        return -1;
+    size_t cap = 1;
+    for (const char *p = text; *p; p++)
+        cap += *p == ' ';
+    const char **v = arena_alloc(a, cap * sizeof *v);
+    while (*text) {
+        size_t len = strcspn(text, " ");
+        if (len)
+            v[(*n)++] = arena_strndup(a, text, len);
+        text += len;
+        while (*text == ' ')
+            text++;
+    }
+    *out = v;
+    return 0;
+}
+
+const char *resource_words_join(struct arena *a, const char *where, const char *const *v,
+                                size_t n)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i][0] || strchr(v[i], ' ')) {
+            log_error("%s: item %zu (\"%s\") is empty or holds a space: it would not read back "
+                      "as one item", where, i, v[i]);
+            return NULL;
+        }
+        len += strlen(v[i]) + 1;
+    }
+    char *out = arena_alloc(a, len), *p = out;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = strlen(v[i]);
+        if (i)
+            *p++ = ' ';
+        memcpy(p, v[i], k);
+        p += k;
+    }
+    *p = '\0';
+    return out;
 }

@@ -16,6 +16,8 @@
 #include "runtime/req.h"
 #include "runtime/storage.h"
 
+struct jsonw;
+
 /* One table behind one schema (generated: `const struct resource_table rows_<schema>`). */
 struct resource_table {
     const char *table;     /* "beneficiaries" */
@@ -89,6 +91,23 @@ int resource_save(struct req *r, const struct resource_table *t, void *obj);
 /* resource_save for a transition: writes only t's state columns (x-table state), leaving
  * the indexed and referencing columns as they are. Same answers. */
 int resource_save_state(struct req *r, const struct resource_table *t, void *obj);
+
+/* ---- what the generated row codecs share (generated/rows_<api>.c) --------------------- */
+
+/* A stored value this server cannot read (written by a newer one, or damaged): logs where
+ * ("table.column"), the column's number and its text. Returns -1, what a row reader returns. */
+int resource_unknown(const char *where, struct db_stmt *st, int col);
+/* What w wrote, as text in a (NULL when out of memory); w is released either way. */
+char *resource_json_text(struct arena *a, struct jsonw *w);
+/* A `words` column ("a b c", as OAuth writes a scope list) into its strings in a; runs of
+ * spaces separate, an empty text is none. 0, or -1 for NULL text (the caller decides whether
+ * a NULL column is allowed). */
+int resource_words_split(struct arena *a, const char *text, const char ***out, size_t *n);
+/* v[0..n) as one words column: one space between them, in a. NULL (logged, naming where) when
+ * an item is empty or holds a space, which would read back as other items: the spec's
+ * pattern keeps a request from carrying one (codegen/rows.py checks it is declared). */
+const char *resource_words_join(struct arena *a, const char *where, const char *const *v,
+                                size_t n);
 
 /* ---- lists ---------------------------------------------------------------------------- */
 

@@ -231,7 +231,7 @@ def test_operation_without_handler_is_a_link_error(tmp_path):
 @pytest.mark.parametrize('check', [False, True])
 def test_small_row_codecs_compile_strictly(check, tmp_path):
     """x-table and x-merge-into output (rows_things.c: scalars, a renamed column, a required
-    nullable string, a flattened object, a flattened union, JSON columns, a nested merge)
+    nullable string, a flattened object, a flattened union, JSON columns, a words column, a nested merge)
     compiles with the strict flags against runtime/resource.h."""
     inc = stage_small(tmp_path)
     for n in ('rows_things.c',):
@@ -246,7 +246,8 @@ def test_bad_cases_cover_the_row_mapping_checks():
     for case in ('x_table_unmapped_required_property', 'x_table_column_missing_from_ddl',
                  'x_table_flatten_of_non_object', 'x_table_object_without_mapping',
                  'x_table_not_null_for_optional', 'x_merge_into_null_removes_required',
-                 'x_table_hidden_nullability', 'x_table_key_with_id_prefix'):
+                 'x_table_hidden_nullability', 'x_table_key_with_id_prefix',
+                 'x_table_words_item_may_hold_space'):
         assert case in BAD_CASES
 
 
@@ -372,3 +373,14 @@ def test_a_change_to_one_api_file_regenerates_only_that_apis_schema_code(tmp_pat
                                         'things_dispatch.c', 'openapi.json',
                                         'openapi_json.c', 'docs_html.c', 'docs_html.h'}, written
     assert 'schemas_things.h' in written and 'schemas_things_validate.c' in written
+
+
+def test_words_pattern_must_visibly_exclude_a_space():
+    """A words item with a space would read back as two items: only a pattern that visibly
+    admits no space and no empty text is accepted (conservative: when in doubt, refused)."""
+    import rows
+    for p in ('^[a-z]+:[a-z]+$', '^[a-z]+$', '^(read|write)+$', '^[!-~]+$', r'^\w+\.\w+$'):
+        assert rows.words_pattern_ok(p), p
+    for p in ('[a-z]+', '^[a-z ]+$', '^.+$', '^[^x]+$', '^a$|b', r'^\S+$', '^[a-z]*$',
+              '^[ -z]+$', r'^\s?[a-z]+$', r'^[\x20a]+$'):
+        assert not rows.words_pattern_ok(p), p

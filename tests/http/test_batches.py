@@ -173,6 +173,13 @@ def test_approvals_are_decided_on_the_batch_for_every_item(team):
         p = assert_json(team.owner.get(PAY + "/" + it["payment_id"]), 200)
         assert p["status"] == "approved" and p["approval"]["received"] == 2
         assert events(team.owner, p["id"]) == ["payment.created", "payment.approved"]
+    # the list shows each item's decisions as its own GET does (the batch's decisions are
+    # noted on its payments for the list)
+    listed = assert_json(team.owner.get(PAY + "?batch_id=" + b["id"]), 200)["data"]
+    assert len(listed) == 2
+    for p in listed:
+        assert p == assert_json(team.owner.get(PAY + "/" + p["id"]), 200)
+        assert [a["decision"] for a in p["approval"]["approvers"]] == ["approved", "approved"]
 
 
 def test_items_cannot_be_decided_changed_or_cancelled_alone(team):

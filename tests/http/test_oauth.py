@@ -97,7 +97,9 @@ def test_only_administrators_manage_clients(server, ws, app):
                                               "scopes": ["payments:read"]}),
                    403, "insufficient_scope")
     _, _, other = server.new_workspace()
-    assert_problem(other.get(CLIENTS + "/" + app.id), 404, "not_found")
+    body = assert_problem(other.get(CLIENTS + "/" + app.id), 404, "not_found")
+    # x-table title: the detail names it as people write it, not as the object constant
+    assert body["detail"] == "No OAuth client %s in this workspace." % app.id, body
 
 
 # ---- the pages -------------------------------------------------------------------------------

@@ -303,6 +303,30 @@ static void test_a_row_the_reader_refuses_is_a_failure(void)
     teardown();
 }
 
+/* A words column: split at runs of spaces; joined with one space; an item that is empty or
+ * holds a space (it would read back as other items) is refused. */
+static void test_words_columns_round_trip_and_refuse_a_space(void)
+{
+    struct arena a;
+    arena_init(&a);
+    const char **v = NULL;
+    size_t n = 9;
+    CHECK(resource_words_split(&a, NULL, &v, &n) == -1);
+    CHECK(v == NULL && n == 0);
+    CHECK(resource_words_split(&a, "", &v, &n) == 0);
+    CHECK(n == 0);
+    CHECK(resource_words_split(&a, "  a:read  b:write ", &v, &n) == 0);
+    CHECK(n == 2);
+    CHECK_STR(v[0], "a:read");
+    CHECK_STR(v[1], "b:write");
+    CHECK_STR(resource_words_join(&a, "t.c", v, n), "a:read b:write");
+    CHECK_STR(resource_words_join(&a, "t.c", v, 0), "");
+    const char *spaced[] = {"a:read", "b c"}, *empty[] = {"a:read", ""};
+    CHECK(resource_words_join(&a, "t.c", spaced, 2) == NULL);
+    CHECK(resource_words_join(&a, "t.c", empty, 2) == NULL);
+    arena_release(&a);
+}
+
 /* Lists wsp_1's notes with f from cursor: the bodies joined by ",", *next the cursor. */
 static const char *list(struct req *r, const struct resource_filter *f, size_t n, int64_t limit,
                         const char *cursor, const char **next, int *answered)
@@ -586,6 +610,7 @@ int main(void)
         UNIT_TEST(test_a_filter_text_cannot_forge_another_filter_set),
         UNIT_TEST(test_integer_filters),
         UNIT_TEST(test_a_keyed_table_loads_saves_and_lists_by_the_clients_key),
+        UNIT_TEST(test_words_columns_round_trip_and_refuse_a_space),
     };
     return unit_run("resource", tests, sizeof tests / sizeof tests[0]);
 }

@@ -3,32 +3,10 @@
  * (generated/rows_things.h). */
 #include "generated/rows_things.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
-#include "runtime/log.h"
-
-/* A stored value this server cannot read: written by a newer one, or damaged. */
-static int unknown(const char *table, struct db_stmt *st, int col)
-{
-    const char *t = db_column_text(st, col);
-    log_error("%s: column %d holds %s, which this server does not know", table, col,
-              t ? t : "NULL");
-    return -1;
-}
-
-
-/* What w wrote, as text in a (NULL when out of memory); w is released. */
-static char *json_text(struct arena *a, struct jsonw *w)
-{
-    size_t len = 0;
-    char *t = jsonw_take(w, &len), *copy = t ? arena_strndup(a, t, len) : NULL;
-    free(t);
-    jsonw_release(w);
-    return copy;
-}
 
 /* ---- Gadget: table gadgets ---- */
 
@@ -46,7 +24,7 @@ int row_read_gadget(struct arena *a, struct db_stmt *st, int c,
         const char *t = db_column_text(st, c + 4);
         o->kind = kind_parse(t);
         if (!o->kind)
-            return unknown("gadgets.kind", st, c + 4);
+            return resource_unknown("gadgets.kind", st, c + 4);
     }
     if (!db_column_is_null(st, c + 5)) {
         o->active = db_column_int64(st, c + 5) != 0;
@@ -70,7 +48,7 @@ int row_read_gadget(struct arena *a, struct db_stmt *st, int c,
             if (t) {
                 k->unit = gadget_specs_unit_parse(t);
                 if (!k->unit)
-                    return unknown("gadgets.spec_unit", st, c + 10);
+                    return resource_unknown("gadgets.spec_unit", st, c + 10);
                 k->has_unit = true;
             }
         }
@@ -96,7 +74,7 @@ int row_read_gadget(struct arena *a, struct db_stmt *st, int c,
             u->desk->screw = db_column_dup(a, st, c + 13);
             u->desk->has_screw = u->desk->screw != NULL;
         } else {
-            return unknown("gadgets.mount_type", st, c + 11);
+            return resource_unknown("gadgets.mount_type", st, c + 11);
         }
         o->mount = u;
         o->has_mount = u != NULL;
@@ -104,17 +82,17 @@ int row_read_gadget(struct arena *a, struct db_stmt *st, int c,
     {
         const char *t = db_column_text(st, c + 14);
         if (!t)
-            return unknown("gadgets.labels", st, c + 14);
+            return resource_unknown("gadgets.labels", st, c + 14);
         struct json_value *v = NULL;
         struct json_error e;
         if (json_parse(a, t, strlen(t), &v, &e) != 0)
-            return unknown("gadgets.labels", st, c + 14);
+            return resource_unknown("gadgets.labels", st, c + 14);
         struct verr_list l;
 
         verr_init(&l, a);
         validate_labels(v, "", VALIDATE_RESPONSE, &l);
         if (l.count > 0)
-            return unknown("gadgets.labels", st, c + 14);
+            return resource_unknown("gadgets.labels", st, c + 14);
         if (v->type != JSON_OBJECT)
             return -1;
         o->labels_count = v->count;
@@ -124,29 +102,10 @@ int row_read_gadget(struct arena *a, struct db_stmt *st, int c,
             o->labels[j].value = v->members[j].value->s;
         }
     }
-    {
-        const char *t = db_column_text(st, c + 15);
-        if (t) {
-            struct json_value *v = NULL;
-            struct json_error e;
-            if (json_parse(a, t, strlen(t), &v, &e) != 0)
-                return unknown("gadgets.tags", st, c + 15);
-            struct verr_list l;
-
-            verr_init(&l, a);
-            validate_gadget_tags(v, "", VALIDATE_RESPONSE, &l);
-            if (l.count > 0)
-                return unknown("gadgets.tags", st, c + 15);
-            if (v->type != JSON_ARRAY)
-                return -1;
-            o->tags_count = v->count;
-            o->tags = arena_alloc(a, (v->count + 1) * sizeof *o->tags);
-            for (size_t j = 0; j < v->count; j++) {
-                o->tags[j] = v->items[j]->s;
-            }
-            o->has_tags = true;
-        }
-    }
+    o->has_tags = !db_column_is_null(st, c + 15);
+    if (o->has_tags &&
+        resource_words_split(a, db_column_text(st, c + 15), &o->tags, &o->tags_count) != 0)
+        return resource_unknown("gadgets.tags", st, c + 15);
     o->version = db_column_int64(st, c + 16);
     o->created_at = db_column_dup(a, st, c + 17);
     o->updated_at = db_column_dup(a, st, c + 18);
@@ -226,23 +185,19 @@ int row_bind_gadget(struct arena *a, struct db_stmt *st, int first,
             jsonw_string(w, o->labels[j].value);
         }
         jsonw_object_end(w);
-        char *text = json_text(a, w);
+        char *text = resource_json_text(a, w);
         if (!text)
             return -1;
         db_bind_text(st, p + 14, text);
     }
-    {
-        struct jsonw jw, *w = &jw;
-        jsonw_init(w);
-        jsonw_array_begin(w);
-        for (size_t j = 0; j < o->tags_count; j++) {
-            jsonw_string(w, o->tags[j]);
-        }
-        jsonw_array_end(w);
-        char *text = json_text(a, w);
+    if (o->has_tags) {
+        const char *text =
+            resource_words_join(a, "gadgets.tags", o->tags, o->tags_count);
         if (!text)
             return -1;
-        db_bind_text(st, p + 15, (o->has_tags || o->tags != NULL) ? text : NULL);
+        db_bind_text(st, p + 15, text);
+    } else {
+        db_bind_null(st, p + 15);
     }
     db_bind_int64(st, p + 16, o->version);
     db_bind_text(st, p + 17, o->created_at);
@@ -272,7 +227,7 @@ static int page_row_gadget(struct req *r, struct db_stmt *st, void *item)
 
 const struct resource_table rows_gadget = {
     .table = "gadgets",
-    .object = "gadget",
+    .object = "Gadget",
     .id_prefix = "gad",
     .workspace = "workspace_id",
     .sort = "created_at",

@@ -23,7 +23,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(11, v->s)) /* ^"v[1-9][0-9]*"$ */
+    if (!pattern_match(12, v->s)) /* ^"v[1-9][0-9]*"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]*\"$");
 }
 
@@ -66,7 +66,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(11, v->s)) /* ^"v[1-9][0-9]*"$ */
+    if (!pattern_match(12, v->s)) /* ^"v[1-9][0-9]*"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]*\"$");
 }
 

@@ -23,7 +23,7 @@ void validate_exports_get_report_200_text_csv(const struct json_value *v, const 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(14, v->s)) /* ^rows */
+    if (!pattern_match(15, v->s)) /* ^rows */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^rows");
 }
 
@@ -53,7 +53,7 @@ void validate_exports_import_statement_body_application_xml(const struct json_va
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 100)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 100 characters long");
-    if (!pattern_match(15, v->s)) /* ^< */
+    if (!pattern_match(16, v->s)) /* ^< */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^<");
 }
 

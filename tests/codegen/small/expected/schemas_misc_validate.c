@@ -104,7 +104,7 @@ void validate_misc_get_welcome_param_visitor(const struct json_value *v, const c
         verr_add(l, ptr, NULL, "type", "%s", "must be a string");
         return;
     }
-    if (!pattern_match(13, v->s)) /* ^[a-z]{1,8}$ */
+    if (!pattern_match(14, v->s)) /* ^[a-z]{1,8}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]{1,8}$");
 }
 
@@ -186,7 +186,7 @@ void validate_o_auth_error_error_description(const struct json_value *v, const c
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 1024)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 1024 characters long");
-    if (!pattern_match(9, v->s)) /* ^[ !#-\[\]-~]*$ */
+    if (!pattern_match(10, v->s)) /* ^[ !#-\[\]-~]*$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[ !#-\\[\\]-~]*$");
 }
 

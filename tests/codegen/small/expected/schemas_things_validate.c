@@ -918,6 +918,8 @@ void validate_gadget_tags_item(const struct json_value *v, const char *ptr, int 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 5)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 5 characters long");
+    if (!pattern_match(9, v->s)) /* ^[a-z]+$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z]+$");
 }
 
 /* GadgetUpdate (tests/codegen/small/things.yaml) */
@@ -2238,7 +2240,7 @@ void validate_things_create_thing_header_location(const struct json_value *v, co
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(12, v->s)) /* ^/v1/things/ */
+    if (!pattern_match(13, v->s)) /* ^/v1/things/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/things/");
 }
 
@@ -2368,7 +2370,7 @@ void validate_things_list_things_param_x_trace(const struct json_value *v, const
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 16)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
-    if (!pattern_match(10, v->s)) /* ^[a-f\d]+$ */
+    if (!pattern_match(11, v->s)) /* ^[a-f\d]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-f\\d]+$");
 }
 
