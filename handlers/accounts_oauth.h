@@ -69,9 +69,9 @@ const char *oauth_registered_redirect(const struct oauth_client *c, const char *
 /* ---- defined in accounts_oauth_grants.c ---- */
 
 /* The user's active grant to the client, widened to scope (created when there is none). Its
- * id into grant (n bytes). 0 / -1. */
+ * id into grant (n bytes), the scopes it holds now into *held (in r->arena). 0 / -1. */
 int oauth_grant_upsert(struct req *r, const char *user_id, const struct oauth_stored_client *c,
-                       const char *scope, char *grant, size_t n);
+                       const char *scope, char *grant, size_t n, const char **held);
 /* Revokes, at now, the active grants of a client, or of a member (user_id in wid). 0 / -1. */
 int oauth_grants_revoke_of_client(const char *client_id, const char *now);
 int oauth_grants_revoke_of_member(const char *user_id, const char *wid, const char *now);

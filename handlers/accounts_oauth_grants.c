@@ -18,11 +18,10 @@
 
 /* ==== grants ============================================================================== */
 
-/* The user's active grant to the client, widened to scope (created when there is none). Its
- * id into grant. 0 / -1. */
 int oauth_grant_upsert(struct req *r, const char *user_id, const struct oauth_stored_client *c,
-                       const char *scope, char *grant, size_t n)
+                       const char *scope, char *grant, size_t n, const char **held)
 {
+    *held = scope;
     char now[40], wider[1024];
     format_now_rfc3339(now, sizeof now);
     struct db_stmt *st = storage_prepare("SELECT id, scope FROM oauth_grants WHERE user_id = ? AND "
@@ -51,6 +50,7 @@ int oauth_grant_upsert(struct req *r, const char *user_id, const struct oauth_st
         for (size_t i = 0; i < count; i++)
             mask |= scopes_mask(names[i]);
         scopes_text(mask, wider, sizeof wider);
+        *held = arena_strdup(&r->arena, wider);
         const char *v[] = {wider, now, grant};
         return storage_exec_texts("UPDATE oauth_grants SET scope = ?, updated_at = ? WHERE id = ?",
                                   v, 3);

@@ -918,8 +918,8 @@ int accounts_decide_authorization(struct req *r,
         return 0;
     }
     char grant[ID_MAX];
-    const char *code = NULL;
-    if (oauth_grant_upsert(r, b.user_id, c, scope, grant, sizeof grant) != 0 ||
+    const char *code = NULL, *held = NULL;
+    if (oauth_grant_upsert(r, b.user_id, c, scope, grant, sizeof grant, &held) != 0 ||
         oauth_code_issue(r, c, grant, b.user_id, a.redirect_uri, scope, a.challenge, &code) != 0)
         return -1;
     /* The consent is recorded in the application's workspace as the user's act: the page's
@@ -928,9 +928,9 @@ int accounts_decide_authorization(struct req *r,
     r->principal.workspace_id = c->c.workspace_id;
     r->principal.user_id = b.user_id;
     int audited = audit_change(r, "oauth_grant.granted", "oauth_grant", grant, NULL, "active",
-                               arena_printf(&r->arena, "to %s; consented to [%s] (the grant "
-                                                         "keeps any scopes it held)",
-                                            c->c.id, scope));
+                               arena_printf(&r->arena, "to %s; consented to [%s]; the grant "
+                                                         "holds [%s]",
+                                            c->c.id, scope, held));
     r->principal = page;
     if (audited != 0)
         return -1;

@@ -31,16 +31,6 @@ static int db_failed(const char *what)
     return -1;
 }
 
-const char *pay_json_text(struct req *r, struct jsonw *w)
-{
-    size_t len = 0;
-    char *text = jsonw_take(w, &len);
-    jsonw_release(w);
-    const char *out = text ? arena_strdup(&r->arena, text) : NULL;
-    free(text);
-    return out;
-}
-
 int pay_page_rows(struct req *r, struct payment **items, size_t n, const char *sql,
                   void (*row)(struct req *r, struct db_stmt *st, struct payment *item),
                   const char *what)
@@ -206,7 +196,7 @@ static const char *payment_json(struct req *r, const struct payment *p)
     struct jsonw w;
     jsonw_init(&w);
     encode_payment(&w, p);
-    return pay_json_text(r, &w);
+    return resource_json_text(&r->arena, &w);
 }
 
 /* pay_record_change with the payment's JSON already rendered (json: payment_json(r, p)). */

@@ -27,8 +27,6 @@
  * beneficiary_round (the beneficiary's approval round the approvals of this round are given
  * for; 0 or absent: not known, a row from before). */
 
-/* What w wrote, as text in r->arena (NULL on failure); w is empty afterwards. */
-const char *pay_json_text(struct req *r, struct jsonw *w);
 /* What sql finds for n payments of a page in one query (not one per row): its DB_IN_LIST is
  * bound to their ids, the first column names the payment, and row(r, st, item) reads each row
  * into the payment it names. A failure is logged as what. 0 / -1. */

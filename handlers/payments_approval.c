@@ -16,6 +16,7 @@
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
+#include "runtime/resource.h"
 #include "runtime/storage.h"
 
 static int db_failed(const char *what)
@@ -132,7 +133,7 @@ static const char *policy_json(struct req *r, const struct approval_policy *pol)
     jsonw_key(&w, "velocity_window_hours");
     jsonw_int(&w, pol->velocity_window_hours);
     jsonw_object_end(&w);
-    return pay_json_text(r, &w);
+    return resource_json_text(&r->arena, &w);
 }
 
 int payments_get_approval_policy(struct req *r,

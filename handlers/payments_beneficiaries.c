@@ -213,7 +213,7 @@ static const char *identity_detail(struct req *r, const struct beneficiary *befo
     }
     jsonw_object_end(&w);
     jsonw_object_end(&w);
-    return pay_json_text(r, &w);
+    return resource_json_text(&r->arena, &w);
 }
 
 static int set_requested_by(struct req *r, const char *id, const char *person);

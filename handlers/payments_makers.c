@@ -27,6 +27,7 @@
 #include "runtime/jsonw.h"
 #include "runtime/id.h"
 #include "runtime/log.h"
+#include "runtime/resource.h"
 #include "runtime/storage.h"
 #include "runtime/token.h"
 
@@ -153,7 +154,7 @@ static const char *detail_end(struct req *r, struct jsonw *w, const struct payme
     jsonw_key(w, "approvals_required");
     jsonw_int(w, x->obj.approval->required);
     jsonw_object_end(w);
-    return pay_json_text(r, w);
+    return resource_json_text(&r->arena, w);
 }
 
 /* The audit detail of approvals voided by a beneficiary change (JSON), in r->arena. */

@@ -7,7 +7,7 @@ same over every operation; these pin the content on a few."""
 
 import json
 
-from helpers import (assert_json, assert_problem, committed_row, create_beneficiary,
+from helpers import (assert_json, assert_problem, audit_of, committed_row, create_beneficiary,
                      new_request_id)
 
 SETTINGS = "/v1/workspace/settings"
@@ -123,3 +123,25 @@ def test_an_applications_grant_is_recorded_as_the_users_consent_in_its_workspace
     with server.client(token=token) as c:
         grants = assert_json(c.get("/v1/accounts/oauth/grants"), 200)["data"]
     assert grant in [g["id"] for g in grants]
+
+
+def test_a_widened_grants_record_says_what_was_consented_to_and_what_the_grant_holds(server):
+    """A second consent for other scopes widens the one grant: its record names the scopes
+    consented to this time and the union the grant holds afterwards."""
+    from oauth_flow import Workspace, consent, pkce
+    ws = Workspace(server)
+    app = ws.register()
+    email = ws.member("treasurer")
+    assert consent(server, app, email, pkce()[1], scope="payments:read").status == 302
+    assert consent(server, app, email, pkce()[1], scope="payments:write").status == 302
+    last = committed_row(server, "SELECT a.resource_id FROM audit_events a JOIN users u ON "
+                                 "u.id = a.actor_id WHERE a.workspace_id = ? AND a.action = "
+                                 "'oauth_grant.granted' AND u.email_norm = ? AND a.detail LIKE "
+                                 "'%consented to [payments:write]%'", (ws.wid, email.lower()))
+    assert last is not None, "no record of the second consent"
+    rows = [(last[0], detail) for _, action, _, _, detail in audit_of(server, last[0])
+            if action == "oauth_grant.granted"]
+    assert len(rows) == 2 and rows[0][0] == rows[1][0], rows
+    assert rows[0][1].endswith("consented to [payments:read]; the grant holds [payments:read]")
+    assert rows[1][1].endswith("consented to [payments:write]; the grant holds "
+                               "[payments:read payments:write]"), rows[1][1]
