@@ -24,6 +24,13 @@ migrations create it (`<sql>/<api>/*.sql`, both dialects); emitted as generated/
       state: [status, approval_round]         # what resource_save_state() writes (a
                                               #   transition), with version and updated_at
 
+    x-table:                  # a resource the client names (a role): keys_table()
+      name: roles
+      key: key                # the id is this property/column, the client's: no id-prefix
+      workspace: workspace_id # here a hidden column (the schema shows no workspace)
+      row-required: [version, created_at, updated_at]  # optional in the schema, in every row
+      hidden: {workspace_id: string}
+
 The default of a property is a column of its name: strings, integers, booleans and enums. A
 `const` string (or one-value enum) is not stored: the reader sets it. Everything else must be
 mapped (flatten: a simple object, or a oneOf whose variants have the same scalar members;
@@ -40,7 +47,7 @@ from cgen import W
 from spec import SpecError, c_string as lit, rel
 
 XTABLE_KEYS = {'name', 'id-prefix', 'workspace', 'version', 'sort', 'columns', 'internal',
-               'hidden', 'state', 'title'}
+               'hidden', 'state', 'title', 'key', 'row-required'}
 HIDDEN_KINDS = ('integer', 'string', 'integer?', 'string?')
 SCALARS = ('string', 'integer', 'boolean', 'enum')
 
@@ -195,6 +202,7 @@ class Item:
     def __init__(self, how, field, cols=(), prefix=''):
         self.how, self.field, self.cols, self.prefix = how, field, list(cols), prefix
         self.const = None
+        self.always = False   # x-table row-required: bound whatever has_<field> says
 
 
 class Table:
@@ -262,9 +270,12 @@ class Rows:
         for k in x:
             if k not in XTABLE_KEYS:
                 self.fail(loc / k, 'unknown x-table key %s' % k)
-        for k in ('name', 'id-prefix', 'workspace', 'sort'):
+        for k in ('name', 'key' if 'key' in x else 'id-prefix', 'workspace', 'sort'):
             if not isinstance(x.get(k), str) or not re.match(r'^[a-z][a-z0-9_]*$', x[k]):
                 self.fail(loc / k, 'x-table needs %s: a lower-case name' % k)
+        if 'key' in x and 'id-prefix' in x:
+            self.fail(loc / 'key', 'key (the client names the row) and id-prefix (the server '
+                                   'makes its id) exclude each other')
         if 'title' in x and (not isinstance(x['title'], str) or not x['title'].strip()):
             self.fail(loc / 'title', 'title is how a 404 names one: a non-empty text')
         if 'version' in x and (not isinstance(x['version'], str)):
@@ -287,22 +298,43 @@ class Rows:
             it = self.item(f, cols.get(f.json_name), loc / 'columns' / f.json_name, loc)
             if it:
                 t.items.append(it)
-        for role, prop, kind in (('id', 'id', 'string'), ('workspace', x['workspace'], 'string'),
+        t.id_col = x.get('key', 'id')
+        self.row_required(t, x.get('row-required', []), loc / 'row-required')
+        self.hidden_and_state(t, x, loc)
+        for role, prop, kind in (('id', t.id_col, 'string'),
+                                 ('workspace', x['workspace'], 'string'),
                                  ('sort', x['sort'], 'string'),
                                  ('version', x.get('version'), 'integer')):
             if prop is None:
                 continue
             it = next((i for i in t.items if i.how == 'scalar' and i.cols[0].name == prop), None)
-            if not it or it.field.kind != kind or not it.field.required:
-                self.fail(loc / ('id-prefix' if role == 'id' else role),
-                          'the %s column %s must hold a required %s property' % (role, prop, kind))
             setattr(t, role + '_field', it.field if it else None)
+            if role == 'workspace' and not it and \
+                    any(c.name == prop and c.node == 'string' and c.not_null for c in t.hidden):
+                continue   # a hidden workspace column: the schema shows no workspace
+            if not it or it.field.kind != kind or not (it.field.required or it.always):
+                self.fail(loc / ({'id': 'key' if 'key' in x else 'id-prefix'}.get(role, role)),
+                          'the %s column %s must hold a required %s property' % (role, prop, kind))
         for stamp in ('created_at', 'updated_at'):
             setattr(t, stamp, next((i.field for i in t.items if i.how == 'scalar' and
                                     i.cols[0].name == stamp and i.field.kind == 'string'), None))
-        self.hidden_and_state(t, x, loc)
         self.check_ddl(t)
         self.tables.append(t)
+
+    def row_required(self, t, names, loc):
+        """row-required: [property]: optional scalar properties that every row has (a custom
+        role's version and times; a built-in role, which has no row, has none): NOT NULL
+        columns, always bound, always read present."""
+        if not isinstance(names, list):
+            return self.fail(loc, 'row-required lists property names')
+        for name in names:
+            it = next((i for i in t.items if i.field.json_name == name), None)
+            if not it or it.how != 'scalar' or not it.field.optional:
+                self.fail(loc, 'row-required names optional properties held in a column of '
+                               'their own (%s is not one)' % name)
+                continue
+            it.always = True
+            it.cols[0].not_null = True
 
     def hidden_and_state(self, t, x, loc):
         """hidden: {column: integer | string, `?` when NULL-able}: struct <name>_row members
@@ -328,7 +360,7 @@ class Rows:
             return
         every = [c.name for c in t.cols] + [c.name for c in t.hidden]
         if not isinstance(state, list) or not state or not x.get('version') or \
-                any(c not in every or c in ('id', x['workspace']) for c in state):
+                any(c not in every or c in (t.id_col, x['workspace']) for c in state):
             return self.fail(loc / 'state', 'state lists mapped or hidden columns (not id or '
                                             'the workspace) of a versioned table')
         t.state = state
@@ -713,7 +745,7 @@ def bind_body(t):
     for it in t.items:
         f = it.field
         src = 'o->' + f.cname
-        present = _present(f, 'o') if f.optional else None
+        present = _present(f, 'o') if f.optional and not it.always else None
         if it.how == 'json' and f.optional and f.is_pointer:
             present = '(o->has_%s || o->%s != NULL)' % (f.cname, f.cname)
         if it.how == 'scalar':
@@ -862,11 +894,12 @@ def sql_texts(t):
     names = [c.name for c in t.cols] + [c.name for c in t.hidden]
     cols = ', '.join(names)
     ws = t.x['workspace']
-    sel = 'SELECT %s FROM %s WHERE id = ?1 AND %s = ?2' % (cols, t.name, ws)
     ins = 'INSERT INTO %s (%s) VALUES (%s)' % (t.name, cols, ', '.join('?' * len(names)))
+    key = t.id_col
+    sel = 'SELECT %s FROM %s WHERE %s = ?1 AND %s = ?2' % (cols, t.name, key, ws)
     sets = ', '.join('%s = ?%d' % (n, i + 1) for i, n in enumerate(names)
-                     if n not in ('id', ws))
-    where = 'id = ?%d AND %s = ?%d' % (names.index('id') + 1, ws, names.index(ws) + 1)
+                     if n not in (key, ws))
+    where = '%s = ?%d AND %s = ?%d' % (key, names.index(key) + 1, ws, names.index(ws) + 1)
     if t.x.get('version'):
         where += ' AND %s = ?%d' % (t.x['version'], len(names) + 1)
     upd = 'UPDATE %s SET %s WHERE %s' % (t.name, sets, where)
@@ -942,6 +975,10 @@ def groups(model, rows):
             # the struct the descriptor loads and saves: the schema's, or <name>_row around it
             t.row = t.node.cname + ('_row' if t.hidden else '')
             t.obj = 'obj.' if t.hidden else ''
+            names = [c.name for c in t.cols] + [c.name for c in t.hidden]
+            t.workspace_index = names.index(t.x['workspace'])
+            t.workspace_member = t.obj + t.workspace_field.cname if t.workspace_field \
+                else t.x['workspace']   # a hidden column: a member of <name>_row
         ms = [(u, r, merge_body(rows, u, r)) for u, r, _ in rows.merges if u.group == g]
         if ts or ms:
             out.append((g, ts, ms))

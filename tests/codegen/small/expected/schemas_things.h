@@ -78,6 +78,7 @@ struct gadget_specs_update;
 struct gadget_update;
 struct mount;
 struct part;
+struct preset;
 struct shape;
 struct square;
 struct tally;
@@ -276,6 +277,17 @@ struct part {
     int64_t n; /* required */
 };
 
+/* Preset: A thing the client names (x-table key: no id, no prefix), shown without its workspace (a hidden c... */
+struct preset {
+    const char *key; /* required */
+    const char *object; /* required, read-only */
+    const char *name; /* required */
+    int64_t version; /* optional, read-only */
+    bool has_version;
+    const char *created_at; /* optional, read-only */
+    bool has_created_at;
+};
+
 /* Shape */
 struct shape {
     enum shape_kind kind; /* which member below is set */
@@ -414,6 +426,8 @@ int decode_mount(struct arena *a, const struct json_value *v, struct mount *out)
 void encode_mount(struct jsonw *w, const struct mount *in);
 int decode_part(struct arena *a, const struct json_value *v, struct part *out);
 void encode_part(struct jsonw *w, const struct part *in);
+int decode_preset(struct arena *a, const struct json_value *v, struct preset *out);
+void encode_preset(struct jsonw *w, const struct preset *in);
 int decode_shape(struct arena *a, const struct json_value *v, struct shape *out);
 void encode_shape(struct jsonw *w, const struct shape *in);
 int decode_square(struct arena *a, const struct json_value *v, struct square *out);
@@ -496,6 +510,12 @@ void validate_mount(const struct json_value *v, const char *ptr, int mode, struc
 void validate_part(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_part_index(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_part_n(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_preset(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_preset_created_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_preset_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_preset_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_preset_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_preset_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_shape(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_square(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_square_kind(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

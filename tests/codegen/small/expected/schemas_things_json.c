@@ -763,6 +763,47 @@ void encode_part(struct jsonw *w, const struct part *in)
     jsonw_object_end(w);
 }
 
+int decode_preset(struct arena *a, const struct json_value *v, struct preset *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "key") == 0) {
+            out->key = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "version") == 0) {
+            out->has_version = true;
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->has_created_at = true;
+            out->created_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_preset(struct jsonw *w, const struct preset *in)
+{
+    jsonw_object_begin(w);
+    jsonw_raw_key_string(w, "\"key\":", 6, in->key);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
+    if (in->has_version) {
+        jsonw_raw_key(w, "\"version\":", 10);
+        jsonw_int(w, in->version);
+    }
+    if (in->has_created_at || in->created_at != NULL) {
+        jsonw_raw_key(w, "\"created_at\":", 13);
+        jsonw_string(w, in->created_at);
+    }
+    jsonw_object_end(w);
+}
+
 int decode_shape(struct arena *a, const struct json_value *v, struct shape *out)
 {
     const struct json_value *d = json_get(v, "kind");
