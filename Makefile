@@ -110,9 +110,10 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_LINK)
 $(BUILD)/tests/test_pattern: $(BUILD)/obj/generated/patterns.o
 # The operator commands live with the handlers (they write API tables) but need only the runtime
 # and the accounts API's directory writes (handlers/accounts_directory.c, runtime-only too, with
-# the workspaces' generated row codec).
+# the workspaces' generated row codec and encoder).
 $(BUILD)/tests/test_admin: $(BUILD)/obj/handlers/admin_cli.o $(BUILD)/obj/handlers/accounts_directory.o \
-                          $(BUILD)/obj/generated/rows_workspace.o
+                          $(BUILD)/obj/generated/rows_workspace.o \
+                          $(BUILD)/obj/generated/schemas_workspace_json.o
 
 # ---- generated code -----------------------------------------------------------------------
 # generated/ is committed; `make generate` rewrites only files whose bytes change.

@@ -510,7 +510,7 @@ def encode_value(w, n, role, src):
     elif k == 'boolean':
         w('jsonw_bool(w, %s);' % src)
     elif k == 'enum':
-        w('jsonw_string(w, %s_str(%s));' % (n.cname, src))
+        w('%s_json(w, %s);' % (n.cname, src))
     elif k == 'any':
         w('if (%s)' % src)
         w('    jsonw_value(w, %s);' % src)
@@ -557,12 +557,19 @@ def encode_field(w, f, src):
         encode_value(w, f.node, 'field', src)
 
 
-def key_call(name):
-    """The call writing a member's key: jsonw_raw_key with the key's JSON text (quoted, with its
-    colon) when that is the name's bytes between quotes, which is the case for the spec's plain
-    names; jsonw_key (escaping at run time) for any other."""
+def raw_key(name):
+    """A member's key as JSON text (quoted, with its colon) when that is the name's bytes
+    between quotes, which is the case for the spec's plain names; None for any other."""
     if all(0x20 <= ord(c) < 0x7f and c not in '"\\' for c in name):
-        raw = '"%s":' % name
+        return '"%s":' % name
+    return None
+
+
+def key_call(name):
+    """The call writing a member's key: jsonw_raw_key with its JSON text (raw_key), else
+    jsonw_key (escaping at run time)."""
+    raw = raw_key(name)
+    if raw:
         return 'jsonw_raw_key(w, %s, %d);' % (lit(raw), len(raw))
     return 'jsonw_key(w, %s);' % lit(name)
 
@@ -593,6 +600,10 @@ def encode_body(n):
             continue
         src = 'in->' + f.cname
         if f.required:
+            if raw_key(f.json_name) and f.node.kind == 'string' and not f.nullable:
+                raw = raw_key(f.json_name)
+                w('jsonw_raw_key_string(w, %s, %d, %s);' % (lit(raw), len(raw), src))
+                continue
             w(key_call(f.json_name))
             encode_field(w, f, src)
             continue
@@ -1015,6 +1026,11 @@ def declared_block(w, op):
             etype = lit(e.by_status[-1][1])
             for st, t in reversed(e.by_status[:-1]):
                 etype = 'r->status == %d ? %s : %s' % (st, lit(t), etype)
+        if e.saved:
+            w('if (resource_saved_event(r, %s, %s) != 0)' % (etype, lit(a.resource)))
+            w('    return -1;')
+            w.close()
+            return
         eid = _by_status(op, lambda r: 'out.%s->id' % r.field.cname)
         ever = _by_status(op, lambda r: 'out.%s->version' % r.field.cname) \
             if e.version else '0'

@@ -17,7 +17,8 @@ route table, and collects the problem codes. Every error names the file and poin
       fields: [name, currency]      # optional: request body members copied into the detail
     x-audit:
       none: why this write records nothing
-    x-event: beneficiary.updated    # or by status; the response body is the event's object
+    x-event: beneficiary.updated    # or by status; the response body is the event's object (a
+                                    # 204: the resource the handler saved, as saved)
     x-if-match: required            # 428 precondition_required without If-Match
 """
 import os
@@ -52,6 +53,7 @@ class Event:
     def __init__(self):
         self.by_status = []       # [(status, type)]
         self.version = False      # the response bodies have an integer `version`
+        self.saved = False        # 204: the event is of the resource the handler saved
 
 
 def fail(loc, msg):
@@ -221,6 +223,13 @@ def build_event(op, value, loc, audit):
     e.by_status = _statused(value, op, loc, 'event type', ACTION)
     bodies = _success_bodies(op)
     statuses = [r.status for r in op.responses if 200 <= r.status < 300]
+    if statuses == [204]:
+        # No body: the event's object is the resource the handler saved, as saved
+        # (resource_saved_event); a 204 that saved nothing (an idempotent repeat) has none.
+        if op.own_transaction:
+            fail(loc, 'x-event on an x-own-transaction operation is not supported')
+        e.saved = True
+        return e
     if len(bodies) != len(statuses):
         fail(loc, 'x-event: every success of %s must answer the resource as JSON (the event\'s '
                   'object)' % op.operation_id)

@@ -86,7 +86,8 @@ def render(model, bundle, sql_dir=None):
                             if not o.planned),
             needs_audit_fields=any(o.audit_recorded and o.audit.fields for o in ops
                                    if not o.planned),
-            needs_event=any(o.event for o in ops if not o.planned))
+            needs_event=any(o.event and not o.event.saved for o in ops if not o.planned),
+            needs_saved_event=any(o.event and o.event.saved for o in ops if not o.planned))
     put('problems.h', 'problems.h.j2')
     put('problems.c', 'problems.c.j2', lines=declared.problem_table_lines(model))
     served_doc = served.served_document(bundle, model)

@@ -36,6 +36,13 @@ migrations create it (`<sql>/<api>/*.sql`, both dialects); emitted as generated/
       workspace: workspace_id #   a fresh one at version 1 when none was ever written;
       version: version        #   resource_save_singleton() upserts it as the next version
 
+    x-table:                  # a resource the client names (a role): keys_table()
+      name: roles
+      key: key                # the id is this property/column, the client's: no id-prefix
+      workspace: workspace_id # here a hidden column (the schema shows no workspace)
+      row-required: [version, created_at, updated_at]  # optional in the schema, in every row
+      hidden: {workspace_id: string}
+
 The default of a property is a column of its name: strings, integers, booleans and enums. A
 `const` string (or one-value enum) is not stored: the reader sets it. Everything else must be
 mapped (flatten: a simple object, or a oneOf whose variants have the same scalar members;
@@ -52,7 +59,7 @@ from cgen import W
 from spec import SpecError, c_string as lit, rel
 
 XTABLE_KEYS = {'name', 'id-prefix', 'workspace', 'version', 'sort', 'columns', 'internal',
-               'hidden', 'state', 'title', 'singleton', 'owner'}
+               'hidden', 'state', 'title', 'key', 'row-required', 'singleton', 'owner'}
 HIDDEN_KINDS = ('integer', 'string', 'integer?', 'string?')
 SCALARS = ('string', 'integer', 'boolean', 'enum')
 
@@ -207,6 +214,7 @@ class Item:
     def __init__(self, how, field, cols=(), prefix=''):
         self.how, self.field, self.cols, self.prefix = how, field, list(cols), prefix
         self.const = None
+        self.always = False   # x-table row-required: bound whatever has_<field> says
 
 
 class Table:
@@ -277,11 +285,15 @@ class Rows:
         singleton = x.get('singleton', False)
         if singleton not in (True, False):
             self.fail(loc / 'singleton', 'singleton is true or false')
-        needed = ('name', 'workspace') if singleton else ('name', 'id-prefix', 'workspace', 'sort')
+        needed = ('name', 'workspace') if singleton else \
+            ('name', 'key' if 'key' in x else 'id-prefix', 'workspace', 'sort')
         for k in needed:
             if not isinstance(x.get(k), str) or not re.match(r'^[a-z][a-z0-9_]*$', x[k]):
                 self.fail(loc / k, 'x-table needs %s: a lower-case name' % k)
-        for k in ('id-prefix', 'sort', 'state') if singleton is True else ():
+        if 'key' in x and 'id-prefix' in x:
+            self.fail(loc / 'key', 'key (the client names the row) and id-prefix (the server '
+                                   'makes its id) exclude each other')
+        for k in ('id-prefix', 'key', 'sort', 'state') if singleton is True else ():
             if k in x:
                 self.fail(loc / k, 'a singleton (one row per workspace, keyed by it) has no %s'
                           % k)
@@ -312,7 +324,10 @@ class Rows:
             it = self.item(f, cols.get(f.json_name), loc / 'columns' / f.json_name, loc)
             if it:
                 t.items.append(it)
-        roles = (('id', 'id', 'string'), ('workspace', x['workspace'], 'string'),
+        t.id_col = x.get('key', 'id')
+        self.row_required(t, x.get('row-required', []), loc / 'row-required')
+        self.hidden_and_state(t, x, loc)
+        roles = (('id', t.id_col, 'string'), ('workspace', x['workspace'], 'string'),
                  ('sort', x.get('sort'), 'string'), ('version', x.get('version'), 'integer'))
         if t.singleton:
             # the key is the workspace: a column the runtime binds, which no property maps
@@ -325,20 +340,33 @@ class Rows:
             if prop is None:
                 continue
             it = next((i for i in t.items if i.how == 'scalar' and i.cols[0].name == prop), None)
-            if role == 'workspace' and not it and x.get('hidden', {}).get(prop) == 'string':
-                # a tenant the API does not show (an invitation answers no workspace_id)
-                t.workspace_field = None
-                continue
-            if not it or it.field.kind != kind or not it.field.required:
-                self.fail(loc / ('id-prefix' if role == 'id' else role),
-                          'the %s column %s must hold a required %s property' % (role, prop, kind))
             setattr(t, role + '_field', it.field if it else None)
+            if role == 'workspace' and not it and \
+                    any(c.name == prop and c.node == 'string' and c.not_null for c in t.hidden):
+                continue   # a hidden workspace column: the schema shows no workspace
+            if not it or it.field.kind != kind or not (it.field.required or it.always):
+                self.fail(loc / ({'id': 'key' if 'key' in x else 'id-prefix'}.get(role, role)),
+                          'the %s column %s must hold a required %s property' % (role, prop, kind))
         for stamp in ('created_at', 'updated_at'):
             setattr(t, stamp, next((i.field for i in t.items if i.how == 'scalar' and
                                     i.cols[0].name == stamp and i.field.kind == 'string'), None))
-        self.hidden_and_state(t, x, loc)
         self.check_ddl(t)
         self.tables.append(t)
+
+    def row_required(self, t, names, loc):
+        """row-required: [property]: optional scalar properties that every row has (a custom
+        role's version and times; a built-in role, which has no row, has none): NOT NULL
+        columns, always bound, always read present."""
+        if not isinstance(names, list):
+            return self.fail(loc, 'row-required lists property names')
+        for name in names:
+            it = next((i for i in t.items if i.field.json_name == name), None)
+            if not it or it.how != 'scalar' or not it.field.optional:
+                self.fail(loc, 'row-required names optional properties held in a column of '
+                               'their own (%s is not one)' % name)
+                continue
+            it.always = True
+            it.cols[0].not_null = True
 
     def hidden_and_state(self, t, x, loc):
         """hidden: {column: integer | string, `?` when NULL-able}: struct <name>_row members
@@ -364,7 +392,7 @@ class Rows:
             return
         every = [c.name for c in t.cols] + [c.name for c in t.hidden]
         if not isinstance(state, list) or not state or not x.get('version') or \
-                any(c not in every or c in ('id', x['workspace']) for c in state):
+                any(c not in every or c in (t.id_col, x['workspace']) for c in state):
             return self.fail(loc / 'state', 'state lists mapped or hidden columns (not id or '
                                             'the workspace) of a versioned table')
         t.state = state
@@ -752,7 +780,7 @@ def bind_body(t):
     for it in t.items:
         f = it.field
         src = 'o->' + f.cname
-        present = _present(f, 'o') if f.optional else None
+        present = _present(f, 'o') if f.optional and not it.always else None
         if it.how == 'json' and f.optional and f.is_pointer:
             present = '(o->has_%s || o->%s != NULL)' % (f.cname, f.cname)
         if it.how == 'scalar':
@@ -917,12 +945,13 @@ def sql_texts(t):
         return singleton_sql(t, names)
     cols = ', '.join(names)
     ws = t.x['workspace']
-    sel = 'SELECT %s FROM %s WHERE id = ?1 AND %s = ?2' % (cols, t.name, ws)
     ins = 'INSERT INTO %s (%s) VALUES (%s)' % (t.name, cols, ', '.join('?' * len(names)))
+    key = t.id_col
+    sel = 'SELECT %s FROM %s WHERE %s = ?1 AND %s = ?2' % (cols, t.name, key, ws)
     sets = ', '.join('%s = ?%d' % (n, i + 1) for i, n in enumerate(names)
-                     if n not in ('id', ws))
-    where = 'id = ?%d' % (names.index('id') + 1)
-    if ws != 'id':   # `workspace: id`: the row is the tenant itself (workspaces)
+                     if n not in (key, ws))
+    where = '%s = ?%d' % (key, names.index(key) + 1)
+    if ws != key:   # `workspace: id`: the row is the tenant itself (workspaces)
         where += ' AND %s = ?%d' % (ws, names.index(ws) + 1)
     if t.x.get('version'):
         where += ' AND %s = ?%d' % (t.x['version'], len(names) + 1)
@@ -1006,7 +1035,7 @@ def groups(model, rows):
                 names = [c.name for c in t.cols] + [c.name for c in t.hidden]
                 t.workspace_index = names.index(t.x['workspace'])
                 t.workspace_member = t.obj + t.workspace_field.cname if t.workspace_field \
-                    else t.x['workspace']   # a hidden column: struct <name>_row's member
+                    else t.x['workspace']   # a hidden column: a member of <name>_row
         ms = [(u, r, merge_body(rows, u, r)) for u, r, _ in rows.merges if u.group == g]
         if ts or ms:
             out.append((g, ts, ms))

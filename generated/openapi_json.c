@@ -4113,6 +4113,7 @@ const char openapi_json[] =
     "          \"resource\": \"beneficiary\",\n"
     "          \"id\": \"path.id\"\n"
     "        },\n"
+    "        \"x-event\": \"beneficiary.archived\",\n"
     "        \"tags\": [\n"
     "          \"payments\"\n"
     "        ],\n"

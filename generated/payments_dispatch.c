@@ -14,6 +14,7 @@
 #include "runtime/log.h"
 #include "runtime/outbox.h"
 #include "runtime/req.h"
+#include "runtime/resource.h"
 #include "runtime/verr.h"
 
 #ifdef TREASURY_CHECK_RESPONSES
@@ -813,6 +814,8 @@ int dispatch_payments_delete_beneficiary(struct req *r)
             if (audit_declared_write(r, in.id, after) != 0)
                 return -1;
         }
+        if (resource_saved_event(r, "beneficiary.archived", "beneficiary") != 0)
+            return -1;
     }
 #ifdef TREASURY_CHECK_RESPONSES
     check_payments_delete_beneficiary(r);

@@ -118,6 +118,11 @@ static int page_row_oauth_client(struct req *r, struct db_stmt *st, void *item)
     return read_oauth_client(&r->arena, st, 0, item);
 }
 
+static void encode_row_oauth_client(struct jsonw *w, const void *o)
+{
+    encode_oauth_client(w, o);
+}
+
 const struct resource_table rows_oauth_client = {
     .table = "oauth_clients",
     .object = "OAuth client",
@@ -148,6 +153,7 @@ const struct resource_table rows_oauth_client = {
     .read = read_oauth_client,
     .bind = bind_oauth_client,
     .page_row = page_row_oauth_client,
+    .encode = encode_row_oauth_client,
 };
 
 /* ---- Session: table sessions ---- */
@@ -199,6 +205,11 @@ static int page_row_session(struct req *r, struct db_stmt *st, void *item)
     return read_session(&r->arena, st, 0, item);
 }
 
+static void encode_row_session(struct jsonw *w, const void *o)
+{
+    encode_session(w, o);
+}
+
 const struct resource_table rows_session = {
     .table = "sessions",
     .object = "session",
@@ -224,4 +235,5 @@ const struct resource_table rows_session = {
     .read = read_session,
     .bind = bind_session,
     .page_row = page_row_session,
+    .encode = encode_row_session,
 };

@@ -8,6 +8,155 @@
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 
+/* ---- Role: table roles ---- */
+
+int row_read_role(struct arena *a, struct db_stmt *st, int c,
+                  struct role *o)
+{
+    memset(o, 0, sizeof *o);
+    o->key = db_column_dup(a, st, c + 0);
+    o->object = "role";
+    o->name = db_column_dup(a, st, c + 1);
+    o->description = db_column_dup(a, st, c + 2);
+    o->has_description = o->description != NULL;
+    if (resource_words_split(a, db_column_text(st, c + 3), &o->scopes, &o->scopes_count) != 0)
+        return resource_unknown("roles.scopes", st, c + 3);
+    {
+        const char *t = db_column_text(st, c + 4);
+        if (t) {
+            struct json_value *v = NULL;
+            struct json_error e;
+            if (json_parse(a, t, strlen(t), &v, &e) != 0)
+                return resource_unknown("roles.approval_limits", st, c + 4);
+            struct verr_list l;
+
+            verr_init(&l, a);
+            validate_approval_limits(v, "", VALIDATE_RESPONSE, &l);
+            if (l.count > 0)
+                return resource_unknown("roles.approval_limits", st, c + 4);
+            if (v->type != JSON_ARRAY)
+                return -1;
+            o->approval_limits_count = v->count;
+            o->approval_limits = arena_alloc(a, (v->count + 1) * sizeof *o->approval_limits);
+            for (size_t j = 0; j < v->count; j++) {
+                if (decode_money(a, v->items[j], &o->approval_limits[j]) != 0)
+                    return -1;
+            }
+            o->has_approval_limits = true;
+        }
+    }
+    if (!db_column_is_null(st, c + 5)) {
+        o->version = db_column_int64(st, c + 5);
+        o->has_version = true;
+    }
+    o->created_at = db_column_dup(a, st, c + 6);
+    o->has_created_at = o->created_at != NULL;
+    o->updated_at = db_column_dup(a, st, c + 7);
+    o->has_updated_at = o->updated_at != NULL;
+    return 0;
+}
+
+int row_bind_role(struct arena *a, struct db_stmt *st, int first,
+                  const struct role *o)
+{
+    int p = first;
+    (void)a;
+    db_bind_text(st, p + 0, o->key);
+    db_bind_text(st, p + 1, o->name);
+    db_bind_text(st, p + 2, o->description);
+    {
+        const char *text =
+            resource_words_join(a, "roles.scopes", o->scopes, o->scopes_count);
+        if (!text)
+            return -1;
+        db_bind_text(st, p + 3, text);
+    }
+    {
+        struct jsonw jw, *w = &jw;
+        jsonw_init(w);
+        jsonw_array_begin(w);
+        for (size_t j = 0; j < o->approval_limits_count; j++) {
+            encode_money(w, &o->approval_limits[j]);
+        }
+        jsonw_array_end(w);
+        char *text = resource_json_text(a, w);
+        if (!text)
+            return -1;
+        db_bind_text(st, p + 4, (o->has_approval_limits || o->approval_limits != NULL) ? text : NULL);
+    }
+    db_bind_int64(st, p + 5, o->version);
+    db_bind_text(st, p + 6, o->created_at);
+    db_bind_text(st, p + 7, o->updated_at);
+    return 0;
+}
+
+static int read_role(struct arena *a, struct db_stmt *st, int c, void *o)
+{
+    struct role_row *w = o;
+    if (row_read_role(a, st, c, &w->obj) != 0)
+        return -1;
+    w->workspace_id = db_column_dup(a, st, c + 8);
+    return 0;
+}
+
+static int bind_role(struct arena *a, struct db_stmt *st, int first, const void *o)
+{
+    const struct role_row *w = o;
+    if (row_bind_role(a, st, first, &w->obj) != 0)
+        return -1;
+    db_bind_text(st, first + 8, w->workspace_id);
+    return 0;
+}
+
+static void init_role(void *obj)
+{
+    ((struct role_row *)obj)->obj.object = "role";
+}
+
+static int page_row_role(struct req *r, struct db_stmt *st, void *item)
+{
+    return read_role(&r->arena, st, 0, item);
+}
+
+static void encode_row_role(struct jsonw *w, const void *o)
+{
+    encode_role(w, &((const struct role_row *)o)->obj);
+}
+
+const struct resource_table rows_role = {
+    .table = "roles",
+    .object = "role",
+    .id_prefix = NULL, /* the client names the row: x-table key */
+    .workspace = "workspace_id",
+    .sort = "created_at",
+    .columns = ROWS_ROLE_COLUMNS,
+    .column_count = ROWS_ROLE_COLUMN_COUNT,
+    .workspace_index = 8,
+    .select_sql = "SELECT " ROWS_ROLE_COLUMNS
+                  " FROM roles WHERE key = ?1 AND workspace_id = ?2",
+    .insert_sql = "INSERT INTO roles (" ROWS_ROLE_COLUMNS
+                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    .update_sql = "UPDATE roles SET name = ?2, description = ?3, scopes = ?4, approval_limits "
+                  "= ?5, version = ?6, created_at = ?7, updated_at = ?8 WHERE key = ?1 AND "
+                  "workspace_id = ?9 AND version = ?10",
+    .size = sizeof(struct role_row),
+    .id_offset = offsetof(struct role_row, obj.key),
+    .workspace_offset = offsetof(struct role_row, workspace_id),
+    .sort_offset = offsetof(struct role_row, obj.created_at),
+    .versioned = true,
+    .version_offset = offsetof(struct role_row, obj.version),
+    .has_created_at = true,
+    .created_at_offset = offsetof(struct role_row, obj.created_at),
+    .has_updated_at = true,
+    .updated_at_offset = offsetof(struct role_row, obj.updated_at),
+    .init = init_role,
+    .read = read_role,
+    .bind = bind_role,
+    .page_row = page_row_role,
+    .encode = encode_row_role,
+    .key_column = "key",
+};
+
 /* ---- ServiceAccount: table service_accounts ---- */
 
 int row_read_service_account(struct arena *a, struct db_stmt *st, int c,
@@ -53,24 +202,37 @@ int row_bind_service_account(struct arena *a, struct db_stmt *st, int first,
     return 0;
 }
 
-static int read_service_account(struct arena *a, struct db_stmt *st, int first_col, void *o)
+static int read_service_account(struct arena *a, struct db_stmt *st, int c, void *o)
 {
-    return row_read_service_account(a, st, first_col, o);
+    struct service_account_row *w = o;
+    if (row_read_service_account(a, st, c, &w->obj) != 0)
+        return -1;
+    w->created_by = db_column_dup(a, st, c + 10);
+    return 0;
 }
 
 static int bind_service_account(struct arena *a, struct db_stmt *st, int first, const void *o)
 {
-    return row_bind_service_account(a, st, first, o);
+    const struct service_account_row *w = o;
+    if (row_bind_service_account(a, st, first, &w->obj) != 0)
+        return -1;
+    db_bind_text(st, first + 10, w->created_by);
+    return 0;
 }
 
 static void init_service_account(void *obj)
 {
-    ((struct service_account *)obj)->object = "service_account";
+    ((struct service_account_row *)obj)->obj.object = "service_account";
 }
 
 static int page_row_service_account(struct req *r, struct db_stmt *st, void *item)
 {
     return read_service_account(&r->arena, st, 0, item);
+}
+
+static void encode_row_service_account(struct jsonw *w, const void *o)
+{
+    encode_service_account(w, &((const struct service_account_row *)o)->obj);
 }
 
 const struct resource_table rows_service_account = {
@@ -84,24 +246,122 @@ const struct resource_table rows_service_account = {
     .workspace_index = 1,
     .select_sql = "SELECT " ROWS_SERVICE_ACCOUNT_COLUMNS
                   " FROM service_accounts WHERE id = ?1 AND workspace_id = ?2",
-    .insert_sql = NULL, /* internal NOT NULL columns: the handler inserts */
+    .insert_sql = "INSERT INTO service_accounts (" ROWS_SERVICE_ACCOUNT_COLUMNS
+                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     .update_sql = "UPDATE service_accounts SET name = ?3, description = ?4, role = ?5, status "
-                  "= ?6, version = ?7, created_at = ?8, updated_at = ?9, disabled_at = ?10 "
-                  "WHERE id = ?1 AND workspace_id = ?2 AND version = ?11",
-    .size = sizeof(struct service_account),
-    .id_offset = offsetof(struct service_account, id),
-    .workspace_offset = offsetof(struct service_account, workspace_id),
-    .sort_offset = offsetof(struct service_account, created_at),
+                  "= ?6, version = ?7, created_at = ?8, updated_at = ?9, disabled_at = ?10, "
+                  "created_by = ?11 WHERE id = ?1 AND workspace_id = ?2 AND version = ?12",
+    .size = sizeof(struct service_account_row),
+    .id_offset = offsetof(struct service_account_row, obj.id),
+    .workspace_offset = offsetof(struct service_account_row, obj.workspace_id),
+    .sort_offset = offsetof(struct service_account_row, obj.created_at),
     .versioned = true,
-    .version_offset = offsetof(struct service_account, version),
+    .version_offset = offsetof(struct service_account_row, obj.version),
     .has_created_at = true,
-    .created_at_offset = offsetof(struct service_account, created_at),
+    .created_at_offset = offsetof(struct service_account_row, obj.created_at),
     .has_updated_at = true,
-    .updated_at_offset = offsetof(struct service_account, updated_at),
+    .updated_at_offset = offsetof(struct service_account_row, obj.updated_at),
     .init = init_service_account,
     .read = read_service_account,
     .bind = bind_service_account,
     .page_row = page_row_service_account,
+    .encode = encode_row_service_account,
+};
+
+/* ---- ServiceAccountToken: table service_account_tokens ---- */
+
+int row_read_service_account_token(struct arena *a, struct db_stmt *st, int c,
+                                   struct service_account_token *o)
+{
+    memset(o, 0, sizeof *o);
+    o->id = db_column_dup(a, st, c + 0);
+    o->object = "service_account_token";
+    o->service_account_id = db_column_dup(a, st, c + 1);
+    o->name = db_column_dup(a, st, c + 2);
+    o->has_name = o->name != NULL;
+    o->scope = db_column_dup(a, st, c + 3);
+    o->created_at = db_column_dup(a, st, c + 4);
+    o->revoked_at = db_column_dup(a, st, c + 5);
+    o->has_revoked_at = o->revoked_at != NULL;
+    return 0;
+}
+
+int row_bind_service_account_token(struct arena *a, struct db_stmt *st, int first,
+                                   const struct service_account_token *o)
+{
+    int p = first;
+    (void)a;
+    db_bind_text(st, p + 0, o->id);
+    db_bind_text(st, p + 1, o->service_account_id);
+    db_bind_text(st, p + 2, o->name);
+    db_bind_text(st, p + 3, o->scope);
+    db_bind_text(st, p + 4, o->created_at);
+    db_bind_text(st, p + 5, o->revoked_at);
+    return 0;
+}
+
+static int read_service_account_token(struct arena *a, struct db_stmt *st, int c, void *o)
+{
+    struct service_account_token_row *w = o;
+    if (row_read_service_account_token(a, st, c, &w->obj) != 0)
+        return -1;
+    w->workspace_id = db_column_dup(a, st, c + 6);
+    w->created_by = db_column_dup(a, st, c + 7);
+    return 0;
+}
+
+static int bind_service_account_token(struct arena *a, struct db_stmt *st, int first, const void *o)
+{
+    const struct service_account_token_row *w = o;
+    if (row_bind_service_account_token(a, st, first, &w->obj) != 0)
+        return -1;
+    db_bind_text(st, first + 6, w->workspace_id);
+    db_bind_text(st, first + 7, w->created_by);
+    return 0;
+}
+
+static void init_service_account_token(void *obj)
+{
+    ((struct service_account_token_row *)obj)->obj.object = "service_account_token";
+}
+
+static int page_row_service_account_token(struct req *r, struct db_stmt *st, void *item)
+{
+    return read_service_account_token(&r->arena, st, 0, item);
+}
+
+static void encode_row_service_account_token(struct jsonw *w, const void *o)
+{
+    encode_service_account_token(w, &((const struct service_account_token_row *)o)->obj);
+}
+
+const struct resource_table rows_service_account_token = {
+    .table = "service_account_tokens",
+    .object = "service account token",
+    .id_prefix = "sat",
+    .workspace = "workspace_id",
+    .sort = "created_at",
+    .columns = ROWS_SERVICE_ACCOUNT_TOKEN_COLUMNS,
+    .column_count = ROWS_SERVICE_ACCOUNT_TOKEN_COLUMN_COUNT,
+    .workspace_index = 6,
+    .select_sql = "SELECT " ROWS_SERVICE_ACCOUNT_TOKEN_COLUMNS
+                  " FROM service_account_tokens WHERE id = ?1 AND workspace_id = ?2",
+    .insert_sql = "INSERT INTO service_account_tokens (" ROWS_SERVICE_ACCOUNT_TOKEN_COLUMNS
+                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    .update_sql = "UPDATE service_account_tokens SET service_account_id = ?2, name = ?3, scope "
+                  "= ?4, created_at = ?5, revoked_at = ?6, created_by = ?8 WHERE id = ?1 AND "
+                  "workspace_id = ?7",
+    .size = sizeof(struct service_account_token_row),
+    .id_offset = offsetof(struct service_account_token_row, obj.id),
+    .workspace_offset = offsetof(struct service_account_token_row, workspace_id),
+    .sort_offset = offsetof(struct service_account_token_row, obj.created_at),
+    .has_created_at = true,
+    .created_at_offset = offsetof(struct service_account_token_row, obj.created_at),
+    .init = init_service_account_token,
+    .read = read_service_account_token,
+    .bind = bind_service_account_token,
+    .page_row = page_row_service_account_token,
+    .encode = encode_row_service_account_token,
 };
 
 /* ---- InvitationIssued: table invitations ---- */
@@ -179,6 +439,11 @@ static int page_row_invitation_issued(struct req *r, struct db_stmt *st, void *i
     return read_invitation_issued(&r->arena, st, 0, item);
 }
 
+static void encode_row_invitation_issued(struct jsonw *w, const void *o)
+{
+    encode_invitation_issued(w, &((const struct invitation_issued_row *)o)->obj);
+}
+
 const struct resource_table rows_invitation_issued = {
     .table = "invitations",
     .object = "invitation",
@@ -206,4 +471,17 @@ const struct resource_table rows_invitation_issued = {
     .read = read_invitation_issued,
     .bind = bind_invitation_issued,
     .page_row = page_row_invitation_issued,
+    .encode = encode_row_invitation_issued,
 };
+
+void merge_service_account_create_into_service_account(struct arena *a, const struct service_account_create *u,
+                                                       struct service_account *o)
+{
+    (void)a;
+    o->name = u->name;
+    if (u->has_description) {
+        o->description = u->description;
+        o->has_description = true;
+    }
+    o->role = u->role;
+}

@@ -8,11 +8,31 @@
 #include "generated/schemas_admin.h"
 #include "runtime/resource.h"
 
+/* Role in table roles, columns in this order: */
+#define ROWS_ROLE_COLUMNS \
+    "key, name, description, scopes, approval_limits, version, created_at, updated_at, " \
+    "workspace_id"
+#define ROWS_ROLE_COLUMN_COUNT 9
+/* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
+ * know. */
+int row_read_role(struct arena *a, struct db_stmt *st, int first_col,
+                  struct role *o);
+/* o's columns as parameters first.. (JSON text built in a). 0 / -1. */
+int row_bind_role(struct arena *a, struct db_stmt *st, int first,
+                  const struct role *o);
+/* What rows_role loads and saves: the API's role and the columns it
+ * does not show (x-table hidden; the last ones of the list above). */
+struct role_row {
+    struct role obj;
+    const char *workspace_id;
+};
+extern const struct resource_table rows_role;
+
 /* ServiceAccount in table service_accounts, columns in this order: */
 #define ROWS_SERVICE_ACCOUNT_COLUMNS \
     "id, workspace_id, name, description, role, status, version, created_at, updated_at, " \
-    "disabled_at"
-#define ROWS_SERVICE_ACCOUNT_COLUMN_COUNT 10
+    "disabled_at, created_by"
+#define ROWS_SERVICE_ACCOUNT_COLUMN_COUNT 11
 /* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
  * know. */
 int row_read_service_account(struct arena *a, struct db_stmt *st, int first_col,
@@ -20,7 +40,33 @@ int row_read_service_account(struct arena *a, struct db_stmt *st, int first_col,
 /* o's columns as parameters first.. (JSON text built in a). 0 / -1. */
 int row_bind_service_account(struct arena *a, struct db_stmt *st, int first,
                              const struct service_account *o);
+/* What rows_service_account loads and saves: the API's service_account and the columns it
+ * does not show (x-table hidden; the last ones of the list above). */
+struct service_account_row {
+    struct service_account obj;
+    const char *created_by;
+};
 extern const struct resource_table rows_service_account;
+
+/* ServiceAccountToken in table service_account_tokens, columns in this order: */
+#define ROWS_SERVICE_ACCOUNT_TOKEN_COLUMNS \
+    "id, service_account_id, name, scope, created_at, revoked_at, workspace_id, created_by"
+#define ROWS_SERVICE_ACCOUNT_TOKEN_COLUMN_COUNT 8
+/* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
+ * know. */
+int row_read_service_account_token(struct arena *a, struct db_stmt *st, int first_col,
+                                   struct service_account_token *o);
+/* o's columns as parameters first.. (JSON text built in a). 0 / -1. */
+int row_bind_service_account_token(struct arena *a, struct db_stmt *st, int first,
+                                   const struct service_account_token *o);
+/* What rows_service_account_token loads and saves: the API's service_account_token and the columns it
+ * does not show (x-table hidden; the last ones of the list above). */
+struct service_account_token_row {
+    struct service_account_token obj;
+    const char *workspace_id;
+    const char *created_by;
+};
+extern const struct resource_table rows_service_account_token;
 
 /* InvitationIssued in table invitations, columns in this order: */
 #define ROWS_INVITATION_ISSUED_COLUMNS \
@@ -46,5 +92,10 @@ struct invitation_issued_row {
     const char *mail_id; /* NULL: SQL NULL */
 };
 extern const struct resource_table rows_invitation_issued;
+
+/* PATCH: u merged into o (RFC 7396): an absent member keeps o's, null removes it, a value
+ * replaces it. */
+void merge_service_account_create_into_service_account(struct arena *a, const struct service_account_create *u,
+                                                       struct service_account *o);
 
 #endif

@@ -230,6 +230,11 @@ static int page_row_beneficiary(struct req *r, struct db_stmt *st, void *item)
     return read_beneficiary(&r->arena, st, 0, item);
 }
 
+static void encode_row_beneficiary(struct jsonw *w, const void *o)
+{
+    encode_beneficiary(w, o);
+}
+
 const struct resource_table rows_beneficiary = {
     .table = "beneficiaries",
     .object = "beneficiary",
@@ -265,6 +270,7 @@ const struct resource_table rows_beneficiary = {
     .read = read_beneficiary,
     .bind = bind_beneficiary,
     .page_row = page_row_beneficiary,
+    .encode = encode_row_beneficiary,
 };
 
 /* ---- Payment: table payments ---- */
@@ -433,6 +439,11 @@ static int page_row_payment(struct req *r, struct db_stmt *st, void *item)
     return read_payment(&r->arena, st, 0, item);
 }
 
+static void encode_row_payment(struct jsonw *w, const void *o)
+{
+    encode_payment(w, &((const struct payment_row *)o)->obj);
+}
+
 const struct resource_table rows_payment = {
     .table = "payments",
     .object = "payment",
@@ -474,6 +485,7 @@ const struct resource_table rows_payment = {
     .read = read_payment,
     .bind = bind_payment,
     .page_row = page_row_payment,
+    .encode = encode_row_payment,
 };
 
 /* ---- PaymentBatch: table payment_batches ---- */
@@ -582,6 +594,11 @@ static int page_row_payment_batch(struct req *r, struct db_stmt *st, void *item)
     return read_payment_batch(&r->arena, st, 0, item);
 }
 
+static void encode_row_payment_batch(struct jsonw *w, const void *o)
+{
+    encode_payment_batch(w, &((const struct payment_batch_row *)o)->obj);
+}
+
 const struct resource_table rows_payment_batch = {
     .table = "payment_batches",
     .object = "payment batch",
@@ -615,6 +632,7 @@ const struct resource_table rows_payment_batch = {
     .read = read_payment_batch,
     .bind = bind_payment_batch,
     .page_row = page_row_payment_batch,
+    .encode = encode_row_payment_batch,
 };
 
 /* ---- ApprovalPolicy: table approval_policies ---- */
@@ -696,6 +714,11 @@ static int page_row_approval_policy(struct req *r, struct db_stmt *st, void *ite
     return read_approval_policy(&r->arena, st, 0, item);
 }
 
+static void encode_row_approval_policy(struct jsonw *w, const void *o)
+{
+    encode_approval_policy(w, o);
+}
+
 const struct resource_table rows_approval_policy = {
     .table = "approval_policies",
     .object = "approval policy",
@@ -720,6 +743,7 @@ const struct resource_table rows_approval_policy = {
     .read = read_approval_policy,
     .bind = bind_approval_policy,
     .page_row = page_row_approval_policy,
+    .encode = encode_row_approval_policy,
 };
 
 void merge_beneficiary_create_into_beneficiary(struct arena *a, const struct beneficiary_create *u,

@@ -80,6 +80,11 @@ static int page_row_workspace(struct req *r, struct db_stmt *st, void *item)
     return read_workspace(&r->arena, st, 0, item);
 }
 
+static void encode_row_workspace(struct jsonw *w, const void *o)
+{
+    encode_workspace(w, &((const struct workspace_row *)o)->obj);
+}
+
 const struct resource_table rows_workspace = {
     .table = "workspaces",
     .object = "workspace",
@@ -112,4 +117,5 @@ const struct resource_table rows_workspace = {
     .read = read_workspace,
     .bind = bind_workspace,
     .page_row = page_row_workspace,
+    .encode = encode_row_workspace,
 };

@@ -17,6 +17,8 @@ enum decision_form_decision {
     DECISION_FORM_DECISION_DENY = 2,
 };
 const char *decision_form_decision_str(enum decision_form_decision v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void decision_form_decision_json(struct jsonw *w, enum decision_form_decision v);
 enum decision_form_decision decision_form_decision_parse(const char *s);
 
 /* mfa_status_status: `pending`: enrolled, waiting for a confirming code. */
@@ -26,6 +28,8 @@ enum mfa_status_status {
     MFA_STATUS_STATUS_ENABLED = 3,
 };
 const char *mfa_status_status_str(enum mfa_status_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void mfa_status_status_json(struct jsonw *w, enum mfa_status_status v);
 enum mfa_status_status mfa_status_status_parse(const char *s);
 
 /* o_auth_error_error: The RFC 6749 §5.2 code; `server_error` (500) and `temporarily_unavailable` (429, 503) are RFC 674... */
@@ -39,6 +43,8 @@ enum o_auth_error_error {
     O_AUTH_ERROR_ERROR_TEMPORARILY_UNAVAILABLE = 7,
 };
 const char *o_auth_error_error_str(enum o_auth_error_error v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void o_auth_error_error_json(struct jsonw *w, enum o_auth_error_error v);
 enum o_auth_error_error o_auth_error_error_parse(const char *s);
 
 /* oauth_client_create_type: `public` for single-page and native apps (no secret). */
@@ -47,6 +53,8 @@ enum oauth_client_create_type {
     OAUTH_CLIENT_CREATE_TYPE_CONFIDENTIAL = 2,
 };
 const char *oauth_client_create_type_str(enum oauth_client_create_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void oauth_client_create_type_json(struct jsonw *w, enum oauth_client_create_type v);
 enum oauth_client_create_type oauth_client_create_type_parse(const char *s);
 
 /* oauth_client_status: A disabled client gets no authorization and its tokens are revoked. */
@@ -55,6 +63,8 @@ enum oauth_client_status {
     OAUTH_CLIENT_STATUS_DISABLED = 2,
 };
 const char *oauth_client_status_str(enum oauth_client_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void oauth_client_status_json(struct jsonw *w, enum oauth_client_status v);
 enum oauth_client_status oauth_client_status_parse(const char *s);
 
 /* oauth_client_type: `confidential` clients authenticate with a secret at the token endpoint. */
@@ -63,6 +73,8 @@ enum oauth_client_type {
     OAUTH_CLIENT_TYPE_CONFIDENTIAL = 2,
 };
 const char *oauth_client_type_str(enum oauth_client_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void oauth_client_type_json(struct jsonw *w, enum oauth_client_type v);
 enum oauth_client_type oauth_client_type_parse(const char *s);
 
 /* oauth_client_update_status: `disabled` revokes every token and grant of the client. */
@@ -71,6 +83,8 @@ enum oauth_client_update_status {
     OAUTH_CLIENT_UPDATE_STATUS_DISABLED = 2,
 };
 const char *oauth_client_update_status_str(enum oauth_client_update_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void oauth_client_update_status_json(struct jsonw *w, enum oauth_client_update_status v);
 enum oauth_client_update_status oauth_client_update_status_parse(const char *s);
 
 /* ---- structs ---- */

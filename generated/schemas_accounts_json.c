@@ -17,6 +17,19 @@ const char *decision_form_decision_str(enum decision_form_decision v)
     return NULL;
 }
 
+void decision_form_decision_json(struct jsonw *w, enum decision_form_decision v)
+{
+    switch (v) {
+    case DECISION_FORM_DECISION_APPROVE:
+        jsonw_raw_value(w, "\"approve\"", 9);
+        return;
+    case DECISION_FORM_DECISION_DENY:
+        jsonw_raw_value(w, "\"deny\"", 6);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum decision_form_decision decision_form_decision_parse(const char *s)
 {
     if (!s)
@@ -39,6 +52,22 @@ const char *mfa_status_status_str(enum mfa_status_status v)
         return "enabled";
     }
     return NULL;
+}
+
+void mfa_status_status_json(struct jsonw *w, enum mfa_status_status v)
+{
+    switch (v) {
+    case MFA_STATUS_STATUS_NONE:
+        jsonw_raw_value(w, "\"none\"", 6);
+        return;
+    case MFA_STATUS_STATUS_PENDING:
+        jsonw_raw_value(w, "\"pending\"", 9);
+        return;
+    case MFA_STATUS_STATUS_ENABLED:
+        jsonw_raw_value(w, "\"enabled\"", 9);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum mfa_status_status mfa_status_status_parse(const char *s)
@@ -75,6 +104,34 @@ const char *o_auth_error_error_str(enum o_auth_error_error v)
     return NULL;
 }
 
+void o_auth_error_error_json(struct jsonw *w, enum o_auth_error_error v)
+{
+    switch (v) {
+    case O_AUTH_ERROR_ERROR_INVALID_REQUEST:
+        jsonw_raw_value(w, "\"invalid_request\"", 17);
+        return;
+    case O_AUTH_ERROR_ERROR_INVALID_CLIENT:
+        jsonw_raw_value(w, "\"invalid_client\"", 16);
+        return;
+    case O_AUTH_ERROR_ERROR_INVALID_GRANT:
+        jsonw_raw_value(w, "\"invalid_grant\"", 15);
+        return;
+    case O_AUTH_ERROR_ERROR_UNSUPPORTED_GRANT_TYPE:
+        jsonw_raw_value(w, "\"unsupported_grant_type\"", 24);
+        return;
+    case O_AUTH_ERROR_ERROR_INVALID_SCOPE:
+        jsonw_raw_value(w, "\"invalid_scope\"", 15);
+        return;
+    case O_AUTH_ERROR_ERROR_SERVER_ERROR:
+        jsonw_raw_value(w, "\"server_error\"", 14);
+        return;
+    case O_AUTH_ERROR_ERROR_TEMPORARILY_UNAVAILABLE:
+        jsonw_raw_value(w, "\"temporarily_unavailable\"", 25);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum o_auth_error_error o_auth_error_error_parse(const char *s)
 {
     if (!s)
@@ -107,6 +164,19 @@ const char *oauth_client_create_type_str(enum oauth_client_create_type v)
     return NULL;
 }
 
+void oauth_client_create_type_json(struct jsonw *w, enum oauth_client_create_type v)
+{
+    switch (v) {
+    case OAUTH_CLIENT_CREATE_TYPE_PUBLIC:
+        jsonw_raw_value(w, "\"public\"", 8);
+        return;
+    case OAUTH_CLIENT_CREATE_TYPE_CONFIDENTIAL:
+        jsonw_raw_value(w, "\"confidential\"", 14);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum oauth_client_create_type oauth_client_create_type_parse(const char *s)
 {
     if (!s)
@@ -127,6 +197,19 @@ const char *oauth_client_status_str(enum oauth_client_status v)
         return "disabled";
     }
     return NULL;
+}
+
+void oauth_client_status_json(struct jsonw *w, enum oauth_client_status v)
+{
+    switch (v) {
+    case OAUTH_CLIENT_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case OAUTH_CLIENT_STATUS_DISABLED:
+        jsonw_raw_value(w, "\"disabled\"", 10);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum oauth_client_status oauth_client_status_parse(const char *s)
@@ -151,6 +234,19 @@ const char *oauth_client_type_str(enum oauth_client_type v)
     return NULL;
 }
 
+void oauth_client_type_json(struct jsonw *w, enum oauth_client_type v)
+{
+    switch (v) {
+    case OAUTH_CLIENT_TYPE_PUBLIC:
+        jsonw_raw_value(w, "\"public\"", 8);
+        return;
+    case OAUTH_CLIENT_TYPE_CONFIDENTIAL:
+        jsonw_raw_value(w, "\"confidential\"", 14);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum oauth_client_type oauth_client_type_parse(const char *s)
 {
     if (!s)
@@ -171,6 +267,19 @@ const char *oauth_client_update_status_str(enum oauth_client_update_status v)
         return "disabled";
     }
     return NULL;
+}
+
+void oauth_client_update_status_json(struct jsonw *w, enum oauth_client_update_status v)
+{
+    switch (v) {
+    case OAUTH_CLIENT_UPDATE_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case OAUTH_CLIENT_UPDATE_STATUS_DISABLED:
+        jsonw_raw_value(w, "\"disabled\"", 10);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum oauth_client_update_status oauth_client_update_status_parse(const char *s)
@@ -270,12 +379,9 @@ int decode_authorization_server_metadata(struct arena *a, const struct json_valu
 void encode_authorization_server_metadata(struct jsonw *w, const struct authorization_server_metadata *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"issuer\":", 9);
-    jsonw_string(w, in->issuer);
-    jsonw_raw_key(w, "\"authorization_endpoint\":", 25);
-    jsonw_string(w, in->authorization_endpoint);
-    jsonw_raw_key(w, "\"token_endpoint\":", 17);
-    jsonw_string(w, in->token_endpoint);
+    jsonw_raw_key_string(w, "\"issuer\":", 9, in->issuer);
+    jsonw_raw_key_string(w, "\"authorization_endpoint\":", 25, in->authorization_endpoint);
+    jsonw_raw_key_string(w, "\"token_endpoint\":", 17, in->token_endpoint);
     jsonw_raw_key(w, "\"response_types_supported\":", 27);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->response_types_supported_count; j++) {
@@ -308,8 +414,7 @@ void encode_authorization_server_metadata(struct jsonw *w, const struct authoriz
         jsonw_string(w, in->token_endpoint_auth_methods_supported[j]);
     }
     jsonw_array_end(w);
-    jsonw_raw_key(w, "\"revocation_endpoint\":", 22);
-    jsonw_string(w, in->revocation_endpoint);
+    jsonw_raw_key_string(w, "\"revocation_endpoint\":", 22, in->revocation_endpoint);
     jsonw_raw_key(w, "\"revocation_endpoint_auth_methods_supported\":", 45);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->revocation_endpoint_auth_methods_supported_count; j++) {
@@ -383,8 +488,7 @@ int decode_complete_signup_request(struct arena *a, const struct json_value *v, 
 void encode_complete_signup_request(struct jsonw *w, const struct complete_signup_request *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_object_end(w);
 }
 
@@ -409,10 +513,9 @@ int decode_decision_form(struct arena *a, const struct json_value *v, struct dec
 void encode_decision_form(struct jsonw *w, const struct decision_form *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"request_id\":", 13);
-    jsonw_string(w, in->request_id);
+    jsonw_raw_key_string(w, "\"request_id\":", 13, in->request_id);
     jsonw_raw_key(w, "\"decision\":", 11);
-    jsonw_string(w, decision_form_decision_str(in->decision));
+    decision_form_decision_json(w, in->decision);
     jsonw_object_end(w);
 }
 
@@ -468,8 +571,7 @@ int decode_login_request(struct arena *a, const struct json_value *v, struct log
 void encode_login_request(struct jsonw *w, const struct login_request *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"email\":", 8);
-    jsonw_string(w, in->email);
+    jsonw_raw_key_string(w, "\"email\":", 8, in->email);
     if (in->has_workspace_id || in->workspace_id != NULL) {
         jsonw_raw_key(w, "\"workspace_id\":", 15);
         jsonw_string(w, in->workspace_id);
@@ -507,18 +609,13 @@ int decode_login_response(struct arena *a, const struct json_value *v, struct lo
 void encode_login_response(struct jsonw *w, const struct login_response *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"access_token\":", 15);
-    jsonw_string(w, in->access_token);
-    jsonw_raw_key(w, "\"refresh_token\":", 16);
-    jsonw_string(w, in->refresh_token);
+    jsonw_raw_key_string(w, "\"access_token\":", 15, in->access_token);
+    jsonw_raw_key_string(w, "\"refresh_token\":", 16, in->refresh_token);
     jsonw_raw_key(w, "\"expires_in\":", 13);
     jsonw_int(w, in->expires_in);
-    jsonw_raw_key(w, "\"token_type\":", 13);
-    jsonw_string(w, in->token_type);
-    jsonw_raw_key(w, "\"scope\":", 8);
-    jsonw_string(w, in->scope);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"token_type\":", 13, in->token_type);
+    jsonw_raw_key_string(w, "\"scope\":", 8, in->scope);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     if (in->has_device_token || in->device_token != NULL) {
         jsonw_raw_key(w, "\"device_token\":", 15);
         jsonw_string(w, in->device_token);
@@ -551,16 +648,11 @@ int decode_membership(struct arena *a, const struct json_value *v, struct member
 void encode_membership(struct jsonw *w, const struct membership *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"workspace_name\":", 17);
-    jsonw_string(w, in->workspace_name);
-    jsonw_raw_key(w, "\"role\":", 7);
-    jsonw_string(w, in->role);
-    jsonw_raw_key(w, "\"joined_at\":", 12);
-    jsonw_string(w, in->joined_at);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"workspace_name\":", 17, in->workspace_name);
+    jsonw_raw_key_string(w, "\"role\":", 7, in->role);
+    jsonw_raw_key_string(w, "\"joined_at\":", 12, in->joined_at);
     jsonw_object_end(w);
 }
 
@@ -610,8 +702,7 @@ int decode_mfa_confirmation(struct arena *a, const struct json_value *v, struct 
 void encode_mfa_confirmation(struct jsonw *w, const struct mfa_confirmation *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, in->status);
+    jsonw_raw_key_string(w, "\"status\":", 9, in->status);
     jsonw_raw_key(w, "\"recovery_codes\":", 17);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->recovery_codes_count; j++) {
@@ -642,12 +733,9 @@ int decode_mfa_enrollment(struct arena *a, const struct json_value *v, struct mf
 void encode_mfa_enrollment(struct jsonw *w, const struct mfa_enrollment *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, in->status);
-    jsonw_raw_key(w, "\"secret\":", 9);
-    jsonw_string(w, in->secret);
-    jsonw_raw_key(w, "\"otpauth_uri\":", 14);
-    jsonw_string(w, in->otpauth_uri);
+    jsonw_raw_key_string(w, "\"status\":", 9, in->status);
+    jsonw_raw_key_string(w, "\"secret\":", 9, in->secret);
+    jsonw_raw_key_string(w, "\"otpauth_uri\":", 14, in->otpauth_uri);
     jsonw_object_end(w);
 }
 
@@ -698,7 +786,7 @@ void encode_mfa_status(struct jsonw *w, const struct mfa_status *in)
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, mfa_status_status_str(in->status));
+    mfa_status_status_json(w, in->status);
     jsonw_raw_key(w, "\"recovery_codes_left\":", 22);
     jsonw_int(w, in->recovery_codes_left);
     jsonw_object_end(w);
@@ -724,9 +812,8 @@ void encode_o_auth_error(struct jsonw *w, const struct o_auth_error *in)
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"error\":", 8);
-    jsonw_string(w, o_auth_error_error_str(in->error));
-    jsonw_raw_key(w, "\"error_description\":", 20);
-    jsonw_string(w, in->error_description);
+    o_auth_error_error_json(w, in->error);
+    jsonw_raw_key_string(w, "\"error_description\":", 20, in->error_description);
     jsonw_object_end(w);
 }
 
@@ -789,16 +876,12 @@ int decode_oauth_client(struct arena *a, const struct json_value *v, struct oaut
 void encode_oauth_client(struct jsonw *w, const struct oauth_client *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, oauth_client_type_str(in->type));
+    oauth_client_type_json(w, in->type);
     jsonw_raw_key(w, "\"redirect_uris\":", 16);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->redirect_uris_count; j++) {
@@ -818,15 +901,12 @@ void encode_oauth_client(struct jsonw *w, const struct oauth_client *in)
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, oauth_client_status_str(in->status));
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    oauth_client_status_json(w, in->status);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -874,10 +954,9 @@ int decode_oauth_client_create(struct arena *a, const struct json_value *v, stru
 void encode_oauth_client_create(struct jsonw *w, const struct oauth_client_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, oauth_client_create_type_str(in->type));
+    oauth_client_create_type_json(w, in->type);
     jsonw_raw_key(w, "\"redirect_uris\":", 16);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->redirect_uris_count; j++) {
@@ -963,16 +1042,12 @@ int decode_oauth_client_created(struct arena *a, const struct json_value *v, str
 void encode_oauth_client_created(struct jsonw *w, const struct oauth_client_created *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, oauth_client_type_str(in->type));
+    oauth_client_type_json(w, in->type);
     jsonw_raw_key(w, "\"redirect_uris\":", 16);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->redirect_uris_count; j++) {
@@ -992,15 +1067,12 @@ void encode_oauth_client_created(struct jsonw *w, const struct oauth_client_crea
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, oauth_client_status_str(in->status));
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    oauth_client_status_json(w, in->status);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     if (in->has_client_secret || in->client_secret != NULL) {
         jsonw_raw_key(w, "\"client_secret\":", 16);
         jsonw_string(w, in->client_secret);
@@ -1135,7 +1207,7 @@ void encode_oauth_client_update(struct jsonw *w, const struct oauth_client_updat
     }
     if (in->has_status) {
         jsonw_raw_key(w, "\"status\":", 9);
-        jsonw_string(w, oauth_client_update_status_str(in->status));
+        oauth_client_update_status_json(w, in->status);
     }
     jsonw_object_end(w);
 }
@@ -1175,24 +1247,18 @@ int decode_oauth_grant(struct arena *a, const struct json_value *v, struct oauth
 void encode_oauth_grant(struct jsonw *w, const struct oauth_grant *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"client_id\":", 12);
-    jsonw_string(w, in->client_id);
-    jsonw_raw_key(w, "\"client_name\":", 14);
-    jsonw_string(w, in->client_name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"client_id\":", 12, in->client_id);
+    jsonw_raw_key_string(w, "\"client_name\":", 14, in->client_name);
     jsonw_raw_key(w, "\"scopes\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->scopes_count; j++) {
         jsonw_string(w, in->scopes[j]);
     }
     jsonw_array_end(w);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1378,22 +1444,17 @@ int decode_session(struct arena *a, const struct json_value *v, struct session *
 void encode_session(struct jsonw *w, const struct session *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     jsonw_raw_key(w, "\"current\":", 10);
     jsonw_bool(w, in->current);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
     if (in->has_last_used_at || in->last_used_at != NULL) {
         jsonw_raw_key(w, "\"last_used_at\":", 15);
         jsonw_string(w, in->last_used_at);
     }
-    jsonw_raw_key(w, "\"expires_at\":", 13);
-    jsonw_string(w, in->expires_at);
+    jsonw_raw_key_string(w, "\"expires_at\":", 13, in->expires_at);
     jsonw_object_end(w);
 }
 
@@ -1475,10 +1536,8 @@ int decode_sign_in_form(struct arena *a, const struct json_value *v, struct sign
 void encode_sign_in_form(struct jsonw *w, const struct sign_in_form *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"request_id\":", 13);
-    jsonw_string(w, in->request_id);
-    jsonw_raw_key(w, "\"email\":", 8);
-    jsonw_string(w, in->email);
+    jsonw_raw_key_string(w, "\"request_id\":", 13, in->request_id);
+    jsonw_raw_key_string(w, "\"email\":", 8, in->email);
     jsonw_object_end(w);
 }
 
@@ -1565,7 +1624,6 @@ int decode_verify_form(struct arena *a, const struct json_value *v, struct verif
 void encode_verify_form(struct jsonw *w, const struct verify_form *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"request_id\":", 13);
-    jsonw_string(w, in->request_id);
+    jsonw_raw_key_string(w, "\"request_id\":", 13, in->request_id);
     jsonw_object_end(w);
 }

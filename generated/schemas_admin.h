@@ -18,6 +18,8 @@ enum audit_export_format {
     AUDIT_EXPORT_FORMAT_CSV = 2,
 };
 const char *audit_export_format_str(enum audit_export_format v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void audit_export_format_json(struct jsonw *w, enum audit_export_format v);
 enum audit_export_format audit_export_format_parse(const char *s);
 
 /* AuditExportFrequency: How often new events are sent. */
@@ -26,6 +28,8 @@ enum audit_export_frequency {
     AUDIT_EXPORT_FREQUENCY_DAILY = 2,
 };
 const char *audit_export_frequency_str(enum audit_export_frequency v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void audit_export_frequency_json(struct jsonw *w, enum audit_export_frequency v);
 enum audit_export_frequency audit_export_frequency_parse(const char *s);
 
 /* invitation_issued_status: `pending` until the signup completes or a newer invitation replaces it. */
@@ -35,6 +39,8 @@ enum invitation_issued_status {
     INVITATION_ISSUED_STATUS_SUPERSEDED = 3,
 };
 const char *invitation_issued_status_str(enum invitation_issued_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void invitation_issued_status_json(struct jsonw *w, enum invitation_issued_status v);
 enum invitation_issued_status invitation_issued_status_parse(const char *s);
 
 /* service_account_status: `disabled` is final: its tokens are refused and no new ones are issued. */
@@ -43,6 +49,8 @@ enum service_account_status {
     SERVICE_ACCOUNT_STATUS_DISABLED = 2,
 };
 const char *service_account_status_str(enum service_account_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void service_account_status_json(struct jsonw *w, enum service_account_status v);
 enum service_account_status service_account_status_parse(const char *s);
 
 /* service_account_token_status: `revoked`: refused on every request. */
@@ -51,6 +59,8 @@ enum service_account_token_status {
     SERVICE_ACCOUNT_TOKEN_STATUS_REVOKED = 2,
 };
 const char *service_account_token_status_str(enum service_account_token_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void service_account_token_status_json(struct jsonw *w, enum service_account_token_status v);
 enum service_account_token_status service_account_token_status_parse(const char *s);
 
 /* sso_domain_status: `pending` until the TXT record is found (`verified`); `failed` when it was not found within 72 ho... */
@@ -60,6 +70,8 @@ enum sso_domain_status {
     SSO_DOMAIN_STATUS_FAILED = 3,
 };
 const char *sso_domain_status_str(enum sso_domain_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void sso_domain_status_json(struct jsonw *w, enum sso_domain_status v);
 enum sso_domain_status sso_domain_status_parse(const char *s);
 
 /* SsoProtocol: SAML 2.0 or OpenID Connect. */
@@ -68,6 +80,8 @@ enum sso_protocol {
     SSO_PROTOCOL_OIDC = 2,
 };
 const char *sso_protocol_str(enum sso_protocol v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void sso_protocol_json(struct jsonw *w, enum sso_protocol v);
 enum sso_protocol sso_protocol_parse(const char *s);
 
 /* user_status: Only `active` users can log in. */
@@ -78,6 +92,8 @@ enum user_status {
     USER_STATUS_DEACTIVATED = 4,
 };
 const char *user_status_str(enum user_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void user_status_json(struct jsonw *w, enum user_status v);
 enum user_status user_status_parse(const char *s);
 
 /* user_update_status: `suspended` suspends an active member; `active` reactivates a suspended one. */
@@ -86,6 +102,8 @@ enum user_update_status {
     USER_UPDATE_STATUS_SUSPENDED = 2,
 };
 const char *user_update_status_str(enum user_update_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void user_update_status_json(struct jsonw *w, enum user_update_status v);
 enum user_update_status user_update_status_parse(const char *s);
 
 /* AuditExportDestination: which oneOf member is set, by type */

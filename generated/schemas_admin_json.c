@@ -17,6 +17,19 @@ const char *audit_export_format_str(enum audit_export_format v)
     return NULL;
 }
 
+void audit_export_format_json(struct jsonw *w, enum audit_export_format v)
+{
+    switch (v) {
+    case AUDIT_EXPORT_FORMAT_JSONL:
+        jsonw_raw_value(w, "\"jsonl\"", 7);
+        return;
+    case AUDIT_EXPORT_FORMAT_CSV:
+        jsonw_raw_value(w, "\"csv\"", 5);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum audit_export_format audit_export_format_parse(const char *s)
 {
     if (!s)
@@ -37,6 +50,19 @@ const char *audit_export_frequency_str(enum audit_export_frequency v)
         return "daily";
     }
     return NULL;
+}
+
+void audit_export_frequency_json(struct jsonw *w, enum audit_export_frequency v)
+{
+    switch (v) {
+    case AUDIT_EXPORT_FREQUENCY_HOURLY:
+        jsonw_raw_value(w, "\"hourly\"", 8);
+        return;
+    case AUDIT_EXPORT_FREQUENCY_DAILY:
+        jsonw_raw_value(w, "\"daily\"", 7);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum audit_export_frequency audit_export_frequency_parse(const char *s)
@@ -63,6 +89,22 @@ const char *invitation_issued_status_str(enum invitation_issued_status v)
     return NULL;
 }
 
+void invitation_issued_status_json(struct jsonw *w, enum invitation_issued_status v)
+{
+    switch (v) {
+    case INVITATION_ISSUED_STATUS_PENDING:
+        jsonw_raw_value(w, "\"pending\"", 9);
+        return;
+    case INVITATION_ISSUED_STATUS_ACCEPTED:
+        jsonw_raw_value(w, "\"accepted\"", 10);
+        return;
+    case INVITATION_ISSUED_STATUS_SUPERSEDED:
+        jsonw_raw_value(w, "\"superseded\"", 12);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum invitation_issued_status invitation_issued_status_parse(const char *s)
 {
     if (!s)
@@ -87,6 +129,19 @@ const char *service_account_status_str(enum service_account_status v)
     return NULL;
 }
 
+void service_account_status_json(struct jsonw *w, enum service_account_status v)
+{
+    switch (v) {
+    case SERVICE_ACCOUNT_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case SERVICE_ACCOUNT_STATUS_DISABLED:
+        jsonw_raw_value(w, "\"disabled\"", 10);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum service_account_status service_account_status_parse(const char *s)
 {
     if (!s)
@@ -107,6 +162,19 @@ const char *service_account_token_status_str(enum service_account_token_status v
         return "revoked";
     }
     return NULL;
+}
+
+void service_account_token_status_json(struct jsonw *w, enum service_account_token_status v)
+{
+    switch (v) {
+    case SERVICE_ACCOUNT_TOKEN_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case SERVICE_ACCOUNT_TOKEN_STATUS_REVOKED:
+        jsonw_raw_value(w, "\"revoked\"", 9);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum service_account_token_status service_account_token_status_parse(const char *s)
@@ -133,6 +201,22 @@ const char *sso_domain_status_str(enum sso_domain_status v)
     return NULL;
 }
 
+void sso_domain_status_json(struct jsonw *w, enum sso_domain_status v)
+{
+    switch (v) {
+    case SSO_DOMAIN_STATUS_PENDING:
+        jsonw_raw_value(w, "\"pending\"", 9);
+        return;
+    case SSO_DOMAIN_STATUS_VERIFIED:
+        jsonw_raw_value(w, "\"verified\"", 10);
+        return;
+    case SSO_DOMAIN_STATUS_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum sso_domain_status sso_domain_status_parse(const char *s)
 {
     if (!s)
@@ -155,6 +239,19 @@ const char *sso_protocol_str(enum sso_protocol v)
         return "oidc";
     }
     return NULL;
+}
+
+void sso_protocol_json(struct jsonw *w, enum sso_protocol v)
+{
+    switch (v) {
+    case SSO_PROTOCOL_SAML:
+        jsonw_raw_value(w, "\"saml\"", 6);
+        return;
+    case SSO_PROTOCOL_OIDC:
+        jsonw_raw_value(w, "\"oidc\"", 6);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum sso_protocol sso_protocol_parse(const char *s)
@@ -183,6 +280,25 @@ const char *user_status_str(enum user_status v)
     return NULL;
 }
 
+void user_status_json(struct jsonw *w, enum user_status v)
+{
+    switch (v) {
+    case USER_STATUS_INVITED:
+        jsonw_raw_value(w, "\"invited\"", 9);
+        return;
+    case USER_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case USER_STATUS_SUSPENDED:
+        jsonw_raw_value(w, "\"suspended\"", 11);
+        return;
+    case USER_STATUS_DEACTIVATED:
+        jsonw_raw_value(w, "\"deactivated\"", 13);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum user_status user_status_parse(const char *s)
 {
     if (!s)
@@ -207,6 +323,19 @@ const char *user_update_status_str(enum user_update_status v)
         return "suspended";
     }
     return NULL;
+}
+
+void user_update_status_json(struct jsonw *w, enum user_update_status v)
+{
+    switch (v) {
+    case USER_UPDATE_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case USER_UPDATE_STATUS_SUSPENDED:
+        jsonw_raw_value(w, "\"suspended\"", 11);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum user_update_status user_update_status_parse(const char *s)
@@ -335,25 +464,21 @@ int decode_audit_export_s3_destination(struct arena *a, const struct json_value 
 void encode_audit_export_s3_destination(struct jsonw *w, const struct audit_export_s3_destination *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"bucket\":", 9);
-    jsonw_string(w, in->bucket);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"bucket\":", 9, in->bucket);
     if (in->has_prefix || in->prefix != NULL) {
         jsonw_raw_key(w, "\"prefix\":", 9);
         jsonw_string(w, in->prefix);
     }
-    jsonw_raw_key(w, "\"region\":", 9);
-    jsonw_string(w, in->region);
-    jsonw_raw_key(w, "\"role_arn\":", 11);
-    jsonw_string(w, in->role_arn);
+    jsonw_raw_key_string(w, "\"region\":", 9, in->region);
+    jsonw_raw_key_string(w, "\"role_arn\":", 11, in->role_arn);
     if (in->has_format) {
         jsonw_raw_key(w, "\"format\":", 9);
-        jsonw_string(w, audit_export_format_str(in->format));
+        audit_export_format_json(w, in->format);
     }
     if (in->has_frequency) {
         jsonw_raw_key(w, "\"frequency\":", 12);
-        jsonw_string(w, audit_export_frequency_str(in->frequency));
+        audit_export_frequency_json(w, in->frequency);
     }
     jsonw_object_end(w);
 }
@@ -391,17 +516,15 @@ int decode_audit_export_webhook_destination(struct arena *a, const struct json_v
 void encode_audit_export_webhook_destination(struct jsonw *w, const struct audit_export_webhook_destination *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"webhook_endpoint_id\":", 22);
-    jsonw_string(w, in->webhook_endpoint_id);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"webhook_endpoint_id\":", 22, in->webhook_endpoint_id);
     if (in->has_format) {
         jsonw_raw_key(w, "\"format\":", 9);
-        jsonw_string(w, audit_export_format_str(in->format));
+        audit_export_format_json(w, in->format);
     }
     if (in->has_frequency) {
         jsonw_raw_key(w, "\"frequency\":", 12);
-        jsonw_string(w, audit_export_frequency_str(in->frequency));
+        audit_export_frequency_json(w, in->frequency);
     }
     jsonw_object_end(w);
 }
@@ -445,10 +568,8 @@ int decode_audit_settings(struct arena *a, const struct json_value *v, struct au
 void encode_audit_settings(struct jsonw *w, const struct audit_settings *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     jsonw_raw_key(w, "\"retention_days\":", 17);
     jsonw_int(w, in->retention_days);
     jsonw_raw_key(w, "\"export_destinations\":", 22);
@@ -560,10 +681,8 @@ int decode_branding(struct arena *a, const struct json_value *v, struct branding
 void encode_branding(struct jsonw *w, const struct branding *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     if (in->has_logo_url || in->logo_url != NULL) {
         jsonw_raw_key(w, "\"logo_url\":", 11);
         jsonw_string(w, in->logo_url);
@@ -632,10 +751,8 @@ int decode_invitation_create(struct arena *a, const struct json_value *v, struct
 void encode_invitation_create(struct jsonw *w, const struct invitation_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"email\":", 8);
-    jsonw_string(w, in->email);
-    jsonw_raw_key(w, "\"role\":", 7);
-    jsonw_string(w, in->role);
+    jsonw_raw_key_string(w, "\"email\":", 8, in->email);
+    jsonw_raw_key_string(w, "\"role\":", 7, in->role);
     jsonw_object_end(w);
 }
 
@@ -670,22 +787,15 @@ int decode_invitation_issued(struct arena *a, const struct json_value *v, struct
 void encode_invitation_issued(struct jsonw *w, const struct invitation_issued *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"email\":", 8);
-    jsonw_string(w, in->email);
-    jsonw_raw_key(w, "\"role\":", 7);
-    jsonw_string(w, in->role);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"email\":", 8, in->email);
+    jsonw_raw_key_string(w, "\"role\":", 7, in->role);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, invitation_issued_status_str(in->status));
-    jsonw_raw_key(w, "\"invited_by\":", 13);
-    jsonw_string(w, in->invited_by);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"expires_at\":", 13);
-    jsonw_string(w, in->expires_at);
+    invitation_issued_status_json(w, in->status);
+    jsonw_raw_key_string(w, "\"invited_by\":", 13, in->invited_by);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"expires_at\":", 13, in->expires_at);
     jsonw_object_end(w);
 }
 
@@ -723,10 +833,8 @@ int decode_oidc_settings(struct arena *a, const struct json_value *v, struct oid
 void encode_oidc_settings(struct jsonw *w, const struct oidc_settings *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"issuer\":", 9);
-    jsonw_string(w, in->issuer);
-    jsonw_raw_key(w, "\"client_id\":", 12);
-    jsonw_string(w, in->client_id);
+    jsonw_raw_key_string(w, "\"issuer\":", 9, in->issuer);
+    jsonw_raw_key_string(w, "\"client_id\":", 12, in->client_id);
     if (in->has_scopes || in->scopes != NULL) {
         jsonw_raw_key(w, "\"scopes\":", 9);
         jsonw_array_begin(w);
@@ -795,12 +903,9 @@ int decode_role(struct arena *a, const struct json_value *v, struct role *out)
 void encode_role(struct jsonw *w, const struct role *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"key\":", 6);
-    jsonw_string(w, in->key);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"key\":", 6, in->key);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
@@ -874,8 +979,7 @@ int decode_role_definition(struct arena *a, const struct json_value *v, struct r
 void encode_role_definition(struct jsonw *w, const struct role_definition *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
@@ -964,12 +1068,9 @@ int decode_saml_settings(struct arena *a, const struct json_value *v, struct sam
 void encode_saml_settings(struct jsonw *w, const struct saml_settings *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"idp_entity_id\":", 16);
-    jsonw_string(w, in->idp_entity_id);
-    jsonw_raw_key(w, "\"idp_sso_url\":", 14);
-    jsonw_string(w, in->idp_sso_url);
-    jsonw_raw_key(w, "\"idp_certificate\":", 18);
-    jsonw_string(w, in->idp_certificate);
+    jsonw_raw_key_string(w, "\"idp_entity_id\":", 16, in->idp_entity_id);
+    jsonw_raw_key_string(w, "\"idp_sso_url\":", 14, in->idp_sso_url);
+    jsonw_raw_key_string(w, "\"idp_certificate\":", 18, in->idp_certificate);
     if (in->has_sign_requests) {
         jsonw_raw_key(w, "\"sign_requests\":", 16);
         jsonw_bool(w, in->sign_requests);
@@ -1024,28 +1125,21 @@ int decode_service_account(struct arena *a, const struct json_value *v, struct s
 void encode_service_account(struct jsonw *w, const struct service_account *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_raw_key(w, "\"role\":", 7);
-    jsonw_string(w, in->role);
+    jsonw_raw_key_string(w, "\"role\":", 7, in->role);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, service_account_status_str(in->status));
+    service_account_status_json(w, in->status);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     if (in->has_disabled_at || in->disabled_at != NULL) {
         jsonw_raw_key(w, "\"disabled_at\":", 14);
         jsonw_string(w, in->disabled_at);
@@ -1075,14 +1169,12 @@ int decode_service_account_create(struct arena *a, const struct json_value *v, s
 void encode_service_account_create(struct jsonw *w, const struct service_account_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
-    jsonw_raw_key(w, "\"role\":", 7);
-    jsonw_string(w, in->role);
+    jsonw_raw_key_string(w, "\"role\":", 7, in->role);
     jsonw_object_end(w);
 }
 
@@ -1168,22 +1260,17 @@ int decode_service_account_token(struct arena *a, const struct json_value *v, st
 void encode_service_account_token(struct jsonw *w, const struct service_account_token *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"service_account_id\":", 21);
-    jsonw_string(w, in->service_account_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"service_account_id\":", 21, in->service_account_id);
     if (in->has_name || in->name != NULL) {
         jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
-    jsonw_raw_key(w, "\"scope\":", 8);
-    jsonw_string(w, in->scope);
+    jsonw_raw_key_string(w, "\"scope\":", 8, in->scope);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, service_account_token_status_str(in->status));
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
+    service_account_token_status_json(w, in->status);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
     if (in->has_revoked_at || in->revoked_at != NULL) {
         jsonw_raw_key(w, "\"revoked_at\":", 13);
         jsonw_string(w, in->revoked_at);
@@ -1267,30 +1354,23 @@ int decode_service_account_token_issued(struct arena *a, const struct json_value
 void encode_service_account_token_issued(struct jsonw *w, const struct service_account_token_issued *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"service_account_id\":", 21);
-    jsonw_string(w, in->service_account_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"service_account_id\":", 21, in->service_account_id);
     if (in->has_name || in->name != NULL) {
         jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
-    jsonw_raw_key(w, "\"scope\":", 8);
-    jsonw_string(w, in->scope);
+    jsonw_raw_key_string(w, "\"scope\":", 8, in->scope);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, service_account_token_status_str(in->status));
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
+    service_account_token_status_json(w, in->status);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
     if (in->has_revoked_at || in->revoked_at != NULL) {
         jsonw_raw_key(w, "\"revoked_at\":", 13);
         jsonw_string(w, in->revoked_at);
     }
-    jsonw_raw_key(w, "\"access_token\":", 15);
-    jsonw_string(w, in->access_token);
-    jsonw_raw_key(w, "\"token_type\":", 13);
-    jsonw_string(w, in->token_type);
+    jsonw_raw_key_string(w, "\"access_token\":", 15, in->access_token);
+    jsonw_raw_key_string(w, "\"token_type\":", 13, in->token_type);
     jsonw_object_end(w);
 }
 
@@ -1398,12 +1478,10 @@ int decode_sso_configuration(struct arena *a, const struct json_value *v, struct
 void encode_sso_configuration(struct jsonw *w, const struct sso_configuration *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     jsonw_raw_key(w, "\"protocol\":", 11);
-    jsonw_string(w, sso_protocol_str(in->protocol));
+    sso_protocol_json(w, in->protocol);
     jsonw_raw_key(w, "\"enabled\":", 10);
     jsonw_bool(w, in->enabled);
     jsonw_raw_key(w, "\"enforce\":", 10);
@@ -1436,10 +1514,8 @@ void encode_sso_configuration(struct jsonw *w, const struct sso_configuration *i
     }
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1499,7 +1575,7 @@ void encode_sso_configuration_update(struct jsonw *w, const struct sso_configura
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"protocol\":", 11);
-    jsonw_string(w, sso_protocol_str(in->protocol));
+    sso_protocol_json(w, in->protocol);
     jsonw_raw_key(w, "\"enabled\":", 10);
     jsonw_bool(w, in->enabled);
     if (in->has_enforce) {
@@ -1565,10 +1641,9 @@ int decode_sso_domain(struct arena *a, const struct json_value *v, struct sso_do
 void encode_sso_domain(struct jsonw *w, const struct sso_domain *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"domain\":", 9);
-    jsonw_string(w, in->domain);
+    jsonw_raw_key_string(w, "\"domain\":", 9, in->domain);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, sso_domain_status_str(in->status));
+    sso_domain_status_json(w, in->status);
     jsonw_raw_key(w, "\"verification\":", 15);
     if (in->verification)
         encode_sso_domain_verification(w, in->verification);
@@ -1602,12 +1677,9 @@ int decode_sso_domain_verification(struct arena *a, const struct json_value *v, 
 void encode_sso_domain_verification(struct jsonw *w, const struct sso_domain_verification *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
-    jsonw_raw_key(w, "\"value\":", 8);
-    jsonw_string(w, in->value);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
+    jsonw_raw_key_string(w, "\"value\":", 8, in->value);
     jsonw_object_end(w);
 }
 
@@ -1633,8 +1705,7 @@ int decode_sso_test_check(struct arena *a, const struct json_value *v, struct ss
 void encode_sso_test_check(struct jsonw *w, const struct sso_test_check *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"ok\":", 5);
     jsonw_bool(w, in->ok);
     if (in->has_detail || in->detail != NULL) {
@@ -1676,10 +1747,9 @@ int decode_sso_test_result(struct arena *a, const struct json_value *v, struct s
 void encode_sso_test_result(struct jsonw *w, const struct sso_test_result *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
     jsonw_raw_key(w, "\"protocol\":", 11);
-    jsonw_string(w, sso_protocol_str(in->protocol));
+    sso_protocol_json(w, in->protocol);
     jsonw_raw_key(w, "\"ok\":", 5);
     jsonw_bool(w, in->ok);
     jsonw_raw_key(w, "\"checks\":", 9);
@@ -1688,8 +1758,7 @@ void encode_sso_test_result(struct jsonw *w, const struct sso_test_result *in)
         encode_sso_test_check(w, &in->checks[j]);
     }
     jsonw_array_end(w);
-    jsonw_raw_key(w, "\"tested_at\":", 12);
-    jsonw_string(w, in->tested_at);
+    jsonw_raw_key_string(w, "\"tested_at\":", 12, in->tested_at);
     jsonw_object_end(w);
 }
 
@@ -1744,22 +1813,17 @@ int decode_user(struct arena *a, const struct json_value *v, struct user *out)
 void encode_user(struct jsonw *w, const struct user *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"email\":", 8);
-    jsonw_string(w, in->email);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"email\":", 8, in->email);
     if (in->has_name || in->name != NULL) {
         jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, user_status_str(in->status));
-    jsonw_raw_key(w, "\"role\":", 7);
-    jsonw_string(w, in->role);
-    jsonw_raw_key(w, "\"joined_at\":", 12);
-    jsonw_string(w, in->joined_at);
+    user_status_json(w, in->status);
+    jsonw_raw_key_string(w, "\"role\":", 7, in->role);
+    jsonw_raw_key_string(w, "\"joined_at\":", 12, in->joined_at);
     if (in->has_last_login_at || in->last_login_at != NULL) {
         jsonw_raw_key(w, "\"last_login_at\":", 16);
         jsonw_string(w, in->last_login_at);
@@ -1904,7 +1968,7 @@ void encode_user_update(struct jsonw *w, const struct user_update *in)
     }
     if (in->has_status) {
         jsonw_raw_key(w, "\"status\":", 9);
-        jsonw_string(w, user_update_status_str(in->status));
+        user_update_status_json(w, in->status);
     }
     jsonw_object_end(w);
 }

@@ -18,6 +18,8 @@ enum anomaly_dimension_type {
     ANOMALY_DIMENSION_TYPE_CATEGORY = 3,
 };
 const char *anomaly_dimension_type_str(enum anomaly_dimension_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void anomaly_dimension_type_json(struct jsonw *w, enum anomaly_dimension_type v);
 enum anomaly_dimension_type anomaly_dimension_type_parse(const char *s);
 
 /* AnomalyFeedback: Whether the detection was right: `true_positive`, `false_positive`, or `planned_activity` (real b... */
@@ -27,6 +29,8 @@ enum anomaly_feedback {
     ANOMALY_FEEDBACK_PLANNED_ACTIVITY = 3,
 };
 const char *anomaly_feedback_str(enum anomaly_feedback v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void anomaly_feedback_json(struct jsonw *w, enum anomaly_feedback v);
 enum anomaly_feedback anomaly_feedback_parse(const char *s);
 
 /* anomaly_root_cause_type: What kind of contributor. */
@@ -37,6 +41,8 @@ enum anomaly_root_cause_type {
     ANOMALY_ROOT_CAUSE_TYPE_PAYMENT_TYPE = 4,
 };
 const char *anomaly_root_cause_type_str(enum anomaly_root_cause_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void anomaly_root_cause_type_json(struct jsonw *w, enum anomaly_root_cause_type v);
 enum anomaly_root_cause_type anomaly_root_cause_type_parse(const char *s);
 
 /* AnomalyStatus: `open` -> `acknowledged` -> `resolved`; `open` or `acknowledged` -> `resolved` or `dismissed`. */
@@ -47,6 +53,8 @@ enum anomaly_status {
     ANOMALY_STATUS_DISMISSED = 4,
 };
 const char *anomaly_status_str(enum anomaly_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void anomaly_status_json(struct jsonw *w, enum anomaly_status v);
 enum anomaly_status anomaly_status_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -59,6 +67,8 @@ enum dashboard_visibility {
     DASHBOARD_VISIBILITY_WORKSPACE = 2,
 };
 const char *dashboard_visibility_str(enum dashboard_visibility v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void dashboard_visibility_json(struct jsonw *w, enum dashboard_visibility v);
 enum dashboard_visibility dashboard_visibility_parse(const char *s);
 
 /* dashboard_widget_type: What the widget shows. */
@@ -69,6 +79,8 @@ enum dashboard_widget_type {
     DASHBOARD_WIDGET_TYPE_ANOMALIES = 4,
 };
 const char *dashboard_widget_type_str(enum dashboard_widget_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void dashboard_widget_type_json(struct jsonw *w, enum dashboard_widget_type v);
 enum dashboard_widget_type dashboard_widget_type_parse(const char *s);
 
 /* ForecastGranularity: Length of each forecast period (weeks start on Monday). */
@@ -78,6 +90,8 @@ enum forecast_granularity {
     FORECAST_GRANULARITY_MONTHLY = 3,
 };
 const char *forecast_granularity_str(enum forecast_granularity v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void forecast_granularity_json(struct jsonw *w, enum forecast_granularity v);
 enum forecast_granularity forecast_granularity_parse(const char *s);
 
 /* ForecastMethod: `moving_average` (recent flows), `seasonal` (the same periods of earlier years) or `manual` (know... */
@@ -87,6 +101,8 @@ enum forecast_method {
     FORECAST_METHOD_MANUAL = 3,
 };
 const char *forecast_method_str(enum forecast_method v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void forecast_method_json(struct jsonw *w, enum forecast_method v);
 enum forecast_method forecast_method_parse(const char *s);
 
 /* ForecastStatus: `pending` -> `running` -> `succeeded` or `failed` (final). */
@@ -97,6 +113,8 @@ enum forecast_status {
     FORECAST_STATUS_FAILED = 4,
 };
 const char *forecast_status_str(enum forecast_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void forecast_status_json(struct jsonw *w, enum forecast_status v);
 enum forecast_status forecast_status_parse(const char *s);
 
 /* InsightsDimension: What rows are broken down by. */
@@ -110,6 +128,8 @@ enum insights_dimension {
     INSIGHTS_DIMENSION_PAYMENT_TYPE = 7,
 };
 const char *insights_dimension_str(enum insights_dimension v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void insights_dimension_json(struct jsonw *w, enum insights_dimension v);
 enum insights_dimension insights_dimension_parse(const char *s);
 
 /* insights_filter_operator: `eq` and `neq` take exactly one value (422 `max_items` otherwise). */
@@ -120,6 +140,8 @@ enum insights_filter_operator {
     INSIGHTS_FILTER_OPERATOR_NOT_IN = 4,
 };
 const char *insights_filter_operator_str(enum insights_filter_operator v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void insights_filter_operator_json(struct jsonw *w, enum insights_filter_operator v);
 enum insights_filter_operator insights_filter_operator_parse(const char *s);
 
 /* InsightsGranularity: The length of each period (`total` - one period, the whole range). */
@@ -133,6 +155,8 @@ enum insights_granularity {
     INSIGHTS_GRANULARITY_TOTAL = 7,
 };
 const char *insights_granularity_str(enum insights_granularity v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void insights_granularity_json(struct jsonw *w, enum insights_granularity v);
 enum insights_granularity insights_granularity_parse(const char *s);
 
 /* InsightsMetric: What is measured: amounts of payments (by effective date), their count, bank inflows and outflows... */
@@ -146,6 +170,8 @@ enum insights_metric {
     INSIGHTS_METRIC_FX_CONVERTED_AMOUNT = 7,
 };
 const char *insights_metric_str(enum insights_metric v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void insights_metric_json(struct jsonw *w, enum insights_metric v);
 enum insights_metric insights_metric_parse(const char *s);
 
 /* insights_result_unit: What `value` holds. */
@@ -154,6 +180,8 @@ enum insights_result_unit {
     INSIGHTS_RESULT_UNIT_COUNT = 2,
 };
 const char *insights_result_unit_str(enum insights_result_unit v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void insights_result_unit_json(struct jsonw *w, enum insights_result_unit v);
 enum insights_result_unit insights_result_unit_parse(const char *s);
 
 /* KpiKey: A key figure. */
@@ -168,6 +196,8 @@ enum kpi_key {
     KPI_KEY_DAYS_CASH_ON_HAND = 8,
 };
 const char *kpi_key_str(enum kpi_key v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void kpi_key_json(struct jsonw *w, enum kpi_key v);
 enum kpi_key kpi_key_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -181,6 +211,8 @@ enum kpi_series_granularity {
     KPI_SERIES_GRANULARITY_MONTH = 3,
 };
 const char *kpi_series_granularity_str(enum kpi_series_granularity v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void kpi_series_granularity_json(struct jsonw *w, enum kpi_series_granularity v);
 enum kpi_series_granularity kpi_series_granularity_parse(const char *s);
 
 /* kpi_series_unit: What the values are. */
@@ -190,6 +222,8 @@ enum kpi_series_unit {
     KPI_SERIES_UNIT_DAYS = 3,
 };
 const char *kpi_series_unit_str(enum kpi_series_unit v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void kpi_series_unit_json(struct jsonw *w, enum kpi_series_unit v);
 enum kpi_series_unit kpi_series_unit_parse(const char *s);
 
 /* kpi_unit: What the values are. */
@@ -199,6 +233,8 @@ enum kpi_unit {
     KPI_UNIT_DAYS = 3,
 };
 const char *kpi_unit_str(enum kpi_unit v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void kpi_unit_json(struct jsonw *w, enum kpi_unit v);
 enum kpi_unit kpi_unit_parse(const char *s);
 
 /* param_forecast_granularity_param */
@@ -208,6 +244,8 @@ enum param_forecast_granularity_param {
     PARAM_FORECAST_GRANULARITY_PARAM_MONTHLY = 3,
 };
 const char *param_forecast_granularity_param_str(enum param_forecast_granularity_param v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void param_forecast_granularity_param_json(struct jsonw *w, enum param_forecast_granularity_param v);
 enum param_forecast_granularity_param param_forecast_granularity_param_parse(const char *s);
 
 /* param_forecast_method_param */
@@ -216,6 +254,8 @@ enum param_forecast_method_param {
     PARAM_FORECAST_METHOD_PARAM_SEASONAL = 2,
 };
 const char *param_forecast_method_param_str(enum param_forecast_method_param v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void param_forecast_method_param_json(struct jsonw *w, enum param_forecast_method_param v);
 enum param_forecast_method_param param_forecast_method_param_parse(const char *s);
 
 /* param_kpi_granularity */
@@ -225,6 +265,8 @@ enum param_kpi_granularity {
     PARAM_KPI_GRANULARITY_MONTH = 3,
 };
 const char *param_kpi_granularity_str(enum param_kpi_granularity v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void param_kpi_granularity_json(struct jsonw *w, enum param_kpi_granularity v);
 enum param_kpi_granularity param_kpi_granularity_parse(const char *s);
 
 /* ---- structs ---- */

@@ -19,6 +19,22 @@ const char *anomaly_dimension_type_str(enum anomaly_dimension_type v)
     return NULL;
 }
 
+void anomaly_dimension_type_json(struct jsonw *w, enum anomaly_dimension_type v)
+{
+    switch (v) {
+    case ANOMALY_DIMENSION_TYPE_ACCOUNT:
+        jsonw_raw_value(w, "\"account\"", 9);
+        return;
+    case ANOMALY_DIMENSION_TYPE_COUNTERPARTY:
+        jsonw_raw_value(w, "\"counterparty\"", 14);
+        return;
+    case ANOMALY_DIMENSION_TYPE_CATEGORY:
+        jsonw_raw_value(w, "\"category\"", 10);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum anomaly_dimension_type anomaly_dimension_type_parse(const char *s)
 {
     if (!s)
@@ -43,6 +59,22 @@ const char *anomaly_feedback_str(enum anomaly_feedback v)
         return "planned_activity";
     }
     return NULL;
+}
+
+void anomaly_feedback_json(struct jsonw *w, enum anomaly_feedback v)
+{
+    switch (v) {
+    case ANOMALY_FEEDBACK_TRUE_POSITIVE:
+        jsonw_raw_value(w, "\"true_positive\"", 15);
+        return;
+    case ANOMALY_FEEDBACK_FALSE_POSITIVE:
+        jsonw_raw_value(w, "\"false_positive\"", 16);
+        return;
+    case ANOMALY_FEEDBACK_PLANNED_ACTIVITY:
+        jsonw_raw_value(w, "\"planned_activity\"", 18);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum anomaly_feedback anomaly_feedback_parse(const char *s)
@@ -73,6 +105,25 @@ const char *anomaly_root_cause_type_str(enum anomaly_root_cause_type v)
     return NULL;
 }
 
+void anomaly_root_cause_type_json(struct jsonw *w, enum anomaly_root_cause_type v)
+{
+    switch (v) {
+    case ANOMALY_ROOT_CAUSE_TYPE_ACCOUNT:
+        jsonw_raw_value(w, "\"account\"", 9);
+        return;
+    case ANOMALY_ROOT_CAUSE_TYPE_COUNTERPARTY:
+        jsonw_raw_value(w, "\"counterparty\"", 14);
+        return;
+    case ANOMALY_ROOT_CAUSE_TYPE_CATEGORY:
+        jsonw_raw_value(w, "\"category\"", 10);
+        return;
+    case ANOMALY_ROOT_CAUSE_TYPE_PAYMENT_TYPE:
+        jsonw_raw_value(w, "\"payment_type\"", 14);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum anomaly_root_cause_type anomaly_root_cause_type_parse(const char *s)
 {
     if (!s)
@@ -101,6 +152,25 @@ const char *anomaly_status_str(enum anomaly_status v)
         return "dismissed";
     }
     return NULL;
+}
+
+void anomaly_status_json(struct jsonw *w, enum anomaly_status v)
+{
+    switch (v) {
+    case ANOMALY_STATUS_OPEN:
+        jsonw_raw_value(w, "\"open\"", 6);
+        return;
+    case ANOMALY_STATUS_ACKNOWLEDGED:
+        jsonw_raw_value(w, "\"acknowledged\"", 14);
+        return;
+    case ANOMALY_STATUS_RESOLVED:
+        jsonw_raw_value(w, "\"resolved\"", 10);
+        return;
+    case ANOMALY_STATUS_DISMISSED:
+        jsonw_raw_value(w, "\"dismissed\"", 11);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum anomaly_status anomaly_status_parse(const char *s)
@@ -150,6 +220,19 @@ const char *dashboard_visibility_str(enum dashboard_visibility v)
     return NULL;
 }
 
+void dashboard_visibility_json(struct jsonw *w, enum dashboard_visibility v)
+{
+    switch (v) {
+    case DASHBOARD_VISIBILITY_PRIVATE:
+        jsonw_raw_value(w, "\"private\"", 9);
+        return;
+    case DASHBOARD_VISIBILITY_WORKSPACE:
+        jsonw_raw_value(w, "\"workspace\"", 11);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum dashboard_visibility dashboard_visibility_parse(const char *s)
 {
     if (!s)
@@ -174,6 +257,25 @@ const char *dashboard_widget_type_str(enum dashboard_widget_type v)
         return "anomalies";
     }
     return NULL;
+}
+
+void dashboard_widget_type_json(struct jsonw *w, enum dashboard_widget_type v)
+{
+    switch (v) {
+    case DASHBOARD_WIDGET_TYPE_KPI:
+        jsonw_raw_value(w, "\"kpi\"", 5);
+        return;
+    case DASHBOARD_WIDGET_TYPE_INSIGHT:
+        jsonw_raw_value(w, "\"insight\"", 9);
+        return;
+    case DASHBOARD_WIDGET_TYPE_FORECAST:
+        jsonw_raw_value(w, "\"forecast\"", 10);
+        return;
+    case DASHBOARD_WIDGET_TYPE_ANOMALIES:
+        jsonw_raw_value(w, "\"anomalies\"", 11);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum dashboard_widget_type dashboard_widget_type_parse(const char *s)
@@ -204,6 +306,22 @@ const char *forecast_granularity_str(enum forecast_granularity v)
     return NULL;
 }
 
+void forecast_granularity_json(struct jsonw *w, enum forecast_granularity v)
+{
+    switch (v) {
+    case FORECAST_GRANULARITY_DAILY:
+        jsonw_raw_value(w, "\"daily\"", 7);
+        return;
+    case FORECAST_GRANULARITY_WEEKLY:
+        jsonw_raw_value(w, "\"weekly\"", 8);
+        return;
+    case FORECAST_GRANULARITY_MONTHLY:
+        jsonw_raw_value(w, "\"monthly\"", 9);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum forecast_granularity forecast_granularity_parse(const char *s)
 {
     if (!s)
@@ -228,6 +346,22 @@ const char *forecast_method_str(enum forecast_method v)
         return "manual";
     }
     return NULL;
+}
+
+void forecast_method_json(struct jsonw *w, enum forecast_method v)
+{
+    switch (v) {
+    case FORECAST_METHOD_MOVING_AVERAGE:
+        jsonw_raw_value(w, "\"moving_average\"", 16);
+        return;
+    case FORECAST_METHOD_SEASONAL:
+        jsonw_raw_value(w, "\"seasonal\"", 10);
+        return;
+    case FORECAST_METHOD_MANUAL:
+        jsonw_raw_value(w, "\"manual\"", 8);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum forecast_method forecast_method_parse(const char *s)
@@ -256,6 +390,25 @@ const char *forecast_status_str(enum forecast_status v)
         return "failed";
     }
     return NULL;
+}
+
+void forecast_status_json(struct jsonw *w, enum forecast_status v)
+{
+    switch (v) {
+    case FORECAST_STATUS_PENDING:
+        jsonw_raw_value(w, "\"pending\"", 9);
+        return;
+    case FORECAST_STATUS_RUNNING:
+        jsonw_raw_value(w, "\"running\"", 9);
+        return;
+    case FORECAST_STATUS_SUCCEEDED:
+        jsonw_raw_value(w, "\"succeeded\"", 11);
+        return;
+    case FORECAST_STATUS_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum forecast_status forecast_status_parse(const char *s)
@@ -294,6 +447,34 @@ const char *insights_dimension_str(enum insights_dimension v)
     return NULL;
 }
 
+void insights_dimension_json(struct jsonw *w, enum insights_dimension v)
+{
+    switch (v) {
+    case INSIGHTS_DIMENSION_CURRENCY:
+        jsonw_raw_value(w, "\"currency\"", 10);
+        return;
+    case INSIGHTS_DIMENSION_BANK_ACCOUNT:
+        jsonw_raw_value(w, "\"bank_account\"", 14);
+        return;
+    case INSIGHTS_DIMENSION_COUNTERPARTY:
+        jsonw_raw_value(w, "\"counterparty\"", 14);
+        return;
+    case INSIGHTS_DIMENSION_BENEFICIARY:
+        jsonw_raw_value(w, "\"beneficiary\"", 13);
+        return;
+    case INSIGHTS_DIMENSION_CATEGORY:
+        jsonw_raw_value(w, "\"category\"", 10);
+        return;
+    case INSIGHTS_DIMENSION_PAYMENT_STATUS:
+        jsonw_raw_value(w, "\"payment_status\"", 16);
+        return;
+    case INSIGHTS_DIMENSION_PAYMENT_TYPE:
+        jsonw_raw_value(w, "\"payment_type\"", 14);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum insights_dimension insights_dimension_parse(const char *s)
 {
     if (!s)
@@ -330,6 +511,25 @@ const char *insights_filter_operator_str(enum insights_filter_operator v)
     return NULL;
 }
 
+void insights_filter_operator_json(struct jsonw *w, enum insights_filter_operator v)
+{
+    switch (v) {
+    case INSIGHTS_FILTER_OPERATOR_EQ:
+        jsonw_raw_value(w, "\"eq\"", 4);
+        return;
+    case INSIGHTS_FILTER_OPERATOR_NEQ:
+        jsonw_raw_value(w, "\"neq\"", 5);
+        return;
+    case INSIGHTS_FILTER_OPERATOR_IN:
+        jsonw_raw_value(w, "\"in\"", 4);
+        return;
+    case INSIGHTS_FILTER_OPERATOR_NOT_IN:
+        jsonw_raw_value(w, "\"not_in\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum insights_filter_operator insights_filter_operator_parse(const char *s)
 {
     if (!s)
@@ -364,6 +564,34 @@ const char *insights_granularity_str(enum insights_granularity v)
         return "total";
     }
     return NULL;
+}
+
+void insights_granularity_json(struct jsonw *w, enum insights_granularity v)
+{
+    switch (v) {
+    case INSIGHTS_GRANULARITY_HOUR:
+        jsonw_raw_value(w, "\"hour\"", 6);
+        return;
+    case INSIGHTS_GRANULARITY_DAY:
+        jsonw_raw_value(w, "\"day\"", 5);
+        return;
+    case INSIGHTS_GRANULARITY_WEEK:
+        jsonw_raw_value(w, "\"week\"", 6);
+        return;
+    case INSIGHTS_GRANULARITY_MONTH:
+        jsonw_raw_value(w, "\"month\"", 7);
+        return;
+    case INSIGHTS_GRANULARITY_QUARTER:
+        jsonw_raw_value(w, "\"quarter\"", 9);
+        return;
+    case INSIGHTS_GRANULARITY_YEAR:
+        jsonw_raw_value(w, "\"year\"", 6);
+        return;
+    case INSIGHTS_GRANULARITY_TOTAL:
+        jsonw_raw_value(w, "\"total\"", 7);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum insights_granularity insights_granularity_parse(const char *s)
@@ -408,6 +636,34 @@ const char *insights_metric_str(enum insights_metric v)
     return NULL;
 }
 
+void insights_metric_json(struct jsonw *w, enum insights_metric v)
+{
+    switch (v) {
+    case INSIGHTS_METRIC_PAYMENTS_AMOUNT:
+        jsonw_raw_value(w, "\"payments_amount\"", 17);
+        return;
+    case INSIGHTS_METRIC_PAYMENTS_COUNT:
+        jsonw_raw_value(w, "\"payments_count\"", 16);
+        return;
+    case INSIGHTS_METRIC_INFLOWS:
+        jsonw_raw_value(w, "\"inflows\"", 9);
+        return;
+    case INSIGHTS_METRIC_OUTFLOWS:
+        jsonw_raw_value(w, "\"outflows\"", 10);
+        return;
+    case INSIGHTS_METRIC_NET_CASH_FLOW:
+        jsonw_raw_value(w, "\"net_cash_flow\"", 15);
+        return;
+    case INSIGHTS_METRIC_CASH_BALANCE:
+        jsonw_raw_value(w, "\"cash_balance\"", 14);
+        return;
+    case INSIGHTS_METRIC_FX_CONVERTED_AMOUNT:
+        jsonw_raw_value(w, "\"fx_converted_amount\"", 21);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum insights_metric insights_metric_parse(const char *s)
 {
     if (!s)
@@ -438,6 +694,19 @@ const char *insights_result_unit_str(enum insights_result_unit v)
         return "count";
     }
     return NULL;
+}
+
+void insights_result_unit_json(struct jsonw *w, enum insights_result_unit v)
+{
+    switch (v) {
+    case INSIGHTS_RESULT_UNIT_AMOUNT:
+        jsonw_raw_value(w, "\"amount\"", 8);
+        return;
+    case INSIGHTS_RESULT_UNIT_COUNT:
+        jsonw_raw_value(w, "\"count\"", 7);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum insights_result_unit insights_result_unit_parse(const char *s)
@@ -472,6 +741,37 @@ const char *kpi_key_str(enum kpi_key v)
         return "days_cash_on_hand";
     }
     return NULL;
+}
+
+void kpi_key_json(struct jsonw *w, enum kpi_key v)
+{
+    switch (v) {
+    case KPI_KEY_CASH_BALANCE:
+        jsonw_raw_value(w, "\"cash_balance\"", 14);
+        return;
+    case KPI_KEY_NET_CASH_FLOW:
+        jsonw_raw_value(w, "\"net_cash_flow\"", 15);
+        return;
+    case KPI_KEY_INFLOWS:
+        jsonw_raw_value(w, "\"inflows\"", 9);
+        return;
+    case KPI_KEY_OUTFLOWS:
+        jsonw_raw_value(w, "\"outflows\"", 10);
+        return;
+    case KPI_KEY_FX_EXPOSURE:
+        jsonw_raw_value(w, "\"fx_exposure\"", 13);
+        return;
+    case KPI_KEY_PAYMENTS_PENDING_APPROVAL:
+        jsonw_raw_value(w, "\"payments_pending_approval\"", 27);
+        return;
+    case KPI_KEY_OPEN_ANOMALIES:
+        jsonw_raw_value(w, "\"open_anomalies\"", 16);
+        return;
+    case KPI_KEY_DAYS_CASH_ON_HAND:
+        jsonw_raw_value(w, "\"days_cash_on_hand\"", 19);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum kpi_key kpi_key_parse(const char *s)
@@ -531,6 +831,22 @@ const char *kpi_series_granularity_str(enum kpi_series_granularity v)
     return NULL;
 }
 
+void kpi_series_granularity_json(struct jsonw *w, enum kpi_series_granularity v)
+{
+    switch (v) {
+    case KPI_SERIES_GRANULARITY_DAY:
+        jsonw_raw_value(w, "\"day\"", 5);
+        return;
+    case KPI_SERIES_GRANULARITY_WEEK:
+        jsonw_raw_value(w, "\"week\"", 6);
+        return;
+    case KPI_SERIES_GRANULARITY_MONTH:
+        jsonw_raw_value(w, "\"month\"", 7);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum kpi_series_granularity kpi_series_granularity_parse(const char *s)
 {
     if (!s)
@@ -555,6 +871,22 @@ const char *kpi_series_unit_str(enum kpi_series_unit v)
         return "days";
     }
     return NULL;
+}
+
+void kpi_series_unit_json(struct jsonw *w, enum kpi_series_unit v)
+{
+    switch (v) {
+    case KPI_SERIES_UNIT_AMOUNT:
+        jsonw_raw_value(w, "\"amount\"", 8);
+        return;
+    case KPI_SERIES_UNIT_COUNT:
+        jsonw_raw_value(w, "\"count\"", 7);
+        return;
+    case KPI_SERIES_UNIT_DAYS:
+        jsonw_raw_value(w, "\"days\"", 6);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum kpi_series_unit kpi_series_unit_parse(const char *s)
@@ -583,6 +915,22 @@ const char *kpi_unit_str(enum kpi_unit v)
     return NULL;
 }
 
+void kpi_unit_json(struct jsonw *w, enum kpi_unit v)
+{
+    switch (v) {
+    case KPI_UNIT_AMOUNT:
+        jsonw_raw_value(w, "\"amount\"", 8);
+        return;
+    case KPI_UNIT_COUNT:
+        jsonw_raw_value(w, "\"count\"", 7);
+        return;
+    case KPI_UNIT_DAYS:
+        jsonw_raw_value(w, "\"days\"", 6);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum kpi_unit kpi_unit_parse(const char *s)
 {
     if (!s)
@@ -609,6 +957,22 @@ const char *param_forecast_granularity_param_str(enum param_forecast_granularity
     return NULL;
 }
 
+void param_forecast_granularity_param_json(struct jsonw *w, enum param_forecast_granularity_param v)
+{
+    switch (v) {
+    case PARAM_FORECAST_GRANULARITY_PARAM_DAILY:
+        jsonw_raw_value(w, "\"daily\"", 7);
+        return;
+    case PARAM_FORECAST_GRANULARITY_PARAM_WEEKLY:
+        jsonw_raw_value(w, "\"weekly\"", 8);
+        return;
+    case PARAM_FORECAST_GRANULARITY_PARAM_MONTHLY:
+        jsonw_raw_value(w, "\"monthly\"", 9);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum param_forecast_granularity_param param_forecast_granularity_param_parse(const char *s)
 {
     if (!s)
@@ -633,6 +997,19 @@ const char *param_forecast_method_param_str(enum param_forecast_method_param v)
     return NULL;
 }
 
+void param_forecast_method_param_json(struct jsonw *w, enum param_forecast_method_param v)
+{
+    switch (v) {
+    case PARAM_FORECAST_METHOD_PARAM_MOVING_AVERAGE:
+        jsonw_raw_value(w, "\"moving_average\"", 16);
+        return;
+    case PARAM_FORECAST_METHOD_PARAM_SEASONAL:
+        jsonw_raw_value(w, "\"seasonal\"", 10);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum param_forecast_method_param param_forecast_method_param_parse(const char *s)
 {
     if (!s)
@@ -655,6 +1032,22 @@ const char *param_kpi_granularity_str(enum param_kpi_granularity v)
         return "month";
     }
     return NULL;
+}
+
+void param_kpi_granularity_json(struct jsonw *w, enum param_kpi_granularity v)
+{
+    switch (v) {
+    case PARAM_KPI_GRANULARITY_DAY:
+        jsonw_raw_value(w, "\"day\"", 5);
+        return;
+    case PARAM_KPI_GRANULARITY_WEEK:
+        jsonw_raw_value(w, "\"week\"", 6);
+        return;
+    case PARAM_KPI_GRANULARITY_MONTH:
+        jsonw_raw_value(w, "\"month\"", 7);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum param_kpi_granularity param_kpi_granularity_parse(const char *s)
@@ -762,16 +1155,11 @@ int decode_anomaly(struct arena *a, const struct json_value *v, struct anomaly *
 void encode_anomaly(struct jsonw *w, const struct anomaly *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"detected_at\":", 14);
-    jsonw_string(w, in->detected_at);
-    jsonw_raw_key(w, "\"start_date\":", 13);
-    jsonw_string(w, in->start_date);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"detected_at\":", 14, in->detected_at);
+    jsonw_raw_key_string(w, "\"start_date\":", 13, in->start_date);
     if (in->has_end_date || in->end_date != NULL) {
         jsonw_raw_key(w, "\"end_date\":", 11);
         jsonw_string(w, in->end_date);
@@ -804,7 +1192,7 @@ void encode_anomaly(struct jsonw *w, const struct anomaly *in)
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, anomaly_status_str(in->status));
+    anomaly_status_json(w, in->status);
     if (in->has_status_changed_by || in->status_changed_by != NULL) {
         jsonw_raw_key(w, "\"status_changed_by\":", 20);
         jsonw_string(w, in->status_changed_by);
@@ -819,7 +1207,7 @@ void encode_anomaly(struct jsonw *w, const struct anomaly *in)
     }
     if (in->has_feedback) {
         jsonw_raw_key(w, "\"feedback\":", 11);
-        jsonw_string(w, anomaly_feedback_str(in->feedback));
+        anomaly_feedback_json(w, in->feedback);
     }
     if (in->has_feedback_comment || in->feedback_comment != NULL) {
         jsonw_raw_key(w, "\"feedback_comment\":", 19);
@@ -838,10 +1226,8 @@ void encode_anomaly(struct jsonw *w, const struct anomaly *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -868,9 +1254,8 @@ void encode_anomaly_dimension(struct jsonw *w, const struct anomaly_dimension *i
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, anomaly_dimension_type_str(in->type));
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
+    anomaly_dimension_type_json(w, in->type);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
     if (in->has_name || in->name != NULL) {
         jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
@@ -899,7 +1284,7 @@ void encode_anomaly_feedback_update(struct jsonw *w, const struct anomaly_feedba
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"feedback\":", 11);
-    jsonw_string(w, anomaly_feedback_str(in->feedback));
+    anomaly_feedback_json(w, in->feedback);
     if (in->has_comment || in->comment != NULL) {
         jsonw_raw_key(w, "\"comment\":", 10);
         jsonw_string(w, in->comment);
@@ -936,8 +1321,7 @@ void encode_anomaly_impact(struct jsonw *w, const struct anomaly_impact *in)
     jsonw_int(w, in->actual);
     jsonw_raw_key(w, "\"delta\":", 8);
     jsonw_int(w, in->delta);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_object_end(w);
 }
 
@@ -1015,9 +1399,8 @@ void encode_anomaly_root_cause(struct jsonw *w, const struct anomaly_root_cause 
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, anomaly_root_cause_type_str(in->type));
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
+    anomaly_root_cause_type_json(w, in->type);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
     if (in->has_name || in->name != NULL) {
         jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
@@ -1122,8 +1505,7 @@ int decode_cashflow_forecast(struct arena *a, const struct json_value *v, struct
 void encode_cashflow_forecast(struct jsonw *w, const struct cashflow_forecast *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
     jsonw_raw_key(w, "\"scope\":", 8);
     if (in->scope)
         encode_forecast_scope(w, in->scope);
@@ -1135,9 +1517,9 @@ void encode_cashflow_forecast(struct jsonw *w, const struct cashflow_forecast *i
     else
         jsonw_null(w);
     jsonw_raw_key(w, "\"granularity\":", 14);
-    jsonw_string(w, forecast_granularity_str(in->granularity));
+    forecast_granularity_json(w, in->granularity);
     jsonw_raw_key(w, "\"method\":", 9);
-    jsonw_string(w, forecast_method_str(in->method));
+    forecast_method_json(w, in->method);
     jsonw_raw_key(w, "\"prediction_interval_level\":", 28);
     jsonw_int(w, in->prediction_interval_level);
     jsonw_raw_key(w, "\"points\":", 9);
@@ -1146,10 +1528,8 @@ void encode_cashflow_forecast(struct jsonw *w, const struct cashflow_forecast *i
         encode_forecast_point(w, &in->points[j]);
     }
     jsonw_array_end(w);
-    jsonw_raw_key(w, "\"inputs_as_of\":", 15);
-    jsonw_string(w, in->inputs_as_of);
-    jsonw_raw_key(w, "\"generated_at\":", 15);
-    jsonw_string(w, in->generated_at);
+    jsonw_raw_key_string(w, "\"inputs_as_of\":", 15, in->inputs_as_of);
+    jsonw_raw_key_string(w, "\"generated_at\":", 15, in->generated_at);
     jsonw_object_end(w);
 }
 
@@ -1207,22 +1587,17 @@ int decode_dashboard(struct arena *a, const struct json_value *v, struct dashboa
 void encode_dashboard(struct jsonw *w, const struct dashboard *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
     jsonw_raw_key(w, "\"visibility\":", 13);
-    jsonw_string(w, dashboard_visibility_str(in->visibility));
-    jsonw_raw_key(w, "\"owner_id\":", 11);
-    jsonw_string(w, in->owner_id);
+    dashboard_visibility_json(w, in->visibility);
+    jsonw_raw_key_string(w, "\"owner_id\":", 11, in->owner_id);
     jsonw_raw_key(w, "\"widgets\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->widgets_count; j++) {
@@ -1238,10 +1613,8 @@ void encode_dashboard(struct jsonw *w, const struct dashboard *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1288,15 +1661,14 @@ int decode_dashboard_create(struct arena *a, const struct json_value *v, struct 
 void encode_dashboard_create(struct jsonw *w, const struct dashboard_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
     if (in->has_visibility) {
         jsonw_raw_key(w, "\"visibility\":", 13);
-        jsonw_string(w, dashboard_visibility_str(in->visibility));
+        dashboard_visibility_json(w, in->visibility);
     }
     if (in->has_widgets || in->widgets != NULL) {
         jsonw_raw_key(w, "\"widgets\":", 10);
@@ -1429,7 +1801,7 @@ void encode_dashboard_update(struct jsonw *w, const struct dashboard_update *in)
     }
     if (in->has_visibility) {
         jsonw_raw_key(w, "\"visibility\":", 13);
-        jsonw_string(w, dashboard_visibility_str(in->visibility));
+        dashboard_visibility_json(w, in->visibility);
     }
     if (in->has_widgets || in->widgets != NULL) {
         jsonw_raw_key(w, "\"widgets\":", 10);
@@ -1487,15 +1859,13 @@ int decode_dashboard_widget(struct arena *a, const struct json_value *v, struct 
 void encode_dashboard_widget(struct jsonw *w, const struct dashboard_widget *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"key\":", 6);
-    jsonw_string(w, in->key);
+    jsonw_raw_key_string(w, "\"key\":", 6, in->key);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, dashboard_widget_type_str(in->type));
-    jsonw_raw_key(w, "\"title\":", 8);
-    jsonw_string(w, in->title);
+    dashboard_widget_type_json(w, in->type);
+    jsonw_raw_key_string(w, "\"title\":", 8, in->title);
     if (in->has_kpi) {
         jsonw_raw_key(w, "\"kpi\":", 6);
-        jsonw_string(w, kpi_key_str(in->kpi));
+        kpi_key_json(w, in->kpi);
     }
     if (in->has_query || in->query != NULL) {
         jsonw_raw_key(w, "\"query\":", 8);
@@ -1641,12 +2011,9 @@ int decode_forecast(struct arena *a, const struct json_value *v, struct forecast
 void encode_forecast(struct jsonw *w, const struct forecast *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     if (in->has_name || in->name != NULL) {
         jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
@@ -1662,9 +2029,9 @@ void encode_forecast(struct jsonw *w, const struct forecast *in)
     else
         jsonw_null(w);
     jsonw_raw_key(w, "\"granularity\":", 14);
-    jsonw_string(w, forecast_granularity_str(in->granularity));
+    forecast_granularity_json(w, in->granularity);
     jsonw_raw_key(w, "\"method\":", 9);
-    jsonw_string(w, forecast_method_str(in->method));
+    forecast_method_json(w, in->method);
     jsonw_raw_key(w, "\"prediction_interval_level\":", 28);
     jsonw_int(w, in->prediction_interval_level);
     if (in->has_manual_entries || in->manual_entries != NULL) {
@@ -1676,7 +2043,7 @@ void encode_forecast(struct jsonw *w, const struct forecast *in)
         jsonw_array_end(w);
     }
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, forecast_status_str(in->status));
+    forecast_status_json(w, in->status);
     if (in->has_points || in->points != NULL) {
         jsonw_raw_key(w, "\"points\":", 9);
         jsonw_array_begin(w);
@@ -1696,8 +2063,7 @@ void encode_forecast(struct jsonw *w, const struct forecast *in)
         else
             jsonw_null(w);
     }
-    jsonw_raw_key(w, "\"requested_by\":", 15);
-    jsonw_string(w, in->requested_by);
+    jsonw_raw_key_string(w, "\"requested_by\":", 15, in->requested_by);
     if (in->has_started_at || in->started_at != NULL) {
         jsonw_raw_key(w, "\"started_at\":", 13);
         jsonw_string(w, in->started_at);
@@ -1715,10 +2081,8 @@ void encode_forecast(struct jsonw *w, const struct forecast *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1796,11 +2160,11 @@ void encode_forecast_create(struct jsonw *w, const struct forecast_create *in)
         jsonw_null(w);
     if (in->has_granularity) {
         jsonw_raw_key(w, "\"granularity\":", 14);
-        jsonw_string(w, forecast_granularity_str(in->granularity));
+        forecast_granularity_json(w, in->granularity);
     }
     if (in->has_method) {
         jsonw_raw_key(w, "\"method\":", 9);
-        jsonw_string(w, forecast_method_str(in->method));
+        forecast_method_json(w, in->method);
     }
     if (in->has_prediction_interval_level) {
         jsonw_raw_key(w, "\"prediction_interval_level\":", 28);
@@ -1845,10 +2209,8 @@ int decode_forecast_error(struct arena *a, const struct json_value *v, struct fo
 void encode_forecast_error(struct jsonw *w, const struct forecast_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, in->code);
-    jsonw_raw_key(w, "\"message\":", 10);
-    jsonw_string(w, in->message);
+    jsonw_raw_key_string(w, "\"code\":", 7, in->code);
+    jsonw_raw_key_string(w, "\"message\":", 10, in->message);
     jsonw_object_end(w);
 }
 
@@ -1871,10 +2233,8 @@ int decode_forecast_horizon(struct arena *a, const struct json_value *v, struct 
 void encode_forecast_horizon(struct jsonw *w, const struct forecast_horizon *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"start_date\":", 13);
-    jsonw_string(w, in->start_date);
-    jsonw_raw_key(w, "\"end_date_exclusive\":", 21);
-    jsonw_string(w, in->end_date_exclusive);
+    jsonw_raw_key_string(w, "\"start_date\":", 13, in->start_date);
+    jsonw_raw_key_string(w, "\"end_date_exclusive\":", 21, in->end_date_exclusive);
     jsonw_object_end(w);
 }
 
@@ -1954,12 +2314,9 @@ int decode_forecast_point(struct arena *a, const struct json_value *v, struct fo
 void encode_forecast_point(struct jsonw *w, const struct forecast_point *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"period_start\":", 15);
-    jsonw_string(w, in->period_start);
-    jsonw_raw_key(w, "\"period_end\":", 13);
-    jsonw_string(w, in->period_end);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"period_start\":", 15, in->period_start);
+    jsonw_raw_key_string(w, "\"period_end\":", 13, in->period_end);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"mean\":", 7);
     jsonw_int(w, in->mean);
     jsonw_raw_key(w, "\"lower\":", 8);
@@ -2039,9 +2396,9 @@ void encode_insights_filter(struct jsonw *w, const struct insights_filter *in)
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"dimension\":", 12);
-    jsonw_string(w, insights_dimension_str(in->dimension));
+    insights_dimension_json(w, in->dimension);
     jsonw_raw_key(w, "\"operator\":", 11);
-    jsonw_string(w, insights_filter_operator_str(in->operator));
+    insights_filter_operator_json(w, in->operator);
     jsonw_raw_key(w, "\"values\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->values_count; j++) {
@@ -2104,12 +2461,12 @@ void encode_insights_query(struct jsonw *w, const struct insights_query *in)
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"metric\":", 9);
-    jsonw_string(w, insights_metric_str(in->metric));
+    insights_metric_json(w, in->metric);
     if (in->has_dimensions || in->dimensions != NULL) {
         jsonw_raw_key(w, "\"dimensions\":", 13);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->dimensions_count; j++) {
-            jsonw_string(w, insights_dimension_str(in->dimensions[j]));
+            insights_dimension_json(w, in->dimensions[j]);
         }
         jsonw_array_end(w);
     }
@@ -2127,7 +2484,7 @@ void encode_insights_query(struct jsonw *w, const struct insights_query *in)
     else
         jsonw_null(w);
     jsonw_raw_key(w, "\"granularity\":", 14);
-    jsonw_string(w, insights_granularity_str(in->granularity));
+    insights_granularity_json(w, in->granularity);
     if (in->has_convert_to || in->convert_to != NULL) {
         jsonw_raw_key(w, "\"convert_to\":", 13);
         jsonw_string(w, in->convert_to);
@@ -2189,20 +2546,19 @@ int decode_insights_result(struct arena *a, const struct json_value *v, struct i
 void encode_insights_result(struct jsonw *w, const struct insights_result *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
     jsonw_raw_key(w, "\"metric\":", 9);
-    jsonw_string(w, insights_metric_str(in->metric));
+    insights_metric_json(w, in->metric);
     jsonw_raw_key(w, "\"unit\":", 7);
-    jsonw_string(w, insights_result_unit_str(in->unit));
+    insights_result_unit_json(w, in->unit);
     jsonw_raw_key(w, "\"dimensions\":", 13);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->dimensions_count; j++) {
-        jsonw_string(w, insights_dimension_str(in->dimensions[j]));
+        insights_dimension_json(w, in->dimensions[j]);
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"granularity\":", 14);
-    jsonw_string(w, insights_granularity_str(in->granularity));
+    insights_granularity_json(w, in->granularity);
     jsonw_raw_key(w, "\"time_range\":", 13);
     if (in->time_range)
         encode_insights_time_range(w, in->time_range);
@@ -2216,10 +2572,8 @@ void encode_insights_result(struct jsonw *w, const struct insights_result *in)
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"truncated\":", 12);
     jsonw_bool(w, in->truncated);
-    jsonw_raw_key(w, "\"data_as_of\":", 13);
-    jsonw_string(w, in->data_as_of);
-    jsonw_raw_key(w, "\"generated_at\":", 15);
-    jsonw_string(w, in->generated_at);
+    jsonw_raw_key_string(w, "\"data_as_of\":", 13, in->data_as_of);
+    jsonw_raw_key_string(w, "\"generated_at\":", 15, in->generated_at);
     jsonw_object_end(w);
 }
 
@@ -2256,10 +2610,8 @@ int decode_insights_row(struct arena *a, const struct json_value *v, struct insi
 void encode_insights_row(struct jsonw *w, const struct insights_row *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"period_start\":", 15);
-    jsonw_string(w, in->period_start);
-    jsonw_raw_key(w, "\"period_end\":", 13);
-    jsonw_string(w, in->period_end);
+    jsonw_raw_key_string(w, "\"period_start\":", 15, in->period_start);
+    jsonw_raw_key_string(w, "\"period_end\":", 13, in->period_end);
     jsonw_raw_key(w, "\"dimensions\":", 13);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->dimensions_count; j++) {
@@ -2295,10 +2647,8 @@ int decode_insights_time_range(struct arena *a, const struct json_value *v, stru
 void encode_insights_time_range(struct jsonw *w, const struct insights_time_range *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"start\":", 8);
-    jsonw_string(w, in->start);
-    jsonw_raw_key(w, "\"end\":", 6);
-    jsonw_string(w, in->end);
+    jsonw_raw_key_string(w, "\"start\":", 8, in->start);
+    jsonw_raw_key_string(w, "\"end\":", 6, in->end);
     jsonw_object_end(w);
 }
 
@@ -2339,11 +2689,10 @@ void encode_kpi(struct jsonw *w, const struct kpi *in)
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"key\":", 6);
-    jsonw_string(w, kpi_key_str(in->key));
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    kpi_key_json(w, in->key);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"unit\":", 7);
-    jsonw_string(w, kpi_unit_str(in->unit));
+    kpi_unit_json(w, in->unit);
     if (in->has_currency || in->currency != NULL) {
         jsonw_raw_key(w, "\"currency\":", 11);
         jsonw_string(w, in->currency);
@@ -2358,10 +2707,8 @@ void encode_kpi(struct jsonw *w, const struct kpi *in)
         jsonw_raw_key(w, "\"change\":", 9);
         jsonw_int(w, in->change);
     }
-    jsonw_raw_key(w, "\"as_of\":", 8);
-    jsonw_string(w, in->as_of);
-    jsonw_raw_key(w, "\"computed_at\":", 14);
-    jsonw_string(w, in->computed_at);
+    jsonw_raw_key_string(w, "\"as_of\":", 8, in->as_of);
+    jsonw_raw_key_string(w, "\"computed_at\":", 14, in->computed_at);
     jsonw_object_end(w);
 }
 
@@ -2395,12 +2742,9 @@ int decode_kpi_list(struct arena *a, const struct json_value *v, struct kpi_list
 void encode_kpi_list(struct jsonw *w, const struct kpi_list *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"as_of\":", 8);
-    jsonw_string(w, in->as_of);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"as_of\":", 8, in->as_of);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
@@ -2431,10 +2775,8 @@ int decode_kpi_point(struct arena *a, const struct json_value *v, struct kpi_poi
 void encode_kpi_point(struct jsonw *w, const struct kpi_point *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"period_start\":", 15);
-    jsonw_string(w, in->period_start);
-    jsonw_raw_key(w, "\"period_end\":", 13);
-    jsonw_string(w, in->period_end);
+    jsonw_raw_key_string(w, "\"period_start\":", 15, in->period_start);
+    jsonw_raw_key_string(w, "\"period_end\":", 13, in->period_end);
     jsonw_raw_key(w, "\"value\":", 8);
     jsonw_int(w, in->value);
     jsonw_object_end(w);
@@ -2477,20 +2819,18 @@ int decode_kpi_series(struct arena *a, const struct json_value *v, struct kpi_se
 void encode_kpi_series(struct jsonw *w, const struct kpi_series *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
     jsonw_raw_key(w, "\"key\":", 6);
-    jsonw_string(w, kpi_key_str(in->key));
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    kpi_key_json(w, in->key);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"unit\":", 7);
-    jsonw_string(w, kpi_series_unit_str(in->unit));
+    kpi_series_unit_json(w, in->unit);
     if (in->has_currency || in->currency != NULL) {
         jsonw_raw_key(w, "\"currency\":", 11);
         jsonw_string(w, in->currency);
     }
     jsonw_raw_key(w, "\"granularity\":", 14);
-    jsonw_string(w, kpi_series_granularity_str(in->granularity));
+    kpi_series_granularity_json(w, in->granularity);
     jsonw_raw_key(w, "\"points\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->points_count; j++) {
@@ -2524,10 +2864,8 @@ int decode_manual_forecast_entry(struct arena *a, const struct json_value *v, st
 void encode_manual_forecast_entry(struct jsonw *w, const struct manual_forecast_entry *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"date\":", 7);
-    jsonw_string(w, in->date);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"date\":", 7, in->date);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
     if (in->has_description || in->description != NULL) {

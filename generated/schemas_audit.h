@@ -18,6 +18,8 @@ enum audit_actor_type {
     AUDIT_ACTOR_TYPE_SYSTEM = 3,
 };
 const char *audit_actor_type_str(enum audit_actor_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void audit_actor_type_json(struct jsonw *w, enum audit_actor_type v);
 enum audit_actor_type audit_actor_type_parse(const char *s);
 
 /* audit_alert_condition_type: The kind of condition. */
@@ -26,6 +28,8 @@ enum audit_alert_condition_type {
     AUDIT_ALERT_CONDITION_TYPE_THRESHOLD = 2,
 };
 const char *audit_alert_condition_type_str(enum audit_alert_condition_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void audit_alert_condition_type_json(struct jsonw *w, enum audit_alert_condition_type v);
 enum audit_alert_condition_type audit_alert_condition_type_parse(const char *s);
 
 /* audit_alert_status: `paused` alerts are not evaluated. */
@@ -34,6 +38,8 @@ enum audit_alert_status {
     AUDIT_ALERT_STATUS_PAUSED = 2,
 };
 const char *audit_alert_status_str(enum audit_alert_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void audit_alert_status_json(struct jsonw *w, enum audit_alert_status v);
 enum audit_alert_status audit_alert_status_parse(const char *s);
 
 /* audit_alert_update_status: Pause or resume the alert. */
@@ -42,6 +48,8 @@ enum audit_alert_update_status {
     AUDIT_ALERT_UPDATE_STATUS_PAUSED = 2,
 };
 const char *audit_alert_update_status_str(enum audit_alert_update_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void audit_alert_update_status_json(struct jsonw *w, enum audit_alert_update_status v);
 enum audit_alert_update_status audit_alert_update_status_parse(const char *s);
 
 /* audit_chain_anchor_type: How the head was anchored. */
@@ -50,6 +58,8 @@ enum audit_chain_anchor_type {
     AUDIT_CHAIN_ANCHOR_TYPE_RFC3161 = 2,
 };
 const char *audit_chain_anchor_type_str(enum audit_chain_anchor_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void audit_chain_anchor_type_json(struct jsonw *w, enum audit_chain_anchor_type v);
 enum audit_chain_anchor_type audit_chain_anchor_type_parse(const char *s);
 
 /* compliance_finding_severity: How urgent it is. */
@@ -59,6 +69,8 @@ enum compliance_finding_severity {
     COMPLIANCE_FINDING_SEVERITY_HIGH = 3,
 };
 const char *compliance_finding_severity_str(enum compliance_finding_severity v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void compliance_finding_severity_json(struct jsonw *w, enum compliance_finding_severity v);
 enum compliance_finding_severity compliance_finding_severity_parse(const char *s);
 
 /* compliance_report_file_content_type: Its media type. */
@@ -68,6 +80,8 @@ enum compliance_report_file_content_type {
     COMPLIANCE_REPORT_FILE_CONTENT_TYPE_APPLICATION_PDF = 3,
 };
 const char *compliance_report_file_content_type_str(enum compliance_report_file_content_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void compliance_report_file_content_type_json(struct jsonw *w, enum compliance_report_file_content_type v);
 enum compliance_report_file_content_type compliance_report_file_content_type_parse(const char *s);
 
 /* ComplianceReportFormat: The file's format (`application/json`, `text/csv` or `application/pdf`). */
@@ -77,6 +91,8 @@ enum compliance_report_format {
     COMPLIANCE_REPORT_FORMAT_PDF = 3,
 };
 const char *compliance_report_format_str(enum compliance_report_format v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void compliance_report_format_json(struct jsonw *w, enum compliance_report_format v);
 enum compliance_report_format compliance_report_format_parse(const char *s);
 
 /* ComplianceReportStatus: `pending` -> `running` -> `succeeded` or `failed` (final). */
@@ -87,6 +103,8 @@ enum compliance_report_status {
     COMPLIANCE_REPORT_STATUS_FAILED = 4,
 };
 const char *compliance_report_status_str(enum compliance_report_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void compliance_report_status_json(struct jsonw *w, enum compliance_report_status v);
 enum compliance_report_status compliance_report_status_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -100,6 +118,8 @@ enum compliance_report_type {
     COMPLIANCE_REPORT_TYPE_CHAIN_VERIFICATION = 3,
 };
 const char *compliance_report_type_str(enum compliance_report_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void compliance_report_type_json(struct jsonw *w, enum compliance_report_type v);
 enum compliance_report_type compliance_report_type_parse(const char *s);
 
 /* AuditAlertChannel: which oneOf member is set, by type */

@@ -19,6 +19,22 @@ const char *audit_actor_type_str(enum audit_actor_type v)
     return NULL;
 }
 
+void audit_actor_type_json(struct jsonw *w, enum audit_actor_type v)
+{
+    switch (v) {
+    case AUDIT_ACTOR_TYPE_USER:
+        jsonw_raw_value(w, "\"user\"", 6);
+        return;
+    case AUDIT_ACTOR_TYPE_SERVICE_ACCOUNT:
+        jsonw_raw_value(w, "\"service_account\"", 17);
+        return;
+    case AUDIT_ACTOR_TYPE_SYSTEM:
+        jsonw_raw_value(w, "\"system\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum audit_actor_type audit_actor_type_parse(const char *s)
 {
     if (!s)
@@ -43,6 +59,19 @@ const char *audit_alert_condition_type_str(enum audit_alert_condition_type v)
     return NULL;
 }
 
+void audit_alert_condition_type_json(struct jsonw *w, enum audit_alert_condition_type v)
+{
+    switch (v) {
+    case AUDIT_ALERT_CONDITION_TYPE_EVERY:
+        jsonw_raw_value(w, "\"every\"", 7);
+        return;
+    case AUDIT_ALERT_CONDITION_TYPE_THRESHOLD:
+        jsonw_raw_value(w, "\"threshold\"", 11);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum audit_alert_condition_type audit_alert_condition_type_parse(const char *s)
 {
     if (!s)
@@ -63,6 +92,19 @@ const char *audit_alert_status_str(enum audit_alert_status v)
         return "paused";
     }
     return NULL;
+}
+
+void audit_alert_status_json(struct jsonw *w, enum audit_alert_status v)
+{
+    switch (v) {
+    case AUDIT_ALERT_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case AUDIT_ALERT_STATUS_PAUSED:
+        jsonw_raw_value(w, "\"paused\"", 8);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum audit_alert_status audit_alert_status_parse(const char *s)
@@ -87,6 +129,19 @@ const char *audit_alert_update_status_str(enum audit_alert_update_status v)
     return NULL;
 }
 
+void audit_alert_update_status_json(struct jsonw *w, enum audit_alert_update_status v)
+{
+    switch (v) {
+    case AUDIT_ALERT_UPDATE_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case AUDIT_ALERT_UPDATE_STATUS_PAUSED:
+        jsonw_raw_value(w, "\"paused\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum audit_alert_update_status audit_alert_update_status_parse(const char *s)
 {
     if (!s)
@@ -107,6 +162,19 @@ const char *audit_chain_anchor_type_str(enum audit_chain_anchor_type v)
         return "rfc3161";
     }
     return NULL;
+}
+
+void audit_chain_anchor_type_json(struct jsonw *w, enum audit_chain_anchor_type v)
+{
+    switch (v) {
+    case AUDIT_CHAIN_ANCHOR_TYPE_INTERNAL:
+        jsonw_raw_value(w, "\"internal\"", 10);
+        return;
+    case AUDIT_CHAIN_ANCHOR_TYPE_RFC3161:
+        jsonw_raw_value(w, "\"rfc3161\"", 9);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum audit_chain_anchor_type audit_chain_anchor_type_parse(const char *s)
@@ -131,6 +199,22 @@ const char *compliance_finding_severity_str(enum compliance_finding_severity v)
         return "high";
     }
     return NULL;
+}
+
+void compliance_finding_severity_json(struct jsonw *w, enum compliance_finding_severity v)
+{
+    switch (v) {
+    case COMPLIANCE_FINDING_SEVERITY_LOW:
+        jsonw_raw_value(w, "\"low\"", 5);
+        return;
+    case COMPLIANCE_FINDING_SEVERITY_MEDIUM:
+        jsonw_raw_value(w, "\"medium\"", 8);
+        return;
+    case COMPLIANCE_FINDING_SEVERITY_HIGH:
+        jsonw_raw_value(w, "\"high\"", 6);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum compliance_finding_severity compliance_finding_severity_parse(const char *s)
@@ -159,6 +243,22 @@ const char *compliance_report_file_content_type_str(enum compliance_report_file_
     return NULL;
 }
 
+void compliance_report_file_content_type_json(struct jsonw *w, enum compliance_report_file_content_type v)
+{
+    switch (v) {
+    case COMPLIANCE_REPORT_FILE_CONTENT_TYPE_APPLICATION_JSON:
+        jsonw_raw_value(w, "\"application/json\"", 18);
+        return;
+    case COMPLIANCE_REPORT_FILE_CONTENT_TYPE_TEXT_CSV:
+        jsonw_raw_value(w, "\"text/csv\"", 10);
+        return;
+    case COMPLIANCE_REPORT_FILE_CONTENT_TYPE_APPLICATION_PDF:
+        jsonw_raw_value(w, "\"application/pdf\"", 17);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum compliance_report_file_content_type compliance_report_file_content_type_parse(const char *s)
 {
     if (!s)
@@ -183,6 +283,22 @@ const char *compliance_report_format_str(enum compliance_report_format v)
         return "pdf";
     }
     return NULL;
+}
+
+void compliance_report_format_json(struct jsonw *w, enum compliance_report_format v)
+{
+    switch (v) {
+    case COMPLIANCE_REPORT_FORMAT_JSON:
+        jsonw_raw_value(w, "\"json\"", 6);
+        return;
+    case COMPLIANCE_REPORT_FORMAT_CSV:
+        jsonw_raw_value(w, "\"csv\"", 5);
+        return;
+    case COMPLIANCE_REPORT_FORMAT_PDF:
+        jsonw_raw_value(w, "\"pdf\"", 5);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum compliance_report_format compliance_report_format_parse(const char *s)
@@ -211,6 +327,25 @@ const char *compliance_report_status_str(enum compliance_report_status v)
         return "failed";
     }
     return NULL;
+}
+
+void compliance_report_status_json(struct jsonw *w, enum compliance_report_status v)
+{
+    switch (v) {
+    case COMPLIANCE_REPORT_STATUS_PENDING:
+        jsonw_raw_value(w, "\"pending\"", 9);
+        return;
+    case COMPLIANCE_REPORT_STATUS_RUNNING:
+        jsonw_raw_value(w, "\"running\"", 9);
+        return;
+    case COMPLIANCE_REPORT_STATUS_SUCCEEDED:
+        jsonw_raw_value(w, "\"succeeded\"", 11);
+        return;
+    case COMPLIANCE_REPORT_STATUS_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum compliance_report_status compliance_report_status_parse(const char *s)
@@ -262,6 +397,22 @@ const char *compliance_report_type_str(enum compliance_report_type v)
     return NULL;
 }
 
+void compliance_report_type_json(struct jsonw *w, enum compliance_report_type v)
+{
+    switch (v) {
+    case COMPLIANCE_REPORT_TYPE_ACCESS_REVIEW:
+        jsonw_raw_value(w, "\"access_review\"", 15);
+        return;
+    case COMPLIANCE_REPORT_TYPE_APPROVALS_SOD:
+        jsonw_raw_value(w, "\"approvals_sod\"", 15);
+        return;
+    case COMPLIANCE_REPORT_TYPE_CHAIN_VERIFICATION:
+        jsonw_raw_value(w, "\"chain_verification\"", 20);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum compliance_report_type compliance_report_type_parse(const char *s)
 {
     if (!s)
@@ -302,8 +453,7 @@ int decode_access_review_parameters(struct arena *a, const struct json_value *v,
 void encode_access_review_parameters(struct jsonw *w, const struct access_review_parameters *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"report_type\":", 14);
-    jsonw_string(w, in->report_type);
+    jsonw_raw_key_string(w, "\"report_type\":", 14, in->report_type);
     if (in->has_as_of || in->as_of != NULL) {
         jsonw_raw_key(w, "\"as_of\":", 8);
         jsonw_string(w, in->as_of);
@@ -336,12 +486,9 @@ int decode_approvals_sod_parameters(struct arena *a, const struct json_value *v,
 void encode_approvals_sod_parameters(struct jsonw *w, const struct approvals_sod_parameters *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"report_type\":", 14);
-    jsonw_string(w, in->report_type);
-    jsonw_raw_key(w, "\"from\":", 7);
-    jsonw_string(w, in->from);
-    jsonw_raw_key(w, "\"to\":", 5);
-    jsonw_string(w, in->to);
+    jsonw_raw_key_string(w, "\"report_type\":", 14, in->report_type);
+    jsonw_raw_key_string(w, "\"from\":", 7, in->from);
+    jsonw_raw_key_string(w, "\"to\":", 5, in->to);
     jsonw_object_end(w);
 }
 
@@ -372,7 +519,7 @@ void encode_audit_actor(struct jsonw *w, const struct audit_actor *in)
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, audit_actor_type_str(in->type));
+    audit_actor_type_json(w, in->type);
     if (in->has_id || in->id != NULL) {
         jsonw_raw_key(w, "\"id\":", 5);
         jsonw_string(w, in->id);
@@ -450,16 +597,11 @@ int decode_audit_alert(struct arena *a, const struct json_value *v, struct audit
 void encode_audit_alert(struct jsonw *w, const struct audit_alert *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
-    jsonw_raw_key(w, "\"action_pattern\":", 17);
-    jsonw_string(w, in->action_pattern);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
+    jsonw_raw_key_string(w, "\"action_pattern\":", 17, in->action_pattern);
     jsonw_raw_key(w, "\"condition\":", 12);
     if (in->condition)
         encode_audit_alert_condition(w, in->condition);
@@ -472,15 +614,14 @@ void encode_audit_alert(struct jsonw *w, const struct audit_alert *in)
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, audit_alert_status_str(in->status));
+    audit_alert_status_json(w, in->status);
     jsonw_raw_key(w, "\"trigger_count\":", 16);
     jsonw_int(w, in->trigger_count);
     if (in->has_last_triggered_at || in->last_triggered_at != NULL) {
         jsonw_raw_key(w, "\"last_triggered_at\":", 20);
         jsonw_string(w, in->last_triggered_at);
     }
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -490,10 +631,8 @@ void encode_audit_alert(struct jsonw *w, const struct audit_alert *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -560,7 +699,7 @@ void encode_audit_alert_condition(struct jsonw *w, const struct audit_alert_cond
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, audit_alert_condition_type_str(in->type));
+    audit_alert_condition_type_json(w, in->type);
     if (in->has_count) {
         jsonw_raw_key(w, "\"count\":", 8);
         jsonw_int(w, in->count);
@@ -615,10 +754,8 @@ int decode_audit_alert_create(struct arena *a, const struct json_value *v, struc
 void encode_audit_alert_create(struct jsonw *w, const struct audit_alert_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
-    jsonw_raw_key(w, "\"action_pattern\":", 17);
-    jsonw_string(w, in->action_pattern);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
+    jsonw_raw_key_string(w, "\"action_pattern\":", 17, in->action_pattern);
     jsonw_raw_key(w, "\"condition\":", 12);
     if (in->condition)
         encode_audit_alert_condition(w, in->condition);
@@ -663,10 +800,8 @@ int decode_audit_alert_email_channel(struct arena *a, const struct json_value *v
 void encode_audit_alert_email_channel(struct jsonw *w, const struct audit_alert_email_channel *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"email\":", 8);
-    jsonw_string(w, in->email);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"email\":", 8, in->email);
     jsonw_object_end(w);
 }
 
@@ -793,7 +928,7 @@ void encode_audit_alert_update(struct jsonw *w, const struct audit_alert_update 
     }
     if (in->has_status) {
         jsonw_raw_key(w, "\"status\":", 9);
-        jsonw_string(w, audit_alert_update_status_str(in->status));
+        audit_alert_update_status_json(w, in->status);
     }
     if (in->has_metadata || in->metadata != NULL) {
         jsonw_raw_key(w, "\"metadata\":", 11);
@@ -826,10 +961,8 @@ int decode_audit_alert_webhook_channel(struct arena *a, const struct json_value 
 void encode_audit_alert_webhook_channel(struct jsonw *w, const struct audit_alert_webhook_channel *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"webhook_endpoint_id\":", 22);
-    jsonw_string(w, in->webhook_endpoint_id);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"webhook_endpoint_id\":", 22, in->webhook_endpoint_id);
     jsonw_object_end(w);
 }
 
@@ -857,7 +990,7 @@ void encode_audit_chain_anchor(struct jsonw *w, const struct audit_chain_anchor 
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, audit_chain_anchor_type_str(in->type));
+    audit_chain_anchor_type_json(w, in->type);
     if (in->has_tsa || in->tsa != NULL) {
         jsonw_raw_key(w, "\"tsa\":", 6);
         jsonw_string(w, in->tsa);
@@ -902,25 +1035,19 @@ int decode_audit_chain_head(struct arena *a, const struct json_value *v, struct 
 void encode_audit_chain_head(struct jsonw *w, const struct audit_chain_head *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     jsonw_raw_key(w, "\"seq\":", 6);
     jsonw_int(w, in->seq);
-    jsonw_raw_key(w, "\"hash\":", 7);
-    jsonw_string(w, in->hash);
+    jsonw_raw_key_string(w, "\"hash\":", 7, in->hash);
     jsonw_raw_key(w, "\"anchor\":", 9);
     if (in->anchor)
         encode_audit_chain_anchor(w, in->anchor);
     else
         jsonw_null(w);
-    jsonw_raw_key(w, "\"recorded_at\":", 14);
-    jsonw_string(w, in->recorded_at);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
+    jsonw_raw_key_string(w, "\"recorded_at\":", 14, in->recorded_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
     jsonw_object_end(w);
 }
 
@@ -1007,14 +1134,12 @@ int decode_audit_chain_verification(struct arena *a, const struct json_value *v,
 void encode_audit_chain_verification(struct jsonw *w, const struct audit_chain_verification *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
     jsonw_raw_key(w, "\"from_seq\":", 11);
     jsonw_int(w, in->from_seq);
     jsonw_raw_key(w, "\"to_seq\":", 9);
     jsonw_int(w, in->to_seq);
-    jsonw_raw_key(w, "\"head_hash\":", 12);
-    jsonw_string(w, in->head_hash);
+    jsonw_raw_key_string(w, "\"head_hash\":", 12, in->head_hash);
     jsonw_raw_key(w, "\"valid\":", 8);
     jsonw_bool(w, in->valid);
     if (in->has_first_broken_seq) {
@@ -1025,8 +1150,7 @@ void encode_audit_chain_verification(struct jsonw *w, const struct audit_chain_v
     jsonw_int(w, in->events_checked);
     jsonw_raw_key(w, "\"anchors_checked\":", 18);
     jsonw_int(w, in->anchors_checked);
-    jsonw_raw_key(w, "\"verified_at\":", 14);
-    jsonw_string(w, in->verified_at);
+    jsonw_raw_key_string(w, "\"verified_at\":", 14, in->verified_at);
     jsonw_object_end(w);
 }
 
@@ -1053,8 +1177,7 @@ int decode_audit_chain_verification_parameters(struct arena *a, const struct jso
 void encode_audit_chain_verification_parameters(struct jsonw *w, const struct audit_chain_verification_parameters *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"report_type\":", 14);
-    jsonw_string(w, in->report_type);
+    jsonw_raw_key_string(w, "\"report_type\":", 14, in->report_type);
     if (in->has_from_seq) {
         jsonw_raw_key(w, "\"from_seq\":", 11);
         jsonw_int(w, in->from_seq);
@@ -1089,8 +1212,7 @@ int decode_audit_change(struct arena *a, const struct json_value *v, struct audi
 void encode_audit_change(struct jsonw *w, const struct audit_change *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"field\":", 8);
-    jsonw_string(w, in->field);
+    jsonw_raw_key_string(w, "\"field\":", 8, in->field);
     if (in->has_old || in->old != NULL) {
         jsonw_raw_key(w, "\"old\":", 6);
         jsonw_string(w, in->old);
@@ -1221,18 +1343,13 @@ int decode_audit_event(struct arena *a, const struct json_value *v, struct audit
 void encode_audit_event(struct jsonw *w, const struct audit_event *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     jsonw_raw_key(w, "\"seq\":", 6);
     jsonw_int(w, in->seq);
-    jsonw_raw_key(w, "\"action\":", 9);
-    jsonw_string(w, in->action);
-    jsonw_raw_key(w, "\"occurred_at\":", 14);
-    jsonw_string(w, in->occurred_at);
+    jsonw_raw_key_string(w, "\"action\":", 9, in->action);
+    jsonw_raw_key_string(w, "\"occurred_at\":", 14, in->occurred_at);
     jsonw_raw_key(w, "\"actor\":", 8);
     if (in->actor)
         encode_audit_actor(w, in->actor);
@@ -1270,12 +1387,9 @@ void encode_audit_event(struct jsonw *w, const struct audit_event *in)
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_raw_key(w, "\"prev_hash\":", 12);
-    jsonw_string(w, in->prev_hash);
-    jsonw_raw_key(w, "\"hash\":", 7);
-    jsonw_string(w, in->hash);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
+    jsonw_raw_key_string(w, "\"prev_hash\":", 12, in->prev_hash);
+    jsonw_raw_key_string(w, "\"hash\":", 7, in->hash);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
     jsonw_object_end(w);
 }
 
@@ -1350,10 +1464,8 @@ int decode_audit_target(struct arena *a, const struct json_value *v, struct audi
 void encode_audit_target(struct jsonw *w, const struct audit_target *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
     if (in->has_name || in->name != NULL) {
         jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
@@ -1399,8 +1511,7 @@ int decode_audit_timeline(struct arena *a, const struct json_value *v, struct au
 void encode_audit_timeline(struct jsonw *w, const struct audit_timeline *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
     jsonw_raw_key(w, "\"target\":", 9);
     if (in->target)
         encode_audit_target(w, in->target);
@@ -1452,10 +1563,9 @@ int decode_compliance_finding(struct arena *a, const struct json_value *v, struc
 void encode_compliance_finding(struct jsonw *w, const struct compliance_finding *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, in->code);
+    jsonw_raw_key_string(w, "\"code\":", 7, in->code);
     jsonw_raw_key(w, "\"severity\":", 11);
-    jsonw_string(w, compliance_finding_severity_str(in->severity));
+    compliance_finding_severity_json(w, in->severity);
     if (in->has_target || in->target != NULL) {
         jsonw_raw_key(w, "\"target\":", 9);
         if (in->target)
@@ -1467,8 +1577,7 @@ void encode_compliance_finding(struct jsonw *w, const struct compliance_finding 
         jsonw_raw_key(w, "\"seq\":", 6);
         jsonw_int(w, in->seq);
     }
-    jsonw_raw_key(w, "\"detail\":", 9);
-    jsonw_string(w, in->detail);
+    jsonw_raw_key_string(w, "\"detail\":", 9, in->detail);
     jsonw_object_end(w);
 }
 
@@ -1552,23 +1661,20 @@ int decode_compliance_report(struct arena *a, const struct json_value *v, struct
 void encode_compliance_report(struct jsonw *w, const struct compliance_report *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     jsonw_raw_key(w, "\"report_type\":", 14);
-    jsonw_string(w, compliance_report_type_str(in->report_type));
+    compliance_report_type_json(w, in->report_type);
     jsonw_raw_key(w, "\"parameters\":", 13);
     if (in->parameters)
         encode_compliance_report_parameters(w, in->parameters);
     else
         jsonw_null(w);
     jsonw_raw_key(w, "\"format\":", 9);
-    jsonw_string(w, compliance_report_format_str(in->format));
+    compliance_report_format_json(w, in->format);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, compliance_report_status_str(in->status));
+    compliance_report_status_json(w, in->status);
     if (in->has_summary || in->summary != NULL) {
         jsonw_raw_key(w, "\"summary\":", 10);
         if (in->summary)
@@ -1605,8 +1711,7 @@ void encode_compliance_report(struct jsonw *w, const struct compliance_report *i
         else
             jsonw_null(w);
     }
-    jsonw_raw_key(w, "\"requested_by\":", 15);
-    jsonw_string(w, in->requested_by);
+    jsonw_raw_key_string(w, "\"requested_by\":", 15, in->requested_by);
     if (in->has_started_at || in->started_at != NULL) {
         jsonw_raw_key(w, "\"started_at\":", 13);
         jsonw_string(w, in->started_at);
@@ -1624,10 +1729,8 @@ void encode_compliance_report(struct jsonw *w, const struct compliance_report *i
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1670,7 +1773,7 @@ void encode_compliance_report_create(struct jsonw *w, const struct compliance_re
         jsonw_null(w);
     if (in->has_format) {
         jsonw_raw_key(w, "\"format\":", 9);
-        jsonw_string(w, compliance_report_format_str(in->format));
+        compliance_report_format_json(w, in->format);
     }
     if (in->has_metadata || in->metadata != NULL) {
         jsonw_raw_key(w, "\"metadata\":", 11);
@@ -1728,14 +1831,11 @@ int decode_compliance_report_document(struct arena *a, const struct json_value *
 void encode_compliance_report_document(struct jsonw *w, const struct compliance_report_document *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"report_id\":", 12);
-    jsonw_string(w, in->report_id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"report_id\":", 12, in->report_id);
     jsonw_raw_key(w, "\"report_type\":", 14);
-    jsonw_string(w, compliance_report_type_str(in->report_type));
-    jsonw_raw_key(w, "\"generated_at\":", 15);
-    jsonw_string(w, in->generated_at);
+    compliance_report_type_json(w, in->report_type);
+    jsonw_raw_key_string(w, "\"generated_at\":", 15, in->generated_at);
     jsonw_raw_key(w, "\"summary\":", 10);
     if (in->summary)
         encode_compliance_report_summary(w, in->summary);
@@ -1780,10 +1880,8 @@ int decode_compliance_report_error(struct arena *a, const struct json_value *v, 
 void encode_compliance_report_error(struct jsonw *w, const struct compliance_report_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, in->code);
-    jsonw_raw_key(w, "\"message\":", 10);
-    jsonw_string(w, in->message);
+    jsonw_raw_key_string(w, "\"code\":", 7, in->code);
+    jsonw_raw_key_string(w, "\"message\":", 10, in->message);
     jsonw_object_end(w);
 }
 
@@ -1809,11 +1907,10 @@ void encode_compliance_report_file(struct jsonw *w, const struct compliance_repo
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"content_type\":", 15);
-    jsonw_string(w, compliance_report_file_content_type_str(in->content_type));
+    compliance_report_file_content_type_json(w, in->content_type);
     jsonw_raw_key(w, "\"size_bytes\":", 13);
     jsonw_int(w, in->size_bytes);
-    jsonw_raw_key(w, "\"sha256\":", 9);
-    jsonw_string(w, in->sha256);
+    jsonw_raw_key_string(w, "\"sha256\":", 9, in->sha256);
     jsonw_object_end(w);
 }
 

@@ -18,6 +18,8 @@ enum bank_account_status {
     BANK_ACCOUNT_STATUS_CLOSED = 2,
 };
 const char *bank_account_status_str(enum bank_account_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_account_status_json(struct jsonw *w, enum bank_account_status v);
 enum bank_account_status bank_account_status_parse(const char *s);
 
 /* BankAccountType: Kind of account. */
@@ -27,6 +29,8 @@ enum bank_account_type {
     BANK_ACCOUNT_TYPE_OTHER = 3,
 };
 const char *bank_account_type_str(enum bank_account_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_account_type_json(struct jsonw *w, enum bank_account_type v);
 enum bank_account_type bank_account_type_parse(const char *s);
 
 /* BankBalanceType: The Open Banking balance type (`OBBalanceType1Code`, snake-cased): `closing_booked` is the booked... */
@@ -46,6 +50,8 @@ enum bank_balance_type {
     BANK_BALANCE_TYPE_PREVIOUSLY_CLOSED_BOOKED = 13,
 };
 const char *bank_balance_type_str(enum bank_balance_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_balance_type_json(struct jsonw *w, enum bank_balance_type v);
 enum bank_balance_type bank_balance_type_parse(const char *s);
 
 /* bank_connection_last_sync_status: Outcome of the last sync. */
@@ -54,6 +60,8 @@ enum bank_connection_last_sync_status {
     BANK_CONNECTION_LAST_SYNC_STATUS_FAILED = 2,
 };
 const char *bank_connection_last_sync_status_str(enum bank_connection_last_sync_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_connection_last_sync_status_json(struct jsonw *w, enum bank_connection_last_sync_status v);
 enum bank_connection_last_sync_status bank_connection_last_sync_status_parse(const char *s);
 
 /* BankConnectionProvider: The channel: `open_banking` (a PSD2 / Open Banking consent a person gives at the bank), `host_to_... */
@@ -64,6 +72,8 @@ enum bank_connection_provider {
     BANK_CONNECTION_PROVIDER_API = 4,
 };
 const char *bank_connection_provider_str(enum bank_connection_provider v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_connection_provider_json(struct jsonw *w, enum bank_connection_provider v);
 enum bank_connection_provider bank_connection_provider_parse(const char *s);
 
 /* BankConnectionStatus: `pending` until the consent is given (or the first file arrives); `active` while syncing; `login_... */
@@ -76,6 +86,8 @@ enum bank_connection_status {
     BANK_CONNECTION_STATUS_REVOKED = 6,
 };
 const char *bank_connection_status_str(enum bank_connection_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_connection_status_json(struct jsonw *w, enum bank_connection_status v);
 enum bank_connection_status bank_connection_status_parse(const char *s);
 
 /* bank_connection_sync_status: Whether it waits or runs. */
@@ -84,6 +96,8 @@ enum bank_connection_sync_status {
     BANK_CONNECTION_SYNC_STATUS_RUNNING = 2,
 };
 const char *bank_connection_sync_status_str(enum bank_connection_sync_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_connection_sync_status_json(struct jsonw *w, enum bank_connection_sync_status v);
 enum bank_connection_sync_status bank_connection_sync_status_parse(const char *s);
 
 /* BankCreditDebitIndicator: Direction of an amount for the account holder (ISO 20022 `CRDT` / `DBIT`). */
@@ -92,6 +106,8 @@ enum bank_credit_debit_indicator {
     BANK_CREDIT_DEBIT_INDICATOR_DEBIT = 2,
 };
 const char *bank_credit_debit_indicator_str(enum bank_credit_debit_indicator v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_credit_debit_indicator_json(struct jsonw *w, enum bank_credit_debit_indicator v);
 enum bank_credit_debit_indicator bank_credit_debit_indicator_parse(const char *s);
 
 /* bank_credit_line_type: Kind of credit line. */
@@ -103,6 +119,8 @@ enum bank_credit_line_type {
     BANK_CREDIT_LINE_TYPE_TEMPORARY = 5,
 };
 const char *bank_credit_line_type_str(enum bank_credit_line_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_credit_line_type_json(struct jsonw *w, enum bank_credit_line_type v);
 enum bank_credit_line_type bank_credit_line_type_parse(const char *s);
 
 /* bank_statement_balance_check_result: Whether the statement adds up. */
@@ -111,6 +129,8 @@ enum bank_statement_balance_check_result {
     BANK_STATEMENT_BALANCE_CHECK_RESULT_FAILED = 2,
 };
 const char *bank_statement_balance_check_result_str(enum bank_statement_balance_check_result v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_statement_balance_check_result_json(struct jsonw *w, enum bank_statement_balance_check_result v);
 enum bank_statement_balance_check_result bank_statement_balance_check_result_parse(const char *s);
 
 /* BankStatementFormat: A form the statement can be fetched in: `json` (`application/json`), `camt053` (`application/xml`... */
@@ -122,6 +142,8 @@ enum bank_statement_format {
     BANK_STATEMENT_FORMAT_CSV = 5,
 };
 const char *bank_statement_format_str(enum bank_statement_format v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_statement_format_json(struct jsonw *w, enum bank_statement_format v);
 enum bank_statement_format bank_statement_format_parse(const char *s);
 
 /* bank_statement_source: Sent by the bank through the connection, or imported from a file. */
@@ -130,6 +152,8 @@ enum bank_statement_source {
     BANK_STATEMENT_SOURCE_IMPORT = 2,
 };
 const char *bank_statement_source_str(enum bank_statement_source v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_statement_source_json(struct jsonw *w, enum bank_statement_source v);
 enum bank_statement_source bank_statement_source_parse(const char *s);
 
 /* BankStatementType: Kind of statement (OBIE `OBExternalStatementType1Code`, snake-cased). */
@@ -141,6 +165,8 @@ enum bank_statement_type {
     BANK_STATEMENT_TYPE_ACCOUNT_CLOSURE = 5,
 };
 const char *bank_statement_type_str(enum bank_statement_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_statement_type_json(struct jsonw *w, enum bank_statement_type v);
 enum bank_statement_type bank_statement_type_parse(const char *s);
 
 /* bank_transaction_reconciliation_status: Reconciliation state. */
@@ -150,6 +176,8 @@ enum bank_transaction_reconciliation_status {
     BANK_TRANSACTION_RECONCILIATION_STATUS_IGNORED = 3,
 };
 const char *bank_transaction_reconciliation_status_str(enum bank_transaction_reconciliation_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_transaction_reconciliation_status_json(struct jsonw *w, enum bank_transaction_reconciliation_status v);
 enum bank_transaction_reconciliation_status bank_transaction_reconciliation_status_parse(const char *s);
 
 /* BankTransactionStatus: OBIE `OBEntryStatus1Code`: `pending` entries are not in booked balances and may still change or d... */
@@ -159,6 +187,8 @@ enum bank_transaction_status {
     BANK_TRANSACTION_STATUS_REJECTED = 3,
 };
 const char *bank_transaction_status_str(enum bank_transaction_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void bank_transaction_status_json(struct jsonw *w, enum bank_transaction_status v);
 enum bank_transaction_status bank_transaction_status_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the

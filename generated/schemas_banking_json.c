@@ -17,6 +17,19 @@ const char *bank_account_status_str(enum bank_account_status v)
     return NULL;
 }
 
+void bank_account_status_json(struct jsonw *w, enum bank_account_status v)
+{
+    switch (v) {
+    case BANK_ACCOUNT_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case BANK_ACCOUNT_STATUS_CLOSED:
+        jsonw_raw_value(w, "\"closed\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum bank_account_status bank_account_status_parse(const char *s)
 {
     if (!s)
@@ -39,6 +52,22 @@ const char *bank_account_type_str(enum bank_account_type v)
         return "other";
     }
     return NULL;
+}
+
+void bank_account_type_json(struct jsonw *w, enum bank_account_type v)
+{
+    switch (v) {
+    case BANK_ACCOUNT_TYPE_CHECKING:
+        jsonw_raw_value(w, "\"checking\"", 10);
+        return;
+    case BANK_ACCOUNT_TYPE_SAVINGS:
+        jsonw_raw_value(w, "\"savings\"", 9);
+        return;
+    case BANK_ACCOUNT_TYPE_OTHER:
+        jsonw_raw_value(w, "\"other\"", 7);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum bank_account_type bank_account_type_parse(const char *s)
@@ -87,6 +116,52 @@ const char *bank_balance_type_str(enum bank_balance_type v)
     return NULL;
 }
 
+void bank_balance_type_json(struct jsonw *w, enum bank_balance_type v)
+{
+    switch (v) {
+    case BANK_BALANCE_TYPE_CLOSING_AVAILABLE:
+        jsonw_raw_value(w, "\"closing_available\"", 19);
+        return;
+    case BANK_BALANCE_TYPE_CLOSING_BOOKED:
+        jsonw_raw_value(w, "\"closing_booked\"", 16);
+        return;
+    case BANK_BALANCE_TYPE_CLOSING_CLEARED:
+        jsonw_raw_value(w, "\"closing_cleared\"", 17);
+        return;
+    case BANK_BALANCE_TYPE_EXPECTED:
+        jsonw_raw_value(w, "\"expected\"", 10);
+        return;
+    case BANK_BALANCE_TYPE_FORWARD_AVAILABLE:
+        jsonw_raw_value(w, "\"forward_available\"", 19);
+        return;
+    case BANK_BALANCE_TYPE_INFORMATION:
+        jsonw_raw_value(w, "\"information\"", 13);
+        return;
+    case BANK_BALANCE_TYPE_INTERIM_AVAILABLE:
+        jsonw_raw_value(w, "\"interim_available\"", 19);
+        return;
+    case BANK_BALANCE_TYPE_INTERIM_BOOKED:
+        jsonw_raw_value(w, "\"interim_booked\"", 16);
+        return;
+    case BANK_BALANCE_TYPE_INTERIM_CLEARED:
+        jsonw_raw_value(w, "\"interim_cleared\"", 17);
+        return;
+    case BANK_BALANCE_TYPE_OPENING_AVAILABLE:
+        jsonw_raw_value(w, "\"opening_available\"", 19);
+        return;
+    case BANK_BALANCE_TYPE_OPENING_BOOKED:
+        jsonw_raw_value(w, "\"opening_booked\"", 16);
+        return;
+    case BANK_BALANCE_TYPE_OPENING_CLEARED:
+        jsonw_raw_value(w, "\"opening_cleared\"", 17);
+        return;
+    case BANK_BALANCE_TYPE_PREVIOUSLY_CLOSED_BOOKED:
+        jsonw_raw_value(w, "\"previously_closed_booked\"", 26);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum bank_balance_type bank_balance_type_parse(const char *s)
 {
     if (!s)
@@ -131,6 +206,19 @@ const char *bank_connection_last_sync_status_str(enum bank_connection_last_sync_
     return NULL;
 }
 
+void bank_connection_last_sync_status_json(struct jsonw *w, enum bank_connection_last_sync_status v)
+{
+    switch (v) {
+    case BANK_CONNECTION_LAST_SYNC_STATUS_SUCCEEDED:
+        jsonw_raw_value(w, "\"succeeded\"", 11);
+        return;
+    case BANK_CONNECTION_LAST_SYNC_STATUS_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum bank_connection_last_sync_status bank_connection_last_sync_status_parse(const char *s)
 {
     if (!s)
@@ -155,6 +243,25 @@ const char *bank_connection_provider_str(enum bank_connection_provider v)
         return "api";
     }
     return NULL;
+}
+
+void bank_connection_provider_json(struct jsonw *w, enum bank_connection_provider v)
+{
+    switch (v) {
+    case BANK_CONNECTION_PROVIDER_OPEN_BANKING:
+        jsonw_raw_value(w, "\"open_banking\"", 14);
+        return;
+    case BANK_CONNECTION_PROVIDER_HOST_TO_HOST:
+        jsonw_raw_value(w, "\"host_to_host\"", 14);
+        return;
+    case BANK_CONNECTION_PROVIDER_SFTP:
+        jsonw_raw_value(w, "\"sftp\"", 6);
+        return;
+    case BANK_CONNECTION_PROVIDER_API:
+        jsonw_raw_value(w, "\"api\"", 5);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum bank_connection_provider bank_connection_provider_parse(const char *s)
@@ -191,6 +298,31 @@ const char *bank_connection_status_str(enum bank_connection_status v)
     return NULL;
 }
 
+void bank_connection_status_json(struct jsonw *w, enum bank_connection_status v)
+{
+    switch (v) {
+    case BANK_CONNECTION_STATUS_PENDING:
+        jsonw_raw_value(w, "\"pending\"", 9);
+        return;
+    case BANK_CONNECTION_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case BANK_CONNECTION_STATUS_LOGIN_REQUIRED:
+        jsonw_raw_value(w, "\"login_required\"", 16);
+        return;
+    case BANK_CONNECTION_STATUS_EXPIRED:
+        jsonw_raw_value(w, "\"expired\"", 9);
+        return;
+    case BANK_CONNECTION_STATUS_ERROR:
+        jsonw_raw_value(w, "\"error\"", 7);
+        return;
+    case BANK_CONNECTION_STATUS_REVOKED:
+        jsonw_raw_value(w, "\"revoked\"", 9);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum bank_connection_status bank_connection_status_parse(const char *s)
 {
     if (!s)
@@ -221,6 +353,19 @@ const char *bank_connection_sync_status_str(enum bank_connection_sync_status v)
     return NULL;
 }
 
+void bank_connection_sync_status_json(struct jsonw *w, enum bank_connection_sync_status v)
+{
+    switch (v) {
+    case BANK_CONNECTION_SYNC_STATUS_QUEUED:
+        jsonw_raw_value(w, "\"queued\"", 8);
+        return;
+    case BANK_CONNECTION_SYNC_STATUS_RUNNING:
+        jsonw_raw_value(w, "\"running\"", 9);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum bank_connection_sync_status bank_connection_sync_status_parse(const char *s)
 {
     if (!s)
@@ -241,6 +386,19 @@ const char *bank_credit_debit_indicator_str(enum bank_credit_debit_indicator v)
         return "debit";
     }
     return NULL;
+}
+
+void bank_credit_debit_indicator_json(struct jsonw *w, enum bank_credit_debit_indicator v)
+{
+    switch (v) {
+    case BANK_CREDIT_DEBIT_INDICATOR_CREDIT:
+        jsonw_raw_value(w, "\"credit\"", 8);
+        return;
+    case BANK_CREDIT_DEBIT_INDICATOR_DEBIT:
+        jsonw_raw_value(w, "\"debit\"", 7);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum bank_credit_debit_indicator bank_credit_debit_indicator_parse(const char *s)
@@ -271,6 +429,28 @@ const char *bank_credit_line_type_str(enum bank_credit_line_type v)
     return NULL;
 }
 
+void bank_credit_line_type_json(struct jsonw *w, enum bank_credit_line_type v)
+{
+    switch (v) {
+    case BANK_CREDIT_LINE_TYPE_AVAILABLE:
+        jsonw_raw_value(w, "\"available\"", 11);
+        return;
+    case BANK_CREDIT_LINE_TYPE_CREDIT:
+        jsonw_raw_value(w, "\"credit\"", 8);
+        return;
+    case BANK_CREDIT_LINE_TYPE_EMERGENCY:
+        jsonw_raw_value(w, "\"emergency\"", 11);
+        return;
+    case BANK_CREDIT_LINE_TYPE_PRE_AGREED:
+        jsonw_raw_value(w, "\"pre_agreed\"", 12);
+        return;
+    case BANK_CREDIT_LINE_TYPE_TEMPORARY:
+        jsonw_raw_value(w, "\"temporary\"", 11);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum bank_credit_line_type bank_credit_line_type_parse(const char *s)
 {
     if (!s)
@@ -297,6 +477,19 @@ const char *bank_statement_balance_check_result_str(enum bank_statement_balance_
         return "failed";
     }
     return NULL;
+}
+
+void bank_statement_balance_check_result_json(struct jsonw *w, enum bank_statement_balance_check_result v)
+{
+    switch (v) {
+    case BANK_STATEMENT_BALANCE_CHECK_RESULT_PASSED:
+        jsonw_raw_value(w, "\"passed\"", 8);
+        return;
+    case BANK_STATEMENT_BALANCE_CHECK_RESULT_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum bank_statement_balance_check_result bank_statement_balance_check_result_parse(const char *s)
@@ -327,6 +520,28 @@ const char *bank_statement_format_str(enum bank_statement_format v)
     return NULL;
 }
 
+void bank_statement_format_json(struct jsonw *w, enum bank_statement_format v)
+{
+    switch (v) {
+    case BANK_STATEMENT_FORMAT_JSON:
+        jsonw_raw_value(w, "\"json\"", 6);
+        return;
+    case BANK_STATEMENT_FORMAT_CAMT053:
+        jsonw_raw_value(w, "\"camt053\"", 9);
+        return;
+    case BANK_STATEMENT_FORMAT_MT940:
+        jsonw_raw_value(w, "\"mt940\"", 7);
+        return;
+    case BANK_STATEMENT_FORMAT_PDF:
+        jsonw_raw_value(w, "\"pdf\"", 5);
+        return;
+    case BANK_STATEMENT_FORMAT_CSV:
+        jsonw_raw_value(w, "\"csv\"", 5);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum bank_statement_format bank_statement_format_parse(const char *s)
 {
     if (!s)
@@ -355,6 +570,19 @@ const char *bank_statement_source_str(enum bank_statement_source v)
     return NULL;
 }
 
+void bank_statement_source_json(struct jsonw *w, enum bank_statement_source v)
+{
+    switch (v) {
+    case BANK_STATEMENT_SOURCE_BANK:
+        jsonw_raw_value(w, "\"bank\"", 6);
+        return;
+    case BANK_STATEMENT_SOURCE_IMPORT:
+        jsonw_raw_value(w, "\"import\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum bank_statement_source bank_statement_source_parse(const char *s)
 {
     if (!s)
@@ -381,6 +609,28 @@ const char *bank_statement_type_str(enum bank_statement_type v)
         return "account_closure";
     }
     return NULL;
+}
+
+void bank_statement_type_json(struct jsonw *w, enum bank_statement_type v)
+{
+    switch (v) {
+    case BANK_STATEMENT_TYPE_REGULAR_PERIODIC:
+        jsonw_raw_value(w, "\"regular_periodic\"", 18);
+        return;
+    case BANK_STATEMENT_TYPE_INTERIM:
+        jsonw_raw_value(w, "\"interim\"", 9);
+        return;
+    case BANK_STATEMENT_TYPE_ANNUAL:
+        jsonw_raw_value(w, "\"annual\"", 8);
+        return;
+    case BANK_STATEMENT_TYPE_ACCOUNT_OPENING:
+        jsonw_raw_value(w, "\"account_opening\"", 17);
+        return;
+    case BANK_STATEMENT_TYPE_ACCOUNT_CLOSURE:
+        jsonw_raw_value(w, "\"account_closure\"", 17);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum bank_statement_type bank_statement_type_parse(const char *s)
@@ -413,6 +663,22 @@ const char *bank_transaction_reconciliation_status_str(enum bank_transaction_rec
     return NULL;
 }
 
+void bank_transaction_reconciliation_status_json(struct jsonw *w, enum bank_transaction_reconciliation_status v)
+{
+    switch (v) {
+    case BANK_TRANSACTION_RECONCILIATION_STATUS_UNRECONCILED:
+        jsonw_raw_value(w, "\"unreconciled\"", 14);
+        return;
+    case BANK_TRANSACTION_RECONCILIATION_STATUS_RECONCILED:
+        jsonw_raw_value(w, "\"reconciled\"", 12);
+        return;
+    case BANK_TRANSACTION_RECONCILIATION_STATUS_IGNORED:
+        jsonw_raw_value(w, "\"ignored\"", 9);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum bank_transaction_reconciliation_status bank_transaction_reconciliation_status_parse(const char *s)
 {
     if (!s)
@@ -437,6 +703,22 @@ const char *bank_transaction_status_str(enum bank_transaction_status v)
         return "rejected";
     }
     return NULL;
+}
+
+void bank_transaction_status_json(struct jsonw *w, enum bank_transaction_status v)
+{
+    switch (v) {
+    case BANK_TRANSACTION_STATUS_PENDING:
+        jsonw_raw_value(w, "\"pending\"", 9);
+        return;
+    case BANK_TRANSACTION_STATUS_BOOKED:
+        jsonw_raw_value(w, "\"booked\"", 8);
+        return;
+    case BANK_TRANSACTION_STATUS_REJECTED:
+        jsonw_raw_value(w, "\"rejected\"", 10);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum bank_transaction_status bank_transaction_status_parse(const char *s)
@@ -528,18 +810,12 @@ int decode_bank_account(struct arena *a, const struct json_value *v, struct bank
 void encode_bank_account(struct jsonw *w, const struct bank_account *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"connection_id\":", 16);
-    jsonw_string(w, in->connection_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"connection_id\":", 16, in->connection_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"account_identification\":", 25);
     if (in->account_identification)
         encode_account_identification(w, in->account_identification);
@@ -553,9 +829,9 @@ void encode_bank_account(struct jsonw *w, const struct bank_account *in)
             jsonw_null(w);
     }
     jsonw_raw_key(w, "\"account_type\":", 15);
-    jsonw_string(w, bank_account_type_str(in->account_type));
+    bank_account_type_json(w, in->account_type);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, bank_account_status_str(in->status));
+    bank_account_status_json(w, in->status);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -565,10 +841,8 @@ void encode_bank_account(struct jsonw *w, const struct bank_account *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -618,14 +892,10 @@ int decode_bank_account_balance(struct arena *a, const struct json_value *v, str
 void encode_bank_account_balance(struct jsonw *w, const struct bank_account_balance *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"account_id\":", 13);
-    jsonw_string(w, in->account_id);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
-    jsonw_raw_key(w, "\"as_of\":", 8);
-    jsonw_string(w, in->as_of);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"account_id\":", 13, in->account_id);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
+    jsonw_raw_key_string(w, "\"as_of\":", 8, in->as_of);
     jsonw_raw_key(w, "\"current\":", 10);
     jsonw_int(w, in->current);
     jsonw_raw_key(w, "\"available\":", 12);
@@ -722,8 +992,7 @@ void encode_bank_account_servicer(struct jsonw *w, const struct bank_account_ser
         jsonw_raw_key(w, "\"bic\":", 6);
         jsonw_string(w, in->bic);
     }
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_object_end(w);
 }
 
@@ -761,13 +1030,12 @@ void encode_bank_balance(struct jsonw *w, const struct bank_balance *in)
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, bank_balance_type_str(in->type));
+    bank_balance_type_json(w, in->type);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
     jsonw_raw_key(w, "\"credit_debit_indicator\":", 25);
-    jsonw_string(w, bank_credit_debit_indicator_str(in->credit_debit_indicator));
-    jsonw_raw_key(w, "\"as_of\":", 8);
-    jsonw_string(w, in->as_of);
+    bank_credit_debit_indicator_json(w, in->credit_debit_indicator);
+    jsonw_raw_key_string(w, "\"as_of\":", 8, in->as_of);
     if (in->has_credit_lines || in->credit_lines != NULL) {
         jsonw_raw_key(w, "\"credit_lines\":", 15);
         jsonw_array_begin(w);
@@ -906,21 +1174,18 @@ int decode_bank_connection(struct arena *a, const struct json_value *v, struct b
 void encode_bank_connection(struct jsonw *w, const struct bank_connection *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     jsonw_raw_key(w, "\"institution\":", 14);
     if (in->institution)
         encode_bank_institution(w, in->institution);
     else
         jsonw_null(w);
     jsonw_raw_key(w, "\"provider\":", 11);
-    jsonw_string(w, bank_connection_provider_str(in->provider));
+    bank_connection_provider_json(w, in->provider);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, bank_connection_status_str(in->status));
+    bank_connection_status_json(w, in->status);
     if (in->has_authorization_url || in->authorization_url != NULL) {
         jsonw_raw_key(w, "\"authorization_url\":", 20);
         jsonw_string(w, in->authorization_url);
@@ -939,7 +1204,7 @@ void encode_bank_connection(struct jsonw *w, const struct bank_connection *in)
     }
     if (in->has_last_sync_status) {
         jsonw_raw_key(w, "\"last_sync_status\":", 19);
-        jsonw_string(w, bank_connection_last_sync_status_str(in->last_sync_status));
+        bank_connection_last_sync_status_json(w, in->last_sync_status);
     }
     if (in->has_error || in->error != NULL) {
         jsonw_raw_key(w, "\"error\":", 8);
@@ -969,10 +1234,8 @@ void encode_bank_connection(struct jsonw *w, const struct bank_connection *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1015,10 +1278,9 @@ int decode_bank_connection_create(struct arena *a, const struct json_value *v, s
 void encode_bank_connection_create(struct jsonw *w, const struct bank_connection_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"institution_id\":", 17);
-    jsonw_string(w, in->institution_id);
+    jsonw_raw_key_string(w, "\"institution_id\":", 17, in->institution_id);
     jsonw_raw_key(w, "\"provider\":", 11);
-    jsonw_string(w, bank_connection_provider_str(in->provider));
+    bank_connection_provider_json(w, in->provider);
     if (in->has_redirect_uri || in->redirect_uri != NULL) {
         jsonw_raw_key(w, "\"redirect_uri\":", 15);
         jsonw_string(w, in->redirect_uri);
@@ -1058,10 +1320,8 @@ int decode_bank_connection_error(struct arena *a, const struct json_value *v, st
 void encode_bank_connection_error(struct jsonw *w, const struct bank_connection_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, in->code);
-    jsonw_raw_key(w, "\"message\":", 10);
-    jsonw_string(w, in->message);
+    jsonw_raw_key_string(w, "\"code\":", 7, in->code);
+    jsonw_raw_key_string(w, "\"message\":", 10, in->message);
     jsonw_object_end(w);
 }
 
@@ -1162,14 +1422,11 @@ int decode_bank_connection_sync(struct arena *a, const struct json_value *v, str
 void encode_bank_connection_sync(struct jsonw *w, const struct bank_connection_sync *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"connection_id\":", 16);
-    jsonw_string(w, in->connection_id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"connection_id\":", 16, in->connection_id);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, bank_connection_sync_status_str(in->status));
-    jsonw_raw_key(w, "\"requested_at\":", 15);
-    jsonw_string(w, in->requested_at);
+    bank_connection_sync_status_json(w, in->status);
+    jsonw_raw_key_string(w, "\"requested_at\":", 15, in->requested_at);
     jsonw_object_end(w);
 }
 
@@ -1245,7 +1502,7 @@ void encode_bank_credit_line(struct jsonw *w, const struct bank_credit_line *in)
     jsonw_raw_key(w, "\"included\":", 11);
     jsonw_bool(w, in->included);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, bank_credit_line_type_str(in->type));
+    bank_credit_line_type_json(w, in->type);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
     jsonw_object_end(w);
@@ -1276,16 +1533,14 @@ int decode_bank_daily_balance(struct arena *a, const struct json_value *v, struc
 void encode_bank_daily_balance(struct jsonw *w, const struct bank_daily_balance *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"date\":", 7);
-    jsonw_string(w, in->date);
+    jsonw_raw_key_string(w, "\"date\":", 7, in->date);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, bank_balance_type_str(in->type));
+    bank_balance_type_json(w, in->type);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
     jsonw_raw_key(w, "\"credit_debit_indicator\":", 25);
-    jsonw_string(w, bank_credit_debit_indicator_str(in->credit_debit_indicator));
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    bank_credit_debit_indicator_json(w, in->credit_debit_indicator);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_object_end(w);
 }
 
@@ -1314,10 +1569,8 @@ int decode_bank_institution(struct arena *a, const struct json_value *v, struct 
 void encode_bank_institution(struct jsonw *w, const struct bank_institution *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_bic || in->bic != NULL) {
         jsonw_raw_key(w, "\"bic\":", 6);
         jsonw_string(w, in->bic);
@@ -1405,18 +1658,14 @@ int decode_bank_statement(struct arena *a, const struct json_value *v, struct ba
 void encode_bank_statement(struct jsonw *w, const struct bank_statement *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"account_id\":", 13);
-    jsonw_string(w, in->account_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"account_id\":", 13, in->account_id);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, bank_statement_type_str(in->type));
+    bank_statement_type_json(w, in->type);
     jsonw_raw_key(w, "\"source\":", 9);
-    jsonw_string(w, bank_statement_source_str(in->source));
+    bank_statement_source_json(w, in->source);
     if (in->has_bank_statement_id || in->bank_statement_id != NULL) {
         jsonw_raw_key(w, "\"bank_statement_id\":", 20);
         jsonw_string(w, in->bank_statement_id);
@@ -1425,12 +1674,9 @@ void encode_bank_statement(struct jsonw *w, const struct bank_statement *in)
         jsonw_raw_key(w, "\"sequence_number\":", 18);
         jsonw_int(w, in->sequence_number);
     }
-    jsonw_raw_key(w, "\"start_date\":", 13);
-    jsonw_string(w, in->start_date);
-    jsonw_raw_key(w, "\"end_date\":", 11);
-    jsonw_string(w, in->end_date);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"start_date\":", 13, in->start_date);
+    jsonw_raw_key_string(w, "\"end_date\":", 11, in->end_date);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"opening_booked\":", 17);
     jsonw_int(w, in->opening_booked);
     jsonw_raw_key(w, "\"closing_booked\":", 17);
@@ -1449,7 +1695,7 @@ void encode_bank_statement(struct jsonw *w, const struct bank_statement *in)
     jsonw_raw_key(w, "\"formats\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->formats_count; j++) {
-        jsonw_string(w, bank_statement_format_str(in->formats[j]));
+        bank_statement_format_json(w, in->formats[j]);
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"metadata\":", 11);
@@ -1461,10 +1707,8 @@ void encode_bank_statement(struct jsonw *w, const struct bank_statement *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1490,7 +1734,7 @@ void encode_bank_statement_balance_check(struct jsonw *w, const struct bank_stat
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"result\":", 9);
-    jsonw_string(w, bank_statement_balance_check_result_str(in->result));
+    bank_statement_balance_check_result_json(w, in->result);
     jsonw_raw_key(w, "\"computed_closing\":", 19);
     jsonw_int(w, in->computed_closing);
     jsonw_raw_key(w, "\"difference\":", 13);
@@ -1624,30 +1868,23 @@ int decode_bank_transaction(struct arena *a, const struct json_value *v, struct 
 void encode_bank_transaction(struct jsonw *w, const struct bank_transaction *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"account_id\":", 13);
-    jsonw_string(w, in->account_id);
-    jsonw_raw_key(w, "\"bank_transaction_id\":", 22);
-    jsonw_string(w, in->bank_transaction_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"account_id\":", 13, in->account_id);
+    jsonw_raw_key_string(w, "\"bank_transaction_id\":", 22, in->bank_transaction_id);
     if (in->has_reference || in->reference != NULL) {
         jsonw_raw_key(w, "\"reference\":", 12);
         jsonw_string(w, in->reference);
     }
     jsonw_raw_key(w, "\"credit_debit_indicator\":", 25);
-    jsonw_string(w, bank_credit_debit_indicator_str(in->credit_debit_indicator));
+    bank_credit_debit_indicator_json(w, in->credit_debit_indicator);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, bank_transaction_status_str(in->status));
-    jsonw_raw_key(w, "\"booking_date\":", 15);
-    jsonw_string(w, in->booking_date);
+    bank_transaction_status_json(w, in->status);
+    jsonw_raw_key_string(w, "\"booking_date\":", 15, in->booking_date);
     if (in->has_value_date || in->value_date != NULL) {
         jsonw_raw_key(w, "\"value_date\":", 13);
         jsonw_string(w, in->value_date);
@@ -1689,10 +1926,8 @@ void encode_bank_transaction(struct jsonw *w, const struct bank_transaction *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1815,7 +2050,7 @@ void encode_bank_transaction_reconciliation(struct jsonw *w, const struct bank_t
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, bank_transaction_reconciliation_status_str(in->status));
+    bank_transaction_reconciliation_status_json(w, in->status);
     if (in->has_payment_id || in->payment_id != NULL) {
         jsonw_raw_key(w, "\"payment_id\":", 13);
         jsonw_string(w, in->payment_id);
@@ -1891,8 +2126,7 @@ void encode_bank_transaction_sync_page(struct jsonw *w, const struct bank_transa
         encode_removed_bank_transaction(w, &in->removed[j]);
     }
     jsonw_array_end(w);
-    jsonw_raw_key(w, "\"next_cursor\":", 14);
-    jsonw_string(w, in->next_cursor);
+    jsonw_raw_key_string(w, "\"next_cursor\":", 14, in->next_cursor);
     jsonw_raw_key(w, "\"has_more\":", 11);
     jsonw_bool(w, in->has_more);
     jsonw_object_end(w);
@@ -1917,9 +2151,7 @@ int decode_removed_bank_transaction(struct arena *a, const struct json_value *v,
 void encode_removed_bank_transaction(struct jsonw *w, const struct removed_bank_transaction *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"account_id\":", 13);
-    jsonw_string(w, in->account_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"account_id\":", 13, in->account_id);
     jsonw_object_end(w);
 }

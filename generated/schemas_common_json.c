@@ -42,18 +42,12 @@ int decode_event(struct arena *a, const struct json_value *v, struct event *out)
 void encode_event(struct jsonw *w, const struct event *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"api_version\":", 14);
-    jsonw_string(w, in->api_version);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"api_version\":", 14, in->api_version);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     jsonw_raw_key(w, "\"data\":", 7);
     if (in->data)
         encode_event_data(w, in->data);
@@ -124,8 +118,7 @@ int decode_event_request(struct arena *a, const struct json_value *v, struct eve
 void encode_event_request(struct jsonw *w, const struct event_request *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
     if (in->has_idempotency_key || in->idempotency_key != NULL) {
         jsonw_raw_key(w, "\"idempotency_key\":", 18);
         jsonw_string(w, in->idempotency_key);
@@ -154,8 +147,7 @@ void encode_money(struct jsonw *w, const struct money *in)
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_object_end(w);
 }
 
@@ -198,20 +190,14 @@ int decode_problem(struct arena *a, const struct json_value *v, struct problem *
 void encode_problem(struct jsonw *w, const struct problem *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"title\":", 8);
-    jsonw_string(w, in->title);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"title\":", 8, in->title);
     jsonw_raw_key(w, "\"status\":", 9);
     jsonw_int(w, in->status);
-    jsonw_raw_key(w, "\"detail\":", 9);
-    jsonw_string(w, in->detail);
-    jsonw_raw_key(w, "\"instance\":", 11);
-    jsonw_string(w, in->instance);
-    jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, in->code);
-    jsonw_raw_key(w, "\"request_id\":", 13);
-    jsonw_string(w, in->request_id);
+    jsonw_raw_key_string(w, "\"detail\":", 9, in->detail);
+    jsonw_raw_key_string(w, "\"instance\":", 11, in->instance);
+    jsonw_raw_key_string(w, "\"code\":", 7, in->code);
+    jsonw_raw_key_string(w, "\"request_id\":", 13, in->request_id);
     if (in->has_errors || in->errors != NULL) {
         jsonw_raw_key(w, "\"errors\":", 9);
         jsonw_array_begin(w);
@@ -244,11 +230,8 @@ int decode_validation_error(struct arena *a, const struct json_value *v, struct 
 void encode_validation_error(struct jsonw *w, const struct validation_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"pointer\":", 10);
-    jsonw_string(w, in->pointer);
-    jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, in->code);
-    jsonw_raw_key(w, "\"detail\":", 9);
-    jsonw_string(w, in->detail);
+    jsonw_raw_key_string(w, "\"pointer\":", 10, in->pointer);
+    jsonw_raw_key_string(w, "\"code\":", 7, in->code);
+    jsonw_raw_key_string(w, "\"detail\":", 9, in->detail);
     jsonw_object_end(w);
 }

@@ -20,6 +20,8 @@ enum fx_conversion_status {
     FX_CONVERSION_STATUS_CANCELLED = 4,
 };
 const char *fx_conversion_status_str(enum fx_conversion_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void fx_conversion_status_json(struct jsonw *w, enum fx_conversion_status v);
 enum fx_conversion_status fx_conversion_status_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -32,6 +34,8 @@ enum fx_fixed_side {
     FX_FIXED_SIDE_BUY = 2,
 };
 const char *fx_fixed_side_str(enum fx_fixed_side v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void fx_fixed_side_json(struct jsonw *w, enum fx_fixed_side v);
 enum fx_fixed_side fx_fixed_side_parse(const char *s);
 
 /* FxProduct: `spot`: value date up to the spot date; `forward`: a later value date. */
@@ -40,6 +44,8 @@ enum fx_product {
     FX_PRODUCT_FORWARD = 2,
 };
 const char *fx_product_str(enum fx_product v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void fx_product_json(struct jsonw *w, enum fx_product v);
 enum fx_product fx_product_parse(const char *s);
 
 /* FxQuoteStatus: `active` until `expires_at`, then `expired` (final; set when read or executed); `consumed` (final... */
@@ -49,6 +55,8 @@ enum fx_quote_status {
     FX_QUOTE_STATUS_CONSUMED = 3,
 };
 const char *fx_quote_status_str(enum fx_quote_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void fx_quote_status_json(struct jsonw *w, enum fx_quote_status v);
 enum fx_quote_status fx_quote_status_parse(const char *s);
 
 /* ---- structs ---- */

@@ -21,6 +21,25 @@ const char *fx_conversion_status_str(enum fx_conversion_status v)
     return NULL;
 }
 
+void fx_conversion_status_json(struct jsonw *w, enum fx_conversion_status v)
+{
+    switch (v) {
+    case FX_CONVERSION_STATUS_SCHEDULED:
+        jsonw_raw_value(w, "\"scheduled\"", 11);
+        return;
+    case FX_CONVERSION_STATUS_SETTLED:
+        jsonw_raw_value(w, "\"settled\"", 9);
+        return;
+    case FX_CONVERSION_STATUS_OVERDUE:
+        jsonw_raw_value(w, "\"overdue\"", 9);
+        return;
+    case FX_CONVERSION_STATUS_CANCELLED:
+        jsonw_raw_value(w, "\"cancelled\"", 11);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum fx_conversion_status fx_conversion_status_parse(const char *s)
 {
     if (!s)
@@ -68,6 +87,19 @@ const char *fx_fixed_side_str(enum fx_fixed_side v)
     return NULL;
 }
 
+void fx_fixed_side_json(struct jsonw *w, enum fx_fixed_side v)
+{
+    switch (v) {
+    case FX_FIXED_SIDE_SELL:
+        jsonw_raw_value(w, "\"sell\"", 6);
+        return;
+    case FX_FIXED_SIDE_BUY:
+        jsonw_raw_value(w, "\"buy\"", 5);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum fx_fixed_side fx_fixed_side_parse(const char *s)
 {
     if (!s)
@@ -88,6 +120,19 @@ const char *fx_product_str(enum fx_product v)
         return "forward";
     }
     return NULL;
+}
+
+void fx_product_json(struct jsonw *w, enum fx_product v)
+{
+    switch (v) {
+    case FX_PRODUCT_SPOT:
+        jsonw_raw_value(w, "\"spot\"", 6);
+        return;
+    case FX_PRODUCT_FORWARD:
+        jsonw_raw_value(w, "\"forward\"", 9);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum fx_product fx_product_parse(const char *s)
@@ -112,6 +157,22 @@ const char *fx_quote_status_str(enum fx_quote_status v)
         return "consumed";
     }
     return NULL;
+}
+
+void fx_quote_status_json(struct jsonw *w, enum fx_quote_status v)
+{
+    switch (v) {
+    case FX_QUOTE_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case FX_QUOTE_STATUS_EXPIRED:
+        jsonw_raw_value(w, "\"expired\"", 9);
+        return;
+    case FX_QUOTE_STATUS_CONSUMED:
+        jsonw_raw_value(w, "\"consumed\"", 10);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum fx_quote_status fx_quote_status_parse(const char *s)
@@ -200,38 +261,27 @@ int decode_fx_conversion(struct arena *a, const struct json_value *v, struct fx_
 void encode_fx_conversion(struct jsonw *w, const struct fx_conversion *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"quote_id\":", 11);
-    jsonw_string(w, in->quote_id);
-    jsonw_raw_key(w, "\"short_reference\":", 18);
-    jsonw_string(w, in->short_reference);
-    jsonw_raw_key(w, "\"sell_currency\":", 16);
-    jsonw_string(w, in->sell_currency);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"quote_id\":", 11, in->quote_id);
+    jsonw_raw_key_string(w, "\"short_reference\":", 18, in->short_reference);
+    jsonw_raw_key_string(w, "\"sell_currency\":", 16, in->sell_currency);
     jsonw_raw_key(w, "\"sell_amount\":", 14);
     jsonw_int(w, in->sell_amount);
-    jsonw_raw_key(w, "\"buy_currency\":", 15);
-    jsonw_string(w, in->buy_currency);
+    jsonw_raw_key_string(w, "\"buy_currency\":", 15, in->buy_currency);
     jsonw_raw_key(w, "\"buy_amount\":", 13);
     jsonw_int(w, in->buy_amount);
-    jsonw_raw_key(w, "\"client_rate\":", 14);
-    jsonw_string(w, in->client_rate);
-    jsonw_raw_key(w, "\"mid_rate\":", 11);
-    jsonw_string(w, in->mid_rate);
+    jsonw_raw_key_string(w, "\"client_rate\":", 14, in->client_rate);
+    jsonw_raw_key_string(w, "\"mid_rate\":", 11, in->mid_rate);
     jsonw_raw_key(w, "\"spread_bps\":", 13);
     jsonw_int(w, in->spread_bps);
     jsonw_raw_key(w, "\"product\":", 10);
-    jsonw_string(w, fx_product_str(in->product));
-    jsonw_raw_key(w, "\"value_date\":", 13);
-    jsonw_string(w, in->value_date);
-    jsonw_raw_key(w, "\"settlement_cutoff_at\":", 23);
-    jsonw_string(w, in->settlement_cutoff_at);
+    fx_product_json(w, in->product);
+    jsonw_raw_key_string(w, "\"value_date\":", 13, in->value_date);
+    jsonw_raw_key_string(w, "\"settlement_cutoff_at\":", 23, in->settlement_cutoff_at);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, fx_conversion_status_str(in->status));
+    fx_conversion_status_json(w, in->status);
     if (in->has_settled_at || in->settled_at != NULL) {
         jsonw_raw_key(w, "\"settled_at\":", 13);
         jsonw_string(w, in->settled_at);
@@ -244,8 +294,7 @@ void encode_fx_conversion(struct jsonw *w, const struct fx_conversion *in)
         jsonw_raw_key(w, "\"ledger_transaction_id\":", 24);
         jsonw_string(w, in->ledger_transaction_id);
     }
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -255,10 +304,8 @@ void encode_fx_conversion(struct jsonw *w, const struct fx_conversion *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -299,18 +346,14 @@ int decode_fx_conversion_execute(struct arena *a, const struct json_value *v, st
 void encode_fx_conversion_execute(struct jsonw *w, const struct fx_conversion_execute *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"quote_id\":", 11);
-    jsonw_string(w, in->quote_id);
-    jsonw_raw_key(w, "\"sell_currency\":", 16);
-    jsonw_string(w, in->sell_currency);
-    jsonw_raw_key(w, "\"buy_currency\":", 15);
-    jsonw_string(w, in->buy_currency);
+    jsonw_raw_key_string(w, "\"quote_id\":", 11, in->quote_id);
+    jsonw_raw_key_string(w, "\"sell_currency\":", 16, in->sell_currency);
+    jsonw_raw_key_string(w, "\"buy_currency\":", 15, in->buy_currency);
     jsonw_raw_key(w, "\"sell_amount\":", 14);
     jsonw_int(w, in->sell_amount);
     jsonw_raw_key(w, "\"buy_amount\":", 13);
     jsonw_int(w, in->buy_amount);
-    jsonw_raw_key(w, "\"value_date\":", 13);
-    jsonw_string(w, in->value_date);
+    jsonw_raw_key_string(w, "\"value_date\":", 13, in->value_date);
     if (in->has_metadata || in->metadata != NULL) {
         jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
@@ -395,8 +438,7 @@ int decode_fx_forward_exposure(struct arena *a, const struct json_value *v, stru
 void encode_fx_forward_exposure(struct jsonw *w, const struct fx_forward_exposure *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"value_date\":", 13);
-    jsonw_string(w, in->value_date);
+    jsonw_raw_key_string(w, "\"value_date\":", 13, in->value_date);
     jsonw_raw_key(w, "\"buys\":", 7);
     jsonw_int(w, in->buys);
     jsonw_raw_key(w, "\"sells\":", 8);
@@ -440,8 +482,7 @@ int decode_fx_position(struct arena *a, const struct json_value *v, struct fx_po
 void encode_fx_position(struct jsonw *w, const struct fx_position *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"settled_balance\":", 18);
     jsonw_int(w, in->settled_balance);
     jsonw_raw_key(w, "\"pending_buys\":", 15);
@@ -489,12 +530,9 @@ int decode_fx_position_report(struct arena *a, const struct json_value *v, struc
 void encode_fx_position_report(struct jsonw *w, const struct fx_position_report *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"as_of\":", 8);
-    jsonw_string(w, in->as_of);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"as_of\":", 8, in->as_of);
     jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
@@ -573,46 +611,35 @@ int decode_fx_quote(struct arena *a, const struct json_value *v, struct fx_quote
 void encode_fx_quote(struct jsonw *w, const struct fx_quote *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"sell_currency\":", 16);
-    jsonw_string(w, in->sell_currency);
-    jsonw_raw_key(w, "\"buy_currency\":", 15);
-    jsonw_string(w, in->buy_currency);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"sell_currency\":", 16, in->sell_currency);
+    jsonw_raw_key_string(w, "\"buy_currency\":", 15, in->buy_currency);
     jsonw_raw_key(w, "\"fixed_side\":", 13);
-    jsonw_string(w, fx_fixed_side_str(in->fixed_side));
+    fx_fixed_side_json(w, in->fixed_side);
     jsonw_raw_key(w, "\"sell_amount\":", 14);
     jsonw_int(w, in->sell_amount);
     jsonw_raw_key(w, "\"buy_amount\":", 13);
     jsonw_int(w, in->buy_amount);
-    jsonw_raw_key(w, "\"rate\":", 7);
-    jsonw_string(w, in->rate);
-    jsonw_raw_key(w, "\"mid_rate\":", 11);
-    jsonw_string(w, in->mid_rate);
+    jsonw_raw_key_string(w, "\"rate\":", 7, in->rate);
+    jsonw_raw_key_string(w, "\"mid_rate\":", 11, in->mid_rate);
     jsonw_raw_key(w, "\"spread_bps\":", 13);
     jsonw_int(w, in->spread_bps);
-    jsonw_raw_key(w, "\"rate_source\":", 14);
-    jsonw_string(w, in->rate_source);
-    jsonw_raw_key(w, "\"value_date\":", 13);
-    jsonw_string(w, in->value_date);
+    jsonw_raw_key_string(w, "\"rate_source\":", 14, in->rate_source);
+    jsonw_raw_key_string(w, "\"value_date\":", 13, in->value_date);
     jsonw_raw_key(w, "\"product\":", 10);
-    jsonw_string(w, fx_product_str(in->product));
+    fx_product_json(w, in->product);
     jsonw_raw_key(w, "\"ttl_seconds\":", 14);
     jsonw_int(w, in->ttl_seconds);
-    jsonw_raw_key(w, "\"expires_at\":", 13);
-    jsonw_string(w, in->expires_at);
+    jsonw_raw_key_string(w, "\"expires_at\":", 13, in->expires_at);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, fx_quote_status_str(in->status));
+    fx_quote_status_json(w, in->status);
     if (in->has_conversion_id || in->conversion_id != NULL) {
         jsonw_raw_key(w, "\"conversion_id\":", 16);
         jsonw_string(w, in->conversion_id);
     }
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -622,10 +649,8 @@ void encode_fx_quote(struct jsonw *w, const struct fx_quote *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -672,12 +697,10 @@ int decode_fx_quote_create(struct arena *a, const struct json_value *v, struct f
 void encode_fx_quote_create(struct jsonw *w, const struct fx_quote_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"sell_currency\":", 16);
-    jsonw_string(w, in->sell_currency);
-    jsonw_raw_key(w, "\"buy_currency\":", 15);
-    jsonw_string(w, in->buy_currency);
+    jsonw_raw_key_string(w, "\"sell_currency\":", 16, in->sell_currency);
+    jsonw_raw_key_string(w, "\"buy_currency\":", 15, in->buy_currency);
     jsonw_raw_key(w, "\"fixed_side\":", 13);
-    jsonw_string(w, fx_fixed_side_str(in->fixed_side));
+    fx_fixed_side_json(w, in->fixed_side);
     if (in->has_sell_amount) {
         jsonw_raw_key(w, "\"sell_amount\":", 14);
         jsonw_int(w, in->sell_amount);
@@ -692,7 +715,7 @@ void encode_fx_quote_create(struct jsonw *w, const struct fx_quote_create *in)
     }
     if (in->has_product) {
         jsonw_raw_key(w, "\"product\":", 10);
-        jsonw_string(w, fx_product_str(in->product));
+        fx_product_json(w, in->product);
     }
     if (in->has_metadata || in->metadata != NULL) {
         jsonw_raw_key(w, "\"metadata\":", 11);

@@ -20,6 +20,8 @@ enum integration_connector_auth_type {
     INTEGRATION_CONNECTOR_AUTH_TYPE_SSH_KEY = 4,
 };
 const char *integration_connector_auth_type_str(enum integration_connector_auth_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void integration_connector_auth_type_json(struct jsonw *w, enum integration_connector_auth_type v);
 enum integration_connector_auth_type integration_connector_auth_type_parse(const char *s);
 
 /* integration_connector_category: What kind of system it is. */
@@ -29,6 +31,8 @@ enum integration_connector_category {
     INTEGRATION_CONNECTOR_CATEGORY_FILE_TRANSFER = 3,
 };
 const char *integration_connector_category_str(enum integration_connector_category v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void integration_connector_category_json(struct jsonw *w, enum integration_connector_category v);
 enum integration_connector_category integration_connector_category_parse(const char *s);
 
 /* integration_connector_field_type: How the string value is read (`"22"`, `"true"`). */
@@ -38,6 +42,8 @@ enum integration_connector_field_type {
     INTEGRATION_CONNECTOR_FIELD_TYPE_BOOLEAN = 3,
 };
 const char *integration_connector_field_type_str(enum integration_connector_field_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void integration_connector_field_type_json(struct jsonw *w, enum integration_connector_field_type v);
 enum integration_connector_field_type integration_connector_field_type_parse(const char *s);
 
 /* IntegrationProvider: The system connected: `xero`, `netsuite` (Oracle NetSuite, token-based auth), `quickbooks` (Quick... */
@@ -48,6 +54,8 @@ enum integration_provider {
     INTEGRATION_PROVIDER_SFTP = 4,
 };
 const char *integration_provider_str(enum integration_provider v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void integration_provider_json(struct jsonw *w, enum integration_provider v);
 enum integration_provider integration_provider_parse(const char *s);
 
 /* IntegrationSetupState: `incomplete` until the connection has been tested with the current configuration, `connected` onc... */
@@ -57,6 +65,8 @@ enum integration_setup_state {
     INTEGRATION_SETUP_STATE_BROKEN = 3,
 };
 const char *integration_setup_state_str(enum integration_setup_state v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void integration_setup_state_json(struct jsonw *w, enum integration_setup_state v);
 enum integration_setup_state integration_setup_state_parse(const char *s);
 
 /* IntegrationSyncObject: A kind of record an integration syncs. */
@@ -69,6 +79,8 @@ enum integration_sync_object {
     INTEGRATION_SYNC_OBJECT_BANK_TRANSACTIONS = 6,
 };
 const char *integration_sync_object_str(enum integration_sync_object v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void integration_sync_object_json(struct jsonw *w, enum integration_sync_object v);
 enum integration_sync_object integration_sync_object_parse(const char *s);
 
 /* IntegrationSyncRunStatus: `queued` → `running` → `succeeded` | `failed`; `queued` or `running` → `cancelled`. */
@@ -80,6 +92,8 @@ enum integration_sync_run_status {
     INTEGRATION_SYNC_RUN_STATUS_CANCELLED = 5,
 };
 const char *integration_sync_run_status_str(enum integration_sync_run_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void integration_sync_run_status_json(struct jsonw *w, enum integration_sync_run_status v);
 enum integration_sync_run_status integration_sync_run_status_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -93,6 +107,8 @@ enum integration_sync_run_trigger {
     INTEGRATION_SYNC_RUN_TRIGGER_RUN = 3,
 };
 const char *integration_sync_run_trigger_str(enum integration_sync_run_trigger v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void integration_sync_run_trigger_json(struct jsonw *w, enum integration_sync_run_trigger v);
 enum integration_sync_run_trigger integration_sync_run_trigger_parse(const char *s);
 
 /* webhook_delivery_error_code: What went wrong. */
@@ -104,6 +120,8 @@ enum webhook_delivery_error_code {
     WEBHOOK_DELIVERY_ERROR_CODE_ENDPOINT_DISABLED = 5,
 };
 const char *webhook_delivery_error_code_str(enum webhook_delivery_error_code v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void webhook_delivery_error_code_json(struct jsonw *w, enum webhook_delivery_error_code v);
 enum webhook_delivery_error_code webhook_delivery_error_code_parse(const char *s);
 
 /* WebhookDeliveryStatus: `pending` until the attempt is made; then `succeeded` (a 2xx in time) or `failed`. */
@@ -113,6 +131,8 @@ enum webhook_delivery_status {
     WEBHOOK_DELIVERY_STATUS_FAILED = 3,
 };
 const char *webhook_delivery_status_str(enum webhook_delivery_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void webhook_delivery_status_json(struct jsonw *w, enum webhook_delivery_status v);
 enum webhook_delivery_status webhook_delivery_status_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -126,6 +146,8 @@ enum webhook_delivery_trigger {
     WEBHOOK_DELIVERY_TRIGGER_TEST = 3,
 };
 const char *webhook_delivery_trigger_str(enum webhook_delivery_trigger v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void webhook_delivery_trigger_json(struct jsonw *w, enum webhook_delivery_trigger v);
 enum webhook_delivery_trigger webhook_delivery_trigger_parse(const char *s);
 
 /* webhook_endpoint_disabled_reason: Why it is `disabled`: by a user (`manual`), it answered `410 Gone` (`gone_410`), or no delivery s... */
@@ -135,6 +157,8 @@ enum webhook_endpoint_disabled_reason {
     WEBHOOK_ENDPOINT_DISABLED_REASON_FAILING = 3,
 };
 const char *webhook_endpoint_disabled_reason_str(enum webhook_endpoint_disabled_reason v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void webhook_endpoint_disabled_reason_json(struct jsonw *w, enum webhook_endpoint_disabled_reason v);
 enum webhook_endpoint_disabled_reason webhook_endpoint_disabled_reason_parse(const char *s);
 
 /* WebhookEndpointStatus: Only `enabled` endpoints get events. */
@@ -143,6 +167,8 @@ enum webhook_endpoint_status {
     WEBHOOK_ENDPOINT_STATUS_DISABLED = 2,
 };
 const char *webhook_endpoint_status_str(enum webhook_endpoint_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void webhook_endpoint_status_json(struct jsonw *w, enum webhook_endpoint_status v);
 enum webhook_endpoint_status webhook_endpoint_status_parse(const char *s);
 
 /* ---- structs ---- */

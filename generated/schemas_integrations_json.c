@@ -21,6 +21,25 @@ const char *integration_connector_auth_type_str(enum integration_connector_auth_
     return NULL;
 }
 
+void integration_connector_auth_type_json(struct jsonw *w, enum integration_connector_auth_type v)
+{
+    switch (v) {
+    case INTEGRATION_CONNECTOR_AUTH_TYPE_OAUTH2:
+        jsonw_raw_value(w, "\"oauth2\"", 8);
+        return;
+    case INTEGRATION_CONNECTOR_AUTH_TYPE_TOKEN:
+        jsonw_raw_value(w, "\"token\"", 7);
+        return;
+    case INTEGRATION_CONNECTOR_AUTH_TYPE_PASSWORD:
+        jsonw_raw_value(w, "\"password\"", 10);
+        return;
+    case INTEGRATION_CONNECTOR_AUTH_TYPE_SSH_KEY:
+        jsonw_raw_value(w, "\"ssh_key\"", 9);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum integration_connector_auth_type integration_connector_auth_type_parse(const char *s)
 {
     if (!s)
@@ -49,6 +68,22 @@ const char *integration_connector_category_str(enum integration_connector_catego
     return NULL;
 }
 
+void integration_connector_category_json(struct jsonw *w, enum integration_connector_category v)
+{
+    switch (v) {
+    case INTEGRATION_CONNECTOR_CATEGORY_ACCOUNTING:
+        jsonw_raw_value(w, "\"accounting\"", 12);
+        return;
+    case INTEGRATION_CONNECTOR_CATEGORY_ERP:
+        jsonw_raw_value(w, "\"erp\"", 5);
+        return;
+    case INTEGRATION_CONNECTOR_CATEGORY_FILE_TRANSFER:
+        jsonw_raw_value(w, "\"file_transfer\"", 15);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum integration_connector_category integration_connector_category_parse(const char *s)
 {
     if (!s)
@@ -73,6 +108,22 @@ const char *integration_connector_field_type_str(enum integration_connector_fiel
         return "boolean";
     }
     return NULL;
+}
+
+void integration_connector_field_type_json(struct jsonw *w, enum integration_connector_field_type v)
+{
+    switch (v) {
+    case INTEGRATION_CONNECTOR_FIELD_TYPE_STRING:
+        jsonw_raw_value(w, "\"string\"", 8);
+        return;
+    case INTEGRATION_CONNECTOR_FIELD_TYPE_INTEGER:
+        jsonw_raw_value(w, "\"integer\"", 9);
+        return;
+    case INTEGRATION_CONNECTOR_FIELD_TYPE_BOOLEAN:
+        jsonw_raw_value(w, "\"boolean\"", 9);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum integration_connector_field_type integration_connector_field_type_parse(const char *s)
@@ -103,6 +154,25 @@ const char *integration_provider_str(enum integration_provider v)
     return NULL;
 }
 
+void integration_provider_json(struct jsonw *w, enum integration_provider v)
+{
+    switch (v) {
+    case INTEGRATION_PROVIDER_XERO:
+        jsonw_raw_value(w, "\"xero\"", 6);
+        return;
+    case INTEGRATION_PROVIDER_NETSUITE:
+        jsonw_raw_value(w, "\"netsuite\"", 10);
+        return;
+    case INTEGRATION_PROVIDER_QUICKBOOKS:
+        jsonw_raw_value(w, "\"quickbooks\"", 12);
+        return;
+    case INTEGRATION_PROVIDER_SFTP:
+        jsonw_raw_value(w, "\"sftp\"", 6);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum integration_provider integration_provider_parse(const char *s)
 {
     if (!s)
@@ -129,6 +199,22 @@ const char *integration_setup_state_str(enum integration_setup_state v)
         return "broken";
     }
     return NULL;
+}
+
+void integration_setup_state_json(struct jsonw *w, enum integration_setup_state v)
+{
+    switch (v) {
+    case INTEGRATION_SETUP_STATE_INCOMPLETE:
+        jsonw_raw_value(w, "\"incomplete\"", 12);
+        return;
+    case INTEGRATION_SETUP_STATE_CONNECTED:
+        jsonw_raw_value(w, "\"connected\"", 11);
+        return;
+    case INTEGRATION_SETUP_STATE_BROKEN:
+        jsonw_raw_value(w, "\"broken\"", 8);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum integration_setup_state integration_setup_state_parse(const char *s)
@@ -161,6 +247,31 @@ const char *integration_sync_object_str(enum integration_sync_object v)
         return "bank_transactions";
     }
     return NULL;
+}
+
+void integration_sync_object_json(struct jsonw *w, enum integration_sync_object v)
+{
+    switch (v) {
+    case INTEGRATION_SYNC_OBJECT_LEDGER_ACCOUNTS:
+        jsonw_raw_value(w, "\"ledger_accounts\"", 17);
+        return;
+    case INTEGRATION_SYNC_OBJECT_JOURNAL_ENTRIES:
+        jsonw_raw_value(w, "\"journal_entries\"", 17);
+        return;
+    case INTEGRATION_SYNC_OBJECT_COUNTERPARTIES:
+        jsonw_raw_value(w, "\"counterparties\"", 16);
+        return;
+    case INTEGRATION_SYNC_OBJECT_PAYMENTS:
+        jsonw_raw_value(w, "\"payments\"", 10);
+        return;
+    case INTEGRATION_SYNC_OBJECT_BANK_STATEMENTS:
+        jsonw_raw_value(w, "\"bank_statements\"", 17);
+        return;
+    case INTEGRATION_SYNC_OBJECT_BANK_TRANSACTIONS:
+        jsonw_raw_value(w, "\"bank_transactions\"", 19);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum integration_sync_object integration_sync_object_parse(const char *s)
@@ -197,6 +308,28 @@ const char *integration_sync_run_status_str(enum integration_sync_run_status v)
         return "cancelled";
     }
     return NULL;
+}
+
+void integration_sync_run_status_json(struct jsonw *w, enum integration_sync_run_status v)
+{
+    switch (v) {
+    case INTEGRATION_SYNC_RUN_STATUS_QUEUED:
+        jsonw_raw_value(w, "\"queued\"", 8);
+        return;
+    case INTEGRATION_SYNC_RUN_STATUS_RUNNING:
+        jsonw_raw_value(w, "\"running\"", 9);
+        return;
+    case INTEGRATION_SYNC_RUN_STATUS_SUCCEEDED:
+        jsonw_raw_value(w, "\"succeeded\"", 11);
+        return;
+    case INTEGRATION_SYNC_RUN_STATUS_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    case INTEGRATION_SYNC_RUN_STATUS_CANCELLED:
+        jsonw_raw_value(w, "\"cancelled\"", 11);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum integration_sync_run_status integration_sync_run_status_parse(const char *s)
@@ -250,6 +383,22 @@ const char *integration_sync_run_trigger_str(enum integration_sync_run_trigger v
     return NULL;
 }
 
+void integration_sync_run_trigger_json(struct jsonw *w, enum integration_sync_run_trigger v)
+{
+    switch (v) {
+    case INTEGRATION_SYNC_RUN_TRIGGER_SCHEDULE:
+        jsonw_raw_value(w, "\"schedule\"", 10);
+        return;
+    case INTEGRATION_SYNC_RUN_TRIGGER_MANUAL:
+        jsonw_raw_value(w, "\"manual\"", 8);
+        return;
+    case INTEGRATION_SYNC_RUN_TRIGGER_RUN:
+        jsonw_raw_value(w, "\"run\"", 5);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum integration_sync_run_trigger integration_sync_run_trigger_parse(const char *s)
 {
     if (!s)
@@ -280,6 +429,28 @@ const char *webhook_delivery_error_code_str(enum webhook_delivery_error_code v)
     return NULL;
 }
 
+void webhook_delivery_error_code_json(struct jsonw *w, enum webhook_delivery_error_code v)
+{
+    switch (v) {
+    case WEBHOOK_DELIVERY_ERROR_CODE_TIMEOUT:
+        jsonw_raw_value(w, "\"timeout\"", 9);
+        return;
+    case WEBHOOK_DELIVERY_ERROR_CODE_CONNECTION_FAILED:
+        jsonw_raw_value(w, "\"connection_failed\"", 19);
+        return;
+    case WEBHOOK_DELIVERY_ERROR_CODE_TLS_ERROR:
+        jsonw_raw_value(w, "\"tls_error\"", 11);
+        return;
+    case WEBHOOK_DELIVERY_ERROR_CODE_URL_NOT_ALLOWED:
+        jsonw_raw_value(w, "\"url_not_allowed\"", 17);
+        return;
+    case WEBHOOK_DELIVERY_ERROR_CODE_ENDPOINT_DISABLED:
+        jsonw_raw_value(w, "\"endpoint_disabled\"", 19);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum webhook_delivery_error_code webhook_delivery_error_code_parse(const char *s)
 {
     if (!s)
@@ -308,6 +479,22 @@ const char *webhook_delivery_status_str(enum webhook_delivery_status v)
         return "failed";
     }
     return NULL;
+}
+
+void webhook_delivery_status_json(struct jsonw *w, enum webhook_delivery_status v)
+{
+    switch (v) {
+    case WEBHOOK_DELIVERY_STATUS_PENDING:
+        jsonw_raw_value(w, "\"pending\"", 9);
+        return;
+    case WEBHOOK_DELIVERY_STATUS_SUCCEEDED:
+        jsonw_raw_value(w, "\"succeeded\"", 11);
+        return;
+    case WEBHOOK_DELIVERY_STATUS_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum webhook_delivery_status webhook_delivery_status_parse(const char *s)
@@ -357,6 +544,22 @@ const char *webhook_delivery_trigger_str(enum webhook_delivery_trigger v)
     return NULL;
 }
 
+void webhook_delivery_trigger_json(struct jsonw *w, enum webhook_delivery_trigger v)
+{
+    switch (v) {
+    case WEBHOOK_DELIVERY_TRIGGER_AUTOMATIC:
+        jsonw_raw_value(w, "\"automatic\"", 11);
+        return;
+    case WEBHOOK_DELIVERY_TRIGGER_REDELIVERY:
+        jsonw_raw_value(w, "\"redelivery\"", 12);
+        return;
+    case WEBHOOK_DELIVERY_TRIGGER_TEST:
+        jsonw_raw_value(w, "\"test\"", 6);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum webhook_delivery_trigger webhook_delivery_trigger_parse(const char *s)
 {
     if (!s)
@@ -383,6 +586,22 @@ const char *webhook_endpoint_disabled_reason_str(enum webhook_endpoint_disabled_
     return NULL;
 }
 
+void webhook_endpoint_disabled_reason_json(struct jsonw *w, enum webhook_endpoint_disabled_reason v)
+{
+    switch (v) {
+    case WEBHOOK_ENDPOINT_DISABLED_REASON_MANUAL:
+        jsonw_raw_value(w, "\"manual\"", 8);
+        return;
+    case WEBHOOK_ENDPOINT_DISABLED_REASON_GONE_410:
+        jsonw_raw_value(w, "\"gone_410\"", 10);
+        return;
+    case WEBHOOK_ENDPOINT_DISABLED_REASON_FAILING:
+        jsonw_raw_value(w, "\"failing\"", 9);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum webhook_endpoint_disabled_reason webhook_endpoint_disabled_reason_parse(const char *s)
 {
     if (!s)
@@ -405,6 +624,19 @@ const char *webhook_endpoint_status_str(enum webhook_endpoint_status v)
         return "disabled";
     }
     return NULL;
+}
+
+void webhook_endpoint_status_json(struct jsonw *w, enum webhook_endpoint_status v)
+{
+    switch (v) {
+    case WEBHOOK_ENDPOINT_STATUS_ENABLED:
+        jsonw_raw_value(w, "\"enabled\"", 9);
+        return;
+    case WEBHOOK_ENDPOINT_STATUS_DISABLED:
+        jsonw_raw_value(w, "\"disabled\"", 10);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum webhook_endpoint_status webhook_endpoint_status_parse(const char *s)
@@ -505,16 +737,12 @@ int decode_integration(struct arena *a, const struct json_value *v, struct integ
 void encode_integration(struct jsonw *w, const struct integration *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"provider\":", 11);
-    jsonw_string(w, integration_provider_str(in->provider));
+    integration_provider_json(w, in->provider);
     jsonw_raw_key(w, "\"config\":", 9);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->config_count; j++) {
@@ -531,11 +759,11 @@ void encode_integration(struct jsonw *w, const struct integration *in)
     jsonw_raw_key(w, "\"sync_objects\":", 15);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->sync_objects_count; j++) {
-        jsonw_string(w, integration_sync_object_str(in->sync_objects[j]));
+        integration_sync_object_json(w, in->sync_objects[j]);
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"setup_state\":", 14);
-    jsonw_string(w, integration_setup_state_str(in->setup_state));
+    integration_setup_state_json(w, in->setup_state);
     if (in->has_setup_error || in->setup_error != NULL) {
         jsonw_raw_key(w, "\"setup_error\":", 14);
         if (in->setup_error)
@@ -559,8 +787,7 @@ void encode_integration(struct jsonw *w, const struct integration *in)
         jsonw_raw_key(w, "\"next_sync_at\":", 15);
         jsonw_string(w, in->next_sync_at);
     }
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -570,10 +797,8 @@ void encode_integration(struct jsonw *w, const struct integration *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -624,16 +849,14 @@ int decode_integration_connector(struct arena *a, const struct json_value *v, st
 void encode_integration_connector(struct jsonw *w, const struct integration_connector *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
     jsonw_raw_key(w, "\"provider\":", 11);
-    jsonw_string(w, integration_provider_str(in->provider));
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    integration_provider_json(w, in->provider);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"category\":", 11);
-    jsonw_string(w, integration_connector_category_str(in->category));
+    integration_connector_category_json(w, in->category);
     jsonw_raw_key(w, "\"auth_type\":", 12);
-    jsonw_string(w, integration_connector_auth_type_str(in->auth_type));
+    integration_connector_auth_type_json(w, in->auth_type);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
@@ -647,7 +870,7 @@ void encode_integration_connector(struct jsonw *w, const struct integration_conn
     jsonw_raw_key(w, "\"sync_objects\":", 15);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->sync_objects_count; j++) {
-        jsonw_string(w, integration_sync_object_str(in->sync_objects[j]));
+        integration_sync_object_json(w, in->sync_objects[j]);
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"min_sync_frequency_minutes\":", 29);
@@ -683,12 +906,10 @@ int decode_integration_connector_field(struct arena *a, const struct json_value 
 void encode_integration_connector_field(struct jsonw *w, const struct integration_connector_field *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"key\":", 6);
-    jsonw_string(w, in->key);
-    jsonw_raw_key(w, "\"label\":", 8);
-    jsonw_string(w, in->label);
+    jsonw_raw_key_string(w, "\"key\":", 6, in->key);
+    jsonw_raw_key_string(w, "\"label\":", 8, in->label);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, integration_connector_field_type_str(in->type));
+    integration_connector_field_type_json(w, in->type);
     jsonw_raw_key(w, "\"required\":", 11);
     jsonw_bool(w, in->required);
     jsonw_raw_key(w, "\"secret\":", 9);
@@ -803,10 +1024,9 @@ int decode_integration_create(struct arena *a, const struct json_value *v, struc
 void encode_integration_create(struct jsonw *w, const struct integration_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"provider\":", 11);
-    jsonw_string(w, integration_provider_str(in->provider));
+    integration_provider_json(w, in->provider);
     jsonw_raw_key(w, "\"config\":", 9);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->config_count; j++) {
@@ -817,7 +1037,7 @@ void encode_integration_create(struct jsonw *w, const struct integration_create 
     jsonw_raw_key(w, "\"sync_objects\":", 15);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->sync_objects_count; j++) {
-        jsonw_string(w, integration_sync_object_str(in->sync_objects[j]));
+        integration_sync_object_json(w, in->sync_objects[j]);
     }
     jsonw_array_end(w);
     if (in->has_sync_frequency_minutes) {
@@ -859,10 +1079,8 @@ int decode_integration_error(struct arena *a, const struct json_value *v, struct
 void encode_integration_error(struct jsonw *w, const struct integration_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, in->code);
-    jsonw_raw_key(w, "\"message\":", 10);
-    jsonw_string(w, in->message);
+    jsonw_raw_key_string(w, "\"code\":", 7, in->code);
+    jsonw_raw_key_string(w, "\"message\":", 10, in->message);
     jsonw_object_end(w);
 }
 
@@ -964,7 +1182,7 @@ void encode_integration_sync_request(struct jsonw *w, const struct integration_s
         jsonw_raw_key(w, "\"objects\":", 10);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->objects_count; j++) {
-            jsonw_string(w, integration_sync_object_str(in->objects[j]));
+            integration_sync_object_json(w, in->objects[j]);
         }
         jsonw_array_end(w);
     }
@@ -1054,16 +1272,12 @@ int decode_integration_sync_run(struct arena *a, const struct json_value *v, str
 void encode_integration_sync_run(struct jsonw *w, const struct integration_sync_run *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"integration_id\":", 17);
-    jsonw_string(w, in->integration_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"integration_id\":", 17, in->integration_id);
     jsonw_raw_key(w, "\"trigger\":", 10);
-    jsonw_string(w, integration_sync_run_trigger_str(in->trigger));
+    integration_sync_run_trigger_json(w, in->trigger);
     if (in->has_run_id || in->run_id != NULL) {
         jsonw_raw_key(w, "\"run_id\":", 9);
         jsonw_string(w, in->run_id);
@@ -1073,11 +1287,11 @@ void encode_integration_sync_run(struct jsonw *w, const struct integration_sync_
     jsonw_raw_key(w, "\"objects\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->objects_count; j++) {
-        jsonw_string(w, integration_sync_object_str(in->objects[j]));
+        integration_sync_object_json(w, in->objects[j]);
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, integration_sync_run_status_str(in->status));
+    integration_sync_run_status_json(w, in->status);
     if (in->has_started_at || in->started_at != NULL) {
         jsonw_raw_key(w, "\"started_at\":", 13);
         jsonw_string(w, in->started_at);
@@ -1113,10 +1327,8 @@ void encode_integration_sync_run(struct jsonw *w, const struct integration_sync_
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1284,7 +1496,7 @@ void encode_integration_update(struct jsonw *w, const struct integration_update 
         jsonw_raw_key(w, "\"sync_objects\":", 15);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->sync_objects_count; j++) {
-            jsonw_string(w, integration_sync_object_str(in->sync_objects[j]));
+            integration_sync_object_json(w, in->sync_objects[j]);
         }
         jsonw_array_end(w);
     }
@@ -1358,24 +1570,18 @@ int decode_webhook_delivery(struct arena *a, const struct json_value *v, struct 
 void encode_webhook_delivery(struct jsonw *w, const struct webhook_delivery *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"endpoint_id\":", 14);
-    jsonw_string(w, in->endpoint_id);
-    jsonw_raw_key(w, "\"event_id\":", 11);
-    jsonw_string(w, in->event_id);
-    jsonw_raw_key(w, "\"event_type\":", 13);
-    jsonw_string(w, in->event_type);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"endpoint_id\":", 14, in->endpoint_id);
+    jsonw_raw_key_string(w, "\"event_id\":", 11, in->event_id);
+    jsonw_raw_key_string(w, "\"event_type\":", 13, in->event_type);
     jsonw_raw_key(w, "\"trigger\":", 10);
-    jsonw_string(w, webhook_delivery_trigger_str(in->trigger));
+    webhook_delivery_trigger_json(w, in->trigger);
     jsonw_raw_key(w, "\"attempt\":", 10);
     jsonw_int(w, in->attempt);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, webhook_delivery_status_str(in->status));
+    webhook_delivery_status_json(w, in->status);
     if (in->has_response_status) {
         jsonw_raw_key(w, "\"response_status\":", 18);
         jsonw_int(w, in->response_status);
@@ -1399,10 +1605,8 @@ void encode_webhook_delivery(struct jsonw *w, const struct webhook_delivery *in)
         jsonw_raw_key(w, "\"next_attempt_at\":", 18);
         jsonw_string(w, in->next_attempt_at);
     }
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1426,9 +1630,8 @@ void encode_webhook_delivery_error(struct jsonw *w, const struct webhook_deliver
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, webhook_delivery_error_code_str(in->code));
-    jsonw_raw_key(w, "\"message\":", 10);
-    jsonw_string(w, in->message);
+    webhook_delivery_error_code_json(w, in->code);
+    jsonw_raw_key_string(w, "\"message\":", 10, in->message);
     jsonw_object_end(w);
 }
 
@@ -1575,14 +1778,10 @@ int decode_webhook_endpoint(struct arena *a, const struct json_value *v, struct 
 void encode_webhook_endpoint(struct jsonw *w, const struct webhook_endpoint *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"url\":", 6);
-    jsonw_string(w, in->url);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"url\":", 6, in->url);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
@@ -1594,10 +1793,10 @@ void encode_webhook_endpoint(struct jsonw *w, const struct webhook_endpoint *in)
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, webhook_endpoint_status_str(in->status));
+    webhook_endpoint_status_json(w, in->status);
     if (in->has_disabled_reason) {
         jsonw_raw_key(w, "\"disabled_reason\":", 18);
-        jsonw_string(w, webhook_endpoint_disabled_reason_str(in->disabled_reason));
+        webhook_endpoint_disabled_reason_json(w, in->disabled_reason);
     }
     if (in->has_secret_rotation || in->secret_rotation != NULL) {
         jsonw_raw_key(w, "\"secret_rotation\":", 18);
@@ -1606,8 +1805,7 @@ void encode_webhook_endpoint(struct jsonw *w, const struct webhook_endpoint *in)
         else
             jsonw_null(w);
     }
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -1617,10 +1815,8 @@ void encode_webhook_endpoint(struct jsonw *w, const struct webhook_endpoint *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1662,8 +1858,7 @@ int decode_webhook_endpoint_create(struct arena *a, const struct json_value *v, 
 void encode_webhook_endpoint_create(struct jsonw *w, const struct webhook_endpoint_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"url\":", 6);
-    jsonw_string(w, in->url);
+    jsonw_raw_key_string(w, "\"url\":", 6, in->url);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
@@ -1752,8 +1947,7 @@ int decode_webhook_endpoint_secret_rotation(struct arena *a, const struct json_v
 void encode_webhook_endpoint_secret_rotation(struct jsonw *w, const struct webhook_endpoint_secret_rotation *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"previous_secret_expires_at\":", 29);
-    jsonw_string(w, in->previous_secret_expires_at);
+    jsonw_raw_key_string(w, "\"previous_secret_expires_at\":", 29, in->previous_secret_expires_at);
     jsonw_object_end(w);
 }
 
@@ -1896,14 +2090,10 @@ int decode_webhook_endpoint_with_secret(struct arena *a, const struct json_value
 void encode_webhook_endpoint_with_secret(struct jsonw *w, const struct webhook_endpoint_with_secret *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"url\":", 6);
-    jsonw_string(w, in->url);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"url\":", 6, in->url);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
@@ -1915,10 +2105,10 @@ void encode_webhook_endpoint_with_secret(struct jsonw *w, const struct webhook_e
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, webhook_endpoint_status_str(in->status));
+    webhook_endpoint_status_json(w, in->status);
     if (in->has_disabled_reason) {
         jsonw_raw_key(w, "\"disabled_reason\":", 18);
-        jsonw_string(w, webhook_endpoint_disabled_reason_str(in->disabled_reason));
+        webhook_endpoint_disabled_reason_json(w, in->disabled_reason);
     }
     if (in->has_secret_rotation || in->secret_rotation != NULL) {
         jsonw_raw_key(w, "\"secret_rotation\":", 18);
@@ -1927,8 +2117,7 @@ void encode_webhook_endpoint_with_secret(struct jsonw *w, const struct webhook_e
         else
             jsonw_null(w);
     }
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -1938,12 +2127,9 @@ void encode_webhook_endpoint_with_secret(struct jsonw *w, const struct webhook_e
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
-    jsonw_raw_key(w, "\"secret\":", 9);
-    jsonw_string(w, in->secret);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
+    jsonw_raw_key_string(w, "\"secret\":", 9, in->secret);
     jsonw_object_end(w);
 }
 

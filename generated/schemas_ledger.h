@@ -19,6 +19,8 @@ enum journal_entry_status {
     JOURNAL_ENTRY_STATUS_DISCARDED = 3,
 };
 const char *journal_entry_status_str(enum journal_entry_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void journal_entry_status_json(struct jsonw *w, enum journal_entry_status v);
 enum journal_entry_status journal_entry_status_parse(const char *s);
 
 /* JournalSource: What made the entry: a person or client (`manual`), a settled payment, a conversion, a bank trans... */
@@ -30,6 +32,8 @@ enum journal_source {
     JOURNAL_SOURCE_SYSTEM = 5,
 };
 const char *journal_source_str(enum journal_source v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void journal_source_json(struct jsonw *w, enum journal_source v);
 enum journal_source journal_source_parse(const char *s);
 
 /* LedgerAccountStatus: `archived` accounts keep their history and take no new entries. */
@@ -38,6 +42,8 @@ enum ledger_account_status {
     LEDGER_ACCOUNT_STATUS_ARCHIVED = 2,
 };
 const char *ledger_account_status_str(enum ledger_account_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void ledger_account_status_json(struct jsonw *w, enum ledger_account_status v);
 enum ledger_account_status ledger_account_status_parse(const char *s);
 
 /* LedgerClassification: The account's class in the financial statements. */
@@ -49,6 +55,8 @@ enum ledger_classification {
     LEDGER_CLASSIFICATION_EXPENSE = 5,
 };
 const char *ledger_classification_str(enum ledger_classification v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void ledger_classification_json(struct jsonw *w, enum ledger_classification v);
 enum ledger_classification ledger_classification_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -61,6 +69,8 @@ enum ledger_direction {
     LEDGER_DIRECTION_CREDIT = 2,
 };
 const char *ledger_direction_str(enum ledger_direction v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void ledger_direction_json(struct jsonw *w, enum ledger_direction v);
 enum ledger_direction ledger_direction_parse(const char *s);
 
 /* ledger_period_close_check_check: Which check. */
@@ -71,6 +81,8 @@ enum ledger_period_close_check_check {
     LEDGER_PERIOD_CLOSE_CHECK_CHECK_TRIAL_BALANCE_BALANCED = 4,
 };
 const char *ledger_period_close_check_check_str(enum ledger_period_close_check_check v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void ledger_period_close_check_check_json(struct jsonw *w, enum ledger_period_close_check_check v);
 enum ledger_period_close_check_check ledger_period_close_check_check_parse(const char *s);
 
 /* ledger_period_close_check_result: Whether it passes. */
@@ -79,6 +91,8 @@ enum ledger_period_close_check_result {
     LEDGER_PERIOD_CLOSE_CHECK_RESULT_FAILED = 2,
 };
 const char *ledger_period_close_check_result_str(enum ledger_period_close_check_result v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void ledger_period_close_check_result_json(struct jsonw *w, enum ledger_period_close_check_result v);
 enum ledger_period_close_check_result ledger_period_close_check_result_parse(const char *s);
 
 /* LedgerPeriodStatus: `future`: defined, nothing posts yet. */
@@ -90,6 +104,8 @@ enum ledger_period_status {
     LEDGER_PERIOD_STATUS_LOCKED = 5,
 };
 const char *ledger_period_status_str(enum ledger_period_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void ledger_period_status_json(struct jsonw *w, enum ledger_period_status v);
 enum ledger_period_status ledger_period_status_parse(const char *s);
 
 /* TrialBalanceStatus: `posted` entries only, or posted entries and drafts. */
@@ -98,6 +114,8 @@ enum trial_balance_status {
     TRIAL_BALANCE_STATUS_POSTED_AND_PENDING = 2,
 };
 const char *trial_balance_status_str(enum trial_balance_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void trial_balance_status_json(struct jsonw *w, enum trial_balance_status v);
 enum trial_balance_status trial_balance_status_parse(const char *s);
 
 /* ---- structs ---- */

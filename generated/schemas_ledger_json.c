@@ -19,6 +19,22 @@ const char *journal_entry_status_str(enum journal_entry_status v)
     return NULL;
 }
 
+void journal_entry_status_json(struct jsonw *w, enum journal_entry_status v)
+{
+    switch (v) {
+    case JOURNAL_ENTRY_STATUS_DRAFT:
+        jsonw_raw_value(w, "\"draft\"", 7);
+        return;
+    case JOURNAL_ENTRY_STATUS_POSTED:
+        jsonw_raw_value(w, "\"posted\"", 8);
+        return;
+    case JOURNAL_ENTRY_STATUS_DISCARDED:
+        jsonw_raw_value(w, "\"discarded\"", 11);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum journal_entry_status journal_entry_status_parse(const char *s)
 {
     if (!s)
@@ -49,6 +65,28 @@ const char *journal_source_str(enum journal_source v)
     return NULL;
 }
 
+void journal_source_json(struct jsonw *w, enum journal_source v)
+{
+    switch (v) {
+    case JOURNAL_SOURCE_MANUAL:
+        jsonw_raw_value(w, "\"manual\"", 8);
+        return;
+    case JOURNAL_SOURCE_PAYMENT:
+        jsonw_raw_value(w, "\"payment\"", 9);
+        return;
+    case JOURNAL_SOURCE_CONVERSION:
+        jsonw_raw_value(w, "\"conversion\"", 12);
+        return;
+    case JOURNAL_SOURCE_BANK_FEED:
+        jsonw_raw_value(w, "\"bank_feed\"", 11);
+        return;
+    case JOURNAL_SOURCE_SYSTEM:
+        jsonw_raw_value(w, "\"system\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum journal_source journal_source_parse(const char *s)
 {
     if (!s)
@@ -77,6 +115,19 @@ const char *ledger_account_status_str(enum ledger_account_status v)
     return NULL;
 }
 
+void ledger_account_status_json(struct jsonw *w, enum ledger_account_status v)
+{
+    switch (v) {
+    case LEDGER_ACCOUNT_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case LEDGER_ACCOUNT_STATUS_ARCHIVED:
+        jsonw_raw_value(w, "\"archived\"", 10);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum ledger_account_status ledger_account_status_parse(const char *s)
 {
     if (!s)
@@ -103,6 +154,28 @@ const char *ledger_classification_str(enum ledger_classification v)
         return "expense";
     }
     return NULL;
+}
+
+void ledger_classification_json(struct jsonw *w, enum ledger_classification v)
+{
+    switch (v) {
+    case LEDGER_CLASSIFICATION_ASSET:
+        jsonw_raw_value(w, "\"asset\"", 7);
+        return;
+    case LEDGER_CLASSIFICATION_LIABILITY:
+        jsonw_raw_value(w, "\"liability\"", 11);
+        return;
+    case LEDGER_CLASSIFICATION_EQUITY:
+        jsonw_raw_value(w, "\"equity\"", 8);
+        return;
+    case LEDGER_CLASSIFICATION_REVENUE:
+        jsonw_raw_value(w, "\"revenue\"", 9);
+        return;
+    case LEDGER_CLASSIFICATION_EXPENSE:
+        jsonw_raw_value(w, "\"expense\"", 9);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum ledger_classification ledger_classification_parse(const char *s)
@@ -154,6 +227,19 @@ const char *ledger_direction_str(enum ledger_direction v)
     return NULL;
 }
 
+void ledger_direction_json(struct jsonw *w, enum ledger_direction v)
+{
+    switch (v) {
+    case LEDGER_DIRECTION_DEBIT:
+        jsonw_raw_value(w, "\"debit\"", 7);
+        return;
+    case LEDGER_DIRECTION_CREDIT:
+        jsonw_raw_value(w, "\"credit\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum ledger_direction ledger_direction_parse(const char *s)
 {
     if (!s)
@@ -180,6 +266,25 @@ const char *ledger_period_close_check_check_str(enum ledger_period_close_check_c
     return NULL;
 }
 
+void ledger_period_close_check_check_json(struct jsonw *w, enum ledger_period_close_check_check v)
+{
+    switch (v) {
+    case LEDGER_PERIOD_CLOSE_CHECK_CHECK_EARLIER_PERIODS_CLOSED:
+        jsonw_raw_value(w, "\"earlier_periods_closed\"", 24);
+        return;
+    case LEDGER_PERIOD_CLOSE_CHECK_CHECK_UNPOSTED_DRAFTS:
+        jsonw_raw_value(w, "\"unposted_drafts\"", 17);
+        return;
+    case LEDGER_PERIOD_CLOSE_CHECK_CHECK_UNRECONCILED_BANK_TRANSACTIONS:
+        jsonw_raw_value(w, "\"unreconciled_bank_transactions\"", 32);
+        return;
+    case LEDGER_PERIOD_CLOSE_CHECK_CHECK_TRIAL_BALANCE_BALANCED:
+        jsonw_raw_value(w, "\"trial_balance_balanced\"", 24);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum ledger_period_close_check_check ledger_period_close_check_check_parse(const char *s)
 {
     if (!s)
@@ -204,6 +309,19 @@ const char *ledger_period_close_check_result_str(enum ledger_period_close_check_
         return "failed";
     }
     return NULL;
+}
+
+void ledger_period_close_check_result_json(struct jsonw *w, enum ledger_period_close_check_result v)
+{
+    switch (v) {
+    case LEDGER_PERIOD_CLOSE_CHECK_RESULT_PASSED:
+        jsonw_raw_value(w, "\"passed\"", 8);
+        return;
+    case LEDGER_PERIOD_CLOSE_CHECK_RESULT_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum ledger_period_close_check_result ledger_period_close_check_result_parse(const char *s)
@@ -234,6 +352,28 @@ const char *ledger_period_status_str(enum ledger_period_status v)
     return NULL;
 }
 
+void ledger_period_status_json(struct jsonw *w, enum ledger_period_status v)
+{
+    switch (v) {
+    case LEDGER_PERIOD_STATUS_FUTURE:
+        jsonw_raw_value(w, "\"future\"", 8);
+        return;
+    case LEDGER_PERIOD_STATUS_OPEN:
+        jsonw_raw_value(w, "\"open\"", 6);
+        return;
+    case LEDGER_PERIOD_STATUS_CLOSING:
+        jsonw_raw_value(w, "\"closing\"", 9);
+        return;
+    case LEDGER_PERIOD_STATUS_CLOSED:
+        jsonw_raw_value(w, "\"closed\"", 8);
+        return;
+    case LEDGER_PERIOD_STATUS_LOCKED:
+        jsonw_raw_value(w, "\"locked\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum ledger_period_status ledger_period_status_parse(const char *s)
 {
     if (!s)
@@ -260,6 +400,19 @@ const char *trial_balance_status_str(enum trial_balance_status v)
         return "posted_and_pending";
     }
     return NULL;
+}
+
+void trial_balance_status_json(struct jsonw *w, enum trial_balance_status v)
+{
+    switch (v) {
+    case TRIAL_BALANCE_STATUS_POSTED:
+        jsonw_raw_value(w, "\"posted\"", 8);
+        return;
+    case TRIAL_BALANCE_STATUS_POSTED_AND_PENDING:
+        jsonw_raw_value(w, "\"posted_and_pending\"", 20);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum trial_balance_status trial_balance_status_parse(const char *s)
@@ -340,8 +493,7 @@ int decode_journal_currency_total(struct arena *a, const struct json_value *v, s
 void encode_journal_currency_total(struct jsonw *w, const struct journal_currency_total *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"debits\":", 9);
     jsonw_int(w, in->debits);
     jsonw_raw_key(w, "\"credits\":", 10);
@@ -442,16 +594,11 @@ int decode_journal_entry(struct arena *a, const struct json_value *v, struct jou
 void encode_journal_entry(struct jsonw *w, const struct journal_entry *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"description\":", 14);
-    jsonw_string(w, in->description);
-    jsonw_raw_key(w, "\"effective_date\":", 17);
-    jsonw_string(w, in->effective_date);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"description\":", 14, in->description);
+    jsonw_raw_key_string(w, "\"effective_date\":", 17, in->effective_date);
     if (in->has_effective_at || in->effective_at != NULL) {
         jsonw_raw_key(w, "\"effective_at\":", 15);
         jsonw_string(w, in->effective_at);
@@ -461,7 +608,7 @@ void encode_journal_entry(struct jsonw *w, const struct journal_entry *in)
         jsonw_string(w, in->period_id);
     }
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, journal_entry_status_str(in->status));
+    journal_entry_status_json(w, in->status);
     jsonw_raw_key(w, "\"lines\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->lines_count; j++) {
@@ -479,7 +626,7 @@ void encode_journal_entry(struct jsonw *w, const struct journal_entry *in)
         jsonw_string(w, in->external_id);
     }
     jsonw_raw_key(w, "\"source\":", 9);
-    jsonw_string(w, journal_source_str(in->source));
+    journal_source_json(w, in->source);
     if (in->has_source_id || in->source_id != NULL) {
         jsonw_raw_key(w, "\"source_id\":", 12);
         jsonw_string(w, in->source_id);
@@ -492,8 +639,7 @@ void encode_journal_entry(struct jsonw *w, const struct journal_entry *in)
         jsonw_raw_key(w, "\"reversed_by_entry_id\":", 23);
         jsonw_string(w, in->reversed_by_entry_id);
     }
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     if (in->has_posted_at || in->posted_at != NULL) {
         jsonw_raw_key(w, "\"posted_at\":", 12);
         jsonw_string(w, in->posted_at);
@@ -517,10 +663,8 @@ void encode_journal_entry(struct jsonw *w, const struct journal_entry *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -585,10 +729,8 @@ int decode_journal_entry_create(struct arena *a, const struct json_value *v, str
 void encode_journal_entry_create(struct jsonw *w, const struct journal_entry_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"description\":", 14);
-    jsonw_string(w, in->description);
-    jsonw_raw_key(w, "\"effective_date\":", 17);
-    jsonw_string(w, in->effective_date);
+    jsonw_raw_key_string(w, "\"description\":", 14, in->description);
+    jsonw_raw_key_string(w, "\"effective_date\":", 17, in->effective_date);
     if (in->has_effective_at || in->effective_at != NULL) {
         jsonw_raw_key(w, "\"effective_at\":", 15);
         jsonw_string(w, in->effective_at);
@@ -605,7 +747,7 @@ void encode_journal_entry_create(struct jsonw *w, const struct journal_entry_cre
     }
     if (in->has_source) {
         jsonw_raw_key(w, "\"source\":", 9);
-        jsonw_string(w, journal_source_str(in->source));
+        journal_source_json(w, in->source);
     }
     if (in->has_source_id || in->source_id != NULL) {
         jsonw_raw_key(w, "\"source_id\":", 12);
@@ -828,16 +970,12 @@ int decode_journal_entry_version(struct arena *a, const struct json_value *v, st
 void encode_journal_entry_version(struct jsonw *w, const struct journal_entry_version *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"journal_entry_id\":", 19);
-    jsonw_string(w, in->journal_entry_id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"journal_entry_id\":", 19, in->journal_entry_id);
     jsonw_raw_key(w, "\"number\":", 9);
     jsonw_int(w, in->number);
-    jsonw_raw_key(w, "\"description\":", 14);
-    jsonw_string(w, in->description);
-    jsonw_raw_key(w, "\"effective_date\":", 17);
-    jsonw_string(w, in->effective_date);
+    jsonw_raw_key_string(w, "\"description\":", 14, in->description);
+    jsonw_raw_key_string(w, "\"effective_date\":", 17, in->effective_date);
     if (in->has_effective_at || in->effective_at != NULL) {
         jsonw_raw_key(w, "\"effective_at\":", 15);
         jsonw_string(w, in->effective_at);
@@ -859,10 +997,8 @@ void encode_journal_entry_version(struct jsonw *w, const struct journal_entry_ve
         jsonw_string(w, in->metadata[j].value);
     }
     jsonw_object_end(w);
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
     jsonw_object_end(w);
 }
 
@@ -938,8 +1074,7 @@ int decode_journal_imbalance(struct arena *a, const struct json_value *v, struct
 void encode_journal_imbalance(struct jsonw *w, const struct journal_imbalance *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"debits\":", 9);
     jsonw_int(w, in->debits);
     jsonw_raw_key(w, "\"credits\":", 10);
@@ -993,14 +1128,12 @@ int decode_journal_line(struct arena *a, const struct json_value *v, struct jour
 void encode_journal_line(struct jsonw *w, const struct journal_line *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"ledger_account_id\":", 20);
-    jsonw_string(w, in->ledger_account_id);
+    jsonw_raw_key_string(w, "\"ledger_account_id\":", 20, in->ledger_account_id);
     jsonw_raw_key(w, "\"direction\":", 12);
-    jsonw_string(w, ledger_direction_str(in->direction));
+    ledger_direction_json(w, in->direction);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
@@ -1077,20 +1210,14 @@ int decode_journal_problem(struct arena *a, const struct json_value *v, struct j
 void encode_journal_problem(struct jsonw *w, const struct journal_problem *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"title\":", 8);
-    jsonw_string(w, in->title);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"title\":", 8, in->title);
     jsonw_raw_key(w, "\"status\":", 9);
     jsonw_int(w, in->status);
-    jsonw_raw_key(w, "\"detail\":", 9);
-    jsonw_string(w, in->detail);
-    jsonw_raw_key(w, "\"instance\":", 11);
-    jsonw_string(w, in->instance);
-    jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, in->code);
-    jsonw_raw_key(w, "\"request_id\":", 13);
-    jsonw_string(w, in->request_id);
+    jsonw_raw_key_string(w, "\"detail\":", 9, in->detail);
+    jsonw_raw_key_string(w, "\"instance\":", 11, in->instance);
+    jsonw_raw_key_string(w, "\"code\":", 7, in->code);
+    jsonw_raw_key_string(w, "\"request_id\":", 13, in->request_id);
     if (in->has_errors || in->errors != NULL) {
         jsonw_raw_key(w, "\"errors\":", 9);
         jsonw_array_begin(w);
@@ -1218,26 +1345,20 @@ int decode_ledger_account(struct arena *a, const struct json_value *v, struct le
 void encode_ledger_account(struct jsonw *w, const struct ledger_account *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, in->code);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"code\":", 7, in->code);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
     jsonw_raw_key(w, "\"classification\":", 17);
-    jsonw_string(w, ledger_classification_str(in->classification));
+    ledger_classification_json(w, in->classification);
     jsonw_raw_key(w, "\"normal_balance\":", 17);
-    jsonw_string(w, ledger_direction_str(in->normal_balance));
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    ledger_direction_json(w, in->normal_balance);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"currency_exponent\":", 20);
     jsonw_int(w, in->currency_exponent);
     if (in->has_parent_id || in->parent_id != NULL) {
@@ -1245,7 +1366,7 @@ void encode_ledger_account(struct jsonw *w, const struct ledger_account *in)
         jsonw_string(w, in->parent_id);
     }
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, ledger_account_status_str(in->status));
+    ledger_account_status_json(w, in->status);
     jsonw_raw_key(w, "\"balances\":", 11);
     if (in->balances)
         encode_ledger_account_balances(w, in->balances);
@@ -1271,10 +1392,8 @@ void encode_ledger_account(struct jsonw *w, const struct ledger_account *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1413,22 +1532,19 @@ int decode_ledger_account_create(struct arena *a, const struct json_value *v, st
 void encode_ledger_account_create(struct jsonw *w, const struct ledger_account_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, in->code);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"code\":", 7, in->code);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
     jsonw_raw_key(w, "\"classification\":", 17);
-    jsonw_string(w, ledger_classification_str(in->classification));
+    ledger_classification_json(w, in->classification);
     if (in->has_normal_balance) {
         jsonw_raw_key(w, "\"normal_balance\":", 17);
-        jsonw_string(w, ledger_direction_str(in->normal_balance));
+        ledger_direction_json(w, in->normal_balance);
     }
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     if (in->has_currency_exponent) {
         jsonw_raw_key(w, "\"currency_exponent\":", 20);
         jsonw_int(w, in->currency_exponent);
@@ -1650,14 +1766,12 @@ int decode_ledger_cash_account_mapping(struct arena *a, const struct json_value 
 void encode_ledger_cash_account_mapping(struct jsonw *w, const struct ledger_cash_account_mapping *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"originating_account\":", 22);
-    jsonw_string(w, in->originating_account);
+    jsonw_raw_key_string(w, "\"originating_account\":", 22, in->originating_account);
     if (in->has_bank_account_id || in->bank_account_id != NULL) {
         jsonw_raw_key(w, "\"bank_account_id\":", 18);
         jsonw_string(w, in->bank_account_id);
     }
-    jsonw_raw_key(w, "\"ledger_account_id\":", 20);
-    jsonw_string(w, in->ledger_account_id);
+    jsonw_raw_key_string(w, "\"ledger_account_id\":", 20, in->ledger_account_id);
     jsonw_object_end(w);
 }
 
@@ -1680,10 +1794,8 @@ int decode_ledger_clearing_account_mapping(struct arena *a, const struct json_va
 void encode_ledger_clearing_account_mapping(struct jsonw *w, const struct ledger_clearing_account_mapping *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
-    jsonw_raw_key(w, "\"ledger_account_id\":", 20);
-    jsonw_string(w, in->ledger_account_id);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
+    jsonw_raw_key_string(w, "\"ledger_account_id\":", 20, in->ledger_account_id);
     jsonw_object_end(w);
 }
 
@@ -1812,22 +1924,16 @@ int decode_ledger_period(struct arena *a, const struct json_value *v, struct led
 void encode_ledger_period(struct jsonw *w, const struct ledger_period *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"fiscal_year\":", 14);
     jsonw_int(w, in->fiscal_year);
-    jsonw_raw_key(w, "\"start_date\":", 13);
-    jsonw_string(w, in->start_date);
-    jsonw_raw_key(w, "\"end_date\":", 11);
-    jsonw_string(w, in->end_date);
+    jsonw_raw_key_string(w, "\"start_date\":", 13, in->start_date);
+    jsonw_raw_key_string(w, "\"end_date\":", 11, in->end_date);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, ledger_period_status_str(in->status));
+    ledger_period_status_json(w, in->status);
     if (in->has_opened_at || in->opened_at != NULL) {
         jsonw_raw_key(w, "\"opened_at\":", 12);
         jsonw_string(w, in->opened_at);
@@ -1873,10 +1979,8 @@ void encode_ledger_period(struct jsonw *w, const struct ledger_period *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1905,9 +2009,9 @@ void encode_ledger_period_close_check(struct jsonw *w, const struct ledger_perio
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"check\":", 8);
-    jsonw_string(w, ledger_period_close_check_check_str(in->check));
+    ledger_period_close_check_check_json(w, in->check);
     jsonw_raw_key(w, "\"result\":", 9);
-    jsonw_string(w, ledger_period_close_check_result_str(in->result));
+    ledger_period_close_check_result_json(w, in->result);
     jsonw_raw_key(w, "\"count\":", 8);
     jsonw_int(w, in->count);
     if (in->has_detail || in->detail != NULL) {
@@ -1949,10 +2053,8 @@ int decode_ledger_period_close_checklist(struct arena *a, const struct json_valu
 void encode_ledger_period_close_checklist(struct jsonw *w, const struct ledger_period_close_checklist *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"period_id\":", 12);
-    jsonw_string(w, in->period_id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"period_id\":", 12, in->period_id);
     jsonw_raw_key(w, "\"ready\":", 8);
     jsonw_bool(w, in->ready);
     jsonw_raw_key(w, "\"checks\":", 9);
@@ -1961,8 +2063,7 @@ void encode_ledger_period_close_checklist(struct jsonw *w, const struct ledger_p
         encode_ledger_period_close_check(w, &in->checks[j]);
     }
     jsonw_array_end(w);
-    jsonw_raw_key(w, "\"generated_at\":", 15);
-    jsonw_string(w, in->generated_at);
+    jsonw_raw_key_string(w, "\"generated_at\":", 15, in->generated_at);
     jsonw_object_end(w);
 }
 
@@ -1999,14 +2100,11 @@ int decode_ledger_period_create(struct arena *a, const struct json_value *v, str
 void encode_ledger_period_create(struct jsonw *w, const struct ledger_period_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"fiscal_year\":", 14);
     jsonw_int(w, in->fiscal_year);
-    jsonw_raw_key(w, "\"start_date\":", 13);
-    jsonw_string(w, in->start_date);
-    jsonw_raw_key(w, "\"end_date\":", 11);
-    jsonw_string(w, in->end_date);
+    jsonw_raw_key_string(w, "\"start_date\":", 13, in->start_date);
+    jsonw_raw_key_string(w, "\"end_date\":", 11, in->end_date);
     if (in->has_metadata || in->metadata != NULL) {
         jsonw_raw_key(w, "\"metadata\":", 11);
         jsonw_object_begin(w);
@@ -2085,8 +2183,7 @@ int decode_ledger_period_reopen(struct arena *a, const struct json_value *v, str
 void encode_ledger_period_reopen(struct jsonw *w, const struct ledger_period_reopen *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"reason\":", 9);
-    jsonw_string(w, in->reason);
+    jsonw_raw_key_string(w, "\"reason\":", 9, in->reason);
     jsonw_object_end(w);
 }
 
@@ -2117,10 +2214,8 @@ int decode_ledger_settings(struct arena *a, const struct json_value *v, struct l
 void encode_ledger_settings(struct jsonw *w, const struct ledger_settings *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     jsonw_raw_key(w, "\"payment_posting\":", 18);
     if (in->payment_posting)
         encode_ledger_payment_posting(w, in->payment_posting);
@@ -2128,8 +2223,7 @@ void encode_ledger_settings(struct jsonw *w, const struct ledger_settings *in)
         jsonw_null(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -2211,12 +2305,9 @@ int decode_trial_balance(struct arena *a, const struct json_value *v, struct tri
 void encode_trial_balance(struct jsonw *w, const struct trial_balance *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"as_of\":", 8);
-    jsonw_string(w, in->as_of);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"as_of\":", 8, in->as_of);
     if (in->has_period_id || in->period_id != NULL) {
         jsonw_raw_key(w, "\"period_id\":", 12);
         jsonw_string(w, in->period_id);
@@ -2226,7 +2317,7 @@ void encode_trial_balance(struct jsonw *w, const struct trial_balance *in)
         jsonw_string(w, in->currency);
     }
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, trial_balance_status_str(in->status));
+    trial_balance_status_json(w, in->status);
     jsonw_raw_key(w, "\"rows\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->rows_count; j++) {
@@ -2241,8 +2332,7 @@ void encode_trial_balance(struct jsonw *w, const struct trial_balance *in)
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"balanced\":", 11);
     jsonw_bool(w, in->balanced);
-    jsonw_raw_key(w, "\"generated_at\":", 15);
-    jsonw_string(w, in->generated_at);
+    jsonw_raw_key_string(w, "\"generated_at\":", 15, in->generated_at);
     jsonw_object_end(w);
 }
 
@@ -2279,18 +2369,14 @@ int decode_trial_balance_row(struct arena *a, const struct json_value *v, struct
 void encode_trial_balance_row(struct jsonw *w, const struct trial_balance_row *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"ledger_account_id\":", 20);
-    jsonw_string(w, in->ledger_account_id);
-    jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, in->code);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"ledger_account_id\":", 20, in->ledger_account_id);
+    jsonw_raw_key_string(w, "\"code\":", 7, in->code);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"classification\":", 17);
-    jsonw_string(w, ledger_classification_str(in->classification));
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    ledger_classification_json(w, in->classification);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"normal_balance\":", 17);
-    jsonw_string(w, ledger_direction_str(in->normal_balance));
+    ledger_direction_json(w, in->normal_balance);
     jsonw_raw_key(w, "\"debit_total\":", 14);
     jsonw_int(w, in->debit_total);
     jsonw_raw_key(w, "\"credit_total\":", 15);
@@ -2323,8 +2409,7 @@ int decode_trial_balance_total(struct arena *a, const struct json_value *v, stru
 void encode_trial_balance_total(struct jsonw *w, const struct trial_balance_total *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"debits\":", 9);
     jsonw_int(w, in->debits);
     jsonw_raw_key(w, "\"credits\":", 10);

@@ -25,9 +25,7 @@ int decode_health(struct arena *a, const struct json_value *v, struct health *ou
 void encode_health(struct jsonw *w, const struct health *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, in->status);
-    jsonw_raw_key(w, "\"database\":", 11);
-    jsonw_string(w, in->database);
+    jsonw_raw_key_string(w, "\"status\":", 9, in->status);
+    jsonw_raw_key_string(w, "\"database\":", 11, in->database);
     jsonw_object_end(w);
 }

@@ -18,6 +18,8 @@ enum approval_status {
     APPROVAL_STATUS_DENIED = 3,
 };
 const char *approval_status_str(enum approval_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void approval_status_json(struct jsonw *w, enum approval_status v);
 enum approval_status approval_status_parse(const char *s);
 
 /* BeneficiaryStatus: `active` can be paid once approved; `archived` is kept for payment history and can no longer be p... */
@@ -26,6 +28,8 @@ enum beneficiary_status {
     BENEFICIARY_STATUS_ARCHIVED = 2,
 };
 const char *beneficiary_status_str(enum beneficiary_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void beneficiary_status_json(struct jsonw *w, enum beneficiary_status v);
 enum beneficiary_status beneficiary_status_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -38,6 +42,8 @@ enum beneficiary_type {
     BENEFICIARY_TYPE_ORDINARY = 2,
 };
 const char *beneficiary_type_str(enum beneficiary_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void beneficiary_type_json(struct jsonw *w, enum beneficiary_type v);
 enum beneficiary_type beneficiary_type_parse(const char *s);
 
 /* PaymentApprovalField: A field the approvals of a payment are given for: changing one makes the changer a maker of the p... */
@@ -52,6 +58,8 @@ enum payment_approval_field {
     PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION = 8,
 };
 const char *payment_approval_field_str(enum payment_approval_field v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void payment_approval_field_json(struct jsonw *w, enum payment_approval_field v);
 enum payment_approval_field payment_approval_field_parse(const char *s);
 
 /* payment_approver_decision: The decision. */
@@ -60,6 +68,8 @@ enum payment_approver_decision {
     PAYMENT_APPROVER_DECISION_DENIED = 2,
 };
 const char *payment_approver_decision_str(enum payment_approver_decision v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void payment_approver_decision_json(struct jsonw *w, enum payment_approver_decision v);
 enum payment_approver_decision payment_approver_decision_parse(const char *s);
 
 /* PaymentBatchStatus: The group status (after the ISO 20022 group status codes): `pending_approval`, `approved`, `denie... */
@@ -74,6 +84,8 @@ enum payment_batch_status {
     PAYMENT_BATCH_STATUS_CANCELLED = 8,
 };
 const char *payment_batch_status_str(enum payment_batch_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void payment_batch_status_json(struct jsonw *w, enum payment_batch_status v);
 enum payment_batch_status payment_batch_status_parse(const char *s);
 
 /* payment_iso20022_status: ISO 20022 ExternalPaymentTransactionStatus1Code of the status, where one applies: approved/schedu... */
@@ -86,6 +98,8 @@ enum payment_iso20022_status {
     PAYMENT_ISO20022_STATUS_CANC = 6,
 };
 const char *payment_iso20022_status_str(enum payment_iso20022_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void payment_iso20022_status_json(struct jsonw *w, enum payment_iso20022_status v);
 enum payment_iso20022_status payment_iso20022_status_parse(const char *s);
 
 /* payment_maker_action: `created`: entered the payment (every field); `changed`: changed `fields` after it was created. */
@@ -94,6 +108,8 @@ enum payment_maker_action {
     PAYMENT_MAKER_ACTION_CHANGED = 2,
 };
 const char *payment_maker_action_str(enum payment_maker_action v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void payment_maker_action_json(struct jsonw *w, enum payment_maker_action v);
 enum payment_maker_action payment_maker_action_parse(const char *s);
 
 /* PaymentPriority: `high` asks the rail for same-day handling where it offers it. */
@@ -102,6 +118,8 @@ enum payment_priority {
     PAYMENT_PRIORITY_HIGH = 2,
 };
 const char *payment_priority_str(enum payment_priority v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void payment_priority_json(struct jsonw *w, enum payment_priority v);
 enum payment_priority payment_priority_parse(const char *s);
 
 /* PaymentStatus: Where the payment is in its life. */
@@ -118,6 +136,8 @@ enum payment_status {
     PAYMENT_STATUS_CANCELLED = 10,
 };
 const char *payment_status_str(enum payment_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void payment_status_json(struct jsonw *w, enum payment_status v);
 enum payment_status payment_status_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -134,6 +154,8 @@ enum payment_type {
     PAYMENT_TYPE_BOOK = 6,
 };
 const char *payment_type_str(enum payment_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void payment_type_json(struct jsonw *w, enum payment_type v);
 enum payment_type payment_type_parse(const char *s);
 
 /* VerificationStatus: Whether the bank details were confirmed to belong to the account holder (micro-deposits, prenote... */
@@ -143,6 +165,8 @@ enum verification_status {
     VERIFICATION_STATUS_VERIFIED = 3,
 };
 const char *verification_status_str(enum verification_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void verification_status_json(struct jsonw *w, enum verification_status v);
 enum verification_status verification_status_parse(const char *s);
 
 /* AccountIdentification: which oneOf member is set, by scheme */

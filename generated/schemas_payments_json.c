@@ -19,6 +19,22 @@ const char *approval_status_str(enum approval_status v)
     return NULL;
 }
 
+void approval_status_json(struct jsonw *w, enum approval_status v)
+{
+    switch (v) {
+    case APPROVAL_STATUS_PENDING_APPROVAL:
+        jsonw_raw_value(w, "\"pending_approval\"", 18);
+        return;
+    case APPROVAL_STATUS_APPROVED:
+        jsonw_raw_value(w, "\"approved\"", 10);
+        return;
+    case APPROVAL_STATUS_DENIED:
+        jsonw_raw_value(w, "\"denied\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum approval_status approval_status_parse(const char *s)
 {
     if (!s)
@@ -41,6 +57,19 @@ const char *beneficiary_status_str(enum beneficiary_status v)
         return "archived";
     }
     return NULL;
+}
+
+void beneficiary_status_json(struct jsonw *w, enum beneficiary_status v)
+{
+    switch (v) {
+    case BENEFICIARY_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case BENEFICIARY_STATUS_ARCHIVED:
+        jsonw_raw_value(w, "\"archived\"", 10);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum beneficiary_status beneficiary_status_parse(const char *s)
@@ -86,6 +115,19 @@ const char *beneficiary_type_str(enum beneficiary_type v)
     return NULL;
 }
 
+void beneficiary_type_json(struct jsonw *w, enum beneficiary_type v)
+{
+    switch (v) {
+    case BENEFICIARY_TYPE_TRUSTED:
+        jsonw_raw_value(w, "\"trusted\"", 9);
+        return;
+    case BENEFICIARY_TYPE_ORDINARY:
+        jsonw_raw_value(w, "\"ordinary\"", 10);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum beneficiary_type beneficiary_type_parse(const char *s)
 {
     if (!s)
@@ -118,6 +160,37 @@ const char *payment_approval_field_str(enum payment_approval_field v)
         return "remittance_information";
     }
     return NULL;
+}
+
+void payment_approval_field_json(struct jsonw *w, enum payment_approval_field v)
+{
+    switch (v) {
+    case PAYMENT_APPROVAL_FIELD_AMOUNT:
+        jsonw_raw_value(w, "\"amount\"", 8);
+        return;
+    case PAYMENT_APPROVAL_FIELD_CURRENCY:
+        jsonw_raw_value(w, "\"currency\"", 10);
+        return;
+    case PAYMENT_APPROVAL_FIELD_BENEFICIARY_ID:
+        jsonw_raw_value(w, "\"beneficiary_id\"", 16);
+        return;
+    case PAYMENT_APPROVAL_FIELD_ORIGINATING_ACCOUNT:
+        jsonw_raw_value(w, "\"originating_account\"", 21);
+        return;
+    case PAYMENT_APPROVAL_FIELD_TYPE:
+        jsonw_raw_value(w, "\"type\"", 6);
+        return;
+    case PAYMENT_APPROVAL_FIELD_PRIORITY:
+        jsonw_raw_value(w, "\"priority\"", 10);
+        return;
+    case PAYMENT_APPROVAL_FIELD_EFFECTIVE_DATE:
+        jsonw_raw_value(w, "\"effective_date\"", 16);
+        return;
+    case PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION:
+        jsonw_raw_value(w, "\"remittance_information\"", 24);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum payment_approval_field payment_approval_field_parse(const char *s)
@@ -154,6 +227,19 @@ const char *payment_approver_decision_str(enum payment_approver_decision v)
     return NULL;
 }
 
+void payment_approver_decision_json(struct jsonw *w, enum payment_approver_decision v)
+{
+    switch (v) {
+    case PAYMENT_APPROVER_DECISION_APPROVED:
+        jsonw_raw_value(w, "\"approved\"", 10);
+        return;
+    case PAYMENT_APPROVER_DECISION_DENIED:
+        jsonw_raw_value(w, "\"denied\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum payment_approver_decision payment_approver_decision_parse(const char *s)
 {
     if (!s)
@@ -186,6 +272,37 @@ const char *payment_batch_status_str(enum payment_batch_status v)
         return "cancelled";
     }
     return NULL;
+}
+
+void payment_batch_status_json(struct jsonw *w, enum payment_batch_status v)
+{
+    switch (v) {
+    case PAYMENT_BATCH_STATUS_PENDING_APPROVAL:
+        jsonw_raw_value(w, "\"pending_approval\"", 18);
+        return;
+    case PAYMENT_BATCH_STATUS_APPROVED:
+        jsonw_raw_value(w, "\"approved\"", 10);
+        return;
+    case PAYMENT_BATCH_STATUS_PROCESSING:
+        jsonw_raw_value(w, "\"processing\"", 12);
+        return;
+    case PAYMENT_BATCH_STATUS_COMPLETED:
+        jsonw_raw_value(w, "\"completed\"", 11);
+        return;
+    case PAYMENT_BATCH_STATUS_PARTIALLY_COMPLETED:
+        jsonw_raw_value(w, "\"partially_completed\"", 21);
+        return;
+    case PAYMENT_BATCH_STATUS_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    case PAYMENT_BATCH_STATUS_DENIED:
+        jsonw_raw_value(w, "\"denied\"", 8);
+        return;
+    case PAYMENT_BATCH_STATUS_CANCELLED:
+        jsonw_raw_value(w, "\"cancelled\"", 11);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum payment_batch_status payment_batch_status_parse(const char *s)
@@ -230,6 +347,31 @@ const char *payment_iso20022_status_str(enum payment_iso20022_status v)
     return NULL;
 }
 
+void payment_iso20022_status_json(struct jsonw *w, enum payment_iso20022_status v)
+{
+    switch (v) {
+    case PAYMENT_ISO20022_STATUS_ACTC:
+        jsonw_raw_value(w, "\"ACTC\"", 6);
+        return;
+    case PAYMENT_ISO20022_STATUS_ACSP:
+        jsonw_raw_value(w, "\"ACSP\"", 6);
+        return;
+    case PAYMENT_ISO20022_STATUS_ACSC:
+        jsonw_raw_value(w, "\"ACSC\"", 6);
+        return;
+    case PAYMENT_ISO20022_STATUS_PDNG:
+        jsonw_raw_value(w, "\"PDNG\"", 6);
+        return;
+    case PAYMENT_ISO20022_STATUS_RJCT:
+        jsonw_raw_value(w, "\"RJCT\"", 6);
+        return;
+    case PAYMENT_ISO20022_STATUS_CANC:
+        jsonw_raw_value(w, "\"CANC\"", 6);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum payment_iso20022_status payment_iso20022_status_parse(const char *s)
 {
     if (!s)
@@ -260,6 +402,19 @@ const char *payment_maker_action_str(enum payment_maker_action v)
     return NULL;
 }
 
+void payment_maker_action_json(struct jsonw *w, enum payment_maker_action v)
+{
+    switch (v) {
+    case PAYMENT_MAKER_ACTION_CREATED:
+        jsonw_raw_value(w, "\"created\"", 9);
+        return;
+    case PAYMENT_MAKER_ACTION_CHANGED:
+        jsonw_raw_value(w, "\"changed\"", 9);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum payment_maker_action payment_maker_action_parse(const char *s)
 {
     if (!s)
@@ -280,6 +435,19 @@ const char *payment_priority_str(enum payment_priority v)
         return "high";
     }
     return NULL;
+}
+
+void payment_priority_json(struct jsonw *w, enum payment_priority v)
+{
+    switch (v) {
+    case PAYMENT_PRIORITY_NORMAL:
+        jsonw_raw_value(w, "\"normal\"", 8);
+        return;
+    case PAYMENT_PRIORITY_HIGH:
+        jsonw_raw_value(w, "\"high\"", 6);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum payment_priority payment_priority_parse(const char *s)
@@ -318,6 +486,43 @@ const char *payment_status_str(enum payment_status v)
         return "cancelled";
     }
     return NULL;
+}
+
+void payment_status_json(struct jsonw *w, enum payment_status v)
+{
+    switch (v) {
+    case PAYMENT_STATUS_PENDING_APPROVAL:
+        jsonw_raw_value(w, "\"pending_approval\"", 18);
+        return;
+    case PAYMENT_STATUS_APPROVED:
+        jsonw_raw_value(w, "\"approved\"", 10);
+        return;
+    case PAYMENT_STATUS_SCHEDULED:
+        jsonw_raw_value(w, "\"scheduled\"", 11);
+        return;
+    case PAYMENT_STATUS_PROCESSING:
+        jsonw_raw_value(w, "\"processing\"", 12);
+        return;
+    case PAYMENT_STATUS_SENT:
+        jsonw_raw_value(w, "\"sent\"", 6);
+        return;
+    case PAYMENT_STATUS_COMPLETED:
+        jsonw_raw_value(w, "\"completed\"", 11);
+        return;
+    case PAYMENT_STATUS_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    case PAYMENT_STATUS_RETURNED:
+        jsonw_raw_value(w, "\"returned\"", 10);
+        return;
+    case PAYMENT_STATUS_DENIED:
+        jsonw_raw_value(w, "\"denied\"", 8);
+        return;
+    case PAYMENT_STATUS_CANCELLED:
+        jsonw_raw_value(w, "\"cancelled\"", 11);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum payment_status payment_status_parse(const char *s)
@@ -387,6 +592,31 @@ const char *payment_type_str(enum payment_type v)
     return NULL;
 }
 
+void payment_type_json(struct jsonw *w, enum payment_type v)
+{
+    switch (v) {
+    case PAYMENT_TYPE_ACH:
+        jsonw_raw_value(w, "\"ach\"", 5);
+        return;
+    case PAYMENT_TYPE_WIRE:
+        jsonw_raw_value(w, "\"wire\"", 6);
+        return;
+    case PAYMENT_TYPE_SEPA:
+        jsonw_raw_value(w, "\"sepa\"", 6);
+        return;
+    case PAYMENT_TYPE_BACS:
+        jsonw_raw_value(w, "\"bacs\"", 6);
+        return;
+    case PAYMENT_TYPE_RTP:
+        jsonw_raw_value(w, "\"rtp\"", 5);
+        return;
+    case PAYMENT_TYPE_BOOK:
+        jsonw_raw_value(w, "\"book\"", 6);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum payment_type payment_type_parse(const char *s)
 {
     if (!s)
@@ -417,6 +647,22 @@ const char *verification_status_str(enum verification_status v)
         return "verified";
     }
     return NULL;
+}
+
+void verification_status_json(struct jsonw *w, enum verification_status v)
+{
+    switch (v) {
+    case VERIFICATION_STATUS_UNVERIFIED:
+        jsonw_raw_value(w, "\"unverified\"", 12);
+        return;
+    case VERIFICATION_STATUS_PENDING_VERIFICATION:
+        jsonw_raw_value(w, "\"pending_verification\"", 22);
+        return;
+    case VERIFICATION_STATUS_VERIFIED:
+        jsonw_raw_value(w, "\"verified\"", 10);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum verification_status verification_status_parse(const char *s)
@@ -451,10 +697,8 @@ int decode_aba_account_identification(struct arena *a, const struct json_value *
 void encode_aba_account_identification(struct jsonw *w, const struct aba_account_identification *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"scheme\":", 9);
-    jsonw_string(w, in->scheme);
-    jsonw_raw_key(w, "\"identification\":", 17);
-    jsonw_string(w, in->identification);
+    jsonw_raw_key_string(w, "\"scheme\":", 9, in->scheme);
+    jsonw_raw_key_string(w, "\"identification\":", 17, in->identification);
     jsonw_object_end(w);
 }
 
@@ -559,8 +803,7 @@ void encode_approval_policy(struct jsonw *w, const struct approval_policy *in)
     jsonw_int(w, in->velocity_window_hours);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -629,8 +872,7 @@ int decode_approval_tier(struct arena *a, const struct json_value *v, struct app
 void encode_approval_tier(struct jsonw *w, const struct approval_tier *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"min_amount\":", 13);
     jsonw_int(w, in->min_amount);
     jsonw_raw_key(w, "\"approvals_required\":", 21);
@@ -703,10 +945,8 @@ int decode_bban_account_identification(struct arena *a, const struct json_value 
 void encode_bban_account_identification(struct jsonw *w, const struct bban_account_identification *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"scheme\":", 9);
-    jsonw_string(w, in->scheme);
-    jsonw_raw_key(w, "\"identification\":", 17);
-    jsonw_string(w, in->identification);
+    jsonw_raw_key_string(w, "\"scheme\":", 9, in->scheme);
+    jsonw_raw_key_string(w, "\"identification\":", 17, in->identification);
     jsonw_object_end(w);
 }
 
@@ -780,16 +1020,11 @@ int decode_beneficiary(struct arena *a, const struct json_value *v, struct benef
 void encode_beneficiary(struct jsonw *w, const struct beneficiary *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
-    jsonw_raw_key(w, "\"account_holder_name\":", 22);
-    jsonw_string(w, in->account_holder_name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
+    jsonw_raw_key_string(w, "\"account_holder_name\":", 22, in->account_holder_name);
     jsonw_raw_key(w, "\"account_identification\":", 25);
     if (in->account_identification)
         encode_account_identification(w, in->account_identification);
@@ -802,12 +1037,10 @@ void encode_beneficiary(struct jsonw *w, const struct beneficiary *in)
         else
             jsonw_null(w);
     }
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
-    jsonw_raw_key(w, "\"country\":", 10);
-    jsonw_string(w, in->country);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
+    jsonw_raw_key_string(w, "\"country\":", 10, in->country);
     jsonw_raw_key(w, "\"beneficiary_type\":", 19);
-    jsonw_string(w, beneficiary_type_str(in->beneficiary_type));
+    beneficiary_type_json(w, in->beneficiary_type);
     if (in->has_counterparty_id || in->counterparty_id != NULL) {
         jsonw_raw_key(w, "\"counterparty_id\":", 18);
         jsonw_string(w, in->counterparty_id);
@@ -821,11 +1054,11 @@ void encode_beneficiary(struct jsonw *w, const struct beneficiary *in)
         jsonw_string(w, in->email);
     }
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, beneficiary_status_str(in->status));
+    beneficiary_status_json(w, in->status);
     jsonw_raw_key(w, "\"verification_status\":", 22);
-    jsonw_string(w, verification_status_str(in->verification_status));
+    verification_status_json(w, in->verification_status);
     jsonw_raw_key(w, "\"approval_status\":", 18);
-    jsonw_string(w, approval_status_str(in->approval_status));
+    approval_status_json(w, in->approval_status);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -835,10 +1068,8 @@ void encode_beneficiary(struct jsonw *w, const struct beneficiary *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -900,10 +1131,8 @@ int decode_beneficiary_create(struct arena *a, const struct json_value *v, struc
 void encode_beneficiary_create(struct jsonw *w, const struct beneficiary_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
-    jsonw_raw_key(w, "\"account_holder_name\":", 22);
-    jsonw_string(w, in->account_holder_name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
+    jsonw_raw_key_string(w, "\"account_holder_name\":", 22, in->account_holder_name);
     jsonw_raw_key(w, "\"account_identification\":", 25);
     if (in->account_identification)
         encode_account_identification(w, in->account_identification);
@@ -916,13 +1145,11 @@ void encode_beneficiary_create(struct jsonw *w, const struct beneficiary_create 
         else
             jsonw_null(w);
     }
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
-    jsonw_raw_key(w, "\"country\":", 10);
-    jsonw_string(w, in->country);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
+    jsonw_raw_key_string(w, "\"country\":", 10, in->country);
     if (in->has_beneficiary_type) {
         jsonw_raw_key(w, "\"beneficiary_type\":", 19);
-        jsonw_string(w, beneficiary_type_str(in->beneficiary_type));
+        beneficiary_type_json(w, in->beneficiary_type);
     }
     if (in->has_counterparty_id || in->counterparty_id != NULL) {
         jsonw_raw_key(w, "\"counterparty_id\":", 18);
@@ -965,8 +1192,7 @@ int decode_beneficiary_denial(struct arena *a, const struct json_value *v, struc
 void encode_beneficiary_denial(struct jsonw *w, const struct beneficiary_denial *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"reason\":", 9);
-    jsonw_string(w, in->reason);
+    jsonw_raw_key_string(w, "\"reason\":", 9, in->reason);
     jsonw_object_end(w);
 }
 
@@ -1126,7 +1352,7 @@ void encode_beneficiary_update(struct jsonw *w, const struct beneficiary_update 
     }
     if (in->has_beneficiary_type) {
         jsonw_raw_key(w, "\"beneficiary_type\":", 19);
-        jsonw_string(w, beneficiary_type_str(in->beneficiary_type));
+        beneficiary_type_json(w, in->beneficiary_type);
     }
     if (in->has_counterparty_id || in->counterparty_id_is_null || in->counterparty_id != NULL) {
         jsonw_raw_key(w, "\"counterparty_id\":", 18);
@@ -1232,10 +1458,8 @@ int decode_iban_account_identification(struct arena *a, const struct json_value 
 void encode_iban_account_identification(struct jsonw *w, const struct iban_account_identification *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"scheme\":", 9);
-    jsonw_string(w, in->scheme);
-    jsonw_raw_key(w, "\"identification\":", 17);
-    jsonw_string(w, in->identification);
+    jsonw_raw_key_string(w, "\"scheme\":", 9, in->scheme);
+    jsonw_raw_key_string(w, "\"identification\":", 17, in->identification);
     jsonw_object_end(w);
 }
 
@@ -1330,26 +1554,19 @@ int decode_payment(struct arena *a, const struct json_value *v, struct payment *
 void encode_payment(struct jsonw *w, const struct payment *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, payment_type_str(in->type));
+    payment_type_json(w, in->type);
     jsonw_raw_key(w, "\"priority\":", 11);
-    jsonw_string(w, payment_priority_str(in->priority));
-    jsonw_raw_key(w, "\"originating_account\":", 22);
-    jsonw_string(w, in->originating_account);
-    jsonw_raw_key(w, "\"beneficiary_id\":", 17);
-    jsonw_string(w, in->beneficiary_id);
-    jsonw_raw_key(w, "\"effective_date\":", 17);
-    jsonw_string(w, in->effective_date);
+    payment_priority_json(w, in->priority);
+    jsonw_raw_key_string(w, "\"originating_account\":", 22, in->originating_account);
+    jsonw_raw_key_string(w, "\"beneficiary_id\":", 17, in->beneficiary_id);
+    jsonw_raw_key_string(w, "\"effective_date\":", 17, in->effective_date);
     if (in->has_remittance_information || in->remittance_information != NULL) {
         jsonw_raw_key(w, "\"remittance_information\":", 25);
         jsonw_string(w, in->remittance_information);
@@ -1363,10 +1580,10 @@ void encode_payment(struct jsonw *w, const struct payment *in)
         jsonw_string(w, in->funding_conversion_id);
     }
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, payment_status_str(in->status));
+    payment_status_json(w, in->status);
     if (in->has_iso20022_status) {
         jsonw_raw_key(w, "\"iso20022_status\":", 18);
-        jsonw_string(w, payment_iso20022_status_str(in->iso20022_status));
+        payment_iso20022_status_json(w, in->iso20022_status);
     }
     jsonw_raw_key(w, "\"approval\":", 11);
     if (in->approval)
@@ -1389,8 +1606,7 @@ void encode_payment(struct jsonw *w, const struct payment *in)
         jsonw_raw_key(w, "\"batch_id\":", 11);
         jsonw_string(w, in->batch_id);
     }
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"makers\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->makers_count; j++) {
@@ -1406,10 +1622,8 @@ void encode_payment(struct jsonw *w, const struct payment *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1478,16 +1692,14 @@ int decode_payment_approver(struct arena *a, const struct json_value *v, struct 
 void encode_payment_approver(struct jsonw *w, const struct payment_approver *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"user_id\":", 10);
-    jsonw_string(w, in->user_id);
+    jsonw_raw_key_string(w, "\"user_id\":", 10, in->user_id);
     jsonw_raw_key(w, "\"decision\":", 11);
-    jsonw_string(w, payment_approver_decision_str(in->decision));
+    payment_approver_decision_json(w, in->decision);
     if (in->has_reason || in->reason != NULL) {
         jsonw_raw_key(w, "\"reason\":", 9);
         jsonw_string(w, in->reason);
     }
-    jsonw_raw_key(w, "\"decided_at\":", 13);
-    jsonw_string(w, in->decided_at);
+    jsonw_raw_key_string(w, "\"decided_at\":", 13, in->decided_at);
     jsonw_object_end(w);
 }
 
@@ -1567,14 +1779,11 @@ int decode_payment_batch(struct arena *a, const struct json_value *v, struct pay
 void encode_payment_batch(struct jsonw *w, const struct payment_batch *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, payment_batch_status_str(in->status));
+    payment_batch_status_json(w, in->status);
     jsonw_raw_key(w, "\"item_count\":", 13);
     jsonw_int(w, in->item_count);
     jsonw_raw_key(w, "\"totals\":", 9);
@@ -1601,8 +1810,7 @@ void encode_payment_batch(struct jsonw *w, const struct payment_batch *in)
         encode_payment_approval(w, in->approval);
     else
         jsonw_null(w);
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     if (in->has_external_id || in->external_id != NULL) {
         jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
@@ -1616,10 +1824,8 @@ void encode_payment_batch(struct jsonw *w, const struct payment_batch *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1713,16 +1919,13 @@ int decode_payment_batch_item(struct arena *a, const struct json_value *v, struc
 void encode_payment_batch_item(struct jsonw *w, const struct payment_batch_item *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"payment_id\":", 13);
-    jsonw_string(w, in->payment_id);
+    jsonw_raw_key_string(w, "\"payment_id\":", 13, in->payment_id);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, payment_status_str(in->status));
+    payment_status_json(w, in->status);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
-    jsonw_raw_key(w, "\"beneficiary_id\":", 17);
-    jsonw_string(w, in->beneficiary_id);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
+    jsonw_raw_key_string(w, "\"beneficiary_id\":", 17, in->beneficiary_id);
     if (in->has_external_id || in->external_id != NULL) {
         jsonw_raw_key(w, "\"external_id\":", 14);
         jsonw_string(w, in->external_id);
@@ -1755,8 +1958,7 @@ int decode_payment_batch_total(struct arena *a, const struct json_value *v, stru
 void encode_payment_batch_total(struct jsonw *w, const struct payment_batch_total *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
     jsonw_raw_key(w, "\"count\":", 8);
@@ -1820,18 +2022,15 @@ void encode_payment_create(struct jsonw *w, const struct payment_create *in)
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, payment_type_str(in->type));
+    payment_type_json(w, in->type);
     if (in->has_priority) {
         jsonw_raw_key(w, "\"priority\":", 11);
-        jsonw_string(w, payment_priority_str(in->priority));
+        payment_priority_json(w, in->priority);
     }
-    jsonw_raw_key(w, "\"originating_account\":", 22);
-    jsonw_string(w, in->originating_account);
-    jsonw_raw_key(w, "\"beneficiary_id\":", 17);
-    jsonw_string(w, in->beneficiary_id);
+    jsonw_raw_key_string(w, "\"originating_account\":", 22, in->originating_account);
+    jsonw_raw_key_string(w, "\"beneficiary_id\":", 17, in->beneficiary_id);
     if (in->has_effective_date || in->effective_date != NULL) {
         jsonw_raw_key(w, "\"effective_date\":", 17);
         jsonw_string(w, in->effective_date);
@@ -1877,8 +2076,7 @@ int decode_payment_denial(struct arena *a, const struct json_value *v, struct pa
 void encode_payment_denial(struct jsonw *w, const struct payment_denial *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"reason\":", 9);
-    jsonw_string(w, in->reason);
+    jsonw_raw_key_string(w, "\"reason\":", 9, in->reason);
     jsonw_object_end(w);
 }
 
@@ -1915,24 +2113,22 @@ int decode_payment_maker(struct arena *a, const struct json_value *v, struct pay
 void encode_payment_maker(struct jsonw *w, const struct payment_maker *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"user_id\":", 10);
-    jsonw_string(w, in->user_id);
+    jsonw_raw_key_string(w, "\"user_id\":", 10, in->user_id);
     if (in->has_via || in->via != NULL) {
         jsonw_raw_key(w, "\"via\":", 6);
         jsonw_string(w, in->via);
     }
     jsonw_raw_key(w, "\"action\":", 9);
-    jsonw_string(w, payment_maker_action_str(in->action));
+    payment_maker_action_json(w, in->action);
     if (in->has_fields || in->fields != NULL) {
         jsonw_raw_key(w, "\"fields\":", 9);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->fields_count; j++) {
-            jsonw_string(w, payment_approval_field_str(in->fields[j]));
+            payment_approval_field_json(w, in->fields[j]);
         }
         jsonw_array_end(w);
     }
-    jsonw_raw_key(w, "\"at\":", 5);
-    jsonw_string(w, in->at);
+    jsonw_raw_key_string(w, "\"at\":", 5, in->at);
     jsonw_object_end(w);
 }
 
@@ -2059,11 +2255,11 @@ void encode_payment_update(struct jsonw *w, const struct payment_update *in)
     }
     if (in->has_type) {
         jsonw_raw_key(w, "\"type\":", 7);
-        jsonw_string(w, payment_type_str(in->type));
+        payment_type_json(w, in->type);
     }
     if (in->has_priority) {
         jsonw_raw_key(w, "\"priority\":", 11);
-        jsonw_string(w, payment_priority_str(in->priority));
+        payment_priority_json(w, in->priority);
     }
     if (in->has_originating_account || in->originating_account != NULL) {
         jsonw_raw_key(w, "\"originating_account\":", 22);
@@ -2124,9 +2320,7 @@ int decode_sort_code_account_number_identification(struct arena *a, const struct
 void encode_sort_code_account_number_identification(struct jsonw *w, const struct sort_code_account_number_identification *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"scheme\":", 9);
-    jsonw_string(w, in->scheme);
-    jsonw_raw_key(w, "\"identification\":", 17);
-    jsonw_string(w, in->identification);
+    jsonw_raw_key_string(w, "\"scheme\":", 9, in->scheme);
+    jsonw_raw_key_string(w, "\"identification\":", 17, in->identification);
     jsonw_object_end(w);
 }

@@ -17,6 +17,8 @@ enum fx_rate_history_page_rate_type {
     FX_RATE_HISTORY_PAGE_RATE_TYPE_REFERENCE = 2,
 };
 const char *fx_rate_history_page_rate_type_str(enum fx_rate_history_page_rate_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void fx_rate_history_page_rate_type_json(struct jsonw *w, enum fx_rate_history_page_rate_type v);
 enum fx_rate_history_page_rate_type fx_rate_history_page_rate_type_parse(const char *s);
 
 /* rate_alert_condition_operator: The comparison. */
@@ -29,6 +31,8 @@ enum rate_alert_condition_operator {
     RATE_ALERT_CONDITION_OPERATOR_CROSS_BELOW = 6,
 };
 const char *rate_alert_condition_operator_str(enum rate_alert_condition_operator v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void rate_alert_condition_operator_json(struct jsonw *w, enum rate_alert_condition_operator v);
 enum rate_alert_condition_operator rate_alert_condition_operator_parse(const char *s);
 
 /* rate_alert_notify_channels_item */
@@ -37,6 +41,8 @@ enum rate_alert_notify_channels_item {
     RATE_ALERT_NOTIFY_CHANNELS_ITEM_WEBHOOK = 2,
 };
 const char *rate_alert_notify_channels_item_str(enum rate_alert_notify_channels_item v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void rate_alert_notify_channels_item_json(struct jsonw *w, enum rate_alert_notify_channels_item v);
 enum rate_alert_notify_channels_item rate_alert_notify_channels_item_parse(const char *s);
 
 /* RateAlertRepeat: `once`: the first time the condition holds the alert fires and becomes `triggered`; `every_time`:... */
@@ -45,6 +51,8 @@ enum rate_alert_repeat {
     RATE_ALERT_REPEAT_EVERY_TIME = 2,
 };
 const char *rate_alert_repeat_str(enum rate_alert_repeat v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void rate_alert_repeat_json(struct jsonw *w, enum rate_alert_repeat v);
 enum rate_alert_repeat rate_alert_repeat_parse(const char *s);
 
 /* RateAlertStatus: `active`: evaluated on every new live rate; `triggered`: a `once` alert that fired (resume re-arm... */
@@ -55,6 +63,8 @@ enum rate_alert_status {
     RATE_ALERT_STATUS_EXPIRED = 4,
 };
 const char *rate_alert_status_str(enum rate_alert_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void rate_alert_status_json(struct jsonw *w, enum rate_alert_status v);
 enum rate_alert_status rate_alert_status_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -67,6 +77,8 @@ enum rate_curve_spot_source {
     RATE_CURVE_SPOT_SOURCE_REFERENCE = 2,
 };
 const char *rate_curve_spot_source_str(enum rate_curve_spot_source v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void rate_curve_spot_source_json(struct jsonw *w, enum rate_curve_spot_source v);
 enum rate_curve_spot_source rate_curve_spot_source_parse(const char *s);
 
 /* RateCurveStatus: `draft`: being prepared, prices nothing, editable; `active`: prices the pair's custom rates and f... */
@@ -76,6 +88,8 @@ enum rate_curve_status {
     RATE_CURVE_STATUS_ARCHIVED = 3,
 };
 const char *rate_curve_status_str(enum rate_curve_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void rate_curve_status_json(struct jsonw *w, enum rate_curve_status v);
 enum rate_curve_status rate_curve_status_parse(const char *s);
 
 /* RateCurveTenor: A standard tenor and its value date, from today (UTC): `ON` overnight (today), `TN` tom-next (the... */
@@ -90,6 +104,8 @@ enum rate_curve_tenor {
     RATE_CURVE_TENOR_1_Y = 8,
 };
 const char *rate_curve_tenor_str(enum rate_curve_tenor v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void rate_curve_tenor_json(struct jsonw *w, enum rate_curve_tenor v);
 enum rate_curve_tenor rate_curve_tenor_parse(const char *s);
 
 /* RateField: A side of the rate: `bid` (the rate at which the base currency is bought), `ask` (at which it is... */
@@ -99,6 +115,8 @@ enum rate_field {
     RATE_FIELD_MID = 3,
 };
 const char *rate_field_str(enum rate_field v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void rate_field_json(struct jsonw *w, enum rate_field v);
 enum rate_field rate_field_parse(const char *s);
 
 /* RateHistoryInterval: The size of one history bucket (one minute, one hour, one UTC day). */
@@ -108,6 +126,8 @@ enum rate_history_interval {
     RATE_HISTORY_INTERVAL_1D = 3,
 };
 const char *rate_history_interval_str(enum rate_history_interval v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void rate_history_interval_json(struct jsonw *w, enum rate_history_interval v);
 enum rate_history_interval rate_history_interval_parse(const char *s);
 
 /* RateType: `live`: pushed by an operator or integration (`POST /v1/rates`) or received from the rate provide... */
@@ -117,6 +137,8 @@ enum rate_type {
     RATE_TYPE_CUSTOM = 3,
 };
 const char *rate_type_str(enum rate_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void rate_type_json(struct jsonw *w, enum rate_type v);
 enum rate_type rate_type_parse(const char *s);
 
 /* rates_get_rate_history_param_rate_type */
@@ -125,6 +147,8 @@ enum rates_get_rate_history_param_rate_type {
     RATES_GET_RATE_HISTORY_PARAM_RATE_TYPE_REFERENCE = 2,
 };
 const char *rates_get_rate_history_param_rate_type_str(enum rates_get_rate_history_param_rate_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void rates_get_rate_history_param_rate_type_json(struct jsonw *w, enum rates_get_rate_history_param_rate_type v);
 enum rates_get_rate_history_param_rate_type rates_get_rate_history_param_rate_type_parse(const char *s);
 
 /* ---- structs ---- */

@@ -17,6 +17,19 @@ const char *fx_rate_history_page_rate_type_str(enum fx_rate_history_page_rate_ty
     return NULL;
 }
 
+void fx_rate_history_page_rate_type_json(struct jsonw *w, enum fx_rate_history_page_rate_type v)
+{
+    switch (v) {
+    case FX_RATE_HISTORY_PAGE_RATE_TYPE_LIVE:
+        jsonw_raw_value(w, "\"live\"", 6);
+        return;
+    case FX_RATE_HISTORY_PAGE_RATE_TYPE_REFERENCE:
+        jsonw_raw_value(w, "\"reference\"", 11);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum fx_rate_history_page_rate_type fx_rate_history_page_rate_type_parse(const char *s)
 {
     if (!s)
@@ -45,6 +58,31 @@ const char *rate_alert_condition_operator_str(enum rate_alert_condition_operator
         return "cross_below";
     }
     return NULL;
+}
+
+void rate_alert_condition_operator_json(struct jsonw *w, enum rate_alert_condition_operator v)
+{
+    switch (v) {
+    case RATE_ALERT_CONDITION_OPERATOR_GT:
+        jsonw_raw_value(w, "\"gt\"", 4);
+        return;
+    case RATE_ALERT_CONDITION_OPERATOR_GTE:
+        jsonw_raw_value(w, "\"gte\"", 5);
+        return;
+    case RATE_ALERT_CONDITION_OPERATOR_LT:
+        jsonw_raw_value(w, "\"lt\"", 4);
+        return;
+    case RATE_ALERT_CONDITION_OPERATOR_LTE:
+        jsonw_raw_value(w, "\"lte\"", 5);
+        return;
+    case RATE_ALERT_CONDITION_OPERATOR_CROSS_ABOVE:
+        jsonw_raw_value(w, "\"cross_above\"", 13);
+        return;
+    case RATE_ALERT_CONDITION_OPERATOR_CROSS_BELOW:
+        jsonw_raw_value(w, "\"cross_below\"", 13);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum rate_alert_condition_operator rate_alert_condition_operator_parse(const char *s)
@@ -77,6 +115,19 @@ const char *rate_alert_notify_channels_item_str(enum rate_alert_notify_channels_
     return NULL;
 }
 
+void rate_alert_notify_channels_item_json(struct jsonw *w, enum rate_alert_notify_channels_item v)
+{
+    switch (v) {
+    case RATE_ALERT_NOTIFY_CHANNELS_ITEM_EMAIL:
+        jsonw_raw_value(w, "\"email\"", 7);
+        return;
+    case RATE_ALERT_NOTIFY_CHANNELS_ITEM_WEBHOOK:
+        jsonw_raw_value(w, "\"webhook\"", 9);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum rate_alert_notify_channels_item rate_alert_notify_channels_item_parse(const char *s)
 {
     if (!s)
@@ -97,6 +148,19 @@ const char *rate_alert_repeat_str(enum rate_alert_repeat v)
         return "every_time";
     }
     return NULL;
+}
+
+void rate_alert_repeat_json(struct jsonw *w, enum rate_alert_repeat v)
+{
+    switch (v) {
+    case RATE_ALERT_REPEAT_ONCE:
+        jsonw_raw_value(w, "\"once\"", 6);
+        return;
+    case RATE_ALERT_REPEAT_EVERY_TIME:
+        jsonw_raw_value(w, "\"every_time\"", 12);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum rate_alert_repeat rate_alert_repeat_parse(const char *s)
@@ -123,6 +187,25 @@ const char *rate_alert_status_str(enum rate_alert_status v)
         return "expired";
     }
     return NULL;
+}
+
+void rate_alert_status_json(struct jsonw *w, enum rate_alert_status v)
+{
+    switch (v) {
+    case RATE_ALERT_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case RATE_ALERT_STATUS_TRIGGERED:
+        jsonw_raw_value(w, "\"triggered\"", 11);
+        return;
+    case RATE_ALERT_STATUS_PAUSED:
+        jsonw_raw_value(w, "\"paused\"", 8);
+        return;
+    case RATE_ALERT_STATUS_EXPIRED:
+        jsonw_raw_value(w, "\"expired\"", 9);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum rate_alert_status rate_alert_status_parse(const char *s)
@@ -172,6 +255,19 @@ const char *rate_curve_spot_source_str(enum rate_curve_spot_source v)
     return NULL;
 }
 
+void rate_curve_spot_source_json(struct jsonw *w, enum rate_curve_spot_source v)
+{
+    switch (v) {
+    case RATE_CURVE_SPOT_SOURCE_LIVE:
+        jsonw_raw_value(w, "\"live\"", 6);
+        return;
+    case RATE_CURVE_SPOT_SOURCE_REFERENCE:
+        jsonw_raw_value(w, "\"reference\"", 11);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum rate_curve_spot_source rate_curve_spot_source_parse(const char *s)
 {
     if (!s)
@@ -194,6 +290,22 @@ const char *rate_curve_status_str(enum rate_curve_status v)
         return "archived";
     }
     return NULL;
+}
+
+void rate_curve_status_json(struct jsonw *w, enum rate_curve_status v)
+{
+    switch (v) {
+    case RATE_CURVE_STATUS_DRAFT:
+        jsonw_raw_value(w, "\"draft\"", 7);
+        return;
+    case RATE_CURVE_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case RATE_CURVE_STATUS_ARCHIVED:
+        jsonw_raw_value(w, "\"archived\"", 10);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum rate_curve_status rate_curve_status_parse(const char *s)
@@ -232,6 +344,37 @@ const char *rate_curve_tenor_str(enum rate_curve_tenor v)
     return NULL;
 }
 
+void rate_curve_tenor_json(struct jsonw *w, enum rate_curve_tenor v)
+{
+    switch (v) {
+    case RATE_CURVE_TENOR_ON:
+        jsonw_raw_value(w, "\"ON\"", 4);
+        return;
+    case RATE_CURVE_TENOR_TN:
+        jsonw_raw_value(w, "\"TN\"", 4);
+        return;
+    case RATE_CURVE_TENOR_SPOT:
+        jsonw_raw_value(w, "\"SPOT\"", 6);
+        return;
+    case RATE_CURVE_TENOR_1_W:
+        jsonw_raw_value(w, "\"1W\"", 4);
+        return;
+    case RATE_CURVE_TENOR_1_M:
+        jsonw_raw_value(w, "\"1M\"", 4);
+        return;
+    case RATE_CURVE_TENOR_3_M:
+        jsonw_raw_value(w, "\"3M\"", 4);
+        return;
+    case RATE_CURVE_TENOR_6_M:
+        jsonw_raw_value(w, "\"6M\"", 4);
+        return;
+    case RATE_CURVE_TENOR_1_Y:
+        jsonw_raw_value(w, "\"1Y\"", 4);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum rate_curve_tenor rate_curve_tenor_parse(const char *s)
 {
     if (!s)
@@ -268,6 +411,22 @@ const char *rate_field_str(enum rate_field v)
     return NULL;
 }
 
+void rate_field_json(struct jsonw *w, enum rate_field v)
+{
+    switch (v) {
+    case RATE_FIELD_BID:
+        jsonw_raw_value(w, "\"bid\"", 5);
+        return;
+    case RATE_FIELD_ASK:
+        jsonw_raw_value(w, "\"ask\"", 5);
+        return;
+    case RATE_FIELD_MID:
+        jsonw_raw_value(w, "\"mid\"", 5);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum rate_field rate_field_parse(const char *s)
 {
     if (!s)
@@ -292,6 +451,22 @@ const char *rate_history_interval_str(enum rate_history_interval v)
         return "1d";
     }
     return NULL;
+}
+
+void rate_history_interval_json(struct jsonw *w, enum rate_history_interval v)
+{
+    switch (v) {
+    case RATE_HISTORY_INTERVAL_1M:
+        jsonw_raw_value(w, "\"1m\"", 4);
+        return;
+    case RATE_HISTORY_INTERVAL_1H:
+        jsonw_raw_value(w, "\"1h\"", 4);
+        return;
+    case RATE_HISTORY_INTERVAL_1D:
+        jsonw_raw_value(w, "\"1d\"", 4);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum rate_history_interval rate_history_interval_parse(const char *s)
@@ -320,6 +495,22 @@ const char *rate_type_str(enum rate_type v)
     return NULL;
 }
 
+void rate_type_json(struct jsonw *w, enum rate_type v)
+{
+    switch (v) {
+    case RATE_TYPE_LIVE:
+        jsonw_raw_value(w, "\"live\"", 6);
+        return;
+    case RATE_TYPE_REFERENCE:
+        jsonw_raw_value(w, "\"reference\"", 11);
+        return;
+    case RATE_TYPE_CUSTOM:
+        jsonw_raw_value(w, "\"custom\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum rate_type rate_type_parse(const char *s)
 {
     if (!s)
@@ -342,6 +533,19 @@ const char *rates_get_rate_history_param_rate_type_str(enum rates_get_rate_histo
         return "reference";
     }
     return NULL;
+}
+
+void rates_get_rate_history_param_rate_type_json(struct jsonw *w, enum rates_get_rate_history_param_rate_type v)
+{
+    switch (v) {
+    case RATES_GET_RATE_HISTORY_PARAM_RATE_TYPE_LIVE:
+        jsonw_raw_value(w, "\"live\"", 6);
+        return;
+    case RATES_GET_RATE_HISTORY_PARAM_RATE_TYPE_REFERENCE:
+        jsonw_raw_value(w, "\"reference\"", 11);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum rates_get_rate_history_param_rate_type rates_get_rate_history_param_rate_type_parse(const char *s)
@@ -394,30 +598,19 @@ int decode_fx_rate(struct arena *a, const struct json_value *v, struct fx_rate *
 void encode_fx_rate(struct jsonw *w, const struct fx_rate *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"pair\":", 7);
-    jsonw_string(w, in->pair);
-    jsonw_raw_key(w, "\"base_currency\":", 16);
-    jsonw_string(w, in->base_currency);
-    jsonw_raw_key(w, "\"quote_currency\":", 17);
-    jsonw_string(w, in->quote_currency);
-    jsonw_raw_key(w, "\"bid\":", 6);
-    jsonw_string(w, in->bid);
-    jsonw_raw_key(w, "\"ask\":", 6);
-    jsonw_string(w, in->ask);
-    jsonw_raw_key(w, "\"mid\":", 6);
-    jsonw_string(w, in->mid);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"pair\":", 7, in->pair);
+    jsonw_raw_key_string(w, "\"base_currency\":", 16, in->base_currency);
+    jsonw_raw_key_string(w, "\"quote_currency\":", 17, in->quote_currency);
+    jsonw_raw_key_string(w, "\"bid\":", 6, in->bid);
+    jsonw_raw_key_string(w, "\"ask\":", 6, in->ask);
+    jsonw_raw_key_string(w, "\"mid\":", 6, in->mid);
     jsonw_raw_key(w, "\"rate_type\":", 12);
-    jsonw_string(w, rate_type_str(in->rate_type));
-    jsonw_raw_key(w, "\"source\":", 9);
-    jsonw_string(w, in->source);
-    jsonw_raw_key(w, "\"as_of\":", 8);
-    jsonw_string(w, in->as_of);
-    jsonw_raw_key(w, "\"value_date\":", 13);
-    jsonw_string(w, in->value_date);
+    rate_type_json(w, in->rate_type);
+    jsonw_raw_key_string(w, "\"source\":", 9, in->source);
+    jsonw_raw_key_string(w, "\"as_of\":", 8, in->as_of);
+    jsonw_raw_key_string(w, "\"value_date\":", 13, in->value_date);
     jsonw_object_end(w);
 }
 
@@ -463,16 +656,14 @@ int decode_fx_rate_history_page(struct arena *a, const struct json_value *v, str
 void encode_fx_rate_history_page(struct jsonw *w, const struct fx_rate_history_page *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"pair\":", 7);
-    jsonw_string(w, in->pair);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"pair\":", 7, in->pair);
     jsonw_raw_key(w, "\"rate_type\":", 12);
-    jsonw_string(w, fx_rate_history_page_rate_type_str(in->rate_type));
+    fx_rate_history_page_rate_type_json(w, in->rate_type);
     jsonw_raw_key(w, "\"field\":", 8);
-    jsonw_string(w, rate_field_str(in->field));
+    rate_field_json(w, in->field);
     jsonw_raw_key(w, "\"interval\":", 11);
-    jsonw_string(w, rate_history_interval_str(in->interval));
+    rate_history_interval_json(w, in->interval);
     jsonw_raw_key(w, "\"data\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->data_count; j++) {
@@ -517,16 +708,11 @@ int decode_fx_rate_history_point(struct arena *a, const struct json_value *v, st
 void encode_fx_rate_history_point(struct jsonw *w, const struct fx_rate_history_point *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"start\":", 8);
-    jsonw_string(w, in->start);
-    jsonw_raw_key(w, "\"open\":", 7);
-    jsonw_string(w, in->open);
-    jsonw_raw_key(w, "\"high\":", 7);
-    jsonw_string(w, in->high);
-    jsonw_raw_key(w, "\"low\":", 6);
-    jsonw_string(w, in->low);
-    jsonw_raw_key(w, "\"close\":", 8);
-    jsonw_string(w, in->close);
+    jsonw_raw_key_string(w, "\"start\":", 8, in->start);
+    jsonw_raw_key_string(w, "\"open\":", 7, in->open);
+    jsonw_raw_key_string(w, "\"high\":", 7, in->high);
+    jsonw_raw_key_string(w, "\"low\":", 6, in->low);
+    jsonw_raw_key_string(w, "\"close\":", 8, in->close);
     jsonw_raw_key(w, "\"samples\":", 10);
     jsonw_int(w, in->samples);
     jsonw_object_end(w);
@@ -617,18 +803,14 @@ int decode_fx_rate_push(struct arena *a, const struct json_value *v, struct fx_r
 void encode_fx_rate_push(struct jsonw *w, const struct fx_rate_push *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"pair\":", 7);
-    jsonw_string(w, in->pair);
-    jsonw_raw_key(w, "\"bid\":", 6);
-    jsonw_string(w, in->bid);
-    jsonw_raw_key(w, "\"ask\":", 6);
-    jsonw_string(w, in->ask);
+    jsonw_raw_key_string(w, "\"pair\":", 7, in->pair);
+    jsonw_raw_key_string(w, "\"bid\":", 6, in->bid);
+    jsonw_raw_key_string(w, "\"ask\":", 6, in->ask);
     if (in->has_mid || in->mid != NULL) {
         jsonw_raw_key(w, "\"mid\":", 6);
         jsonw_string(w, in->mid);
     }
-    jsonw_raw_key(w, "\"as_of\":", 8);
-    jsonw_string(w, in->as_of);
+    jsonw_raw_key_string(w, "\"as_of\":", 8, in->as_of);
     if (in->has_value_date || in->value_date != NULL) {
         jsonw_raw_key(w, "\"value_date\":", 13);
         jsonw_string(w, in->value_date);
@@ -703,8 +885,7 @@ int decode_fx_rate_push_result(struct arena *a, const struct json_value *v, stru
 void encode_fx_rate_push_result(struct jsonw *w, const struct fx_rate_push_result *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
     jsonw_raw_key(w, "\"received\":", 11);
     jsonw_int(w, in->received);
     jsonw_raw_key(w, "\"current_updated\":", 18);
@@ -783,30 +964,25 @@ int decode_rate_alert(struct arena *a, const struct json_value *v, struct rate_a
 void encode_rate_alert(struct jsonw *w, const struct rate_alert *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"pair\":", 7);
-    jsonw_string(w, in->pair);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"pair\":", 7, in->pair);
     jsonw_raw_key(w, "\"condition\":", 12);
     if (in->condition)
         encode_rate_alert_condition(w, in->condition);
     else
         jsonw_null(w);
     jsonw_raw_key(w, "\"repeat\":", 9);
-    jsonw_string(w, rate_alert_repeat_str(in->repeat));
+    rate_alert_repeat_json(w, in->repeat);
     jsonw_raw_key(w, "\"notify\":", 9);
     if (in->notify)
         encode_rate_alert_notify(w, in->notify);
     else
         jsonw_null(w);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, rate_alert_status_str(in->status));
-    jsonw_raw_key(w, "\"expires_at\":", 13);
-    jsonw_string(w, in->expires_at);
+    rate_alert_status_json(w, in->status);
+    jsonw_raw_key_string(w, "\"expires_at\":", 13, in->expires_at);
     if (in->has_triggered_at || in->triggered_at != NULL) {
         jsonw_raw_key(w, "\"triggered_at\":", 15);
         jsonw_string(w, in->triggered_at);
@@ -821,8 +997,7 @@ void encode_rate_alert(struct jsonw *w, const struct rate_alert *in)
         jsonw_raw_key(w, "\"last_evaluated_at\":", 20);
         jsonw_string(w, in->last_evaluated_at);
     }
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -832,10 +1007,8 @@ void encode_rate_alert(struct jsonw *w, const struct rate_alert *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -861,11 +1034,10 @@ void encode_rate_alert_condition(struct jsonw *w, const struct rate_alert_condit
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"field\":", 8);
-    jsonw_string(w, rate_field_str(in->field));
+    rate_field_json(w, in->field);
     jsonw_raw_key(w, "\"operator\":", 11);
-    jsonw_string(w, rate_alert_condition_operator_str(in->operator));
-    jsonw_raw_key(w, "\"value\":", 8);
-    jsonw_string(w, in->value);
+    rate_alert_condition_operator_json(w, in->operator);
+    jsonw_raw_key_string(w, "\"value\":", 8, in->value);
     jsonw_object_end(w);
 }
 
@@ -914,8 +1086,7 @@ int decode_rate_alert_create(struct arena *a, const struct json_value *v, struct
 void encode_rate_alert_create(struct jsonw *w, const struct rate_alert_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"pair\":", 7);
-    jsonw_string(w, in->pair);
+    jsonw_raw_key_string(w, "\"pair\":", 7, in->pair);
     jsonw_raw_key(w, "\"condition\":", 12);
     if (in->condition)
         encode_rate_alert_condition(w, in->condition);
@@ -923,10 +1094,9 @@ void encode_rate_alert_create(struct jsonw *w, const struct rate_alert_create *i
         jsonw_null(w);
     if (in->has_repeat) {
         jsonw_raw_key(w, "\"repeat\":", 9);
-        jsonw_string(w, rate_alert_repeat_str(in->repeat));
+        rate_alert_repeat_json(w, in->repeat);
     }
-    jsonw_raw_key(w, "\"expires_at\":", 13);
-    jsonw_string(w, in->expires_at);
+    jsonw_raw_key_string(w, "\"expires_at\":", 13, in->expires_at);
     if (in->has_notify || in->notify != NULL) {
         jsonw_raw_key(w, "\"notify\":", 9);
         if (in->notify)
@@ -972,7 +1142,7 @@ void encode_rate_alert_notify(struct jsonw *w, const struct rate_alert_notify *i
     jsonw_raw_key(w, "\"channels\":", 11);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->channels_count; j++) {
-        jsonw_string(w, rate_alert_notify_channels_item_str(in->channels[j]));
+        rate_alert_notify_channels_item_json(w, in->channels[j]);
     }
     jsonw_array_end(w);
     jsonw_object_end(w);
@@ -1081,7 +1251,7 @@ void encode_rate_alert_update(struct jsonw *w, const struct rate_alert_update *i
     }
     if (in->has_repeat) {
         jsonw_raw_key(w, "\"repeat\":", 9);
-        jsonw_string(w, rate_alert_repeat_str(in->repeat));
+        rate_alert_repeat_json(w, in->repeat);
     }
     if (in->has_expires_at || in->expires_at != NULL) {
         jsonw_raw_key(w, "\"expires_at\":", 13);
@@ -1170,18 +1340,13 @@ int decode_rate_curve(struct arena *a, const struct json_value *v, struct rate_c
 void encode_rate_curve(struct jsonw *w, const struct rate_curve *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
-    jsonw_raw_key(w, "\"pair\":", 7);
-    jsonw_string(w, in->pair);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
+    jsonw_raw_key_string(w, "\"pair\":", 7, in->pair);
     jsonw_raw_key(w, "\"spot_source\":", 14);
-    jsonw_string(w, rate_curve_spot_source_str(in->spot_source));
+    rate_curve_spot_source_json(w, in->spot_source);
     jsonw_raw_key(w, "\"points\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->points_count; j++) {
@@ -1189,7 +1354,7 @@ void encode_rate_curve(struct jsonw *w, const struct rate_curve *in)
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, rate_curve_status_str(in->status));
+    rate_curve_status_json(w, in->status);
     if (in->has_effective_from || in->effective_from != NULL) {
         jsonw_raw_key(w, "\"effective_from\":", 17);
         jsonw_string(w, in->effective_from);
@@ -1202,8 +1367,7 @@ void encode_rate_curve(struct jsonw *w, const struct rate_curve *in)
         jsonw_raw_key(w, "\"archived_at\":", 14);
         jsonw_string(w, in->archived_at);
     }
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -1213,10 +1377,8 @@ void encode_rate_curve(struct jsonw *w, const struct rate_curve *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1265,13 +1427,11 @@ int decode_rate_curve_create(struct arena *a, const struct json_value *v, struct
 void encode_rate_curve_create(struct jsonw *w, const struct rate_curve_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
-    jsonw_raw_key(w, "\"pair\":", 7);
-    jsonw_string(w, in->pair);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
+    jsonw_raw_key_string(w, "\"pair\":", 7, in->pair);
     if (in->has_spot_source) {
         jsonw_raw_key(w, "\"spot_source\":", 14);
-        jsonw_string(w, rate_curve_spot_source_str(in->spot_source));
+        rate_curve_spot_source_json(w, in->spot_source);
     }
     jsonw_raw_key(w, "\"points\":", 9);
     jsonw_array_begin(w);
@@ -1362,11 +1522,9 @@ void encode_rate_curve_point(struct jsonw *w, const struct rate_curve_point *in)
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"tenor\":", 8);
-    jsonw_string(w, rate_curve_tenor_str(in->tenor));
-    jsonw_raw_key(w, "\"forward_points\":", 17);
-    jsonw_string(w, in->forward_points);
-    jsonw_raw_key(w, "\"value_date\":", 13);
-    jsonw_string(w, in->value_date);
+    rate_curve_tenor_json(w, in->tenor);
+    jsonw_raw_key_string(w, "\"forward_points\":", 17, in->forward_points);
+    jsonw_raw_key_string(w, "\"value_date\":", 13, in->value_date);
     jsonw_object_end(w);
 }
 
@@ -1390,9 +1548,8 @@ void encode_rate_curve_point_input(struct jsonw *w, const struct rate_curve_poin
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"tenor\":", 8);
-    jsonw_string(w, rate_curve_tenor_str(in->tenor));
-    jsonw_raw_key(w, "\"forward_points\":", 17);
-    jsonw_string(w, in->forward_points);
+    rate_curve_tenor_json(w, in->tenor);
+    jsonw_raw_key_string(w, "\"forward_points\":", 17, in->forward_points);
     jsonw_object_end(w);
 }
 
@@ -1447,7 +1604,7 @@ void encode_rate_curve_update(struct jsonw *w, const struct rate_curve_update *i
     }
     if (in->has_spot_source) {
         jsonw_raw_key(w, "\"spot_source\":", 14);
-        jsonw_string(w, rate_curve_spot_source_str(in->spot_source));
+        rate_curve_spot_source_json(w, in->spot_source);
     }
     if (in->has_points || in->points != NULL) {
         jsonw_raw_key(w, "\"points\":", 9);
@@ -1488,10 +1645,8 @@ int decode_reference_rate(struct arena *a, const struct json_value *v, struct re
 void encode_reference_rate(struct jsonw *w, const struct reference_rate *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
-    jsonw_raw_key(w, "\"rate\":", 7);
-    jsonw_string(w, in->rate);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
+    jsonw_raw_key_string(w, "\"rate\":", 7, in->rate);
     jsonw_object_end(w);
 }
 
@@ -1538,14 +1693,10 @@ int decode_reference_rate_import(struct arena *a, const struct json_value *v, st
 void encode_reference_rate_import(struct jsonw *w, const struct reference_rate_import *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"source\":", 9);
-    jsonw_string(w, in->source);
-    jsonw_raw_key(w, "\"first_date\":", 13);
-    jsonw_string(w, in->first_date);
-    jsonw_raw_key(w, "\"last_date\":", 12);
-    jsonw_string(w, in->last_date);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"source\":", 9, in->source);
+    jsonw_raw_key_string(w, "\"first_date\":", 13, in->first_date);
+    jsonw_raw_key_string(w, "\"last_date\":", 12, in->last_date);
     jsonw_raw_key(w, "\"dates\":", 8);
     jsonw_int(w, in->dates);
     jsonw_raw_key(w, "\"dates_added\":", 14);
@@ -1562,8 +1713,7 @@ void encode_reference_rate_import(struct jsonw *w, const struct reference_rate_i
         jsonw_string(w, in->currencies[j]);
     }
     jsonw_array_end(w);
-    jsonw_raw_key(w, "\"imported_at\":", 14);
-    jsonw_string(w, in->imported_at);
+    jsonw_raw_key_string(w, "\"imported_at\":", 14, in->imported_at);
     jsonw_object_end(w);
 }
 
@@ -1605,25 +1755,18 @@ int decode_reference_rate_set(struct arena *a, const struct json_value *v, struc
 void encode_reference_rate_set(struct jsonw *w, const struct reference_rate_set *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"source\":", 9);
-    jsonw_string(w, in->source);
-    jsonw_raw_key(w, "\"date\":", 7);
-    jsonw_string(w, in->date);
-    jsonw_raw_key(w, "\"requested_date\":", 17);
-    jsonw_string(w, in->requested_date);
-    jsonw_raw_key(w, "\"base_currency\":", 16);
-    jsonw_string(w, in->base_currency);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"source\":", 9, in->source);
+    jsonw_raw_key_string(w, "\"date\":", 7, in->date);
+    jsonw_raw_key_string(w, "\"requested_date\":", 17, in->requested_date);
+    jsonw_raw_key_string(w, "\"base_currency\":", 16, in->base_currency);
     jsonw_raw_key(w, "\"rates\":", 8);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->rates_count; j++) {
         encode_reference_rate(w, &in->rates[j]);
     }
     jsonw_array_end(w);
-    jsonw_raw_key(w, "\"imported_at\":", 14);
-    jsonw_string(w, in->imported_at);
+    jsonw_raw_key_string(w, "\"imported_at\":", 14, in->imported_at);
     jsonw_object_end(w);
 }

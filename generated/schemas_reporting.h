@@ -17,6 +17,8 @@ enum cash_position_report_parameters_group_by {
     CASH_POSITION_REPORT_PARAMETERS_GROUP_BY_CURRENCY = 2,
 };
 const char *cash_position_report_parameters_group_by_str(enum cash_position_report_parameters_group_by v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void cash_position_report_parameters_group_by_json(struct jsonw *w, enum cash_position_report_parameters_group_by v);
 enum cash_position_report_parameters_group_by cash_position_report_parameters_group_by_parse(const char *s);
 
 /* payments_summary_report_parameters_group_by: One row per payment status, currency or beneficiary. */
@@ -26,6 +28,8 @@ enum payments_summary_report_parameters_group_by {
     PAYMENTS_SUMMARY_REPORT_PARAMETERS_GROUP_BY_BENEFICIARY = 3,
 };
 const char *payments_summary_report_parameters_group_by_str(enum payments_summary_report_parameters_group_by v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void payments_summary_report_parameters_group_by_json(struct jsonw *w, enum payments_summary_report_parameters_group_by v);
 enum payments_summary_report_parameters_group_by payments_summary_report_parameters_group_by_parse(const char *s);
 
 /* report_column_type: How to read the values: `amount` is an integer in the row's currency's minor units, `decimal` an... */
@@ -39,6 +43,8 @@ enum report_column_type {
     REPORT_COLUMN_TYPE_DECIMAL = 7,
 };
 const char *report_column_type_str(enum report_column_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void report_column_type_json(struct jsonw *w, enum report_column_type v);
 enum report_column_type report_column_type_parse(const char *s);
 
 /* report_file_content_type: Its media type (from the run's `format`). */
@@ -48,6 +54,8 @@ enum report_file_content_type {
     REPORT_FILE_CONTENT_TYPE_APPLICATION_PDF = 3,
 };
 const char *report_file_content_type_str(enum report_file_content_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void report_file_content_type_json(struct jsonw *w, enum report_file_content_type v);
 enum report_file_content_type report_file_content_type_parse(const char *s);
 
 /* ReportFormat: The file's format: `json` (a report document, `application/json`), `csv` (`text/csv`, RFC 4180, U... */
@@ -57,6 +65,8 @@ enum report_format {
     REPORT_FORMAT_PDF = 3,
 };
 const char *report_format_str(enum report_format v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void report_format_json(struct jsonw *w, enum report_format v);
 enum report_format report_format_parse(const char *s);
 
 /* ReportRunStatus: `pending` (queued) -> `running` -> `succeeded` (the file is ready) or `failed` (see `error`). */
@@ -67,6 +77,8 @@ enum report_run_status {
     REPORT_RUN_STATUS_FAILED = 4,
 };
 const char *report_run_status_str(enum report_run_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void report_run_status_json(struct jsonw *w, enum report_run_status v);
 enum report_run_status report_run_status_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -79,6 +91,8 @@ enum report_schedule_status {
     REPORT_SCHEDULE_STATUS_PAUSED = 2,
 };
 const char *report_schedule_status_str(enum report_schedule_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void report_schedule_status_json(struct jsonw *w, enum report_schedule_status v);
 enum report_schedule_status report_schedule_status_parse(const char *s);
 
 /* ReportType: What the report shows: `trial_balance` (ledger balances per account and currency, debits equal cr... */
@@ -89,6 +103,8 @@ enum report_type {
     REPORT_TYPE_PAYMENTS_SUMMARY = 4,
 };
 const char *report_type_str(enum report_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void report_type_json(struct jsonw *w, enum report_type v);
 enum report_type report_type_parse(const char *s);
 
 /* trial_balance_report_parameters_status: Which journal entries count. */
@@ -97,6 +113,8 @@ enum trial_balance_report_parameters_status {
     TRIAL_BALANCE_REPORT_PARAMETERS_STATUS_POSTED_AND_PENDING = 2,
 };
 const char *trial_balance_report_parameters_status_str(enum trial_balance_report_parameters_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void trial_balance_report_parameters_status_json(struct jsonw *w, enum trial_balance_report_parameters_status v);
 enum trial_balance_report_parameters_status trial_balance_report_parameters_status_parse(const char *s);
 
 /* ReportParameters: which oneOf member is set, by report_type */

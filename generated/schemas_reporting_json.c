@@ -17,6 +17,19 @@ const char *cash_position_report_parameters_group_by_str(enum cash_position_repo
     return NULL;
 }
 
+void cash_position_report_parameters_group_by_json(struct jsonw *w, enum cash_position_report_parameters_group_by v)
+{
+    switch (v) {
+    case CASH_POSITION_REPORT_PARAMETERS_GROUP_BY_BANK_ACCOUNT:
+        jsonw_raw_value(w, "\"bank_account\"", 14);
+        return;
+    case CASH_POSITION_REPORT_PARAMETERS_GROUP_BY_CURRENCY:
+        jsonw_raw_value(w, "\"currency\"", 10);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum cash_position_report_parameters_group_by cash_position_report_parameters_group_by_parse(const char *s)
 {
     if (!s)
@@ -39,6 +52,22 @@ const char *payments_summary_report_parameters_group_by_str(enum payments_summar
         return "beneficiary";
     }
     return NULL;
+}
+
+void payments_summary_report_parameters_group_by_json(struct jsonw *w, enum payments_summary_report_parameters_group_by v)
+{
+    switch (v) {
+    case PAYMENTS_SUMMARY_REPORT_PARAMETERS_GROUP_BY_STATUS:
+        jsonw_raw_value(w, "\"status\"", 8);
+        return;
+    case PAYMENTS_SUMMARY_REPORT_PARAMETERS_GROUP_BY_CURRENCY:
+        jsonw_raw_value(w, "\"currency\"", 10);
+        return;
+    case PAYMENTS_SUMMARY_REPORT_PARAMETERS_GROUP_BY_BENEFICIARY:
+        jsonw_raw_value(w, "\"beneficiary\"", 13);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum payments_summary_report_parameters_group_by payments_summary_report_parameters_group_by_parse(const char *s)
@@ -75,6 +104,34 @@ const char *report_column_type_str(enum report_column_type v)
     return NULL;
 }
 
+void report_column_type_json(struct jsonw *w, enum report_column_type v)
+{
+    switch (v) {
+    case REPORT_COLUMN_TYPE_STRING:
+        jsonw_raw_value(w, "\"string\"", 8);
+        return;
+    case REPORT_COLUMN_TYPE_AMOUNT:
+        jsonw_raw_value(w, "\"amount\"", 8);
+        return;
+    case REPORT_COLUMN_TYPE_CURRENCY:
+        jsonw_raw_value(w, "\"currency\"", 10);
+        return;
+    case REPORT_COLUMN_TYPE_DATE:
+        jsonw_raw_value(w, "\"date\"", 6);
+        return;
+    case REPORT_COLUMN_TYPE_TIMESTAMP:
+        jsonw_raw_value(w, "\"timestamp\"", 11);
+        return;
+    case REPORT_COLUMN_TYPE_INTEGER:
+        jsonw_raw_value(w, "\"integer\"", 9);
+        return;
+    case REPORT_COLUMN_TYPE_DECIMAL:
+        jsonw_raw_value(w, "\"decimal\"", 9);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum report_column_type report_column_type_parse(const char *s)
 {
     if (!s)
@@ -109,6 +166,22 @@ const char *report_file_content_type_str(enum report_file_content_type v)
     return NULL;
 }
 
+void report_file_content_type_json(struct jsonw *w, enum report_file_content_type v)
+{
+    switch (v) {
+    case REPORT_FILE_CONTENT_TYPE_APPLICATION_JSON:
+        jsonw_raw_value(w, "\"application/json\"", 18);
+        return;
+    case REPORT_FILE_CONTENT_TYPE_TEXT_CSV:
+        jsonw_raw_value(w, "\"text/csv\"", 10);
+        return;
+    case REPORT_FILE_CONTENT_TYPE_APPLICATION_PDF:
+        jsonw_raw_value(w, "\"application/pdf\"", 17);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum report_file_content_type report_file_content_type_parse(const char *s)
 {
     if (!s)
@@ -133,6 +206,22 @@ const char *report_format_str(enum report_format v)
         return "pdf";
     }
     return NULL;
+}
+
+void report_format_json(struct jsonw *w, enum report_format v)
+{
+    switch (v) {
+    case REPORT_FORMAT_JSON:
+        jsonw_raw_value(w, "\"json\"", 6);
+        return;
+    case REPORT_FORMAT_CSV:
+        jsonw_raw_value(w, "\"csv\"", 5);
+        return;
+    case REPORT_FORMAT_PDF:
+        jsonw_raw_value(w, "\"pdf\"", 5);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum report_format report_format_parse(const char *s)
@@ -161,6 +250,25 @@ const char *report_run_status_str(enum report_run_status v)
         return "failed";
     }
     return NULL;
+}
+
+void report_run_status_json(struct jsonw *w, enum report_run_status v)
+{
+    switch (v) {
+    case REPORT_RUN_STATUS_PENDING:
+        jsonw_raw_value(w, "\"pending\"", 9);
+        return;
+    case REPORT_RUN_STATUS_RUNNING:
+        jsonw_raw_value(w, "\"running\"", 9);
+        return;
+    case REPORT_RUN_STATUS_SUCCEEDED:
+        jsonw_raw_value(w, "\"succeeded\"", 11);
+        return;
+    case REPORT_RUN_STATUS_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum report_run_status report_run_status_parse(const char *s)
@@ -210,6 +318,19 @@ const char *report_schedule_status_str(enum report_schedule_status v)
     return NULL;
 }
 
+void report_schedule_status_json(struct jsonw *w, enum report_schedule_status v)
+{
+    switch (v) {
+    case REPORT_SCHEDULE_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case REPORT_SCHEDULE_STATUS_PAUSED:
+        jsonw_raw_value(w, "\"paused\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum report_schedule_status report_schedule_status_parse(const char *s)
 {
     if (!s)
@@ -236,6 +357,25 @@ const char *report_type_str(enum report_type v)
     return NULL;
 }
 
+void report_type_json(struct jsonw *w, enum report_type v)
+{
+    switch (v) {
+    case REPORT_TYPE_TRIAL_BALANCE:
+        jsonw_raw_value(w, "\"trial_balance\"", 15);
+        return;
+    case REPORT_TYPE_CASH_POSITION:
+        jsonw_raw_value(w, "\"cash_position\"", 15);
+        return;
+    case REPORT_TYPE_FX_EXPOSURE:
+        jsonw_raw_value(w, "\"fx_exposure\"", 13);
+        return;
+    case REPORT_TYPE_PAYMENTS_SUMMARY:
+        jsonw_raw_value(w, "\"payments_summary\"", 18);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum report_type report_type_parse(const char *s)
 {
     if (!s)
@@ -260,6 +400,19 @@ const char *trial_balance_report_parameters_status_str(enum trial_balance_report
         return "posted_and_pending";
     }
     return NULL;
+}
+
+void trial_balance_report_parameters_status_json(struct jsonw *w, enum trial_balance_report_parameters_status v)
+{
+    switch (v) {
+    case TRIAL_BALANCE_REPORT_PARAMETERS_STATUS_POSTED:
+        jsonw_raw_value(w, "\"posted\"", 8);
+        return;
+    case TRIAL_BALANCE_REPORT_PARAMETERS_STATUS_POSTED_AND_PENDING:
+        jsonw_raw_value(w, "\"posted_and_pending\"", 20);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum trial_balance_report_parameters_status trial_balance_report_parameters_status_parse(const char *s)
@@ -312,8 +465,7 @@ int decode_cash_position_report_parameters(struct arena *a, const struct json_va
 void encode_cash_position_report_parameters(struct jsonw *w, const struct cash_position_report_parameters *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"report_type\":", 14);
-    jsonw_string(w, in->report_type);
+    jsonw_raw_key_string(w, "\"report_type\":", 14, in->report_type);
     if (in->has_as_of || in->as_of != NULL) {
         jsonw_raw_key(w, "\"as_of\":", 8);
         jsonw_string(w, in->as_of);
@@ -332,7 +484,7 @@ void encode_cash_position_report_parameters(struct jsonw *w, const struct cash_p
     }
     if (in->has_group_by) {
         jsonw_raw_key(w, "\"group_by\":", 11);
-        jsonw_string(w, cash_position_report_parameters_group_by_str(in->group_by));
+        cash_position_report_parameters_group_by_json(w, in->group_by);
     }
     jsonw_object_end(w);
 }
@@ -376,8 +528,7 @@ int decode_fx_exposure_report_parameters(struct arena *a, const struct json_valu
 void encode_fx_exposure_report_parameters(struct jsonw *w, const struct fx_exposure_report_parameters *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"report_type\":", 14);
-    jsonw_string(w, in->report_type);
+    jsonw_raw_key_string(w, "\"report_type\":", 14, in->report_type);
     if (in->has_as_of || in->as_of != NULL) {
         jsonw_raw_key(w, "\"as_of\":", 8);
         jsonw_string(w, in->as_of);
@@ -434,8 +585,7 @@ int decode_payments_summary_report_parameters(struct arena *a, const struct json
 void encode_payments_summary_report_parameters(struct jsonw *w, const struct payments_summary_report_parameters *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"report_type\":", 14);
-    jsonw_string(w, in->report_type);
+    jsonw_raw_key_string(w, "\"report_type\":", 14, in->report_type);
     if (in->has_from || in->from != NULL) {
         jsonw_raw_key(w, "\"from\":", 7);
         jsonw_string(w, in->from);
@@ -450,7 +600,7 @@ void encode_payments_summary_report_parameters(struct jsonw *w, const struct pay
     }
     if (in->has_group_by) {
         jsonw_raw_key(w, "\"group_by\":", 11);
-        jsonw_string(w, payments_summary_report_parameters_group_by_str(in->group_by));
+        payments_summary_report_parameters_group_by_json(w, in->group_by);
     }
     jsonw_object_end(w);
 }
@@ -476,12 +626,10 @@ int decode_report_column(struct arena *a, const struct json_value *v, struct rep
 void encode_report_column(struct jsonw *w, const struct report_column *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"key\":", 6);
-    jsonw_string(w, in->key);
-    jsonw_raw_key(w, "\"label\":", 8);
-    jsonw_string(w, in->label);
+    jsonw_raw_key_string(w, "\"key\":", 6, in->key);
+    jsonw_raw_key_string(w, "\"label\":", 8, in->label);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, report_column_type_str(in->type));
+    report_column_type_json(w, in->type);
     jsonw_object_end(w);
 }
 
@@ -564,14 +712,11 @@ int decode_report_document(struct arena *a, const struct json_value *v, struct r
 void encode_report_document(struct jsonw *w, const struct report_document *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"report_run_id\":", 16);
-    jsonw_string(w, in->report_run_id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"report_run_id\":", 16, in->report_run_id);
     jsonw_raw_key(w, "\"report_type\":", 14);
-    jsonw_string(w, report_type_str(in->report_type));
-    jsonw_raw_key(w, "\"generated_at\":", 15);
-    jsonw_string(w, in->generated_at);
+    report_type_json(w, in->report_type);
+    jsonw_raw_key_string(w, "\"generated_at\":", 15, in->generated_at);
     jsonw_raw_key(w, "\"columns\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->columns_count; j++) {
@@ -608,10 +753,8 @@ int decode_report_email_recipient(struct arena *a, const struct json_value *v, s
 void encode_report_email_recipient(struct jsonw *w, const struct report_email_recipient *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"email\":", 8);
-    jsonw_string(w, in->email);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"email\":", 8, in->email);
     jsonw_object_end(w);
 }
 
@@ -634,10 +777,8 @@ int decode_report_error(struct arena *a, const struct json_value *v, struct repo
 void encode_report_error(struct jsonw *w, const struct report_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, in->code);
-    jsonw_raw_key(w, "\"message\":", 10);
-    jsonw_string(w, in->message);
+    jsonw_raw_key_string(w, "\"code\":", 7, in->code);
+    jsonw_raw_key_string(w, "\"message\":", 10, in->message);
     jsonw_object_end(w);
 }
 
@@ -663,11 +804,10 @@ void encode_report_file(struct jsonw *w, const struct report_file *in)
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"content_type\":", 15);
-    jsonw_string(w, report_file_content_type_str(in->content_type));
+    report_file_content_type_json(w, in->content_type);
     jsonw_raw_key(w, "\"size_bytes\":", 13);
     jsonw_int(w, in->size_bytes);
-    jsonw_raw_key(w, "\"sha256\":", 9);
-    jsonw_string(w, in->sha256);
+    jsonw_raw_key_string(w, "\"sha256\":", 9, in->sha256);
     jsonw_object_end(w);
 }
 
@@ -890,14 +1030,11 @@ int decode_report_run(struct arena *a, const struct json_value *v, struct report
 void encode_report_run(struct jsonw *w, const struct report_run *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     jsonw_raw_key(w, "\"report_type\":", 14);
-    jsonw_string(w, report_type_str(in->report_type));
+    report_type_json(w, in->report_type);
     if (in->has_template_id || in->template_id != NULL) {
         jsonw_raw_key(w, "\"template_id\":", 14);
         jsonw_string(w, in->template_id);
@@ -912,9 +1049,9 @@ void encode_report_run(struct jsonw *w, const struct report_run *in)
     else
         jsonw_null(w);
     jsonw_raw_key(w, "\"format\":", 9);
-    jsonw_string(w, report_format_str(in->format));
+    report_format_json(w, in->format);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, report_run_status_str(in->status));
+    report_run_status_json(w, in->status);
     jsonw_raw_key(w, "\"recipients\":", 13);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->recipients_count; j++) {
@@ -943,8 +1080,7 @@ void encode_report_run(struct jsonw *w, const struct report_run *in)
         else
             jsonw_null(w);
     }
-    jsonw_raw_key(w, "\"requested_by\":", 15);
-    jsonw_string(w, in->requested_by);
+    jsonw_raw_key_string(w, "\"requested_by\":", 15, in->requested_by);
     if (in->has_started_at || in->started_at != NULL) {
         jsonw_raw_key(w, "\"started_at\":", 13);
         jsonw_string(w, in->started_at);
@@ -962,10 +1098,8 @@ void encode_report_run(struct jsonw *w, const struct report_run *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1028,7 +1162,7 @@ void encode_report_run_create(struct jsonw *w, const struct report_run_create *i
     }
     if (in->has_format) {
         jsonw_raw_key(w, "\"format\":", 9);
-        jsonw_string(w, report_format_str(in->format));
+        report_format_json(w, in->format);
     }
     if (in->has_recipients || in->recipients != NULL) {
         jsonw_raw_key(w, "\"recipients\":", 13);
@@ -1175,16 +1309,12 @@ int decode_report_schedule(struct arena *a, const struct json_value *v, struct r
 void encode_report_schedule(struct jsonw *w, const struct report_schedule *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"report_type\":", 14);
-    jsonw_string(w, report_type_str(in->report_type));
+    report_type_json(w, in->report_type);
     if (in->has_template_id || in->template_id != NULL) {
         jsonw_raw_key(w, "\"template_id\":", 14);
         jsonw_string(w, in->template_id);
@@ -1197,13 +1327,11 @@ void encode_report_schedule(struct jsonw *w, const struct report_schedule *in)
             jsonw_null(w);
     }
     jsonw_raw_key(w, "\"format\":", 9);
-    jsonw_string(w, report_format_str(in->format));
-    jsonw_raw_key(w, "\"cron\":", 7);
-    jsonw_string(w, in->cron);
-    jsonw_raw_key(w, "\"timezone\":", 11);
-    jsonw_string(w, in->timezone);
+    report_format_json(w, in->format);
+    jsonw_raw_key_string(w, "\"cron\":", 7, in->cron);
+    jsonw_raw_key_string(w, "\"timezone\":", 11, in->timezone);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, report_schedule_status_str(in->status));
+    report_schedule_status_json(w, in->status);
     jsonw_raw_key(w, "\"recipients\":", 13);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->recipients_count; j++) {
@@ -1222,8 +1350,7 @@ void encode_report_schedule(struct jsonw *w, const struct report_schedule *in)
         jsonw_raw_key(w, "\"last_run_at\":", 14);
         jsonw_string(w, in->last_run_at);
     }
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -1233,10 +1360,8 @@ void encode_report_schedule(struct jsonw *w, const struct report_schedule *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1293,8 +1418,7 @@ int decode_report_schedule_create(struct arena *a, const struct json_value *v, s
 void encode_report_schedule_create(struct jsonw *w, const struct report_schedule_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_template_id || in->template_id != NULL) {
         jsonw_raw_key(w, "\"template_id\":", 14);
         jsonw_string(w, in->template_id);
@@ -1308,10 +1432,9 @@ void encode_report_schedule_create(struct jsonw *w, const struct report_schedule
     }
     if (in->has_format) {
         jsonw_raw_key(w, "\"format\":", 9);
-        jsonw_string(w, report_format_str(in->format));
+        report_format_json(w, in->format);
     }
-    jsonw_raw_key(w, "\"cron\":", 7);
-    jsonw_string(w, in->cron);
+    jsonw_raw_key_string(w, "\"cron\":", 7, in->cron);
     if (in->has_timezone || in->timezone != NULL) {
         jsonw_raw_key(w, "\"timezone\":", 11);
         jsonw_string(w, in->timezone);
@@ -1460,7 +1583,7 @@ void encode_report_schedule_update(struct jsonw *w, const struct report_schedule
     }
     if (in->has_format) {
         jsonw_raw_key(w, "\"format\":", 9);
-        jsonw_string(w, report_format_str(in->format));
+        report_format_json(w, in->format);
     }
     if (in->has_cron || in->cron != NULL) {
         jsonw_raw_key(w, "\"cron\":", 7);
@@ -1472,7 +1595,7 @@ void encode_report_schedule_update(struct jsonw *w, const struct report_schedule
     }
     if (in->has_status) {
         jsonw_raw_key(w, "\"status\":", 9);
-        jsonw_string(w, report_schedule_status_str(in->status));
+        report_schedule_status_json(w, in->status);
     }
     if (in->has_recipients || in->recipients != NULL) {
         jsonw_raw_key(w, "\"recipients\":", 13);
@@ -1552,27 +1675,23 @@ int decode_report_template(struct arena *a, const struct json_value *v, struct r
 void encode_report_template(struct jsonw *w, const struct report_template *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
     }
     jsonw_raw_key(w, "\"report_type\":", 14);
-    jsonw_string(w, report_type_str(in->report_type));
+    report_type_json(w, in->report_type);
     jsonw_raw_key(w, "\"parameters\":", 13);
     if (in->parameters)
         encode_report_parameters(w, in->parameters);
     else
         jsonw_null(w);
     jsonw_raw_key(w, "\"format\":", 9);
-    jsonw_string(w, report_format_str(in->format));
+    report_format_json(w, in->format);
     jsonw_raw_key(w, "\"recipients\":", 13);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->recipients_count; j++) {
@@ -1588,10 +1707,8 @@ void encode_report_template(struct jsonw *w, const struct report_template *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1641,8 +1758,7 @@ int decode_report_template_create(struct arena *a, const struct json_value *v, s
 void encode_report_template_create(struct jsonw *w, const struct report_template_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
@@ -1653,7 +1769,7 @@ void encode_report_template_create(struct jsonw *w, const struct report_template
     else
         jsonw_null(w);
     jsonw_raw_key(w, "\"format\":", 9);
-    jsonw_string(w, report_format_str(in->format));
+    report_format_json(w, in->format);
     if (in->has_recipients || in->recipients != NULL) {
         jsonw_raw_key(w, "\"recipients\":", 13);
         jsonw_array_begin(w);
@@ -1797,7 +1913,7 @@ void encode_report_template_update(struct jsonw *w, const struct report_template
     }
     if (in->has_format) {
         jsonw_raw_key(w, "\"format\":", 9);
-        jsonw_string(w, report_format_str(in->format));
+        report_format_json(w, in->format);
     }
     if (in->has_recipients || in->recipients != NULL) {
         jsonw_raw_key(w, "\"recipients\":", 13);
@@ -1838,10 +1954,8 @@ int decode_report_webhook_recipient(struct arena *a, const struct json_value *v,
 void encode_report_webhook_recipient(struct jsonw *w, const struct report_webhook_recipient *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"webhook_endpoint_id\":", 22);
-    jsonw_string(w, in->webhook_endpoint_id);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"webhook_endpoint_id\":", 22, in->webhook_endpoint_id);
     jsonw_object_end(w);
 }
 
@@ -1885,8 +1999,7 @@ int decode_trial_balance_report_parameters(struct arena *a, const struct json_va
 void encode_trial_balance_report_parameters(struct jsonw *w, const struct trial_balance_report_parameters *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"report_type\":", 14);
-    jsonw_string(w, in->report_type);
+    jsonw_raw_key_string(w, "\"report_type\":", 14, in->report_type);
     if (in->has_as_of || in->as_of != NULL) {
         jsonw_raw_key(w, "\"as_of\":", 8);
         jsonw_string(w, in->as_of);
@@ -1905,7 +2018,7 @@ void encode_trial_balance_report_parameters(struct jsonw *w, const struct trial_
     }
     if (in->has_status) {
         jsonw_raw_key(w, "\"status\":", 9);
-        jsonw_string(w, trial_balance_report_parameters_status_str(in->status));
+        trial_balance_report_parameters_status_json(w, in->status);
     }
     jsonw_object_end(w);
 }

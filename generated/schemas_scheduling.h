@@ -18,6 +18,8 @@ enum schedule_overlap_policy {
     SCHEDULE_OVERLAP_POLICY_ALLOW_ALL = 3,
 };
 const char *schedule_overlap_policy_str(enum schedule_overlap_policy v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void schedule_overlap_policy_json(struct jsonw *w, enum schedule_overlap_policy v);
 enum schedule_overlap_policy schedule_overlap_policy_parse(const char *s);
 
 /* schedule_paused_reason: Why it is `paused`; absent otherwise. */
@@ -26,6 +28,8 @@ enum schedule_paused_reason {
     SCHEDULE_PAUSED_REASON_RUN_FAILED = 2,
 };
 const char *schedule_paused_reason_str(enum schedule_paused_reason v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void schedule_paused_reason_json(struct jsonw *w, enum schedule_paused_reason v);
 enum schedule_paused_reason schedule_paused_reason_parse(const char *s);
 
 /* ScheduleStatus: `active` ⇄ `paused` (pause, resume); either → `archived` (final). */
@@ -35,6 +39,8 @@ enum schedule_status {
     SCHEDULE_STATUS_ARCHIVED = 3,
 };
 const char *schedule_status_str(enum schedule_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void schedule_status_json(struct jsonw *w, enum schedule_status v);
 enum schedule_status schedule_status_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -50,6 +56,8 @@ enum workflow_action_type {
     WORKFLOW_ACTION_TYPE_CHAIN = 5,
 };
 const char *workflow_action_type_str(enum workflow_action_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void workflow_action_type_json(struct jsonw *w, enum workflow_action_type v);
 enum workflow_action_type workflow_action_type_parse(const char *s);
 
 /* WorkflowChainStatus: `active`, or `archived` (final: it no longer runs or changes). */
@@ -58,6 +66,8 @@ enum workflow_chain_status {
     WORKFLOW_CHAIN_STATUS_ARCHIVED = 2,
 };
 const char *workflow_chain_status_str(enum workflow_chain_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void workflow_chain_status_json(struct jsonw *w, enum workflow_chain_status v);
 enum workflow_chain_status workflow_chain_status_parse(const char *s);
 
 /* workflow_run_output_object: Its type. */
@@ -68,6 +78,8 @@ enum workflow_run_output_object {
     WORKFLOW_RUN_OUTPUT_OBJECT_FORECAST = 4,
 };
 const char *workflow_run_output_object_str(enum workflow_run_output_object v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void workflow_run_output_object_json(struct jsonw *w, enum workflow_run_output_object v);
 enum workflow_run_output_object workflow_run_output_object_parse(const char *s);
 
 /* workflow_run_skip_reason: Why it was `skipped`; absent otherwise. */
@@ -76,6 +88,8 @@ enum workflow_run_skip_reason {
     WORKFLOW_RUN_SKIP_REASON_OUTSIDE_CATCHUP_WINDOW = 2,
 };
 const char *workflow_run_skip_reason_str(enum workflow_run_skip_reason v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void workflow_run_skip_reason_json(struct jsonw *w, enum workflow_run_skip_reason v);
 enum workflow_run_skip_reason workflow_run_skip_reason_parse(const char *s);
 
 /* WorkflowRunStatus: `scheduled` (waiting for its moment or for the run before it, `buffer_one` and backfills) → `queu... */
@@ -89,6 +103,8 @@ enum workflow_run_status {
     WORKFLOW_RUN_STATUS_SKIPPED = 7,
 };
 const char *workflow_run_status_str(enum workflow_run_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void workflow_run_status_json(struct jsonw *w, enum workflow_run_status v);
 enum workflow_run_status workflow_run_status_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -102,6 +118,8 @@ enum workflow_run_trigger {
     WORKFLOW_RUN_TRIGGER_BACKFILL = 3,
 };
 const char *workflow_run_trigger_str(enum workflow_run_trigger v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void workflow_run_trigger_json(struct jsonw *w, enum workflow_run_trigger v);
 enum workflow_run_trigger workflow_run_trigger_parse(const char *s);
 
 /* WorkflowStepStatus: `pending` (its dependencies are not done) → `queued` → `running` → `succeeded` | `failed`, throug... */
@@ -117,6 +135,8 @@ enum workflow_step_status {
     WORKFLOW_STEP_STATUS_CANCELLED = 9,
 };
 const char *workflow_step_status_str(enum workflow_step_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void workflow_step_status_json(struct jsonw *w, enum workflow_step_status v);
 enum workflow_step_status workflow_step_status_parse(const char *s);
 
 /* ScheduleSpec: which oneOf member is set, by kind */

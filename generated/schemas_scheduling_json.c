@@ -19,6 +19,22 @@ const char *schedule_overlap_policy_str(enum schedule_overlap_policy v)
     return NULL;
 }
 
+void schedule_overlap_policy_json(struct jsonw *w, enum schedule_overlap_policy v)
+{
+    switch (v) {
+    case SCHEDULE_OVERLAP_POLICY_SKIP:
+        jsonw_raw_value(w, "\"skip\"", 6);
+        return;
+    case SCHEDULE_OVERLAP_POLICY_BUFFER_ONE:
+        jsonw_raw_value(w, "\"buffer_one\"", 12);
+        return;
+    case SCHEDULE_OVERLAP_POLICY_ALLOW_ALL:
+        jsonw_raw_value(w, "\"allow_all\"", 11);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum schedule_overlap_policy schedule_overlap_policy_parse(const char *s)
 {
     if (!s)
@@ -43,6 +59,19 @@ const char *schedule_paused_reason_str(enum schedule_paused_reason v)
     return NULL;
 }
 
+void schedule_paused_reason_json(struct jsonw *w, enum schedule_paused_reason v)
+{
+    switch (v) {
+    case SCHEDULE_PAUSED_REASON_MANUAL:
+        jsonw_raw_value(w, "\"manual\"", 8);
+        return;
+    case SCHEDULE_PAUSED_REASON_RUN_FAILED:
+        jsonw_raw_value(w, "\"run_failed\"", 12);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum schedule_paused_reason schedule_paused_reason_parse(const char *s)
 {
     if (!s)
@@ -65,6 +94,22 @@ const char *schedule_status_str(enum schedule_status v)
         return "archived";
     }
     return NULL;
+}
+
+void schedule_status_json(struct jsonw *w, enum schedule_status v)
+{
+    switch (v) {
+    case SCHEDULE_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case SCHEDULE_STATUS_PAUSED:
+        jsonw_raw_value(w, "\"paused\"", 8);
+        return;
+    case SCHEDULE_STATUS_ARCHIVED:
+        jsonw_raw_value(w, "\"archived\"", 10);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum schedule_status schedule_status_parse(const char *s)
@@ -118,6 +163,28 @@ const char *workflow_action_type_str(enum workflow_action_type v)
     return NULL;
 }
 
+void workflow_action_type_json(struct jsonw *w, enum workflow_action_type v)
+{
+    switch (v) {
+    case WORKFLOW_ACTION_TYPE_REPORT:
+        jsonw_raw_value(w, "\"report\"", 8);
+        return;
+    case WORKFLOW_ACTION_TYPE_SYNC:
+        jsonw_raw_value(w, "\"sync\"", 6);
+        return;
+    case WORKFLOW_ACTION_TYPE_PAYMENT_BATCH:
+        jsonw_raw_value(w, "\"payment_batch\"", 15);
+        return;
+    case WORKFLOW_ACTION_TYPE_FORECAST:
+        jsonw_raw_value(w, "\"forecast\"", 10);
+        return;
+    case WORKFLOW_ACTION_TYPE_CHAIN:
+        jsonw_raw_value(w, "\"chain\"", 7);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum workflow_action_type workflow_action_type_parse(const char *s)
 {
     if (!s)
@@ -146,6 +213,19 @@ const char *workflow_chain_status_str(enum workflow_chain_status v)
     return NULL;
 }
 
+void workflow_chain_status_json(struct jsonw *w, enum workflow_chain_status v)
+{
+    switch (v) {
+    case WORKFLOW_CHAIN_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case WORKFLOW_CHAIN_STATUS_ARCHIVED:
+        jsonw_raw_value(w, "\"archived\"", 10);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum workflow_chain_status workflow_chain_status_parse(const char *s)
 {
     if (!s)
@@ -172,6 +252,25 @@ const char *workflow_run_output_object_str(enum workflow_run_output_object v)
     return NULL;
 }
 
+void workflow_run_output_object_json(struct jsonw *w, enum workflow_run_output_object v)
+{
+    switch (v) {
+    case WORKFLOW_RUN_OUTPUT_OBJECT_REPORT_RUN:
+        jsonw_raw_value(w, "\"report_run\"", 12);
+        return;
+    case WORKFLOW_RUN_OUTPUT_OBJECT_INTEGRATION_SYNC_RUN:
+        jsonw_raw_value(w, "\"integration_sync_run\"", 22);
+        return;
+    case WORKFLOW_RUN_OUTPUT_OBJECT_PAYMENT_BATCH:
+        jsonw_raw_value(w, "\"payment_batch\"", 15);
+        return;
+    case WORKFLOW_RUN_OUTPUT_OBJECT_FORECAST:
+        jsonw_raw_value(w, "\"forecast\"", 10);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum workflow_run_output_object workflow_run_output_object_parse(const char *s)
 {
     if (!s)
@@ -196,6 +295,19 @@ const char *workflow_run_skip_reason_str(enum workflow_run_skip_reason v)
         return "outside_catchup_window";
     }
     return NULL;
+}
+
+void workflow_run_skip_reason_json(struct jsonw *w, enum workflow_run_skip_reason v)
+{
+    switch (v) {
+    case WORKFLOW_RUN_SKIP_REASON_OVERLAP:
+        jsonw_raw_value(w, "\"overlap\"", 9);
+        return;
+    case WORKFLOW_RUN_SKIP_REASON_OUTSIDE_CATCHUP_WINDOW:
+        jsonw_raw_value(w, "\"outside_catchup_window\"", 24);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum workflow_run_skip_reason workflow_run_skip_reason_parse(const char *s)
@@ -228,6 +340,34 @@ const char *workflow_run_status_str(enum workflow_run_status v)
         return "skipped";
     }
     return NULL;
+}
+
+void workflow_run_status_json(struct jsonw *w, enum workflow_run_status v)
+{
+    switch (v) {
+    case WORKFLOW_RUN_STATUS_SCHEDULED:
+        jsonw_raw_value(w, "\"scheduled\"", 11);
+        return;
+    case WORKFLOW_RUN_STATUS_QUEUED:
+        jsonw_raw_value(w, "\"queued\"", 8);
+        return;
+    case WORKFLOW_RUN_STATUS_RUNNING:
+        jsonw_raw_value(w, "\"running\"", 9);
+        return;
+    case WORKFLOW_RUN_STATUS_SUCCEEDED:
+        jsonw_raw_value(w, "\"succeeded\"", 11);
+        return;
+    case WORKFLOW_RUN_STATUS_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    case WORKFLOW_RUN_STATUS_CANCELLED:
+        jsonw_raw_value(w, "\"cancelled\"", 11);
+        return;
+    case WORKFLOW_RUN_STATUS_SKIPPED:
+        jsonw_raw_value(w, "\"skipped\"", 9);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum workflow_run_status workflow_run_status_parse(const char *s)
@@ -285,6 +425,22 @@ const char *workflow_run_trigger_str(enum workflow_run_trigger v)
     return NULL;
 }
 
+void workflow_run_trigger_json(struct jsonw *w, enum workflow_run_trigger v)
+{
+    switch (v) {
+    case WORKFLOW_RUN_TRIGGER_SCHEDULE:
+        jsonw_raw_value(w, "\"schedule\"", 10);
+        return;
+    case WORKFLOW_RUN_TRIGGER_MANUAL:
+        jsonw_raw_value(w, "\"manual\"", 8);
+        return;
+    case WORKFLOW_RUN_TRIGGER_BACKFILL:
+        jsonw_raw_value(w, "\"backfill\"", 10);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum workflow_run_trigger workflow_run_trigger_parse(const char *s)
 {
     if (!s)
@@ -321,6 +477,40 @@ const char *workflow_step_status_str(enum workflow_step_status v)
         return "cancelled";
     }
     return NULL;
+}
+
+void workflow_step_status_json(struct jsonw *w, enum workflow_step_status v)
+{
+    switch (v) {
+    case WORKFLOW_STEP_STATUS_PENDING:
+        jsonw_raw_value(w, "\"pending\"", 9);
+        return;
+    case WORKFLOW_STEP_STATUS_QUEUED:
+        jsonw_raw_value(w, "\"queued\"", 8);
+        return;
+    case WORKFLOW_STEP_STATUS_RUNNING:
+        jsonw_raw_value(w, "\"running\"", 9);
+        return;
+    case WORKFLOW_STEP_STATUS_UP_FOR_RETRY:
+        jsonw_raw_value(w, "\"up_for_retry\"", 14);
+        return;
+    case WORKFLOW_STEP_STATUS_SUCCEEDED:
+        jsonw_raw_value(w, "\"succeeded\"", 11);
+        return;
+    case WORKFLOW_STEP_STATUS_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    case WORKFLOW_STEP_STATUS_UPSTREAM_FAILED:
+        jsonw_raw_value(w, "\"upstream_failed\"", 17);
+        return;
+    case WORKFLOW_STEP_STATUS_SKIPPED:
+        jsonw_raw_value(w, "\"skipped\"", 9);
+        return;
+    case WORKFLOW_STEP_STATUS_CANCELLED:
+        jsonw_raw_value(w, "\"cancelled\"", 11);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum workflow_step_status workflow_step_status_parse(const char *s)
@@ -424,14 +614,10 @@ int decode_schedule(struct arena *a, const struct json_value *v, struct schedule
 void encode_schedule(struct jsonw *w, const struct schedule *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
@@ -447,7 +633,7 @@ void encode_schedule(struct jsonw *w, const struct schedule *in)
     else
         jsonw_null(w);
     jsonw_raw_key(w, "\"overlap_policy\":", 17);
-    jsonw_string(w, schedule_overlap_policy_str(in->overlap_policy));
+    schedule_overlap_policy_json(w, in->overlap_policy);
     jsonw_raw_key(w, "\"catchup_window_seconds\":", 25);
     jsonw_int(w, in->catchup_window_seconds);
     jsonw_raw_key(w, "\"pause_on_failure\":", 19);
@@ -458,10 +644,10 @@ void encode_schedule(struct jsonw *w, const struct schedule *in)
     else
         jsonw_null(w);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, schedule_status_str(in->status));
+    schedule_status_json(w, in->status);
     if (in->has_paused_reason) {
         jsonw_raw_key(w, "\"paused_reason\":", 16);
-        jsonw_string(w, schedule_paused_reason_str(in->paused_reason));
+        schedule_paused_reason_json(w, in->paused_reason);
     }
     if (in->has_next_run_at || in->next_run_at != NULL) {
         jsonw_raw_key(w, "\"next_run_at\":", 14);
@@ -474,10 +660,8 @@ void encode_schedule(struct jsonw *w, const struct schedule *in)
         else
             jsonw_null(w);
     }
-    jsonw_raw_key(w, "\"run_as\":", 9);
-    jsonw_string(w, in->run_as);
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"run_as\":", 9, in->run_as);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -487,10 +671,8 @@ void encode_schedule(struct jsonw *w, const struct schedule *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -558,8 +740,7 @@ int decode_schedule_create(struct arena *a, const struct json_value *v, struct s
 void encode_schedule_create(struct jsonw *w, const struct schedule_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
@@ -576,7 +757,7 @@ void encode_schedule_create(struct jsonw *w, const struct schedule_create *in)
         jsonw_null(w);
     if (in->has_overlap_policy) {
         jsonw_raw_key(w, "\"overlap_policy\":", 17);
-        jsonw_string(w, schedule_overlap_policy_str(in->overlap_policy));
+        schedule_overlap_policy_json(w, in->overlap_policy);
     }
     if (in->has_catchup_window_seconds) {
         jsonw_raw_key(w, "\"catchup_window_seconds\":", 25);
@@ -629,12 +810,10 @@ int decode_schedule_last_run(struct arena *a, const struct json_value *v, struct
 void encode_schedule_last_run(struct jsonw *w, const struct schedule_last_run *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, workflow_run_status_str(in->status));
-    jsonw_raw_key(w, "\"scheduled_for\":", 16);
-    jsonw_string(w, in->scheduled_for);
+    workflow_run_status_json(w, in->status);
+    jsonw_raw_key_string(w, "\"scheduled_for\":", 16, in->scheduled_for);
     if (in->has_finished_at || in->finished_at != NULL) {
         jsonw_raw_key(w, "\"finished_at\":", 14);
         jsonw_string(w, in->finished_at);
@@ -759,10 +938,8 @@ int decode_schedule_run_request_backfill(struct arena *a, const struct json_valu
 void encode_schedule_run_request_backfill(struct jsonw *w, const struct schedule_run_request_backfill *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"start_at\":", 11);
-    jsonw_string(w, in->start_at);
-    jsonw_raw_key(w, "\"end_at\":", 9);
-    jsonw_string(w, in->end_at);
+    jsonw_raw_key_string(w, "\"start_at\":", 11, in->start_at);
+    jsonw_raw_key_string(w, "\"end_at\":", 9, in->end_at);
     jsonw_object_end(w);
 }
 
@@ -837,12 +1014,9 @@ int decode_schedule_spec_cron(struct arena *a, const struct json_value *v, struc
 void encode_schedule_spec_cron(struct jsonw *w, const struct schedule_spec_cron *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"kind\":", 7);
-    jsonw_string(w, in->kind);
-    jsonw_raw_key(w, "\"expression\":", 13);
-    jsonw_string(w, in->expression);
-    jsonw_raw_key(w, "\"timezone\":", 11);
-    jsonw_string(w, in->timezone);
+    jsonw_raw_key_string(w, "\"kind\":", 7, in->kind);
+    jsonw_raw_key_string(w, "\"expression\":", 13, in->expression);
+    jsonw_raw_key_string(w, "\"timezone\":", 11, in->timezone);
     jsonw_object_end(w);
 }
 
@@ -868,8 +1042,7 @@ int decode_schedule_spec_interval(struct arena *a, const struct json_value *v, s
 void encode_schedule_spec_interval(struct jsonw *w, const struct schedule_spec_interval *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"kind\":", 7);
-    jsonw_string(w, in->kind);
+    jsonw_raw_key_string(w, "\"kind\":", 7, in->kind);
     jsonw_raw_key(w, "\"interval_seconds\":", 19);
     jsonw_int(w, in->interval_seconds);
     if (in->has_start_at || in->start_at != NULL) {
@@ -902,14 +1075,10 @@ int decode_schedule_spec_rrule(struct arena *a, const struct json_value *v, stru
 void encode_schedule_spec_rrule(struct jsonw *w, const struct schedule_spec_rrule *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"kind\":", 7);
-    jsonw_string(w, in->kind);
-    jsonw_raw_key(w, "\"rrule\":", 8);
-    jsonw_string(w, in->rrule);
-    jsonw_raw_key(w, "\"dtstart\":", 10);
-    jsonw_string(w, in->dtstart);
-    jsonw_raw_key(w, "\"timezone\":", 11);
-    jsonw_string(w, in->timezone);
+    jsonw_raw_key_string(w, "\"kind\":", 7, in->kind);
+    jsonw_raw_key_string(w, "\"rrule\":", 8, in->rrule);
+    jsonw_raw_key_string(w, "\"dtstart\":", 10, in->dtstart);
+    jsonw_raw_key_string(w, "\"timezone\":", 11, in->timezone);
     jsonw_object_end(w);
 }
 
@@ -1004,7 +1173,7 @@ void encode_schedule_update(struct jsonw *w, const struct schedule_update *in)
     }
     if (in->has_overlap_policy) {
         jsonw_raw_key(w, "\"overlap_policy\":", 17);
-        jsonw_string(w, schedule_overlap_policy_str(in->overlap_policy));
+        schedule_overlap_policy_json(w, in->overlap_policy);
     }
     if (in->has_catchup_window_seconds) {
         jsonw_raw_key(w, "\"catchup_window_seconds\":", 25);
@@ -1053,7 +1222,7 @@ void encode_workflow_action(struct jsonw *w, const struct workflow_action *in)
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, workflow_action_type_str(in->type));
+    workflow_action_type_json(w, in->type);
     jsonw_raw_key(w, "\"params\":", 9);
     if (in->params)
         jsonw_value(w, in->params);
@@ -1118,14 +1287,10 @@ int decode_workflow_chain(struct arena *a, const struct json_value *v, struct wo
 void encode_workflow_chain(struct jsonw *w, const struct workflow_chain *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
@@ -1137,11 +1302,9 @@ void encode_workflow_chain(struct jsonw *w, const struct workflow_chain *in)
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, workflow_chain_status_str(in->status));
-    jsonw_raw_key(w, "\"run_as\":", 9);
-    jsonw_string(w, in->run_as);
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    workflow_chain_status_json(w, in->status);
+    jsonw_raw_key_string(w, "\"run_as\":", 9, in->run_as);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -1151,10 +1314,8 @@ void encode_workflow_chain(struct jsonw *w, const struct workflow_chain *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1197,8 +1358,7 @@ int decode_workflow_chain_create(struct arena *a, const struct json_value *v, st
 void encode_workflow_chain_create(struct jsonw *w, const struct workflow_chain_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_description || in->description != NULL) {
         jsonw_raw_key(w, "\"description\":", 14);
         jsonw_string(w, in->description);
@@ -1342,8 +1502,7 @@ int decode_workflow_chain_step(struct arena *a, const struct json_value *v, stru
 void encode_workflow_chain_step(struct jsonw *w, const struct workflow_chain_step *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"key\":", 6);
-    jsonw_string(w, in->key);
+    jsonw_raw_key_string(w, "\"key\":", 6, in->key);
     jsonw_raw_key(w, "\"action\":", 9);
     if (in->action)
         encode_workflow_action(w, in->action);
@@ -1572,12 +1731,9 @@ int decode_workflow_run(struct arena *a, const struct json_value *v, struct work
 void encode_workflow_run(struct jsonw *w, const struct workflow_run *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     if (in->has_schedule_id || in->schedule_id != NULL) {
         jsonw_raw_key(w, "\"schedule_id\":", 14);
         jsonw_string(w, in->schedule_id);
@@ -1587,16 +1743,15 @@ void encode_workflow_run(struct jsonw *w, const struct workflow_run *in)
         jsonw_string(w, in->chain_id);
     }
     jsonw_raw_key(w, "\"trigger\":", 10);
-    jsonw_string(w, workflow_run_trigger_str(in->trigger));
-    jsonw_raw_key(w, "\"scheduled_for\":", 16);
-    jsonw_string(w, in->scheduled_for);
+    workflow_run_trigger_json(w, in->trigger);
+    jsonw_raw_key_string(w, "\"scheduled_for\":", 16, in->scheduled_for);
     jsonw_raw_key(w, "\"attempt\":", 10);
     jsonw_int(w, in->attempt);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, workflow_run_status_str(in->status));
+    workflow_run_status_json(w, in->status);
     if (in->has_skip_reason) {
         jsonw_raw_key(w, "\"skip_reason\":", 14);
-        jsonw_string(w, workflow_run_skip_reason_str(in->skip_reason));
+        workflow_run_skip_reason_json(w, in->skip_reason);
     }
     jsonw_raw_key(w, "\"action\":", 9);
     if (in->action)
@@ -1633,8 +1788,7 @@ void encode_workflow_run(struct jsonw *w, const struct workflow_run *in)
         else
             jsonw_null(w);
     }
-    jsonw_raw_key(w, "\"run_as\":", 9);
-    jsonw_string(w, in->run_as);
+    jsonw_raw_key_string(w, "\"run_as\":", 9, in->run_as);
     if (in->has_created_by || in->created_by != NULL) {
         jsonw_raw_key(w, "\"created_by\":", 13);
         jsonw_string(w, in->created_by);
@@ -1648,10 +1802,8 @@ void encode_workflow_run(struct jsonw *w, const struct workflow_run *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1674,10 +1826,8 @@ int decode_workflow_run_error(struct arena *a, const struct json_value *v, struc
 void encode_workflow_run_error(struct jsonw *w, const struct workflow_run_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, in->code);
-    jsonw_raw_key(w, "\"message\":", 10);
-    jsonw_string(w, in->message);
+    jsonw_raw_key_string(w, "\"code\":", 7, in->code);
+    jsonw_raw_key_string(w, "\"message\":", 10, in->message);
     jsonw_object_end(w);
 }
 
@@ -1734,9 +1884,8 @@ void encode_workflow_run_output(struct jsonw *w, const struct workflow_run_outpu
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, workflow_run_output_object_str(in->object));
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
+    workflow_run_output_object_json(w, in->object);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
     jsonw_object_end(w);
 }
 
@@ -1826,10 +1975,9 @@ int decode_workflow_run_step(struct arena *a, const struct json_value *v, struct
 void encode_workflow_run_step(struct jsonw *w, const struct workflow_run_step *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"key\":", 6);
-    jsonw_string(w, in->key);
+    jsonw_raw_key_string(w, "\"key\":", 6, in->key);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, workflow_step_status_str(in->status));
+    workflow_step_status_json(w, in->status);
     jsonw_raw_key(w, "\"attempt\":", 10);
     jsonw_int(w, in->attempt);
     if (in->has_started_at || in->started_at != NULL) {

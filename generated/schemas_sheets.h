@@ -17,6 +17,8 @@ enum sheet_input_option {
     SHEET_INPUT_OPTION_PARSED = 2,
 };
 const char *sheet_input_option_str(enum sheet_input_option v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void sheet_input_option_json(struct jsonw *w, enum sheet_input_option v);
 enum sheet_input_option sheet_input_option_parse(const char *s);
 
 /* sheet_permission: The caller's permission on it. */
@@ -27,6 +29,8 @@ enum sheet_permission {
     SHEET_PERMISSION_OWNER = 4,
 };
 const char *sheet_permission_str(enum sheet_permission v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void sheet_permission_json(struct jsonw *w, enum sheet_permission v);
 enum sheet_permission sheet_permission_parse(const char *s);
 
 /* SheetSharePermission: What a share allows: `view` reads, `comment` reads (and will comment), `edit` also changes cells,... */
@@ -36,6 +40,8 @@ enum sheet_share_permission {
     SHEET_SHARE_PERMISSION_EDIT = 3,
 };
 const char *sheet_share_permission_str(enum sheet_share_permission v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void sheet_share_permission_json(struct jsonw *w, enum sheet_share_permission v);
 enum sheet_share_permission sheet_share_permission_parse(const char *s);
 
 /* sheet_share_principal_type: A member, everyone with a role, or anyone in the workspace with the link. */
@@ -45,6 +51,8 @@ enum sheet_share_principal_type {
     SHEET_SHARE_PRINCIPAL_TYPE_LINK = 3,
 };
 const char *sheet_share_principal_type_str(enum sheet_share_principal_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void sheet_share_principal_type_json(struct jsonw *w, enum sheet_share_principal_type v);
 enum sheet_share_principal_type sheet_share_principal_type_parse(const char *s);
 
 /* sheet_value_error_code: `#REF!` a reference to nothing (a deleted tab, outside the grid, data the caller may not read), `... */
@@ -58,6 +66,8 @@ enum sheet_value_error_code {
     SHEET_VALUE_ERROR_CODE_NUM = 7,
 };
 const char *sheet_value_error_code_str(enum sheet_value_error_code v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void sheet_value_error_code_json(struct jsonw *w, enum sheet_value_error_code v);
 enum sheet_value_error_code sheet_value_error_code_parse(const char *s);
 
 /* SheetCellInput: which oneOf member is set, by type */

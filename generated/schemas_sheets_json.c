@@ -17,6 +17,19 @@ const char *sheet_input_option_str(enum sheet_input_option v)
     return NULL;
 }
 
+void sheet_input_option_json(struct jsonw *w, enum sheet_input_option v)
+{
+    switch (v) {
+    case SHEET_INPUT_OPTION_RAW:
+        jsonw_raw_value(w, "\"raw\"", 5);
+        return;
+    case SHEET_INPUT_OPTION_PARSED:
+        jsonw_raw_value(w, "\"parsed\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum sheet_input_option sheet_input_option_parse(const char *s)
 {
     if (!s)
@@ -41,6 +54,25 @@ const char *sheet_permission_str(enum sheet_permission v)
         return "owner";
     }
     return NULL;
+}
+
+void sheet_permission_json(struct jsonw *w, enum sheet_permission v)
+{
+    switch (v) {
+    case SHEET_PERMISSION_VIEW:
+        jsonw_raw_value(w, "\"view\"", 6);
+        return;
+    case SHEET_PERMISSION_COMMENT:
+        jsonw_raw_value(w, "\"comment\"", 9);
+        return;
+    case SHEET_PERMISSION_EDIT:
+        jsonw_raw_value(w, "\"edit\"", 6);
+        return;
+    case SHEET_PERMISSION_OWNER:
+        jsonw_raw_value(w, "\"owner\"", 7);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum sheet_permission sheet_permission_parse(const char *s)
@@ -71,6 +103,22 @@ const char *sheet_share_permission_str(enum sheet_share_permission v)
     return NULL;
 }
 
+void sheet_share_permission_json(struct jsonw *w, enum sheet_share_permission v)
+{
+    switch (v) {
+    case SHEET_SHARE_PERMISSION_VIEW:
+        jsonw_raw_value(w, "\"view\"", 6);
+        return;
+    case SHEET_SHARE_PERMISSION_COMMENT:
+        jsonw_raw_value(w, "\"comment\"", 9);
+        return;
+    case SHEET_SHARE_PERMISSION_EDIT:
+        jsonw_raw_value(w, "\"edit\"", 6);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum sheet_share_permission sheet_share_permission_parse(const char *s)
 {
     if (!s)
@@ -95,6 +143,22 @@ const char *sheet_share_principal_type_str(enum sheet_share_principal_type v)
         return "link";
     }
     return NULL;
+}
+
+void sheet_share_principal_type_json(struct jsonw *w, enum sheet_share_principal_type v)
+{
+    switch (v) {
+    case SHEET_SHARE_PRINCIPAL_TYPE_USER:
+        jsonw_raw_value(w, "\"user\"", 6);
+        return;
+    case SHEET_SHARE_PRINCIPAL_TYPE_ROLE:
+        jsonw_raw_value(w, "\"role\"", 6);
+        return;
+    case SHEET_SHARE_PRINCIPAL_TYPE_LINK:
+        jsonw_raw_value(w, "\"link\"", 6);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum sheet_share_principal_type sheet_share_principal_type_parse(const char *s)
@@ -129,6 +193,34 @@ const char *sheet_value_error_code_str(enum sheet_value_error_code v)
         return "#NUM!";
     }
     return NULL;
+}
+
+void sheet_value_error_code_json(struct jsonw *w, enum sheet_value_error_code v)
+{
+    switch (v) {
+    case SHEET_VALUE_ERROR_CODE_REF:
+        jsonw_raw_value(w, "\"#REF!\"", 7);
+        return;
+    case SHEET_VALUE_ERROR_CODE_DIV_0:
+        jsonw_raw_value(w, "\"#DIV/0!\"", 9);
+        return;
+    case SHEET_VALUE_ERROR_CODE_NAME:
+        jsonw_raw_value(w, "\"#NAME?\"", 8);
+        return;
+    case SHEET_VALUE_ERROR_CODE_CYCLE:
+        jsonw_raw_value(w, "\"#CYCLE!\"", 9);
+        return;
+    case SHEET_VALUE_ERROR_CODE_VALUE:
+        jsonw_raw_value(w, "\"#VALUE!\"", 9);
+        return;
+    case SHEET_VALUE_ERROR_CODE_N_A:
+        jsonw_raw_value(w, "\"#N/A\"", 6);
+        return;
+    case SHEET_VALUE_ERROR_CODE_NUM:
+        jsonw_raw_value(w, "\"#NUM!\"", 7);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum sheet_value_error_code sheet_value_error_code_parse(const char *s)
@@ -214,14 +306,10 @@ int decode_sheet(struct arena *a, const struct json_value *v, struct sheet *out)
 void encode_sheet(struct jsonw *w, const struct sheet *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"tabs\":", 7);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->tabs_count; j++) {
@@ -230,8 +318,7 @@ void encode_sheet(struct jsonw *w, const struct sheet *in)
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"revision\":", 11);
     jsonw_int(w, in->revision);
-    jsonw_raw_key(w, "\"owner_id\":", 11);
-    jsonw_string(w, in->owner_id);
+    jsonw_raw_key_string(w, "\"owner_id\":", 11, in->owner_id);
     jsonw_raw_key(w, "\"sharing\":", 10);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->sharing_count; j++) {
@@ -239,7 +326,7 @@ void encode_sheet(struct jsonw *w, const struct sheet *in)
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"permission\":", 13);
-    jsonw_string(w, sheet_permission_str(in->permission));
+    sheet_permission_json(w, in->permission);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -249,10 +336,8 @@ void encode_sheet(struct jsonw *w, const struct sheet *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -284,8 +369,7 @@ int decode_sheet_cell(struct arena *a, const struct json_value *v, struct sheet_
 void encode_sheet_cell(struct jsonw *w, const struct sheet_cell *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"ref\":", 6);
-    jsonw_string(w, in->ref);
+    jsonw_raw_key_string(w, "\"ref\":", 6, in->ref);
     jsonw_raw_key(w, "\"input\":", 8);
     if (in->input)
         encode_sheet_cell_input(w, in->input);
@@ -383,8 +467,7 @@ int decode_sheet_cell_input_bool(struct arena *a, const struct json_value *v, st
 void encode_sheet_cell_input_bool(struct jsonw *w, const struct sheet_cell_input_bool *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
     jsonw_raw_key(w, "\"value\":", 8);
     jsonw_bool(w, in->value);
     jsonw_object_end(w);
@@ -409,10 +492,8 @@ int decode_sheet_cell_input_formula(struct arena *a, const struct json_value *v,
 void encode_sheet_cell_input_formula(struct jsonw *w, const struct sheet_cell_input_formula *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"value\":", 8);
-    jsonw_string(w, in->value);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"value\":", 8, in->value);
     jsonw_object_end(w);
 }
 
@@ -435,10 +516,8 @@ int decode_sheet_cell_input_number(struct arena *a, const struct json_value *v, 
 void encode_sheet_cell_input_number(struct jsonw *w, const struct sheet_cell_input_number *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"value\":", 8);
-    jsonw_string(w, in->value);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"value\":", 8, in->value);
     jsonw_object_end(w);
 }
 
@@ -461,10 +540,8 @@ int decode_sheet_cell_input_string(struct arena *a, const struct json_value *v, 
 void encode_sheet_cell_input_string(struct jsonw *w, const struct sheet_cell_input_string *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"value\":", 8);
-    jsonw_string(w, in->value);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"value\":", 8, in->value);
     jsonw_object_end(w);
 }
 
@@ -514,12 +591,9 @@ int decode_sheet_cell_range(struct arena *a, const struct json_value *v, struct 
 void encode_sheet_cell_range(struct jsonw *w, const struct sheet_cell_range *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"sheet_id\":", 11);
-    jsonw_string(w, in->sheet_id);
-    jsonw_raw_key(w, "\"range\":", 8);
-    jsonw_string(w, in->range);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"sheet_id\":", 11, in->sheet_id);
+    jsonw_raw_key_string(w, "\"range\":", 8, in->range);
     jsonw_raw_key(w, "\"revision\":", 11);
     jsonw_int(w, in->revision);
     jsonw_raw_key(w, "\"cells\":", 8);
@@ -569,8 +643,7 @@ int decode_sheet_cell_update(struct arena *a, const struct json_value *v, struct
 void encode_sheet_cell_update(struct jsonw *w, const struct sheet_cell_update *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"ref\":", 6);
-    jsonw_string(w, in->ref);
+    jsonw_raw_key_string(w, "\"ref\":", 6, in->ref);
     jsonw_raw_key(w, "\"input\":", 8);
     if (in->input)
         encode_sheet_cell_input(w, in->input);
@@ -620,7 +693,7 @@ void encode_sheet_cells_update(struct jsonw *w, const struct sheet_cells_update 
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"input_option\":", 15);
-    jsonw_string(w, sheet_input_option_str(in->input_option));
+    sheet_input_option_json(w, in->input_option);
     jsonw_object_end(w);
 }
 
@@ -661,8 +734,7 @@ int decode_sheet_create(struct arena *a, const struct json_value *v, struct shee
 void encode_sheet_create(struct jsonw *w, const struct sheet_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_tabs || in->tabs != NULL) {
         jsonw_raw_key(w, "\"tabs\":", 7);
         jsonw_array_begin(w);
@@ -705,10 +777,8 @@ int decode_sheet_function_balance(struct arena *a, const struct json_value *v, s
 void encode_sheet_function_balance(struct jsonw *w, const struct sheet_function_balance *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"function\":", 11);
-    jsonw_string(w, in->function);
-    jsonw_raw_key(w, "\"account\":", 10);
-    jsonw_string(w, in->account);
+    jsonw_raw_key_string(w, "\"function\":", 11, in->function);
+    jsonw_raw_key_string(w, "\"account\":", 10, in->account);
     if (in->has_date || in->date != NULL) {
         jsonw_raw_key(w, "\"date\":", 7);
         jsonw_string(w, in->date);
@@ -810,10 +880,8 @@ int decode_sheet_function_fx(struct arena *a, const struct json_value *v, struct
 void encode_sheet_function_fx(struct jsonw *w, const struct sheet_function_fx *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"function\":", 11);
-    jsonw_string(w, in->function);
-    jsonw_raw_key(w, "\"pair\":", 7);
-    jsonw_string(w, in->pair);
+    jsonw_raw_key_string(w, "\"function\":", 11, in->function);
+    jsonw_raw_key_string(w, "\"pair\":", 7, in->pair);
     if (in->has_date || in->date != NULL) {
         jsonw_raw_key(w, "\"date\":", 7);
         jsonw_string(w, in->date);
@@ -926,13 +994,13 @@ void encode_sheet_share(struct jsonw *w, const struct sheet_share *in)
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"principal_type\":", 17);
-    jsonw_string(w, sheet_share_principal_type_str(in->principal_type));
+    sheet_share_principal_type_json(w, in->principal_type);
     if (in->has_principal_id || in->principal_id != NULL) {
         jsonw_raw_key(w, "\"principal_id\":", 15);
         jsonw_string(w, in->principal_id);
     }
     jsonw_raw_key(w, "\"permission\":", 13);
-    jsonw_string(w, sheet_share_permission_str(in->permission));
+    sheet_share_permission_json(w, in->permission);
     jsonw_object_end(w);
 }
 
@@ -968,12 +1036,9 @@ int decode_sheet_share_list(struct arena *a, const struct json_value *v, struct 
 void encode_sheet_share_list(struct jsonw *w, const struct sheet_share_list *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"sheet_id\":", 11);
-    jsonw_string(w, in->sheet_id);
-    jsonw_raw_key(w, "\"owner_id\":", 11);
-    jsonw_string(w, in->owner_id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"sheet_id\":", 11, in->sheet_id);
+    jsonw_raw_key_string(w, "\"owner_id\":", 11, in->owner_id);
     jsonw_raw_key(w, "\"shares\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->shares_count; j++) {
@@ -1041,10 +1106,8 @@ int decode_sheet_tab(struct arena *a, const struct json_value *v, struct sheet_t
 void encode_sheet_tab(struct jsonw *w, const struct sheet_tab *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"rows\":", 7);
     jsonw_int(w, in->rows);
     jsonw_raw_key(w, "\"cols\":", 7);
@@ -1090,8 +1153,7 @@ void encode_sheet_tab_input(struct jsonw *w, const struct sheet_tab_input *in)
         jsonw_raw_key(w, "\"id\":", 5);
         jsonw_string(w, in->id);
     }
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_rows) {
         jsonw_raw_key(w, "\"rows\":", 7);
         jsonw_int(w, in->rows);
@@ -1256,8 +1318,7 @@ int decode_sheet_value_bool(struct arena *a, const struct json_value *v, struct 
 void encode_sheet_value_bool(struct jsonw *w, const struct sheet_value_bool *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
     jsonw_raw_key(w, "\"value\":", 8);
     jsonw_bool(w, in->value);
     jsonw_object_end(w);
@@ -1284,12 +1345,10 @@ int decode_sheet_value_error(struct arena *a, const struct json_value *v, struct
 void encode_sheet_value_error(struct jsonw *w, const struct sheet_value_error *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
     jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, sheet_value_error_code_str(in->code));
-    jsonw_raw_key(w, "\"message\":", 10);
-    jsonw_string(w, in->message);
+    sheet_value_error_code_json(w, in->code);
+    jsonw_raw_key_string(w, "\"message\":", 10, in->message);
     jsonw_object_end(w);
 }
 
@@ -1314,12 +1373,10 @@ int decode_sheet_value_money(struct arena *a, const struct json_value *v, struct
 void encode_sheet_value_money(struct jsonw *w, const struct sheet_value_money *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_object_end(w);
 }
 
@@ -1342,10 +1399,8 @@ int decode_sheet_value_number(struct arena *a, const struct json_value *v, struc
 void encode_sheet_value_number(struct jsonw *w, const struct sheet_value_number *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"value\":", 8);
-    jsonw_string(w, in->value);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"value\":", 8, in->value);
     jsonw_object_end(w);
 }
 
@@ -1386,12 +1441,9 @@ int decode_sheet_value_range(struct arena *a, const struct json_value *v, struct
 void encode_sheet_value_range(struct jsonw *w, const struct sheet_value_range *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"sheet_id\":", 11);
-    jsonw_string(w, in->sheet_id);
-    jsonw_raw_key(w, "\"range\":", 8);
-    jsonw_string(w, in->range);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"sheet_id\":", 11, in->sheet_id);
+    jsonw_raw_key_string(w, "\"range\":", 8, in->range);
     jsonw_raw_key(w, "\"revision\":", 11);
     jsonw_int(w, in->revision);
     jsonw_raw_key(w, "\"values\":", 9);
@@ -1426,10 +1478,8 @@ int decode_sheet_value_string(struct arena *a, const struct json_value *v, struc
 void encode_sheet_value_string(struct jsonw *w, const struct sheet_value_string *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"value\":", 8);
-    jsonw_string(w, in->value);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"value\":", 8, in->value);
     jsonw_object_end(w);
 }
 
@@ -1466,8 +1516,7 @@ int decode_sheet_values_write(struct arena *a, const struct json_value *v, struc
 void encode_sheet_values_write(struct jsonw *w, const struct sheet_values_write *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"range\":", 8);
-    jsonw_string(w, in->range);
+    jsonw_raw_key_string(w, "\"range\":", 8, in->range);
     jsonw_raw_key(w, "\"values\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->values_count; j++) {
@@ -1479,7 +1528,7 @@ void encode_sheet_values_write(struct jsonw *w, const struct sheet_values_write 
     }
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"input_option\":", 15);
-    jsonw_string(w, sheet_input_option_str(in->input_option));
+    sheet_input_option_json(w, in->input_option);
     jsonw_object_end(w);
 }
 
@@ -1522,14 +1571,11 @@ int decode_sheet_version(struct arena *a, const struct json_value *v, struct she
 void encode_sheet_version(struct jsonw *w, const struct sheet_version *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"sheet_id\":", 11);
-    jsonw_string(w, in->sheet_id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"sheet_id\":", 11, in->sheet_id);
     jsonw_raw_key(w, "\"revision\":", 11);
     jsonw_int(w, in->revision);
-    jsonw_raw_key(w, "\"summary\":", 10);
-    jsonw_string(w, in->summary);
+    jsonw_raw_key_string(w, "\"summary\":", 10, in->summary);
     if (in->has_restored_from) {
         jsonw_raw_key(w, "\"restored_from\":", 16);
         jsonw_int(w, in->restored_from);
@@ -1540,10 +1586,8 @@ void encode_sheet_version(struct jsonw *w, const struct sheet_version *in)
         encode_sheet_tab(w, &in->tabs[j]);
     }
     jsonw_array_end(w);
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
     jsonw_object_end(w);
 }
 
@@ -1632,10 +1676,8 @@ int decode_sheet_write_result(struct arena *a, const struct json_value *v, struc
 void encode_sheet_write_result(struct jsonw *w, const struct sheet_write_result *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"sheet_id\":", 11);
-    jsonw_string(w, in->sheet_id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"sheet_id\":", 11, in->sheet_id);
     jsonw_raw_key(w, "\"revision\":", 11);
     jsonw_int(w, in->revision);
     if (in->has_updated_range || in->updated_range != NULL) {

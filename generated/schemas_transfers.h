@@ -18,6 +18,8 @@ enum counterparty_legal_entity_type {
     COUNTERPARTY_LEGAL_ENTITY_TYPE_INDIVIDUAL = 2,
 };
 const char *counterparty_legal_entity_type_str(enum counterparty_legal_entity_type v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void counterparty_legal_entity_type_json(struct jsonw *w, enum counterparty_legal_entity_type v);
 enum counterparty_legal_entity_type counterparty_legal_entity_type_parse(const char *s);
 
 /* CounterpartyRiskRating: The workspace's own risk assessment. */
@@ -27,6 +29,8 @@ enum counterparty_risk_rating {
     COUNTERPARTY_RISK_RATING_HIGH = 3,
 };
 const char *counterparty_risk_rating_str(enum counterparty_risk_rating v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void counterparty_risk_rating_json(struct jsonw *w, enum counterparty_risk_rating v);
 enum counterparty_risk_rating counterparty_risk_rating_parse(const char *s);
 
 /* CounterpartyStatus: `archived` counterparties are kept for history and receive no transfer. */
@@ -35,6 +39,8 @@ enum counterparty_status {
     COUNTERPARTY_STATUS_ARCHIVED = 2,
 };
 const char *counterparty_status_str(enum counterparty_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void counterparty_status_json(struct jsonw *w, enum counterparty_status v);
 enum counterparty_status counterparty_status_parse(const char *s);
 
 /* counterparty_update_risk_rating: The risk assessment; `null` clears it. */
@@ -44,6 +50,8 @@ enum counterparty_update_risk_rating {
     COUNTERPARTY_UPDATE_RISK_RATING_HIGH = 3,
 };
 const char *counterparty_update_risk_rating_str(enum counterparty_update_risk_rating v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void counterparty_update_risk_rating_json(struct jsonw *w, enum counterparty_update_risk_rating v);
 enum counterparty_update_risk_rating counterparty_update_risk_rating_parse(const char *s);
 
 /* CounterpartyVerificationMethod: How the identity was checked: `manual` (known out of band), `documents` (identity or incorporatio... */
@@ -53,6 +61,8 @@ enum counterparty_verification_method {
     COUNTERPARTY_VERIFICATION_METHOD_REGISTRY = 3,
 };
 const char *counterparty_verification_method_str(enum counterparty_verification_method v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void counterparty_verification_method_json(struct jsonw *w, enum counterparty_verification_method v);
 enum counterparty_verification_method counterparty_verification_method_parse(const char *s);
 
 /* transfer_authorisation_status: `not_requested` in `draft`; the others follow the transfer. */
@@ -64,6 +74,8 @@ enum transfer_authorisation_status {
     TRANSFER_AUTHORISATION_STATUS_EXPIRED = 5,
 };
 const char *transfer_authorisation_status_str(enum transfer_authorisation_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void transfer_authorisation_status_json(struct jsonw *w, enum transfer_authorisation_status v);
 enum transfer_authorisation_status transfer_authorisation_status_parse(const char *s);
 
 /* transfer_maker_action: `created` the transfer, or `changed` signed `fields` later. */
@@ -72,6 +84,8 @@ enum transfer_maker_action {
     TRANSFER_MAKER_ACTION_CHANGED = 2,
 };
 const char *transfer_maker_action_str(enum transfer_maker_action v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void transfer_maker_action_json(struct jsonw *w, enum transfer_maker_action v);
 enum transfer_maker_action transfer_maker_action_parse(const char *s);
 
 /* TransferRail: The rail the transfer travels on (`book` between the workspace's own accounts at one bank). */
@@ -81,6 +95,8 @@ enum transfer_rail {
     TRANSFER_RAIL_BOOK = 3,
 };
 const char *transfer_rail_str(enum transfer_rail v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void transfer_rail_json(struct jsonw *w, enum transfer_rail v);
 enum transfer_rail transfer_rail_parse(const char *s);
 
 /* transfer_signature_decision: The decision. */
@@ -89,6 +105,8 @@ enum transfer_signature_decision {
     TRANSFER_SIGNATURE_DECISION_REJECT = 2,
 };
 const char *transfer_signature_decision_str(enum transfer_signature_decision v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void transfer_signature_decision_json(struct jsonw *w, enum transfer_signature_decision v);
 enum transfer_signature_decision transfer_signature_decision_parse(const char *s);
 
 /* TransferSignedField: A field the signing payload holds: changing one changes `signing_payload_sha256`, voids the signa... */
@@ -104,6 +122,8 @@ enum transfer_signed_field {
     TRANSFER_SIGNED_FIELD_PURPOSE_CODE = 9,
 };
 const char *transfer_signed_field_str(enum transfer_signed_field v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void transfer_signed_field_json(struct jsonw *w, enum transfer_signed_field v);
 enum transfer_signed_field transfer_signed_field_parse(const char *s);
 
 /* TransferSigningAlgorithm: `ES256`: ECDSA on P-256 with SHA-256 (RFC 7518 §3.4); `Ed25519`: EdDSA on Curve25519 (RFC 8032). */
@@ -112,6 +132,8 @@ enum transfer_signing_algorithm {
     TRANSFER_SIGNING_ALGORITHM_ED25519 = 2,
 };
 const char *transfer_signing_algorithm_str(enum transfer_signing_algorithm v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void transfer_signing_algorithm_json(struct jsonw *w, enum transfer_signing_algorithm v);
 enum transfer_signing_algorithm transfer_signing_algorithm_parse(const char *s);
 
 /* transfer_signing_beneficiary_scheme: The account identification scheme. */
@@ -122,6 +144,8 @@ enum transfer_signing_beneficiary_scheme {
     TRANSFER_SIGNING_BENEFICIARY_SCHEME_BBAN = 4,
 };
 const char *transfer_signing_beneficiary_scheme_str(enum transfer_signing_beneficiary_scheme v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void transfer_signing_beneficiary_scheme_json(struct jsonw *w, enum transfer_signing_beneficiary_scheme v);
 enum transfer_signing_beneficiary_scheme transfer_signing_beneficiary_scheme_parse(const char *s);
 
 /* TransferSigningKeyStatus: `active` keys sign; `revoked` ones (final) sign nothing more. */
@@ -130,6 +154,8 @@ enum transfer_signing_key_status {
     TRANSFER_SIGNING_KEY_STATUS_REVOKED = 2,
 };
 const char *transfer_signing_key_status_str(enum transfer_signing_key_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void transfer_signing_key_status_json(struct jsonw *w, enum transfer_signing_key_status v);
 enum transfer_signing_key_status transfer_signing_key_status_parse(const char *s);
 
 /* TransferStatus: `draft` (being prepared; submit) → `awaiting_authorisation` (collecting signatures; recall takes... */
@@ -146,6 +172,8 @@ enum transfer_status {
     TRANSFER_STATUS_FAILED = 10,
 };
 const char *transfer_status_str(enum transfer_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void transfer_status_json(struct jsonw *w, enum transfer_status v);
 enum transfer_status transfer_status_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the

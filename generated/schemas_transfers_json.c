@@ -17,6 +17,19 @@ const char *counterparty_legal_entity_type_str(enum counterparty_legal_entity_ty
     return NULL;
 }
 
+void counterparty_legal_entity_type_json(struct jsonw *w, enum counterparty_legal_entity_type v)
+{
+    switch (v) {
+    case COUNTERPARTY_LEGAL_ENTITY_TYPE_BUSINESS:
+        jsonw_raw_value(w, "\"business\"", 10);
+        return;
+    case COUNTERPARTY_LEGAL_ENTITY_TYPE_INDIVIDUAL:
+        jsonw_raw_value(w, "\"individual\"", 12);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum counterparty_legal_entity_type counterparty_legal_entity_type_parse(const char *s)
 {
     if (!s)
@@ -39,6 +52,22 @@ const char *counterparty_risk_rating_str(enum counterparty_risk_rating v)
         return "high";
     }
     return NULL;
+}
+
+void counterparty_risk_rating_json(struct jsonw *w, enum counterparty_risk_rating v)
+{
+    switch (v) {
+    case COUNTERPARTY_RISK_RATING_LOW:
+        jsonw_raw_value(w, "\"low\"", 5);
+        return;
+    case COUNTERPARTY_RISK_RATING_MEDIUM:
+        jsonw_raw_value(w, "\"medium\"", 8);
+        return;
+    case COUNTERPARTY_RISK_RATING_HIGH:
+        jsonw_raw_value(w, "\"high\"", 6);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum counterparty_risk_rating counterparty_risk_rating_parse(const char *s)
@@ -65,6 +94,19 @@ const char *counterparty_status_str(enum counterparty_status v)
     return NULL;
 }
 
+void counterparty_status_json(struct jsonw *w, enum counterparty_status v)
+{
+    switch (v) {
+    case COUNTERPARTY_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case COUNTERPARTY_STATUS_ARCHIVED:
+        jsonw_raw_value(w, "\"archived\"", 10);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum counterparty_status counterparty_status_parse(const char *s)
 {
     if (!s)
@@ -87,6 +129,22 @@ const char *counterparty_update_risk_rating_str(enum counterparty_update_risk_ra
         return "high";
     }
     return NULL;
+}
+
+void counterparty_update_risk_rating_json(struct jsonw *w, enum counterparty_update_risk_rating v)
+{
+    switch (v) {
+    case COUNTERPARTY_UPDATE_RISK_RATING_LOW:
+        jsonw_raw_value(w, "\"low\"", 5);
+        return;
+    case COUNTERPARTY_UPDATE_RISK_RATING_MEDIUM:
+        jsonw_raw_value(w, "\"medium\"", 8);
+        return;
+    case COUNTERPARTY_UPDATE_RISK_RATING_HIGH:
+        jsonw_raw_value(w, "\"high\"", 6);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum counterparty_update_risk_rating counterparty_update_risk_rating_parse(const char *s)
@@ -113,6 +171,22 @@ const char *counterparty_verification_method_str(enum counterparty_verification_
         return "registry";
     }
     return NULL;
+}
+
+void counterparty_verification_method_json(struct jsonw *w, enum counterparty_verification_method v)
+{
+    switch (v) {
+    case COUNTERPARTY_VERIFICATION_METHOD_MANUAL:
+        jsonw_raw_value(w, "\"manual\"", 8);
+        return;
+    case COUNTERPARTY_VERIFICATION_METHOD_DOCUMENTS:
+        jsonw_raw_value(w, "\"documents\"", 11);
+        return;
+    case COUNTERPARTY_VERIFICATION_METHOD_REGISTRY:
+        jsonw_raw_value(w, "\"registry\"", 10);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum counterparty_verification_method counterparty_verification_method_parse(const char *s)
@@ -145,6 +219,28 @@ const char *transfer_authorisation_status_str(enum transfer_authorisation_status
     return NULL;
 }
 
+void transfer_authorisation_status_json(struct jsonw *w, enum transfer_authorisation_status v)
+{
+    switch (v) {
+    case TRANSFER_AUTHORISATION_STATUS_NOT_REQUESTED:
+        jsonw_raw_value(w, "\"not_requested\"", 15);
+        return;
+    case TRANSFER_AUTHORISATION_STATUS_AWAITING_FURTHER_AUTHORISATION:
+        jsonw_raw_value(w, "\"awaiting_further_authorisation\"", 32);
+        return;
+    case TRANSFER_AUTHORISATION_STATUS_AUTHORISED:
+        jsonw_raw_value(w, "\"authorised\"", 12);
+        return;
+    case TRANSFER_AUTHORISATION_STATUS_REJECTED:
+        jsonw_raw_value(w, "\"rejected\"", 10);
+        return;
+    case TRANSFER_AUTHORISATION_STATUS_EXPIRED:
+        jsonw_raw_value(w, "\"expired\"", 9);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum transfer_authorisation_status transfer_authorisation_status_parse(const char *s)
 {
     if (!s)
@@ -173,6 +269,19 @@ const char *transfer_maker_action_str(enum transfer_maker_action v)
     return NULL;
 }
 
+void transfer_maker_action_json(struct jsonw *w, enum transfer_maker_action v)
+{
+    switch (v) {
+    case TRANSFER_MAKER_ACTION_CREATED:
+        jsonw_raw_value(w, "\"created\"", 9);
+        return;
+    case TRANSFER_MAKER_ACTION_CHANGED:
+        jsonw_raw_value(w, "\"changed\"", 9);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum transfer_maker_action transfer_maker_action_parse(const char *s)
 {
     if (!s)
@@ -197,6 +306,22 @@ const char *transfer_rail_str(enum transfer_rail v)
     return NULL;
 }
 
+void transfer_rail_json(struct jsonw *w, enum transfer_rail v)
+{
+    switch (v) {
+    case TRANSFER_RAIL_WIRE:
+        jsonw_raw_value(w, "\"wire\"", 6);
+        return;
+    case TRANSFER_RAIL_SEPA:
+        jsonw_raw_value(w, "\"sepa\"", 6);
+        return;
+    case TRANSFER_RAIL_BOOK:
+        jsonw_raw_value(w, "\"book\"", 6);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum transfer_rail transfer_rail_parse(const char *s)
 {
     if (!s)
@@ -219,6 +344,19 @@ const char *transfer_signature_decision_str(enum transfer_signature_decision v)
         return "reject";
     }
     return NULL;
+}
+
+void transfer_signature_decision_json(struct jsonw *w, enum transfer_signature_decision v)
+{
+    switch (v) {
+    case TRANSFER_SIGNATURE_DECISION_APPROVE:
+        jsonw_raw_value(w, "\"approve\"", 9);
+        return;
+    case TRANSFER_SIGNATURE_DECISION_REJECT:
+        jsonw_raw_value(w, "\"reject\"", 8);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum transfer_signature_decision transfer_signature_decision_parse(const char *s)
@@ -257,6 +395,40 @@ const char *transfer_signed_field_str(enum transfer_signed_field v)
     return NULL;
 }
 
+void transfer_signed_field_json(struct jsonw *w, enum transfer_signed_field v)
+{
+    switch (v) {
+    case TRANSFER_SIGNED_FIELD_AMOUNT:
+        jsonw_raw_value(w, "\"amount\"", 8);
+        return;
+    case TRANSFER_SIGNED_FIELD_CURRENCY:
+        jsonw_raw_value(w, "\"currency\"", 10);
+        return;
+    case TRANSFER_SIGNED_FIELD_RAIL:
+        jsonw_raw_value(w, "\"rail\"", 6);
+        return;
+    case TRANSFER_SIGNED_FIELD_ORIGINATING_ACCOUNT:
+        jsonw_raw_value(w, "\"originating_account\"", 21);
+        return;
+    case TRANSFER_SIGNED_FIELD_COUNTERPARTY_ID:
+        jsonw_raw_value(w, "\"counterparty_id\"", 17);
+        return;
+    case TRANSFER_SIGNED_FIELD_BENEFICIARY_ID:
+        jsonw_raw_value(w, "\"beneficiary_id\"", 16);
+        return;
+    case TRANSFER_SIGNED_FIELD_VALUE_DATE:
+        jsonw_raw_value(w, "\"value_date\"", 12);
+        return;
+    case TRANSFER_SIGNED_FIELD_REFERENCE:
+        jsonw_raw_value(w, "\"reference\"", 11);
+        return;
+    case TRANSFER_SIGNED_FIELD_PURPOSE_CODE:
+        jsonw_raw_value(w, "\"purpose_code\"", 14);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum transfer_signed_field transfer_signed_field_parse(const char *s)
 {
     if (!s)
@@ -293,6 +465,19 @@ const char *transfer_signing_algorithm_str(enum transfer_signing_algorithm v)
     return NULL;
 }
 
+void transfer_signing_algorithm_json(struct jsonw *w, enum transfer_signing_algorithm v)
+{
+    switch (v) {
+    case TRANSFER_SIGNING_ALGORITHM_ES256:
+        jsonw_raw_value(w, "\"ES256\"", 7);
+        return;
+    case TRANSFER_SIGNING_ALGORITHM_ED25519:
+        jsonw_raw_value(w, "\"Ed25519\"", 9);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum transfer_signing_algorithm transfer_signing_algorithm_parse(const char *s)
 {
     if (!s)
@@ -319,6 +504,25 @@ const char *transfer_signing_beneficiary_scheme_str(enum transfer_signing_benefi
     return NULL;
 }
 
+void transfer_signing_beneficiary_scheme_json(struct jsonw *w, enum transfer_signing_beneficiary_scheme v)
+{
+    switch (v) {
+    case TRANSFER_SIGNING_BENEFICIARY_SCHEME_IBAN:
+        jsonw_raw_value(w, "\"IBAN\"", 6);
+        return;
+    case TRANSFER_SIGNING_BENEFICIARY_SCHEME_SORT_CODE_ACCOUNT_NUMBER:
+        jsonw_raw_value(w, "\"SortCodeAccountNumber\"", 23);
+        return;
+    case TRANSFER_SIGNING_BENEFICIARY_SCHEME_ABA:
+        jsonw_raw_value(w, "\"ABA\"", 5);
+        return;
+    case TRANSFER_SIGNING_BENEFICIARY_SCHEME_BBAN:
+        jsonw_raw_value(w, "\"BBAN\"", 6);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum transfer_signing_beneficiary_scheme transfer_signing_beneficiary_scheme_parse(const char *s)
 {
     if (!s)
@@ -343,6 +547,19 @@ const char *transfer_signing_key_status_str(enum transfer_signing_key_status v)
         return "revoked";
     }
     return NULL;
+}
+
+void transfer_signing_key_status_json(struct jsonw *w, enum transfer_signing_key_status v)
+{
+    switch (v) {
+    case TRANSFER_SIGNING_KEY_STATUS_ACTIVE:
+        jsonw_raw_value(w, "\"active\"", 8);
+        return;
+    case TRANSFER_SIGNING_KEY_STATUS_REVOKED:
+        jsonw_raw_value(w, "\"revoked\"", 9);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum transfer_signing_key_status transfer_signing_key_status_parse(const char *s)
@@ -381,6 +598,43 @@ const char *transfer_status_str(enum transfer_status v)
         return "failed";
     }
     return NULL;
+}
+
+void transfer_status_json(struct jsonw *w, enum transfer_status v)
+{
+    switch (v) {
+    case TRANSFER_STATUS_DRAFT:
+        jsonw_raw_value(w, "\"draft\"", 7);
+        return;
+    case TRANSFER_STATUS_AWAITING_AUTHORISATION:
+        jsonw_raw_value(w, "\"awaiting_authorisation\"", 24);
+        return;
+    case TRANSFER_STATUS_AUTHORISED:
+        jsonw_raw_value(w, "\"authorised\"", 12);
+        return;
+    case TRANSFER_STATUS_PROCESSING:
+        jsonw_raw_value(w, "\"processing\"", 12);
+        return;
+    case TRANSFER_STATUS_SENT:
+        jsonw_raw_value(w, "\"sent\"", 6);
+        return;
+    case TRANSFER_STATUS_SETTLED:
+        jsonw_raw_value(w, "\"settled\"", 9);
+        return;
+    case TRANSFER_STATUS_REJECTED:
+        jsonw_raw_value(w, "\"rejected\"", 10);
+        return;
+    case TRANSFER_STATUS_EXPIRED:
+        jsonw_raw_value(w, "\"expired\"", 9);
+        return;
+    case TRANSFER_STATUS_CANCELLED:
+        jsonw_raw_value(w, "\"cancelled\"", 11);
+        return;
+    case TRANSFER_STATUS_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum transfer_status transfer_status_parse(const char *s)
@@ -514,16 +768,12 @@ int decode_counterparty(struct arena *a, const struct json_value *v, struct coun
 void encode_counterparty(struct jsonw *w, const struct counterparty *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"legal_entity_type\":", 20);
-    jsonw_string(w, counterparty_legal_entity_type_str(in->legal_entity_type));
+    counterparty_legal_entity_type_json(w, in->legal_entity_type);
     if (in->has_lei || in->lei != NULL) {
         jsonw_raw_key(w, "\"lei\":", 6);
         jsonw_string(w, in->lei);
@@ -545,13 +795,13 @@ void encode_counterparty(struct jsonw *w, const struct counterparty *in)
     }
     if (in->has_risk_rating) {
         jsonw_raw_key(w, "\"risk_rating\":", 14);
-        jsonw_string(w, counterparty_risk_rating_str(in->risk_rating));
+        counterparty_risk_rating_json(w, in->risk_rating);
     }
     jsonw_raw_key(w, "\"verification_status\":", 22);
-    jsonw_string(w, verification_status_str(in->verification_status));
+    verification_status_json(w, in->verification_status);
     if (in->has_verification_method) {
         jsonw_raw_key(w, "\"verification_method\":", 22);
-        jsonw_string(w, counterparty_verification_method_str(in->verification_method));
+        counterparty_verification_method_json(w, in->verification_method);
     }
     if (in->has_verified_at || in->verified_at != NULL) {
         jsonw_raw_key(w, "\"verified_at\":", 14);
@@ -562,7 +812,7 @@ void encode_counterparty(struct jsonw *w, const struct counterparty *in)
         jsonw_string(w, in->verified_by);
     }
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, counterparty_status_str(in->status));
+    counterparty_status_json(w, in->status);
     if (in->has_archived_at || in->archived_at != NULL) {
         jsonw_raw_key(w, "\"archived_at\":", 14);
         jsonw_string(w, in->archived_at);
@@ -573,8 +823,7 @@ void encode_counterparty(struct jsonw *w, const struct counterparty *in)
         jsonw_string(w, in->beneficiary_ids[j]);
     }
     jsonw_array_end(w);
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"metadata\":", 11);
     jsonw_object_begin(w);
     for (size_t j = 0; j < in->metadata_count; j++) {
@@ -584,10 +833,8 @@ void encode_counterparty(struct jsonw *w, const struct counterparty *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -621,14 +868,12 @@ int decode_counterparty_address(struct arena *a, const struct json_value *v, str
 void encode_counterparty_address(struct jsonw *w, const struct counterparty_address *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"line1\":", 8);
-    jsonw_string(w, in->line1);
+    jsonw_raw_key_string(w, "\"line1\":", 8, in->line1);
     if (in->has_line2 || in->line2 != NULL) {
         jsonw_raw_key(w, "\"line2\":", 8);
         jsonw_string(w, in->line2);
     }
-    jsonw_raw_key(w, "\"city\":", 7);
-    jsonw_string(w, in->city);
+    jsonw_raw_key_string(w, "\"city\":", 7, in->city);
     if (in->has_postal_code || in->postal_code != NULL) {
         jsonw_raw_key(w, "\"postal_code\":", 14);
         jsonw_string(w, in->postal_code);
@@ -637,8 +882,7 @@ void encode_counterparty_address(struct jsonw *w, const struct counterparty_addr
         jsonw_raw_key(w, "\"region\":", 9);
         jsonw_string(w, in->region);
     }
-    jsonw_raw_key(w, "\"country\":", 10);
-    jsonw_string(w, in->country);
+    jsonw_raw_key_string(w, "\"country\":", 10, in->country);
     jsonw_object_end(w);
 }
 
@@ -688,10 +932,9 @@ int decode_counterparty_create(struct arena *a, const struct json_value *v, stru
 void encode_counterparty_create(struct jsonw *w, const struct counterparty_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"legal_entity_type\":", 20);
-    jsonw_string(w, counterparty_legal_entity_type_str(in->legal_entity_type));
+    counterparty_legal_entity_type_json(w, in->legal_entity_type);
     if (in->has_lei || in->lei != NULL) {
         jsonw_raw_key(w, "\"lei\":", 6);
         jsonw_string(w, in->lei);
@@ -713,7 +956,7 @@ void encode_counterparty_create(struct jsonw *w, const struct counterparty_creat
     }
     if (in->has_risk_rating) {
         jsonw_raw_key(w, "\"risk_rating\":", 14);
-        jsonw_string(w, counterparty_risk_rating_str(in->risk_rating));
+        counterparty_risk_rating_json(w, in->risk_rating);
     }
     if (in->has_metadata || in->metadata != NULL) {
         jsonw_raw_key(w, "\"metadata\":", 11);
@@ -850,7 +1093,7 @@ void encode_counterparty_update(struct jsonw *w, const struct counterparty_updat
     }
     if (in->has_legal_entity_type) {
         jsonw_raw_key(w, "\"legal_entity_type\":", 20);
-        jsonw_string(w, counterparty_legal_entity_type_str(in->legal_entity_type));
+        counterparty_legal_entity_type_json(w, in->legal_entity_type);
     }
     if (in->has_lei || in->lei_is_null || in->lei != NULL) {
         jsonw_raw_key(w, "\"lei\":", 6);
@@ -892,7 +1135,7 @@ void encode_counterparty_update(struct jsonw *w, const struct counterparty_updat
         if (in->risk_rating_is_null)
             jsonw_null(w);
         else {
-            jsonw_string(w, counterparty_update_risk_rating_str(in->risk_rating));
+            counterparty_update_risk_rating_json(w, in->risk_rating);
         }
     }
     if (in->has_metadata || in->metadata != NULL) {
@@ -937,14 +1180,12 @@ int decode_counterparty_update_address(struct arena *a, const struct json_value 
 void encode_counterparty_update_address(struct jsonw *w, const struct counterparty_update_address *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"line1\":", 8);
-    jsonw_string(w, in->line1);
+    jsonw_raw_key_string(w, "\"line1\":", 8, in->line1);
     if (in->has_line2 || in->line2 != NULL) {
         jsonw_raw_key(w, "\"line2\":", 8);
         jsonw_string(w, in->line2);
     }
-    jsonw_raw_key(w, "\"city\":", 7);
-    jsonw_string(w, in->city);
+    jsonw_raw_key_string(w, "\"city\":", 7, in->city);
     if (in->has_postal_code || in->postal_code != NULL) {
         jsonw_raw_key(w, "\"postal_code\":", 14);
         jsonw_string(w, in->postal_code);
@@ -953,8 +1194,7 @@ void encode_counterparty_update_address(struct jsonw *w, const struct counterpar
         jsonw_raw_key(w, "\"region\":", 9);
         jsonw_string(w, in->region);
     }
-    jsonw_raw_key(w, "\"country\":", 10);
-    jsonw_string(w, in->country);
+    jsonw_raw_key_string(w, "\"country\":", 10, in->country);
     jsonw_object_end(w);
 }
 
@@ -979,7 +1219,7 @@ void encode_counterparty_verification(struct jsonw *w, const struct counterparty
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"method\":", 9);
-    jsonw_string(w, counterparty_verification_method_str(in->method));
+    counterparty_verification_method_json(w, in->method);
     if (in->has_note || in->note != NULL) {
         jsonw_raw_key(w, "\"note\":", 7);
         jsonw_string(w, in->note);
@@ -1082,28 +1322,19 @@ int decode_transfer(struct arena *a, const struct json_value *v, struct transfer
 void encode_transfer(struct jsonw *w, const struct transfer *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"rail\":", 7);
-    jsonw_string(w, transfer_rail_str(in->rail));
-    jsonw_raw_key(w, "\"originating_account\":", 22);
-    jsonw_string(w, in->originating_account);
-    jsonw_raw_key(w, "\"counterparty_id\":", 18);
-    jsonw_string(w, in->counterparty_id);
-    jsonw_raw_key(w, "\"beneficiary_id\":", 17);
-    jsonw_string(w, in->beneficiary_id);
-    jsonw_raw_key(w, "\"value_date\":", 13);
-    jsonw_string(w, in->value_date);
-    jsonw_raw_key(w, "\"reference\":", 12);
-    jsonw_string(w, in->reference);
+    transfer_rail_json(w, in->rail);
+    jsonw_raw_key_string(w, "\"originating_account\":", 22, in->originating_account);
+    jsonw_raw_key_string(w, "\"counterparty_id\":", 18, in->counterparty_id);
+    jsonw_raw_key_string(w, "\"beneficiary_id\":", 17, in->beneficiary_id);
+    jsonw_raw_key_string(w, "\"value_date\":", 13, in->value_date);
+    jsonw_raw_key_string(w, "\"reference\":", 12, in->reference);
     if (in->has_purpose_code || in->purpose_code != NULL) {
         jsonw_raw_key(w, "\"purpose_code\":", 15);
         jsonw_string(w, in->purpose_code);
@@ -1113,14 +1344,13 @@ void encode_transfer(struct jsonw *w, const struct transfer *in)
         jsonw_string(w, in->external_id);
     }
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, transfer_status_str(in->status));
+    transfer_status_json(w, in->status);
     jsonw_raw_key(w, "\"authorisation\":", 16);
     if (in->authorisation)
         encode_transfer_authorisation(w, in->authorisation);
     else
         jsonw_null(w);
-    jsonw_raw_key(w, "\"signing_payload_sha256\":", 25);
-    jsonw_string(w, in->signing_payload_sha256);
+    jsonw_raw_key_string(w, "\"signing_payload_sha256\":", 25, in->signing_payload_sha256);
     if (in->has_failure_reason || in->failure_reason != NULL) {
         jsonw_raw_key(w, "\"failure_reason\":", 17);
         jsonw_string(w, in->failure_reason);
@@ -1145,8 +1375,7 @@ void encode_transfer(struct jsonw *w, const struct transfer *in)
         jsonw_raw_key(w, "\"cancelled_at\":", 15);
         jsonw_string(w, in->cancelled_at);
     }
-    jsonw_raw_key(w, "\"created_by\":", 13);
-    jsonw_string(w, in->created_by);
+    jsonw_raw_key_string(w, "\"created_by\":", 13, in->created_by);
     jsonw_raw_key(w, "\"makers\":", 9);
     jsonw_array_begin(w);
     for (size_t j = 0; j < in->makers_count; j++) {
@@ -1162,10 +1391,8 @@ void encode_transfer(struct jsonw *w, const struct transfer *in)
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1209,7 +1436,7 @@ void encode_transfer_authorisation(struct jsonw *w, const struct transfer_author
     jsonw_raw_key(w, "\"received\":", 11);
     jsonw_int(w, in->received);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, transfer_authorisation_status_str(in->status));
+    transfer_authorisation_status_json(w, in->status);
     jsonw_raw_key(w, "\"round\":", 8);
     jsonw_int(w, in->round);
     if (in->has_expires_at || in->expires_at != NULL) {
@@ -1274,20 +1501,14 @@ void encode_transfer_create(struct jsonw *w, const struct transfer_create *in)
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"rail\":", 7);
-    jsonw_string(w, transfer_rail_str(in->rail));
-    jsonw_raw_key(w, "\"originating_account\":", 22);
-    jsonw_string(w, in->originating_account);
-    jsonw_raw_key(w, "\"counterparty_id\":", 18);
-    jsonw_string(w, in->counterparty_id);
-    jsonw_raw_key(w, "\"beneficiary_id\":", 17);
-    jsonw_string(w, in->beneficiary_id);
-    jsonw_raw_key(w, "\"value_date\":", 13);
-    jsonw_string(w, in->value_date);
-    jsonw_raw_key(w, "\"reference\":", 12);
-    jsonw_string(w, in->reference);
+    transfer_rail_json(w, in->rail);
+    jsonw_raw_key_string(w, "\"originating_account\":", 22, in->originating_account);
+    jsonw_raw_key_string(w, "\"counterparty_id\":", 18, in->counterparty_id);
+    jsonw_raw_key_string(w, "\"beneficiary_id\":", 17, in->beneficiary_id);
+    jsonw_raw_key_string(w, "\"value_date\":", 13, in->value_date);
+    jsonw_raw_key_string(w, "\"reference\":", 12, in->reference);
     if (in->has_purpose_code || in->purpose_code != NULL) {
         jsonw_raw_key(w, "\"purpose_code\":", 15);
         jsonw_string(w, in->purpose_code);
@@ -1331,14 +1552,10 @@ int decode_transfer_ec_public_jwk(struct arena *a, const struct json_value *v, s
 void encode_transfer_ec_public_jwk(struct jsonw *w, const struct transfer_ec_public_jwk *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"kty\":", 6);
-    jsonw_string(w, in->kty);
-    jsonw_raw_key(w, "\"crv\":", 6);
-    jsonw_string(w, in->crv);
-    jsonw_raw_key(w, "\"x\":", 4);
-    jsonw_string(w, in->x);
-    jsonw_raw_key(w, "\"y\":", 4);
-    jsonw_string(w, in->y);
+    jsonw_raw_key_string(w, "\"kty\":", 6, in->kty);
+    jsonw_raw_key_string(w, "\"crv\":", 6, in->crv);
+    jsonw_raw_key_string(w, "\"x\":", 4, in->x);
+    jsonw_raw_key_string(w, "\"y\":", 4, in->y);
     jsonw_object_end(w);
 }
 
@@ -1372,20 +1589,18 @@ int decode_transfer_maker(struct arena *a, const struct json_value *v, struct tr
 void encode_transfer_maker(struct jsonw *w, const struct transfer_maker *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"user_id\":", 10);
-    jsonw_string(w, in->user_id);
+    jsonw_raw_key_string(w, "\"user_id\":", 10, in->user_id);
     jsonw_raw_key(w, "\"action\":", 9);
-    jsonw_string(w, transfer_maker_action_str(in->action));
+    transfer_maker_action_json(w, in->action);
     if (in->has_fields || in->fields != NULL) {
         jsonw_raw_key(w, "\"fields\":", 9);
         jsonw_array_begin(w);
         for (size_t j = 0; j < in->fields_count; j++) {
-            jsonw_string(w, transfer_signed_field_str(in->fields[j]));
+            transfer_signed_field_json(w, in->fields[j]);
         }
         jsonw_array_end(w);
     }
-    jsonw_raw_key(w, "\"at\":", 5);
-    jsonw_string(w, in->at);
+    jsonw_raw_key_string(w, "\"at\":", 5, in->at);
     jsonw_object_end(w);
 }
 
@@ -1410,12 +1625,9 @@ int decode_transfer_okp_public_jwk(struct arena *a, const struct json_value *v, 
 void encode_transfer_okp_public_jwk(struct jsonw *w, const struct transfer_okp_public_jwk *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"kty\":", 6);
-    jsonw_string(w, in->kty);
-    jsonw_raw_key(w, "\"crv\":", 6);
-    jsonw_string(w, in->crv);
-    jsonw_raw_key(w, "\"x\":", 4);
-    jsonw_string(w, in->x);
+    jsonw_raw_key_string(w, "\"kty\":", 6, in->kty);
+    jsonw_raw_key_string(w, "\"crv\":", 6, in->crv);
+    jsonw_raw_key_string(w, "\"x\":", 4, in->x);
     jsonw_object_end(w);
 }
 
@@ -1524,8 +1736,7 @@ int decode_transfer_rejection(struct arena *a, const struct json_value *v, struc
 void encode_transfer_rejection(struct jsonw *w, const struct transfer_rejection *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"reason\":", 9);
-    jsonw_string(w, in->reason);
+    jsonw_raw_key_string(w, "\"reason\":", 9, in->reason);
     jsonw_object_end(w);
 }
 
@@ -1567,21 +1778,18 @@ int decode_transfer_signature(struct arena *a, const struct json_value *v, struc
 void encode_transfer_signature(struct jsonw *w, const struct transfer_signature *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"user_id\":", 10);
-    jsonw_string(w, in->user_id);
-    jsonw_raw_key(w, "\"role\":", 7);
-    jsonw_string(w, in->role);
+    jsonw_raw_key_string(w, "\"user_id\":", 10, in->user_id);
+    jsonw_raw_key_string(w, "\"role\":", 7, in->role);
     jsonw_raw_key(w, "\"decision\":", 11);
-    jsonw_string(w, transfer_signature_decision_str(in->decision));
-    jsonw_raw_key(w, "\"signed_at\":", 12);
-    jsonw_string(w, in->signed_at);
+    transfer_signature_decision_json(w, in->decision);
+    jsonw_raw_key_string(w, "\"signed_at\":", 12, in->signed_at);
     if (in->has_key_id || in->key_id != NULL) {
         jsonw_raw_key(w, "\"key_id\":", 9);
         jsonw_string(w, in->key_id);
     }
     if (in->has_alg) {
         jsonw_raw_key(w, "\"alg\":", 6);
-        jsonw_string(w, transfer_signing_algorithm_str(in->alg));
+        transfer_signing_algorithm_json(w, in->alg);
     }
     if (in->has_payload_sha256 || in->payload_sha256 != NULL) {
         jsonw_raw_key(w, "\"payload_sha256\":", 17);
@@ -1621,14 +1829,11 @@ int decode_transfer_signature_create(struct arena *a, const struct json_value *v
 void encode_transfer_signature_create(struct jsonw *w, const struct transfer_signature_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"key_id\":", 9);
-    jsonw_string(w, in->key_id);
+    jsonw_raw_key_string(w, "\"key_id\":", 9, in->key_id);
     jsonw_raw_key(w, "\"alg\":", 6);
-    jsonw_string(w, transfer_signing_algorithm_str(in->alg));
-    jsonw_raw_key(w, "\"signing_payload_sha256\":", 25);
-    jsonw_string(w, in->signing_payload_sha256);
-    jsonw_raw_key(w, "\"signature\":", 12);
-    jsonw_string(w, in->signature);
+    transfer_signing_algorithm_json(w, in->alg);
+    jsonw_raw_key_string(w, "\"signing_payload_sha256\":", 25, in->signing_payload_sha256);
+    jsonw_raw_key_string(w, "\"signature\":", 12, in->signature);
     jsonw_object_end(w);
 }
 
@@ -1659,12 +1864,10 @@ int decode_transfer_signing_beneficiary(struct arena *a, const struct json_value
 void encode_transfer_signing_beneficiary(struct jsonw *w, const struct transfer_signing_beneficiary *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"account_holder_name\":", 22);
-    jsonw_string(w, in->account_holder_name);
+    jsonw_raw_key_string(w, "\"account_holder_name\":", 22, in->account_holder_name);
     jsonw_raw_key(w, "\"scheme\":", 9);
-    jsonw_string(w, transfer_signing_beneficiary_scheme_str(in->scheme));
-    jsonw_raw_key(w, "\"identification\":", 17);
-    jsonw_string(w, in->identification);
+    transfer_signing_beneficiary_scheme_json(w, in->scheme);
+    jsonw_raw_key_string(w, "\"identification\":", 17, in->identification);
     if (in->has_bic || in->bic != NULL) {
         jsonw_raw_key(w, "\"bic\":", 6);
         jsonw_string(w, in->bic);
@@ -1720,33 +1923,25 @@ int decode_transfer_signing_fields(struct arena *a, const struct json_value *v, 
 void encode_transfer_signing_fields(struct jsonw *w, const struct transfer_signing_fields *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"transfer_id\":", 14);
-    jsonw_string(w, in->transfer_id);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
+    jsonw_raw_key_string(w, "\"transfer_id\":", 14, in->transfer_id);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
     jsonw_raw_key(w, "\"round\":", 8);
     jsonw_int(w, in->round);
     jsonw_raw_key(w, "\"amount\":", 9);
     jsonw_int(w, in->amount);
-    jsonw_raw_key(w, "\"currency\":", 11);
-    jsonw_string(w, in->currency);
+    jsonw_raw_key_string(w, "\"currency\":", 11, in->currency);
     jsonw_raw_key(w, "\"rail\":", 7);
-    jsonw_string(w, transfer_rail_str(in->rail));
-    jsonw_raw_key(w, "\"originating_account\":", 22);
-    jsonw_string(w, in->originating_account);
-    jsonw_raw_key(w, "\"counterparty_id\":", 18);
-    jsonw_string(w, in->counterparty_id);
-    jsonw_raw_key(w, "\"beneficiary_id\":", 17);
-    jsonw_string(w, in->beneficiary_id);
+    transfer_rail_json(w, in->rail);
+    jsonw_raw_key_string(w, "\"originating_account\":", 22, in->originating_account);
+    jsonw_raw_key_string(w, "\"counterparty_id\":", 18, in->counterparty_id);
+    jsonw_raw_key_string(w, "\"beneficiary_id\":", 17, in->beneficiary_id);
     jsonw_raw_key(w, "\"beneficiary\":", 14);
     if (in->beneficiary)
         encode_transfer_signing_beneficiary(w, in->beneficiary);
     else
         jsonw_null(w);
-    jsonw_raw_key(w, "\"value_date\":", 13);
-    jsonw_string(w, in->value_date);
-    jsonw_raw_key(w, "\"reference\":", 12);
-    jsonw_string(w, in->reference);
+    jsonw_raw_key_string(w, "\"value_date\":", 13, in->value_date);
+    jsonw_raw_key_string(w, "\"reference\":", 12, in->reference);
     if (in->has_purpose_code || in->purpose_code != NULL) {
         jsonw_raw_key(w, "\"purpose_code\":", 15);
         jsonw_string(w, in->purpose_code);
@@ -1813,27 +2008,21 @@ int decode_transfer_signing_key(struct arena *a, const struct json_value *v, str
 void encode_transfer_signing_key(struct jsonw *w, const struct transfer_signing_key *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"user_id\":", 10);
-    jsonw_string(w, in->user_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"user_id\":", 10, in->user_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"alg\":", 6);
-    jsonw_string(w, transfer_signing_algorithm_str(in->alg));
+    transfer_signing_algorithm_json(w, in->alg);
     jsonw_raw_key(w, "\"public_key\":", 13);
     if (in->public_key)
         encode_transfer_public_jwk(w, in->public_key);
     else
         jsonw_null(w);
-    jsonw_raw_key(w, "\"thumbprint\":", 13);
-    jsonw_string(w, in->thumbprint);
+    jsonw_raw_key_string(w, "\"thumbprint\":", 13, in->thumbprint);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, transfer_signing_key_status_str(in->status));
+    transfer_signing_key_status_json(w, in->status);
     if (in->has_last_used_at || in->last_used_at != NULL) {
         jsonw_raw_key(w, "\"last_used_at\":", 15);
         jsonw_string(w, in->last_used_at);
@@ -1855,10 +2044,8 @@ void encode_transfer_signing_key(struct jsonw *w, const struct transfer_signing_
     jsonw_object_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -1897,10 +2084,9 @@ int decode_transfer_signing_key_create(struct arena *a, const struct json_value 
 void encode_transfer_signing_key_create(struct jsonw *w, const struct transfer_signing_key_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"alg\":", 6);
-    jsonw_string(w, transfer_signing_algorithm_str(in->alg));
+    transfer_signing_algorithm_json(w, in->alg);
     jsonw_raw_key(w, "\"public_key\":", 13);
     if (in->public_key)
         encode_transfer_public_jwk(w, in->public_key);
@@ -2001,18 +2187,13 @@ int decode_transfer_signing_payload(struct arena *a, const struct json_value *v,
 void encode_transfer_signing_payload(struct jsonw *w, const struct transfer_signing_payload *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"transfer_id\":", 14);
-    jsonw_string(w, in->transfer_id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"transfer_id\":", 14, in->transfer_id);
     jsonw_raw_key(w, "\"round\":", 8);
     jsonw_int(w, in->round);
-    jsonw_raw_key(w, "\"canonicalization\":", 19);
-    jsonw_string(w, in->canonicalization);
-    jsonw_raw_key(w, "\"canonical_payload\":", 20);
-    jsonw_string(w, in->canonical_payload);
-    jsonw_raw_key(w, "\"signing_payload_sha256\":", 25);
-    jsonw_string(w, in->signing_payload_sha256);
+    jsonw_raw_key_string(w, "\"canonicalization\":", 19, in->canonicalization);
+    jsonw_raw_key_string(w, "\"canonical_payload\":", 20, in->canonical_payload);
+    jsonw_raw_key_string(w, "\"signing_payload_sha256\":", 25, in->signing_payload_sha256);
     jsonw_raw_key(w, "\"payload\":", 10);
     if (in->payload)
         encode_transfer_signing_fields(w, in->payload);
@@ -2098,7 +2279,7 @@ void encode_transfer_update(struct jsonw *w, const struct transfer_update *in)
     }
     if (in->has_rail) {
         jsonw_raw_key(w, "\"rail\":", 7);
-        jsonw_string(w, transfer_rail_str(in->rail));
+        transfer_rail_json(w, in->rail);
     }
     if (in->has_originating_account || in->originating_account != NULL) {
         jsonw_raw_key(w, "\"originating_account\":", 22);

@@ -17,6 +17,8 @@ enum application_availability {
     APPLICATION_AVAILABILITY_PLANNED = 2,
 };
 const char *application_availability_str(enum application_availability v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void application_availability_json(struct jsonw *w, enum application_availability v);
 enum application_availability application_availability_parse(const char *s);
 
 /* ApplicationKey: An application of the catalogue, named by its API tag. */
@@ -38,6 +40,8 @@ enum application_key {
     APPLICATION_KEY_WORKSPACE = 15,
 };
 const char *application_key_str(enum application_key v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void application_key_json(struct jsonw *w, enum application_key v);
 enum application_key application_key_parse(const char *s);
 
 /* custom_domain_status: `pending` until the TXT record is found, `verified` once it is, `failed` when it was not found wi... */
@@ -47,6 +51,8 @@ enum custom_domain_status {
     CUSTOM_DOMAIN_STATUS_FAILED = 3,
 };
 const char *custom_domain_status_str(enum custom_domain_status v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void custom_domain_status_json(struct jsonw *w, enum custom_domain_status v);
 enum custom_domain_status custom_domain_status_parse(const char *s);
 
 /* workspace_rate_limit_source: `default`: the server's configured quota; `workspace`: this workspace's own, set by an operator. */
@@ -55,6 +61,8 @@ enum workspace_rate_limit_source {
     WORKSPACE_RATE_LIMIT_SOURCE_WORKSPACE = 2,
 };
 const char *workspace_rate_limit_source_str(enum workspace_rate_limit_source v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void workspace_rate_limit_source_json(struct jsonw *w, enum workspace_rate_limit_source v);
 enum workspace_rate_limit_source workspace_rate_limit_source_parse(const char *s);
 
 /* ---- structs ---- */

@@ -17,6 +17,19 @@ const char *application_availability_str(enum application_availability v)
     return NULL;
 }
 
+void application_availability_json(struct jsonw *w, enum application_availability v)
+{
+    switch (v) {
+    case APPLICATION_AVAILABILITY_AVAILABLE:
+        jsonw_raw_value(w, "\"available\"", 11);
+        return;
+    case APPLICATION_AVAILABILITY_PLANNED:
+        jsonw_raw_value(w, "\"planned\"", 9);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum application_availability application_availability_parse(const char *s)
 {
     if (!s)
@@ -63,6 +76,58 @@ const char *application_key_str(enum application_key v)
         return "workspace";
     }
     return NULL;
+}
+
+void application_key_json(struct jsonw *w, enum application_key v)
+{
+    switch (v) {
+    case APPLICATION_KEY_ACCOUNTS:
+        jsonw_raw_value(w, "\"accounts\"", 10);
+        return;
+    case APPLICATION_KEY_ADMIN:
+        jsonw_raw_value(w, "\"admin\"", 7);
+        return;
+    case APPLICATION_KEY_ANALYTICS:
+        jsonw_raw_value(w, "\"analytics\"", 11);
+        return;
+    case APPLICATION_KEY_AUDIT:
+        jsonw_raw_value(w, "\"audit\"", 7);
+        return;
+    case APPLICATION_KEY_BANKING:
+        jsonw_raw_value(w, "\"banking\"", 9);
+        return;
+    case APPLICATION_KEY_CONVERSIONS:
+        jsonw_raw_value(w, "\"conversions\"", 13);
+        return;
+    case APPLICATION_KEY_INTEGRATIONS:
+        jsonw_raw_value(w, "\"integrations\"", 14);
+        return;
+    case APPLICATION_KEY_LEDGER:
+        jsonw_raw_value(w, "\"ledger\"", 8);
+        return;
+    case APPLICATION_KEY_PAYMENTS:
+        jsonw_raw_value(w, "\"payments\"", 10);
+        return;
+    case APPLICATION_KEY_RATES:
+        jsonw_raw_value(w, "\"rates\"", 7);
+        return;
+    case APPLICATION_KEY_REPORTING:
+        jsonw_raw_value(w, "\"reporting\"", 11);
+        return;
+    case APPLICATION_KEY_SCHEDULING:
+        jsonw_raw_value(w, "\"scheduling\"", 12);
+        return;
+    case APPLICATION_KEY_SHEETS:
+        jsonw_raw_value(w, "\"sheets\"", 8);
+        return;
+    case APPLICATION_KEY_TRANSFERS:
+        jsonw_raw_value(w, "\"transfers\"", 11);
+        return;
+    case APPLICATION_KEY_WORKSPACE:
+        jsonw_raw_value(w, "\"workspace\"", 11);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum application_key application_key_parse(const char *s)
@@ -115,6 +180,22 @@ const char *custom_domain_status_str(enum custom_domain_status v)
     return NULL;
 }
 
+void custom_domain_status_json(struct jsonw *w, enum custom_domain_status v)
+{
+    switch (v) {
+    case CUSTOM_DOMAIN_STATUS_PENDING:
+        jsonw_raw_value(w, "\"pending\"", 9);
+        return;
+    case CUSTOM_DOMAIN_STATUS_VERIFIED:
+        jsonw_raw_value(w, "\"verified\"", 10);
+        return;
+    case CUSTOM_DOMAIN_STATUS_FAILED:
+        jsonw_raw_value(w, "\"failed\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum custom_domain_status custom_domain_status_parse(const char *s)
 {
     if (!s)
@@ -137,6 +218,19 @@ const char *workspace_rate_limit_source_str(enum workspace_rate_limit_source v)
         return "workspace";
     }
     return NULL;
+}
+
+void workspace_rate_limit_source_json(struct jsonw *w, enum workspace_rate_limit_source v)
+{
+    switch (v) {
+    case WORKSPACE_RATE_LIMIT_SOURCE_DEFAULT:
+        jsonw_raw_value(w, "\"default\"", 9);
+        return;
+    case WORKSPACE_RATE_LIMIT_SOURCE_WORKSPACE:
+        jsonw_raw_value(w, "\"workspace\"", 11);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum workspace_rate_limit_source workspace_rate_limit_source_parse(const char *s)
@@ -186,15 +280,12 @@ void encode_application(struct jsonw *w, const struct application *in)
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"key\":", 6);
-    jsonw_string(w, application_key_str(in->key));
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
-    jsonw_raw_key(w, "\"description\":", 14);
-    jsonw_string(w, in->description);
+    application_key_json(w, in->key);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
+    jsonw_raw_key_string(w, "\"description\":", 14, in->description);
     jsonw_raw_key(w, "\"availability\":", 15);
-    jsonw_string(w, application_availability_str(in->availability));
+    application_availability_json(w, in->availability);
     jsonw_raw_key(w, "\"enabled\":", 10);
     jsonw_bool(w, in->enabled);
     jsonw_raw_key(w, "\"scopes\":", 9);
@@ -304,12 +395,10 @@ int decode_custom_domain(struct arena *a, const struct json_value *v, struct cus
 void encode_custom_domain(struct jsonw *w, const struct custom_domain *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"hostname\":", 11);
-    jsonw_string(w, in->hostname);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"hostname\":", 11, in->hostname);
     jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, custom_domain_status_str(in->status));
+    custom_domain_status_json(w, in->status);
     jsonw_raw_key(w, "\"verification\":", 15);
     if (in->verification)
         encode_custom_domain_verification(w, in->verification);
@@ -329,10 +418,8 @@ void encode_custom_domain(struct jsonw *w, const struct custom_domain *in)
     }
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -353,8 +440,7 @@ int decode_custom_domain_set(struct arena *a, const struct json_value *v, struct
 void encode_custom_domain_set(struct jsonw *w, const struct custom_domain_set *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"hostname\":", 11);
-    jsonw_string(w, in->hostname);
+    jsonw_raw_key_string(w, "\"hostname\":", 11, in->hostname);
     jsonw_object_end(w);
 }
 
@@ -379,12 +465,9 @@ int decode_custom_domain_verification(struct arena *a, const struct json_value *
 void encode_custom_domain_verification(struct jsonw *w, const struct custom_domain_verification *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
-    jsonw_raw_key(w, "\"value\":", 8);
-    jsonw_string(w, in->value);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
+    jsonw_raw_key_string(w, "\"value\":", 8, in->value);
     jsonw_object_end(w);
 }
 
@@ -416,20 +499,15 @@ int decode_member(struct arena *a, const struct json_value *v, struct member *ou
 void encode_member(struct jsonw *w, const struct member *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"user_id\":", 10);
-    jsonw_string(w, in->user_id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"email\":", 8);
-    jsonw_string(w, in->email);
+    jsonw_raw_key_string(w, "\"user_id\":", 10, in->user_id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"email\":", 8, in->email);
     if (in->has_name || in->name != NULL) {
         jsonw_raw_key(w, "\"name\":", 7);
         jsonw_string(w, in->name);
     }
-    jsonw_raw_key(w, "\"role\":", 7);
-    jsonw_string(w, in->role);
-    jsonw_raw_key(w, "\"joined_at\":", 12);
-    jsonw_string(w, in->joined_at);
+    jsonw_raw_key_string(w, "\"role\":", 7, in->role);
+    jsonw_raw_key_string(w, "\"joined_at\":", 12, in->joined_at);
     jsonw_object_end(w);
 }
 
@@ -534,12 +612,9 @@ int decode_workspace(struct arena *a, const struct json_value *v, struct workspa
 void encode_workspace(struct jsonw *w, const struct workspace *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_slug || in->slug != NULL) {
         jsonw_raw_key(w, "\"slug\":", 7);
         jsonw_string(w, in->slug);
@@ -575,10 +650,8 @@ void encode_workspace(struct jsonw *w, const struct workspace *in)
         jsonw_null(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -604,7 +677,7 @@ void encode_workspace_rate_limit(struct jsonw *w, const struct workspace_rate_li
     jsonw_raw_key(w, "\"requests_per_minute\":", 22);
     jsonw_int(w, in->requests_per_minute);
     jsonw_raw_key(w, "\"source\":", 9);
-    jsonw_string(w, workspace_rate_limit_source_str(in->source));
+    workspace_rate_limit_source_json(w, in->source);
     jsonw_object_end(w);
 }
 

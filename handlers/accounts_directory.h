@@ -3,8 +3,9 @@
  * accounts_invitations.c: signup and joining; accounts_password.c: passwords; workspace.c:
  * settings and removing a member) and for the operator commands (admin_cli.c: bootstrap),
  * which link it without the rest of the handlers. It needs the runtime only (storage), and the
- * workspaces' generated row codec (generated/rows_workspace.c, runtime-only too). Reads
- * stay where they are used. Each function logs a failed statement; 0 / -1 unless it says. */
+ * workspaces' generated row codec and encoder (generated/rows_workspace.c,
+ * schemas_workspace_json.c: runtime-only too). Reads stay where they are used. Each function
+ * logs a failed statement; 0 / -1 unless it says. */
 #ifndef HANDLERS_ACCOUNTS_DIRECTORY_H
 #define HANDLERS_ACCOUNTS_DIRECTORY_H
 

@@ -18,11 +18,7 @@
 #include "runtime/audit.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
-#include "runtime/digest.h"
 #include "runtime/format.h"
-#include "runtime/id.h"
-#include "runtime/json.h"
-#include "runtime/jsonw.h"
 #include "runtime/log.h"
 #include "runtime/pagination.h"
 #include "runtime/resource.h"
@@ -126,110 +122,46 @@ static void split_scopes(struct req *r, const char *text, struct role *out)
     }
 }
 
-#define ROLE_COLUMNS \
-    "key, name, description, scopes, version, created_at, updated_at, approval_limits"
-
-/* Approval limits are stored as a JSON array of {currency, amount}; NULL means no limit. */
-static char *limits_json(const struct money *m, size_t n)
-{
-    struct jsonw w;
-    size_t len = 0;
-    jsonw_init(&w);
-    jsonw_array_begin(&w);
-    for (size_t i = 0; i < n; i++) {
-        jsonw_object_begin(&w);
-        jsonw_key(&w, "currency");
-        jsonw_string(&w, m[i].currency);
-        jsonw_key(&w, "amount");
-        jsonw_int(&w, m[i].amount);
-        jsonw_object_end(&w);
-    }
-    jsonw_array_end(&w);
-    char *out = jsonw_take(&w, &len);
-    jsonw_release(&w);
-    return out;
-}
-
-static int limits_from(struct arena *a, const char *text, struct money **out, size_t *n)
-{
-    struct json_value *v = NULL;
-    struct json_error err;
-    if (json_parse(a, text, strlen(text), &v, &err) != 0 || v->type != JSON_ARRAY)
-        return -1;
-    *out = arena_alloc(a, (v->count ? v->count : 1) * sizeof **out);
-    for (size_t i = 0; i < v->count; i++) {
-        const struct json_value *c = json_get(v->items[i], "currency"),
-                                *amt = json_get(v->items[i], "amount");
-        if (!c || c->type != JSON_STRING || !amt ||
-            json_number_to_int64(amt, &(*out)[i].amount) != JSON_INT_OK)
-            return -1;
-        (*out)[i].currency = c->s;
-    }
-    *n = v->count;
-    return 0;
-}
-
 int admin_role_approval_limit(const char *workspace_id, const char *role, const char *currency,
                               int64_t *limit, bool *limited)
 {
     *limited = false;
     if (scopes_role(role))
         return 0; /* built-in roles have no limit */
-    struct db_stmt *st = storage_prepare(
-        "SELECT approval_limits FROM roles WHERE workspace_id = ? AND key = ?");
+    struct db_stmt *st = storage_prepare(rows_role.select_sql);
     if (!st)
         return -1;
-    db_bind_text(st, 1, workspace_id);
-    db_bind_text(st, 2, role);
+    db_bind_text(st, 1, role);
+    db_bind_text(st, 2, workspace_id);
+    struct arena a;
+    struct role_row row;
+    arena_init(&a);
     int rc = db_step(st), ret = 0;
-    if (rc == DB_ROW && !db_column_is_null(st, 0)) {
-        struct arena a;
-        struct money *m = NULL;
-        size_t n = 0;
-        arena_init(&a);
+    if (rc == DB_ROW && rows_role.read(&a, st, 0, &row) != 0)
+        ret = -1;
+    else if (rc == DB_ROW && row.obj.has_approval_limits) {
         *limited = true;
         *limit = 0; /* a currency not listed cannot be approved at all */
-        if (limits_from(&a, db_column_text(st, 0), &m, &n) != 0)
-            ret = -1;
-        for (size_t i = 0; ret == 0 && i < n; i++)
-            if (strcmp(m[i].currency, currency) == 0)
-                *limit = m[i].amount;
-        arena_release(&a);
+        for (size_t i = 0; i < row.obj.approval_limits_count; i++)
+            if (strcmp(row.obj.approval_limits[i].currency, currency) == 0)
+                *limit = row.obj.approval_limits[i].amount;
     } else if (rc != DB_ROW && rc != DB_DONE) {
         ret = -1;
     }
     db_reset(st);
+    arena_release(&a);
     return ret;
-}
-
-static void row_to_role(struct req *r, struct db_stmt *st, struct role *role)
-{
-    memset(role, 0, sizeof *role);
-    role->key = db_column_dup(&r->arena, st, 0);
-    role->object = "role";
-    role->name = db_column_dup(&r->arena, st, 1);
-    role->description = db_column_dup(&r->arena, st, 2);
-    role->has_description = role->description != NULL;
-    split_scopes(r, db_column_dup(&r->arena, st, 3), role);
-    role->system = false;
-    role->version = db_column_int64(st, 4);
-    role->has_version = true;
-    role->created_at = db_column_dup(&r->arena, st, 5);
-    role->has_created_at = true;
-    role->updated_at = db_column_dup(&r->arena, st, 6);
-    role->has_updated_at = true;
-    const char *limits = db_column_dup(&r->arena, st, 7);
-    if (limits && limits_from(&r->arena, limits, &role->approval_limits,
-                              &role->approval_limits_count) == 0)
-        role->has_approval_limits = true;
 }
 
 int admin_list_roles(struct req *r, const struct admin_list_roles_request *in,
                      struct admin_list_roles_response *out)
 {
     (void)in;
+    struct resource_page custom;
+    if (resource_list_every(r, &rows_role, CUSTOM_ROLES_MAX, &custom) != 0)
+        return -1;
     struct role_list *list = arena_alloc(&r->arena, sizeof *list);
-    list->data = arena_alloc(&r->arena, (size_t)(scopes_roles_count + CUSTOM_ROLES_MAX) *
+    list->data = arena_alloc(&r->arena, ((size_t)scopes_roles_count + custom.count) *
                                             sizeof *list->data);
     for (int i = 0; i < scopes_roles_count; i++) {
         struct role *role = &list->data[list->data_count++];
@@ -243,43 +175,11 @@ int admin_list_roles(struct req *r, const struct admin_list_roles_request *in,
         split_scopes(r, scopes, role);
         role->system = true;
     }
-    struct db_stmt *st = storage_prepare("SELECT " ROLE_COLUMNS
-                                       " FROM roles WHERE workspace_id = ? ORDER BY key");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, r->principal.workspace_id);
-    int rc;
-    while ((rc = db_step(st)) == DB_ROW &&
-           list->data_count < (size_t)(scopes_roles_count + CUSTOM_ROLES_MAX))
-        row_to_role(r, st, &list->data[list->data_count++]);
-    db_reset(st);
-    if (rc != DB_ROW && rc != DB_DONE) {
-        log_error("roles: listing failed: %s", storage_errmsg());
-        return -1;
-    }
+    for (size_t i = 0; i < custom.count; i++)
+        list->data[list->data_count++] = ((const struct role_row *)custom.items)[i].obj;
     out->status = 200;
     out->body_200 = list;
     return 0;
-}
-
-/* The workspace's own role with this key: 1 found (into *role), 0 none, -1 failure. */
-static int load_custom(struct req *r, const char *key, struct role *role)
-{
-    struct db_stmt *st = storage_prepare("SELECT " ROLE_COLUMNS
-                                       " FROM roles WHERE workspace_id = ? AND key = ?");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, r->principal.workspace_id);
-    db_bind_text(st, 2, key);
-    int rc = db_step(st);
-    if (rc == DB_ROW)
-        row_to_role(r, st, role);
-    db_reset(st);
-    if (rc != DB_ROW && rc != DB_DONE) {
-        log_error("roles: load failed: %s", storage_errmsg());
-        return -1;
-    }
-    return rc == DB_ROW;
 }
 
 static int64_t custom_role_count(struct req *r)
@@ -321,8 +221,9 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
         req_problem_validation(r, 422, "The role definition is not valid.");
         return 0;
     }
-    struct role *role = arena_alloc(&r->arena, sizeof *role);
-    int found = load_custom(r, in->id, role);
+    struct role_row *row = arena_alloc(&r->arena, sizeof *row);
+    struct role *role = &row->obj;
+    int found = resource_load(r, &rows_role, in->id, row);
     if (found < 0)
         return -1;
     if (in->has_if_match && (!found || !req_if_match(in->if_match, role->version))) {
@@ -345,50 +246,32 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
                         CUSTOM_ROLES_MAX);
             return 0;
         }
+        resource_new(r, &rows_role, row);
+        role->key = in->id;
+        role->has_version = true;
     }
-    char scopes[SCOPES_TEXT_MAX], now[40];
-    scopes_text(mask, scopes, sizeof scopes);
-    format_now_rfc3339(now, sizeof now);
-    int64_t version = found ? role->version + 1 : 1;
     /* The audit record names the scopes before and after: a privilege change. */
     const char *before = "";
     for (size_t i = 0; found && i < role->scopes_count; i++)
         before = arena_printf(&r->arena, "%s%s%s", before, i ? " " : "", role->scopes[i]);
-    struct db_stmt *st = storage_prepare(
-        found ? "UPDATE roles SET name = ?3, description = ?4, scopes = ?5, version = ?6, "
-                "updated_at = ?7, approval_limits = ?8 WHERE workspace_id = ?1 AND key = ?2"
-              : "INSERT INTO roles (workspace_id, key, name, description, scopes, version, "
-                "created_at, updated_at, approval_limits) "
-                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?8)");
-    if (!st)
-        return -1;
-    char *limits = d->has_approval_limits
-                       ? limits_json(d->approval_limits, d->approval_limits_count)
-                       : NULL;
-    if (limits) {
-        db_bind_text(st, 8, arena_strdup(&r->arena, limits));
-        free(limits);
-    } else {
-        db_bind_null(st, 8);
-    }
-    db_bind_text(st, 1, r->principal.workspace_id);
-    db_bind_text(st, 2, in->id);
-    db_bind_text(st, 3, d->name);
-    if (d->has_description)
-        db_bind_text(st, 4, d->description);
-    else
-        db_bind_null(st, 4);
-    db_bind_text(st, 5, scopes);
-    db_bind_int64(st, 6, version);
-    db_bind_text(st, 7, now);
-    int rc = db_step(st);
-    db_reset(st);
-    if (rc != DB_DONE) {
-        log_error("roles: write failed: %s", storage_errmsg());
+    char scopes[SCOPES_TEXT_MAX];
+    scopes_text(mask, scopes, sizeof scopes);
+    /* Replaced as a whole; the scopes in catalogue order. */
+    role->name = d->name;
+    role->description = d->has_description ? d->description : NULL;
+    role->has_description = d->has_description;
+    split_scopes(r, scopes, role);
+    role->approval_limits = d->has_approval_limits ? d->approval_limits : NULL;
+    role->approval_limits_count = d->has_approval_limits ? d->approval_limits_count : 0;
+    role->has_approval_limits = d->has_approval_limits;
+    if (found) {
+        int saved = resource_save(r, &rows_role, row);
+        if (saved <= 0)
+            return saved == 0 ? 0 : -1; /* 0: answered 412, another writer came first */
+    } else if (resource_insert(r, &rows_role, row) != 0) {
         return -1;
     }
-    if (load_custom(r, in->id, role) != 1 ||
-        audit_change(r, found ? "role.updated" : "role.created", "role", in->id, NULL, NULL,
+    if (audit_change(r, found ? "role.updated" : "role.created", "role", in->id, NULL, NULL,
                      found ? arena_printf(&r->arena, "scopes: [%s] -> [%s]%s", before, scopes,
                                           d->has_approval_limits ? "; approval limits set" : "")
                            : arena_printf(&r->arena, "scopes: [%s]%s", scopes,
@@ -408,20 +291,9 @@ int admin_put_role(struct req *r, const struct admin_put_role_request *in,
 
 /* ---- service accounts --------------------------------------------------------------------- */
 
-#define SAT_COLUMNS "id, service_account_id, name, scope, created_at, revoked_at"
-
-static void row_to_token(struct req *r, struct db_stmt *st, struct service_account_token *t)
+/* A token's status is not stored: it is revoked once it has a revoked_at. */
+static void token_status(struct service_account_token *t)
 {
-    memset(t, 0, sizeof *t);
-    t->id = db_column_dup(&r->arena, st, 0);
-    t->object = "service_account_token";
-    t->service_account_id = db_column_dup(&r->arena, st, 1);
-    t->name = db_column_dup(&r->arena, st, 2);
-    t->has_name = t->name != NULL;
-    t->scope = db_column_dup(&r->arena, st, 3);
-    t->created_at = db_column_dup(&r->arena, st, 4);
-    t->revoked_at = db_column_dup(&r->arena, st, 5);
-    t->has_revoked_at = t->revoked_at != NULL;
     t->status = t->revoked_at ? SERVICE_ACCOUNT_TOKEN_STATUS_REVOKED
                               : SERVICE_ACCOUNT_TOKEN_STATUS_ACTIVE;
 }
@@ -429,7 +301,11 @@ static void row_to_token(struct req *r, struct db_stmt *st, struct service_accou
 /* The workspace's service account: 1 found, 0 answered 404, -1 failure. */
 static int load_service_account(struct req *r, const char *id, struct service_account *sa)
 {
-    return resource_load_current(r, &rows_service_account, id, NULL, sa);
+    struct service_account_row *row = arena_alloc(&r->arena, sizeof *row);
+    int found = resource_load_current(r, &rows_service_account, id, NULL, row);
+    if (found == 1)
+        *sa = row->obj;
+    return found;
 }
 
 static int exec_bound(struct db_stmt *st, const char *what)
@@ -452,6 +328,7 @@ int admin_list_service_accounts(struct req *r,
                                in->has_cursor ? in->cursor : NULL, &rp);
     if (listed <= 0)
         return listed;
+    resource_page_objects(r, &rows_service_account, sizeof(struct service_account), &rp);
     struct service_account_page *page = arena_alloc(&r->arena, sizeof *page);
     RESOURCE_PAGE_SET(page, rp);
     out->status = 200;
@@ -490,36 +367,19 @@ int admin_create_service_account(struct req *r,
         req_problem_validation(r, 422, "The service account's role does not exist.");
         return 0;
     }
-    char now[40];
-    format_now_rfc3339(now, sizeof now);
-    char *id = id_new(&r->arena, "sa");
-    struct db_stmt *st = storage_prepare(
-        "INSERT INTO service_accounts (id, workspace_id, name, description, role, status, "
-        "version, created_by, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, 'active', 1, ?, ?, ?)");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, id);
-    db_bind_text(st, 2, r->principal.workspace_id);
-    db_bind_text(st, 3, c->name);
-    if (c->has_description)
-        db_bind_text(st, 4, c->description);
-    else
-        db_bind_null(st, 4);
-    db_bind_text(st, 5, c->role);
-    db_bind_text(st, 6, r->principal.user_id);
-    db_bind_text(st, 7, now);
-    db_bind_text(st, 8, now);
-    if (exec_bound(st, "create") != 0)
-        return -1;
-    struct service_account *sa = arena_alloc(&r->arena, sizeof *sa);
-    if (load_service_account(r, id, sa) != 1 ||
-        audit_change(r, "service_account.created", "service_account", id, NULL, "active",
+    struct service_account_row *row = arena_alloc(&r->arena, sizeof *row);
+    struct service_account *sa = &row->obj;
+    resource_new(r, &rows_service_account, row);
+    merge_service_account_create_into_service_account(&r->arena, c, sa);
+    sa->status = SERVICE_ACCOUNT_STATUS_ACTIVE;
+    row->created_by = r->principal.user_id; /* whose delegation it is (payments_makers.c) */
+    if (resource_insert(r, &rows_service_account, row) != 0 ||
+        audit_change(r, "service_account.created", "service_account", sa->id, NULL, "active",
                      arena_printf(&r->arena, "role %s", c->role)) != 0)
         return -1;
     out->status = 201;
     out->body_201 = sa;
-    out->location = arena_printf(&r->arena, "/v1/admin/service-accounts/%s", id);
+    out->location = arena_printf(&r->arena, "/v1/admin/service-accounts/%s", sa->id);
     return 0;
 }
 
@@ -614,12 +474,6 @@ int admin_disable_service_account(struct req *r,
     return 0;
 }
 
-static int token_row(struct req *r, struct db_stmt *st, void *item)
-{
-    row_to_token(r, st, item);
-    return 0;
-}
-
 int admin_list_service_account_tokens(struct req *r,
                                       const struct admin_list_service_account_tokens_request *in,
                                       struct admin_list_service_account_tokens_response *out)
@@ -628,23 +482,17 @@ int admin_list_service_account_tokens(struct req *r,
     int found = load_service_account(r, in->id, sa);
     if (found <= 0)
         return found;
-    struct page pg;
-    if (page_begin(r, &pg, arena_printf(&r->arena, "sat&sa=%s", sa->id), in->limit,
-                   in->has_cursor ? in->cursor : NULL) != 0)
-        return 0;
-    struct db_stmt *st = storage_prepare(
-        "SELECT " SAT_COLUMNS " FROM service_account_tokens WHERE service_account_id = ?1 "
-        "AND (CAST(?2 AS TEXT) IS NULL OR created_at < ?2 OR (created_at = ?2 AND id < ?3)) "
-        "ORDER BY created_at DESC, id DESC LIMIT ?4");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, sa->id);
-    page_bind(&pg, st, 2, 3, 4);
+    struct resource_filter of_account =
+        RESOURCE_TEXT("service_account_id", RESOURCE_EQ, sa->id);
     struct resource_page rp;
-    if (resource_page_fill(r, &pg, st, sizeof(struct service_account_token), token_row,
-                           offsetof(struct service_account_token, created_at),
-                           offsetof(struct service_account_token, id), &rp) != 0)
-        return -1;
+    int listed = resource_list(r, &rows_service_account_token, &of_account, 1, in->limit,
+                               in->has_cursor ? in->cursor : NULL, &rp);
+    if (listed <= 0)
+        return listed;
+    resource_page_objects(r, &rows_service_account_token, sizeof(struct service_account_token),
+                          &rp);
+    for (size_t i = 0; i < rp.count; i++)
+        token_status((struct service_account_token *)rp.items + i);
     struct service_account_token_page *page = arena_alloc(&r->arena, sizeof *page);
     RESOURCE_PAGE_SET(page, rp);
     out->status = 200;
@@ -686,40 +534,33 @@ int admin_create_service_account_token(
         req_problem_validation(r, 422, "The token asks for scopes its account may not have.");
         return 0;
     }
-    struct service_account_token_issued *t = arena_alloc(&r->arena, sizeof *t);
-    char scopes[SCOPES_TEXT_MAX], now[40];
+    char scopes[SCOPES_TEXT_MAX];
     scopes_text(mask, scopes, sizeof scopes);
-    format_now_rfc3339(now, sizeof now);
-    t->id = id_new(&r->arena, "sat");
-    t->object = "service_account_token";
-    t->service_account_id = sa->id;
-    t->name = c->has_name ? c->name : NULL;
-    t->has_name = c->has_name;
-    t->scope = arena_strdup(&r->arena, scopes);
-    t->status = SERVICE_ACCOUNT_TOKEN_STATUS_ACTIVE;
-    t->created_at = arena_strdup(&r->arena, now);
-    t->token_type = "Bearer";
-
-    struct db_stmt *st = storage_prepare(
-        "INSERT INTO service_account_tokens (id, service_account_id, workspace_id, name, scope, "
-        "created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, t->id);
-    db_bind_text(st, 2, sa->id);
-    db_bind_text(st, 3, r->principal.workspace_id);
-    if (t->has_name)
-        db_bind_text(st, 4, t->name);
-    else
-        db_bind_null(st, 4);
-    db_bind_text(st, 5, t->scope);
-    db_bind_text(st, 6, r->principal.user_id);
-    db_bind_text(st, 7, now);
-    if (exec_bound(st, "issuing a token") != 0 ||
-        audit_change(r, "service_account_token.issued", "service_account_token", t->id, NULL,
+    struct service_account_token_row *row = arena_alloc(&r->arena, sizeof *row);
+    resource_new(r, &rows_service_account_token, row);
+    struct service_account_token *k = &row->obj;
+    k->service_account_id = sa->id;
+    k->name = c->has_name ? c->name : NULL;
+    k->has_name = c->has_name;
+    k->scope = arena_strdup(&r->arena, scopes);
+    k->status = SERVICE_ACCOUNT_TOKEN_STATUS_ACTIVE;
+    row->created_by = r->principal.user_id; /* whose delegation it is (payments_makers.c) */
+    if (resource_insert(r, &rows_service_account_token, row) != 0 ||
+        audit_change(r, "service_account_token.issued", "service_account_token", k->id, NULL,
                      "active",
-                     arena_printf(&r->arena, "for %s; scopes: [%s]", sa->id, t->scope)) != 0)
+                     arena_printf(&r->arena, "for %s; scopes: [%s]", sa->id, k->scope)) != 0)
         return -1;
+    /* The answer is the token as stored and, this once, its text. */
+    struct service_account_token_issued *t = arena_alloc(&r->arena, sizeof *t);
+    t->id = k->id;
+    t->object = k->object;
+    t->service_account_id = k->service_account_id;
+    t->name = k->name;
+    t->has_name = k->has_name;
+    t->scope = k->scope;
+    t->status = k->status;
+    t->created_at = k->created_at;
+    t->token_type = "Bearer";
 
     struct token_claims claims;
     memset(&claims, 0, sizeof claims);
@@ -770,20 +611,11 @@ int admin_revoke_service_account_token(
     struct req *r, const struct admin_revoke_service_account_token_request *in,
     struct admin_revoke_service_account_token_response *out)
 {
-    struct db_stmt *st = storage_prepare("SELECT revoked_at FROM service_account_tokens WHERE "
-                                       "id = ? AND service_account_id = ? AND workspace_id = ?");
-    if (!st)
+    struct service_account_token_row *row = arena_alloc(&r->arena, sizeof *row);
+    int found = resource_load(r, &rows_service_account_token, in->token_id, row);
+    if (found < 0)
         return -1;
-    db_bind_text(st, 1, in->token_id);
-    db_bind_text(st, 2, in->id);
-    db_bind_text(st, 3, r->principal.workspace_id);
-    int rc = db_step(st);
-    db_reset(st);
-    if (rc != DB_ROW && rc != DB_DONE) {
-        log_error("service accounts: token lookup failed: %s", storage_errmsg());
-        return -1;
-    }
-    if (rc == DB_DONE) {
+    if (!found || strcmp(row->obj.service_account_id, in->id) != 0) {
         req_problem(r, 404, "not_found", "Service account %s has no token %s.", in->id,
                     in->token_id);
         return 0;

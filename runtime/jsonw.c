@@ -295,6 +295,22 @@ void jsonw_raw_key(struct jsonw *w, const char *raw, size_t n)
     w->after_key = true;
 }
 
+void jsonw_raw_value(struct jsonw *w, const char *raw, size_t n)
+{
+    separate(w);
+    put(w, raw, n);
+}
+
+void jsonw_raw_key_string(struct jsonw *w, const char *raw, size_t n, const char *s)
+{
+    jsonw_raw_key(w, raw, n);
+    w->after_key = false;
+    if (s)
+        quoted(w, s, strlen(s));
+    else
+        put(w, "null", 4);
+}
+
 void jsonw_stringn(struct jsonw *w, const char *s, size_t n)
 {
     separate(w);

@@ -33,6 +33,10 @@ void jsonw_key(struct jsonw *w, const char *key);
  * generated: one copy instead of jsonw_key's escaping (a page of 20 payments has ~500 keys). */
 void jsonw_raw_key(struct jsonw *w, const char *raw, size_t n);
 void jsonw_string(struct jsonw *w, const char *s); /* NULL writes null */
+/* raw: a JSON value's text, written as it is (generated code: an enum value, quoted). */
+void jsonw_raw_value(struct jsonw *w, const char *raw, size_t n);
+/* jsonw_raw_key(raw, n) and jsonw_string(s) in one call: a member of a generated encoder. */
+void jsonw_raw_key_string(struct jsonw *w, const char *raw, size_t n, const char *s);
 void jsonw_stringn(struct jsonw *w, const char *s, size_t n);
 void jsonw_int(struct jsonw *w, int64_t v);
 void jsonw_double(struct jsonw *w, double v); /* shortest round-trip form, %.17g */

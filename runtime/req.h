@@ -17,6 +17,7 @@
 
 struct MHD_Connection;
 struct conn_slot;
+struct resource_table;
 
 struct principal {
     bool authenticated;
@@ -86,6 +87,12 @@ struct req {
         bool written;       /* the declared record is written (audit_change, or the
                                dispatcher's after a success when the handler reported none) */
     } audit;
+    /* The resource the handler last inserted or saved through runtime/resource.h: a 204's
+     * declared event (x-event) is about it, as it was saved. */
+    struct req_saved {
+        const struct resource_table *table;
+        const void *obj;
+    } saved;
 
     /* Set by handlers. */
     bool keep_writes; /* commit even though the answer is a problem (the refusal itself changed

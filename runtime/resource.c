@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "runtime/id.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
+#include "runtime/outbox.h"
 
 /* The members the descriptor locates by offset (memcpy: no aliasing or alignment
  * assumption beyond the struct's own). */
@@ -48,7 +48,7 @@ static int failed(const struct resource_table *t, const char *what)
 
 int resource_load(struct req *r, const struct resource_table *t, const char *id, void *out)
 {
-    if (!id || !id_valid(id, t->id_prefix))
+    if (!id || (!t->key_column && !id_valid(id, t->id_prefix)))
         return RESOURCE_MISSING;
     struct db_stmt *st = storage_prepare(t->select_sql);
     if (!st)
@@ -95,7 +95,8 @@ void resource_new(struct req *r, const struct resource_table *t, void *obj)
     const char *at = arena_strdup(&r->arena, now);
     memset(obj, 0, t->size);
     t->init(obj);
-    set_text(obj, t->id_offset, id_new(&r->arena, t->id_prefix));
+    if (!t->key_column)
+        set_text(obj, t->id_offset, id_new(&r->arena, t->id_prefix));
     set_text(obj, t->workspace_offset, r->principal.workspace_id);
     if (t->versioned)
         set_int(obj, t->version_offset, 1);
@@ -118,9 +119,10 @@ int resource_insert(struct req *r, const struct resource_table *t, const void *o
     if (t->bind(&r->arena, st, 1, obj) == 0 &&
         db_bind_text(st, t->workspace_index + 1, r->principal.workspace_id) == 0) {
         int rc = db_step(st);
-        if (rc == DB_DONE)
+        if (rc == DB_DONE) {
             ret = 0;
-        else if (rc == DB_ERR_UNIQUE)
+            r->saved = (struct req_saved){t, obj};
+        } else if (rc == DB_ERR_UNIQUE)
             ret = DB_ERR_UNIQUE;
         else
             failed(t, "insert");
@@ -133,10 +135,10 @@ int resource_insert(struct req *r, const struct resource_table *t, const void *o
 static int stored_version(struct req *r, const struct resource_table *t, const char *id, int64_t *v)
 {
     /* Only a save that found its row changed gets here: rare, so the text is built. */
-    const char *sql = arena_printf(&r->arena,
-                                   "SELECT version FROM %s WHERE id = ?1 AND %s = ?2%s%s%s",
-                                   t->table, t->workspace, t->owner ? " AND " : "",
-                                   t->owner ? t->owner : "", t->owner ? " = ?3" : "");
+    const char *sql = arena_printf(
+        &r->arena, "SELECT version FROM %s WHERE %s = ?1 AND %s = ?2%s%s%s", t->table,
+        t->key_column ? t->key_column : "id", t->workspace, t->owner ? " AND " : "",
+        t->owner ? t->owner : "", t->owner ? " = ?3" : "");
     struct db_stmt *st = storage_prepare(sql);
     if (!st)
         return -1;
@@ -181,9 +183,10 @@ static int save(struct req *r, const struct resource_table *t, void *obj, const 
             ret = DB_ERR_UNIQUE; /* the caller's 409 (a name or external id taken) */
         else if (rc != DB_DONE)
             failed(t, "update");
-        else if (storage_changes() == 1)
+        else if (storage_changes() == 1) {
             ret = 1;
-        else
+            r->saved = (struct req_saved){t, obj};
+        } else
             ret = 0;
     }
     db_reset(st);
@@ -300,6 +303,25 @@ int resource_save_singleton(struct req *r, const struct resource_table *t, void 
                 "The %s changed meanwhile: it is at version \"v%lld\" now; load it again.",
                 t->object, (long long)get_int(now_at, t->version_offset));
     return 0;
+}
+
+int resource_saved_event(struct req *r, const char *type, const char *resource_type)
+{
+    const struct resource_table *t = r->saved.table;
+    if (!t)
+        return 0; /* nothing changed (an archive of what was archived already) */
+    if (!t->encode) {
+        log_error("%s: no encoder for the event %s", t->table, type);
+        return -1;
+    }
+    struct jsonw w;
+    jsonw_init(&w);
+    t->encode(&w, r->saved.obj);
+    const char *object = resource_json_text(&r->arena, &w);
+    return object ? outbox_add(r, type, resource_type, get_text(r->saved.obj, t->id_offset),
+                               t->versioned ? get_int(r->saved.obj, t->version_offset) : 0,
+                               object)
+                  : -1;
 }
 
 /* ---- lists ---------------------------------------------------------------------------- */
@@ -583,6 +605,44 @@ int resource_page_fill(struct req *r, struct page *pg, struct db_stmt *st, size_
         out->next_cursor = page_next(r, pg, get_text(last, key_offset), get_text(last, id_offset));
     }
     return 0;
+}
+
+int resource_list_every(struct req *r, const struct resource_table *t, size_t max,
+                        struct resource_page *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *key = t->key_column ? t->key_column : "id";
+    const char *sql = arena_printf(&r->arena, "SELECT %s FROM %s WHERE %s = ?1 ORDER BY %s LIMIT ?2",
+                                   t->columns, t->table, t->workspace, key);
+    struct db_stmt *st = storage_prepare(sql);
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, r->principal.workspace_id);
+    db_bind_int64(st, 2, (int64_t)max + 1); /* one more tells has_more */
+    out->items = arena_alloc(&r->arena, (max ? max : 1) * t->size);
+    int rc;
+    while ((rc = db_step(st)) == DB_ROW) {
+        if (out->count == max) {
+            out->has_more = true;
+            continue;
+        }
+        if (t->read(&r->arena, st, 0, (char *)out->items + out->count * t->size) != 0) {
+            db_reset(st);
+            return -1;
+        }
+        out->count++;
+    }
+    db_reset(st);
+    return rc == DB_DONE ? 0 : failed(t, "list");
+}
+
+void resource_page_objects(struct req *r, const struct resource_table *t, size_t obj_size,
+                           struct resource_page *p)
+{
+    char *objs = arena_alloc(&r->arena, (p->count ? p->count : 1) * obj_size);
+    for (size_t i = 0; i < p->count; i++)
+        memcpy(objs + i * obj_size, (const char *)p->items + i * t->size, obj_size);
+    p->items = objs;
 }
 
 /* ---- what the generated row codecs share ------------------------------------------------- */

@@ -22,7 +22,8 @@ struct jsonw;
 struct resource_table {
     const char *table;     /* "beneficiaries" */
     const char *object;    /* "beneficiary": how a 404 names it */
-    const char *id_prefix; /* "ben": id_valid(id, prefix), else simply not found */
+    const char *id_prefix; /* "ben": id_valid(id, prefix), else simply not found; NULL with
+                            * key_column */
     const char *workspace; /* the tenant column every statement is scoped by */
     const char *sort;      /* list order: (sort DESC, id DESC) */
     const char *columns;   /* every mapped column, in read and bind order */
@@ -67,6 +68,13 @@ struct resource_table {
      * `AND <owner> = ?(count + 1 + versioned)`, and a list `AND <owner> = ?`: bound to
      * r->principal.user_id, so no statement reaches another user's row. */
     const char *owner;
+
+    /* obj (the struct read and bound) as the API shows it: the schema's JSON encoder. */
+    void (*encode)(struct jsonw *w, const void *obj);
+    /* x-table key: the client names the row (a role's key), in this column instead of id; ids
+     * are neither made (resource_new leaves it to the caller) nor checked against a prefix.
+     * Such rows are listed whole (resource_list_every), not paged. NULL: the column id. */
+    const char *key_column;
 };
 
 enum { RESOURCE_FOUND = 1, RESOURCE_MISSING = 0, RESOURCE_FAILED = -1 };
@@ -110,6 +118,12 @@ int resource_load_singleton(struct req *r, const struct resource_table *t, const
  * (inserted when none exists): updated_at = now, version + 1. 1 saved; 0 answered 412
  * precondition_failed when another writer came first; -1 failure (logged). */
 int resource_save_singleton(struct req *r, const struct resource_table *t, void *obj);
+
+/* The declared event (x-event) of an operation that answers 204: event type about the
+ * resource the handler last inserted or saved (r->saved), with the resource as it was saved as
+ * the event's object; none when the handler saved nothing (nothing changed). In r's
+ * transaction, from the generated dispatcher. 0 / -1. */
+int resource_saved_event(struct req *r, const char *type, const char *resource_type);
 
 /* ---- what the generated row codecs share (generated/rows_<api>.c) --------------------- */
 
@@ -206,6 +220,15 @@ int resource_list_extra(struct req *r, const struct resource_table *t,
                         const struct resource_filter *f, size_t n, int64_t limit,
                         const char *cursor, const struct resource_extra *x,
                         struct resource_page *out);
+/* Every row of r's workspace in t, in key order (ascending), at most max of them: for a list
+ * the API answers whole (a workspace's custom roles). out->has_more tells that more than max
+ * exist; out->next_cursor stays NULL. 0 / -1. */
+int resource_list_every(struct req *r, const struct resource_table *t, size_t max,
+                        struct resource_page *out);
+/* A page of t's rows that are struct <name>_row (x-table hidden: the API's struct first, as
+ * obj) made a page of the API's structs, obj_size bytes each: what the page schema holds. */
+void resource_page_objects(struct req *r, const struct resource_table *t, size_t obj_size,
+                           struct resource_page *p);
 /* The tail of a list that is not one table's rows (a join): st is prepared and bound by the
  * caller, its position and limit bound with page_bind(pg, ...); steps it into pg->limit items
  * of item_size read by row, and makes the next cursor from the last item's sort key and id

@@ -467,6 +467,137 @@ static void test_integer_filters(void)
     teardown();
 }
 
+/* A table whose rows the client names (x-table key: a role's key), in key order. */
+struct tag {
+    const char *key;
+    const char *workspace_id;
+    const char *label;
+    int64_t version;
+    const char *created_at;
+};
+
+static int tag_read(struct arena *a, struct db_stmt *st, int c, void *obj)
+{
+    struct tag *o = obj;
+    memset(o, 0, sizeof *o);
+    o->key = db_column_dup(a, st, c);
+    o->workspace_id = db_column_dup(a, st, c + 1);
+    o->label = db_column_dup(a, st, c + 2);
+    o->version = db_column_int64(st, c + 3);
+    o->created_at = db_column_dup(a, st, c + 4);
+    return 0;
+}
+
+static int tag_bind(struct arena *a, struct db_stmt *st, int p, const void *obj)
+{
+    const struct tag *o = obj;
+    (void)a;
+    db_bind_text(st, p, o->key);
+    db_bind_text(st, p + 1, o->workspace_id);
+    db_bind_text(st, p + 2, o->label);
+    db_bind_int64(st, p + 3, o->version);
+    db_bind_text(st, p + 4, o->created_at);
+    return 0;
+}
+
+static void tag_init(void *obj)
+{
+    (void)obj;
+}
+
+#define TAG_COLUMNS "key, workspace_id, label, version, created_at"
+
+static const struct resource_table tags = {
+    .table = "tags",
+    .object = "tag",
+    .workspace = "workspace_id",
+    .sort = "created_at",
+    .columns = TAG_COLUMNS,
+    .column_count = 5,
+    .workspace_index = 1,
+    .select_sql = "SELECT " TAG_COLUMNS " FROM tags WHERE key = ?1 AND workspace_id = ?2",
+    .insert_sql = "INSERT INTO tags (" TAG_COLUMNS ") VALUES (?, ?, ?, ?, ?)",
+    .update_sql = "UPDATE tags SET label = ?3, version = ?4, created_at = ?5 "
+                  "WHERE key = ?1 AND workspace_id = ?2 AND version = ?6",
+    .size = sizeof(struct tag),
+    .id_offset = offsetof(struct tag, key),
+    .workspace_offset = offsetof(struct tag, workspace_id),
+    .sort_offset = offsetof(struct tag, created_at),
+    .versioned = true,
+    .version_offset = offsetof(struct tag, version),
+    .has_created_at = true,
+    .created_at_offset = offsetof(struct tag, created_at),
+    .init = tag_init,
+    .read = tag_read,
+    .bind = tag_bind,
+    .key_column = "key",
+};
+
+static void add_tag(struct req *r, const char *key, const char *label)
+{
+    struct tag t;
+    resource_new(r, &tags, &t);
+    CHECK(t.key == NULL); /* the client names it: nothing made up */
+    t.key = key;
+    t.label = label;
+    CHECK(storage_begin(true) == 0);
+    CHECK(resource_insert(r, &tags, &t) == 0);
+    CHECK(storage_commit() == 0);
+}
+
+/* The listed keys of r's workspace, comma-separated, and has_more. */
+static const char *every_tag(struct req *r, size_t max, bool *more)
+{
+    struct resource_page p;
+    CHECK(storage_begin(false) == 0);
+    CHECK(resource_list_every(r, &tags, max, &p) == 0);
+    storage_rollback();
+    CHECK(p.next_cursor == NULL);
+    const char *out = "";
+    for (size_t i = 0; i < p.count; i++)
+        out = arena_printf(&r->arena, "%s%s%s", out, i ? "," : "",
+                           ((const struct tag *)p.items)[i].key);
+    *more = p.has_more;
+    return out;
+}
+
+static void test_a_keyed_table_loads_saves_and_lists_by_the_clients_key(void)
+{
+    setup();
+    CHECK(sqlite3_exec(storage_sqlite_db(),
+                       "CREATE TABLE tags (workspace_id TEXT NOT NULL, key TEXT NOT NULL, "
+                       "label TEXT NOT NULL, version INTEGER NOT NULL, created_at TEXT NOT NULL, "
+                       "PRIMARY KEY (workspace_id, key))",
+                       NULL, NULL, NULL) == DB_OK);
+    struct req *r = fresh_req("wsp_1");
+    add_tag(r, "fx_desk", "FX");
+    add_tag(r, "audit", "Audit");
+    add_tag(r, "zeta", "Z");
+    add_tag(other_req("wsp_2"), "other", "theirs");
+    struct tag t, stale;
+    CHECK(storage_begin(true) == 0);
+    CHECK(resource_load(r, &tags, "fx_desk", &t) == RESOURCE_FOUND); /* no prefix to match */
+    CHECK_STR(t.label, "FX");
+    CHECK(resource_load(r, &tags, "other", &t) == RESOURCE_MISSING);
+    CHECK(resource_load(r, &tags, "fx_desk", &t) == RESOURCE_FOUND);
+    stale = t;
+    t.label = "FX desk";
+    CHECK(resource_save(r, &tags, &t) == 1);
+    CHECK(t.version == 2);
+    stale.label = "lost update";
+    CHECK(resource_save(r, &tags, &stale) == 0); /* the stored version found by its key */
+    CHECK(r->status == 412);
+    CHECK(strstr(r->problem_detail, "version \"v2\"") != NULL);
+    CHECK(storage_commit() == 0);
+    bool more;
+    CHECK_STR(every_tag(r, 10, &more), "audit,fx_desk,zeta");
+    CHECK(!more);
+    CHECK_STR(every_tag(r, 2, &more), "audit,fx_desk");
+    CHECK(more);
+    CHECK_STR(every_tag(other_req("wsp_2"), 10, &more), "other");
+    teardown();
+}
+
 static void test_null_greater_and_moving_filters(void)
 {
     setup();
@@ -699,6 +830,7 @@ int main(void)
         UNIT_TEST(test_list_pages_through_the_workspaces_matching_rows),
         UNIT_TEST(test_a_filter_text_cannot_forge_another_filter_set),
         UNIT_TEST(test_integer_filters),
+        UNIT_TEST(test_a_keyed_table_loads_saves_and_lists_by_the_clients_key),
         UNIT_TEST(test_null_greater_and_moving_filters),
         UNIT_TEST(test_an_owned_table_reaches_only_the_callers_rows),
         UNIT_TEST(test_a_singleton_is_version_1_until_set_and_saves_guarded),

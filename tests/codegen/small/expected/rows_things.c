@@ -225,6 +225,11 @@ static int page_row_gadget(struct req *r, struct db_stmt *st, void *item)
     return read_gadget(&r->arena, st, 0, item);
 }
 
+static void encode_row_gadget(struct jsonw *w, const void *o)
+{
+    encode_gadget(w, o);
+}
+
 const struct resource_table rows_gadget = {
     .table = "gadgets",
     .object = "Gadget",
@@ -257,6 +262,7 @@ const struct resource_table rows_gadget = {
     .read = read_gadget,
     .bind = bind_gadget,
     .page_row = page_row_gadget,
+    .encode = encode_row_gadget,
 };
 
 /* ---- GadgetShelf: table gadget_shelves ---- */
@@ -340,6 +346,11 @@ static int page_row_gadget_shelf(struct req *r, struct db_stmt *st, void *item)
     return read_gadget_shelf(&r->arena, st, 0, item);
 }
 
+static void encode_row_gadget_shelf(struct jsonw *w, const void *o)
+{
+    encode_gadget_shelf(w, o);
+}
+
 const struct resource_table rows_gadget_shelf = {
     .table = "gadget_shelves",
     .object = "gadget shelf",
@@ -364,6 +375,101 @@ const struct resource_table rows_gadget_shelf = {
     .read = read_gadget_shelf,
     .bind = bind_gadget_shelf,
     .page_row = page_row_gadget_shelf,
+    .encode = encode_row_gadget_shelf,
+};
+
+/* ---- Preset: table presets ---- */
+
+int row_read_preset(struct arena *a, struct db_stmt *st, int c,
+                    struct preset *o)
+{
+    memset(o, 0, sizeof *o);
+    o->key = db_column_dup(a, st, c + 0);
+    o->object = "preset";
+    o->name = db_column_dup(a, st, c + 1);
+    if (!db_column_is_null(st, c + 2)) {
+        o->version = db_column_int64(st, c + 2);
+        o->has_version = true;
+    }
+    o->created_at = db_column_dup(a, st, c + 3);
+    o->has_created_at = o->created_at != NULL;
+    return 0;
+}
+
+int row_bind_preset(struct arena *a, struct db_stmt *st, int first,
+                    const struct preset *o)
+{
+    int p = first;
+    (void)a;
+    db_bind_text(st, p + 0, o->key);
+    db_bind_text(st, p + 1, o->name);
+    db_bind_int64(st, p + 2, o->version);
+    db_bind_text(st, p + 3, o->created_at);
+    return 0;
+}
+
+static int read_preset(struct arena *a, struct db_stmt *st, int c, void *o)
+{
+    struct preset_row *w = o;
+    if (row_read_preset(a, st, c, &w->obj) != 0)
+        return -1;
+    w->workspace_id = db_column_dup(a, st, c + 4);
+    return 0;
+}
+
+static int bind_preset(struct arena *a, struct db_stmt *st, int first, const void *o)
+{
+    const struct preset_row *w = o;
+    if (row_bind_preset(a, st, first, &w->obj) != 0)
+        return -1;
+    db_bind_text(st, first + 4, w->workspace_id);
+    return 0;
+}
+
+static void init_preset(void *obj)
+{
+    ((struct preset_row *)obj)->obj.object = "preset";
+}
+
+static int page_row_preset(struct req *r, struct db_stmt *st, void *item)
+{
+    return read_preset(&r->arena, st, 0, item);
+}
+
+static void encode_row_preset(struct jsonw *w, const void *o)
+{
+    encode_preset(w, &((const struct preset_row *)o)->obj);
+}
+
+const struct resource_table rows_preset = {
+    .table = "presets",
+    .object = "preset",
+    .id_prefix = NULL, /* the client names the row: x-table key */
+    .workspace = "workspace_id",
+    .sort = "created_at",
+    .columns = ROWS_PRESET_COLUMNS,
+    .column_count = ROWS_PRESET_COLUMN_COUNT,
+    .workspace_index = 4,
+    .select_sql = "SELECT " ROWS_PRESET_COLUMNS
+                  " FROM presets WHERE key = ?1 AND workspace_id = ?2",
+    .insert_sql = "INSERT INTO presets (" ROWS_PRESET_COLUMNS
+                  ") VALUES (?, ?, ?, ?, ?)",
+    .update_sql = "UPDATE presets SET name = ?2, version = ?3, created_at = ?4 WHERE key = ?1 "
+                  "AND workspace_id = ?5 AND version = ?6",
+    .size = sizeof(struct preset_row),
+    .id_offset = offsetof(struct preset_row, obj.key),
+    .workspace_offset = offsetof(struct preset_row, workspace_id),
+    .sort_offset = offsetof(struct preset_row, obj.created_at),
+    .versioned = true,
+    .version_offset = offsetof(struct preset_row, obj.version),
+    .has_created_at = true,
+    .created_at_offset = offsetof(struct preset_row, obj.created_at),
+    .init = init_preset,
+    .read = read_preset,
+    .bind = bind_preset,
+    .page_row = page_row_preset,
+    .encode = encode_row_preset,
+    .key_column = "key",
 };
 
 void merge_gadget_update_into_gadget(struct arena *a, const struct gadget_update *u,

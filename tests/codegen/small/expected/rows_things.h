@@ -35,6 +35,25 @@ int row_bind_gadget_shelf(struct arena *a, struct db_stmt *st, int first,
                           const struct gadget_shelf *o);
 extern const struct resource_table rows_gadget_shelf;
 
+/* Preset in table presets, columns in this order: */
+#define ROWS_PRESET_COLUMNS \
+    "key, name, version, created_at, workspace_id"
+#define ROWS_PRESET_COLUMN_COUNT 5
+/* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
+ * know. */
+int row_read_preset(struct arena *a, struct db_stmt *st, int first_col,
+                    struct preset *o);
+/* o's columns as parameters first.. (JSON text built in a). 0 / -1. */
+int row_bind_preset(struct arena *a, struct db_stmt *st, int first,
+                    const struct preset *o);
+/* What rows_preset loads and saves: the API's preset and the columns it
+ * does not show (x-table hidden; the last ones of the list above). */
+struct preset_row {
+    struct preset obj;
+    const char *workspace_id;
+};
+extern const struct resource_table rows_preset;
+
 /* PATCH: u merged into o (RFC 7396): an absent member keeps o's, null removes it, a value
  * replaces it, a nested update object merges member by member. */
 void merge_gadget_update_into_gadget(struct arena *a, const struct gadget_update *u,

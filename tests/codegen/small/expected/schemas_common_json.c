@@ -29,13 +29,10 @@ int decode_problem(struct arena *a, const struct json_value *v, struct problem *
 void encode_problem(struct jsonw *w, const struct problem *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
-    jsonw_raw_key(w, "\"title\":", 8);
-    jsonw_string(w, in->title);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
+    jsonw_raw_key_string(w, "\"title\":", 8, in->title);
     jsonw_raw_key(w, "\"status\":", 9);
     jsonw_int(w, in->status);
-    jsonw_raw_key(w, "\"code\":", 7);
-    jsonw_string(w, in->code);
+    jsonw_raw_key_string(w, "\"code\":", 7, in->code);
     jsonw_object_end(w);
 }

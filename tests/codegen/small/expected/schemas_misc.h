@@ -17,6 +17,8 @@ enum o_auth_error_error {
     O_AUTH_ERROR_ERROR_SERVER_ERROR = 3,
 };
 const char *o_auth_error_error_str(enum o_auth_error_error v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void o_auth_error_error_json(struct jsonw *w, enum o_auth_error_error v);
 enum o_auth_error_error o_auth_error_error_parse(const char *s);
 
 /* ---- structs ---- */

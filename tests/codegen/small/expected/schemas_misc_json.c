@@ -19,6 +19,22 @@ const char *o_auth_error_error_str(enum o_auth_error_error v)
     return NULL;
 }
 
+void o_auth_error_error_json(struct jsonw *w, enum o_auth_error_error v)
+{
+    switch (v) {
+    case O_AUTH_ERROR_ERROR_INVALID_REQUEST:
+        jsonw_raw_value(w, "\"invalid_request\"", 17);
+        return;
+    case O_AUTH_ERROR_ERROR_INVALID_GRANT:
+        jsonw_raw_value(w, "\"invalid_grant\"", 15);
+        return;
+    case O_AUTH_ERROR_ERROR_SERVER_ERROR:
+        jsonw_raw_value(w, "\"server_error\"", 14);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum o_auth_error_error o_auth_error_error_parse(const char *s)
 {
     if (!s)
@@ -52,8 +68,7 @@ int decode_misc_get_health_200(struct arena *a, const struct json_value *v, stru
 void encode_misc_get_health_200(struct jsonw *w, const struct misc_get_health_200 *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"status\":", 9);
-    jsonw_string(w, in->status);
+    jsonw_raw_key_string(w, "\"status\":", 9, in->status);
     if (in->has_up) {
         jsonw_raw_key(w, "\"up\":", 5);
         jsonw_bool(w, in->up);
@@ -78,8 +93,7 @@ int decode_misc_issue_token_200(struct arena *a, const struct json_value *v, str
 void encode_misc_issue_token_200(struct jsonw *w, const struct misc_issue_token_200 *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"access_token\":", 15);
-    jsonw_string(w, in->access_token);
+    jsonw_raw_key_string(w, "\"access_token\":", 15, in->access_token);
     jsonw_object_end(w);
 }
 
@@ -104,7 +118,7 @@ void encode_o_auth_error(struct jsonw *w, const struct o_auth_error *in)
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"error\":", 8);
-    jsonw_string(w, o_auth_error_error_str(in->error));
+    o_auth_error_error_json(w, in->error);
     if (in->has_error_description || in->error_description != NULL) {
         jsonw_raw_key(w, "\"error_description\":", 20);
         jsonw_string(w, in->error_description);

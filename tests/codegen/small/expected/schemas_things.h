@@ -17,6 +17,8 @@ enum gadget_specs_unit {
     GADGET_SPECS_UNIT_IN = 2,
 };
 const char *gadget_specs_unit_str(enum gadget_specs_unit v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void gadget_specs_unit_json(struct jsonw *w, enum gadget_specs_unit v);
 enum gadget_specs_unit gadget_specs_unit_parse(const char *s);
 
 /* Kind */
@@ -26,6 +28,8 @@ enum kind {
     KIND_X_LARGE = 3,
 };
 const char *kind_str(enum kind v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void kind_json(struct jsonw *w, enum kind v);
 enum kind kind_parse(const char *s);
 /* The set of values v[0..n) as ",a,b," in the enum's order (in arena a), whatever their order
  * and repetitions in v, so a filter and the cursors bound to it do not depend on how the
@@ -37,6 +41,8 @@ enum square_kind {
     SQUARE_KIND_SQUARE = 1,
 };
 const char *square_kind_str(enum square_kind v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void square_kind_json(struct jsonw *w, enum square_kind v);
 enum square_kind square_kind_parse(const char *s);
 
 /* thing_level */
@@ -45,6 +51,8 @@ enum thing_level {
     THING_LEVEL_HIGH = 2,
 };
 const char *thing_level_str(enum thing_level v);
+/* v as its JSON value (quoted), null for a value the spec does not know. */
+void thing_level_json(struct jsonw *w, enum thing_level v);
 enum thing_level thing_level_parse(const char *s);
 
 /* Mount: which oneOf member is set, by type */
@@ -71,6 +79,7 @@ struct gadget_specs_update;
 struct gadget_update;
 struct mount;
 struct part;
+struct preset;
 struct shape;
 struct square;
 struct tally;
@@ -280,6 +289,17 @@ struct part {
     int64_t n; /* required */
 };
 
+/* Preset: A thing the client names (x-table key: no id, no prefix), shown without its workspace (a hidden c... */
+struct preset {
+    const char *key; /* required */
+    const char *object; /* required, read-only */
+    const char *name; /* required */
+    int64_t version; /* optional, read-only */
+    bool has_version;
+    const char *created_at; /* optional, read-only */
+    bool has_created_at;
+};
+
 /* Shape */
 struct shape {
     enum shape_kind kind; /* which member below is set */
@@ -420,6 +440,8 @@ int decode_mount(struct arena *a, const struct json_value *v, struct mount *out)
 void encode_mount(struct jsonw *w, const struct mount *in);
 int decode_part(struct arena *a, const struct json_value *v, struct part *out);
 void encode_part(struct jsonw *w, const struct part *in);
+int decode_preset(struct arena *a, const struct json_value *v, struct preset *out);
+void encode_preset(struct jsonw *w, const struct preset *in);
 int decode_shape(struct arena *a, const struct json_value *v, struct shape *out);
 void encode_shape(struct jsonw *w, const struct shape *in);
 int decode_square(struct arena *a, const struct json_value *v, struct square *out);
@@ -509,6 +531,12 @@ void validate_mount(const struct json_value *v, const char *ptr, int mode, struc
 void validate_part(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_part_index(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_part_n(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_preset(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_preset_created_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_preset_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_preset_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_preset_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_preset_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_shape(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_square(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_square_kind(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -17,6 +17,19 @@ const char *gadget_specs_unit_str(enum gadget_specs_unit v)
     return NULL;
 }
 
+void gadget_specs_unit_json(struct jsonw *w, enum gadget_specs_unit v)
+{
+    switch (v) {
+    case GADGET_SPECS_UNIT_CM:
+        jsonw_raw_value(w, "\"cm\"", 4);
+        return;
+    case GADGET_SPECS_UNIT_IN:
+        jsonw_raw_value(w, "\"in\"", 4);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum gadget_specs_unit gadget_specs_unit_parse(const char *s)
 {
     if (!s)
@@ -39,6 +52,22 @@ const char *kind_str(enum kind v)
         return "x-large";
     }
     return NULL;
+}
+
+void kind_json(struct jsonw *w, enum kind v)
+{
+    switch (v) {
+    case KIND_SMALL:
+        jsonw_raw_value(w, "\"small\"", 7);
+        return;
+    case KIND_LARGE:
+        jsonw_raw_value(w, "\"large\"", 7);
+        return;
+    case KIND_X_LARGE:
+        jsonw_raw_value(w, "\"x-large\"", 9);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum kind kind_parse(const char *s)
@@ -84,6 +113,16 @@ const char *square_kind_str(enum square_kind v)
     return NULL;
 }
 
+void square_kind_json(struct jsonw *w, enum square_kind v)
+{
+    switch (v) {
+    case SQUARE_KIND_SQUARE:
+        jsonw_raw_value(w, "\"square\"", 8);
+        return;
+    }
+    jsonw_null(w);
+}
+
 enum square_kind square_kind_parse(const char *s)
 {
     if (!s)
@@ -102,6 +141,19 @@ const char *thing_level_str(enum thing_level v)
         return "high";
     }
     return NULL;
+}
+
+void thing_level_json(struct jsonw *w, enum thing_level v)
+{
+    switch (v) {
+    case THING_LEVEL_LOW:
+        jsonw_raw_value(w, "\"low\"", 5);
+        return;
+    case THING_LEVEL_HIGH:
+        jsonw_raw_value(w, "\"high\"", 6);
+        return;
+    }
+    jsonw_null(w);
 }
 
 enum thing_level thing_level_parse(const char *s)
@@ -134,8 +186,7 @@ int decode_circle(struct arena *a, const struct json_value *v, struct circle *ou
 void encode_circle(struct jsonw *w, const struct circle *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"kind\":", 7);
-    jsonw_string(w, in->kind);
+    jsonw_raw_key_string(w, "\"kind\":", 7, in->kind);
     jsonw_raw_key(w, "\"radius\":", 9);
     jsonw_int(w, in->radius);
     jsonw_object_end(w);
@@ -163,8 +214,7 @@ int decode_desk_mount(struct arena *a, const struct json_value *v, struct desk_m
 void encode_desk_mount(struct jsonw *w, const struct desk_mount *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
     jsonw_raw_key(w, "\"depth\":", 8);
     jsonw_int(w, in->depth);
     if (in->has_screw || in->screw != NULL) {
@@ -380,20 +430,16 @@ int decode_gadget(struct arena *a, const struct json_value *v, struct gadget *ou
 void encode_gadget(struct jsonw *w, const struct gadget *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
-    jsonw_raw_key(w, "\"object\":", 9);
-    jsonw_string(w, in->object);
-    jsonw_raw_key(w, "\"workspace_id\":", 15);
-    jsonw_string(w, in->workspace_id);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"workspace_id\":", 15, in->workspace_id);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     if (in->has_label || in->label != NULL) {
         jsonw_raw_key(w, "\"label\":", 8);
         jsonw_string(w, in->label);
     }
     jsonw_raw_key(w, "\"kind\":", 7);
-    jsonw_string(w, kind_str(in->kind));
+    kind_json(w, in->kind);
     if (in->has_active) {
         jsonw_raw_key(w, "\"active\":", 9);
         jsonw_bool(w, in->active);
@@ -445,10 +491,8 @@ void encode_gadget(struct jsonw *w, const struct gadget *in)
     }
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -498,8 +542,7 @@ void encode_gadget_shelf(struct jsonw *w, const struct gadget_shelf *in)
     jsonw_array_end(w);
     jsonw_raw_key(w, "\"version\":", 10);
     jsonw_int(w, in->version);
-    jsonw_raw_key(w, "\"updated_at\":", 13);
-    jsonw_string(w, in->updated_at);
+    jsonw_raw_key_string(w, "\"updated_at\":", 13, in->updated_at);
     jsonw_object_end(w);
 }
 
@@ -534,7 +577,7 @@ void encode_gadget_specs(struct jsonw *w, const struct gadget_specs *in)
     }
     if (in->has_unit) {
         jsonw_raw_key(w, "\"unit\":", 7);
-        jsonw_string(w, gadget_specs_unit_str(in->unit));
+        gadget_specs_unit_json(w, in->unit);
     }
     jsonw_object_end(w);
 }
@@ -770,6 +813,47 @@ void encode_part(struct jsonw *w, const struct part *in)
     jsonw_object_end(w);
 }
 
+int decode_preset(struct arena *a, const struct json_value *v, struct preset *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "key") == 0) {
+            out->key = m->value->s;
+        } else if (strcmp(m->key, "object") == 0) {
+            out->object = m->value->s;
+        } else if (strcmp(m->key, "name") == 0) {
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "version") == 0) {
+            out->has_version = true;
+            (void)json_number_to_int64(m->value, &out->version);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            out->has_created_at = true;
+            out->created_at = m->value->s;
+        }
+    }
+    return 0;
+}
+
+void encode_preset(struct jsonw *w, const struct preset *in)
+{
+    jsonw_object_begin(w);
+    jsonw_raw_key_string(w, "\"key\":", 6, in->key);
+    jsonw_raw_key_string(w, "\"object\":", 9, in->object);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
+    if (in->has_version) {
+        jsonw_raw_key(w, "\"version\":", 10);
+        jsonw_int(w, in->version);
+    }
+    if (in->has_created_at || in->created_at != NULL) {
+        jsonw_raw_key(w, "\"created_at\":", 13);
+        jsonw_string(w, in->created_at);
+    }
+    jsonw_object_end(w);
+}
+
 int decode_shape(struct arena *a, const struct json_value *v, struct shape *out)
 {
     const struct json_value *d = json_get(v, "kind");
@@ -829,7 +913,7 @@ void encode_square(struct jsonw *w, const struct square *in)
 {
     jsonw_object_begin(w);
     jsonw_raw_key(w, "\"kind\":", 7);
-    jsonw_string(w, square_kind_str(in->kind));
+    square_kind_json(w, in->kind);
     jsonw_raw_key(w, "\"side\":", 7);
     jsonw_double(w, in->side);
     jsonw_object_end(w);
@@ -1040,12 +1124,10 @@ int decode_thing(struct arena *a, const struct json_value *v, struct thing *out)
 void encode_thing(struct jsonw *w, const struct thing *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"kind\":", 7);
-    jsonw_string(w, kind_str(in->kind));
-    jsonw_raw_key(w, "\"id\":", 5);
-    jsonw_string(w, in->id);
+    kind_json(w, in->kind);
+    jsonw_raw_key_string(w, "\"id\":", 5, in->id);
     jsonw_raw_key(w, "\"size\":", 7);
     jsonw_int(w, in->size);
     if (in->has_weight) {
@@ -1058,7 +1140,7 @@ void encode_thing(struct jsonw *w, const struct thing *in)
     }
     if (in->has_level) {
         jsonw_raw_key(w, "\"level\":", 8);
-        jsonw_string(w, thing_level_str(in->level));
+        thing_level_json(w, in->level);
     }
     jsonw_raw_key(w, "\"tags\":", 7);
     jsonw_array_begin(w);
@@ -1090,8 +1172,7 @@ void encode_thing(struct jsonw *w, const struct thing *in)
             jsonw_string(w, in->note);
         }
     }
-    jsonw_raw_key(w, "\"created_at\":", 13);
-    jsonw_string(w, in->created_at);
+    jsonw_raw_key_string(w, "\"created_at\":", 13, in->created_at);
     if (in->has_version || in->version != NULL) {
         jsonw_raw_key(w, "\"version\":", 10);
         jsonw_string(w, in->version);
@@ -1215,10 +1296,9 @@ int decode_thing_base(struct arena *a, const struct json_value *v, struct thing_
 void encode_thing_base(struct jsonw *w, const struct thing_base *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"kind\":", 7);
-    jsonw_string(w, kind_str(in->kind));
+    kind_json(w, in->kind);
     jsonw_object_end(w);
 }
 
@@ -1248,10 +1328,9 @@ int decode_thing_create(struct arena *a, const struct json_value *v, struct thin
 void encode_thing_create(struct jsonw *w, const struct thing_create *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"name\":", 7);
-    jsonw_string(w, in->name);
+    jsonw_raw_key_string(w, "\"name\":", 7, in->name);
     jsonw_raw_key(w, "\"kind\":", 7);
-    jsonw_string(w, kind_str(in->kind));
+    kind_json(w, in->kind);
     jsonw_raw_key(w, "\"size\":", 7);
     jsonw_int(w, in->size);
     if (in->has_shape || in->shape != NULL) {
@@ -1359,8 +1438,7 @@ int decode_things_create_thing_409(struct arena *a, const struct json_value *v, 
 void encode_things_create_thing_409(struct jsonw *w, const struct things_create_thing_409 *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"existing_id\":", 14);
-    jsonw_string(w, in->existing_id);
+    jsonw_raw_key_string(w, "\"existing_id\":", 14, in->existing_id);
     jsonw_object_end(w);
 }
 
@@ -1386,8 +1464,7 @@ int decode_wall_mount(struct arena *a, const struct json_value *v, struct wall_m
 void encode_wall_mount(struct jsonw *w, const struct wall_mount *in)
 {
     jsonw_object_begin(w);
-    jsonw_raw_key(w, "\"type\":", 7);
-    jsonw_string(w, in->type);
+    jsonw_raw_key_string(w, "\"type\":", 7, in->type);
     jsonw_raw_key(w, "\"depth\":", 8);
     jsonw_int(w, in->depth);
     if (in->has_screw || in->screw != NULL) {

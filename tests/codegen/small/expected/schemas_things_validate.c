@@ -1368,6 +1368,126 @@ void validate_part_n(const struct json_value *v, const char *ptr, int mode, stru
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 9");
 }
 
+/* Preset (tests/codegen/small/things.yaml) */
+void validate_preset(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    bool seen[3] = { false };
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "key") == 0) {
+            seen[0] = true;
+            validate_preset_key(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "object") == 0) {
+            seen[1] = true;
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_preset_object(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "name") == 0) {
+            seen[2] = true;
+            validate_preset_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "version") == 0) {
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_preset_version(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "created_at") == 0) {
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_preset_created_at(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        }
+    }
+    if (!seen[0])
+        verr_add(l, ptr, "key", "required", "%s", "is required");
+    if (!seen[1] && mode == VALIDATE_RESPONSE)
+        verr_add(l, ptr, "object", "required", "%s", "is required");
+    if (!seen[2])
+        verr_add(l, ptr, "name", "required", "%s", "is required");
+}
+
+/* preset_created_at (tests/codegen/small/things.yaml) */
+void validate_preset_created_at(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+}
+
+/* preset_key (tests/codegen/small/things.yaml) */
+void validate_preset_key(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 20)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
+}
+
+/* preset_name (tests/codegen/small/things.yaml) */
+void validate_preset_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 20)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
+}
+
+/* preset_object (tests/codegen/small/things.yaml) */
+void validate_preset_object(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    if (strcmp(v->s, "preset") != 0)
+        verr_add(l, ptr, NULL, "const", "%s", "must be \"preset\"");
+}
+
+/* preset_version (tests/codegen/small/things.yaml) */
+void validate_preset_version(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_NUMBER)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    }
+    int64_t n = 0;
+    switch (json_number_to_int64(v, &n)) {
+    case JSON_INT_OK:
+        break;
+    case JSON_INT_NOT_INTEGER:
+        verr_add(l, ptr, NULL, "type", "%s", "must be an integer");
+        return;
+    default:
+        if (v->s[0] == '-')
+            verr_add(l, ptr, NULL, "minimum", "%s", "is below the 64-bit integer range");
+        else
+            verr_add(l, ptr, NULL, "maximum", "%s", "is above the 64-bit integer range");
+        return;
+    }
+}
+
 /* Shape (tests/codegen/small/things.yaml) */
 void validate_shape(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {

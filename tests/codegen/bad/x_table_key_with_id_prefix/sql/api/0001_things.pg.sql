@@ -1,0 +1,5 @@
+CREATE TABLE things (
+    key TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
