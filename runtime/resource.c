@@ -157,7 +157,9 @@ static int stored_version(struct req *r, const struct resource_table *t, const c
     return ret;
 }
 
-static int save(struct req *r, const struct resource_table *t, void *obj, const char *sql)
+/* obj as the next version of itself: version + 1 (versioned), updated_at = now. Returns the
+ * version it had (0 when not versioned). */
+static int64_t next_version(struct req *r, const struct resource_table *t, void *obj)
 {
     int64_t old = 0;
     if (t->versioned) {
@@ -169,6 +171,12 @@ static int save(struct req *r, const struct resource_table *t, void *obj, const 
         format_now_rfc3339(now, sizeof now);
         set_text(obj, t->updated_at_offset, arena_strdup(&r->arena, now));
     }
+    return old;
+}
+
+static int save(struct req *r, const struct resource_table *t, void *obj, const char *sql)
+{
+    int64_t old = next_version(r, t, obj);
     struct db_stmt *st = storage_prepare(sql);
     if (!st)
         return -1;
@@ -268,16 +276,7 @@ int resource_save_singleton(struct req *r, const struct resource_table *t, void 
         log_error("%s: not an x-table singleton", t->table);
         return -1;
     }
-    int64_t old = 0;
-    if (t->versioned) {
-        old = get_int(obj, t->version_offset);
-        set_int(obj, t->version_offset, old + 1);
-    }
-    if (t->has_updated_at) {
-        char now[40];
-        format_now_rfc3339(now, sizeof now);
-        set_text(obj, t->updated_at_offset, arena_strdup(&r->arena, now));
-    }
+    int64_t old = next_version(r, t, obj);
     struct db_stmt *st = storage_prepare(t->update_sql);
     if (!st)
         return -1;
