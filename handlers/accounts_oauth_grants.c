@@ -12,7 +12,6 @@
 #include "runtime/audit.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
-#include "runtime/pagination.h"
 #include "runtime/resource.h"
 #include "runtime/storage.h"
 
@@ -96,27 +95,26 @@ static int grant_row(struct req *r, struct db_stmt *st, void *item)
 int accounts_list_oauth_grants(struct req *r, const struct accounts_list_oauth_grants_request *in,
                                struct accounts_list_oauth_grants_response *out)
 {
-    struct page pg;
-    if (page_begin(r, &pg,
-                   arena_printf(&r->arena, "oauth_grants&w=%s&u=%s", r->principal.workspace_id,
-                                r->principal.user_id),
-                   in->limit, in->has_cursor ? in->cursor : NULL) != 0)
-        return 0;
-    struct db_stmt *st = storage_prepare(
-        "SELECT g.id, g.client_id, c.name, g.scope, g.created_at, g.updated_at FROM oauth_grants "
-        "g JOIN oauth_clients c ON c.id = g.client_id WHERE g.user_id = ?1 AND g.workspace_id = "
-        "?2 AND g.revoked_at IS NULL AND (CAST(?3 AS TEXT) IS NULL OR g.created_at < ?3 OR "
-        "(g.created_at = ?3 AND g.id < ?4)) ORDER BY g.created_at DESC, g.id DESC LIMIT ?5");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, r->principal.user_id);
-    db_bind_text(st, 2, r->principal.workspace_id);
-    page_bind(&pg, st, 3, 4, 5);
+    const char *args[] = {r->principal.user_id, r->principal.workspace_id};
+    const struct resource_sql_list grants = {
+        .digest = arena_printf(&r->arena, "oauth_grants&w=%s&u=%s", r->principal.workspace_id,
+                               r->principal.user_id),
+        .sql = "SELECT g.id, g.client_id, c.name, g.scope, g.created_at, g.updated_at FROM "
+               "oauth_grants g JOIN oauth_clients c ON c.id = g.client_id WHERE g.user_id = ?1 "
+               "AND g.workspace_id = ?2 AND g.revoked_at IS NULL AND (CAST(?3 AS TEXT) IS NULL "
+               "OR g.created_at < ?3 OR (g.created_at = ?3 AND g.id < ?4)) "
+               "ORDER BY g.created_at DESC, g.id DESC LIMIT ?5",
+        .args = args,
+        .n_args = 2,
+        .item_size = sizeof(struct oauth_grant),
+        .row = grant_row,
+        .key_offset = offsetof(struct oauth_grant, created_at),
+        .id_offset = offsetof(struct oauth_grant, id),
+    };
     struct resource_page rp;
-    if (resource_page_fill(r, &pg, st, sizeof(struct oauth_grant), grant_row,
-                           offsetof(struct oauth_grant, created_at),
-                           offsetof(struct oauth_grant, id), &rp) != 0)
-        return -1;
+    int listed = resource_list_sql(r, &grants, in->limit, in->has_cursor ? in->cursor : NULL, &rp);
+    if (listed <= 0)
+        return listed;
     struct oauth_grant_page *p = arena_alloc(&r->arena, sizeof *p);
     RESOURCE_PAGE_SET(p, rp);
     out->status = 200;

@@ -20,7 +20,6 @@
 #include "runtime/clock.h"
 #include "runtime/format.h"
 #include "runtime/log.h"
-#include "runtime/pagination.h"
 #include "runtime/resource.h"
 #include "runtime/revocation.h"
 #include "runtime/storage.h"
@@ -647,25 +646,26 @@ static int user_row(struct req *r, struct db_stmt *st, void *item)
 int admin_list_users(struct req *r, const struct admin_list_users_request *in,
                      struct admin_list_users_response *out)
 {
-    const char *filters = arena_printf(&r->arena, "users&w=%s", r->principal.workspace_id);
-    struct page pg;
-    if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
-        return 0;
-    struct db_stmt *st = storage_prepare(
-        "SELECT u.id, u.email, u.name, u.status, m.role, m.created_at, l.last_login_at "
-        "FROM members m JOIN users u ON u.id = m.user_id LEFT JOIN member_logins l "
-        "ON l.workspace_id = m.workspace_id AND l.user_id = m.user_id WHERE m.workspace_id = ?1 "
-        "AND (CAST(?2 AS TEXT) IS NULL OR m.created_at < ?2 OR (m.created_at = ?2 AND u.id < ?3)) "
-        "ORDER BY m.created_at DESC, u.id DESC LIMIT ?4");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, r->principal.workspace_id);
-    page_bind(&pg, st, 2, 3, 4);
+    const char *args[] = {r->principal.workspace_id};
+    const struct resource_sql_list users = {
+        .digest = arena_printf(&r->arena, "users&w=%s", r->principal.workspace_id),
+        .sql = "SELECT u.id, u.email, u.name, u.status, m.role, m.created_at, l.last_login_at "
+               "FROM members m JOIN users u ON u.id = m.user_id LEFT JOIN member_logins l "
+               "ON l.workspace_id = m.workspace_id AND l.user_id = m.user_id "
+               "WHERE m.workspace_id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR m.created_at < ?2 "
+               "OR (m.created_at = ?2 AND u.id < ?3)) ORDER BY m.created_at DESC, u.id DESC "
+               "LIMIT ?4",
+        .args = args,
+        .n_args = 1,
+        .item_size = sizeof(struct user),
+        .row = user_row,
+        .key_offset = offsetof(struct user, joined_at),
+        .id_offset = offsetof(struct user, id),
+    };
     struct resource_page rp;
-    if (resource_page_fill(r, &pg, st, sizeof(struct user), user_row,
-                           offsetof(struct user, joined_at),
-                           offsetof(struct user, id), &rp) != 0)
-        return -1;
+    int listed = resource_list_sql(r, &users, in->limit, in->has_cursor ? in->cursor : NULL, &rp);
+    if (listed <= 0)
+        return listed;
     struct user_page *page = arena_alloc(&r->arena, sizeof *page);
     RESOURCE_PAGE_SET(page, rp);
     out->status = 200;

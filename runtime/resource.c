@@ -589,6 +589,24 @@ int resource_list_extra(struct req *r, const struct resource_table *t,
                : -1;
 }
 
+int resource_list_sql(struct req *r, const struct resource_sql_list *l, int64_t limit,
+                      const char *cursor, struct resource_page *out)
+{
+    struct page pg;
+    if (page_begin(r, &pg, l->digest, limit, cursor) != 0)
+        return 0;
+    struct db_stmt *st = storage_prepare(l->sql);
+    if (!st)
+        return -1;
+    for (int i = 0; i < l->n_args; i++)
+        db_bind_text(st, i + 1, l->args[i]);
+    page_bind(&pg, st, l->n_args + 1, l->n_args + 2, l->n_args + 3);
+    return resource_page_fill(r, &pg, st, l->item_size, l->row, l->key_offset, l->id_offset,
+                              out) == 0
+               ? 1
+               : -1;
+}
+
 int resource_page_fill(struct req *r, struct page *pg, struct db_stmt *st, size_t item_size,
                        page_row_fn *row, size_t key_offset, size_t id_offset,
                        struct resource_page *out)

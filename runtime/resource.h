@@ -229,6 +229,24 @@ int resource_list_every(struct req *r, const struct resource_table *t, size_t ma
  * obj) made a page of the API's structs, obj_size bytes each: what the page schema holds. */
 void resource_page_objects(struct req *r, const struct resource_table *t, size_t obj_size,
                            struct resource_page *p);
+/* A list with SQL of its own (a join: members with their users): its parameters are the
+ * texts args[0..n_args) as ?1..?n (NULL binds NULL), then the position (?n+1 the sort key,
+ * ?n+2 the id) and the limit (?n+3), as resource_list's are; it orders by (key DESC, id DESC).
+ * digest names the list and every value its rows depend on (the args), so that a cursor
+ * serves only the list it was issued for. */
+struct resource_sql_list {
+    const char *digest;
+    const char *sql;
+    const char *const *args;
+    int n_args;
+    size_t item_size;
+    page_row_fn *row;
+    size_t key_offset, id_offset; /* const char * members of the item: sort key and id */
+};
+/* A page of l after cursor (NULL: the first): 1 filled; 0 answered 400 invalid_cursor; -1
+ * failure. */
+int resource_list_sql(struct req *r, const struct resource_sql_list *l, int64_t limit,
+                      const char *cursor, struct resource_page *out);
 /* The tail of a list that is not one table's rows (a join): st is prepared and bound by the
  * caller, its position and limit bound with page_bind(pg, ...); steps it into pg->limit items
  * of item_size read by row, and makes the next cursor from the last item's sort key and id
