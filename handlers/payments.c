@@ -307,29 +307,29 @@ int pay_reschedule(const struct payment_row *x, bool has_next, int64_t at)
     return rc == DB_DONE ? 0 : -1;
 }
 
-int pay_note_decisions(const char *payment_id, const char *batch_id)
+int pay_note_decision(const char *payment_id)
 {
-    struct db_stmt *st = storage_prepare(
-        payment_id ? "UPDATE payments SET decided_round = approval_round WHERE id = ?"
-                   : "UPDATE payments SET decided_round = approval_round WHERE batch_id = ?");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, payment_id ? payment_id : batch_id);
-    int rc = db_step(st);
-    db_reset(st);
-    return rc == DB_DONE ? 0 : -1;
+    const char *v[] = {payment_id};
+    return storage_exec_texts("UPDATE payments SET decided_round = approval_round WHERE id = ?",
+                              v, 1);
+}
+
+int pay_note_batch_decisions(const char *batch_id, const char *now)
+{
+    /* The items' approval (who decided) is part of each payment: a new version of each, so
+     * that its ETag moves with what it shows (the caller saves none of them when the batch
+     * still waits for more approvals). */
+    const char *v[] = {now, batch_id};
+    return storage_exec_texts("UPDATE payments SET decided_round = approval_round, "
+                              "version = version + 1, updated_at = ? WHERE batch_id = ?",
+                              v, 2);
 }
 
 int pay_note_maker(const char *payment_id)
 {
-    struct db_stmt *st =
-        storage_prepare("UPDATE payments SET has_makers = 1 WHERE id = ? AND has_makers = 0");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, payment_id);
-    int rc = db_step(st);
-    db_reset(st);
-    return rc == DB_DONE ? 0 : -1;
+    const char *v[] = {payment_id};
+    return storage_exec_texts("UPDATE payments SET has_makers = 1 WHERE id = ? AND has_makers = 0",
+                              v, 1);
 }
 
 /* ---- operations ---- */

@@ -50,10 +50,12 @@ int pay_save(struct req *r, struct payment_row *x, enum pay_write how);
 /* Sets when the settlement worker next acts on x (has_next false: never), at x's version:
  * only the time changes (no status change: no new version, no event). 0 / -1. */
 int pay_reschedule(const struct payment_row *x, bool has_next, int64_t at);
-/* Notes on the payment (payment_id), or on every payment of the batch (batch_id, payment_id
- * NULL), that its current approval round has a decision, for the list (0002_list_flags.sql):
- * called beside every decision recorded, in its transaction. 0 / -1. */
-int pay_note_decisions(const char *payment_id, const char *batch_id);
+/* Notes that payment_id's current approval round has a decision, for the list
+ * (0002_list_flags.sql): beside every decision recorded, in its transaction. 0 / -1. */
+int pay_note_decision(const char *payment_id);
+/* The same for every payment of the batch, each then at its next version (updated_at now):
+ * the decision shows in each payment. 0 / -1. */
+int pay_note_batch_decisions(const char *batch_id, const char *now);
 /* Notes that payment_id has a maker beyond its creator, for the list; beside every maker
  * recorded, in its transaction. 0 / -1. */
 int pay_note_maker(const char *payment_id);

@@ -185,7 +185,7 @@ static int add_decision(struct req *r, const struct payment_row *x, const char *
     db_bind_text(st, 6, now);
     int rc = db_step(st);
     db_reset(st);
-    if (rc != DB_DONE || pay_note_decisions(x->obj.id, NULL) != 0)
+    if (rc != DB_DONE || pay_note_decision(x->obj.id) != 0)
         return db_failed("decision");
     return 0;
 }
@@ -205,7 +205,7 @@ int pay_add_batch_decisions(struct req *r, const char *batch_id, const char *dec
     db_bind_text(st, 5, batch_id);
     int rc = db_step(st);
     db_reset(st);
-    if (rc != DB_DONE || pay_note_decisions(NULL, batch_id) != 0)
+    if (rc != DB_DONE || pay_note_batch_decisions(batch_id, now) != 0)
         return db_failed("item decisions");
     return 0;
 }

@@ -161,9 +161,16 @@ def test_approvals_are_decided_on_the_batch_for_every_item(team):
                                                              item(team.eur, 20)]}), 201)
     url = BATCHES + "/" + b["id"]
     assert_problem(team.owner.put(url + "/approve"), 403, "self_approval")
+    tags = {it["payment_id"]: team.owner.get(PAY + "/" + it["payment_id"]).header("ETag")
+            for it in b["items"]}
     one = assert_json(team.approvers[0].put(url + "/approve"), 200)
     assert one["status"] == "pending_approval" and one["approval"]["received"] == 1
     assert one["version"] == 2
+    # each item now shows the first decision: a new version of it, so its ETag moved too
+    for pid, tag in tags.items():
+        r = team.owner.get(PAY + "/" + pid)
+        p = assert_json(r, 200)
+        assert p["approval"]["received"] == 1 and r.header("ETag") != tag, (pid, tag)
     assert_problem(team.approvers[0].put(url + "/approve"), 409, "already_approved")
     two = assert_json(team.approvers[1].put(url + "/approve"), 200)
     assert two["status"] == "approved" and two["counts_by_status"] == {"approved": 2}
