@@ -81,6 +81,9 @@ def struct_decls(node):
         out.append('struct %s_entry *additional; /* properties not listed above */'
                    % node.cname)
         out.append('size_t additional_count;')
+    if getattr(node, 'cached', False):
+        out.append('const char *json_text; /* x-table cache: its JSON (runtime/rep_cache.h) */')
+        out.append('size_t json_len;')
     return out
 
 
@@ -594,6 +597,11 @@ def encode_body(n):
         return w.lines
     if all(f.write_only for f in n.fields) and (n.addl is None or n.addl is False):
         w('(void)in; /* every property is writeOnly: never sent */')
+    if getattr(n, 'cached', False):
+        w.open('if (in->json_text)')
+        w('jsonw_raw_value(w, in->json_text, in->json_len);')
+        w('return;')
+        w.close()
     w('jsonw_object_begin(w);')
     for f in n.fields:
         if f.write_only:

@@ -59,7 +59,8 @@ from cgen import W
 from spec import SpecError, c_string as lit, rel
 
 XTABLE_KEYS = {'name', 'id-prefix', 'workspace', 'version', 'sort', 'columns', 'internal',
-               'hidden', 'state', 'title', 'key', 'row-required', 'singleton', 'owner'}
+               'hidden', 'state', 'title', 'key', 'row-required', 'singleton', 'owner',
+               'cache'}
 HIDDEN_KINDS = ('integer', 'string', 'integer?', 'string?')
 SCALARS = ('string', 'integer', 'boolean', 'enum')
 
@@ -227,6 +228,9 @@ class Table:
     def cols(self):
         return [c for it in self.items for c in it.cols]
 
+    def owner_col(self):
+        return self.x.get('owner')
+
 
 def const_of(node):
     """The C expression of a const string or a one-value enum, else None."""
@@ -351,7 +355,27 @@ class Rows:
             setattr(t, stamp, next((i.field for i in t.items if i.how == 'scalar' and
                                     i.cols[0].name == stamp and i.field.kind == 'string'), None))
         self.check_ddl(t)
+        self.cache(t, x, loc)
         self.tables.append(t)
+
+    def cache(self, t, x, loc):
+        """x-table cache: true -- lists take the resource's JSON from runtime/rep_cache.h by
+        (id, version). Only a versioned table whose ids the server makes; the struct gets
+        json_text/json_len, which its encoder writes as they are (cgen.py)."""
+        t.cache = x.get('cache', False)
+        if t.cache not in (True, False):
+            return self.fail(loc / 'cache', 'cache is true or false')
+        if t.cache and (t.singleton or 'key' in x or not x.get('version') or t.owner_col()):
+            return self.fail(loc / 'cache', 'cache needs a versioned table of server-made ids '
+                                            'whose rows are the workspace\'s (not a singleton, '
+                                            'a keyed or an owned table)')
+        if not t.cache:
+            return
+        t.node.cached = True
+        names = [c.name for c in t.cols] + [c.name for c in t.hidden]
+        t.id_index = names.index(t.id_col)
+        t.version_index = names.index(x['version'])
+        t.sort_index = names.index(x['sort'])
 
     def row_required(self, t, names, loc):
         """row-required: [property]: optional scalar properties that every row has (a custom

@@ -271,6 +271,11 @@ const struct resource_table rows_beneficiary = {
     .bind = bind_beneficiary,
     .page_row = page_row_beneficiary,
     .encode = encode_row_beneficiary,
+    .cached = true,
+    .id_index = 0,
+    .version_index = 20,
+    .sort_index = 21,
+    .json_offset = offsetof(struct beneficiary, json_text),
 };
 
 /* ---- Payment: table payments ---- */
@@ -486,6 +491,11 @@ const struct resource_table rows_payment = {
     .bind = bind_payment,
     .page_row = page_row_payment,
     .encode = encode_row_payment,
+    .cached = true,
+    .id_index = 0,
+    .version_index = 18,
+    .sort_index = 19,
+    .json_offset = offsetof(struct payment_row, obj.json_text),
 };
 
 /* ---- PaymentBatch: table payment_batches ---- */

@@ -296,6 +296,8 @@ struct beneficiary {
     int64_t version; /* required, read-only, ResourceVersion */
     const char *created_at; /* required, read-only, Timestamp */
     const char *updated_at; /* required, read-only, Timestamp */
+    const char *json_text; /* x-table cache: its JSON (runtime/rep_cache.h) */
+    size_t json_len;
 };
 
 /* BeneficiaryCreate: A new beneficiary. */
@@ -417,6 +419,8 @@ struct payment {
     int64_t version; /* required, ResourceVersion */
     const char *created_at; /* required, Timestamp */
     const char *updated_at; /* required, Timestamp */
+    const char *json_text; /* x-table cache: its JSON (runtime/rep_cache.h) */
+    size_t json_len;
 };
 
 /* PaymentApproval: How many approvals the payment needs (OBIE multi-authorisation `NumberRequired`) and who gave the... */

@@ -1019,6 +1019,10 @@ int decode_beneficiary(struct arena *a, const struct json_value *v, struct benef
 
 void encode_beneficiary(struct jsonw *w, const struct beneficiary *in)
 {
+    if (in->json_text) {
+        jsonw_raw_value(w, in->json_text, in->json_len);
+        return;
+    }
     jsonw_object_begin(w);
     jsonw_raw_key_string(w, "\"id\":", 5, in->id);
     jsonw_raw_key_string(w, "\"object\":", 9, in->object);
@@ -1553,6 +1557,10 @@ int decode_payment(struct arena *a, const struct json_value *v, struct payment *
 
 void encode_payment(struct jsonw *w, const struct payment *in)
 {
+    if (in->json_text) {
+        jsonw_raw_value(w, in->json_text, in->json_len);
+        return;
+    }
     jsonw_object_begin(w);
     jsonw_raw_key_string(w, "\"id\":", 5, in->id);
     jsonw_raw_key_string(w, "\"object\":", 9, in->object);

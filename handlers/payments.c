@@ -437,10 +437,18 @@ static int page_item_row(struct req *r, struct db_stmt *st, void *item)
  * needs neither follow-up query: the row says which have some (0002_list_flags.sql; an EXISTS
  * per row cost 7% of a page, an IN list of the page's ids more: SQLite builds a temporary index
  * of it each time). */
+#define PAGE_FLAGS ", CASE WHEN decided_round = approval_round THEN 1 ELSE 0 END, has_makers"
 static const struct resource_extra page_flags = {
-    .columns = ", CASE WHEN decided_round = approval_round THEN 1 ELSE 0 END, has_makers",
+    .columns = PAGE_FLAGS,
     .item_size = sizeof(struct page_item),
     .row = page_item_row,
+};
+/* The CSV page is written from the structs: every row read whole. */
+static const struct resource_extra page_flags_csv = {
+    .columns = PAGE_FLAGS,
+    .item_size = sizeof(struct page_item),
+    .row = page_item_row,
+    .uncached = true,
 };
 
 /* A created_* filter as the stored form (UTC, milliseconds), so any offset compares right. */
@@ -475,28 +483,34 @@ int payments_list_payments(struct req *r, const struct payments_list_payments_re
     };
     struct resource_page rp;
     int listed = resource_list_extra(r, &rows_payment, f, sizeof f / sizeof f[0], in->limit,
-                                     in->has_cursor ? in->cursor : NULL, &page_flags,
+                                     in->has_cursor ? in->cursor : NULL,
+                                     in->accept == MEDIA_CSV ? &page_flags_csv : &page_flags,
                                      &rp); /* 400 bad cursor */
     if (listed <= 0)
         return listed;
-    /* the page's rows as the API's payments, then the decisions and makers of those flagged
-     * as having some: one query each, none for a page without */
+    /* the page's rows as the API's payments (those whose JSON is kept for their version are
+     * complete: x-table cache), then the decisions and makers of those flagged as having
+     * some: one query each, none for a page without */
     struct page_item *rows = rp.items;
     size_t cap = rp.count ? rp.count : 1, nd = 0, nc = 0;
     struct payment *items = arena_alloc(&r->arena, cap * sizeof *items);
     struct payment **decided = arena_alloc(&r->arena, cap * sizeof *decided);
     struct payment **changed = arena_alloc(&r->arena, cap * sizeof *changed);
     for (size_t i = 0; i < rp.count; i++) {
-        pay_complete(r, &rows[i].row);
+        bool kept = resource_item_kept(&rows_payment, &rows[i].row);
+        if (!kept)
+            pay_complete(r, &rows[i].row);
         items[i] = rows[i].row.obj;
-        if (rows[i].decided)
+        if (rows[i].decided && !kept)
             decided[nd++] = &items[i];
-        if (rows[i].changed)
+        if (rows[i].changed && !kept)
             changed[nc++] = &items[i];
     }
     rp.items = items;
     if (load_page_approvers(r, decided, nd) != 0 || pay_load_page_makers(r, changed, nc) != 0)
         return -1;
+    if (in->accept != MEDIA_CSV)
+        resource_page_remember(r, &rows_payment, items, rp.count, sizeof *items);
     struct payment_page *page = arena_alloc(&r->arena, sizeof *page);
     RESOURCE_PAGE_SET(page, rp);
     out->status = 200;

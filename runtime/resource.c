@@ -13,6 +13,7 @@
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
 #include "runtime/outbox.h"
+#include "runtime/rep_cache.h"
 
 /* The members the descriptor locates by offset (memcpy: no aliasing or alignment
  * assumption beyond the struct's own). */
@@ -443,9 +444,13 @@ struct shape_filter {
     enum resource_op op;
     bool integer;
 };
+/* What a list statement reads: whole rows; the id, version and sort key only (a cached
+ * table's page, whose kept rows need no more); or whole rows by id (the rest of that page). */
+enum list_kind { LIST_ROWS, LIST_KEYS, LIST_BY_ID };
 struct list_shape {
     const struct resource_table *t;
     const struct resource_extra *x;
+    enum list_kind kind;
     size_t n;
     struct shape_filter f[SHAPE_FILTERS_MAX];
     char *sql; /* malloc'd, kept */
@@ -455,9 +460,10 @@ static atomic_size_t n_shapes;
 static pthread_mutex_t shapes_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static bool same_shape(const struct list_shape *s, const struct resource_table *t,
-                       const struct resource_extra *x, const struct resource_filter *f, size_t n)
+                       const struct resource_extra *x, enum list_kind kind,
+                       const struct resource_filter *f, size_t n)
 {
-    if (s->t != t || s->x != x || s->n != n)
+    if (s->t != t || s->x != x || s->kind != kind || s->n != n)
         return false;
     for (size_t i = 0; i < n; i++)
         if (s->f[i].op != f[i].op || s->f[i].integer != f[i].integer ||
@@ -469,11 +475,33 @@ static bool same_shape(const struct list_shape *s, const struct resource_table *
 /* ?1 the workspace; filter i is ?(i + 2) (NULL when not set: one text per shape, so the
  * statement stays prepared); then the position and the limit. A parameter that may be NULL is
  * CAST where it is tested (PostgreSQL cannot infer the type of `? IS NULL`). */
-static void build_sql(struct text *sql, const struct resource_table *t,
-                      const struct resource_extra *x, const struct resource_filter *f, size_t n)
+/* The name of column i of t's columns (", "-separated), into the arena. */
+static const char *column_name(struct arena *a, const struct resource_table *t, int i)
 {
-    text_add(sql, "SELECT %s%s FROM %s WHERE %s = ?1", t->columns, x ? x->columns : "",
-             t->table, t->workspace);
+    const char *c = t->columns;
+    for (; i > 0 && c; i--)
+        c = strstr(c, ", ") ? strstr(c, ", ") + 2 : NULL;
+    if (!c)
+        return "id";
+    const char *end = strstr(c, ", ");
+    return arena_strndup(a, c, end ? (size_t)(end - c) : strlen(c));
+}
+
+static void build_sql(struct text *sql, struct arena *a, const struct resource_table *t,
+                      const struct resource_extra *x, enum list_kind kind,
+                      const struct resource_filter *f, size_t n)
+{
+    if (kind == LIST_BY_ID) {
+        text_add(sql, "SELECT %s%s FROM %s WHERE id IN " DB_IN_LIST, t->columns,
+                 x ? x->columns : "", t->table);
+        return;
+    }
+    if (kind == LIST_KEYS)
+        text_add(sql, "SELECT id, %s, %s FROM %s WHERE %s = ?1",
+                 column_name(a, t, t->version_index), t->sort, t->table, t->workspace);
+    else
+        text_add(sql, "SELECT %s%s FROM %s WHERE %s = ?1", t->columns, x ? x->columns : "",
+                 t->table, t->workspace);
     for (size_t i = 0; i < n; i++) {
         int p = (int)i + 2;
         if (f[i].op == RESOURCE_IN)
@@ -500,28 +528,31 @@ static void build_sql(struct text *sql, const struct resource_table *t,
 
 /* The SQL of the list's shape: the kept one, else built (and kept while there is room). */
 static const char *list_sql(struct req *r, const struct resource_table *t,
-                            const struct resource_extra *x, const struct resource_filter *f,
-                            size_t n)
+                            const struct resource_extra *x, enum list_kind kind,
+                            const struct resource_filter *f, size_t n)
 {
+    if (kind == LIST_BY_ID)
+        n = 0; /* the filters are the first statement's */
     size_t have = atomic_load_explicit(&n_shapes, memory_order_acquire);
     for (size_t i = 0; i < have; i++)
-        if (same_shape(&shapes[i], t, x, f, n))
+        if (same_shape(&shapes[i], t, x, kind, f, n))
             return shapes[i].sql;
     struct text sql;
     text_init(&sql, &r->arena, 1024 + strlen(t->columns) + (x ? strlen(x->columns) : 0));
-    build_sql(&sql, t, x, f, n);
+    build_sql(&sql, &r->arena, t, x, kind, f, n);
     if (n > SHAPE_FILTERS_MAX)
         return sql.s;
     pthread_mutex_lock(&shapes_lock);
     const char *kept = NULL;
     have = atomic_load_explicit(&n_shapes, memory_order_relaxed);
     for (size_t i = 0; i < have && !kept; i++) /* another thread may have kept it meanwhile */
-        if (same_shape(&shapes[i], t, x, f, n))
+        if (same_shape(&shapes[i], t, x, kind, f, n))
             kept = shapes[i].sql;
     if (!kept && have < SHAPES_MAX && (shapes[have].sql = strdup(sql.s)) != NULL) {
         struct list_shape *s = &shapes[have];
         s->t = t;
         s->x = x;
+        s->kind = kind;
         s->n = n;
         for (size_t i = 0; i < n; i++)
             s->f[i] = (struct shape_filter){f[i].column, f[i].op, f[i].integer};
@@ -530,6 +561,142 @@ static const char *list_sql(struct req *r, const struct resource_table *t,
     }
     pthread_mutex_unlock(&shapes_lock);
     return kept ? kept : sql.s;
+}
+
+/* ---- kept representations (x-table cache, runtime/rep_cache.h) --------------------------- */
+
+static const char *get_json(const struct resource_table *t, const void *item, size_t *len)
+{
+    memcpy(len, (const char *)item + t->json_offset + sizeof(const char *), sizeof *len);
+    return get_text(item, t->json_offset);
+}
+
+static void set_json(const struct resource_table *t, void *item, const char *json, size_t len)
+{
+    set_text(item, t->json_offset, json);
+    memcpy((char *)item + t->json_offset + sizeof(const char *), &len, sizeof len);
+}
+
+bool resource_item_kept(const struct resource_table *t, const void *item)
+{
+    size_t len;
+    return t->cached && get_json(t, item, &len) != NULL;
+}
+
+void resource_page_remember(struct req *r, const struct resource_table *t, void *items,
+                            size_t count, size_t item_size)
+{
+    if (!t->cached)
+        return;
+    for (size_t i = 0; i < count; i++) {
+        void *item = (char *)items + i * item_size;
+        size_t len;
+        if (get_json(t, item, &len))
+            continue;
+        struct jsonw w;
+        jsonw_init(&w);
+        t->encode(&w, item);
+        char *text = jsonw_take(&w, &len);
+        rep_cache_put(t->table, r->principal.workspace_id, get_text(item, t->id_offset),
+                      get_int(item, t->version_offset), text, len);
+        set_json(t, item, arena_strndup(&r->arena, text, len), len);
+        free(text);
+    }
+}
+
+/* The rest of a cached table's page: the rows at[0..n) of items (ids[i] each) read whole, in
+ * one statement by id (the ids come from the first statement, scoped by the workspace, in
+ * the same snapshot). 0 / -1. */
+static int read_missing(struct req *r, const struct resource_table *t,
+                        const struct resource_extra *x, void *items, const char **ids,
+                        const size_t *at, size_t n)
+{
+    size_t size = x ? x->item_size : t->size, found = 0;
+    page_row_fn *row = x ? x->row : t->page_row;
+    int places = 0;
+    struct db_stmt *st = storage_prepare_in(list_sql(r, t, x, LIST_BY_ID, NULL, 0), n, &places);
+    if (!st)
+        return -1;
+    for (int i = 0; i < places; i++) {
+        if ((size_t)i < n)
+            db_bind_text(st, i + 1, ids[i]);
+        else
+            db_bind_null(st, i + 1);
+    }
+    int rc;
+    while ((rc = db_step(st)) == DB_ROW) {
+        const char *id = db_column_text(st, t->id_index);
+        for (size_t i = 0; id && i < n; i++)
+            if (strcmp(ids[i], id) == 0) {
+                if (row(r, st, (char *)items + at[i] * size) != 0) {
+                    db_reset(st);
+                    return -1;
+                }
+                found++;
+                break;
+            }
+    }
+    db_reset(st);
+    if (rc != DB_DONE)
+        return failed(t, "list by id");
+    if (found != n) {
+        log_error("%s: %zu of a page's %zu rows vanished between two reads", t->table,
+                  n - found, n);
+        return -1;
+    }
+    return 0;
+}
+
+/* A cached table's page (x-table cache): the first statement reads the page's ids, versions
+ * and sort keys only; each row whose representation is kept (runtime/rep_cache.h) takes it
+ * from there, and only the others are read whole (read_missing). A page whose rows are all
+ * kept reads none whole: a page of twenty payments then costs 2.2 single GETs of
+ * instructions, where reading and encoding every row cost 3. 1 / -1. */
+static int list_kept(struct req *r, const struct resource_table *t,
+                     const struct resource_extra *x, struct page *pg, struct db_stmt *st,
+                     struct resource_page *out)
+{
+    size_t size = x ? x->item_size : t->size, cap = (size_t)(pg->limit > 0 ? pg->limit : 1);
+    memset(out, 0, sizeof *out);
+    out->items = arena_alloc(&r->arena, cap * size);
+    const char **ids = arena_alloc(&r->arena, cap * sizeof *ids);
+    size_t *at = arena_alloc(&r->arena, cap * sizeof *at), missing = 0;
+    int rc;
+    while ((rc = db_step(st)) == DB_ROW) {
+        if ((int64_t)pg->count == pg->limit) {
+            pg->has_more = true;
+            break;
+        }
+        void *item = (char *)out->items + pg->count * size;
+        const char *id = db_column_text(st, 0);
+        int64_t version = db_column_int64(st, 1);
+        size_t len = 0;
+        const char *json = rep_cache_get(&r->arena, t->table, r->principal.workspace_id, id,
+                                         version, &len);
+        if (json) {
+            set_text(item, t->id_offset, arena_strdup(&r->arena, id));
+            set_text(item, t->sort_offset, db_column_dup(&r->arena, st, 2));
+            set_int(item, t->version_offset, version);
+            set_json(t, item, json, len);
+        } else {
+            ids[missing] = arena_strdup(&r->arena, id ? id : "");
+            at[missing++] = pg->count;
+        }
+        pg->count++;
+    }
+    db_reset(st);
+    if (rc != DB_ROW && rc != DB_DONE)
+        return failed(t, "list");
+    if (missing && read_missing(r, t, x, out->items, ids, at, missing) != 0)
+        return -1;
+    out->count = pg->count;
+    out->has_more = pg->has_more;
+    if (pg->count) {
+        const char *last = (const char *)out->items + (pg->count - 1) * size;
+        out->next_cursor = page_next(r, pg, get_text(last, t->sort_offset),
+                                     get_text(last, t->id_offset));
+    }
+    return 1;
 }
 
 int resource_list_extra(struct req *r, const struct resource_table *t,
@@ -566,7 +733,8 @@ int resource_list_extra(struct req *r, const struct resource_table *t,
     struct page pg;
     if (page_begin(r, &pg, digest.s, limit, cursor) != 0)
         return 0;
-    struct db_stmt *st = storage_prepare(list_sql(r, t, x, f, n));
+    bool kept = t->cached && !(x && x->uncached) && limit <= DB_IN_LIST_MAX;
+    struct db_stmt *st = storage_prepare(list_sql(r, t, x, kept ? LIST_KEYS : LIST_ROWS, f, n));
     if (!st)
         return -1;
     db_bind_text(st, 1, r->principal.workspace_id);
@@ -583,10 +751,14 @@ int resource_list_extra(struct req *r, const struct resource_table *t,
     page_bind(&pg, st, k, k + 1, k + 2);
     if (t->owner)
         db_bind_text(st, k + 3, r->principal.user_id ? r->principal.user_id : "");
-    return resource_page_fill(r, &pg, st, x ? x->item_size : t->size, x ? x->row : t->page_row,
-                              t->sort_offset, t->id_offset, out) == 0
-               ? 1
-               : -1;
+    if (kept ? list_kept(r, t, x, &pg, st, out) != 1
+             : resource_page_fill(r, &pg, st, x ? x->item_size : t->size,
+                                  x ? x->row : t->page_row, t->sort_offset, t->id_offset,
+                                  out) != 0)
+        return -1;
+    if (!x) /* the rows are the whole items: keep what was encoded anew */
+        resource_page_remember(r, t, out->items, out->count, t->size);
+    return 1;
 }
 
 int resource_list_sql(struct req *r, const struct resource_sql_list *l, int64_t limit,

@@ -71,6 +71,14 @@ struct resource_table {
 
     /* obj (the struct read and bound) as the API shows it: the schema's JSON encoder. */
     void (*encode)(struct jsonw *w, const void *obj);
+    /* x-table cache: the resource's JSON is a function of its id and version, so lists take
+     * it from runtime/rep_cache.h when kept (a row is then read for its id, version and sort
+     * key only) and keep what they encode. The columns' places in `columns`, and where the
+     * struct holds the kept text: const char *json_text, then size_t json_len (the encoder
+     * writes it as it is). */
+    bool cached;
+    int id_index, version_index, sort_index;
+    size_t json_offset;
     /* x-table key: the client names the row (a role's key), in this column instead of id; ids
      * are neither made (resource_new leaves it to the caller) nor checked against a prefix.
      * Such rows are listed whole (resource_list_every), not paged. NULL: the column id. */
@@ -213,6 +221,8 @@ struct resource_extra {
     const char *columns;
     size_t item_size;  /* sizeof the caller's item */
     page_row_fn *row; /* reads a whole row: t->page_row(r, st, item), then the expressions */
+    /* Never take kept representations (x-table cache), for a page answered otherwise (CSV). */
+    bool uncached;
 };
 
 /* resource_list with x's expressions read into each item (x NULL: resource_list). */
@@ -229,6 +239,18 @@ int resource_list_every(struct req *r, const struct resource_table *t, size_t ma
  * obj) made a page of the API's structs, obj_size bytes each: what the page schema holds. */
 void resource_page_objects(struct req *r, const struct resource_table *t, size_t obj_size,
                            struct resource_page *p);
+/* A page's items of a cached table (x-table cache) whose JSON is not kept yet: each is
+ * encoded once (t->encode), kept (runtime/rep_cache.h) and its text set in the item, so the
+ * page's encoder copies it. resource_list does it itself; a list with extra expressions
+ * (resource_list_extra) whose handler fills computed members calls it once they are filled.
+ * Items are item_size bytes apart, the table's struct first. Only for a read: what a write
+ * transaction encodes may yet roll back. */
+void resource_page_remember(struct req *r, const struct resource_table *t, void *items,
+                            size_t count, size_t item_size);
+/* Whether item (the table's struct first) was taken from the kept representations: its
+ * members are then only id, sort key and version (the rest is in its JSON text). */
+bool resource_item_kept(const struct resource_table *t, const void *item);
+
 /* A list with SQL of its own (a join: members with their users): its parameters are the
  * texts args[0..n_args) as ?1..?n (NULL binds NULL), then the position (?n+1 the sort key,
  * ?n+2 the id) and the limit (?n+3), as resource_list's are; it orders by (key DESC, id DESC).

@@ -100,6 +100,29 @@ def test_name_length_counts_code_points_not_bytes(c):
     assert_validation(r, {"/name": "max_length"})
 
 
+def test_a_list_read_again_after_a_change_shows_the_change(c):
+    """Lists keep each beneficiary's JSON by (id, version) (x-table cache): after a rename and
+    an archive, the same page shows both as their GETs do."""
+    cur = "CHF"  # a currency no other test of the module lists by
+    made = [create_beneficiary(c, currency=cur, name="Kept %d AG" % i) for i in range(3)]
+    url = PATH + "?limit=10&currency=" + cur
+
+    def listed():
+        page = assert_json(c.get(url), 200)["data"]
+        for b in page:
+            assert b == assert_json(c.get(PATH + "/" + b["id"]), 200), b["id"]
+        return {b["id"]: b for b in page}
+
+    assert sorted(listed()) == sorted(b["id"] for b in made)
+    listed()
+    assert_json(c.patch(PATH + "/" + made[0]["id"], json={"name": "Renamed AG"}), 200)
+    assert c.delete(PATH + "/" + made[1]["id"]).status == 204
+    now = listed()
+    assert now[made[0]["id"]]["name"] == "Renamed AG"
+    assert now[made[1]["id"]]["status"] == "archived"
+    assert now[made[2]["id"]]["name"] == "Kept 2 AG"
+
+
 def test_get_unknown_id_is_404(c):
     assert_problem(c.get(PATH + "/" + UNKNOWN_BEN), 404, "not_found")
 

@@ -416,6 +416,37 @@ def test_viewers_read_payments_but_cannot_move_money(team):
     assert ETAG.match(viewer.get(PAY + "/" + p["id"]).header("ETag"))
 
 
+def test_a_list_shows_each_payment_as_it_is_now_page_after_page(team):
+    """Lists keep each payment's JSON by (id, version) (x-table cache): a page read again after
+    changes (an edit, an approval, a new payment among kept ones) shows every payment exactly
+    as its own GET does, in order, however often the same page was read before."""
+    team.policy([{"currency": "EUR", "min_amount": 1000, "approvals_required": 2}])
+    ben = team.beneficiary()
+    ids = [assert_json(team.pay(ben, 5000 + i), 201)["id"] for i in range(4)]
+    url = PAY + "?limit=3&beneficiary_id=" + ben["id"]
+
+    def same_as_gets():
+        first = assert_json(team.owner.get(url), 200)
+        rest = assert_json(team.owner.get(url + "&cursor=" + first["next_cursor"]), 200)
+        listed = first["data"] + rest["data"]
+        for p in listed:
+            assert p == assert_json(team.owner.get(PAY + "/" + p["id"]), 200), p["id"]
+        return [p["id"] for p in listed]
+
+    assert same_as_gets() == ids[::-1]
+    assert same_as_gets() == ids[::-1]  # every row kept now
+    cur = team.owner.get(PAY + "/" + ids[0])
+    assert_json(team.owner.patch(PAY + "/" + ids[0], json={"amount": 7777},
+                                 headers={"If-Match": cur.header("ETag")}), 200)
+    assert_json(team.approvers[0].put(PAY + "/" + ids[1] + "/approve"), 200)
+    ids.append(assert_json(team.pay(ben, 6000), 201)["id"])
+    assert same_as_gets() == ids[::-1]
+    listed = assert_json(team.owner.get(PAY + "?limit=10&beneficiary_id=" + ben["id"]), 200)
+    by_id = {p["id"]: p for p in listed["data"]}
+    assert by_id[ids[0]]["amount"] == 7777
+    assert by_id[ids[1]]["approval"]["received"] == 1
+
+
 def test_a_listed_payment_shows_the_same_decisions_as_its_own_get(team):
     """The list reads the decisions of a whole page in one query: each item must still show
     exactly its own current round, as GET /payments/{id} does."""

@@ -263,6 +263,11 @@ const struct resource_table rows_gadget = {
     .bind = bind_gadget,
     .page_row = page_row_gadget,
     .encode = encode_row_gadget,
+    .cached = true,
+    .id_index = 0,
+    .version_index = 16,
+    .sort_index = 17,
+    .json_offset = offsetof(struct gadget, json_text),
 };
 
 /* ---- GadgetShelf: table gadget_shelves ---- */

@@ -221,6 +221,8 @@ struct gadget {
     int64_t version; /* required, read-only */
     const char *created_at; /* required, read-only */
     const char *updated_at; /* required, read-only */
+    const char *json_text; /* x-table cache: its JSON (runtime/rep_cache.h) */
+    size_t json_len;
 };
 
 /* GadgetShelf: One row per workspace, keyed by it (x-table singleton): no id, no list; the workspace column is n... */

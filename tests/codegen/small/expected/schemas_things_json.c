@@ -429,6 +429,10 @@ int decode_gadget(struct arena *a, const struct json_value *v, struct gadget *ou
 
 void encode_gadget(struct jsonw *w, const struct gadget *in)
 {
+    if (in->json_text) {
+        jsonw_raw_value(w, in->json_text, in->json_len);
+        return;
+    }
     jsonw_object_begin(w);
     jsonw_raw_key_string(w, "\"id\":", 5, in->id);
     jsonw_raw_key_string(w, "\"object\":", 9, in->object);
