@@ -17,6 +17,7 @@ import cgen  # noqa: E402
 import declared  # noqa: E402
 import docs  # noqa: E402
 import rows  # noqa: E402
+import rows_c  # noqa: E402
 import served  # noqa: E402
 import spec  # noqa: E402
 
@@ -36,7 +37,7 @@ def environment():
                              autoescape=False)
     env.filters['c'] = spec.c_string
     env.filters['comment'] = spec.comment_text
-    env.filters['cwrap'] = rows.c_wrap
+    env.filters['cwrap'] = rows_c.c_wrap
     env.globals.update(cgen=cgen, ctype=spec.ctype)
     return env
 

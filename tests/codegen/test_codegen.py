@@ -252,9 +252,9 @@ def test_bad_cases_cover_the_row_mapping_checks():
 
 
 def test_ddl_parser_follows_the_migrations():
-    import rows
+    import ddl
     tables = {}
-    rows.parse_ddl("""
+    ddl.parse_ddl("""
         -- a comment; with a semicolon
         CREATE TABLE t (
             id TEXT PRIMARY KEY,
