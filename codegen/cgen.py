@@ -848,6 +848,8 @@ def dispatch_body(op):
     if_match_block(w, op)
     audit_fields_block(w, op)
     w()
+    if op.event is not None and op.event.saved:
+        w('r->saved.wanted = true; /* the 204\'s event: what the handler saves (x-event) */')
     w('r->handler_ran = true; /* from here on, the answer is the operation\'s own */')
     w('if (%s(r, &in, &out) != 0)' % h)
     w('    return -1;')

@@ -793,6 +793,7 @@ int dispatch_payments_delete_beneficiary(struct req *r)
         return 0;
     }
 
+    r->saved.wanted = true; /* the 204's event: what the handler saves (x-event) */
     r->handler_ran = true; /* from here on, the answer is the operation's own */
     if (payments_delete_beneficiary(r, &in, &out) != 0)
         return -1;

@@ -8,8 +8,14 @@
  * version a rolled-back transaction made. A newer version is another key: nothing is ever
  * invalidated, old versions are simply no longer asked for.
  *
+ * The promise holds while every writer is this build (README: one build at a time across a
+ * migration) and the database only moves forward: a database restored to an earlier state
+ * reuses (id, version) pairs, so the instances restart with it.
+ *
  * Process-wide and bounded: REP_CACHE_SLOTS entries, direct-mapped (an entry replaces the one
- * in its slot), entries above REP_CACHE_MAX_BYTES not kept. Thread-safe (striped locks). */
+ * in its slot), entries above REP_CACHE_MAX_BYTES not kept: at most 8192 x 16 KiB, in
+ * practice the size of the resources listed (a payment's JSON is 0.7 KiB). Thread-safe
+ * (striped locks). */
 #ifndef RUNTIME_REP_CACHE_H
 #define RUNTIME_REP_CACHE_H
 

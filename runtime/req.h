@@ -17,7 +17,6 @@
 
 struct MHD_Connection;
 struct conn_slot;
-struct resource_table;
 
 struct principal {
     bool authenticated;
@@ -87,11 +86,14 @@ struct req {
         bool written;       /* the declared record is written (audit_change, or the
                                dispatcher's after a success when the handler reported none) */
     } audit;
-    /* The resource the handler last inserted or saved through runtime/resource.h: a 204's
-     * declared event (x-event) is about it, as it was saved. */
+    /* A 204's declared event (x-event) is about the resource the handler last inserted or
+     * saved through runtime/resource.h: when the dispatcher wants it, the save encodes it
+     * there and then (the handler's struct may live on its stack). */
     struct req_saved {
-        const struct resource_table *table;
-        const void *obj;
+        bool wanted;      /* set by the dispatcher */
+        const char *json; /* the resource as saved, in r->arena; NULL: nothing saved */
+        const char *id;
+        int64_t version;
     } saved;
 
     /* Set by handlers. */

@@ -107,6 +107,19 @@ void resource_new(struct req *r, const struct resource_table *t, void *obj)
         set_text(obj, t->updated_at_offset, at);
 }
 
+/* The saved resource for a 204's declared event (r->saved), encoded now. */
+static void note_saved(struct req *r, const struct resource_table *t, const void *obj)
+{
+    if (!r->saved.wanted || !t->encode)
+        return;
+    struct jsonw w;
+    jsonw_init(&w);
+    t->encode(&w, obj);
+    r->saved.json = resource_json_text(&r->arena, &w);
+    r->saved.id = arena_strdup(&r->arena, get_text(obj, t->id_offset));
+    r->saved.version = t->versioned ? get_int(obj, t->version_offset) : 0;
+}
+
 int resource_insert(struct req *r, const struct resource_table *t, const void *obj)
 {
     if (!t->insert_sql) {
@@ -122,7 +135,7 @@ int resource_insert(struct req *r, const struct resource_table *t, const void *o
         int rc = db_step(st);
         if (rc == DB_DONE) {
             ret = 0;
-            r->saved = (struct req_saved){t, obj};
+            note_saved(r, t, obj);
         } else if (rc == DB_ERR_UNIQUE)
             ret = DB_ERR_UNIQUE;
         else
@@ -194,7 +207,7 @@ static int save(struct req *r, const struct resource_table *t, void *obj, const 
             failed(t, "update");
         else if (storage_changes() == 1) {
             ret = 1;
-            r->saved = (struct req_saved){t, obj};
+            note_saved(r, t, obj);
         } else
             ret = 0;
     }
@@ -307,37 +320,26 @@ int resource_save_singleton(struct req *r, const struct resource_table *t, void 
 
 int resource_saved_event(struct req *r, const char *type, const char *resource_type)
 {
-    const struct resource_table *t = r->saved.table;
-    if (!t)
+    if (!r->saved.json)
         return 0; /* nothing changed (an archive of what was archived already) */
-    if (!t->encode) {
-        log_error("%s: no encoder for the event %s", t->table, type);
-        return -1;
-    }
-    struct jsonw w;
-    jsonw_init(&w);
-    t->encode(&w, r->saved.obj);
-    const char *object = resource_json_text(&r->arena, &w);
-    return object ? outbox_add(r, type, resource_type, get_text(r->saved.obj, t->id_offset),
-                               t->versioned ? get_int(r->saved.obj, t->version_offset) : 0,
-                               object)
-                  : -1;
+    return outbox_add(r, type, resource_type, r->saved.id, r->saved.version, r->saved.json);
 }
 
 /* ---- lists ---------------------------------------------------------------------------- */
 
-/* A filter's text as the digest holds it: '%', '&', '=' and '~' (an unset filter's mark)
- * percent-encoded, so that no two different filter sets spell the same digest. */
+/* A filter's text as the digest holds it: '%', '&', '=', '~' (an unset filter's mark) and '@'
+ * (a moving filter's) percent-encoded, so that no two different filter sets spell the same
+ * digest. */
 static const char *digest_value(struct arena *a, const char *v)
 {
     size_t extra = 0;
     for (const char *p = v; *p; p++)
-        extra += *p == '%' || *p == '&' || *p == '=' || *p == '~';
+        extra += *p == '%' || *p == '&' || *p == '=' || *p == '~' || *p == '@';
     if (!extra)
         return v;
     char *out = arena_alloc(a, strlen(v) + 2 * extra + 1), *o = out;
     for (const char *p = v; *p; p++) {
-        if (*p == '%' || *p == '&' || *p == '=' || *p == '~')
+        if (*p == '%' || *p == '&' || *p == '=' || *p == '~' || *p == '@')
             o += sprintf(o, "%%%02X", (unsigned char)*p);
         else
             *o++ = *p;
@@ -800,6 +802,10 @@ int resource_list_every(struct req *r, const struct resource_table *t, size_t ma
                         struct resource_page *out)
 {
     memset(out, 0, sizeof *out);
+    if (t->owner) { /* its statement has no owner clause: it would list other users' rows */
+        log_error("%s: an owned table is not listed whole", t->table);
+        return -1;
+    }
     const char *key = t->key_column ? t->key_column : "id";
     const char *sql = arena_printf(&r->arena, "SELECT %s FROM %s WHERE %s = ?1 ORDER BY %s LIMIT ?2",
                                    t->columns, t->table, t->workspace, key);

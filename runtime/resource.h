@@ -97,7 +97,8 @@ int resource_load(struct req *r, const struct resource_table *t, const char *id,
 int resource_load_current(struct req *r, const struct resource_table *t, const char *id,
                           const char *if_match, void *out);
 /* Starts a new resource in obj (t->size bytes): zeroed, its constants, a new id of t's prefix,
- * r's workspace, version 1, created_at = updated_at = now. The caller fills the rest. */
+ * r's workspace, version 1, created_at = updated_at = now. The caller fills the rest. Not for
+ * a `workspace: id` table (the tenant's own row), whose id would be r's workspace. */
 void resource_new(struct req *r, const struct resource_table *t, void *obj);
 /* Inserts obj as a new row (the caller has set id, version 1, times), in r's workspace
  * whatever obj says. 0 / -1;

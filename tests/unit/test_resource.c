@@ -438,6 +438,19 @@ static void test_a_filter_text_cannot_forge_another_filter_set(void)
     r = other_req("wsp_1");
     CHECK(list(r, tilde, 2, 1, c2, &next, &rc) == NULL && rc == 0);
     CHECK_STR(r->problem_code, "invalid_cursor");
+    /* nor is a text filter "@" a moving one (whose value the digest leaves out) */
+    const struct resource_filter moving[] = {
+        RESOURCE_TEXT("status", RESOURCE_EQ, "x"),
+        RESOURCE_MOVING("body", RESOURCE_EQ, "b&body0=~")};
+    const struct resource_filter at[] = {RESOURCE_TEXT("status", RESOURCE_EQ, "x"),
+                                         RESOURCE_TEXT("body", RESOURCE_EQ, "@")};
+    r = other_req("wsp_1");
+    CHECK(list(r, moving, 2, 1, NULL, &next, &rc) && next);
+    char c3[512];
+    snprintf(c3, sizeof c3, "%s", next ? next : "");
+    r = other_req("wsp_1");
+    CHECK(list(r, at, 2, 1, c3, &next, &rc) == NULL && rc == 0);
+    CHECK_STR(r->problem_code, "invalid_cursor");
     teardown();
 }
 
