@@ -652,8 +652,8 @@ static int read_missing(struct req *r, const struct resource_table *t,
 /* A cached table's page (x-table cache): the first statement reads the page's ids, versions
  * and sort keys only; each row whose representation is kept (runtime/rep_cache.h) takes it
  * from there, and only the others are read whole (read_missing). A page whose rows are all
- * kept reads none whole: a page of twenty payments then costs 2.2 single GETs of
- * instructions, where reading and encoding every row cost 3. 1 / -1. */
+ * kept reads none whole: a page of twenty payments then costs 1.8 single GETs of
+ * instructions, where reading and encoding every row cost 3.1. 1 / -1. */
 static int list_kept(struct req *r, const struct resource_table *t,
                      const struct resource_extra *x, struct page *pg, struct db_stmt *st,
                      struct resource_page *out)
