@@ -431,16 +431,19 @@ def test_a_list_shows_each_payment_as_it_is_now_page_after_page(team):
         listed = first["data"] + rest["data"]
         for p in listed:
             assert p == assert_json(team.owner.get(PAY + "/" + p["id"]), 200), p["id"]
-        return [p["id"] for p in listed]
+        # newest first by (created_at, id): payments made in one millisecond go by id
+        keys = [(p["created_at"], p["id"]) for p in listed]
+        assert keys == sorted(keys, reverse=True), keys
+        return sorted(p["id"] for p in listed)
 
-    assert same_as_gets() == ids[::-1]
-    assert same_as_gets() == ids[::-1]  # every row kept now
+    assert same_as_gets() == sorted(ids)
+    assert same_as_gets() == sorted(ids)  # every row kept now
     cur = team.owner.get(PAY + "/" + ids[0])
     assert_json(team.owner.patch(PAY + "/" + ids[0], json={"amount": 7777},
                                  headers={"If-Match": cur.header("ETag")}), 200)
     assert_json(team.approvers[0].put(PAY + "/" + ids[1] + "/approve"), 200)
     ids.append(assert_json(team.pay(ben, 6000), 201)["id"])
-    assert same_as_gets() == ids[::-1]
+    assert same_as_gets() == sorted(ids)
     listed = assert_json(team.owner.get(PAY + "?limit=10&beneficiary_id=" + ben["id"]), 200)
     by_id = {p["id"]: p for p in listed["data"]}
     assert by_id[ids[0]]["amount"] == 7777
