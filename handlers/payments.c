@@ -31,40 +31,29 @@ static int db_failed(const char *what)
     return -1;
 }
 
+/* pay_page_rows' rows: each into the payment it names. */
+struct page_rows {
+    struct req *r;
+    struct payment **items;
+    void (*row)(struct req *r, struct db_stmt *st, struct payment *item);
+};
+
+static int page_rows_row(void *ctx, struct db_stmt *st, size_t i)
+{
+    const struct page_rows *p = ctx;
+    p->row(p->r, st, p->items[i]);
+    return 0;
+}
+
 int pay_page_rows(struct req *r, struct payment **items, size_t n, const char *sql,
                   void (*row)(struct req *r, struct db_stmt *st, struct payment *item),
                   const char *what)
 {
-    if (n == 0)
-        return 0;
-    if (n > DB_IN_LIST_MAX) {
-        log_error("%s: a page of %zu items is longer than DB_IN_LIST_MAX", what, n);
-        return -1;
-    }
-    int places = 0;
-    struct db_stmt *st = storage_prepare_in(sql, n, &places);
-    if (!st)
-        return -1;
-    for (size_t i = 0; i < (size_t)places; i++) {
-        if (i < n)
-            db_bind_text(st, (int)i + 1, items[i]->id);
-        else
-            db_bind_null(st, (int)i + 1);
-    }
-    int rc;
-    while ((rc = db_step(st)) == DB_ROW) {
-        const char *pid = db_column_text(st, 0);
-        for (size_t i = 0; pid && i < n; i++)
-            if (strcmp(items[i]->id, pid) == 0) {
-                row(r, st, items[i]);
-                break;
-            }
-    }
-    db_reset(st);
-    if (rc == DB_DONE)
-        return 0;
-    log_error("%s failed: %s", what, storage_errmsg());
-    return -1;
+    const char **ids = arena_alloc(&r->arena, (n ? n : 1) * sizeof *ids);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = items[i]->id;
+    struct page_rows p = {r, items, row};
+    return storage_rows_by_id(sql, ids, n, 0, page_rows_row, &p, what) < 0 ? -1 : 0;
 }
 
 /* ==== payments ============================================================================ */

@@ -606,6 +606,21 @@ void resource_page_remember(struct req *r, const struct resource_table *t, void 
     }
 }
 
+/* read_missing's rows: each into its place of the page. */
+struct missing {
+    struct req *r;
+    page_row_fn *row;
+    char *items;
+    size_t size;
+    const size_t *at;
+};
+
+static int missing_row(void *ctx, struct db_stmt *st, size_t i)
+{
+    const struct missing *m = ctx;
+    return m->row(m->r, st, m->items + m->at[i] * m->size);
+}
+
 /* The rest of a cached table's page: the rows at[0..n) of items (ids[i] each) read whole, in
  * one statement by id (the ids come from the first statement, scoped by the workspace, in
  * the same snapshot). 0 / -1. */
@@ -613,37 +628,14 @@ static int read_missing(struct req *r, const struct resource_table *t,
                         const struct resource_extra *x, void *items, const char **ids,
                         const size_t *at, size_t n)
 {
-    size_t size = x ? x->item_size : t->size, found = 0;
-    page_row_fn *row = x ? x->row : t->page_row;
-    int places = 0;
-    struct db_stmt *st = storage_prepare_in(list_sql(r, t, x, LIST_BY_ID, NULL, 0), n, &places);
-    if (!st)
+    struct missing m = {r, x ? x->row : t->page_row, items, x ? x->item_size : t->size, at};
+    long found = storage_rows_by_id(list_sql(r, t, x, LIST_BY_ID, NULL, 0), ids, n,
+                                    t->id_index, missing_row, &m, t->table);
+    if (found < 0)
         return -1;
-    for (int i = 0; i < places; i++) {
-        if ((size_t)i < n)
-            db_bind_text(st, i + 1, ids[i]);
-        else
-            db_bind_null(st, i + 1);
-    }
-    int rc;
-    while ((rc = db_step(st)) == DB_ROW) {
-        const char *id = db_column_text(st, t->id_index);
-        for (size_t i = 0; id && i < n; i++)
-            if (strcmp(ids[i], id) == 0) {
-                if (row(r, st, (char *)items + at[i] * size) != 0) {
-                    db_reset(st);
-                    return -1;
-                }
-                found++;
-                break;
-            }
-    }
-    db_reset(st);
-    if (rc != DB_DONE)
-        return failed(t, "list by id");
-    if (found != n) {
+    if ((size_t)found != n) {
         log_error("%s: %zu of a page's %zu rows vanished between two reads", t->table,
-                  n - found, n);
+                  n - (size_t)found, n);
         return -1;
     }
     return 0;

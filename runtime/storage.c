@@ -137,6 +137,48 @@ struct db_stmt *storage_prepare_in(const char *sql, size_t n, int *places)
     return storage_prepare(text);
 }
 
+long storage_rows_by_id(const char *sql, const char *const *ids, size_t n, int id_col,
+                        int (*each)(void *ctx, struct db_stmt *st, size_t i), void *ctx,
+                        const char *what)
+{
+    if (n == 0)
+        return 0;
+    if (n > DB_IN_LIST_MAX) {
+        log_error("%s: %zu ids, more than DB_IN_LIST_MAX", what, n);
+        return -1;
+    }
+    int places = 0;
+    struct db_stmt *st = storage_prepare_in(sql, n, &places);
+    if (!st)
+        return -1;
+    for (int i = 0; i < places; i++) {
+        if ((size_t)i < n)
+            db_bind_text(st, i + 1, ids[i]);
+        else
+            db_bind_null(st, i + 1);
+    }
+    long handed = 0;
+    int rc;
+    while ((rc = db_step(st)) == DB_ROW) {
+        const char *id = db_column_text(st, id_col);
+        for (size_t i = 0; id && i < n; i++)
+            if (strcmp(ids[i], id) == 0) {
+                if (each(ctx, st, i) != 0) {
+                    db_reset(st);
+                    return -1;
+                }
+                handed++;
+                break;
+            }
+    }
+    db_reset(st);
+    if (rc != DB_DONE) {
+        log_error("%s failed: %s", what, storage_errmsg());
+        return -1;
+    }
+    return handed;
+}
+
 struct db_stmt *storage_prepare_outside(const char *sql)
 {
     used = true;

@@ -50,6 +50,13 @@ struct db_stmt *storage_prepare(const char *sql);
  * the ids to 1..n and NULL to n+1..*places. A few statements of a few sizes each: the texts
  * are kept for the process's life (past a bound, the full list is prepared). */
 struct db_stmt *storage_prepare_in(const char *sql, size_t n, int *places);
+/* Runs sql (storage_prepare_in) with ids[0..n) in its DB_IN_LIST and calls each(ctx, st, i)
+ * for every row, i the index of the id in column id_col (rows of no id given are skipped);
+ * each answers 0, or -1 to stop. The number of rows handed to each, or -1 on a failure
+ * (logged as what) or when each stopped. */
+long storage_rows_by_id(const char *sql, const char *const *ids, size_t n, int id_col,
+                        int (*each)(void *ctx, struct db_stmt *st, size_t i), void *ctx,
+                        const char *what);
 /* A statement on a second connection of this thread, outside whatever transaction the thread
  * has open: it commits on its own when it runs (autocommit), whether the transaction then
  * commits or not, and waits on a row another transaction holds instead of failing on the
