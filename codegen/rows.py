@@ -61,7 +61,7 @@ from spec import SpecError, c_string as lit, rel
 
 XTABLE_KEYS = {'name', 'id-prefix', 'workspace', 'version', 'sort', 'columns', 'internal',
                'hidden', 'state', 'title', 'key', 'row-required', 'singleton', 'owner',
-               'cache'}
+               'cache', 'maintained', 'order'}
 HIDDEN_KINDS = ('integer', 'string', 'integer?', 'string?')
 SCALARS = ('string', 'integer', 'boolean', 'enum')
 
@@ -202,6 +202,9 @@ class Rows:
                              not re.match(r'^[a-z][a-z0-9_]*$', x['owner'])):
             self.fail(loc / 'owner', 'owner names the column of the user a row belongs to (not '
                                      'of a singleton)')
+        if 'order' in x and (x['order'] not in ('asc', 'desc') or singleton is True):
+            self.fail(loc / 'order', 'order is asc or desc (a list\'s direction by (sort, id); '
+                                     'desc when absent)')
         if 'title' in x and (not isinstance(x['title'], str) or not x['title'].strip()):
             self.fail(loc / 'title', 'title is how a 404 names one: a non-empty text')
         if 'version' in x and (not isinstance(x['version'], str)):
@@ -252,6 +255,7 @@ class Rows:
             setattr(t, stamp, next((i.field for i in t.items if i.how == 'scalar' and
                                     i.cols[0].name == stamp and i.field.kind == 'string'), None))
         self.check_ddl(t)
+        self.maintained(t, x, loc)
         self.cache(t, x, loc)
         self.tables.append(t)
 
@@ -317,6 +321,24 @@ class Rows:
             return self.fail(loc / 'state', 'state lists mapped or hidden columns (not id or '
                                             'the workspace) of a versioned table')
         t.state = state
+
+    def maintained(self, t, x, loc):
+        """maintained: [column]: mapped or hidden columns that only the handler's own statements
+        change (a ledger account's balances, moved by postings): read with the row and
+        written by the insert, but left out of update_sql and state_sql, so a save of a row
+        read before a posting never writes its stale figures back."""
+        t.maintained = x.get('maintained', [])
+        if 'maintained' not in x:
+            return
+        every = [c.name for c in t.cols] + [c.name for c in t.hidden]
+        stamps = {t.id_col, x['workspace'], x.get('version'), 'updated_at'}
+        if not isinstance(t.maintained, list) or t.singleton or \
+                any(c not in every or c in stamps for c in t.maintained) or \
+                any(c in (t.state or []) for c in t.maintained):
+            self.fail(loc / 'maintained', 'maintained lists mapped or hidden columns (not id, the '
+                                          'workspace, the version, updated_at or a state column) '
+                                          'of a table that is not a singleton')
+            t.maintained = []
 
     def item(self, f, spec_, loc, tloc):
         n = f.node

@@ -369,8 +369,9 @@ def sql_texts(t):
     ins = 'INSERT INTO %s (%s) VALUES (%s)' % (t.name, cols, ', '.join('?' * len(names)))
     key = t.id_col
     sel = 'SELECT %s FROM %s WHERE %s = ?1 AND %s = ?2' % (cols, t.name, key, ws)
+    kept = getattr(t, 'maintained', [])   # the handler's own statements move them
     sets = ', '.join('%s = ?%d' % (n, i + 1) for i, n in enumerate(names)
-                     if n not in (key, ws))
+                     if n not in (key, ws) and n not in kept)
     where = '%s = ?%d' % (key, names.index(key) + 1)
     if ws != key:   # `workspace: id`: the row is the tenant itself (workspaces)
         where += ' AND %s = ?%d' % (ws, names.index(ws) + 1)

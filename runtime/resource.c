@@ -522,10 +522,11 @@ static void build_sql(struct text *sql, struct arena *a, const struct resource_t
     int k = (int)n + 2;
     if (t->owner) /* x-table owner: the caller's user, ?(k + 3) after the position and limit */
         text_add(sql, " AND %s = ?%d", t->owner, k + 3);
+    const char *cmp = t->ascending ? ">" : "<", *dir = t->ascending ? "ASC" : "DESC";
     text_add(sql,
-             " AND (CAST(?%d AS TEXT) IS NULL OR %s < ?%d OR (%s = ?%d AND id < ?%d)) "
-             "ORDER BY %s DESC, id DESC LIMIT ?%d",
-             k, t->sort, k, t->sort, k, k + 1, t->sort, k + 2);
+             " AND (CAST(?%d AS TEXT) IS NULL OR %s %s ?%d OR (%s = ?%d AND id %s ?%d)) "
+             "ORDER BY %s %s, id %s LIMIT ?%d",
+             k, t->sort, cmp, k, t->sort, k, cmp, k + 1, t->sort, dir, dir, k + 2);
 }
 
 /* The SQL of the list's shape: the kept one, else built (and kept while there is room). */

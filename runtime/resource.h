@@ -25,7 +25,8 @@ struct resource_table {
     const char *id_prefix; /* "ben": id_valid(id, prefix), else simply not found; NULL with
                             * key_column */
     const char *workspace; /* the tenant column every statement is scoped by */
-    const char *sort;      /* list order: (sort DESC, id DESC) */
+    const char *sort;      /* list order: (sort DESC, id DESC), or ASC when ascending */
+    bool ascending;        /* x-table order: asc (a chart of accounts by code) */
     const char *columns;   /* every mapped column, in read and bind order */
     int column_count;
     int workspace_index; /* the workspace column's place in columns, from 0 */
