@@ -98,10 +98,16 @@ int ledger_post_entry(struct req *r, struct journal_entry *e);
 /* The per-currency totals of e's lines into e->totals (in r's arena). */
 void ledger_entry_totals(struct req *r, struct journal_entry *e);
 
+/* How many currencies of r's workspace's posted balances as of the end of as_of (from the
+ * checkpoints) do not balance (0 in a healthy ledger) into *unbalanced: the close checklist's
+ * trial_balance_balanced. 0 / -1. */
+int ledger_unbalanced_currencies(struct req *r, const char *as_of, int *unbalanced);
+
 /* ---- ledger_reports.c ----------------------------------------------------------------- */
 
-/* How many currencies of r's workspace's posted balances as of the end of as_of do not
- * balance (0 in a healthy ledger) into *unbalanced. 0 / -1. */
-int ledger_unbalanced_currencies(struct req *r, const char *as_of, int *unbalanced);
+/* A page of journal entries as CSV, one journal line per row (GET /ledger/journals with
+ * Accept: text/csv; the columns the spec lists), in r's arena. 0 / -1. */
+int ledger_journals_csv(struct req *r, const struct journal_entry_page *page, const char **text,
+                        size_t *len);
 
 #endif
