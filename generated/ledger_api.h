@@ -12,7 +12,157 @@
 #include <stdint.h>
 
 #include "generated/schemas.h"
+#include "generated/schemas_common.h"
+#include "generated/schemas_ledger.h"
+#include "runtime/media.h"
 #include "runtime/req.h"
+
+/* GET /v1/ledger/journals (listJournalEntries): List journal entries */
+struct ledger_list_journal_entries_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+    enum journal_entry_status status; /* query status, optional */
+    bool has_status;
+    enum journal_source source; /* query source, optional */
+    bool has_source;
+    const char *source_id; /* query source_id, optional */
+    bool has_source_id;
+    const char *ledger_account_id; /* query ledger_account_id, optional */
+    bool has_ledger_account_id;
+    const char *period_id; /* query period_id, optional */
+    bool has_period_id;
+    const char *effective_date_gte; /* query effective_date_gte, optional */
+    bool has_effective_date_gte;
+    const char *effective_date_lt; /* query effective_date_lt, optional */
+    bool has_effective_date_lt;
+    const char *external_id; /* query external_id, optional */
+    bool has_external_id;
+    enum media accept; /* the representation the dispatcher chose from Accept: MEDIA_JSON, MEDIA_CSV */
+};
+
+struct ledger_list_journal_entries_response {
+    int status; /* 200; problems (400, 401, 403, 406, 429, 500, 501, 503) via req_problem() */
+    struct journal_entry_page *body_200; /* status 200 as JSON (in->accept): One page of journal entries, as JSON or CSV. */
+    const char *raw_200; /* status 200 as text/csv (in->accept): the bytes, copied */
+    size_t raw_200_len;
+    const char *link; /* header Link on 200; NULL = not sent */
+};
+
+int ledger_list_journal_entries(struct req *r, const struct ledger_list_journal_entries_request *in,
+                               struct ledger_list_journal_entries_response *out);
+
+/* POST /v1/ledger/journals (createJournalEntry): Create a journal entry */
+struct ledger_create_journal_entry_request {
+    struct journal_entry_create *body; /* request body (required) */
+};
+
+struct ledger_create_journal_entry_response {
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct journal_entry *body_201; /* status 201: Created (a draft, or posted); `Location` names it, `ETag` its version. */
+    const char *location; /* header Location on 201; NULL = not sent */
+    const char *etag; /* header ETag on 201; NULL = not sent */
+};
+
+int ledger_create_journal_entry(struct req *r, const struct ledger_create_journal_entry_request *in,
+                               struct ledger_create_journal_entry_response *out);
+
+/* GET /v1/ledger/journals/{id} (getJournalEntry): Get a journal entry */
+struct ledger_get_journal_entry_request {
+    const char *id; /* path id, required */
+};
+
+struct ledger_get_journal_entry_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    struct journal_entry *body_200; /* status 200: The journal entry. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_get_journal_entry(struct req *r, const struct ledger_get_journal_entry_request *in,
+                            struct ledger_get_journal_entry_response *out);
+
+/* PATCH /v1/ledger/journals/{id} (updateJournalEntry): Change a draft journal entry */
+struct ledger_update_journal_entry_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+    struct journal_entry_update *body; /* request body (required) */
+};
+
+struct ledger_update_journal_entry_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 501, 503) via req_problem() */
+    struct journal_entry *body_200; /* status 200: Changed; the new draft and its `ETag`. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_update_journal_entry(struct req *r, const struct ledger_update_journal_entry_request *in,
+                               struct ledger_update_journal_entry_response *out);
+
+/* POST /v1/ledger/journals/{id}/discard (discardJournalEntry): Discard a draft journal entry */
+struct ledger_discard_journal_entry_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+};
+
+struct ledger_discard_journal_entry_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+    struct journal_entry *body_200; /* status 200: Discarded. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_discard_journal_entry(struct req *r, const struct ledger_discard_journal_entry_request *in,
+                                struct ledger_discard_journal_entry_response *out);
+
+/* POST /v1/ledger/journals/{id}/post (postJournalEntry): Post a draft journal entry */
+struct ledger_post_journal_entry_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+};
+
+struct ledger_post_journal_entry_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 422, 429, 500, 501, 503) via req_problem() */
+    struct journal_entry *body_200; /* status 200: Posted. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_post_journal_entry(struct req *r, const struct ledger_post_journal_entry_request *in,
+                             struct ledger_post_journal_entry_response *out);
+
+/* POST /v1/ledger/journals/{id}/reverse (reverseJournalEntry): Reverse a posted journal entry */
+struct ledger_reverse_journal_entry_request {
+    const char *id; /* path id, required */
+    struct journal_reversal *body; /* request body (optional; NULL when absent) */
+};
+
+struct ledger_reverse_journal_entry_response {
+    int status; /* 201; problems (400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct journal_entry *body_201; /* status 201: The reversing entry, posted; `Location` names it. */
+    const char *location; /* header Location on 201; NULL = not sent */
+    const char *etag; /* header ETag on 201; NULL = not sent */
+};
+
+int ledger_reverse_journal_entry(struct req *r, const struct ledger_reverse_journal_entry_request *in,
+                                struct ledger_reverse_journal_entry_response *out);
+
+/* GET /v1/ledger/journals/{id}/versions (listJournalEntryVersions): The versions of a draft journal entry */
+struct ledger_list_journal_entry_versions_request {
+    const char *id; /* path id, required */
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+};
+
+struct ledger_list_journal_entry_versions_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    struct journal_entry_version_page *body_200; /* status 200: One page of versions, oldest first. */
+};
+
+int ledger_list_journal_entry_versions(struct req *r, const struct ledger_list_journal_entry_versions_request *in,
+                                      struct ledger_list_journal_entry_versions_response *out);
 
 /* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
  *   GET /v1/ledger/accounts (listLedgerAccounts)
@@ -20,14 +170,6 @@
  *   GET /v1/ledger/accounts/{id} (getLedgerAccount)
  *   PATCH /v1/ledger/accounts/{id} (updateLedgerAccount)
  *   POST /v1/ledger/accounts/{id}/archive (archiveLedgerAccount)
- *   GET /v1/ledger/journals (listJournalEntries)
- *   POST /v1/ledger/journals (createJournalEntry)
- *   GET /v1/ledger/journals/{id} (getJournalEntry)
- *   PATCH /v1/ledger/journals/{id} (updateJournalEntry)
- *   POST /v1/ledger/journals/{id}/discard (discardJournalEntry)
- *   POST /v1/ledger/journals/{id}/post (postJournalEntry)
- *   POST /v1/ledger/journals/{id}/reverse (reverseJournalEntry)
- *   GET /v1/ledger/journals/{id}/versions (listJournalEntryVersions)
  *   GET /v1/ledger/periods (listLedgerPeriods)
  *   POST /v1/ledger/periods (createLedgerPeriod)
  *   GET /v1/ledger/periods/{id} (getLedgerPeriod)

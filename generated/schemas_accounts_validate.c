@@ -2171,7 +2171,7 @@ void validate_param_device_cookie(const struct json_value *v, const char *ptr, i
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(93, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+    if (!pattern_match(94, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 
@@ -2186,7 +2186,7 @@ void validate_param_sign_in_cookie(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(93, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+    if (!pattern_match(94, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 

@@ -287,7 +287,7 @@ void validate_anomaly_id(const struct json_value *v, const char *ptr, int mode, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(98, v->s)) /* ^anm_[0-9a-z]{26}$ */
+    if (!pattern_match(99, v->s)) /* ^anm_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^anm_[0-9a-z]{26}$");
 }
 
@@ -840,7 +840,7 @@ void validate_dashboard_id(const struct json_value *v, const char *ptr, int mode
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(97, v->s)) /* ^dsh_[0-9a-z]{26}$ */
+    if (!pattern_match(98, v->s)) /* ^dsh_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^dsh_[0-9a-z]{26}$");
 }
 
@@ -1051,7 +1051,7 @@ void validate_dashboard_widget_forecast_id(const struct json_value *v, const cha
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(95, v->s)) /* ^fct_[0-9a-z]{26}$ */
+    if (!pattern_match(96, v->s)) /* ^fct_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^fct_[0-9a-z]{26}$");
 }
 
@@ -1068,7 +1068,7 @@ void validate_dashboard_widget_key(const struct json_value *v, const char *ptr, 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(96, v->s)) /* ^[a-z0-9_-]{1,40}$ */
+    if (!pattern_match(97, v->s)) /* ^[a-z0-9_-]{1,40}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z0-9_-]{1,40}$");
 }
 
@@ -1530,7 +1530,7 @@ void validate_forecast_id(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(95, v->s)) /* ^fct_[0-9a-z]{26}$ */
+    if (!pattern_match(96, v->s)) /* ^fct_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^fct_[0-9a-z]{26}$");
 }
 

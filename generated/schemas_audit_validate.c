@@ -113,7 +113,7 @@ void validate_audit_action(const struct json_value *v, const char *ptr, int mode
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 100)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 100 characters long");
-    if (!pattern_match(74, v->s)) /* ^[a-z][a-z0-9_]*([.][a-z][a-z0-9_]*)+$ */
+    if (!pattern_match(75, v->s)) /* ^[a-z][a-z0-9_]*([.][a-z][a-z0-9_]*)+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_]*([.][a-z][a-z0-9_]*)+$");
 }
 
@@ -130,7 +130,7 @@ void validate_audit_action_pattern(const struct json_value *v, const char *ptr, 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 100)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 100 characters long");
-    if (!pattern_match(75, v->s)) /* ^([*]|[a-z][a-z0-9_]*([.][a-z][a-z0-9_]*)*([.][*])?)$ */
+    if (!pattern_match(76, v->s)) /* ^([*]|[a-z][a-z0-9_]*([.][a-z][a-z0-9_]*)*([.][*])?)$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([*]|[a-z][a-z0-9_]*([.][a-z][a-z0-9_]*)*([.][*])?)$");
 }
 
@@ -531,7 +531,7 @@ void validate_audit_alert_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(80, v->s)) /* ^aal_[0-9a-z]{26}$ */
+    if (!pattern_match(81, v->s)) /* ^aal_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^aal_[0-9a-z]{26}$");
 }
 
@@ -808,7 +808,7 @@ void validate_audit_chain_anchor_timestamp_token(const struct json_value *v, con
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 16384)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16384 characters long");
-    if (!pattern_match(77, v->s)) /* ^[A-Za-z0-9+/]+={0,2}$ */
+    if (!pattern_match(78, v->s)) /* ^[A-Za-z0-9+/]+={0,2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9+/]+={0,2}$");
 }
 
@@ -907,7 +907,7 @@ void validate_audit_chain_head_id(const struct json_value *v, const char *ptr, i
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(78, v->s)) /* ^ach_[0-9a-z]{26}$ */
+    if (!pattern_match(79, v->s)) /* ^ach_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^ach_[0-9a-z]{26}$");
 }
 
@@ -1401,7 +1401,7 @@ void validate_audit_event_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(73, v->s)) /* ^aev_[0-9a-z]{26}$ */
+    if (!pattern_match(74, v->s)) /* ^aev_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^aev_[0-9a-z]{26}$");
 }
 
@@ -1500,7 +1500,7 @@ void validate_audit_hash(const struct json_value *v, const char *ptr, int mode, 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 64 characters long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(71, v->s)) /* ^[0-9a-f]{64}$ */
+    if (!pattern_match(72, v->s)) /* ^[0-9a-f]{64}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9a-f]{64}$");
 }
 
@@ -1601,7 +1601,7 @@ void validate_audit_target_type(const struct json_value *v, const char *ptr, int
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 40)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
-    if (!pattern_match(76, v->s)) /* ^[a-z][a-z_]{1,39}$ */
+    if (!pattern_match(77, v->s)) /* ^[a-z][a-z_]{1,39}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z_]{1,39}$");
 }
 
@@ -1944,7 +1944,7 @@ void validate_compliance_report_document_report_id(const struct json_value *v, c
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(68, v->s)) /* ^rpt_[0-9a-z]{26}$ */
+    if (!pattern_match(69, v->s)) /* ^rpt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^rpt_[0-9a-z]{26}$");
 }
 
@@ -2108,7 +2108,7 @@ void validate_compliance_report_id(const struct json_value *v, const char *ptr, 
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(68, v->s)) /* ^rpt_[0-9a-z]{26}$ */
+    if (!pattern_match(69, v->s)) /* ^rpt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^rpt_[0-9a-z]{26}$");
 }
 
@@ -2199,7 +2199,7 @@ void validate_compliance_report_result_url(const struct json_value *v, const cha
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 80)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 80 characters long");
-    if (!pattern_match(79, v->s)) /* ^/v1/audit/reports/rpt_[0-9a-z]{26}/file$ */
+    if (!pattern_match(80, v->s)) /* ^/v1/audit/reports/rpt_[0-9a-z]{26}/file$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/audit/reports/rpt_[0-9a-z]{26}/file$");
 }
 

@@ -344,7 +344,7 @@ void validate_header_etag(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(114, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
+    if (!pattern_match(115, v->s)) /* ^"v[1-9][0-9]{0,9}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"v[1-9][0-9]{0,9}\"$");
 }
 
@@ -372,7 +372,7 @@ void validate_header_location(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(113, v->s)) /* ^/v1/ */
+    if (!pattern_match(114, v->s)) /* ^/v1/ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/");
 }
 
@@ -529,7 +529,7 @@ void validate_param_if_match(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 24)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 24 characters long");
-    if (!pattern_match(115, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
+    if (!pattern_match(116, v->s)) /* ^(\*|"v[1-9][0-9]{0,9}")$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(\\*|\"v[1-9][0-9]{0,9}\")$");
 }
 

@@ -306,7 +306,7 @@ void validate_fx_conversion_short_reference(const struct json_value *v, const ch
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 16)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 16 characters long");
-    if (!pattern_match(88, v->s)) /* ^FX-[0-9]{6}-[0-9A-Z]{6}$ */
+    if (!pattern_match(89, v->s)) /* ^FX-[0-9]{6}-[0-9A-Z]{6}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^FX-[0-9]{6}-[0-9A-Z]{6}$");
 }
 
@@ -698,7 +698,7 @@ void validate_fx_quote_id(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(87, v->s)) /* ^quo_[0-9a-z]{26}$ */
+    if (!pattern_match(88, v->s)) /* ^quo_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^quo_[0-9a-z]{26}$");
 }
 

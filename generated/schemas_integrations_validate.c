@@ -611,7 +611,7 @@ void validate_integration_id(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(81, v->s)) /* ^int_[0-9a-z]{26}$ */
+    if (!pattern_match(82, v->s)) /* ^int_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^int_[0-9a-z]{26}$");
 }
 
@@ -984,7 +984,7 @@ void validate_integration_sync_run_id(const struct json_value *v, const char *pt
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(82, v->s)) /* ^syn_[0-9a-z]{26}$ */
+    if (!pattern_match(83, v->s)) /* ^syn_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^syn_[0-9a-z]{26}$");
 }
 
@@ -1552,7 +1552,7 @@ void validate_webhook_delivery_id(const struct json_value *v, const char *ptr, i
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(86, v->s)) /* ^dlv_[0-9a-z]{26}$ */
+    if (!pattern_match(87, v->s)) /* ^dlv_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^dlv_[0-9a-z]{26}$");
 }
 
@@ -2208,7 +2208,7 @@ void validate_webhook_event_type_selector(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(84, v->s)) /* ^([*]|[a-z_]+([.][a-z_]+)*([.][*])?)$ */
+    if (!pattern_match(85, v->s)) /* ^([*]|[a-z_]+([.][a-z_]+)*([.][*])?)$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^([*]|[a-z_]+([.][a-z_]+)*([.][*])?)$");
 }
 
@@ -2240,7 +2240,7 @@ void validate_webhook_secret(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 50)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 50 characters long");
-    if (!pattern_match(85, v->s)) /* ^whsec_[A-Za-z0-9+/]{43}=$ */
+    if (!pattern_match(86, v->s)) /* ^whsec_[A-Za-z0-9+/]{43}=$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^whsec_[A-Za-z0-9+/]{43}=$");
 }
 

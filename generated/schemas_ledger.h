@@ -7,7 +7,6 @@
 #define GENERATED_SCHEMAS_LEDGER_H
 
 #include "generated/schemas.h"
-#include "generated/schemas_admin.h"
 #include "generated/schemas_common.h"
 
 /* ---- enums: 0 is "unset"; _str() gives NULL and _parse() gives 0 for unknown values ---- */
@@ -198,10 +197,10 @@ struct journal_entry {
     bool has_reverses_entry_id;
     const char *reversed_by_entry_id; /* optional, read-only, JournalEntryId */
     bool has_reversed_by_entry_id;
-    const char *created_by; /* required, read-only, UserId */
+    const char *created_by; /* required, read-only, LedgerActor */
     const char *posted_at; /* optional, read-only, Timestamp */
     bool has_posted_at;
-    const char *posted_by; /* optional, read-only, UserId */
+    const char *posted_by; /* optional, read-only, LedgerActor */
     bool has_posted_by;
     const char *discarded_at; /* optional, read-only, Timestamp */
     bool has_discarded_at;
@@ -278,7 +277,7 @@ struct journal_entry_version {
     bool has_external_id;
     struct metadata_entry *metadata; /* required, Metadata */
     size_t metadata_count;
-    const char *created_by; /* required, UserId */
+    const char *created_by; /* required, LedgerActor */
     const char *created_at; /* required, Timestamp */
 };
 
@@ -481,15 +480,15 @@ struct ledger_period {
     bool has_soft_closed_at;
     const char *closed_at; /* optional, read-only, Timestamp */
     bool has_closed_at;
-    const char *closed_by; /* optional, read-only, UserId */
+    const char *closed_by; /* optional, read-only, LedgerActor */
     bool has_closed_by;
     const char *locked_at; /* optional, read-only, Timestamp */
     bool has_locked_at;
-    const char *locked_by; /* optional, read-only, UserId */
+    const char *locked_by; /* optional, read-only, LedgerActor */
     bool has_locked_by;
     const char *reopened_at; /* optional, read-only, Timestamp */
     bool has_reopened_at;
-    const char *reopened_by; /* optional, read-only, UserId */
+    const char *reopened_by; /* optional, read-only, LedgerActor */
     bool has_reopened_by;
     int64_t reopen_count; /* optional, read-only */
     bool has_reopen_count;
@@ -719,6 +718,7 @@ void validate_ledger_account_status(const struct json_value *v, const char *ptr,
 void validate_ledger_account_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_ledger_account_update_description(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_ledger_account_update_parent_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_ledger_actor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_ledger_balance_figures(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_ledger_cash_account_mapping(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_ledger_cash_account_mapping_bank_account_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

@@ -168,7 +168,7 @@ void validate_journal_entry(const struct json_value *v, const char *ptr, int mod
                 verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
                 continue;
             }
-            validate_user_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_ledger_actor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "posted_at") == 0) {
             if (mode == VALIDATE_REQUEST) {
                 verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
@@ -180,7 +180,7 @@ void validate_journal_entry(const struct json_value *v, const char *ptr, int mod
                 verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
                 continue;
             }
-            validate_user_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_ledger_actor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "discarded_at") == 0) {
             if (mode == VALIDATE_REQUEST) {
                 verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
@@ -544,7 +544,7 @@ void validate_journal_entry_version(const struct json_value *v, const char *ptr,
             validate_metadata(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "created_by") == 0) {
             seen[7] = true;
-            validate_user_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_ledger_actor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "created_at") == 0) {
             seen[8] = true;
             validate_timestamp(m->value, verr_child(l->arena, ptr, m->key), mode, l);
@@ -1089,7 +1089,7 @@ void validate_ledger_account_code(const struct json_value *v, const char *ptr, i
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 10)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 10 characters long");
-    if (!pattern_match(67, v->s)) /* ^[A-Za-z0-9._-]+$ */
+    if (!pattern_match(68, v->s)) /* ^[A-Za-z0-9._-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._-]+$");
 }
 
@@ -1389,6 +1389,21 @@ void validate_ledger_account_update_parent_id(const struct json_value *v, const 
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
     if (!pattern_match(65, v->s)) /* ^lac_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^lac_[0-9a-z]{26}$");
+}
+
+/* LedgerActor (openapi/ledger.yaml) */
+void validate_ledger_actor(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 40)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 40 characters long");
+    if (!pattern_match(67, v->s)) /* ^(system|[a-z]{2,8}_[0-9a-z]{26})$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(system|[a-z]{2,8}_[0-9a-z]{26})$");
 }
 
 /* LedgerBalanceFigures (openapi/ledger.yaml) */
@@ -1777,7 +1792,7 @@ void validate_ledger_period(const struct json_value *v, const char *ptr, int mod
                 verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
                 continue;
             }
-            validate_user_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_ledger_actor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "locked_at") == 0) {
             if (mode == VALIDATE_REQUEST) {
                 verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
@@ -1789,7 +1804,7 @@ void validate_ledger_period(const struct json_value *v, const char *ptr, int mod
                 verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
                 continue;
             }
-            validate_user_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_ledger_actor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "reopened_at") == 0) {
             if (mode == VALIDATE_REQUEST) {
                 verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
@@ -1801,7 +1816,7 @@ void validate_ledger_period(const struct json_value *v, const char *ptr, int mod
                 verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
                 continue;
             }
-            validate_user_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_ledger_actor(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "reopen_count") == 0) {
             if (mode == VALIDATE_REQUEST) {
                 verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");

@@ -35,7 +35,7 @@ void validate_header_docsetag(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 34)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 34 characters long");
-    if (!pattern_match(111, v->s)) /* ^"[0-9a-f]{32}"$ */
+    if (!pattern_match(112, v->s)) /* ^"[0-9a-f]{32}"$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^\"[0-9a-f]{32}\"$");
 }
 
@@ -98,7 +98,7 @@ void validate_meta_get_docs_header_content_security_policy(const struct json_val
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 512)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 512 characters long");
-    if (!pattern_match(112, v->s)) /* ^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]{43}='; */
+    if (!pattern_match(113, v->s)) /* ^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]{43}='; */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^default-src 'none'; style-src 'sha256-[A-Za-z0-9+/]{43}=';");
 }
 

@@ -600,7 +600,7 @@ void validate_report_file_sha256(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(71, v->s)) /* ^[0-9a-f]{64}$ */
+    if (!pattern_match(72, v->s)) /* ^[0-9a-f]{64}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9a-f]{64}$");
 }
 
@@ -895,7 +895,7 @@ void validate_report_run_id(const struct json_value *v, const char *ptr, int mod
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(68, v->s)) /* ^rpt_[0-9a-z]{26}$ */
+    if (!pattern_match(69, v->s)) /* ^rpt_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^rpt_[0-9a-z]{26}$");
 }
 
@@ -964,7 +964,7 @@ void validate_report_run_result_url(const struct json_value *v, const char *ptr,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 80)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 80 characters long");
-    if (!pattern_match(72, v->s)) /* ^/v1/reports/rpt_[0-9a-z]{26}/file$ */
+    if (!pattern_match(73, v->s)) /* ^/v1/reports/rpt_[0-9a-z]{26}/file$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^/v1/reports/rpt_[0-9a-z]{26}/file$");
 }
 
@@ -1146,7 +1146,7 @@ void validate_report_schedule_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(70, v->s)) /* ^rsc_[0-9a-z]{26}$ */
+    if (!pattern_match(71, v->s)) /* ^rsc_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^rsc_[0-9a-z]{26}$");
 }
 
@@ -1449,7 +1449,7 @@ void validate_report_template_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(69, v->s)) /* ^rtp_[0-9a-z]{26}$ */
+    if (!pattern_match(70, v->s)) /* ^rtp_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^rtp_[0-9a-z]{26}$");
 }
 

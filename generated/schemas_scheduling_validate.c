@@ -280,7 +280,7 @@ void validate_schedule_id(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(99, v->s)) /* ^sch_[0-9a-z]{26}$ */
+    if (!pattern_match(100, v->s)) /* ^sch_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sch_[0-9a-z]{26}$");
 }
 
@@ -643,7 +643,7 @@ void validate_schedule_spec_rrule_dtstart(const struct json_value *v, const char
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 19)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 19 characters long");
-    if (!pattern_match(102, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$ */
+    if (!pattern_match(103, v->s)) /* ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$");
 }
 
@@ -672,7 +672,7 @@ void validate_schedule_spec_rrule_rrule(const struct json_value *v, const char *
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 6 characters long");
     if (len > 500)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 500 characters long");
-    if (!pattern_match(101, v->s)) /* ^FREQ=(MINUTELY|HOURLY|DAILY|WEEKLY|MONTHLY|YEARLY)(;[A-Z]+=[A-Za-z0-9,+:-]+)*$ */
+    if (!pattern_match(102, v->s)) /* ^FREQ=(MINUTELY|HOURLY|DAILY|WEEKLY|MONTHLY|YEARLY)(;[A-Z]+=[A-Za-z0-9,+:-]+)*$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^FREQ=(MINUTELY|HOURLY|DAILY|WEEKLY|MONTHLY|YEARLY)(;[A-Z]+=[A-Za-z0-9,+:-]+)*$");
 }
 
@@ -1044,7 +1044,7 @@ void validate_workflow_chain_id(const struct json_value *v, const char *ptr, int
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(100, v->s)) /* ^chn_[0-9a-z]{26}$ */
+    if (!pattern_match(101, v->s)) /* ^chn_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^chn_[0-9a-z]{26}$");
 }
 
@@ -1539,7 +1539,7 @@ void validate_workflow_run_id(const struct json_value *v, const char *ptr, int m
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(83, v->s)) /* ^run_[0-9a-z]{26}$ */
+    if (!pattern_match(84, v->s)) /* ^run_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^run_[0-9a-z]{26}$");
 }
 

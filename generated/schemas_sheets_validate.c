@@ -258,7 +258,7 @@ void validate_sheet_cell_input_formula_value(const struct json_value *v, const c
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 2 characters long");
     if (len > 5000)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 5000 characters long");
-    if (!pattern_match(109, v->s)) /* ^= */
+    if (!pattern_match(110, v->s)) /* ^= */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^=");
 }
 
@@ -431,7 +431,7 @@ void validate_sheet_cell_ref(const struct json_value *v, const char *ptr, int mo
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 112)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 112 characters long");
-    if (!pattern_match(106, v->s)) /* ^(('[^']{1,100}'|[A-Za-z0-9_]{1,100})!)?[A-Z]{1,3}[1-9][0-9]{0,5}$ */
+    if (!pattern_match(107, v->s)) /* ^(('[^']{1,100}'|[A-Za-z0-9_]{1,100})!)?[A-Z]{1,3}[1-9][0-9]{0,5}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(('[^']{1,100}'|[A-Za-z0-9_]{1,100})!)?[A-Z]{1,3}[1-9][0-9]{0,5}$");
 }
 
@@ -613,7 +613,7 @@ void validate_sheet_function_balance_account(const struct json_value *v, const c
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(110, v->s)) /* ^(bac|lac)_[0-9a-z]{26}$ */
+    if (!pattern_match(111, v->s)) /* ^(bac|lac)_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(bac|lac)_[0-9a-z]{26}$");
 }
 
@@ -783,7 +783,7 @@ void validate_sheet_id(const struct json_value *v, const char *ptr, int mode, st
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(103, v->s)) /* ^sht_[0-9a-z]{26}$ */
+    if (!pattern_match(104, v->s)) /* ^sht_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sht_[0-9a-z]{26}$");
 }
 
@@ -891,7 +891,7 @@ void validate_sheet_range(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 122)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 122 characters long");
-    if (!pattern_match(107, v->s)) /* ^(('[^']{1,100}'|[A-Za-z0-9_]{1,100})!)?[A-Z]{1,3}[1-9][0-9]{0,5}(:[A-Z]{1,3}[1-9][0-9]{0,5})?$ */
+    if (!pattern_match(108, v->s)) /* ^(('[^']{1,100}'|[A-Za-z0-9_]{1,100})!)?[A-Z]{1,3}[1-9][0-9]{0,5}(:[A-Z]{1,3}[1-9][0-9]{0,5})?$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(('[^']{1,100}'|[A-Za-z0-9_]{1,100})!)?[A-Z]{1,3}[1-9][0-9]{0,5}(:[A-Z]{1,3}[1-9][0-9]{0,5})?$");
 }
 
@@ -1176,7 +1176,7 @@ void validate_sheet_tab_id(const struct json_value *v, const char *ptr, int mode
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(105, v->s)) /* ^tab_[0-9a-z]{26}$ */
+    if (!pattern_match(106, v->s)) /* ^tab_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^tab_[0-9a-z]{26}$");
 }
 
@@ -1246,7 +1246,7 @@ void validate_sheet_tab_input_id(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(105, v->s)) /* ^tab_[0-9a-z]{26}$ */
+    if (!pattern_match(106, v->s)) /* ^tab_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^tab_[0-9a-z]{26}$");
 }
 
@@ -1291,7 +1291,7 @@ void validate_sheet_tab_name(const struct json_value *v, const char *ptr, int mo
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
     if (len > 100)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 100 characters long");
-    if (!pattern_match(104, v->s)) /* ^[^'!:*?/\\[\]]+$ */
+    if (!pattern_match(105, v->s)) /* ^[^'!:*?/\\[\]]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[^'!:*?/\\\\[\\]]+$");
 }
 
@@ -1756,7 +1756,7 @@ void validate_sheet_values_range(const struct json_value *v, const char *ptr, in
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 122)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 122 characters long");
-    if (!pattern_match(108, v->s)) /* ^(('[^']{1,100}'|[A-Za-z0-9_]{1,100})(![A-Z]{1,3}[1-9][0-9]{0,5}(:[A-Z]{1,3}[1-9][0-9]{0,5})?)?|[... */
+    if (!pattern_match(109, v->s)) /* ^(('[^']{1,100}'|[A-Za-z0-9_]{1,100})(![A-Z]{1,3}[1-9][0-9]{0,5}(:[A-Z]{1,3}[1-9][0-9]{0,5})?)?|[... */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^(('[^']{1,100}'|[A-Za-z0-9_]{1,100})(![A-Z]{1,3}[1-9][0-9]{0,5}(:[A-Z]{1,3}[1-9][0-9]{0,5})?)?|[A-Z]{1,3}[1-9][0-9]{0,5}(:[A-Z]{1,3}[1-9][0-9]{0,5})?)$");
 }
 

@@ -401,7 +401,7 @@ void validate_counterparty_lei(const struct json_value *v, const char *ptr, int 
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 20 characters long");
     if (len > 20)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
-    if (!pattern_match(94, v->s)) /* ^[0-9A-Z]{18}[0-9]{2}$ */
+    if (!pattern_match(95, v->s)) /* ^[0-9A-Z]{18}[0-9]{2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9A-Z]{18}[0-9]{2}$");
 }
 
@@ -702,7 +702,7 @@ void validate_counterparty_update_lei(const struct json_value *v, const char *pt
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 20 characters long");
     if (len > 20)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 20 characters long");
-    if (!pattern_match(94, v->s)) /* ^[0-9A-Z]{18}[0-9]{2}$ */
+    if (!pattern_match(95, v->s)) /* ^[0-9A-Z]{18}[0-9]{2}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9A-Z]{18}[0-9]{2}$");
 }
 
@@ -1303,7 +1303,7 @@ void validate_transfer_id(const struct json_value *v, const char *ptr, int mode,
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(89, v->s)) /* ^trf_[0-9a-z]{26}$ */
+    if (!pattern_match(90, v->s)) /* ^trf_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^trf_[0-9a-z]{26}$");
 }
 
@@ -1320,7 +1320,7 @@ void validate_transfer_key_coordinate(const struct json_value *v, const char *pt
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 43 characters long");
     if (len > 43)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 43 characters long");
-    if (!pattern_match(93, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
+    if (!pattern_match(94, v->s)) /* ^[A-Za-z0-9_-]{43}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{43}$");
 }
 
@@ -1533,7 +1533,7 @@ void validate_transfer_payload_sha256(const struct json_value *v, const char *pt
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 64 characters long");
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(71, v->s)) /* ^[0-9a-f]{64}$ */
+    if (!pattern_match(72, v->s)) /* ^[0-9a-f]{64}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[0-9a-f]{64}$");
 }
 
@@ -1772,7 +1772,7 @@ void validate_transfer_signature_role(const struct json_value *v, const char *pt
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 64)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
-    if (!pattern_match(92, v->s)) /* ^[a-z][a-z0-9_-]{0,63}$ */
+    if (!pattern_match(93, v->s)) /* ^[a-z][a-z0-9_-]{0,63}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[a-z][a-z0-9_-]{0,63}$");
 }
 
@@ -1804,7 +1804,7 @@ void validate_transfer_signature_value(const struct json_value *v, const char *p
         verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 86 characters long");
     if (len > 86)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 86 characters long");
-    if (!pattern_match(91, v->s)) /* ^[A-Za-z0-9_-]{86}$ */
+    if (!pattern_match(92, v->s)) /* ^[A-Za-z0-9_-]{86}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9_-]{86}$");
 }
 
@@ -2188,7 +2188,7 @@ void validate_transfer_signing_key_id(const struct json_value *v, const char *pt
     size_t len = json_utf8_codepoints(v->s, v->len);
     if (len > 30)
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
-    if (!pattern_match(90, v->s)) /* ^sgk_[0-9a-z]{26}$ */
+    if (!pattern_match(91, v->s)) /* ^sgk_[0-9a-z]{26}$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^sgk_[0-9a-z]{26}$");
 }
 

@@ -90,11 +90,14 @@ int ledger_period_admits(struct req *r, const char *date, const char *pointer,
  * ledger_account_not_found, 422 account_archived), currencies (422 currency_mismatch), the
  * period (409 period_closed, 403), the external_id (409 duplicate_external_id), then the
  * balance assertions, constraints and account_lock_version (422 balance_assertion_failed,
- * 409 lock_version_mismatch), every refusal naming its lines. On success the balances moved,
- * the postings and the checkpoints are written and e says posted (status, posted_at,
- * posted_by = r's principal); the caller saves e. 1 posted; 0 answered (nothing written that
- * the request's rollback does not undo); -1 failure. */
+ * 409 lock_version_mismatch), every refusal naming its lines. On success the balances and
+ * the checkpoints moved and e says posted (status, posted_at, posted_by = r's principal,
+ * period_id); the caller saves e, then writes its lines with ledger_post_record. 1 posted; 0
+ * answered (every refusal comes before any write); -1 failure. */
 int ledger_post_entry(struct req *r, struct journal_entry *e);
+/* The posted lines of e (saved) as rows of ledger_postings, which nothing changes after. 0 /
+ * -1. */
+int ledger_post_record(struct req *r, const struct journal_entry *e);
 /* The per-currency totals of e's lines into e->totals (in r's arena). */
 void ledger_entry_totals(struct req *r, struct journal_entry *e);
 

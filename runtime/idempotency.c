@@ -244,7 +244,7 @@ static int replay_body(struct req *r, int status, const char *ctype, const char 
     return 0;
 }
 
-/* A problem is stored as {code, detail, errors} and rendered again for this request, so its
+/* A problem is stored as {code, detail, errors, member, member_json} and rendered again for this request, so its
  * request_id and instance are this request's, as for every problem. */
 static int replay_problem(struct req *r, int status, const char *body, size_t len)
 {
@@ -267,6 +267,9 @@ static int replay_problem(struct req *r, int status, const char *body, size_t le
     }
     req_problem(r, status, code->s, "%s", detail->s);
     r->with_errors = errors != NULL;
+    const struct json_value *m = json_get(v, "member"), *mj = json_get(v, "member_json");
+    if (m && mj && m->type == JSON_STRING && mj->type == JSON_STRING)
+        req_problem_member(r, m->s, mj->s);
     return 0;
 }
 
@@ -378,6 +381,12 @@ int idempotency_store(struct req *r, int first_header)
                 jsonw_object_end(&w);
             }
             jsonw_array_end(&w);
+        }
+        if (r->problem_member && r->problem_member_json) {
+            jsonw_key(&w, "member");
+            jsonw_string(&w, r->problem_member);
+            jsonw_key(&w, "member_json");
+            jsonw_string(&w, r->problem_member_json);
         }
         jsonw_object_end(&w);
         problem = jsonw_take(&w, &problem_len);

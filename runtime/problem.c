@@ -64,6 +64,14 @@ bool problem_declared(const char *code)
 char *problem_render(int status, const char *code, const char *detail, const char *instance,
                      const char *request_id, const struct verr_list *errors, size_t *len)
 {
+    return problem_render_with(status, code, detail, instance, request_id, errors, NULL, NULL,
+                               len);
+}
+
+char *problem_render_with(int status, const char *code, const char *detail, const char *instance,
+                          const char *request_id, const struct verr_list *errors,
+                          const char *member, const char *member_json, size_t *len)
+{
     struct jsonw w;
     char type[128];
     snprintf(type, sizeof type, PROBLEM_TYPE_PREFIX "%s", code);
@@ -97,6 +105,10 @@ char *problem_render(int status, const char *code, const char *detail, const cha
             jsonw_object_end(&w);
         }
         jsonw_array_end(&w);
+    }
+    if (member && member_json) {
+        jsonw_key(&w, member);
+        jsonw_raw_value(&w, member_json, strlen(member_json));
     }
     jsonw_object_end(&w);
     return jsonw_take(&w, len);

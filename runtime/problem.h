@@ -30,6 +30,11 @@ const char *problem_reason(int status);
  * (Operations marked x-oauth-errors answer RFC 6749 bodies instead: runtime/oauth_error.h.) */
 char *problem_render(int status, const char *code, const char *detail, const char *instance,
                      const char *request_id, const struct verr_list *errors, size_t *len);
+/* problem_render with one more member (name and its JSON value text; name NULL: none) after
+ * errors: what an operation documents beside them (req_problem_member). */
+char *problem_render_with(int status, const char *code, const char *detail, const char *instance,
+                          const char *request_id, const struct verr_list *errors,
+                          const char *member, const char *member_json, size_t *len);
 /* The same problem as an HTML error page (for page operations: a person reads it in a
  * browser). Temporary strings in a; the document is malloc'd. */
 char *problem_render_html(struct arena *a, int status, const char *code, const char *detail,

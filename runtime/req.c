@@ -117,7 +117,14 @@ void req_problem(struct req *r, int status, const char *code, const char *fmt, .
     r->problem = true;
     r->problem_code = code;
     r->with_errors = false;
+    r->problem_member = r->problem_member_json = NULL;
     r->content_type = "application/problem+json";
+}
+
+void req_problem_member(struct req *r, const char *name, const char *json)
+{
+    r->problem_member = arena_strdup(&r->arena, name);
+    r->problem_member_json = arena_strdup(&r->arena, json);
 }
 
 void req_problem_validation(struct req *r, int status, const char *detail)

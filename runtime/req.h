@@ -67,6 +67,9 @@ struct req {
     bool problem; /* the response is a problem document */
     const char *problem_code;   /* also in the access log */
     const char *problem_detail; /* lives in the arena */
+    /* One member a problem of an operation adds beside errors (a journal's `imbalances`):
+     * its name and JSON value text, in the arena; NULL: none (req_problem_member). */
+    const char *problem_member, *problem_member_json;
     bool with_errors;           /* include verr as errors[] */
 
     /* Idempotency (runtime/idempotency.c). */
@@ -181,6 +184,9 @@ int req_set_body(struct req *r, int status, const char *content_type, const char
  * calling it. Validation errors collected in r->verr are included as `errors[]`. */
 void req_problem(struct req *r, int status, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* Adds to the problem just recorded one member its operation documents beside `errors`
+ * (name, and its value as JSON text, copied): a journal entry's `imbalances`. */
+void req_problem_member(struct req *r, const char *name, const char *json);
 /* Problem with the collected r->verr as errors[] (status 422 unless given otherwise). */
 void req_problem_validation(struct req *r, int status, const char *detail);
 

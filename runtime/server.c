@@ -168,8 +168,9 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, struct req *r)
         r->content_type = "application/json";
     } else if (r->problem) {
         size_t len = 0;
-        r->resp_body = problem_render(r->status, r->problem_code, r->problem_detail, r->path,
-                                      r->request_id, r->with_errors ? &r->verr : NULL, &len);
+        r->resp_body = problem_render_with(
+            r->status, r->problem_code, r->problem_detail, r->path, r->request_id,
+            r->with_errors ? &r->verr : NULL, r->problem_member, r->problem_member_json, &len);
         r->resp_len = len;
     }
     struct MHD_Response *resp = MHD_create_response_from_buffer_with_free_callback(
