@@ -17,6 +17,93 @@
 #include "runtime/media.h"
 #include "runtime/req.h"
 
+/* GET /v1/ledger/accounts (listLedgerAccounts): List ledger accounts */
+struct ledger_list_ledger_accounts_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+    enum ledger_classification *classification; /* query classification, optional, repeated: ?classification=a&classification=b */
+    size_t classification_count;
+    bool has_classification;
+    enum ledger_account_status status; /* query status, optional */
+    bool has_status;
+    const char *currency; /* query currency, optional */
+    bool has_currency;
+    const char *parent_id; /* query parent_id, optional */
+    bool has_parent_id;
+};
+
+struct ledger_list_ledger_accounts_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 501, 503) via req_problem() */
+    struct ledger_account_page *body_200; /* status 200: One page of ledger accounts. */
+};
+
+int ledger_list_ledger_accounts(struct req *r, const struct ledger_list_ledger_accounts_request *in,
+                               struct ledger_list_ledger_accounts_response *out);
+
+/* POST /v1/ledger/accounts (createLedgerAccount): Create a ledger account */
+struct ledger_create_ledger_account_request {
+    struct ledger_account_create *body; /* request body (required) */
+};
+
+struct ledger_create_ledger_account_response {
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct ledger_account *body_201; /* status 201: Created; `Location` names it, `ETag` carries its version. */
+    const char *location; /* header Location on 201; NULL = not sent */
+    const char *etag; /* header ETag on 201; NULL = not sent */
+};
+
+int ledger_create_ledger_account(struct req *r, const struct ledger_create_ledger_account_request *in,
+                                struct ledger_create_ledger_account_response *out);
+
+/* GET /v1/ledger/accounts/{id} (getLedgerAccount): Get a ledger account */
+struct ledger_get_ledger_account_request {
+    const char *id; /* path id, required */
+};
+
+struct ledger_get_ledger_account_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    struct ledger_account *body_200; /* status 200: The ledger account. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_get_ledger_account(struct req *r, const struct ledger_get_ledger_account_request *in,
+                             struct ledger_get_ledger_account_response *out);
+
+/* PATCH /v1/ledger/accounts/{id} (updateLedgerAccount): Change a ledger account */
+struct ledger_update_ledger_account_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+    struct ledger_account_update *body; /* request body (required) */
+};
+
+struct ledger_update_ledger_account_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct ledger_account *body_200; /* status 200: Changed; the new state and its `ETag`. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_update_ledger_account(struct req *r, const struct ledger_update_ledger_account_request *in,
+                                struct ledger_update_ledger_account_response *out);
+
+/* POST /v1/ledger/accounts/{id}/archive (archiveLedgerAccount): Archive a ledger account */
+struct ledger_archive_ledger_account_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+};
+
+struct ledger_archive_ledger_account_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+    struct ledger_account *body_200; /* status 200: Archived. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_archive_ledger_account(struct req *r, const struct ledger_archive_ledger_account_request *in,
+                                 struct ledger_archive_ledger_account_response *out);
+
 /* GET /v1/ledger/journals (listJournalEntries): List journal entries */
 struct ledger_list_journal_entries_request {
     int64_t limit; /* query limit, optional, default 20 */
@@ -165,11 +252,6 @@ int ledger_list_journal_entry_versions(struct req *r, const struct ledger_list_j
                                       struct ledger_list_journal_entry_versions_response *out);
 
 /* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
- *   GET /v1/ledger/accounts (listLedgerAccounts)
- *   POST /v1/ledger/accounts (createLedgerAccount)
- *   GET /v1/ledger/accounts/{id} (getLedgerAccount)
- *   PATCH /v1/ledger/accounts/{id} (updateLedgerAccount)
- *   POST /v1/ledger/accounts/{id}/archive (archiveLedgerAccount)
  *   GET /v1/ledger/periods (listLedgerPeriods)
  *   POST /v1/ledger/periods (createLedgerPeriod)
  *   GET /v1/ledger/periods/{id} (getLedgerPeriod)

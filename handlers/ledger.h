@@ -53,12 +53,13 @@ struct ledger_move {
 };
 /* Adds m to its account (active, of m's currency, in r's workspace), lock_version + 1, only
  * if every guard and the account's constraints hold on the result: 1 moved; 0 a guard, the
- * status or the currency refused it (nothing changed: the caller re-reads the row to say
- * which); -1 failure (logged). */
+ * status or the currency refused it, or a sum (posted, or posted + drafts) would pass 2^53 - 1,
+ * the largest amount the API shows (nothing changed: the caller re-reads the row to say
+ * which); -1 failure (logged; debits or credits negative). */
 int ledger_account_move(struct req *r, const struct ledger_move *m);
 /* Adds debits and credits (negative: takes them away) to the draft sums of account_id in r's
  * workspace when it is in currency (a draft line on another account or currency counts
- * nowhere). 0 / -1. */
+ * nowhere). 0 / -1 (also when a sum would go below 0 or posted + drafts pass 2^53 - 1). */
 int ledger_account_drafts(struct req *r, const char *account_id, const char *currency,
                           int64_t debits, int64_t credits);
 /* Inserts a new account (resource_new'd by the caller, fields set): 1 inserted; 0 its code is

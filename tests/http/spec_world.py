@@ -132,10 +132,20 @@ def new_member(world, person=None):
     raise AssertionError("new member %s not listed" % p.email)
 
 
+def new_ledger_account(world, person):
+    """A top-level ledger account: the spec's example without its parent (which would be
+    another ledger account made from the same example, and so on), with a code of its own."""
+    op = BY_ROUTE[("POST", "/ledger/accounts")]
+    body = world.fill({k: v for k, v in op.body_media[2].items() if k != "parent_id"}, person)
+    body = body_ledger_account(world, person, body)
+    return assert_json(world.owner.client.post(op.path, json=body), 201)
+
+
 KINDS = {
     "Payment": Kind(before=example_policy),
     "PaymentBatch": Kind(before=example_policy),
     "Beneficiary": Kind(ready=approved),
+    "LedgerAccount": Kind(make=new_ledger_account),
     "Session": Kind(make=new_session, own=True),
     "OauthGrant": Kind(make=new_grant, own=True),
     "Member": Kind(make=new_member),
@@ -227,6 +237,12 @@ def body_signup(world, person, body):
     return body
 
 
+def body_ledger_account(world, person, body):
+    """A code no ledger account of the workspace has (unique, archived accounts included)."""
+    body["code"] = fresh()[:10]
+    return body
+
+
 BODIES = {
     "MfaCode": body_mfa_code,
     "MfaProof": body_mfa_proof,
@@ -236,6 +252,7 @@ BODIES = {
     "RevocationRequest": body_revocation,
     "InvitationAcceptance": body_acceptance,
     "CompleteSignupRequest": body_signup,
+    "LedgerAccountCreate": body_ledger_account,
 }
 
 
