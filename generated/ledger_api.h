@@ -251,16 +251,152 @@ struct ledger_list_journal_entry_versions_response {
 int ledger_list_journal_entry_versions(struct req *r, const struct ledger_list_journal_entry_versions_request *in,
                                       struct ledger_list_journal_entry_versions_response *out);
 
+/* GET /v1/ledger/periods (listLedgerPeriods): List accounting periods */
+struct ledger_list_ledger_periods_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+    enum ledger_period_status status; /* query status, optional */
+    bool has_status;
+    int64_t fiscal_year; /* query fiscal_year, optional */
+    bool has_fiscal_year;
+    const char *date; /* query date, optional */
+    bool has_date;
+};
+
+struct ledger_list_ledger_periods_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 501, 503) via req_problem() */
+    struct ledger_period_page *body_200; /* status 200: One page of periods, latest first. */
+};
+
+int ledger_list_ledger_periods(struct req *r, const struct ledger_list_ledger_periods_request *in,
+                              struct ledger_list_ledger_periods_response *out);
+
+/* POST /v1/ledger/periods (createLedgerPeriod): Create an accounting period */
+struct ledger_create_ledger_period_request {
+    struct ledger_period_create *body; /* request body (required) */
+};
+
+struct ledger_create_ledger_period_response {
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct ledger_period *body_201; /* status 201: Created, `future`; `Location` names it, `ETag` its version. */
+    const char *location; /* header Location on 201; NULL = not sent */
+    const char *etag; /* header ETag on 201; NULL = not sent */
+};
+
+int ledger_create_ledger_period(struct req *r, const struct ledger_create_ledger_period_request *in,
+                               struct ledger_create_ledger_period_response *out);
+
+/* GET /v1/ledger/periods/{id} (getLedgerPeriod): Get an accounting period */
+struct ledger_get_ledger_period_request {
+    const char *id; /* path id, required */
+};
+
+struct ledger_get_ledger_period_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    struct ledger_period *body_200; /* status 200: The period. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_get_ledger_period(struct req *r, const struct ledger_get_ledger_period_request *in,
+                            struct ledger_get_ledger_period_response *out);
+
+/* GET /v1/ledger/periods/{id}/checklist (getLedgerPeriodChecklist): The close checklist of an accounting period */
+struct ledger_get_ledger_period_checklist_request {
+    const char *id; /* path id, required */
+};
+
+struct ledger_get_ledger_period_checklist_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    struct ledger_period_close_checklist *body_200; /* status 200: The checklist. */
+};
+
+int ledger_get_ledger_period_checklist(struct req *r, const struct ledger_get_ledger_period_checklist_request *in,
+                                      struct ledger_get_ledger_period_checklist_response *out);
+
+/* POST /v1/ledger/periods/{id}/close (closeLedgerPeriod): Close an accounting period */
+struct ledger_close_ledger_period_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+};
+
+struct ledger_close_ledger_period_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+    struct ledger_period *body_200; /* status 200: Closed. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_close_ledger_period(struct req *r, const struct ledger_close_ledger_period_request *in,
+                              struct ledger_close_ledger_period_response *out);
+
+/* POST /v1/ledger/periods/{id}/lock (lockLedgerPeriod): Lock a closed accounting period */
+struct ledger_lock_ledger_period_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+};
+
+struct ledger_lock_ledger_period_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+    struct ledger_period *body_200; /* status 200: Locked. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_lock_ledger_period(struct req *r, const struct ledger_lock_ledger_period_request *in,
+                             struct ledger_lock_ledger_period_response *out);
+
+/* POST /v1/ledger/periods/{id}/open (openLedgerPeriod): Open an accounting period */
+struct ledger_open_ledger_period_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+};
+
+struct ledger_open_ledger_period_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+    struct ledger_period *body_200; /* status 200: Opened. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_open_ledger_period(struct req *r, const struct ledger_open_ledger_period_request *in,
+                             struct ledger_open_ledger_period_response *out);
+
+/* POST /v1/ledger/periods/{id}/reopen (reopenLedgerPeriod): Reopen an accounting period */
+struct ledger_reopen_ledger_period_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+    struct ledger_period_reopen *body; /* request body (required) */
+};
+
+struct ledger_reopen_ledger_period_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct ledger_period *body_200; /* status 200: Open again. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_reopen_ledger_period(struct req *r, const struct ledger_reopen_ledger_period_request *in,
+                               struct ledger_reopen_ledger_period_response *out);
+
+/* POST /v1/ledger/periods/{id}/soft-close (softCloseLedgerPeriod): Start closing an accounting period */
+struct ledger_soft_close_ledger_period_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+};
+
+struct ledger_soft_close_ledger_period_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+    struct ledger_period *body_200; /* status 200: Now `closing`. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_soft_close_ledger_period(struct req *r, const struct ledger_soft_close_ledger_period_request *in,
+                                   struct ledger_soft_close_ledger_period_response *out);
+
 /* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
- *   GET /v1/ledger/periods (listLedgerPeriods)
- *   POST /v1/ledger/periods (createLedgerPeriod)
- *   GET /v1/ledger/periods/{id} (getLedgerPeriod)
- *   GET /v1/ledger/periods/{id}/checklist (getLedgerPeriodChecklist)
- *   POST /v1/ledger/periods/{id}/close (closeLedgerPeriod)
- *   POST /v1/ledger/periods/{id}/lock (lockLedgerPeriod)
- *   POST /v1/ledger/periods/{id}/open (openLedgerPeriod)
- *   POST /v1/ledger/periods/{id}/reopen (reopenLedgerPeriod)
- *   POST /v1/ledger/periods/{id}/soft-close (softCloseLedgerPeriod)
  *   GET /v1/ledger/settings (getLedgerSettings)
  *   PUT /v1/ledger/settings (putLedgerSettings)
  *   GET /v1/ledger/trial-balance (getTrialBalance)

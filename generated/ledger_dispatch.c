@@ -3,6 +3,7 @@
  * 422), decoded into the typed request, the handler runs, and its typed response becomes JSON.
  * Test builds (-DTREASURY_CHECK_RESPONSES) validate every response against the spec. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -2367,66 +2368,1484 @@ int dispatch_ledger_list_journal_entry_versions(struct req *r)
     return 0;
 }
 
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_ledger_list_ledger_periods(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_ledger_period_page(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "listLedgerPeriods", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "listLedgerPeriods");
+}
+#endif
+
 /* GET /v1/ledger/periods (listLedgerPeriods) */
 int dispatch_ledger_list_ledger_periods(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/ledger/periods (listLedgerPeriods)");
+    struct ledger_list_ledger_periods_request in;
+    struct ledger_list_ledger_periods_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_query(r, "limit");
+    if (!text) {
+        in.limit = INT64_C(20);
+        in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
+    } else {
+        validate_param_limit(&pv, "/query/limit", VALIDATE_REQUEST, &r->verr);
+        (void)json_number_to_int64(&pv, &in.limit);
+        in.has_limit = true;
+    }
+    text = req_query(r, "cursor");
+    if (!text) {
+        /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_cursor(&pv, "/query/cursor", VALIDATE_REQUEST, &r->verr);
+        in.cursor = pv.s;
+        in.has_cursor = true;
+    }
+    text = req_query(r, "status");
+    if (!text) {
+        /* absent: has_status stays false */
+    } else if (req_query_values(r, "status", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/status", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/status", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_ledger_period_status(&pv, "/query/status", VALIDATE_REQUEST, &r->verr);
+        in.status = ledger_period_status_parse(pv.s);
+        in.has_status = true;
+    }
+    text = req_query(r, "fiscal_year");
+    if (!text) {
+        /* absent: has_fiscal_year stays false */
+    } else if (req_query_values(r, "fiscal_year", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/fiscal_year", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
+        verr_add(&r->verr, "/query/fiscal_year", NULL, "type", "%s", "must be an integer");
+    } else {
+        validate_ledger_fiscal_year(&pv, "/query/fiscal_year", VALIDATE_REQUEST, &r->verr);
+        (void)json_number_to_int64(&pv, &in.fiscal_year);
+        in.has_fiscal_year = true;
+    }
+    text = req_query(r, "date");
+    if (!text) {
+        /* absent: has_date stays false */
+    } else if (req_query_values(r, "date", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/date", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/date", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_business_date(&pv, "/query/date", VALIDATE_REQUEST, &r->verr);
+        in.date = pv.s;
+        in.has_date = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (ledger_list_ledger_periods(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "listLedgerPeriods");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_ledger_period_page(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "listLedgerPeriods",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_ledger_list_ledger_periods(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_ledger_create_ledger_period(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 201:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 201 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_ledger_period(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "Location");
+        if (!hval)
+            verr_add(&l, "/header/Location", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Location", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_location(&hv, "/header/Location", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "createLedgerPeriod", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "createLedgerPeriod");
+}
+#endif
 
 /* POST /v1/ledger/periods (createLedgerPeriod) */
 int dispatch_ledger_create_ledger_period(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/ledger/periods (createLedgerPeriod)");
+    struct ledger_create_ledger_period_request in;
+    struct ledger_create_ledger_period_response out;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_ledger_period_create(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_ledger_period_create(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (ledger_create_ledger_period(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 201:
+            if (!out.body_201) {
+                log_error("%s answered 201 without body_201", "createLedgerPeriod");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_ledger_period(&jw, out.body_201);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 201, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "createLedgerPeriod",
+                      out.status);
+            return -1;
+        }
+        if (out.location && (r->status == 201))
+            req_set_header(r, "Location", out.location);
+        if (!out.etag && r->status == 201)
+            out.etag = req_etag(r, out.body_201->version);
+        if (out.etag && (r->status == 201))
+            req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = ledger_period_status_str(out.body_201->status);
+
+            if (audit_declared_write(r, out.body_201->id, after) != 0)
+                return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_ledger_create_ledger_period(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_ledger_get_ledger_period(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_ledger_period(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "getLedgerPeriod", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "getLedgerPeriod");
+}
+#endif
 
 /* GET /v1/ledger/periods/{id} (getLedgerPeriod) */
 int dispatch_ledger_get_ledger_period(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/ledger/periods/{id} (getLedgerPeriod)");
+    struct ledger_get_ledger_period_request in;
+    struct ledger_get_ledger_period_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_ledger_period_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (ledger_get_ledger_period(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "getLedgerPeriod");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_ledger_period(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "getLedgerPeriod",
+                      out.status);
+            return -1;
+        }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_ledger_get_ledger_period(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_ledger_get_ledger_period_checklist(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_ledger_period_close_checklist(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "getLedgerPeriodChecklist", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "getLedgerPeriodChecklist");
+}
+#endif
 
 /* GET /v1/ledger/periods/{id}/checklist (getLedgerPeriodChecklist) */
 int dispatch_ledger_get_ledger_period_checklist(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/ledger/periods/{id}/checklist (getLedgerPeriodChecklist)");
+    struct ledger_get_ledger_period_checklist_request in;
+    struct ledger_get_ledger_period_checklist_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_ledger_period_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (ledger_get_ledger_period_checklist(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "getLedgerPeriodChecklist");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_ledger_period_close_checklist(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "getLedgerPeriodChecklist",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_ledger_get_ledger_period_checklist(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_ledger_close_ledger_period(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_ledger_period(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 412:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 412 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "closeLedgerPeriod", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "closeLedgerPeriod");
+}
+#endif
 
 /* POST /v1/ledger/periods/{id}/close (closeLedgerPeriod) */
 int dispatch_ledger_close_ledger_period(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/ledger/periods/{id}/close (closeLedgerPeriod)");
+    struct ledger_close_ledger_period_request in;
+    struct ledger_close_ledger_period_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_ledger_period_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    text = req_header(r, "If-Match");
+    if (!text) {
+        /* absent: has_if_match stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/header/If-Match", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_if_match(&pv, "/header/If-Match", VALIDATE_REQUEST, &r->verr);
+        in.if_match = pv.s;
+        in.has_if_match = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (ledger_close_ledger_period(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "closeLedgerPeriod");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_ledger_period(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "closeLedgerPeriod",
+                      out.status);
+            return -1;
+        }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = ledger_period_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_ledger_close_ledger_period(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_ledger_lock_ledger_period(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_ledger_period(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 412:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 412 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "lockLedgerPeriod", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "lockLedgerPeriod");
+}
+#endif
 
 /* POST /v1/ledger/periods/{id}/lock (lockLedgerPeriod) */
 int dispatch_ledger_lock_ledger_period(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/ledger/periods/{id}/lock (lockLedgerPeriod)");
+    struct ledger_lock_ledger_period_request in;
+    struct ledger_lock_ledger_period_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_ledger_period_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    text = req_header(r, "If-Match");
+    if (!text) {
+        /* absent: has_if_match stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/header/If-Match", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_if_match(&pv, "/header/If-Match", VALIDATE_REQUEST, &r->verr);
+        in.if_match = pv.s;
+        in.has_if_match = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (ledger_lock_ledger_period(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "lockLedgerPeriod");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_ledger_period(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "lockLedgerPeriod",
+                      out.status);
+            return -1;
+        }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = ledger_period_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_ledger_lock_ledger_period(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_ledger_open_ledger_period(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_ledger_period(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 412:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 412 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "openLedgerPeriod", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "openLedgerPeriod");
+}
+#endif
 
 /* POST /v1/ledger/periods/{id}/open (openLedgerPeriod) */
 int dispatch_ledger_open_ledger_period(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/ledger/periods/{id}/open (openLedgerPeriod)");
+    struct ledger_open_ledger_period_request in;
+    struct ledger_open_ledger_period_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_ledger_period_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    text = req_header(r, "If-Match");
+    if (!text) {
+        /* absent: has_if_match stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/header/If-Match", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_if_match(&pv, "/header/If-Match", VALIDATE_REQUEST, &r->verr);
+        in.if_match = pv.s;
+        in.has_if_match = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (ledger_open_ledger_period(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "openLedgerPeriod");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_ledger_period(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "openLedgerPeriod",
+                      out.status);
+            return -1;
+        }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = ledger_period_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_ledger_open_ledger_period(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_ledger_reopen_ledger_period(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_ledger_period(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 412:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 412 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "reopenLedgerPeriod", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "reopenLedgerPeriod");
+}
+#endif
 
 /* POST /v1/ledger/periods/{id}/reopen (reopenLedgerPeriod) */
 int dispatch_ledger_reopen_ledger_period(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/ledger/periods/{id}/reopen (reopenLedgerPeriod)");
+    struct ledger_reopen_ledger_period_request in;
+    struct ledger_reopen_ledger_period_response out;
+    struct json_value pv;
+    const char *text;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_ledger_period_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    text = req_header(r, "If-Match");
+    if (!text) {
+        /* absent: has_if_match stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/header/If-Match", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_if_match(&pv, "/header/If-Match", VALIDATE_REQUEST, &r->verr);
+        in.if_match = pv.s;
+        in.has_if_match = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_ledger_period_reopen(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_ledger_period_reopen(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+    if (doc) {
+        struct jsonw aw;
+        const struct json_value *av;
+        char *fields;
+
+        jsonw_init(&aw);
+        jsonw_object_begin(&aw);
+        if ((av = json_get(doc, "reason")) != NULL) {
+            jsonw_key(&aw, "reason");
+            jsonw_value(&aw, av);
+        }
+        jsonw_object_end(&aw);
+        fields = jsonw_take(&aw, NULL);
+        jsonw_release(&aw);
+        r->audit.fields = arena_strdup(&r->arena, fields);
+        free(fields);
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (ledger_reopen_ledger_period(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "reopenLedgerPeriod");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_ledger_period(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "reopenLedgerPeriod",
+                      out.status);
+            return -1;
+        }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = ledger_period_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_ledger_reopen_ledger_period(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_ledger_soft_close_ledger_period(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_ledger_period(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 412:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 412 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "softCloseLedgerPeriod", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "softCloseLedgerPeriod");
+}
+#endif
 
 /* POST /v1/ledger/periods/{id}/soft-close (softCloseLedgerPeriod) */
 int dispatch_ledger_soft_close_ledger_period(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/ledger/periods/{id}/soft-close (softCloseLedgerPeriod)");
+    struct ledger_soft_close_ledger_period_request in;
+    struct ledger_soft_close_ledger_period_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_ledger_period_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    text = req_header(r, "If-Match");
+    if (!text) {
+        /* absent: has_if_match stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/header/If-Match", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_if_match(&pv, "/header/If-Match", VALIDATE_REQUEST, &r->verr);
+        in.if_match = pv.s;
+        in.has_if_match = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (ledger_soft_close_ledger_period(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "softCloseLedgerPeriod");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_ledger_period(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "softCloseLedgerPeriod",
+                      out.status);
+            return -1;
+        }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = ledger_period_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_ledger_soft_close_ledger_period(r);
+#endif
     return 0;
 }
 

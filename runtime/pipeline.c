@@ -65,6 +65,8 @@ static bool take_body(struct req *r)
         r->body_len = r->upload_len;
         return true;
     }
+    if (!ct && r->upload_len == 0 && !r->op->body_required)
+        return true; /* an optional body not sent (POST .../reverse): no type to check */
     if (is_media_type(ct, "application/json")) {
         r->body = r->upload;
         r->body_len = r->upload_len;
