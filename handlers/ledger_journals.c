@@ -535,7 +535,7 @@ static int listed_row(struct req *r, struct db_stmt *st, void *item)
 }
 
 static const struct resource_extra listed_extra = {
-    .columns = ", " LEDGER_PERIOD_OF("journal_entries"),
+    .columns = ", " LEDGER_PERIOD_OF("journal_entries") " AS covering_period_id",
     .item_size = sizeof(struct journal_entry),
     .row = listed_row,
 };
