@@ -396,10 +396,34 @@ struct ledger_soft_close_ledger_period_response {
 int ledger_soft_close_ledger_period(struct req *r, const struct ledger_soft_close_ledger_period_request *in,
                                    struct ledger_soft_close_ledger_period_response *out);
 
+/* GET /v1/ledger/trial-balance (getTrialBalance): The trial balance */
+struct ledger_get_trial_balance_request {
+    const char *as_of; /* query as_of, optional */
+    bool has_as_of;
+    const char *period_id; /* query period_id, optional */
+    bool has_period_id;
+    const char *currency; /* query currency, optional */
+    bool has_currency;
+    bool include_zero; /* query include_zero, optional, default false */
+    bool has_include_zero;
+    enum trial_balance_status status; /* query status, optional, default "posted" */
+    bool has_status;
+    enum media accept; /* the representation the dispatcher chose from Accept: MEDIA_JSON, MEDIA_CSV */
+};
+
+struct ledger_get_trial_balance_response {
+    int status; /* 200; problems (400, 401, 403, 404, 406, 429, 500, 501, 503) via req_problem() */
+    struct trial_balance *body_200; /* status 200 as JSON (in->accept): The trial balance, as JSON or CSV. */
+    const char *raw_200; /* status 200 as text/csv (in->accept): the bytes, copied */
+    size_t raw_200_len;
+};
+
+int ledger_get_trial_balance(struct req *r, const struct ledger_get_trial_balance_request *in,
+                            struct ledger_get_trial_balance_response *out);
+
 /* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
  *   GET /v1/ledger/settings (getLedgerSettings)
  *   PUT /v1/ledger/settings (putLedgerSettings)
- *   GET /v1/ledger/trial-balance (getTrialBalance)
  */
 
 #endif

@@ -3863,9 +3863,217 @@ int dispatch_ledger_put_ledger_settings(struct req *r)
     return 0;
 }
 
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_ledger_get_trial_balance(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        switch (media_of(r->content_type)) {
+        case MEDIA_JSON:
+            if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+                verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+            else
+                validate_trial_balance(doc, "", VALIDATE_RESPONSE, &l);
+            break;
+        case MEDIA_CSV:
+            if (!r->resp_body || !json_utf8_valid(r->resp_body, r->resp_len)) {
+                verr_add(&l, "", NULL, "type", "%s", "must be valid UTF-8 text (text/csv)");
+            } else {
+                struct json_value sv = { .type = JSON_STRING, .s = r->resp_body, .len = r->resp_len };
+
+                validate_ledger_get_trial_balance_200_text_csv(&sv, "", VALIDATE_RESPONSE, &l);
+            }
+            break;
+        default:
+            verr_add(&l, "", NULL, "type", "status %d is sent as %s, not as application/json or text/csv", r->status,
+                     r->content_type ? r->content_type : "nothing");
+            break;
+        }
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 406:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 406 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "getTrialBalance", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "getTrialBalance");
+}
+#endif
+
 /* GET /v1/ledger/trial-balance (getTrialBalance) */
 int dispatch_ledger_get_trial_balance(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/ledger/trial-balance (getTrialBalance)");
+    struct ledger_get_trial_balance_request in;
+    struct ledger_get_trial_balance_response out;
+    struct json_value pv;
+    const char *text;
+    static const enum media offered[] = { MEDIA_JSON, MEDIA_CSV };
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    in.accept = media_negotiate(req_header(r, "Accept"), offered, 2);
+    if (in.accept == MEDIA_NONE) {
+        req_problem(r, 406, "not_acceptable", "None of the media types this operation answers (%s) is acceptable to the Accept header.",
+                    media_list(&r->arena, offered, 2));
+        return 0;
+    }
+    text = req_query(r, "as_of");
+    if (!text) {
+        /* absent: has_as_of stays false */
+    } else if (req_query_values(r, "as_of", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/as_of", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/as_of", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_business_date(&pv, "/query/as_of", VALIDATE_REQUEST, &r->verr);
+        in.as_of = pv.s;
+        in.has_as_of = true;
+    }
+    text = req_query(r, "period_id");
+    if (!text) {
+        /* absent: has_period_id stays false */
+    } else if (req_query_values(r, "period_id", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/period_id", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/period_id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_ledger_period_id(&pv, "/query/period_id", VALIDATE_REQUEST, &r->verr);
+        in.period_id = pv.s;
+        in.has_period_id = true;
+    }
+    text = req_query(r, "currency");
+    if (!text) {
+        /* absent: has_currency stays false */
+    } else if (req_query_values(r, "currency", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/currency", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/currency", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_currency_code(&pv, "/query/currency", VALIDATE_REQUEST, &r->verr);
+        in.currency = pv.s;
+        in.has_currency = true;
+    }
+    text = req_query(r, "include_zero");
+    if (!text) {
+        in.include_zero = false;
+        in.has_include_zero = true;
+    } else if (req_query_values(r, "include_zero", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/include_zero", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_BOOLEAN) != 0) {
+        verr_add(&r->verr, "/query/include_zero", NULL, "type", "%s", "must be a boolean");
+    } else {
+        validate_ledger_get_trial_balance_param_include_zero(&pv, "/query/include_zero", VALIDATE_REQUEST, &r->verr);
+        in.include_zero = pv.type == JSON_TRUE;
+        in.has_include_zero = true;
+    }
+    text = req_query(r, "status");
+    if (!text) {
+        in.status = TRIAL_BALANCE_STATUS_POSTED;
+        in.has_status = true;
+    } else if (req_query_values(r, "status", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/status", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/status", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_trial_balance_status(&pv, "/query/status", VALIDATE_REQUEST, &r->verr);
+        in.status = trial_balance_status_parse(pv.s);
+        in.has_status = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (ledger_get_trial_balance(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (in.accept != MEDIA_JSON) {
+                if (!out.raw_200) {
+                    log_error("%s answered 200 as %s without raw_200", "getTrialBalance", media_name(in.accept));
+                    return -1;
+                }
+                if (req_set_body(r, 200, media_content_type(in.accept), out.raw_200, out.raw_200_len) != 0)
+                    return -1;
+                break;
+            }
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "getTrialBalance");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_trial_balance(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "getTrialBalance",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_ledger_get_trial_balance(r);
+#endif
     return 0;
 }

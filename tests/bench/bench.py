@@ -19,10 +19,15 @@ server's req/s are then also quoted against it. Never asserts timings; it prints
 Then the PostgreSQL rows: the same binary with --database on a throwaway local cluster
 (tests/pg/cluster.py), GET one payment, POST (16 and 64 connections) and approve, with the CPU
 per request of the server and of PostgreSQL's processes.
+The ledger rows: POST /v1/ledger/journals (a two-line entry posted at once; quoted also against
+POST /v1/payments), and GET /v1/ledger/trial-balance of a workspace of 100 accounts with 10,000
+and with 1,000,000 posted lines, seeded through SQL into the server's database (ledger_seed):
+the checkpoints make it O(accounts), so the 1M row should be within 1.5x of the 10k one.
 Bounded: about four minutes (the baselines run 2 s, the scenarios 3 s).
 
     BENCH_DURATION=5s BENCH_CONNECTIONS=16 BENCH_ROUNDS=5 make bench
     BENCH_ONLY=POST BENCH_PERF=/tmp/prof make bench   # some scenarios, round 1 under perf
+    BENCH_ONLY=ledger,"POST /v1/payments" make bench  # parts of names, comma-separated
     BENCH_PG=0 make bench  # without the PostgreSQL rows (they follow the SQLite ones)
     make bench-idle        # memory per idle keep-alive TLS connection at 1,000 connections
 """
@@ -82,6 +87,16 @@ BARE_GET = "bare MHD: GET"
 BARE_FULL = "bare MHD: POST, FULL -c64"
 BARE_NORMAL = "bare MHD: POST, NORMAL -c64"
 BARE_ROWS = (BARE_GET, BARE_FULL, BARE_NORMAL)
+
+# The ledger rows. Posting a two-line journal (Cash EUR debit, Capital EUR credit, post: true)
+# in the payments' workspace; the trial balance of a workspace of LEDGER_ACCOUNTS accounts
+# whose books hold 10,000 and 1,000,000 posted lines, seeded through SQL (ledger_seed).
+POST_JOURNAL = "POST /v1/ledger/journals"
+POST_PAYMENT = "POST /v1/payments"
+TB_10K = "GET /v1/ledger/trial-balance 10k"
+TB_1M = "GET /v1/ledger/trial-balance 1M"
+LEDGER_ACCOUNTS = 100
+LEDGER_DAYS = 365
 
 # wrk scripts. A unique X-Request-ID per request (idempotency is then exercised, never replayed).
 UNIQUE_ID = r'''
@@ -300,6 +315,144 @@ def setup(proc, port, env, root, db_args=(), approvals=APPROVALS):
     return tok, approver, pay_id, payment, singles
 
 
+def ledger_seed(db, wid, lines, accounts=LEDGER_ACCOUNTS, days=LEDGER_DAYS):
+    """Books of `lines` posted lines in workspace wid, written straight into the SQLite
+    database the server runs on (a second connection: WAL lets it write beside the server),
+    as the posting engine would have left them: `accounts` EUR accounts, lines/2 posted
+    two-line entries spread over `days` days of 2024 (journal_entries with their lines as
+    JSON, one ledger_postings row per line), the accounts' posted sums and lock_version, and
+    the balance checkpoints (ledger_balance_days: cumulative sums per account per day it
+    moved). Entry k debits account k % accounts and credits another. One transaction of
+    INSERT ... SELECT over a counter: 1M lines in seconds, where the API would take minutes."""
+    tag = os.urandom(8).hex()[:14]  # ids: prefix + 26 of [0-9a-z], unique per workspace
+    now = "2024-12-31T12:00:00.000Z"
+    entries = lines // 2
+    db.execute("PRAGMA synchronous=OFF")  # this connection's commit only: a bench's data
+    # the indexes of a million rows built in memory, not through a 2 MiB page cache
+    db.execute("PRAGMA cache_size=-524288")
+    db.execute("PRAGMA temp_store=MEMORY")
+    with db:
+        db.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?) "
+            "INSERT INTO ledger_accounts (id, workspace_id, code, name, classification, "
+            "normal_balance, currency, currency_exponent, status, version, created_at, "
+            "updated_at) SELECT printf('lac_%s%012d', ?, i), ?, printf('%04d', 1000 + i), "
+            "printf('Account %d', i), CASE WHEN i % 2 = 0 THEN 'asset' ELSE 'liability' END, "
+            "CASE WHEN i % 2 = 0 THEN 'debit' ELSE 'credit' END, 'EUR', 2, 'active', 1, ?, ? "
+            "FROM n", (accounts, tag, wid, now, now))
+        # entry k: debit account k % A, credit (k + 1 + (k / A) % (A - 1)) % A (never the
+        # same), amount 100 + k % 1000, dated 2024-01-01 + k % days
+        db.execute(
+            "CREATE TEMP TABLE seed AS WITH RECURSIVE n(k) AS (SELECT 0 UNION ALL "
+            "SELECT k + 1 FROM n WHERE k + 1 < ?1) SELECT k, "
+            "printf('jrn_%s%012d', ?2, k) AS id, "
+            "printf('lac_%s%012d', ?2, k % ?3) AS dr, "
+            "printf('lac_%s%012d', ?2, (k + 1 + (k / ?3) % (?3 - 1)) % ?3) AS cr, "
+            "100 + k % 1000 AS amount, date('2024-01-01', printf('+%d days', k % ?4)) AS day "
+            "FROM n", (entries, tag, accounts, days))
+        db.execute(
+            "INSERT INTO journal_entries (id, workspace_id, description, effective_date, status, "
+            "lines, source, created_by, posted_at, posted_by, draft_version, version, "
+            "created_at, updated_at) SELECT id, ?1, 'Bench entry', day, 'posted', "
+            "printf('[{\"ledger_account_id\":\"%s\",\"direction\":\"debit\",\"amount\":%d,"
+            "\"currency\":\"EUR\"},{\"ledger_account_id\":\"%s\",\"direction\":\"credit\","
+            "\"amount\":%d,\"currency\":\"EUR\"}]', dr, amount, cr, amount), 'manual', "
+            "'usr_00000000000000000000000000', ?2, 'usr_00000000000000000000000000', 0, 1, "
+            "?2, ?2 FROM seed", (wid, now))
+        db.execute(
+            "INSERT INTO ledger_postings (journal_entry_id, line, workspace_id, "
+            "ledger_account_id, direction, amount, currency, effective_date, posted_at) "
+            "SELECT id, 0, ?1, dr, 'debit', amount, 'EUR', day, ?2 FROM seed UNION ALL "
+            "SELECT id, 1, ?1, cr, 'credit', amount, 'EUR', day, ?2 FROM seed "
+            "ORDER BY 1, 2", (wid, now))  # in primary-key order
+        # each account's moves per day, summed once for the checkpoints and the accounts
+        db.execute(
+            "CREATE TEMP TABLE moves AS SELECT acc, day, SUM(d) AS d, SUM(c) AS c, "
+            "COUNT(*) AS n FROM (SELECT dr AS acc, day, amount AS d, 0 AS c FROM seed "
+            "UNION ALL SELECT cr, day, 0, amount FROM seed) GROUP BY acc, day", ())
+        db.execute(
+            "INSERT INTO ledger_balance_days (ledger_account_id, day, workspace_id, "
+            "posted_debits, posted_credits) SELECT acc, day, ?1, "
+            "SUM(d) OVER (PARTITION BY acc ORDER BY day), "
+            "SUM(c) OVER (PARTITION BY acc ORDER BY day) FROM moves ORDER BY acc, day", (wid,))
+        db.execute(
+            "UPDATE ledger_accounts SET posted_debits = s.d, posted_credits = s.c, "
+            "lock_version = s.n FROM (SELECT acc, SUM(d) AS d, SUM(c) AS c, SUM(n) AS n "
+            "FROM moves GROUP BY acc) AS s WHERE ledger_accounts.id = s.acc", ())
+        db.execute("DROP TABLE moves")
+        db.execute("DROP TABLE seed")
+
+
+def ledger_setup(proc, port, env, root, tok):
+    """The ledger's scenarios' data: two accounts in the payments' workspace for the journal
+    posting row (through the API: until POST /v1/ledger/accounts is built they are made up
+    ids, and the row answers 501s), and two workspaces of LEDGER_ACCOUNTS accounts seeded with
+    10k and 1M posted lines (ledger_seed). Returns (journal body, {row: owner token})."""
+    ca = str(root / "data" / "tls.crt")
+    ids = []
+    with Client("127.0.0.1", port, cafile=ca, token=tok) as c:
+        for code, name, cls in (("1010", "Bench cash EUR", "asset"),
+                                ("3010", "Bench capital EUR", "equity")):
+            r = c.post("/v1/ledger/accounts", json={"code": code, "name": name,
+                                                    "classification": cls, "currency": "EUR"})
+            ids.append(r.json()["id"] if r.status == 201 else
+                       "lac_0000000000000000000000000%d" % len(ids))
+            if r.status != 201:
+                print("POST /v1/ledger/accounts answered %d: the journal row will fail" % r.status)
+    journal = {"description": "Bench journal", "effective_date": time.strftime("%Y-%m-%d",
+                                                                                time.gmtime()),
+               "post": True, "lines": [
+                   {"ledger_account_id": ids[0], "direction": "debit", "amount": 1250,
+                    "currency": "EUR"},
+                   {"ledger_account_id": ids[1], "direction": "credit", "amount": 1250,
+                    "currency": "EUR"}]}
+    tokens = {}
+    db = sqlite3.connect(str(root / "data" / "treasury.db"), timeout=60)
+    try:
+        for name, lines in ((TB_10K, 10000), (TB_1M, 1000000)):
+            email = "ledger-%d@example.com" % lines
+            out = subprocess.run(
+                [str(BIN), "--data-dir", str(root / "data"), "admin", "create-workspace",
+                 "--name", "Ledger %d" % lines, "--owner-email", email],
+                env={**env, "TREASURY_ADMIN_PASSWORD": PASSWORD}, check=True,
+                capture_output=True, text=True, timeout=120).stdout
+            wid = re.search(r"\bwsp_[0-9a-z]{26}\b", out).group(0)
+            t = time.monotonic()
+            ledger_seed(db, wid, lines)
+            print("seeded %d posted lines in %.1f s" % (lines, time.monotonic() - t))
+            with Client("127.0.0.1", port, cafile=ca) as c:
+                tokens[name] = c.post("/v1/api/login", json={
+                    "email": email, "password": PASSWORD,
+                    "workspace_id": wid}).json()["access_token"]
+    finally:
+        db.close()
+    return journal, tokens
+
+
+def selected(only, name):
+    """BENCH_ONLY: comma-separated parts of the scenarios' names to run (all when unset)."""
+    return not only or any(part and part in name for part in only.split(","))
+
+
+def print_ledger(results):
+    """The journal posting row against the payment POST (same connections, same round), and
+    the trial balance on 1M posted lines against 10k (the checkpoints keep it O(accounts):
+    the target is within 1.5x); medians of the rounds' ratios."""
+    lines = []
+    if results.get(POST_JOURNAL) and results.get(POST_PAYMENT):
+        ratio = median(j[0] / p[0] for j, p in zip(results[POST_JOURNAL], results[POST_PAYMENT]))
+        bad = sum(j[6] for j in results[POST_JOURNAL])
+        lines.append("  %-30s %5.2fx the req/s of %s%s" % (
+            POST_JOURNAL, ratio, POST_PAYMENT,
+            " (%d non-2xx: is journal posting built?)" % bad if bad else ""))
+    if results.get(TB_10K) and results.get(TB_1M):
+        ratio = median(a[0] / b[0] for a, b in zip(results[TB_10K], results[TB_1M]))
+        lines.append("  %-30s %5.2fx slower than on 10k lines (target <= 1.5x)" % (TB_1M, ratio))
+    if lines:
+        print("ledger:")
+        print("\n".join(lines))
+
+
 def print_roles(roles):
     """Where each scenario's CPU went: us per request by thread role, medians."""
     names = [role for role, _ in THREAD_ROLES] + ["other"]
@@ -342,6 +495,7 @@ def main():
         if not bare:
             print("no floor rows: %s is not built (make bench builds it)" % BARE)
         tok, approver, pay_id, payment, singles = setup(proc, port, env, root)
+        journal, tb_tokens = ledger_setup(proc, port, env, root, tok)
         # Setup wrote tens of thousands of rows: let the WAL be copied back now rather than
         # under the first scenarios (the server has one core; its checkpointer shares it).
         db = sqlite3.connect(str(root / "data" / "treasury.db"), timeout=60)
@@ -362,6 +516,10 @@ def main():
             ("PUT /v1/payments/{id}/approve", base + "/v1/payments", approver,
              [lua_approve(root / ("approve%d.lua" % i), ids) for i, ids in enumerate(slices)],
              None),
+            (POST_JOURNAL, base + "/v1/ledger/journals", tok,
+             [lua_post(root / "journal.lua", journal)] * ROUNDS, None),
+            (TB_10K, base + "/v1/ledger/trial-balance", tb_tokens[TB_10K], None, None),
+            (TB_1M, base + "/v1/ledger/trial-balance", tb_tokens[TB_1M], None, None),
             ("POST /v1/api/login (scrypt)", base + "/v1/api/login", None,
              [lua_post(root / "login.lua", {"email": "admin@example.com",
                                             "password": PASSWORD})] * ROUNDS, None),
@@ -382,7 +540,7 @@ def main():
         background_rps = {name: [] for name in background}
         only = os.environ.get("BENCH_ONLY")
         perf_dir = os.environ.get("BENCH_PERF")
-        scenarios = [sc for sc in scenarios if not only or only in sc[0]]
+        scenarios = [sc for sc in scenarios if selected(only, sc[0])]
         print("wrk -t1 -c%s -d%s, %d interleaved rounds (medians shown), server %s on CPU 0, "
               "wrk on CPU 1%s" % (CONNECTIONS, DURATION, ROUNDS, BIN,
                                   "" if PIN else " (not pinned: one CPU)"))
@@ -445,6 +603,7 @@ def main():
                 median(r[7] for r in rows), sum(r[6] for r in rows)))
         print_roles(roles)
         print_against_bare(results)
+        print_ledger(results)
         for name, rows in background_rps.items():
             if rows:
                 print("%s: the POSTs beside the reads ran at %.0f req/s (%s connections); CPU "
@@ -538,7 +697,7 @@ def postgresql_rows():
              None),
         ]
         only = os.environ.get("BENCH_ONLY")
-        scenarios = [sc for sc in scenarios if not only or only in sc[0]]
+        scenarios = [sc for sc in scenarios if selected(only, sc[0])]
         results = {name: [] for name, *_ in scenarios}
         for rnd in range(ROUNDS):
             for name, url, token, scripts, conns in scenarios:
