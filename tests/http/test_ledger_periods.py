@@ -4,12 +4,10 @@ locked, reopen of closing and closed), the scopes each needs, the close checklis
 periods close and reopen in, If-Match, the audit records (a reopen's keeps its reason), another
 workspace's periods (404), and the list's order, pages and filters.
 
-The last section tests the posting rule (ledger_period_admits) through the journals API; it
-runs only once that API is built: set LEDGER_JOURNALS_BUILT=1."""
+The last section tests the posting rule (ledger_period_admits) through the journals API."""
 
 import contextlib
 import json
-import os
 import random
 import re
 import uuid
@@ -602,10 +600,6 @@ def test_list_filters_are_validated(ws):
 
 
 # ---- the posting rule (ledger_period_admits), through the journals API ---------------------
-# Runs once the journals API is built (another file's work): set LEDGER_JOURNALS_BUILT=1.
-
-journals = pytest.mark.skipif(not os.environ.get("LEDGER_JOURNALS_BUILT"),
-                              reason="the journals API is not built yet (LEDGER_JOURNALS_BUILT)")
 
 
 def accounts(c):
@@ -626,13 +620,11 @@ def entry(c, accs, day, post=True):
              "currency": "EUR"}]})
 
 
-@journals
 def test_without_periods_every_date_posts(ws):
     accs = accounts(ws.owner)
     assert_json(entry(ws.owner, accs, "2019-05-05"), 201)
 
 
-@journals
 @pytest.mark.parametrize("state", ["future", "closed", "locked"])
 def test_posting_into_a_period_that_is_not_open_is_409_period_closed(ws, server, state):
     accs = accounts(ws.owner)
@@ -645,7 +637,6 @@ def test_posting_into_a_period_that_is_not_open_is_409_period_closed(ws, server,
     assert get(ws.owner, p) == p
 
 
-@journals
 def test_posting_on_a_date_no_period_covers_is_409(ws):
     accs = accounts(ws.owner)
     walk(ws.owner, made(ws.owner, "2025-01", "2025-01-01", "2025-01-31"), "open")
@@ -653,7 +644,6 @@ def test_posting_on_a_date_no_period_covers_is_409(ws):
     assert_problem(entry(ws.owner, accs, "2025-02-01"), 409, "period_closed")
 
 
-@journals
 def test_a_closing_period_takes_entries_only_with_ledger_close(ws, server):
     accs = accounts(ws.owner)
     walk(ws.owner, made(ws.owner, "2025-01", "2025-01-01", "2025-01-31"), "closing")
@@ -665,7 +655,6 @@ def test_a_closing_period_takes_entries_only_with_ledger_close(ws, server):
     assert_json(entry(accountant, accs, "2025-01-10"), 201)
 
 
-@journals
 def test_drafts_made_through_the_api_hold_up_the_close(ws):
     accs = accounts(ws.owner)
     p = walk(ws.owner, made(ws.owner, "2025-01", "2025-01-01", "2025-01-31"), "closing")

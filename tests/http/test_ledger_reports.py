@@ -5,23 +5,17 @@ Accept (406 otherwise); 400 for as_of with period_id, 404 for an unknown period;
 needs; and nothing of another workspace.
 
 The books are made through the API (accounts, then entries posted with "post": true and
-drafts), so this module needs the ledger's accounts and journals endpoints: until they are
-built (they answer 501) it is skipped unless LEDGER_JOURNALS_BUILT is set."""
+drafts), through the ledger's accounts and journals endpoints."""
 
 import csv
 import datetime
 import io
-import os
 import uuid
 
 import pytest
 
 from conftest import USER_PASSWORD
 from helpers import assert_json, assert_problem, table_counts
-
-pytestmark = pytest.mark.skipif(
-    not os.environ.get("LEDGER_JOURNALS_BUILT"),
-    reason="needs POST /v1/ledger/accounts and /v1/ledger/journals (set LEDGER_JOURNALS_BUILT)")
 
 TB = "/v1/ledger/trial-balance"
 CSV_HEADER = ["ledger_account_id", "code", "name", "classification", "currency",
