@@ -12,7 +12,39 @@
 #include <stdint.h>
 
 #include "generated/schemas.h"
+#include "generated/schemas_common.h"
+#include "generated/schemas_ledger.h"
 #include "runtime/req.h"
+
+/* GET /v1/ledger/settings (getLedgerSettings): Get the ledger's posting settings */
+struct ledger_get_ledger_settings_request {
+    int unused; /* this operation takes no parameters and no body */
+};
+
+struct ledger_get_ledger_settings_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
+    struct ledger_settings *body_200; /* status 200: The settings. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_get_ledger_settings(struct req *r, const struct ledger_get_ledger_settings_request *in,
+                              struct ledger_get_ledger_settings_response *out);
+
+/* PUT /v1/ledger/settings (putLedgerSettings): Replace the ledger's posting settings */
+struct ledger_put_ledger_settings_request {
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+    struct ledger_settings_update *body; /* request body (required) */
+};
+
+struct ledger_put_ledger_settings_response {
+    int status; /* 200; problems (400, 401, 403, 409, 412, 413, 415, 422, 428, 429, 500, 503) via req_problem() */
+    struct ledger_settings *body_200; /* status 200: The new settings. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_put_ledger_settings(struct req *r, const struct ledger_put_ledger_settings_request *in,
+                              struct ledger_put_ledger_settings_response *out);
 
 /* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
  *   GET /v1/ledger/accounts (listLedgerAccounts)
@@ -37,8 +69,6 @@
  *   POST /v1/ledger/periods/{id}/open (openLedgerPeriod)
  *   POST /v1/ledger/periods/{id}/reopen (reopenLedgerPeriod)
  *   POST /v1/ledger/periods/{id}/soft-close (softCloseLedgerPeriod)
- *   GET /v1/ledger/settings (getLedgerSettings)
- *   PUT /v1/ledger/settings (putLedgerSettings)
  *   GET /v1/ledger/trial-balance (getTrialBalance)
  */
 
