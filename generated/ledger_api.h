@@ -396,6 +396,36 @@ struct ledger_soft_close_ledger_period_response {
 int ledger_soft_close_ledger_period(struct req *r, const struct ledger_soft_close_ledger_period_request *in,
                                    struct ledger_soft_close_ledger_period_response *out);
 
+/* GET /v1/ledger/settings (getLedgerSettings): Get the ledger's posting settings */
+struct ledger_get_ledger_settings_request {
+    int unused; /* this operation takes no parameters and no body */
+};
+
+struct ledger_get_ledger_settings_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
+    struct ledger_settings *body_200; /* status 200: The settings. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_get_ledger_settings(struct req *r, const struct ledger_get_ledger_settings_request *in,
+                              struct ledger_get_ledger_settings_response *out);
+
+/* PUT /v1/ledger/settings (putLedgerSettings): Replace the ledger's posting settings */
+struct ledger_put_ledger_settings_request {
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+    struct ledger_settings_update *body; /* request body (required) */
+};
+
+struct ledger_put_ledger_settings_response {
+    int status; /* 200; problems (400, 401, 403, 409, 412, 413, 415, 422, 428, 429, 500, 503) via req_problem() */
+    struct ledger_settings *body_200; /* status 200: The new settings. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int ledger_put_ledger_settings(struct req *r, const struct ledger_put_ledger_settings_request *in,
+                              struct ledger_put_ledger_settings_response *out);
+
 /* GET /v1/ledger/trial-balance (getTrialBalance): The trial balance */
 struct ledger_get_trial_balance_request {
     const char *as_of; /* query as_of, optional */
@@ -420,10 +450,5 @@ struct ledger_get_trial_balance_response {
 
 int ledger_get_trial_balance(struct req *r, const struct ledger_get_trial_balance_request *in,
                             struct ledger_get_trial_balance_response *out);
-
-/* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
- *   GET /v1/ledger/settings (getLedgerSettings)
- *   PUT /v1/ledger/settings (putLedgerSettings)
- */
 
 #endif

@@ -650,19 +650,27 @@ int row_bind_ledger_settings(struct arena *a, struct db_stmt *st, int first,
     return 0;
 }
 
-static int read_ledger_settings(struct arena *a, struct db_stmt *st, int first_col, void *o)
+static int read_ledger_settings(struct arena *a, struct db_stmt *st, int c, void *o)
 {
-    return row_read_ledger_settings(a, st, first_col, o);
+    struct ledger_settings_row *w = o;
+    if (row_read_ledger_settings(a, st, c, &w->obj) != 0)
+        return -1;
+    w->client_written = db_column_int64(st, c + 3);
+    return 0;
 }
 
 static int bind_ledger_settings(struct arena *a, struct db_stmt *st, int first, const void *o)
 {
-    return row_bind_ledger_settings(a, st, first, o);
+    const struct ledger_settings_row *w = o;
+    if (row_bind_ledger_settings(a, st, first, &w->obj) != 0)
+        return -1;
+    db_bind_int64(st, first + 3, w->client_written);
+    return 0;
 }
 
 static void init_ledger_settings(void *obj)
 {
-    ((struct ledger_settings *)obj)->object = "ledger_settings";
+    ((struct ledger_settings_row *)obj)->obj.object = "ledger_settings";
 }
 
 static int page_row_ledger_settings(struct req *r, struct db_stmt *st, void *item)
@@ -672,7 +680,7 @@ static int page_row_ledger_settings(struct req *r, struct db_stmt *st, void *ite
 
 static void encode_row_ledger_settings(struct jsonw *w, const void *o)
 {
-    encode_ledger_settings(w, o);
+    encode_ledger_settings(w, &((const struct ledger_settings_row *)o)->obj);
 }
 
 const struct resource_table rows_ledger_settings = {
@@ -687,14 +695,14 @@ const struct resource_table rows_ledger_settings = {
                   " FROM ledger_settings WHERE workspace_id = ?1",
     .insert_sql = NULL, /* update_sql inserts or updates: resource_save_singleton */
     .update_sql = "INSERT INTO ledger_settings (payment_posting, version, updated_at, "
-                  "workspace_id) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (workspace_id) DO UPDATE "
-                  "SET payment_posting = ?1, version = ?2, updated_at = ?3 WHERE "
-                  "ledger_settings.version = ?5",
-    .size = sizeof(struct ledger_settings),
+                  "client_written, workspace_id) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT "
+                  "(workspace_id) DO UPDATE SET payment_posting = ?1, version = ?2, updated_at "
+                  "= ?3, client_written = ?4 WHERE ledger_settings.version = ?6",
+    .size = sizeof(struct ledger_settings_row),
     .versioned = true,
-    .version_offset = offsetof(struct ledger_settings, version),
+    .version_offset = offsetof(struct ledger_settings_row, obj.version),
     .has_updated_at = true,
-    .updated_at_offset = offsetof(struct ledger_settings, updated_at),
+    .updated_at_offset = offsetof(struct ledger_settings_row, obj.updated_at),
     .init = init_ledger_settings,
     .read = read_ledger_settings,
     .bind = bind_ledger_settings,

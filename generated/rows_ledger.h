@@ -66,8 +66,8 @@ extern const struct resource_table rows_ledger_period;
 
 /* LedgerSettings in table ledger_settings, columns in this order: */
 #define ROWS_LEDGER_SETTINGS_COLUMNS \
-    "payment_posting, version, updated_at"
-#define ROWS_LEDGER_SETTINGS_COLUMN_COUNT 3
+    "payment_posting, version, updated_at, client_written"
+#define ROWS_LEDGER_SETTINGS_COLUMN_COUNT 4
 /* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
  * know. */
 int row_read_ledger_settings(struct arena *a, struct db_stmt *st, int first_col,
@@ -75,6 +75,12 @@ int row_read_ledger_settings(struct arena *a, struct db_stmt *st, int first_col,
 /* o's columns as parameters first.. (JSON text built in a). 0 / -1. */
 int row_bind_ledger_settings(struct arena *a, struct db_stmt *st, int first,
                              const struct ledger_settings *o);
+/* What rows_ledger_settings loads and saves: the API's ledger_settings and the columns it
+ * does not show (x-table hidden; the last ones of the list above). */
+struct ledger_settings_row {
+    struct ledger_settings obj;
+    int64_t client_written;
+};
 extern const struct resource_table rows_ledger_settings;
 
 #endif

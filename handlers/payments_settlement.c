@@ -17,11 +17,15 @@
  *                                    since the payment was approved (payee_refused)
  *   approved | scheduled -> processing   submitted to the rail
  *   processing -> sent | failed,  sent -> completed,  completed -> returned   as the rail says
+ *
+ * The ledger records the money that moved (handlers/ledger_posting.h): a payment that completes
+ * posts its settlement, one returned after completing posts the reversal (post_to_ledger).
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "handlers/ledger_posting.h"
 #include "handlers/payments.h"
 #include "handlers/payments_rail.h"
 #include "runtime/arena.h"
@@ -130,6 +134,40 @@ static int payee_refused(struct step *st, struct payment_row *x, bool *refused)
     return move(st, x, PAYMENT_STATUS_FAILED, 0, p->failure_reason);
 }
 
+/* The ledger's record of x's move from `from` (handlers/ledger_posting.h), in the step's
+ * transaction, dated the day of the step (UTC): completed posts the settlement; completed ->
+ * returned posts its reversal; a failed payment never completed, so it posted nothing and
+ * posts nothing. A posting rule's refusal (a closed period, an archived account, posting
+ * disabled or no account mapped) does not stop the payment: ledger_payment_settled/returned
+ * log it, undo their own writes (a savepoint of their own inside the step's) and answer 0;
+ * the payment stays unposted, for the close checklist. A failure (-1) fails the step, which
+ * is undone and stays due, like any other. The step's principal is "system" with no scopes:
+ * the period rules admit its postings in open periods (a closing period wants ledger:close,
+ * so a payment settling into one stays unposted). 0 / -1. */
+static int post_to_ledger(struct step *st, struct payment_row *x, enum payment_status from)
+{
+    struct req *r = &st->r;
+    const struct payment *p = &x->obj;
+    char now[40];
+    format_time_rfc3339(st->now, now, sizeof now);
+    const char *day = arena_printf(&r->arena, "%.10s", now);
+    if (p->status == PAYMENT_STATUS_COMPLETED) {
+        struct ledger_payment lp = {
+            .id = p->id,
+            .amount = p->amount,
+            .currency = p->currency,
+            .originating_account = p->originating_account,
+            .effective_date = day,
+            .description = arena_printf(&r->arena, "Payment %s to beneficiary %s settled", p->id,
+                                        p->beneficiary_id),
+        };
+        return ledger_payment_settled(r, &lp) < 0 ? -1 : 0;
+    }
+    if (p->status == PAYMENT_STATUS_RETURNED && from == PAYMENT_STATUS_COMPLETED)
+        return ledger_payment_returned(r, p->id, day) < 0 ? -1 : 0;
+    return 0;
+}
+
 /* One step of x, due at st->now, inside the writer's transaction. 0 / -1. */
 static int advance(struct step *st, struct payment_row *x)
 {
@@ -186,11 +224,14 @@ static int advance(struct step *st, struct payment_row *x)
             p->failure_reason = arena_strdup(&r->arena, rep.reason);
             p->has_failure_reason = true;
         }
-        return move(st, x, status_of(rep.state), rep.ask_again_at_ms,
-                    p->has_failure_reason && (rep.state == RAIL_FAILED ||
-                                              rep.state == RAIL_RETURNED)
-                        ? p->failure_reason
-                        : NULL);
+        enum payment_status from = p->status;
+        if (move(st, x, status_of(rep.state), rep.ask_again_at_ms,
+                 p->has_failure_reason && (rep.state == RAIL_FAILED ||
+                                           rep.state == RAIL_RETURNED)
+                     ? p->failure_reason
+                     : NULL) != 0)
+            return -1;
+        return post_to_ledger(st, x, from);
     }
     default: /* waiting for people, or ended: nothing for the worker */
         return pay_reschedule(x, false, 0);

@@ -262,8 +262,21 @@ def body_period(world, person, body):
     return body
 
 
+def body_ledger_settings(world, person, body):
+    """The example's posting settings without bank accounts (the server keeps none yet, so
+    any `bank_account_id` is not found) and, while the chart of accounts is not built (no
+    `lac_` kind to make), without mappings."""
+    posting = body["payment_posting"]
+    for m in posting["cash_accounts"]:
+        m.pop("bank_account_id", None)
+    if "lac" not in PREFIX_KIND:
+        posting["cash_accounts"], posting["payee_clearing_accounts"] = [], []
+    return body
+
+
 BODIES = {
     "LedgerPeriodCreate": body_period,
+    "LedgerSettingsUpdate": body_ledger_settings,
     "MfaCode": body_mfa_code,
     "MfaProof": body_mfa_proof,
     "LoginRequest": body_login,

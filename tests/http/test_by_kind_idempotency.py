@@ -30,10 +30,20 @@ def another_body(world, call):
     again = world.prepare(call.op, caller=call.caller, given=call.values).body
     if again != call.body:
         return again
-    schema = resolve(call.op.body_media[1]).get("properties", {})
-    for name, value in call.body.items():
-        s = resolve(schema.get(name, {}))
-        other = copy.deepcopy(call.body)
+    other = changed(call.body, resolve(call.op.body_media[1]))
+    if other is None:
+        raise AssertionError("%s: no other body to send" % call.op.id)
+    return other
+
+
+def changed(body, schema, nested=False):
+    """body with one member changed within schema (a string lengthened or another of its
+    enum, an integer raised; failing those, in a nested object, where a boolean may also be
+    flipped), or None."""
+    props = schema.get("properties", {})
+    for name, value in body.items():
+        s = resolve(props.get(name, {}))
+        other = copy.deepcopy(body)
         if isinstance(value, str) and "enum" in s:
             choices = [v for v in s["enum"] if v != value]
             if not choices:
@@ -42,13 +52,21 @@ def another_body(world, call):
         elif isinstance(value, str) and len(value) < s.get("maxLength", 10 ** 6) and \
                 "pattern" not in s and "format" not in s:
             other[name] = value + "."
-        elif isinstance(value, int) and not isinstance(value, bool) and \
-                value + 1 <= s.get("maximum", 2 ** 62):
+        elif isinstance(value, bool):
+            if not nested:
+                continue
+            other[name] = not value
+        elif isinstance(value, int) and value + 1 <= s.get("maximum", 2 ** 62):
             other[name] = value + 1
         else:
             continue
         return other
-    raise AssertionError("%s: no other body to send" % call.op.id)
+    for name, value in body.items():
+        if isinstance(value, dict):
+            inner = changed(value, resolve(props.get(name, {})), nested=True)
+            if inner is not None:
+                return {**body, name: inner}
+    return None
 
 
 @pytest.mark.parametrize("op", IDEMPOTENT, ids=[o.id for o in IDEMPOTENT])

@@ -5,6 +5,7 @@ processing on, race a cancel cleanly, and resume exactly once after a crash."""
 
 import contextlib
 import datetime
+import os
 import re
 import signal
 import threading
@@ -337,3 +338,126 @@ def test_a_rail_is_told_of_a_payment_only_once_its_approval_is_durable(make_serv
     t.join(10)
     p = assert_json(answer["post"], 201)
     assert wait_for(team.owner, p["id"], FINAL)["status"] == "completed"
+
+
+# ---- the ledger's record of settled payments (handlers/ledger_settings.c) -------------------
+# Each settled, failed and returned sandbox payment leaves exactly the expected entries
+# (GET /v1/ledger/journals?source=payment&source_id=...).
+SETTINGS = "/v1/ledger/settings"
+JOURNALS = "/v1/ledger/journals"
+LEDGER_ACCOUNTS = "/v1/ledger/accounts"
+
+
+def utc_today():
+    return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+
+
+def entries_of(client, pay_id):
+    url = JOURNALS + "?source=payment&source_id=%s&limit=100" % pay_id
+    return assert_json(client.get(url), 200)["data"]
+
+
+def posted(client, account_id):
+    """(debits, credits, amount) of an account's posted balance."""
+    b = assert_json(client.get(LEDGER_ACCOUNTS + "/" + account_id), 200)["balances"]["posted"]
+    return b["debits"], b["credits"], b["amount"]
+
+
+def mapped(client):
+    """{originating account or currency: ledger account id} of the settings."""
+    pp = assert_json(client.get(SETTINGS), 200)["payment_posting"]
+    out = {m["originating_account"]: m["ledger_account_id"] for m in pp["cash_accounts"]}
+    out.update({m["currency"]: m["ledger_account_id"] for m in pp["payee_clearing_accounts"]})
+    return out
+
+
+def lines_of(entry):
+    return sorted((ln["ledger_account_id"], ln["direction"], ln["amount"], ln["currency"])
+                  for ln in entry["lines"])
+
+
+def test_a_settled_payment_posts_once_creating_the_default_accounts(server):
+    t = Team(server)
+    t.policy([])
+    ben = t.beneficiary()
+    assert assert_json(t.owner.get(SETTINGS), 200)["version"] == 1
+    p = assert_json(t.pay(ben, 4321), 201)
+    assert wait_for(t.owner, p["id"], FINAL)["status"] == "completed"
+    s = assert_json(t.owner.get(SETTINGS), 200)
+    assert s["version"] == 2 and s["payment_posting"]["enabled"] is True
+    ids = mapped(t.owner)
+    assert set(ids) == {"acc-operating", "EUR"}
+    cash = assert_json(t.owner.get(LEDGER_ACCOUNTS + "/" + ids["acc-operating"]), 200)
+    clearing = assert_json(t.owner.get(LEDGER_ACCOUNTS + "/" + ids["EUR"]), 200)
+    assert (cash["code"], cash["name"], cash["classification"], cash["currency"]) == \
+        ("1000", "Cash at bank: acc-operating", "asset", "EUR")
+    assert (clearing["code"], clearing["name"], clearing["classification"],
+            clearing["currency"]) == ("2100-EUR", "Payee clearing EUR", "liability", "EUR")
+    [e] = entries_of(t.owner, p["id"])
+    assert e["status"] == "posted" and e["source"] == "payment" and e["source_id"] == p["id"]
+    assert e["effective_date"] == utc_today() and p["id"] in e["description"]
+    assert lines_of(e) == sorted([(ids["EUR"], "debit", 4321, "EUR"),
+                                  (ids["acc-operating"], "credit", 4321, "EUR")])
+    assert posted(t.owner, ids["acc-operating"]) == (0, 4321, -4321)
+    assert posted(t.owner, ids["EUR"]) == (4321, 0, -4321)
+
+    # a second payment: the same accounts, no new default, the balances moved by its amount
+    q = assert_json(t.pay(ben, 1000), 201)
+    assert wait_for(t.owner, q["id"], FINAL)["status"] == "completed"
+    assert assert_json(t.owner.get(SETTINGS), 200)["version"] == 2
+    assert len(entries_of(t.owner, q["id"])) == 1
+    assert posted(t.owner, ids["acc-operating"]) == (0, 5321, -5321)
+    assert posted(t.owner, ids["EUR"]) == (5321, 0, -5321)
+    chart = assert_json(t.owner.get(LEDGER_ACCOUNTS + "?limit=100"), 200)["data"]
+    assert sorted(a["code"] for a in chart) == ["1000", "2100-EUR"]
+
+
+def test_a_failed_payment_posts_nothing(server):
+    t = Team(server)
+    t.policy([])
+    p = assert_json(t.pay(t.beneficiary(), remittance_information="SANDBOX-FAIL"), 201)
+    assert wait_for(t.owner, p["id"], FINAL)["status"] == "failed"
+    assert entries_of(t.owner, p["id"]) == []
+    assert assert_json(t.owner.get(SETTINGS), 200)["version"] == 1  # no default was needed
+
+
+def test_a_returned_payment_reverses_its_settlement(server):
+    t = Team(server)
+    t.policy([])
+    p = assert_json(t.pay(t.beneficiary(), 2500, remittance_information="SANDBOX-RETURN-MD07"),
+                    201)
+    assert wait_for(t.owner, p["id"], {"returned"})["status"] == "returned"
+    ids = mapped(t.owner)
+    [e] = [x for x in entries_of(t.owner, p["id"]) if not x.get("reverses_entry_id")]
+    assert e.get("reversed_by_entry_id"), e
+    rev = assert_json(t.owner.get(JOURNALS + "/" + e["reversed_by_entry_id"]), 200)
+    assert rev["status"] == "posted" and rev["reverses_entry_id"] == e["id"]
+    assert rev["effective_date"] == utc_today()
+    flip = {"debit": "credit", "credit": "debit"}
+    assert lines_of(rev) == sorted((a, flip[d], n, c) for a, d, n, c in lines_of(e))
+    assert posted(t.owner, ids["acc-operating"]) == (2500, 2500, 0)
+    assert posted(t.owner, ids["EUR"]) == (2500, 2500, 0)
+
+
+def test_settings_a_client_wrote_rule_the_postings(server):
+    t = Team(server)
+    t.policy([])
+    ben = t.beneficiary()
+    # disabled: nothing posts, and no default account is made
+    r = t.owner.put(SETTINGS, json={"payment_posting": {
+        "enabled": False, "cash_accounts": [], "payee_clearing_accounts": []}},
+        headers={"If-Match": '"v1"'})
+    assert_json(r, 200)
+    p = assert_json(t.pay(ben, 700), 201)
+    assert wait_for(t.owner, p["id"], FINAL)["status"] == "completed"
+    assert entries_of(t.owner, p["id"]) == []
+    assert assert_json(t.owner.get(LEDGER_ACCOUNTS + "?limit=100"), 200)["data"] == []
+    # enabled without mappings: still nothing (the client's settings rule, no defaults)
+    assert_json(t.owner.put(SETTINGS, json={"payment_posting": {
+        "enabled": True, "cash_accounts": [], "payee_clearing_accounts": []}},
+        headers={"If-Match": r.header("ETag")}), 200)
+    q = assert_json(t.pay(ben, 800), 201)
+    assert wait_for(t.owner, q["id"], FINAL)["status"] == "completed"
+    assert entries_of(t.owner, q["id"]) == []
+    assert assert_json(t.owner.get(SETTINGS), 200)["version"] == 3
+    assert assert_json(t.owner.get(LEDGER_ACCOUNTS + "?limit=100"), 200)["data"] == []
