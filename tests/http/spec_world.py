@@ -44,6 +44,9 @@ SERVER_ENV = {"TREASURY_RATE_LIMIT": 100000000, "TREASURY_SETTLEMENT_INTERVAL_MS
 # Operations no generic request reaches, with the reason: the suites count them as skipped.
 # (Each suite also skips, with its own reason, the operations its kind does not apply to.)
 EXCLUDED = {
+    # A reversal needs a posted entry; the world's entries are drafts, so that they can be
+    # changed, posted and discarded (tests/http/test_ledger_journals.py reverses).
+    "reverseJournalEntry": "needs a posted entry; the world's entries are drafts",
     # The OAuth sign-in and consent pages: a form post carrying the sealed request and the CSRF
     # token of the page the browser was shown, with its cookie (tests/http/test_oauth*.py).
     "signIn": "a form post from the OAuth sign-in page (sealed request, CSRF token, cookie)",
@@ -149,7 +152,35 @@ def new_ledger_account(world, person):
     return assert_json(world.owner.client.post(op.path, json=body), 201)
 
 
+# The world's journal entries are drafts dated in a period of their own, opened before the
+# first one is made (the world's other periods are single future days, and once a workspace
+# has periods only an open one takes postings).
+JOURNAL_DAY = "2990-06-15"
+
+
+def open_journal_period(world):
+    c = world.owner.client
+    made = assert_json(c.post("/v1/ledger/periods", json={
+        "name": "world-journals", "fiscal_year": 2990, "start_date": "2990-01-01",
+        "end_date": "2990-12-31"}), 201)
+    assert_json(c.post("/v1/ledger/periods/%s/open" % made["id"]), 200)
+
+
+def body_journal(world, person, body):
+    """The example entry as a draft (so that it can still be changed, posted or discarded)
+    dated in the world's open period, without the example's account_lock_version (the
+    world's accounts are new) and with an external_id of its own."""
+    body.pop("post", None)
+    body["effective_date"] = JOURNAL_DAY
+    if "external_id" in body:
+        body["external_id"] = "JE-" + fresh()[:12]
+    for ln in body.get("lines", []):
+        ln.pop("account_lock_version", None)
+    return body
+
+
 KINDS = {
+    "JournalEntry": Kind(before=open_journal_period),
     "Payment": Kind(before=example_policy),
     "PaymentBatch": Kind(before=example_policy),
     "Beneficiary": Kind(ready=approved),
@@ -276,6 +307,8 @@ def body_ledger_settings(world, person, body):
 
 BODIES = {
     "LedgerPeriodCreate": body_period,
+    "JournalEntryCreate": body_journal,
+    "JournalEntryUpdate": body_journal,
     "LedgerSettingsUpdate": body_ledger_settings,
     "MfaCode": body_mfa_code,
     "MfaProof": body_mfa_proof,

@@ -5,7 +5,6 @@ processing on, race a cancel cleanly, and resume exactly once after a crash."""
 
 import contextlib
 import datetime
-import os
 import re
 import signal
 import threading
