@@ -247,7 +247,8 @@ def test_bad_cases_cover_the_row_mapping_checks():
                  'x_table_flatten_of_non_object', 'x_table_object_without_mapping',
                  'x_table_not_null_for_optional', 'x_merge_into_null_removes_required',
                  'x_table_hidden_nullability', 'x_table_key_with_id_prefix',
-                 'x_table_words_item_may_hold_space', 'x_table_cache_without_version'):
+                 'x_table_words_item_may_hold_space', 'x_table_cache_without_version',
+                 'x_table_maintained_version', 'x_table_order_unknown'):
         assert case in BAD_CASES
 
 

@@ -524,3 +524,35 @@ def test_random_journals_keep_the_books_balanced(server):
             d, cr = db.execute("SELECT posted_debits, posted_credits FROM ledger_accounts "
                                "WHERE id = ?", (a["id"],)).fetchone()
         assert (posted(got)["debits"], posted(got)["credits"]) == (d, cr)
+
+
+def test_a_change_to_an_account_never_writes_its_balances_back(books, c):
+    """The account's save leaves the sums postings maintain alone (x-table maintained): a
+    change made with the version read before a posting keeps the posting's figures."""
+    cash, loan = pair(books)
+    read = books.get(cash)
+    assert_json(c.post(JRN, json=entry([line(cash, "debit", 55), line(loan, "credit", 55)],
+                                       post=True)), 201)
+    changed = assert_json(c.patch(ACC + "/" + cash["id"], json={"name": "Renamed"},
+                                  headers={"If-Match": '"v%d"' % read["version"]}), 200)
+    assert changed["name"] == "Renamed"
+    assert posted(changed) == {"debits": 55, "credits": 0, "amount": 55}
+    assert changed["lock_version"] == 1
+
+
+def test_the_journal_listing_as_csv_has_one_row_per_line(books, c):
+    cash, loan = pair(books)
+    e = assert_json(c.post(JRN, json=entry([line(cash, "debit", 12), line(loan, "credit", 12)],
+                                           post=True, external_id="CSV-" + uuid.uuid4().hex[:6])),
+                    201)
+    r = c.get(JRN + "?ledger_account_id=" + cash["id"], headers={"Accept": "text/csv"})
+    assert r.status == 200 and r.header("Content-Type").startswith("text/csv"), r
+    rows = r.body.decode().split("\r\n")
+    assert rows[0] == ("journal_entry_id,effective_date,status,source,external_id,description,"
+                       "line,ledger_account_id,ledger_account_code,direction,amount,currency")
+    assert rows[1:3] == [
+        "%s,%s,posted,manual,%s,test entry,0,%s,%s,debit,12,EUR" % (
+            e["id"], DAY, e["external_id"], cash["id"], cash["code"]),
+        "%s,%s,posted,manual,%s,test entry,1,%s,%s,credit,12,EUR" % (
+            e["id"], DAY, e["external_id"], loan["id"], loan["code"])]
+    assert_problem(c.get(JRN, headers={"Accept": "application/xml"}), 406, "not_acceptable")

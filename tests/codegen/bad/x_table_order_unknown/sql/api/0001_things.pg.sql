@@ -1,0 +1,5 @@
+CREATE TABLE things (
+    id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
