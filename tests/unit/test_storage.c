@@ -538,11 +538,11 @@ static void test_a_component_this_build_lacks_is_refused(void)
     char err[256] = "";
     CHECK(open_fresh() == 0);
     CHECK(storage_exec_texts("INSERT INTO schema_versions (component, version, name, applied_at) "
-                             "VALUES ('ledger', 1, 'baseline', 'now')",
+                             "VALUES ('sheets', 1, 'baseline', 'now')",
                              NULL, 0) == 0);
     storage_close();
     CHECK(storage_open(path, err, sizeof err) == -1);
-    CHECK(strstr(err, "ledger") != NULL && strstr(err, "newer") != NULL);
+    CHECK(strstr(err, "sheets") != NULL && strstr(err, "newer") != NULL);
     storage_close();
     remove_db();
 }
@@ -706,8 +706,15 @@ static void test_a_database_of_the_single_migration_list_is_adopted(void)
     if (err[0])
         fprintf(stderr, "  storage_open: %s\n", err);
     CHECK(storage_schema_version() == all_migrations());
+    /* the components of the single list were adopted at their baseline; one added after it
+     * (the ledger) had its first migration applied */
+    long long baselines = 0;
+    for (size_t i = 0; i < migrate_components_count; i++)
+        baselines += migrate_components[i].count > 0 &&
+                     strcmp(migrate_components[i].migrations[0].name, "baseline") == 0;
+    CHECK(baselines < (long long)migrate_components_count);
     CHECK(query_int("SELECT count(*) FROM schema_versions WHERE version = 1 AND "
-                    "name = 'baseline'") == (long long)migrate_components_count);
+                    "name = 'baseline'") == baselines);
     CHECK(query_int("SELECT count(*) FROM sqlite_master WHERE name = 'schema_migrations'") == 0);
     CHECK(query_int("SELECT count(*) FROM workspaces") == 2);
     CHECK(query_int("SELECT count(*) FROM payments") == 1);

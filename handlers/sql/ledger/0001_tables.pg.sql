@@ -1,4 +1,4 @@
--- PostgreSQL dialect of 0001_baseline.sqlite.sql, table for table the same: BIGINT for every
+-- PostgreSQL dialect of 0001_tables.sqlite.sql, table for table the same: BIGINT for every
 -- integer, the triggers as PL/pgSQL functions; CHECKs, partial indexes and UNIQUE as there.
 -- The ledger API's tables (handlers/ledger*.c): the chart of accounts with the balances
 -- postings maintain, journal entries with their draft versions, the immutable postings,
