@@ -36,6 +36,7 @@
 #include "runtime/id.h"
 #include "runtime/log.h"
 #include "runtime/storage.h"
+#include "runtime/verr.h"
 
 #define BATCH 50
 /* How long a step the rail could not take waits before it is tried again. */
@@ -254,6 +255,7 @@ static bool step_run(void *ctx, bool guarded)
     arena_release(&r->arena); /* a second run starts from nothing */
     memset(r, 0, sizeof *r);
     arena_init(&r->arena);
+    verr_init(&r->verr, &r->arena); /* a refused ledger posting collects violations here */
     r->principal.workspace_id = st->ws;
     r->principal.user_id = "system"; /* the audit actor of every worker step */
     r->request_id = id_new(&r->arena, "req");

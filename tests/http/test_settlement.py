@@ -411,6 +411,23 @@ def test_a_settled_payment_posts_once_creating_the_default_accounts(server):
     assert sorted(a["code"] for a in chart) == ["1000", "2100-EUR"]
 
 
+def test_a_refused_posting_leaves_nothing_behind_and_the_payment_still_settles(server):
+    """Once a workspace has periods, only an open one takes entries: a payment settling on a
+    day no period covers completes, and the posting's part is undone whole - no entry, and
+    neither the default accounts nor the settings made for it."""
+    t = Team(server)
+    t.policy([])
+    assert_json(t.owner.post("/v1/ledger/periods", json={
+        "name": "far", "fiscal_year": 2999, "start_date": "2999-01-01",
+        "end_date": "2999-12-31"}), 201)
+    p = assert_json(t.pay(t.beneficiary(), 777), 201)
+    assert wait_for(t.owner, p["id"], FINAL)["status"] == "completed"
+    assert entries_of(t.owner, p["id"]) == []
+    assert assert_json(t.owner.get(SETTINGS), 200)["version"] == 1
+    assert assert_json(t.owner.get(LEDGER_ACCOUNTS + "?limit=100"), 200)["data"] == []
+    assert "period_closed" in server.log_text()
+
+
 def test_a_failed_payment_posts_nothing(server):
     t = Team(server)
     t.policy([])
