@@ -256,7 +256,7 @@ static void after_move(const struct ledger_account_row *x, const struct ledger_m
 /* Rule 6 on the rows as loaded: every assertion and constraint broken gets an error at the
  * lines that ask for it; then lock versions. 1 answered, 0 go on. */
 static int refuse_guards(struct req *r, const struct journal_entry *e, const struct touched *t,
-                         size_t n, const size_t *of)
+                         const size_t *of)
 {
     for (size_t i = 0; i < e->lines_count; i++) {
         const struct touched *a = &t[of[i]];
@@ -327,7 +327,6 @@ static int refuse_guards(struct req *r, const struct journal_entry *e, const str
         r->with_errors = true;
         return 1;
     }
-    (void)n;
     return 0;
 }
 
@@ -416,7 +415,7 @@ int ledger_post_entry(struct req *r, struct journal_entry *e)
     if (dup != 0)
         return dup > 0 ? 0 : -1;
     gather_moves(e, t, of);
-    if (refuse_guards(r, e, t, n, of))
+    if (refuse_guards(r, e, t, of))
         return 0;
     for (size_t k = 0; k < n; k++) {
         int moved = ledger_account_move(r, &t[k].m);
@@ -429,7 +428,7 @@ int ledger_post_entry(struct req *r, struct journal_entry *e)
             if (load_touched(r, e, &t, &n, &of) != 0)
                 return -1;
             gather_moves(e, t, of);
-            if (refuse_accounts(r, e, t, of) || refuse_guards(r, e, t, n, of))
+            if (refuse_accounts(r, e, t, of) || refuse_guards(r, e, t, of))
                 return 0;
             req_problem(r, 409, "conflict",
                         "Ledger account %s changed while this entry posted; try again.",

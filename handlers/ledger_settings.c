@@ -173,24 +173,10 @@ int ledger_put_ledger_settings(struct req *r, const struct ledger_put_ledger_set
 
 /* ---- the payment postings ---------------------------------------------------------------- */
 
-/* A part of the worker's step that is undone alone. storage_savepoint() does not nest (the
- * step runs in one already, or unguarded: runtime/storage.h), but both engines nest named
- * savepoints inside a transaction and inside another savepoint, so a refused posting takes
- * back what it wrote (default accounts, the settings, a balance moved before a later line's
- * guard refused: ledger_post_entry answers 0 with "nothing written that the request's rollback
- * does not undo", and here the payment's step must not be rolled back) while the payment's
- * own move stays. 0 / -1. */
-static int part_begin(void)
-{
-    return storage_exec_texts("SAVEPOINT ledger_payment_posting", NULL, 0);
-}
-
-static int part_end(bool keep)
-{
-    if (!keep && storage_exec_texts("ROLLBACK TO SAVEPOINT ledger_payment_posting", NULL, 0) != 0)
-        return -1;
-    return storage_exec_texts("RELEASE SAVEPOINT ledger_payment_posting", NULL, 0);
-}
+/* A posting is a part of the worker's step undone alone (storage_nested_begin): a refused
+ * posting takes back what it wrote before the refusal (the default accounts and the
+ * settings made for it) while the payment's own move stays. */
+#define POSTING_PART "ledger_payment_posting"
 
 /* A posting rule's refusal, logged and taken off r (the worker's request answers nobody; its
  * next steps must not find a problem set). */
@@ -200,25 +186,7 @@ static void refused(struct req *r, const char *what, const char *payment_id)
              r->problem_code ? r->problem_code : "-",
              r->problem_detail ? r->problem_detail : "", r->verr.count > 0 ? " at " : "",
              r->verr.count > 0 ? r->verr.items[0].pointer : "");
-    r->status = 0;
-    r->problem = false;
-    r->problem_code = NULL;
-    r->problem_detail = NULL;
-    r->with_errors = false;
-    r->content_type = NULL;
-    r->verr.count = 0;
-    r->verr.truncated = false;
-}
-
-/* Whether code is free in r's workspace: 1 free, 0 taken, -1 failure. Asked before the insert
- * so that no insert fails on the UNIQUE constraint (on PostgreSQL a failed statement would
- * doom the worker's whole step). */
-static int code_free(struct req *r, const char *code)
-{
-    const char *v[] = {r->principal.workspace_id, code};
-    int rc = storage_query_text("SELECT 1 FROM ledger_accounts WHERE workspace_id = ? AND code = ?",
-                                v, 2, NULL, 0);
-    return rc < 0 ? -1 : !rc;
+    req_problem_clear(r);
 }
 
 /* Creates the default cash account (cash) of originating account orig in currency, or the
@@ -232,32 +200,28 @@ static int create_default(struct req *r, bool cash, const char *currency, const 
         log_warn("ledger: no default account for currency %s (no ISO 4217 exponent)", currency);
         return 0;
     }
+    struct ledger_account_row *a = arena_alloc(&r->arena, sizeof *a);
+    resource_new(r, &rows_ledger_account, a);
+    a->obj.name = cash ? arena_printf(&r->arena, "Cash at bank: %s", orig)
+                       : arena_printf(&r->arena, "Payee clearing %s", currency);
+    a->obj.classification = cash ? LEDGER_CLASSIFICATION_ASSET : LEDGER_CLASSIFICATION_LIABILITY;
+    a->obj.normal_balance = cash ? LEDGER_DIRECTION_DEBIT : LEDGER_DIRECTION_CREDIT;
+    a->obj.currency = currency;
+    a->obj.currency_exponent = exponent;
+    a->obj.status = LEDGER_ACCOUNT_STATUS_ACTIVE;
+    struct ledger_account_constraints *k = arena_alloc(&r->arena, sizeof *k);
+    k->has_debits_must_not_exceed_credits = k->has_credits_must_not_exceed_debits = true;
+    a->obj.constraints = k;
     for (int n = 0; n < DEFAULT_CODE_TRIES; n++) {
-        const char *code = cash ? arena_printf(&r->arena, "%d", 1000 + n)
-                                : arena_printf(&r->arena, "%d-%s", 2100 + n, currency);
-        int rc = code_free(r, code);
-        if (rc < 0)
-            return -1;
-        if (rc == 0)
-            continue;
-        struct ledger_account_row *a = arena_alloc(&r->arena, sizeof *a);
-        resource_new(r, &rows_ledger_account, a);
-        a->obj.code = code;
-        a->obj.name = cash ? arena_printf(&r->arena, "Cash at bank: %s", orig)
-                           : arena_printf(&r->arena, "Payee clearing %s", currency);
-        a->obj.classification = cash ? LEDGER_CLASSIFICATION_ASSET : LEDGER_CLASSIFICATION_LIABILITY;
-        a->obj.normal_balance = cash ? LEDGER_DIRECTION_DEBIT : LEDGER_DIRECTION_CREDIT;
-        a->obj.currency = currency;
-        a->obj.currency_exponent = exponent;
-        a->obj.status = LEDGER_ACCOUNT_STATUS_ACTIVE;
-        struct ledger_account_constraints *k = arena_alloc(&r->arena, sizeof *k);
-        k->has_debits_must_not_exceed_credits = k->has_credits_must_not_exceed_debits = true;
-        a->obj.constraints = k;
-        if ((rc = ledger_account_insert(r, a)) < 0)
-            return -1;
-        if (rc == 1) {
-            *id = a->obj.id;
-            return 1;
+        a->obj.code = cash ? arena_printf(&r->arena, "%d", 1000 + n)
+                           : arena_printf(&r->arena, "%d-%s", 2100 + n, currency);
+        /* ledger_account_insert looks for the code before it inserts (0: taken), so no insert
+         * fails on the UNIQUE constraint (on PostgreSQL a failed statement dooms the step) */
+        int rc = ledger_account_insert(r, a);
+        if (rc != 0) {
+            if (rc == 1)
+                *id = a->obj.id;
+            return rc;
         }
     }
     log_warn("ledger: no free code for a default %s account in %s",
@@ -361,7 +325,7 @@ int ledger_payment_settled(struct req *r, const struct ledger_payment *p)
 {
     if (p->amount <= 0)
         return 0; /* nothing moved (the payments API refuses such amounts anyway) */
-    if (part_begin() != 0)
+    if (storage_nested_begin(POSTING_PART) != 0)
         return -1;
     bool rule = false;
     int rc = post_settlement(r, p, &rule);
@@ -369,14 +333,14 @@ int ledger_payment_settled(struct req *r, const struct ledger_payment *p)
         refused(r, "the settlement", p->id);
     /* Anything but a posting undoes the part: a refusal leaves no default account, no
      * settings and no balance behind; a failure fails the step anyway. */
-    if (part_end(rc == 1) != 0)
+    if (storage_nested_end(POSTING_PART, rc == 1) != 0)
         return -1;
     return rc;
 }
 
 int ledger_payment_returned(struct req *r, const char *payment_id, const char *effective_date)
 {
-    if (part_begin() != 0)
+    if (storage_nested_begin(POSTING_PART) != 0)
         return -1;
     const char *entry_id = NULL, *reversal_id = NULL;
     int rc = ledger_entry_of(r, "payment", payment_id, &entry_id);
@@ -390,7 +354,7 @@ int ledger_payment_returned(struct req *r, const char *payment_id, const char *e
             log_info("ledger: return of payment %s reversed entry %s as %s", payment_id,
                      entry_id, reversal_id);
     }
-    if (part_end(rc == 1) != 0)
+    if (storage_nested_end(POSTING_PART, rc == 1) != 0)
         return -1;
     return rc;
 }

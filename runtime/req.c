@@ -127,6 +127,19 @@ void req_problem_member(struct req *r, const char *name, const char *json)
     r->problem_member_json = arena_strdup(&r->arena, json);
 }
 
+void req_problem_clear(struct req *r)
+{
+    r->status = 0;
+    r->problem = false;
+    r->problem_code = NULL;
+    r->problem_detail = NULL;
+    r->problem_member = r->problem_member_json = NULL;
+    r->with_errors = false;
+    r->content_type = NULL;
+    r->verr.count = 0;
+    r->verr.truncated = false;
+}
+
 void req_problem_validation(struct req *r, int status, const char *detail)
 {
     req_problem(r, status ? status : 422, "validation_failed", "%s", detail);

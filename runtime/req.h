@@ -187,6 +187,9 @@ void req_problem(struct req *r, int status, const char *code, const char *fmt, .
 /* Adds to the problem just recorded one member its operation documents beside `errors`
  * (name, and its value as JSON text, copied): a journal entry's `imbalances`. */
 void req_problem_member(struct req *r, const char *name, const char *json);
+/* Takes back the problem recorded (and the violations collected): for work that runs for no
+ * client (a worker's step) and goes on after a refusal it has logged. */
+void req_problem_clear(struct req *r);
 /* Problem with the collected r->verr as errors[] (status 422 unless given otherwise). */
 void req_problem_validation(struct req *r, int status, const char *detail);
 

@@ -336,6 +336,23 @@ int storage_savepoint_end(bool keep)
     return E ? E->savepoint_end(keep) : -1;
 }
 
+int storage_nested_begin(const char *name)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "SAVEPOINT %s", name);
+    return storage_exec_texts(sql, NULL, 0);
+}
+
+int storage_nested_end(const char *name, bool keep)
+{
+    char sql[96];
+    snprintf(sql, sizeof sql, "ROLLBACK TO SAVEPOINT %s", name);
+    if (!keep && storage_exec_texts(sql, NULL, 0) != 0)
+        return -1;
+    snprintf(sql, sizeof sql, "RELEASE SAVEPOINT %s", name);
+    return storage_exec_texts(sql, NULL, 0);
+}
+
 int storage_unguarded_begin(void)
 {
     return E ? E->unguarded_begin() : -1;

@@ -153,6 +153,12 @@ int storage_savepoint_end(bool keep);
  * savepoints), -1 when the transaction is gone, as for storage_savepoint_end. */
 int storage_unguarded_begin(void);
 int storage_unguarded_end(bool keep);
+/* A part inside whatever is open (a transaction, a request's savepoint or unguarded part)
+ * that is undone alone: a named SAVEPOINT, which both engines nest. storage_nested_end(name,
+ * keep) releases it, after rolling back to it unless keep. name: a constant SQL identifier.
+ * 0 / -1. */
+int storage_nested_begin(const char *name);
+int storage_nested_end(const char *name, bool keep);
 /* This thread's commits need not be durable at once (the housekeeping thread's purges: losing
  * one to a power cut only means it runs again). Best effort. */
 void storage_lazy_sync(void);
