@@ -252,6 +252,24 @@ def test_bad_cases_cover_the_row_mapping_checks():
         assert case in BAD_CASES
 
 
+def test_maintained_columns_are_read_and_inserted_but_never_saved():
+    """x-table maintained (a ledger account's balances): the descriptor's select and insert
+    name the columns, its update_sql does not, so no save of a row read earlier can write
+    stale figures over what a posting moved."""
+    import re as re_
+    text = open(os.path.join(REPO, 'generated', 'rows_ledger.c'), encoding='utf-8').read()
+    header = open(os.path.join(REPO, 'generated', 'rows_ledger.h'), encoding='utf-8').read()
+    cols = header[header.index('#define ROWS_LEDGER_ACCOUNT_COLUMNS'):]
+    cols = cols[:cols.index('#define ROWS_LEDGER_ACCOUNT_COLUMN_COUNT')]
+    update = re_.search(r'\.update_sql = ("UPDATE ledger_accounts SET.*?),\n', text, re_.S).group(1)
+    update = ''.join(re_.findall(r'"([^"]*)"', update))
+    assert 'name = ?' in update and 'WHERE id = ?' in update, update
+    for col in ('lock_version', 'posted_debits', 'posted_credits', 'draft_debits',
+                'draft_credits'):
+        assert col + ' = ' not in update, (col, update)
+        assert col in cols, col
+
+
 def test_ddl_parser_follows_the_migrations():
     import ddl
     tables = {}

@@ -527,8 +527,9 @@ def test_random_journals_keep_the_books_balanced(server):
 
 
 def test_a_change_to_an_account_never_writes_its_balances_back(books, c):
-    """The account's save leaves the sums postings maintain alone (x-table maintained): a
-    change made with the version read before a posting keeps the posting's figures."""
+    """A change to an account, at the version read before a posting (postings do not change
+    the account's version), keeps the posting's figures. (That the save's statement does not
+    even name them, x-table maintained, is checked on the generated SQL in tests/codegen.)"""
     cash, loan = pair(books)
     read = books.get(cash)
     assert_json(c.post(JRN, json=entry([line(cash, "debit", 55), line(loan, "credit", 55)],
