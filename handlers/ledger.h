@@ -77,6 +77,9 @@ int ledger_period_covering(struct req *r, const char *date, struct ledger_period
  * closed or locked), 403 insufficient_scope (closing, and r lacks ledger:close); -1 failure. */
 int ledger_period_admits(struct req *r, const char *date, const char *pointer,
                          const char **period_id);
+/* The day after date (YYYY-MM-DD, a real date), in r's arena; NULL for a malformed one: a
+ * period's end_date as an exclusive bound. */
+const char *ledger_next_day(struct req *r, const char *date);
 /* The SQL expression of the id of the period covering <table>.effective_date (NULL when
  * none), for a list's extra column (runtime/resource.h struct resource_extra). */
 #define LEDGER_PERIOD_OF(table)                                                                    \

@@ -540,19 +540,6 @@ static const struct resource_extra listed_extra = {
     .row = listed_row,
 };
 
-/* The day after date (YYYY-MM-DD), for a period's end as an exclusive bound. */
-static const char *day_after(struct req *r, const char *date)
-{
-    char noon[32];
-    int64_t ms = 0;
-    snprintf(noon, sizeof noon, "%sT12:00:00Z", date);
-    if (!format_time_parse_any(noon, &ms))
-        return date;
-    char next[40];
-    format_time_rfc3339(ms + 86400000, next, sizeof next);
-    return arena_strndup(&r->arena, next, 10);
-}
-
 int ledger_list_journal_entries(struct req *r, const struct ledger_list_journal_entries_request *in,
                                 struct ledger_list_journal_entries_response *out)
 {
@@ -564,7 +551,7 @@ int ledger_list_journal_entries(struct req *r, const struct ledger_list_journal_
         if (found < 0)
             return -1;
         from = found ? p->start_date : "9999-12-31";
-        until = found ? day_after(r, p->end_date) : "0000-01-01";
+        until = found ? ledger_next_day(r, p->end_date) : "0000-01-01";
     }
     const char *account = in->has_ledger_account_id
                               ? arena_printf(&r->arena, "\"%s\"", in->ledger_account_id)

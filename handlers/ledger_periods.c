@@ -66,9 +66,8 @@ static const char *person(struct req *r, bool *failed)
     return found && !token_is_service_subject(minter) ? arena_strdup(&r->arena, minter) : NULL;
 }
 
-/* The day after date (YYYY-MM-DD, a real date: the spec's BusinessDate checked it), in r's
- * arena: `start_date <= date` is `start_date < next_day(date)`, which the list's filters say. */
-static const char *next_day(struct req *r, const char *date)
+/* `start_date <= date` is `start_date < ledger_next_day(date)`, which the list's filters say. */
+const char *ledger_next_day(struct req *r, const char *date)
 {
     int y = 0, m = 0, d = 0;
     if (sscanf(date, "%4d-%2d-%2d", &y, &m, &d) != 3)
@@ -278,7 +277,7 @@ int ledger_list_ledger_periods(struct req *r, const struct ledger_list_ledger_pe
                                struct ledger_list_ledger_periods_response *out)
 {
     /* date: the period covering that day, start_date <= date <= end_date */
-    const char *after_date = in->has_date ? next_day(r, in->date) : NULL;
+    const char *after_date = in->has_date ? ledger_next_day(r, in->date) : NULL;
     if (in->has_date && !after_date)
         return -1;
     const struct resource_filter f[] = {

@@ -365,6 +365,25 @@ def test_list_filters_and_order(books, c):
                                % (loan["id"], first["next_cursor"])), 400, "invalid_cursor")
 
 
+def test_the_period_filter_lists_the_entries_dated_within_it(server):
+    """Both ends of the period included; an unknown period lists nothing. (A workspace of its
+    own: once a workspace has periods, only an open one takes postings.)"""
+    own = Books(server)
+    c = own.owner
+    cash, loan = pair(own)
+    made = [assert_json(c.post(JRN, json=entry([line(cash, "debit", 1), line(loan, "credit", 1)],
+                                               effective_date=day)), 201)
+            for day in ("2025-02-04", "2025-02-05", "2025-03-05", "2025-03-06")]
+    per = assert_json(c.post("/v1/ledger/periods", json={
+        "name": "feb", "fiscal_year": 2025, "start_date": "2025-02-05",
+        "end_date": "2025-03-05"}), 201)
+    page = assert_json(c.get(JRN + "?period_id=" + per["id"]), 200)
+    assert [x["id"] for x in page["data"]] == [made[2]["id"], made[1]["id"]]
+    assert {x["period_id"] for x in page["data"]} == {per["id"]}
+    assert "period_id" not in assert_json(c.get(JRN + "/" + made[0]["id"]), 200)
+    assert assert_json(c.get(JRN + "?period_id=per_" + "0" * 26), 200)["data"] == []
+
+
 def test_scopes_and_other_workspaces(books, c, server):
     cash, loan = pair(books)
     e = assert_json(c.post(JRN, json=entry([line(cash, "debit", 1), line(loan, "credit", 1)])),
