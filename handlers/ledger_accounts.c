@@ -495,11 +495,11 @@ int ledger_update_ledger_account(struct req *r,
 /* Whether the posting settings name id as a cash or clearing account: 1 / 0 / -1. */
 static int used_by_settings(struct req *r, const char *id)
 {
-    struct ledger_settings s;
+    struct ledger_settings_row s; /* the table's row struct (x-table hidden), never obj alone */
     bool stored = false;
     if (resource_load_singleton(r, &rows_ledger_settings, NULL, &s, &stored) != 1)
         return -1;
-    const struct ledger_payment_posting *p = s.payment_posting;
+    const struct ledger_payment_posting *p = s.obj.payment_posting;
     if (!stored || !p)
         return 0;
     for (size_t i = 0; i < p->cash_accounts_count; i++)
