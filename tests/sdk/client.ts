@@ -44,21 +44,29 @@ export const calls: Record<string, (api: Api) => Promise<Outcome>> = {
   rates: (api) =>
     api.GET("/rates", { params: { query: { pair: ["EURUSD", "EURGBP"], limit: 10 } } }),
   banking: (api) => api.GET("/connections", { params: { query: { limit: 10 } } }),
-  ledger: (api) =>
-    api.POST("/ledger/journals", {
+  ledger: async (api) => {
+    // two accounts of the chart, then an entry posted between them
+    const account = async (classification: "asset" | "liability") => {
+      const made = await api.POST("/ledger/accounts", {
+        body: { code: uuid().slice(0, 10), name: "SDK " + classification, classification,
+                currency: "EUR" },
+      });
+      return made.data?.id ?? "lac_00000000000000000000000000";
+    };
+    const debit = await account("asset"), credit = await account("liability");
+    return api.POST("/ledger/journals", {
       params: { header: { "Idempotency-Key": uuid() } },
       body: {
         description: "Accrued March office rent",
         effective_date: "2025-03-31",
         post: true,
         lines: [
-          { ledger_account_id: "lac_01jq7a4e5f6g7h8j9k0m1n2p3q", direction: "debit",
-            amount: 450000, currency: "EUR" },
-          { ledger_account_id: "lac_01jq7a5f6g7h8j9k0m1n2p3q4r", direction: "credit",
-            amount: 450000, currency: "EUR" },
+          { ledger_account_id: debit, direction: "debit", amount: 450000, currency: "EUR" },
+          { ledger_account_id: credit, direction: "credit", amount: 450000, currency: "EUR" },
         ],
       },
-    }),
+    });
+  },
   reporting: (api) => api.GET("/reports", { params: { query: { limit: 10 } } }),
   audit: (api) => api.GET("/audit/events", { params: { query: { limit: 10 } } }),
   integrations: (api) => api.GET("/integrations", { params: { query: { limit: 10 } } }),
