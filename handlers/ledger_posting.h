@@ -63,4 +63,22 @@ int ledger_payment_settled(struct req *r, const struct ledger_payment *p);
  * (a returned payment), dated effective_date. 1 posted, 0 none, -1 failure. */
 int ledger_payment_returned(struct req *r, const char *payment_id, const char *effective_date);
 
+/* The FX accounts of one currency, through which conversions post (handlers/conversions.h):
+ * cash (asset, debit normal: what the workspace holds in the currency for conversions; its
+ * available balance is what funds a conversion's sell side), liquidity (liability, credit
+ * normal: the liquidity provider's side of each leg, at the mid rate) and spread (expense,
+ * debit normal: the spread paid, the difference between the mid and the client rate). Found
+ * by their codes FXC-<CCY>, FXL-<CCY> and FXS-<CCY> (a client may create them first with its
+ * own names), created at first use otherwise, each audited as the system's. */
+struct ledger_fx_accounts {
+    const char *cash, *liquidity, *spread;
+};
+/* The FX accounts of currency in r's workspace into *out (r's arena): 1 found or created, 0
+ * not usable (a code taken by an account in another currency, or archived: logged, nothing
+ * answered), -1 failure. */
+int ledger_fx_accounts(struct req *r, const char *currency, struct ledger_fx_accounts *out);
+/* The available balance of account_id (r's workspace; posted less the draft lines that
+ * would lower it, signed in its normal direction) into *available: 1 found, 0 none, -1. */
+int ledger_account_available(struct req *r, const char *account_id, int64_t *available);
+
 #endif

@@ -33,4 +33,36 @@ int decimal_cmp(struct decimal a, struct decimal b);
  * bytes (DECIMAL_TEXT_MAX is always enough); returns buf. */
 char *decimal_format(struct decimal d, char *buf, size_t n);
 
+/* ---- Arithmetic: exact, rounded once, to a stated scale ------------------------------------
+ * Every operation works on the exact value (128-bit intermediates) and rounds only the final
+ * result, by the caller's rule; a result that does not fit (more than DECIMAL_MAX_DIGITS
+ * significant digits, or an amount past int64_t) is -1, never a wrapped value. */
+
+enum decimal_rounding {
+    DECIMAL_ROUND_DOWN,      /* toward negative infinity (floor) */
+    DECIMAL_ROUND_UP,        /* toward positive infinity (ceiling) */
+    DECIMAL_ROUND_HALF_EVEN, /* to nearest, a tie to the even digit (banker's rounding) */
+};
+
+/* a + b and a - b, exact: 0 and *out (normalised), or -1. */
+int decimal_add(struct decimal a, struct decimal b, struct decimal *out);
+int decimal_sub(struct decimal a, struct decimal b, struct decimal *out);
+/* a * b and a / b (b not zero) rounded by mode to at most scale decimals (0 ... 18): 0 and
+ * *out (normalised), or -1. */
+int decimal_mul(struct decimal a, struct decimal b, int scale, enum decimal_rounding mode,
+                struct decimal *out);
+int decimal_div(struct decimal a, struct decimal b, int scale, enum decimal_rounding mode,
+                struct decimal *out);
+/* Money through a rate: amount (minor units of a currency of minor-unit exponent from_exp,
+ * 0 ... 4) times rate (decimal_amount_mul) or divided by rate (decimal_amount_div, rate > 0),
+ * as minor units of a currency of exponent to_exp, rounded by mode: 0 and *out, or -1. So
+ * 100000000 EUR cents (exponent 2) at 1.0837078750 to USD (2) rounded down is 108370787. */
+int decimal_amount_mul(int64_t amount, int from_exp, struct decimal rate, int to_exp,
+                       enum decimal_rounding mode, int64_t *out);
+int decimal_amount_div(int64_t amount, int from_exp, struct decimal rate, int to_exp,
+                       enum decimal_rounding mode, int64_t *out);
+/* d as text with exactly scale decimals (trailing zeros kept: "1.0842500000" for scale 10),
+ * d's own scale at most scale, into buf of n bytes (DECIMAL_TEXT_MAX is enough); returns buf. */
+char *decimal_format_fixed(struct decimal d, int scale, char *buf, size_t n);
+
 #endif

@@ -1,0 +1,91 @@
+/* What the rates files share, and the rates that other APIs read (the conversions API prices
+ * quotes through rates_live_mid and rates_forward). Who writes what (handlers/sql/README.md):
+ *
+ *   rates_live.c       live rates: the pair's current rate and its history (pushRates,
+ *                      listRates, getRate, getRateHistory), the pair and spot-date rules
+ *   rates_market.c     the embedded sandbox market: a seeded random walk per pair, a
+ *                      background job that records a tick every configured interval
+ *   rates_reference.c  the ECB reference-rate file import and the reference rates (cross
+ *                      rates through EUR)
+ *   rates_curves.c     custom forward curves (draft, active, archived) and their interpolation
+ *   rates_alerts.c     rate alerts and their evaluation on every new current rate
+ *
+ * Rates are exact decimals (runtime/decimal.h): quote-currency units for one base-currency
+ * unit, at most 10 decimal places, never a double. */
+#ifndef HANDLERS_RATES_H
+#define HANDLERS_RATES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/decimal.h"
+#include "runtime/req.h"
+
+/* The largest scale a rate has (the spec's Rate: 10 decimal places). */
+#define RATES_SCALE 10
+
+/* ---- rates_live.c: pairs, spot dates, the current live rate ---------------------------- */
+
+/* Whether pair is two different active ISO 4217 codes (`EURUSD`): true into base and quote
+ * (each 4 bytes, NUL-terminated), false otherwise. */
+bool rates_pair_split(const char *pair, char base[4], char quote[4]);
+/* The spot date of pair for a trade on trade_date (YYYY-MM-DD): two weekdays later, one for
+ * USDCAD and CADUSD; public holidays are not modelled. Into out (11 bytes). 0 / -1 (malformed
+ * date). */
+int rates_spot_date(const char *pair, const char *trade_date, char out[11]);
+
+/* A live mid price of base in quote, as conversions price from it. */
+struct rates_price {
+    struct decimal mid; /* quote units for one base unit: exact as stored, or, when only the
+                         * inverse pair has a rate, 1 / its mid rounded half-even to
+                         * RATES_SCALE decimals */
+    const char *source; /* the rate's source (`provider:sandbox`, `manual`, ...), r's arena */
+    const char *as_of;  /* RFC 3339, r's arena */
+};
+/* The current live mid of base/quote in r's workspace (the workspace's pushed rates and the
+ * sandbox market's, the later as_of wins), the pair or its inverse: 1 found into *out, 0 none
+ * (nothing answered), -1 failure. */
+int rates_live_mid(struct req *r, const char *base, const char *quote, struct rates_price *out);
+
+/* Records a live rate of t->pair observed at t->as_of from source, for workspace_id (NULL:
+ * the sandbox market's, which every workspace sees) into the history; it becomes the pair's
+ * current live rate unless a later one is current already (*became_current says which), and
+ * then the alerts it concerns are evaluated (rates_alerts_on_rate). value_date NULL: the spot
+ * date. For pushRates and the market job. 0 / -1. */
+struct rates_tick;
+int rates_record_live(struct req *r, const char *workspace_id, const struct rates_tick *t,
+                      const char *source, const char *value_date, bool *became_current);
+
+/* ---- rates_curves.c: forward points ------------------------------------------------------ */
+
+/* What the pair's active curve adds to the spot rate for a value date. */
+struct rates_forward {
+    const char *curve_id;        /* the active curve that priced it, r's arena */
+    struct decimal points;       /* forward points at value_date (rate units), interpolated
+                                  * linearly in calendar days between the enclosing tenors,
+                                  * half-even to RATES_SCALE decimals */
+};
+/* The forward points of base/quote (or, with only the inverse pair's curve, none: a curve
+ * prices its own pair only) at value_date (YYYY-MM-DD), from the workspace's active curve
+ * as of today: 1 priced into *out; 0 not priced, *reason "no_forward_curve" (no active
+ * curve for the pair) or "outside_curve" (before the first tenor's value date or after the
+ * last one's), nothing answered; -1 failure. */
+int rates_forward(struct req *r, const char *base, const char *quote, const char *value_date,
+                  struct rates_forward *out, const char **reason);
+
+/* ---- rates_alerts.c: evaluation ---------------------------------------------------------- */
+
+/* A rate that just became current (bid <= mid <= ask). */
+struct rates_tick {
+    const char *pair;
+    struct decimal bid, ask, mid;
+    const char *as_of; /* RFC 3339 */
+};
+/* Evaluates the active alerts on t->pair of workspace_id (NULL: every workspace's, for a
+ * market tick) against t, in the caller's transaction: each alert whose condition holds is
+ * triggered (status, triggered_at, last_evaluated_rate; `once` alerts stop, `every_time`
+ * alerts re-arm) and an fx_rate_alert.triggered event is queued in the outbox; expired
+ * alerts become `expired`. 0 / -1. */
+int rates_alerts_on_rate(struct req *r, const char *workspace_id, const struct rates_tick *t);
+
+#endif

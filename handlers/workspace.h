@@ -1,0 +1,22 @@
+/* What other APIs read of the workspace API: the workspace's treasury settings (PATCH
+ * /v1/workspace changes them; handlers/workspace.c). */
+#ifndef HANDLERS_WORKSPACE_H
+#define HANDLERS_WORKSPACE_H
+
+#include <stdbool.h>
+
+#include "runtime/req.h"
+
+/* WorkspaceTreasurySettings, each member its default when the workspace never set it. */
+struct workspace_treasury {
+    int fx_quote_ttl_seconds;         /* 30 */
+    int fx_spread_bps;                /* 0 */
+    int transfer_signatures_required; /* 2 */
+    int transfer_authorisation_hours; /* 72 */
+    bool require_mfa;                 /* false */
+    int idempotency_retention_hours;  /* 24 */
+};
+/* r's workspace's treasury settings into *out. 0 / -1 (failure, or no such workspace). */
+int workspace_treasury_of(struct req *r, struct workspace_treasury *out);
+
+#endif
