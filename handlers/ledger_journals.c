@@ -551,7 +551,7 @@ int ledger_list_journal_entries(struct req *r, const struct ledger_list_journal_
         if (found < 0)
             return -1;
         from = found ? p->start_date : "9999-12-31";
-        until = found ? ledger_next_day(r, p->end_date) : "0000-01-01";
+        until = found ? p->end_date : "0000-01-01";
     }
     const char *account = in->has_ledger_account_id
                               ? arena_printf(&r->arena, "\"%s\"", in->ledger_account_id)
@@ -570,7 +570,7 @@ int ledger_list_journal_entries(struct req *r, const struct ledger_list_journal_
                       in->has_effective_date_lt ? in->effective_date_lt : NULL),
         /* the period's days (the cursor binds its id: same period, same days) */
         RESOURCE_TEXT("effective_date", RESOURCE_GE, from),
-        RESOURCE_TEXT("effective_date", RESOURCE_LT, until),
+        RESOURCE_TEXT("effective_date", RESOURCE_LE, until),
     };
     struct resource_page rp;
     int listed = resource_list_extra(r, &rows_journal_entry, f, sizeof f / sizeof f[0],

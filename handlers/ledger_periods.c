@@ -66,25 +66,6 @@ static const char *person(struct req *r, bool *failed)
     return found && !token_is_service_subject(minter) ? arena_strdup(&r->arena, minter) : NULL;
 }
 
-/* `start_date <= date` is `start_date < ledger_next_day(date)`, which the list's filters say. */
-const char *ledger_next_day(struct req *r, const char *date)
-{
-    int y = 0, m = 0, d = 0;
-    if (sscanf(date, "%4d-%2d-%2d", &y, &m, &d) != 3)
-        return NULL;
-    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    int last = days[m - 1] + (m == 2 && leap);
-    if (++d > last) {
-        d = 1;
-        if (++m > 12) {
-            m = 1;
-            y++;
-        }
-    }
-    return arena_printf(&r->arena, "%04d-%02d-%02d", y, m, d);
-}
-
 /* ---- reading other periods ------------------------------------------------------------- */
 
 /* One other period of r's workspace a rule names: id, name and status. */
@@ -277,13 +258,10 @@ int ledger_list_ledger_periods(struct req *r, const struct ledger_list_ledger_pe
                                struct ledger_list_ledger_periods_response *out)
 {
     /* date: the period covering that day, start_date <= date <= end_date */
-    const char *after_date = in->has_date ? ledger_next_day(r, in->date) : NULL;
-    if (in->has_date && !after_date)
-        return -1;
     const struct resource_filter f[] = {
         RESOURCE_TEXT("status", RESOURCE_EQ, in->has_status ? status_str(in->status) : NULL),
         RESOURCE_INT("fiscal_year", RESOURCE_EQ, in->has_fiscal_year, in->fiscal_year),
-        RESOURCE_TEXT("start_date", RESOURCE_LT, after_date),
+        RESOURCE_TEXT("start_date", RESOURCE_LE, in->has_date ? in->date : NULL),
         RESOURCE_TEXT("end_date", RESOURCE_GE, in->has_date ? in->date : NULL),
     };
     struct resource_page rp;

@@ -360,6 +360,8 @@ static const char *op_sql(enum resource_op op)
         return ">=";
     case RESOURCE_GT:
         return ">";
+    case RESOURCE_LE:
+        return "<=";
     case RESOURCE_IN:
     case RESOURCE_IS_NULL:
     case RESOURCE_CONTAINS:

@@ -161,6 +161,7 @@ enum resource_op {
     RESOURCE_GE, /* column >= value */
     RESOURCE_IS_NULL, /* column IS NULL (set: RESOURCE_NULL) */
     RESOURCE_GT, /* column > value */
+    RESOURCE_LE, /* column <= value */
     RESOURCE_CONTAINS, /* the text column holds value somewhere (a JSON column holds an id,
                         * quoted: the caller quotes it); a scan of the workspace's rows */
 };

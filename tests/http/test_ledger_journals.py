@@ -374,6 +374,8 @@ def test_the_period_filter_lists_the_entries_dated_within_it(server):
     made = [assert_json(c.post(JRN, json=entry([line(cash, "debit", 1), line(loan, "credit", 1)],
                                                effective_date=day)), 201)
             for day in ("2025-02-04", "2025-02-05", "2025-03-05", "2025-03-06")]
+    last = assert_json(c.post(JRN, json=entry([line(cash, "debit", 1), line(loan, "credit", 1)],
+                                              effective_date="9999-12-31")), 201)
     per = assert_json(c.post("/v1/ledger/periods", json={
         "name": "feb", "fiscal_year": 2025, "start_date": "2025-02-05",
         "end_date": "2025-03-05"}), 201)
@@ -382,6 +384,12 @@ def test_the_period_filter_lists_the_entries_dated_within_it(server):
     assert {x["period_id"] for x in page["data"]} == {per["id"]}
     assert "period_id" not in assert_json(c.get(JRN + "/" + made[0]["id"]), 200)
     assert assert_json(c.get(JRN + "?period_id=per_" + "0" * 26), 200)["data"] == []
+    # a period ending on the last day there is still takes its last day in
+    end = assert_json(c.post("/v1/ledger/periods", json={
+        "name": "end", "fiscal_year": 9999, "start_date": "9999-12-01",
+        "end_date": "9999-12-31"}), 201)
+    assert [x["id"] for x in assert_json(c.get(JRN + "?period_id=" + end["id"]),
+                                         200)["data"]] == [last["id"]]
 
 
 def test_scopes_and_other_workspaces(books, c, server):

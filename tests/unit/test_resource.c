@@ -477,6 +477,8 @@ static void test_integer_filters(void)
     CHECK_STR(list(r, f, 2, 10, NULL, &next, &rc), "n2");
     const struct resource_filter g[] = {RESOURCE_INT("size", RESOURCE_GE, false, 20)};
     CHECK_STR(list(r, g, 1, 10, NULL, &next, &rc), "n3,n2,n1");
+    const struct resource_filter h[] = {RESOURCE_INT("size", RESOURCE_LE, true, 20)};
+    CHECK_STR(list(r, h, 1, 10, NULL, &next, &rc), "n2,n1");
     teardown();
 }
 
