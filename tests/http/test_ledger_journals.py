@@ -365,6 +365,29 @@ def test_list_filters_and_order(books, c):
                                % (loan["id"], first["next_cursor"])), 400, "invalid_cursor")
 
 
+def test_the_account_filter_follows_a_draft_s_lines_as_they_change(books, c):
+    """The filter reads the index of the accounts each entry has lines on, rewritten with the
+    lines: a draft moved to other accounts leaves the first ones' lists, posting keeps it,
+    and another account of the same workspace never lists it."""
+    cash, loan = pair(books)
+    bank, fee = pair(books)
+    d = assert_json(c.post(JRN, json=entry([line(cash, "debit", 3), line(loan, "credit", 3)])),
+                    201)
+
+    def listed(acc):
+        page = assert_json(c.get(JRN + "?ledger_account_id=%s" % acc["id"]), 200)
+        return [x["id"] for x in page["data"]]
+    assert listed(cash) == [d["id"]] and listed(loan) == [d["id"]] and listed(bank) == []
+    assert_json(c.patch(JRN + "/" + d["id"], json={"lines": [line(bank, "debit", 3),
+                                                         line(loan, "credit", 3)]},
+                        headers={"If-Match": '"v1"'}), 200)
+    assert listed(cash) == [] and listed(bank) == [d["id"]] and listed(loan) == [d["id"]]
+    assert_json(c.post(JRN + "/" + d["id"] + "/post"), 200)
+    assert listed(bank) == [d["id"]] and listed(fee) == []
+    # an account id no entry names lists nothing
+    assert assert_json(c.get(JRN + "?ledger_account_id=lac_" + "z" * 26), 200)["data"] == []
+
+
 def test_the_period_filter_lists_the_entries_dated_within_it(server):
     """Both ends of the period included; an unknown period lists nothing. (A workspace of its
     own: once a workspace has periods, only an open one takes postings.)"""
