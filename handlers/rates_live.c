@@ -136,7 +136,7 @@ bool rates_live_supersedes(const struct rates_live_row *a, const struct rates_li
 int rates_live_current(struct req *r, const char *pair, struct rates_live_row *out)
 {
     struct db_stmt *st = storage_prepare("SELECT " LIVE_COLUMNS " FROM fx_live_rates WHERE pair = ?1"
-                                         " AND (workspace_id = ?2 OR workspace_id IS NULL)");
+                                         " AND COALESCE(workspace_id, '') IN (?2, '')");
     if (!st)
         return -1;
     db_bind_text(st, 1, pair);
@@ -159,8 +159,8 @@ int rates_live_list(struct req *r, const char *const *pairs, size_t n_pairs, con
     /* every row the workspace sees, merged per pair below; a workspace's pairs are a few
      * hundred at most (two active ISO 4217 codes each), so the list is taken whole */
     struct db_stmt *st = storage_prepare(
-        "SELECT " LIVE_COLUMNS " FROM fx_live_rates WHERE (workspace_id = ?1 OR workspace_id IS "
-        "NULL) AND (CAST(?2 AS TEXT) IS NULL OR substr(pair, 1, 3) = ?2)"
+        "SELECT " LIVE_COLUMNS " FROM fx_live_rates WHERE COALESCE(workspace_id, '') IN (?1, '')"
+        " AND (CAST(?2 AS TEXT) IS NULL OR substr(pair, 1, 3) = ?2)"
         " AND (CAST(?3 AS TEXT) IS NULL OR substr(pair, 4, 3) = ?3) ORDER BY pair");
     if (!st)
         return -1;
@@ -249,12 +249,12 @@ struct rec {
 static int store_current(const char *ws, const struct rec *x, const char *source,
                          const char *value_date, bool *current)
 {
-    const char *own_sql = ws ? "SELECT as_of FROM fx_live_rates WHERE pair = ?1 AND workspace_id = ?2"
-                             : "SELECT as_of FROM fx_live_rates WHERE pair = ?1 AND workspace_id IS "
-                               "NULL AND CAST(?2 AS TEXT) IS NULL";
-    const char *v[] = {x->pair, ws};
+    const char *key = ws ? ws : ""; /* the unique index's key: '' is the market */
+    const char *v[] = {x->pair, key};
     char stored[48];
-    int found = storage_query_text(own_sql, v, 2, stored, sizeof stored);
+    int found = storage_query_text(
+        "SELECT as_of FROM fx_live_rates WHERE COALESCE(workspace_id, '') = ?2 AND pair = ?1", v, 2,
+        stored, sizeof stored);
     if (found < 0)
         return -1;
     *current = found == 0 || strcmp(stored, x->as_of) <= 0;
@@ -265,11 +265,10 @@ static int store_current(const char *ws, const struct rec *x, const char *source
         return storage_exec_texts("INSERT INTO fx_live_rates (bid, ask, mid, source, as_of, "
                                   "value_date, pair, workspace_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                   w, 8);
-    return storage_exec_texts(ws ? "UPDATE fx_live_rates SET bid = ?1, ask = ?2, mid = ?3, source = ?4, "
-                                   "as_of = ?5, value_date = ?6 WHERE pair = ?7 AND workspace_id = ?8"
-                                 : "UPDATE fx_live_rates SET bid = ?1, ask = ?2, mid = ?3, source = ?4, "
-                                   "as_of = ?5, value_date = ?6 WHERE pair = ?7 AND workspace_id IS "
-                                   "NULL AND CAST(?8 AS TEXT) IS NULL",
+    w[7] = key;
+    return storage_exec_texts("UPDATE fx_live_rates SET bid = ?1, ask = ?2, mid = ?3, source = ?4, "
+                              "as_of = ?5, value_date = ?6 WHERE COALESCE(workspace_id, '') = ?8 "
+                              "AND pair = ?7",
                               w, 8);
 }
 
@@ -302,19 +301,16 @@ static int store_bar(struct req *r, const char *ws, const struct rec *x, const c
     char start[40];
     format_time_rfc3339(start_ms, start, sizeof start);
     struct db_stmt *st = storage_prepare(
-        ws ? "SELECT id, first_as_of, last_as_of, bid_open, bid_high, bid_low, bid_close, "
-             "ask_open, ask_high, ask_low, ask_close, mid_open, mid_high, mid_low, mid_close "
-             "FROM fx_rate_bars WHERE pair = ?1 AND bucket = ?2 AND start = ?3 AND workspace_id = ?4"
-           : "SELECT id, first_as_of, last_as_of, bid_open, bid_high, bid_low, bid_close, "
-             "ask_open, ask_high, ask_low, ask_close, mid_open, mid_high, mid_low, mid_close "
-             "FROM fx_rate_bars WHERE pair = ?1 AND bucket = ?2 AND start = ?3 AND workspace_id "
-             "IS NULL AND CAST(?4 AS TEXT) IS NULL");
+        "SELECT id, first_as_of, last_as_of, bid_open, bid_high, bid_low, bid_close, "
+        "ask_open, ask_high, ask_low, ask_close, mid_open, mid_high, mid_low, mid_close "
+        "FROM fx_rate_bars WHERE COALESCE(workspace_id, '') = ?4 AND pair = ?1 AND bucket = ?2 "
+        "AND start = ?3");
     if (!st)
         return -1;
     db_bind_text(st, 1, x->pair);
     db_bind_text(st, 2, bucket);
     db_bind_text(st, 3, start);
-    db_bind_text(st, 4, ws);
+    db_bind_text(st, 4, ws ? ws : ""); /* the unique index's key: '' is the market */
     int rc = db_step(st);
     if (rc != DB_ROW) {
         db_reset(st);
@@ -542,7 +538,8 @@ int rates_push_rates(struct req *r, const struct rates_push_rates_request *in,
                                      .mid = recs[i].mid, .source = source,
                                      .as_of = recs[i].as_of, .value_date = value_date};
         rates_fx_rate(r, &row, &res->data[i]);
-        if (!strstr(pairs, p->pair)) /* the audit record names each pair once */
+        /* the audit record names each pair once, the first 20 pairs (its detail counts all) */
+        if (pairs_len < 20 * 7 && !strstr(pairs, p->pair))
             pairs_len += (size_t)sprintf(pairs + pairs_len, "%s%s", pairs_len ? "," : "", p->pair);
     }
     if (audit_change(r, "fx_rates.pushed", "fx_rate", pairs, NULL, NULL,

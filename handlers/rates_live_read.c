@@ -311,7 +311,7 @@ static int ever_had(struct req *r, const char *pair)
 {
     const char *v[] = {pair, r->principal.workspace_id};
     return storage_query_text("SELECT pair FROM fx_live_rates WHERE pair = ?1 AND "
-                              "(workspace_id = ?2 OR workspace_id IS NULL)",
+                              "COALESCE(workspace_id, '') IN (?2, '')",
                               v, 2, NULL, 0);
 }
 
@@ -376,8 +376,8 @@ int rates_get_rate_history(struct req *r, const struct rates_get_rate_history_re
     };
     const char *sql = arena_printf(
         &r->arena,
-        "%s FROM fx_rate_bars WHERE pair = ?1 AND bucket = ?2 AND "
-        "(workspace_id = ?3 OR workspace_id IS NULL) AND start >= ?4 AND start < ?5 AND "
+        "%s FROM fx_rate_bars WHERE COALESCE(workspace_id, '') IN (?3, '') AND pair = ?1 "
+        "AND bucket = ?2 AND start >= ?4 AND start < ?5 AND "
         "(CAST(?6 AS TEXT) IS NULL OR start > ?6) ORDER BY start LIMIT ?7",
         SQL[field]);
     struct db_stmt *st = storage_prepare(sql);

@@ -3,7 +3,8 @@
 -- rate, the OHLC bars its history is answered from, and the sandbox market's walk. Rates are
 -- exact decimal text, stored as given or computed (never a float); times RFC 3339 UTC text,
 -- dates 'YYYY-MM-DD'. workspace_id NULL is the sandbox market's, which every workspace sees
--- beside its own pushed rates (rates.h).
+-- beside its own pushed rates (rates.h). Lookups name a row by COALESCE(workspace_id, '') ('' the
+-- market's), the key of the unique indexes, so that they are index lookups on both engines.
 
 -- The current live rate of a pair, one per workspace (and one for the market): a rate
 -- recorded replaces it unless its as_of is earlier. The unique index says "one per
@@ -19,7 +20,6 @@ CREATE TABLE fx_live_rates (
     value_date TEXT NOT NULL
 );
 CREATE UNIQUE INDEX fx_live_rates_key ON fx_live_rates (COALESCE(workspace_id, ''), pair);
-CREATE INDEX fx_live_rates_pair_idx ON fx_live_rates (pair);
 
 -- History: open, high, low and close of bid, ask and mid per bucket ('1m', '1h', '1d',
 -- start aligned on UTC), kept as each rate is recorded (upserted), so that a history is a
