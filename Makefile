@@ -119,6 +119,10 @@ $(BUILD)/tests/test_admin: $(BUILD)/obj/handlers/admin_cli.o $(BUILD)/obj/handle
 # another across the APIs) but no dispatcher.
 $(BUILD)/tests/test_ledger_accounts: $(BUILD)/obj/handlers/ledger_accounts.o \
     $(filter-out %_dispatch.o %/routes.o,$(GENERATED:%.c=$(BUILD)/obj/%.o))
+# The forward points of a custom curve (handlers/rates_curves.c: rates_forward), which the
+# conversions API prices with and no operation of the rates API answers.
+$(BUILD)/tests/test_rates_curves: $(BUILD)/obj/handlers/rates_curves.o \
+    $(filter-out %_dispatch.o %/routes.o,$(GENERATED:%.c=$(BUILD)/obj/%.o))
 
 # ---- generated code -----------------------------------------------------------------------
 # generated/ is committed; `make generate` rewrites only files whose bytes change.

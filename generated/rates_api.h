@@ -12,7 +12,117 @@
 #include <stdint.h>
 
 #include "generated/schemas.h"
+#include "generated/schemas_common.h"
+#include "generated/schemas_rates.h"
 #include "runtime/req.h"
+
+/* GET /v1/rates/curves (listRateCurves): List custom rate curves */
+struct rates_list_rate_curves_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+    const char *pair; /* query pair, optional */
+    bool has_pair;
+    enum rate_curve_status status; /* query status, optional */
+    bool has_status;
+};
+
+struct rates_list_rate_curves_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 501, 503) via req_problem() */
+    struct rate_curve_page *body_200; /* status 200: One page of curves. */
+};
+
+int rates_list_rate_curves(struct req *r, const struct rates_list_rate_curves_request *in,
+                          struct rates_list_rate_curves_response *out);
+
+/* POST /v1/rates/curves (createRateCurve): Create a custom rate curve */
+struct rates_create_rate_curve_request {
+    struct rate_curve_create *body; /* request body (required) */
+};
+
+struct rates_create_rate_curve_response {
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct rate_curve *body_201; /* status 201: Created in `draft`; `Location` names it, `ETag` carries its version. */
+    const char *location; /* header Location on 201; NULL = not sent */
+    const char *etag; /* header ETag on 201; NULL = not sent */
+};
+
+int rates_create_rate_curve(struct req *r, const struct rates_create_rate_curve_request *in,
+                           struct rates_create_rate_curve_response *out);
+
+/* GET /v1/rates/curves/{id} (getRateCurve): Get a custom rate curve */
+struct rates_get_rate_curve_request {
+    const char *id; /* path id, required */
+};
+
+struct rates_get_rate_curve_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    struct rate_curve *body_200; /* status 200: The curve. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int rates_get_rate_curve(struct req *r, const struct rates_get_rate_curve_request *in,
+                        struct rates_get_rate_curve_response *out);
+
+/* PATCH /v1/rates/curves/{id} (updateRateCurve): Change a draft curve */
+struct rates_update_rate_curve_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+    struct rate_curve_update *body; /* request body (required) */
+};
+
+struct rates_update_rate_curve_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct rate_curve *body_200; /* status 200: Changed; the curve and its new `ETag`. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int rates_update_rate_curve(struct req *r, const struct rates_update_rate_curve_request *in,
+                           struct rates_update_rate_curve_response *out);
+
+/* DELETE /v1/rates/curves/{id} (deleteRateCurve): Delete a draft curve */
+struct rates_delete_rate_curve_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+};
+
+struct rates_delete_rate_curve_response {
+    int status; /* 204; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+};
+
+int rates_delete_rate_curve(struct req *r, const struct rates_delete_rate_curve_request *in,
+                           struct rates_delete_rate_curve_response *out);
+
+/* POST /v1/rates/curves/{id}/activate (activateRateCurve): Activate a curve */
+struct rates_activate_rate_curve_request {
+    const char *id; /* path id, required */
+};
+
+struct rates_activate_rate_curve_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 501, 503) via req_problem() */
+    struct rate_curve *body_200; /* status 200: Active. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int rates_activate_rate_curve(struct req *r, const struct rates_activate_rate_curve_request *in,
+                             struct rates_activate_rate_curve_response *out);
+
+/* POST /v1/rates/curves/{id}/archive (archiveRateCurve): Archive a curve */
+struct rates_archive_rate_curve_request {
+    const char *id; /* path id, required */
+};
+
+struct rates_archive_rate_curve_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 501, 503) via req_problem() */
+    struct rate_curve *body_200; /* status 200: Archived. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int rates_archive_rate_curve(struct req *r, const struct rates_archive_rate_curve_request *in,
+                            struct rates_archive_rate_curve_response *out);
 
 /* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
  *   GET /v1/rates (listRates)
@@ -24,13 +134,6 @@
  *   DELETE /v1/rates/alerts/{id} (deleteRateAlert)
  *   POST /v1/rates/alerts/{id}/pause (pauseRateAlert)
  *   POST /v1/rates/alerts/{id}/resume (resumeRateAlert)
- *   GET /v1/rates/curves (listRateCurves)
- *   POST /v1/rates/curves (createRateCurve)
- *   GET /v1/rates/curves/{id} (getRateCurve)
- *   PATCH /v1/rates/curves/{id} (updateRateCurve)
- *   DELETE /v1/rates/curves/{id} (deleteRateCurve)
- *   POST /v1/rates/curves/{id}/activate (activateRateCurve)
- *   POST /v1/rates/curves/{id}/archive (archiveRateCurve)
  *   GET /v1/rates/reference (getReferenceRates)
  *   POST /v1/rates/reference/import (importReferenceRates)
  *   GET /v1/rates/{pair} (getRate)
