@@ -14,6 +14,7 @@
 #include "generated/schemas.h"
 #include "generated/schemas_common.h"
 #include "generated/schemas_rates.h"
+#include "runtime/media.h"
 #include "runtime/req.h"
 
 /* GET /v1/rates/curves (listRateCurves): List custom rate curves */
@@ -124,6 +125,40 @@ struct rates_archive_rate_curve_response {
 int rates_archive_rate_curve(struct req *r, const struct rates_archive_rate_curve_request *in,
                             struct rates_archive_rate_curve_response *out);
 
+/* GET /v1/rates/reference (getReferenceRates): Reference rates of a day */
+struct rates_get_reference_rates_request {
+    const char *date; /* query date, optional */
+    bool has_date;
+    const char *base_currency; /* query base_currency, optional */
+    bool has_base_currency;
+    const char **currency; /* query currency, optional, repeated: ?currency=a&currency=b */
+    size_t currency_count;
+    bool has_currency;
+};
+
+struct rates_get_reference_rates_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    struct reference_rate_set *body_200; /* status 200: The publication's rates against the base currency, by currency code. */
+};
+
+int rates_get_reference_rates(struct req *r, const struct rates_get_reference_rates_request *in,
+                             struct rates_get_reference_rates_response *out);
+
+/* POST /v1/rates/reference/import (importReferenceRates): Import the ECB reference-rate file */
+struct rates_import_reference_rates_request {
+    const char *body; /* request body: its bytes (required), NUL-terminated */
+    size_t body_len;
+    enum media body_media; /* its Content-Type: MEDIA_XML */
+};
+
+struct rates_import_reference_rates_response {
+    int status; /* 200; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct reference_rate_import *body_200; /* status 200: Imported; what the file held and what changed. */
+};
+
+int rates_import_reference_rates(struct req *r, const struct rates_import_reference_rates_request *in,
+                                struct rates_import_reference_rates_response *out);
+
 /* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
  *   GET /v1/rates (listRates)
  *   POST /v1/rates (pushRates)
@@ -134,8 +169,6 @@ int rates_archive_rate_curve(struct req *r, const struct rates_archive_rate_curv
  *   DELETE /v1/rates/alerts/{id} (deleteRateAlert)
  *   POST /v1/rates/alerts/{id}/pause (pauseRateAlert)
  *   POST /v1/rates/alerts/{id}/resume (resumeRateAlert)
- *   GET /v1/rates/reference (getReferenceRates)
- *   POST /v1/rates/reference/import (importReferenceRates)
  *   GET /v1/rates/{pair} (getRate)
  *   GET /v1/rates/{pair}/history (getRateHistory)
  */

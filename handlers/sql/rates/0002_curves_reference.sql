@@ -26,3 +26,26 @@ CREATE TABLE rate_curves (
 CREATE INDEX rate_curves_list_idx ON rate_curves (workspace_id, created_at DESC, id DESC);
 CREATE UNIQUE INDEX rate_curves_one_active ON rate_curves (workspace_id, pair)
     WHERE status = 'active';
+
+-- ECB publications imported into a workspace: one row per publication date. imported_at:
+-- when it was imported, or last replaced by a correction with other figures.
+CREATE TABLE reference_publications (
+    workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+    source TEXT NOT NULL CHECK (source IN ('ecb')),
+    date TEXT NOT NULL,
+    imported_at TEXT NOT NULL,
+    rate_count INTEGER NOT NULL,
+    PRIMARY KEY (workspace_id, source, date)
+);
+
+-- The rates of a publication: units of currency for one EUR, the text as published.
+CREATE TABLE reference_rates (
+    workspace_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    date TEXT NOT NULL,
+    currency TEXT NOT NULL,
+    rate TEXT NOT NULL,
+    PRIMARY KEY (workspace_id, source, date, currency),
+    FOREIGN KEY (workspace_id, source, date)
+        REFERENCES reference_publications (workspace_id, source, date) ON DELETE CASCADE
+);
