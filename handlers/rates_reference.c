@@ -359,7 +359,8 @@ int rates_import_reference_rates(struct req *r,
     for (size_t i = 0; i < e.n_pubs; i++) {
         const struct ecb_pub *pub = &e.pubs[i];
         for (size_t j = 0; j < pub->n; j++)
-            if (!bsearch(&pub->rates[j].currency, codes, n_codes, sizeof *codes, str_cmp)) {
+            if (!n_codes ||
+                !bsearch(&pub->rates[j].currency, codes, n_codes, sizeof *codes, str_cmp)) {
                 codes = arena_grow(&r->arena, codes, n_codes, sizeof *codes);
                 codes[n_codes++] = pub->rates[j].currency;
                 qsort(codes, n_codes, sizeof *codes, str_cmp);
@@ -488,7 +489,7 @@ static int publication_by(struct req *r, const char *date, struct publication *p
 static const struct ecb_rate *rate_of(const struct publication *p, const char *currency)
 {
     struct ecb_rate key = {.currency = currency};
-    return bsearch(&key, p->rates, p->n, sizeof *p->rates, rate_cmp);
+    return p->n ? bsearch(&key, p->rates, p->n, sizeof *p->rates, rate_cmp) : NULL;
 }
 
 /* The rate of base in quote from p (through EUR), into *out: 1, 0 not in p, -1 overflow. */
