@@ -38,7 +38,7 @@ WARN     := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes -Wsha
 CFLAGS   := -std=c11 $(OPT) $(WARN) -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
             -DTREASURY_VERSION='"$(VERSION)"' $(DEFS) $(SANFLAGS) -I. -I/usr/include/postgresql -MMD -MP
 LDFLAGS  := $(SANFLAGS)
-LDLIBS   := -lmicrohttpd -lsqlite3 -lpq -lcrypto -lcurl -lpthread -lm
+LDLIBS   := -lmicrohttpd -lsqlite3 -lpq -lcrypto -lcurl -lexpat -lpthread -lm
 
 ifeq ($(V),1)
 Q :=
@@ -119,6 +119,10 @@ $(BUILD)/tests/test_admin: $(BUILD)/obj/handlers/admin_cli.o $(BUILD)/obj/handle
 # another across the APIs) but no dispatcher.
 $(BUILD)/tests/test_ledger_accounts: $(BUILD)/obj/handlers/ledger_accounts.o \
     $(filter-out %_dispatch.o %/routes.o,$(GENERATED:%.c=$(BUILD)/obj/%.o))
+# The forward points of a custom curve (handlers/rates_curves.c: rates_forward), which the
+# conversions API prices with and no operation of the rates API answers.
+$(BUILD)/tests/test_rates_curves: $(BUILD)/obj/handlers/rates_curves.o \
+    $(filter-out %_dispatch.o %/routes.o,$(GENERATED:%.c=$(BUILD)/obj/%.o))
 
 # ---- generated code -----------------------------------------------------------------------
 # generated/ is committed; `make generate` rewrites only files whose bytes change.
@@ -192,7 +196,7 @@ fuzz: test-deps fuzz-build
 # What building and running need; the tests add their tools (a browser among them), so
 # `make run` stays light on a fresh machine.
 DEB_PACKAGES := gcc make pkg-config libmicrohttpd-dev libsqlite3-dev libpq-dev libssl-dev \
-                libcurl4-gnutls-dev python3-jinja2 python3-yaml openssl curl
+                libcurl4-gnutls-dev libexpat1-dev python3-jinja2 python3-yaml openssl curl
 DEB_TEST_PACKAGES := python3-pytest python3-jwt wrk oathtool sslscan chromium clang \
                      libclang-rt-14-dev python3-aiosmtpd postgresql python3-psycopg2 haproxy
 

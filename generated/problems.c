@@ -95,6 +95,8 @@ const struct problem_code generated_problem_codes[] = {
     {"later_period_closed", "Later period closed"},
     {"close_checklist_failed", "Period close checklist not met"},
     {"statement_unbalanced", "Statement does not balance"},
+    {"curve_not_editable", "Rate curve can no longer be changed"},
+    {"malformed_xml", "Malformed XML body"},
 };
 
 const size_t generated_problem_codes_count =

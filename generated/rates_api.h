@@ -14,6 +14,7 @@
 #include "generated/schemas.h"
 #include "generated/schemas_common.h"
 #include "generated/schemas_rates.h"
+#include "runtime/media.h"
 #include "runtime/req.h"
 
 /* GET /v1/rates (listRates): List current rates */
@@ -53,6 +54,148 @@ struct rates_push_rates_response {
 
 int rates_push_rates(struct req *r, const struct rates_push_rates_request *in,
                     struct rates_push_rates_response *out);
+
+/* GET /v1/rates/curves (listRateCurves): List custom rate curves */
+struct rates_list_rate_curves_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+    const char *pair; /* query pair, optional */
+    bool has_pair;
+    enum rate_curve_status status; /* query status, optional */
+    bool has_status;
+};
+
+struct rates_list_rate_curves_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 501, 503) via req_problem() */
+    struct rate_curve_page *body_200; /* status 200: One page of curves. */
+};
+
+int rates_list_rate_curves(struct req *r, const struct rates_list_rate_curves_request *in,
+                          struct rates_list_rate_curves_response *out);
+
+/* POST /v1/rates/curves (createRateCurve): Create a custom rate curve */
+struct rates_create_rate_curve_request {
+    struct rate_curve_create *body; /* request body (required) */
+};
+
+struct rates_create_rate_curve_response {
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct rate_curve *body_201; /* status 201: Created in `draft`; `Location` names it, `ETag` carries its version. */
+    const char *location; /* header Location on 201; NULL = not sent */
+    const char *etag; /* header ETag on 201; NULL = not sent */
+};
+
+int rates_create_rate_curve(struct req *r, const struct rates_create_rate_curve_request *in,
+                           struct rates_create_rate_curve_response *out);
+
+/* GET /v1/rates/curves/{id} (getRateCurve): Get a custom rate curve */
+struct rates_get_rate_curve_request {
+    const char *id; /* path id, required */
+};
+
+struct rates_get_rate_curve_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    struct rate_curve *body_200; /* status 200: The curve. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int rates_get_rate_curve(struct req *r, const struct rates_get_rate_curve_request *in,
+                        struct rates_get_rate_curve_response *out);
+
+/* PATCH /v1/rates/curves/{id} (updateRateCurve): Change a draft curve */
+struct rates_update_rate_curve_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+    struct rate_curve_update *body; /* request body (required) */
+};
+
+struct rates_update_rate_curve_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct rate_curve *body_200; /* status 200: Changed; the curve and its new `ETag`. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int rates_update_rate_curve(struct req *r, const struct rates_update_rate_curve_request *in,
+                           struct rates_update_rate_curve_response *out);
+
+/* DELETE /v1/rates/curves/{id} (deleteRateCurve): Delete a draft curve */
+struct rates_delete_rate_curve_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+};
+
+struct rates_delete_rate_curve_response {
+    int status; /* 204; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+};
+
+int rates_delete_rate_curve(struct req *r, const struct rates_delete_rate_curve_request *in,
+                           struct rates_delete_rate_curve_response *out);
+
+/* POST /v1/rates/curves/{id}/activate (activateRateCurve): Activate a curve */
+struct rates_activate_rate_curve_request {
+    const char *id; /* path id, required */
+};
+
+struct rates_activate_rate_curve_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 501, 503) via req_problem() */
+    struct rate_curve *body_200; /* status 200: Active. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int rates_activate_rate_curve(struct req *r, const struct rates_activate_rate_curve_request *in,
+                             struct rates_activate_rate_curve_response *out);
+
+/* POST /v1/rates/curves/{id}/archive (archiveRateCurve): Archive a curve */
+struct rates_archive_rate_curve_request {
+    const char *id; /* path id, required */
+};
+
+struct rates_archive_rate_curve_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 501, 503) via req_problem() */
+    struct rate_curve *body_200; /* status 200: Archived. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int rates_archive_rate_curve(struct req *r, const struct rates_archive_rate_curve_request *in,
+                            struct rates_archive_rate_curve_response *out);
+
+/* GET /v1/rates/reference (getReferenceRates): Reference rates of a day */
+struct rates_get_reference_rates_request {
+    const char *date; /* query date, optional */
+    bool has_date;
+    const char *base_currency; /* query base_currency, optional */
+    bool has_base_currency;
+    const char **currency; /* query currency, optional, repeated: ?currency=a&currency=b */
+    size_t currency_count;
+    bool has_currency;
+};
+
+struct rates_get_reference_rates_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    struct reference_rate_set *body_200; /* status 200: The publication's rates against the base currency, by currency code. */
+};
+
+int rates_get_reference_rates(struct req *r, const struct rates_get_reference_rates_request *in,
+                             struct rates_get_reference_rates_response *out);
+
+/* POST /v1/rates/reference/import (importReferenceRates): Import the ECB reference-rate file */
+struct rates_import_reference_rates_request {
+    const char *body; /* request body: its bytes (required), NUL-terminated */
+    size_t body_len;
+    enum media body_media; /* its Content-Type: MEDIA_XML */
+};
+
+struct rates_import_reference_rates_response {
+    int status; /* 200; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct reference_rate_import *body_200; /* status 200: Imported; what the file held and what changed. */
+};
+
+int rates_import_reference_rates(struct req *r, const struct rates_import_reference_rates_request *in,
+                                struct rates_import_reference_rates_response *out);
 
 /* GET /v1/rates/{pair} (getRate): Get a pair's current rate */
 struct rates_get_rate_request {
@@ -103,15 +246,6 @@ int rates_get_rate_history(struct req *r, const struct rates_get_rate_history_re
  *   DELETE /v1/rates/alerts/{id} (deleteRateAlert)
  *   POST /v1/rates/alerts/{id}/pause (pauseRateAlert)
  *   POST /v1/rates/alerts/{id}/resume (resumeRateAlert)
- *   GET /v1/rates/curves (listRateCurves)
- *   POST /v1/rates/curves (createRateCurve)
- *   GET /v1/rates/curves/{id} (getRateCurve)
- *   PATCH /v1/rates/curves/{id} (updateRateCurve)
- *   DELETE /v1/rates/curves/{id} (deleteRateCurve)
- *   POST /v1/rates/curves/{id}/activate (activateRateCurve)
- *   POST /v1/rates/curves/{id}/archive (archiveRateCurve)
- *   GET /v1/rates/reference (getReferenceRates)
- *   POST /v1/rates/reference/import (importReferenceRates)
  */
 
 #endif

@@ -71,7 +71,7 @@ enum rate_alert_status rate_alert_status_parse(const char *s);
  * client wrote it; NULL when n is 0. */
 const char *rate_alert_status_set(struct arena *a, const enum rate_alert_status *v, size_t n);
 
-/* RateCurveSpotSource: The spot rate the forward points are added to; `live` when absent. */
+/* RateCurveSpotSource: The spot rate the forward points are added to. */
 enum rate_curve_spot_source {
     RATE_CURVE_SPOT_SOURCE_LIVE = 1,
     RATE_CURVE_SPOT_SOURCE_REFERENCE = 2,
@@ -338,7 +338,7 @@ struct rate_curve {
     const char *workspace_id; /* required, read-only, WorkspaceId */
     const char *name; /* required */
     const char *pair; /* required, CurrencyPair */
-    enum rate_curve_spot_source spot_source; /* required, default "live", RateCurveSpotSource */
+    enum rate_curve_spot_source spot_source; /* required, RateCurveSpotSource */
     struct rate_curve_point *points; /* required */
     size_t points_count;
     enum rate_curve_status status; /* required, read-only, RateCurveStatus */
@@ -395,7 +395,7 @@ struct rate_curve_point_input {
 struct rate_curve_update {
     const char *name; /* optional */
     bool has_name;
-    enum rate_curve_spot_source spot_source; /* optional, default "live", RateCurveSpotSource */
+    enum rate_curve_spot_source spot_source; /* optional, RateCurveSpotSource */
     bool has_spot_source;
     struct rate_curve_point_input *points; /* optional */
     size_t points_count;

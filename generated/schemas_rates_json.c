@@ -1588,10 +1588,6 @@ int decode_rate_curve_update(struct arena *a, const struct json_value *v, struct
             }
         }
     }
-    if (!out->has_spot_source) {
-        out->spot_source = RATE_CURVE_SPOT_SOURCE_LIVE;
-        out->has_spot_source = true;
-    }
     return 0;
 }
 

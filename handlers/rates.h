@@ -16,6 +16,7 @@
 #define HANDLERS_RATES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "runtime/decimal.h"
@@ -41,6 +42,10 @@ struct rates_price {
                          * RATES_SCALE decimals */
     const char *source; /* the rate's source (`provider:sandbox`, `manual`, ...), r's arena */
     const char *as_of;  /* RFC 3339, r's arena */
+    const char *value_date; /* a reference rate's publication date (rates_reference_latest);
+                             * NULL for a live rate */
+    const char *text; /* a reference rate as the API shows it: the file's own figure against
+                       * EUR, a cross rate with RATES_SCALE decimals; NULL for a live rate */
 };
 /* The current live mid of base/quote in r's workspace (the workspace's pushed rates and the
  * sandbox market's, the later as_of wins), the pair or its inverse: 1 found into *out, 0 none
@@ -55,6 +60,25 @@ int rates_live_mid(struct req *r, const char *base, const char *quote, struct ra
 struct rates_tick;
 int rates_record_live(struct req *r, const char *workspace_id, const struct rates_tick *t,
                       const char *source, const char *value_date, bool *became_current);
+
+/* ---- rates_reference.c: the ECB reference rates ------------------------------------------
+ * Kept per workspace in reference_publications (workspace_id, source 'ecb', date,
+ * imported_at, rate_count) and reference_rates (workspace_id, source, date, currency, rate:
+ * units of currency for one EUR, the text as published). */
+
+/* The reference rate of base in quote from r's workspace's latest publication on or before
+ * date (YYYY-MM-DD; NULL: today, UTC): the file's figure for EUR/quote, 1 / EURbase for
+ * base/EUR, EURquote / EURbase otherwise (a cross rate through EUR), the last two rounded
+ * half-even to RATES_SCALE decimals. source "ecb", as_of the publication's import time,
+ * value_date its date. 1 found into *out; 0 none (no publication by then, or it lacks base or
+ * quote); -1 failure. */
+int rates_reference_latest(struct req *r, const char *base, const char *quote, const char *date,
+                           struct rates_price *out);
+/* The currencies r's workspace's latest publication on or before date (NULL: today, UTC)
+ * quotes against EUR, by code, into *codes (n of them, r's arena), its date into *pub_date:
+ * the EURXXX pairs of listRates' reference rates. 1 / 0 no publication by then / -1. */
+int rates_reference_currencies(struct req *r, const char *date, const char **pub_date,
+                               const char ***codes, size_t *n);
 
 /* ---- rates_curves.c: forward points ------------------------------------------------------ */
 

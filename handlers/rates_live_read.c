@@ -81,32 +81,139 @@ static int custom_rate(struct req *r, const struct rates_live_row *spot, const c
 
 /* ---- reference (rates_reference.c's table) ------------------------------------------------ */
 
-/* TODO(lead, at merge): the current `reference` rate of pair from the curves/reference
- * helper's table (rates_reference.c), a cross pair through EUR. Not on this branch yet:
- * answers none (0). 1 into *out, 0 none, -1 failure. */
-static int reference_rate(struct req *r, const char *pair, struct fx_rate *out)
+/* The reference rate of base/quote as an FxRate from what rates_reference_latest found: one
+ * figure, so bid, ask and mid are equal; as_of the publication's import. */
+static void reference_fx(struct req *r, const char *base, const char *quote,
+                         const struct rates_price *p, struct fx_rate *out)
 {
-    (void)r;
-    (void)pair;
-    (void)out;
-    return 0;
+    const char *figure = p->text;
+    memset(out, 0, sizeof *out);
+    out->object = "fx_rate";
+    out->workspace_id = r->principal.workspace_id;
+    out->pair = arena_printf(&r->arena, "%s%s", base, quote);
+    out->base_currency = arena_strdup(&r->arena, base);
+    out->quote_currency = arena_strdup(&r->arena, quote);
+    out->bid = out->ask = out->mid = figure;
+    out->rate_type = RATE_TYPE_REFERENCE;
+    out->source = p->source;
+    out->as_of = p->as_of;
+    out->value_date = p->value_date;
 }
 
-/* TODO(lead, at merge): the `reference` rows listRates shows (the EUR pairs of the latest
- * publication, and each cross pair of pairs[0..n_pairs)), from rates_reference.c's table.
- * Not on this branch yet: answers none. 0 / -1. */
+/* The current `reference` rate of pair: the latest publication's figure, a cross pair through
+ * EUR (rates_reference.c). 1 into *out, 0 none, -1 failure. */
+static int reference_rate(struct req *r, const char *pair, struct fx_rate *out)
+{
+    char base[4], quote[4];
+    if (!rates_pair_split(pair, base, quote))
+        return 0;
+    struct rates_price p;
+    int found = rates_reference_latest(r, base, quote, NULL, &p);
+    if (found > 0)
+        reference_fx(r, base, quote, &p, out);
+    return found;
+}
+
+/* The `reference` rows listRates shows: the EUR pairs of the latest publication, and each
+ * cross pair of pairs[0..n_pairs) it can price, kept by base and quote when given. 0 / -1. */
 static int list_reference(struct req *r, const char *const *pairs, size_t n_pairs,
                           const char *base, const char *quote, struct fx_rate **out,
                           size_t *count)
 {
-    (void)r;
-    (void)pairs;
-    (void)n_pairs;
-    (void)base;
-    (void)quote;
+    const char *pub_date, **codes;
+    size_t n_codes = 0;
     *out = NULL;
     *count = 0;
+    int has = rates_reference_currencies(r, NULL, &pub_date, &codes, &n_codes);
+    if (has <= 0)
+        return has;
+    *out = arena_alloc(&r->arena, (n_codes + n_pairs + 1) * sizeof **out);
+    /* the pairs asked for: each one the publication prices (EUR pairs and crosses alike) */
+    for (size_t i = 0; i < n_pairs; i++) {
+        char b[4], q[4];
+        if (!rates_pair_split(pairs[i], b, q) || (base && strcmp(b, base) != 0) ||
+            (quote && strcmp(q, quote) != 0))
+            continue;
+        int found = reference_rate(r, pairs[i], &(*out)[*count]);
+        if (found < 0)
+            return -1;
+        *count += (size_t)found;
+    }
+    if (n_pairs > 0)
+        return 0;
+    /* no pairs named: the file's own EUR pairs */
+    for (size_t i = 0; i < n_codes; i++) {
+        if ((base && strcmp(base, "EUR") != 0) || (quote && strcmp(quote, codes[i]) != 0))
+            continue;
+        int found = reference_rate(r, arena_printf(&r->arena, "EUR%s", codes[i]),
+                                   &(*out)[*count]);
+        if (found < 0)
+            return -1;
+        *count += (size_t)found;
+    }
     return 0;
+}
+
+/* The publications of r's workspace that price base/quote (EUR against a currency they
+ * quote, or two currencies they both quote): the WHERE of a query over reference_publications
+ * p, parameters ?1 the workspace, ?2 base, ?3 quote. */
+#define PRICING_PUBLICATIONS                                                                       \
+    "p.workspace_id = ?1 AND p.source = 'ecb' AND "                                                \
+    "(?2 = 'EUR' OR EXISTS (SELECT 1 FROM reference_rates x WHERE x.workspace_id = p.workspace_id " \
+    "AND x.source = p.source AND x.date = p.date AND x.currency = ?2)) AND "                       \
+    "(?3 = 'EUR' OR EXISTS (SELECT 1 FROM reference_rates x WHERE x.workspace_id = p.workspace_id " \
+    "AND x.source = p.source AND x.date = p.date AND x.currency = ?3))"
+
+/* The reference history of base/quote: one point per publication pricing it dated in [from,
+ * to) (open, high, low and close the day's figure, one sample), after after_date (the
+ * cursor's), at most limit + 1 of them into *points. 1 / 0 the workspace never had a
+ * publication pricing the pair / -1. */
+static int reference_history(struct req *r, const char *base, const char *quote,
+                             const char *from, const char *to, const char *after_date,
+                             int64_t limit, struct fx_rate_history_point **points, size_t *n)
+{
+    *n = 0;
+    const char *v[] = {r->principal.workspace_id, base, quote};
+    int ever = storage_query_text("SELECT p.date FROM reference_publications p WHERE "
+                                  PRICING_PUBLICATIONS " LIMIT 1",
+                                  v, 3, NULL, 0);
+    if (ever <= 0)
+        return ever;
+    struct db_stmt *st = storage_prepare(
+        "SELECT p.date FROM reference_publications p WHERE " PRICING_PUBLICATIONS
+        " AND p.date >= ?4 AND p.date < ?5 AND (CAST(?6 AS TEXT) IS NULL OR p.date > ?6) "
+        "ORDER BY p.date LIMIT ?7");
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, r->principal.workspace_id);
+    db_bind_text(st, 2, base);
+    db_bind_text(st, 3, quote);
+    db_bind_text(st, 4, from);
+    db_bind_text(st, 5, to);
+    db_bind_text(st, 6, after_date);
+    db_bind_int64(st, 7, limit + 1);
+    const char **dates = arena_alloc(&r->arena, (size_t)(limit + 1) * sizeof *dates);
+    size_t n_dates = 0;
+    int rc;
+    while ((rc = db_step(st)) == DB_ROW)
+        dates[n_dates++] = db_column_dup(&r->arena, st, 0);
+    db_reset(st);
+    if (rc != DB_DONE)
+        return -1;
+    *points = arena_alloc(&r->arena, (n_dates + 1) * sizeof **points);
+    for (size_t i = 0; i < n_dates; i++) {
+        struct rates_price p;
+        int found = rates_reference_latest(r, base, quote, dates[i], &p);
+        if (found <= 0 || strcmp(p.value_date, dates[i]) != 0) {
+            log_error("rates: the publication of %s does not price %s%s", dates[i], base, quote);
+            return -1; /* the query chose it for pricing the pair */
+        }
+        struct fx_rate_history_point *pt = &(*points)[(*n)++];
+        pt->start = arena_printf(&r->arena, "%sT00:00:00.000Z", dates[i]);
+        pt->open = pt->high = pt->low = pt->close = p.text;
+        pt->samples = 1;
+    }
+    return 1;
 }
 
 /* ---- listRates ---------------------------------------------------------------------------- */
@@ -315,6 +422,53 @@ static int ever_had(struct req *r, const char *pair)
                               v, 2, NULL, 0);
 }
 
+/* getRateHistory for rate_type reference: the publications of [from, to), a page of them. */
+static int reference_history_page(struct req *r, const struct rates_get_rate_history_request *in,
+                                  const char *base, const char *quote, int64_t from, int64_t to,
+                                  struct rates_get_rate_history_response *out)
+{
+    /* a day's publication is in the range when its day starts in it, as a bucket's start */
+    char from_s[40], to_s[40];
+    format_time_rfc3339(from + 86400000 - 1 - (from + 86400000 - 1) % 86400000, from_s,
+                        sizeof from_s);
+    format_time_rfc3339(to + 86400000 - 1 - (to + 86400000 - 1) % 86400000, to_s, sizeof to_s);
+    from_s[10] = to_s[10] = '\0';
+    struct page pg;
+    const char *filters =
+        arena_printf(&r->arena, "rate_history_reference|%s|%s|%s|%s|%d",
+                     r->principal.workspace_id, in->pair, from_s, to_s,
+                     in->has_field ? (int)in->field : -1);
+    if (page_begin(r, &pg, filters, in->limit, in->has_cursor ? in->cursor : NULL) != 0)
+        return 0;
+    struct fx_rate_history_point *points = NULL;
+    size_t n = 0;
+    int had = reference_history(r, base, quote, from_s, to_s, pg.after_key, pg.limit, &points,
+                                &n);
+    if (had < 0)
+        return -1;
+    if (had == 0) {
+        req_problem(r, 404, "not_found", "This workspace has no reference rate of %s.", in->pair);
+        return 0;
+    }
+    struct fx_rate_history_page *page = arena_alloc(&r->arena, sizeof *page);
+    page->object = "fx_rate_history";
+    page->pair = in->pair;
+    page->rate_type = FX_RATE_HISTORY_PAGE_RATE_TYPE_REFERENCE;
+    page->field = in->has_field ? in->field : RATE_FIELD_MID;
+    page->interval = in->interval;
+    size_t shown = n > (size_t)pg.limit ? (size_t)pg.limit : n;
+    pg.has_more = n > (size_t)pg.limit;
+    page->data = points;
+    page->data_count = shown;
+    page->has_more = pg.has_more;
+    const char *last = shown ? arena_printf(&r->arena, "%.10s", points[shown - 1].start) : NULL;
+    page->next_cursor = shown ? page_next(r, &pg, last, last) : NULL;
+    page->next_cursor_is_null = page->next_cursor == NULL;
+    out->status = 200;
+    out->body_200 = page;
+    return 0;
+}
+
 int rates_get_rate_history(struct req *r, const struct rates_get_rate_history_request *in,
                            struct rates_get_rate_history_response *out)
 {
@@ -341,12 +495,8 @@ int rates_get_rate_history(struct req *r, const struct rates_get_rate_history_re
         return bad_param(r, "/query/interval", "interval_not_available",
                          "Reference rates are published once a day: their history is 1d only.");
     enum rate_field field = in->has_field ? in->field : RATE_FIELD_MID;
-    if (reference) {
-        /* TODO(lead, at merge): the reference history is the publications of rates_reference.c's
-         * table (one point a day, open = high = low = close). Not on this branch yet. */
-        req_problem(r, 404, "not_found", "This workspace has no reference rate of %s.", in->pair);
-        return 0;
-    }
+    if (reference)
+        return reference_history_page(r, in, base, quote, from, to, out);
     int had = ever_had(r, in->pair);
     if (had < 0)
         return -1;

@@ -144,9 +144,11 @@ class Op:
 
     @property
     def body_media(self):
-        """(media type, schema, example) of the request body; JSON preferred; None without."""
+        """(media type, schema, example) of the request body; JSON preferred; None without. A
+        raw body (application/xml, text/plain, text/csv) is its example text."""
         content = (self.op.get("requestBody") or {}).get("content", {})
-        for media in ("application/json", "application/x-www-form-urlencoded"):
+        for media in ("application/json", "application/x-www-form-urlencoded", "application/xml",
+                      "text/plain", "text/csv"):
             m = content.get(media)
             if m is None:
                 continue

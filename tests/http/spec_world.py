@@ -346,8 +346,32 @@ def body_rate_push(world, person, body):
     return body
 
 
+def body_rate_curve(world, person, body):
+    """A fresh name: two prepared bodies differ (the idempotency suite sends another)."""
+    body["name"] = "curve " + fresh()[:12]
+    return body
+
+
+ECB_DAYS = itertools.count()
+
+
+def body_ecb_file(world, person, body):
+    """The example ECB file with a publication date of its own (a day of 2001 on), so two
+    prepared files differ and each import adds a publication."""
+    day = datetime.date(2001, 1, 1) + datetime.timedelta(days=next(ECB_DAYS))
+    return re.sub(r'time="\d{4}-\d{2}-\d{2}"', 'time="%s"' % day.isoformat(), body)
+
+
+# Raw (non-JSON) request bodies by operation: their schema is an inline string.
+RAW_BODIES = {
+    "FxRatePushBatch": body_rate_push,
+    "importReferenceRates": body_ecb_file,
+}
+
 BODIES = {
     "FxRatePushBatch": body_rate_push,
+    "RateCurveCreate": body_rate_curve,
+    "RateCurveUpdate": body_rate_curve,
     "LedgerPeriodCreate": body_period,
     "JournalEntryCreate": body_journal,
     "JournalEntryUpdate": body_journal,
@@ -382,6 +406,8 @@ class Call:
             return None
         if self.media == "application/x-www-form-urlencoded":
             return urllib.parse.urlencode(body).encode()
+        if isinstance(body, str):  # a raw body (application/xml, text/plain, text/csv)
+            return body.encode()
         return json.dumps(body).encode()
 
     def send(self, client=None, headers=None, body=None, url=None, token=None):
@@ -562,6 +588,8 @@ class World:
             schema = media[1].get("$ref", "").split("/")[-1]
             if schema in BODIES:
                 body = BODIES[schema](self, caller, body)
+            if isinstance(body, str) and op.id in RAW_BODIES:
+                body = RAW_BODIES[op.id](self, caller, body)
         headers = {}
         if op.if_match_required:
             headers["If-Match"] = self.etag(op, values, caller)
