@@ -94,6 +94,8 @@ const struct problem_code generated_problem_codes[] = {
     {"later_period_closed", "Later period closed"},
     {"close_checklist_failed", "Period close checklist not met"},
     {"statement_unbalanced", "Statement does not balance"},
+    {"alert_limit_reached", "Too many rate alerts"},
+    {"alert_not_editable", "Rate alert can no longer be changed"},
 };
 
 const size_t generated_problem_codes_count =
