@@ -119,6 +119,10 @@ $(BUILD)/tests/test_admin: $(BUILD)/obj/handlers/admin_cli.o $(BUILD)/obj/handle
 # another across the APIs) but no dispatcher.
 $(BUILD)/tests/test_ledger_accounts: $(BUILD)/obj/handlers/ledger_accounts.o \
     $(filter-out %_dispatch.o %/routes.o,$(GENERATED:%.c=$(BUILD)/obj/%.o))
+# The rate alerts' condition and their evaluation (handlers/rates_alerts.c), which no HTTP
+# operation reaches until pushRates is built, likewise.
+$(BUILD)/tests/test_rates_alerts: $(BUILD)/obj/handlers/rates_alerts.o \
+    $(filter-out %_dispatch.o %/routes.o,$(GENERATED:%.c=$(BUILD)/obj/%.o))
 
 # ---- generated code -----------------------------------------------------------------------
 # generated/ is committed; `make generate` rewrites only files whose bytes change.
