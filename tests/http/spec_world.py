@@ -59,6 +59,9 @@ EXCLUDED = {
     "closeLedgerPeriod": "needs a closing period, every earlier one closed",
     "lockLedgerPeriod": "needs a closed period",
     "reopenLedgerPeriod": "needs a closing or closed period, no later one closed",
+    # A made rate alert is active; resuming needs it paused or triggered (tested in
+    # tests/http/test_rates_alerts.py: scopes, audit, other workspaces, expiry).
+    "resumeRateAlert": "needs a paused or triggered rate alert (a made one is active)",
 }
 
 
@@ -305,7 +308,18 @@ def body_ledger_settings(world, person, body):
     return body
 
 
+def body_rate_alert(world, person, body):
+    """The example's expires_at has passed: a month from now instead (in the future, at most
+    366 days ahead)."""
+    if "expires_at" in body:
+        at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=30)
+        body["expires_at"] = at.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    return body
+
+
 BODIES = {
+    "RateAlertCreate": body_rate_alert,
+    "RateAlertUpdate": body_rate_alert,
     "LedgerPeriodCreate": body_period,
     "JournalEntryCreate": body_journal,
     "JournalEntryUpdate": body_journal,

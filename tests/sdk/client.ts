@@ -42,7 +42,17 @@ export const calls: Record<string, (api: Api) => Promise<Outcome>> = {
       },
     }),
   rates: (api) =>
-    api.GET("/rates", { params: { query: { pair: ["EURUSD", "EURGBP"], limit: 10 } } }),
+    // a rate alert (the rates API's first built operations), expiring in a month
+    api.POST("/rates/alerts", {
+      params: { header: { "Idempotency-Key": uuid() } },
+      body: {
+        pair: "EURUSD",
+        condition: { field: "mid", operator: "cross_above", value: "1.0900" },
+        repeat: "once",
+        expires_at: new Date(Date.now() + 30 * 86400 * 1000).toISOString(),
+        notify: { channels: ["webhook"] },
+      },
+    }),
   banking: (api) => api.GET("/connections", { params: { query: { limit: 10 } } }),
   ledger: async (api) => {
     // two accounts of the chart, then an entry posted between them
