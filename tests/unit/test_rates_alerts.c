@@ -284,6 +284,35 @@ static void test_evaluation_fires_records_and_queues_one_event_per_firing(void)
     teardown();
 }
 
+static void test_an_email_alert_mails_its_creator_and_a_service_account_none(void)
+{
+    setup();
+    CHECK(storage_exec_texts("INSERT INTO users (id, email, email_norm, password_hash, "
+                             "created_at, updated_at) VALUES ('usr_00000000000000000000000000', "
+                             "'Ann@example.com', 'ann@example.com', 'x', 't', 't')",
+                             NULL, 0) == 0);
+    alert(A_ONCE, "wsp_1", "mid", "gt", "1", "once", "active", FAR);
+    alert(A_EVERY, "wsp_1", "mid", "gt", "1", "once", "active", FAR);
+    alert(A_CROSS, "wsp_1", "mid", "gt", "5", "once", "active", FAR); /* does not fire */
+    CHECK(storage_exec_texts("UPDATE rate_alerts SET notify = "
+                             "'{\"channels\":[\"email\",\"webhook\"]}'",
+                             NULL, 0) == 0);
+    CHECK(storage_exec_texts("UPDATE rate_alerts SET created_by = "
+                             "'sa_00000000000000000000000000' WHERE id = '" A_EVERY "'",
+                             NULL, 0) == 0);
+    CHECK(on_rate("wsp_1", "1.1", "1.2", "1.3", "2026-03-01T09:00:00.000Z") == 0);
+    CHECK_STR(col(A_EVERY, "status"), "triggered");
+    char out[600] = "";
+    CHECK(storage_query_text("SELECT count(*) FROM mail_outbox", NULL, 0, out, sizeof out) == 1);
+    CHECK_STR(out, "1");
+    CHECK(storage_query_text("SELECT recipient || ' ' || subject FROM mail_outbox", NULL, 0, out,
+                             sizeof out) == 1);
+    CHECK_STR(out, "Ann@example.com Rate alert on EURUSD: mid gt 1");
+    CHECK(storage_query_text("SELECT body FROM mail_outbox", NULL, 0, out, sizeof out) == 1);
+    CHECK(strstr(out, A_ONCE) != NULL && strstr(out, "Rate: 1.2000000000") != NULL);
+    teardown();
+}
+
 static void test_a_market_rate_reaches_every_workspace(void)
 {
     setup();
@@ -314,6 +343,7 @@ int main(void)
         UNIT_TEST(test_what_is_not_a_condition_is_minus_one),
         UNIT_TEST(test_every_time_fires_when_the_condition_becomes_true_again),
         UNIT_TEST(test_evaluation_fires_records_and_queues_one_event_per_firing),
+        UNIT_TEST(test_an_email_alert_mails_its_creator_and_a_service_account_none),
         UNIT_TEST(test_a_market_rate_reaches_every_workspace),
     };
     return unit_run("rates_alerts", tests, sizeof tests / sizeof tests[0]);
