@@ -134,17 +134,13 @@ int rates_alert_fires(const char *field, const char *op, const char *value, bool
 }
 
 /* d with exactly RATES_SCALE decimals ("1.0842500000"), as the spec shows rates; d has at most
- * RATES_SCALE (a parsed Rate, or a tick's). NULL if not. */
+ * RATES_SCALE (a tick's). NULL if not. */
 static const char *rate_text(struct arena *a, struct decimal d)
 {
+    char buf[DECIMAL_TEXT_MAX];
     if (d.scale > RATES_SCALE || d.units < 0)
         return NULL;
-    uint64_t scaled = (uint64_t)d.units;
-    for (int i = d.scale; i < RATES_SCALE; i++)
-        if (__builtin_mul_overflow(scaled, UINT64_C(10), &scaled))
-            return NULL;
-    const uint64_t ten10 = UINT64_C(10000000000);
-    return arena_printf(a, "%" PRIu64 ".%010" PRIu64, scaled / ten10, scaled % ten10);
+    return arena_strdup(a, decimal_format_fixed(d, RATES_SCALE, buf, sizeof buf));
 }
 
 /* ---- shared rules ---------------------------------------------------------------------- */
