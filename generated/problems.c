@@ -97,6 +97,8 @@ const struct problem_code generated_problem_codes[] = {
     {"statement_unbalanced", "Statement does not balance"},
     {"curve_not_editable", "Rate curve can no longer be changed"},
     {"malformed_xml", "Malformed XML body"},
+    {"alert_limit_reached", "Too many rate alerts"},
+    {"alert_not_editable", "Rate alert can no longer be changed"},
 };
 
 const size_t generated_problem_codes_count =

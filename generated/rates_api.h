@@ -55,6 +55,115 @@ struct rates_push_rates_response {
 int rates_push_rates(struct req *r, const struct rates_push_rates_request *in,
                     struct rates_push_rates_response *out);
 
+/* GET /v1/rates/alerts (listRateAlerts): List rate alerts */
+struct rates_list_rate_alerts_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+    enum rate_alert_status *status; /* query status, optional, repeated: ?status=a&status=b */
+    size_t status_count;
+    bool has_status;
+    const char *pair; /* query pair, optional */
+    bool has_pair;
+};
+
+struct rates_list_rate_alerts_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 501, 503) via req_problem() */
+    struct rate_alert_page *body_200; /* status 200: One page of alerts. */
+};
+
+int rates_list_rate_alerts(struct req *r, const struct rates_list_rate_alerts_request *in,
+                          struct rates_list_rate_alerts_response *out);
+
+/* POST /v1/rates/alerts (createRateAlert): Create a rate alert */
+struct rates_create_rate_alert_request {
+    struct rate_alert_create *body; /* request body (required) */
+};
+
+struct rates_create_rate_alert_response {
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct rate_alert *body_201; /* status 201: Created; `Location` names it, `ETag` carries its version. */
+    const char *location; /* header Location on 201; NULL = not sent */
+    const char *etag; /* header ETag on 201; NULL = not sent */
+};
+
+int rates_create_rate_alert(struct req *r, const struct rates_create_rate_alert_request *in,
+                           struct rates_create_rate_alert_response *out);
+
+/* GET /v1/rates/alerts/{id} (getRateAlert): Get a rate alert */
+struct rates_get_rate_alert_request {
+    const char *id; /* path id, required */
+};
+
+struct rates_get_rate_alert_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    struct rate_alert *body_200; /* status 200: The alert. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int rates_get_rate_alert(struct req *r, const struct rates_get_rate_alert_request *in,
+                        struct rates_get_rate_alert_response *out);
+
+/* PATCH /v1/rates/alerts/{id} (updateRateAlert): Change a rate alert */
+struct rates_update_rate_alert_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+    struct rate_alert_update *body; /* request body (required) */
+};
+
+struct rates_update_rate_alert_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct rate_alert *body_200; /* status 200: Changed; the alert and its new `ETag`. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int rates_update_rate_alert(struct req *r, const struct rates_update_rate_alert_request *in,
+                           struct rates_update_rate_alert_response *out);
+
+/* DELETE /v1/rates/alerts/{id} (deleteRateAlert): Delete a rate alert */
+struct rates_delete_rate_alert_request {
+    const char *id; /* path id, required */
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+};
+
+struct rates_delete_rate_alert_response {
+    int status; /* 204; problems (400, 401, 403, 404, 412, 429, 500, 501, 503) via req_problem() */
+};
+
+int rates_delete_rate_alert(struct req *r, const struct rates_delete_rate_alert_request *in,
+                           struct rates_delete_rate_alert_response *out);
+
+/* POST /v1/rates/alerts/{id}/pause (pauseRateAlert): Pause a rate alert */
+struct rates_pause_rate_alert_request {
+    const char *id; /* path id, required */
+};
+
+struct rates_pause_rate_alert_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 501, 503) via req_problem() */
+    struct rate_alert *body_200; /* status 200: Paused. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int rates_pause_rate_alert(struct req *r, const struct rates_pause_rate_alert_request *in,
+                          struct rates_pause_rate_alert_response *out);
+
+/* POST /v1/rates/alerts/{id}/resume (resumeRateAlert): Resume or re-arm a rate alert */
+struct rates_resume_rate_alert_request {
+    const char *id; /* path id, required */
+};
+
+struct rates_resume_rate_alert_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 501, 503) via req_problem() */
+    struct rate_alert *body_200; /* status 200: Active again. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int rates_resume_rate_alert(struct req *r, const struct rates_resume_rate_alert_request *in,
+                           struct rates_resume_rate_alert_response *out);
+
 /* GET /v1/rates/curves (listRateCurves): List custom rate curves */
 struct rates_list_rate_curves_request {
     int64_t limit; /* query limit, optional, default 20 */
@@ -237,15 +346,5 @@ struct rates_get_rate_history_response {
 
 int rates_get_rate_history(struct req *r, const struct rates_get_rate_history_request *in,
                           struct rates_get_rate_history_response *out);
-
-/* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
- *   GET /v1/rates/alerts (listRateAlerts)
- *   POST /v1/rates/alerts (createRateAlert)
- *   GET /v1/rates/alerts/{id} (getRateAlert)
- *   PATCH /v1/rates/alerts/{id} (updateRateAlert)
- *   DELETE /v1/rates/alerts/{id} (deleteRateAlert)
- *   POST /v1/rates/alerts/{id}/pause (pauseRateAlert)
- *   POST /v1/rates/alerts/{id}/resume (resumeRateAlert)
- */
 
 #endif

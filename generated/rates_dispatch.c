@@ -372,52 +372,1113 @@ int dispatch_rates_push_rates(struct req *r)
     return 0;
 }
 
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_rates_list_rate_alerts(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_rate_alert_page(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "listRateAlerts", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "listRateAlerts");
+}
+#endif
+
 /* GET /v1/rates/alerts (listRateAlerts) */
 int dispatch_rates_list_rate_alerts(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/rates/alerts (listRateAlerts)");
+    struct rates_list_rate_alerts_request in;
+    struct rates_list_rate_alerts_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_query(r, "limit");
+    if (!text) {
+        in.limit = INT64_C(20);
+        in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
+    } else {
+        validate_param_limit(&pv, "/query/limit", VALIDATE_REQUEST, &r->verr);
+        (void)json_number_to_int64(&pv, &in.limit);
+        in.has_limit = true;
+    }
+    text = req_query(r, "cursor");
+    if (!text) {
+        /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_cursor(&pv, "/query/cursor", VALIDATE_REQUEST, &r->verr);
+        in.cursor = pv.s;
+        in.has_cursor = true;
+    }
+    {
+        struct arena *a = &r->arena;
+        const char *qv[5];
+        size_t qn = req_query_values(r, "status", qv, 5);
+
+        if (qn == 0) {
+            /* absent: has_status stays false */
+        } else {
+            if (schemas_param_array(a, &pv, qv, qn < 5 ? qn : 5, SCHEMAS_PARAM_STRING, "/query/status",
+                                    "must be valid UTF-8 text", &r->verr) == 0) {
+                validate_rates_list_rate_alerts_param_status(&pv, "/query/status", VALIDATE_REQUEST, &r->verr);
+                if ((&pv)->type != JSON_ARRAY)
+                    return -1;
+                in.status_count = (&pv)->count;
+                in.status = arena_alloc(a, ((&pv)->count + 1) * sizeof *in.status);
+                for (size_t j = 0; j < (&pv)->count; j++) {
+                    in.status[j] = rate_alert_status_parse((&pv)->items[j]->s);
+                }
+                in.has_status = true;
+            }
+        }
+    }
+    text = req_query(r, "pair");
+    if (!text) {
+        /* absent: has_pair stays false */
+    } else if (req_query_values(r, "pair", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/pair", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/pair", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_currency_pair(&pv, "/query/pair", VALIDATE_REQUEST, &r->verr);
+        in.pair = pv.s;
+        in.has_pair = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (rates_list_rate_alerts(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "listRateAlerts");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_rate_alert_page(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "listRateAlerts",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_rates_list_rate_alerts(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_rates_create_rate_alert(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 201:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 201 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_rate_alert(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "Location");
+        if (!hval)
+            verr_add(&l, "/header/Location", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Location", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_location(&hv, "/header/Location", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "createRateAlert", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "createRateAlert");
+}
+#endif
 
 /* POST /v1/rates/alerts (createRateAlert) */
 int dispatch_rates_create_rate_alert(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/rates/alerts (createRateAlert)");
+    struct rates_create_rate_alert_request in;
+    struct rates_create_rate_alert_response out;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_rate_alert_create(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_rate_alert_create(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (rates_create_rate_alert(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 201:
+            if (!out.body_201) {
+                log_error("%s answered 201 without body_201", "createRateAlert");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_rate_alert(&jw, out.body_201);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 201, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "createRateAlert",
+                      out.status);
+            return -1;
+        }
+        if (out.location && (r->status == 201))
+            req_set_header(r, "Location", out.location);
+        if (!out.etag && r->status == 201)
+            out.etag = req_etag(r, out.body_201->version);
+        if (out.etag && (r->status == 201))
+            req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = rate_alert_status_str(out.body_201->status);
+
+            if (audit_declared_write(r, out.body_201->id, after) != 0)
+                return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_rates_create_rate_alert(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_rates_get_rate_alert(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_rate_alert(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "getRateAlert", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "getRateAlert");
+}
+#endif
 
 /* GET /v1/rates/alerts/{id} (getRateAlert) */
 int dispatch_rates_get_rate_alert(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/rates/alerts/{id} (getRateAlert)");
+    struct rates_get_rate_alert_request in;
+    struct rates_get_rate_alert_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (rates_get_rate_alert(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "getRateAlert");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_rate_alert(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "getRateAlert",
+                      out.status);
+            return -1;
+        }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_rates_get_rate_alert(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_rates_update_rate_alert(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_rate_alert(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 412:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 412 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "updateRateAlert", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "updateRateAlert");
+}
+#endif
 
 /* PATCH /v1/rates/alerts/{id} (updateRateAlert) */
 int dispatch_rates_update_rate_alert(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "PATCH /v1/rates/alerts/{id} (updateRateAlert)");
+    struct rates_update_rate_alert_request in;
+    struct rates_update_rate_alert_response out;
+    struct json_value pv;
+    const char *text;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    text = req_header(r, "If-Match");
+    if (!text) {
+        /* absent: has_if_match stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/header/If-Match", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_if_match(&pv, "/header/If-Match", VALIDATE_REQUEST, &r->verr);
+        in.if_match = pv.s;
+        in.has_if_match = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_rate_alert_update(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_rate_alert_update(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (rates_update_rate_alert(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "updateRateAlert");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_rate_alert(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "updateRateAlert",
+                      out.status);
+            return -1;
+        }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = rate_alert_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_rates_update_rate_alert(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_rates_delete_rate_alert(struct req *r)
+{
+    struct verr_list l;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 204:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 204 is documented without a problem document");
+            break;
+        }
+        if (r->resp_len > 0)
+            verr_add(&l, "", NULL, "type", "%s", "status 204 has no body");
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 412:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 412 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "deleteRateAlert", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "deleteRateAlert");
+}
+#endif
 
 /* DELETE /v1/rates/alerts/{id} (deleteRateAlert) */
 int dispatch_rates_delete_rate_alert(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "DELETE /v1/rates/alerts/{id} (deleteRateAlert)");
+    struct rates_delete_rate_alert_request in;
+    struct rates_delete_rate_alert_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    text = req_header(r, "If-Match");
+    if (!text) {
+        /* absent: has_if_match stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/header/If-Match", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_if_match(&pv, "/header/If-Match", VALIDATE_REQUEST, &r->verr);
+        in.if_match = pv.s;
+        in.has_if_match = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (rates_delete_rate_alert(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 204:
+            req_set_json(r, 204, NULL, 0);
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "deleteRateAlert",
+                      out.status);
+            return -1;
+        }
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_rates_delete_rate_alert(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_rates_pause_rate_alert(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_rate_alert(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "pauseRateAlert", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "pauseRateAlert");
+}
+#endif
 
 /* POST /v1/rates/alerts/{id}/pause (pauseRateAlert) */
 int dispatch_rates_pause_rate_alert(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/rates/alerts/{id}/pause (pauseRateAlert)");
+    struct rates_pause_rate_alert_request in;
+    struct rates_pause_rate_alert_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (rates_pause_rate_alert(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "pauseRateAlert");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_rate_alert(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "pauseRateAlert",
+                      out.status);
+            return -1;
+        }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = rate_alert_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_rates_pause_rate_alert(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_rates_resume_rate_alert(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_rate_alert(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "resumeRateAlert", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "resumeRateAlert");
+}
+#endif
 
 /* POST /v1/rates/alerts/{id}/resume (resumeRateAlert) */
 int dispatch_rates_resume_rate_alert(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/rates/alerts/{id}/resume (resumeRateAlert)");
+    struct rates_resume_rate_alert_request in;
+    struct rates_resume_rate_alert_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (rates_resume_rate_alert(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "resumeRateAlert");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_rate_alert(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "resumeRateAlert",
+                      out.status);
+            return -1;
+        }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = rate_alert_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_rates_resume_rate_alert(r);
+#endif
     return 0;
 }
 

@@ -196,3 +196,257 @@ const struct resource_table rows_rate_curve = {
     .page_row = page_row_rate_curve,
     .encode = encode_row_rate_curve,
 };
+
+/* ---- RateAlert: table rate_alerts ---- */
+
+int row_read_rate_alert(struct arena *a, struct db_stmt *st, int c,
+                        struct rate_alert *o)
+{
+    memset(o, 0, sizeof *o);
+    o->id = db_column_dup(a, st, c + 0);
+    o->object = "fx_rate_alert";
+    o->workspace_id = db_column_dup(a, st, c + 1);
+    o->pair = db_column_dup(a, st, c + 2);
+    {
+        struct rate_alert_condition *k = arena_alloc(a, sizeof *k);
+        {
+            const char *t = db_column_text(st, c + 3);
+            k->field = rate_field_parse(t);
+            if (!k->field)
+                return resource_unknown("rate_alerts.condition_field", st, c + 3);
+        }
+        {
+            const char *t = db_column_text(st, c + 4);
+            k->operator = rate_alert_condition_operator_parse(t);
+            if (!k->operator)
+                return resource_unknown("rate_alerts.condition_operator", st, c + 4);
+        }
+        k->value = db_column_dup(a, st, c + 5);
+        o->condition = k;
+    }
+    {
+        const char *t = db_column_text(st, c + 6);
+        o->repeat = rate_alert_repeat_parse(t);
+        if (!o->repeat)
+            return resource_unknown("rate_alerts.repeat", st, c + 6);
+    }
+    {
+        const char *t = db_column_text(st, c + 7);
+        if (!t)
+            return resource_unknown("rate_alerts.notify", st, c + 7);
+        struct json_value *v = NULL;
+        struct json_error e;
+        if (json_parse(a, t, strlen(t), &v, &e) != 0)
+            return resource_unknown("rate_alerts.notify", st, c + 7);
+        struct verr_list l;
+
+        verr_init(&l, a);
+        validate_rate_alert_notify(v, "", VALIDATE_RESPONSE, &l);
+        if (l.count > 0)
+            return resource_unknown("rate_alerts.notify", st, c + 7);
+        o->notify = arena_alloc(a, sizeof *o->notify);
+        if (decode_rate_alert_notify(a, v, o->notify) != 0)
+            return -1;
+    }
+    {
+        const char *t = db_column_text(st, c + 8);
+        o->status = rate_alert_status_parse(t);
+        if (!o->status)
+            return resource_unknown("rate_alerts.status", st, c + 8);
+    }
+    o->expires_at = db_column_dup(a, st, c + 9);
+    o->triggered_at = db_column_dup(a, st, c + 10);
+    o->has_triggered_at = o->triggered_at != NULL;
+    o->trigger_count = db_column_int64(st, c + 11);
+    o->last_evaluated_rate = db_column_dup(a, st, c + 12);
+    o->has_last_evaluated_rate = o->last_evaluated_rate != NULL;
+    o->last_evaluated_at = db_column_dup(a, st, c + 13);
+    o->has_last_evaluated_at = o->last_evaluated_at != NULL;
+    o->created_by = db_column_dup(a, st, c + 14);
+    {
+        const char *t = db_column_text(st, c + 15);
+        if (!t)
+            return resource_unknown("rate_alerts.metadata", st, c + 15);
+        struct json_value *v = NULL;
+        struct json_error e;
+        if (json_parse(a, t, strlen(t), &v, &e) != 0)
+            return resource_unknown("rate_alerts.metadata", st, c + 15);
+        struct verr_list l;
+
+        verr_init(&l, a);
+        validate_metadata(v, "", VALIDATE_RESPONSE, &l);
+        if (l.count > 0)
+            return resource_unknown("rate_alerts.metadata", st, c + 15);
+        if (v->type != JSON_OBJECT)
+            return -1;
+        o->metadata_count = v->count;
+        o->metadata = arena_alloc(a, (v->count + 1) * sizeof *o->metadata);
+        for (size_t j = 0; j < v->count; j++) {
+            o->metadata[j].key = v->members[j].key;
+            o->metadata[j].value = v->members[j].value->s;
+        }
+    }
+    o->version = db_column_int64(st, c + 16);
+    o->created_at = db_column_dup(a, st, c + 17);
+    o->updated_at = db_column_dup(a, st, c + 18);
+    return 0;
+}
+
+int row_bind_rate_alert(struct arena *a, struct db_stmt *st, int first,
+                        const struct rate_alert *o)
+{
+    int p = first;
+    (void)a;
+    db_bind_text(st, p + 0, o->id);
+    db_bind_text(st, p + 1, o->workspace_id);
+    db_bind_text(st, p + 2, o->pair);
+    {
+        const struct rate_alert_condition *k = o->condition;
+        db_bind_text(st, p + 3, k ? rate_field_str(k->field) : NULL);
+        db_bind_text(st, p + 4, k ? rate_alert_condition_operator_str(k->operator) : NULL);
+        db_bind_text(st, p + 5, k ? k->value : NULL);
+    }
+    db_bind_text(st, p + 6, rate_alert_repeat_str(o->repeat));
+    {
+        struct jsonw jw, *w = &jw;
+        jsonw_init(w);
+        if (o->notify)
+            encode_rate_alert_notify(w, o->notify);
+        else
+            jsonw_null(w);
+        char *text = resource_json_text(a, w);
+        if (!text)
+            return -1;
+        db_bind_text(st, p + 7, text);
+    }
+    db_bind_text(st, p + 8, rate_alert_status_str(o->status));
+    db_bind_text(st, p + 9, o->expires_at);
+    db_bind_text(st, p + 10, o->triggered_at);
+    db_bind_int64(st, p + 11, o->trigger_count);
+    db_bind_text(st, p + 12, o->last_evaluated_rate);
+    db_bind_text(st, p + 13, o->last_evaluated_at);
+    db_bind_text(st, p + 14, o->created_by);
+    {
+        struct jsonw jw, *w = &jw;
+        jsonw_init(w);
+        jsonw_object_begin(w);
+        for (size_t j = 0; j < o->metadata_count; j++) {
+            jsonw_key(w, o->metadata[j].key);
+            jsonw_string(w, o->metadata[j].value);
+        }
+        jsonw_object_end(w);
+        char *text = resource_json_text(a, w);
+        if (!text)
+            return -1;
+        db_bind_text(st, p + 15, text);
+    }
+    db_bind_int64(st, p + 16, o->version);
+    db_bind_text(st, p + 17, o->created_at);
+    db_bind_text(st, p + 18, o->updated_at);
+    return 0;
+}
+
+static int read_rate_alert(struct arena *a, struct db_stmt *st, int first_col, void *o)
+{
+    return row_read_rate_alert(a, st, first_col, o);
+}
+
+static int bind_rate_alert(struct arena *a, struct db_stmt *st, int first, const void *o)
+{
+    return row_bind_rate_alert(a, st, first, o);
+}
+
+static void init_rate_alert(void *obj)
+{
+    ((struct rate_alert *)obj)->object = "fx_rate_alert";
+}
+
+static int page_row_rate_alert(struct req *r, struct db_stmt *st, void *item)
+{
+    return read_rate_alert(&r->arena, st, 0, item);
+}
+
+static void encode_row_rate_alert(struct jsonw *w, const void *o)
+{
+    encode_rate_alert(w, o);
+}
+
+const struct resource_table rows_rate_alert = {
+    .table = "rate_alerts",
+    .object = "Rate alert",
+    .id_prefix = "alr",
+    .workspace = "workspace_id",
+    .sort = "created_at",
+    .columns = ROWS_RATE_ALERT_COLUMNS,
+    .column_count = ROWS_RATE_ALERT_COLUMN_COUNT,
+    .workspace_index = 1,
+    .select_sql = "SELECT " ROWS_RATE_ALERT_COLUMNS
+                  " FROM rate_alerts WHERE id = ?1 AND workspace_id = ?2",
+    .insert_sql = "INSERT INTO rate_alerts (" ROWS_RATE_ALERT_COLUMNS
+                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    .update_sql = "UPDATE rate_alerts SET pair = ?3, condition_field = ?4, condition_operator "
+                  "= ?5, condition_value = ?6, repeat = ?7, notify = ?8, status = ?9, "
+                  "expires_at = ?10, triggered_at = ?11, trigger_count = ?12, "
+                  "last_evaluated_rate = ?13, last_evaluated_at = ?14, created_by = ?15, "
+                  "metadata = ?16, version = ?17, created_at = ?18, updated_at = ?19 WHERE id "
+                  "= ?1 AND workspace_id = ?2 AND version = ?20",
+    .state_sql = "UPDATE rate_alerts SET status = ?9, triggered_at = ?11, trigger_count = ?12, "
+                 "last_evaluated_rate = ?13, last_evaluated_at = ?14, version = ?17, "
+                 "updated_at = ?19 WHERE id = ?1 AND workspace_id = ?2 AND version = ?20",
+    .size = sizeof(struct rate_alert),
+    .id_offset = offsetof(struct rate_alert, id),
+    .workspace_offset = offsetof(struct rate_alert, workspace_id),
+    .sort_offset = offsetof(struct rate_alert, created_at),
+    .versioned = true,
+    .version_offset = offsetof(struct rate_alert, version),
+    .has_created_at = true,
+    .created_at_offset = offsetof(struct rate_alert, created_at),
+    .has_updated_at = true,
+    .updated_at_offset = offsetof(struct rate_alert, updated_at),
+    .init = init_rate_alert,
+    .read = read_rate_alert,
+    .bind = bind_rate_alert,
+    .page_row = page_row_rate_alert,
+    .encode = encode_row_rate_alert,
+};
+
+void merge_rate_alert_create_into_rate_alert(struct arena *a, const struct rate_alert_create *u,
+                                             struct rate_alert *o)
+{
+    (void)a;
+    o->pair = u->pair;
+    o->condition = u->condition;
+    if (u->has_repeat) {
+        o->repeat = u->repeat;
+    }
+    o->expires_at = u->expires_at;
+    if (u->has_notify) {
+        o->notify = u->notify;
+    }
+    if (u->has_metadata) {
+        o->metadata = u->metadata;
+        o->metadata_count = u->metadata_count;
+    }
+}
+
+void merge_rate_alert_update_into_rate_alert(struct arena *a, const struct rate_alert_update *u,
+                                             struct rate_alert *o)
+{
+    (void)a;
+    if (u->has_condition) {
+        o->condition = u->condition;
+    }
+    if (u->has_repeat) {
+        o->repeat = u->repeat;
+    }
+    if (u->has_expires_at) {
+        o->expires_at = u->expires_at;
+    }
+    if (u->has_notify) {
+        o->notify = u->notify;
+    }
+    if (u->has_metadata) {
+        o->metadata = u->metadata;
+        o->metadata_count = u->metadata_count;
+    }
+}

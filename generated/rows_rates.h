@@ -22,4 +22,29 @@ int row_bind_rate_curve(struct arena *a, struct db_stmt *st, int first,
                         const struct rate_curve *o);
 extern const struct resource_table rows_rate_curve;
 
+/* RateAlert in table rate_alerts, columns in this order: */
+#define ROWS_RATE_ALERT_COLUMNS \
+    "id, workspace_id, pair, condition_field, condition_operator, condition_value, repeat, " \
+    "notify, status, expires_at, triggered_at, trigger_count, last_evaluated_rate, " \
+    "last_evaluated_at, created_by, metadata, version, created_at, updated_at"
+#define ROWS_RATE_ALERT_COLUMN_COUNT 19
+/* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
+ * know. */
+int row_read_rate_alert(struct arena *a, struct db_stmt *st, int first_col,
+                        struct rate_alert *o);
+/* o's columns as parameters first.. (JSON text built in a). 0 / -1. */
+int row_bind_rate_alert(struct arena *a, struct db_stmt *st, int first,
+                        const struct rate_alert *o);
+extern const struct resource_table rows_rate_alert;
+
+/* PATCH: u merged into o (RFC 7396): an absent member keeps o's, null removes it, a value
+ * replaces it, a nested update object merges member by member. */
+void merge_rate_alert_create_into_rate_alert(struct arena *a, const struct rate_alert_create *u,
+                                             struct rate_alert *o);
+
+/* PATCH: u merged into o (RFC 7396): an absent member keeps o's, null removes it, a value
+ * replaces it, a nested update object merges member by member. */
+void merge_rate_alert_update_into_rate_alert(struct arena *a, const struct rate_alert_update *u,
+                                             struct rate_alert *o);
+
 #endif

@@ -261,7 +261,7 @@ struct rate_alert {
     const char *workspace_id; /* required, read-only, WorkspaceId */
     const char *pair; /* required, CurrencyPair */
     struct rate_alert_condition *condition; /* required, RateAlertCondition */
-    enum rate_alert_repeat repeat; /* required, default "once", RateAlertRepeat */
+    enum rate_alert_repeat repeat; /* required, RateAlertRepeat */
     struct rate_alert_notify *notify; /* required, RateAlertNotify */
     enum rate_alert_status status; /* required, read-only, RateAlertStatus */
     const char *expires_at; /* required, Timestamp */
@@ -291,7 +291,7 @@ struct rate_alert_condition {
 struct rate_alert_create {
     const char *pair; /* required, CurrencyPair */
     struct rate_alert_condition *condition; /* required, RateAlertCondition */
-    enum rate_alert_repeat repeat; /* optional, default "once", RateAlertRepeat */
+    enum rate_alert_repeat repeat; /* optional, RateAlertRepeat */
     bool has_repeat;
     const char *expires_at; /* required, Timestamp */
     struct rate_alert_notify *notify; /* optional, RateAlertNotify */
@@ -320,7 +320,7 @@ struct rate_alert_page {
 struct rate_alert_update {
     struct rate_alert_condition *condition; /* optional, RateAlertCondition */
     bool has_condition;
-    enum rate_alert_repeat repeat; /* optional, default "once", RateAlertRepeat */
+    enum rate_alert_repeat repeat; /* optional, RateAlertRepeat */
     bool has_repeat;
     const char *expires_at; /* optional, Timestamp */
     bool has_expires_at;

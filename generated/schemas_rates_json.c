@@ -1076,10 +1076,6 @@ int decode_rate_alert_create(struct arena *a, const struct json_value *v, struct
             }
         }
     }
-    if (!out->has_repeat) {
-        out->repeat = RATE_ALERT_REPEAT_ONCE;
-        out->has_repeat = true;
-    }
     return 0;
 }
 
@@ -1231,10 +1227,6 @@ int decode_rate_alert_update(struct arena *a, const struct json_value *v, struct
                 out->metadata[j].value = m->value->members[j].value->s;
             }
         }
-    }
-    if (!out->has_repeat) {
-        out->repeat = RATE_ALERT_REPEAT_ONCE;
-        out->has_repeat = true;
     }
     return 0;
 }

@@ -112,4 +112,18 @@ struct rates_tick {
  * alerts become `expired`. 0 / -1. */
 int rates_alerts_on_rate(struct req *r, const char *workspace_id, const struct rates_tick *t);
 
+/* The condition of an alert, pure and exact (decimal_cmp; the tests' way in): whether field
+ * ("bid", "ask", "mid") of t against value (a Rate's text) holds by op ("gt", "gte", "lt",
+ * "lte", "cross_above", "cross_below"), prev being the field of the previous rate evaluated
+ * (last_evaluated_rate; NULL: none). cross_above holds when prev < value <= now, cross_below
+ * when prev > value >= now; with no prev a crossing only records the side (0). 1 holds, 0
+ * not, -1 an unknown field or operator or a value or prev that is not a Rate. */
+int rates_alert_holds(const char *field, const char *op, const char *value, const char *prev,
+                      const struct rates_tick *t);
+/* Whether an active alert fires on t: `once` when its condition holds; `every_time` when it
+ * becomes true again (gt, gte, lt, lte: held now and not at prev; a crossing is its own
+ * edge). Same answers as rates_alert_holds. */
+int rates_alert_fires(const char *field, const char *op, const char *value, bool every_time,
+                      const char *prev, const struct rates_tick *t);
+
 #endif

@@ -183,8 +183,14 @@ def posted_entry(world, obj):
 
 # What an operation's target must be first, beyond being made (operationId -> fn(world, obj)
 # -> obj): its kind's made state does not suit it.
+def paused_alert(world, obj):
+    """A world rate alert (active) paused, for resuming."""
+    return assert_json(world.owner.client.post("/v1/rates/alerts/%s/pause" % obj["id"]), 200)
+
+
 TARGET_READY = {
     "reverseJournalEntry": posted_entry,
+    "resumeRateAlert": paused_alert,
 }
 
 
@@ -364,14 +370,25 @@ def body_ecb_file(world, person, body):
 
 # Raw (non-JSON) request bodies by operation: their schema is an inline string.
 RAW_BODIES = {
-    "FxRatePushBatch": body_rate_push,
     "importReferenceRates": body_ecb_file,
 }
+
+
+def body_rate_alert(world, person, body):
+    """The example's expires_at has passed: a month from now instead (in the future, at most
+    366 days ahead)."""
+    if "expires_at" in body:
+        at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=30)
+        body["expires_at"] = at.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    return body
+
 
 BODIES = {
     "FxRatePushBatch": body_rate_push,
     "RateCurveCreate": body_rate_curve,
     "RateCurveUpdate": body_rate_curve,
+    "RateAlertCreate": body_rate_alert,
+    "RateAlertUpdate": body_rate_alert,
     "LedgerPeriodCreate": body_period,
     "JournalEntryCreate": body_journal,
     "JournalEntryUpdate": body_journal,
