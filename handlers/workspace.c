@@ -1,5 +1,7 @@
 /* The workspace API: the caller's workspace (read from its token's `wid`), its settings, the
  * request quota that applies to it, and its members. */
+#include "handlers/workspace.h"
+
 #include "generated/workspace_api.h"
 
 #include <stddef.h>
@@ -48,6 +50,52 @@ static int load(struct req *r, const char *if_match, struct workspace_row *x)
                                              : WORKSPACE_RATE_LIMIT_SOURCE_DEFAULT;
     x->obj.rate_limit = q;
     return 1;
+}
+
+/* ---- the treasury settings other APIs read (workspace.h) ---------------------------------- */
+
+/* The defaults of WorkspaceTreasurySettings (openapi/workspace.yaml): a NULL column is unset. */
+static const struct workspace_treasury treasury_defaults = {
+    .fx_quote_ttl_seconds = 30,
+    .fx_spread_bps = 0,
+    .transfer_signatures_required = 2,
+    .transfer_authorisation_hours = 72,
+    .require_mfa = false,
+    .idempotency_retention_hours = 24,
+};
+
+int workspace_treasury_of(struct req *r, struct workspace_treasury *out)
+{
+    *out = treasury_defaults;
+    struct db_stmt *st = storage_prepare(
+        "SELECT treasury_fx_quote_ttl_seconds, treasury_fx_spread_bps, "
+        "treasury_transfer_signatures_required, treasury_transfer_authorisation_hours, "
+        "treasury_require_mfa, treasury_idempotency_retention_hours FROM workspaces WHERE id = ?");
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, r->principal.workspace_id);
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
+        int *ints[] = {&out->fx_quote_ttl_seconds, &out->fx_spread_bps,
+                       &out->transfer_signatures_required, &out->transfer_authorisation_hours,
+                       NULL, &out->idempotency_retention_hours};
+        for (int c = 0; c < 6; c++) {
+            if (db_column_is_null(st, c))
+                continue;
+            if (ints[c])
+                *ints[c] = (int)db_column_int64(st, c);
+            else
+                out->require_mfa = db_column_int64(st, c) != 0;
+        }
+    }
+    db_reset(st);
+    if (rc != DB_ROW) {
+        if (rc != DB_DONE)
+            log_error("workspace: reading the treasury settings of %s failed: %s",
+                      r->principal.workspace_id, storage_errmsg());
+        return -1;
+    }
+    return 0;
 }
 
 int workspace_get_workspace(struct req *r, const struct workspace_get_workspace_request *in,
