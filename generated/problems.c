@@ -94,6 +94,10 @@ const struct problem_code generated_problem_codes[] = {
     {"later_period_closed", "Later period closed"},
     {"close_checklist_failed", "Period close checklist not met"},
     {"statement_unbalanced", "Statement does not balance"},
+    {"quote_already_used", "Quote already used"},
+    {"quote_expired", "Quote expired"},
+    {"too_many_rows", "Too many rows"},
+    {"invalid_range", "Invalid range"},
 };
 
 const size_t generated_problem_codes_count =
