@@ -1,5 +1,6 @@
 /* Exact decimals (runtime/decimal.c): the grammar, precision and scale limits, normalisation,
- * exact comparison across scales and signs, canonical text. */
+ * exact comparison across scales and signs, canonical text, and the arithmetic: sums, products
+ * and quotients rounded once by the rule given, money through a rate in minor units. */
 #include "runtime/decimal.h"
 
 #include <stdio.h>
@@ -127,6 +128,151 @@ static void test_format_prints_the_canonical_text(void)
     }
 }
 
+static const char *text(struct decimal d)
+{
+    static char buf[DECIMAL_TEXT_MAX];
+    return decimal_format(d, buf, sizeof buf);
+}
+
+static void test_add_and_sub_are_exact_across_scales_and_signs(void)
+{
+    static const char *const cases[][4] = { /* a, b, a + b, a - b */
+        {"1.08415", "1.08435", "2.1685", "-0.0002"},
+        {"-0.5", "0.5", "0", "-1"},
+        {"99999999.9999999999", "0.0000000001", "100000000", "99999999.9999999998"},
+        {"0", "-3.25", "-3.25", "3.25"},
+        {"0.000000000000000001", "999999999999999998", "", "-999999999999999997.999999999999999999"},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        struct decimal out;
+        if (cases[i][2][0] == '\0') { /* past 18 significant digits */
+            CHECK(decimal_add(dec(cases[i][0]), dec(cases[i][1]), &out) == -1);
+            CHECK(decimal_sub(dec(cases[i][0]), dec(cases[i][1]), &out) == -1);
+            continue;
+        }
+        CHECK(decimal_add(dec(cases[i][0]), dec(cases[i][1]), &out) == 0);
+        CHECK_STR(text(out), cases[i][2]);
+        CHECK(decimal_sub(dec(cases[i][0]), dec(cases[i][1]), &out) == 0);
+        CHECK_STR(text(out), cases[i][3]);
+    }
+}
+
+static void test_mul_and_div_round_once_by_the_rule_given(void)
+{
+    static const struct {
+        const char *a, *b;
+        char op;
+        int scale;
+        enum decimal_rounding mode;
+        const char *want; /* NULL: refused */
+    } cases[] = {
+        /* the spec's quote: mid 1.08425 less 5 bps */
+        {"1.08425", "0.9995", '*', 10, DECIMAL_ROUND_HALF_EVEN, "1.083707875"},
+        /* (bid + ask) / 2 */
+        {"2.1685", "2", '/', 10, DECIMAL_ROUND_HALF_EVEN, "1.08425"},
+        /* ties go to the even digit, other halves to the nearest */
+        {"0.25", "1", '*', 1, DECIMAL_ROUND_HALF_EVEN, "0.2"},
+        {"0.35", "1", '*', 1, DECIMAL_ROUND_HALF_EVEN, "0.4"},
+        {"-0.25", "1", '*', 1, DECIMAL_ROUND_HALF_EVEN, "-0.2"},
+        {"0.2500000001", "1", '*', 1, DECIMAL_ROUND_HALF_EVEN, "0.3"},
+        /* down is the floor and up the ceiling, also below zero */
+        {"1", "3", '/', 4, DECIMAL_ROUND_DOWN, "0.3333"},
+        {"1", "3", '/', 4, DECIMAL_ROUND_UP, "0.3334"},
+        {"-1", "3", '/', 4, DECIMAL_ROUND_DOWN, "-0.3334"},
+        {"-1", "3", '/', 4, DECIMAL_ROUND_UP, "-0.3333"},
+        {"2", "3", '/', 10, DECIMAL_ROUND_HALF_EVEN, "0.6666666667"},
+        /* an inverse rate: 1 / 1.0842500000 */
+        {"1", "1.08425", '/', 10, DECIMAL_ROUND_HALF_EVEN, "0.9222965183"},
+        /* a cross through EUR: JPY per USD = EURJPY / EURUSD */
+        {"161.45", "1.0882", '/', 10, DECIMAL_ROUND_HALF_EVEN, "148.3642712737"},
+        /* exact products keep every digit they fit in */
+        {"99999999.9999999999", "1", '*', 10, DECIMAL_ROUND_DOWN, "99999999.9999999999"},
+        /* past 18 significant digits, or a zero divisor: refused */
+        {"9999999999.9", "9999999999.9", '*', 0, DECIMAL_ROUND_DOWN, NULL},
+        {"1", "0", '/', 10, DECIMAL_ROUND_DOWN, NULL},
+        {"999999999999999999", "0.1", '/', 0, DECIMAL_ROUND_DOWN, NULL},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        struct decimal out = {0, 0};
+        int rc = cases[i].op == '*'
+                     ? decimal_mul(dec(cases[i].a), dec(cases[i].b), cases[i].scale,
+                                   cases[i].mode, &out)
+                     : decimal_div(dec(cases[i].a), dec(cases[i].b), cases[i].scale,
+                                   cases[i].mode, &out);
+        if (!cases[i].want) {
+            CHECK(rc == -1);
+            continue;
+        }
+        CHECK(rc == 0);
+        if (rc == 0 && strcmp(text(out), cases[i].want) != 0)
+            fprintf(stderr, "  %s %c %s gave %s\n", cases[i].a, cases[i].op, cases[i].b,
+                    text(out));
+        CHECK_STR(text(out), cases[i].want);
+    }
+}
+
+static void test_amounts_convert_through_a_rate_in_minor_units(void)
+{
+    static const struct {
+        int64_t amount;
+        int from_exp;
+        const char *rate;
+        int to_exp;
+        char op;
+        enum decimal_rounding mode;
+        int64_t want;
+        int rc;
+    } cases[] = {
+        /* the spec's example: 1,000,000.00 EUR at 1.0837078750 is 1,083,707.87 USD (down) */
+        {100000000, 2, "1.083707875", 2, '*', DECIMAL_ROUND_DOWN, 108370787, 0},
+        {100000000, 2, "1.083707875", 2, '*', DECIMAL_ROUND_UP, 108370788, 0},
+        /* buy fixed: 1,000.00 USD costs EUR 1000 / 1.0837078750 = 922.757... up to 922.76 */
+        {100000, 2, "1.083707875", 2, '/', DECIMAL_ROUND_UP, 92276, 0},
+        {100000, 2, "1.083707875", 2, '/', DECIMAL_ROUND_DOWN, 92275, 0},
+        /* exponents 0 and 3: 1,000 JPY at 0.0061 EUR is 6.10 EUR; 1.000 KWD at 2.9876 EUR */
+        {1000, 0, "0.0061", 2, '*', DECIMAL_ROUND_DOWN, 610, 0},
+        {1000, 3, "2.9876", 2, '*', DECIMAL_ROUND_DOWN, 298, 0},
+        {1000, 3, "2.9876", 2, '*', DECIMAL_ROUND_UP, 299, 0},
+        {298, 2, "2.9876", 3, '/', DECIMAL_ROUND_UP, 998, 0},
+        {100, 2, "161.45", 0, '*', DECIMAL_ROUND_DOWN, 161, 0},
+        /* a tie, half-even */
+        {5, 0, "0.5", 0, '*', DECIMAL_ROUND_HALF_EVEN, 2, 0},
+        {7, 0, "0.5", 0, '*', DECIMAL_ROUND_HALF_EVEN, 4, 0},
+        /* the largest amount the API takes, at the largest rate: past int64, refused */
+        {9007199254740991, 0, "99999999.9999999999", 4, '*', DECIMAL_ROUND_DOWN, 0, -1},
+        {9007199254740991, 0, "0.0000000001", 4, '/', DECIMAL_ROUND_DOWN, 0, -1},
+        {100, 2, "0", 2, '/', DECIMAL_ROUND_DOWN, 0, -1},
+    };
+    for (size_t i = 0; i < N(cases); i++) {
+        int64_t out = -1;
+        int rc = cases[i].op == '*'
+                     ? decimal_amount_mul(cases[i].amount, cases[i].from_exp,
+                                          dec(cases[i].rate), cases[i].to_exp, cases[i].mode,
+                                          &out)
+                     : decimal_amount_div(cases[i].amount, cases[i].from_exp,
+                                          dec(cases[i].rate), cases[i].to_exp, cases[i].mode,
+                                          &out);
+        CHECK(rc == cases[i].rc);
+        if (rc == 0 && out != cases[i].want)
+            fprintf(stderr, "  case %zu gave %lld, not %lld\n", i, (long long)out,
+                    (long long)cases[i].want);
+        if (rc == 0)
+            CHECK(out == cases[i].want);
+    }
+}
+
+static void test_format_fixed_keeps_the_scale_asked_for(void)
+{
+    char buf[DECIMAL_TEXT_MAX];
+    CHECK_STR(decimal_format_fixed(dec("1.08425"), 10, buf, sizeof buf), "1.0842500000");
+    CHECK_STR(decimal_format_fixed(dec("2"), 10, buf, sizeof buf), "2.0000000000");
+    CHECK_STR(decimal_format_fixed(dec("0"), 2, buf, sizeof buf), "0.00");
+    CHECK_STR(decimal_format_fixed(dec("-0.5"), 3, buf, sizeof buf), "-0.500");
+    CHECK_STR(decimal_format_fixed(dec("7"), 0, buf, sizeof buf), "7");
+    /* a value with more decimals than asked keeps its own form rather than lose digits */
+    CHECK_STR(decimal_format_fixed(dec("0.125"), 2, buf, sizeof buf), "0.125");
+}
+
 int main(void)
 {
     static const struct unit_test tests[] = {
@@ -137,6 +283,10 @@ int main(void)
         UNIT_TEST(test_precision_counts_significant_digits),
         UNIT_TEST(test_compare_is_exact_across_scales_and_signs),
         UNIT_TEST(test_format_prints_the_canonical_text),
+        UNIT_TEST(test_add_and_sub_are_exact_across_scales_and_signs),
+        UNIT_TEST(test_mul_and_div_round_once_by_the_rule_given),
+        UNIT_TEST(test_amounts_convert_through_a_rate_in_minor_units),
+        UNIT_TEST(test_format_fixed_keeps_the_scale_asked_for),
     };
     return unit_run("decimal", tests, sizeof tests / sizeof tests[0]);
 }
