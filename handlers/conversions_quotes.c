@@ -57,7 +57,11 @@ static void year_after(const char *date, char out[11])
 {
     int y = 0;
     sscanf(date, "%4d", &y);
-    snprintf(out, 11, "%04d%.6s", y + 1, date + 4);
+    char year[16];
+    snprintf(year, sizeof year, "%04d", (y + 1) % 10000);
+    memcpy(out, year, 4);
+    memcpy(out + 4, date + 4, 6);
+    out[10] = '\0';
 }
 
 /* ---- pricing ------------------------------------------------------------------------------- */
