@@ -12,11 +12,90 @@
 #include <stdint.h>
 
 #include "generated/schemas.h"
+#include "generated/schemas_common.h"
+#include "generated/schemas_rates.h"
 #include "runtime/req.h"
 
+/* GET /v1/rates (listRates): List current rates */
+struct rates_list_rates_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+    const char **pair; /* query pair, optional, repeated: ?pair=a&pair=b */
+    size_t pair_count;
+    bool has_pair;
+    enum rate_type rate_type; /* query rate_type, optional */
+    bool has_rate_type;
+    const char *base_currency; /* query base_currency, optional */
+    bool has_base_currency;
+    const char *quote_currency; /* query quote_currency, optional */
+    bool has_quote_currency;
+};
+
+struct rates_list_rates_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 501, 503) via req_problem() */
+    struct fx_rate_page *body_200; /* status 200: One page of current rates. */
+};
+
+int rates_list_rates(struct req *r, const struct rates_list_rates_request *in,
+                    struct rates_list_rates_response *out);
+
+/* POST /v1/rates (pushRates): Push live rates */
+struct rates_push_rates_request {
+    struct fx_rate_push_batch *body; /* request body (required) */
+};
+
+struct rates_push_rates_response {
+    int status; /* 200; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct fx_rate_push_result *body_200; /* status 200: Recorded; each rate as stored, in the order given. */
+};
+
+int rates_push_rates(struct req *r, const struct rates_push_rates_request *in,
+                    struct rates_push_rates_response *out);
+
+/* GET /v1/rates/{pair} (getRate): Get a pair's current rate */
+struct rates_get_rate_request {
+    const char *pair; /* path pair, required */
+    enum rate_type rate_type; /* query rate_type, optional */
+    bool has_rate_type;
+    const char *value_date; /* query value_date, optional */
+    bool has_value_date;
+};
+
+struct rates_get_rate_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    struct fx_rate *body_200; /* status 200: The rate. */
+};
+
+int rates_get_rate(struct req *r, const struct rates_get_rate_request *in,
+                  struct rates_get_rate_response *out);
+
+/* GET /v1/rates/{pair}/history (getRateHistory): A pair's rate history */
+struct rates_get_rate_history_request {
+    const char *pair; /* path pair, required */
+    const char *from; /* query from, required */
+    const char *to; /* query to, required */
+    enum rate_history_interval interval; /* query interval, required */
+    enum rates_get_rate_history_param_rate_type rate_type; /* query rate_type, optional, default "live" */
+    bool has_rate_type;
+    enum rate_field field; /* query field, optional */
+    bool has_field;
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+};
+
+struct rates_get_rate_history_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    struct fx_rate_history_page *body_200; /* status 200: One page of points, oldest first. */
+};
+
+int rates_get_rate_history(struct req *r, const struct rates_get_rate_history_request *in,
+                          struct rates_get_rate_history_response *out);
+
 /* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
- *   GET /v1/rates (listRates)
- *   POST /v1/rates (pushRates)
  *   GET /v1/rates/alerts (listRateAlerts)
  *   POST /v1/rates/alerts (createRateAlert)
  *   GET /v1/rates/alerts/{id} (getRateAlert)
@@ -33,8 +112,6 @@
  *   POST /v1/rates/curves/{id}/archive (archiveRateCurve)
  *   GET /v1/rates/reference (getReferenceRates)
  *   POST /v1/rates/reference/import (importReferenceRates)
- *   GET /v1/rates/{pair} (getRate)
- *   GET /v1/rates/{pair}/history (getRateHistory)
  */
 
 #endif

@@ -8,23 +8,356 @@
 
 #include "generated/rates_api.h"
 #include "generated/dispatch.h"
+#include "runtime/audit.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
 #include "runtime/req.h"
 #include "runtime/verr.h"
 
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_rates_list_rates(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_fx_rate_page(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "listRates", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "listRates");
+}
+#endif
+
 /* GET /v1/rates (listRates) */
 int dispatch_rates_list_rates(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/rates (listRates)");
+    struct rates_list_rates_request in;
+    struct rates_list_rates_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_query(r, "limit");
+    if (!text) {
+        in.limit = INT64_C(20);
+        in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
+    } else {
+        validate_param_limit(&pv, "/query/limit", VALIDATE_REQUEST, &r->verr);
+        (void)json_number_to_int64(&pv, &in.limit);
+        in.has_limit = true;
+    }
+    text = req_query(r, "cursor");
+    if (!text) {
+        /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_cursor(&pv, "/query/cursor", VALIDATE_REQUEST, &r->verr);
+        in.cursor = pv.s;
+        in.has_cursor = true;
+    }
+    {
+        struct arena *a = &r->arena;
+        const char *qv[51];
+        size_t qn = req_query_values(r, "pair", qv, 51);
+
+        if (qn == 0) {
+            /* absent: has_pair stays false */
+        } else {
+            if (schemas_param_array(a, &pv, qv, qn < 51 ? qn : 51, SCHEMAS_PARAM_STRING, "/query/pair",
+                                    "must be valid UTF-8 text", &r->verr) == 0) {
+                validate_param_rate_pair_filter(&pv, "/query/pair", VALIDATE_REQUEST, &r->verr);
+                if ((&pv)->type != JSON_ARRAY)
+                    return -1;
+                in.pair_count = (&pv)->count;
+                in.pair = arena_alloc(a, ((&pv)->count + 1) * sizeof *in.pair);
+                for (size_t j = 0; j < (&pv)->count; j++) {
+                    in.pair[j] = (&pv)->items[j]->s;
+                }
+                in.has_pair = true;
+            }
+        }
+    }
+    text = req_query(r, "rate_type");
+    if (!text) {
+        /* absent: has_rate_type stays false */
+    } else if (req_query_values(r, "rate_type", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/rate_type", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/rate_type", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_rate_type(&pv, "/query/rate_type", VALIDATE_REQUEST, &r->verr);
+        in.rate_type = rate_type_parse(pv.s);
+        in.has_rate_type = true;
+    }
+    text = req_query(r, "base_currency");
+    if (!text) {
+        /* absent: has_base_currency stays false */
+    } else if (req_query_values(r, "base_currency", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/base_currency", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/base_currency", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_currency_code(&pv, "/query/base_currency", VALIDATE_REQUEST, &r->verr);
+        in.base_currency = pv.s;
+        in.has_base_currency = true;
+    }
+    text = req_query(r, "quote_currency");
+    if (!text) {
+        /* absent: has_quote_currency stays false */
+    } else if (req_query_values(r, "quote_currency", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/quote_currency", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/quote_currency", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_currency_code(&pv, "/query/quote_currency", VALIDATE_REQUEST, &r->verr);
+        in.quote_currency = pv.s;
+        in.has_quote_currency = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (rates_list_rates(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "listRates");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_fx_rate_page(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "listRates",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_rates_list_rates(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_rates_push_rates(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_fx_rate_push_result(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "pushRates", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "pushRates");
+}
+#endif
 
 /* POST /v1/rates (pushRates) */
 int dispatch_rates_push_rates(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/rates (pushRates)");
+    struct rates_push_rates_request in;
+    struct rates_push_rates_response out;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_fx_rate_push_batch(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_fx_rate_push_batch(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (rates_push_rates(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "pushRates");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_fx_rate_push_result(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "pushRates",
+                      out.status);
+            return -1;
+        }
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, NULL /* the handler reports it */, after) != 0)
+                return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_rates_push_rates(r);
+#endif
     return 0;
 }
 
@@ -140,16 +473,359 @@ int dispatch_rates_import_reference_rates(struct req *r)
     return 0;
 }
 
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_rates_get_rate(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_fx_rate(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "getRate", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "getRate");
+}
+#endif
+
 /* GET /v1/rates/{pair} (getRate) */
 int dispatch_rates_get_rate(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/rates/{pair} (getRate)");
+    struct rates_get_rate_request in;
+    struct rates_get_rate_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "pair");
+    if (!text) {
+        verr_add(&r->verr, "/path/pair", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/pair", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_currency_pair(&pv, "/path/pair", VALIDATE_REQUEST, &r->verr);
+        in.pair = pv.s;
+    }
+    text = req_query(r, "rate_type");
+    if (!text) {
+        /* absent: has_rate_type stays false */
+    } else if (req_query_values(r, "rate_type", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/rate_type", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/rate_type", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_rate_type(&pv, "/query/rate_type", VALIDATE_REQUEST, &r->verr);
+        in.rate_type = rate_type_parse(pv.s);
+        in.has_rate_type = true;
+    }
+    text = req_query(r, "value_date");
+    if (!text) {
+        /* absent: has_value_date stays false */
+    } else if (req_query_values(r, "value_date", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/value_date", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/value_date", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_business_date(&pv, "/query/value_date", VALIDATE_REQUEST, &r->verr);
+        in.value_date = pv.s;
+        in.has_value_date = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (rates_get_rate(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "getRate");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_fx_rate(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "getRate",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_rates_get_rate(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_rates_get_rate_history(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_fx_rate_history_page(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "getRateHistory", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "getRateHistory");
+}
+#endif
 
 /* GET /v1/rates/{pair}/history (getRateHistory) */
 int dispatch_rates_get_rate_history(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/rates/{pair}/history (getRateHistory)");
+    struct rates_get_rate_history_request in;
+    struct rates_get_rate_history_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "pair");
+    if (!text) {
+        verr_add(&r->verr, "/path/pair", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/pair", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_currency_pair(&pv, "/path/pair", VALIDATE_REQUEST, &r->verr);
+        in.pair = pv.s;
+    }
+    text = req_query(r, "from");
+    if (!text) {
+        verr_add(&r->verr, "/query/from", NULL, "required", "%s", "is required");
+    } else if (req_query_values(r, "from", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/from", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/from", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_timestamp(&pv, "/query/from", VALIDATE_REQUEST, &r->verr);
+        in.from = pv.s;
+    }
+    text = req_query(r, "to");
+    if (!text) {
+        verr_add(&r->verr, "/query/to", NULL, "required", "%s", "is required");
+    } else if (req_query_values(r, "to", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/to", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/to", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_timestamp(&pv, "/query/to", VALIDATE_REQUEST, &r->verr);
+        in.to = pv.s;
+    }
+    text = req_query(r, "interval");
+    if (!text) {
+        verr_add(&r->verr, "/query/interval", NULL, "required", "%s", "is required");
+    } else if (req_query_values(r, "interval", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/interval", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/interval", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_rate_history_interval(&pv, "/query/interval", VALIDATE_REQUEST, &r->verr);
+        in.interval = rate_history_interval_parse(pv.s);
+    }
+    text = req_query(r, "rate_type");
+    if (!text) {
+        in.rate_type = RATES_GET_RATE_HISTORY_PARAM_RATE_TYPE_LIVE;
+        in.has_rate_type = true;
+    } else if (req_query_values(r, "rate_type", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/rate_type", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/rate_type", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_rates_get_rate_history_param_rate_type(&pv, "/query/rate_type", VALIDATE_REQUEST, &r->verr);
+        in.rate_type = rates_get_rate_history_param_rate_type_parse(pv.s);
+        in.has_rate_type = true;
+    }
+    text = req_query(r, "field");
+    if (!text) {
+        /* absent: has_field stays false */
+    } else if (req_query_values(r, "field", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/field", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/field", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_rate_field(&pv, "/query/field", VALIDATE_REQUEST, &r->verr);
+        in.field = rate_field_parse(pv.s);
+        in.has_field = true;
+    }
+    text = req_query(r, "limit");
+    if (!text) {
+        in.limit = INT64_C(20);
+        in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
+    } else {
+        validate_param_limit(&pv, "/query/limit", VALIDATE_REQUEST, &r->verr);
+        (void)json_number_to_int64(&pv, &in.limit);
+        in.has_limit = true;
+    }
+    text = req_query(r, "cursor");
+    if (!text) {
+        /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_cursor(&pv, "/query/cursor", VALIDATE_REQUEST, &r->verr);
+        in.cursor = pv.s;
+        in.has_cursor = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (rates_get_rate_history(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "getRateHistory");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_fx_rate_history_page(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "getRateHistory",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_rates_get_rate_history(r);
+#endif
     return 0;
 }

@@ -16,7 +16,7 @@
 #define TREASURY_VERSION "0.1.0"
 #endif
 
-enum kind { K_PATH, K_STR, K_PORT, K_INT, K_LOGFMT };
+enum kind { K_PATH, K_STR, K_PORT, K_INT, K_INT0, K_LOGFMT }; /* K_INT0: 0 allowed */
 
 struct flag {
     const char *name; /* without "--" */
@@ -55,6 +55,8 @@ static const struct flag flags[] = {
     F("auth-rate-limit", "TREASURY_AUTH_RATE_LIMIT", K_INT, auth_rate_limit, 1000000000, "login attempts per minute per client address [30]"),
     F("settlement-interval-ms", "TREASURY_SETTLEMENT_INTERVAL_MS", K_INT, settlement_interval_ms, 3600000, "how often approved payments are moved along [1000]"),
     F("sandbox-rail-delay-ms", "TREASURY_SANDBOX_RAIL_DELAY_MS", K_INT, sandbox_rail_delay_ms, 86400000, "each step of the sandbox settlement rail [5000]"),
+    F("fx-market-interval-ms", "TREASURY_FX_MARKET_INTERVAL_MS", K_INT0, fx_market_interval_ms, 3600000, "how often the sandbox FX market ticks (README: The sandbox FX market); 0 turns it off [1000]"),
+    F("fx-market-seed", "TREASURY_FX_MARKET_SEED", K_INT0, fx_market_seed, 2147483647, "the sandbox FX market's seed: the same seed makes the same ticks [1]"),
     F("smtp-url", "TREASURY_SMTP_URL", K_STR, smtp_url, 0, "SMTP relay for the server's e-mail (invitations): smtp://host:port (STARTTLS required unless on loopback) or smtps://host:port; credentials only from TREASURY_SMTP_USERNAME / TREASURY_SMTP_PASSWORD [none: each message is written to <data-dir>/mail/<id>.eml]"),
     F("mail-from", "TREASURY_MAIL_FROM", K_STR, mail_from, 0, "sender address of the server's e-mail, required with --smtp-url [no-reply@treasury.invalid]"),
     F("drain-timeout-ms", "TREASURY_DRAIN_TIMEOUT_MS", K_INT, drain_timeout_ms, 600000, "on SIGTERM, how long requests under way may take before queued ones are refused [10000]"),
@@ -92,6 +94,7 @@ static int set(struct config *c, const struct flag *f, const char *value, const 
         return 0;
     case K_PORT:
     case K_INT:
+    case K_INT0:
         errno = 0;
         v = strtol(value, &end, 10);
         if (errno || end == value || *end != '\0' || v < 0 ||
@@ -154,6 +157,8 @@ enum config_result config_parse(struct config *c, int argc, char **argv, FILE *o
     c->auth_rate_limit = 30;
     c->settlement_interval_ms = 1000;
     c->sandbox_rail_delay_ms = 5000;
+    c->fx_market_interval_ms = 1000;
+    c->fx_market_seed = 1;
     c->drain_timeout_ms = 10000;
 
     for (size_t i = 0; i < NFLAGS; i++) {

@@ -34,6 +34,8 @@ struct config {
     int auth_rate_limit;     /* x-rate-limit-class auth: attempts per minute per client address */
     int settlement_interval_ms; /* how often the settlement worker looks for due payments */
     int sandbox_rail_delay_ms;  /* each step of the sandbox settlement rail */
+    int fx_market_interval_ms;  /* how often the sandbox FX market ticks; 0: off */
+    int fx_market_seed;         /* the sandbox FX market's seed (handlers/rates_market.c) */
     int drain_timeout_ms;       /* on SIGTERM: how long the requests under way may take */
     char smtp_url[1024];     /* the SMTP relay (smtp:// or smtps://); empty: the mail spool */
     char mail_from[256];     /* the sender of the server's e-mail */

@@ -133,6 +133,9 @@ def base_env(**extra):
     # Suites log in far more often than the default 30 per minute per address allows; the
     # auth policy's own tests set a small quota explicitly.
     env["TREASURY_AUTH_RATE_LIMIT"] = "100000"
+    # The sandbox FX market ticks rates in the background (on by default): off, so that rates
+    # are only what a test pushes; tests of the market turn it on (--fx-market-interval-ms).
+    env["TREASURY_FX_MARKET_INTERVAL_MS"] = "0"
     for k, v in extra.items():
         if v is None:
             env.pop(k, None)
