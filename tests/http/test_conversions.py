@@ -19,11 +19,12 @@ import random
 import re
 import threading
 import time
+import uuid
 from fractions import Fraction
 
 import pytest
 
-from conftest import Servers
+from conftest import USER_PASSWORD, Servers
 from helpers import assert_json, assert_problem, assert_validation, audit_of, open_db, table_counts
 
 QUOTE = "/v1/conversions/quote"
@@ -41,18 +42,19 @@ def server(tmp_path_factory, server_bin):
     servers = Servers(tmp_path_factory)
     s = servers(extra_env={"TREASURY_SETTLEMENT_INTERVAL_MS": 50})
     yield s
-    s.move_clock(0)
     servers.close()
 
 
 @pytest.fixture
 def clock(server):
-    """Moves the server's clock; put back afterwards."""
+    """Moves the server's clock forward by seconds (never back: rate limits and tokens are
+    kept by time, so the module's clock only ever advances; each test reads the server's
+    now as real time plus the offset)."""
     def move(seconds):
-        OFFSET["s"] = seconds
-        server.move_clock(seconds)
-    yield move
-    move(0)
+        assert seconds >= 0
+        OFFSET["s"] += seconds
+        server.move_clock(OFFSET["s"])
+    return move
 
 
 def server_now():
@@ -79,10 +81,26 @@ def weekday_after(d):
     return d
 
 
+class Ws(tuple):
+    """(workspace id, owner client), and the owner's e-mail (to sign in again once the clock
+    moved past the token's lifetime)."""
+    email = None
+
+
 @pytest.fixture
 def ws(server):
-    wid, _, c = server.new_workspace()
-    return wid, c
+    email = "owner-%s@example.com" % uuid.uuid4().hex[:10]
+    wid = server.create_workspace("ws-" + email[6:16], email, password=USER_PASSWORD)
+    w = Ws((wid, server.client(token=server.login(email, USER_PASSWORD,
+                                                   workspace_id=wid)["access_token"])))
+    w.email = email
+    return w
+
+
+def relogin(server, w):
+    """The owner's client with a token of the server's current time."""
+    return server.client(token=server.login(w.email, USER_PASSWORD,
+                                            workspace_id=w[0])["access_token"])
 
 
 def push(c, pair, mid, as_of=None):
@@ -243,6 +261,7 @@ def test_property_quotes_equal_the_exact_rational_computation_and_entries_balanc
         fund(c, x["sell_currency"], x["sell_amount"])
     last = max(x["value_date"] for x, _ in executed)
     past_cutoff(clock, last)
+    c = relogin(server, ws)
     for x, mid in executed:
         x = wait_status(c, x["id"], "settled")
         lines = entry_lines(c, x["ledger_transaction_id"])
@@ -292,9 +311,9 @@ def test_a_quote_expires_at_its_lifetime_read_and_executed(server, ws, clock):
     _, c = ws
     push(c, "EURUSD", "1.2")
     q = assert_json(quote(c), 201)
-    clock(29)
+    clock(28)
     assert assert_json(c.get("/v1/conversions/quotes/" + q["id"]), 200)["status"] == "active"
-    clock(31)
+    clock(3)
     assert assert_json(c.get("/v1/conversions/quotes/" + q["id"]), 200)["status"] == "expired"
     assert_problem(execute(c, q), 409, "quote_expired")
     stored = assert_json(c.get("/v1/conversions/quotes/" + q["id"]), 200)
@@ -331,6 +350,7 @@ def test_the_request_must_repeat_the_quote_terms_and_name_a_quote_of_the_workspa
     _, c = ws
     push(c, "EURUSD", "1.08425")
     q = assert_json(quote(c), 201)
+    _, _, other = server.new_workspace()
     before = table_counts(server)
     assert_validation(execute(c, q, sell_amount=q["sell_amount"] + 1, buy_currency="GBP",
                               value_date="2999-01-01"),
@@ -339,7 +359,6 @@ def test_the_request_must_repeat_the_quote_terms_and_name_a_quote_of_the_workspa
     assert_validation(execute(c, q, buy_amount=q["buy_amount"] - 1),
                       {"/buy_amount": "quote_mismatch"})
     assert_validation(execute(c, q, quote_id="quo_" + "0" * 26), {"/quote_id": "quote_not_found"})
-    _, _, other = server.new_workspace()
     assert_validation(other.post(EXECUTE, json=terms(q)), {"/quote_id": "quote_not_found"})
     assert table_counts(server) == before
     assert assert_json(c.get("/v1/conversions/quotes/" + q["id"]), 200)["status"] == "active"
@@ -438,9 +457,10 @@ def fund(c, currency, amount):
 
 
 def past_cutoff(clock, value_date, seconds=1):
+    """The server's clock at `seconds` after the cut-off (12:00 UTC) of value_date."""
     at = datetime.datetime.fromisoformat(value_date + "T12:00:00+00:00") + \
         datetime.timedelta(seconds=seconds)
-    clock(int((at - datetime.datetime.now(datetime.timezone.utc)).total_seconds()) + 1)
+    clock(int((at - server_now()).total_seconds()) + 1)
 
 
 def wait_status(c, cid, status, timeout=10):
@@ -467,9 +487,11 @@ def test_an_unfunded_conversion_goes_overdue_at_the_cutoff_and_settles_once_fund
     q = assert_json(quote(c, amount=100000000), 201)
     x = assert_json(execute(c, q), 201)
     past_cutoff(clock, x["value_date"], seconds=-120)  # before the cut-off: nothing happens
+    c = relogin(server, ws)
     time.sleep(0.4)
     assert assert_json(c.get(LIST + "/" + x["id"]), 200)["status"] == "scheduled"
     past_cutoff(clock, x["value_date"])
+    c = relogin(server, ws)
     o = wait_status(c, x["id"], "overdue")
     assert o["version"] == 2 and "ledger_transaction_id" not in o
     fund(c, "EUR", 60000000)  # not enough yet
@@ -508,6 +530,7 @@ def test_a_funded_conversion_settles_at_the_cutoff_and_a_cancelled_one_never(ser
     y = assert_json(execute(c, assert_json(quote(c, amount=100), 201)), 201)
     assert_json(c.post(LIST + "/%s/cancel" % y["id"]), 200)
     past_cutoff(clock, x["value_date"])
+    c = relogin(server, ws)
     s = wait_status(c, x["id"], "settled")
     assert [a[1] for a in audit_of(server, x["id"])][1:] == ["fx_conversion.settled"]
     assert len(entry_lines(c, s["ledger_transaction_id"])) == 4  # no spread: no spread line
@@ -579,6 +602,7 @@ def test_positions_count_settled_conversions_in_the_balance(server, ws, clock):
     fund(c, "EUR", 500)
     x = assert_json(execute(c, assert_json(quote(c, amount=500), 201)), 201)
     past_cutoff(clock, x["value_date"])
+    c = relogin(server, ws)
     wait_status(c, x["id"], "settled")
     pos = {p["currency"]: p for p in assert_json(c.get(POSITIONS), 200)["data"]}
     assert pos["EUR"]["settled_balance"] == -500 and pos["EUR"]["forward_exposure"] == []
