@@ -79,6 +79,7 @@ const struct problem_code generated_problem_codes[] = {
     {"unbalanced_entry", "Journal entry not balanced"},
     {"period_closed", "Accounting period closed"},
     {"duplicate_code", "Duplicate account code"},
+    {"ledger_account_limit_reached", "Too many ledger accounts"},
     {"account_archived", "Ledger account archived"},
     {"account_not_empty", "Ledger account not empty"},
     {"account_has_active_children", "Ledger account has active children"},

@@ -296,27 +296,19 @@ int row_bind_fx_conversion(struct arena *a, struct db_stmt *st, int first,
     return 0;
 }
 
-static int read_fx_conversion(struct arena *a, struct db_stmt *st, int c, void *o)
+static int read_fx_conversion(struct arena *a, struct db_stmt *st, int first_col, void *o)
 {
-    struct fx_conversion_row *w = o;
-    if (row_read_fx_conversion(a, st, c, &w->obj) != 0)
-        return -1;
-    w->currencies = db_column_dup(a, st, c + 23);
-    return 0;
+    return row_read_fx_conversion(a, st, first_col, o);
 }
 
 static int bind_fx_conversion(struct arena *a, struct db_stmt *st, int first, const void *o)
 {
-    const struct fx_conversion_row *w = o;
-    if (row_bind_fx_conversion(a, st, first, &w->obj) != 0)
-        return -1;
-    db_bind_text(st, first + 23, w->currencies);
-    return 0;
+    return row_bind_fx_conversion(a, st, first, o);
 }
 
 static void init_fx_conversion(void *obj)
 {
-    ((struct fx_conversion_row *)obj)->obj.object = "fx_conversion";
+    ((struct fx_conversion *)obj)->object = "fx_conversion";
 }
 
 static int page_row_fx_conversion(struct req *r, struct db_stmt *st, void *item)
@@ -326,7 +318,7 @@ static int page_row_fx_conversion(struct req *r, struct db_stmt *st, void *item)
 
 static void encode_row_fx_conversion(struct jsonw *w, const void *o)
 {
-    encode_fx_conversion(w, &((const struct fx_conversion_row *)o)->obj);
+    encode_fx_conversion(w, o);
 }
 
 const struct resource_table rows_fx_conversion = {
@@ -342,27 +334,27 @@ const struct resource_table rows_fx_conversion = {
                   " FROM fx_conversions WHERE id = ?1 AND workspace_id = ?2",
     .insert_sql = "INSERT INTO fx_conversions (" ROWS_FX_CONVERSION_COLUMNS
                   ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                  "?, ?)",
+                  "?)",
     .update_sql = "UPDATE fx_conversions SET quote_id = ?3, short_reference = ?4, "
                   "sell_currency = ?5, sell_amount = ?6, buy_currency = ?7, buy_amount = ?8, "
                   "client_rate = ?9, mid_rate = ?10, spread_bps = ?11, product = ?12, "
                   "value_date = ?13, settlement_cutoff_at = ?14, status = ?15, settled_at = "
                   "?16, cancelled_at = ?17, ledger_transaction_id = ?18, created_by = ?19, "
-                  "metadata = ?20, version = ?21, created_at = ?22, updated_at = ?23, "
-                  "currencies = ?24 WHERE id = ?1 AND workspace_id = ?2 AND version = ?25",
+                  "metadata = ?20, version = ?21, created_at = ?22, updated_at = ?23 WHERE id "
+                  "= ?1 AND workspace_id = ?2 AND version = ?24",
     .state_sql = "UPDATE fx_conversions SET status = ?15, settled_at = ?16, cancelled_at = "
                  "?17, ledger_transaction_id = ?18, version = ?21, updated_at = ?23 WHERE id = "
-                 "?1 AND workspace_id = ?2 AND version = ?25",
-    .size = sizeof(struct fx_conversion_row),
-    .id_offset = offsetof(struct fx_conversion_row, obj.id),
-    .workspace_offset = offsetof(struct fx_conversion_row, obj.workspace_id),
-    .sort_offset = offsetof(struct fx_conversion_row, obj.created_at),
+                 "?1 AND workspace_id = ?2 AND version = ?24",
+    .size = sizeof(struct fx_conversion),
+    .id_offset = offsetof(struct fx_conversion, id),
+    .workspace_offset = offsetof(struct fx_conversion, workspace_id),
+    .sort_offset = offsetof(struct fx_conversion, created_at),
     .versioned = true,
-    .version_offset = offsetof(struct fx_conversion_row, obj.version),
+    .version_offset = offsetof(struct fx_conversion, version),
     .has_created_at = true,
-    .created_at_offset = offsetof(struct fx_conversion_row, obj.created_at),
+    .created_at_offset = offsetof(struct fx_conversion, created_at),
     .has_updated_at = true,
-    .updated_at_offset = offsetof(struct fx_conversion_row, obj.updated_at),
+    .updated_at_offset = offsetof(struct fx_conversion, updated_at),
     .init = init_fx_conversion,
     .read = read_fx_conversion,
     .bind = bind_fx_conversion,

@@ -28,8 +28,8 @@ extern const struct resource_table rows_fx_quote;
     "id, workspace_id, quote_id, short_reference, sell_currency, sell_amount, buy_currency, " \
     "buy_amount, client_rate, mid_rate, spread_bps, product, value_date, settlement_cutoff_at, " \
     "status, settled_at, cancelled_at, ledger_transaction_id, created_by, metadata, version, " \
-    "created_at, updated_at, currencies"
-#define ROWS_FX_CONVERSION_COLUMN_COUNT 24
+    "created_at, updated_at"
+#define ROWS_FX_CONVERSION_COLUMN_COUNT 23
 /* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
  * know. */
 int row_read_fx_conversion(struct arena *a, struct db_stmt *st, int first_col,
@@ -37,12 +37,6 @@ int row_read_fx_conversion(struct arena *a, struct db_stmt *st, int first_col,
 /* o's columns as parameters first.. (JSON text built in a). 0 / -1. */
 int row_bind_fx_conversion(struct arena *a, struct db_stmt *st, int first,
                            const struct fx_conversion *o);
-/* What rows_fx_conversion loads and saves: the API's fx_conversion and the columns it
- * does not show (x-table hidden; the last ones of the list above). */
-struct fx_conversion_row {
-    struct fx_conversion obj;
-    const char *currencies;
-};
 extern const struct resource_table rows_fx_conversion;
 
 #endif

@@ -90,9 +90,9 @@ int conversions_execute_conversion(struct req *r,
     if (closed != 0)
         return closed > 0 ? 0 : -1;
 
-    struct fx_conversion_row *row = arena_alloc(&r->arena, sizeof *row);
+    struct fx_conversion *row = arena_alloc(&r->arena, sizeof *row);
     resource_new(r, &rows_fx_conversion, row);
-    struct fx_conversion *c = &row->obj;
+    struct fx_conversion *c = row;
     c->quote_id = q->id;
     c->short_reference = short_reference(r, c);
     c->sell_currency = q->sell_currency;
@@ -111,7 +111,6 @@ int conversions_execute_conversion(struct req *r,
         c->metadata = x->metadata;
         c->metadata_count = x->metadata_count;
     }
-    row->currencies = arena_printf(&r->arena, "%s,%s", c->sell_currency, c->buy_currency);
 
     /* The quote first: its guarded save is what makes a second execution fail, in this
      * transaction; the UNIQUE index on quote_id stands behind it. */
@@ -137,13 +136,13 @@ int conversions_execute_conversion(struct req *r,
 int conversions_get_conversion(struct req *r, const struct conversions_get_conversion_request *in,
                                struct conversions_get_conversion_response *out)
 {
-    struct fx_conversion_row *row = arena_alloc(&r->arena, sizeof *row);
+    struct fx_conversion *row = arena_alloc(&r->arena, sizeof *row);
     int found = resource_load_current(r, &rows_fx_conversion, in->id, NULL, row);
     if (found <= 0)
         return found;
     out->status = 200;
-    out->body_200 = &row->obj;
-    out->etag = req_etag(r, row->obj.version);
+    out->body_200 = row;
+    out->etag = req_etag(r, row->version);
     return 0;
 }
 
@@ -202,8 +201,12 @@ int conversions_list_conversions(struct req *r,
     const struct resource_filter f[] = {
         RESOURCE_TEXT("status", RESOURCE_IN,
                       fx_conversion_status_set(&r->arena, in->status, in->status_count)),
-        /* "<sell>,<buy>" holds a three-letter code exactly when it is one of the two */
-        RESOURCE_TEXT("currencies", RESOURCE_CONTAINS, in->has_currency ? in->currency : NULL),
+        /* sold or bought: the ids of the workspace's conversions in the currency on either
+         * side (each side by its index; ?1 is the list's workspace) */
+        RESOURCE_TEXT("id IN (SELECT x.id FROM (SELECT id, sell_currency AS ccy FROM "
+                      "fx_conversions WHERE workspace_id = ?1 UNION ALL SELECT id, buy_currency "
+                      "FROM fx_conversions WHERE workspace_id = ?1) x WHERE x.ccy =",
+                      RESOURCE_IN_SELECT, in->has_currency ? in->currency : NULL),
         RESOURCE_TEXT("product", RESOURCE_EQ,
                       in->has_product ? fx_product_str(in->product) : NULL),
         RESOURCE_TEXT("value_date", RESOURCE_GE,
@@ -217,7 +220,6 @@ int conversions_list_conversions(struct req *r,
                                csv ? NULL : in->has_cursor ? in->cursor : NULL, &rp);
     if (listed <= 0)
         return listed;
-    resource_page_objects(r, &rows_fx_conversion, sizeof(struct fx_conversion), &rp);
     out->status = 200;
     if (csv) {
         if (rp.has_more) {
@@ -241,11 +243,11 @@ int conversions_cancel_conversion(struct req *r,
                                   const struct conversions_cancel_conversion_request *in,
                                   struct conversions_cancel_conversion_response *out)
 {
-    struct fx_conversion_row *row = arena_alloc(&r->arena, sizeof *row);
+    struct fx_conversion *row = arena_alloc(&r->arena, sizeof *row);
     int found = resource_load_current(r, &rows_fx_conversion, in->id, NULL, row);
     if (found <= 0)
         return found;
-    struct fx_conversion *c = &row->obj;
+    struct fx_conversion *c = row;
     enum fx_conversion_status before = c->status;
     if (before != FX_CONVERSION_STATUS_SCHEDULED && before != FX_CONVERSION_STATUS_OVERDUE) {
         req_problem(r, 409, "invalid_transition",
@@ -362,19 +364,19 @@ int conversions_get_conversion_positions(
 
 int conversions_funding(struct req *r, const char *id, struct conversion_funding *out)
 {
-    struct fx_conversion_row *row = arena_alloc(&r->arena, sizeof *row);
+    struct fx_conversion *row = arena_alloc(&r->arena, sizeof *row);
     int found = resource_load(r, &rows_fx_conversion, id, row);
     if (found != RESOURCE_FOUND)
         return found == RESOURCE_MISSING ? 0 : -1;
-    out->id = row->obj.id;
-    out->status = fx_conversion_status_str(row->obj.status);
-    out->buy_currency = row->obj.buy_currency;
-    out->buy_amount = row->obj.buy_amount;
-    out->value_date = row->obj.value_date;
+    out->id = row->id;
+    out->status = fx_conversion_status_str(row->status);
+    out->buy_currency = row->buy_currency;
+    out->buy_amount = row->buy_amount;
+    out->value_date = row->value_date;
     return 1;
 }
 
-int conversions_save_settlement(struct req *r, struct fx_conversion_row *c, const char *type,
+int conversions_save_settlement(struct req *r, struct fx_conversion *c, const char *type,
                                 const char *before, const char *detail)
 {
     int saved = resource_save_state(r, &rows_fx_conversion, c);
@@ -386,12 +388,12 @@ int conversions_save_settlement(struct req *r, struct fx_conversion_row *c, cons
         return -1;
     struct jsonw w;
     jsonw_init(&w);
-    encode_fx_conversion(&w, &c->obj);
+    encode_fx_conversion(&w, c);
     const char *json = resource_json_text(&r->arena, &w);
-    if (!json || outbox_add(r, type, "fx_conversion", c->obj.id, c->obj.version, json) != 0)
+    if (!json || outbox_add(r, type, "fx_conversion", c->id, c->version, json) != 0)
         return -1;
-    if (audit_record(r, type, "fx_conversion", c->obj.id, before,
-                     fx_conversion_status_str(c->obj.status), detail) != 0)
+    if (audit_record(r, type, "fx_conversion", c->id, before,
+                     fx_conversion_status_str(c->status), detail) != 0)
         return -1;
     return 1;
 }

@@ -37,7 +37,7 @@ int conversions_funding(struct req *r, const char *id, struct conversion_funding
 
 struct fx_quote;
 struct fx_conversion_execute;
-struct fx_conversion_row;
+struct fx_conversion;
 
 /* conversions_quotes.c: the quote x->quote_id of r's workspace that executing x may use, into
  * *q: 1 go on; 0 answered - 422 quote_not_found at /quote_id, 422 quote_mismatch at each
@@ -54,7 +54,7 @@ int conversions_quote_consume(struct req *r, struct fx_quote *q, const char *con
  * `before` by the settlement job, with its event (type, e.g. "fx_conversion.settled") and
  * audit record as r's principal (the system). 1 saved, 0 another writer came first (nothing
  * answered), -1 failure. */
-int conversions_save_settlement(struct req *r, struct fx_conversion_row *c, const char *type,
+int conversions_save_settlement(struct req *r, struct fx_conversion *c, const char *type,
                                 const char *before, const char *detail);
 
 /* ---- conversions_settlement.c ------------------------------------------------------------ */

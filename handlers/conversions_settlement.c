@@ -113,10 +113,10 @@ static int post(struct req *r, const struct fx_conversion *c, const struct ledge
 }
 
 /* One due conversion, in the writer's transaction: settled when funded, else overdue. 0 / -1. */
-static int settle(struct step *st, struct fx_conversion_row *x)
+static int settle(struct step *st, struct fx_conversion *x)
 {
     struct req *r = &st->r;
-    struct fx_conversion *c = &x->obj;
+    struct fx_conversion *c = x;
     const char *before = fx_conversion_status_str(c->status);
     struct ledger_fx_accounts s, b;
     int usable = ledger_fx_accounts(r, c->sell_currency, &s);
@@ -182,7 +182,7 @@ static bool step_run(void *ctx, bool guarded)
         st->ok = claimed == 0 && end == 0;
         return end > 0;
     }
-    struct fx_conversion_row *x = arena_alloc(&r->arena, sizeof *x);
+    struct fx_conversion *x = arena_alloc(&r->arena, sizeof *x);
     int found = resource_load(r, &rows_fx_conversion, st->id, x);
     int rc = -1;
     char now[40];
@@ -190,9 +190,9 @@ static bool step_run(void *ctx, bool guarded)
     if (found == RESOURCE_MISSING)
         rc = 0;
     else if (found == RESOURCE_FOUND &&
-             ((x->obj.status != FX_CONVERSION_STATUS_SCHEDULED &&
-               x->obj.status != FX_CONVERSION_STATUS_OVERDUE) ||
-              strcmp(x->obj.settlement_cutoff_at, now) > 0))
+             ((x->status != FX_CONVERSION_STATUS_SCHEDULED &&
+               x->status != FX_CONVERSION_STATUS_OVERDUE) ||
+              strcmp(x->settlement_cutoff_at, now) > 0))
         rc = 0; /* cancelled or settled meanwhile */
     else if (found == RESOURCE_FOUND)
         rc = settle(st, x);

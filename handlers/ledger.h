@@ -29,6 +29,10 @@
 
 /* ---- ledger_accounts.c ---------------------------------------------------------------- */
 
+/* The most accounts a workspace's chart holds, archived ones included: the trial balance lists
+ * every account on one page (its rows' maxItems in the spec). */
+#define LEDGER_ACCOUNTS_MAX 10000
+
 /* A ledger account is struct ledger_account_row (generated/rows_ledger.h): the API's account
  * in obj, and the sums the API shows as balances: posted_debits/credits (posted lines) and
  * draft_debits/credits (lines of drafts on it in its currency). */
@@ -65,7 +69,8 @@ int ledger_account_move(struct req *r, const struct ledger_move *m);
 int ledger_account_drafts(struct req *r, const char *account_id, const char *currency,
                           int64_t debits, int64_t credits);
 /* Inserts a new account (resource_new'd by the caller, fields set): 1 inserted; 0 its code is
- * taken (nothing answered); -1 failure. For the defaults ledger_settings.c creates. */
+ * taken or the chart is full (LEDGER_ACCOUNTS_MAX; nothing answered); -1 failure. For the
+ * defaults ledger_settings.c creates. */
 int ledger_account_insert(struct req *r, struct ledger_account_row *row);
 
 /* ---- ledger_periods.c ----------------------------------------------------------------- */
@@ -79,9 +84,6 @@ int ledger_period_covering(struct req *r, const char *date, struct ledger_period
  * closed or locked), 403 insufficient_scope (closing, and r lacks ledger:close); -1 failure. */
 int ledger_period_admits(struct req *r, const char *date, const char *pointer,
                          const char **period_id);
-/* The day after date (YYYY-MM-DD, a real date), in r's arena; NULL for a malformed one: a
- * period's end_date as an exclusive bound. */
-const char *ledger_next_day(struct req *r, const char *date);
 /* The SQL expression of the id of the period covering <table>.effective_date (NULL when
  * none), for a list's extra column (runtime/resource.h struct resource_extra). */
 #define LEDGER_PERIOD_OF(table)                                                                    \

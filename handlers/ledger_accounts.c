@@ -213,6 +213,20 @@ static int code_taken(struct req *r, const char *code)
                               v, 2, NULL, 0);
 }
 
+/* How many accounts r's workspace has, archived ones included (archived accounts keep their
+ * history and stay in the trial balance): -1 on failure. */
+static int64_t account_count(struct req *r)
+{
+    struct db_stmt *st =
+        storage_prepare("SELECT count(*) FROM ledger_accounts WHERE workspace_id = ?");
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, r->principal.workspace_id);
+    int64_t n = db_step(st) == DB_ROW ? db_column_int64(st, 0) : -1;
+    db_reset(st);
+    return n;
+}
+
 static void duplicate_code(struct req *r, const char *code)
 {
     req_problem(r, 409, "duplicate_code",
@@ -387,6 +401,16 @@ int ledger_create_ledger_account(struct req *r,
         return -1;
     if (refuse_violations(r))
         return 0;
+    int64_t n = account_count(r);
+    if (n < 0)
+        return -1;
+    if (n >= LEDGER_ACCOUNTS_MAX) {
+        req_problem(r, 422, "ledger_account_limit_reached",
+                    "This workspace already has %d ledger accounts (archived ones included), "
+                    "the most a chart of accounts may hold.",
+                    LEDGER_ACCOUNTS_MAX);
+        return 0;
+    }
 
     int rc = resource_insert(r, &rows_ledger_account, row);
     if (rc == DB_ERR_UNIQUE) {
@@ -579,6 +603,14 @@ int ledger_account_insert(struct req *r, struct ledger_account_row *row)
     int taken = code_taken(r, row->obj.code);
     if (taken != 0)
         return taken < 0 ? -1 : 0;
+    int64_t n = account_count(r);
+    if (n < 0)
+        return -1;
+    if (n >= LEDGER_ACCOUNTS_MAX) {
+        log_warn("ledger: no account %s created: the workspace has %d accounts already",
+                 row->obj.code, LEDGER_ACCOUNTS_MAX);
+        return 0;
+    }
     if (!row->obj.constraints)
         row->obj.constraints = constraints_of(r, NULL);
     int rc = resource_insert(r, &rows_ledger_account, row);

@@ -143,6 +143,34 @@ static int check_source(struct req *r, const struct journal_entry *e)
 
 /* ---- one entry ---------------------------------------------------------------------------- */
 
+/* Which accounts e has a line on (journal_entry_accounts), rewritten with its lines: the
+ * journal list's ledger_account_id filter reads it. 0 / -1. */
+static int index_accounts(struct req *r, const struct journal_entry *e)
+{
+    struct db_stmt *st =
+        storage_prepare("DELETE FROM journal_entry_accounts WHERE journal_entry_id = ?");
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, e->id);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE)
+        return -1;
+    st = storage_prepare("INSERT INTO journal_entry_accounts (ledger_account_id, "
+                         "journal_entry_id, workspace_id) VALUES (?, ?, ?) "
+                         "ON CONFLICT DO NOTHING");
+    if (!st)
+        return -1;
+    for (size_t i = 0; i < e->lines_count && rc == DB_DONE; i++) {
+        db_bind_text(st, 1, e->lines[i].ledger_account_id);
+        db_bind_text(st, 2, e->id);
+        db_bind_text(st, 3, r->principal.workspace_id);
+        rc = db_step(st);
+        db_reset(st);
+    }
+    return rc == DB_DONE ? 0 : -1;
+}
+
 /* Inserts e (new; a draft, or posted by ledger_post_entry) with its version 0 and, posted,
  * its postings; a draft counts in its accounts' draft sums. 0 / -1. */
 static int insert_entry(struct req *r, struct journal_entry *e)
@@ -153,7 +181,7 @@ static int insert_entry(struct req *r, struct journal_entry *e)
                     "A posted journal entry already has external_id %s.", e->external_id);
         return 1;
     }
-    if (rc != 0 || record_version(r, e) != 0)
+    if (rc != 0 || record_version(r, e) != 0 || index_accounts(r, e) != 0)
         return -1;
     if (e->status == JOURNAL_ENTRY_STATUS_POSTED)
         return ledger_post_record(r, e);
@@ -253,6 +281,8 @@ static int save_entry(struct req *r, struct journal_entry *e, bool state_only)
                     "A posted journal entry already has external_id %s.", e->external_id);
         return 1;
     }
+    if (rc == 1 && !state_only && index_accounts(r, e) != 0) /* the lines may have changed */
+        return -1;
     return rc == 1 ? 0 : rc == 0 ? 1 : -1;
 }
 
@@ -558,11 +588,8 @@ int ledger_list_journal_entries(struct req *r, const struct ledger_list_journal_
         if (found < 0)
             return -1;
         from = found ? p->start_date : "9999-12-31";
-        until = found ? ledger_next_day(r, p->end_date) : "0000-01-01";
+        until = found ? p->end_date : "0000-01-01";
     }
-    const char *account = in->has_ledger_account_id
-                              ? arena_printf(&r->arena, "\"%s\"", in->ledger_account_id)
-                              : NULL;
     struct resource_filter f[] = {
         RESOURCE_TEXT("status", RESOURCE_EQ,
                       in->has_status ? journal_entry_status_str(in->status) : NULL),
@@ -570,14 +597,16 @@ int ledger_list_journal_entries(struct req *r, const struct ledger_list_journal_
                       in->has_source ? journal_source_str(in->source) : NULL),
         RESOURCE_TEXT("source_id", RESOURCE_EQ, in->has_source_id ? in->source_id : NULL),
         RESOURCE_TEXT("external_id", RESOURCE_EQ, in->has_external_id ? in->external_id : NULL),
-        RESOURCE_TEXT("lines", RESOURCE_CONTAINS, account),
+        RESOURCE_TEXT("id IN (SELECT journal_entry_id FROM journal_entry_accounts WHERE "
+                      "ledger_account_id =",
+                      RESOURCE_IN_SELECT, in->has_ledger_account_id ? in->ledger_account_id : NULL),
         RESOURCE_TEXT("effective_date", RESOURCE_GE,
                       in->has_effective_date_gte ? in->effective_date_gte : NULL),
         RESOURCE_TEXT("effective_date", RESOURCE_LT,
                       in->has_effective_date_lt ? in->effective_date_lt : NULL),
         /* the period's days (the cursor binds its id: same period, same days) */
         RESOURCE_TEXT("effective_date", RESOURCE_GE, from),
-        RESOURCE_TEXT("effective_date", RESOURCE_LT, until),
+        RESOURCE_TEXT("effective_date", RESOURCE_LE, until),
     };
     struct resource_page rp;
     int listed = resource_list_extra(r, &rows_journal_entry, f, sizeof f / sizeof f[0],

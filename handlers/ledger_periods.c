@@ -66,25 +66,6 @@ static const char *person(struct req *r, bool *failed)
     return found && !token_is_service_subject(minter) ? arena_strdup(&r->arena, minter) : NULL;
 }
 
-/* `start_date <= date` is `start_date < ledger_next_day(date)`, which the list's filters say. */
-const char *ledger_next_day(struct req *r, const char *date)
-{
-    int y = 0, m = 0, d = 0;
-    if (sscanf(date, "%4d-%2d-%2d", &y, &m, &d) != 3)
-        return NULL;
-    static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    int last = days[m - 1] + (m == 2 && leap);
-    if (++d > last) {
-        d = 1;
-        if (++m > 12) {
-            m = 1;
-            y++;
-        }
-    }
-    return arena_printf(&r->arena, "%04d-%02d-%02d", y, m, d);
-}
-
 /* ---- reading other periods ------------------------------------------------------------- */
 
 /* One other period of r's workspace a rule names: id, name and status. */
@@ -242,34 +223,198 @@ static int checklist(struct req *r, const struct ledger_period *p,
 
 /* ---- transitions ------------------------------------------------------------------------- */
 
-static void invalid_transition(struct req *r, const struct ledger_period *p, const char *verb,
-                               const char *from)
+/* One step of a period's life: from which statuses, to which, and what the step itself checks
+ * and marks on the period (the person who took it: NULL for a client without one). */
+struct step {
+    unsigned from; /* a bit per enum ledger_period_status it may start from */
+    enum ledger_period_status to;
+    const char *verb, *from_text; /* "Period x is y; only <from_text> period can be <verb>." */
+    const char *action;           /* the audit record's action */
+    /* The step's own rules (NULL: none): 1 go on, 0 answered, -1 failure. */
+    int (*rules)(struct req *r, const struct ledger_period *p);
+    /* Marks what this step records on p (who took it and when). */
+    void (*mark)(struct req *r, struct ledger_period *p, const char *who, const char *now);
+    bool needs_person; /* mark records who */
+};
+
+#define FROM(s) (1u << (s))
+
+/* Moves the period id (If-Match: if_match, NULL none) by step: the period as saved, NULL
+ * with *rc 0 answered (404, 412, 409 a refused step), -1 failure. The change is reported
+ * for the audit record with the status before and after. */
+static struct ledger_period *take_step(struct req *r, const char *id, const char *if_match,
+                                       const struct step *st, int *rc)
 {
-    req_problem(r, 409, "invalid_transition", "Period %s (%s) is %s; only %s period can be %s.",
-                p->name, p->id, status_str(p->status), from, verb);
+    struct ledger_period *p = arena_alloc(&r->arena, sizeof *p);
+    *rc = resource_load_current(r, &rows_ledger_period, id, if_match, p);
+    if (*rc <= 0)
+        return NULL;
+    if (!(st->from & FROM(p->status))) {
+        req_problem(r, 409, "invalid_transition",
+                    "Period %s (%s) is %s; only %s period can be %s.", p->name, p->id,
+                    status_str(p->status), st->from_text, st->verb);
+        *rc = 0;
+        return NULL;
+    }
+    if (st->rules && (*rc = st->rules(r, p)) <= 0)
+        return NULL;
+    bool failed = false;
+    const char *who = st->needs_person ? person(r, &failed) : NULL;
+    if (failed) {
+        *rc = -1;
+        return NULL;
+    }
+    enum ledger_period_status before = p->status;
+    p->status = st->to;
+    st->mark(r, p, who, now_text(r));
+    int saved = resource_save(r, &rows_ledger_period, p);
+    if (saved <= 0) {
+        *rc = saved == DB_ERR_UNIQUE ? -1 : saved;
+        return NULL;
+    }
+    if (audit_change(r, st->action, OBJECT, p->id, status_str(before), status_str(p->status),
+                     NULL) != 0) {
+        *rc = -1;
+        return NULL;
+    }
+    *rc = 1;
+    return p;
 }
 
-/* Saves p, moved from before, as its next version and reports the change (action) for the
- * audit record, with detail (NULL: none). 1 saved; 0 answered (412); -1 failure. */
-static int save_transition(struct req *r, struct ledger_period *p, enum ledger_period_status before,
-                           const char *action)
+/* The operation's answer: 200 with the period moved, or what take_step answered. */
+#define ANSWER_STEP(out, p, rc)                                                                    \
+    do {                                                                                           \
+        if (!(p))                                                                                  \
+            return (rc);                                                                           \
+        (out)->status = 200;                                                                       \
+        (out)->body_200 = (p);                                                                     \
+        return 0;                                                                                  \
+    } while (0)
+
+static void mark_opened(struct req *r, struct ledger_period *p, const char *who, const char *now)
 {
-    int saved = resource_save(r, &rows_ledger_period, p);
-    if (saved <= 0)
-        return saved == DB_ERR_UNIQUE ? -1 : saved;
-    if (audit_change(r, action, OBJECT, p->id, status_str(before), status_str(p->status), NULL) !=
-        0)
+    (void)r, (void)who;
+    p->opened_at = now;
+    p->has_opened_at = true;
+}
+
+static void mark_soft_closed(struct req *r, struct ledger_period *p, const char *who,
+                             const char *now)
+{
+    (void)r, (void)who;
+    p->soft_closed_at = now;
+    p->has_soft_closed_at = true;
+}
+
+static void mark_closed(struct req *r, struct ledger_period *p, const char *who, const char *now)
+{
+    (void)r;
+    p->closed_at = now;
+    p->has_closed_at = true;
+    p->closed_by = who;
+    p->has_closed_by = who != NULL;
+}
+
+static void mark_locked(struct req *r, struct ledger_period *p, const char *who, const char *now)
+{
+    (void)r;
+    p->locked_at = now;
+    p->has_locked_at = true;
+    p->locked_by = who;
+    p->has_locked_by = who != NULL;
+}
+
+static void mark_reopened(struct req *r, struct ledger_period *p, const char *who,
+                          const char *now)
+{
+    (void)r;
+    /* Open again: the marks of the close it undoes go (the audit records keep them); the
+     * next soft-close and close set them anew. */
+    p->soft_closed_at = NULL;
+    p->has_soft_closed_at = false;
+    p->closed_at = NULL;
+    p->has_closed_at = false;
+    p->closed_by = NULL;
+    p->has_closed_by = false;
+    p->reopened_at = now;
+    p->has_reopened_at = true;
+    p->reopened_by = who;
+    p->has_reopened_by = who != NULL;
+    p->reopen_count = (p->has_reopen_count ? p->reopen_count : 0) + 1;
+    p->has_reopen_count = true;
+}
+
+/* Periods close in order: an open one before this would take entries dated before a closed
+ * one, and the earlier figures the close signs off would still move. Then the checklist. */
+static int close_rules(struct req *r, const struct ledger_period *p)
+{
+    struct other o = {0};
+    int earlier = earliest_unclosed_before(r, p, &o);
+    if (earlier < 0)
         return -1;
+    if (earlier) {
+        req_problem(r, 409, "earlier_period_not_closed",
+                    "Period %s (%s) is %s; every period before %s must be closed or locked "
+                    "first.",
+                    o.name, o.id, o.status, p->name);
+        return 0;
+    }
+    struct ledger_period_close_checklist cl;
+    if (checklist(r, p, &cl) != 0)
+        return -1;
+    if (cl.ready)
+        return 1;
+    int failing = 0;
+    for (size_t i = 0; i < cl.checks_count; i++) {
+        const struct ledger_period_close_check *c = &cl.checks[i];
+        if (c->result != LEDGER_PERIOD_CLOSE_CHECK_RESULT_FAILED)
+            continue;
+        const char *name = ledger_period_close_check_check_str(c->check);
+        verr_add(&r->verr, "/checks", name, name, "%s", c->detail);
+        failing++;
+    }
+    req_problem(r, 409, "close_checklist_failed", "%d of %zu close checks fail for period %s.",
+                failing, cl.checks_count, p->name);
+    r->with_errors = true;
+    return 0;
+}
+
+/* Reopening under a closed later period would let entries move figures the later close
+ * carried forward: the later one is reopened first. */
+static int reopen_rules(struct req *r, const struct ledger_period *p)
+{
+    struct other o = {0};
+    int later = closed_after(r, p, &o);
+    if (later < 0)
+        return -1;
+    if (later) {
+        req_problem(r, 409, "later_period_closed",
+                    "Period %s (%s) after %s is %s; reopen it first.", o.name, o.id, p->name,
+                    o.status);
+        return 0;
+    }
     return 1;
 }
 
-/* The period a transition acts on (If-Match: if_match, NULL none): 1 go on, 0 answered (404,
- * 412), -1 failure. */
-static int load_for_transition(struct req *r, const char *id, bool has_if_match,
-                               const char *if_match, struct ledger_period *p)
-{
-    return resource_load_current(r, &rows_ledger_period, id, has_if_match ? if_match : NULL, p);
-}
+/* A closing or closed period goes back to open through a reopen (audited, with a reason, by
+ * an administrator), never through open. The reopen's declared record copies the request's
+ * reason (x-audit fields: [reason]). */
+static const struct step OPEN = {FROM(LEDGER_PERIOD_STATUS_FUTURE), LEDGER_PERIOD_STATUS_OPEN,
+                                 "opened (a closing or closed one is reopened)", "a future",
+                                 "ledger_period.opened", NULL, mark_opened, false};
+static const struct step SOFT_CLOSE = {FROM(LEDGER_PERIOD_STATUS_OPEN),
+                                       LEDGER_PERIOD_STATUS_CLOSING, "soft-closed", "an open",
+                                       "ledger_period.soft_closed", NULL, mark_soft_closed, false};
+static const struct step CLOSE = {FROM(LEDGER_PERIOD_STATUS_CLOSING), LEDGER_PERIOD_STATUS_CLOSED,
+                                  "closed", "a closing", "ledger_period.closed", close_rules,
+                                  mark_closed, true};
+static const struct step LOCK = {FROM(LEDGER_PERIOD_STATUS_CLOSED), LEDGER_PERIOD_STATUS_LOCKED,
+                                 "locked", "a closed", "ledger_period.locked", NULL, mark_locked,
+                                 true};
+static const struct step REOPEN = {
+    FROM(LEDGER_PERIOD_STATUS_CLOSING) | FROM(LEDGER_PERIOD_STATUS_CLOSED),
+    LEDGER_PERIOD_STATUS_OPEN, "reopened", "a closing or closed", "ledger_period.reopened",
+    reopen_rules, mark_reopened, true};
 
 /* ---- operations -------------------------------------------------------------------------- */
 
@@ -277,13 +422,10 @@ int ledger_list_ledger_periods(struct req *r, const struct ledger_list_ledger_pe
                                struct ledger_list_ledger_periods_response *out)
 {
     /* date: the period covering that day, start_date <= date <= end_date */
-    const char *after_date = in->has_date ? ledger_next_day(r, in->date) : NULL;
-    if (in->has_date && !after_date)
-        return -1;
     const struct resource_filter f[] = {
         RESOURCE_TEXT("status", RESOURCE_EQ, in->has_status ? status_str(in->status) : NULL),
         RESOURCE_INT("fiscal_year", RESOURCE_EQ, in->has_fiscal_year, in->fiscal_year),
-        RESOURCE_TEXT("start_date", RESOURCE_LT, after_date),
+        RESOURCE_TEXT("start_date", RESOURCE_LE, in->has_date ? in->date : NULL),
         RESOURCE_TEXT("end_date", RESOURCE_GE, in->has_date ? in->date : NULL),
     };
     struct resource_page rp;
@@ -374,191 +516,47 @@ int ledger_get_ledger_period_checklist(struct req *r,
 int ledger_open_ledger_period(struct req *r, const struct ledger_open_ledger_period_request *in,
                               struct ledger_open_ledger_period_response *out)
 {
-    struct ledger_period *p = arena_alloc(&r->arena, sizeof *p);
-    int found = load_for_transition(r, in->id, in->has_if_match, in->if_match, p);
-    if (found <= 0)
-        return found;
-    if (p->status != LEDGER_PERIOD_STATUS_FUTURE) {
-        /* a closing or closed period goes back to open through a reopen (audited, with a
-         * reason, by an administrator), never through here */
-        invalid_transition(r, p, "opened (a closing or closed one is reopened)", "a future");
-        return 0;
-    }
-    enum ledger_period_status before = p->status;
-    p->status = LEDGER_PERIOD_STATUS_OPEN;
-    p->opened_at = now_text(r);
-    p->has_opened_at = true;
-    int saved = save_transition(r, p, before, "ledger_period.opened");
-    if (saved <= 0)
-        return saved;
-    out->status = 200;
-    out->body_200 = p;
-    return 0;
+    int rc;
+    struct ledger_period *p =
+        take_step(r, in->id, in->has_if_match ? in->if_match : NULL, &OPEN, &rc);
+    ANSWER_STEP(out, p, rc);
 }
 
 int ledger_soft_close_ledger_period(struct req *r,
                                     const struct ledger_soft_close_ledger_period_request *in,
                                     struct ledger_soft_close_ledger_period_response *out)
 {
-    struct ledger_period *p = arena_alloc(&r->arena, sizeof *p);
-    int found = load_for_transition(r, in->id, in->has_if_match, in->if_match, p);
-    if (found <= 0)
-        return found;
-    if (p->status != LEDGER_PERIOD_STATUS_OPEN) {
-        invalid_transition(r, p, "soft-closed", "an open");
-        return 0;
-    }
-    enum ledger_period_status before = p->status;
-    p->status = LEDGER_PERIOD_STATUS_CLOSING;
-    p->soft_closed_at = now_text(r);
-    p->has_soft_closed_at = true;
-    int saved = save_transition(r, p, before, "ledger_period.soft_closed");
-    if (saved <= 0)
-        return saved;
-    out->status = 200;
-    out->body_200 = p;
-    return 0;
+    int rc;
+    struct ledger_period *p =
+        take_step(r, in->id, in->has_if_match ? in->if_match : NULL, &SOFT_CLOSE, &rc);
+    ANSWER_STEP(out, p, rc);
 }
 
 int ledger_close_ledger_period(struct req *r, const struct ledger_close_ledger_period_request *in,
                                struct ledger_close_ledger_period_response *out)
 {
-    struct ledger_period *p = arena_alloc(&r->arena, sizeof *p);
-    int found = load_for_transition(r, in->id, in->has_if_match, in->if_match, p);
-    if (found <= 0)
-        return found;
-    if (p->status != LEDGER_PERIOD_STATUS_CLOSING) {
-        invalid_transition(r, p, "closed", "a closing");
-        return 0;
-    }
-    /* Periods close in order: an open one before this would take entries dated before a
-     * closed one, and the earlier figures the close signs off would still move. */
-    struct other o = {0};
-    int earlier = earliest_unclosed_before(r, p, &o);
-    if (earlier < 0)
-        return -1;
-    if (earlier) {
-        req_problem(r, 409, "earlier_period_not_closed",
-                    "Period %s (%s) is %s; every period before %s must be closed or locked "
-                    "first.",
-                    o.name, o.id, o.status, p->name);
-        return 0;
-    }
-    struct ledger_period_close_checklist cl;
-    if (checklist(r, p, &cl) != 0)
-        return -1;
-    if (!cl.ready) {
-        int failing = 0;
-        for (size_t i = 0; i < cl.checks_count; i++) {
-            const struct ledger_period_close_check *c = &cl.checks[i];
-            if (c->result != LEDGER_PERIOD_CLOSE_CHECK_RESULT_FAILED)
-                continue;
-            const char *name = ledger_period_close_check_check_str(c->check);
-            verr_add(&r->verr, "/checks", name, name, "%s", c->detail);
-            failing++;
-        }
-        req_problem(r, 409, "close_checklist_failed", "%d of %zu close checks fail for period %s.",
-                    failing, cl.checks_count, p->name);
-        r->with_errors = true;
-        return 0;
-    }
-    bool failed = false;
-    const char *who = person(r, &failed);
-    if (failed)
-        return -1;
-    enum ledger_period_status before = p->status;
-    p->status = LEDGER_PERIOD_STATUS_CLOSED;
-    p->closed_at = now_text(r);
-    p->has_closed_at = true;
-    p->closed_by = who;
-    p->has_closed_by = who != NULL;
-    int saved = save_transition(r, p, before, "ledger_period.closed");
-    if (saved <= 0)
-        return saved;
-    out->status = 200;
-    out->body_200 = p;
-    return 0;
+    int rc;
+    struct ledger_period *p =
+        take_step(r, in->id, in->has_if_match ? in->if_match : NULL, &CLOSE, &rc);
+    ANSWER_STEP(out, p, rc);
 }
 
 int ledger_lock_ledger_period(struct req *r, const struct ledger_lock_ledger_period_request *in,
                               struct ledger_lock_ledger_period_response *out)
 {
-    struct ledger_period *p = arena_alloc(&r->arena, sizeof *p);
-    int found = load_for_transition(r, in->id, in->has_if_match, in->if_match, p);
-    if (found <= 0)
-        return found;
-    if (p->status != LEDGER_PERIOD_STATUS_CLOSED) {
-        invalid_transition(r, p, "locked", "a closed");
-        return 0;
-    }
-    bool failed = false;
-    const char *who = person(r, &failed);
-    if (failed)
-        return -1;
-    enum ledger_period_status before = p->status;
-    p->status = LEDGER_PERIOD_STATUS_LOCKED;
-    p->locked_at = now_text(r);
-    p->has_locked_at = true;
-    p->locked_by = who;
-    p->has_locked_by = who != NULL;
-    int saved = save_transition(r, p, before, "ledger_period.locked");
-    if (saved <= 0)
-        return saved;
-    out->status = 200;
-    out->body_200 = p;
-    return 0;
+    int rc;
+    struct ledger_period *p =
+        take_step(r, in->id, in->has_if_match ? in->if_match : NULL, &LOCK, &rc);
+    ANSWER_STEP(out, p, rc);
 }
 
 int ledger_reopen_ledger_period(struct req *r, const struct ledger_reopen_ledger_period_request *in,
                                 struct ledger_reopen_ledger_period_response *out)
 {
-    struct ledger_period *p = arena_alloc(&r->arena, sizeof *p);
-    int found = load_for_transition(r, in->id, in->has_if_match, in->if_match, p);
-    if (found <= 0)
-        return found;
-    if (p->status != LEDGER_PERIOD_STATUS_CLOSING && p->status != LEDGER_PERIOD_STATUS_CLOSED) {
-        invalid_transition(r, p, "reopened", "a closing or closed");
-        return 0;
-    }
-    /* Reopening under a closed later period would let entries move figures the later close
-     * carried forward: the later one is reopened first. */
-    struct other o = {0};
-    int later = closed_after(r, p, &o);
-    if (later < 0)
-        return -1;
-    if (later) {
-        req_problem(r, 409, "later_period_closed",
-                    "Period %s (%s) after %s is %s; reopen it first.", o.name, o.id, p->name,
-                    o.status);
-        return 0;
-    }
-    bool failed = false;
-    const char *who = person(r, &failed);
-    if (failed)
-        return -1;
-    enum ledger_period_status before = p->status;
-    p->status = LEDGER_PERIOD_STATUS_OPEN;
-    /* Open again: the marks of the close it undoes go (the audit records keep them); the
-     * next soft-close and close set them anew. */
-    p->soft_closed_at = NULL;
-    p->has_soft_closed_at = false;
-    p->closed_at = NULL;
-    p->has_closed_at = false;
-    p->closed_by = NULL;
-    p->has_closed_by = false;
-    p->reopened_at = now_text(r);
-    p->has_reopened_at = true;
-    p->reopened_by = who;
-    p->has_reopened_by = who != NULL;
-    p->reopen_count = (p->has_reopen_count ? p->reopen_count : 0) + 1;
-    p->has_reopen_count = true;
-    /* the declared record copies the request's reason (x-audit fields: [reason]) */
-    int saved = save_transition(r, p, before, "ledger_period.reopened");
-    if (saved <= 0)
-        return saved;
-    out->status = 200;
-    out->body_200 = p;
-    return 0;
+    int rc;
+    struct ledger_period *p =
+        take_step(r, in->id, in->has_if_match ? in->if_match : NULL, &REOPEN, &rc);
+    ANSWER_STEP(out, p, rc);
 }
 
 /* ---- what the posting engine asks (handlers/ledger.h) ------------------------------------ */

@@ -360,9 +360,11 @@ static const char *op_sql(enum resource_op op)
         return ">=";
     case RESOURCE_GT:
         return ">";
+    case RESOURCE_LE:
+        return "<=";
     case RESOURCE_IN:
     case RESOURCE_IS_NULL:
-    case RESOURCE_CONTAINS:
+    case RESOURCE_IN_SELECT:
         break;
     }
     return NULL;
@@ -514,14 +516,11 @@ static void build_sql(struct text *sql, struct arena *a, const struct resource_t
                      " AND (CAST(?%d AS TEXT) IS NULL OR length(replace(?%d, ',' || %s || ',', "
                      "'')) < length(?%d))",
                      p, p, f[i].column, p);
-        else if (f[i].op == RESOURCE_CONTAINS)
-            /* the same exact test: taking value out shortens the column */
-            text_add(sql,
-                     " AND (CAST(?%d AS TEXT) IS NULL OR length(replace(%s, ?%d, '')) < "
-                     "length(%s))",
-                     p, f[i].column, p, f[i].column);
         else if (f[i].op == RESOURCE_IS_NULL)
             text_add(sql, " AND (CAST(?%d AS BIGINT) IS NULL OR %s IS NULL)", p, f[i].column);
+        else if (f[i].op == RESOURCE_IN_SELECT)
+            text_add(sql, " AND (CAST(?%d AS %s) IS NULL OR %s ?%d))", p,
+                     f[i].integer ? "BIGINT" : "TEXT", f[i].column, p);
         else
             text_add(sql, " AND (CAST(?%d AS %s) IS NULL OR %s %s ?%d)", p,
                      f[i].integer ? "BIGINT" : "TEXT", f[i].column, op_sql(f[i].op), p);

@@ -161,8 +161,11 @@ enum resource_op {
     RESOURCE_GE, /* column >= value */
     RESOURCE_IS_NULL, /* column IS NULL (set: RESOURCE_NULL) */
     RESOURCE_GT, /* column > value */
-    RESOURCE_CONTAINS, /* the text column holds value somewhere (a JSON column holds an id,
-                        * quoted: the caller quotes it); a scan of the workspace's rows */
+    RESOURCE_LE, /* column <= value */
+    RESOURCE_IN_SELECT, /* column is the start of a sub-select ending in a comparison, "id IN
+                         * (SELECT entry_id FROM entry_accounts WHERE account_id =": the row
+                         * is listed when the sub-select finds value (an index table its owner
+                         * keeps: never a scan of a JSON column) */
 };
 
 /* One declared filter of a list: not applied when `set` is false (an absent query

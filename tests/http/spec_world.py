@@ -44,9 +44,6 @@ SERVER_ENV = {"TREASURY_RATE_LIMIT": 100000000, "TREASURY_SETTLEMENT_INTERVAL_MS
 # Operations no generic request reaches, with the reason: the suites count them as skipped.
 # (Each suite also skips, with its own reason, the operations its kind does not apply to.)
 EXCLUDED = {
-    # A reversal needs a posted entry; the world's entries are drafts, so that they can be
-    # changed, posted and discarded (tests/http/test_ledger_journals.py reverses).
-    "reverseJournalEntry": "needs a posted entry; the world's entries are drafts",
     # The OAuth sign-in and consent pages: a form post carrying the sealed request and the CSRF
     # token of the page the browser was shown, with its cookie (tests/http/test_oauth*.py).
     "signIn": "a form post from the OAuth sign-in page (sealed request, CSRF token, cookie)",
@@ -194,6 +191,24 @@ def ensure_before(world, kind):
     if kind not in world._before:
         KINDS[kind].before(world)
         world._before.add(kind)
+
+
+def posted_entry(world, obj):
+    """A world entry (a draft) posted, for the operations that act on posted entries only."""
+    return assert_json(world.owner.client.post("/v1/ledger/journals/%s/post" % obj["id"]), 200)
+
+
+# What an operation's target must be first, beyond being made (operationId -> fn(world, obj)
+# -> obj): its kind's made state does not suit it.
+TARGET_READY = {
+    "reverseJournalEntry": posted_entry,
+}
+
+
+def body_reversal(world, person, body):
+    """The reversal dated in the world's open period (the example's date may be in none)."""
+    body["effective_date"] = JOURNAL_DAY
+    return body
 
 
 KINDS = {
@@ -345,6 +360,7 @@ BODIES = {
     "LedgerPeriodCreate": body_period,
     "JournalEntryCreate": body_journal,
     "JournalEntryUpdate": body_journal,
+    "JournalReversal": body_reversal,
     "LedgerSettingsUpdate": body_ledger_settings,
     "MfaCode": body_mfa_code,
     "MfaProof": body_mfa_proof,
@@ -544,6 +560,8 @@ class World:
                 continue
             spec = KINDS.get(kind, Kind())
             obj = self.make(kind, caller if spec.own else None, given=values)
+            if op.id in TARGET_READY and name == op.path_params[-1]:
+                obj = TARGET_READY[op.id](self, obj)
             targets[name] = obj
             values[name] = self.ident(obj, pattern)
         media = op.body_media

@@ -177,6 +177,33 @@ def test_code_is_unique_in_the_workspace_archived_accounts_included(c, other, se
     assert create(other, code=a["code"])["code"] == a["code"]
 
 
+def test_a_chart_holds_at_most_10000_accounts_archived_ones_included(server):
+    """The trial balance lists every account on one page (at most 10,000 rows): the chart stops
+    there. 9,998 accounts are copied in SQL from one made through the API, then the 10,000th
+    is the last one accepted, and the trial balance of all of them still answers."""
+    wid, _, c = server.new_workspace()
+    first = create(c)
+    assert_json(c.post(PATH + "/" + first["id"] + "/archive"), 200)  # archived ones count
+    cols = ("workspace_id, name, classification, normal_balance, currency, currency_exponent, "
+            "status, metadata, version, created_at, updated_at")
+    db = open_db(server)
+    with contextlib.closing(db):
+        db.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 9998) "
+                   "INSERT INTO ledger_accounts (id, code, " + cols + ") "
+                   "SELECT 'lac_seed' || (100000 + n.i) || 'aaaaaaaaaaaaaaaa', 'S' || n.i, " + cols.replace("workspace_id", "a.workspace_id")
+                   .replace(", name", ", a.name").replace("status", "'active'") +
+                   " FROM n, ledger_accounts a WHERE a.id = ?", (first["id"],))
+        db.commit()
+    last = create(c)
+    with unchanged(server, c, last["id"]):
+        p = assert_problem(c.post(PATH, json=body()), 422, "ledger_account_limit_reached")
+        assert "10000" in p["detail"]
+    tb = assert_json(c.get("/v1/ledger/trial-balance?include_zero=true"), 200)
+    assert len(tb["rows"]) == 10000 and tb["balanced"] is True
+    # another workspace's chart is its own
+    assert create(server.new_workspace()[2])["status"] == "active"
+
+
 def test_codes_differ_by_case(c):
     k = code("k")
     assert create(c, code=k)["code"] == k

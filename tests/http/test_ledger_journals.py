@@ -365,6 +365,29 @@ def test_list_filters_and_order(books, c):
                                % (loan["id"], first["next_cursor"])), 400, "invalid_cursor")
 
 
+def test_the_account_filter_follows_a_draft_s_lines_as_they_change(books, c):
+    """The filter reads the index of the accounts each entry has lines on, rewritten with the
+    lines: a draft moved to other accounts leaves the first ones' lists, posting keeps it,
+    and another account of the same workspace never lists it."""
+    cash, loan = pair(books)
+    bank, fee = pair(books)
+    d = assert_json(c.post(JRN, json=entry([line(cash, "debit", 3), line(loan, "credit", 3)])),
+                    201)
+
+    def listed(acc):
+        page = assert_json(c.get(JRN + "?ledger_account_id=%s" % acc["id"]), 200)
+        return [x["id"] for x in page["data"]]
+    assert listed(cash) == [d["id"]] and listed(loan) == [d["id"]] and listed(bank) == []
+    assert_json(c.patch(JRN + "/" + d["id"], json={"lines": [line(bank, "debit", 3),
+                                                         line(loan, "credit", 3)]},
+                        headers={"If-Match": '"v1"'}), 200)
+    assert listed(cash) == [] and listed(bank) == [d["id"]] and listed(loan) == [d["id"]]
+    assert_json(c.post(JRN + "/" + d["id"] + "/post"), 200)
+    assert listed(bank) == [d["id"]] and listed(fee) == []
+    # an account id no entry names lists nothing
+    assert assert_json(c.get(JRN + "?ledger_account_id=lac_" + "z" * 26), 200)["data"] == []
+
+
 def test_the_period_filter_lists_the_entries_dated_within_it(server):
     """Both ends of the period included; an unknown period lists nothing. (A workspace of its
     own: once a workspace has periods, only an open one takes postings.)"""
@@ -374,6 +397,8 @@ def test_the_period_filter_lists_the_entries_dated_within_it(server):
     made = [assert_json(c.post(JRN, json=entry([line(cash, "debit", 1), line(loan, "credit", 1)],
                                                effective_date=day)), 201)
             for day in ("2025-02-04", "2025-02-05", "2025-03-05", "2025-03-06")]
+    last = assert_json(c.post(JRN, json=entry([line(cash, "debit", 1), line(loan, "credit", 1)],
+                                              effective_date="9999-12-31")), 201)
     per = assert_json(c.post("/v1/ledger/periods", json={
         "name": "feb", "fiscal_year": 2025, "start_date": "2025-02-05",
         "end_date": "2025-03-05"}), 201)
@@ -382,6 +407,12 @@ def test_the_period_filter_lists_the_entries_dated_within_it(server):
     assert {x["period_id"] for x in page["data"]} == {per["id"]}
     assert "period_id" not in assert_json(c.get(JRN + "/" + made[0]["id"]), 200)
     assert assert_json(c.get(JRN + "?period_id=per_" + "0" * 26), 200)["data"] == []
+    # a period ending on the last day there is still takes its last day in
+    end = assert_json(c.post("/v1/ledger/periods", json={
+        "name": "end", "fiscal_year": 9999, "start_date": "9999-12-01",
+        "end_date": "9999-12-31"}), 201)
+    assert [x["id"] for x in assert_json(c.get(JRN + "?period_id=" + end["id"]),
+                                         200)["data"]] == [last["id"]]
 
 
 def test_scopes_and_other_workspaces(books, c, server):

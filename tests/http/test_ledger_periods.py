@@ -581,6 +581,16 @@ def test_filters_status_fiscal_year_and_date(ws):
     assert names(ws.owner, "date=2023-06-01") == []
 
 
+def test_the_date_filter_finds_a_period_ending_on_the_last_day_there_is(server):
+    """9999-12-31 has no day after it that sorts after it as text ("10000-01-01" sorts
+    before): the filter compares the period's own days, both ends inclusive."""
+    c = server.new_workspace()[2]
+    made(c, "9999-12", "9999-12-01", "9999-12-31", fiscal_year=9999)
+    assert names(c, "date=9999-12-31") == ["9999-12"]
+    assert names(c, "date=9999-12-01") == ["9999-12"]
+    assert names(c, "date=9999-11-30") == []
+
+
 def test_a_cursor_serves_only_the_filters_it_was_issued_for(ws):
     for n in range(1, 5):
         made(ws.owner, *month(n))

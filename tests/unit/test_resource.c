@@ -477,6 +477,17 @@ static void test_integer_filters(void)
     CHECK_STR(list(r, f, 2, 10, NULL, &next, &rc), "n2");
     const struct resource_filter g[] = {RESOURCE_INT("size", RESOURCE_GE, false, 20)};
     CHECK_STR(list(r, g, 1, 10, NULL, &next, &rc), "n3,n2,n1");
+    const struct resource_filter h[] = {RESOURCE_INT("size", RESOURCE_LE, true, 20)};
+    CHECK_STR(list(r, h, 1, 10, NULL, &next, &rc), "n2,n1");
+    /* a sub-select (an index table a handler keeps) finds the rows */
+    const struct resource_filter k[] = {RESOURCE_INT(
+        "size IN (SELECT v FROM (SELECT 10 AS v UNION SELECT 30 AS v) s WHERE v =",
+        RESOURCE_IN_SELECT, true, 30)};
+    CHECK_STR(list(r, k, 1, 10, NULL, &next, &rc), "n3");
+    const struct resource_filter k2[] = {RESOURCE_INT(
+        "size IN (SELECT v FROM (SELECT 10 AS v UNION SELECT 30 AS v) s WHERE v =",
+        RESOURCE_IN_SELECT, true, 20)};
+    CHECK_STR(list(r, k2, 1, 10, NULL, &next, &rc), "");
     teardown();
 }
 

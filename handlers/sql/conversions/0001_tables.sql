@@ -32,8 +32,7 @@ CREATE TABLE fx_quotes (
 );
 CREATE INDEX fx_quotes_list_idx ON fx_quotes (workspace_id, created_at, id);
 
--- Conversions. currencies: '<sell>,<buy>', the list's currency filter. One conversion per
--- quote (the UNIQUE index, behind the consuming UPDATE). The settlement job reads the
+-- Conversions. One conversion per quote (the UNIQUE index, behind the consuming UPDATE). The settlement job reads the
 -- scheduled and overdue ones whose cut-off has come (fx_conversions_due_idx).
 CREATE TABLE fx_conversions (
     id TEXT PRIMARY KEY,
@@ -44,7 +43,6 @@ CREATE TABLE fx_conversions (
     sell_amount BIGINT NOT NULL CHECK (sell_amount > 0),
     buy_currency TEXT NOT NULL,
     buy_amount BIGINT NOT NULL CHECK (buy_amount > 0),
-    currencies TEXT NOT NULL,
     client_rate TEXT NOT NULL,
     mid_rate TEXT NOT NULL,
     spread_bps BIGINT NOT NULL,
@@ -64,5 +62,8 @@ CREATE TABLE fx_conversions (
 );
 CREATE UNIQUE INDEX fx_conversions_quote_idx ON fx_conversions (quote_id);
 CREATE INDEX fx_conversions_list_idx ON fx_conversions (workspace_id, created_at, id);
+-- the list's currency filter (sold or bought: handlers/conversions.c)
+CREATE INDEX fx_conversions_sell_idx ON fx_conversions (workspace_id, sell_currency);
+CREATE INDEX fx_conversions_buy_idx ON fx_conversions (workspace_id, buy_currency);
 CREATE INDEX fx_conversions_due_idx ON fx_conversions (settlement_cutoff_at)
     WHERE status IN ('scheduled', 'overdue');
