@@ -94,6 +94,15 @@ const struct problem_code generated_problem_codes[] = {
     {"later_period_closed", "Later period closed"},
     {"close_checklist_failed", "Period close checklist not met"},
     {"statement_unbalanced", "Statement does not balance"},
+    {"slug_taken", "Slug already taken"},
+    {"unknown_timezone", "Unknown time zone"},
+    {"workspace_requires_mfa", "Workspace requires multi-factor authentication"},
+    {"conversion_not_found", "Conversion not found"},
+    {"funding_conversion_cancelled", "Funding conversion cancelled"},
+    {"funding_currency_mismatch", "Funding conversion buys another currency"},
+    {"funding_insufficient", "Funding conversion does not cover the payment"},
+    {"funding_conversion_not_settled", "Funding conversion not settled"},
+    {"payment_on_hold", "Payment on hold"},
 };
 
 const size_t generated_problem_codes_count =

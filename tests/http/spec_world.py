@@ -305,7 +305,15 @@ def body_ledger_settings(world, person, body):
     return body
 
 
+def body_workspace(world, person, body):
+    """The example profile with a slug of its own: slugs are unique across the service, and
+    every world of a server changes its workspace's."""
+    body["slug"] = fresh("kind-")
+    return body
+
+
 BODIES = {
+    "WorkspaceUpdate": body_workspace,
     "LedgerPeriodCreate": body_period,
     "JournalEntryCreate": body_journal,
     "JournalEntryUpdate": body_journal,
