@@ -103,6 +103,7 @@ const struct problem_code generated_problem_codes[] = {
     {"funding_insufficient", "Funding conversion does not cover the payment"},
     {"funding_conversion_not_settled", "Funding conversion not settled"},
     {"payment_on_hold", "Payment on hold"},
+    {"funding_not_in_batch", "A batch item cannot name a funding conversion"},
 };
 
 const size_t generated_problem_codes_count =

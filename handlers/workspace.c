@@ -1,7 +1,5 @@
 /* The workspace API: the caller's workspace (read from its token's `wid`), its settings, the
  * request quota that applies to it, and its members. */
-#include "handlers/workspace.h"
-
 #include "generated/workspace_api.h"
 
 #include <stddef.h>
@@ -16,6 +14,7 @@
 #include "handlers/accounts_directory.h"
 #include "handlers/accounts_oauth.h"
 #include "handlers/admin.h"
+#include "handlers/workspace.h"
 #include "runtime/audit.h"
 #include "runtime/clock.h"
 #include "runtime/format.h"
