@@ -150,17 +150,18 @@ def test_a_funded_payment_waits_for_its_conversion_to_settle(fx):
     # no policy tier asks for approvals, yet a funded payment waits for one
     p = assert_json(team.pay(ben, 100000, funding_conversion_id=x["id"]), 201)
     assert p["status"] == "pending_approval" and p["approval"]["required"] == 1
-    body = assert_problem(team.approvers[1].post(PAY + "/%s/approve" % p["id"]), 409,
+    body = assert_problem(team.approvers[1].put(PAY + "/%s/approve" % p["id"]), 409,
                           "funding_conversion_not_settled")
     assert x["id"] in body["detail"]
     assert snapshot(team.owner, p["id"])["version"] == 1
     # another workspace's conversion is no conversion here
     _, _, other = team.server.new_workspace()
     with other:
-        funding_error(other.post(PAY, json={
+        body = assert_problem(other.post(PAY, json={
             "amount": 1, "currency": "GBP", "type": "sepa", "originating_account": "acc",
-            "beneficiary_id": ben["id"], "funding_conversion_id": x["id"]}),
-            "conversion_not_found")
+            "beneficiary_id": ben["id"], "funding_conversion_id": x["id"]}), 422)
+        assert ("/funding_conversion_id", "conversion_not_found") in \
+            [(e["pointer"], e["code"]) for e in body["errors"]]
     # settle it: the sell currency's FX cash is there, the clock past the value date's cut-off
     fund_fx_cash(team.owner, "EUR", x["sell_amount"], datetime.date.today().isoformat())
     cutoff = datetime.datetime.fromisoformat(x["value_date"] + "T12:00:01+00:00")
@@ -173,7 +174,7 @@ def test_a_funded_payment_waits_for_its_conversion_to_settle(fx):
             assert time.monotonic() < end, "the conversion did not settle"
             time.sleep(0.05)
         approver = team.member("approver")
-        ok = assert_json(approver.post(PAY + "/%s/approve" % p["id"]), 200)
+        ok = assert_json(approver.put(PAY + "/%s/approve" % p["id"]), 200)
         assert ok["status"] in ("approved", "scheduled", "processing", "sent", "completed")
     finally:
         team.server.move_clock(0)
@@ -197,7 +198,7 @@ def test_cancelling_the_conversion_holds_its_payments_until_their_funding_change
     assert [a[0] for a in audit_of(team.server, p["id"])][-1] == "system"
     # on hold: neither approved nor changed without a new funding
     before = snapshot(team.owner, p["id"])
-    assert_problem(team.approvers[1].post(PAY + "/%s/approve" % p["id"]), 409,
+    assert_problem(team.approvers[1].put(PAY + "/%s/approve" % p["id"]), 409,
                    "payment_on_hold")
     assert snapshot(team.owner, p["id"]) == before
     # pointing it at another conversion lifts the hold (and it waits for that one)
@@ -207,7 +208,7 @@ def test_cancelling_the_conversion_holds_its_payments_until_their_funding_change
     moved = assert_json(r, 200)
     assert "hold_reason" not in moved and moved["funding_conversion_id"] == y["id"]
     assert moved["status"] == "pending_approval"
-    assert_problem(team.approvers[1].post(PAY + "/%s/approve" % p["id"]), 409,
+    assert_problem(team.approvers[1].put(PAY + "/%s/approve" % p["id"]), 409,
                    "funding_conversion_not_settled")
     # removing the funding altogether: the policy alone decides (no tier: approved)
     r = team.owner.patch(PAY + "/" + p["id"], json={"funding_conversion_id": None},
