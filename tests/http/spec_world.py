@@ -354,9 +354,17 @@ def body_fx_execute(world, person, body):
     return body
 
 
+def body_workspace(world, person, body):
+    """The example profile with a slug of its own: slugs are unique across the service, and
+    every world of a server changes its workspace's."""
+    body["slug"] = fresh("kind-")
+    return body
+
+
 BODIES = {
     "FxQuoteCreate": body_fx_quote,
     "FxConversionExecute": body_fx_execute,
+    "WorkspaceUpdate": body_workspace,
     "LedgerPeriodCreate": body_period,
     "JournalEntryCreate": body_journal,
     "JournalEntryUpdate": body_journal,
