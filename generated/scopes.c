@@ -55,7 +55,7 @@ const char *const scopes_descriptions[] = {
     "View payments and beneficiaries.",
     "Create, change and approve payments and beneficiaries.",
     "Read live and reference FX rates and rate history.",
-    "Manage rate alerts and custom rate curves.",
+    "Push live rates, import reference rates, manage rate alerts and custom rate curves.",
     "Access reports and analytics.",
     "Create report templates, generate, schedule and distribute reports.",
     "View schedules, workflow chains and run history.",

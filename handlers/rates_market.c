@@ -84,20 +84,33 @@ static void step(const struct market_pair *mp, int64_t seed, int64_t n, int64_t 
 /* One pair's next tick, recorded at as_of in the open transaction. 0 / -1. */
 static int tick_pair(struct req *r, const struct market_pair *mp, const char *as_of)
 {
+    /* the walk's row first, so that there is a row to claim (PostgreSQL claims rows only) */
+    struct db_stmt *st = storage_prepare(
+        "INSERT INTO fx_market_walks (pair, seed, tick, mid_units) VALUES (?1, ?2, 0, ?3) "
+        "ON CONFLICT (pair) DO NOTHING");
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, mp->pair);
+    db_bind_int64(st, 2, market_seed);
+    db_bind_int64(st, 3, mp->start);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE) {
+        log_error("market: cannot start the walk of %s: %s", mp->pair, storage_errmsg());
+        return -1;
+    }
     int claimed = storage_claim("fx_market_walks", "pair", mp->pair);
     if (claimed < 0)
         return -1;
     if (claimed == 0)
         return 0; /* another instance ticks it this round */
-    struct db_stmt *st =
-        storage_prepare("SELECT seed, tick, mid_units FROM fx_market_walks WHERE pair = ?1");
+    st = storage_prepare("SELECT seed, tick, mid_units FROM fx_market_walks WHERE pair = ?1");
     if (!st)
         return -1;
     db_bind_text(st, 1, mp->pair);
-    int rc = db_step(st);
-    bool kept = rc == DB_ROW;
+    rc = db_step(st);
     int64_t n = 0, mid = mp->start;
-    if (kept && db_column_int64(st, 0) == market_seed) {
+    if (rc == DB_ROW && db_column_int64(st, 0) == market_seed) {
         n = db_column_int64(st, 1);
         mid = db_column_int64(st, 2);
     }
@@ -125,10 +138,8 @@ static int tick_pair(struct req *r, const struct market_pair *mp, const char *as
         }
     if (rates_record_live(r, NULL, &t, "provider:sandbox", NULL, NULL) != 0)
         return -1;
-    st = storage_prepare(kept ? "UPDATE fx_market_walks SET seed = ?2, tick = ?3, mid_units = ?4 "
-                                "WHERE pair = ?1"
-                              : "INSERT INTO fx_market_walks (pair, seed, tick, mid_units) "
-                                "VALUES (?1, ?2, ?3, ?4)");
+    st = storage_prepare(
+        "UPDATE fx_market_walks SET seed = ?2, tick = ?3, mid_units = ?4 WHERE pair = ?1");
     if (!st)
         return -1;
     db_bind_text(st, 1, mp->pair);

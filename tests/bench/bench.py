@@ -25,6 +25,8 @@ The ledger rows: POST /v1/ledger/journals (a two-line entry posted at once; quot
 POST /v1/payments), and GET /v1/ledger/trial-balance of a workspace of 100 accounts with 10,000
 and with 1,000,000 posted lines, seeded through SQL into the server's database (ledger_seed):
 the checkpoints make it O(accounts), so the 1M row should be within 1.5x of the 10k one.
+The rates row: GET /v1/rates?limit=20, a page of the current live rates of 20 pushed pairs
+(the sandbox market off, so that its ticks write nothing beside the scenarios).
 Bounded: about four minutes (the baselines run 2 s, the scenarios 3 s).
 
     BENCH_DURATION=5s BENCH_CONNECTIONS=16 BENCH_ROUNDS=5 make bench
@@ -97,6 +99,7 @@ POST_JOURNAL = "POST /v1/ledger/journals"
 POST_PAYMENT = "POST /v1/payments"
 TB_10K = "GET /v1/ledger/trial-balance 10k"
 TB_1M = "GET /v1/ledger/trial-balance 1M"
+GET_RATES = "GET /v1/rates?limit=20"
 LEDGER_ACCOUNTS = 100
 LEDGER_DAYS = 365
 
@@ -385,6 +388,21 @@ def ledger_seed(db, wid, lines, accounts=LEDGER_ACCOUNTS, days=LEDGER_DAYS):
         db.execute("DROP TABLE seed")
 
 
+def rates_setup(port, root, tok):
+    """The rates row's data: the current live rates of 20 pairs pushed in the payments'
+    workspace (the sandbox market is off: its ticks would write beside every scenario)."""
+    codes = ["EUR", "GBP", "USD", "JPY", "CHF"]
+    pairs = [a + b for a in codes for b in codes if a != b]
+    now = time.time()
+    at = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(now - 5))
+    rates = [{"pair": p, "bid": "1.0841500000", "ask": "1.0843500000", "as_of": at,
+              "source": "provider:bench"} for p in pairs]
+    with Client("127.0.0.1", port, cafile=str(root / "data" / "tls.crt"), token=tok) as c:
+        r = c.post("/v1/rates", json={"rates": rates})
+        if r.status != 200:
+            print("POST /v1/rates answered %d: the rates row lists nothing" % r.status)
+
+
 def ledger_setup(proc, port, env, root, tok):
     """The ledger's scenarios' data: two accounts in the payments' workspace for the journal
     posting row (through the API: until POST /v1/ledger/accounts is built they are made up
@@ -507,7 +525,8 @@ def main():
     # The settlement worker would move bench payments along; an hour between looks keeps the
     # figures about the requests.
     t0 = time.monotonic()
-    proc, port, env, log = start_server(root, ["--settlement-interval-ms", "3600000"])
+    proc, port, env, log = start_server(root, ["--settlement-interval-ms", "3600000",
+                                               "--fx-market-interval-ms", "0"])
     bare = None
     try:
         bare, bare_port = start_bare(root)
@@ -515,6 +534,7 @@ def main():
             print("no floor rows: %s is not built (make bench builds it)" % BARE)
         tok, approver, pay_id, payment, singles = setup(proc, port, env, root)
         journal, tb_tokens = ledger_setup(proc, port, env, root, tok)
+        rates_setup(port, root, tok)
         quote = conversions_setup(port, root, tok)
         # Setup wrote tens of thousands of rows: let the WAL be copied back now rather than
         # under the first scenarios (the server has one core; its checkpointer shares it).
@@ -542,6 +562,7 @@ def main():
              [lua_post(root / "quote.lua", quote)] * ROUNDS, None),
             (TB_10K, base + "/v1/ledger/trial-balance", tb_tokens[TB_10K], None, None),
             (TB_1M, base + "/v1/ledger/trial-balance", tb_tokens[TB_1M], None, None),
+            (GET_RATES, base + "/v1/rates?limit=20", tok, None, None),
             ("POST /v1/api/login (scrypt)", base + "/v1/api/login", None,
              [lua_post(root / "login.lua", {"email": "admin@example.com",
                                             "password": PASSWORD})] * ROUNDS, None),

@@ -6,8 +6,10 @@ idempotent, documents If-Match or a status, lists a page, takes ids and of which
 A resource kind is a schema name (`Beneficiary`, `Member`, ...): the one an id-path's GET (or
 PUT) answers, or the items of the collection's list. Nothing here names an operation."""
 
+import datetime
 import json
 import re
+import urllib.parse
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -161,7 +163,24 @@ class Op:
         url = self.path
         for name, v in values.items():
             url = url.replace("{%s}" % name, v)
-        return url
+        query = self.required_query()
+        return url + ("?" + urllib.parse.urlencode(query) if query else "")
+
+    def required_query(self):
+        """The required query parameters, each its example, except a time range (`from`,
+        `to`: a rate history), which is the day around now so that it holds what was just
+        made."""
+        now = datetime.datetime.now(datetime.timezone.utc)
+        out = []
+        for p in self.params_in("query"):
+            if not p.get("required"):
+                continue
+            if p["name"] in ("from", "to"):
+                t = now + datetime.timedelta(days=-1 if p["name"] == "from" else 1)
+                out.append((p["name"], t.strftime("%Y-%m-%dT%H:%M:%S.000Z")))
+            else:
+                out.append((p["name"], str(p.get("example", resolve(p["schema"]).get("example")))))
+        return out
 
 
 def operations():

@@ -211,7 +211,23 @@ def body_reversal(world, person, body):
     return body
 
 
+# A rate's "id" is its pair, which every workspace may have: each one the world makes is a pair
+# of its own, so that another workspace's never names one this workspace has.
+_FX_CODES = ["SEK", "NOK", "DKK", "PLN", "CZK", "HUF", "ZAR", "MXN", "SGD", "HKD", "NZD", "TRY",
+             "ILS", "INR", "KRW", "THB", "BRL", "CLP", "PHP", "IDR", "MYR", "TWD", "RON", "ISK"]
+_FX_PAIRS = itertools.cycle([a + b for a in _FX_CODES for b in _FX_CODES if a != b])
+
+
+def new_fx_rate(world, person):
+    """A live rate of a pair of its own, pushed now (there is no creating POST: a push)."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    at = now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
+    body = {"rates": [{"pair": next(_FX_PAIRS), "bid": "1.25", "ask": "1.26", "as_of": at}]}
+    return assert_json(world.owner.client.post("/v1/rates", json=body), 200)["data"][0]
+
+
 KINDS = {
+    "FxRate": Kind(make=new_fx_rate),
     "FxQuote": Kind(before=live_rate),
     "JournalEntry": Kind(before=open_journal_period),
     "Payment": Kind(before=example_policy),
@@ -361,10 +377,21 @@ def body_workspace(world, person, body):
     return body
 
 
+def body_rate_push(world, person, body):
+    """Pushed rates are observed now: the example's as_of is long past the 7 days a push
+    accepts (as_of_too_old)."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    at = now.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (now.microsecond // 1000)
+    for r in body["rates"]:
+        r["as_of"] = at
+    return body
+
+
 BODIES = {
     "FxQuoteCreate": body_fx_quote,
     "FxConversionExecute": body_fx_execute,
     "WorkspaceUpdate": body_workspace,
+    "FxRatePushBatch": body_rate_push,
     "LedgerPeriodCreate": body_period,
     "JournalEntryCreate": body_journal,
     "JournalEntryUpdate": body_journal,

@@ -41,8 +41,14 @@ export const calls: Record<string, (api: Api) => Promise<Outcome>> = {
         country: "DE",
       },
     }),
-  rates: (api) =>
-    api.GET("/rates", { params: { query: { pair: ["EURUSD", "EURGBP"], limit: 10 } } }),
+  rates: async (api) => {
+    // a live rate pushed now, then the current rates of two pairs (only the pushed one answers)
+    await api.POST("/rates", {
+      body: { rates: [{ pair: "EURUSD", bid: "1.0841500000", ask: "1.0843500000",
+                        as_of: new Date().toISOString(), source: "provider:sdk" }] },
+    });
+    return api.GET("/rates", { params: { query: { pair: ["EURUSD", "EURGBP"], limit: 10 } } });
+  },
   banking: (api) => api.GET("/connections", { params: { query: { limit: 10 } } }),
   ledger: async (api) => {
     // two accounts of the chart, then an entry posted between them
