@@ -90,9 +90,8 @@ int conversions_execute_conversion(struct req *r,
     if (closed != 0)
         return closed > 0 ? 0 : -1;
 
-    struct fx_conversion *row = arena_alloc(&r->arena, sizeof *row);
-    resource_new(r, &rows_fx_conversion, row);
-    struct fx_conversion *c = row;
+    struct fx_conversion *c = arena_alloc(&r->arena, sizeof *c);
+    resource_new(r, &rows_fx_conversion, c);
     c->quote_id = q->id;
     c->short_reference = short_reference(r, c);
     c->sell_currency = q->sell_currency;
@@ -117,7 +116,7 @@ int conversions_execute_conversion(struct req *r,
     int consumed = conversions_quote_consume(r, q, c->id);
     if (consumed <= 0)
         return consumed;
-    int rc = resource_insert(r, &rows_fx_conversion, row);
+    int rc = resource_insert(r, &rows_fx_conversion, c);
     if (rc == DB_ERR_UNIQUE) {
         req_problem(r, 409, "quote_already_used", "Quote %s was executed already.", q->id);
         return 0;
