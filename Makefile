@@ -200,7 +200,7 @@ fuzz: test-deps fuzz-build
 # What building and running need; the tests add their tools (a browser among them), so
 # `make run` stays light on a fresh machine.
 DEB_PACKAGES := gcc make pkg-config libmicrohttpd-dev libsqlite3-dev libpq-dev libssl-dev \
-                libcurl4-gnutls-dev libexpat1-dev python3-jinja2 python3-yaml openssl curl
+                libcurl4-gnutls-dev libexpat1-dev python3-jinja2 python3-yaml openssl curl tzdata
 DEB_TEST_PACKAGES := python3-pytest python3-jwt wrk oathtool sslscan chromium clang \
                      libclang-rt-14-dev python3-aiosmtpd postgresql python3-psycopg2 haproxy
 

@@ -400,7 +400,7 @@ struct accounts_login_request {
 };
 
 struct accounts_login_response {
-    int status; /* 200; problems (400, 401, 413, 415, 422, 429, 500, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct login_response *body_200; /* status 200: Logged in; the token pair for the chosen workspace. */
 };
 

@@ -3675,6 +3675,10 @@ static void check_accounts_login(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 413:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");

@@ -12,16 +12,125 @@
 #include <stdint.h>
 
 #include "generated/schemas.h"
+#include "generated/schemas_common.h"
+#include "generated/schemas_conversions.h"
+#include "runtime/media.h"
 #include "runtime/req.h"
 
-/* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
- *   GET /v1/conversions (listConversions)
- *   POST /v1/conversions/execute (executeConversion)
- *   GET /v1/conversions/positions (getConversionPositions)
- *   POST /v1/conversions/quote (createConversionQuote)
- *   GET /v1/conversions/quotes/{id} (getConversionQuote)
- *   GET /v1/conversions/{id} (getConversion)
- *   POST /v1/conversions/{id}/cancel (cancelConversion)
- */
+/* GET /v1/conversions (listConversions): Conversion history */
+struct conversions_list_conversions_request {
+    int64_t limit; /* query limit, optional, default 20 */
+    bool has_limit;
+    const char *cursor; /* query cursor, optional */
+    bool has_cursor;
+    enum fx_conversion_status *status; /* query status, optional, repeated: ?status=a&status=b */
+    size_t status_count;
+    bool has_status;
+    const char *currency; /* query currency, optional */
+    bool has_currency;
+    enum fx_product product; /* query product, optional */
+    bool has_product;
+    const char *value_date_from; /* query value_date_from, optional */
+    bool has_value_date_from;
+    const char *value_date_to; /* query value_date_to, optional */
+    bool has_value_date_to;
+    enum media accept; /* the representation the dispatcher chose from Accept: MEDIA_JSON, MEDIA_CSV */
+};
+
+struct conversions_list_conversions_response {
+    int status; /* 200; problems (400, 401, 403, 406, 429, 500, 501, 503) via req_problem() */
+    struct fx_conversion_page *body_200; /* status 200 as JSON (in->accept): One page of conversions (JSON), or every matching conversion (CSV). */
+    const char *raw_200; /* status 200 as text/csv (in->accept): the bytes, copied */
+    size_t raw_200_len;
+};
+
+int conversions_list_conversions(struct req *r, const struct conversions_list_conversions_request *in,
+                                struct conversions_list_conversions_response *out);
+
+/* POST /v1/conversions/execute (executeConversion): Execute a conversion from a quote */
+struct conversions_execute_conversion_request {
+    struct fx_conversion_execute *body; /* request body (required) */
+};
+
+struct conversions_execute_conversion_response {
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct fx_conversion *body_201; /* status 201: Booked; `Location` names the conversion, `ETag` carries its version. */
+    const char *location; /* header Location on 201; NULL = not sent */
+    const char *etag; /* header ETag on 201; NULL = not sent */
+};
+
+int conversions_execute_conversion(struct req *r, const struct conversions_execute_conversion_request *in,
+                                  struct conversions_execute_conversion_response *out);
+
+/* GET /v1/conversions/positions (getConversionPositions): Currency positions */
+struct conversions_get_conversion_positions_request {
+    const char *currency; /* query currency, optional */
+    bool has_currency;
+};
+
+struct conversions_get_conversion_positions_response {
+    int status; /* 200; problems (400, 401, 403, 429, 500, 501, 503) via req_problem() */
+    struct fx_position_report *body_200; /* status 200: The positions. */
+};
+
+int conversions_get_conversion_positions(struct req *r, const struct conversions_get_conversion_positions_request *in,
+                                        struct conversions_get_conversion_positions_response *out);
+
+/* POST /v1/conversions/quote (createConversionQuote): Request a quote */
+struct conversions_create_conversion_quote_request {
+    struct fx_quote_create *body; /* request body (required) */
+};
+
+struct conversions_create_conversion_quote_response {
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    struct fx_quote *body_201; /* status 201: Quoted; `Location` names the quote. */
+    const char *location; /* header Location on 201; NULL = not sent */
+    const char *etag; /* header ETag on 201; NULL = not sent */
+};
+
+int conversions_create_conversion_quote(struct req *r, const struct conversions_create_conversion_quote_request *in,
+                                       struct conversions_create_conversion_quote_response *out);
+
+/* GET /v1/conversions/quotes/{id} (getConversionQuote): Get a quote */
+struct conversions_get_conversion_quote_request {
+    const char *id; /* path id, required */
+};
+
+struct conversions_get_conversion_quote_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    struct fx_quote *body_200; /* status 200: The quote. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int conversions_get_conversion_quote(struct req *r, const struct conversions_get_conversion_quote_request *in,
+                                    struct conversions_get_conversion_quote_response *out);
+
+/* GET /v1/conversions/{id} (getConversion): Get a conversion */
+struct conversions_get_conversion_request {
+    const char *id; /* path id, required */
+};
+
+struct conversions_get_conversion_response {
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    struct fx_conversion *body_200; /* status 200: The conversion. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int conversions_get_conversion(struct req *r, const struct conversions_get_conversion_request *in,
+                              struct conversions_get_conversion_response *out);
+
+/* POST /v1/conversions/{id}/cancel (cancelConversion): Cancel a conversion */
+struct conversions_cancel_conversion_request {
+    const char *id; /* path id, required */
+};
+
+struct conversions_cancel_conversion_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 501, 503) via req_problem() */
+    struct fx_conversion *body_200; /* status 200: Cancelled. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int conversions_cancel_conversion(struct req *r, const struct conversions_cancel_conversion_request *in,
+                                 struct conversions_cancel_conversion_response *out);
 
 #endif

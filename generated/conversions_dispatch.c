@@ -8,57 +8,1164 @@
 
 #include "generated/conversions_api.h"
 #include "generated/dispatch.h"
+#include "runtime/audit.h"
 #include "runtime/json.h"
 #include "runtime/jsonw.h"
 #include "runtime/log.h"
+#include "runtime/outbox.h"
 #include "runtime/req.h"
 #include "runtime/verr.h"
+
+#ifdef TREASURY_CHECK_RESPONSES
+static const char *resp_header(const struct req *r, const char *name)
+{
+    for (int i = 0; i < r->n_resp_headers; i++)
+        if (strcasecmp(r->resp_headers[i].name, name) == 0)
+            return r->resp_headers[i].value;
+    return NULL;
+}
+#endif
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_conversions_list_conversions(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        switch (media_of(r->content_type)) {
+        case MEDIA_JSON:
+            if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+                verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+            else
+                validate_fx_conversion_page(doc, "", VALIDATE_RESPONSE, &l);
+            break;
+        case MEDIA_CSV:
+            if (!r->resp_body || !json_utf8_valid(r->resp_body, r->resp_len)) {
+                verr_add(&l, "", NULL, "type", "%s", "must be valid UTF-8 text (text/csv)");
+            } else {
+                struct json_value sv = { .type = JSON_STRING, .s = r->resp_body, .len = r->resp_len };
+
+                validate_conversions_list_conversions_200_text_csv(&sv, "", VALIDATE_RESPONSE, &l);
+            }
+            break;
+        default:
+            verr_add(&l, "", NULL, "type", "status %d is sent as %s, not as application/json or text/csv", r->status,
+                     r->content_type ? r->content_type : "nothing");
+            break;
+        }
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 406:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 406 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "listConversions", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "listConversions");
+}
+#endif
 
 /* GET /v1/conversions (listConversions) */
 int dispatch_conversions_list_conversions(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/conversions (listConversions)");
+    struct conversions_list_conversions_request in;
+    struct conversions_list_conversions_response out;
+    struct json_value pv;
+    const char *text;
+    static const enum media offered[] = { MEDIA_JSON, MEDIA_CSV };
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    in.accept = media_negotiate(req_header(r, "Accept"), offered, 2);
+    if (in.accept == MEDIA_NONE) {
+        req_problem(r, 406, "not_acceptable", "None of the media types this operation answers (%s) is acceptable to the Accept header.",
+                    media_list(&r->arena, offered, 2));
+        return 0;
+    }
+    text = req_query(r, "limit");
+    if (!text) {
+        in.limit = INT64_C(20);
+        in.has_limit = true;
+    } else if (req_query_values(r, "limit", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_INTEGER) != 0) {
+        verr_add(&r->verr, "/query/limit", NULL, "type", "%s", "must be an integer");
+    } else {
+        validate_param_limit(&pv, "/query/limit", VALIDATE_REQUEST, &r->verr);
+        (void)json_number_to_int64(&pv, &in.limit);
+        in.has_limit = true;
+    }
+    text = req_query(r, "cursor");
+    if (!text) {
+        /* absent: has_cursor stays false */
+    } else if (req_query_values(r, "cursor", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/cursor", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_cursor(&pv, "/query/cursor", VALIDATE_REQUEST, &r->verr);
+        in.cursor = pv.s;
+        in.has_cursor = true;
+    }
+    {
+        struct arena *a = &r->arena;
+        const char *qv[5];
+        size_t qn = req_query_values(r, "status", qv, 5);
+
+        if (qn == 0) {
+            /* absent: has_status stays false */
+        } else {
+            if (schemas_param_array(a, &pv, qv, qn < 5 ? qn : 5, SCHEMAS_PARAM_STRING, "/query/status",
+                                    "must be valid UTF-8 text", &r->verr) == 0) {
+                validate_conversions_list_conversions_param_status(&pv, "/query/status", VALIDATE_REQUEST, &r->verr);
+                if ((&pv)->type != JSON_ARRAY)
+                    return -1;
+                in.status_count = (&pv)->count;
+                in.status = arena_alloc(a, ((&pv)->count + 1) * sizeof *in.status);
+                for (size_t j = 0; j < (&pv)->count; j++) {
+                    in.status[j] = fx_conversion_status_parse((&pv)->items[j]->s);
+                }
+                in.has_status = true;
+            }
+        }
+    }
+    text = req_query(r, "currency");
+    if (!text) {
+        /* absent: has_currency stays false */
+    } else if (req_query_values(r, "currency", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/currency", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/currency", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_currency_code(&pv, "/query/currency", VALIDATE_REQUEST, &r->verr);
+        in.currency = pv.s;
+        in.has_currency = true;
+    }
+    text = req_query(r, "product");
+    if (!text) {
+        /* absent: has_product stays false */
+    } else if (req_query_values(r, "product", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/product", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/product", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_fx_product(&pv, "/query/product", VALIDATE_REQUEST, &r->verr);
+        in.product = fx_product_parse(pv.s);
+        in.has_product = true;
+    }
+    text = req_query(r, "value_date_from");
+    if (!text) {
+        /* absent: has_value_date_from stays false */
+    } else if (req_query_values(r, "value_date_from", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/value_date_from", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/value_date_from", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_business_date(&pv, "/query/value_date_from", VALIDATE_REQUEST, &r->verr);
+        in.value_date_from = pv.s;
+        in.has_value_date_from = true;
+    }
+    text = req_query(r, "value_date_to");
+    if (!text) {
+        /* absent: has_value_date_to stays false */
+    } else if (req_query_values(r, "value_date_to", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/value_date_to", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/value_date_to", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_business_date(&pv, "/query/value_date_to", VALIDATE_REQUEST, &r->verr);
+        in.value_date_to = pv.s;
+        in.has_value_date_to = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (conversions_list_conversions(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (in.accept != MEDIA_JSON) {
+                if (!out.raw_200) {
+                    log_error("%s answered 200 as %s without raw_200", "listConversions", media_name(in.accept));
+                    return -1;
+                }
+                if (req_set_body(r, 200, media_content_type(in.accept), out.raw_200, out.raw_200_len) != 0)
+                    return -1;
+                break;
+            }
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "listConversions");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_fx_conversion_page(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "listConversions",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_conversions_list_conversions(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_conversions_execute_conversion(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 201:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 201 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_fx_conversion(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "Location");
+        if (!hval)
+            verr_add(&l, "/header/Location", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Location", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_location(&hv, "/header/Location", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "executeConversion", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "executeConversion");
+}
+#endif
 
 /* POST /v1/conversions/execute (executeConversion) */
 int dispatch_conversions_execute_conversion(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/conversions/execute (executeConversion)");
+    struct conversions_execute_conversion_request in;
+    struct conversions_execute_conversion_response out;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_fx_conversion_execute(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_fx_conversion_execute(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (conversions_execute_conversion(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 201:
+            if (!out.body_201) {
+                log_error("%s answered 201 without body_201", "executeConversion");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_fx_conversion(&jw, out.body_201);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 201, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "executeConversion",
+                      out.status);
+            return -1;
+        }
+        if (out.location && (r->status == 201))
+            req_set_header(r, "Location", out.location);
+        if (!out.etag && r->status == 201)
+            out.etag = req_etag(r, out.body_201->version);
+        if (out.etag && (r->status == 201))
+            req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = fx_conversion_status_str(out.body_201->status);
+
+            if (audit_declared_write(r, out.body_201->id, after) != 0)
+                return -1;
+        }
+        if (outbox_add(r, "fx_conversion.created", "fx_conversion", out.body_201->id, out.body_201->version, r->resp_body) != 0)
+            return -1;
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_conversions_execute_conversion(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_conversions_get_conversion_positions(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_fx_position_report(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "getConversionPositions", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "getConversionPositions");
+}
+#endif
 
 /* GET /v1/conversions/positions (getConversionPositions) */
 int dispatch_conversions_get_conversion_positions(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/conversions/positions (getConversionPositions)");
+    struct conversions_get_conversion_positions_request in;
+    struct conversions_get_conversion_positions_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_query(r, "currency");
+    if (!text) {
+        /* absent: has_currency stays false */
+    } else if (req_query_values(r, "currency", NULL, 0) > 1) {
+        verr_add(&r->verr, "/query/currency", NULL, "type", "%s", "must be given once");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/query/currency", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_currency_code(&pv, "/query/currency", VALIDATE_REQUEST, &r->verr);
+        in.currency = pv.s;
+        in.has_currency = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (conversions_get_conversion_positions(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "getConversionPositions");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_fx_position_report(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "getConversionPositions",
+                      out.status);
+            return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_conversions_get_conversion_positions(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_conversions_create_conversion_quote(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 201:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 201 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_fx_quote(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "Location");
+        if (!hval)
+            verr_add(&l, "/header/Location", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/Location", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_location(&hv, "/header/Location", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "createConversionQuote", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "createConversionQuote");
+}
+#endif
 
 /* POST /v1/conversions/quote (createConversionQuote) */
 int dispatch_conversions_create_conversion_quote(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/conversions/quote (createConversionQuote)");
+    struct conversions_create_conversion_quote_request in;
+    struct conversions_create_conversion_quote_response out;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_fx_quote_create(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_fx_quote_create(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (conversions_create_conversion_quote(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 201:
+            if (!out.body_201) {
+                log_error("%s answered 201 without body_201", "createConversionQuote");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_fx_quote(&jw, out.body_201);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 201, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "createConversionQuote",
+                      out.status);
+            return -1;
+        }
+        if (out.location && (r->status == 201))
+            req_set_header(r, "Location", out.location);
+        if (!out.etag && r->status == 201)
+            out.etag = req_etag(r, out.body_201->version);
+        if (out.etag && (r->status == 201))
+            req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = fx_quote_status_str(out.body_201->status);
+
+            if (audit_declared_write(r, out.body_201->id, after) != 0)
+                return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_conversions_create_conversion_quote(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_conversions_get_conversion_quote(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_fx_quote(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "getConversionQuote", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "getConversionQuote");
+}
+#endif
 
 /* GET /v1/conversions/quotes/{id} (getConversionQuote) */
 int dispatch_conversions_get_conversion_quote(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/conversions/quotes/{id} (getConversionQuote)");
+    struct conversions_get_conversion_quote_request in;
+    struct conversions_get_conversion_quote_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (conversions_get_conversion_quote(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "getConversionQuote");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_fx_quote(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "getConversionQuote",
+                      out.status);
+            return -1;
+        }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_conversions_get_conversion_quote(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_conversions_get_conversion(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_fx_conversion(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "getConversion", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "getConversion");
+}
+#endif
 
 /* GET /v1/conversions/{id} (getConversion) */
 int dispatch_conversions_get_conversion(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "GET /v1/conversions/{id} (getConversion)");
+    struct conversions_get_conversion_request in;
+    struct conversions_get_conversion_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (conversions_get_conversion(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "getConversion");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_fx_conversion(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "getConversion",
+                      out.status);
+            return -1;
+        }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_conversions_get_conversion(r);
+#endif
     return 0;
 }
+
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_conversions_cancel_conversion(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_fx_conversion(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 501:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "cancelConversion", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "cancelConversion");
+}
+#endif
 
 /* POST /v1/conversions/{id}/cancel (cancelConversion) */
 int dispatch_conversions_cancel_conversion(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "POST /v1/conversions/{id}/cancel (cancelConversion)");
+    struct conversions_cancel_conversion_request in;
+    struct conversions_cancel_conversion_response out;
+    struct json_value pv;
+    const char *text;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_path_param(r, "id");
+    if (!text) {
+        verr_add(&r->verr, "/path/id", NULL, "required", "%s", "is required");
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/path/id", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_object_id(&pv, "/path/id", VALIDATE_REQUEST, &r->verr);
+        in.id = pv.s;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (conversions_cancel_conversion(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "cancelConversion");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_fx_conversion(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "cancelConversion",
+                      out.status);
+            return -1;
+        }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = fx_conversion_status_str(out.body_200->status);
+
+            if (audit_declared_write(r, in.id, after) != 0)
+                return -1;
+        }
+        if (outbox_add(r, "fx_conversion.cancelled", "fx_conversion", out.body_200->id, out.body_200->version, r->resp_body) != 0)
+            return -1;
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_conversions_cancel_conversion(r);
+#endif
     return 0;
 }

@@ -99,6 +99,20 @@ const struct problem_code generated_problem_codes[] = {
     {"malformed_xml", "Malformed XML body"},
     {"alert_limit_reached", "Too many rate alerts"},
     {"alert_not_editable", "Rate alert can no longer be changed"},
+    {"quote_already_used", "Quote already used"},
+    {"quote_expired", "Quote expired"},
+    {"too_many_rows", "Too many rows"},
+    {"invalid_range", "Invalid range"},
+    {"slug_taken", "Slug already taken"},
+    {"unknown_timezone", "Unknown time zone"},
+    {"workspace_requires_mfa", "Workspace requires multi-factor authentication"},
+    {"conversion_not_found", "Conversion not found"},
+    {"funding_conversion_cancelled", "Funding conversion cancelled"},
+    {"funding_currency_mismatch", "Funding conversion buys another currency"},
+    {"funding_insufficient", "Funding conversion does not cover the payment"},
+    {"funding_conversion_not_settled", "Funding conversion not settled"},
+    {"payment_on_hold", "Payment on hold"},
+    {"funding_not_in_batch", "A batch item cannot name a funding conversion"},
 };
 
 const size_t generated_problem_codes_count =

@@ -308,35 +308,39 @@ int row_read_payment(struct arena *a, struct db_stmt *st, int c,
     o->has_remittance_information = o->remittance_information != NULL;
     o->external_id = db_column_dup(a, st, c + 10);
     o->has_external_id = o->external_id != NULL;
+    o->funding_conversion_id = db_column_dup(a, st, c + 11);
+    o->has_funding_conversion_id = o->funding_conversion_id != NULL;
     {
-        const char *t = db_column_text(st, c + 11);
+        const char *t = db_column_text(st, c + 12);
         o->status = payment_status_parse(t);
         if (!o->status)
-            return resource_unknown("payments.status", st, c + 11);
+            return resource_unknown("payments.status", st, c + 12);
     }
-    o->failure_reason = db_column_dup(a, st, c + 12);
+    o->failure_reason = db_column_dup(a, st, c + 13);
     o->has_failure_reason = o->failure_reason != NULL;
-    o->failure_code = db_column_dup(a, st, c + 13);
+    o->failure_code = db_column_dup(a, st, c + 14);
     o->has_failure_code = o->failure_code != NULL;
-    o->rail_reference = db_column_dup(a, st, c + 14);
+    o->rail_reference = db_column_dup(a, st, c + 15);
     o->has_rail_reference = o->rail_reference != NULL;
-    o->batch_id = db_column_dup(a, st, c + 15);
+    o->hold_reason = db_column_dup(a, st, c + 16);
+    o->has_hold_reason = o->hold_reason != NULL;
+    o->batch_id = db_column_dup(a, st, c + 17);
     o->has_batch_id = o->batch_id != NULL;
-    o->created_by = db_column_dup(a, st, c + 16);
+    o->created_by = db_column_dup(a, st, c + 18);
     {
-        const char *t = db_column_text(st, c + 17);
+        const char *t = db_column_text(st, c + 19);
         if (!t)
-            return resource_unknown("payments.metadata", st, c + 17);
+            return resource_unknown("payments.metadata", st, c + 19);
         struct json_value *v = NULL;
         struct json_error e;
         if (json_parse(a, t, strlen(t), &v, &e) != 0)
-            return resource_unknown("payments.metadata", st, c + 17);
+            return resource_unknown("payments.metadata", st, c + 19);
         struct verr_list l;
 
         verr_init(&l, a);
         validate_metadata(v, "", VALIDATE_RESPONSE, &l);
         if (l.count > 0)
-            return resource_unknown("payments.metadata", st, c + 17);
+            return resource_unknown("payments.metadata", st, c + 19);
         if (v->type != JSON_OBJECT)
             return -1;
         o->metadata_count = v->count;
@@ -346,9 +350,9 @@ int row_read_payment(struct arena *a, struct db_stmt *st, int c,
             o->metadata[j].value = v->members[j].value->s;
         }
     }
-    o->version = db_column_int64(st, c + 18);
-    o->created_at = db_column_dup(a, st, c + 19);
-    o->updated_at = db_column_dup(a, st, c + 20);
+    o->version = db_column_int64(st, c + 20);
+    o->created_at = db_column_dup(a, st, c + 21);
+    o->updated_at = db_column_dup(a, st, c + 22);
     return 0;
 }
 
@@ -368,12 +372,14 @@ int row_bind_payment(struct arena *a, struct db_stmt *st, int first,
     db_bind_text(st, p + 8, o->effective_date);
     db_bind_text(st, p + 9, o->remittance_information);
     db_bind_text(st, p + 10, o->external_id);
-    db_bind_text(st, p + 11, payment_status_str(o->status));
-    db_bind_text(st, p + 12, o->failure_reason);
-    db_bind_text(st, p + 13, o->failure_code);
-    db_bind_text(st, p + 14, o->rail_reference);
-    db_bind_text(st, p + 15, o->batch_id);
-    db_bind_text(st, p + 16, o->created_by);
+    db_bind_text(st, p + 11, o->funding_conversion_id);
+    db_bind_text(st, p + 12, payment_status_str(o->status));
+    db_bind_text(st, p + 13, o->failure_reason);
+    db_bind_text(st, p + 14, o->failure_code);
+    db_bind_text(st, p + 15, o->rail_reference);
+    db_bind_text(st, p + 16, o->hold_reason);
+    db_bind_text(st, p + 17, o->batch_id);
+    db_bind_text(st, p + 18, o->created_by);
     {
         struct jsonw jw, *w = &jw;
         jsonw_init(w);
@@ -386,11 +392,11 @@ int row_bind_payment(struct arena *a, struct db_stmt *st, int first,
         char *text = resource_json_text(a, w);
         if (!text)
             return -1;
-        db_bind_text(st, p + 17, text);
+        db_bind_text(st, p + 19, text);
     }
-    db_bind_int64(st, p + 18, o->version);
-    db_bind_text(st, p + 19, o->created_at);
-    db_bind_text(st, p + 20, o->updated_at);
+    db_bind_int64(st, p + 20, o->version);
+    db_bind_text(st, p + 21, o->created_at);
+    db_bind_text(st, p + 22, o->updated_at);
     return 0;
 }
 
@@ -399,15 +405,15 @@ static int read_payment(struct arena *a, struct db_stmt *st, int c, void *o)
     struct payment_row *w = o;
     if (row_read_payment(a, st, c, &w->obj) != 0)
         return -1;
-    w->approvals_required = db_column_int64(st, c + 21);
-    w->approval_round = db_column_int64(st, c + 22);
-    w->has_next_step_at = !db_column_is_null(st, c + 23);
-    w->next_step_at = db_column_int64(st, c + 23);
-    w->has_batch_position = !db_column_is_null(st, c + 24);
-    w->batch_position = db_column_int64(st, c + 24);
-    w->created_for = db_column_dup(a, st, c + 25);
-    w->has_beneficiary_round = !db_column_is_null(st, c + 26);
-    w->beneficiary_round = db_column_int64(st, c + 26);
+    w->approvals_required = db_column_int64(st, c + 23);
+    w->approval_round = db_column_int64(st, c + 24);
+    w->has_next_step_at = !db_column_is_null(st, c + 25);
+    w->next_step_at = db_column_int64(st, c + 25);
+    w->has_batch_position = !db_column_is_null(st, c + 26);
+    w->batch_position = db_column_int64(st, c + 26);
+    w->created_for = db_column_dup(a, st, c + 27);
+    w->has_beneficiary_round = !db_column_is_null(st, c + 28);
+    w->beneficiary_round = db_column_int64(st, c + 28);
     return 0;
 }
 
@@ -416,21 +422,21 @@ static int bind_payment(struct arena *a, struct db_stmt *st, int first, const vo
     const struct payment_row *w = o;
     if (row_bind_payment(a, st, first, &w->obj) != 0)
         return -1;
-    db_bind_int64(st, first + 21, w->approvals_required);
-    db_bind_int64(st, first + 22, w->approval_round);
+    db_bind_int64(st, first + 23, w->approvals_required);
+    db_bind_int64(st, first + 24, w->approval_round);
     if (w->has_next_step_at)
-        db_bind_int64(st, first + 23, w->next_step_at);
+        db_bind_int64(st, first + 25, w->next_step_at);
     else
-        db_bind_null(st, first + 23);
+        db_bind_null(st, first + 25);
     if (w->has_batch_position)
-        db_bind_int64(st, first + 24, w->batch_position);
-    else
-        db_bind_null(st, first + 24);
-    db_bind_text(st, first + 25, w->created_for);
-    if (w->has_beneficiary_round)
-        db_bind_int64(st, first + 26, w->beneficiary_round);
+        db_bind_int64(st, first + 26, w->batch_position);
     else
         db_bind_null(st, first + 26);
+    db_bind_text(st, first + 27, w->created_for);
+    if (w->has_beneficiary_round)
+        db_bind_int64(st, first + 28, w->beneficiary_round);
+    else
+        db_bind_null(st, first + 28);
     return 0;
 }
 
@@ -462,20 +468,20 @@ const struct resource_table rows_payment = {
                   " FROM payments WHERE id = ?1 AND workspace_id = ?2",
     .insert_sql = "INSERT INTO payments (" ROWS_PAYMENT_COLUMNS
                   ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                  "?, ?, ?, ?, ?)",
+                  "?, ?, ?, ?, ?, ?, ?)",
     .update_sql = "UPDATE payments SET amount = ?3, currency = ?4, type = ?5, priority = ?6, "
                   "originating_account = ?7, beneficiary_id = ?8, effective_date = ?9, "
-                  "remittance_information = ?10, external_id = ?11, status = ?12, "
-                  "failure_reason = ?13, failure_code = ?14, rail_reference = ?15, batch_id = "
-                  "?16, created_by = ?17, metadata = ?18, version = ?19, created_at = ?20, "
-                  "updated_at = ?21, approvals_required = ?22, approval_round = ?23, "
-                  "next_step_at = ?24, batch_position = ?25, created_for = ?26, "
-                  "beneficiary_round = ?27 WHERE id = ?1 AND workspace_id = ?2 AND version = "
-                  "?28",
-    .state_sql = "UPDATE payments SET status = ?12, approvals_required = ?22, approval_round = "
-                 "?23, failure_reason = ?13, next_step_at = ?24, rail_reference = ?15, "
-                 "failure_code = ?14, beneficiary_round = ?27, version = ?19, updated_at = ?21 "
-                 "WHERE id = ?1 AND workspace_id = ?2 AND version = ?28",
+                  "remittance_information = ?10, external_id = ?11, funding_conversion_id = "
+                  "?12, status = ?13, failure_reason = ?14, failure_code = ?15, rail_reference "
+                  "= ?16, hold_reason = ?17, batch_id = ?18, created_by = ?19, metadata = ?20, "
+                  "version = ?21, created_at = ?22, updated_at = ?23, approvals_required = "
+                  "?24, approval_round = ?25, next_step_at = ?26, batch_position = ?27, "
+                  "created_for = ?28, beneficiary_round = ?29 WHERE id = ?1 AND workspace_id = "
+                  "?2 AND version = ?30",
+    .state_sql = "UPDATE payments SET status = ?13, approvals_required = ?24, approval_round = "
+                 "?25, failure_reason = ?14, next_step_at = ?26, rail_reference = ?16, "
+                 "failure_code = ?15, beneficiary_round = ?29, hold_reason = ?17, version = "
+                 "?21, updated_at = ?23 WHERE id = ?1 AND workspace_id = ?2 AND version = ?30",
     .size = sizeof(struct payment_row),
     .id_offset = offsetof(struct payment_row, obj.id),
     .workspace_offset = offsetof(struct payment_row, obj.workspace_id),
@@ -493,8 +499,8 @@ const struct resource_table rows_payment = {
     .encode = encode_row_payment,
     .cached = true,
     .id_index = 0,
-    .version_index = 18,
-    .sort_index = 19,
+    .version_index = 20,
+    .sort_index = 21,
     .json_offset = offsetof(struct payment_row, obj.json_text),
 };
 
@@ -914,6 +920,15 @@ void merge_payment_update_into_payment(struct arena *a, const struct payment_upd
         } else {
             o->remittance_information = u->remittance_information;
             o->has_remittance_information = true;
+        }
+    }
+    if (u->has_funding_conversion_id) {
+        if (u->funding_conversion_id_is_null) {
+            o->funding_conversion_id = NULL;
+            o->has_funding_conversion_id = false;
+        } else {
+            o->funding_conversion_id = u->funding_conversion_id;
+            o->has_funding_conversion_id = true;
         }
     }
     if (u->has_external_id) {

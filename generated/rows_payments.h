@@ -27,11 +27,11 @@ extern const struct resource_table rows_beneficiary;
 /* Payment in table payments, columns in this order: */
 #define ROWS_PAYMENT_COLUMNS \
     "id, workspace_id, amount, currency, type, priority, originating_account, beneficiary_id, " \
-    "effective_date, remittance_information, external_id, status, failure_reason, " \
-    "failure_code, rail_reference, batch_id, created_by, metadata, version, created_at, " \
-    "updated_at, approvals_required, approval_round, next_step_at, batch_position, " \
-    "created_for, beneficiary_round"
-#define ROWS_PAYMENT_COLUMN_COUNT 27
+    "effective_date, remittance_information, external_id, funding_conversion_id, status, " \
+    "failure_reason, failure_code, rail_reference, hold_reason, batch_id, created_by, " \
+    "metadata, version, created_at, updated_at, approvals_required, approval_round, " \
+    "next_step_at, batch_position, created_for, beneficiary_round"
+#define ROWS_PAYMENT_COLUMN_COUNT 29
 /* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
  * know. */
 int row_read_payment(struct arena *a, struct db_stmt *st, int first_col,

@@ -17,14 +17,62 @@ int row_read_workspace(struct arena *a, struct db_stmt *st, int c,
     o->id = db_column_dup(a, st, c + 0);
     o->object = "workspace";
     o->name = db_column_dup(a, st, c + 1);
+    o->slug = db_column_dup(a, st, c + 2);
+    o->has_slug = o->slug != NULL;
+    o->base_currency = db_column_dup(a, st, c + 3);
+    o->has_base_currency = o->base_currency != NULL;
+    o->timezone = db_column_dup(a, st, c + 4);
+    o->has_timezone = o->timezone != NULL;
+    if (!db_column_is_null(st, c + 5)) {
+        o->fiscal_year_start_month = db_column_int64(st, c + 5);
+        o->has_fiscal_year_start_month = true;
+    }
     {
         struct workspace_settings *k = arena_alloc(a, sizeof *k);
-        k->token_lifetime_seconds = db_column_int64(st, c + 2);
+        k->token_lifetime_seconds = db_column_int64(st, c + 6);
         o->settings = k;
     }
-    o->version = db_column_int64(st, c + 3);
-    o->created_at = db_column_dup(a, st, c + 4);
-    o->updated_at = db_column_dup(a, st, c + 5);
+    {
+        struct workspace_treasury_settings *k = arena_alloc(a, sizeof *k);
+        bool any = false;
+        any |= !db_column_is_null(st, c + 7);
+        if (!db_column_is_null(st, c + 7)) {
+            k->fx_quote_ttl_seconds = db_column_int64(st, c + 7);
+            k->has_fx_quote_ttl_seconds = true;
+        }
+        any |= !db_column_is_null(st, c + 8);
+        if (!db_column_is_null(st, c + 8)) {
+            k->fx_spread_bps = db_column_int64(st, c + 8);
+            k->has_fx_spread_bps = true;
+        }
+        any |= !db_column_is_null(st, c + 9);
+        if (!db_column_is_null(st, c + 9)) {
+            k->transfer_signatures_required = db_column_int64(st, c + 9);
+            k->has_transfer_signatures_required = true;
+        }
+        any |= !db_column_is_null(st, c + 10);
+        if (!db_column_is_null(st, c + 10)) {
+            k->transfer_authorisation_hours = db_column_int64(st, c + 10);
+            k->has_transfer_authorisation_hours = true;
+        }
+        any |= !db_column_is_null(st, c + 11);
+        if (!db_column_is_null(st, c + 11)) {
+            k->require_mfa = db_column_int64(st, c + 11) != 0;
+            k->has_require_mfa = true;
+        }
+        any |= !db_column_is_null(st, c + 12);
+        if (!db_column_is_null(st, c + 12)) {
+            k->idempotency_retention_hours = db_column_int64(st, c + 12);
+            k->has_idempotency_retention_hours = true;
+        }
+        if (any) {
+            o->treasury = k;
+            o->has_treasury = true;
+        }
+    }
+    o->version = db_column_int64(st, c + 13);
+    o->created_at = db_column_dup(a, st, c + 14);
+    o->updated_at = db_column_dup(a, st, c + 15);
     return 0;
 }
 
@@ -35,16 +83,50 @@ int row_bind_workspace(struct arena *a, struct db_stmt *st, int first,
     (void)a;
     db_bind_text(st, p + 0, o->id);
     db_bind_text(st, p + 1, o->name);
+    db_bind_text(st, p + 2, o->slug);
+    db_bind_text(st, p + 3, o->base_currency);
+    db_bind_text(st, p + 4, o->timezone);
+    if (o->has_fiscal_year_start_month)
+        db_bind_int64(st, p + 5, o->fiscal_year_start_month);
+    else
+        db_bind_null(st, p + 5);
     {
         const struct workspace_settings *k = o->settings;
         if (k)
-            db_bind_int64(st, p + 2, k->token_lifetime_seconds);
+            db_bind_int64(st, p + 6, k->token_lifetime_seconds);
         else
-            db_bind_null(st, p + 2);
+            db_bind_null(st, p + 6);
     }
-    db_bind_int64(st, p + 3, o->version);
-    db_bind_text(st, p + 4, o->created_at);
-    db_bind_text(st, p + 5, o->updated_at);
+    {
+        const struct workspace_treasury_settings *k = o->treasury;
+        if ((k && k->has_fx_quote_ttl_seconds))
+            db_bind_int64(st, p + 7, k->fx_quote_ttl_seconds);
+        else
+            db_bind_null(st, p + 7);
+        if ((k && k->has_fx_spread_bps))
+            db_bind_int64(st, p + 8, k->fx_spread_bps);
+        else
+            db_bind_null(st, p + 8);
+        if ((k && k->has_transfer_signatures_required))
+            db_bind_int64(st, p + 9, k->transfer_signatures_required);
+        else
+            db_bind_null(st, p + 9);
+        if ((k && k->has_transfer_authorisation_hours))
+            db_bind_int64(st, p + 10, k->transfer_authorisation_hours);
+        else
+            db_bind_null(st, p + 10);
+        if ((k && k->has_require_mfa))
+            db_bind_int64(st, p + 11, (int64_t)(k->require_mfa));
+        else
+            db_bind_null(st, p + 11);
+        if ((k && k->has_idempotency_retention_hours))
+            db_bind_int64(st, p + 12, k->idempotency_retention_hours);
+        else
+            db_bind_null(st, p + 12);
+    }
+    db_bind_int64(st, p + 13, o->version);
+    db_bind_text(st, p + 14, o->created_at);
+    db_bind_text(st, p + 15, o->updated_at);
     return 0;
 }
 
@@ -53,8 +135,8 @@ static int read_workspace(struct arena *a, struct db_stmt *st, int c, void *o)
     struct workspace_row *w = o;
     if (row_read_workspace(a, st, c, &w->obj) != 0)
         return -1;
-    w->has_rate_limit_per_minute = !db_column_is_null(st, c + 6);
-    w->rate_limit_per_minute = db_column_int64(st, c + 6);
+    w->has_rate_limit_per_minute = !db_column_is_null(st, c + 16);
+    w->rate_limit_per_minute = db_column_int64(st, c + 16);
     return 0;
 }
 
@@ -64,9 +146,9 @@ static int bind_workspace(struct arena *a, struct db_stmt *st, int first, const 
     if (row_bind_workspace(a, st, first, &w->obj) != 0)
         return -1;
     if (w->has_rate_limit_per_minute)
-        db_bind_int64(st, first + 6, w->rate_limit_per_minute);
+        db_bind_int64(st, first + 16, w->rate_limit_per_minute);
     else
-        db_bind_null(st, first + 6);
+        db_bind_null(st, first + 16);
     return 0;
 }
 
@@ -97,12 +179,16 @@ const struct resource_table rows_workspace = {
     .select_sql = "SELECT " ROWS_WORKSPACE_COLUMNS
                   " FROM workspaces WHERE id = ?1 AND id = ?2",
     .insert_sql = "INSERT INTO workspaces (" ROWS_WORKSPACE_COLUMNS
-                  ") VALUES (?, ?, ?, ?, ?, ?, ?)",
-    .update_sql = "UPDATE workspaces SET name = ?2, token_lifetime_seconds = ?3, version = ?4, "
-                  "created_at = ?5, updated_at = ?6, rate_limit_per_minute = ?7 WHERE id = ?1 "
-                  "AND version = ?8",
-    .state_sql = "UPDATE workspaces SET token_lifetime_seconds = ?3, version = ?4, updated_at "
-                 "= ?6 WHERE id = ?1 AND version = ?8",
+                  ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    .update_sql = "UPDATE workspaces SET name = ?2, slug = ?3, base_currency = ?4, timezone = "
+                  "?5, fiscal_year_start_month = ?6, token_lifetime_seconds = ?7, "
+                  "treasury_fx_quote_ttl_seconds = ?8, treasury_fx_spread_bps = ?9, "
+                  "treasury_transfer_signatures_required = ?10, "
+                  "treasury_transfer_authorisation_hours = ?11, treasury_require_mfa = ?12, "
+                  "treasury_idempotency_retention_hours = ?13, version = ?14, created_at = "
+                  "?15, updated_at = ?16 WHERE id = ?1 AND version = ?18",
+    .state_sql = "UPDATE workspaces SET token_lifetime_seconds = ?7, version = ?14, updated_at "
+                 "= ?16 WHERE id = ?1 AND version = ?18",
     .size = sizeof(struct workspace_row),
     .id_offset = offsetof(struct workspace_row, obj.id),
     .workspace_offset = offsetof(struct workspace_row, obj.id),
@@ -119,3 +205,89 @@ const struct resource_table rows_workspace = {
     .page_row = page_row_workspace,
     .encode = encode_row_workspace,
 };
+
+void merge_workspace_update_into_workspace(struct arena *a, const struct workspace_update *u,
+                                           struct workspace *o)
+{
+    (void)a;
+    if (u->has_name) {
+        o->name = u->name;
+    }
+    if (u->has_slug) {
+        o->slug = u->slug;
+        o->has_slug = true;
+    }
+    if (u->has_base_currency) {
+        o->base_currency = u->base_currency;
+        o->has_base_currency = true;
+    }
+    if (u->has_timezone) {
+        o->timezone = u->timezone;
+        o->has_timezone = true;
+    }
+    if (u->has_fiscal_year_start_month) {
+        o->fiscal_year_start_month = u->fiscal_year_start_month;
+        o->has_fiscal_year_start_month = true;
+    }
+    if (u->has_treasury) {
+        if (!o->treasury) {
+            o->treasury = arena_alloc(a, sizeof *o->treasury);
+        }
+        merge_workspace_treasury_update_into_workspace_treasury_settings(a, u->treasury, o->treasury);
+        o->has_treasury = true;
+    }
+}
+
+void merge_workspace_treasury_update_into_workspace_treasury_settings(struct arena *a, const struct workspace_treasury_update *u,
+                                                                      struct workspace_treasury_settings *o)
+{
+    (void)a;
+    if (u->has_fx_quote_ttl_seconds) {
+        if (u->fx_quote_ttl_seconds_is_null) {
+            o->has_fx_quote_ttl_seconds = false;
+        } else {
+            o->fx_quote_ttl_seconds = u->fx_quote_ttl_seconds;
+            o->has_fx_quote_ttl_seconds = true;
+        }
+    }
+    if (u->has_fx_spread_bps) {
+        if (u->fx_spread_bps_is_null) {
+            o->has_fx_spread_bps = false;
+        } else {
+            o->fx_spread_bps = u->fx_spread_bps;
+            o->has_fx_spread_bps = true;
+        }
+    }
+    if (u->has_transfer_signatures_required) {
+        if (u->transfer_signatures_required_is_null) {
+            o->has_transfer_signatures_required = false;
+        } else {
+            o->transfer_signatures_required = u->transfer_signatures_required;
+            o->has_transfer_signatures_required = true;
+        }
+    }
+    if (u->has_transfer_authorisation_hours) {
+        if (u->transfer_authorisation_hours_is_null) {
+            o->has_transfer_authorisation_hours = false;
+        } else {
+            o->transfer_authorisation_hours = u->transfer_authorisation_hours;
+            o->has_transfer_authorisation_hours = true;
+        }
+    }
+    if (u->has_require_mfa) {
+        if (u->require_mfa_is_null) {
+            o->has_require_mfa = false;
+        } else {
+            o->require_mfa = u->require_mfa;
+            o->has_require_mfa = true;
+        }
+    }
+    if (u->has_idempotency_retention_hours) {
+        if (u->idempotency_retention_hours_is_null) {
+            o->has_idempotency_retention_hours = false;
+        } else {
+            o->idempotency_retention_hours = u->idempotency_retention_hours;
+            o->has_idempotency_retention_hours = true;
+        }
+    }
+}

@@ -10,8 +10,12 @@
 
 /* Workspace in table workspaces, columns in this order: */
 #define ROWS_WORKSPACE_COLUMNS \
-    "id, name, token_lifetime_seconds, version, created_at, updated_at, rate_limit_per_minute"
-#define ROWS_WORKSPACE_COLUMN_COUNT 7
+    "id, name, slug, base_currency, timezone, fiscal_year_start_month, token_lifetime_seconds, " \
+    "treasury_fx_quote_ttl_seconds, treasury_fx_spread_bps, " \
+    "treasury_transfer_signatures_required, treasury_transfer_authorisation_hours, " \
+    "treasury_require_mfa, treasury_idempotency_retention_hours, version, created_at, " \
+    "updated_at, rate_limit_per_minute"
+#define ROWS_WORKSPACE_COLUMN_COUNT 17
 /* The row's columns from first_col on into o; -1 (logged) for a value the spec does not
  * know. */
 int row_read_workspace(struct arena *a, struct db_stmt *st, int first_col,
@@ -27,5 +31,15 @@ struct workspace_row {
     int64_t rate_limit_per_minute;
 };
 extern const struct resource_table rows_workspace;
+
+/* PATCH: u merged into o (RFC 7396): an absent member keeps o's, null removes it, a value
+ * replaces it, a nested update object merges member by member. */
+void merge_workspace_update_into_workspace(struct arena *a, const struct workspace_update *u,
+                                           struct workspace *o);
+
+/* PATCH: u merged into o (RFC 7396): an absent member keeps o's, null removes it, a value
+ * replaces it. */
+void merge_workspace_treasury_update_into_workspace_treasury_settings(struct arena *a, const struct workspace_treasury_update *u,
+                                                                      struct workspace_treasury_settings *o);
 
 #endif

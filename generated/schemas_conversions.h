@@ -48,7 +48,7 @@ const char *fx_product_str(enum fx_product v);
 void fx_product_json(struct jsonw *w, enum fx_product v);
 enum fx_product fx_product_parse(const char *s);
 
-/* FxQuoteStatus: `active` until `expires_at`, then `expired` (final; set when read or executed); `consumed` (final... */
+/* FxQuoteStatus: `active` until `expires_at`, then `expired` (final; shown from then on, stored by the first attem... */
 enum fx_quote_status {
     FX_QUOTE_STATUS_ACTIVE = 1,
     FX_QUOTE_STATUS_EXPIRED = 2,

@@ -56,6 +56,7 @@ enum payment_approval_field {
     PAYMENT_APPROVAL_FIELD_PRIORITY = 6,
     PAYMENT_APPROVAL_FIELD_EFFECTIVE_DATE = 7,
     PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION = 8,
+    PAYMENT_APPROVAL_FIELD_FUNDING_CONVERSION_ID = 9,
 };
 const char *payment_approval_field_str(enum payment_approval_field v);
 /* v as its JSON value (quoted), null for a value the spec does not know. */
@@ -409,6 +410,8 @@ struct payment {
     bool has_failure_code;
     const char *rail_reference; /* optional */
     bool has_rail_reference;
+    const char *hold_reason; /* optional, read-only */
+    bool has_hold_reason;
     const char *batch_id; /* optional, PaymentBatchId */
     bool has_batch_id;
     const char *created_by; /* required */
@@ -562,6 +565,9 @@ struct payment_update {
     const char *remittance_information; /* optional, nullable */
     bool remittance_information_is_null;
     bool has_remittance_information;
+    const char *funding_conversion_id; /* optional, nullable */
+    bool funding_conversion_id_is_null;
+    bool has_funding_conversion_id;
     const char *external_id; /* optional, nullable */
     bool external_id_is_null;
     bool has_external_id;
@@ -714,6 +720,7 @@ void validate_payment_denial(const struct json_value *v, const char *ptr, int mo
 void validate_payment_denial_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_failure_code(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_failure_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_hold_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_iso20022_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_maker(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
@@ -731,6 +738,7 @@ void validate_payment_status(const struct json_value *v, const char *ptr, int mo
 void validate_payment_type(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_update_external_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_payment_update_funding_conversion_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payment_update_remittance_information(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payments_list_payments_200_text_csv(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_payments_list_payments_param_status(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);

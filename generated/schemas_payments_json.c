@@ -158,6 +158,8 @@ const char *payment_approval_field_str(enum payment_approval_field v)
         return "effective_date";
     case PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION:
         return "remittance_information";
+    case PAYMENT_APPROVAL_FIELD_FUNDING_CONVERSION_ID:
+        return "funding_conversion_id";
     }
     return NULL;
 }
@@ -189,6 +191,9 @@ void payment_approval_field_json(struct jsonw *w, enum payment_approval_field v)
     case PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION:
         jsonw_raw_value(w, "\"remittance_information\"", 24);
         return;
+    case PAYMENT_APPROVAL_FIELD_FUNDING_CONVERSION_ID:
+        jsonw_raw_value(w, "\"funding_conversion_id\"", 23);
+        return;
     }
     jsonw_null(w);
 }
@@ -213,6 +218,8 @@ enum payment_approval_field payment_approval_field_parse(const char *s)
         return PAYMENT_APPROVAL_FIELD_EFFECTIVE_DATE;
     if (strcmp(s, "remittance_information") == 0)
         return PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION;
+    if (strcmp(s, "funding_conversion_id") == 0)
+        return PAYMENT_APPROVAL_FIELD_FUNDING_CONVERSION_ID;
     return (enum payment_approval_field)0;
 }
 
@@ -1521,6 +1528,9 @@ int decode_payment(struct arena *a, const struct json_value *v, struct payment *
         } else if (strcmp(m->key, "rail_reference") == 0) {
             out->has_rail_reference = true;
             out->rail_reference = m->value->s;
+        } else if (strcmp(m->key, "hold_reason") == 0) {
+            out->has_hold_reason = true;
+            out->hold_reason = m->value->s;
         } else if (strcmp(m->key, "batch_id") == 0) {
             out->has_batch_id = true;
             out->batch_id = m->value->s;
@@ -1609,6 +1619,10 @@ void encode_payment(struct jsonw *w, const struct payment *in)
     if (in->has_rail_reference || in->rail_reference != NULL) {
         jsonw_raw_key(w, "\"rail_reference\":", 17);
         jsonw_string(w, in->rail_reference);
+    }
+    if (in->has_hold_reason || in->hold_reason != NULL) {
+        jsonw_raw_key(w, "\"hold_reason\":", 14);
+        jsonw_string(w, in->hold_reason);
     }
     if (in->has_batch_id || in->batch_id != NULL) {
         jsonw_raw_key(w, "\"batch_id\":", 11);
@@ -2224,6 +2238,13 @@ int decode_payment_update(struct arena *a, const struct json_value *v, struct pa
             else {
                 out->remittance_information = m->value->s;
             }
+        } else if (strcmp(m->key, "funding_conversion_id") == 0) {
+            out->has_funding_conversion_id = true;
+            if (m->value->type == JSON_NULL)
+                out->funding_conversion_id_is_null = true;
+            else {
+                out->funding_conversion_id = m->value->s;
+            }
         } else if (strcmp(m->key, "external_id") == 0) {
             out->has_external_id = true;
             if (m->value->type == JSON_NULL)
@@ -2287,6 +2308,14 @@ void encode_payment_update(struct jsonw *w, const struct payment_update *in)
             jsonw_null(w);
         else {
             jsonw_string(w, in->remittance_information);
+        }
+    }
+    if (in->has_funding_conversion_id || in->funding_conversion_id_is_null || in->funding_conversion_id != NULL) {
+        jsonw_raw_key(w, "\"funding_conversion_id\":", 24);
+        if (in->funding_conversion_id_is_null)
+            jsonw_null(w);
+        else {
+            jsonw_string(w, in->funding_conversion_id);
         }
     }
     if (in->has_external_id || in->external_id_is_null || in->external_id != NULL) {

@@ -1106,6 +1106,12 @@ void validate_payment(const struct json_value *v, const char *ptr, int mode, str
             validate_payment_failure_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "rail_reference") == 0) {
             validate_payment_rail_reference(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "hold_reason") == 0) {
+            if (mode == VALIDATE_REQUEST) {
+                verr_add(l, ptr, m->key, "read_only", "%s", "is read-only");
+                continue;
+            }
+            validate_payment_hold_reason(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "batch_id") == 0) {
             validate_payment_batch_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "created_by") == 0) {
@@ -1217,7 +1223,7 @@ void validate_payment_approval_field(const struct json_value *v, const char *ptr
         return;
     }
     if (payment_approval_field_parse(v->s) == 0)
-        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: amount, currency, beneficiary_id, originating_account, type, priority, effective_date, remittance_information");
+        verr_add(l, ptr, NULL, "enum", "%s", "must be one of: amount, currency, beneficiary_id, originating_account, type, priority, effective_date, remittance_information, funding_conversion_id");
 }
 
 /* payment_approval_received (openapi/payments.yaml) */
@@ -1867,6 +1873,19 @@ void validate_payment_failure_reason(const struct json_value *v, const char *ptr
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 500 characters long");
 }
 
+/* payment_hold_reason (openapi/payments.yaml) */
+void validate_payment_hold_reason(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 300)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 300 characters long");
+}
+
 /* PaymentId (openapi/payments.yaml) */
 void validate_payment_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
@@ -2125,6 +2144,8 @@ void validate_payment_update(const struct json_value *v, const char *ptr, int mo
             validate_business_date(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "remittance_information") == 0) {
             validate_payment_update_remittance_information(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "funding_conversion_id") == 0) {
+            validate_payment_update_funding_conversion_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "external_id") == 0) {
             validate_payment_update_external_id(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "metadata") == 0) {
@@ -2152,6 +2173,23 @@ void validate_payment_update_external_id(const struct json_value *v, const char 
         verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 64 characters long");
     if (!pattern_match(29, v->s)) /* ^[A-Za-z0-9._:-]+$ */
         verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^[A-Za-z0-9._:-]+$");
+}
+
+/* payment_update_funding_conversion_id (openapi/payments.yaml) */
+void validate_payment_update_funding_conversion_id(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (v->type == JSON_NULL)
+        return;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string or null");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len > 30)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 30 characters long");
+    if (!pattern_match(35, v->s)) /* ^cnv_[0-9a-z]{26}$ */
+        verr_add(l, ptr, NULL, "pattern", "%s", "must match the pattern ^cnv_[0-9a-z]{26}$");
 }
 
 /* payment_update_remittance_information (openapi/payments.yaml) */

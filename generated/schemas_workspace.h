@@ -79,8 +79,8 @@ struct workspace;
 struct workspace_rate_limit;
 struct workspace_settings;
 struct workspace_treasury_settings;
+struct workspace_treasury_update;
 struct workspace_update;
-struct workspace_update_treasury;
 
 /* Application: One application (API) of the service and its state in this workspace. */
 struct application {
@@ -201,24 +201,8 @@ struct workspace_treasury_settings {
     bool has_idempotency_retention_hours;
 };
 
-/* WorkspaceUpdate: A JSON merge patch of the workspace profile; at least one member. */
-struct workspace_update {
-    const char *name; /* optional */
-    bool has_name;
-    const char *slug; /* optional, WorkspaceSlug */
-    bool has_slug;
-    const char *base_currency; /* optional, CurrencyCode */
-    bool has_base_currency;
-    const char *timezone; /* optional, TimeZoneName */
-    bool has_timezone;
-    int64_t fiscal_year_start_month; /* optional, FiscalYearStartMonth */
-    bool has_fiscal_year_start_month;
-    struct workspace_update_treasury *treasury; /* optional */
-    bool has_treasury;
-};
-
-/* workspace_update_treasury: The treasury settings to change; `null` for a member resets it. */
-struct workspace_update_treasury {
+/* WorkspaceTreasuryUpdate: The treasury settings to change; `null` for a member resets it. */
+struct workspace_treasury_update {
     int64_t fx_quote_ttl_seconds; /* optional, nullable */
     bool fx_quote_ttl_seconds_is_null;
     bool has_fx_quote_ttl_seconds;
@@ -237,6 +221,22 @@ struct workspace_update_treasury {
     int64_t idempotency_retention_hours; /* optional, nullable */
     bool idempotency_retention_hours_is_null;
     bool has_idempotency_retention_hours;
+};
+
+/* WorkspaceUpdate: A JSON merge patch of the workspace profile; at least one member. */
+struct workspace_update {
+    const char *name; /* optional */
+    bool has_name;
+    const char *slug; /* optional, WorkspaceSlug */
+    bool has_slug;
+    const char *base_currency; /* optional, CurrencyCode */
+    bool has_base_currency;
+    const char *timezone; /* optional, TimeZoneName */
+    bool has_timezone;
+    int64_t fiscal_year_start_month; /* optional, FiscalYearStartMonth */
+    bool has_fiscal_year_start_month;
+    struct workspace_treasury_update *treasury; /* optional, WorkspaceTreasuryUpdate */
+    bool has_treasury;
 };
 
 /* ---- JSON <-> structs: decode_*() expect a value its validate_*() accepted; 0 or -1 ---- */
@@ -265,10 +265,10 @@ int decode_workspace_settings(struct arena *a, const struct json_value *v, struc
 void encode_workspace_settings(struct jsonw *w, const struct workspace_settings *in);
 int decode_workspace_treasury_settings(struct arena *a, const struct json_value *v, struct workspace_treasury_settings *out);
 void encode_workspace_treasury_settings(struct jsonw *w, const struct workspace_treasury_settings *in);
+int decode_workspace_treasury_update(struct arena *a, const struct json_value *v, struct workspace_treasury_update *out);
+void encode_workspace_treasury_update(struct jsonw *w, const struct workspace_treasury_update *in);
 int decode_workspace_update(struct arena *a, const struct json_value *v, struct workspace_update *out);
 void encode_workspace_update(struct jsonw *w, const struct workspace_update *in);
-int decode_workspace_update_treasury(struct arena *a, const struct json_value *v, struct workspace_update_treasury *out);
-void encode_workspace_update_treasury(struct jsonw *w, const struct workspace_update_treasury *in);
 
 /* ---- validators: every violation under ptr is added to l (mode: enum validate_mode) ---- */
 
@@ -322,14 +322,14 @@ void validate_workspace_treasury_settings_idempotency_retention_hours(const stru
 void validate_workspace_treasury_settings_require_mfa(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace_treasury_settings_transfer_authorisation_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace_treasury_settings_transfer_signatures_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_treasury_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_treasury_update_fx_quote_ttl_seconds(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_treasury_update_fx_spread_bps(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_treasury_update_idempotency_retention_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_treasury_update_require_mfa(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_treasury_update_transfer_authorisation_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
+void validate_workspace_treasury_update_transfer_signatures_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 void validate_workspace_update_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_workspace_update_treasury(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_workspace_update_treasury_fx_quote_ttl_seconds(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_workspace_update_treasury_fx_spread_bps(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_workspace_update_treasury_idempotency_retention_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_workspace_update_treasury_require_mfa(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_workspace_update_treasury_transfer_authorisation_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
-void validate_workspace_update_treasury_transfer_signatures_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l);
 
 #endif

@@ -787,72 +787,7 @@ void encode_workspace_treasury_settings(struct jsonw *w, const struct workspace_
     jsonw_object_end(w);
 }
 
-int decode_workspace_update(struct arena *a, const struct json_value *v, struct workspace_update *out)
-{
-    (void)a;
-    if (v->type != JSON_OBJECT)
-        return -1;
-    for (size_t i = 0; i < v->count; i++) {
-        const struct json_member *m = &v->members[i];
-        if (strcmp(m->key, "name") == 0) {
-            out->has_name = true;
-            out->name = m->value->s;
-        } else if (strcmp(m->key, "slug") == 0) {
-            out->has_slug = true;
-            out->slug = m->value->s;
-        } else if (strcmp(m->key, "base_currency") == 0) {
-            out->has_base_currency = true;
-            out->base_currency = m->value->s;
-        } else if (strcmp(m->key, "timezone") == 0) {
-            out->has_timezone = true;
-            out->timezone = m->value->s;
-        } else if (strcmp(m->key, "fiscal_year_start_month") == 0) {
-            out->has_fiscal_year_start_month = true;
-            (void)json_number_to_int64(m->value, &out->fiscal_year_start_month);
-        } else if (strcmp(m->key, "treasury") == 0) {
-            out->has_treasury = true;
-            out->treasury = arena_alloc(a, sizeof *out->treasury);
-            if (decode_workspace_update_treasury(a, m->value, out->treasury) != 0)
-                return -1;
-        }
-    }
-    return 0;
-}
-
-void encode_workspace_update(struct jsonw *w, const struct workspace_update *in)
-{
-    jsonw_object_begin(w);
-    if (in->has_name || in->name != NULL) {
-        jsonw_raw_key(w, "\"name\":", 7);
-        jsonw_string(w, in->name);
-    }
-    if (in->has_slug || in->slug != NULL) {
-        jsonw_raw_key(w, "\"slug\":", 7);
-        jsonw_string(w, in->slug);
-    }
-    if (in->has_base_currency || in->base_currency != NULL) {
-        jsonw_raw_key(w, "\"base_currency\":", 16);
-        jsonw_string(w, in->base_currency);
-    }
-    if (in->has_timezone || in->timezone != NULL) {
-        jsonw_raw_key(w, "\"timezone\":", 11);
-        jsonw_string(w, in->timezone);
-    }
-    if (in->has_fiscal_year_start_month) {
-        jsonw_raw_key(w, "\"fiscal_year_start_month\":", 26);
-        jsonw_int(w, in->fiscal_year_start_month);
-    }
-    if (in->has_treasury || in->treasury != NULL) {
-        jsonw_raw_key(w, "\"treasury\":", 11);
-        if (in->treasury)
-            encode_workspace_update_treasury(w, in->treasury);
-        else
-            jsonw_null(w);
-    }
-    jsonw_object_end(w);
-}
-
-int decode_workspace_update_treasury(struct arena *a, const struct json_value *v, struct workspace_update_treasury *out)
+int decode_workspace_treasury_update(struct arena *a, const struct json_value *v, struct workspace_treasury_update *out)
 {
     (void)a;
     if (v->type != JSON_OBJECT)
@@ -906,7 +841,7 @@ int decode_workspace_update_treasury(struct arena *a, const struct json_value *v
     return 0;
 }
 
-void encode_workspace_update_treasury(struct jsonw *w, const struct workspace_update_treasury *in)
+void encode_workspace_treasury_update(struct jsonw *w, const struct workspace_treasury_update *in)
 {
     jsonw_object_begin(w);
     if (in->has_fx_quote_ttl_seconds || in->fx_quote_ttl_seconds_is_null) {
@@ -956,6 +891,71 @@ void encode_workspace_update_treasury(struct jsonw *w, const struct workspace_up
         else {
             jsonw_int(w, in->idempotency_retention_hours);
         }
+    }
+    jsonw_object_end(w);
+}
+
+int decode_workspace_update(struct arena *a, const struct json_value *v, struct workspace_update *out)
+{
+    (void)a;
+    if (v->type != JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            out->has_name = true;
+            out->name = m->value->s;
+        } else if (strcmp(m->key, "slug") == 0) {
+            out->has_slug = true;
+            out->slug = m->value->s;
+        } else if (strcmp(m->key, "base_currency") == 0) {
+            out->has_base_currency = true;
+            out->base_currency = m->value->s;
+        } else if (strcmp(m->key, "timezone") == 0) {
+            out->has_timezone = true;
+            out->timezone = m->value->s;
+        } else if (strcmp(m->key, "fiscal_year_start_month") == 0) {
+            out->has_fiscal_year_start_month = true;
+            (void)json_number_to_int64(m->value, &out->fiscal_year_start_month);
+        } else if (strcmp(m->key, "treasury") == 0) {
+            out->has_treasury = true;
+            out->treasury = arena_alloc(a, sizeof *out->treasury);
+            if (decode_workspace_treasury_update(a, m->value, out->treasury) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+void encode_workspace_update(struct jsonw *w, const struct workspace_update *in)
+{
+    jsonw_object_begin(w);
+    if (in->has_name || in->name != NULL) {
+        jsonw_raw_key(w, "\"name\":", 7);
+        jsonw_string(w, in->name);
+    }
+    if (in->has_slug || in->slug != NULL) {
+        jsonw_raw_key(w, "\"slug\":", 7);
+        jsonw_string(w, in->slug);
+    }
+    if (in->has_base_currency || in->base_currency != NULL) {
+        jsonw_raw_key(w, "\"base_currency\":", 16);
+        jsonw_string(w, in->base_currency);
+    }
+    if (in->has_timezone || in->timezone != NULL) {
+        jsonw_raw_key(w, "\"timezone\":", 11);
+        jsonw_string(w, in->timezone);
+    }
+    if (in->has_fiscal_year_start_month) {
+        jsonw_raw_key(w, "\"fiscal_year_start_month\":", 26);
+        jsonw_int(w, in->fiscal_year_start_month);
+    }
+    if (in->has_treasury || in->treasury != NULL) {
+        jsonw_raw_key(w, "\"treasury\":", 11);
+        if (in->treasury)
+            encode_workspace_treasury_update(w, in->treasury);
+        else
+            jsonw_null(w);
     }
     jsonw_object_end(w);
 }

@@ -1047,52 +1047,8 @@ void validate_workspace_treasury_settings_transfer_signatures_required(const str
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 5");
 }
 
-/* WorkspaceUpdate (openapi/workspace.yaml) */
-void validate_workspace_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    if (!(v->type == JSON_OBJECT)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
-        return;
-    }
-    if (v->count < 1)
-        verr_add(l, ptr, NULL, "min_properties", "%s", "must have at least 1 property");
-    for (size_t i = 0; i < v->count; i++) {
-        const struct json_member *m = &v->members[i];
-        if (strcmp(m->key, "name") == 0) {
-            validate_workspace_update_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "slug") == 0) {
-            validate_workspace_slug(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "base_currency") == 0) {
-            validate_currency_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "timezone") == 0) {
-            validate_time_zone_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "fiscal_year_start_month") == 0) {
-            validate_fiscal_year_start_month(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else if (strcmp(m->key, "treasury") == 0) {
-            validate_workspace_update_treasury(m->value, verr_child(l->arena, ptr, m->key), mode, l);
-        } else {
-            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
-        }
-    }
-}
-
-/* workspace_update_name (openapi/workspace.yaml) */
-void validate_workspace_update_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
-{
-    (void)mode;
-    if (!(v->type == JSON_STRING)) {
-        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
-        return;
-    }
-    size_t len = json_utf8_codepoints(v->s, v->len);
-    if (len < 1)
-        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
-    if (len > 140)
-        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
-}
-
-/* workspace_update_treasury (openapi/workspace.yaml) */
-void validate_workspace_update_treasury(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+/* WorkspaceTreasuryUpdate (openapi/workspace.yaml) */
+void validate_workspace_treasury_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
     if (!(v->type == JSON_OBJECT)) {
         verr_add(l, ptr, NULL, "type", "%s", "must be an object");
@@ -1105,25 +1061,25 @@ void validate_workspace_update_treasury(const struct json_value *v, const char *
     for (size_t i = 0; i < v->count; i++) {
         const struct json_member *m = &v->members[i];
         if (strcmp(m->key, "fx_quote_ttl_seconds") == 0) {
-            validate_workspace_update_treasury_fx_quote_ttl_seconds(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_workspace_treasury_update_fx_quote_ttl_seconds(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "fx_spread_bps") == 0) {
-            validate_workspace_update_treasury_fx_spread_bps(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_workspace_treasury_update_fx_spread_bps(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "transfer_signatures_required") == 0) {
-            validate_workspace_update_treasury_transfer_signatures_required(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_workspace_treasury_update_transfer_signatures_required(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "transfer_authorisation_hours") == 0) {
-            validate_workspace_update_treasury_transfer_authorisation_hours(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_workspace_treasury_update_transfer_authorisation_hours(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "require_mfa") == 0) {
-            validate_workspace_update_treasury_require_mfa(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_workspace_treasury_update_require_mfa(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else if (strcmp(m->key, "idempotency_retention_hours") == 0) {
-            validate_workspace_update_treasury_idempotency_retention_hours(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+            validate_workspace_treasury_update_idempotency_retention_hours(m->value, verr_child(l->arena, ptr, m->key), mode, l);
         } else {
             verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
         }
     }
 }
 
-/* workspace_update_treasury_fx_quote_ttl_seconds (openapi/workspace.yaml) */
-void validate_workspace_update_treasury_fx_quote_ttl_seconds(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+/* workspace_treasury_update_fx_quote_ttl_seconds (openapi/workspace.yaml) */
+void validate_workspace_treasury_update_fx_quote_ttl_seconds(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
     (void)mode;
     if (v->type == JSON_NULL)
@@ -1152,8 +1108,8 @@ void validate_workspace_update_treasury_fx_quote_ttl_seconds(const struct json_v
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 3600");
 }
 
-/* workspace_update_treasury_fx_spread_bps (openapi/workspace.yaml) */
-void validate_workspace_update_treasury_fx_spread_bps(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+/* workspace_treasury_update_fx_spread_bps (openapi/workspace.yaml) */
+void validate_workspace_treasury_update_fx_spread_bps(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
     (void)mode;
     if (v->type == JSON_NULL)
@@ -1182,8 +1138,8 @@ void validate_workspace_update_treasury_fx_spread_bps(const struct json_value *v
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 1000");
 }
 
-/* workspace_update_treasury_idempotency_retention_hours (openapi/workspace.yaml) */
-void validate_workspace_update_treasury_idempotency_retention_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+/* workspace_treasury_update_idempotency_retention_hours (openapi/workspace.yaml) */
+void validate_workspace_treasury_update_idempotency_retention_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
     (void)mode;
     if (v->type == JSON_NULL)
@@ -1212,8 +1168,8 @@ void validate_workspace_update_treasury_idempotency_retention_hours(const struct
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 720");
 }
 
-/* workspace_update_treasury_require_mfa (openapi/workspace.yaml) */
-void validate_workspace_update_treasury_require_mfa(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+/* workspace_treasury_update_require_mfa (openapi/workspace.yaml) */
+void validate_workspace_treasury_update_require_mfa(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
     (void)mode;
     if (v->type == JSON_NULL)
@@ -1224,8 +1180,8 @@ void validate_workspace_update_treasury_require_mfa(const struct json_value *v, 
     }
 }
 
-/* workspace_update_treasury_transfer_authorisation_hours (openapi/workspace.yaml) */
-void validate_workspace_update_treasury_transfer_authorisation_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+/* workspace_treasury_update_transfer_authorisation_hours (openapi/workspace.yaml) */
+void validate_workspace_treasury_update_transfer_authorisation_hours(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
     (void)mode;
     if (v->type == JSON_NULL)
@@ -1254,8 +1210,8 @@ void validate_workspace_update_treasury_transfer_authorisation_hours(const struc
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 720");
 }
 
-/* workspace_update_treasury_transfer_signatures_required (openapi/workspace.yaml) */
-void validate_workspace_update_treasury_transfer_signatures_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+/* workspace_treasury_update_transfer_signatures_required (openapi/workspace.yaml) */
+void validate_workspace_treasury_update_transfer_signatures_required(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
 {
     (void)mode;
     if (v->type == JSON_NULL)
@@ -1282,4 +1238,48 @@ void validate_workspace_update_treasury_transfer_signatures_required(const struc
         verr_add(l, ptr, NULL, "minimum", "%s", "must be >= 2");
     if (n > INT64_C(5))
         verr_add(l, ptr, NULL, "maximum", "%s", "must be <= 5");
+}
+
+/* WorkspaceUpdate (openapi/workspace.yaml) */
+void validate_workspace_update(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    if (!(v->type == JSON_OBJECT)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be an object");
+        return;
+    }
+    if (v->count < 1)
+        verr_add(l, ptr, NULL, "min_properties", "%s", "must have at least 1 property");
+    for (size_t i = 0; i < v->count; i++) {
+        const struct json_member *m = &v->members[i];
+        if (strcmp(m->key, "name") == 0) {
+            validate_workspace_update_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "slug") == 0) {
+            validate_workspace_slug(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "base_currency") == 0) {
+            validate_currency_code(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "timezone") == 0) {
+            validate_time_zone_name(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "fiscal_year_start_month") == 0) {
+            validate_fiscal_year_start_month(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else if (strcmp(m->key, "treasury") == 0) {
+            validate_workspace_treasury_update(m->value, verr_child(l->arena, ptr, m->key), mode, l);
+        } else {
+            verr_add(l, ptr, m->key, "additional_property", "%s", "is not a property of this object");
+        }
+    }
+}
+
+/* workspace_update_name (openapi/workspace.yaml) */
+void validate_workspace_update_name(const struct json_value *v, const char *ptr, int mode, struct verr_list *l)
+{
+    (void)mode;
+    if (!(v->type == JSON_STRING)) {
+        verr_add(l, ptr, NULL, "type", "%s", "must be a string");
+        return;
+    }
+    size_t len = json_utf8_codepoints(v->s, v->len);
+    if (len < 1)
+        verr_add(l, ptr, NULL, "min_length", "%s", "must be at least 1 character long");
+    if (len > 140)
+        verr_add(l, ptr, NULL, "max_length", "%s", "must be at most 140 characters long");
 }

@@ -30,6 +30,22 @@ struct workspace_get_workspace_response {
 int workspace_get_workspace(struct req *r, const struct workspace_get_workspace_request *in,
                            struct workspace_get_workspace_response *out);
 
+/* PATCH /v1/workspace (updateWorkspace): Change the workspace profile and treasury settings */
+struct workspace_update_workspace_request {
+    const char *if_match; /* header If-Match, optional */
+    bool has_if_match;
+    struct workspace_update *body; /* request body (required) */
+};
+
+struct workspace_update_workspace_response {
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503) via req_problem() */
+    struct workspace *body_200; /* status 200: The workspace with its new profile and `ETag`. */
+    const char *etag; /* header ETag on 200; NULL = not sent */
+};
+
+int workspace_update_workspace(struct req *r, const struct workspace_update_workspace_request *in,
+                              struct workspace_update_workspace_response *out);
+
 /* GET /v1/workspace/members (listMembers): List the workspace's members */
 struct workspace_list_members_request {
     int64_t limit; /* query limit, optional, default 20 */
@@ -75,7 +91,6 @@ int workspace_update_workspace_settings(struct req *r, const struct workspace_up
                                        struct workspace_update_workspace_settings_response *out);
 
 /* Planned (x-status: planned; answered 501 by the dispatcher, no handler yet):
- *   PATCH /v1/workspace (updateWorkspace)
  *   GET /v1/workspace/applications (listApplications)
  *   PUT /v1/workspace/applications/{key} (updateApplication)
  *   GET /v1/workspace/domain (getCustomDomain)

@@ -143,10 +143,236 @@ int dispatch_workspace_get_workspace(struct req *r)
     return 0;
 }
 
+#ifdef TREASURY_CHECK_RESPONSES
+static void check_workspace_update_workspace(struct req *r)
+{
+    struct verr_list l;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+    struct json_value hv;
+    const char *hval;
+
+    verr_init(&l, &r->arena);
+    switch (r->status) {
+    case 200:
+        if (r->problem) {
+            verr_add(&l, "", NULL, "type", "%s", "status 200 is documented without a problem document");
+            break;
+        }
+        if (json_parse(&r->arena, r->resp_body ? r->resp_body : "", r->resp_len, &doc, &jerr) != 0)
+            verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
+        else
+            validate_workspace(doc, "", VALIDATE_RESPONSE, &l);
+        hval = resp_header(r, "ETag");
+        if (!hval)
+            verr_add(&l, "/header/ETag", NULL, "required", "%s", "is required");
+        else if (schemas_param_value(&hv, hval, SCHEMAS_PARAM_STRING) != 0)
+            verr_add(&l, "/header/ETag", NULL, "type", "%s", "must be a string");
+        else if (hval)
+            validate_header_etag(&hv, "/header/ETag", VALIDATE_RESPONSE, &l);
+        break;
+    case 400:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
+        break;
+    case 401:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
+    case 404:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
+        break;
+    case 409:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 412:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 412 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
+    case 415:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");
+        break;
+    case 422:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as a problem document");
+        break;
+    case 428:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 428 is documented as a problem document");
+        break;
+    case 429:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
+        break;
+    case 500:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
+        break;
+    case 503:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
+        break;
+    default:
+        verr_add(&l, "", NULL, "status", "status %d is not documented", r->status);
+        break;
+    }
+    if (l.count == 0)
+        return;
+    for (int i = 0; i < l.count; i++)
+        fprintf(stderr, "RESPONSE SCHEMA VIOLATION op=%s status=%d pointer=%s code=%s detail=%s\n",
+                "updateWorkspace", r->status, l.items[i].pointer, l.items[i].code, l.items[i].detail);
+    req_problem(r, 500, "response_schema_violation", "The response of %s does not match the API description.",
+                "updateWorkspace");
+}
+#endif
+
 /* PATCH /v1/workspace (updateWorkspace) */
 int dispatch_workspace_update_workspace(struct req *r)
 {
-    req_problem(r, 501, "not_implemented", "%s is planned and not built yet.", "PATCH /v1/workspace (updateWorkspace)");
+    struct workspace_update_workspace_request in;
+    struct workspace_update_workspace_response out;
+    struct json_value pv;
+    const char *text;
+    struct json_value *doc = NULL;
+    struct json_error jerr;
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    text = req_header(r, "If-Match");
+    if (!text) {
+        /* absent: has_if_match stays false */
+    } else if (schemas_param_value(&pv, text, SCHEMAS_PARAM_STRING) != 0) {
+        verr_add(&r->verr, "/header/If-Match", NULL, "type", "%s", "must be valid UTF-8 text");
+    } else {
+        validate_param_if_match(&pv, "/header/If-Match", VALIDATE_REQUEST, &r->verr);
+        in.if_match = pv.s;
+        in.has_if_match = true;
+    }
+    if (r->verr.count > 0) {
+        req_problem(r, 400, "invalid_request", "The request has %d invalid parameter%s.",
+                    r->verr.count, r->verr.count == 1 ? "" : "s");
+        r->with_errors = true;
+        return 0;
+    }
+    if (!r->body || r->body_len == 0) {
+        verr_add(&r->verr, "", NULL, "required", "%s", "a request body is required");
+        req_problem_validation(r, 422, "The request body is missing.");
+        return 0;
+    } else {
+        if (json_parse(&r->arena, r->body, r->body_len, &doc, &jerr) != 0) {
+            req_problem(r, 400, "malformed_json", "The request body is not valid JSON: %s at byte %zu.",
+                        jerr.msg, jerr.offset);
+            return 0;
+        }
+        validate_workspace_update(doc, "", VALIDATE_REQUEST, &r->verr);
+        if (r->verr.count > 0) {
+            req_problem_validation(r, 422, arena_printf(&r->arena, "The request body has %d%s invalid field%s.",
+                                                       r->verr.count, r->verr.truncated ? "+" : "",
+                                                       r->verr.count == 1 ? "" : "s"));
+            return 0;
+        }
+        in.body = arena_alloc(&r->arena, sizeof *in.body);
+        if (decode_workspace_update(&r->arena, doc, in.body) != 0)
+            return -1;
+    }
+    text = req_header(r, "If-Match");
+    if (!text || strcmp(text, "*") == 0) {
+        req_problem(r, 428, "precondition_required", "%s",
+                    "Send If-Match with the ETag of the version you read (GET it first; * names none), so that this change cannot overwrite one made since.");
+        return 0;
+    }
+    if (doc) {
+        struct jsonw aw;
+        const struct json_value *av;
+        char *fields;
+
+        jsonw_init(&aw);
+        jsonw_object_begin(&aw);
+        if ((av = json_get(doc, "name")) != NULL) {
+            jsonw_key(&aw, "name");
+            jsonw_value(&aw, av);
+        }
+        if ((av = json_get(doc, "slug")) != NULL) {
+            jsonw_key(&aw, "slug");
+            jsonw_value(&aw, av);
+        }
+        if ((av = json_get(doc, "base_currency")) != NULL) {
+            jsonw_key(&aw, "base_currency");
+            jsonw_value(&aw, av);
+        }
+        if ((av = json_get(doc, "timezone")) != NULL) {
+            jsonw_key(&aw, "timezone");
+            jsonw_value(&aw, av);
+        }
+        if ((av = json_get(doc, "fiscal_year_start_month")) != NULL) {
+            jsonw_key(&aw, "fiscal_year_start_month");
+            jsonw_value(&aw, av);
+        }
+        if ((av = json_get(doc, "treasury")) != NULL) {
+            jsonw_key(&aw, "treasury");
+            jsonw_value(&aw, av);
+        }
+        jsonw_object_end(&aw);
+        fields = jsonw_take(&aw, NULL);
+        jsonw_release(&aw);
+        r->audit.fields = arena_strdup(&r->arena, fields);
+        free(fields);
+    }
+
+    r->handler_ran = true; /* from here on, the answer is the operation's own */
+    if (workspace_update_workspace(r, &in, &out) != 0)
+        return -1;
+    if (r->status == 0) {
+        switch (out.status) {
+        case 200:
+            if (!out.body_200) {
+                log_error("%s answered 200 without body_200", "updateWorkspace");
+                return -1;
+            }
+            {
+                struct jsonw jw;
+                size_t len = 0;
+                char *buf;
+
+                jsonw_init(&jw);
+                encode_workspace(&jw, out.body_200);
+                buf = jsonw_take(&jw, &len);
+                jsonw_release(&jw);
+                req_set_json(r, 200, buf, len);
+            }
+            break;
+        default:
+            log_error("%s answered status %d, which is not a documented success status", "updateWorkspace",
+                      out.status);
+            return -1;
+        }
+        if (!out.etag && r->status == 200)
+            out.etag = req_etag(r, out.body_200->version);
+        if (out.etag && (r->status == 200))
+            req_set_header(r, "ETag", out.etag);
+    }
+    if (r->status >= 200 && r->status < 300 && !r->problem) {
+        if (!r->audit.written) {
+            const char *after = NULL;
+
+            if (audit_declared_write(r, out.body_200->id, after) != 0)
+                return -1;
+        }
+    }
+#ifdef TREASURY_CHECK_RESPONSES
+    check_workspace_update_workspace(r);
+#endif
     return 0;
 }
 

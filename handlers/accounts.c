@@ -594,6 +594,17 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
         r->with_errors = true;
         return 0;
     }
+    int refused = acc_mfa_refused(wid, u.id);
+    if (refused < 0)
+        return -1;
+    if (refused) {
+        req_problem(r, 403, "workspace_requires_mfa",
+                    "Workspace %s requires multi-factor authentication of its members, and this "
+                    "account has none: enrol it (POST /v1/accounts/mfa/enroll) from a session "
+                    "you still have, or ask an administrator of the workspace.",
+                    wid);
+        return 0;
+    }
     struct login_response *resp = open_session(r, u.id, wid, role, lifetime);
     if (!resp)
         return -1;
@@ -604,6 +615,17 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
     out->status = 200;
     out->body_200 = resp;
     return 0;
+}
+
+/* ---- a workspace that requires MFA (treasury.require_mfa, PATCH /v1/workspace) -------------- */
+
+int acc_mfa_refused(const char *wid, const char *user_id)
+{
+    const char *v[] = {wid, user_id};
+    return storage_query_text("SELECT 1 FROM workspaces w JOIN users u ON u.id = ?2 "
+                              "WHERE w.id = ?1 AND w.treasury_require_mfa = 1 "
+                              "AND u.mfa_status <> 'enabled'",
+                              v, 2, NULL, 0);
 }
 
 /* ---- refresh ------------------------------------------------------------------------------ */
@@ -751,6 +773,14 @@ int acc_refresh(struct req *r, const char *refresh_token, const char *want_scope
             return -1;
         r->keep_writes = true;
         invalid_grant(r, "The user can no longer use this workspace; the session has ended.");
+        return 0;
+    }
+    int refused = acc_mfa_refused(f.workspace_id, f.user_id);
+    if (refused < 0)
+        return -1;
+    if (refused) {
+        invalid_grant(r, "The workspace now requires multi-factor authentication, which this "
+                         "account has not enabled: enrol it, then log in again.");
         return 0;
     }
     if (want_scope && acc_scope_beyond(want_scope, f.scope, beyond, sizeof beyond)) {

@@ -53,6 +53,11 @@ int acc_workspace_save_settings(struct req *r, struct workspace_row *w)
     return resource_save_state(r, &rows_workspace, w);
 }
 
+int acc_workspace_save_profile(struct req *r, struct workspace_row *w)
+{
+    return resource_save(r, &rows_workspace, w);
+}
+
 /* ---- users ---- */
 
 int acc_user_insert(const char *id, const char *email, const char *email_norm,

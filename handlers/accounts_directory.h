@@ -1,8 +1,8 @@
 /* The accounts API's directory: every write of its workspaces, users and members tables, in
  * one file (accounts_directory.c) for the handlers that change them (accounts.c: MFA;
  * accounts_invitations.c: signup and joining; accounts_password.c: passwords; workspace.c:
- * settings and removing a member) and for the operator commands (admin_cli.c: bootstrap),
- * which link it without the rest of the handlers. It needs the runtime only (storage), and the
+ * settings, profile and removing a member) and for the operator commands (admin_cli.c:
+ * bootstrap), which link it without the rest of the handlers. It needs the runtime only (storage), and the
  * workspaces' generated row codec and encoder (generated/rows_workspace.c,
  * schemas_workspace_json.c: runtime-only too). Reads stay where they are used. Each function
  * logs a failed statement; 0 / -1 unless it says. */
@@ -25,6 +25,10 @@ int acc_workspace_set_rate_limit(const char *id, long long per_minute, const cha
 struct req;
 struct workspace_row;
 int acc_workspace_save_settings(struct req *r, struct workspace_row *w);
+/* The caller's workspace w with its profile changed (PATCH /v1/workspace), saved whole as the
+ * next version, except the operator's rate limit (maintained). resource_save's answers: 1
+ * saved, 0 answered 412, DB_ERR_UNIQUE another workspace has the slug, -1 failure. */
+int acc_workspace_save_profile(struct req *r, struct workspace_row *w);
 
 /* ---- users ---- */
 

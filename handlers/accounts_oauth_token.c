@@ -305,6 +305,15 @@ static int exchange_code(struct req *r, const struct token_request *t, const cha
         invalid_grant(r, "The user can no longer use this workspace.");
         return 0;
     }
+    int refused = acc_mfa_refused(k.workspace_id, k.user_id);
+    if (refused < 0)
+        return -1;
+    if (refused) {
+        r->keep_writes = true;
+        invalid_grant(r, "The workspace requires multi-factor authentication, which the user "
+                         "has not enabled.");
+        return 0;
+    }
     if (acc_role_scopes(k.workspace_id, role, granted, sizeof granted) != 0)
         return -1;
     acc_scope_intersection(k.scope, granted, scope, sizeof scope);

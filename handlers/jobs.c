@@ -1,6 +1,7 @@
 #include "handlers/jobs.h"
 
 #include "handlers/accounts_oauth.h"
+#include "handlers/conversions.h"
 #include "handlers/payments.h"
 #include "handlers/rates_live.h"
 #include "runtime/job_runner.h"
@@ -10,6 +11,7 @@ int handlers_jobs(const struct config *c)
     const struct job jobs[] = {
         payments_settlement_job(c),
         accounts_oauth_purge_job(),
+        conversions_settlement_job(c),
         rates_live_prune_job(),
     };
     for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++)

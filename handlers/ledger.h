@@ -11,6 +11,8 @@
  *   ledger_periods.c   accounting periods, their close and its checklist
  *   ledger_reports.c   the trial balance (JSON and CSV) and the journal listing as CSV
  *   ledger_settings.c  the posting settings, and the payment postings they drive
+ *   ledger_fx.c        the FX accounts conversions post through (ledger_fx_accounts, created
+ *                      at first use through ledger_account_insert) and their available balance
  *
  * Amounts are int64 minor units. A balance's `amount` is signed in the account's normal
  * direction: debits - credits for a debit-normal account, credits - debits otherwise. */

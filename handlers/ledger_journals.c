@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "generated/scopes.h"
+#include "handlers/conversions.h"
 #include "handlers/ledger.h"
 #include "handlers/ledger_posting.h"
 #include "runtime/clock.h"
@@ -126,8 +127,14 @@ static int check_source(struct req *r, const struct journal_entry *e)
             return db_failed("payment lookup");
         found = rc == DB_ROW;
     }
-    /* conversions and bank transactions do not exist yet (their APIs are planned): none is
-     * found */
+    if (e->source == JOURNAL_SOURCE_CONVERSION) {
+        struct conversion_funding c;
+        int rc = conversions_funding(r, e->source_id, &c); /* this workspace's only */
+        if (rc < 0)
+            return -1;
+        found = rc == 1;
+    }
+    /* bank transactions do not exist yet (their API is planned): none is found */
     if (!found)
         verr_add(&r->verr, "/source_id", NULL, "source_not_found", "no %s %s in this workspace",
                  journal_source_str(e->source), e->source_id);

@@ -343,13 +343,15 @@ int pay_from_create(struct req *r, const struct payment_create *c, const char *b
         return pay_person_missing(r) == 0 ? 1 : -1;
     pay_set_creator(r, x);
 
-    if (c->has_funding_conversion_id)
-        verr_add(&r->verr, base, "funding_conversion_id", "conversion_not_found",
-                 "no conversion %s exists (conversions are not served yet)",
-                 c->funding_conversion_id);
     /* The approvals will be given for the beneficiary as it is now. */
     if (check_payment(r, p, c->has_effective_date, base) != 0 ||
         pay_beneficiary_round(r, p->beneficiary_id, &x->beneficiary_round) != 0)
+        return -1;
+    /* a batch is approved as a whole: no item can wait for its own conversion */
+    if (base[0] && c->has_funding_conversion_id)
+        verr_add(&r->verr, base, "funding_conversion_id", "funding_not_in_batch",
+                 "a batch item cannot name a funding conversion");
+    else if (pay_check_funding(r, p, base) != 0)
         return -1;
     return 0;
 }
@@ -378,6 +380,8 @@ int payments_create_payment(struct req *r, const struct payments_create_payment_
     int64_t need = pay_approvals_needed_for(r, x, &x->created_for, 1);
     if (need < 0)
         return -1;
+    if (need == 0 && p->has_funding_conversion_id)
+        need = 1; /* trade flows: approved once its conversion settled, never straight away */
     p->approval->required = need;
     pay_set_status(x, need > 0 ? PAYMENT_STATUS_PENDING_APPROVAL : PAYMENT_STATUS_APPROVED);
     /* Both events carry the payment as stored: render it once. */
@@ -524,6 +528,14 @@ int pay_part_of_batch(struct req *r, const struct payment *p)
     return 1;
 }
 
+static bool same_funding(const struct payment *a, const struct payment *b)
+{
+    if (a->has_funding_conversion_id != b->has_funding_conversion_id)
+        return false;
+    return !a->has_funding_conversion_id ||
+           strcmp(a->funding_conversion_id, b->funding_conversion_id) == 0;
+}
+
 static bool editable(enum payment_status s)
 {
     return s == PAYMENT_STATUS_PENDING_APPROVAL || s == PAYMENT_STATUS_APPROVED ||
@@ -551,7 +563,9 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
     }
     const struct payment old = *p;
     merge_payment_update_into_payment(&r->arena, u, p);
-    if (check_payment(r, p, u->has_effective_date, "") != 0)
+    unsigned changed = pay_changed_fields(&old, p);
+    if (check_payment(r, p, u->has_effective_date, "") != 0 ||
+        (changed & pay_funding_fields() && pay_check_funding(r, p, "") != 0))
         return -1;
     if (r->verr.count > 0) {
         req_problem_validation(r, 422, "The changed payment breaks a payment rule.");
@@ -572,8 +586,11 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
      * A new round starts from none and the policy runs again (the velocity rule for the
      * creator and for the changer), so the payment goes back to pending_approval whenever the
      * policy asks for approvals. external_id and metadata changes keep the approvals. */
-    unsigned changed = pay_changed_fields(&old, p);
     bool reevaluate = changed != 0;
+    if (!same_funding(&old, p)) { /* another conversion, or none: the hold was the old one's */
+        p->has_hold_reason = false;
+        p->hold_reason = NULL;
+    }
     const char *detail = NULL, *me = NULL;
     if (reevaluate) {
         if (!(me = pay_person(r)))
@@ -583,6 +600,8 @@ int payments_update_payment(struct req *r, const struct payments_update_payment_
         if (need < 0 ||
             pay_beneficiary_round(r, p->beneficiary_id, &x->beneficiary_round) != 0)
             return -1;
+        if (need == 0 && p->has_funding_conversion_id)
+            need = 1; /* trade flows: as on create */
         x->approval_round++;
         p->approval->required = need;
         p->approval->received = 0;

@@ -37,6 +37,13 @@ int pay_page_rows(struct req *r, struct payment **items, size_t n, const char *s
 /* Loads r's workspace's payment id into x (in r->arena): 1 found, 0 answered (404, or 412 for
  * an If-Match naming another version), -1 failure. */
 int pay_load(struct req *r, const char *id, const char *if_match, struct payment_row *x);
+/* (payments_funding.c) Trade flows. A violation at base's funding_conversion_id for a funding
+ * p breaks (a conversion of the workspace, not cancelled, buying p's currency, covering p
+ * with the other payments still to be paid it funds); nothing without one. 0 / -1. */
+int pay_check_funding(struct req *r, const struct payment *p, const char *base);
+/* Whether p may be approved as far as its funding goes: not on hold (409 payment_on_hold),
+ * its conversion settled (409 funding_conversion_not_settled). 1 / 0 answered / -1. */
+int pay_funding_allows_approval(struct req *r, const struct payment *p);
 /* How pay_save writes x. */
 enum pay_write {
     PAY_INSERT,       /* a new row */
@@ -156,6 +163,8 @@ int pay_approvals_still_hold(struct req *r, struct payment_row *x);
 unsigned pay_changed_fields(const struct payment *a, const struct payment *b);
 /* The mask as "amount, beneficiary_id" (in r->arena). */
 const char *pay_fields_text(struct req *r, unsigned fields);
+/* The fields whose change checks a payment's funding again (amount, currency, the conversion). */
+unsigned pay_funding_fields(void);
 /* The audit detail of a change (JSON: maker, via, each field before and after, the new
  * round and the approvals it needs), in r->arena; NULL on failure. */
 const char *pay_change_detail(struct req *r, const struct payment *before,

@@ -298,7 +298,8 @@ int payments_approve_payment(struct req *r, const struct payments_approve_paymen
     if (found <= 0 || (found = may_decide(r, x, "approved")) <= 0)
         return found;
     struct payment *p = &x->obj;
-    if ((found = pay_within_limit(r, "this payment", p->currency, p->amount)) <= 0)
+    if ((found = pay_funding_allows_approval(r, p)) <= 0 ||
+        (found = pay_within_limit(r, "this payment", p->currency, p->amount)) <= 0)
         return found;
     const char *why = NULL;
     bool failed = false;

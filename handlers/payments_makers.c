@@ -247,7 +247,16 @@ unsigned pay_changed_fields(const struct payment *a, const struct payment *b)
     if (!same(a->has_remittance_information ? a->remittance_information : NULL,
               b->has_remittance_information ? b->remittance_information : NULL))
         m |= field_bit(PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION);
+    if (!same(a->has_funding_conversion_id ? a->funding_conversion_id : NULL,
+              b->has_funding_conversion_id ? b->funding_conversion_id : NULL))
+        m |= field_bit(PAYMENT_APPROVAL_FIELD_FUNDING_CONVERSION_ID);
     return m;
+}
+
+unsigned pay_funding_fields(void)
+{
+    return field_bit(PAYMENT_APPROVAL_FIELD_AMOUNT) | field_bit(PAYMENT_APPROVAL_FIELD_CURRENCY) |
+           field_bit(PAYMENT_APPROVAL_FIELD_FUNDING_CONVERSION_ID);
 }
 
 /* One field's value as JSON (NULL remittance as null). */
@@ -281,6 +290,12 @@ static void field_value(struct jsonw *w, const struct payment *p, enum payment_a
         else
             jsonw_null(w);
         return;
+    case PAYMENT_APPROVAL_FIELD_FUNDING_CONVERSION_ID:
+        if (p->has_funding_conversion_id)
+            jsonw_string(w, p->funding_conversion_id);
+        else
+            jsonw_null(w);
+        return;
     }
 }
 
@@ -292,7 +307,7 @@ const char *pay_change_detail(struct req *r, const struct payment *before,
     pay_maker_detail_begin(r, &w, person);
     jsonw_key(&w, "changed");
     jsonw_object_begin(&w);
-    for (int f = PAYMENT_APPROVAL_FIELD_AMOUNT; f <= PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION;
+    for (int f = PAYMENT_APPROVAL_FIELD_AMOUNT; f <= PAYMENT_APPROVAL_FIELD_FUNDING_CONVERSION_ID;
          f++) {
         if (!(fields & field_bit(f)))
             continue;
@@ -347,7 +362,7 @@ int pay_maker_fields(const char *payment_id, const char *person, unsigned *field
 const char *pay_fields_text(struct req *r, unsigned fields)
 {
     const char *out = "";
-    for (int f = PAYMENT_APPROVAL_FIELD_AMOUNT; f <= PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION;
+    for (int f = PAYMENT_APPROVAL_FIELD_AMOUNT; f <= PAYMENT_APPROVAL_FIELD_FUNDING_CONVERSION_ID;
          f++)
         if (fields & field_bit(f))
             out = arena_printf(&r->arena, "%s%s%s", out, *out ? ", " : "",
@@ -382,7 +397,7 @@ static void read_maker(struct req *r, struct db_stmt *st, int col, struct paymen
     m->action = PAYMENT_MAKER_ACTION_CHANGED;
     m->fields = arena_alloc(&r->arena, 8 * sizeof *m->fields);
     m->fields_count = 0;
-    for (int f = PAYMENT_APPROVAL_FIELD_AMOUNT; f <= PAYMENT_APPROVAL_FIELD_REMITTANCE_INFORMATION;
+    for (int f = PAYMENT_APPROVAL_FIELD_AMOUNT; f <= PAYMENT_APPROVAL_FIELD_FUNDING_CONVERSION_ID;
          f++)
         if (fields & field_bit(f))
             m->fields[m->fields_count++] = f;

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "generated/rows_workspace.h"
@@ -13,10 +14,12 @@
 #include "handlers/accounts_directory.h"
 #include "handlers/accounts_oauth.h"
 #include "handlers/admin.h"
+#include "handlers/workspace.h"
 #include "runtime/audit.h"
 #include "runtime/clock.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
+#include "runtime/jsonw.h"
 #include "runtime/log.h"
 #include "runtime/resource.h"
 #include "runtime/ratelimit.h"
@@ -50,6 +53,86 @@ static int load(struct req *r, const char *if_match, struct workspace_row *x)
     return 1;
 }
 
+/* ---- the treasury settings other APIs read (workspace.h) ---------------------------------- */
+
+/* The defaults of WorkspaceTreasurySettings (openapi/workspace.yaml): a NULL column is unset. */
+static const struct workspace_treasury treasury_defaults = {
+    .fx_quote_ttl_seconds = 30,
+    .fx_spread_bps = 0,
+    .transfer_signatures_required = 2,
+    .transfer_authorisation_hours = 72,
+    .require_mfa = false,
+    .idempotency_retention_hours = 24,
+};
+
+int workspace_treasury_of(struct req *r, struct workspace_treasury *out)
+{
+    *out = treasury_defaults;
+    struct db_stmt *st = storage_prepare(
+        "SELECT treasury_fx_quote_ttl_seconds, treasury_fx_spread_bps, "
+        "treasury_transfer_signatures_required, treasury_transfer_authorisation_hours, "
+        "treasury_require_mfa, treasury_idempotency_retention_hours FROM workspaces WHERE id = ?");
+    if (!st)
+        return -1;
+    db_bind_text(st, 1, r->principal.workspace_id);
+    int rc = db_step(st);
+    if (rc == DB_ROW) {
+        int *ints[] = {&out->fx_quote_ttl_seconds, &out->fx_spread_bps,
+                       &out->transfer_signatures_required, &out->transfer_authorisation_hours,
+                       NULL, &out->idempotency_retention_hours};
+        for (int c = 0; c < 6; c++) {
+            if (db_column_is_null(st, c))
+                continue;
+            if (ints[c])
+                *ints[c] = (int)db_column_int64(st, c);
+            else
+                out->require_mfa = db_column_int64(st, c) != 0;
+        }
+    }
+    db_reset(st);
+    if (rc != DB_ROW) {
+        if (rc != DB_DONE)
+            log_error("workspace: reading the treasury settings of %s failed: %s",
+                      r->principal.workspace_id, storage_errmsg());
+        return -1;
+    }
+    return 0;
+}
+
+int64_t workspace_idempotency_retention_s(struct req *r)
+{
+    struct workspace_treasury t;
+    if (!r->principal.workspace_id || workspace_treasury_of(r, &t) != 0)
+        return 0;
+    return (int64_t)t.idempotency_retention_hours * 3600;
+}
+
+/* The answer's treasury: every setting, its default where unset (the row keeps NULL, so a
+ * default is never frozen into it). After any save of w. */
+static void fill_treasury(struct req *r, struct workspace *w)
+{
+    struct workspace_treasury_settings *t = arena_alloc(&r->arena, sizeof *t);
+    if (w->treasury)
+        *t = *w->treasury;
+    const struct workspace_treasury *d = &treasury_defaults;
+#define DEFAULT(m)                                                                               \
+    do {                                                                                         \
+        if (!t->has_##m) {                                                                       \
+            t->m = d->m;                                                                         \
+            t->has_##m = true;                                                                   \
+        }                                                                                        \
+    } while (0)
+    DEFAULT(fx_quote_ttl_seconds);
+    DEFAULT(fx_spread_bps);
+    DEFAULT(transfer_signatures_required);
+    DEFAULT(transfer_authorisation_hours);
+    DEFAULT(require_mfa);
+    DEFAULT(idempotency_retention_hours);
+#undef DEFAULT
+    w->treasury = t;
+    w->has_treasury = true;
+}
+
 int workspace_get_workspace(struct req *r, const struct workspace_get_workspace_request *in,
                             struct workspace_get_workspace_response *out)
 {
@@ -58,6 +141,7 @@ int workspace_get_workspace(struct req *r, const struct workspace_get_workspace_
     int found = load(r, NULL, x);
     if (found <= 0)
         return found;
+    fill_treasury(r, &x->obj);
     out->status = 200;
     out->body_200 = &x->obj;
     return 0;
@@ -74,6 +158,148 @@ int workspace_update_workspace_settings(
     x->obj.settings->token_lifetime_seconds = in->body->token_lifetime_seconds;
     if ((found = acc_workspace_save_settings(r, x)) <= 0)
         return found;
+    fill_treasury(r, &x->obj);
+    out->status = 200;
+    out->body_200 = &x->obj;
+    return 0;
+}
+
+/* ---- the profile (PATCH /v1/workspace) ------------------------------------------------------ */
+
+/* Whether the time zone database has the zone name: a TZif file of that name under TZDIR
+ * (glibc's variable) or /usr/share/zoneinfo. The schema's pattern admits no `.`, so the name
+ * cannot leave the folder; the posix/ and right/ copies of the database are no zone names. */
+static bool timezone_known(const char *name)
+{
+    if (strncmp(name, "posix/", 6) == 0 || strncmp(name, "right/", 6) == 0 ||
+        strcmp(name, "posixrules") == 0 || strcmp(name, "Factory") == 0)
+        return false;
+    const char *dir = getenv("TZDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir && dir[0] ? dir : "/usr/share/zoneinfo", name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    char magic[4];
+    bool tzif = fread(magic, 1, sizeof magic, f) == sizeof magic && memcmp(magic, "TZif", 4) == 0;
+    fclose(f);
+    return tzif;
+}
+
+/* Whether another workspace has the slug. 1 / 0, -1 failure. */
+static int slug_taken(struct req *r, const char *slug)
+{
+    const char *v[] = {slug, r->principal.workspace_id};
+    char id[64];
+    return storage_query_text("SELECT id FROM workspaces WHERE slug = ? AND id <> ?", v, 2, id,
+                              sizeof id);
+}
+
+static void answer_slug_taken(struct req *r, const char *slug)
+{
+    req_problem(r, 409, "slug_taken", "The slug %s is taken; choose another.", slug);
+}
+
+static bool same_text(bool has_a, const char *a, bool has_b, const char *b)
+{
+    return has_a == has_b && (!has_a || strcmp(a, b) == 0);
+}
+
+static bool same_int(bool has_a, int64_t a, bool has_b, int64_t b)
+{
+    return has_a == has_b && (!has_a || a == b);
+}
+
+/* The audit detail: {"changed": [...]}, the members whose value changed from *o to *n (a
+ * treasury setting as treasury.<name>; a reset to the default counts when it was set). */
+static const char *changed_members(struct req *r, const struct workspace *o,
+                                   const struct workspace_treasury_settings *ot,
+                                   const struct workspace *n)
+{
+    static const struct workspace_treasury_settings none;
+    const struct workspace_treasury_settings *nt = n->treasury ? n->treasury : &none;
+    struct jsonw w;
+    jsonw_init(&w);
+    jsonw_object_begin(&w);
+    jsonw_key(&w, "changed");
+    jsonw_array_begin(&w);
+#define NOTE(differs, label)                                                                     \
+    do {                                                                                         \
+        if (differs)                                                                             \
+            jsonw_string(&w, label);                                                             \
+    } while (0)
+    NOTE(strcmp(o->name, n->name) != 0, "name");
+    NOTE(!same_text(o->has_slug, o->slug, n->has_slug, n->slug), "slug");
+    NOTE(!same_text(o->has_base_currency, o->base_currency, n->has_base_currency,
+                    n->base_currency),
+         "base_currency");
+    NOTE(!same_text(o->has_timezone, o->timezone, n->has_timezone, n->timezone), "timezone");
+    NOTE(!same_int(o->has_fiscal_year_start_month, o->fiscal_year_start_month,
+                   n->has_fiscal_year_start_month, n->fiscal_year_start_month),
+         "fiscal_year_start_month");
+#define NOTE_T(m) NOTE(!same_int(ot->has_##m, ot->m, nt->has_##m, nt->m), "treasury." #m)
+    NOTE_T(fx_quote_ttl_seconds);
+    NOTE_T(fx_spread_bps);
+    NOTE_T(transfer_signatures_required);
+    NOTE_T(transfer_authorisation_hours);
+    NOTE_T(require_mfa);
+    NOTE_T(idempotency_retention_hours);
+#undef NOTE_T
+#undef NOTE
+    jsonw_array_end(&w);
+    jsonw_object_end(&w);
+    size_t len = 0;
+    char *text = jsonw_take(&w, &len);
+    jsonw_release(&w);
+    const char *out = text ? arena_printf(&r->arena, "%s", text) : NULL;
+    free(text);
+    return out;
+}
+
+int workspace_update_workspace(struct req *r, const struct workspace_update_workspace_request *in,
+                               struct workspace_update_workspace_response *out)
+{
+    const struct workspace_update *u = in->body;
+    struct workspace_row *x = arena_alloc(&r->arena, sizeof *x);
+    int found = load(r, in->has_if_match ? in->if_match : NULL, x);
+    if (found <= 0)
+        return found;
+    if (u->has_timezone && !timezone_known(u->timezone)) {
+        verr_add(&r->verr, "/timezone", NULL, "unknown_timezone", "%s",
+                 "the time zone database has no such zone");
+        req_problem(r, 422, "unknown_timezone", "%s is not a time zone of the IANA database.",
+                    u->timezone);
+        r->with_errors = true;
+        return 0;
+    }
+    if (u->has_slug) {
+        int taken = slug_taken(r, u->slug);
+        if (taken < 0)
+            return -1;
+        if (taken) {
+            answer_slug_taken(r, u->slug);
+            return 0;
+        }
+    }
+    /* the merge writes into the treasury object the row was read with: keep its values */
+    struct workspace before = x->obj;
+    struct workspace_treasury_settings before_t = {0};
+    if (x->obj.treasury)
+        before_t = *x->obj.treasury;
+    merge_workspace_update_into_workspace(&r->arena, u, &x->obj);
+    const char *detail = changed_members(r, &before, &before_t, &x->obj);
+    if (!detail)
+        return -1;
+    int saved = acc_workspace_save_profile(r, x);
+    if (saved == DB_ERR_UNIQUE) { /* another workspace took the slug meanwhile */
+        answer_slug_taken(r, u->slug);
+        return 0;
+    }
+    if (saved <= 0)
+        return saved;
+    if (audit_change(r, "workspace.updated", "workspace", x->obj.id, NULL, NULL, detail) != 0)
+        return -1;
+    fill_treasury(r, &x->obj);
     out->status = 200;
     out->body_200 = &x->obj;
     return 0;

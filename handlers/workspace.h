@@ -4,6 +4,7 @@
 #define HANDLERS_WORKSPACE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "runtime/req.h"
 
@@ -18,5 +19,9 @@ struct workspace_treasury {
 };
 /* r's workspace's treasury settings into *out. 0 / -1 (failure, or no such workspace). */
 int workspace_treasury_of(struct req *r, struct workspace_treasury *out);
+/* How long r's idempotency record is kept, in seconds: its workspace's
+ * idempotency_retention_hours (0, the runtime's default, when r has no workspace or the
+ * settings cannot be read). The runtime's retention source (runtime/idempotency.h). */
+int64_t workspace_idempotency_retention_s(struct req *r);
 
 #endif

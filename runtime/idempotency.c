@@ -28,6 +28,13 @@ struct claim {
     struct claim *next;
 };
 
+static idempotency_retention_fn *retention_source;
+
+void idempotency_set_retention_source(idempotency_retention_fn *fn)
+{
+    retention_source = fn;
+}
+
 static pthread_mutex_t claims_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct claim *claims[CLAIM_BUCKETS];
 
@@ -394,8 +401,11 @@ int idempotency_store(struct req *r, int first_header)
     }
 
     int64_t ms = clock_now_ms();
+    int64_t keep_s = retention_source ? retention_source(r) : 0;
+    if (keep_s <= 0)
+        keep_s = IDEMPOTENCY_RETENTION_S;
     format_time_rfc3339(ms, now, sizeof now);
-    format_time_rfc3339(ms + (int64_t)IDEMPOTENCY_RETENTION_S * 1000, expires, sizeof expires);
+    format_time_rfc3339(ms + keep_s * 1000, expires, sizeof expires);
     /* A record that expired but was not purged yet gives way to the new one; a live one never
      * does (another instance's answer to the same key, stored meanwhile: nothing is stored
      * then, and the caller is told). */

@@ -4,7 +4,8 @@
  * same key and body; another body answers 422; a retry while the first runs answers 409. A
  * request refused before its handler (parameters, schema, auth, quota) or failing with a 5xx
  * is not stored, so it can be fixed or retried. A success is stored in the same transaction as
- * the handler's writes. Keys are scoped by (workspace, user, method, path), kept 24 h. */
+ * the handler's writes. Keys are scoped by (workspace, user, method, path), kept 24 h or the
+ * retention the source set below answers for the request. */
 #ifndef RUNTIME_IDEMPOTENCY_H
 #define RUNTIME_IDEMPOTENCY_H
 
@@ -14,6 +15,14 @@
 #include "runtime/req.h"
 
 #define IDEMPOTENCY_RETENTION_S (24 * 3600)
+
+/* How long the record of request r is kept, in seconds (0: IDEMPOTENCY_RETENTION_S). The
+ * handlers supply it (a workspace's own retention, handlers/workspace.c): the runtime knows no
+ * table. Called inside r's write transaction, once r's principal is known. */
+typedef int64_t idempotency_retention_fn(struct req *r);
+/* Sets the source of retentions (NULL: every record kept IDEMPOTENCY_RETENTION_S); before
+ * the server takes requests. */
+void idempotency_set_retention_source(idempotency_retention_fn *fn);
 
 /* Before the transaction: reads the key (none: the request is simply not idempotent), refuses
  * a malformed one (400), fingerprints the canonical body and claims the key in this process

@@ -16,6 +16,7 @@
 #include "handlers/invitations.h"
 #include "handlers/jobs.h"
 #include "handlers/privileges.h"
+#include "handlers/workspace.h"
 #include "handlers/admin_cli.h"
 #include "runtime/auth.h"
 #include "runtime/clock.h"
@@ -24,6 +25,7 @@
 #include "runtime/cursor.h"
 #include "runtime/group_commit.h"
 #include "runtime/housekeeping.h"
+#include "runtime/idempotency.h"
 #include "runtime/job_runner.h"
 #include "runtime/keys.h"
 #include "runtime/log.h"
@@ -242,6 +244,7 @@ static int run_server(const struct config *c)
     ratelimit_init(c->rate_limit);
     ratelimit_set_quotas_source(&handlers_workspace_quotas);
     revocation_set_source(&handlers_revocations);
+    idempotency_set_retention_source(&workspace_idempotency_retention_s);
     /* Quotas spent before a restart still count: a restart is no way around a limit. */
     if (ratelimit_restore(ratelimit_now_ns()) != 0 || ratelimit_load_overrides() != 0) {
         snprintf(err, sizeof err, "cannot load the rate-limit state from the database");

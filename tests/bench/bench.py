@@ -19,6 +19,8 @@ server's req/s are then also quoted against it. Never asserts timings; it prints
 Then the PostgreSQL rows: the same binary with --database on a throwaway local cluster
 (tests/pg/cluster.py), GET one payment, POST (16 and 64 connections) and approve, with the CPU
 per request of the server and of PostgreSQL's processes.
+The conversions row: POST /v1/conversions/quote (a quote priced from a live rate pushed at
+setup), quoted against /healthz like every row.
 The ledger rows: POST /v1/ledger/journals (a two-line entry posted at once; quoted also against
 POST /v1/payments), and GET /v1/ledger/trial-balance of a workspace of 100 accounts with 10,000
 and with 1,000,000 posted lines, seeded through SQL into the server's database (ledger_seed):
@@ -447,6 +449,23 @@ def ledger_setup(proc, port, env, root, tok):
     return journal, tokens
 
 
+# The conversions row: a quote priced from a live rate pushed at setup (the market is off).
+POST_QUOTE = "POST /v1/conversions/quote"
+
+
+def conversions_setup(port, root, tok):
+    """A live EURUSD rate in the payments' workspace (through the API), and the quote body."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+    with Client("127.0.0.1", port, cafile=str(root / "data" / "tls.crt"), token=tok) as c:
+        r = c.post("/v1/rates", json={"rates": [{"pair": "EURUSD", "bid": "1.0841500000",
+                                                 "ask": "1.0843500000", "as_of": now,
+                                                 "source": "manual"}]})
+        if r.status != 200:
+            print("POST /v1/rates answered %d: the quote row will fail" % r.status)
+    return {"sell_currency": "EUR", "buy_currency": "USD", "fixed_side": "sell",
+            "sell_amount": 100000}
+
+
 def selected(only, name):
     """BENCH_ONLY: comma-separated parts of the scenarios' names to run (all when unset)."""
     return not only or any(part and part in name for part in only.split(","))
@@ -516,6 +535,7 @@ def main():
         tok, approver, pay_id, payment, singles = setup(proc, port, env, root)
         journal, tb_tokens = ledger_setup(proc, port, env, root, tok)
         rates_setup(port, root, tok)
+        quote = conversions_setup(port, root, tok)
         # Setup wrote tens of thousands of rows: let the WAL be copied back now rather than
         # under the first scenarios (the server has one core; its checkpointer shares it).
         db = sqlite3.connect(str(root / "data" / "treasury.db"), timeout=60)
@@ -538,6 +558,8 @@ def main():
              None),
             (POST_JOURNAL, base + "/v1/ledger/journals", tok,
              [lua_post(root / "journal.lua", journal)] * ROUNDS, None),
+            (POST_QUOTE, base + "/v1/conversions/quote", tok,
+             [lua_post(root / "quote.lua", quote)] * ROUNDS, None),
             (TB_10K, base + "/v1/ledger/trial-balance", tb_tokens[TB_10K], None, None),
             (TB_1M, base + "/v1/ledger/trial-balance", tb_tokens[TB_1M], None, None),
             (GET_RATES, base + "/v1/rates?limit=20", tok, None, None),

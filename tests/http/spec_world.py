@@ -176,6 +176,23 @@ def body_journal(world, person, body):
     return body
 
 
+def live_rate(world):
+    """Quotes price from a live rate: one of EURUSD (the examples' pair) pushed as of now,
+    the rate the example quotes."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3]
+    assert_json(world.owner.client.post("/v1/rates", json={"rates": [{
+        "pair": "EURUSD", "bid": "1.0841500000", "ask": "1.0843500000",
+        "as_of": now + "Z", "source": "manual"}]}), 200)
+
+
+def ensure_before(world, kind):
+    """What KINDS says must hold before a resource of kind is made, for a request that makes
+    one itself (a body naming what it needs)."""
+    if kind not in world._before:
+        KINDS[kind].before(world)
+        world._before.add(kind)
+
+
 def posted_entry(world, obj):
     """A world entry (a draft) posted, for the operations that act on posted entries only."""
     return assert_json(world.owner.client.post("/v1/ledger/journals/%s/post" % obj["id"]), 200)
@@ -217,6 +234,7 @@ def new_fx_rate(world, person):
 
 KINDS = {
     "FxRate": Kind(make=new_fx_rate),
+    "FxQuote": Kind(before=live_rate),
     "JournalEntry": Kind(before=open_journal_period),
     "Payment": Kind(before=example_policy),
     "PaymentBatch": Kind(before=example_policy),
@@ -342,6 +360,29 @@ def body_ledger_settings(world, person, body):
     return body
 
 
+def body_fx_quote(world, person, body):
+    """The example quote at the pair's spot date (the example's value date is in the past),
+    with the live rate it prices from."""
+    ensure_before(world, "FxQuote")
+    body.pop("value_date", None)
+    return body
+
+
+def body_fx_execute(world, person, body):
+    """The terms of a quote of its own (a quote is executed once)."""
+    q = world.make("FxQuote")
+    body.update({k: q[k] for k in ("sell_currency", "buy_currency", "sell_amount",
+                                   "buy_amount", "value_date")}, quote_id=q["id"])
+    return body
+
+
+def body_workspace(world, person, body):
+    """The example profile with a slug of its own: slugs are unique across the service, and
+    every world of a server changes its workspace's."""
+    body["slug"] = fresh("kind-")
+    return body
+
+
 def body_rate_push(world, person, body):
     """Pushed rates are observed now: the example's as_of is long past the 7 days a push
     accepts (as_of_too_old)."""
@@ -384,6 +425,9 @@ def body_rate_alert(world, person, body):
 
 
 BODIES = {
+    "FxQuoteCreate": body_fx_quote,
+    "FxConversionExecute": body_fx_execute,
+    "WorkspaceUpdate": body_workspace,
     "FxRatePushBatch": body_rate_push,
     "RateCurveCreate": body_rate_curve,
     "RateCurveUpdate": body_rate_curve,

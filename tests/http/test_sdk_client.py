@@ -38,5 +38,6 @@ def test_the_generated_typescript_client_works_against_the_server(server, client
     assert checks[("request-id", None)]["echoed"] is True
     assert checks[("idempotency-key", None)]["replayed"] is True
     assert checks[("coverage", None)]["missing"] == []
-    for api in ("accounts", "admin", "ledger", "meta", "payments", "rates", "workspace"):
+    for api in ("accounts", "admin", "conversions", "ledger", "meta", "payments", "rates",
+                "workspace"):
         assert ("api", api) in checks, out.stdout

@@ -76,12 +76,18 @@ export const calls: Record<string, (api: Api) => Promise<Outcome>> = {
   reporting: (api) => api.GET("/reports", { params: { query: { limit: 10 } } }),
   audit: (api) => api.GET("/audit/events", { params: { query: { limit: 10 } } }),
   integrations: (api) => api.GET("/integrations", { params: { query: { limit: 10 } } }),
-  conversions: (api) =>
-    api.POST("/conversions/quote", {
+  conversions: async (api) => {
+    // a live rate to price from (the market may be off), then a quote at the spot date
+    await api.POST("/rates", {
+      body: { rates: [{ pair: "EURUSD", bid: "1.0841500000", ask: "1.0843500000",
+                        as_of: new Date().toISOString(), source: "manual" }] },
+    });
+    return api.POST("/conversions/quote", {
       params: { header: { "Idempotency-Key": uuid() } },
       body: { sell_currency: "EUR", buy_currency: "USD", fixed_side: "sell",
-              sell_amount: 100000000, value_date: "2025-03-18" },
-    }),
+              sell_amount: 100000000 },
+    });
+  },
   transfers: (api) => api.GET("/counterparties", { params: { query: { limit: 10 } } }),
   analytics: (api) => api.GET("/anomalies", { params: { query: { limit: 10 } } }),
   scheduling: (api) => api.GET("/schedules", { params: { query: { limit: 10 } } }),
