@@ -329,7 +329,8 @@ int conversions_get_conversion_positions(
             p = &rep->data[rep->data_count++];
             memset(p, 0, sizeof *p);
             p->currency = arena_strdup(&r->arena, ccy);
-            p->forward_exposure = arena_alloc(&r->arena, EXPOSURES_MAX * sizeof *p->forward_exposure);
+            p->forward_exposure =
+                arena_alloc(&r->arena, EXPOSURES_MAX * sizeof *p->forward_exposure);
         }
         const char *vd = db_column_text(st, 1);
         int64_t buys = db_column_int64(st, 2), sells = db_column_int64(st, 3);

@@ -213,9 +213,9 @@ static bool past_expiry(const struct fx_quote *q)
 
 /* ---- operations ---------------------------------------------------------------------------- */
 
-int conversions_create_conversion_quote(struct req *r,
-                                        const struct conversions_create_conversion_quote_request *in,
-                                        struct conversions_create_conversion_quote_response *out)
+int conversions_create_conversion_quote(
+    struct req *r, const struct conversions_create_conversion_quote_request *in,
+    struct conversions_create_conversion_quote_response *out)
 {
     const struct fx_quote_create *c = in->body;
     struct workspace_treasury ws;

@@ -12,13 +12,12 @@
  * spread = floor(sell_amount × mid_rate, in B's minor units) − buy_amount, the difference
  * between the mid and the client rate (its line left out when 0). Both legs are lines of one
  * entry, so they post together or not at all; the entry and the conversion's new state are
- * written in one step of the group-commit writer (as handlers/payments_settlement.c's), so a
+ * written in one step of the group-commit writer (runtime/job_steps.h), so a
  * crash never leaves one without the other. A posting rule's refusal (a period closed since
  * the execution, an archived FX account) leaves the conversion unsettled (overdue), logged.
  *
  * The job writes fx_conversions through conversions.c (conversions_save_settlement) and the
  * ledger through handlers/ledger_posting.h. Its principal is "system". */
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,8 +29,7 @@
 #include "runtime/clock.h"
 #include "runtime/decimal.h"
 #include "runtime/format.h"
-#include "runtime/group_commit.h"
-#include "runtime/id.h"
+#include "runtime/job_steps.h"
 #include "runtime/log.h"
 #include "runtime/resource.h"
 #include "runtime/storage.h"
@@ -41,15 +39,6 @@
 /* The part of a step the ledger posting runs in: a refused posting is undone alone, and the
  * conversion then stays unsettled (storage_nested_begin). */
 #define POSTING_PART "fx_conversion_posting"
-
-struct step {
-    struct group_commit_item item;
-    char id[40], ws[40];
-    int64_t now;
-    struct req r;
-    bool ok;
-    const char *moved; /* "from -> to[: detail]", logged once committed */
-};
 
 /* spread = floor(sell × mid in B's minor units) − buy (>= 0: buy was rounded down from sell ×
  * rate, or sell rounded up from buy ÷ rate, and rate <= mid). 0 / -1. */
@@ -113,7 +102,7 @@ static int post(struct req *r, const struct fx_conversion *c, const struct ledge
 }
 
 /* One due conversion, in the writer's transaction: settled when funded, else overdue. 0 / -1. */
-static int settle(struct step *st, struct fx_conversion *x)
+static int settle(struct job_step *st, struct fx_conversion *x)
 {
     struct req *r = &st->r;
     struct fx_conversion *c = x;
@@ -161,71 +150,31 @@ static int settle(struct step *st, struct fx_conversion *x)
     return 0;
 }
 
-static bool step_run(void *ctx, bool guarded)
+/* On the writer, in its transaction, the conversion claimed: settles it when it is still due
+ * (not cancelled or settled meanwhile, its cut-off reached). */
+static int step_work(struct job_step *st)
 {
-    struct step *st = ctx;
     struct req *r = &st->r;
-    arena_release(&r->arena); /* a second run starts from nothing */
-    memset(r, 0, sizeof *r);
-    arena_init(&r->arena);
-    verr_init(&r->verr, &r->arena);
-    r->principal.workspace_id = st->ws;
-    r->principal.user_id = "system";
-    r->request_id = id_new(&r->arena, "req");
-    st->ok = false;
-    st->moved = NULL;
-    if ((guarded ? storage_savepoint() : storage_unguarded_begin()) != 0)
-        return false;
-    int claimed = storage_claim("fx_conversions", "id", st->id);
-    if (claimed <= 0) {
-        int end = guarded ? storage_savepoint_end(false) : storage_unguarded_end(false);
-        st->ok = claimed == 0 && end == 0;
-        return end > 0;
-    }
     struct fx_conversion *x = arena_alloc(&r->arena, sizeof *x);
     int found = resource_load(r, &rows_fx_conversion, st->id, x);
-    int rc = -1;
+    if (found == RESOURCE_FAILED)
+        return -1;
     char now[40];
     format_time_rfc3339(st->now, now, sizeof now);
-    if (found == RESOURCE_MISSING)
-        rc = 0;
-    else if (found == RESOURCE_FOUND &&
-             ((x->status != FX_CONVERSION_STATUS_SCHEDULED &&
-               x->status != FX_CONVERSION_STATUS_OVERDUE) ||
-              strcmp(x->settlement_cutoff_at, now) > 0))
-        rc = 0; /* cancelled or settled meanwhile */
-    else if (found == RESOURCE_FOUND)
-        rc = settle(st, x);
-    int end = guarded ? storage_savepoint_end(rc == 0) : storage_unguarded_end(rc == 0);
-    if (end > 0)
-        return true;
-    st->ok = rc == 0 && end == 0;
-    return false;
+    if (found == RESOURCE_MISSING ||
+        (x->status != FX_CONVERSION_STATUS_SCHEDULED &&
+         x->status != FX_CONVERSION_STATUS_OVERDUE) ||
+        strcmp(x->settlement_cutoff_at, now) > 0)
+        return 0; /* cancelled or settled meanwhile */
+    return settle(st, x);
 }
 
-static struct step steps[BATCH];
-static pthread_mutex_t round_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t round_cv = PTHREAD_COND_INITIALIZER;
-static int round_left, round_n;
+static struct job_step steps[BATCH];
+static struct job_steps due =
+    JOB_STEPS_INIT("conversions settlement", "fx_conversions", step_work, steps, BATCH);
 /* Where the next round starts (cut-off, id): overdue conversions stay due, so each round
  * goes on after the last one's, and starts over once a round reaches the end. */
 static char after_cutoff[40], after_id[40];
-
-static void step_done(void *ctx, enum group_commit_outcome outcome)
-{
-    struct step *st = ctx;
-    if (!st->ok || outcome != GROUP_COMMIT_COMMITTED) {
-        st->ok = false;
-        log_error("conversions: the settlement step of %s failed; it stays due", st->id);
-    } else if (st->moved) {
-        log_info("conversions: %s %s", st->id, st->moved);
-    }
-    arena_release(&st->r.arena);
-    pthread_mutex_lock(&round_mu);
-    if (--round_left == 0)
-        pthread_cond_signal(&round_cv);
-    pthread_mutex_unlock(&round_mu);
-}
 
 /* The round's reading part: the due conversions after the last round's, at most BATCH. */
 static int settle_pick(void)
@@ -244,48 +193,28 @@ static int settle_pick(void)
     db_bind_text(st, 2, after_cutoff);
     db_bind_text(st, 3, after_id);
     db_bind_int64(st, 4, BATCH);
-    int n = 0, rc;
-    while ((rc = db_step(st)) == DB_ROW && n < BATCH) {
-        struct step *s = &steps[n++];
-        memset(s, 0, sizeof *s);
-        snprintf(s->id, sizeof s->id, "%s", db_column_text(st, 0));
-        snprintf(s->ws, sizeof s->ws, "%s", db_column_text(st, 1));
+    job_steps_reset(&due);
+    int rc;
+    struct job_step *s;
+    while ((rc = db_step(st)) == DB_ROW &&
+           (s = job_steps_add(&due, db_column_text(st, 0), db_column_text(st, 1), now_ms))) {
         snprintf(after_cutoff, sizeof after_cutoff, "%s", db_column_text(st, 2));
         snprintf(after_id, sizeof after_id, "%s", s->id);
-        s->now = now_ms;
-        s->item.run = step_run;
-        s->item.done = step_done;
-        s->item.ctx = s;
-        s->item.serial_key = s->ws;
     }
     db_reset(st);
     if (rc != DB_DONE && rc != DB_ROW) {
         log_error("conversions: cannot read the due conversions: %s", storage_errmsg());
         return -1;
     }
-    if (n < BATCH) /* the end reached: the next round starts over */
+    if (due.n < BATCH) /* the end reached: the next round starts over */
         after_cutoff[0] = after_id[0] = '\0';
-    round_n = n;
-    return n;
+    return due.n;
 }
 
-/* The round's steps, handed to the writer; waits until each has ended. 0, or -1 when one
- * failed (it stays due). */
+/* The round's steps, handed to the writer; waits until each has ended. */
 static int settle_act(void)
 {
-    int n = round_n, failed = 0;
-    pthread_mutex_lock(&round_mu);
-    round_left = n;
-    pthread_mutex_unlock(&round_mu);
-    for (int i = 0; i < n; i++)
-        group_commit_submit(&steps[i].item);
-    pthread_mutex_lock(&round_mu);
-    while (round_left > 0)
-        pthread_cond_wait(&round_cv, &round_mu);
-    pthread_mutex_unlock(&round_mu);
-    for (int i = 0; i < n; i++)
-        failed |= !steps[i].ok;
-    return failed ? -1 : 0;
+    return job_steps_run(&due);
 }
 
 struct job conversions_settlement_job(const struct config *c)

@@ -6,7 +6,7 @@
  * repeated: what committed is done, and what did not is still due and runs again
  * (payments_rail.h says why asking the rail again is safe).
  *
- * The steps of a round are handed to the group-commit writer (runtime/group_commit.h) like
+ * The steps of a round are handed to the group-commit writer (runtime/job_steps.h) like
  * write requests, so they share its transactions and fsyncs instead of taking the write lock
  * once each, and its connection's page cache is not thrown away after every step (SQLite
  * drops a connection's cache whenever another connection has committed). A step that fails
@@ -21,7 +21,6 @@
  * The ledger records the money that moved (handlers/ledger_posting.h): a payment that completes
  * posts its settlement, one returned after completing posts the reversal (post_to_ledger).
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,11 +31,9 @@
 #include "runtime/audit.h"
 #include "runtime/clock.h"
 #include "runtime/format.h"
-#include "runtime/group_commit.h"
-#include "runtime/id.h"
+#include "runtime/job_steps.h"
 #include "runtime/log.h"
 #include "runtime/storage.h"
-#include "runtime/verr.h"
 
 #define BATCH 50
 /* How long a step the rail could not take waits before it is tried again. */
@@ -68,20 +65,8 @@ static enum rail_state rail_state_of(enum payment_status s)
                                            : RAIL_PROCESSING;
 }
 
-/* One payment's step: a group-commit item. Everything it allocates lives in r's arena, which
- * starts afresh for each run (the writer may run it twice) and is freed when the batch ends. */
-struct step {
-    struct group_commit_item item;
-    char id[40], ws[40];
-    int64_t version; /* the payment's version the round picked, durable before the step */
-    int64_t now;
-    struct req r;
-    bool ok;           /* the last run did its step (or found nothing due) */
-    const char *moved; /* "from -> to[: detail]" when the status changed, logged once committed */
-};
-
 /* Records the new status s with its event; the next step at next_at (0: none). */
-static int move(struct step *st, struct payment_row *x, enum payment_status s, int64_t next_at,
+static int move(struct job_step *st, struct payment_row *x, enum payment_status s, int64_t next_at,
                 const char *detail)
 {
     struct req *r = &st->r;
@@ -106,7 +91,7 @@ static int move(struct step *st, struct payment_row *x, enum payment_status s, i
  * the client re-enters it once the beneficiary is approved again), with failure_reason
  * starting with the problem code approval would answer, and its payment.failed event and
  * audit record. *refused when it was failed. 0 / -1. */
-static int payee_refused(struct step *st, struct payment_row *x, bool *refused)
+static int payee_refused(struct job_step *st, struct payment_row *x, bool *refused)
 {
     struct req *r = &st->r;
     struct payment *p = &x->obj;
@@ -145,7 +130,7 @@ static int payee_refused(struct step *st, struct payment_row *x, bool *refused)
  * is undone and stays due, like any other. The step's principal is "system" with no scopes:
  * the period rules admit its postings in open periods (a closing period wants ledger:close,
  * so a payment settling into one stays unposted). 0 / -1. */
-static int post_to_ledger(struct step *st, struct payment_row *x, enum payment_status from)
+static int post_to_ledger(struct job_step *st, struct payment_row *x, enum payment_status from)
 {
     struct req *r = &st->r;
     const struct payment *p = &x->obj;
@@ -170,7 +155,7 @@ static int post_to_ledger(struct step *st, struct payment_row *x, enum payment_s
 }
 
 /* One step of x, due at st->now, inside the writer's transaction. 0 / -1. */
-static int advance(struct step *st, struct payment_row *x)
+static int advance(struct job_step *st, struct payment_row *x)
 {
     struct req *r = &st->r;
     int64_t now = st->now;
@@ -239,83 +224,34 @@ static int advance(struct step *st, struct payment_row *x)
     }
 }
 
-/* The round handed to the writer, and how many of its steps have not ended yet. Only the
- * settlement job's thread submits, one round at a time. */
-static struct step steps[BATCH];
-static pthread_mutex_t round_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t round_cv = PTHREAD_COND_INITIALIZER;
-static int round_left;
-
-/* On the writer, in its transaction: advances the payment if it is still due. Returns true
- * when an unguarded run left writes that must be undone (the writer then runs it again). */
-static bool step_run(void *ctx, bool guarded)
+/* On the writer, in its transaction, the payment claimed: advances it if it is still due. */
+static int step_work(struct job_step *st)
 {
-    struct step *st = ctx;
     struct req *r = &st->r;
-    arena_release(&r->arena); /* a second run starts from nothing */
-    memset(r, 0, sizeof *r);
-    arena_init(&r->arena);
-    verr_init(&r->verr, &r->arena); /* a refused ledger posting collects violations here */
-    r->principal.workspace_id = st->ws;
-    r->principal.user_id = "system"; /* the audit actor of every worker step */
-    r->request_id = id_new(&r->arena, "req");
-    st->ok = false;
-    st->moved = NULL;
-    if ((guarded ? storage_savepoint() : storage_unguarded_begin()) != 0)
-        return false;
-    /* Another instance's worker may have picked the same payment: whoever holds its row
-     * moves it; the other leaves it (it is reloaded below, so a step taken meanwhile shows). */
-    int claimed = storage_claim("payments", "id", st->id);
-    if (claimed <= 0) {
-        int end = guarded ? storage_savepoint_end(false) : storage_unguarded_end(false);
-        st->ok = claimed == 0 && end == 0;
-        return end > 0;
-    }
     struct payment_row *x = arena_alloc(&r->arena, sizeof *x);
     int found = pay_load(r, st->id, NULL, x);
-    int rc = -1;
-    if (found == 0 || (found == 1 && (!x->has_next_step_at || x->next_step_at > st->now)))
-        rc = 0; /* gone or moved on meanwhile */
-    else if (found == 1 && x->obj.version != st->version)
-        rc = 0; /* changed since the round picked it (an edit to its amount or payee): that
-                 * change may be visible before it is durable, and a rail is told only what a
-                 * crash cannot take back, so the next round takes it, once durable */
-    else if (found == 1)
-        rc = advance(st, x);
-    int end = guarded ? storage_savepoint_end(rc == 0) : storage_unguarded_end(rc == 0);
-    if (end > 0)
-        return true;
-    st->ok = rc == 0 && end == 0;
-    return false;
+    if (found < 0)
+        return -1;
+    if (found == 0 || !x->has_next_step_at || x->next_step_at > st->now)
+        return 0; /* gone or moved on meanwhile */
+    if (x->obj.version != st->version)
+        return 0; /* changed since the round picked it (an edit to its amount or payee): that
+                   * change may be visible before it is durable, and a rail is told only what a
+                   * crash cannot take back, so the next round takes it, once durable */
+    return advance(st, x);
 }
 
-static void step_done(void *ctx, enum group_commit_outcome outcome)
-{
-    struct step *st = ctx;
-    if (!st->ok || outcome != GROUP_COMMIT_COMMITTED) {
-        st->ok = false;
-        log_error("settlement: the step of %s failed; it stays due", st->id);
-    } else if (st->moved) {
-        log_info("settlement: %s %s", st->id, st->moved);
-    }
-    arena_release(&st->r.arena);
-    pthread_mutex_lock(&round_mu);
-    if (--round_left == 0)
-        pthread_cond_signal(&round_cv);
-    pthread_mutex_unlock(&round_mu);
-}
-
-/* How many payments the round picked into steps. */
-static int round_n;
+static struct job_step steps[BATCH];
+static struct job_steps due = JOB_STEPS_INIT("settlement", "payments", step_work, steps, BATCH);
 
 /* One round's database part (the job's run): every payment due now, at most BATCH, picked
  * into steps. How many, or -1. The job runner then waits until what this read is durable
- * before settle_act: a rail is told only of durable payments, since an approval a crash
- * could still take back must not become money sent (runtime/job_runner.h). */
+ * before the act (job_steps_run): a rail is told only of durable payments, since an approval
+ * a crash could still take back must not become money sent (runtime/job_runner.h). */
 static int settle_pick(void)
 {
     int64_t now = clock_now_ms();
-    int n = 0;
+    job_steps_reset(&due);
     struct db_stmt *st = storage_prepare(
         "SELECT id, workspace_id, version FROM payments WHERE next_step_at IS NOT NULL AND "
         "next_step_at <= ? ORDER BY next_step_at, id LIMIT ?");
@@ -324,45 +260,23 @@ static int settle_pick(void)
     db_bind_int64(st, 1, now);
     db_bind_int64(st, 2, BATCH);
     int rc;
-    while ((rc = db_step(st)) == DB_ROW && n < BATCH) {
-        struct step *s = &steps[n++];
-        memset(s, 0, sizeof *s);
-        snprintf(s->id, sizeof s->id, "%s", db_column_text(st, 0));
-        snprintf(s->ws, sizeof s->ws, "%s", db_column_text(st, 1));
+    struct job_step *s;
+    while ((rc = db_step(st)) == DB_ROW &&
+           (s = job_steps_add(&due, db_column_text(st, 0), db_column_text(st, 1), now)))
         s->version = db_column_int64(st, 2);
-        s->now = now;
-        s->item.run = step_run;
-        s->item.done = step_done;
-        s->item.ctx = s;
-        s->item.serial_key = s->ws;
-    }
     db_reset(st);
     if (rc != DB_DONE && rc != DB_ROW) {
         log_error("settlement: cannot read the due payments: %s", storage_errmsg());
         return -1;
     }
-    round_n = n;
-    return n;
+    return due.n;
 }
 
 /* The round's acting part (the job's act, on durable payments only): the picked steps handed
- * to the writer, each asking the rail; waits until each step has ended. 0, or -1 when one
- * failed (it stays due). */
+ * to the writer, each asking the rail; waits until each step has ended. */
 static int settle_act(void)
 {
-    int n = round_n, failed = 0;
-    pthread_mutex_lock(&round_mu);
-    round_left = n;
-    pthread_mutex_unlock(&round_mu);
-    for (int i = 0; i < n; i++)
-        group_commit_submit(&steps[i].item);
-    pthread_mutex_lock(&round_mu);
-    while (round_left > 0)
-        pthread_cond_wait(&round_cv, &round_mu);
-    pthread_mutex_unlock(&round_mu);
-    for (int i = 0; i < n; i++)
-        failed |= !steps[i].ok;
-    return failed ? -1 : 0;
+    return job_steps_run(&due);
 }
 
 struct job payments_settlement_job(const struct config *c)

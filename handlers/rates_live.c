@@ -135,8 +135,9 @@ bool rates_live_supersedes(const struct rates_live_row *a, const struct rates_li
 
 int rates_live_current(struct req *r, const char *pair, struct rates_live_row *out)
 {
-    struct db_stmt *st = storage_prepare("SELECT " LIVE_COLUMNS " FROM fx_live_rates WHERE pair = ?1"
-                                         " AND COALESCE(workspace_id, '') IN (?2, '')");
+    struct db_stmt *st =
+        storage_prepare("SELECT " LIVE_COLUMNS " FROM fx_live_rates WHERE pair = ?1"
+                        " AND COALESCE(workspace_id, '') IN (?2, '')");
     if (!st)
         return -1;
     db_bind_text(st, 1, pair);

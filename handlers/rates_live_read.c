@@ -66,7 +66,8 @@ static int custom_rate(struct req *r, const struct rates_live_row *spot, const c
             *reason = "outside_curve";
             return 0;
         }
-        shifted[i] = arena_strdup(&r->arena, decimal_format_fixed(sum, RATES_SCALE, buf, sizeof buf));
+        shifted[i] =
+            arena_strdup(&r->arena, decimal_format_fixed(sum, RATES_SCALE, buf, sizeof buf));
     }
     struct rates_live_row x = *spot;
     x.bid = shifted[0];
@@ -159,9 +160,11 @@ static int list_reference(struct req *r, const char *const *pairs, size_t n_pair
  * p, parameters ?1 the workspace, ?2 base, ?3 quote. */
 #define PRICING_PUBLICATIONS                                                                       \
     "p.workspace_id = ?1 AND p.source = 'ecb' AND "                                                \
-    "(?2 = 'EUR' OR EXISTS (SELECT 1 FROM reference_rates x WHERE x.workspace_id = p.workspace_id " \
+    "(?2 = 'EUR' OR EXISTS (SELECT 1 FROM reference_rates x WHERE x.workspace_id = "               \
+    "p.workspace_id "                                                                              \
     "AND x.source = p.source AND x.date = p.date AND x.currency = ?2)) AND "                       \
-    "(?3 = 'EUR' OR EXISTS (SELECT 1 FROM reference_rates x WHERE x.workspace_id = p.workspace_id " \
+    "(?3 = 'EUR' OR EXISTS (SELECT 1 FROM reference_rates x WHERE x.workspace_id = "               \
+    "p.workspace_id "                                                                              \
     "AND x.source = p.source AND x.date = p.date AND x.currency = ?3))"
 
 /* The reference history of base/quote: one point per publication pricing it dated in [from,

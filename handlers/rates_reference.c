@@ -216,7 +216,8 @@ static int parse_file(struct req *r, const char *body, size_t len, struct ecb_pa
     e->p = NULL;
     if (st != XML_STATUS_OK && code != XML_ERROR_ABORTED) {
         verr_init(&r->verr, &r->arena);
-        req_problem(r, 400, "malformed_xml", "The body is not well-formed XML: %s (line %lu, column %lu).",
+        req_problem(r, 400, "malformed_xml",
+                    "The body is not well-formed XML: %s (line %lu, column %lu).",
                     XML_ErrorString(code), line, col + 1);
         return 0;
     }
