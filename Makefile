@@ -122,10 +122,12 @@ $(BUILD)/tests/test_ledger_accounts: $(BUILD)/obj/handlers/ledger_accounts.o \
 # The forward points of a custom curve (handlers/rates_curves.c: rates_forward), which the
 # conversions API prices with and no operation of the rates API answers.
 $(BUILD)/tests/test_rates_curves: $(BUILD)/obj/handlers/rates_curves.o \
+    $(BUILD)/obj/handlers/rates_dates.o \
     $(filter-out %_dispatch.o %/routes.o,$(GENERATED:%.c=$(BUILD)/obj/%.o))
 # The rate alerts' condition and their evaluation (handlers/rates_alerts.c), tested beside
 # the HTTP tests against the schema itself, with the generated rows and codecs.
 $(BUILD)/tests/test_rates_alerts: $(BUILD)/obj/handlers/rates_alerts.o \
+    $(BUILD)/obj/handlers/rates_dates.o \
     $(filter-out %_dispatch.o %/routes.o,$(GENERATED:%.c=$(BUILD)/obj/%.o))
 
 # ---- generated code -----------------------------------------------------------------------

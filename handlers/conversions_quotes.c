@@ -38,32 +38,6 @@ static void today(char out[11])
     out[10] = '\0';
 }
 
-/* Whether date (YYYY-MM-DD, a real date) is a Saturday or a Sunday. */
-static bool weekend(const char *date)
-{
-    char t[32];
-    int64_t ms = 0;
-    snprintf(t, sizeof t, "%.10sT00:00:00Z", date);
-    if (!format_time_parse_any(t, &ms))
-        return false;
-    int64_t days = ms / 86400000;
-    int wday = (int)(((days % 7) + 7 + 4) % 7); /* 1970-01-01 was a Thursday; 0 Sunday */
-    return wday == 0 || wday == 6;
-}
-
-/* The same day a year after date (text; a 29 February gives a bound that is not a date, but
- * compares as one: after 28 February, before 1 March). */
-static void year_after(const char *date, char out[11])
-{
-    int y = 0;
-    sscanf(date, "%4d", &y);
-    char year[16];
-    snprintf(year, sizeof year, "%04d", (y + 1) % 10000);
-    memcpy(out, year, 4);
-    memcpy(out + 4, date + 4, 6);
-    out[10] = '\0';
-}
-
 /* ---- pricing ------------------------------------------------------------------------------- */
 
 /* mid × (1 − bps / 10000), half-even to RATES_SCALE decimals. 0 / -1. */
@@ -104,12 +78,16 @@ static int check_body(struct req *r, const struct fx_quote_create *c, const char
     *forward = strcmp(*value_date, spot) > 0;
     if (!c->has_value_date)
         return 0;
+    /* a year after spot: the same day of the month, or February's last (rates_add_months) */
+    int64_t spot_day = 0, value_day = 0;
     char limit[11];
-    year_after(spot, limit);
+    if (!rates_date_days(spot, &spot_day) || !rates_date_days(c->value_date, &value_day))
+        return -1; /* both real dates: the spot date computed, the value date by its format */
+    rates_date_of_days(rates_add_months(spot_day, 12), limit);
     if (strcmp(c->value_date, day) < 0)
         verr_add(&r->verr, "/value_date", NULL, "value_date_in_past",
                  "is before today (%s, UTC)", day);
-    else if (weekend(c->value_date))
+    else if (rates_weekend(value_day))
         verr_add(&r->verr, "/value_date", NULL, "value_date_not_business_day",
                  "%s is a Saturday or a Sunday", c->value_date);
     else if (strcmp(c->value_date, limit) > 0)

@@ -1,8 +1,9 @@
 /* What the rates files share, and the rates that other APIs read (the conversions API prices
  * quotes through rates_live_mid and rates_forward). Who writes what (handlers/sql/README.md):
  *
- *   rates_live.c       live rates: the pair's current rate and its history (pushRates,
- *                      listRates, getRate, getRateHistory), the pair and spot-date rules
+ *   rates_dates.c      currency pairs and the FX calendar (spot dates, weekends, months)
+ *   rates_live.c       live rates: the pair's current rate and its history (pushRates),
+ *                      read by rates_live_read.c (listRates, getRate, getRateHistory)
  *   rates_market.c     the embedded sandbox market: a seeded random walk per pair, a
  *                      background job that records a tick every configured interval
  *   rates_reference.c  the ECB reference-rate file import and the reference rates (cross
@@ -25,15 +26,30 @@
 /* The largest scale a rate has (the spec's Rate: 10 decimal places). */
 #define RATES_SCALE 10
 
-/* ---- rates_live.c: pairs, spot dates, the current live rate ---------------------------- */
+/* ---- rates_dates.c: pairs and the FX calendar ------------------------------------------ */
 
 /* Whether pair is two different active ISO 4217 codes (`EURUSD`): true into base and quote
  * (each 4 bytes, NUL-terminated), false otherwise. */
 bool rates_pair_split(const char *pair, char base[4], char quote[4]);
-/* The spot date of pair for a trade on trade_date (YYYY-MM-DD): two weekdays later, one for
- * USDCAD and CADUSD; public holidays are not modelled. Into out (11 bytes). 0 / -1 (malformed
- * date). */
+/* A date as its day number since 1970-01-01: false when date is not YYYY-MM-DD of a real day. */
+bool rates_date_days(const char *date, int64_t *days);
+/* Day number days as YYYY-MM-DD into out (11 bytes). */
+void rates_date_of_days(int64_t days, char out[11]);
+/* Today's day number (UTC, the server clock). */
+int64_t rates_today(void);
+/* Whether day is a Saturday or a Sunday (public holidays are not modelled). */
+bool rates_weekend(int64_t day);
+/* day plus n weekdays (n >= 0). */
+int64_t rates_add_weekdays(int64_t day, int n);
+/* The same day of the month n months after day, or that month's last day when shorter. */
+int64_t rates_add_months(int64_t day, int n);
+/* The spot day of pair for a trade on trade_day: two weekdays later, one for USDCAD and
+ * CADUSD. rates_spot_date: the same on dates (YYYY-MM-DD into out, 11 bytes); 0 / -1 (a
+ * malformed date). */
+int64_t rates_spot_day(const char *pair, int64_t trade_day);
 int rates_spot_date(const char *pair, const char *trade_date, char out[11]);
+
+/* ---- rates_live.c: the current live rate -------------------------------------------------- */
 
 /* A live mid price of base in quote, as conversions price from it. */
 struct rates_price {

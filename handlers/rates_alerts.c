@@ -180,25 +180,14 @@ static void show(struct rate_alert *a)
         a->status = RATE_ALERT_STATUS_EXPIRED;
 }
 
-/* pair: two different active ISO 4217 codes. rates_pair_split (rates_live.c) says the same
- * for every rates file; alerts check it here too so that they build and test on their own. */
-static bool pair_valid(const char *pair)
-{
-    char base[4] = {0}, quote[4] = {0};
-    if (!pair || strlen(pair) != 6)
-        return false;
-    memcpy(base, pair, 3);
-    memcpy(quote, pair + 3, 3);
-    return strcmp(base, quote) != 0 && format_is_currency(base) && format_is_currency(quote);
-}
-
 /* The 422 rules of create and update: pair (create only: NULL on update), expires_at (NULL:
  * not given) in the future and at most 366 days ahead, normalised into *expires_utc. 1 go on,
  * 0 answered. */
 static int check_body(struct req *r, const char *pair, const char *expires_at,
                       const char **expires_utc)
 {
-    if (pair && !pair_valid(pair))
+    char base[4], quote[4];
+    if (pair && !rates_pair_split(pair, base, quote))
         verr_add(&r->verr, "/pair", NULL, "invalid_pair",
                  "%s is not two different active ISO 4217 codes", pair);
     if (expires_at) {

@@ -40,98 +40,19 @@ static const char *now_text(struct req *r)
     return arena_strdup(&r->arena, buf);
 }
 
-/* ---- calendar days ------------------------------------------------------------------------
- * A date is its day number since 1970-01-01 (H. Hinnant's civil-calendar algorithms), so
- * adding days and counting the days between two dates are plain integer arithmetic. */
-
-static int64_t days_from_civil(int64_t y, int m, int d)
+/* A value date on a Saturday or Sunday moves to the following Monday. */
+static int64_t roll(int64_t day)
 {
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static void civil_from_days(int64_t z, int *y, int *m, int *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = (int)(yoe + era * 400 + (*m <= 2));
-}
-
-static bool day_parse(const char *s, int64_t *out)
-{
-    int y = 0, m = 0, d = 0;
-    if (!s || !format_is_date(s) || sscanf(s, "%4d-%2d-%2d", &y, &m, &d) != 3)
-        return false;
-    *out = days_from_civil(y, m, d);
-    return true;
+    while (rates_weekend(day))
+        day++;
+    return day;
 }
 
 static const char *day_text(struct req *r, int64_t day)
 {
-    int y, m, d;
-    civil_from_days(day, &y, &m, &d);
-    return arena_printf(&r->arena, "%04d-%02d-%02d", y, m, d);
-}
-
-/* 0 Sunday ... 6 Saturday (1970-01-01 was a Thursday). */
-static int weekday(int64_t day)
-{
-    int w = (int)((day + 4) % 7);
-    return w < 0 ? w + 7 : w;
-}
-
-static bool weekend(int64_t day)
-{
-    int w = weekday(day);
-    return w == 0 || w == 6;
-}
-
-/* A value date on a Saturday or Sunday moves to the following Monday. */
-static int64_t roll(int64_t day)
-{
-    while (weekend(day))
-        day++;
-    return day;
-}
-
-static int64_t add_weekdays(int64_t day, int n)
-{
-    while (n > 0) {
-        day++;
-        if (!weekend(day))
-            n--;
-    }
-    return day;
-}
-
-/* The same day of the month n months later, or that month's last day when it is shorter. */
-static int64_t add_months(int64_t day, int n)
-{
-    static const int len[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int y, m, d;
-    civil_from_days(day, &y, &m, &d);
-    int months = y * 12 + (m - 1) + n;
-    y = months / 12;
-    m = months % 12 + 1;
-    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    int last = len[m - 1] + (m == 2 && leap);
-    return days_from_civil(y, m, d > last ? last : d);
-}
-
-static int64_t today(void)
-{
-    int64_t s = clock_now_s();
-    return s >= 0 ? s / 86400 : (s - 86399) / 86400;
+    char out[11];
+    rates_date_of_days(day, out);
+    return arena_strdup(&r->arena, out);
 }
 
 /* The value date tenor t of pair falls on when traded on day (RateCurveTenor): ON that day,
@@ -139,25 +60,24 @@ static int64_t today(void)
  * plus 7 days, 1M ... 1Y the spot date plus that many months; a weekend rolls to Monday. */
 static int64_t tenor_day(const char *pair, enum rate_curve_tenor t, int64_t day)
 {
-    bool one_day_spot = strcmp(pair, "USDCAD") == 0 || strcmp(pair, "CADUSD") == 0;
-    int64_t spot = add_weekdays(day, one_day_spot ? 1 : 2);
+    int64_t spot = rates_spot_day(pair, day);
     switch (t) {
     case RATE_CURVE_TENOR_ON:
         return roll(day);
     case RATE_CURVE_TENOR_TN:
-        return add_weekdays(day, 1);
+        return rates_add_weekdays(day, 1);
     case RATE_CURVE_TENOR_SPOT:
         return spot;
     case RATE_CURVE_TENOR_1_W:
         return roll(spot + 7);
     case RATE_CURVE_TENOR_1_M:
-        return roll(add_months(spot, 1));
+        return roll(rates_add_months(spot, 1));
     case RATE_CURVE_TENOR_3_M:
-        return roll(add_months(spot, 3));
+        return roll(rates_add_months(spot, 3));
     case RATE_CURVE_TENOR_6_M:
-        return roll(add_months(spot, 6));
+        return roll(rates_add_months(spot, 6));
     case RATE_CURVE_TENOR_1_Y:
-        return roll(add_months(spot, 12));
+        return roll(rates_add_months(spot, 12));
     }
     return day;
 }
@@ -165,7 +85,7 @@ static int64_t tenor_day(const char *pair, enum rate_curve_tenor t, int64_t day)
 /* Sets every point's value date for today (points are kept in tenor order). */
 static void refresh_points(struct req *r, struct rate_curve *c)
 {
-    int64_t now = today();
+    int64_t now = rates_today();
     for (size_t i = 0; i < c->points_count; i++)
         c->points[i].value_date = day_text(r, tenor_day(c->pair, c->points[i].tenor, now));
 }
@@ -504,7 +424,7 @@ int rates_forward(struct req *r, const char *base, const char *quote, const char
 {
     *reason = NULL;
     int64_t d;
-    if (!base || !quote || !day_parse(value_date, &d))
+    if (!base || !quote || !rates_date_days(value_date, &d))
         return -1;
     const char *pair = arena_printf(&r->arena, "%s%s", base, quote);
     struct rate_curve c;
@@ -516,7 +436,7 @@ int rates_forward(struct req *r, const char *base, const char *quote, const char
         return 0;
     }
     /* Points are kept in tenor order, so their value dates never decrease along them. */
-    int64_t now = today();
+    int64_t now = rates_today();
     size_t n = c.points_count;
     int64_t *days = arena_alloc(&r->arena, (n ? n : 1) * sizeof *days);
     for (size_t i = 0; i < n; i++)

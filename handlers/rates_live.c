@@ -1,4 +1,4 @@
-/* The rates API's live rates: the pair and spot-date rules, recording a live rate (pushRates
+/* The rates API's live rates: recording a live rate (pushRates
  * and the sandbox market, rates_market.c) as the pair's current rate and into its OHLC bars,
  * and the current live mid other APIs price from (rates_live_mid). The only writes of
  * fx_live_rates and fx_rate_bars (handlers/sql/rates/0001_live.*).
@@ -34,81 +34,6 @@ static int db_failed(const char *what)
 {
     log_error("rates: %s failed: %s", what, storage_errmsg());
     return -1;
-}
-
-/* ---- pairs and dates ---------------------------------------------------------------------- */
-
-bool rates_pair_split(const char *pair, char base[4], char quote[4])
-{
-    if (!pair || strlen(pair) != 6)
-        return false;
-    memcpy(base, pair, 3);
-    base[3] = '\0';
-    memcpy(quote, pair + 3, 3);
-    quote[3] = '\0';
-    /* format_is_currency takes only upper-case active codes */
-    return format_is_currency(base) && format_is_currency(quote) && strcmp(base, quote) != 0;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date, and back (H. Hinnant's algorithms). */
-int64_t rates_days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-void rates_date_of_days(int64_t z, char out[11])
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t y = yoe + era * 400;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    int d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    int m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    y += m <= 2;
-    char buf[40];
-    snprintf(buf, sizeof buf, "%04d-%02d-%02d", (int)(y % 10000), m, d);
-    memcpy(out, buf, 10);
-    out[10] = '\0';
-}
-
-bool rates_date_days(const char *date, int64_t *days)
-{
-    int y, m, d;
-    if (!date || !format_is_date(date) || sscanf(date, "%4d-%2d-%2d", &y, &m, &d) != 3)
-        return false;
-    *days = rates_days_from_civil(y, m, d);
-    return true;
-}
-
-/* 0 Sunday ... 6 Saturday (1970-01-01 was a Thursday). */
-static int weekday(int64_t days)
-{
-    int64_t w = (days + 4) % 7;
-    return (int)(w < 0 ? w + 7 : w);
-}
-
-int rates_spot_date(const char *pair, const char *trade_date, char out[11])
-{
-    int64_t d;
-    if (!rates_date_days(trade_date, &d))
-        return -1;
-    int left = pair && (strcmp(pair, "USDCAD") == 0 || strcmp(pair, "CADUSD") == 0) ? 1 : 2;
-    while (left > 0) {
-        d++;
-        int w = weekday(d);
-        if (w != 0 && w != 6)
-            left--;
-    }
-    rates_date_of_days(d, out);
-    return 0;
 }
 
 /* ---- the current live rate ---------------------------------------------------------------- */

@@ -35,11 +35,6 @@ int rates_live_list(struct req *r, const char *const *pairs, size_t n_pairs, con
 /* x as the API's FxRate of r's workspace (rate_type live). */
 void rates_fx_rate(struct req *r, const struct rates_live_row *x, struct fx_rate *out);
 
-/* Dates: days since 1970-01-01 of YYYY-MM-DD (false when not a date), and back. */
-bool rates_date_days(const char *date, int64_t *days);
-void rates_date_of_days(int64_t days, char out[11]);
-int64_t rates_days_from_civil(int64_t y, int m, int d);
-
 /* The job that prunes old 1m bars (rates_live.c), and the sandbox market's (rates_market.c;
  * period 0 when c turns the market off: handlers/jobs.c then leaves it out). */
 struct job rates_live_prune_job(void);
