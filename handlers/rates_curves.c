@@ -92,18 +92,6 @@ static void refresh_points(struct req *r, struct rate_curve *c)
 
 /* ---- what a draft may hold ----------------------------------------------------------------- */
 
-/* Whether pair is two different active ISO 4217 codes. The same rule as rates_pair_split
- * (rates_live.c); kept here so that curves do not depend on the live rates' file. */
-static bool pair_valid(const char *pair)
-{
-    char base[4] = {0}, quote[4] = {0};
-    if (!pair || strlen(pair) != 6)
-        return false;
-    memcpy(base, pair, 3);
-    memcpy(quote, pair + 3, 3);
-    return format_is_currency(base) && format_is_currency(quote) && strcmp(base, quote) != 0;
-}
-
 /* The points of a create or update body, checked (each tenor once, SPOT at 0: violations
  * into r->verr) and put in tenor order into c. false when a rule is broken. */
 static bool take_points(struct req *r, struct rate_curve *c,
@@ -244,7 +232,8 @@ int rates_create_rate_curve(struct req *r, const struct rates_create_rate_curve_
     struct rate_curve *c = arena_alloc(&r->arena, sizeof *c);
     resource_new(r, &rows_rate_curve, c);
     bool ok = true;
-    if (!pair_valid(b->pair)) {
+    char base[4], quote[4];
+    if (!rates_pair_split(b->pair, base, quote)) {
         verr_add(&r->verr, "/pair", NULL, "invalid_pair",
                  "%s is not two different active ISO 4217 codes", b->pair);
         ok = false;
