@@ -1,6 +1,7 @@
 /* libFuzzer: every generated dispatcher up to its handler (generated/<api>_dispatch.c): parameter
  * parsing and validation, JSON body parsing, schema validation with JSON Pointers, decoding
- * into the typed request. Input: byte 0 picks the operation, then text up to the first '\n'
+ * into the typed request. Input: bytes 0 and 1 pick the operation (big-endian, modulo the
+ * number of routes: one byte would reach only the first 256), then text up to the first '\n'
  * is the value of every path/query/header/cookie parameter (absent when empty), the rest is
  * the body. The handlers are stubs that fail (tests/fuzz/stubs.py), so nothing reaches a
  * database. Properties: never crashes; a refusal is a 4xx problem with its errors capped. */
@@ -24,13 +25,13 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
             abort();
         ready = 1;
     }
-    if (size < 1 || routes_count == 0)
+    if (size < 2 || routes_count == 0)
         return 0;
-    const struct op *op = &routes_ops[data[0] % routes_count];
-    const unsigned char *rest = data + 1, *nl = memchr(rest, '\n', size - 1);
+    const struct op *op = &routes_ops[((size_t)data[0] << 8 | data[1]) % routes_count];
+    const unsigned char *rest = data + 2, *nl = memchr(rest, '\n', size - 2);
     size_t plen = nl ? (size_t)(nl - rest) : 0;
     const unsigned char *body = nl ? nl + 1 : rest;
-    size_t blen = size - 1 - (nl ? plen + 1 : 0);
+    size_t blen = size - 2 - (nl ? plen + 1 : 0);
 
     struct req *r = calloc(1, sizeof *r);
     if (!r)

@@ -58,29 +58,29 @@ def main():
         for media, mt in content.items():
             if media in RAW_BODY_MEDIA and isinstance(mt.get("example"), str):
                 for ct in (media, media + "; charset=utf-8", "application/json"):
-                    write("dispatch", bytes([index]) + (ct + "\n" + mt["example"]).encode())
-                write("dispatch", bytes([index]) + (media + "\n").encode() + b"\xff\xfe<x/>")
+                    write("dispatch", index.to_bytes(2, "big") + (ct + "\n" + mt["example"]).encode())
+                write("dispatch", index.to_bytes(2, "big") + (media + "\n").encode() + b"\xff\xfe<x/>")
         produces = [m for r in op.get("responses", {}).values() if isinstance(r, dict)
                     for m in r.get("content", {})]
         if any(m in RAW_ANSWER_MEDIA for m in produces):
             for accept in ACCEPTS:
-                write("dispatch", bytes([index]) + (accept + "\n").encode())
+                write("dispatch", index.to_bytes(2, "big") + (accept + "\n").encode())
         if example is not None:
             body = json.dumps(example)
-            write("dispatch", bytes([index]) + (param + "\n" + body).encode())
+            write("dispatch", index.to_bytes(2, "big") + (param + "\n" + body).encode())
             write("json", body)
             flat = {k: v for k, v in example.items() if isinstance(v, str)}
             if flat:
                 write("form", urllib.parse.urlencode(flat))
         else:
-            write("dispatch", bytes([index]) + (param + "\n").encode())
+            write("dispatch", index.to_bytes(2, "big") + (param + "\n").encode())
         # array query parameters: one value, a comma-separated list, an empty value
         params = [spec["components"]["parameters"][p["$ref"].split("/")[-1]] if "$ref" in p
                   else p for p in op.get("parameters", [])]
         if any(p.get("in") == "query" and p.get("schema", {}).get("type") == "array"
                for p in params):
             for value in ["approved", "approved,pending_approval", "", ",", "active,x,"]:
-                write("dispatch", bytes([index]) + (value + "\n").encode())
+                write("dispatch", index.to_bytes(2, "big") + (value + "\n").encode())
     for base, path in paths:
         full = base + re.sub(r"\{[^}]+\}", "x_01jq5f6g7h8j9k0m1n2p3q4r5s", path)
         write("router", b"\x00" + full.encode())
