@@ -47,8 +47,22 @@ static int failed(const struct resource_table *t, const char *what)
     return -1;
 }
 
-int resource_load(struct req *r, const struct resource_table *t, const char *id, void *out)
+/* Whether obj, size bytes, is a struct of t's rows (runtime/resource.h): false, logged, when
+ * it is another (the caller's bug: loading it would write past its end). */
+static bool sized(const struct resource_table *t, size_t size, const char *what)
 {
+    if (size == t->size)
+        return true;
+    log_error("%s: %s with a struct of %zu bytes, not the %zu of its rows", t->table, what, size,
+              t->size);
+    return false;
+}
+
+int resource_load_sized(struct req *r, const struct resource_table *t, const char *id, void *out,
+                        size_t size)
+{
+    if (!sized(t, size, "load"))
+        return RESOURCE_FAILED;
     if (!id || (!t->key_column && !id_valid(id, t->id_prefix)))
         return RESOURCE_MISSING;
     struct db_stmt *st = storage_prepare(t->select_sql);
@@ -69,10 +83,10 @@ int resource_load(struct req *r, const struct resource_table *t, const char *id,
     return ret;
 }
 
-int resource_load_current(struct req *r, const struct resource_table *t, const char *id,
-                          const char *if_match, void *out)
+int resource_load_current_sized(struct req *r, const struct resource_table *t, const char *id,
+                                const char *if_match, void *out, size_t size)
 {
-    switch (resource_load(r, t, id, out)) {
+    switch (resource_load_sized(r, t, id, out, size)) {
     case RESOURCE_MISSING:
         req_problem(r, 404, "not_found", "No %s %s in this workspace.", t->object, id);
         return 0;
@@ -89,8 +103,12 @@ int resource_load_current(struct req *r, const struct resource_table *t, const c
     return 1;
 }
 
-void resource_new(struct req *r, const struct resource_table *t, void *obj)
+void resource_new_sized(struct req *r, const struct resource_table *t, void *obj, size_t size)
 {
+    if (!sized(t, size, "new")) {
+        memset(obj, 0, size); /* the caller's next call with it is refused as well */
+        return;
+    }
     char now[40];
     format_now_rfc3339(now, sizeof now);
     const char *at = arena_strdup(&r->arena, now);
@@ -120,8 +138,11 @@ static void note_saved(struct req *r, const struct resource_table *t, const void
     r->saved.version = t->versioned ? get_int(obj, t->version_offset) : 0;
 }
 
-int resource_insert(struct req *r, const struct resource_table *t, const void *obj)
+int resource_insert_sized(struct req *r, const struct resource_table *t, const void *obj,
+                          size_t size)
 {
+    if (!sized(t, size, "insert"))
+        return -1;
     if (!t->insert_sql) {
         log_error("%s: rows are inserted by the handler's own statement", t->table);
         return -1;
@@ -233,13 +254,18 @@ static int save(struct req *r, const struct resource_table *t, void *obj, const 
     return 0;
 }
 
-int resource_save(struct req *r, const struct resource_table *t, void *obj)
+int resource_save_sized(struct req *r, const struct resource_table *t, void *obj, size_t size)
 {
+    if (!sized(t, size, "save"))
+        return -1;
     return save(r, t, obj, t->update_sql);
 }
 
-int resource_save_state(struct req *r, const struct resource_table *t, void *obj)
+int resource_save_state_sized(struct req *r, const struct resource_table *t, void *obj,
+                              size_t size)
 {
+    if (!sized(t, size, "save"))
+        return -1;
     if (!t->state_sql) {
         log_error("%s: x-table lists no state columns", t->table);
         return -1;
@@ -249,9 +275,11 @@ int resource_save_state(struct req *r, const struct resource_table *t, void *obj
 
 /* ---- singletons ------------------------------------------------------------------------ */
 
-int resource_load_singleton(struct req *r, const struct resource_table *t, const char *if_match,
-                            void *out, bool *stored)
+int resource_load_singleton_sized(struct req *r, const struct resource_table *t,
+                                  const char *if_match, void *out, bool *stored, size_t size)
 {
+    if (!sized(t, size, "load"))
+        return -1;
     if (!t->singleton) {
         log_error("%s: not an x-table singleton", t->table);
         return -1;
@@ -284,8 +312,11 @@ int resource_load_singleton(struct req *r, const struct resource_table *t, const
     return ret;
 }
 
-int resource_save_singleton(struct req *r, const struct resource_table *t, void *obj)
+int resource_save_singleton_sized(struct req *r, const struct resource_table *t, void *obj,
+                                  size_t size)
 {
+    if (!sized(t, size, "save"))
+        return -1;
     if (!t->singleton) {
         log_error("%s: not an x-table singleton", t->table);
         return -1;
@@ -310,7 +341,7 @@ int resource_save_singleton(struct req *r, const struct resource_table *t, void 
     /* The row is at another version: another writer's save came first. */
     set_int(obj, t->version_offset, old);
     void *now_at = arena_alloc(&r->arena, t->size);
-    if (resource_load_singleton(r, t, NULL, now_at, NULL) != 1)
+    if (resource_load_singleton_sized(r, t, NULL, now_at, NULL, t->size) != 1)
         return -1;
     req_problem(r, 412, "precondition_failed",
                 "The %s changed meanwhile: it is at version \"v%lld\" now; load it again.",

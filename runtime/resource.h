@@ -88,32 +88,48 @@ struct resource_table {
 
 enum { RESOURCE_FOUND = 1, RESOURCE_MISSING = 0, RESOURCE_FAILED = -1 };
 
+/* Every function below that reads or writes a row struct takes it through a macro that passes
+ * sizeof *(obj) along: a struct of another size than the table's (t->size: the schema's struct,
+ * or struct <schema>_row when the table has hidden columns) is refused and logged (-1, or
+ * nothing done by resource_new), never written past; a void pointer does not compile
+ * (-Wpointer-arith). */
+
 /* r's workspace's row id into out (t->size bytes, in r->arena): RESOURCE_FOUND,
  * RESOURCE_MISSING (unknown, another workspace's, or not an id of t at all: all the same) or
  * RESOURCE_FAILED (logged). Answers nothing: for callers that decide what a missing row means. */
-int resource_load(struct req *r, const struct resource_table *t, const char *id, void *out);
+int resource_load_sized(struct req *r, const struct resource_table *t, const char *id, void *out,
+                        size_t size);
+#define resource_load(r, t, id, out) resource_load_sized((r), (t), (id), (out), sizeof *(out))
 /* The row an operation on id acts on: 1 go on with out; 0 answered - 404 not_found ("No
  * <object> <id> in this workspace.") or 412 precondition_failed when if_match (the request's
  * If-Match, NULL when it has none) names another version; -1 failure. */
-int resource_load_current(struct req *r, const struct resource_table *t, const char *id,
-                          const char *if_match, void *out);
+int resource_load_current_sized(struct req *r, const struct resource_table *t, const char *id,
+                                const char *if_match, void *out, size_t size);
+#define resource_load_current(r, t, id, if_match, out)                                             \
+    resource_load_current_sized((r), (t), (id), (if_match), (out), sizeof *(out))
 /* Starts a new resource in obj (t->size bytes): zeroed, its constants, a new id of t's prefix,
  * r's workspace, version 1, created_at = updated_at = now. The caller fills the rest. Not for
  * a `workspace: id` table (the tenant's own row), whose id would be r's workspace. */
-void resource_new(struct req *r, const struct resource_table *t, void *obj);
+void resource_new_sized(struct req *r, const struct resource_table *t, void *obj, size_t size);
+#define resource_new(r, t, obj) resource_new_sized((r), (t), (obj), sizeof *(obj))
 /* Inserts obj as a new row (the caller has set id, version 1, times), in r's workspace
  * whatever obj says. 0 / -1;
  * DB_ERR_UNIQUE when a UNIQUE constraint refused it, for a caller that answers 409. */
-int resource_insert(struct req *r, const struct resource_table *t, const void *obj);
+int resource_insert_sized(struct req *r, const struct resource_table *t, const void *obj,
+                          size_t size);
+#define resource_insert(r, t, obj) resource_insert_sized((r), (t), (obj), sizeof *(obj))
 /* Writes obj, changed from the stored row at its version, as the next version: updated_at
  * = now, version + 1, `WHERE version = old`, in r's workspace whatever obj says. 1 saved; 0
  * answered 412 precondition_failed when the row is at another version (another writer came first);
  * DB_ERR_UNIQUE (negative, so `<= 0` callers stop) when a UNIQUE constraint refused it, for a
  * caller that answers 409; -1 failure (no such row, or a database failure; logged). */
-int resource_save(struct req *r, const struct resource_table *t, void *obj);
+int resource_save_sized(struct req *r, const struct resource_table *t, void *obj, size_t size);
+#define resource_save(r, t, obj) resource_save_sized((r), (t), (obj), sizeof *(obj))
 /* resource_save for a transition: writes only t's state columns (x-table state), leaving
  * the indexed and referencing columns as they are. Same answers. */
-int resource_save_state(struct req *r, const struct resource_table *t, void *obj);
+int resource_save_state_sized(struct req *r, const struct resource_table *t, void *obj,
+                              size_t size);
+#define resource_save_state(r, t, obj) resource_save_state_sized((r), (t), (obj), sizeof *(obj))
 
 /* ---- singletons (x-table singleton: one row per workspace) ----------------------------- */
 
@@ -122,12 +138,16 @@ int resource_save_state(struct req *r, const struct resource_table *t, void *obj
  * first save makes version 2, so an If-Match read before it no longer matches). 1 go on (with
  * *stored whether a row exists; stored may be NULL); 0 answered 412 precondition_failed when
  * if_match (NULL: none) names another version; -1 failure (logged). */
-int resource_load_singleton(struct req *r, const struct resource_table *t, const char *if_match,
-                            void *out, bool *stored);
+int resource_load_singleton_sized(struct req *r, const struct resource_table *t,
+                                  const char *if_match, void *out, bool *stored, size_t size);
+#define resource_load_singleton(r, t, if_match, out, stored)                                       \
+    resource_load_singleton_sized((r), (t), (if_match), (out), (stored), sizeof *(out))
 /* Writes obj, loaded at its version, as r's workspace's row of singleton t at the next one
  * (inserted when none exists): updated_at = now, version + 1. 1 saved; 0 answered 412
  * precondition_failed when another writer came first; -1 failure (logged). */
-int resource_save_singleton(struct req *r, const struct resource_table *t, void *obj);
+int resource_save_singleton_sized(struct req *r, const struct resource_table *t, void *obj,
+                                  size_t size);
+#define resource_save_singleton(r, t, obj) resource_save_singleton_sized((r), (t), (obj), sizeof *(obj))
 
 /* The declared event (x-event) of an operation that answers 204: event type about the
  * resource the handler last inserted or saved (r->saved), with the resource as it was saved as

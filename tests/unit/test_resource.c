@@ -229,6 +229,36 @@ static void test_load_finds_only_the_workspaces_own_row(void)
     teardown();
 }
 
+/* A struct of another size than the table's rows (the schema's struct where the table keeps
+ * hidden columns in struct <schema>_row) is refused: loading it would write past its end. */
+static void test_a_struct_of_another_size_is_refused_not_written_past(void)
+{
+    setup();
+    struct req *r = fresh_req("wsp_1");
+    const char *id = add(r, "hello", "open", "2026-01-01T00:00:00.000Z");
+    struct {
+        struct note n;
+        char guard[8];
+    } big;
+    struct small {
+        const char *id;
+    } *small = arena_alloc(&r->arena, sizeof *small);
+    memset(&big, 0x5a, sizeof big);
+    CHECK(storage_begin(false) == 0);
+    CHECK(resource_load(r, &notes, id, small) == RESOURCE_FAILED);
+    CHECK(resource_load(r, &notes, id, &big) == RESOURCE_FAILED);
+    CHECK(resource_load_current(r, &notes, id, NULL, small) == -1);
+    CHECK(resource_save(r, &notes, small) == -1);
+    CHECK(resource_insert(r, &notes, small) == -1);
+    resource_new(r, &notes, small);
+    CHECK(small->id == NULL); /* zeroed (its own size), no id: nothing past it touched */
+    CHECK(big.guard[0] == 0x5a && big.guard[7] == 0x5a);
+    struct note n;
+    CHECK(resource_load(r, &notes, id, &n) == RESOURCE_FOUND); /* the right one still loads */
+    storage_rollback();
+    teardown();
+}
+
 static void test_load_current_checks_if_match(void)
 {
     setup();
@@ -848,6 +878,7 @@ int main(void)
     static const struct unit_test tests[] = {
         UNIT_TEST(test_new_sets_id_workspace_version_and_times),
         UNIT_TEST(test_load_finds_only_the_workspaces_own_row),
+        UNIT_TEST(test_a_struct_of_another_size_is_refused_not_written_past),
         UNIT_TEST(test_load_current_checks_if_match),
         UNIT_TEST(test_save_bumps_the_version_and_guards_it),
         UNIT_TEST(test_a_row_the_reader_refuses_is_a_failure),
