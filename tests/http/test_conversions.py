@@ -277,6 +277,47 @@ def test_property_quotes_equal_the_exact_rational_computation_and_entries_balanc
         assert per[x["buy_currency"]] == [x["buy_amount"] + spread] * 2
 
 
+def test_a_forward_is_priced_from_the_active_curve_interpolated_between_its_tenors(server, ws):
+    """The live mid plus the curve's forward points at the value date: between the 1M and 3M
+    tenors, p = p1 + (p2 - p1) x (d - d1) / (d2 - d1) half-even to 10 places (the curve's
+    tenor dates as it shows them today), then the spread; checked by hand with fractions."""
+    wid, c = ws
+    set_spread(server, wid, 7)
+    push(c, "EURUSD", "1.0842500000")
+    crv = assert_json(c.post("/v1/rates/curves", json={
+        "name": "EURUSD forwards " + uuid.uuid4().hex[:6], "pair": "EURUSD",
+        "points": [{"tenor": "SPOT", "forward_points": "0"},
+                   {"tenor": "1M", "forward_points": "0.0012500000"},
+                   {"tenor": "3M", "forward_points": "0.0036000000"}]}), 201)
+    crv = assert_json(c.post("/v1/rates/curves/%s/activate" % crv["id"]), 200)
+    dates = {p["tenor"]: datetime.date.fromisoformat(p["value_date"]) for p in crv["points"]}
+    d1, d2 = dates["1M"], dates["3M"]
+    d = d1 + datetime.timedelta(days=17)
+    while d.weekday() >= 5:
+        d += datetime.timedelta(days=1)
+    assert d1 < d < d2
+    points = Fraction("0.00125") + (Fraction("0.0036") - Fraction("0.00125")) * \
+        Fraction((d - d1).days, (d2 - d1).days)
+    mid = Fraction("1.08425") + half_even(points, 10)
+    rate = half_even(mid * (1 - Fraction(7, 10000)), 10)
+    q = assert_json(quote(c, amount=12345678, value_date=d.isoformat()), 201)
+    assert q["product"] == "forward" and q["rate_source"] == "curve:" + crv["id"]
+    assert Fraction(q["mid_rate"]) == mid and Fraction(q["rate"]) == rate
+    assert q["buy_amount"] == floor(12345678 * rate) and q["spread_bps"] == 7
+    # buying a fixed amount forward rounds the sold amount up
+    b = assert_json(quote(c, side="buy", amount=5000000, value_date=d.isoformat()), 201)
+    assert b["sell_amount"] == ceil(Fraction(5000000) / rate)
+    # on a tenor's own date its points; past the last tenor nothing is extrapolated
+    t = assert_json(quote(c, amount=100, value_date=d1.isoformat()), 201)
+    assert Fraction(t["mid_rate"]) == Fraction("1.08425") + Fraction("0.00125")
+    later = d2 + datetime.timedelta(days=1)
+    while later.weekday() >= 5:
+        later += datetime.timedelta(days=1)
+    before = table_counts(server)
+    assert_validation(quote(c, value_date=later.isoformat()), {"/value_date": "outside_curve"})
+    assert table_counts(server) == before
+
+
 def test_each_quote_check_answers_its_code_at_its_field_and_stores_nothing(server, ws):
     wid, c = ws
     push(c, "EURUSD", "1.1")
