@@ -67,8 +67,11 @@ def test_an_applications_token_is_accepted_exactly_where_security_lists_oauth2(s
             continue
         schemes = [next(iter(r)) for r in op["security"]]
         r = c.get("/v1" + path)
-        if "oauth2" in schemes:
-            assert r.status == 200, (path, r.status, r.text[:300])
+        if "oauth2" in schemes:  # accepted: what it answers then is the operation's own
+            # (GET /rates/reference is 404 until a publication was imported)
+            assert r.status < 500 and r.status not in (401, 403), (path, r.status, r.text[:300])
+            if r.status != 200:
+                assert_problem(r, 404, "not_found")
         else:
             assert_problem(r, 403, "insufficient_scope")
         checked += 1
