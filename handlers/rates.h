@@ -101,6 +101,8 @@ int rates_reference_currencies(struct req *r, const char *date, const char **pub
 /* What the pair's active curve adds to the spot rate for a value date. */
 struct rates_forward {
     const char *curve_id;        /* the active curve that priced it, r's arena */
+    bool reference_spot;         /* its spot_source is `reference`: the points are added to
+                                  * the reference rate (rates_reference_latest), not the live */
     struct decimal points;       /* forward points at value_date (rate units), interpolated
                                   * linearly in calendar days between the enclosing tenors,
                                   * half-even to RATES_SCALE decimals */

@@ -441,6 +441,7 @@ int rates_forward(struct req *r, const char *base, const char *quote, const char
     if (decimal_parse(c.points[i].forward_points, DECIMAL_MAX_DIGITS, RATES_SCALE, true, &p2) != 0)
         return -1;
     out->curve_id = c.id;
+    out->reference_spot = c.spot_source == RATE_CURVE_SPOT_SOURCE_REFERENCE;
     if (days[i] == d) {
         out->points = p2;
         return 1;

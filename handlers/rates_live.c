@@ -171,20 +171,31 @@ struct rec {
     int64_t as_of_ms;
 };
 
-/* The workspace's own current row (NULL ws: the market's) and whether rec replaces it. */
+/* The workspace's own latest row (NULL ws: the market's), which rec replaces when it is not
+ * older; *current whether rec is now the rate the workspace sees as current: not older than
+ * its own, nor than the market's (a tie goes to the workspace's own, as rates_live_mid). */
 static int store_current(const char *ws, const struct rec *x, const char *source,
                          const char *value_date, bool *current)
 {
     const char *key = ws ? ws : ""; /* the unique index's key: '' is the market */
     const char *v[] = {x->pair, key};
-    char stored[48];
+    char stored[48], market[48];
     int found = storage_query_text(
         "SELECT as_of FROM fx_live_rates WHERE COALESCE(workspace_id, '') = ?2 AND pair = ?1", v, 2,
         stored, sizeof stored);
     if (found < 0)
         return -1;
-    *current = found == 0 || strcmp(stored, x->as_of) <= 0;
-    if (!*current)
+    bool newest_own = found == 0 || strcmp(stored, x->as_of) <= 0;
+    *current = newest_own;
+    if (ws && newest_own) {
+        int has_market = storage_query_text(
+            "SELECT as_of FROM fx_live_rates WHERE workspace_id IS NULL AND pair = ?1", v, 1,
+            market, sizeof market);
+        if (has_market < 0)
+            return -1;
+        *current = has_market == 0 || strcmp(market, x->as_of) <= 0;
+    }
+    if (!newest_own)
         return 0;
     const char *w[] = {x->bid, x->ask, x->mid, source, x->as_of, value_date, x->pair, ws};
     if (found == 0)

@@ -39,8 +39,9 @@ static void today(char out[11])
 
 /* ---- custom: the live spot plus the active curve's forward points ------------------------- */
 
-/* The outright of spot at value_date from the pair's active curve: 1 into *out, 0 not priced
- * (*reason from rates_forward), -1 failure. */
+/* The outright at value_date from the pair's active curve, on spot (the live rate) or, for a
+ * curve whose spot_source is `reference`, on the reference rate: 1 into *out, 0 not priced
+ * (*reason from rates_forward; none when there is no reference rate), -1 failure. */
 static int custom_rate(struct req *r, const struct rates_live_row *spot, const char *value_date,
                        struct fx_rate *out, const char **reason)
 {
@@ -52,6 +53,15 @@ static int custom_rate(struct req *r, const struct rates_live_row *spot, const c
     if (priced <= 0)
         return priced;
     const char *texts[3] = {spot->bid, spot->ask, spot->mid};
+    struct rates_live_row x = *spot;
+    if (fw.reference_spot) { /* the curve adds its points to the reference rate */
+        struct rates_price ref;
+        int found = rates_reference_latest(r, base, quote, NULL, &ref);
+        if (found <= 0)
+            return found;
+        texts[0] = texts[1] = texts[2] = ref.text;
+        x.as_of = ref.as_of;
+    }
     const char *shifted[3];
     for (int i = 0; i < 3; i++) {
         struct decimal v, sum;
@@ -69,7 +79,6 @@ static int custom_rate(struct req *r, const struct rates_live_row *spot, const c
         shifted[i] =
             arena_strdup(&r->arena, decimal_format_fixed(sum, RATES_SCALE, buf, sizeof buf));
     }
-    struct rates_live_row x = *spot;
     x.bid = shifted[0];
     x.ask = shifted[1];
     x.mid = shifted[2];

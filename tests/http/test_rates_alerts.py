@@ -427,3 +427,24 @@ def test_pushed_rates_fire_alerts_once_and_every_time_with_one_event_each(server
     assert get(c, paused["id"])["trigger_count"] == 0
     assert get(other, theirs["id"])["trigger_count"] == 0       # a pushed rate is c's only
     assert [e[0] for e in events(server, every["id"])] == ["fx_rate_alert.triggered"] * 2
+
+
+def test_a_push_older_than_the_market_s_rate_enters_history_only_and_fires_nothing(server):
+    """The market's rate (workspace_id NULL, as the sandbox market records it) is later: the
+    pushed one is not current (current_updated 0, GET shows the market's) and its alerts are
+    not evaluated against it; a push later than the market's is current and fires."""
+    wid, _, c = server.new_workspace()
+    a = create(c, pair="NOKSEK", condition={"field": "mid", "operator": "gt", "value": "1.0"})
+    db = open_db(server)
+    with contextlib.closing(db):
+        db.execute("INSERT INTO fx_live_rates (workspace_id, pair, bid, ask, mid, source, as_of, "
+                   "value_date) VALUES (NULL, 'NOKSEK', '0.9', '0.9', '0.9', 'provider:sandbox', "
+                   "?, '2030-01-02')", (ts(seconds=-10),))
+        db.commit()
+    assert push(c, "NOKSEK", "1.5", "1.5", ts(seconds=-30))["current_updated"] == 0
+    assert assert_json(c.get("/v1/rates/NOKSEK"), 200)["mid"] == "0.9"
+    g = get(c, a["id"])
+    assert g["status"] == "active" and g["trigger_count"] == 0 and events(server, a["id"]) == []
+    assert push(c, "NOKSEK", "1.5", "1.5", ts(seconds=-5))["current_updated"] == 1
+    assert get(c, a["id"])["status"] == "triggered"
+    assert [e[0] for e in events(server, a["id"])] == ["fx_rate_alert.triggered"]
