@@ -76,6 +76,10 @@ static int check_body(struct req *r, const struct fx_quote_create *c, const char
     }
     *value_date = c->has_value_date ? c->value_date : arena_strdup(&r->arena, spot);
     *forward = strcmp(*value_date, spot) > 0;
+    if (c->has_product && (c->product == FX_PRODUCT_FORWARD) != *forward)
+        verr_add(&r->verr, "/product", NULL, "product_mismatch",
+                 "a value date of %s is a %s (spot date %s)", *value_date,
+                 *forward ? "forward" : "spot", spot);
     if (!c->has_value_date)
         return 0;
     /* a year after spot: the same day of the month, or February's last (rates_add_months) */
@@ -93,16 +97,14 @@ static int check_body(struct req *r, const struct fx_quote_create *c, const char
     else if (strcmp(c->value_date, limit) > 0)
         verr_add(&r->verr, "/value_date", NULL, "value_date_too_far",
                  "is more than a year after the spot date %s", spot);
-    if (c->has_product && (c->product == FX_PRODUCT_FORWARD) != *forward)
-        verr_add(&r->verr, "/product", NULL, "product_mismatch",
-                 "a value date of %s is a %s (spot date %s)", *value_date,
-                 *forward ? "forward" : "spot", spot);
     return 0;
 }
 
-/* The amount of the computed side of q (its rate set) into q, or a violation at its member.
+/* The amount of the computed side of q (its rate set) into q, or a violation at its member;
+ * the amount bought at the mid (the settlement's liquidity line) must fit as well.
  * 0 / -1 (an exponent outside the table: the schema's format admits only codes with one). */
-static int compute_amount(struct req *r, struct fx_quote *q, struct decimal rate)
+static int compute_amount(struct req *r, struct fx_quote *q, struct decimal mid,
+                          struct decimal rate)
 {
     int es = format_currency_exponent(q->sell_currency);
     int eb = format_currency_exponent(q->buy_currency);
@@ -114,7 +116,14 @@ static int compute_amount(struct req *r, struct fx_quote *q, struct decimal rate
                   : decimal_amount_div(q->buy_amount, eb, rate, es, DECIMAL_ROUND_UP, &v);
     const char *at = sell ? "/buy_amount" : "/sell_amount";
     const char *ccy = sell ? q->buy_currency : q->sell_currency;
-    if (rc != 0 || v > AMOUNT_MAX)
+    /* Settling posts the bought amount at the mid to the liquidity account (the bought amount
+     * plus the spread, conversions_settlement.c): that must be an amount the ledger takes too. */
+    int64_t at_mid = 0;
+    if (rc == 0 && v <= AMOUNT_MAX &&
+        decimal_amount_mul(sell ? q->sell_amount : v, es, mid, eb, DECIMAL_ROUND_DOWN,
+                           &at_mid) != 0)
+        at_mid = AMOUNT_MAX + 1;
+    if (rc != 0 || v > AMOUNT_MAX || at_mid > AMOUNT_MAX)
         verr_add(&r->verr, at, NULL, "amount_too_large",
                  "the computed amount in %s would pass 2^53 - 1 minor units", ccy);
     else if (v < 1)
@@ -127,24 +136,20 @@ static int compute_amount(struct req *r, struct fx_quote *q, struct decimal rate
     return 0;
 }
 
-/* The quote's prices (mid_rate, rate, rate_source) from the live rate and, for a forward, the
- * pair's curve; violations into r->verr. mid and rate into *mid, *rate. 0 / -1. */
+/* A rate the API can show (the spec's Rate: below 10^8, above 0). */
+static bool showable(struct decimal v)
+{
+    static const struct decimal limit = {100000000, 0};
+    return v.units > 0 && decimal_cmp(v, limit) < 0;
+}
+
+/* The quote's prices (mid_rate, rate, rate_source): the spot, the live mid or for a forward
+ * from a curve whose spot_source is `reference` the reference rate, plus the forward points of
+ * the pair's curve; violations into r->verr. The client rate into *rate. 0 / -1. */
 static int price(struct req *r, struct fx_quote *q, bool forward, struct decimal *rate)
 {
-    struct rates_price live;
-    int found = rates_live_mid(r, q->sell_currency, q->buy_currency, &live);
-    if (found < 0)
-        return -1;
-    if (found == 0) {
-        verr_add(&r->verr, "/buy_currency", NULL, "rate_not_available",
-                 "no live rate of %s%s (nor %s%s)", q->sell_currency, q->buy_currency,
-                 q->buy_currency, q->sell_currency);
-        return 0;
-    }
-    struct decimal mid = live.mid;
-    q->rate_source = live.source;
+    struct rates_forward fw = {0};
     if (forward) {
-        struct rates_forward fw;
         const char *reason = NULL;
         int priced = rates_forward(r, q->sell_currency, q->buy_currency, q->value_date, &fw,
                                    &reason);
@@ -158,6 +163,22 @@ static int price(struct req *r, struct fx_quote *q, bool forward, struct decimal
                      q->sell_currency, q->buy_currency);
             return 0;
         }
+    }
+    struct rates_price spot;
+    int found = fw.reference_spot
+                    ? rates_reference_latest(r, q->sell_currency, q->buy_currency, NULL, &spot)
+                    : rates_live_mid(r, q->sell_currency, q->buy_currency, &spot);
+    if (found < 0)
+        return -1;
+    if (found == 0) {
+        verr_add(&r->verr, "/buy_currency", NULL, "rate_not_available",
+                 "no %s rate of %s%s (nor %s%s)", fw.reference_spot ? "reference" : "live",
+                 q->sell_currency, q->buy_currency, q->buy_currency, q->sell_currency);
+        return 0;
+    }
+    struct decimal mid = spot.mid;
+    q->rate_source = spot.source;
+    if (forward) {
         if (decimal_add(mid, fw.points, &mid) != 0)
             return -1;
         q->rate_source = arena_printf(&r->arena, "curve:%s", fw.curve_id);
@@ -168,9 +189,10 @@ static int price(struct req *r, struct fx_quote *q, bool forward, struct decimal
         return 0;
     }
     char text[DECIMAL_TEXT_MAX];
-    if (client_rate(mid, (int)q->spread_bps, rate) != 0 || rate->units <= 0) {
+    if (client_rate(mid, (int)q->spread_bps, rate) != 0 || !showable(mid) || !showable(*rate)) {
         verr_add(&r->verr, "/buy_currency", NULL, "rate_not_available",
-                 "the spread leaves no positive rate");
+                 "no rate of %s%s a quote can show (above 0, below 10^8)", q->sell_currency,
+                 q->buy_currency);
         return 0;
     }
     q->mid_rate = arena_strdup(&r->arena, decimal_format_fixed(mid, RATES_SCALE, text,
@@ -231,7 +253,10 @@ int conversions_create_conversion_quote(
     struct decimal rate = {0, 0};
     if (!same && !date_refused && price(r, q, forward, &rate) != 0)
         return -1;
-    if (r->verr.count == 0 && compute_amount(r, q, rate) != 0)
+    struct decimal mid = {0, 0};
+    if (r->verr.count == 0 &&
+        (decimal_parse(q->mid_rate, DECIMAL_MAX_DIGITS, RATES_SCALE, false, &mid) != 0 ||
+         compute_amount(r, q, mid, rate) != 0))
         return -1;
     if (r->verr.count > 0) {
         req_problem_validation(r, 422, "The quote cannot be priced as asked.");

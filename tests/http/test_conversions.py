@@ -665,3 +665,53 @@ def test_a_journal_may_name_a_conversion_of_the_workspace_as_its_source(server, 
     assert assert_json(c.post("/v1/ledger/journals", json=body), 201)["source_id"] == x["id"]
     body["source_id"] = "cnv_" + "0" * 26
     assert_validation(c.post("/v1/ledger/journals", json=body), {"/source_id": "source_not_found"})
+
+
+# ---- prices at the edges ------------------------------------------------------------------------
+
+ECB_DOC = ('<?xml version="1.0" encoding="UTF-8"?>\n<gesmes:Envelope '
+           'xmlns:gesmes="http://www.gesmes.org/xml/2002-08-01" '
+           'xmlns="http://www.ecb.int/vocabulary/2002-08-01/eurofxref">'
+           '<gesmes:subject>Reference rates</gesmes:subject><gesmes:Sender><gesmes:name>European '
+           'Central Bank</gesmes:name></gesmes:Sender><Cube><Cube time="%s">'
+           '<Cube currency="USD" rate="1.5"/></Cube></Cube></gesmes:Envelope>')
+
+
+def test_a_curve_on_the_reference_spot_prices_forwards_from_the_reference_rate(server, ws):
+    """spot_source reference: the points are added to the ECB rate, not to the live mid
+    (which differs here), in the quote and in the pair's custom rate."""
+    wid, c = ws
+    push(c, "EURUSD", "1.0842500000")
+    assert_json(c.post("/v1/rates/reference/import", body=ECB_DOC % server_now().date().isoformat(),
+                       content_type="application/xml"), 200)
+    crv = assert_json(c.post("/v1/rates/curves", json={
+        "name": "on the ECB " + uuid.uuid4().hex[:6], "pair": "EURUSD", "spot_source": "reference",
+        "points": [{"tenor": "SPOT", "forward_points": "0"},
+                   {"tenor": "3M", "forward_points": "0.01"}]}), 201)
+    crv = assert_json(c.post("/v1/rates/curves/%s/activate" % crv["id"]), 200)
+    d = datetime.date.fromisoformat(next(p["value_date"] for p in crv["points"]
+                                         if p["tenor"] == "3M"))
+    q = assert_json(quote(c, amount=100000, value_date=d.isoformat()), 201)
+    assert Fraction(q["mid_rate"]) == Fraction("1.51") and q["rate_source"] == "curve:" + crv["id"]
+    custom = assert_json(c.get("/v1/rates/EURUSD?rate_type=custom&value_date=" + d.isoformat()),
+                         200)
+    assert Fraction(custom["mid"]) == Fraction("1.51")
+
+
+def test_prices_and_amounts_past_what_the_api_shows_are_refused(server, ws):
+    """A mid whose inverse is 10^8 or more (no Rate says it), a forward asked as such without
+    a value date (the spot date is no forward), and an amount whose value at the mid - what
+    settling posts to the liquidity account - would pass 2^53 - 1: each 422, nothing stored."""
+    wid, c = ws
+    push(c, "EURUSD", "0.000000005")
+    push(c, "GBPUSD", "2")
+    before = table_counts(server)
+    assert_validation(quote(c, sell="USD", buy="EUR"), {"/buy_currency": "rate_not_available"})
+    assert_validation(quote(c, product="forward", sell="GBP"), {"/product": "product_mismatch"})
+    set_spread(server, wid, 1000)
+    sell = (AMOUNT_MAX * 10) // 19
+    assert_validation(quote(c, sell="GBP", amount=sell), {"/buy_amount": "amount_too_large"})
+    assert table_counts(server) == before
+    # just below the limit at the mid, it is quoted
+    ok = assert_json(quote(c, sell="GBP", amount=AMOUNT_MAX // 2), 201)
+    assert ok["buy_amount"] == floor(AMOUNT_MAX // 2 * Fraction(2) * Fraction(9, 10))
