@@ -387,7 +387,7 @@ struct accounts_complete_signup_request {
 };
 
 struct accounts_complete_signup_response {
-    int status; /* 200; problems (400, 401, 409, 410, 413, 415, 422, 429, 500, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 409, 410, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct login_response *body_200; /* status 200: Signed up (or, for an existing account, signed in) and logged in to the invitation's... */
 };
 

@@ -97,39 +97,36 @@ int pay_funding_allows_approval(struct req *r, const struct payment *p)
 
 /* ---- the hold (payments_funding.h) --------------------------------------------------------- */
 
-#define MAX_HELD 1000 /* one conversion funds a handful of payments; the rest waits a retry */
+#define HELD_PER_ROUND 500 /* payments read at a time; every round holds what it read */
 
-int payments_hold_funded_by(struct req *r, const char *conversion_id)
+/* Holds up to HELD_PER_ROUND of conversion_id's open payments not held yet, adding how many
+ * to *held: 1 when it read a full round (more may wait), 0 when none are left, -1 failure. */
+static int hold_round(struct req *r, const char *conversion_id, const char *reason, int *held)
 {
     struct db_stmt *st = storage_prepare(
         "SELECT id FROM payments WHERE workspace_id = ? AND funding_conversion_id = ? AND "
         "status IN ('pending_approval', 'approved', 'scheduled') AND hold_reason IS NULL "
-        "ORDER BY id LIMIT 1000");
+        "ORDER BY id LIMIT ?");
     if (!st)
         return -1;
     db_bind_text(st, 1, r->principal.workspace_id);
     db_bind_text(st, 2, conversion_id);
-    const char **ids = arena_alloc(&r->arena, MAX_HELD * sizeof *ids);
+    db_bind_int64(st, 3, HELD_PER_ROUND);
+    const char **ids = arena_alloc(&r->arena, HELD_PER_ROUND * sizeof *ids);
     int n = 0, rc;
-    while (n < MAX_HELD && (rc = db_step(st)) == DB_ROW)
+    while ((rc = db_step(st)) == DB_ROW && n < HELD_PER_ROUND)
         ids[n++] = db_column_dup(&r->arena, st, 0);
     db_reset(st);
-    if (n < MAX_HELD && rc != DB_DONE)
+    if (rc != DB_DONE && rc != DB_ROW)
         return -1;
-    const char *reason =
-        arena_printf(&r->arena, "funding_conversion_cancelled: conversion %s was cancelled",
-                     conversion_id);
     /* The hold is the system's doing (the conversion's cancellation is the caller's, and
      * audited as such by the conversions API): each payment's record names the system. */
     const char *caller = r->principal.user_id;
-    int held = 0;
     for (int i = 0; i < n; i++) {
         struct payment_row *x = arena_alloc(&r->arena, sizeof *x);
         int found = pay_load(r, ids[i], NULL, x);
-        if (found < 0)
-            return -1;
-        if (!found)
-            continue;
+        if (found <= 0)
+            return -1; /* read a moment ago in this transaction */
         struct payment *p = &x->obj;
         p->hold_reason = reason;
         p->has_hold_reason = true;
@@ -141,7 +138,19 @@ int payments_hold_funded_by(struct req *r, const char *conversion_id)
         r->principal.user_id = caller;
         if (failed)
             return -1;
-        held++;
+        (*held)++;
     }
-    return held;
+    return n == HELD_PER_ROUND ? 1 : 0;
+}
+
+int payments_hold_funded_by(struct req *r, const char *conversion_id)
+{
+    const char *reason =
+        arena_printf(&r->arena, "funding_conversion_cancelled: conversion %s was cancelled",
+                     conversion_id);
+    int held = 0, more;
+    /* each round holds every payment it read (hold_reason set), so the next reads the rest */
+    while ((more = hold_round(r, conversion_id, reason, &held)) == 1)
+        ;
+    return more < 0 ? -1 : held;
 }

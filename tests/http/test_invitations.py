@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from conftest import ADMIN_PASSWORD, USER_PASSWORD
-from helpers import open_db
+from helpers import open_db, table_counts
 from helpers import assert_json, assert_problem, assert_validation
 
 INVITE = "/v1/admin/users/invite"
@@ -197,3 +197,26 @@ def test_members_list_is_paged_and_scoped_to_the_workspace(server):
     joined = [m["joined_at"] for m in seen]
     assert joined == sorted(joined, reverse=True)
     assert server.admin_email not in [m["email"] for m in seen]
+
+
+def test_a_workspace_requiring_mfa_takes_no_existing_account_without_it(server):
+    """Signing up with an existing account is answered as its login: 403
+    workspace_requires_mfa, nothing accepted (the invitation is still usable once the
+    requirement is lifted); a new account joins and gets its first session, to enrol in."""
+    wid, _, c = server.new_workspace()
+    etag = c.get("/v1/workspace").header("ETag")
+    assert_json(c.patch("/v1/workspace", json={"treasury": {"require_mfa": True}},
+                        headers={"If-Match": etag}), 200)
+    inv, _ = invite(c, server.admin_email, role="viewer")
+    token = server.invitation_token(inv["id"])
+    before = table_counts(server)
+    r = signup(server, token, password=ADMIN_PASSWORD)
+    assert_problem(r, 403, "workspace_requires_mfa")
+    assert b"access_token" not in r.body and table_counts(server) == before
+    fresh, _ = invite(c, email())
+    assert assert_json(signup(server, server.invitation_token(fresh["id"])),
+                       200)["workspace_id"] == wid
+    etag = c.get("/v1/workspace").header("ETag")
+    assert_json(c.patch("/v1/workspace", json={"treasury": {"require_mfa": None}},
+                        headers={"If-Match": etag}), 200)
+    assert assert_json(signup(server, token, password=ADMIN_PASSWORD), 200)["workspace_id"] == wid

@@ -6,12 +6,13 @@ until its conversion settled (409 funding_conversion_not_settled), and the hold 
 conversion puts on its payments (hold_reason, 409 payment_on_hold, lifted by a change of
 funding). Every refusal changes nothing."""
 
+import contextlib
 import datetime
 import time
 
 import pytest
 
-from helpers import assert_json, assert_problem, audit_of
+from helpers import assert_json, assert_problem, audit_of, open_db
 from payments_team import PAY, Team, events
 
 CNV = "/v1/conversions"
@@ -208,3 +209,19 @@ def test_cancelling_the_conversion_holds_its_payments_until_their_funding_change
     assert "funding_conversion_id" not in free and free["status"] == "approved"
     assert [m for m in free["makers"] if "funding_conversion_id" in m.get("fields", [])]
 
+
+
+def test_cancelling_a_conversion_holds_every_payment_it_funds_however_many(fx):
+    """The hold goes through the funded payments a round at a time (500): 501 are all held."""
+    team = fx
+    ben = team.beneficiary("GBP")
+    x = conversion(team.owner, 100000)
+    ids = [assert_json(team.pay(ben, 1, funding_conversion_id=x["id"]), 201)["id"]
+           for _ in range(501)]
+    assert_json(team.owner.post(CNV + "/%s/cancel" % x["id"]), 200)
+    db = open_db(team.server)
+    with contextlib.closing(db):
+        held = db.execute("SELECT count(*) FROM payments WHERE funding_conversion_id = ? AND "
+                          "hold_reason IS NOT NULL", (x["id"],)).fetchone()[0]
+    assert held == 501
+    assert snapshot(team.owner, ids[-1])["hold_reason"].startswith("funding_conversion_cancelled")
