@@ -594,17 +594,9 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
         r->with_errors = true;
         return 0;
     }
-    int refused = acc_mfa_refused(wid, u.id);
-    if (refused < 0)
-        return -1;
-    if (refused) {
-        req_problem(r, 403, "workspace_requires_mfa",
-                    "Workspace %s requires multi-factor authentication of its members, and this "
-                    "account has none: enrol it (POST /v1/accounts/mfa/enroll) from a session "
-                    "you still have, or ask an administrator of the workspace.",
-                    wid);
-        return 0;
-    }
+    int refused = acc_refuse_without_mfa(r, wid, u.id);
+    if (refused != 0)
+        return refused < 0 ? -1 : 0;
     struct login_response *resp = open_session(r, u.id, wid, role, lifetime);
     if (!resp)
         return -1;
@@ -618,6 +610,18 @@ int accounts_login(struct req *r, const struct accounts_login_request *in,
 }
 
 /* ---- a workspace that requires MFA (treasury.require_mfa, PATCH /v1/workspace) -------------- */
+
+int acc_refuse_without_mfa(struct req *r, const char *wid, const char *user_id)
+{
+    int refused = acc_mfa_refused(wid, user_id);
+    if (refused == 1)
+        req_problem(r, 403, "workspace_requires_mfa",
+                    "Workspace %s requires multi-factor authentication of its members, and this "
+                    "account has none: enrol it (POST /v1/accounts/mfa/enroll) from a session "
+                    "you still have, or ask an administrator of the workspace.",
+                    wid);
+    return refused;
+}
 
 int acc_mfa_refused(const char *wid, const char *user_id)
 {

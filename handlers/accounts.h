@@ -45,6 +45,9 @@ int acc_find_standing(const char *user_id, const char *wid, char *role, size_t r
 /* Whether user_id may not open a session of workspace wid because the workspace requires MFA
  * (its treasury.require_mfa) and the user has not enabled it: 1 refused, 0 not, -1 failure. */
 int acc_mfa_refused(const char *wid, const char *user_id);
+/* acc_mfa_refused, answered as a login is (403 workspace_requires_mfa): 1 refused (answered),
+ * 0 not, -1 failure. For the login and a signup with an existing account. */
+int acc_refuse_without_mfa(struct req *r, const char *wid, const char *user_id);
 /* The scopes role grants in wid, space-separated. 0 / -1. */
 int acc_role_scopes(const char *wid, const char *role, char *out, size_t n);
 /* A TOTP code of the account, accepted once (1), wrong or replayed (0), failure (-1):

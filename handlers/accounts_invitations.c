@@ -363,17 +363,9 @@ static int signup_existing(struct req *r, const struct complete_signup_request *
         return rc < 0 ? -1 : 0;
     /* answered as a login would be: a workspace that requires MFA takes no account without
      * it (the invitation stays usable once the account has enrolled) */
-    int refused = acc_mfa_refused(inv.workspace_id, u.id);
-    if (refused < 0)
-        return -1;
-    if (refused) {
-        req_problem(r, 403, "workspace_requires_mfa",
-                    "Workspace %s requires multi-factor authentication of its members, and this "
-                    "account has none: enrol it (POST /v1/accounts/mfa/enroll) from a session "
-                    "you have, then accept the invitation again.",
-                    inv.workspace_id);
-        return 0;
-    }
+    int refused = acc_refuse_without_mfa(r, inv.workspace_id, u.id);
+    if (refused != 0)
+        return refused < 0 ? -1 : 0;
     format_now_rfc3339(now, sizeof now);
     if (join(r, &inv, u.id, now) != 0)
         return -1;
