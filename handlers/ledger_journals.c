@@ -143,19 +143,24 @@ static int check_source(struct req *r, const struct journal_entry *e)
 
 /* ---- one entry ---------------------------------------------------------------------------- */
 
-/* Which accounts e has a line on (journal_entry_accounts), rewritten with its lines: the
- * journal list's ledger_account_id filter reads it. 0 / -1. */
-static int index_accounts(struct req *r, const struct journal_entry *e)
+/* Which accounts draft e has a line on (journal_entry_accounts), rewritten with its lines
+ * (fresh: a new entry, nothing to take out first). The journal list's ledger_account_id
+ * filter reads it beside the posted lines (ledger_postings), so an entry posted as it is made
+ * writes nothing here: a posting's cost stays the ledger's own. 0 / -1. */
+static int index_accounts(struct req *r, const struct journal_entry *e, bool fresh)
 {
-    struct db_stmt *st =
-        storage_prepare("DELETE FROM journal_entry_accounts WHERE journal_entry_id = ?");
-    if (!st)
-        return -1;
-    db_bind_text(st, 1, e->id);
-    int rc = db_step(st);
-    db_reset(st);
-    if (rc != DB_DONE)
-        return -1;
+    struct db_stmt *st;
+    int rc = DB_DONE;
+    if (!fresh) {
+        st = storage_prepare("DELETE FROM journal_entry_accounts WHERE journal_entry_id = ?");
+        if (!st)
+            return -1;
+        db_bind_text(st, 1, e->id);
+        rc = db_step(st);
+        db_reset(st);
+        if (rc != DB_DONE)
+            return -1;
+    }
     st = storage_prepare("INSERT INTO journal_entry_accounts (ledger_account_id, "
                          "journal_entry_id, workspace_id) VALUES (?, ?, ?) "
                          "ON CONFLICT DO NOTHING");
@@ -181,10 +186,12 @@ static int insert_entry(struct req *r, struct journal_entry *e)
                     "A posted journal entry already has external_id %s.", e->external_id);
         return 1;
     }
-    if (rc != 0 || record_version(r, e) != 0 || index_accounts(r, e) != 0)
+    if (rc != 0 || record_version(r, e) != 0)
         return -1;
     if (e->status == JOURNAL_ENTRY_STATUS_POSTED)
         return ledger_post_record(r, e);
+    if (index_accounts(r, e, true) != 0)
+        return -1;
     return count_draft(r, e->lines, e->lines_count, 1);
 }
 
@@ -281,7 +288,7 @@ static int save_entry(struct req *r, struct journal_entry *e, bool state_only)
                     "A posted journal entry already has external_id %s.", e->external_id);
         return 1;
     }
-    if (rc == 1 && !state_only && index_accounts(r, e) != 0) /* the lines may have changed */
+    if (rc == 1 && !state_only && index_accounts(r, e, false) != 0) /* lines may have changed */
         return -1;
     return rc == 1 ? 0 : rc == 0 ? 1 : -1;
 }
@@ -597,8 +604,13 @@ int ledger_list_journal_entries(struct req *r, const struct ledger_list_journal_
                       in->has_source ? journal_source_str(in->source) : NULL),
         RESOURCE_TEXT("source_id", RESOURCE_EQ, in->has_source_id ? in->source_id : NULL),
         RESOURCE_TEXT("external_id", RESOURCE_EQ, in->has_external_id ? in->external_id : NULL),
-        RESOURCE_TEXT("id IN (SELECT journal_entry_id FROM journal_entry_accounts WHERE "
-                      "ledger_account_id =",
+        /* posted lines, and the lines of drafts (as last written: a draft posted or
+         * discarded keeps its rows); ?1 is the list's workspace */
+        RESOURCE_TEXT("id IN (SELECT a.journal_entry_id FROM (SELECT journal_entry_id, "
+                      "workspace_id, ledger_account_id FROM ledger_postings UNION ALL "
+                      "SELECT journal_entry_id, workspace_id, ledger_account_id FROM "
+                      "journal_entry_accounts) a WHERE a.workspace_id = ?1 AND "
+                      "a.ledger_account_id =",
                       RESOURCE_IN_SELECT, in->has_ledger_account_id ? in->ledger_account_id : NULL),
         RESOURCE_TEXT("effective_date", RESOURCE_GE,
                       in->has_effective_date_gte ? in->effective_date_gte : NULL),

@@ -185,7 +185,8 @@ enum resource_op {
     RESOURCE_IN_SELECT, /* column is the start of a sub-select ending in a comparison, "id IN
                          * (SELECT entry_id FROM entry_accounts WHERE account_id =": the row
                          * is listed when the sub-select finds value (an index table its owner
-                         * keeps: never a scan of a JSON column) */
+                         * keeps: never a scan of a JSON column); it may name ?1, the
+                         * list's workspace */
 };
 
 /* One declared filter of a list: not applied when `set` is false (an absent query

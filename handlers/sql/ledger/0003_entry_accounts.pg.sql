@@ -1,6 +1,7 @@
--- Which accounts each journal entry has a line on (drafts, posted and discarded entries alike),
--- kept by handlers/ledger_journals.c whenever an entry's lines are written: the journal list's
--- ledger_account_id filter reads it through the index instead of scanning every entry's lines.
+-- Which accounts each draft has a line on (as last written: a draft posted or discarded keeps
+-- its rows), kept by handlers/ledger_journals.c whenever a draft's lines are written: the
+-- journal list's ledger_account_id filter reads it beside ledger_postings (the posted lines)
+-- through their indexes, instead of scanning every entry's lines.
 CREATE TABLE journal_entry_accounts (
     ledger_account_id TEXT NOT NULL, -- a draft's line may name an account that is not there
     journal_entry_id TEXT NOT NULL REFERENCES journal_entries(id),
