@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 
 #include "runtime/log.h"
 #include "runtime/storage_engine.h"
@@ -170,13 +171,24 @@ out:
 }
 
 /* Applies one PRAGMA and reads it back: a pragma SQLite does not understand or cannot honour
- * (WAL on a read-only medium) is otherwise silently ignored. */
+ * (WAL on a read-only medium) is otherwise silently ignored. Switching a new file to WAL takes
+ * an exclusive lock, and when several processes open it at once SQLite answers SQLITE_BUSY at
+ * once to all but one, without the busy handler (which could deadlock them): that is tried
+ * again, every 10 ms, for as long as the busy timeout. */
 static int pragma_set(sqlite3 *db, const char *set, const char *get, const char *want, char *err,
                       size_t errlen)
 {
     char got[32];
-    if (exec_sql(db, set, err, errlen) != 0)
-        return -1;
+    for (int waited = 0;; waited += 10) {
+        int rc = sqlite3_exec(db, set, NULL, NULL, NULL);
+        if (rc == SQLITE_OK)
+            break;
+        if ((rc & 0xff) != SQLITE_BUSY || waited >= BUSY_TIMEOUT_MS) {
+            snprintf(err, errlen, "%s: %s", set, sqlite3_errmsg(db));
+            return -1;
+        }
+        nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+    }
     if (query_text(db, get, got, sizeof got, err, errlen) != 0)
         return -1;
     if (strcmp(got, want) != 0) {
