@@ -30,14 +30,6 @@
 /* ---- dates --------------------------------------------------------------------------------- */
 
 /* The UTC day of now into out (11 bytes). */
-static void today(char out[11])
-{
-    char now[40];
-    format_time_rfc3339(clock_now_ms(), now, sizeof now);
-    memcpy(out, now, 10);
-    out[10] = '\0';
-}
-
 /* ---- pricing ------------------------------------------------------------------------------- */
 
 /* mid × (1 − bps / 10000), half-even to RATES_SCALE decimals. 0 / -1. */
@@ -222,7 +214,7 @@ int conversions_create_conversion_quote(
     if (workspace_treasury_of(r, &ws) != 0)
         return -1;
     char day[11];
-    today(day);
+    rates_today_date(day);
     const char *value_date = NULL;
     bool forward = false;
     if (check_body(r, c, day, &value_date, &forward) != 0)

@@ -35,8 +35,9 @@ bool rates_pair_split(const char *pair, char base[4], char quote[4]);
 bool rates_date_days(const char *date, int64_t *days);
 /* Day number days as YYYY-MM-DD into out (11 bytes). */
 void rates_date_of_days(int64_t days, char out[11]);
-/* Today's day number (UTC, the server clock). */
+/* Today's day number (UTC, the server clock), and as YYYY-MM-DD into out (11 bytes). */
 int64_t rates_today(void);
+void rates_today_date(char out[11]);
 /* Whether day is a Saturday or a Sunday (public holidays are not modelled). */
 bool rates_weekend(int64_t day);
 /* day plus n weekdays (n >= 0). */

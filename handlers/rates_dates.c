@@ -70,6 +70,11 @@ int64_t rates_today(void)
     return s >= 0 ? s / 86400 : (s - 86399) / 86400;
 }
 
+void rates_today_date(char out[11])
+{
+    rates_date_of_days(rates_today(), out);
+}
+
 bool rates_weekend(int64_t day)
 {
     int w = (int)((day + 4) % 7); /* 0 Sunday ... 6 Saturday: 1970-01-01 was a Thursday */

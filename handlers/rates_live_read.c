@@ -30,13 +30,6 @@ static int bad_param(struct req *r, const char *pointer, const char *code, const
     return 0;
 }
 
-static void today(char out[11])
-{
-    char now[40];
-    format_time_rfc3339(clock_now_ms(), now, sizeof now);
-    snprintf(out, 11, "%.10s", now);
-}
-
 /* ---- custom: the live spot plus the active curve's forward points ------------------------- */
 
 /* The outright at value_date from the pair's active curve, on spot (the live rate) or, for a
@@ -288,7 +281,7 @@ int rates_list_rates(struct req *r, const struct rates_list_rates_request *in,
     struct listed *all = arena_alloc(&r->arena, (2 * n_live + n_refs + 1) * sizeof *all);
     size_t n = 0;
     char day[11];
-    today(day);
+    rates_today_date(day);
     for (size_t i = 0; i < n_live; i++) {
         if (want[3]) {
             char spot[11];
@@ -360,7 +353,7 @@ int rates_get_rate(struct req *r, const struct rates_get_rate_request *in,
             rates_fx_rate(r, &x, rate);
         } else if (found > 0) {
             char day[11], spot[11];
-            today(day);
+            rates_today_date(day);
             if (rates_spot_date(in->pair, day, spot) != 0)
                 return -1;
             const char *reason = NULL;

@@ -38,9 +38,9 @@ static int db_failed(const char *what)
 
 static const char *today_text(struct req *r)
 {
-    char buf[40];
-    format_time_rfc3339(clock_now_ms(), buf, sizeof buf);
-    return arena_strndup(&r->arena, buf, 10);
+    char day[11];
+    rates_today_date(day);
+    return arena_strdup(&r->arena, day);
 }
 
 static const char *now_text(struct req *r)
