@@ -15,9 +15,17 @@
  * the same seed record the same ticks, whenever they run them. Each round records the next
  * tick of every pair at the round's time (as_of), in one transaction, and keeps the walk's
  * position (seed, n, mid) in fx_market_walks so that a restart goes on from there; a walk
- * kept under another seed starts over at tick 1 from the starting mid. With several
- * instances on one PostgreSQL database, a pair's row is claimed for the round, so each tick
- * is recorded once. */
+ * kept under another seed starts over at tick 1 from the starting mid.
+ *
+ * Several instances on one PostgreSQL database each run the job, out of step: the market
+ * still ticks once per interval. A round first claims every pair's walk row (storage_claim)
+ * and gives up, silently, when another instance's round holds one or has changed one since
+ * this round's snapshot; it takes its time (as_of) only once it holds them all, and skips a
+ * pair ticked less than nine tenths of an interval ago (fx_market_walks.ticked_ms), so that
+ * a round coming a moment after another instance's ticks nothing. So a pair ticks at most
+ * once in nine tenths of an interval, whatever the number of instances, and about once an
+ * interval while any of them runs; its ticks' as_of follow their order (given clocks in
+ * step, as the quotas need too). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,6 +53,7 @@ static const struct market_pair {
 #define NPAIRS (sizeof PAIRS / sizeof PAIRS[0])
 
 static int64_t market_seed;
+static int64_t market_interval_ms;
 
 static uint64_t splitmix64(uint64_t x)
 {
@@ -81,44 +90,72 @@ static void step(const struct market_pair *mp, int64_t seed, int64_t n, int64_t 
     *half = 5 + (int64_t)((h >> 32) % 11);
 }
 
-/* One pair's next tick, recorded at as_of in the open transaction. 0 / -1. */
-static int tick_pair(struct req *r, const struct market_pair *mp, const char *as_of)
+/* The walk's row of mp, inserted when it is missing, so that there is a row to claim
+ * (PostgreSQL claims rows only). Read first: an INSERT ... ON CONFLICT DO NOTHING that meets a
+ * row another instance's round changed after this transaction's snapshot fails on PostgreSQL,
+ * although it would change nothing, so the usual case (the row is there) writes nothing.
+ * 0, or a db_step error (< 0). */
+static int start_walk(const struct market_pair *mp)
 {
-    /* the walk's row first, so that there is a row to claim (PostgreSQL claims rows only) */
-    struct db_stmt *st = storage_prepare(
-        "INSERT INTO fx_market_walks (pair, seed, tick, mid_units) VALUES (?1, ?2, 0, ?3) "
-        "ON CONFLICT (pair) DO NOTHING");
+    struct db_stmt *st = storage_prepare("SELECT 1 FROM fx_market_walks WHERE pair = ?1");
     if (!st)
-        return -1;
+        return DB_ERR;
+    db_bind_text(st, 1, mp->pair);
+    int rc = db_step(st);
+    db_reset(st);
+    if (rc != DB_DONE)
+        return rc == DB_ROW ? 0 : rc;
+    st = storage_prepare(
+        "INSERT INTO fx_market_walks (pair, seed, tick, mid_units, ticked_ms) "
+        "VALUES (?1, ?2, 0, ?3, 0) ON CONFLICT (pair) DO NOTHING");
+    if (!st)
+        return DB_ERR;
     db_bind_text(st, 1, mp->pair);
     db_bind_int64(st, 2, market_seed);
     db_bind_int64(st, 3, mp->start);
-    int rc = db_step(st);
+    rc = db_step(st);
     db_reset(st);
-    if (rc != DB_DONE) {
-        log_error("market: cannot start the walk of %s: %s", mp->pair, storage_errmsg());
-        return -1;
-    }
-    int claimed = storage_claim("fx_market_walks", "pair", mp->pair);
-    if (claimed < 0)
-        return -1;
-    if (claimed == 0)
-        return 0; /* another instance ticks it this round */
-    st = storage_prepare("SELECT seed, tick, mid_units FROM fx_market_walks WHERE pair = ?1");
+    return rc == DB_DONE ? 0 : rc;
+}
+
+/* Whether a pair last ticked at ticked_ms is due at now_ms: not when it ticked less than nine
+ * tenths of an interval ago (another instance's round, whose period runs out of step with
+ * this one's), else two instances would tick it twice an interval between them. Nine tenths,
+ * not the whole interval, so that the round of the instance that ticked it, a period later
+ * by its own timer, finds it due. A tick that far ahead of now_ms was made by a clock now
+ * behind (the test clock moved back): due. */
+static bool due(int64_t ticked_ms, int64_t now_ms)
+{
+    int64_t min_gap = market_interval_ms - market_interval_ms / 10;
+    return now_ms - ticked_ms >= min_gap || ticked_ms - now_ms >= min_gap;
+}
+
+/* mp's next tick, recorded at as_of (now_ms) in the open transaction, its row claimed: 1, or 0
+ * when the pair ticked less than an interval ago (nothing done), or -1. */
+static int tick_pair(struct req *r, const struct market_pair *mp, int64_t now_ms,
+                     const char *as_of)
+{
+    struct db_stmt *st = storage_prepare(
+        "SELECT seed, tick, mid_units, ticked_ms FROM fx_market_walks WHERE pair = ?1");
     if (!st)
         return -1;
     db_bind_text(st, 1, mp->pair);
-    rc = db_step(st);
-    int64_t n = 0, mid = mp->start;
-    if (rc == DB_ROW && db_column_int64(st, 0) == market_seed) {
-        n = db_column_int64(st, 1);
-        mid = db_column_int64(st, 2);
+    int rc = db_step(st);
+    int64_t n = 0, mid = mp->start, ticked_ms = 0;
+    if (rc == DB_ROW) {
+        ticked_ms = db_column_int64(st, 3);
+        if (db_column_int64(st, 0) == market_seed) {
+            n = db_column_int64(st, 1);
+            mid = db_column_int64(st, 2);
+        }
     }
     db_reset(st);
     if (rc != DB_ROW && rc != DB_DONE) {
         log_error("market: cannot read the walk of %s: %s", mp->pair, storage_errmsg());
         return -1;
     }
+    if (!due(ticked_ms, now_ms))
+        return 0; /* another instance ticked it this interval */
     int64_t half;
     n++;
     step(mp, market_seed, n, &mid, &half);
@@ -138,43 +175,88 @@ static int tick_pair(struct req *r, const struct market_pair *mp, const char *as
         }
     if (rates_record_live(r, NULL, &t, "provider:sandbox", NULL, NULL) != 0)
         return -1;
-    st = storage_prepare(
-        "UPDATE fx_market_walks SET seed = ?2, tick = ?3, mid_units = ?4 WHERE pair = ?1");
+    st = storage_prepare("UPDATE fx_market_walks SET seed = ?2, tick = ?3, mid_units = ?4, "
+                         "ticked_ms = ?5 WHERE pair = ?1");
     if (!st)
         return -1;
     db_bind_text(st, 1, mp->pair);
     db_bind_int64(st, 2, market_seed);
     db_bind_int64(st, 3, n);
     db_bind_int64(st, 4, mid);
+    db_bind_int64(st, 5, now_ms);
     rc = db_step(st);
     db_reset(st);
     if (rc != DB_DONE) {
         log_error("market: cannot keep the walk of %s: %s", mp->pair, storage_errmsg());
         return -1;
     }
-    return 0;
+    return 1;
 }
 
-/* One round (the job's run): the next tick of every pair, in one transaction. How many pairs
- * ticked (never a full batch: one round per period), or -1. */
+/* The round's claim: every pair's walk row, held until the round ends, before anything is
+ * ticked, so that one instance's round at a time ticks the market. 1 all held, 0 another
+ * instance's round has them (one it holds, or one it changed since this transaction's
+ * snapshot: PostgreSQL's serialization failure, which has then aborted the transaction),
+ * -1 failure (logged). */
+static int claim_round(void)
+{
+    for (size_t i = 0; i < NPAIRS; i++) {
+        const struct market_pair *mp = &PAIRS[i];
+        int rc = start_walk(mp);
+        int claimed = rc == 0 ? storage_claim("fx_market_walks", "pair", mp->pair) : -1;
+        if (claimed == 0)
+            return 0;
+        if (claimed < 0) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", storage_errmsg());
+            storage_rollback();
+            if (storage_should_retry())
+                return 0;
+            log_error("market: cannot claim the walk of %s: %s", mp->pair, why);
+            return -1;
+        }
+    }
+    return 1;
+}
+
+/* One round (the job's run): the next tick of every pair due, in one transaction, at the time
+ * the round's claim was granted (as_of). How many pairs ticked (never a full batch: one round
+ * per period), or -1. */
 static int market_round(void)
 {
+    if (storage_begin(true) != 0) {
+        log_error("market: cannot begin a round");
+        return -1;
+    }
+    int claimed = claim_round();
+    if (claimed <= 0) {
+        if (storage_in_tx())
+            storage_rollback();
+        return claimed;
+    }
     struct req *r = &(struct req){0};
     arena_init(&r->arena);
     verr_init(&r->verr, &r->arena);
     r->principal.user_id = "system"; /* the actor of anything an alert records */
     r->request_id = id_new(&r->arena, "req");
+    int64_t now_ms = clock_now_ms();
     char as_of[40];
-    format_time_rfc3339(clock_now_ms(), as_of, sizeof as_of);
-    int rc = storage_begin(true);
-    for (size_t i = 0; rc == 0 && i < NPAIRS; i++)
-        rc = tick_pair(r, &PAIRS[i], as_of);
-    if (rc == 0 && storage_commit() == 0) {
+    format_time_rfc3339(now_ms, as_of, sizeof as_of);
+    int rc = 0, ticked = 0;
+    for (size_t i = 0; rc >= 0 && i < NPAIRS; i++) {
+        rc = tick_pair(r, &PAIRS[i], now_ms, as_of);
+        ticked += rc > 0;
+    }
+    if (rc >= 0 && storage_commit() == 0) {
         arena_release(&r->arena);
-        return (int)NPAIRS;
+        return ticked;
     }
     storage_rollback();
-    log_error("market: the round at %s failed; the next one ticks again", as_of);
+    if (storage_should_retry())
+        log_warn("market: the round at %s met a concurrent transaction; the next one ticks "
+                 "again", as_of);
+    else
+        log_error("market: the round at %s failed; the next one ticks again", as_of);
     arena_release(&r->arena);
     return -1;
 }
@@ -182,6 +264,7 @@ static int market_round(void)
 struct job rates_market_job(const struct config *c)
 {
     market_seed = c->fx_market_seed;
+    market_interval_ms = c->fx_market_interval_ms;
     struct job j = {.name = "fx_market", .run = market_round, .batch = (int)NPAIRS + 1,
                     .period_ms = c->fx_market_interval_ms};
     return j;

@@ -547,12 +547,13 @@ static int record(const struct message *m, bool sent, const char *why, int64_t n
     return 0;
 }
 
-/* The round's messages, loaded by pick_due and delivered (and freed) by deliver_picked: one
- * thread runs the job's rounds (runtime/job_runner.h), and mail_deliver_due runs on the
- * test's. */
-static struct message picked[BATCH];
-static int picked_n;
-static int64_t picked_at_ms;
+/* The round's messages, loaded by pick_due and delivered (and freed) by deliver_picked on the
+ * same thread: the job runner's (one thread runs the job's rounds, runtime/job_runner.h), or a
+ * test's. Each thread's round is its own, so that two threads are two deliverers, as two
+ * instances are (tests/unit/test_mail.c races them). */
+static _Thread_local struct message picked[BATCH];
+static _Thread_local int picked_n;
+static _Thread_local int64_t picked_at_ms;
 
 /* The job's run: the due messages, read only. How many, or -1. */
 static int pick_due(void)

@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import ssl
 import stat
 import subprocess
@@ -295,8 +296,12 @@ def test_admin_email_comes_from_the_environment(make_server):
     assert_problem(r, 401, "invalid_credentials")
 
 
-def test_environment_variables_configure_the_server(make_server):
-    s = make_server(use_env=True, log_format="text")
+def test_environment_variables_configure_the_server(make_server, tmp_path):
+    # TREASURY_DATABASE: the PostgreSQL URL (conftest sets it), or on SQLite a file outside the
+    # data directory. Ignored, the server would open <data-dir>/treasury.db and serve as well.
+    elsewhere = tmp_path / "from-env.db"
+    extra = {"TREASURY_DATABASE": str(elsewhere)} if ENGINE == "sqlite" else {}
+    s = make_server(use_env=True, log_format="text", extra_env=extra)
     with s.client() as c:
         assert assert_json(c.get("/healthz"), 200) == {"status": "ok", "database": "ok"}
     with s.plain_client() as c:
@@ -305,6 +310,35 @@ def test_environment_variables_configure_the_server(make_server):
     line = next(l for l in s.log_text().splitlines() if "listening on https://" in l)
     with pytest.raises(ValueError):
         json.loads(line)
+    assert not (s.data_dir / "treasury.db").exists()
+    ben = helpers.create_beneficiary(s.client(token=s.token), name="Stored where told")
+    if ENGINE == "sqlite":
+        db = sqlite3.connect(str(elsewhere))
+    else:
+        db = helpers.open_db(s)
+    try:
+        assert db.execute("SELECT name FROM beneficiaries WHERE id = ?",
+                          (ben["id"],)).fetchone() == ("Stored where told",)
+    finally:
+        db.close()
+
+
+@sqlite_only("a database file outside the data directory")
+def test_database_flag_puts_the_sqlite_file_where_it_says(make_server, tmp_path):
+    elsewhere = tmp_path / "elsewhere.db"
+    s = make_server(extra_args=["--database", str(elsewhere)])
+    ben = helpers.create_beneficiary(s.client(token=s.token), name="Stored elsewhere")
+    assert elsewhere.is_file() and stat.S_IMODE(elsewhere.stat().st_mode) & 0o077 == 0
+    assert not (s.data_dir / "treasury.db").exists()
+    db = sqlite3.connect(str(elsewhere))
+    try:
+        assert db.execute("SELECT name FROM beneficiaries WHERE id = ?",
+                          (ben["id"],)).fetchone() == ("Stored elsewhere",)
+    finally:
+        db.close()
+    s.restart()  # and finds it there again
+    with s.client(token=s.token) as c:
+        assert_json(c.get("/v1/beneficiaries/" + ben["id"]), 200)
 
 
 def test_flag_wins_over_environment(make_server, tmp_path):

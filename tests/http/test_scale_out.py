@@ -485,9 +485,11 @@ def test_every_approved_payment_settles_once_with_three_workers(trio):
             if m.group(1) in moved:
                 moved[m.group(1)].append(i)
     assert all(len(v) == 3 for v in moved.values()), moved
-    workers = {i for v in moved.values() for i in v}
-    # Which instances moved them depends on when each one's worker looked; printed only.
-    print("settlement steps moved by instances %s" % sorted(workers))
+    per_instance = [sum(v.count(i) for v in moved.values()) for i in range(N_INSTANCES)]
+    print("settlement steps moved per instance: %r" % per_instance)
+    # The work is shared: 36 steps fall due at moments spread by the approvals and the rail's
+    # delays, each taken by whichever worker (every 50 ms, out of step) looks first.
+    assert sum(1 for k in per_instance if k) >= 2, per_instance
 
 
 # ---- 5. SIGKILL under load -------------------------------------------------------------------

@@ -1,6 +1,8 @@
 /* Unit tests for runtime/mail.c: what the outbox accepts, the spool's files, the bookkeeping
- * after a delivery, and the start-up checks of the relay settings. */
+ * after a delivery, the start-up checks of the relay settings, and two deliverers racing for
+ * one message. */
 #include <dirent.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -158,6 +160,55 @@ static void test_relay_settings_are_checked_at_start(void)
     teardown();
 }
 
+/* Two deliverers (two instances' jobs, or this one's next round while a slow one still runs)
+ * both read one due message before either claims it: the claim (a compare-and-set of its next
+ * attempt) lets one send it, and the other leaves it without counting a failure. The spool
+ * file of the first delivery is removed before the second deliverer acts, so that a second
+ * delivery would put it back. */
+static struct job deliverer;
+static pthread_barrier_t both_picked, first_delivered;
+static int second_found, second_acted;
+
+static void *second_deliverer(void *arg)
+{
+    (void)arg;
+    second_found = deliverer.run();
+    pthread_barrier_wait(&both_picked);
+    pthread_barrier_wait(&first_delivered);
+    second_acted = second_found > 0 ? deliverer.act() : -9;
+    return NULL;
+}
+
+static void test_two_deliverers_of_one_due_message_deliver_it_once(void)
+{
+    char id[ID_MAX], err[256] = "", path[256];
+    setup();
+    CHECK(mail_init("", NULL, dir, err, sizeof err) == 0);
+    CHECK(enqueue("a@example.com", "once", "body", id) == 0);
+    snprintf(path, sizeof path, "%s/%s.eml", spool, id);
+    deliverer = mail_job();
+    pthread_barrier_init(&both_picked, NULL, 2);
+    pthread_barrier_init(&first_delivered, NULL, 2);
+    pthread_t t;
+    pthread_create(&t, NULL, second_deliverer, NULL);
+    int found = deliverer.run();
+    pthread_barrier_wait(&both_picked);
+    CHECK(found == 1 && second_found == 1); /* both read it as due */
+    CHECK(deliverer.act() == 0);
+    struct stat st;
+    CHECK(stat(path, &st) == 0);
+    CHECK(unlink(path) == 0);
+    pthread_barrier_wait(&first_delivered);
+    pthread_join(t, NULL);
+    CHECK(second_acted == 0); /* "not ours" is no failure */
+    CHECK(stat(path, &st) != 0); /* and it did not deliver it again */
+    CHECK(count("SELECT count(*) FROM mail_outbox WHERE status = 'sent' AND attempts = 1") == 1);
+    CHECK(mail_deliver_due() == 0);
+    pthread_barrier_destroy(&both_picked);
+    pthread_barrier_destroy(&first_delivered);
+    teardown();
+}
+
 int main(void)
 {
     static const struct unit_test tests[] = {
@@ -165,6 +216,7 @@ int main(void)
         UNIT_TEST(test_the_spool_gets_one_private_rfc_5322_file_and_the_body_is_cleared),
         UNIT_TEST(test_a_failed_delivery_is_kept_and_retried_later),
         UNIT_TEST(test_relay_settings_are_checked_at_start),
+        UNIT_TEST(test_two_deliverers_of_one_due_message_deliver_it_once),
     };
     return unit_run("mail", tests, sizeof tests / sizeof tests[0]);
 }

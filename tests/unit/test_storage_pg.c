@@ -278,6 +278,50 @@ static void test_a_statement_outside_commits_whatever_the_transaction_does(void)
     storage_close();
 }
 
+/* synchronous_commit: on for every connection whatever the database's default (a 2xx means
+ * durable), off only on the side connection of storage_prepare_outside (quota state). */
+static char setting_seen[16];
+
+static void *read_setting(void *arg)
+{
+    (void)arg;
+    struct db_stmt *st = storage_prepare("SELECT current_setting('synchronous_commit')");
+    if (st && db_step(st) == DB_ROW)
+        snprintf(setting_seen, sizeof setting_seen, "%s", db_column_text(st, 0));
+    if (st)
+        db_reset(st);
+    return NULL;
+}
+
+static void test_connections_commit_synchronously_whatever_the_database_default(void)
+{
+    open_db();
+    CHECK(exec("DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET synchronous_commit = off', "
+               "current_database()); END $$") == 0);
+    storage_close();
+    open_db(); /* new connections, which start with the database's default */
+    struct db_stmt *st = storage_prepare("SELECT current_setting('synchronous_commit')");
+    CHECK(st && db_step(st) == DB_ROW && strcmp(db_column_text(st, 0), "on") == 0);
+    if (st)
+        db_reset(st);
+    pthread_t t; /* another thread's connection too */
+    pthread_create(&t, NULL, read_setting, NULL);
+    pthread_join(t, NULL);
+    CHECK_STR(setting_seen, "on");
+    st = storage_prepare_outside("SELECT current_setting('synchronous_commit')");
+    CHECK(st && db_step(st) == DB_ROW && strcmp(db_column_text(st, 0), "off") == 0);
+    if (st)
+        db_reset(st);
+    /* the connection's default really was off: it is what RESET would go back to */
+    st = storage_prepare("SELECT reset_val FROM pg_settings WHERE name = 'synchronous_commit'");
+    CHECK(st && db_step(st) == DB_ROW && strcmp(db_column_text(st, 0), "off") == 0);
+    if (st)
+        db_reset(st);
+    CHECK(exec("DO $$ BEGIN EXECUTE format('ALTER DATABASE %I RESET synchronous_commit', "
+               "current_database()); END $$") == 0);
+    storage_close();
+}
+
 int main(void)
 {
     url = getenv("TREASURY_TEST_PG_URL");
@@ -294,6 +338,7 @@ int main(void)
         UNIT_TEST(test_a_claimed_item_is_skipped_by_another_worker),
         UNIT_TEST(test_writes_of_one_key_queue_and_see_each_other),
         UNIT_TEST(test_a_statement_outside_commits_whatever_the_transaction_does),
+        UNIT_TEST(test_connections_commit_synchronously_whatever_the_database_default),
     };
     return unit_run("storage_pg", tests, sizeof tests / sizeof tests[0]);
 }
