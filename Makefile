@@ -191,12 +191,36 @@ $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_BUILD)/libfuz
 	$(Q)clang -fsanitize=fuzzer,address,undefined -o $@ $< -Wl,--start-group \
 	    $(FUZZ_BUILD)/libfuzzgen.a $(FUZZ_BUILD)/libfuzzrt.a -Wl,--end-group $(LDLIBS)
 
+# fuzz_small: the golden small spec's generated code (tests/codegen/small/expected, seen as
+# build/fuzz/small/generated so that its headers come before generated/'s) with its test
+# handlers, driven by fuzz_dispatch.c (tests/fuzz/fuzz_small.c says why).
+FUZZ_SMALL     := $(FUZZ_BUILD)/small
+FUZZ_SMALL_SRC := $(filter-out %/rows_things.c,$(wildcard tests/codegen/small/expected/*.c)) \
+                  tests/codegen/small/handlers.c tests/codegen/small/handlers_exports.c \
+                  tests/fuzz/fuzz_small.c tests/fuzz/fuzz_req.c
+FUZZ_SMALL_OBJ := $(patsubst %.c,$(FUZZ_SMALL)/obj/%.o,$(FUZZ_SMALL_SRC))
+
+$(FUZZ_SMALL)/generated:
+	@mkdir -p $(@D)
+	$(Q)ln -sfn ../../../tests/codegen/small/expected $@
+
+$(FUZZ_SMALL)/obj/%.o: %.c | $(FUZZ_SMALL)/generated
+	@mkdir -p $(@D)
+	@if [ "$(V)" != 1 ]; then echo "  CLANG   $< (small spec)"; fi
+	$(Q)clang $(FUZZ_CFLAGS) -iquote $(FUZZ_SMALL) -MMD -MP -c -o $@ $<
+
+$(FUZZ_BUILD)/fuzz_small: $(FUZZ_SMALL_OBJ) $(FUZZ_BUILD)/libfuzzrt.a
+	@if [ "$(V)" != 1 ]; then echo "  FUZZ    $@"; fi
+	$(Q)clang -fsanitize=fuzzer,address,undefined -o $@ $(FUZZ_SMALL_OBJ) \
+	    $(FUZZ_BUILD)/libfuzzrt.a $(LDLIBS)
+
 fuzz-build: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 
 fuzz: test-deps fuzz-build
 	$(Q)tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
--include $(FUZZ_RT_OBJ:.o=.d) $(FUZZ_GEN_OBJ:.o=.d) $(FUZZ_BUILD)/obj/tests/fuzz/*.d
+-include $(FUZZ_RT_OBJ:.o=.d) $(FUZZ_GEN_OBJ:.o=.d) $(FUZZ_BUILD)/obj/tests/fuzz/*.d \
+         $(FUZZ_SMALL_OBJ:.o=.d)
 
 # ---- dependencies ---------------------------------------------------------------------------
 # What building and running need; the tests add their tools (a browser among them), so

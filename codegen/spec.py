@@ -2441,19 +2441,32 @@ class Model:
                            'and at most the string property error_description')
 
     def check_statuses(self, op, loc):
-        """The statuses the generated dispatcher itself answers must be documented."""
+        """The statuses the generated dispatcher, or the runtime before it, answers must be
+        documented; and 501 only where the dispatcher answers it (planned operations)."""
         need = {500: 'the dispatcher answers 500 when the handler fails'}
         if op.params:
             need[400] = 'invalid parameters answer 400 invalid_request'
         if op.body:
             need[400] = 'malformed JSON answers 400 malformed_json'
             need[422] = 'schema violations answer 422 validation_failed'
+            # runtime/pipeline.c, before the dispatcher, for any body (JSON, form or raw)
+            need[413] = 'a body over x-max-body-bytes answers 413 payload_too_large'
+        # runtime/auth.c, before the dispatcher (planned operations included)
+        if op.first_party:
+            need[403] = ('an OAuth application\'s token on an x-first-party operation answers '
+                         '403 insufficient_scope')
+        elif op.scopes:
+            need[403] = 'a token lacking one of its scopes answers 403 insufficient_scope'
         if op.idempotent and not op.is_public:
             need[409] = ('a retry while the first request with its idempotency key still runs '
                          'answers 409 idempotency_request_in_progress')
         if op.planned:
             need[501] = 'planned operations answer 501 not_implemented'
         else:
+            if 501 in op.statuses:
+                self.fail(loc / 'responses' / '501', 'status 501 is documented, but only a '
+                                                     'planned operation (x-status: planned) '
+                                                     'answers it')
             if op.negotiated:
                 need[406] = 'a negotiated operation answers 406 not_acceptable'
             if op.raw_body:

@@ -180,7 +180,7 @@ struct accounts_accept_invitation_request {
 };
 
 struct accounts_accept_invitation_response {
-    int status; /* 201; problems (400, 401, 409, 410, 413, 415, 422, 429, 500, 503) via req_problem() */
+    int status; /* 201; problems (400, 401, 403, 409, 410, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct membership *body_201; /* status 201: Joined; log in to the workspace to act in it. */
 };
 
@@ -193,7 +193,7 @@ struct accounts_get_mfa_request {
 };
 
 struct accounts_get_mfa_response {
-    int status; /* 200; problems (400, 401, 409, 429, 500, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 409, 429, 500, 503) via req_problem() */
     struct mfa_status *body_200; /* status 200: The caller's MFA status. */
 };
 
@@ -206,7 +206,7 @@ struct accounts_confirm_mfa_request {
 };
 
 struct accounts_confirm_mfa_response {
-    int status; /* 200; problems (400, 401, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct mfa_confirmation *body_200; /* status 200: MFA is on; keep the recovery codes somewhere safe. */
 };
 
@@ -350,7 +350,7 @@ struct accounts_list_sessions_request {
 };
 
 struct accounts_list_sessions_response {
-    int status; /* 200; problems (400, 401, 429, 500, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
     struct session_page *body_200; /* status 200: One page of sessions. */
 };
 
@@ -363,7 +363,7 @@ struct accounts_revoke_all_sessions_request {
 };
 
 struct accounts_revoke_all_sessions_response {
-    int status; /* 204; problems (400, 401, 409, 429, 500, 503) via req_problem() */
+    int status; /* 204; problems (400, 401, 403, 409, 429, 500, 503) via req_problem() */
 };
 
 int accounts_revoke_all_sessions(struct req *r, const struct accounts_revoke_all_sessions_request *in,
@@ -375,7 +375,7 @@ struct accounts_revoke_session_request {
 };
 
 struct accounts_revoke_session_response {
-    int status; /* 204; problems (400, 401, 404, 429, 500, 503) via req_problem() */
+    int status; /* 204; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
 };
 
 int accounts_revoke_session(struct req *r, const struct accounts_revoke_session_request *in,

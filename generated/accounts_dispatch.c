@@ -1518,6 +1518,10 @@ static void check_accounts_accept_invitation(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 409:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
@@ -1665,6 +1669,10 @@ static void check_accounts_get_mfa(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 409:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
@@ -1764,6 +1772,10 @@ static void check_accounts_confirm_mfa(struct req *r)
     case 401:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
         break;
     case 409:
         if (!r->problem)
@@ -3203,6 +3215,10 @@ static void check_accounts_list_sessions(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 429:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 429 is documented as a problem document");
@@ -3328,6 +3344,10 @@ static void check_accounts_revoke_all_sessions(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 409:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
@@ -3417,6 +3437,10 @@ static void check_accounts_revoke_session(struct req *r)
     case 401:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
         break;
     case 404:
         if (!r->problem)

@@ -38,7 +38,7 @@ struct conversions_list_conversions_request {
 };
 
 struct conversions_list_conversions_response {
-    int status; /* 200; problems (400, 401, 403, 406, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 406, 429, 500, 503) via req_problem() */
     struct fx_conversion_page *body_200; /* status 200 as JSON (in->accept): One page of conversions (JSON), or every matching conversion (CSV). */
     const char *raw_200; /* status 200 as text/csv (in->accept): the bytes, copied */
     size_t raw_200_len;
@@ -53,7 +53,7 @@ struct conversions_execute_conversion_request {
 };
 
 struct conversions_execute_conversion_response {
-    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct fx_conversion *body_201; /* status 201: Booked; `Location` names the conversion, `ETag` carries its version. */
     const char *location; /* header Location on 201; NULL = not sent */
     const char *etag; /* header ETag on 201; NULL = not sent */
@@ -69,7 +69,7 @@ struct conversions_get_conversion_positions_request {
 };
 
 struct conversions_get_conversion_positions_response {
-    int status; /* 200; problems (400, 401, 403, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
     struct fx_position_report *body_200; /* status 200: The positions. */
 };
 
@@ -82,7 +82,7 @@ struct conversions_create_conversion_quote_request {
 };
 
 struct conversions_create_conversion_quote_response {
-    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct fx_quote *body_201; /* status 201: Quoted; `Location` names the quote. */
     const char *location; /* header Location on 201; NULL = not sent */
     const char *etag; /* header ETag on 201; NULL = not sent */
@@ -97,7 +97,7 @@ struct conversions_get_conversion_quote_request {
 };
 
 struct conversions_get_conversion_quote_response {
-    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
     struct fx_quote *body_200; /* status 200: The quote. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -111,7 +111,7 @@ struct conversions_get_conversion_request {
 };
 
 struct conversions_get_conversion_response {
-    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
     struct fx_conversion *body_200; /* status 200: The conversion. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -125,7 +125,7 @@ struct conversions_cancel_conversion_request {
 };
 
 struct conversions_cancel_conversion_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 503) via req_problem() */
     struct fx_conversion *body_200; /* status 200: Cancelled. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };

@@ -86,10 +86,6 @@ static void check_conversions_list_conversions(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -341,10 +337,6 @@ static void check_conversions_execute_conversion(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -483,10 +475,6 @@ static void check_conversions_get_conversion_positions(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -640,10 +628,6 @@ static void check_conversions_create_conversion_quote(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -794,10 +778,6 @@ static void check_conversions_get_conversion_quote(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -931,10 +911,6 @@ static void check_conversions_get_conversion(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -1073,10 +1049,6 @@ static void check_conversions_cancel_conversion(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)

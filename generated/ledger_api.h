@@ -35,7 +35,7 @@ struct ledger_list_ledger_accounts_request {
 };
 
 struct ledger_list_ledger_accounts_response {
-    int status; /* 200; problems (400, 401, 403, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
     struct ledger_account_page *body_200; /* status 200: One page of ledger accounts. */
 };
 
@@ -48,7 +48,7 @@ struct ledger_create_ledger_account_request {
 };
 
 struct ledger_create_ledger_account_response {
-    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct ledger_account *body_201; /* status 201: Created; `Location` names it, `ETag` carries its version. */
     const char *location; /* header Location on 201; NULL = not sent */
     const char *etag; /* header ETag on 201; NULL = not sent */
@@ -63,7 +63,7 @@ struct ledger_get_ledger_account_request {
 };
 
 struct ledger_get_ledger_account_response {
-    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
     struct ledger_account *body_200; /* status 200: The ledger account. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -80,7 +80,7 @@ struct ledger_update_ledger_account_request {
 };
 
 struct ledger_update_ledger_account_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct ledger_account *body_200; /* status 200: Changed; the new state and its `ETag`. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -96,7 +96,7 @@ struct ledger_archive_ledger_account_request {
 };
 
 struct ledger_archive_ledger_account_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 503) via req_problem() */
     struct ledger_account *body_200; /* status 200: Archived. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -130,7 +130,7 @@ struct ledger_list_journal_entries_request {
 };
 
 struct ledger_list_journal_entries_response {
-    int status; /* 200; problems (400, 401, 403, 406, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 406, 429, 500, 503) via req_problem() */
     struct journal_entry_page *body_200; /* status 200 as JSON (in->accept): One page of journal entries, as JSON or CSV. */
     const char *raw_200; /* status 200 as text/csv (in->accept): the bytes, copied */
     size_t raw_200_len;
@@ -146,7 +146,7 @@ struct ledger_create_journal_entry_request {
 };
 
 struct ledger_create_journal_entry_response {
-    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct journal_entry *body_201; /* status 201: Created (a draft, or posted); `Location` names it, `ETag` its version. */
     const char *location; /* header Location on 201; NULL = not sent */
     const char *etag; /* header ETag on 201; NULL = not sent */
@@ -161,7 +161,7 @@ struct ledger_get_journal_entry_request {
 };
 
 struct ledger_get_journal_entry_response {
-    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
     struct journal_entry *body_200; /* status 200: The journal entry. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -178,7 +178,7 @@ struct ledger_update_journal_entry_request {
 };
 
 struct ledger_update_journal_entry_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 428, 429, 500, 503) via req_problem() */
     struct journal_entry *body_200; /* status 200: Changed; the new draft and its `ETag`. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -194,7 +194,7 @@ struct ledger_discard_journal_entry_request {
 };
 
 struct ledger_discard_journal_entry_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 503) via req_problem() */
     struct journal_entry *body_200; /* status 200: Discarded. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -210,7 +210,7 @@ struct ledger_post_journal_entry_request {
 };
 
 struct ledger_post_journal_entry_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 422, 429, 500, 503) via req_problem() */
     struct journal_entry *body_200; /* status 200: Posted. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -225,7 +225,7 @@ struct ledger_reverse_journal_entry_request {
 };
 
 struct ledger_reverse_journal_entry_response {
-    int status; /* 201; problems (400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 201; problems (400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct journal_entry *body_201; /* status 201: The reversing entry, posted; `Location` names it. */
     const char *location; /* header Location on 201; NULL = not sent */
     const char *etag; /* header ETag on 201; NULL = not sent */
@@ -244,7 +244,7 @@ struct ledger_list_journal_entry_versions_request {
 };
 
 struct ledger_list_journal_entry_versions_response {
-    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
     struct journal_entry_version_page *body_200; /* status 200: One page of versions, oldest first. */
 };
 
@@ -266,7 +266,7 @@ struct ledger_list_ledger_periods_request {
 };
 
 struct ledger_list_ledger_periods_response {
-    int status; /* 200; problems (400, 401, 403, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
     struct ledger_period_page *body_200; /* status 200: One page of periods, latest first. */
 };
 
@@ -279,7 +279,7 @@ struct ledger_create_ledger_period_request {
 };
 
 struct ledger_create_ledger_period_response {
-    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct ledger_period *body_201; /* status 201: Created, `future`; `Location` names it, `ETag` its version. */
     const char *location; /* header Location on 201; NULL = not sent */
     const char *etag; /* header ETag on 201; NULL = not sent */
@@ -294,7 +294,7 @@ struct ledger_get_ledger_period_request {
 };
 
 struct ledger_get_ledger_period_response {
-    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
     struct ledger_period *body_200; /* status 200: The period. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -308,7 +308,7 @@ struct ledger_get_ledger_period_checklist_request {
 };
 
 struct ledger_get_ledger_period_checklist_response {
-    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
     struct ledger_period_close_checklist *body_200; /* status 200: The checklist. */
 };
 
@@ -323,7 +323,7 @@ struct ledger_close_ledger_period_request {
 };
 
 struct ledger_close_ledger_period_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 503) via req_problem() */
     struct ledger_period *body_200; /* status 200: Closed. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -339,7 +339,7 @@ struct ledger_lock_ledger_period_request {
 };
 
 struct ledger_lock_ledger_period_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 503) via req_problem() */
     struct ledger_period *body_200; /* status 200: Locked. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -355,7 +355,7 @@ struct ledger_open_ledger_period_request {
 };
 
 struct ledger_open_ledger_period_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 503) via req_problem() */
     struct ledger_period *body_200; /* status 200: Opened. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -372,7 +372,7 @@ struct ledger_reopen_ledger_period_request {
 };
 
 struct ledger_reopen_ledger_period_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct ledger_period *body_200; /* status 200: Open again. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -388,7 +388,7 @@ struct ledger_soft_close_ledger_period_request {
 };
 
 struct ledger_soft_close_ledger_period_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 429, 500, 503) via req_problem() */
     struct ledger_period *body_200; /* status 200: Now `closing`. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -442,7 +442,7 @@ struct ledger_get_trial_balance_request {
 };
 
 struct ledger_get_trial_balance_response {
-    int status; /* 200; problems (400, 401, 403, 404, 406, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 406, 429, 500, 503) via req_problem() */
     struct trial_balance *body_200; /* status 200 as JSON (in->accept): The trial balance, as JSON or CSV. */
     const char *raw_200; /* status 200 as text/csv (in->accept): the bytes, copied */
     size_t raw_200_len;

@@ -65,10 +65,6 @@ static void check_ledger_list_ledger_accounts(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -292,10 +288,6 @@ static void check_ledger_create_ledger_account(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -445,10 +437,6 @@ static void check_ledger_get_ledger_account(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -603,10 +591,6 @@ static void check_ledger_update_ledger_account(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -791,10 +775,6 @@ static void check_ledger_archive_ledger_account(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -961,10 +941,6 @@ static void check_ledger_list_journal_entries(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -1245,10 +1221,6 @@ static void check_ledger_create_journal_entry(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -1398,10 +1370,6 @@ static void check_ledger_get_journal_entry(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -1560,10 +1528,6 @@ static void check_ledger_update_journal_entry(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -1754,10 +1718,6 @@ static void check_ledger_discard_journal_entry(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -1921,10 +1881,6 @@ static void check_ledger_post_journal_entry(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -2101,10 +2057,6 @@ static void check_ledger_reverse_journal_entry(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -2261,10 +2213,6 @@ static void check_ledger_list_journal_entry_versions(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -2406,10 +2354,6 @@ static void check_ledger_list_ledger_periods(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -2612,10 +2556,6 @@ static void check_ledger_create_ledger_period(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -2766,10 +2706,6 @@ static void check_ledger_get_ledger_period(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -2894,10 +2830,6 @@ static void check_ledger_get_ledger_period_checklist(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -3036,10 +2968,6 @@ static void check_ledger_close_ledger_period(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -3201,10 +3129,6 @@ static void check_ledger_lock_ledger_period(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -3364,10 +3288,6 @@ static void check_ledger_open_ledger_period(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -3540,10 +3460,6 @@ static void check_ledger_reopen_ledger_period(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -3744,10 +3660,6 @@ static void check_ledger_soft_close_ledger_period(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -4217,10 +4129,6 @@ static void check_ledger_get_trial_balance(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)

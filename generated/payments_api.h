@@ -277,7 +277,7 @@ struct payments_deny_payment_batch_request {
 };
 
 struct payments_deny_payment_batch_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 415, 422, 429, 500, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct payment_batch *body_200; /* status 200: Denied; the batch as it is now. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };

@@ -2575,6 +2575,10 @@ static void check_payments_deny_payment_batch(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
         break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
+        break;
     case 415:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 415 is documented as a problem document");

@@ -35,7 +35,7 @@ struct rates_list_rates_request {
 };
 
 struct rates_list_rates_response {
-    int status; /* 200; problems (400, 401, 403, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
     struct fx_rate_page *body_200; /* status 200: One page of current rates. */
 };
 
@@ -48,7 +48,7 @@ struct rates_push_rates_request {
 };
 
 struct rates_push_rates_response {
-    int status; /* 200; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct fx_rate_push_result *body_200; /* status 200: Recorded; each rate as stored, in the order given. */
 };
 
@@ -69,7 +69,7 @@ struct rates_list_rate_alerts_request {
 };
 
 struct rates_list_rate_alerts_response {
-    int status; /* 200; problems (400, 401, 403, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
     struct rate_alert_page *body_200; /* status 200: One page of alerts. */
 };
 
@@ -82,7 +82,7 @@ struct rates_create_rate_alert_request {
 };
 
 struct rates_create_rate_alert_response {
-    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct rate_alert *body_201; /* status 201: Created; `Location` names it, `ETag` carries its version. */
     const char *location; /* header Location on 201; NULL = not sent */
     const char *etag; /* header ETag on 201; NULL = not sent */
@@ -97,7 +97,7 @@ struct rates_get_rate_alert_request {
 };
 
 struct rates_get_rate_alert_response {
-    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
     struct rate_alert *body_200; /* status 200: The alert. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -114,7 +114,7 @@ struct rates_update_rate_alert_request {
 };
 
 struct rates_update_rate_alert_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct rate_alert *body_200; /* status 200: Changed; the alert and its new `ETag`. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -130,7 +130,7 @@ struct rates_delete_rate_alert_request {
 };
 
 struct rates_delete_rate_alert_response {
-    int status; /* 204; problems (400, 401, 403, 404, 412, 429, 500, 501, 503) via req_problem() */
+    int status; /* 204; problems (400, 401, 403, 404, 412, 429, 500, 503) via req_problem() */
 };
 
 int rates_delete_rate_alert(struct req *r, const struct rates_delete_rate_alert_request *in,
@@ -142,7 +142,7 @@ struct rates_pause_rate_alert_request {
 };
 
 struct rates_pause_rate_alert_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 503) via req_problem() */
     struct rate_alert *body_200; /* status 200: Paused. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -156,7 +156,7 @@ struct rates_resume_rate_alert_request {
 };
 
 struct rates_resume_rate_alert_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 503) via req_problem() */
     struct rate_alert *body_200; /* status 200: Active again. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -177,7 +177,7 @@ struct rates_list_rate_curves_request {
 };
 
 struct rates_list_rate_curves_response {
-    int status; /* 200; problems (400, 401, 403, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 429, 500, 503) via req_problem() */
     struct rate_curve_page *body_200; /* status 200: One page of curves. */
 };
 
@@ -190,7 +190,7 @@ struct rates_create_rate_curve_request {
 };
 
 struct rates_create_rate_curve_response {
-    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 201; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct rate_curve *body_201; /* status 201: Created in `draft`; `Location` names it, `ETag` carries its version. */
     const char *location; /* header Location on 201; NULL = not sent */
     const char *etag; /* header ETag on 201; NULL = not sent */
@@ -205,7 +205,7 @@ struct rates_get_rate_curve_request {
 };
 
 struct rates_get_rate_curve_response {
-    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
     struct rate_curve *body_200; /* status 200: The curve. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -222,7 +222,7 @@ struct rates_update_rate_curve_request {
 };
 
 struct rates_update_rate_curve_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 412, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct rate_curve *body_200; /* status 200: Changed; the curve and its new `ETag`. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -238,7 +238,7 @@ struct rates_delete_rate_curve_request {
 };
 
 struct rates_delete_rate_curve_response {
-    int status; /* 204; problems (400, 401, 403, 404, 409, 412, 429, 500, 501, 503) via req_problem() */
+    int status; /* 204; problems (400, 401, 403, 404, 409, 412, 429, 500, 503) via req_problem() */
 };
 
 int rates_delete_rate_curve(struct req *r, const struct rates_delete_rate_curve_request *in,
@@ -250,7 +250,7 @@ struct rates_activate_rate_curve_request {
 };
 
 struct rates_activate_rate_curve_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 503) via req_problem() */
     struct rate_curve *body_200; /* status 200: Active. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -264,7 +264,7 @@ struct rates_archive_rate_curve_request {
 };
 
 struct rates_archive_rate_curve_response {
-    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 409, 429, 500, 503) via req_problem() */
     struct rate_curve *body_200; /* status 200: Archived. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -284,7 +284,7 @@ struct rates_get_reference_rates_request {
 };
 
 struct rates_get_reference_rates_response {
-    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
     struct reference_rate_set *body_200; /* status 200: The publication's rates against the base currency, by currency code. */
 };
 
@@ -299,7 +299,7 @@ struct rates_import_reference_rates_request {
 };
 
 struct rates_import_reference_rates_response {
-    int status; /* 200; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 409, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct reference_rate_import *body_200; /* status 200: Imported; what the file held and what changed. */
 };
 
@@ -316,7 +316,7 @@ struct rates_get_rate_request {
 };
 
 struct rates_get_rate_response {
-    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
     struct fx_rate *body_200; /* status 200: The rate. */
 };
 
@@ -340,7 +340,7 @@ struct rates_get_rate_history_request {
 };
 
 struct rates_get_rate_history_response {
-    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 501, 503) via req_problem() */
+    int status; /* 200; problems (400, 401, 403, 404, 429, 500, 503) via req_problem() */
     struct fx_rate_history_page *body_200; /* status 200: One page of points, oldest first. */
 };
 

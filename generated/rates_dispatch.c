@@ -65,10 +65,6 @@ static void check_rates_list_rates(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -276,10 +272,6 @@ static void check_rates_push_rates(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -410,10 +402,6 @@ static void check_rates_list_rate_alerts(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -614,10 +602,6 @@ static void check_rates_create_rate_alert(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -767,10 +751,6 @@ static void check_rates_get_rate_alert(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -925,10 +905,6 @@ static void check_rates_update_rate_alert(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -1096,10 +1072,6 @@ static void check_rates_delete_rate_alert(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -1237,10 +1209,6 @@ static void check_rates_pause_rate_alert(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -1388,10 +1356,6 @@ static void check_rates_resume_rate_alert(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -1520,10 +1484,6 @@ static void check_rates_list_rate_curves(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -1714,10 +1674,6 @@ static void check_rates_create_rate_curve(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -1867,10 +1823,6 @@ static void check_rates_get_rate_curve(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -2025,10 +1977,6 @@ static void check_rates_update_rate_curve(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -2200,10 +2148,6 @@ static void check_rates_delete_rate_curve(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -2341,10 +2285,6 @@ static void check_rates_activate_rate_curve(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -2494,10 +2434,6 @@ static void check_rates_archive_rate_curve(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -2632,10 +2568,6 @@ static void check_rates_get_reference_rates(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -2807,10 +2739,6 @@ static void check_rates_import_reference_rates(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
         break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
-        break;
     case 503:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 503 is documented as a problem document");
@@ -2948,10 +2876,6 @@ static void check_rates_get_rate(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)
@@ -3097,10 +3021,6 @@ static void check_rates_get_rate_history(struct req *r)
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
-        break;
-    case 501:
-        if (!r->problem)
-            verr_add(&l, "", NULL, "type", "%s", "status 501 is documented as a problem document");
         break;
     case 503:
         if (!r->problem)

@@ -56,7 +56,7 @@ const char *const scopes_descriptions[] = {
     "Create, change and approve payments and beneficiaries.",
     "Read live and reference FX rates and rate history.",
     "Push live rates, import reference rates, manage rate alerts and custom rate curves.",
-    "Access reports and analytics.",
+    "View report templates, runs, schedules and files; analytics needs analytics:read.",
     "Create report templates, generate, schedule and distribute reports.",
     "View schedules, workflow chains and run history.",
     "Manage schedules and workflow chains and trigger runs.",

@@ -24,7 +24,7 @@
 #define SCOPE_PAYMENTS_WRITE (UINT64_C(1) << 14) /* payments:write: Create, change and approve payments and beneficiaries. */
 #define SCOPE_RATES_READ (UINT64_C(1) << 15) /* rates:read: Read live and reference FX rates and rate history. */
 #define SCOPE_RATES_WRITE (UINT64_C(1) << 16) /* rates:write: Push live rates, import reference rates, manage rate alerts and custom rate curves. */
-#define SCOPE_REPORTING_READ (UINT64_C(1) << 17) /* reporting:read: Access reports and analytics. */
+#define SCOPE_REPORTING_READ (UINT64_C(1) << 17) /* reporting:read: View report templates, runs, schedules and files; analytics needs analytics:read. */
 #define SCOPE_REPORTING_WRITE (UINT64_C(1) << 18) /* reporting:write: Create report templates, generate, schedule and distribute reports. */
 #define SCOPE_SCHEDULING_READ (UINT64_C(1) << 19) /* scheduling:read: View schedules, workflow chains and run history. */
 #define SCOPE_SCHEDULING_WRITE (UINT64_C(1) << 20) /* scheduling:write: Manage schedules and workflow chains and trigger runs. */

@@ -83,7 +83,8 @@ def test_bad_cases_cover_the_required_checks():
                  'response_without_schema', 'unknown_format', 'pattern_lookahead',
                  'format_ours_not_standard', 'x_format_without_pattern',
                  'write_without_audit', 'audit_none_without_reason', 'if_match_without_428',
-                 'problem_code_undeclared'):
+                 'problem_code_undeclared', 'built_operation_with_501',
+                 'first_party_without_403', 'scopes_without_403', 'body_without_413'):
         assert case in BAD_CASES
 
 

@@ -1,19 +1,24 @@
 """Writes the fuzz targets' seed corpora (tests/fuzz/corpus/<target>/) from the spec and a few
 hand-picked cases: request-body examples of every operation (dispatch, json, form), real tokens
-signed with the fuzz target's key (token), every route's path (router), and one sample per
-format (formats). Rerun after the spec changes: /usr/bin/python3 tests/fuzz/seeds.py"""
+signed with the fuzz target's key (token), every route's path (router), the same dispatch
+inputs for the golden small spec's operations (small), one sample per
+format (formats), and the examples of every schema fuzz_schemas.c lists (schemas). Rerun after
+the spec changes: /usr/bin/python3 tests/fuzz/seeds.py"""
 
 import hashlib
 import json
 import os
 import re
 import shutil
+import sys
 import urllib.parse
 
 import jwt  # Debian's python3-jwt
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(REPO, "tests", "fuzz", "corpus")
+sys.path.insert(0, os.path.join(REPO, "codegen"))
+from spec import snake  # noqa: E402  (the generator's C names of schemas)
 
 
 def write(target, data):
@@ -36,10 +41,45 @@ ACCEPTS = ["text/csv", "text/*", "*/*", "application/json;q=0.5, text/csv",
            "TEXT/CSV", "application/*;q=0.001", ""]
 
 
-def main():
-    shutil.rmtree(OUT, ignore_errors=True)
-    spec = json.load(open(os.path.join(REPO, "generated", "openapi.json")))
-    routes = open(os.path.join(REPO, "generated", "routes.c")).read()
+def schema_seeds(spec):
+    """fuzz_schemas.c: byte 0 is the schema's index in its SCHEMAS list, then a JSON document:
+    the schema's examples (its own, and those of every body that references it), and for
+    sheet ranges (arrays of arrays) a few shapes an example does not show."""
+    source = open(os.path.join(REPO, "tests", "fuzz", "fuzz_schemas.c")).read()
+    block = re.search(r"#define SCHEMAS\(X\)(.*?)\n\n", source, re.S).group(1)
+    order = re.findall(r"X\((\w+)\)", block)
+    schemas = spec["components"]["schemas"]
+    by_c_name = {snake(name): name for name in schemas}
+    examples = {}
+    for name, schema in schemas.items():
+        if "example" in schema:
+            examples.setdefault(name, []).append(schema["example"])
+    for item in spec["paths"].values():
+        for op in item.values():
+            if not isinstance(op, dict) or "responses" not in op:
+                continue
+            for body in [op.get("requestBody", {})] + list(op["responses"].values()):
+                for mt in body.get("content", {}).values():
+                    ref = mt.get("schema", {}).get("$ref", "")
+                    if ref and "example" in mt:
+                        examples.setdefault(ref.rsplit("/", 1)[1], []).append(mt["example"])
+    for index, c_name in enumerate(order):
+        name = by_c_name[c_name]
+        for example in examples.get(name, []):
+            write("schemas", bytes([index]) + json.dumps(example).encode())
+        if c_name == "sheet_values_write":
+            for values in ([[]], [["a"], ["b", "c", "d"]], [[""] * 3] * 4, [["x", 1]],
+                           [[["nested"]]], [], "a1"):
+                write("schemas", bytes([index]) + json.dumps({
+                    "range": "Sheet1!A1:C4", "values": values,
+                    "input_option": "raw"}).encode())
+
+
+def dispatch_seeds(target, folder):
+    """fuzz_dispatch.c's input for every operation of the generated code in folder (its
+    routes.c gives each operation's index, its openapi.json the examples); the route paths."""
+    spec = json.load(open(os.path.join(folder, "openapi.json")))
+    routes = open(os.path.join(folder, "routes.c")).read()
     order = re.findall(r'\.operation_id = "([^"]+)"', routes)
     paths = re.findall(r'\.base = "([^"]*)",\s*\.path = "([^"]+)"', routes)
     ops = {}
@@ -58,29 +98,49 @@ def main():
         for media, mt in content.items():
             if media in RAW_BODY_MEDIA and isinstance(mt.get("example"), str):
                 for ct in (media, media + "; charset=utf-8", "application/json"):
-                    write("dispatch", index.to_bytes(2, "big") + (ct + "\n" + mt["example"]).encode())
-                write("dispatch", index.to_bytes(2, "big") + (media + "\n").encode() + b"\xff\xfe<x/>")
+                    write(target, index.to_bytes(2, "big") + (ct + "\n" + mt["example"]).encode())
+                write(target, index.to_bytes(2, "big") + (media + "\n").encode() + b"\xff\xfe<x/>")
         produces = [m for r in op.get("responses", {}).values() if isinstance(r, dict)
                     for m in r.get("content", {})]
         if any(m in RAW_ANSWER_MEDIA for m in produces):
             for accept in ACCEPTS:
-                write("dispatch", index.to_bytes(2, "big") + (accept + "\n").encode())
+                write(target, index.to_bytes(2, "big") + (accept + "\n").encode())
         if example is not None:
             body = json.dumps(example)
-            write("dispatch", index.to_bytes(2, "big") + (param + "\n" + body).encode())
-            write("json", body)
-            flat = {k: v for k, v in example.items() if isinstance(v, str)}
-            if flat:
-                write("form", urllib.parse.urlencode(flat))
+            write(target, index.to_bytes(2, "big") + (param + "\n" + body).encode())
+            if target == "dispatch":
+                write("json", body)
+                flat = {k: v for k, v in example.items() if isinstance(v, str)}
+                if flat:
+                    write("form", urllib.parse.urlencode(flat))
         else:
-            write("dispatch", index.to_bytes(2, "big") + (param + "\n").encode())
+            write(target, index.to_bytes(2, "big") + (param + "\n").encode())
         # array query parameters: one value, a comma-separated list, an empty value
         params = [spec["components"]["parameters"][p["$ref"].split("/")[-1]] if "$ref" in p
                   else p for p in op.get("parameters", [])]
         if any(p.get("in") == "query" and p.get("schema", {}).get("type") == "array"
                for p in params):
             for value in ["approved", "approved,pending_approval", "", ",", "active,x,"]:
-                write("dispatch", index.to_bytes(2, "big") + (value + "\n").encode())
+                write(target, index.to_bytes(2, "big") + (value + "\n").encode())
+    return paths
+
+
+def main():
+    shutil.rmtree(OUT, ignore_errors=True)
+    spec = json.load(open(os.path.join(REPO, "generated", "openapi.json")))
+    paths = dispatch_seeds("dispatch", os.path.join(REPO, "generated"))
+    small = os.path.join(REPO, "tests", "codegen", "small", "expected")
+    dispatch_seeds("small", small)
+    # fuzz_small.c's Thing mode (byte 0 = 0xff): its arrays of arrays (grid, cube), its map of
+    # arrays (groups), its maps (index, tally)
+    thing = {"id": "thg_0001", "name": "grid", "kind": "small", "size": 5, "tags": ["a"],
+             "created_at": "2025-03-14T09:26:53.589Z"}
+    for extra in ({"grid": [[1, 2], [3], [9, 0]], "cube": [[[{"n": 1}], []], [[{"n": 2}]]]},
+                  {"groups": {"a": ["x", "y"], "b": []}, "index": {"p": {"n": 7}},
+                   "tally": {"total": 3, "extra": 9}},
+                  {"grid": [[]], "groups": {"c": [1]}, "secret": "s"},
+                  {"cube": [[[{"n": 10}]], [[{"n": 1}]], [[{"n": 1}]]], "groups": {"": ["x"]}}):
+        write("small", b"\xff" + json.dumps({**thing, **extra}).encode())
     for base, path in paths:
         full = base + re.sub(r"\{[^}]+\}", "x_01jq5f6g7h8j9k0m1n2p3q4r5s", path)
         write("router", b"\x00" + full.encode())
@@ -118,6 +178,7 @@ def main():
             "text/plain; charset=UTF-8", "application/xml;charset=\"utf-8\"",
             "text/csv; header=present", "text/plain; charset", "text/plain x"]):
         write("media", bytes([(i * 37 + 3) & 0xFF]) + accept.encode())
+    schema_seeds(spec)
     for head in [b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
                  b"POST /v1/payments?limit=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
                  b"Content-Type: application/json\r\nX-Tab: a\tb\r\n\r\n",

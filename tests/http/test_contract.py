@@ -122,6 +122,49 @@ def test_planned_operations_are_documented_as_501():
     assert planned(), "nothing planned: drop this test's 501 half when all is built"
 
 
+def test_built_operations_do_not_document_501():
+    """Only a planned operation's dispatcher answers 501: a built one listing it (rates, ledger
+    and conversions did after they were built) tells clients and /docs something false."""
+    built = [(p, m) for p, m, op in operations() if op.get("x-status") != "planned"]
+    assert [(m, p) for p, m in built if "501" in SPEC["paths"][p][m]["responses"]] == []
+    assert len(built) > 100
+
+
+# Paths of repository files: at least one folder, a file name with an extension we keep, not
+# the tail of a URL or of an absolute path (/v1/openapi.json is the served URL, not a file).
+REPO_PATH = re.compile(r"(?<![\w/.:~-])((?:\.\./)*[\w.-]+(?:/[\w.-]+)*/[\w.-]+"
+                       r"\.(?:c|h|py|md|yaml|yml|json|sql|mjs|js|ts|j2|css|sh|txt))(?![\w/])")
+
+
+def repository_paths(text):
+    return REPO_PATH.findall(text)
+
+
+def descriptions(node):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "description" and isinstance(v, str):
+                yield v
+            else:
+                yield from descriptions(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from descriptions(v)
+
+
+def test_every_file_a_description_names_is_in_the_repository():
+    """A client reading the served document (or /docs) may follow a file it names: it must be
+    one of this repository's, not a design note elsewhere."""
+    assert repository_paths("see `codegen/docs.py`, ../shared/design/contract.md and "
+                            "GET /v1/openapi.json or https://x.example/a/b.json") == \
+        ["codegen/docs.py", "../shared/design/contract.md"]
+    named = {p for d in descriptions(SPEC) for p in repository_paths(d)}
+    assert named, "no description names a file: keep the check honest by testing it"
+    for p in sorted(named):
+        full = (REPO / p).resolve()
+        assert full.is_relative_to(REPO) and full.is_file(), p
+
+
 def test_the_served_spec_is_the_generated_one(server):
     r = server.client().get("/v1/openapi.json")
     assert r.status == 200
@@ -145,13 +188,38 @@ def test_planned_operations_answer_501_naming_the_operation(server):
 
 
 def test_contract_operations_that_are_built_do_not_answer_501(server):
+    """Every built operation of the contract's list is dispatched to its handler: called with
+    its path parameters filled in and, for a write, an empty JSON object as its body, it may
+    answer anything (a refusal of the empty body, 404 for an unknown id) but 501."""
     c = server.client(token=server.token)
+    tried = 0
     for api, method, path in CONTRACT:
         op = SPEC["paths"][path][method]
-        if op.get("x-status") == "planned" or method != "get" or "{" in path:
+        if op.get("x-status") == "planned":
             continue
-        r = c.get("/v1" + path)
-        assert r.status == 200, (path, r.status)
+        r = c.request(method.upper(), "/v1" + concrete(path, op),
+                      json={} if "requestBody" in op else None)
+        assert r.status != 501, (method, path, r.status, r.body[:300])
+        tried += 1
+    assert tried >= 20
+
+
+def test_the_not_implemented_example_is_what_the_server_sends(server):
+    """The shared 501 response's example is a real answer: the planned operation its detail
+    names, requested, answers that problem (type, title, status, detail, instance, code)."""
+    ex = SPEC["components"]["responses"]["NotImplemented"]["content"][
+        "application/problem+json"]["example"]
+    m = re.fullmatch(r"([A-Z]+) (/v1(/\S*)) \((\w+)\) is planned and not built yet\.",
+                     ex["detail"])
+    assert m, ex["detail"]
+    method, full, path, oid = m.groups()
+    op = SPEC["paths"][path][method.lower()]
+    assert op["operationId"] == oid and op.get("x-status") == "planned"
+    r = server.client(token=server.token).request(method, full)
+    body = r.json()
+    assert r.status == 501
+    for k in ("type", "title", "status", "detail", "instance", "code"):
+        assert body[k] == ex[k], k
 
 
 def test_readme_table_of_apis_tells_what_is_built():

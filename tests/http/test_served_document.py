@@ -2,14 +2,15 @@
 reads it: the oauth2 scheme's flow works at the URLs it names, and its `security` tells an
 application's token where it is accepted (an operation listing the oauth2 alternative) and
 where it is not (x-first-party operations, workspace:admin ones); X-Request-ID and
-Idempotency-Key are declared where the runtime honours them."""
+Idempotency-Key are declared where the runtime honours them; a 403 declares
+WWW-Authenticate as optional, since only insufficient_scope carries it."""
 
 import urllib.parse
 import uuid
 
 import pytest
 
-from helpers import assert_json, assert_problem
+from helpers import assert_json, assert_problem, create_beneficiary
 from oauth_flow import AUTHORIZE, TOKEN, Workspace, tokens_for
 
 METHODS = ("get", "put", "post", "patch", "delete")
@@ -74,6 +75,7 @@ def test_an_applications_token_is_accepted_exactly_where_security_lists_oauth2(s
                 assert_problem(r, 404, "not_found")
         else:
             assert_problem(r, 403, "insufficient_scope")
+            assert r.header("WWW-Authenticate", "").startswith("Bearer "), path
         checked += 1
     assert checked >= 8
 
@@ -93,3 +95,34 @@ def test_x_request_id_everywhere_and_idempotency_key_where_a_retry_is_replayed(s
     assert c.get("/v1/workspace", headers={"Idempotency-Key": "not-a-uuid"}).status == 200
     rid = str(uuid.uuid4())
     assert c.get("/v1/workspace", headers={"X-Request-ID": rid}).header("X-Request-ID") == rid
+
+
+def resolved(doc, node, section):
+    if "$ref" in node:
+        return doc["components"][section][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def test_a_403_declares_www_authenticate_as_optional_and_a_business_refusal_has_none(server,
+                                                                                  doc):
+    """RFC 6750 §3: the challenge comes with insufficient_scope only; a business rule's 403
+    (self_approval, maker_cannot_approve, ...) has none. So every 403 of the document
+    declares WWW-Authenticate with required: false, and a client generated from it does not
+    fail on a 403 without it."""
+    seen = 0
+    for path, method, op in operations(doc):
+        if "403" not in op["responses"]:
+            continue
+        resp = resolved(doc, op["responses"]["403"], "responses")
+        header = resp.get("headers", {}).get("WWW-Authenticate")
+        assert header is not None, (method, path)
+        assert resolved(doc, header, "headers").get("required") is False, (method, path)
+        seen += 1
+    assert seen > 200
+    # approving the beneficiary one created yourself: 403 self_approval, without a challenge
+    c = server.admin_client()
+    ben = create_beneficiary(c, external_id=None)
+    r = c.put("/v1/beneficiaries/%s/approve" % ben["id"])
+    assert_problem(r, 403, "self_approval")
+    assert r.header("WWW-Authenticate") is None, r.header("WWW-Authenticate")
+    # (an insufficient_scope 403 has one: asserted in the oauth2 test above)

@@ -4,6 +4,9 @@
 // `example`/`examples`, media-type, parameter and header `example`, Example Objects' `value`)
 // must validate against its schema. Non-strict: OpenAPI's own keywords (discriminator, example,
 // x-*) are not JSON Schema, but an unknown format is a failure, not the warning ajv logs.
+// Every request and response body shows an example, too: a media type of a request body or a
+// response (in paths or components), other than a text/html page, without `example` or
+// `examples` is a failure.
 //   node tests/spec/ajv_check.mjs [generated/openapi.json]      (make lint-spec runs it)
 import { readFileSync } from "node:fs";
 import Ajv2020 from "ajv/dist/2020.js";
@@ -70,12 +73,27 @@ function walkSchema(s, ptr) {
     if (Array.isArray(s[k])) s[k].forEach((sub, i) => walkSchema(sub, `${ptr}/${k}/${i}`));
 }
 
+// Where bodies are described: a request body or a response, in an operation or a component.
+const BODY = /^(\/paths\/[^/]+\/[a-z]+\/(requestBody|responses\/[^/]+)|\/components\/(requestBodies|responses)\/[^/]+)$/;
+let bodies = 0;
+function requireExamples(content, ptr) {
+  for (const [media, mt] of Object.entries(content)) {
+    if (media === "text/html") continue;
+    bodies++;
+    const has = mt && typeof mt === "object" &&
+      ("example" in mt || (mt.examples && Object.keys(mt.examples).length > 0));
+    if (!has) failures.push(`${ptr}/content/${esc(media)}: no example (every body but a text/html page has one)`);
+  }
+}
+
 function walk(node, ptr) {
   if (!node || typeof node !== "object") return;
   if (Array.isArray(node)) {
     node.forEach((x, i) => walk(x, `${ptr}/${i}`));
     return;
   }
+  if (BODY.test(ptr) && node.content && typeof node.content === "object" && !Array.isArray(node.content))
+    requireExamples(node.content, ptr);
   if (node.schema && typeof node.schema === "object") {
     walkSchema(node.schema, `${ptr}/schema`);
     if ("example" in node) check(`${ptr}/schema`, node.example, `${ptr}/example`);
@@ -102,4 +120,4 @@ if (problems.length) {
   process.exit(1);
 }
 console.log(`ajv: ${Object.keys(schemas).length} component schemas compile, ` +
-            `${examples} examples validate (${file})`);
+            `${examples} examples validate, ${bodies} bodies have one (${file})`);

@@ -772,8 +772,9 @@ static void test_operation_descriptors_carry_spec_and_defaults(void)
     CHECK(!o->idempotent && o->has_body && o->body_required && o->max_body_bytes == 65536);
     CHECK(op_named("addShape") && op_named("addShape")->idempotent);
     CHECK_STR(o->rate_limit_class, "default");
-    CHECK(o->statuses[0] == 201 && o->statuses[1] == 400 && o->statuses[2] == 409 &&
-          o->statuses[3] == 422 && o->statuses[4] == 500 && o->statuses[5] == 0);
+    CHECK(o->statuses[0] == 201 && o->statuses[1] == 400 && o->statuses[2] == 403 &&
+          o->statuses[3] == 409 && o->statuses[4] == 413 && o->statuses[5] == 422 &&
+          o->statuses[6] == 500 && o->statuses[7] == 0);
     o = op_named("replaceThing");
     CHECK(o && !o->idempotent && o->max_body_bytes == 1024);
     CHECK_STR(o->rate_limit_class, "bulk");

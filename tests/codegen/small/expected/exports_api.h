@@ -25,7 +25,7 @@ struct exports_import_statement_request {
 };
 
 struct exports_import_statement_response {
-    int status; /* 201; problems (400, 409, 415, 422, 500) via req_problem() */
+    int status; /* 201; problems (400, 403, 409, 413, 415, 422, 500) via req_problem() */
     struct report *body_201; /* status 201: Imported. */
 };
 
@@ -40,7 +40,7 @@ struct exports_get_report_request {
 };
 
 struct exports_get_report_response {
-    int status; /* 200; problems (400, 406, 500) via req_problem() */
+    int status; /* 200; problems (400, 403, 406, 500) via req_problem() */
     struct report *body_200; /* status 200 as JSON (in->accept): The report. */
     const char *raw_200; /* status 200 as text/csv or application/pdf (in->accept): the bytes, copied */
     size_t raw_200_len;
@@ -57,7 +57,7 @@ struct exports_get_statement_request {
 };
 
 struct exports_get_statement_response {
-    int status; /* 200; problems (406, 500) via req_problem() */
+    int status; /* 200; problems (403, 406, 500) via req_problem() */
     const char *raw_200; /* status 200 as text/plain (in->accept): the bytes, copied */
     size_t raw_200_len;
 };

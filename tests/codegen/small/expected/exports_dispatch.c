@@ -48,9 +48,17 @@ static void check_exports_import_statement(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 409:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
         break;
     case 415:
         if (!r->problem)
@@ -211,6 +219,10 @@ static void check_exports_get_report(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 406:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 406 is documented as a problem document");
@@ -346,6 +358,10 @@ static void check_exports_get_statement(struct req *r)
                      r->content_type ? r->content_type : "nothing");
             break;
         }
+        break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
         break;
     case 406:
         if (!r->problem)

@@ -35,7 +35,7 @@ struct misc_issue_token_request {
 };
 
 struct misc_issue_token_response {
-    int status; /* 200; problems (400, 422, 500) via req_problem() */
+    int status; /* 200; problems (400, 413, 422, 500) via req_problem() */
     struct misc_issue_token_200 *body_200; /* status 200: A token. */
 };
 
@@ -48,7 +48,7 @@ struct misc_revoke_token_request {
 };
 
 struct misc_revoke_token_response {
-    int status; /* 200; problems (400, 422, 500) via req_problem() */
+    int status; /* 200; problems (400, 413, 422, 500) via req_problem() */
 };
 
 int misc_revoke_token(struct req *r, const struct misc_revoke_token_request *in,

@@ -151,6 +151,12 @@ static void check_misc_issue_token(struct req *r)
         else if ((doc = oauth_error_doc(r, &l)) != NULL)
             validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
+        break;
     case 422:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 422 is documented as an RFC 6749 error (a problem the runtime renders)");
@@ -262,6 +268,12 @@ static void check_misc_revoke_token(struct req *r)
     case 400:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as an RFC 6749 error (a problem the runtime renders)");
+        else if ((doc = oauth_error_doc(r, &l)) != NULL)
+            validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as an RFC 6749 error (a problem the runtime renders)");
         else if ((doc = oauth_error_doc(r, &l)) != NULL)
             validate_o_auth_error(doc, "", VALIDATE_RESPONSE, &l);
         break;

@@ -15,7 +15,7 @@
 #define MAX_SEGS 4
 
 static const int statuses_0[] = { 200, 500, 0 };
-static const int statuses_1[] = { 201, 400, 409, 415, 422, 500, 0 };
+static const int statuses_1[] = { 201, 400, 403, 409, 413, 415, 422, 500, 0 };
 static const char *const audit_actions_1[] = { "statement.imported", NULL };
 static const struct op_audit audit_1 = {
     .resource_type = "statement",
@@ -24,10 +24,10 @@ static const struct op_audit audit_1 = {
     .id_from = OP_AUDIT_ID_HANDLER,
     .id_param = NULL,
 };
-static const int statuses_2[] = { 200, 400, 406, 500, 0 };
-static const int statuses_3[] = { 200, 406, 500, 0 };
-static const int statuses_4[] = { 200, 400, 500, 0 };
-static const int statuses_5[] = { 201, 400, 409, 422, 500, 0 };
+static const int statuses_2[] = { 200, 400, 403, 406, 500, 0 };
+static const int statuses_3[] = { 200, 403, 406, 500, 0 };
+static const int statuses_4[] = { 200, 400, 403, 500, 0 };
+static const int statuses_5[] = { 201, 400, 403, 409, 413, 422, 500, 0 };
 static const char *const audit_actions_5[] = { "thing.created", NULL };
 static const struct op_audit audit_5 = {
     .resource_type = "thing",
@@ -36,9 +36,9 @@ static const struct op_audit audit_5 = {
     .id_from = OP_AUDIT_ID_RESPONSE,
     .id_param = NULL,
 };
-static const int statuses_6[] = { 200, 500, 501, 0 };
-static const int statuses_7[] = { 200, 400, 404, 500, 0 };
-static const int statuses_8[] = { 200, 400, 404, 412, 422, 428, 500, 0 };
+static const int statuses_6[] = { 200, 403, 500, 501, 0 };
+static const int statuses_7[] = { 200, 400, 403, 404, 500, 0 };
+static const int statuses_8[] = { 200, 400, 403, 404, 412, 413, 422, 428, 500, 0 };
 static const char *const audit_actions_8[] = { "thing.replaced", "thing.resized", NULL };
 static const struct op_audit audit_8 = {
     .resource_type = "thing",
@@ -47,8 +47,8 @@ static const struct op_audit audit_8 = {
     .id_from = OP_AUDIT_ID_PATH,
     .id_param = "id",
 };
-static const int statuses_9[] = { 204, 400, 404, 500, 0 };
-static const int statuses_10[] = { 200, 400, 409, 422, 500, 0 };
+static const int statuses_9[] = { 204, 400, 403, 404, 500, 0 };
+static const int statuses_10[] = { 200, 400, 403, 409, 413, 422, 500, 0 };
 static const char *const audit_actions_10[] = { "thing.shape_added", NULL };
 static const struct op_audit audit_10 = {
     .resource_type = "thing",
@@ -57,8 +57,8 @@ static const struct op_audit audit_10 = {
     .id_from = OP_AUDIT_ID_PATH,
     .id_param = "id",
 };
-static const int statuses_11[] = { 200, 400, 422, 500, 0 };
-static const int statuses_12[] = { 200, 400, 422, 500, 0 };
+static const int statuses_11[] = { 200, 400, 413, 422, 500, 0 };
+static const int statuses_12[] = { 200, 400, 413, 422, 500, 0 };
 static const int statuses_13[] = { 200, 303, 400, 500, 0 };
 
 const struct op routes_ops[] = {

@@ -40,7 +40,7 @@ struct things_list_things_request {
 };
 
 struct things_list_things_response {
-    int status; /* 200; problems (400, 500) via req_problem() */
+    int status; /* 200; problems (400, 403, 500) via req_problem() */
     struct thing_page *body_200; /* status 200: One page. */
     int64_t x_count; /* header X-Count on 200 */
     bool has_x_count;
@@ -55,7 +55,7 @@ struct things_create_thing_request {
 };
 
 struct things_create_thing_response {
-    int status; /* 201, 409; problems (400, 422, 500) via req_problem() */
+    int status; /* 201, 409; problems (400, 403, 413, 422, 500) via req_problem() */
     struct thing *body_201; /* status 201: Created. */
     struct things_create_thing_409 *body_409; /* status 409: Conflict with a typed body. */
     const char *etag; /* header ETag on 201; NULL = not sent */
@@ -71,7 +71,7 @@ struct things_get_thing_request {
 };
 
 struct things_get_thing_response {
-    int status; /* 200; problems (400, 404, 500) via req_problem() */
+    int status; /* 200; problems (400, 403, 404, 500) via req_problem() */
     struct thing *body_200; /* status 200: The thing. */
     const char *etag; /* header ETag on 200; NULL = not sent */
 };
@@ -88,7 +88,7 @@ struct things_replace_thing_request {
 };
 
 struct things_replace_thing_response {
-    int status; /* 200; problems (400, 404, 412, 422, 428, 500) via req_problem() */
+    int status; /* 200; problems (400, 403, 404, 412, 413, 422, 428, 500) via req_problem() */
     struct thing *body_200; /* status 200: Replaced. */
 };
 
@@ -101,7 +101,7 @@ struct things_delete_thing_request {
 };
 
 struct things_delete_thing_response {
-    int status; /* 204; problems (400, 404, 500) via req_problem() */
+    int status; /* 204; problems (400, 403, 404, 500) via req_problem() */
 };
 
 int things_delete_thing(struct req *r, const struct things_delete_thing_request *in,
@@ -114,7 +114,7 @@ struct things_add_shape_request {
 };
 
 struct things_add_shape_response {
-    int status; /* 200; problems (400, 409, 422, 500) via req_problem() */
+    int status; /* 200; problems (400, 403, 409, 413, 422, 500) via req_problem() */
     const struct json_value *body_200; /* status 200: Anything. */
 };
 

@@ -57,6 +57,10 @@ static void check_things_list_things(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 500:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 500 is documented as a problem document");
@@ -299,6 +303,10 @@ static void check_things_create_thing(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 409:
         if (r->problem) {
             verr_add(&l, "", NULL, "type", "%s", "status 409 is documented without a problem document");
@@ -308,6 +316,10 @@ static void check_things_create_thing(struct req *r)
             verr_add(&l, "", NULL, "malformed_json", "%s at byte %zu", jerr.msg, jerr.offset);
         else
             validate_things_create_thing_409(doc, "", VALIDATE_RESPONSE, &l);
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
         break;
     case 422:
         if (!r->problem)
@@ -492,6 +504,10 @@ static void check_things_get_thing(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 404:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
@@ -599,6 +615,10 @@ static void check_things_replace_thing(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 404:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
@@ -606,6 +626,10 @@ static void check_things_replace_thing(struct req *r)
     case 412:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 412 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
         break;
     case 422:
         if (!r->problem)
@@ -780,6 +804,10 @@ static void check_things_delete_thing(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 404:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 404 is documented as a problem document");
@@ -871,9 +899,17 @@ static void check_things_add_shape(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 400 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 409:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");
+        break;
+    case 413:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 413 is documented as a problem document");
         break;
     case 422:
         if (!r->problem)
