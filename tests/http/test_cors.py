@@ -140,6 +140,10 @@ def test_the_metadata_and_a_401_are_readable_by_registered_origins(server, app):
     assert meta.status == 200 and meta.header("Access-Control-Allow-Origin") == APP
     assert_no_cors(unregistered)
     assert expired.status == 401 and expired.header("Access-Control-Allow-Origin") == APP
+    # The app must be able to read why: a browser hides any header not exposed.
+    assert 'error="invalid_token"' in expired.header("WWW-Authenticate")
+    exposed = {h.strip() for h in expired.header("Access-Control-Expose-Headers").split(",")}
+    assert "WWW-Authenticate" in exposed, exposed
 
 
 def test_origins_are_validated_changed_and_end_with_the_client(server, ws):
