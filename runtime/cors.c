@@ -9,7 +9,8 @@
 #define ALLOWED_HEADERS "Authorization, Content-Type, X-Request-ID, Idempotency-Key, If-Match"
 #define EXPOSED_HEADERS                                                                     \
     "ETag, Location, X-Request-ID, Idempotent-Replayed, Retry-After, X-RateLimit-Limit, "   \
-    "X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit-Policy, RateLimit, Link"
+    "X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit-Policy, RateLimit, Link, "         \
+    "WWW-Authenticate"
 #define MAX_AGE_S "600"
 
 static cors_origin_fn *origin_allowed;

@@ -42,6 +42,44 @@ bool forwarded_is_trusted(const struct forwarded_proxies *p, const char *addr)
     return addr && ipaddr_parse(addr, strlen(addr), &a) && trusted(p, &a);
 }
 
+/* Whether [s, s+n) is a port: 1 to 5 digits, at most 65535. */
+static bool is_port(const char *s, size_t n)
+{
+    if (n == 0 || n > 5)
+        return false;
+    long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v <= 65535;
+}
+
+/* One X-Forwarded-For entry: an address, or an address with the client's port
+ * ("198.51.100.9:51234", "[2001:db8::1]:443"), which some load balancers append. A bare IPv6
+ * address holds two colons at least, so a single colon is an IPv4 address's port, and an IPv6
+ * address's port follows its brackets ("2001:db8::1:443" is an address). */
+static bool entry_address(const char *s, size_t n, struct ipaddr *out)
+{
+    while (n && (*s == ' ' || *s == '\t')) {
+        s++;
+        n--;
+    }
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    size_t at = n;
+    while (at > 0 && s[at - 1] != ':')
+        at--;
+    if (at > 0) {
+        at--; /* the last colon */
+        bool bracketed = s[0] == '[' && at > 0 && s[at - 1] == ']';
+        if ((bracketed || !memchr(s, ':', at)) && is_port(s + at + 1, n - at - 1))
+            n = at;
+    }
+    return ipaddr_parse(s, n, out);
+}
+
 void forwarded_client(const struct forwarded_proxies *p, const char *peer,
                       const char *const *values, const size_t *lens, size_t n, char *out,
                       size_t outlen)
@@ -58,7 +96,7 @@ void forwarded_client(const struct forwarded_proxies *p, const char *peer,
             size_t start = end;
             while (start > 0 && v[start - 1] != ',')
                 start--;
-            if (!ipaddr_parse(v + start, end - start, &a))
+            if (!entry_address(v + start, end - start, &a))
                 goto done; /* not an address: keep the last trusted hop */
             last = a;
             if (!trusted(p, &a))

@@ -27,8 +27,10 @@ int forwarded_parse_list(const char *list, struct forwarded_proxies *out, char *
 bool forwarded_is_trusted(const struct forwarded_proxies *p, const char *addr);
 /* The client address, canonical text in out: peer itself unless it is a trusted proxy; then
  * the rightmost entry of the X-Forwarded-For values (every field line, in the order received)
- * that is not a trusted proxy, or the leftmost when all are. An entry that is not an address
- * ends the walk: the last address trusted so far (at worst the peer) is taken. */
+ * that is not a trusted proxy, or the leftmost when all are. An entry is an IPv4 or IPv6
+ * address, the latter optionally in brackets, and may carry a port, which is dropped
+ * ("198.51.100.9:51234", "[2001:db8::1]:443"). An entry that is not an address ends the
+ * walk: the last address trusted so far (at worst the peer) is taken. */
 void forwarded_client(const struct forwarded_proxies *p, const char *peer,
                       const char *const *values, const size_t *lens, size_t n, char *out,
                       size_t outlen);

@@ -41,6 +41,14 @@ static bool dot_segment(const char *s, const char *e)
     return dots == 1 || dots == 2;
 }
 
+/* A byte RFC 3986 allows raw in a path: pchar (unreserved, sub-delims, ':' and '@') or '/';
+ * '%' is checked as an escape separately. */
+static bool path_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c && strchr("-._~!$&'()*+,;=:@/%", c) != NULL);
+}
+
 bool http_strict_target(const char *raw, struct http_fault *f)
 {
     if (!raw)
@@ -55,6 +63,9 @@ bool http_strict_target(const char *raw, struct http_fault *f)
             return bad_target(f, "The request target may not hold a fragment ('#').");
         if (c == '?' && !query)
             query = p;
+        if (!query && !path_char(c))
+            return bad_target(f, "The path may hold only letters, digits and -._~!$&'()*+,;=:@/ "
+                                 "(RFC 3986); percent-encode anything else.");
         if (c != '%')
             continue;
         int hi = format_hex_digit(p[1]), lo = hi < 0 ? -1 : format_hex_digit(p[2]);

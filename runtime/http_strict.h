@@ -29,9 +29,13 @@ struct http_fault {
     const char *detail; /* static text for the problem document */
 };
 
-/* The request target as received (before percent-decoding): printable ASCII only, valid
- * percent escapes, and, once decoded, no NUL anywhere, no encoded '/' or '\' in the path and
- * no "." or ".." path segment. */
+/* The request target as received (before percent-decoding): printable ASCII only, no
+ * fragment, valid percent escapes; in the path only what RFC 3986 allows there raw (pchar and
+ * '/'), so no '\', '"', '<', '>', '[', ']', '{', '}', '|', '^' or '`', which servers and
+ * proxies read differently (some take '\' for '/'); and, once decoded, no NUL anywhere, no
+ * encoded '/' or '\' in the path and no "." or ".." path segment. The query is held to
+ * printable ASCII only: browsers send '{', '|', '}', '^', '`', '[', ']' and '\' raw there (the
+ * URL standard's query percent-encode set leaves them), and nothing routes on it. */
 bool http_strict_target(const char *raw, struct http_fault *fault);
 
 /* The header fields in the order received, and the version ("HTTP/1.1"): one valid

@@ -25,7 +25,12 @@ import helpers
 from helpers import WSP_ID, assert_json, assert_problem, signing_key
 
 FLAGS = ("--data-dir", "--listen", "--https-port", "--http-port", "--threads", "--tls-cert",
-         "--tls-key", "--log-format", "--help", "--version")
+         "--tls-key", "--log-format", "--max-connections", "--max-connections-per-address",
+         "--head-timeout-ms", "--idle-timeout-ms", "--body-timeout-ms", "--body-min-rate",
+         "--trusted-proxy", "--help", "--version")
+README = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")
+# A flag as a word: "--max-connections" is not found inside "--max-connections-per-address".
+FLAG = re.compile(r"--[a-z][a-z0-9-]*[a-z0-9](?![a-z0-9-])")
 
 
 def start_and_expect_failure(make_server, timeout=15, **kw):
@@ -46,9 +51,22 @@ def start_and_expect_failure(make_server, timeout=15, **kw):
 def test_help_exits_zero_and_lists_every_flag(server_bin):
     r = run_cli(["--help"])
     assert r.returncode == 0, r
+    printed = set(FLAG.findall(r.stdout))
     for f in FLAGS:
-        assert f in r.stdout, "--help does not mention %s:\n%s" % (f, r.stdout)
+        assert f in printed, "--help does not mention %s:\n%s" % (f, r.stdout)
     assert "TREASURY_DATA_DIR" in r.stdout and "TREASURY_HTTPS_PORT" in r.stdout
+
+
+def test_every_flag_help_prints_is_in_the_readme(server_bin):
+    r = run_cli(["--help"])
+    assert r.returncode == 0, r
+    # The flags' own lines (two spaces, the flag), not flags named in another's help text.
+    printed = {m.group(1) for m in re.finditer(r"^  (--[a-z0-9-]+)", r.stdout, re.M)}
+    assert set(FLAGS) <= printed, sorted(set(FLAGS) - printed)
+    with open(README, encoding="utf-8") as f:
+        documented = set(FLAG.findall(f.read()))
+    missing = sorted(printed - documented)
+    assert not missing, "README.md does not mention %s" % ", ".join(missing)
 
 
 def test_version_prints_a_version_and_exits_zero(server_bin):

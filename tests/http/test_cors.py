@@ -8,12 +8,13 @@ import uuid
 import pytest
 
 from helpers import assert_json, assert_problem, assert_validation
-from oauth_flow import CLIENTS, TOKEN, Workspace, exchange, pkce, tokens_for
+from oauth_flow import CLIENTS, REFRESH, TOKEN, Workspace, exchange, pkce, tokens_for
 
 APP = "https://cash.app.example"
 OTHER = "https://other.app.example"
 STRANGER = "https://stranger.example"
 META = "/.well-known/oauth-authorization-server"
+REVOKE = "/v1/accounts/auth/oauth/revoke"
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +61,22 @@ def test_a_registered_origin_is_answered_a_preflight(server, app):
                     "authorization, content-type, if-match")
     assert dev.status == 204 and dev.header("Access-Control-Allow-Origin") == \
         "http://localhost:5173"
+
+
+@pytest.mark.parametrize("path,method,headers,methods", [
+    (TOKEN, "POST", "content-type", "POST, OPTIONS"),
+    (REFRESH, "POST", "content-type", "POST, OPTIONS"),
+    (REVOKE, "POST", "content-type", "POST, OPTIONS"),
+    (META, "GET", None, "GET, HEAD, OPTIONS"),
+], ids=["token", "refresh", "revoke", "metadata"])
+def test_the_oauth_endpoints_and_the_metadata_are_answered_a_preflight(server, app, path, method,
+                                                                       headers, methods):
+    # A browser asks first whenever a request is not "simple" (a JSON body, an X-Request-ID).
+    r = preflight(server, path, APP, method, headers)
+    assert r.status == 204 and r.body == b"", (r.status, r.body)
+    assert r.header("Access-Control-Allow-Origin") == APP
+    assert r.header("Access-Control-Allow-Methods") == methods
+    assert r.header("Access-Control-Allow-Credentials") is None
 
 
 @pytest.mark.parametrize("origin,method,headers", [
@@ -140,6 +157,10 @@ def test_the_metadata_and_a_401_are_readable_by_registered_origins(server, app):
     assert meta.status == 200 and meta.header("Access-Control-Allow-Origin") == APP
     assert_no_cors(unregistered)
     assert expired.status == 401 and expired.header("Access-Control-Allow-Origin") == APP
+    # The app must be able to read why: a browser hides any header not exposed.
+    assert 'error="invalid_token"' in expired.header("WWW-Authenticate")
+    exposed = {h.strip() for h in expired.header("Access-Control-Expose-Headers").split(",")}
+    assert "WWW-Authenticate" in exposed, exposed
 
 
 def test_origins_are_validated_changed_and_end_with_the_client(server, ws):

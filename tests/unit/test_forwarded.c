@@ -56,6 +56,28 @@ static void test_without_a_usable_entry_the_last_trusted_hop_is_taken(void)
     CHECK_STR(client("10.0.0.1", empty, 1), "10.0.0.1");
 }
 
+static void test_an_entry_may_carry_the_clients_port(void)
+{
+    setup();
+    const char *v4[] = { "6.6.6.6:1, 198.51.100.9:51234" };
+    CHECK_STR(client("10.0.0.1", v4, 1), "198.51.100.9");
+    const char *v6[] = { "[2001:db8::1]:443" };
+    CHECK_STR(client("10.0.0.1", v6, 1), "2001:db8::1");
+    /* A trusted hop with a port is still that hop. */
+    const char *hops[] = { "198.51.100.9:80, 10.0.0.2:3128" };
+    CHECK_STR(client("10.0.0.1", hops, 1), "198.51.100.9");
+    /* Colons in a bare IPv6 address are no port. */
+    const char *bare[] = { "2001:db8::1:443", " ::1 , 2001:db8::9" };
+    CHECK_STR(client("10.0.0.1", bare, 1), "2001:db8::1:443");
+    CHECK_STR(client("10.0.0.1", bare + 1, 1), "2001:db8::9");
+    /* What is no port (or no address before it) ends the walk as before. */
+    const char *bad[] = { "198.51.100.9:", "198.51.100.9:65536", "198.51.100.9:8x",
+                          "198.51.100.9:1:2", "[2001:db8::1]:", "2001:db8::1]:443", ":443",
+                          "[2001:db8::1]443" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_STR(client("10.0.0.1", bad + i, 1), "10.0.0.1");
+}
+
 static void test_the_list_is_parsed_strictly(void)
 {
     struct forwarded_proxies p;
@@ -76,6 +98,7 @@ int main(void)
         UNIT_TEST(test_a_peer_that_is_no_proxy_is_the_client_whatever_it_sends),
         UNIT_TEST(test_the_rightmost_untrusted_entry_is_the_client),
         UNIT_TEST(test_without_a_usable_entry_the_last_trusted_hop_is_taken),
+        UNIT_TEST(test_an_entry_may_carry_the_clients_port),
         UNIT_TEST(test_the_list_is_parsed_strictly),
     };
     return unit_run("forwarded", tests, sizeof tests / sizeof tests[0]);

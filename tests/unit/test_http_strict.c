@@ -2,6 +2,7 @@
  * 0.9.75 leaves it (the HTTP tests send the same faults through the real parser). */
 #include "runtime/http_strict.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "tests/unit/unit.h"
@@ -20,6 +21,26 @@ static void test_ordinary_targets_pass(void)
     CHECK(target_ok("/v1/payments?q=a%20b%2Fc")); /* an encoded '/' in the query is data */
     CHECK(target_ok("/v1/x.y/..z/.a"));          /* dots inside segments are names */
     CHECK(target_ok("/"));
+    /* Every byte RFC 3986 allows raw in a path, and what a query may hold besides. */
+    CHECK(target_ok("/azAZ09-._~!$&'()*+,;=:@/x%41"));
+    CHECK(target_ok("*")); /* OPTIONS * */
+    CHECK(target_ok("/v1/payments?status=a,b&q=%22x%22&r=a/b?c"));
+    CHECK(target_ok("/v1/x?f[a]={1}|2^`\\\"<>")); /* a query: printable ASCII */
+}
+
+static void test_bytes_rfc_3986_forbids_in_a_path_are_refused(void)
+{
+    static const char forbidden[] = "\\\"<>[]{}|^`";
+    char target[32];
+    for (const char *c = forbidden; *c; c++) {
+        struct http_fault f;
+        snprintf(target, sizeof target, "/v1/pay%cments", *c);
+        CHECK(!http_strict_target(target, &f) && f.status == 400 &&
+              strcmp(f.code, "invalid_path") == 0 && strstr(f.detail, "RFC 3986") != NULL);
+        snprintf(target, sizeof target, "/v1/payments?q=%c", *c);
+        CHECK(target_ok(target)); /* the same byte in the query */
+    }
+    CHECK(!target_ok("/v1/payments\\..\\healthz"));
 }
 
 static void test_nul_encoded_slash_and_dot_segments_are_refused(void)
@@ -285,6 +306,7 @@ int main(void)
     static const struct unit_test tests[] = {
         UNIT_TEST(test_ordinary_targets_pass),
         UNIT_TEST(test_nul_encoded_slash_and_dot_segments_are_refused),
+        UNIT_TEST(test_bytes_rfc_3986_forbids_in_a_path_are_refused),
         UNIT_TEST(test_malformed_targets_are_refused),
         UNIT_TEST(test_ordinary_fields_pass),
         UNIT_TEST(test_content_length_framing_faults_close),
