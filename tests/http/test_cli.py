@@ -198,6 +198,14 @@ def test_a_data_dir_a_backup_group_may_read_is_accepted(make_server, tmp_path):
     os.chmod(data, 0o750)
     s = make_server(data_dir=data)
     assert s.running and s.admin_client().get("/v1/payments").status == 200
+    # accepted, as PostgreSQL accepts its data directory so, but not silently: the group sees
+    # the files' names, and reads only the public certificate
+    assert "%s is readable by its group (mode 0750)" % data in s.log_text(), s.log_text()
+    assert "chmod 700 %s" % data in s.log_text()
+    assert [p.name for p in data.iterdir()
+            if stat.S_IMODE(p.stat().st_mode) & 0o077 and p.name != "tls.crt"] == []
+    # an operator command says it once
+    assert s.admin("list-workspaces").stderr.count("readable by its group") == 1
 
 
 def test_every_file_is_private_whatever_the_umask(make_server):
