@@ -180,7 +180,7 @@ struct accounts_accept_invitation_request {
 };
 
 struct accounts_accept_invitation_response {
-    int status; /* 201; problems (400, 401, 409, 410, 413, 415, 422, 429, 500, 503) via req_problem() */
+    int status; /* 201; problems (400, 401, 403, 409, 410, 413, 415, 422, 429, 500, 503) via req_problem() */
     struct membership *body_201; /* status 201: Joined; log in to the workspace to act in it. */
 };
 

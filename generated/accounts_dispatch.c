@@ -1518,6 +1518,10 @@ static void check_accounts_accept_invitation(struct req *r)
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 401 is documented as a problem document");
         break;
+    case 403:
+        if (!r->problem)
+            verr_add(&l, "", NULL, "type", "%s", "status 403 is documented as a problem document");
+        break;
     case 409:
         if (!r->problem)
             verr_add(&l, "", NULL, "type", "%s", "status 409 is documented as a problem document");

@@ -485,6 +485,10 @@ int accounts_accept_invitation(struct req *r, const struct accounts_accept_invit
         return 0;
     if ((rc = already_member(r, inv.workspace_id, uid)) != 0)
         return rc < 0 ? -1 : 0;
+    /* as the signup with an existing account (and the login): a workspace that requires MFA
+     * takes no account without it; the invitation stays usable once the account enrolled */
+    if ((rc = acc_refuse_without_mfa(r, inv.workspace_id, uid)) != 0)
+        return rc < 0 ? -1 : 0;
     if (join(r, &inv, uid, now) != 0 ||
         workspace_name(inv.workspace_id, wname, sizeof wname) != 0)
         return -1;
