@@ -46,7 +46,7 @@ int acc_find_standing(const char *user_id, const char *wid, char *role, size_t r
  * (its treasury.require_mfa) and the user has not enabled it: 1 refused, 0 not, -1 failure. */
 int acc_mfa_refused(const char *wid, const char *user_id);
 /* acc_mfa_refused, answered as a login is (403 workspace_requires_mfa): 1 refused (answered),
- * 0 not, -1 failure. For the login and a signup with an existing account. */
+ * 0 not, -1 failure. For the login, and a signup or an acceptance with an existing account. */
 int acc_refuse_without_mfa(struct req *r, const char *wid, const char *user_id);
 /* The scopes role grants in wid, space-separated. 0 / -1. */
 int acc_role_scopes(const char *wid, const char *role, char *out, size_t n);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "handlers/accounts.h"
+#include "handlers/admin_cli.h"
 #include "handlers/invitations.h"
 #include "runtime/audit.h"
 #include "runtime/clock.h"
@@ -30,7 +31,6 @@
 
 #define INVITATION_LIFETIME_S (7 * 86400)
 #define INVITATION_TOKEN_BYTES 32
-#define OPERATOR_ACTOR "operator"
 
 /* The invitation of a token digest, read by its generated codec (rows_invitation_issued)
  * whatever workspace it is for: the token is the key. 1 found, 0 not, -1 failure. */
@@ -102,8 +102,8 @@ static int join(struct req *r, struct invitation_issued_row *inv, const char *us
     char *detail = arena_printf(&r->arena, "role %s, invited by %s", o->role, o->invited_by);
     if (audit_in(r, inv->workspace_id, user_id, "invitation.accepted", "invitation", o->id,
                  "pending", "accepted", NULL) != 0 ||
-        audit_in(r, inv->workspace_id, user_id, "member.created", "user", user_id, NULL,
-                 o->role, detail) != 0)
+        audit_in(r, inv->workspace_id, user_id, "member.created", "member", user_id, NULL,
+                 "active", detail) != 0)
         return -1;
     return 0;
 }
@@ -224,11 +224,7 @@ int invitations_issue_by_operator(const char *wid, const char *email, const char
 {
     struct req r;
     struct invitation_issued inv;
-    memset(&r, 0, sizeof r);
-    arena_init(&r.arena);
-    r.principal.workspace_id = wid;
-    r.principal.user_id = OPERATOR_ACTOR;
-    r.request_id = id_new(&r.arena, "req");
+    admin_operator_req(&r, wid, NULL);
     int rc = invitations_issue(&r, wid, email, role, base_url, &inv);
     if (rc == 0)
         snprintf(id, n, "%s", inv.id);
@@ -488,6 +484,10 @@ int accounts_accept_invitation(struct req *r, const struct accounts_accept_invit
     if (!usable(r, &inv, now))
         return 0;
     if ((rc = already_member(r, inv.workspace_id, uid)) != 0)
+        return rc < 0 ? -1 : 0;
+    /* as the signup with an existing account (and the login): a workspace that requires MFA
+     * takes no account without it; the invitation stays usable once the account enrolled */
+    if ((rc = acc_refuse_without_mfa(r, inv.workspace_id, uid)) != 0)
         return rc < 0 ? -1 : 0;
     if (join(r, &inv, uid, now) != 0 ||
         workspace_name(inv.workspace_id, wname, sizeof wname) != 0)

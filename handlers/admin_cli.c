@@ -3,7 +3,9 @@
  * set-rate-limit`. Each command runs in one transaction; a generated password is printed
  * once, only after the commit. An account that already exists is never attached to a
  * workspace by the operator: it is invited (the token e-mailed to it) and joins only by
- * accepting after signing in. */
+ * accepting after signing in. What a command creates is audited in the workspace it is for,
+ * by the actor ADMIN_OPERATOR_ACTOR: workspace.created, user.created, member.created (as the
+ * API's member.created and member.removed: the member's user id) and user.invited. */
 #include "handlers/admin_cli.h"
 
 #include <errno.h>
@@ -14,6 +16,7 @@
 #include <string.h>
 
 #include "handlers/accounts_directory.h"
+#include "runtime/audit.h"
 #include "runtime/format.h"
 #include "runtime/id.h"
 #include "runtime/jsonw.h"
@@ -31,6 +34,7 @@
 
 /* What a command created, reported after its transaction committed. */
 struct outcome {
+    char request_id[ID_MAX]; /* of its audit records, one per run of the command's body */
     char workspace_id[ID_MAX];
     char user_id[ID_MAX];
     char email[EMAIL_MAX];
@@ -128,6 +132,30 @@ static int query_row(const char *what, const char *sql, const char *const *v, in
         return db_failed(what);
     *found = rc == 1;
     return 0;
+}
+
+void admin_operator_req(struct req *r, const char *workspace_id, const char *request_id)
+{
+    memset(r, 0, sizeof *r);
+    arena_init(&r->arena);
+    r->principal.workspace_id = workspace_id;
+    r->principal.user_id = ADMIN_OPERATOR_ACTOR;
+    r->request_id = request_id ? request_id : id_new(&r->arena, "req");
+}
+
+/* The audit record of a change the operator made in workspace_id, in the command's
+ * transaction (o->request_id names the command's run). 0 / -1 with err. */
+static int operator_audit(const char *workspace_id, const struct outcome *o, const char *action,
+                          const char *resource_type, const char *resource_id, const char *after,
+                          const char *detail, char *err, size_t errlen)
+{
+    struct req r;
+    admin_operator_req(&r, workspace_id, o->request_id[0] ? o->request_id : NULL);
+    int rc = audit_record(&r, action, resource_type, resource_id, NULL, after, detail);
+    arena_release(&r.arena);
+    if (rc != 0)
+        snprintf(err, errlen, "database error writing the audit record (logged above)");
+    return rc;
 }
 
 static admin_invite_fn *inviter;
@@ -241,11 +269,13 @@ out:
     return ret;
 }
 
-/* Adds the user as a member; an existing membership is an error, not a role change. */
-static int add_member(const char *workspace_id, const char *role, struct outcome *o, char *err,
-                      size_t errlen)
+/* Adds the user as a member; an existing membership is an error, not a role change. Audited
+ * in the workspace: the account, when the command created it (its password from pw_env or
+ * generated), and the membership, both by the operator's command cmd. */
+static int add_member(const char *workspace_id, const char *role, const char *cmd,
+                      const char *pw_env, struct outcome *o, char *err, size_t errlen)
 {
-    char now[40], existing_role[16];
+    char now[40], existing_role[16], detail[EMAIL_MAX + 160];
     bool member = false;
     const char *key[] = {workspace_id, o->user_id};
     if (query_row("finding the membership",
@@ -260,17 +290,29 @@ static int add_member(const char *workspace_id, const char *role, struct outcome
     format_now_rfc3339(now, sizeof now);
     if (acc_member_insert(workspace_id, o->user_id, role, now, NULL) != 0)
         goto db_error;
-    return 0;
+    if (o->new_user) {
+        snprintf(detail, sizeof detail, "%s, password %s%s, by the operator (%s)", o->email,
+                 o->generated ? "generated and shown once to the operator" : "from ",
+                 o->generated ? "" : pw_env, cmd);
+        if (operator_audit(workspace_id, o, "user.created", "user", o->user_id, "active",
+                           detail, err, errlen) != 0)
+            return -1;
+    }
+    snprintf(detail, sizeof detail, "role %s, added by the operator (%s)", role, cmd);
+    return operator_audit(workspace_id, o, "member.created", "member", o->user_id, "active",
+                          detail, err, errlen);
 db_error:
     snprintf(err, errlen, "database error (logged above)");
     return -1;
 }
 
+/* cmd: the command (create-workspace, bootstrap) its audit records name. */
 static int create_workspace(const char *name, const char *owner_email, const char *pw_env,
-                            struct outcome *o, char *err, size_t errlen)
+                            const char *cmd, struct outcome *o, char *err, size_t errlen)
 {
-    char now[40];
-    if (id_new_buf(o->workspace_id, sizeof o->workspace_id, "wsp") != 0) {
+    char now[40], detail[NAME_MAX_CHARS * 4 + 80];
+    if (id_new_buf(o->workspace_id, sizeof o->workspace_id, "wsp") != 0 ||
+        id_new_buf(o->request_id, sizeof o->request_id, "req") != 0) {
         snprintf(err, errlen, "cannot generate an id");
         return -1;
     }
@@ -279,6 +321,10 @@ static int create_workspace(const char *name, const char *owner_email, const cha
         snprintf(err, errlen, "database error (logged above)");
         return -1;
     }
+    snprintf(detail, sizeof detail, "\"%s\", by the operator (%s)", name, cmd);
+    if (operator_audit(o->workspace_id, o, "workspace.created", "workspace", o->workspace_id,
+                       NULL, detail, err, errlen) != 0)
+        return -1;
     bool exists = false;
     if (existing_account(owner_email, o, &exists, err, errlen) != 0)
         return -1;
@@ -286,7 +332,7 @@ static int create_workspace(const char *name, const char *owner_email, const cha
         return invite_existing(o->workspace_id, "owner", o, err, errlen);
     if (find_or_create_user(owner_email, pw_env, o, err, errlen) != 0)
         return -1;
-    return add_member(o->workspace_id, "owner", o, err, errlen);
+    return add_member(o->workspace_id, "owner", cmd, pw_env, o, err, errlen);
 }
 
 static void print_password(FILE *out, const struct outcome *o)
@@ -373,7 +419,8 @@ static int bootstrap_once(const char *name, const char *email, FILE *out, char *
         ret = 0;
         goto out;
     }
-    if (create_workspace(name, email, "TREASURY_ADMIN_PASSWORD", &o, why, sizeof why) != 0) {
+    if (create_workspace(name, email, "TREASURY_ADMIN_PASSWORD", "bootstrap", &o, why,
+                         sizeof why) != 0) {
         snprintf(err, errlen, "bootstrap: %s", why);
         goto out;
     }
@@ -456,7 +503,8 @@ static int create_workspace_body(void *arg, char *err, size_t errlen)
     struct create_workspace_args *a = arg;
     outcome_release(&a->o);
     a->o = (struct outcome){0}; /* a run after a conflict starts afresh */
-    return create_workspace(a->name, a->email, "TREASURY_ADMIN_PASSWORD", &a->o, err, errlen);
+    return create_workspace(a->name, a->email, "TREASURY_ADMIN_PASSWORD", "create-workspace",
+                            &a->o, err, errlen);
 }
 
 static int cmd_create_workspace(struct option *opts, FILE *out, FILE *errout)
@@ -534,9 +582,14 @@ static int create_user_body(void *arg, char *err, size_t errlen)
                      a->email, a->workspace_id, a->email, a->role);
         return -1;
     }
+    if (id_new_buf(a->o.request_id, sizeof a->o.request_id, "req") != 0) {
+        snprintf(err, errlen, "cannot generate an id");
+        return -1;
+    }
     if (find_or_create_user(a->email, "TREASURY_USER_PASSWORD", &a->o, err, errlen) != 0)
         return -1;
-    return add_member(a->workspace_id, a->role, &a->o, err, errlen);
+    return add_member(a->workspace_id, a->role, "create-user", "TREASURY_USER_PASSWORD", &a->o,
+                      err, errlen);
 }
 
 static admin_builtin_role_fn *builtin_role;

@@ -9,6 +9,15 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "runtime/req.h"
+
+/* The actor the audit log names for what an operator command does. */
+#define ADMIN_OPERATOR_ACTOR "operator"
+/* r set up as a request of the operator's in workspace_id (actor ADMIN_OPERATOR_ACTOR), for
+ * the handlers' functions a command calls and the audit records it writes; request_id NULL: a
+ * new one. Release r->arena after. */
+void admin_operator_req(struct req *r, const char *workspace_id, const char *request_id);
+
 /* Tells the commands which role keys are built in (the generated x-roles table). Without it
  * only "owner" and "viewer" are. */
 typedef bool admin_builtin_role_fn(const char *key);

@@ -50,8 +50,11 @@ static bool builtin_role(const char *key)
 }
 
 /* The data directory holds every tenant's data and the keys: like PostgreSQL's, it may be
- * 0700 or 0750 (a backup group may read), never writable by its group nor open to others. */
-static int ensure_data_dir(const char *dir, char *err, size_t errlen)
+ * 0700 or 0750, never writable by its group nor open to others. Group-readable, it shows the
+ * group the names of its files and nothing in them but the public TLS certificate (the others
+ * are 0600: umask 077), which warn logs (the check an operator command makes before opening
+ * the storage does not, so it is said once). */
+static int ensure_data_dir(const char *dir, bool warn, char *err, size_t errlen)
 {
     struct stat st;
     if (stat(dir, &st) == 0) {
@@ -67,6 +70,11 @@ static int ensure_data_dir(const char *dir, char *err, size_t errlen)
                      (unsigned)(st.st_mode & 07777), dir);
             return -1;
         }
+        if (warn && (st.st_mode & 040))
+            log_warn("data directory %s is readable by its group (mode %04o): the group sees "
+                     "the names of the files in it, and reads none but the TLS certificate "
+                     "(the others are 0600). Unless that is meant, chmod 700 %s",
+                     dir, (unsigned)(st.st_mode & 07777), dir);
         return 0;
     }
     if (mkdir(dir, 0700) != 0) {
@@ -109,7 +117,7 @@ static int open_storage(const struct config *c, char *err, size_t errlen)
 {
     char path[CONFIG_PATH_MAX + 32];
     char why[512] = "";
-    if (ensure_data_dir(c->data_dir, err, errlen) != 0)
+    if (ensure_data_dir(c->data_dir, true, err, errlen) != 0)
         return -1;
     if (storage_is_postgresql_url(c->database)) {
         /* The URL may hold a password: never echoed. */
@@ -136,7 +144,7 @@ static int open_for_admin(bool create, void *arg, char *err, size_t errlen)
     char path[CONFIG_PATH_MAX + 32];
     struct stat st;
     sqlite_path(c, path, sizeof path);
-    if (stat(c->data_dir, &st) == 0 && ensure_data_dir(c->data_dir, err, errlen) != 0)
+    if (stat(c->data_dir, &st) == 0 && ensure_data_dir(c->data_dir, false, err, errlen) != 0)
         return -1; /* an existing directory's permissions first */
     if (!create && !storage_is_postgresql_url(c->database) && stat(path, &st) != 0) {
         snprintf(err, errlen, "no database at %s (check --data-dir; start the server once or "

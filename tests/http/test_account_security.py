@@ -232,6 +232,10 @@ def test_a_member_can_be_removed_and_their_tokens_stop_at_once(server):
                                   json={"name": "kept", "role": "viewer"}), 201)
     kept_token = assert_json(owner.post("/v1/admin/service-accounts/%s/tokens" % kept["id"],
                                         json={"scopes": ["payments:read"]}), 201)["access_token"]
+    # and a token the leaver minted on that account of the owner's (they hold its text too)
+    minted = assert_json(leaver.post("/v1/admin/service-accounts/%s/tokens" % kept["id"],
+                                     json={"scopes": ["payments:read"]}), 201)
+    assert server.client(token=minted["access_token"]).get("/v1/payments").status == 200
     assert user_id in member_ids(owner)
 
     r = owner.delete(MEMBERS + "/" + user_id)
@@ -254,6 +258,12 @@ def test_a_member_can_be_removed_and_their_tokens_stop_at_once(server):
     assert assert_json(owner.get("/v1/admin/service-accounts/%s" % kept["id"]), 200)["status"] \
         == "active"
     assert server.client(token=kept_token).get("/v1/payments").status == 200
+    # the leaver's token on it is revoked, the account and the owner's token stay
+    assert_problem(server.client(token=minted["access_token"]).get("/v1/payments"), 401)
+    tokens = assert_json(owner.get("/v1/admin/service-accounts/%s/tokens" % kept["id"]),
+                         200)["data"]
+    assert {t["id"]: t["status"] for t in tokens}[minted["id"]] == "revoked"
+    assert sorted(t["status"] for t in tokens) == ["active", "revoked"]
     row = committed_row(server, "SELECT actor_id, before_status, after_status, detail FROM "
                         "audit_events WHERE workspace_id = ? AND action = "
                         "'service_account.disabled' AND resource_id = ?", (wid, sa["id"]))

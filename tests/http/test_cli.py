@@ -2,6 +2,7 @@
 first-start bootstrap (keys, certificate, owner, generated password), clean stop, and the
 operator subcommands."""
 
+import contextlib
 import hashlib
 import json
 import os
@@ -216,6 +217,14 @@ def test_a_data_dir_a_backup_group_may_read_is_accepted(make_server, tmp_path):
     os.chmod(data, 0o750)
     s = make_server(data_dir=data)
     assert s.running and s.admin_client().get("/v1/payments").status == 200
+    # accepted, as PostgreSQL accepts its data directory so, but not silently: the group sees
+    # the files' names, and reads only the public certificate
+    assert "%s is readable by its group (mode 0750)" % data in s.log_text(), s.log_text()
+    assert "chmod 700 %s" % data in s.log_text()
+    assert [p.name for p in data.iterdir()
+            if stat.S_IMODE(p.stat().st_mode) & 0o077 and p.name != "tls.crt"] == []
+    # an operator command says it once
+    assert s.admin("list-workspaces").stderr.count("readable by its group") == 1
 
 
 def test_every_file_is_private_whatever_the_umask(make_server):
@@ -473,6 +482,56 @@ def test_admin_create_user_viewer_gets_only_read_scopes(server):
     scopes = tok["scope"].split()
     assert scopes and all(x.endswith(":read") for x in scopes), scopes
     assert "payments:read" in scopes and "payments:write" not in scopes
+
+
+def test_operator_provisioning_is_audited(server):
+    """create-workspace and create-user added accounts and memberships with no audit record
+    (only invite-user wrote one): each now writes what it created in the workspace's chain, by
+    the actor `operator`, never a password."""
+    s = server
+    tag = uuid.uuid4().hex[:8]
+    owner, member = "owner-%s@example.com" % tag, "approver-%s@example.com" % tag
+    wid = s.create_workspace("Audited " + tag, owner, password=USER_PASSWORD)
+    r = s.admin("create-user", "--workspace", wid, "--email", member, "--role", "approver",
+                TREASURY_USER_PASSWORD=None)
+    generated = re.search(r"password for \S+: (\S+)", r.stdout).group(1)
+    # an existing account is only invited (nothing else is created for it), and a refused
+    # command records nothing
+    other = s.create_workspace("Invites " + tag, member)
+    assert s.admin("create-user", "--workspace", wid, "--email", member, "--role", "viewer",
+                   check=False).returncode == 1
+    db = helpers.open_db(s)
+    with contextlib.closing(db):
+        ids = dict(db.execute("SELECT email_norm, id FROM users WHERE email_norm IN (?, ?)",
+                              (owner, member)).fetchall())
+        rows = {w: db.execute("SELECT seq, actor_id, action, resource_type, resource_id, "
+                              "before_status, after_status, detail, request_id, prev_hash, hash "
+                              "FROM audit_events WHERE workspace_id = ? ORDER BY seq",
+                              (w,)).fetchall() for w in (wid, other)}
+    owner_id, member_id = ids[owner], ids[member]
+    assert [row[1:7] for row in rows[wid]] == [
+        ("operator", "workspace.created", "workspace", wid, None, None),
+        ("operator", "user.created", "user", owner_id, None, "active"),
+        ("operator", "member.created", "member", owner_id, None, "active"),
+        ("operator", "user.created", "user", member_id, None, "active"),
+        ("operator", "member.created", "member", member_id, None, "active"),
+    ]
+    details = [row[7] for row in rows[wid]]
+    assert "Audited " + tag in details[0] and "create-workspace" in details[0]
+    assert owner in details[1] and "TREASURY_ADMIN_PASSWORD" in details[1]
+    assert "role owner" in details[2] and "create-workspace" in details[2]
+    assert member in details[3] and "generated" in details[3]
+    assert "role approver" in details[4] and "create-user" in details[4]
+    assert not [d for d in details if USER_PASSWORD in d or generated in d]
+    # one request id per command; the chain is unbroken
+    assert len({row[8] for row in rows[wid][:3]}) == 1 and rows[wid][3][8] == rows[wid][4][8]
+    assert rows[wid][0][8] != rows[wid][3][8]
+    assert [row[0] for row in rows[wid]] == [1, 2, 3, 4, 5]
+    assert all(cur[9] == prev[10] for prev, cur in zip(rows[wid], rows[wid][1:]))
+    inv = s.owner_invitation
+    assert [row[1:5] for row in rows[other]] == [
+        ("operator", "workspace.created", "workspace", other),
+        ("operator", "user.invited", "invitation", inv)]
 
 
 @pytest.mark.parametrize("args", [

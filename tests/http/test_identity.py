@@ -254,6 +254,14 @@ def test_a_user_removed_from_their_only_workspace_can_join_another(server):
                               "workspace_id = ? ORDER BY seq", (wid_b,))
     assert actions[-2:] == [("invitation.accepted", user_id, inv["id"]),
                             ("member.created", user_id, user_id)]
+    # the membership's records name it alike in both workspaces, whoever wrote them (the
+    # operator's create-user, the removal, the acceptance)
+    records = db_rows(server, "SELECT workspace_id, actor_id, action, resource_type FROM "
+                              "audit_events WHERE resource_id = ? AND action LIKE 'member.%' "
+                              "ORDER BY workspace_id, seq", (user_id,))
+    assert sorted(records) == sorted([(wid_a, "operator", "member.created", "member"),
+                                      (wid_a, jwt_sub(a.token), "member.removed", "member"),
+                                      (wid_b, user_id, "member.created", "member")])
 
 
 def test_signing_up_with_an_existing_accounts_password_counts_as_a_login(make_server):

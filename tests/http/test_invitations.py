@@ -220,3 +220,31 @@ def test_a_workspace_requiring_mfa_takes_no_existing_account_without_it(server):
     assert_json(c.patch("/v1/workspace", json={"treasury": {"require_mfa": None}},
                         headers={"If-Match": etag}), 200)
     assert assert_json(signup(server, token, password=ADMIN_PASSWORD), 200)["workspace_id"] == wid
+
+
+def test_accepting_signed_in_into_a_workspace_requiring_mfa_needs_it_too(server):
+    """Accepting signed in let an account without MFA join a workspace that requires it (the
+    signup with the same account was refused): both answer 403 workspace_requires_mfa now,
+    and accept nothing; the invitation is still usable once the requirement is lifted."""
+    home, _, _ = server.new_workspace()
+    address = email()
+    server.create_user(home, address, "viewer")
+    me = server.client(token=server.login(address, USER_PASSWORD,
+                                          workspace_id=home)["access_token"])
+    wid, _, c = server.new_workspace()
+    etag = c.get("/v1/workspace").header("ETag")
+    assert_json(c.patch("/v1/workspace", json={"treasury": {"require_mfa": True}},
+                        headers={"If-Match": etag}), 200)
+    inv, _ = invite(c, address, role="viewer")
+    token = server.invitation_token(inv["id"])
+    before = table_counts(server)
+    assert_problem(me.post(ACCEPT, json={"invitation_token": token}), 403,
+                   "workspace_requires_mfa")
+    assert table_counts(server) == before
+    assert address not in [m["email"] for m in
+                           assert_json(c.get("/v1/workspace/members?limit=100"), 200)["data"]]
+    etag = c.get("/v1/workspace").header("ETag")
+    assert_json(c.patch("/v1/workspace", json={"treasury": {"require_mfa": None}},
+                        headers={"If-Match": etag}), 200)
+    joined = assert_json(me.post(ACCEPT, json={"invitation_token": token}), 201)
+    assert joined["workspace_id"] == wid and joined["role"] == "viewer"
