@@ -219,12 +219,12 @@ int invitations_issue(struct req *r, const char *wid, const char *email, const c
 }
 
 int invitations_issue_by_operator(const char *wid, const char *email, const char *role,
-                                  const char *base_url, char *id, size_t n, char *err,
-                                  size_t errlen)
+                                  const char *base_url, const char *request_id, char *id,
+                                  size_t n, char *err, size_t errlen)
 {
     struct req r;
     struct invitation_issued inv;
-    admin_operator_req(&r, wid, NULL);
+    admin_operator_req(&r, wid, request_id);
     int rc = invitations_issue(&r, wid, email, role, base_url, &inv);
     if (rc == 0)
         snprintf(id, n, "%s", inv.id);

@@ -195,7 +195,8 @@ static int invite_existing(const char *workspace_id, const char *role, struct ou
                  o->email);
         return -1;
     }
-    if (inviter(workspace_id, o->email, role, inviter_base_url, o->invitation_id,
+    if (inviter(workspace_id, o->email, role, inviter_base_url,
+                o->request_id[0] ? o->request_id : NULL, o->invitation_id,
                 sizeof o->invitation_id, err, errlen) != 0)
         return -1;
     o->invited = true;
@@ -664,7 +665,8 @@ static int invite_user_body(void *arg, char *err, size_t errlen)
         snprintf(err, errlen, "invitations are not available in this build");
         return -1;
     }
-    if (inviter(a->workspace_id, a->email, a->role, inviter_base_url, a->o.invitation_id,
+    if (inviter(a->workspace_id, a->email, a->role, inviter_base_url,
+                a->o.request_id[0] ? a->o.request_id : NULL, a->o.invitation_id,
                 sizeof a->o.invitation_id, err, errlen) != 0)
         return -1;
     a->o.new_user = !exists;

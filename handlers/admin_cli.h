@@ -24,11 +24,12 @@ typedef bool admin_builtin_role_fn(const char *key);
 void admin_init(admin_builtin_role_fn *builtin_role);
 
 /* Issues an e-mailed invitation of email to workspace_id with role inside the command's
- * transaction (handlers/invitations.h); its id into id. base_url is
- * the service's public URL for the message's instructions. 0 / -1 with err. */
+ * transaction (handlers/invitations.h), audited under request_id (the command's run; NULL: a
+ * new one); its id into id. base_url is the service's public URL for the message's
+ * instructions. 0 / -1 with err. */
 typedef int admin_invite_fn(const char *workspace_id, const char *email, const char *role,
-                            const char *base_url, char *id, size_t n, char *err,
-                            size_t errlen);
+                            const char *base_url, const char *request_id, char *id, size_t n,
+                            char *err, size_t errlen);
 /* Lets `create-workspace` and `invite-user` invite an existing account instead of attaching
  * it. Without it they refuse an email that already has an account. */
 void admin_set_inviter(admin_invite_fn *invite, const char *base_url);

@@ -20,7 +20,7 @@ int invitations_issue(struct req *r, const char *wid, const char *email, const c
 /* handlers/admin_cli.h's admin_invite_fn: the operator's invitation (actor "operator"), inside the
  * command's transaction. Its id into id. 0 / -1 with err. */
 int invitations_issue_by_operator(const char *wid, const char *email, const char *role,
-                                  const char *base_url, char *id, size_t n, char *err,
-                                  size_t errlen);
+                                  const char *base_url, const char *request_id, char *id,
+                                  size_t n, char *err, size_t errlen);
 
 #endif

@@ -532,6 +532,7 @@ def test_operator_provisioning_is_audited(server):
     assert [row[1:5] for row in rows[other]] == [
         ("operator", "workspace.created", "workspace", other),
         ("operator", "user.invited", "invitation", inv)]
+    assert rows[other][0][8] == rows[other][1][8], "the invitation is the command's own record"
 
 
 @pytest.mark.parametrize("args", [

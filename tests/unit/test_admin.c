@@ -252,9 +252,11 @@ static char invited[3][128];
 static int invitations;
 
 static int fake_invite(const char *workspace_id, const char *email, const char *role,
-                       const char *base_url, char *id, size_t n, char *why, size_t whylen)
+                       const char *base_url, const char *request_id, char *id, size_t n,
+                       char *why, size_t whylen)
 {
     (void)base_url;
+    (void)request_id;
     (void)why;
     (void)whylen;
     snprintf(invited[0], sizeof invited[0], "%s", workspace_id);
