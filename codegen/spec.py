@@ -2464,9 +2464,9 @@ class Model:
             need[501] = 'planned operations answer 501 not_implemented'
         else:
             if 501 in op.statuses:
-                self.fail(loc / 'responses' / '501', 'status 501 is documented, but only a '
-                                                     'planned operation (x-status: planned) '
-                                                     'answers it')
+                self.fail(loc / 'responses' / '501', 'status 501 is documented, but of the '
+                                                     'dispatchers only a planned operation\'s '
+                                                     '(x-status: planned) answers it')
             if op.negotiated:
                 need[406] = 'a negotiated operation answers 406 not_acceptable'
             if op.raw_body:
