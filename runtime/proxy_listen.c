@@ -23,11 +23,12 @@
 #define ACCEPT_PAUSE_MS 100      /* out of descriptors: the listening sockets wait this long */
 #define LOG_EVERY_MS 1000
 
-/* A trusted proxy's connection still owing its header. */
+/* A trusted proxy's connection still owing its header, or the first byte after it. */
 struct pending {
     int fd, listener;
-    struct sockaddr_storage peer;
+    struct sockaddr_storage peer; /* the proxy; once read: the client (the header's) */
     socklen_t peer_len;
+    bool header_read;
     int64_t deadline;
     size_t have;
     unsigned char buf[PROXY_PROTOCOL_MAX];
@@ -105,6 +106,18 @@ static int advance(struct pending *p, struct proxy_protocol_header *h, const cha
     }
 }
 
+/* After the header: 1 the client's first byte is there, 0 not yet, -1 the proxy closed or
+ * reset the connection (HAProxy's health check: a LOCAL header, then a reset; handed over, it
+ * would be a failed TLS handshake in libmicrohttpd's log). */
+static int first_byte(int fd)
+{
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0)
+        return 1;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
+}
+
 static void drop(int i)
 {
     close(pending[i]->fd);
@@ -145,6 +158,7 @@ static void accept_on(int listener, int64_t now, int64_t *paused_until)
         p->peer_len = sl;
         p->deadline = now + cfg.head_timeout_ms;
         p->have = 0;
+        p->header_read = false;
         pending[n_pending++] = p;
     }
 }
@@ -155,9 +169,9 @@ static void log_closures(void)
         log_warn("proxy protocol: closed %d connection(s) of trusted proxies without a valid "
                  "PROXY protocol header (such as: %s)", closed_bad, bad_example);
     if (closed_late)
-        log_warn("proxy protocol: closed %d connection(s) of trusted proxies whose PROXY "
-                 "protocol header was not complete within --head-timeout-ms %d", closed_late,
-                 cfg.head_timeout_ms);
+        log_warn("proxy protocol: closed %d connection(s) of trusted proxies not complete "
+                 "within --head-timeout-ms %d (a PROXY protocol header, then the client's first "
+                 "byte)", closed_late, cfg.head_timeout_ms);
     if (closed_full)
         log_warn("proxy protocol: closed %d connection(s) of trusted proxies: %d already "
                  "waiting for their header", closed_full, PROXY_LISTEN_PENDING_MAX);
@@ -208,15 +222,25 @@ static void *loop(void *arg)
             if (pfds[base + i].revents) {
                 struct proxy_protocol_header h;
                 const char *why = NULL;
-                int r = advance(p, &h, &why);
+                int r = p->header_read ? 1 : advance(p, &h, &why);
+                if (r > 0 && !p->header_read) {
+                    p->header_read = true;
+                    if (!h.local) {
+                        p->peer = h.src;
+                        p->peer_len = h.src_len;
+                    }
+                }
+                if (r > 0) /* handed over with the client's first byte, never before */
+                    r = first_byte(p->fd);
                 if (r > 0) {
-                    const struct sockaddr_storage *client = h.local ? &p->peer : &h.src;
-                    socklen_t len = h.local ? p->peer_len : h.src_len;
-                    cfg.hand(cfg.ctx[p->listener], p->fd, (const struct sockaddr *)client, len);
+                    cfg.hand(cfg.ctx[p->listener], p->fd, (const struct sockaddr *)&p->peer,
+                             p->peer_len);
                     free(p);
                     pending[i] = NULL;
                     continue;
                 }
+                if (r < 0 && p->header_read)
+                    why = NULL; /* closed after its header: not counted */
                 if (r < 0) {
                     if (why) {
                         closed_bad++;

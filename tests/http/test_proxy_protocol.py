@@ -152,8 +152,9 @@ def test_a_trusted_proxys_connection_without_a_header_is_closed(proxied):
     wait_for_log(proxied, "without a valid PROXY protocol header")
 
 
-@pytest.mark.parametrize("sent", [b"", v2("198.51.100.1")[:10], b"PROXY TCP4 198.51"],
-                         ids=["nothing", "half-v2", "half-v1"])
+@pytest.mark.parametrize("sent", [b"", v2("198.51.100.1")[:10], b"PROXY TCP4 198.51",
+                                  v2("198.51.100.1")],
+                         ids=["nothing", "half-v2", "half-v1", "header-alone"])
 def test_a_proxy_connection_that_sends_no_whole_header_is_closed_at_the_head_deadline(proxied,
                                                                                       sent):
     s = socket.create_connection(("127.0.0.1", proxied.https_port), timeout=10)
@@ -171,6 +172,22 @@ def test_a_proxy_connection_that_sends_no_whole_header_is_closed_at_the_head_dea
         s.close()
     assert data == b"" and 1.0 <= took < 4.0, (data, took)
     wait_for_log(proxied, "not complete within --head-timeout-ms 1500")
+
+
+def test_a_health_check_closing_after_its_header_leaves_no_log_line(proxied):
+    """HAProxy's health check with send-proxy-v2: a LOCAL header, then a reset. It is closed
+    before libmicrohttpd sees it (which would log a failed TLS handshake for each)."""
+    before = len(proxied.log_text())
+    for _ in range(5):
+        s = socket.create_connection(("127.0.0.1", proxied.https_port), timeout=5)
+        s.sendall(V2_LOCAL)
+        time.sleep(0.05)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()  # a reset, as HAProxy's checks end
+    assert handshake_fails(proxied, b"")  # a line of its own, to wait for
+    wait_for_log(proxied, "without a valid PROXY protocol header")
+    time.sleep(1.2)
+    assert "libmicrohttpd" not in proxied.log_text()[before:], proxied.log_text()[before:]
 
 
 def test_a_header_from_a_peer_that_is_no_trusted_proxy_is_not_believed(make_server):
