@@ -16,7 +16,7 @@
 #define TREASURY_VERSION "0.1.0"
 #endif
 
-enum kind { K_PATH, K_STR, K_PORT, K_INT, K_INT0, K_LOGFMT }; /* K_INT0: 0 allowed */
+enum kind { K_PATH, K_STR, K_PORT, K_INT, K_INT0, K_LOGFMT, K_ONOFF }; /* K_INT0: 0 allowed */
 
 struct flag {
     const char *name; /* without "--" */
@@ -45,6 +45,7 @@ static const struct flag flags[] = {
     F("log-format", "TREASURY_LOG_FORMAT", K_LOGFMT, log_format, 0, "json or text [json]"),
     F("public-url", "TREASURY_PUBLIC_URL", K_STR, public_url, 0, "external base URL, the token issuer [https://<listen>:<https-port>]"),
     F("trusted-proxy", "TREASURY_TRUSTED_PROXY", K_STR, trusted_proxy, 0, "reverse proxy address(es), comma-separated: their X-Forwarded-Proto: https counts as HTTPS, the client is X-Forwarded-For's rightmost other address, no per-address cap [none]"),
+    F("proxy-protocol", "TREASURY_PROXY_PROTOCOL", K_ONOFF, proxy_protocol, 0, "on: every connection of a --trusted-proxy to the HTTPS port begins with a PROXY protocol header (v2 or v1: HAProxy's send-proxy-v2), whose client address counts (log, quotas, connection caps); their connections without one are closed; nobody else's is read for one (README: Running several instances) [off]"),
     F("max-connections", "TREASURY_MAX_CONNECTIONS", K_INT, max_connections, 100000, "concurrent connection limit [1024]"),
     F("max-connections-per-address", "TREASURY_MAX_CONNECTIONS_PER_ADDRESS", K_INT, max_connections_per_address, 100000, "concurrent connections of one client address (IPv6: one /64) [128]"),
     F("head-timeout-ms", "TREASURY_HEAD_TIMEOUT_MS", K_INT, head_timeout_ms, 600000, "a new connection's TLS handshake and request head; a later request's fields after its request line [10000]"),
@@ -104,6 +105,14 @@ static int set(struct config *c, const struct flag *f, const char *value, const 
         }
         *(int *)(void *)field = (int)v;
         return 0;
+    case K_ONOFF:
+        if (strcmp(value, "on") == 0 || strcmp(value, "off") == 0) {
+            *(bool *)(void *)field = strcmp(value, "on") == 0;
+            return 0;
+        }
+        fprintf(err, "treasury-server: %s %s: expected on or off, got '%s'\n", origin, f->name,
+                value);
+        return -1;
     case K_LOGFMT:
         if (strcmp(value, "json") == 0)
             *(enum log_format *)(void *)field = LOG_FORMAT_JSON;
@@ -214,6 +223,11 @@ enum config_result config_parse(struct config *c, int argc, char **argv, FILE *o
     char why[160];
     if (forwarded_parse_list(c->trusted_proxy, &proxies, why, sizeof why) != 0) {
         fprintf(err, "treasury-server: --trusted-proxy: %s\n", why);
+        return CONFIG_USAGE;
+    }
+    if (c->proxy_protocol && proxies.n == 0) {
+        fprintf(err, "treasury-server: --proxy-protocol on needs --trusted-proxy: only the "
+                     "proxies named there may send the header\n");
         return CONFIG_USAGE;
     }
     if (c->public_url[0] == '\0') {

@@ -24,6 +24,8 @@ struct config {
     char public_url[256];    /* token issuer; default https://<listen>:<https_port> */
     char trusted_proxy[256]; /* reverse proxies (comma-separated addresses): their
                                 X-Forwarded-Proto and X-Forwarded-For are believed */
+    bool proxy_protocol;     /* the HTTPS port: trusted proxies' connections begin with a
+                                PROXY protocol header (runtime/proxy_listen.h) */
     int max_connections;
     int max_connections_per_address; /* one IPv4 address or IPv6 /64 */
     int head_timeout_ms;     /* TLS handshake + request head (runtime/conn_guard.h) */

@@ -30,6 +30,7 @@
 #include "runtime/offload.h"
 #include "runtime/pipeline.h"
 #include "runtime/problem.h"
+#include "runtime/proxy_listen.h"
 #include "runtime/req.h"
 #include "runtime/storage.h"
 
@@ -39,14 +40,19 @@ enum listener { LISTENER_HTTPS, LISTENER_HTTP };
  * that the client gets its 413 once it has sent it all; beyond, the connection is closed. */
 #define DRAIN_BODY_MAX (16 * 1024 * 1024)
 
-/* One per --listen address: its HTTPS daemon and its plain-HTTP one ("use HTTPS"). */
+/* One per --listen address: its HTTPS daemon and its plain-HTTP one ("use HTTPS"). With
+ * --proxy-protocol on, the HTTPS daemon has no listening socket: runtime/proxy_listen.c
+ * accepts on it and hands each connection over with its client's address. */
 struct listener_set {
     char addr[64];
-    int https_fd, http_fd; /* until handed to a daemon */
+    int https_fd, http_fd; /* until handed to a daemon (or to proxy_listen) */
     struct MHD_Daemon *https, *http;
 };
 static struct listener_set listeners[SERVER_MAX_LISTEN];
 static int n_listeners;
+static bool own_accept; /* --proxy-protocol: proxy_listen.c accepts on the HTTPS sockets */
+_Static_assert(SERVER_MAX_LISTEN <= PROXY_LISTEN_MAX_SOCKETS, "a socket per --listen address");
+_Static_assert(FORWARDED_MAX_PROXIES <= PROXY_LISTEN_MAX_TRUSTED, "every --trusted-proxy");
 static struct forwarded_proxies proxies; /* --trusted-proxy */
 static route_match_fn *route_match;
 static const struct config *cfg;
@@ -554,9 +560,14 @@ static struct MHD_Daemon *start_daemon(enum listener l, const char *addr, int fd
         flags |= MHD_USE_IPv6;
     /* libmicrohttpd's inactivity timeout, in whole seconds, backs conn_guard's deadlines. */
     unsigned idle_s = (unsigned)((c->idle_timeout_ms + 999) / 1000);
+    /* fd < 0: no listening socket, connections come through MHD_add_connection (a listening
+     * socket's slot is then the timeout once more). */
+    if (fd < 0)
+        flags |= MHD_USE_NO_LISTEN_SOCKET;
     struct MHD_OptionItem common[] = {
         { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)&mhd_log, NULL },
-        { MHD_OPTION_LISTEN_SOCKET, fd, NULL },
+        fd >= 0 ? (struct MHD_OptionItem){ MHD_OPTION_LISTEN_SOCKET, fd, NULL }
+                : (struct MHD_OptionItem){ MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)idle_s, NULL },
         { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)SERVER_CONNECTION_MEMORY, NULL },
         { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)idle_s, NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)&on_completed, NULL },
@@ -577,6 +588,38 @@ static struct MHD_Daemon *start_daemon(enum listener l, const char *addr, int fd
     return MHD_start_daemon(flags, 0, &on_accept, NULL, &on_request, (void *)(intptr_t)l,
                             MHD_OPTION_ARRAY, common, MHD_OPTION_CONNECTION_LIMIT,
                             (unsigned)c->max_connections, MHD_OPTION_END);
+}
+
+/* proxy_listen.c's hand-over: libmicrohttpd takes the socket (and closes it when it refuses
+ * it: the accept policy, on_accept, applies the connection caps to the client's address). The
+ * address is what MHD_CONNECTION_INFO_CLIENT_ADDRESS then gives: conn_guard, the access log and
+ * the per-address quotas all see the client, not the proxy. */
+static void hand_to_daemon(void *ctx, int fd, const struct sockaddr *client, socklen_t len)
+{
+    MHD_add_connection(ctx, fd, client, len);
+}
+
+/* The HTTPS sockets go to proxy_listen.c, which owns them from here on. */
+static int start_own_accept(const struct config *c)
+{
+    struct proxy_listen_config pl = {
+        .n = n_listeners,
+        .n_trusted = proxies.n,
+        .head_timeout_ms = c->head_timeout_ms,
+        .hand = &hand_to_daemon,
+    };
+    for (int i = 0; i < n_listeners; i++) {
+        pl.fds[i] = listeners[i].https_fd;
+        pl.ctx[i] = listeners[i].https;
+        listeners[i].https_fd = -1;
+    }
+    for (int i = 0; i < proxies.n && i < PROXY_LISTEN_MAX_TRUSTED; i++)
+        pl.trusted[i] = proxies.addr[i];
+    if (proxy_listen_start(&pl) != 0)
+        return -1;
+    log_info("HTTPS port: connections of the trusted proxies (%s) begin with a PROXY protocol "
+             "header (--proxy-protocol on)", c->trusted_proxy);
+    return 0;
 }
 
 int server_start(const struct config *c, const char *cert_pem, const char *key_pem,
@@ -623,15 +666,18 @@ int server_start(const struct config *c, const char *cert_pem, const char *key_p
                 goto fail;
         }
     }
+    own_accept = c->proxy_protocol;
     for (int i = 0; i < n_listeners; i++) {
         struct listener_set *ls = &listeners[i];
-        ls->https = start_daemon(LISTENER_HTTPS, ls->addr, ls->https_fd, c, cert_pem, key_pem);
+        ls->https = start_daemon(LISTENER_HTTPS, ls->addr, own_accept ? -1 : ls->https_fd, c,
+                                 cert_pem, key_pem);
         if (!ls->https) {
             snprintf(err, errlen, "cannot start the HTTPS server (check the TLS certificate "
                                   "and key)");
             goto fail;
         }
-        ls->https_fd = -1; /* the daemon closes it */
+        if (!own_accept)
+            ls->https_fd = -1; /* the daemon closes it */
         if (c->http_port) {
             ls->http = start_daemon(LISTENER_HTTP, ls->addr, ls->http_fd, c, NULL, NULL);
             if (!ls->http) {
@@ -640,6 +686,10 @@ int server_start(const struct config *c, const char *cert_pem, const char *key_p
             }
             ls->http_fd = -1;
         }
+    }
+    if (own_accept && start_own_accept(c) != 0) {
+        snprintf(err, errlen, "cannot start the PROXY protocol accept thread");
+        goto fail;
     }
     return 0;
 fail:
@@ -696,6 +746,8 @@ void server_stop(void)
                       "(an fsync that does not return?); stopping anyway",
                       atomic_load(&in_flight));
     }
+    /* Nothing is handed to a daemon once it stops. */
+    proxy_listen_stop();
     /* MHD_stop_daemon closes the listen socket it was given; one never handed over (a
      * failed start) is closed here. */
     for (int i = 0; i < n_listeners; i++) {

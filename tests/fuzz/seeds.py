@@ -186,6 +186,23 @@ def main():
                  b"GET /healthz HTTP/1.1\nHost: x\r\nX-A: a\x00b\r\nX-B: a\r\n c\r\n\r\n",
                  b"GET /v1/%2e%2E/x%00?a=%2F HTTP/1.0\r\nX-E:\r\n\r\n"]:
         write("http_strict", head)
+    # fuzz_proxy_protocol.c: PROXY protocol headers (v2 binary, v1 text), a TLS ClientHello's start
+    sig = b"\r\n\r\n\x00\r\nQUIT\n"
+    v4 = bytes([198, 51, 100, 7, 10, 0, 0, 5, 0xC3, 0x50, 0x20, 0xFB])
+    v6 = bytes([0x20, 0x01, 0x0D, 0xB8] + [0] * 11 + [9] + [0] * 15 + [1] +
+               [0xC3, 0x50, 0x20, 0xFB])
+    noop = b"\x04\x00\x04\x00\x00\x00\x00"
+    for ver_cmd, fam, body in [(0x21, 0x11, v4), (0x21, 0x21, v6), (0x20, 0x00, b""),
+                               (0x21, 0x11, v4 + noop), (0x21, 0x21, v6 + noop),
+                               (0x20, 0x11, v4), (0x21, 0x12, v4), (0x11, 0x11, v4)]:
+        write("proxy_protocol", sig + bytes([ver_cmd, fam]) + len(body).to_bytes(2, "big") +
+              body + b"\x16\x03\x01\x02\x00\x01")
+    for line in [b"PROXY TCP4 198.51.100.22 10.0.0.5 40000 8443\r\n",
+                 b"PROXY TCP6 2001:db8::1 ::1 65535 0\r\n", b"PROXY UNKNOWN\r\n",
+                 b"PROXY UNKNOWN ffff::1 ::1 1 2\r\n",
+                 b"PROXY TCP4 255.255.255.255 255.255.255.255 65535 65535\r\nGET / HTTP/1.1\r\n"]:
+        write("proxy_protocol", line)
+    write("proxy_protocol", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
 
 
 if __name__ == "__main__":

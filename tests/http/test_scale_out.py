@@ -5,16 +5,20 @@ The module starts one fresh C-collation database in the session's cluster, three
 the build under test on it (each its own data directory, all with the same --public-url, the
 HAProxy address clients use and the token issuer, and the same jwt-signing.key, tls.crt and
 tls.key, copied from the first), and HAProxy in TCP mode in front of them (round robin, health
-checked every 200 ms; TLS ends at the instances). Clients verify the shared certificate and open
-a new connection per request where the spreading matters, so round robin sends consecutive
-requests to different instances. What it shows:
+checked every 200 ms; TLS ends at the instances; each connection to an instance begins with a
+PROXY protocol v2 header naming the client, sent from 127.0.0.2, the instances' only trusted
+proxy, so that a test's direct connections from 127.0.0.1 stay direct). Clients verify the
+shared certificate and open a new connection per request where the spreading matters, so round
+robin sends consecutive requests to different instances. What it shows:
 - the workspace quota holds in total, within the bound runtime/ratelimit.c states;
 - one idempotency key sent to two instances at once creates one payment;
 - a session logged out through one instance is refused by the others on their next request;
 - an instance killed with SIGKILL under load loses no acknowledged write, and the others keep
   serving;
 - every approved payment moves through each settlement step once, with the settlement workers
-  of all three instances running.
+  of all three instances running;
+- two clients through HAProxy have login quotas of their own: the instances see each client's
+  address, not HAProxy's.
 
 Only on PostgreSQL (TREASURY_TEST_ENGINE=postgresql): on SQLite a database belongs to one
 process, so there is nothing to scale out."""
@@ -50,6 +54,10 @@ FAST_SETTLEMENT = ["--settlement-interval-ms", "50", "--sandbox-rail-delay-ms", 
 # The default quota leaves the load tests' reads and writes alone; the quota test sets its
 # workspace's own (admin set-rate-limit).
 AMPLE_QUOTA = ["--rate-limit", "100000"]
+# HAProxy connects to the instances from this address (its servers' "source"), with a PROXY
+# protocol v2 header naming the client (send-proxy-v2): README "Running several instances".
+PROXY_SOURCE = "127.0.0.2"
+BEHIND_PROXY = ["--trusted-proxy", PROXY_SOURCE, "--proxy-protocol", "on"]
 HAPPY = ["payment.created", "payment.approved", "payment.processing", "payment.sent",
          "payment.completed"]
 HAPROXY_READY_TIMEOUT = 10.0
@@ -89,7 +97,8 @@ class Instance(Server):
 
     def __init__(self, root, dbname, public_url, **kw):
         super().__init__(root, threads=4,
-                         extra_args=["--public-url", public_url] + FAST_SETTLEMENT + AMPLE_QUOTA,
+                         extra_args=["--public-url", public_url] + FAST_SETTLEMENT + AMPLE_QUOTA +
+                         BEHIND_PROXY,
                          **kw)
         self._dbname = dbname
         self.public_url = public_url
@@ -147,8 +156,9 @@ class HAProxy:
         self.port = port
         self.cfg = root / "haproxy.cfg"
         self.log = root / "haproxy.log"
-        servers = "\n".join("  server i%d 127.0.0.1:%d check inter 200ms fall 1 rise 1" %
-                            (i, s.https_port) for i, s in enumerate(instances))
+        servers = "\n".join("  server i%d 127.0.0.1:%d send-proxy-v2 source %s check inter 200ms "
+                            "fall 1 rise 1" % (i, s.https_port, PROXY_SOURCE)
+                            for i, s in enumerate(instances))
         self.cfg.write_text(HAPROXY_CFG.format(port=port, servers=servers))
         self.proc = None
 
@@ -594,3 +604,63 @@ def test_an_instance_killed_under_load_loses_no_acknowledged_write(trio):
     w, bid, _ = acked[-1]
     with trio.direct(N_INSTANCES - 1, tenants[w][1]) as c:
         assert c.get("/v1/beneficiaries/" + bid).status == 200
+
+
+# ---- 7. each client its own per-address limits behind HAProxy ---------------------------------
+
+class FromAddress(OneShot):
+    """A client connecting from a source address of its own (any 127/8 address is loopback)."""
+
+    def __init__(self, source, *args, **kw):
+        super().__init__(*args, **kw)
+        self.source = source
+
+    def _connection(self):
+        if self._conn is None:
+            super()._connection()
+            self._conn.source_address = (self.source, 0)
+        return self._conn
+
+
+def test_two_clients_through_haproxy_have_login_quotas_of_their_own(tmp_path_factory,
+                                                                     server_bin):
+    """Through HAProxy an instance sees each client's address (the PROXY protocol header), not
+    HAProxy's: one client spending its login quota (3 a minute here) leaves another's alone,
+    and the access log names both. One instance of its own, so that the quota can be small."""
+    cluster = pg_cluster()
+    dbname = cluster.create_database()
+    root = tmp_path_factory.mktemp("scale-pp")
+    proxy_port, https_port, http_port = free_ports(3)
+    servers = Servers(tmp_path_factory)
+    haproxy = None
+    login = {"email": "nobody@example.com", "password": "wrong-password-123"}
+    try:
+        instance = Instance(root / "i0", dbname, "https://127.0.0.1:%d" % proxy_port,
+                            https_port=https_port, http_port=http_port,
+                            extra_env={"TREASURY_AUTH_RATE_LIMIT": "3"})
+        servers.started.append(instance)
+        instance.start()
+        haproxy = HAProxy(root, proxy_port, [instance]).start(instance.ca)
+
+        def attempt(source):
+            with FromAddress(source, "127.0.0.1", proxy_port, cafile=instance.ca) as c:
+                return c.post("/v1/api/login", json=login).status
+
+        statuses = [attempt("127.0.0.3") for _ in range(4)]
+        assert statuses == [401, 401, 401, 429], statuses
+        assert attempt("127.0.0.4") == 401
+        deadline = time.monotonic() + 5  # each access line is written once its answer is sent
+        while True:
+            logins = [r.get("peer") for r in instance.access_records()
+                      if r.get("route") == "/v1/api/login"]
+            if len(logins) >= 5 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert sorted(logins) == ["127.0.0.3"] * 4 + ["127.0.0.4"], logins
+    finally:
+        if haproxy is not None:
+            haproxy.stop()
+        try:
+            servers.close()
+        finally:
+            cluster.drop_database(dbname)

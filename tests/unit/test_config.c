@@ -80,6 +80,22 @@ static void test_bad_flags_are_usage_errors(void)
     CHECK(parse(&c, 3, half_tls) == CONFIG_USAGE);
 }
 
+/* --proxy-protocol: on or off (the default), and on only with proxies to send the header. */
+static void test_the_proxy_protocol_needs_trusted_proxies(void)
+{
+    struct config c;
+    char *none[] = { "ts", NULL };
+    CHECK(parse(&c, 1, none) == CONFIG_OK && !c.proxy_protocol);
+    char *on[] = { "ts", "--trusted-proxy", "10.0.0.1", "--proxy-protocol", "on", NULL };
+    CHECK(parse(&c, 5, on) == CONFIG_OK && c.proxy_protocol);
+    char *off[] = { "ts", "--proxy-protocol=off", NULL };
+    CHECK(parse(&c, 2, off) == CONFIG_OK && !c.proxy_protocol);
+    char *alone[] = { "ts", "--proxy-protocol", "on", NULL };
+    CHECK(parse(&c, 3, alone) == CONFIG_USAGE);
+    char *yes[] = { "ts", "--trusted-proxy", "10.0.0.1", "--proxy-protocol", "yes", NULL };
+    CHECK(parse(&c, 5, yes) == CONFIG_USAGE);
+}
+
 static void test_admin_subcommand_stops_flag_parsing(void)
 {
     struct config c;
@@ -105,6 +121,7 @@ int main(void)
         UNIT_TEST(test_flag_beats_environment),
         UNIT_TEST(test_threads_default_to_the_cores_of_the_affinity),
         UNIT_TEST(test_bad_flags_are_usage_errors),
+        UNIT_TEST(test_the_proxy_protocol_needs_trusted_proxies),
         UNIT_TEST(test_admin_subcommand_stops_flag_parsing),
         UNIT_TEST(test_help_and_version_exit_ok),
     };
