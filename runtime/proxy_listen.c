@@ -28,7 +28,7 @@ struct pending {
     int fd, listener;
     struct sockaddr_storage peer; /* the proxy; once read: the client (the header's) */
     socklen_t peer_len;
-    bool header_read;
+    bool header_read, local; /* local: a LOCAL (v1 UNKNOWN) header, the proxy's own */
     int64_t deadline;
     size_t have;
     unsigned char buf[PROXY_PROTOCOL_MAX];
@@ -106,7 +106,7 @@ static int advance(struct pending *p, struct proxy_protocol_header *h, const cha
     }
 }
 
-/* After the header: 1 the client's first byte is there, 0 not yet, -1 the proxy closed or
+/* After a LOCAL header: 1 the first byte after it is there, 0 not yet, -1 the proxy closed or
  * reset the connection (HAProxy's health check: a LOCAL header, then a reset; handed over, it
  * would be a failed TLS handshake in libmicrohttpd's log). */
 static int first_byte(int fd)
@@ -225,12 +225,18 @@ static void *loop(void *arg)
                 int r = p->header_read ? 1 : advance(p, &h, &why);
                 if (r > 0 && !p->header_read) {
                     p->header_read = true;
+                    p->local = h.local;
                     if (!h.local) {
                         p->peer = h.src;
                         p->peer_len = h.src_len;
                     }
                 }
-                if (r > 0) /* handed over with the client's first byte, never before */
+                /* A client's connection is handed over at once, so that from then on the
+                 * connection caps and the head deadline count it as the client's (a client
+                 * opening connections that send nothing is held to its own cap, not to this
+                 * list's, which every client shares); the proxy's own (LOCAL: a health check)
+                 * only with the first byte after its header, never before. */
+                if (r > 0 && p->local)
                     r = first_byte(p->fd);
                 if (r > 0) {
                     cfg.hand(cfg.ctx[p->listener], p->fd, (const struct sockaddr *)&p->peer,

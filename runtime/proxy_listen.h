@@ -5,12 +5,16 @@
  *   - a connection whose peer is not a trusted proxy is handed over at once, nothing read
  *     (a PROXY header from it is then the start of a failed TLS handshake);
  *   - a trusted proxy's connection must begin with a header (proxy_protocol.h, v1 or v2); it
- *     is handed over with the header's client address (LOCAL, a health check: its own
- *     peer's) once the client's first byte follows, or closed: another first byte, a
- *     malformed header, the end of the stream, or no complete header and first byte within
- *     head_timeout_ms of its accept (a connection that sends nothing). One closed right after
- *     its header (HAProxy's health checks: a LOCAL header, then a reset) is closed quietly.
- *     At most PROXY_LISTEN_PENDING_MAX wait at once; past that one is closed.
+ *     is handed over with the header's client address as soon as the header is read, so
+ *     that the connection caps and the head deadline then count it as that client's (the
+ *     deadline starts again at the hand-over: a proxy sends its header at once); a LOCAL
+ *     header (v1 UNKNOWN: the proxy's own connection, a health check) keeps its own peer's
+ *     and is handed over only once a first byte follows it. It is closed on another first
+ *     byte, a malformed header, the end of the stream, or no complete header (LOCAL: and
+ *     first byte) within head_timeout_ms of its accept (a connection that sends nothing). One
+ *     closed right after a LOCAL header (HAProxy's health checks: a LOCAL header, then a
+ *     reset) is closed quietly. At most PROXY_LISTEN_PENDING_MAX wait at once; past that one
+ *     is closed.
  * Closures are counted and logged once a second. The hand-over (runtime/server.c: libmicrohttpd's
  * MHD_add_connection) then applies the connection caps to the client's address. */
 #ifndef RUNTIME_PROXY_LISTEN_H

@@ -276,10 +276,14 @@ static bool head_acceptable(struct req *r, const char *method, const char *versi
                                   version, l.items, l.n, f);
 }
 
-/* The client's address: the TCP peer, or behind a trusted proxy X-Forwarded-For's. */
+/* The client's address: the TCP peer, or behind a trusted proxy X-Forwarded-For's. With
+ * --proxy-protocol on, a trusted proxy reaches the HTTPS port only in TCP mode (its header
+ * names the client, runtime/proxy_listen.h), so an X-Forwarded-For there is the client's own
+ * words: a connection that kept the proxy's address (a LOCAL header, v1 UNKNOWN) is believed
+ * in nothing it says. */
 static const char *client_address(struct req *r, const char *tcp_peer)
 {
-    r->via_proxy = forwarded_is_trusted(&proxies, tcp_peer);
+    r->via_proxy = !(r->tls && own_accept) && forwarded_is_trusted(&proxies, tcp_peer);
     if (!r->via_proxy)
         return tcp_peer;
     /* The last lines count (the proxy appends its own): the first 64 from the end, in order. */

@@ -89,10 +89,11 @@ def peers(server, n):
     return {r.get("peer") for r in server.access_records(wait_for=n)}
 
 
-def wait_for_log(server, text, timeout=5.0):
-    """Waits for text in the server's log (counted closures are logged once a second)."""
+def wait_for_log(server, text, since=0, timeout=5.0):
+    """Waits for text in the server's log past offset since (a test's own lines: the server
+    is the module's) - counted closures are logged once a second."""
     deadline = time.monotonic() + timeout
-    while text not in server.log_text():
+    while text not in server.log_text()[since:]:
         assert time.monotonic() < deadline, "no %r in:\n%s" % (text, server.log_text()[-2000:])
         time.sleep(0.05)
 
@@ -110,28 +111,31 @@ def proxied(tmp_path_factory, server_bin):
 
 
 def test_the_headers_client_has_its_own_login_bucket_and_access_lines(proxied):
+    before = len(proxied.access_records(wait_for=0, timeout=0))
     statuses = [login_via(proxied, v2("198.51.100.1")).status for _ in range(4)]
     assert statuses == [401, 401, 401, 429], statuses
     # Another client behind the same proxy is not locked out, in either version of the header.
     assert_problem(login_via(proxied, v2("198.51.100.2")), 401)
     assert_problem(login_via(proxied, v1("198.51.100.3")), 401)
     assert_problem(login_via(proxied, v2("2001:db8::7")), 401)
-    seen = peers(proxied, 7)
-    assert {"198.51.100.1", "198.51.100.2", "198.51.100.3", "2001:db8::7"} <= seen, seen
-    assert "127.0.0.1" not in seen, seen
+    mine = proxied.access_records(wait_for=before + 7)[before:]
+    seen = {r.get("peer") for r in mine}
+    assert seen == {"198.51.100.1", "198.51.100.2", "198.51.100.3", "2001:db8::7"}, seen
 
 
 def test_a_proxied_connection_is_kept_alive_and_a_local_header_is_the_proxy(proxied):
+    since = len(proxied.log_text())
     with Proxied(proxied, V2_LOCAL) as c:  # a health check's: the proxy's own connection
         for _ in range(3):
             r = c.get("/healthz")
             assert r.status == 200, r
-    wait_for_log(proxied, '"peer":"127.0.0.1"')
+    wait_for_log(proxied, '"peer":"127.0.0.1"', since)
 
 
 def test_the_connection_cap_counts_the_headers_client(proxied):
     """--max-connections-per-address 2: a client's third connection through the proxy is
     refused, another client's is not (the proxy itself has no cap)."""
+    since = len(proxied.log_text())
     held = [Proxied(proxied, v2("198.51.100.50")) for _ in range(2)]
     try:
         for c in held:
@@ -142,14 +146,47 @@ def test_the_connection_cap_counts_the_headers_client(proxied):
     finally:
         for c in held:
             c.close()
-    wait_for_log(proxied, "over --max-connections-per-address 2 (such as 198.51.100.50)")
+    wait_for_log(proxied, "over --max-connections-per-address 2 (such as 198.51.100.50)", since)
+
+
+def test_a_clients_connections_that_send_nothing_count_against_its_own_cap(proxied):
+    """A proxy in TCP mode sends the header as soon as it accepts the client, whatever the
+    client then sends: connections that stop after the header are the client's, held to its
+    --max-connections-per-address (2) at once, not parked in a waiting list every client
+    behind the proxy shares (filling it would have locked the others out)."""
+    since = len(proxied.log_text())
+    idle = [socket.create_connection(("127.0.0.1", proxied.https_port), timeout=10)
+            for _ in range(6)]
+    try:
+        for s in idle:
+            s.sendall(v2("198.51.100.70"))
+        wait_for_log(proxied, "over --max-connections-per-address 2 (such as 198.51.100.70)",
+                     since)
+        with Proxied(proxied, v2("198.51.100.71")) as other:
+            assert other.get("/healthz").status == 200
+    finally:
+        for s in idle:
+            s.close()
+
+
+def test_x_forwarded_for_on_the_https_port_is_never_believed(proxied):
+    """With --proxy-protocol on, a trusted proxy reaches the HTTPS port in TCP mode only: an
+    X-Forwarded-For there was written by the client, also on a connection that kept the
+    proxy's address (a LOCAL header; HAProxy's v1 UNKNOWN)."""
+    before = len(proxied.access_records(wait_for=0, timeout=0))
+    with Proxied(proxied, V2_LOCAL) as c:
+        r = c.get("/healthz", headers={"X-Forwarded-For": "198.51.100.80"})
+        assert r.status == 200, r
+    mine = proxied.access_records(wait_for=before + 1)[before:]
+    assert [rec.get("peer") for rec in mine] == ["127.0.0.1"], mine
 
 
 def test_a_trusted_proxys_connection_without_a_header_is_closed(proxied):
+    since = len(proxied.log_text())
     assert handshake_fails(proxied)  # TLS at once: its first byte is no header's
     assert handshake_fails(proxied, b"PROXY TCP4 198.51.100.1 127.0.0.1 1 2\n")  # bare LF
     assert handshake_fails(proxied, SIG + b"\x21\x12\x00\x0c" + bytes(12))  # UDP
-    wait_for_log(proxied, "without a valid PROXY protocol header")
+    wait_for_log(proxied, "without a valid PROXY protocol header", since)
 
 
 @pytest.mark.parametrize("sent", [b"", v2("198.51.100.1")[:10], b"PROXY TCP4 198.51",
@@ -157,6 +194,7 @@ def test_a_trusted_proxys_connection_without_a_header_is_closed(proxied):
                          ids=["nothing", "half-v2", "half-v1", "header-alone"])
 def test_a_proxy_connection_that_sends_no_whole_header_is_closed_at_the_head_deadline(proxied,
                                                                                       sent):
+    since = len(proxied.log_text())
     s = socket.create_connection(("127.0.0.1", proxied.https_port), timeout=10)
     try:
         if sent:
@@ -171,7 +209,12 @@ def test_a_proxy_connection_that_sends_no_whole_header_is_closed_at_the_head_dea
     finally:
         s.close()
     assert data == b"" and 1.0 <= took < 4.0, (data, took)
-    wait_for_log(proxied, "not complete within --head-timeout-ms 1500")
+    if sent == v2("198.51.100.1"):
+        # A whole client header: handed over at once, so the head deadline that closes it is
+        # the connection guard's, counted for the client (not the shared waiting list's).
+        wait_for_log(proxied, "connections: closed 1 past their deadline (head 1", since)
+    else:
+        wait_for_log(proxied, "not complete within --head-timeout-ms 1500", since)
 
 
 def test_a_health_check_closing_after_its_header_leaves_no_log_line(proxied):
@@ -185,7 +228,7 @@ def test_a_health_check_closing_after_its_header_leaves_no_log_line(proxied):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()  # a reset, as HAProxy's checks end
     assert handshake_fails(proxied, b"")  # a line of its own, to wait for
-    wait_for_log(proxied, "without a valid PROXY protocol header")
+    wait_for_log(proxied, "without a valid PROXY protocol header", before)
     time.sleep(1.2)
     assert "libmicrohttpd" not in proxied.log_text()[before:], proxied.log_text()[before:]
 
