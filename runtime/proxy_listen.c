@@ -279,8 +279,13 @@ static void *loop(void *arg)
 
 int proxy_listen_start(const struct proxy_listen_config *c)
 {
+    if (running) { /* the running thread's configuration stays as it is */
+        for (int i = 0; i < c->n && i < PROXY_LISTEN_MAX_SOCKETS; i++)
+            close(c->fds[i]);
+        return -1;
+    }
     cfg = *c;
-    if (running || cfg.n < 1 || cfg.n > PROXY_LISTEN_MAX_SOCKETS ||
+    if (cfg.n < 1 || cfg.n > PROXY_LISTEN_MAX_SOCKETS ||
         cfg.n_trusted > PROXY_LISTEN_MAX_TRUSTED)
         goto fail;
     wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
