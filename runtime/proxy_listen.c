@@ -158,7 +158,7 @@ static void accept_on(int listener, int64_t now, int64_t *paused_until)
         p->peer_len = sl;
         p->deadline = now + cfg.head_timeout_ms;
         p->have = 0;
-        p->header_read = false;
+        p->header_read = p->local = false;
         pending[n_pending++] = p;
     }
 }
